@@ -1,0 +1,116 @@
+import { type GradFn, Tensor, setReshapeImpl, full } from '../tensor/tensor.ts';
+import { sameShape, shapeToString } from '../tensor/shape.ts';
+import { isGradEnabled } from './grad-mode.ts';
+
+/**
+ * Attach a backward rule to `out` if gradients are being recorded and any input needs one.
+ * Every differentiable op ends with this call: forward and backward sit side by side in the op.
+ */
+export function record(
+  out: Tensor,
+  name: string,
+  inputs: readonly Tensor[],
+  backward: (gradOutput: Tensor) => (Tensor | null)[],
+): Tensor {
+  if (!isGradEnabled()) return out;
+  let needed = false;
+  for (const t of inputs) if (t.requiresGrad) needed = true;
+  if (!needed) return out;
+  out.requiresGrad = true;
+  out.gradFn = { name, inputs, backward } satisfies GradFn;
+  return out;
+}
+
+/** Add `g` into `acc` in place (same shape). */
+function accumulate(acc: Tensor, g: Tensor): void {
+  const a = acc.data as Float32Array;
+  const b = g.data as Float32Array;
+  for (let i = 0; i < a.length; i++) a[i] += b[i];
+}
+
+/**
+ * Reverse-mode differentiation from `root`. The gradient flows back through every recorded op in
+ * reverse topological order; leaves that require gradients accumulate it in `.grad` (so two
+ * backward() calls add up, as in PyTorch, until zeroGrad()).
+ */
+export function backward(root: Tensor, gradOutput?: Tensor): void {
+  if (!root.requiresGrad) {
+    throw new Error('backward: tensor does not require grad (no input of the computation had requiresGrad set)');
+  }
+  if (gradOutput === undefined) {
+    if (root.size !== 1) {
+      throw new Error(`backward: gradient can be implicitly created only for one-element outputs, got shape ${shapeToString(root.shape)}`);
+    }
+    gradOutput = full(root.shape, 1);
+  } else if (!sameShape(gradOutput.shape, root.shape)) {
+    throw new Error(`backward: gradOutput shape ${shapeToString(gradOutput.shape)} does not match output shape ${shapeToString(root.shape)}`);
+  }
+
+  // Topological order by iterative DFS (graphs of thousands of ops would overflow recursion).
+  const order: Tensor[] = [];
+  const visited = new Set<Tensor>();
+  const stack: [Tensor, number][] = [[root, 0]];
+  visited.add(root);
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1];
+    const [t, i] = top;
+    const inputs = t.gradFn?.inputs ?? [];
+    if (i < inputs.length) {
+      top[1]++;
+      const child = inputs[i];
+      if (child.requiresGrad && !visited.has(child)) {
+        visited.add(child);
+        stack.push([child, 0]);
+      }
+    } else {
+      stack.pop();
+      order.push(t);
+    }
+  }
+
+  const grads = new Map<Tensor, Tensor>();
+  grads.set(root, gradOutput);
+  for (let idx = order.length - 1; idx >= 0; idx--) {
+    const t = order[idx];
+    const g = grads.get(t);
+    if (g === undefined) continue;
+    grads.delete(t); // free as we go: peak memory stays near one layer's activations
+    if (t.gradFn === null || t.retainsGrad) {
+      if (t.grad === null) t.grad = new Tensor(new Float32Array(g.data as Float32Array), t.shape, 'float32');
+      else accumulate(t.grad, g);
+    }
+    if (t.gradFn === null) continue;
+    const inputGrads = t.gradFn.backward(g);
+    const inputs = t.gradFn.inputs;
+    for (let i = 0; i < inputs.length; i++) {
+      const gi = inputGrads[i];
+      const inp = inputs[i];
+      if (gi === null || gi === undefined || !inp.requiresGrad) continue;
+      if (!sameShape(gi.shape, inp.shape)) {
+        throw new Error(`backward: internal error in '${t.gradFn.name}': gradient shape ${shapeToString(gi.shape)} for input of shape ${shapeToString(inp.shape)}`);
+      }
+      const prev = grads.get(inp);
+      if (prev === undefined) grads.set(inp, gi);
+      else {
+        // Never mutate a gradient some rule may still hold: copy on first accumulation.
+        const sum = ownedGrads.has(prev) ? prev : ownGrad(prev);
+        accumulate(sum, gi);
+        grads.set(inp, sum);
+      }
+    }
+  }
+}
+
+/** Gradients created by accumulation belong to the engine and may be updated in place. */
+const ownedGrads = new WeakSet<Tensor>();
+function ownGrad(t: Tensor): Tensor {
+  const c = t.clone();
+  ownedGrads.add(c);
+  return c;
+}
+
+// reshape is a view; its gradient is the output gradient viewed back in the input's shape.
+setReshapeImpl((t, shape) => {
+  const out = new Tensor(t.data, shape, t.dtype);
+  return record(out, 'reshape', [t], (g) => [new Tensor(g.data, t.shape, 'float32')]);
+});

@@ -1,0 +1,140 @@
+/**
+ * The kernel interface. Ops (src/ops) are written once against it; each backend registers an
+ * implementation. Kernels take typed arrays (already offset: pass `subarray`s) and plain sizes,
+ * write into caller-allocated outputs, and never allocate tensors themselves, so a WebAssembly
+ * backend can run them in place on its linear memory.
+ *
+ * Dimension letters: B batch, H heads, L query length, S key length, D head size, R rows, C columns.
+ */
+
+/** Batched C = op(A) · op(B) (row-major); each operand's batch stride may be 0 to broadcast. */
+export interface GemmParams {
+  batch: number;
+  m: number;
+  n: number;
+  k: number;
+  /** A is stored (k, m) and used transposed. */
+  transA: boolean;
+  /** B is stored (n, k) and used transposed. */
+  transB: boolean;
+  strideA: number;
+  strideB: number;
+  strideC: number;
+  /** C += A·B instead of C = A·B. */
+  accumulate: boolean;
+}
+
+export type BinaryOp = 'add' | 'sub' | 'mul' | 'div';
+export type UnaryOp = 'exp' | 'log' | 'neg' | 'sqrt' | 'tanh' | 'sigmoid' | 'abs';
+
+/**
+ * Additive attention bias of logical shape (B, H, L, S), with broadcast strides (0 = broadcast).
+ * S is always contiguous. Masks of every kind are turned into this by the attention op.
+ */
+export interface AttentionBias {
+  data: Float32Array;
+  strideB: number;
+  strideH: number;
+  strideL: number;
+}
+
+export interface AttentionParams {
+  b: number;
+  h: number;
+  l: number;
+  s: number;
+  /** Query/key head size. */
+  d: number;
+  /** Value head size. */
+  dv: number;
+  scale: number;
+  /** Query i sees keys j <= i + (s - l) (aligned to the end, as with a KV cache). */
+  causal: boolean;
+  bias: AttentionBias | null;
+}
+
+export interface Backend {
+  readonly name: string;
+
+  gemm(a: Float32Array, b: Float32Array, c: Float32Array, p: GemmParams): void;
+
+  /** out = a ∘ b with broadcasting: `aStrides`/`bStrides` are per output dim, 0 where broadcast. */
+  binary(op: BinaryOp, a: Float32Array, aStrides: readonly number[], b: Float32Array, bStrides: readonly number[], out: Float32Array, outShape: readonly number[]): void;
+  /** out = a ∘ scalar (or scalar ∘ a when `scalarFirst`). */
+  binaryScalar(op: BinaryOp, a: Float32Array, scalar: number, out: Float32Array, scalarFirst: boolean): void;
+  unary(op: UnaryOp, x: Float32Array, out: Float32Array): void;
+  /** out = x^p elementwise. */
+  pow(x: Float32Array, p: number, out: Float32Array): void;
+  /** Sum over the axes where `outShape` is 1 and `shape` is not (keepdim layout); `out` is overwritten. */
+  reduceSum(x: Float32Array, shape: readonly number[], out: Float32Array, outShape: readonly number[]): void;
+  /** Copy x (shape) into out with dims permuted: out dim i = x dim perm[i]. */
+  permute(x: Float32Array, shape: readonly number[], perm: readonly number[], out: Float32Array): void;
+
+  /** Row-wise softmax over the last dim of an (R, C) matrix. */
+  softmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void;
+  /** dx = y ∘ (dy − Σ dy∘y), rows of C. */
+  softmaxBackward(y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number): void;
+  logSoftmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void;
+  /** dx = dy − softmax(x)·Σ dy, with softmax recovered from y = logSoftmax(x). */
+  logSoftmaxBackward(y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number): void;
+
+  /** Normalise each row of C; saves mean and 1/σ per row for the backward pass. Affine if weight given. */
+  layerNorm(x: Float32Array, weight: Float32Array | null, bias: Float32Array | null, out: Float32Array, mean: Float32Array, rstd: Float32Array, rows: number, cols: number, eps: number): void;
+  /** dx, and (accumulated into) dweight and dbias when given. */
+  layerNormBackward(x: Float32Array, weight: Float32Array | null, mean: Float32Array, rstd: Float32Array, dy: Float32Array, dx: Float32Array, dweight: Float32Array | null, dbias: Float32Array | null, rows: number, cols: number): void;
+
+  relu(x: Float32Array, out: Float32Array): void;
+  reluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array): void;
+  /** PyTorch's exact gelu: x·Φ(x) with the erf form. */
+  gelu(x: Float32Array, out: Float32Array): void;
+  geluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array): void;
+
+  /** out[i, :] = weight[ids[i], :]. Ids are validated by the op. */
+  embedding(weight: Float32Array, ids: Int32Array, out: Float32Array, dim: number): void;
+  /** dweight[ids[i], :] += dy[i, :], skipping ids equal to paddingIdx. */
+  embeddingBackward(dy: Float32Array, ids: Int32Array, dweight: Float32Array, dim: number, paddingIdx: number): void;
+
+  /**
+   * Cross-entropy with label smoothing per row of logits (R, C): writes each row's loss into
+   * `losses` (0 for ignored rows) and returns the number of counted rows.
+   */
+  crossEntropy(logits: Float32Array, targets: Int32Array, losses: Float32Array, rows: number, cols: number, ignoreIndex: number, labelSmoothing: number): number;
+  /** dlogits for each row given the upstream scale per row (e.g. 1/count for a mean). */
+  crossEntropyBackward(logits: Float32Array, targets: Int32Array, rowScale: Float32Array, dlogits: Float32Array, rows: number, cols: number, ignoreIndex: number, labelSmoothing: number): void;
+
+  /**
+   * Fused attention: out (B,H,L,Dv) = softmax(q·kᵀ·scale + bias, causal) · v, never holding more
+   * than a row of scores; writes the log-sum-exp of each row (B,H,L) for the backward pass and,
+   * when `weights` is given, the probabilities (B,H,L,S).
+   */
+  attention(q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, lse: Float32Array, weights: Float32Array | null, p: AttentionParams): void;
+  /** dq, dk, dv (overwritten) from dout, recomputing probabilities from lse. */
+  attentionBackward(q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, dout: Float32Array, lse: Float32Array, dq: Float32Array, dk: Float32Array, dv: Float32Array, p: AttentionParams): void;
+
+  /** One Adam/AdamW step in place over a flat block of parameters. */
+  adam(param: Float32Array, grad: Float32Array, m: Float32Array, v: Float32Array, lr: number, beta1: number, beta2: number, eps: number, weightDecay: number, decoupled: boolean, step: number): void;
+}
+
+const registry = new Map<string, Backend>();
+let current: Backend | null = null;
+
+export function registerBackend(backend: Backend): void {
+  registry.set(backend.name, backend);
+  current ??= backend;
+}
+
+/** Switch backends by name ('js', later 'wasm'). */
+export function setBackend(name: string): void {
+  const b = registry.get(name);
+  if (!b) throw new Error(`setBackend: unknown backend '${name}', registered: ${[...registry.keys()].join(', ')}`);
+  current = b;
+}
+
+export function getBackend(): Backend {
+  if (current === null) throw new Error('getBackend: no backend registered');
+  return current;
+}
+
+export function backendNames(): string[] {
+  return [...registry.keys()];
+}

@@ -1,0 +1,121 @@
+import type { AttentionParams } from '../backend.ts';
+
+/**
+ * Reference attention, one query row at a time: scores for the row, softmax, weighted sum of V.
+ * Memory beyond the outputs is one row of S scores, the property the fused wasm kernel keeps with
+ * tiles and an online softmax. The row's log-sum-exp is saved so backward can rebuild P exactly.
+ *
+ * q (B,H,L,D), k (B,H,S,D), v (B,H,S,Dv), out (B,H,L,Dv), lse (B,H,L), weights (B,H,L,S) or null.
+ */
+export function attention(
+  q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, lse: Float32Array,
+  weights: Float32Array | null, p: AttentionParams,
+): void {
+  const { b: B, h: H, l: L, s: S, d: D, dv: DV, scale, causal, bias } = p;
+  const row = new Float64Array(S);
+  const acc = new Float64Array(DV);
+  const shift = S - L; // causal alignment: query i is position i + shift among the keys
+  for (let bi = 0; bi < B; bi++) {
+    for (let hi = 0; hi < H; hi++) {
+      const bh = bi * H + hi;
+      const qBase = bh * L * D;
+      const kBase = bh * S * D;
+      const vBase = bh * S * DV;
+      const biasBase = bias ? bi * bias.strideB + hi * bias.strideH : 0;
+      for (let i = 0; i < L; i++) {
+        const qi = qBase + i * D;
+        const limit = causal ? Math.min(S, i + shift + 1) : S;
+        let max = -Infinity;
+        for (let j = 0; j < limit; j++) {
+          const kj = kBase + j * D;
+          let s = 0;
+          for (let t = 0; t < D; t++) s += q[qi + t] * k[kj + t];
+          s *= scale;
+          if (bias) s += bias.data[biasBase + i * bias.strideL + j];
+          row[j] = s;
+          if (s > max) max = s;
+        }
+        let sum = 0;
+        for (let j = 0; j < limit; j++) {
+          const e = Math.exp(row[j] - max);
+          row[j] = e;
+          sum += e;
+        }
+        const inv = 1 / sum;
+        acc.fill(0);
+        for (let j = 0; j < limit; j++) {
+          const pj = row[j] * inv;
+          row[j] = pj;
+          if (pj === 0) continue;
+          const vj = vBase + j * DV;
+          for (let t = 0; t < DV; t++) acc[t] += pj * v[vj + t];
+        }
+        const oi = (bh * L + i) * DV;
+        for (let t = 0; t < DV; t++) out[oi + t] = acc[t];
+        lse[bh * L + i] = max + Math.log(sum);
+        if (weights) {
+          const wi = (bh * L + i) * S;
+          for (let j = 0; j < limit; j++) weights[wi + j] = row[j];
+          for (let j = limit; j < S; j++) weights[wi + j] = 0;
+        }
+      }
+    }
+  }
+}
+
+/**
+ * With P = softmax(S) rebuilt from lse, and Δ_i = dO_i·O_i:
+ *   dV = Pᵀ·dO,  dP = dO·Vᵀ,  dS = P∘(dP − Δ),  dQ = scale·dS·K,  dK = scale·dSᵀ·Q.
+ */
+export function attentionBackward(
+  q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, dout: Float32Array, lse: Float32Array,
+  dq: Float32Array, dk: Float32Array, dv: Float32Array, p: AttentionParams,
+): void {
+  const { b: B, h: H, l: L, s: S, d: D, dv: DV, scale, causal, bias } = p;
+  dq.fill(0);
+  dk.fill(0);
+  dv.fill(0);
+  const prob = new Float64Array(S);
+  const shift = S - L;
+  for (let bi = 0; bi < B; bi++) {
+    for (let hi = 0; hi < H; hi++) {
+      const bh = bi * H + hi;
+      const qBase = bh * L * D;
+      const kBase = bh * S * D;
+      const vBase = bh * S * DV;
+      const biasBase = bias ? bi * bias.strideB + hi * bias.strideH : 0;
+      for (let i = 0; i < L; i++) {
+        const qi = qBase + i * D;
+        const oi = (bh * L + i) * DV;
+        const limit = causal ? Math.min(S, i + shift + 1) : S;
+        const l = lse[bh * L + i];
+        let delta = 0;
+        for (let t = 0; t < DV; t++) delta += dout[oi + t] * out[oi + t];
+        for (let j = 0; j < limit; j++) {
+          const kj = kBase + j * D;
+          let s = 0;
+          for (let t = 0; t < D; t++) s += q[qi + t] * k[kj + t];
+          s *= scale;
+          if (bias) s += bias.data[biasBase + i * bias.strideL + j];
+          prob[j] = Math.exp(s - l);
+        }
+        for (let j = 0; j < limit; j++) {
+          const pj = prob[j];
+          if (pj === 0) continue;
+          const vj = vBase + j * DV;
+          let dp = 0;
+          for (let t = 0; t < DV; t++) {
+            dp += dout[oi + t] * v[vj + t];
+            dv[vj + t] += pj * dout[oi + t];
+          }
+          const ds = pj * (dp - delta) * scale;
+          const kj = kBase + j * D;
+          for (let t = 0; t < D; t++) {
+            dq[qi + t] += ds * k[kj + t];
+            dk[kj + t] += ds * q[qi + t];
+          }
+        }
+      }
+    }
+  }
+}

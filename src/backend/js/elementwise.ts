@@ -1,0 +1,153 @@
+import type { BinaryOp, UnaryOp } from '../backend.ts';
+
+function apply(op: BinaryOp, x: number, y: number): number {
+  switch (op) {
+    case 'add':
+      return x + y;
+    case 'sub':
+      return x - y;
+    case 'mul':
+      return x * y;
+    case 'div':
+      return x / y;
+  }
+}
+
+/** Broadcasting binary op over an N-d output, with fast paths for the shapes training hits most. */
+export function binary(
+  op: BinaryOp,
+  a: Float32Array,
+  aStrides: readonly number[],
+  b: Float32Array,
+  bStrides: readonly number[],
+  out: Float32Array,
+  outShape: readonly number[],
+): void {
+  const n = out.length;
+  const nd = outShape.length;
+  if (n === 0) return;
+  const aFull = a.length === n;
+  const bFull = b.length === n;
+  if (aFull && bFull) {
+    switch (op) {
+      case 'add': for (let i = 0; i < n; i++) out[i] = a[i] + b[i]; return;
+      case 'sub': for (let i = 0; i < n; i++) out[i] = a[i] - b[i]; return;
+      case 'mul': for (let i = 0; i < n; i++) out[i] = a[i] * b[i]; return;
+      case 'div': for (let i = 0; i < n; i++) out[i] = a[i] / b[i]; return;
+    }
+  }
+  // b broadcast along leading dims only (bias add): b repeats every b.length elements.
+  if (aFull && isTrailingBlock(bStrides, outShape, b.length)) {
+    const w = b.length;
+    for (let i = 0; i < n; i += w) for (let j = 0; j < w; j++) out[i + j] = apply(op, a[i + j], b[j]);
+    return;
+  }
+  if (bFull && isTrailingBlock(aStrides, outShape, a.length)) {
+    const w = a.length;
+    for (let i = 0; i < n; i += w) for (let j = 0; j < w; j++) out[i + j] = apply(op, a[j], b[i + j]);
+    return;
+  }
+  // General case: walk the output with an index counter, carrying both input offsets.
+  const idx = new Array<number>(nd).fill(0);
+  let ao = 0;
+  let bo = 0;
+  const inner = outShape[nd - 1];
+  const as = aStrides[nd - 1];
+  const bs = bStrides[nd - 1];
+  for (let o = 0; o < n; o += inner) {
+    for (let j = 0; j < inner; j++) out[o + j] = apply(op, a[ao + j * as], b[bo + j * bs]);
+    for (let d = nd - 2; d >= 0; d--) {
+      idx[d]++;
+      ao += aStrides[d];
+      bo += bStrides[d];
+      if (idx[d] < outShape[d]) break;
+      ao -= aStrides[d] * outShape[d];
+      bo -= bStrides[d] * outShape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/** True if `strides` describe a contiguous block of size `len` at the end, repeated over leading dims. */
+function isTrailingBlock(strides: readonly number[], shape: readonly number[], len: number): boolean {
+  let size = 1;
+  let d = shape.length - 1;
+  for (; d >= 0 && size < len; d--) {
+    if (strides[d] !== size) return false;
+    size *= shape[d];
+  }
+  if (size !== len) return false;
+  for (; d >= 0; d--) if (strides[d] !== 0 && shape[d] !== 1) return false;
+  return true;
+}
+
+export function binaryScalar(op: BinaryOp, a: Float32Array, s: number, out: Float32Array, scalarFirst: boolean): void {
+  const n = a.length;
+  if (scalarFirst) for (let i = 0; i < n; i++) out[i] = apply(op, s, a[i]);
+  else for (let i = 0; i < n; i++) out[i] = apply(op, a[i], s);
+}
+
+export function unary(op: UnaryOp, x: Float32Array, out: Float32Array): void {
+  const n = x.length;
+  switch (op) {
+    case 'exp': for (let i = 0; i < n; i++) out[i] = Math.exp(x[i]); return;
+    case 'log': for (let i = 0; i < n; i++) out[i] = Math.log(x[i]); return;
+    case 'neg': for (let i = 0; i < n; i++) out[i] = -x[i]; return;
+    case 'sqrt': for (let i = 0; i < n; i++) out[i] = Math.sqrt(x[i]); return;
+    case 'tanh': for (let i = 0; i < n; i++) out[i] = Math.tanh(x[i]); return;
+    case 'sigmoid': for (let i = 0; i < n; i++) out[i] = 1 / (1 + Math.exp(-x[i])); return;
+    case 'abs': for (let i = 0; i < n; i++) out[i] = Math.abs(x[i]); return;
+  }
+}
+
+export function pow(x: Float32Array, p: number, out: Float32Array): void {
+  if (p === 2) for (let i = 0; i < x.length; i++) out[i] = x[i] * x[i];
+  else for (let i = 0; i < x.length; i++) out[i] = Math.pow(x[i], p);
+}
+
+export function relu(x: Float32Array, out: Float32Array): void {
+  for (let i = 0; i < x.length; i++) out[i] = x[i] > 0 ? x[i] : 0;
+}
+
+/** PyTorch defines relu'(0) = 0. */
+export function reluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array): void {
+  for (let i = 0; i < x.length; i++) dx[i] = x[i] > 0 ? dy[i] : 0;
+}
+
+/**
+ * erf with relative error below 1.2e-7 everywhere (Numerical Recipes' Chebyshev fit of erfc),
+ * comfortably inside float32 precision.
+ */
+export function erf(x: number): number {
+  const z = Math.abs(x);
+  const t = 1 / (1 + 0.5 * z);
+  const r =
+    t *
+    Math.exp(
+      -z * z - 1.26551223 +
+        t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
+        t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
+    );
+  return x >= 0 ? 1 - r : r - 1;
+}
+
+const SQRT1_2 = Math.SQRT1_2;
+const INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
+
+/** gelu(x) = x·Φ(x) = x/2·(1 + erf(x/√2)), the exact form torch uses by default. */
+export function gelu(x: Float32Array, out: Float32Array): void {
+  for (let i = 0; i < x.length; i++) {
+    const v = x[i];
+    out[i] = 0.5 * v * (1 + erf(v * SQRT1_2));
+  }
+}
+
+/** gelu'(x) = Φ(x) + x·φ(x). */
+export function geluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array): void {
+  for (let i = 0; i < x.length; i++) {
+    const v = x[i];
+    const cdf = 0.5 * (1 + erf(v * SQRT1_2));
+    const pdf = INV_SQRT_2PI * Math.exp(-0.5 * v * v);
+    dx[i] = dy[i] * (cdf + v * pdf);
+  }
+}

@@ -1,0 +1,39 @@
+import type { Backend } from '../backend.ts';
+import { adam } from './adam.ts';
+import { attention, attentionBackward } from './attention.ts';
+import { crossEntropy, crossEntropyBackward } from './crossentropy.ts';
+import { binary, binaryScalar, gelu, geluBackward, pow, relu, reluBackward, unary } from './elementwise.ts';
+import { embedding, embeddingBackward } from './embedding.ts';
+import { gemm } from './gemm.ts';
+import { layerNorm, layerNormBackward } from './layernorm.ts';
+import { permute, reduceSum } from './layout.ts';
+import { logSoftmax, logSoftmaxBackward, softmax, softmaxBackward } from './softmax.ts';
+
+/** The reference backend: plain TypeScript, one file per concern, the oracle for every fast kernel. */
+export const jsBackend: Backend = {
+  name: 'js',
+  gemm,
+  binary,
+  binaryScalar,
+  unary,
+  pow,
+  reduceSum,
+  permute,
+  softmax,
+  softmaxBackward,
+  logSoftmax,
+  logSoftmaxBackward,
+  layerNorm,
+  layerNormBackward,
+  relu,
+  reluBackward,
+  gelu,
+  geluBackward,
+  embedding,
+  embeddingBackward,
+  crossEntropy,
+  crossEntropyBackward,
+  attention,
+  attentionBackward,
+  adam,
+};

@@ -1,0 +1,84 @@
+import { stridesOf } from '../../tensor/shape.ts';
+
+/**
+ * Sum over the axes where outShape has 1 and shape does not (outShape has shape's rank).
+ * Accumulates in float64 per output element for accuracy on long reductions.
+ */
+export function reduceSum(x: Float32Array, shape: readonly number[], out: Float32Array, outShape: readonly number[]): void {
+  const nd = shape.length;
+  const n = x.length;
+  if (out.length === 1) {
+    let s = 0;
+    for (let i = 0; i < n; i++) s += x[i];
+    out[0] = s;
+    return;
+  }
+  // Split into (outer reduced?, ..., inner): handle the two common layouts fast.
+  let lead = 0; // number of leading reduced dims
+  while (lead < nd && outShape[lead] === 1 && shape[lead] !== 1) lead++;
+  let restSame = true;
+  for (let d = lead; d < nd; d++) if (outShape[d] !== shape[d]) restSame = false;
+  if (restSame) {
+    // Reduce leading dims only: out[j] = Σ_i x[i*w + j] (bias gradients).
+    const w = out.length;
+    const acc = new Float64Array(w);
+    for (let i = 0; i < n; i += w) for (let j = 0; j < w; j++) acc[j] += x[i + j];
+    for (let j = 0; j < w; j++) out[j] = acc[j];
+    return;
+  }
+  let trail = nd;
+  while (trail > 0 && outShape[trail - 1] === 1) trail--;
+  let headSame = true;
+  for (let d = 0; d < trail; d++) if (outShape[d] !== shape[d]) headSame = false;
+  if (headSame) {
+    // Reduce trailing dims only: each output sums a contiguous run.
+    const w = n / out.length;
+    for (let o = 0; o < out.length; o++) {
+      let s = 0;
+      const base = o * w;
+      for (let j = 0; j < w; j++) s += x[base + j];
+      out[o] = s;
+    }
+    return;
+  }
+  // General: map every input index to its output offset.
+  const ost = stridesOf(outShape).map((s, d) => (outShape[d] === 1 ? 0 : s));
+  const acc = new Float64Array(out.length);
+  const idx = new Array<number>(nd).fill(0);
+  let oo = 0;
+  for (let i = 0; i < n; i++) {
+    acc[oo] += x[i];
+    for (let d = nd - 1; d >= 0; d--) {
+      idx[d]++;
+      oo += ost[d];
+      if (idx[d] < shape[d]) break;
+      oo -= ost[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+  for (let j = 0; j < out.length; j++) out[j] = acc[j];
+}
+
+/** out = x with dims permuted (out dim i = x dim perm[i]); contiguous copy. */
+export function permute(x: Float32Array, shape: readonly number[], perm: readonly number[], out: Float32Array): void {
+  const nd = shape.length;
+  const xst = stridesOf(shape);
+  const oshape = perm.map((p) => shape[p]);
+  const st = perm.map((p) => xst[p]); // input stride for each output dim
+  const n = x.length;
+  if (n === 0) return;
+  const inner = oshape[nd - 1];
+  const is = st[nd - 1];
+  const idx = new Array<number>(nd).fill(0);
+  let xo = 0;
+  for (let o = 0; o < n; o += inner) {
+    for (let j = 0; j < inner; j++) out[o + j] = x[xo + j * is];
+    for (let d = nd - 2; d >= 0; d--) {
+      idx[d]++;
+      xo += st[d];
+      if (idx[d] < oshape[d]) break;
+      xo -= st[d] * oshape[d];
+      idx[d] = 0;
+    }
+  }
+}

@@ -1,0 +1,14 @@
+/**
+ * qkv: the Transformer of "Attention Is All You Need" in TypeScript.
+ *
+ *   import { tensor, nn, F, io } from 'qkv';
+ */
+import './ops/methods.ts';
+
+export { Tensor, tensor, zeros, ones, full, zerosLike, onesLike, randn, rand, randint, arange, type DType, type TensorOptions } from './tensor/tensor.ts';
+export { Generator, manualSeed, defaultGenerator } from './tensor/random.ts';
+export { noGrad, enableGrad, isGradEnabled, gradcheck, type GradcheckOptions } from './autograd/index.ts';
+export { setBackend, getBackend, backendNames, registerBackend, type Backend } from './backend/backend.ts';
+export * as F from './ops/index.ts';
+export * as nn from './nn/index.ts';
+export * as io from './io/index.ts';

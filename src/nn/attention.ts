@@ -1,0 +1,196 @@
+import { alignBias, attentionCore, maskToBias } from '../ops/attention.ts';
+import * as F from '../ops/index.ts';
+import { shapeToString } from '../tensor/shape.ts';
+import { Tensor, full, zeros } from '../tensor/tensor.ts';
+import { constant_, xavierUniform_ } from './init.ts';
+import { checkPositiveInt, Linear } from './layers.ts';
+import { Module } from './module.ts';
+
+export interface MultiheadAttentionOptions {
+  /** Dropout on the attention weights during training. */
+  dropout?: number;
+  /** Biases on the input and output projections. */
+  bias?: boolean;
+  /** Key feature size, when keys are not embedDim wide (cross-attention from another space). */
+  kdim?: number;
+  /** Value feature size. */
+  vdim?: number;
+  /** Inputs and outputs are (N, L, E) instead of torch's default (L, N, E). */
+  batchFirst?: boolean;
+}
+
+export interface MultiheadAttentionForwardOptions {
+  /** (N, S): TRUE = this key is padding and is ignored; or float, added to the scores. */
+  keyPaddingMask?: Tensor | null;
+  /** (L, S) or (N·numHeads, L, S): TRUE = attention NOT allowed; or float, added. */
+  attnMask?: Tensor | null;
+  /** Return the attention weights (default true, as torch). */
+  needWeights?: boolean;
+  /** Average weights over heads -> (N, L, S); false gives (N, numHeads, L, S). Default true. */
+  averageAttnWeights?: boolean;
+  /** Apply the causal mask (query i sees keys <= i). */
+  isCausal?: boolean;
+}
+
+/**
+ * Multi-head attention (§3.2.2): h heads of scaled dot-product attention over learned projections,
+ * concatenated and projected: MultiHead(Q, K, V) = Concat(head_1..head_h)·Wᴼ.
+ * Parameters and their names are torch.nn.MultiheadAttention's: `in_proj_weight` (3E, E) and
+ * `in_proj_bias` (3E) when q/k/v share E, else `q_proj_weight`, `k_proj_weight`, `v_proj_weight`;
+ * `out_proj.weight`, `out_proj.bias`. Masks use torch.nn's convention: TRUE means "blocked".
+ */
+export class MultiheadAttention extends Module {
+  readonly headDim: number;
+  readonly kdim: number;
+  readonly vdim: number;
+  readonly batchFirst: boolean;
+  readonly dropout: number;
+  readonly inProjWeight: Tensor | null;
+  readonly qProjWeight: Tensor | null;
+  readonly kProjWeight: Tensor | null;
+  readonly vProjWeight: Tensor | null;
+  readonly inProjBias: Tensor | null;
+  readonly outProj: Linear;
+
+  constructor(readonly embedDim: number, readonly numHeads: number, options: MultiheadAttentionOptions = {}) {
+    super();
+    checkPositiveInt('MultiheadAttention', 'embedDim', embedDim);
+    checkPositiveInt('MultiheadAttention', 'numHeads', numHeads);
+    if (embedDim % numHeads !== 0) {
+      throw new Error(`MultiheadAttention: embedDim ${embedDim} is not divisible by numHeads ${numHeads}`);
+    }
+    this.headDim = embedDim / numHeads;
+    this.kdim = options.kdim ?? embedDim;
+    this.vdim = options.vdim ?? embedDim;
+    checkPositiveInt('MultiheadAttention', 'kdim', this.kdim);
+    checkPositiveInt('MultiheadAttention', 'vdim', this.vdim);
+    this.batchFirst = options.batchFirst ?? false;
+    this.dropout = options.dropout ?? 0;
+    const bias = options.bias ?? true;
+    const E = embedDim;
+    if (this.kdim === E && this.vdim === E) {
+      this.inProjWeight = this.registerParameter('in_proj_weight', xavierUniform_(zeros(3 * E, E)));
+      this.qProjWeight = this.kProjWeight = this.vProjWeight = null;
+    } else {
+      this.inProjWeight = null;
+      this.qProjWeight = this.registerParameter('q_proj_weight', xavierUniform_(zeros(E, E)));
+      this.kProjWeight = this.registerParameter('k_proj_weight', xavierUniform_(zeros(E, this.kdim)));
+      this.vProjWeight = this.registerParameter('v_proj_weight', xavierUniform_(zeros(E, this.vdim)));
+    }
+    this.inProjBias = bias ? this.registerParameter('in_proj_bias', full([3 * E], 0)) : null;
+    this.outProj = this.registerModule('out_proj', new Linear(E, E, { bias }));
+    if (this.outProj.bias) constant_(this.outProj.bias, 0);
+  }
+
+  /**
+   * query (L, N, E), key (S, N, kdim), value (S, N, vdim) — or (N, L, E) etc. with batchFirst, or
+   * unbatched (L, E). Returns the output in the query's layout and, if asked, the weights.
+   */
+  forward(query: Tensor, key: Tensor, value: Tensor, options: MultiheadAttentionForwardOptions = {}): { output: Tensor; weights: Tensor | null } {
+    const { keyPaddingMask = null, attnMask = null, needWeights = true, averageAttnWeights = true, isCausal = false } = options;
+    const E = this.embedDim;
+    const h = this.numHeads;
+    const name = 'MultiheadAttention';
+    const batched = query.ndim === 3;
+    if (query.ndim !== 2 && query.ndim !== 3) {
+      throw new Error(`${name}: query must be 3-D (batched) or 2-D (unbatched), got shape ${shapeToString(query.shape)}`);
+    }
+    for (const [arg, t] of [['key', key], ['value', value]] as const) {
+      if (t.ndim !== query.ndim) {
+        throw new Error(`${name}: ${arg} must be ${query.ndim}-D like query, got shape ${shapeToString(t.shape)}`);
+      }
+    }
+    const selfAttention = query === key && key === value;
+    // Work batch-first: (N, L, E).
+    const toBF = (t: Tensor): Tensor => (!batched ? t.unsqueeze(0) : this.batchFirst ? t : F.transpose(t, 0, 1));
+    const q0 = toBF(query);
+    const k0 = selfAttention ? q0 : toBF(key);
+    const v0 = selfAttention ? q0 : toBF(value);
+    const [N, L, Eq] = q0.shape;
+    const [Nk, S, Ek] = k0.shape;
+    const [Nv, Sv, Ev] = v0.shape;
+    if (Eq !== E) throw new Error(`${name}: query feature size must be embedDim ${E}, got shape ${shapeToString(query.shape)}`);
+    if (Ek !== this.kdim) throw new Error(`${name}: key feature size must be kdim ${this.kdim}, got shape ${shapeToString(key.shape)}`);
+    if (Ev !== this.vdim) throw new Error(`${name}: value feature size must be vdim ${this.vdim}, got shape ${shapeToString(value.shape)}`);
+    if (Nk !== N || Nv !== N) throw new Error(`${name}: key and value batch size must match query's ${N}, got key ${shapeToString(key.shape)}, value ${shapeToString(value.shape)}`);
+    if (Sv !== S) throw new Error(`${name}: key and value must have the same length, got key ${shapeToString(key.shape)} and value ${shapeToString(value.shape)}`);
+
+    // Input projections (N, L, E), (N, S, E), (N, S, E).
+    let q: Tensor;
+    let k: Tensor;
+    let v: Tensor;
+    const b = this.inProjBias;
+    const bq = b ? F.narrow(b, 0, 0, E) : null;
+    const bk = b ? F.narrow(b, 0, E, E) : null;
+    const bv = b ? F.narrow(b, 0, 2 * E, E) : null;
+    if (this.inProjWeight) {
+      const W = this.inProjWeight;
+      if (selfAttention) {
+        [q, k, v] = F.chunk(F.linear(q0, W, b), 3, -1); // one GEMM for all three: (N, L, 3E)
+      } else {
+        q = F.linear(q0, F.narrow(W, 0, 0, E), bq);
+        k = F.linear(k0, F.narrow(W, 0, E, E), bk);
+        v = F.linear(v0, F.narrow(W, 0, 2 * E, E), bv);
+      }
+    } else {
+      q = F.linear(q0, this.qProjWeight!, bq);
+      k = F.linear(k0, this.kProjWeight!, bk);
+      v = F.linear(v0, this.vProjWeight!, bv);
+    }
+    // Split heads: (N, T, E) -> (N, h, T, dK).
+    const dK = this.headDim;
+    q = F.permute(q.reshape(N, L, h, dK), [0, 2, 1, 3]);
+    k = F.permute(k.reshape(N, S, h, dK), [0, 2, 1, 3]);
+    v = F.permute(v.reshape(N, S, h, dK), [0, 2, 1, 3]);
+
+    const bias = this.buildBias(attnMask, keyPaddingMask, N, L, S, batched);
+    const res = attentionCore(q, k, v, bias, {
+      causal: isCausal && !attnMask,
+      scale: 1 / Math.sqrt(dK),
+      dropoutP: this.training ? this.dropout : 0,
+      needWeights,
+    }, [N, h]);
+    // Concatenate heads: (N, h, L, dK) -> (N, L, E), then Wᴼ.
+    let out = this.outProj.forward(F.permute(res.output, [0, 2, 1, 3]).reshape(N, L, E));
+    out = !batched ? out.reshape(L, E) : this.batchFirst ? out : F.transpose(out, 0, 1);
+    let weights: Tensor | null = null;
+    if (needWeights && res.weights) {
+      weights = averageAttnWeights ? F.mean(res.weights, 1) : res.weights; // (N, L, S) or (N, h, L, S)
+      if (!batched) weights = weights.reshape(weights.shape.slice(1));
+    }
+    return { output: out, weights };
+  }
+
+  /** attnMask and keyPaddingMask (torch.nn meaning: TRUE = blocked) as one additive bias. */
+  private buildBias(attnMask: Tensor | null, kpm: Tensor | null, N: number, L: number, S: number, batched: boolean): Tensor | null {
+    const name = 'MultiheadAttention';
+    const h = this.numHeads;
+    const geometry = { B: N, H: h, L, S, lead: [N, h] };
+    let am: Tensor | null = null;
+    if (attnMask) {
+      const m = maskToBias(attnMask, 'block', name, 'attnMask');
+      if (m.ndim === 2) {
+        if (m.shape[0] !== L || m.shape[1] !== S) throw new Error(`${name}: 2-D attnMask must have shape [${L}, ${S}] (L, S), got ${shapeToString(m.shape)}`);
+        am = m.reshape(1, 1, L, S);
+      } else if (m.ndim === 3) {
+        if (m.shape[0] !== N * h || m.shape[1] !== L || m.shape[2] !== S) {
+          throw new Error(`${name}: 3-D attnMask must have shape [${N * h}, ${L}, ${S}] (N·numHeads, L, S), got ${shapeToString(m.shape)}`);
+        }
+        am = m.reshape(N, h, L, S);
+      } else {
+        throw new Error(`${name}: attnMask must be 2-D or 3-D, got shape ${shapeToString(m.shape)}`);
+      }
+    }
+    let pm: Tensor | null = null;
+    if (kpm) {
+      const m = maskToBias(kpm, 'block', name, 'keyPaddingMask');
+      const want = batched ? [N, S] : [S];
+      if (m.ndim !== want.length || m.shape.some((d, i) => d !== want[i])) {
+        throw new Error(`${name}: keyPaddingMask must have shape ${shapeToString(want)} (${batched ? 'N, S' : 'S'}), got ${shapeToString(m.shape)}`);
+      }
+      pm = m.reshape(N, 1, 1, S);
+    }
+    const bias = am && pm ? F.add(am, pm) : (am ?? pm);
+    return bias ? alignBias(bias, geometry, name, 'mask') : null;
+  }
+}

@@ -1,0 +1,40 @@
+import { defaultGenerator, type Generator } from '../tensor/random.ts';
+import type { Tensor } from '../tensor/tensor.ts';
+
+/** Parameter initialisers, as torch.nn.init (same distributions; our own seeded stream). */
+export function uniform_(t: Tensor, low: number, high: number, g: Generator = defaultGenerator): Tensor {
+  const d = t.data;
+  for (let i = 0; i < d.length; i++) d[i] = low + (high - low) * g.uniform();
+  return t;
+}
+
+export function normal_(t: Tensor, mean = 0, std = 1, g: Generator = defaultGenerator): Tensor {
+  const d = t.data;
+  for (let i = 0; i < d.length; i++) d[i] = mean + std * g.normal();
+  return t;
+}
+
+export function constant_(t: Tensor, v: number): Tensor {
+  t.data.fill(v);
+  return t;
+}
+
+function fans(t: Tensor): [number, number] {
+  if (t.ndim < 2) throw new Error(`init: fan in/out needs at least 2 dims, got ${t.ndim}`);
+  const receptive = t.shape.slice(2).reduce((a, b) => a * b, 1);
+  return [t.shape[1] * receptive, t.shape[0] * receptive];
+}
+
+/** Glorot & Bengio: U(±√(6/(fanIn+fanOut))). */
+export function xavierUniform_(t: Tensor, gain = 1, g: Generator = defaultGenerator): Tensor {
+  const [fi, fo] = fans(t);
+  const a = gain * Math.sqrt(6 / (fi + fo));
+  return uniform_(t, -a, a, g);
+}
+
+/** torch.nn.Linear's default: kaiming_uniform(a=√5), which is U(±1/√fanIn). */
+export function linearDefault_(t: Tensor, g: Generator = defaultGenerator): Tensor {
+  const [fi] = fans(t);
+  const b = 1 / Math.sqrt(fi);
+  return uniform_(t, -b, b, g);
+}

@@ -1,0 +1,175 @@
+import { noGrad } from '../autograd/grad-mode.ts';
+import { shapeToString } from '../tensor/shape.ts';
+import { Tensor } from '../tensor/tensor.ts';
+
+export interface LoadStateDictOptions {
+  /** Require the keys to match exactly (default true), as torch's load_state_dict(strict=True). */
+  strict?: boolean;
+}
+
+export interface LoadResult {
+  missingKeys: string[];
+  unexpectedKeys: string[];
+}
+
+/**
+ * Base class of every layer, after torch.nn.Module: registered parameters, buffers and submodules
+ * give the dotted state-dict names PyTorch uses (`encoder.layers.0.self_attn.in_proj_weight`), so
+ * weights move between the two unchanged. Properties are camelCase; registered names are torch's.
+ */
+export class Module {
+  training = true;
+  private readonly params = new Map<string, Tensor | null>();
+  private readonly buffers = new Map<string, { tensor: Tensor; persistent: boolean }>();
+  private readonly modules = new Map<string, Module>();
+
+  /** Register a trainable tensor under its PyTorch name; marks it requiresGrad. */
+  protected registerParameter(name: string, t: Tensor): Tensor;
+  protected registerParameter(name: string, t: null): null;
+  protected registerParameter(name: string, t: Tensor | null): Tensor | null {
+    if (t) {
+      if (t.dtype !== 'float32') throw new Error(`${this.constructor.name}: parameter '${name}' must be float32, got ${t.dtype}`);
+      t.requiresGrad = true;
+    }
+    this.params.set(name, t);
+    return t;
+  }
+
+  /** Register non-trainable state; persistent buffers are saved in the state dict. */
+  protected registerBuffer(name: string, t: Tensor, persistent = true): Tensor {
+    this.buffers.set(name, { tensor: t, persistent });
+    return t;
+  }
+
+  protected registerModule<M extends Module>(name: string, m: M): M {
+    this.modules.set(name, m);
+    return m;
+  }
+
+  /** Direct submodules with their registered names. */
+  namedChildren(): [string, Module][] {
+    return [...this.modules.entries()];
+  }
+
+  /** Every module in the tree (this one first, name ''), depth-first. */
+  namedModules(prefix = ''): [string, Module][] {
+    const out: [string, Module][] = [[prefix, this]];
+    for (const [name, m] of this.modules) out.push(...m.namedModules(prefix ? `${prefix}.${name}` : name));
+    return out;
+  }
+
+  namedParameters(prefix = ''): [string, Tensor][] {
+    const out: [string, Tensor][] = [];
+    for (const [name, p] of this.params) if (p) out.push([prefix ? `${prefix}.${name}` : name, p]);
+    for (const [name, m] of this.modules) out.push(...m.namedParameters(prefix ? `${prefix}.${name}` : name));
+    return out;
+  }
+
+  parameters(): Tensor[] {
+    return this.namedParameters().map(([, p]) => p);
+  }
+
+  namedBuffers(prefix = '', persistentOnly = false): [string, Tensor][] {
+    const out: [string, Tensor][] = [];
+    for (const [name, b] of this.buffers) {
+      if (!persistentOnly || b.persistent) out.push([prefix ? `${prefix}.${name}` : name, b.tensor]);
+    }
+    for (const [name, m] of this.modules) out.push(...m.namedBuffers(prefix ? `${prefix}.${name}` : name, persistentOnly));
+    return out;
+  }
+
+  /** Total number of parameter elements (torch: sum(p.numel() for p in m.parameters())). */
+  numParameters(): number {
+    return this.parameters().reduce((n, p) => n + p.size, 0);
+  }
+
+  /** Parameters and persistent buffers by PyTorch name. The tensors are the live ones, not copies. */
+  stateDict(): Record<string, Tensor> {
+    const out: Record<string, Tensor> = {};
+    for (const [k, v] of this.namedParameters()) out[k] = v;
+    for (const [k, v] of this.namedBuffers('', true)) out[k] = v;
+    return out;
+  }
+
+  /**
+   * Copy values into this module's parameters and buffers by name. Shapes must match exactly;
+   * float16/bfloat16 checkpoints arrive as float32 from the safetensors reader. With strict, any
+   * missing or unexpected key is an error that lists them.
+   */
+  loadStateDict(stateDict: Record<string, Tensor> | Map<string, Tensor>, options: LoadStateDictOptions = {}): LoadResult {
+    const strict = options.strict ?? true;
+    const source = stateDict instanceof Map ? stateDict : new Map(Object.entries(stateDict));
+    const own = this.stateDict();
+    const missingKeys = Object.keys(own).filter((k) => !source.has(k));
+    const unexpectedKeys = [...source.keys()].filter((k) => !(k in own));
+    if (strict && (missingKeys.length > 0 || unexpectedKeys.length > 0)) {
+      const parts: string[] = [];
+      if (missingKeys.length) parts.push(`missing keys: ${missingKeys.join(', ')}`);
+      if (unexpectedKeys.length) parts.push(`unexpected keys: ${unexpectedKeys.join(', ')}`);
+      throw new Error(`loadStateDict: state dict does not match ${this.constructor.name} (${parts.join('; ')})`);
+    }
+    const errors: string[] = [];
+    for (const [k, dst] of Object.entries(own)) {
+      const src = source.get(k);
+      if (!src) continue;
+      if (!(src instanceof Tensor)) {
+        errors.push(`'${k}' is not a Tensor`);
+      } else if (src.shape.length !== dst.shape.length || src.shape.some((d, i) => d !== dst.shape[i])) {
+        errors.push(`'${k}' expected shape ${shapeToString(dst.shape)}, got ${shapeToString(src.shape)}`);
+      } else if (src.dtype !== dst.dtype) {
+        errors.push(`'${k}' expected dtype ${dst.dtype}, got ${src.dtype}`);
+      }
+    }
+    if (errors.length) throw new Error(`loadStateDict: ${errors.join('; ')}`);
+    noGrad(() => {
+      for (const [k, dst] of Object.entries(own)) {
+        const src = source.get(k);
+        if (src) dst.data.set(src.data as never);
+      }
+    });
+    return { missingKeys, unexpectedKeys };
+  }
+
+  /** Training mode (dropout on) for this module and every submodule. */
+  train(mode = true): this {
+    for (const [, m] of this.namedModules()) m.training = mode;
+    return this;
+  }
+
+  eval(): this {
+    return this.train(false);
+  }
+
+  zeroGrad(): void {
+    for (const p of this.parameters()) p.grad = null;
+  }
+}
+
+/** Submodules named '0', '1', ... as torch.nn.ModuleList. */
+export class ModuleList<M extends Module> extends Module implements Iterable<M> {
+  private readonly items: M[] = [];
+
+  constructor(items: M[] = []) {
+    super();
+    for (const m of items) this.push(m);
+  }
+
+  push(m: M): void {
+    this.registerModule(String(this.items.length), m);
+    this.items.push(m);
+  }
+
+  get length(): number {
+    return this.items.length;
+  }
+
+  at(i: number): M {
+    const m = this.items.at(i);
+    if (!m) throw new Error(`ModuleList: index ${i} is out of range for ${this.items.length} modules`);
+    return m;
+  }
+
+  [Symbol.iterator](): Iterator<M> {
+    return this.items[Symbol.iterator]();
+  }
+}

@@ -1,0 +1,189 @@
+import { record } from '../autograd/engine.ts';
+import type { BinaryOp, UnaryOp } from '../backend/backend.ts';
+import { broadcastShapes, broadcastStrides, type Shape, sameShape } from '../tensor/shape.ts';
+import { Tensor, full } from '../tensor/tensor.ts';
+import { sumToShape } from './reduce.ts';
+import { empty, f32, K } from './util.ts';
+
+export type TensorLike = Tensor | number;
+
+function rawBinary(op: BinaryOp, a: Tensor, b: Tensor, name: string): Tensor {
+  const ad = f32(a, name, 'input');
+  const bd = f32(b, name, 'other');
+  const shape = sameShape(a.shape, b.shape) ? a.shape.slice() : broadcastShapes(a.shape, b.shape, name);
+  const out = empty(shape);
+  K().binary(op, ad, broadcastStrides(a.shape, shape), bd, broadcastStrides(b.shape, shape), out.data as Float32Array, shape);
+  return out;
+}
+
+function rawScalar(op: BinaryOp, a: Tensor, s: number, scalarFirst: boolean, name: string): Tensor {
+  const out = empty(a.shape);
+  K().binaryScalar(op, f32(a, name, 'input'), s, out.data as Float32Array, scalarFirst);
+  return out;
+}
+
+function scale(g: Tensor, s: number): Tensor {
+  return s === 1 ? g : rawScalar('mul', g, s, false, 'scale');
+}
+
+/** a + b with broadcasting; either may be a number. */
+export function add(a: TensorLike, b: TensorLike): Tensor {
+  if (typeof a === 'number') return add(b, a);
+  if (typeof b === 'number') {
+    const out = rawScalar('add', a, b, false, 'add');
+    return record(out, 'add', [a], (g) => [g]);
+  }
+  const out = rawBinary('add', a, b, 'add');
+  return record(out, 'add', [a, b], (g) => [sumToShape(g, a.shape), sumToShape(g, b.shape)]);
+}
+
+export function sub(a: TensorLike, b: TensorLike): Tensor {
+  if (typeof a === 'number') {
+    const bt = b as Tensor;
+    const out = rawScalar('sub', bt, a, true, 'sub');
+    return record(out, 'rsub', [bt], (g) => [scale(g, -1)]);
+  }
+  if (typeof b === 'number') {
+    const out = rawScalar('sub', a, b, false, 'sub');
+    return record(out, 'sub', [a], (g) => [g]);
+  }
+  const out = rawBinary('sub', a, b, 'sub');
+  return record(out, 'sub', [a, b], (g) => [sumToShape(g, a.shape), sumToShape(scale(g, -1), b.shape)]);
+}
+
+export function mul(a: TensorLike, b: TensorLike): Tensor {
+  if (typeof a === 'number') return mul(b, a);
+  if (typeof b === 'number') {
+    const out = rawScalar('mul', a, b, false, 'mul');
+    return record(out, 'mul', [a], (g) => [scale(g, b)]);
+  }
+  const out = rawBinary('mul', a, b, 'mul');
+  return record(out, 'mul', [a, b], (g) => [
+    a.requiresGrad ? sumToShape(rawBinary('mul', g, b, 'mul'), a.shape) : null,
+    b.requiresGrad ? sumToShape(rawBinary('mul', g, a, 'mul'), b.shape) : null,
+  ]);
+}
+
+export function div(a: TensorLike, b: TensorLike): Tensor {
+  if (typeof a === 'number') {
+    const bt = b as Tensor;
+    const out = rawScalar('div', bt, a, true, 'div');
+    // d(a/b)/db = −a/b² = −out/b
+    return record(out, 'rdiv', [bt], (g) => [rawBinary('mul', g, rawBinary('div', rawScalar('mul', out, -1, false, 'div'), bt, 'div'), 'div')]);
+  }
+  if (typeof b === 'number') {
+    const out = rawScalar('div', a, b, false, 'div');
+    return record(out, 'div', [a], (g) => [scale(g, 1 / b)]);
+  }
+  const out = rawBinary('div', a, b, 'div');
+  return record(out, 'div', [a, b], (g) => [
+    a.requiresGrad ? sumToShape(rawBinary('div', g, b, 'div'), a.shape) : null,
+    b.requiresGrad ? sumToShape(rawBinary('mul', g, rawBinary('div', rawScalar('mul', out, -1, false, 'div'), b, 'div'), 'div'), b.shape) : null,
+  ]);
+}
+
+function unaryOp(op: UnaryOp, x: Tensor, grad: (x: Tensor, y: Tensor, g: Tensor) => Tensor): Tensor {
+  const out = empty(x.shape);
+  K().unary(op, f32(x, op, 'input'), out.data as Float32Array);
+  return record(out, op, [x], (g) => [grad(x, out, g)]);
+}
+
+export function neg(x: Tensor): Tensor {
+  return unaryOp('neg', x, (_x, _y, g) => scale(g, -1));
+}
+
+export function exp(x: Tensor): Tensor {
+  return unaryOp('exp', x, (_x, y, g) => rawBinary('mul', g, y, 'exp'));
+}
+
+export function log(x: Tensor): Tensor {
+  return unaryOp('log', x, (x0, _y, g) => rawBinary('div', g, x0, 'log'));
+}
+
+export function sqrt(x: Tensor): Tensor {
+  return unaryOp('sqrt', x, (_x, y, g) => rawBinary('div', g, rawScalar('mul', y, 2, false, 'sqrt'), 'sqrt'));
+}
+
+export function tanh(x: Tensor): Tensor {
+  // 1 − tanh²
+  return unaryOp('tanh', x, (_x, y, g) => rawBinary('mul', g, rawScalar('sub', rawBinary('mul', y, y, 'tanh'), 1, true, 'tanh'), 'tanh'));
+}
+
+export function sigmoid(x: Tensor): Tensor {
+  // σ(1 − σ)
+  return unaryOp('sigmoid', x, (_x, y, g) => rawBinary('mul', g, rawBinary('mul', y, rawScalar('sub', y, 1, true, 'sigmoid'), 'sigmoid'), 'sigmoid'));
+}
+
+export function pow(x: Tensor, p: number): Tensor {
+  const out = empty(x.shape);
+  K().pow(f32(x, 'pow', 'input'), p, out.data as Float32Array);
+  return record(out, 'pow', [x], (g) => {
+    const d = empty(x.shape);
+    K().pow(x.data as Float32Array, p - 1, d.data as Float32Array);
+    return [rawBinary('mul', g, rawScalar('mul', d, p, false, 'pow'), 'pow')];
+  });
+}
+
+export function relu(x: Tensor): Tensor {
+  const out = empty(x.shape);
+  K().relu(f32(x, 'relu', 'input'), out.data as Float32Array);
+  return record(out, 'relu', [x], (g) => {
+    const dx = empty(x.shape);
+    K().reluBackward(x.data as Float32Array, g.data as Float32Array, dx.data as Float32Array);
+    return [dx];
+  });
+}
+
+/** GELU, exact erf form (torch's default approximate='none'). */
+export function gelu(x: Tensor): Tensor {
+  const out = empty(x.shape);
+  K().gelu(f32(x, 'gelu', 'input'), out.data as Float32Array);
+  return record(out, 'gelu', [x], (g) => {
+    const dx = empty(x.shape);
+    K().geluBackward(x.data as Float32Array, g.data as Float32Array, dx.data as Float32Array);
+    return [dx];
+  });
+}
+
+/**
+ * Where `mask` is true (nonzero), put `value`; elsewhere keep x. The mask broadcasts to x's shape.
+ * Gradient flows to x where the mask is false.
+ */
+export function maskedFill(x: Tensor, mask: Tensor, value: number): Tensor {
+  const xd = f32(x, 'maskedFill', 'input');
+  if (mask.dtype === 'float32') throw new Error(`maskedFill: mask must be bool or int32, got float32`);
+  const shape = broadcastShapes(x.shape, mask.shape, 'maskedFill');
+  if (!sameShape(shape, x.shape)) {
+    throw new Error(`maskedFill: mask of shape [${mask.shape.join(', ')}] must broadcast to input shape [${x.shape.join(', ')}]`);
+  }
+  // keep = 1 where the mask is false, broadcast to x's shape.
+  const keepSmall = full(mask.shape, 0);
+  const ks = keepSmall.data as Float32Array;
+  for (let i = 0; i < ks.length; i++) ks[i] = mask.data[i] !== 0 ? 0 : 1;
+  const keep = broadcastRaw(keepSmall, shape);
+  const kd = keep.data as Float32Array;
+  const out = empty(shape);
+  const o = out.data as Float32Array;
+  for (let i = 0; i < o.length; i++) o[i] = kd[i] !== 0 ? xd[i] : value; // not x·keep: inf·0 is NaN
+  return record(out, 'maskedFill', [x], (g) => [rawBinary('mul', g, keep, 'maskedFill')]);
+}
+
+/** A contiguous copy of x broadcast to `shape` (no gradient). */
+function broadcastRaw(x: Tensor, shape: Shape): Tensor {
+  if (sameShape(x.shape, shape)) return x;
+  const zero = full([1], 0);
+  const out = empty(shape);
+  K().binary('add', x.data as Float32Array, broadcastStrides(x.shape, shape), zero.data as Float32Array, shape.map(() => 0), out.data as Float32Array, shape);
+  return out;
+}
+
+/** Broadcast to a larger shape (a copy; gradient sums back). */
+export function expand(x: Tensor, shape: Shape): Tensor {
+  const target = broadcastShapes(x.shape, shape, 'expand');
+  if (!sameShape(target, shape)) {
+    throw new Error(`expand: shape [${x.shape.join(', ')}] cannot be expanded to [${shape.join(', ')}]`);
+  }
+  f32(x, 'expand', 'input');
+  const out = sameShape(x.shape, target) ? x.clone() : broadcastRaw(x, target);
+  return record(out, 'expand', [x], (g) => [sumToShape(g, x.shape)]);
+}

@@ -1,0 +1,138 @@
+import { record } from '../autograd/engine.ts';
+import { broadcastShapes, shapeToString, sizeOf, stridesOf } from '../tensor/shape.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import { sumToShape } from './reduce.ts';
+import { empty, f32, K } from './util.ts';
+
+/**
+ * C = A·B for the last two dims, broadcasting the batch dims (torch.matmul for rank >= 2; a 1-D
+ * operand is treated as a row or column vector and that dim dropped from the result).
+ */
+export function matmul(a: Tensor, b: Tensor): Tensor {
+  f32(a, 'matmul', 'input');
+  f32(b, 'matmul', 'other');
+  if (a.ndim === 0 || b.ndim === 0) throw new Error('matmul: both arguments need at least 1 dimension, got a scalar');
+  if (a.ndim === 1) return matmul(a.reshape(1, a.shape[0]), b).reshape(b.ndim === 1 ? [] : [...b.shape.slice(0, -2), b.shape[b.ndim - 1]]);
+  if (b.ndim === 1) return matmul(a, b.reshape(b.shape[0], 1)).reshape(a.shape.slice(0, -1));
+  const m = a.shape[a.ndim - 2];
+  const k = a.shape[a.ndim - 1];
+  const k2 = b.shape[b.ndim - 2];
+  const n = b.shape[b.ndim - 1];
+  if (k !== k2) {
+    throw new Error(`matmul: input shape ${shapeToString(a.shape)} and other shape ${shapeToString(b.shape)} cannot be multiplied (${k} != ${k2})`);
+  }
+  const batchShape = broadcastShapes(a.shape.slice(0, -2), b.shape.slice(0, -2), 'matmul');
+  const outShape = [...batchShape, m, n];
+  const out = empty(outShape);
+  bmm(a, b, out, batchShape, m, n, k, false, false, false);
+  return record(out, 'matmul', [a, b], (g) => {
+    let da: Tensor | null = null;
+    let db: Tensor | null = null;
+    if (a.requiresGrad) {
+      // dA = dC·Bᵀ over the broadcast batch, then summed down to A's batch shape.
+      const full = empty([...batchShape, m, k]);
+      bmm(g, b, full, batchShape, m, k, n, false, true, false);
+      da = sumToShape(full, a.shape);
+    }
+    if (b.requiresGrad) {
+      // dB = Aᵀ·dC.
+      const full = empty([...batchShape, k, n]);
+      bmm(a, g, full, batchShape, k, n, m, true, false, false);
+      db = sumToShape(full, b.shape);
+    }
+    return [da, db];
+  });
+}
+
+/**
+ * out[batch] = op(x[batch])·op(y[batch]) where x and y broadcast over batchShape. Uniform strides
+ * (the usual case) go to the kernel in one batched call; irregular broadcasts loop over matrices.
+ */
+function bmm(
+  x: Tensor, y: Tensor, out: Tensor, batchShape: number[], m: number, n: number, k: number,
+  transX: boolean, transY: boolean, accumulate: boolean,
+): void {
+  const batch = sizeOf(batchShape);
+  const xm = x.shape[x.ndim - 2] * x.shape[x.ndim - 1];
+  const ym = y.shape[y.ndim - 2] * y.shape[y.ndim - 1];
+  const xb = sizeOf(x.shape.slice(0, -2));
+  const yb = sizeOf(y.shape.slice(0, -2));
+  const xd = x.data as Float32Array;
+  const yd = y.data as Float32Array;
+  const od = out.data as Float32Array;
+  const base = { m, n, k, transA: transX, transB: transY, strideC: m * n, accumulate };
+  if ((xb === batch || xb === 1) && (yb === batch || yb === 1)) {
+    K().gemm(xd, yd, od, { ...base, batch, strideA: xb === 1 ? 0 : xm, strideB: yb === 1 ? 0 : ym });
+    return;
+  }
+  const xs = batchOffsets(x.shape.slice(0, -2), batchShape, xm);
+  const ys = batchOffsets(y.shape.slice(0, -2), batchShape, ym);
+  for (let i = 0; i < batch; i++) {
+    K().gemm(xd.subarray(xs[i]), yd.subarray(ys[i]), od.subarray(i * m * n), { ...base, batch: 1, strideA: 0, strideB: 0 });
+  }
+}
+
+/** Element offset of each broadcast batch index's matrix inside an operand. */
+function batchOffsets(shape: number[], batchShape: number[], matSize: number): number[] {
+  const st = stridesOf(shape);
+  const off = batchShape.length - shape.length;
+  const res: number[] = [];
+  const total = sizeOf(batchShape);
+  const bst = stridesOf(batchShape);
+  for (let i = 0; i < total; i++) {
+    let o = 0;
+    for (let d = 0; d < batchShape.length; d++) {
+      const idx = Math.floor(i / bst[d]) % batchShape[d];
+      const sd = d - off;
+      if (sd >= 0 && shape[sd] !== 1) o += idx * st[sd];
+    }
+    res.push(o * matSize);
+  }
+  return res;
+}
+
+/**
+ * y = x·Wᵀ + b, with W stored (out, in) as torch.nn.Linear keeps it. x may have any leading dims;
+ * they are flattened into rows R so the whole op is one GEMM and the bias gradient one reduction.
+ */
+export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
+  const xd = f32(x, 'linear', 'input');
+  const wd = f32(weight, 'linear', 'weight');
+  if (weight.ndim !== 2) throw new Error(`linear: weight must be 2-D (out, in), got shape ${shapeToString(weight.shape)}`);
+  const [outF, inF] = weight.shape;
+  if (x.ndim < 1 || x.shape[x.ndim - 1] !== inF) {
+    throw new Error(`linear: input last dim must be ${inF} (weight shape ${shapeToString(weight.shape)}), got input shape ${shapeToString(x.shape)}`);
+  }
+  if (bias && (bias.ndim !== 1 || bias.shape[0] !== outF)) {
+    throw new Error(`linear: bias must have shape [${outF}], got ${shapeToString(bias.shape)}`);
+  }
+  const rows = x.size / inF;
+  const outShape = [...x.shape.slice(0, -1), outF];
+  const out = empty(outShape);
+  const od = out.data as Float32Array;
+  if (bias) {
+    const bd = f32(bias, 'linear', 'bias');
+    for (let r = 0; r < rows; r++) od.set(bd, r * outF);
+  }
+  K().gemm(xd, wd, od, { batch: 1, m: rows, n: outF, k: inF, transA: false, transB: true, strideA: 0, strideB: 0, strideC: 0, accumulate: !!bias });
+  const inputs = bias ? [x, weight, bias] : [x, weight];
+  return record(out, 'linear', inputs, (g) => {
+    const gd = g.data as Float32Array;
+    let dx: Tensor | null = null;
+    let dw: Tensor | null = null;
+    let db: Tensor | null = null;
+    if (x.requiresGrad) {
+      dx = empty(x.shape); // (R, out)·(out, in)
+      K().gemm(gd, wd, dx.data as Float32Array, { batch: 1, m: rows, n: inF, k: outF, transA: false, transB: false, strideA: 0, strideB: 0, strideC: 0, accumulate: false });
+    }
+    if (weight.requiresGrad) {
+      dw = empty(weight.shape); // (R, out)ᵀ·(R, in)
+      K().gemm(gd, xd, dw.data as Float32Array, { batch: 1, m: outF, n: inF, k: rows, transA: true, transB: false, strideA: 0, strideB: 0, strideC: 0, accumulate: false });
+    }
+    if (bias && bias.requiresGrad) {
+      db = empty([outF]);
+      K().reduceSum(gd, [rows, outF], db.data as Float32Array, [1, outF]);
+    }
+    return [dx, dw, db];
+  });
+}

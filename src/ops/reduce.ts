@@ -1,0 +1,65 @@
+import { record } from '../autograd/engine.ts';
+import { broadcastStrides, normAxis, type Shape, sameShape, sizeOf } from '../tensor/shape.ts';
+import { Tensor, full } from '../tensor/tensor.ts';
+import { empty, f32, K } from './util.ts';
+
+/** Sum a broadcast gradient back down to `shape` (the rule every broadcasting op's backward needs). */
+export function sumToShape(g: Tensor, shape: Shape): Tensor {
+  if (sameShape(g.shape, shape)) return g;
+  const lead = g.ndim - shape.length;
+  const keep = g.shape.map((d, i) => (i < lead ? 1 : shape[i - lead] === 1 ? 1 : d));
+  const out = empty(keep);
+  K().reduceSum(g.data as Float32Array, g.shape, out.data as Float32Array, keep);
+  return new Tensor(out.data, shape, 'float32');
+}
+
+/** Copy g (reduced shape, keepdim layout) back to `shape` by broadcasting. */
+function broadcastBack(g: Tensor, keepShape: Shape, shape: Shape, factor: number): Tensor {
+  const out = empty(shape);
+  const scale = full([1], factor);
+  K().binary('mul', g.data as Float32Array, broadcastStrides(keepShape, shape), scale.data as Float32Array, shape.map(() => 0), out.data as Float32Array, shape);
+  return out;
+}
+
+function reduceShapes(x: Tensor, dim: number | number[] | undefined, keepdim: boolean, op: string) {
+  const dims = dim === undefined ? x.shape.map((_, i) => i) : (Array.isArray(dim) ? dim : [dim]).map((d) => normAxis(d, x.ndim, op));
+  const keepShape = x.shape.map((d, i) => (dims.includes(i) ? 1 : d));
+  const outShape = keepdim ? keepShape : x.shape.filter((_, i) => !dims.includes(i));
+  const count = dims.reduce((n, d) => n * x.shape[d], 1);
+  return { keepShape, outShape, count };
+}
+
+/** Sum over `dim` (all dims if omitted), like torch.sum. */
+export function sum(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
+  const xd = f32(x, 'sum', 'input');
+  const { keepShape, outShape } = reduceShapes(x, dim, keepdim, 'sum');
+  const out = empty(keepShape);
+  K().reduceSum(xd, x.shape, out.data as Float32Array, keepShape);
+  const res = new Tensor(out.data, outShape, 'float32');
+  return record(res, 'sum', [x], (g) => [broadcastBack(g, keepShape, x.shape, 1)]);
+}
+
+export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
+  const xd = f32(x, 'mean', 'input');
+  const { keepShape, outShape, count } = reduceShapes(x, dim, keepdim, 'mean');
+  const out = empty(keepShape);
+  K().reduceSum(xd, x.shape, out.data as Float32Array, keepShape);
+  const od = out.data as Float32Array;
+  for (let i = 0; i < od.length; i++) od[i] /= count;
+  const res = new Tensor(out.data, outShape, 'float32');
+  return record(res, 'mean', [x], (g) => [broadcastBack(g, keepShape, x.shape, 1 / count)]);
+}
+
+/** Index of the largest value along the last dim (int32, no gradient). */
+export function argmax(x: Tensor): Tensor {
+  const xd = f32(x, 'argmax', 'input');
+  const c = x.shape[x.ndim - 1];
+  const rows = sizeOf(x.shape) / c;
+  const out = full(x.shape.slice(0, -1), 0, { dtype: 'int32' });
+  for (let r = 0; r < rows; r++) {
+    let best = 0;
+    for (let j = 1; j < c; j++) if (xd[r * c + j] > xd[r * c + best]) best = j;
+    out.data[r] = best;
+  }
+  return out;
+}

@@ -1,0 +1,271 @@
+import { allocData, type DType, type TypedData } from './storage.ts';
+import { inferShape, type Shape, shapeToString, sizeOf } from './shape.ts';
+import { defaultGenerator, type Generator } from './random.ts';
+
+export type { DType, TypedData } from './storage.ts';
+
+/**
+ * How a tensor was made, for the backward pass: the tensors it came from and a rule that turns the
+ * gradient of the output into gradients of those inputs (null where an input needs none).
+ */
+export interface GradFn {
+  readonly name: string;
+  readonly inputs: readonly Tensor[];
+  backward(gradOutput: Tensor): (Tensor | null)[];
+}
+
+/**
+ * A dense, row-major tensor. float32 for values, int32 for token ids and indices, bool (one byte per
+ * element, 0 or 1) for masks. Storage is always contiguous: `reshape` shares it, every other layout
+ * change (transpose, permute, slicing) copies, which keeps kernels simple and fast.
+ */
+export class Tensor {
+  readonly data: TypedData;
+  readonly shape: readonly number[];
+  readonly dtype: DType;
+  /** Set on tensors whose gradient backward() should compute and store in `.grad`. */
+  requiresGrad: boolean;
+  /** Accumulated gradient (leaves only, or any tensor after retainGrad()). */
+  grad: Tensor | null = null;
+  /** The op that produced this tensor while gradients were being recorded; null for leaves. */
+  gradFn: GradFn | null = null;
+  /** Keep `.grad` on this non-leaf tensor after backward(). */
+  retainsGrad = false;
+
+  constructor(data: TypedData, shape: Shape, dtype?: DType, requiresGrad = false) {
+    const dt = dtype ?? dtypeOfData(data);
+    const n = sizeOf(shape);
+    if (data.length !== n) {
+      throw new Error(`Tensor: data has ${data.length} elements but shape ${shapeToString(shape)} needs ${n}`);
+    }
+    if (dtypeOfData(data) !== dt) {
+      throw new Error(`Tensor: dtype '${dt}' does not match data of type ${data.constructor.name}`);
+    }
+    this.data = data;
+    this.shape = Object.freeze(shape.slice());
+    this.dtype = dt;
+    this.requiresGrad = requiresGrad;
+  }
+
+  get size(): number {
+    return this.data.length;
+  }
+
+  get ndim(): number {
+    return this.shape.length;
+  }
+
+  /** True for tensors not produced by a recorded op (parameters, inputs). */
+  get isLeaf(): boolean {
+    return this.gradFn === null;
+  }
+
+  /** The values as a flat array of numbers (a copy). */
+  toArray(): number[] {
+    return Array.from(this.data);
+  }
+
+  /** The values as nested arrays, like torch's tolist(). */
+  tolist(): unknown {
+    if (this.ndim === 0) return this.data[0];
+    const build = (dim: number, offset: number): unknown[] => {
+      const n = this.shape[dim];
+      const stride = sizeOf(this.shape.slice(dim + 1));
+      const out: unknown[] = [];
+      for (let i = 0; i < n; i++) {
+        out.push(dim === this.ndim - 1 ? this.data[offset + i] : build(dim + 1, offset + i * stride));
+      }
+      return out;
+    };
+    return build(0, 0);
+  }
+
+  /** The single value of a one-element tensor. */
+  item(): number {
+    if (this.size !== 1) throw new Error(`item: tensor has ${this.size} elements, expected 1`);
+    return this.data[0];
+  }
+
+  /** A view with a new shape over the same storage (one dim may be -1). Differentiable. */
+  reshape(...shape: number[] | [Shape]): Tensor {
+    const s = (Array.isArray(shape[0]) ? shape[0] : shape) as number[];
+    const target = inferShape(s, this.size, 'reshape');
+    return reshapeImpl(this, target);
+  }
+
+  /** Alias of reshape (storage is always contiguous, so every reshape is a view). */
+  view(...shape: number[] | [Shape]): Tensor {
+    return this.reshape(...shape);
+  }
+
+  /** A copy that is not part of any graph. */
+  detach(): Tensor {
+    return new Tensor(this.data, this.shape, this.dtype);
+  }
+
+  /** A deep copy of the values (not part of any graph). */
+  clone(): Tensor {
+    const t = new Tensor(allocData(this.dtype, this.size), this.shape, this.dtype);
+    t.data.set(this.data as never);
+    return t;
+  }
+
+  /** In-place: mark as a leaf that collects gradients. Returns this, like torch's requires_grad_(). */
+  requiresGrad_(flag = true): this {
+    if (this.dtype !== 'float32' && flag) {
+      throw new Error(`requiresGrad_: only float32 tensors can require gradients, this one is ${this.dtype}`);
+    }
+    this.requiresGrad = flag;
+    return this;
+  }
+
+  retainGrad(): this {
+    this.retainsGrad = true;
+    return this;
+  }
+
+  toString(): string {
+    return `Tensor(shape=${shapeToString(this.shape)}, dtype=${this.dtype})`;
+  }
+}
+
+/** Hook filled in by the autograd layer so reshape records itself without importing upward. */
+export let reshapeImpl: (t: Tensor, shape: number[]) => Tensor = (t, shape) =>
+  new Tensor(t.data, shape, t.dtype);
+
+export function setReshapeImpl(fn: (t: Tensor, shape: number[]) => Tensor): void {
+  reshapeImpl = fn;
+}
+
+export function dtypeOfData(data: TypedData): DType {
+  if (data instanceof Float32Array) return 'float32';
+  if (data instanceof Int32Array) return 'int32';
+  if (data instanceof Uint8Array) return 'bool';
+  throw new Error(`Tensor: unsupported storage ${(data as object).constructor.name}`);
+}
+
+type Nested = number | boolean | Nested[];
+
+function flatten(data: Nested, out: number[], shape: number[], depth: number): void {
+  if (Array.isArray(data)) {
+    if (shape.length <= depth) shape.push(data.length);
+    else if (shape[depth] !== data.length) {
+      throw new Error(`tensor: ragged nested array (dimension ${depth} has lengths ${shape[depth]} and ${data.length})`);
+    }
+    for (const d of data) flatten(d, out, shape, depth + 1);
+  } else {
+    if (shape.length !== depth) throw new Error('tensor: ragged nested array');
+    out.push(typeof data === 'boolean' ? (data ? 1 : 0) : data);
+  }
+}
+
+export interface TensorOptions {
+  dtype?: DType;
+  requiresGrad?: boolean;
+}
+
+/**
+ * Make a tensor from numbers. `tensor([[1, 2], [3, 4]])` infers the shape; `tensor(flat, [2, 2])`
+ * takes a flat array or typed array and a shape. The dtype follows the data (booleans -> bool,
+ * Int32Array -> int32, otherwise float32) unless given.
+ */
+export function tensor(
+  data: Nested | ArrayLike<number> | TypedData,
+  shape?: Shape,
+  options: TensorOptions = {},
+): Tensor {
+  let flat: ArrayLike<number>;
+  let inferred: number[];
+  let dtype = options.dtype;
+  if (ArrayBuffer.isView(data)) {
+    flat = data as TypedData;
+    inferred = [flat.length];
+    dtype ??= dtypeOfData(data as TypedData);
+  } else if (Array.isArray(data)) {
+    const out: number[] = [];
+    inferred = [];
+    flatten(data as Nested, out, inferred, 0);
+    if (dtype === undefined && containsBoolean(data as Nested)) dtype = 'bool';
+    flat = out;
+  } else if (typeof data === 'number' || typeof data === 'boolean') {
+    flat = [typeof data === 'boolean' ? (data ? 1 : 0) : data];
+    inferred = [];
+    if (typeof data === 'boolean') dtype ??= 'bool';
+  } else {
+    flat = Array.from(data as ArrayLike<number>);
+    inferred = [flat.length];
+  }
+  dtype ??= 'float32';
+  const target = shape ? inferShape(shape, flat.length, 'tensor') : inferred;
+  const storage = allocData(dtype, flat.length);
+  for (let i = 0; i < flat.length; i++) storage[i] = Number(flat[i]);
+  return new Tensor(storage, target, dtype, options.requiresGrad ?? false);
+}
+
+function containsBoolean(d: Nested): boolean {
+  if (Array.isArray(d)) return d.length > 0 && containsBoolean(d[0]);
+  return typeof d === 'boolean';
+}
+
+function shapeArg(shape: number[] | [Shape]): number[] {
+  const s = (Array.isArray(shape[0]) ? shape[0] : shape) as number[];
+  for (const d of s) {
+    if (!Number.isInteger(d) || d < 0) throw new Error(`shape: invalid dimension ${d} in ${shapeToString(s)}`);
+  }
+  return s.slice();
+}
+
+export function full(shape: Shape, value: number, options: TensorOptions = {}): Tensor {
+  const dtype = options.dtype ?? 'float32';
+  const t = new Tensor(allocData(dtype, sizeOf(shape)), shapeArg([shape]), dtype, options.requiresGrad ?? false);
+  if (value !== 0) t.data.fill(value);
+  return t;
+}
+
+export function zeros(...shape: number[] | [Shape]): Tensor {
+  return full(shapeArg(shape), 0);
+}
+
+export function ones(...shape: number[] | [Shape]): Tensor {
+  return full(shapeArg(shape), 1);
+}
+
+export function zerosLike(t: Tensor): Tensor {
+  return full(t.shape, 0, { dtype: t.dtype });
+}
+
+export function onesLike(t: Tensor): Tensor {
+  return full(t.shape, 1, { dtype: t.dtype });
+}
+
+/** Standard normal samples from `generator` (the default, seeded by manualSeed, if omitted). */
+export function randn(shape: Shape, generator: Generator = defaultGenerator): Tensor {
+  const t = full(shape, 0);
+  const d = t.data;
+  for (let i = 0; i < d.length; i++) d[i] = generator.normal();
+  return t;
+}
+
+/** Uniform samples in [low, high). */
+export function rand(shape: Shape, generator: Generator = defaultGenerator, low = 0, high = 1): Tensor {
+  const t = full(shape, 0);
+  const d = t.data;
+  for (let i = 0; i < d.length; i++) d[i] = low + (high - low) * generator.uniform();
+  return t;
+}
+
+/** Integers in [low, high) as an int32 tensor. */
+export function randint(low: number, high: number, shape: Shape, generator: Generator = defaultGenerator): Tensor {
+  const t = full(shape, 0, { dtype: 'int32' });
+  for (let i = 0; i < t.size; i++) t.data[i] = low + generator.int(high - low);
+  return t;
+}
+
+/** 0, 1, ..., n-1 (or start..end by step) as float32. */
+export function arange(start: number, end?: number, step = 1): Tensor {
+  if (end === undefined) [start, end] = [0, start];
+  const n = Math.max(0, Math.ceil((end - start) / step));
+  const t = full([n], 0);
+  for (let i = 0; i < n; i++) t.data[i] = start + i * step;
+  return t;
+}

@@ -1,0 +1,30 @@
+import assert from 'node:assert/strict';
+import type { Tensor } from '../../src/index.ts';
+
+/**
+ * Elementwise |a − b| <= atol + rtol·|b| with equal shapes (NaN matches NaN, ±∞ must match exactly).
+ * The default is the project's PyTorch-parity tolerance, 1e-4 + 1e-4·|b|.
+ */
+export function assertClose(actual: Tensor | ArrayLike<number>, expected: Tensor | ArrayLike<number>, what: string, atol = 1e-4, rtol = 1e-4): void {
+  const a = 'data' in actual ? actual.data : actual;
+  const b = 'data' in expected ? expected.data : expected;
+  if ('shape' in actual && 'shape' in expected) {
+    assert.deepEqual([...actual.shape], [...expected.shape], `${what}: shape`);
+  }
+  assert.equal(a.length, b.length, `${what}: length`);
+  let worst = -1;
+  let worstErr = 0;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i];
+    const y = b[i];
+    if (Number.isNaN(y) ? Number.isNaN(x) : !Number.isFinite(y) ? x === y : Math.abs(x - y) <= atol + rtol * Math.abs(y)) continue;
+    const err = Math.abs(x - y);
+    if (worst < 0 || !(err <= worstErr)) {
+      worst = i;
+      worstErr = err;
+    }
+  }
+  if (worst >= 0) {
+    assert.fail(`${what}: element ${worst} is ${a[worst]}, expected ${b[worst]} (|diff| ${worstErr}, tolerance ${atol} + ${rtol}·|expected|)`);
+  }
+}
