@@ -30,7 +30,7 @@ interface Run {
 
 function runOp(cfg: Config, x: Record<string, Tensor>): Run {
   const a = cfg.args;
-  const out = (() => {
+  const out = ((): Record<string, Tensor> => {
     switch (cfg.op) {
       case 'linear': return { output: F.linear(x.x, x.weight, x.bias) };
       case 'matmul': return { output: F.matmul(x.a, x.b) };
