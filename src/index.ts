@@ -12,3 +12,4 @@ export { setBackend, getBackend, backendNames, registerBackend, type Backend } f
 export * as F from './ops/index.ts';
 export * as nn from './nn/index.ts';
 export * as io from './io/index.ts';
+export * as optim from './optim/index.ts';

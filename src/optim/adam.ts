@@ -1,0 +1,70 @@
+import { getBackend } from '../backend/backend.ts';
+import type { Tensor } from '../tensor/tensor.ts';
+
+export interface AdamOptions {
+  lr?: number;
+  /** (β1, β2). The paper uses (0.9, 0.98), §5.3; torch's default is (0.9, 0.999). */
+  betas?: [number, number];
+  /** The paper uses 1e-9; torch's default is 1e-8. */
+  eps?: number;
+  weightDecay?: number;
+}
+
+export interface AdamState {
+  step: number;
+  m: Float32Array[];
+  v: Float32Array[];
+}
+
+/**
+ * Adam (Kingma & Ba 2015) exactly as torch.optim.Adam computes it, including bias correction.
+ * `weightDecay` adds an L2 term to the gradient (torch's Adam); AdamW decouples it.
+ */
+export class Adam {
+  readonly params: Tensor[];
+  lr: number;
+  readonly betas: [number, number];
+  readonly eps: number;
+  readonly weightDecay: number;
+  protected readonly decoupled: boolean = false;
+  state: AdamState;
+
+  constructor(params: Iterable<Tensor>, options: AdamOptions = {}) {
+    this.params = [...params];
+    this.lr = options.lr ?? 1e-3;
+    this.betas = options.betas ?? [0.9, 0.999];
+    this.eps = options.eps ?? 1e-8;
+    this.weightDecay = options.weightDecay ?? 0;
+    const [b1, b2] = this.betas;
+    if (!(this.lr >= 0)) throw new Error(`Adam: lr must be >= 0, got ${this.lr}`);
+    if (!(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1)) throw new Error(`Adam: betas must be in [0, 1), got [${b1}, ${b2}]`);
+    if (!(this.eps >= 0)) throw new Error(`Adam: eps must be >= 0, got ${this.eps}`);
+    for (const [i, p] of this.params.entries()) {
+      if (!p.requiresGrad) throw new Error(`Adam: parameter ${i} does not require grad`);
+    }
+    this.state = { step: 0, m: this.params.map((p) => new Float32Array(p.size)), v: this.params.map((p) => new Float32Array(p.size)) };
+  }
+
+  /** One update of every parameter that has a gradient. */
+  step(): void {
+    this.state.step++;
+    const [b1, b2] = this.betas;
+    for (const [i, p] of this.params.entries()) {
+      if (!p.grad) continue;
+      getBackend().adam(p.data as Float32Array, p.grad.data as Float32Array, this.state.m[i], this.state.v[i], this.lr, b1, b2, this.eps, this.weightDecay, this.decoupled, this.state.step);
+    }
+  }
+
+  zeroGrad(): void {
+    for (const p of this.params) p.grad = null;
+  }
+}
+
+/** AdamW (Loshchilov & Hutter): weight decay applied to the weights, not through the gradient. */
+export class AdamW extends Adam {
+  protected override readonly decoupled = true;
+
+  constructor(params: Iterable<Tensor>, options: AdamOptions = {}) {
+    super(params, { ...options, weightDecay: options.weightDecay ?? 1e-2 });
+  }
+}
