@@ -1,45 +1,39 @@
 import { record } from '../autograd/engine.ts';
+import type { Backend } from '../backend/backend.ts';
 import { normAxis } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { transpose } from './shape.ts';
 import { empty, f32, K } from './util.ts';
 
-function lastDim(x: Tensor, dim: number, op: string, fn: (x: Tensor) => Tensor): Tensor {
+type RowKernel = (x: Float32Array, out: Float32Array, rows: number, cols: number) => void;
+type RowBackward = (y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number) => void;
+
+/**
+ * A row-wise op along `dim`: kernels work on contiguous rows of the last dim, so any other dim is
+ * moved last and back. The backward needs only the output y.
+ */
+function rowwise(x: Tensor, dim: number, op: string, fwd: (k: Backend) => RowKernel, bwd: (k: Backend) => RowBackward): Tensor {
+  f32(x, op, 'input');
+  if (x.ndim === 0) throw new Error(`${op}: input must have at least 1 dimension`);
   const d = normAxis(dim, x.ndim, op);
-  if (d === x.ndim - 1) return fn(x);
-  // Move the dim last, apply, move it back (kernels work on contiguous rows).
-  return transpose(fn(transpose(x, d, -1)), d, -1);
+  if (d !== x.ndim - 1) return transpose(rowwise(transpose(x, d, -1), -1, op, fwd, bwd), d, -1);
+  const c = x.shape[x.ndim - 1];
+  const rows = x.size / c;
+  const out = empty(x.shape);
+  fwd(K())(x.data as Float32Array, out.data as Float32Array, rows, c);
+  return record(out, op, [x], (g) => {
+    const dx = empty(x.shape);
+    bwd(K())(out.data as Float32Array, g.data as Float32Array, dx.data as Float32Array, rows, c);
+    return [dx];
+  });
 }
 
 /** softmax along `dim` (default last), max-subtracted for stability. */
 export function softmax(x: Tensor, dim = -1): Tensor {
-  f32(x, 'softmax', 'input');
-  if (x.ndim === 0) throw new Error('softmax: input must have at least 1 dimension');
-  return lastDim(x, dim, 'softmax', (t) => {
-    const c = t.shape[t.ndim - 1];
-    const rows = t.size / c;
-    const out = empty(t.shape);
-    K().softmax(t.data as Float32Array, out.data as Float32Array, rows, c);
-    return record(out, 'softmax', [t], (g) => {
-      const dx = empty(t.shape);
-      K().softmaxBackward(out.data as Float32Array, g.data as Float32Array, dx.data as Float32Array, rows, c);
-      return [dx];
-    });
-  });
+  return rowwise(x, dim, 'softmax', (k) => k.softmax, (k) => k.softmaxBackward);
 }
 
+/** log(softmax(x)) along `dim`, computed as x − logsumexp(x) (no log of a tiny probability). */
 export function logSoftmax(x: Tensor, dim = -1): Tensor {
-  f32(x, 'logSoftmax', 'input');
-  if (x.ndim === 0) throw new Error('logSoftmax: input must have at least 1 dimension');
-  return lastDim(x, dim, 'logSoftmax', (t) => {
-    const c = t.shape[t.ndim - 1];
-    const rows = t.size / c;
-    const out = empty(t.shape);
-    K().logSoftmax(t.data as Float32Array, out.data as Float32Array, rows, c);
-    return record(out, 'logSoftmax', [t], (g) => {
-      const dx = empty(t.shape);
-      K().logSoftmaxBackward(out.data as Float32Array, g.data as Float32Array, dx.data as Float32Array, rows, c);
-      return [dx];
-    });
-  });
+  return rowwise(x, dim, 'logSoftmax', (k) => k.logSoftmax, (k) => k.logSoftmaxBackward);
 }

@@ -1,4 +1,22 @@
-import type { AttentionParams } from '../backend.ts';
+import type { AttentionBias, AttentionParams } from '../backend.ts';
+
+/** row[j] = scale·(q_i · k_j) + bias[i, j] for the first `limit` keys; returns the row maximum. */
+function scoreRow(
+  q: Float32Array, qi: number, k: Float32Array, kBase: number, D: number, limit: number, scale: number,
+  bias: AttentionBias | null, biasRow: number, row: Float64Array,
+): number {
+  let max = -Infinity;
+  for (let j = 0; j < limit; j++) {
+    const kj = kBase + j * D;
+    let s = 0;
+    for (let t = 0; t < D; t++) s += q[qi + t] * k[kj + t];
+    s *= scale;
+    if (bias) s += bias.data[biasRow + j];
+    row[j] = s;
+    if (s > max) max = s;
+  }
+  return max;
+}
 
 /**
  * Reference attention, one query row at a time: scores for the row, softmax, weighted sum of V.
@@ -25,16 +43,7 @@ export function attention(
       for (let i = 0; i < L; i++) {
         const qi = qBase + i * D;
         const limit = causal ? Math.min(S, i + shift + 1) : S;
-        let max = -Infinity;
-        for (let j = 0; j < limit; j++) {
-          const kj = kBase + j * D;
-          let s = 0;
-          for (let t = 0; t < D; t++) s += q[qi + t] * k[kj + t];
-          s *= scale;
-          if (bias) s += bias.data[biasBase + i * bias.strideL + j];
-          row[j] = s;
-          if (s > max) max = s;
-        }
+        const max = scoreRow(q, qi, k, kBase, D, limit, scale, bias, biasBase + (bias ? i * bias.strideL : 0), row);
         let sum = 0;
         for (let j = 0; j < limit; j++) {
           const e = Math.exp(row[j] - max);
@@ -91,14 +100,8 @@ export function attentionBackward(
         const l = lse[bh * L + i];
         let delta = 0;
         for (let t = 0; t < DV; t++) delta += dout[oi + t] * out[oi + t];
-        for (let j = 0; j < limit; j++) {
-          const kj = kBase + j * D;
-          let s = 0;
-          for (let t = 0; t < D; t++) s += q[qi + t] * k[kj + t];
-          s *= scale;
-          if (bias) s += bias.data[biasBase + i * bias.strideL + j];
-          prob[j] = Math.exp(s - l);
-        }
+        scoreRow(q, qi, k, kBase, D, limit, scale, bias, biasBase + (bias ? i * bias.strideL : 0), prob);
+        for (let j = 0; j < limit; j++) prob[j] = Math.exp(prob[j] - l);
         for (let j = 0; j < limit; j++) {
           const pj = prob[j];
           if (pj === 0) continue;
