@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { F, Generator, nn, randn, tensor } from '../../src/index.ts';
+import { F, Generator, nn, noGrad, randn, tensor } from '../../src/index.ts';
 import { assertClose } from '../helpers/assert.ts';
 
 const gen = new Generator(11);
@@ -71,4 +71,16 @@ test('attention errors name the argument and the shapes', () => {
   assert.throws(() => F.scaledDotProductAttention(q, randn([2, 5, 4], gen), randn([2, 6, 4], gen)), /value must have 5 positions/);
   assert.throws(() => F.scaledDotProductAttention(q, randn([2, 5, 4], gen), randn([2, 5, 4], gen), { attnMask: randn([4, 5], gen) }), /attnMask of shape \[4, 5\] cannot be broadcast to the attention shape \[2, 3, 5\]/);
   assert.throws(() => F.scaledDotProductAttention(q, randn([3, 5, 4], gen), randn([3, 5, 4], gen)), /key batch dims \[3\] must equal query's \[2\]/);
+});
+
+test('weights from the fused kernel (inference) equal the differentiable path\'s weights', () => {
+  const q = randn([2, 2, 4, 3], gen), k = randn([2, 2, 6, 3], gen), v = randn([2, 2, 6, 5], gen);
+  const attnMask = tensor(Array.from({ length: 4 * 6 }, (_, i) => i % 5 !== 1), [4, 6], { dtype: 'bool' });
+  const inference = noGrad(() => F.attention(q, k, v, { attnMask, isCausal: true, needWeights: true }));
+  const qq = q.clone().requiresGrad_();
+  const training = F.attention(qq, k, v, { attnMask, isCausal: true, needWeights: true });
+  assert.equal(inference.output.gradFn, null);
+  assert.notEqual(training.weights!.gradFn, null);
+  assertClose(inference.weights!, training.weights!, 'weights', 1e-6, 1e-5);
+  assertClose(inference.output, training.output, 'output', 1e-6, 1e-5);
 });
