@@ -13,3 +13,4 @@ export * as F from './ops/index.ts';
 export * as nn from './nn/index.ts';
 export * as io from './io/index.ts';
 export * as optim from './optim/index.ts';
+export * as text from './text/index.ts';

@@ -1,0 +1,574 @@
+/**
+ * Sennrich-style BPE over Unicode code points (no byte level), whose saved form is a Hugging Face
+ * `tokenizer.json` that `tokenizers` (Rust/Python) and `@huggingface/tokenizers` (JS) load and
+ * encode to the same ids.
+ *
+ * Pipeline (identical in qkv and in HF with the saved JSON):
+ *  - normalizer: none (text is kept code point for code point);
+ *  - pre-tokenizer: Metaspace (replacement '▁' U+2581, prepend_scheme 'always', split): every ' '
+ *    becomes '▁', a '▁' is prepended unless the text already starts with one, and the text is cut
+ *    before every '▁' ("a  b" -> "▁a", "▁", "▁b");
+ *  - model: BPE with `unk_token`, no continuing-subword prefix / end-of-word suffix, merges applied
+ *    lowest rank first (leftmost first among equal ranks);
+ *  - decoder: Metaspace ('▁' -> ' ', and the '▁' that starts the first token is dropped).
+ *
+ * Learning keeps every character seen in the training texts as a base symbol, so training text
+ * never needs `<unk>`.
+ *
+ * Round-trip guarantee: `decode(encode(s)) === s` for every string `s` that
+ *  (1) does not start with a space (a leading space is dropped, as in SentencePiece/HF Metaspace),
+ *  (2) does not contain '▁' (U+2581; it decodes to a space), and
+ *  (3) contains only characters seen during learning (others encode to `<unk>`, one per character,
+ *      and decode to the literal text of the unk token).
+ * Multiple, trailing and non-space whitespace (tabs, newlines, NBSP) and all other Unicode
+ * round-trip unchanged. Every sentence of the Multi30K training data satisfies (1)-(3).
+ *
+ * Special tokens: `encode` treats text as plain text (a literal "<s>" in the input is tokenized as
+ * the characters '<', 's', '>'); HF `tokenizers` would instead map literal special-token strings in
+ * the input to their ids, so the two agree on every text that does not contain a special token's
+ * string. `encode` adds no BOS/EOS (the saved JSON has no post-processor, so HF adds none either).
+ *
+ * Pure TypeScript: runs in Node and in browsers.
+ */
+
+/** The Metaspace replacement character. */
+export const METASPACE = '\u2581';
+const METASPACE_CODE = 0x2581;
+
+export const DEFAULT_SPECIAL_TOKENS: readonly string[] = ['<pad>', '<unk>', '<s>', '</s>'];
+
+export interface BpeLearnOptions {
+  /**
+   * Target vocabulary size including the special tokens. Learning stops when it is reached, when no
+   * pair is left or when the most frequent pair occurs fewer than `minFrequency` times. The
+   * alphabet (every character of the training text) is always kept whole, so the result exceeds a
+   * `vocabSize` smaller than specials + alphabet.
+   */
+  vocabSize: number;
+  /** Smallest pair frequency that is still merged. Default 2. */
+  minFrequency?: number;
+  /**
+   * Special tokens, given ids 0, 1, 2, ... in this order. The first four play the roles pad, unk,
+   * bos, eos (in that order); more may follow. Default `['<pad>', '<unk>', '<s>', '</s>']`.
+   */
+  specialTokens?: readonly string[];
+}
+
+export interface BpeDecodeOptions {
+  /** Drop the special tokens other than unk (pad, bos, eos, extras). Default true. unk always decodes to its text. */
+  skipSpecialTokens?: boolean;
+}
+
+/** The subset of a Hugging Face `tokenizer.json` that this class writes and reads. */
+export interface HfTokenizerJson {
+  version: string;
+  truncation: null;
+  padding: null;
+  added_tokens: HfAddedToken[];
+  normalizer: null;
+  pre_tokenizer: HfMetaspace;
+  post_processor: null;
+  decoder: HfMetaspace;
+  model: HfBpeModel;
+}
+
+export interface HfAddedToken {
+  id: number;
+  content: string;
+  single_word: boolean;
+  lstrip: boolean;
+  rstrip: boolean;
+  normalized: boolean;
+  special: boolean;
+}
+
+export interface HfMetaspace {
+  type: 'Metaspace';
+  replacement: string;
+  prepend_scheme: 'always';
+  split: boolean;
+}
+
+export interface HfBpeModel {
+  type: 'BPE';
+  dropout: null;
+  unk_token: string;
+  continuing_subword_prefix: null;
+  end_of_word_suffix: null;
+  fuse_unk: boolean;
+  byte_fallback: boolean;
+  ignore_merges: boolean;
+  vocab: Record<string, number>;
+  merges: [string, string][];
+}
+
+/**
+ * Metaspace pre-tokenization (HF `Metaspace`, prepend_scheme 'always', split true): spaces become
+ * '▁', a '▁' is prepended unless present, and the text is cut before every '▁'.
+ */
+export function metaspacePreTokenize(text: string): string[] {
+  if (text.length === 0) return [];
+  let s = text.replaceAll(' ', METASPACE);
+  if (s.charCodeAt(0) !== METASPACE_CODE) s = METASPACE + s;
+  const out: string[] = [];
+  let start = 0;
+  for (let i = 1; i < s.length; i++) {
+    if (s.charCodeAt(i) === METASPACE_CODE) {
+      out.push(s.slice(start, i));
+      start = i;
+    }
+  }
+  out.push(s.slice(start));
+  return out;
+}
+
+// Pair keys: left * 2^22 + right, exact in a double while ids < 2^31.
+const PAIR_SHIFT = 4194304;
+const MAX_VOCAB = PAIR_SHIFT;
+const pairKey = (a: number, b: number): number => a * PAIR_SHIFT + b;
+
+/** Max-heap of (count, key): larger count first, then smaller key (= smaller (left, right) ids). */
+class PairHeap {
+  private counts: number[] = [];
+  private keys: number[] = [];
+
+  get size(): number {
+    return this.keys.length;
+  }
+
+  private before(i: number, j: number): boolean {
+    const ci = this.counts[i];
+    const cj = this.counts[j];
+    return ci > cj || (ci === cj && this.keys[i] < this.keys[j]);
+  }
+
+  private swap(i: number, j: number): void {
+    const c = this.counts[i];
+    this.counts[i] = this.counts[j];
+    this.counts[j] = c;
+    const k = this.keys[i];
+    this.keys[i] = this.keys[j];
+    this.keys[j] = k;
+  }
+
+  push(count: number, key: number): void {
+    this.counts.push(count);
+    this.keys.push(key);
+    let i = this.keys.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.before(i, p)) break;
+      this.swap(i, p);
+      i = p;
+    }
+  }
+
+  /** Removes the top; returns [count, key]. Only call when size > 0. */
+  pop(): [number, number] {
+    const top: [number, number] = [this.counts[0], this.keys[0]];
+    const lastC = this.counts.pop() as number;
+    const lastK = this.keys.pop() as number;
+    const n = this.keys.length;
+    if (n > 0) {
+      this.counts[0] = lastC;
+      this.keys[0] = lastK;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < n && this.before(l, m)) m = l;
+        if (r < n && this.before(r, m)) m = r;
+        if (m === i) break;
+        this.swap(i, m);
+        i = m;
+      }
+    }
+    return top;
+  }
+}
+
+const WORD_CACHE_LIMIT = 100_000;
+
+export class BpeTokenizer {
+  private readonly vocab: string[];
+  private readonly ids: Map<string, number>;
+  private readonly mergePairs: [number, number][];
+  /** pair key -> rank */
+  private readonly ranks: Map<number, number>;
+  /** rank -> id of the merged token */
+  private readonly mergeResult: number[];
+  private readonly specials: string[];
+  private readonly specialIds: Set<number>;
+  private readonly cache = new Map<string, number[]>();
+
+  readonly padId: number;
+  readonly unkId: number;
+  readonly bosId: number;
+  readonly eosId: number;
+
+  private constructor(vocab: string[], merges: [number, number][], specialTokens: readonly string[]) {
+    if (vocab.length >= MAX_VOCAB) throw new RangeError(`BpeTokenizer: vocabulary of ${vocab.length} tokens is too large`);
+    if (specialTokens.length < 4) throw new Error('BpeTokenizer: need at least 4 special tokens (pad, unk, bos, eos)');
+    this.vocab = vocab;
+    this.ids = new Map();
+    for (let i = 0; i < vocab.length; i++) {
+      if (this.ids.has(vocab[i])) throw new Error(`BpeTokenizer: duplicate token ${JSON.stringify(vocab[i])}`);
+      this.ids.set(vocab[i], i);
+    }
+    this.specials = [...specialTokens];
+    const sid = this.specials.map((t) => {
+      const id = this.ids.get(t);
+      if (id === undefined) throw new Error(`BpeTokenizer: special token ${JSON.stringify(t)} is not in the vocabulary`);
+      return id;
+    });
+    this.specialIds = new Set(sid);
+    [this.padId, this.unkId, this.bosId, this.eosId] = sid;
+    this.mergePairs = merges;
+    this.ranks = new Map();
+    this.mergeResult = [];
+    for (let r = 0; r < merges.length; r++) {
+      const [a, b] = merges[r];
+      const merged = this.ids.get(vocab[a] + vocab[b]);
+      if (merged === undefined) {
+        throw new Error(`BpeTokenizer: merge ${JSON.stringify([vocab[a], vocab[b]])} yields a token missing from the vocabulary`);
+      }
+      // A repeated pair takes its last rank, as in HF `tokenizers` (Rust and JS).
+      this.ranks.set(pairKey(a, b), r);
+      this.mergeResult.push(merged);
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Learning
+
+  /**
+   * Learns merges from `texts` (each a sentence or any text; pre-tokenized with Metaspace). Counts
+   * words once, then merges the most frequent adjacent pair (ties: smaller (left id, right id),
+   * with base characters numbered in code-point order after the special tokens — the order HF's
+   * `BpeTrainer` uses), updating pair counts incrementally for the words that contain the pair.
+   */
+  static learn(texts: Iterable<string>, options: BpeLearnOptions): BpeTokenizer {
+    const vocabSize = options.vocabSize;
+    const minFrequency = options.minFrequency ?? 2;
+    const specialTokens = options.specialTokens ?? DEFAULT_SPECIAL_TOKENS;
+    if (!Number.isInteger(vocabSize) || vocabSize < 1) throw new RangeError('BpeTokenizer.learn: vocabSize must be a positive integer');
+    if (new Set(specialTokens).size !== specialTokens.length) throw new Error('BpeTokenizer.learn: special tokens must be distinct');
+
+    // Word frequency table.
+    const wordFreq = new Map<string, number>();
+    for (const text of texts) {
+      for (const w of metaspacePreTokenize(text)) wordFreq.set(w, (wordFreq.get(w) ?? 0) + 1);
+    }
+
+    // Vocabulary: specials, then the alphabet in code-point order.
+    const vocab: string[] = [...specialTokens];
+    const ids = new Map<string, number>();
+    vocab.forEach((t, i) => ids.set(t, i));
+    const alphabet = new Set<string>();
+    for (const w of wordFreq.keys()) for (const ch of w) alphabet.add(ch);
+    const chars = [...alphabet].sort((x, y) => (x.codePointAt(0) as number) - (y.codePointAt(0) as number));
+    for (const ch of chars) {
+      if (!ids.has(ch)) {
+        ids.set(ch, vocab.length);
+        vocab.push(ch);
+      }
+    }
+    const forbidden = new Set<string>(specialTokens);
+
+    // Words as symbol-id arrays, pair counts and pair -> words index.
+    const words: number[][] = [];
+    const freqs: number[] = [];
+    const pairCount = new Map<number, number>();
+    const pairWords = new Map<number, Set<number>>();
+    for (const [w, f] of wordFreq) {
+      const syms = Array.from(w, (ch) => ids.get(ch) as number);
+      const wi = words.length;
+      words.push(syms);
+      freqs.push(f);
+      for (let i = 0; i + 1 < syms.length; i++) {
+        const k = pairKey(syms[i], syms[i + 1]);
+        pairCount.set(k, (pairCount.get(k) ?? 0) + f);
+        let s = pairWords.get(k);
+        if (s === undefined) pairWords.set(k, (s = new Set()));
+        s.add(wi);
+      }
+    }
+    const heap = new PairHeap();
+    for (const [k, c] of pairCount) heap.push(c, k);
+
+    const merges: [number, number][] = [];
+    const local = new Map<number, number>();
+    const raised = new Set<number>();
+    while (vocab.length < vocabSize && heap.size > 0) {
+      const [count, key] = heap.pop();
+      const cur = pairCount.get(key) ?? 0;
+      if (cur !== count) {
+        // Stale entry. A smaller current count is re-queued; a larger one already has its own entry.
+        if (cur > 0 && cur < count) heap.push(cur, key);
+        continue;
+      }
+      if (cur < 1 || cur < minFrequency) break;
+      const a = Math.floor(key / PAIR_SHIFT);
+      const b = key - a * PAIR_SHIFT;
+      const mergedText = vocab[a] + vocab[b];
+      if (forbidden.has(mergedText)) continue; // never create a token equal to a special token
+      let c = ids.get(mergedText);
+      if (c === undefined) {
+        c = vocab.length;
+        ids.set(mergedText, c);
+        vocab.push(mergedText);
+        if (vocab.length >= MAX_VOCAB) throw new RangeError('BpeTokenizer.learn: vocabulary too large');
+      }
+      merges.push([a, b]);
+
+      raised.clear();
+      const affected = pairWords.get(key);
+      pairCount.delete(key);
+      pairWords.delete(key);
+      if (affected === undefined) continue;
+      for (const wi of affected) {
+        const syms = words[wi];
+        const f = freqs[wi];
+        // Merge left to right, non-overlapping.
+        const out: number[] = [];
+        let changed = false;
+        for (let i = 0; i < syms.length; ) {
+          if (i + 1 < syms.length && syms[i] === a && syms[i + 1] === b) {
+            out.push(c);
+            i += 2;
+            changed = true;
+          } else {
+            out.push(syms[i]);
+            i += 1;
+          }
+        }
+        if (!changed) continue;
+        // Net change of this word's pair multiset, times its frequency.
+        local.clear();
+        for (let i = 0; i + 1 < syms.length; i++) {
+          const k = pairKey(syms[i], syms[i + 1]);
+          local.set(k, (local.get(k) ?? 0) - 1);
+        }
+        for (let i = 0; i + 1 < out.length; i++) {
+          const k = pairKey(out[i], out[i + 1]);
+          local.set(k, (local.get(k) ?? 0) + 1);
+        }
+        for (const [k, d] of local) {
+          if (d === 0 || k === key) continue;
+          const n = (pairCount.get(k) ?? 0) + d * f;
+          if (d > 0) {
+            pairCount.set(k, n);
+            let s = pairWords.get(k);
+            if (s === undefined) pairWords.set(k, (s = new Set()));
+            s.add(wi);
+            raised.add(k);
+          } else if (n > 0) {
+            pairCount.set(k, n);
+          } else {
+            pairCount.delete(k);
+          }
+        }
+        words[wi] = out;
+      }
+      for (const k of raised) {
+        const n = pairCount.get(k);
+        if (n !== undefined) heap.push(n, k);
+      }
+    }
+    return new BpeTokenizer(vocab, merges, specialTokens);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Vocabulary
+
+  /** Number of tokens (ids are 0 .. vocabSize - 1). */
+  get vocabSize(): number {
+    return this.vocab.length;
+  }
+
+  /** The token with this id, or undefined. */
+  idToToken(id: number): string | undefined {
+    return this.vocab[id];
+  }
+
+  /** The id of this token, or undefined. */
+  tokenToId(token: string): number | undefined {
+    return this.ids.get(token);
+  }
+
+  /** The special tokens, in id order of their roles (pad, unk, bos, eos, extras). */
+  get specialTokens(): readonly string[] {
+    return this.specials;
+  }
+
+  /** The merges, in rank order, as token pairs. */
+  get merges(): readonly (readonly [string, string])[] {
+    return this.mergePairs.map(([a, b]) => [this.vocab[a], this.vocab[b]] as const);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Encoding
+
+  private encodeWord(word: string): number[] {
+    const cached = this.cache.get(word);
+    if (cached !== undefined) return cached;
+    const syms = Array.from(word, (ch) => this.ids.get(ch) ?? -1);
+    while (syms.length > 1) {
+      let bestRank = Infinity;
+      let bestI = -1;
+      for (let i = 0; i + 1 < syms.length; i++) {
+        const x = syms[i];
+        const y = syms[i + 1];
+        if (x < 0 || y < 0) continue;
+        const r = this.ranks.get(pairKey(x, y));
+        if (r !== undefined && r < bestRank) {
+          bestRank = r;
+          bestI = i;
+        }
+      }
+      if (bestI < 0) break;
+      syms.splice(bestI, 2, this.mergeResult[bestRank]);
+    }
+    for (let i = 0; i < syms.length; i++) if (syms[i] < 0) syms[i] = this.unkId;
+    if (this.cache.size >= WORD_CACHE_LIMIT) this.cache.clear();
+    this.cache.set(word, syms);
+    return syms;
+  }
+
+  /** Token ids of `text` (no BOS/EOS added). */
+  encode(text: string): number[] {
+    const out: number[] = [];
+    for (const w of metaspacePreTokenize(text)) for (const id of this.encodeWord(w)) out.push(id);
+    return out;
+  }
+
+  /** Token strings of `text`. */
+  tokenize(text: string): string[] {
+    return this.encode(text).map((id) => this.vocab[id]);
+  }
+
+  /** Text of `ids` (Metaspace decoding). Throws a RangeError on an id outside the vocabulary. */
+  decode(ids: Iterable<number>, options: BpeDecodeOptions = {}): string {
+    const skip = options.skipSpecialTokens ?? true;
+    let out = '';
+    let first = true;
+    for (const id of ids) {
+      const tok = this.vocab[id];
+      if (tok === undefined) throw new RangeError(`BpeTokenizer.decode: id ${id} outside the vocabulary of ${this.vocab.length}`);
+      if (skip && id !== this.unkId && this.specialIds.has(id)) continue;
+      let t = tok;
+      if (first && t.charCodeAt(0) === METASPACE_CODE) t = t.slice(1);
+      first = false;
+      out += t.replaceAll(METASPACE, ' ');
+    }
+    return out;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Hugging Face tokenizer.json
+
+  /** A Hugging Face `tokenizer.json` object (so `JSON.stringify(tokenizer)` writes the file). */
+  toJSON(): HfTokenizerJson {
+    const metaspace = (): HfMetaspace => ({ type: 'Metaspace', replacement: METASPACE, prepend_scheme: 'always', split: true });
+    return {
+      version: '1.0',
+      truncation: null,
+      padding: null,
+      added_tokens: this.specials.map((content) => ({
+        id: this.ids.get(content) as number,
+        content,
+        single_word: false,
+        lstrip: false,
+        rstrip: false,
+        normalized: false,
+        special: true,
+      })),
+      normalizer: null,
+      pre_tokenizer: metaspace(),
+      post_processor: null,
+      decoder: metaspace(),
+      model: {
+        type: 'BPE',
+        dropout: null,
+        unk_token: this.vocab[this.unkId],
+        continuing_subword_prefix: null,
+        end_of_word_suffix: null,
+        fuse_unk: false,
+        byte_fallback: false,
+        ignore_merges: false,
+        // fromEntries defines own properties, so even a token "__proto__" is stored as data.
+        vocab: Object.fromEntries(this.vocab.map((t, i) => [t, i])),
+        merges: this.mergePairs.map(([a, b]) => [this.vocab[a], this.vocab[b]]),
+      },
+    };
+  }
+
+  /**
+   * Loads a `tokenizer.json` (object or JSON text) of the form `toJSON` writes. Special-token roles
+   * are read from `added_tokens` in id order (pad, unk, bos, eos, extras); unk must be the model's
+   * `unk_token`. Merges may be pairs or "a b" strings.
+   */
+  static fromJSON(json: unknown): BpeTokenizer {
+    const j = (typeof json === 'string' ? JSON.parse(json) : json) as Partial<HfTokenizerJson> | null;
+    const fail = (msg: string): never => {
+      throw new Error(`BpeTokenizer.fromJSON: ${msg}`);
+    };
+    if (j === null || typeof j !== 'object') fail('not a tokenizer.json object');
+    const t = j as Partial<HfTokenizerJson>;
+    const m = t.model;
+    if (!m || m.type !== 'BPE') fail('model.type must be "BPE"');
+    const model = m as HfBpeModel;
+    if (model.continuing_subword_prefix || model.end_of_word_suffix) fail('continuing_subword_prefix / end_of_word_suffix are not supported');
+    if (model.byte_fallback) fail('byte_fallback is not supported');
+    if (model.ignore_merges) fail('ignore_merges is not supported');
+    if (model.dropout) fail('dropout is not supported');
+    if (t.normalizer != null) fail('only normalizer null is supported');
+    if (t.post_processor != null) fail('only post_processor null is supported');
+    for (const [name, part] of [
+      ['pre_tokenizer', t.pre_tokenizer],
+      ['decoder', t.decoder],
+    ] as const) {
+      if (!part || part.type !== 'Metaspace' || (part.replacement ?? METASPACE) !== METASPACE) fail(`${name} must be Metaspace with replacement "▁"`);
+      if ((part as HfMetaspace).prepend_scheme !== undefined && (part as HfMetaspace).prepend_scheme !== 'always') fail(`${name}.prepend_scheme must be "always"`);
+      if ((part as HfMetaspace).split === false && name === 'pre_tokenizer') fail('pre_tokenizer.split must be true');
+    }
+    const vocabObj = model.vocab;
+    if (!vocabObj || typeof vocabObj !== 'object') fail('model.vocab missing');
+    const entries = Object.entries(vocabObj);
+    const vocab = new Array<string>(entries.length);
+    for (const [tok, id] of entries) {
+      if (!Number.isInteger(id) || id < 0 || id >= entries.length || vocab[id] !== undefined) fail('model.vocab ids must be 0..n-1, each once');
+      vocab[id] = tok;
+    }
+    // Added tokens not in the model vocab (HF allows that) are appended at their ids.
+    const added = [...(t.added_tokens ?? [])].sort((x, y) => x.id - y.id);
+    for (const a of added) {
+      if (a.id < vocab.length) {
+        if (vocab[a.id] !== a.content) fail(`added token ${JSON.stringify(a.content)} disagrees with model.vocab`);
+      } else if (a.id === vocab.length) {
+        vocab.push(a.content);
+      } else {
+        fail('added_tokens ids must continue model.vocab without gaps');
+      }
+    }
+    const specials = added.filter((a) => a.special).map((a) => a.content);
+    if (specials.length < 4) fail('need at least 4 special added_tokens (pad, unk, bos, eos)');
+    if (model.unk_token !== specials[1]) fail(`model.unk_token ${JSON.stringify(model.unk_token)} must be the second special token (${JSON.stringify(specials[1])})`);
+    const ids = new Map<string, number>();
+    vocab.forEach((tok, i) => ids.set(tok, i));
+    const merges: [number, number][] = (model.merges ?? []).map((mg: unknown) => {
+      let pair: unknown = mg;
+      if (typeof mg === 'string') {
+        const sp = mg.indexOf(' ');
+        pair = [mg.slice(0, sp), mg.slice(sp + 1)];
+      }
+      if (!Array.isArray(pair) || pair.length !== 2) return fail(`bad merge ${JSON.stringify(mg)}`);
+      const a = ids.get(pair[0] as string);
+      const b = ids.get(pair[1] as string);
+      if (a === undefined || b === undefined) return fail(`merge ${JSON.stringify(mg)} uses a token missing from the vocabulary`);
+      return [a, b] as [number, number];
+    });
+    return new BpeTokenizer(vocab, merges, specials);
+  }
+}

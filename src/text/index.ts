@@ -1,0 +1,19 @@
+/** Text layer: sacreBLEU-exact BLEU and a Hugging Face-compatible BPE tokenizer. */
+export {
+  SACREBLEU_VERSION,
+  computeBleu,
+  corpusBleu,
+  formatFixed,
+  sentenceBleu,
+  tokenize13a,
+} from './bleu.ts';
+export type { BleuOptions, BleuScore, BleuTokenize, SmoothMethod } from './bleu.ts';
+export { BpeTokenizer, DEFAULT_SPECIAL_TOKENS, METASPACE, metaspacePreTokenize } from './bpe.ts';
+export type {
+  BpeDecodeOptions,
+  BpeLearnOptions,
+  HfAddedToken,
+  HfBpeModel,
+  HfMetaspace,
+  HfTokenizerJson,
+} from './bpe.ts';
