@@ -12,5 +12,6 @@ export { setBackend, getBackend, backendNames, registerBackend, type Backend } f
 export * as F from './ops/index.ts';
 export * as nn from './nn/index.ts';
 export * as io from './io/index.ts';
+export * as models from './models/index.ts';
 export * as optim from './optim/index.ts';
 export * as text from './text/index.ts';

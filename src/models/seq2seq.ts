@@ -1,0 +1,118 @@
+/**
+ * The paper's translation model, readable top to bottom: a token is embedded (shared table,
+ * scaled by √dModel, §3.4), given its position (§3.5), passed through the encoder-decoder
+ * Transformer (§3.1), and projected back onto the vocabulary with the same embedding matrix.
+ */
+import * as F from '../ops/index.ts';
+import { Transformer, type Activation } from '../nn/transformer.ts';
+import { Embedding, PositionalEncoding } from '../nn/layers.ts';
+import { Module } from '../nn/module.ts';
+import { normal_ } from '../nn/init.ts';
+import { causalBias } from '../ops/attention.ts';
+import { shapeToString } from '../tensor/shape.ts';
+import { Tensor } from '../tensor/tensor.ts';
+
+/** Everything that defines a Seq2Seq model; saved as config.json beside the weights. */
+export interface Seq2SeqConfig {
+  /** Shared source/target vocabulary size (one BPE vocabulary for both languages, §5.1). */
+  vocabSize: number;
+  /** d_model: width of every sub-layer output and of the embeddings. */
+  dModel: number;
+  /** h: attention heads per layer; dK = dV = dModel / h. */
+  nhead: number;
+  /** N for the encoder. */
+  numEncoderLayers: number;
+  /** N for the decoder. */
+  numDecoderLayers: number;
+  /** d_ff: inner width of the position-wise feed-forward block. */
+  dimFeedforward: number;
+  /** P_drop on sub-layer outputs, on embeddings+positions, and on attention weights (§5.4). */
+  dropout: number;
+  activation: Activation;
+  /** Pre-norm trains more stably at small scale; the paper is post-norm (false). */
+  normFirst: boolean;
+  /** Longest sequence the position table covers. */
+  maxLen: number;
+  /** Id of the padding token (masked as a key, ignored by the loss). */
+  padId: number;
+}
+
+/** The paper's base model (Table 3), with the 37k shared WMT vocabulary. */
+export const PAPER_BASE: Seq2SeqConfig = {
+  vocabSize: 37000, dModel: 512, nhead: 8, numEncoderLayers: 6, numDecoderLayers: 6,
+  dimFeedforward: 2048, dropout: 0.1, activation: 'relu', normFirst: false, maxLen: 512, padId: 0,
+};
+
+/** A size a 2-core CPU trains on Multi30K in hours (the vocabulary is set from the tokenizer). */
+export const MULTI30K_SMALL: Seq2SeqConfig = {
+  vocabSize: 8000, dModel: 256, nhead: 4, numEncoderLayers: 3, numDecoderLayers: 3,
+  dimFeedforward: 1024, dropout: 0.1, activation: 'relu', normFirst: false, maxLen: 256, padId: 0,
+};
+
+export class Seq2Seq extends Module {
+  readonly config: Seq2SeqConfig;
+  readonly embedding: Embedding;
+  readonly positions: PositionalEncoding;
+  readonly transformer: Transformer;
+
+  constructor(config: Seq2SeqConfig) {
+    super();
+    this.config = { ...config };
+    const c = this.config;
+    this.embedding = this.registerModule('embedding', new Embedding(c.vocabSize, c.dModel, { paddingIdx: c.padId }));
+    this.positions = this.registerModule('positions', new PositionalEncoding(c.dModel, { dropout: c.dropout, maxLen: c.maxLen }));
+    this.transformer = this.registerModule('transformer', new Transformer({
+      dModel: c.dModel, nhead: c.nhead, numEncoderLayers: c.numEncoderLayers, numDecoderLayers: c.numDecoderLayers,
+      dimFeedforward: c.dimFeedforward, dropout: c.dropout, activation: c.activation, normFirst: c.normFirst, batchFirst: true,
+    }));
+    // Tied input/output embedding: N(0, dModel^-0.5) keeps logits O(1) at the start.
+    normal_(this.embedding.weight, 0, c.dModel ** -0.5);
+    this.embedding.weight.data.fill(0, c.padId * c.dModel, (c.padId + 1) * c.dModel);
+  }
+
+  /** ids (B, T) -> (B, T, dModel): embedding · √dModel + positions, then dropout. */
+  embed(ids: Tensor): Tensor {
+    return this.positions.forward(F.mul(this.embedding.forward(ids), Math.sqrt(this.config.dModel)));
+  }
+
+  /** Padding mask (B, T) for key positions: TRUE where the id is padding. */
+  paddingMask(ids: Tensor): Tensor {
+    const out = new Uint8Array(ids.size);
+    for (let i = 0; i < ids.size; i++) out[i] = ids.data[i] === this.config.padId ? 1 : 0;
+    return new Tensor(out, ids.shape, 'bool');
+  }
+
+  /** The encoder output ("memory") for source ids (B, S). */
+  encode(src: Tensor): Tensor {
+    this.checkIds(src, 'src');
+    return this.transformer.encoder.forward(this.embed(src), { srcKeyPaddingMask: this.paddingMask(src) });
+  }
+
+  /** Decoder states (B, T, dModel) for target prefixes (B, T), attending causally and to memory. */
+  decode(tgt: Tensor, memory: Tensor, srcPadding: Tensor): Tensor {
+    this.checkIds(tgt, 'tgt');
+    const T = tgt.shape[1];
+    return this.transformer.decoder.forward(this.embed(tgt), memory, {
+      tgtMask: causalBias(T, T),
+      tgtKeyPaddingMask: this.paddingMask(tgt),
+      memoryKeyPaddingMask: srcPadding,
+    });
+  }
+
+  /** The pre-softmax linear transformation shares the embedding matrix (§3.4): logits = h·Eᵀ. */
+  generator(h: Tensor): Tensor {
+    return F.linear(h, this.embedding.weight);
+  }
+
+  /** Teacher-forced logits (B, T, vocab) for src (B, S) and the shifted target input (B, T). */
+  forward(src: Tensor, tgtIn: Tensor): Tensor {
+    const memory = this.encode(src);
+    return this.generator(this.decode(tgtIn, memory, this.paddingMask(src)));
+  }
+
+  private checkIds(ids: Tensor, arg: string): void {
+    if (ids.dtype !== 'int32' || ids.ndim !== 2) {
+      throw new Error(`Seq2Seq: ${arg} must be int32 token ids of shape (B, T), got ${ids.dtype} ${shapeToString(ids.shape)}`);
+    }
+  }
+}
