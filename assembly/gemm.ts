@@ -1,0 +1,298 @@
+// Single-precision GEMM for the wasm backend, compiled by scripts/build-wasm.mjs with 128-bit SIMD
+// (and a second build with relaxed-SIMD fused multiply-add).
+//
+// Contract: that of `gemm` in src/backend/backend.ts, with byte addresses instead of arrays:
+// C = op(A)·op(B) (or C += … when `accumulate`), row-major, batched, batch strides in elements
+// (0 broadcasts). The memory is owned and allocated by JavaScript (src/backend/wasm/memory.ts);
+// this module allocates nothing, and needs a scratch block of `scratchBytes()` bytes for packing.
+//
+// Structure (Goto/BLIS): for each block of NC columns and KC steps of k, B is packed into
+// slivers of NR = 8 columns (k-major: 8 contiguous floats per step); for each block of MC rows, A
+// is packed into slivers of MR = 4 rows (4 contiguous floats per step). A 4×8 micro-kernel keeps
+// the tile of C in 8 v128 accumulators (8 acc + 2 B + 1 A splat = 11 of the 16 xmm registers V8
+// uses; larger tiles spilled). A B sliver (KC·8·4 = 8 KiB) stays in L1 while the A block
+// (MC·KC·4 = 256 KiB) streams from L2. Packed slivers are zero-padded, so edges (any m, n, k)
+// cost only a masked write-back of the last tile.
+
+const MR: i32 = 4;
+const NR: i32 = 8;
+const KC: i32 = 256;
+const MC: i32 = 256;
+const NC: i32 = 2048;
+
+const PACK_A_BYTES: usize = <usize>(MC * KC * 4);
+const PACK_B_BYTES: usize = <usize>(KC * NC * 4);
+const TILE_BYTES: usize = <usize>(MR * NR * 4);
+
+/** Bytes of scratch space `gemm` needs (16-byte aligned): packed A block, packed B block, one tile. */
+export function scratchBytes(): i32 {
+  return <i32>(PACK_A_BYTES + PACK_B_BYTES + TILE_BYTES);
+}
+
+/** End of this module's static data: JavaScript must not allocate below it. */
+export function heapBase(): i32 {
+  return <i32>__heap_base;
+}
+
+/** 1 for the relaxed-SIMD (fma) build. */
+export function relaxed(): i32 {
+  return ASC_FEATURE_RELAXED_SIMD ? 1 : 0;
+}
+
+// @ts-ignore: decorator
+@inline function madd(a: v128, b: v128, c: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) {
+    return f32x4.relaxed_madd(a, b, c);
+  } else {
+    return f32x4.add(c, f32x4.mul(a, b));
+  }
+}
+
+/**
+ * Pack rows [i0, i0+mc) × steps [p0, p0+kc) of op(A) into slivers of MR rows: sliver s holds,
+ * for each step p, the 4 values op(A)[i0+4s+r][p0+p] (r = 0..3), zero beyond mc.
+ * A is (m, k) row-major when !transA, stored (k, m) when transA.
+ */
+function packA(a: usize, m: i32, k: i32, transA: bool, i0: i32, mc: i32, p0: i32, kc: i32, dst: usize): void {
+  for (let s = 0; s < mc; s += MR) {
+    const rows = min(MR, mc - s);
+    const d = dst + <usize>(s * kc) * 4;
+    if (transA) {
+      // op(A)[i][p] = A[p][i]: the 4 rows of a step are contiguous.
+      let src = a + (<usize>p0 * <usize>m + <usize>(i0 + s)) * 4;
+      const ld = <usize>m * 4;
+      if (rows == MR) {
+        for (let p = 0; p < kc; p++) {
+          v128.store(d + <usize>p * 16, v128.load(src));
+          src += ld;
+        }
+      } else {
+        for (let p = 0; p < kc; p++) {
+          const dp = d + <usize>p * 16;
+          v128.store(dp, f32x4.splat(0));
+          for (let r = 0; r < rows; r++) store<f32>(dp + <usize>r * 4, load<f32>(src + <usize>r * 4));
+          src += ld;
+        }
+      }
+    } else {
+      // op(A)[i][p] = A[i][p]: 4 rows, each contiguous in p; transpose 4×4 blocks.
+      const ld = <usize>k * 4;
+      const r0 = a + (<usize>(i0 + s) * <usize>k + <usize>p0) * 4;
+      if (rows == MR) {
+        const r1 = r0 + ld, r2 = r1 + ld, r3 = r2 + ld;
+        let p = 0;
+        for (; p + 4 <= kc; p += 4) {
+          const o = <usize>p * 4;
+          const x0 = v128.load(r0 + o), x1 = v128.load(r1 + o), x2 = v128.load(r2 + o), x3 = v128.load(r3 + o);
+          const t0 = v128.shuffle<f32>(x0, x1, 0, 4, 1, 5);
+          const t1 = v128.shuffle<f32>(x0, x1, 2, 6, 3, 7);
+          const t2 = v128.shuffle<f32>(x2, x3, 0, 4, 1, 5);
+          const t3 = v128.shuffle<f32>(x2, x3, 2, 6, 3, 7);
+          const dp = d + <usize>p * 16;
+          v128.store(dp, v128.shuffle<f32>(t0, t2, 0, 1, 4, 5));
+          v128.store(dp, v128.shuffle<f32>(t0, t2, 2, 3, 6, 7), 16);
+          v128.store(dp, v128.shuffle<f32>(t1, t3, 0, 1, 4, 5), 32);
+          v128.store(dp, v128.shuffle<f32>(t1, t3, 2, 3, 6, 7), 48);
+        }
+        for (; p < kc; p++) {
+          const o = <usize>p * 4;
+          const dp = d + <usize>p * 16;
+          store<f32>(dp, load<f32>(r0 + o));
+          store<f32>(dp, load<f32>(r1 + o), 4);
+          store<f32>(dp, load<f32>(r2 + o), 8);
+          store<f32>(dp, load<f32>(r3 + o), 12);
+        }
+      } else {
+        for (let p = 0; p < kc; p++) {
+          const dp = d + <usize>p * 16;
+          v128.store(dp, f32x4.splat(0));
+          for (let r = 0; r < rows; r++) store<f32>(dp + <usize>r * 4, load<f32>(r0 + <usize>r * ld + <usize>p * 4));
+        }
+      }
+    }
+  }
+}
+
+/**
+ * Pack steps [p0, p0+kc) × columns [j0, j0+nc) of op(B) into slivers of NR columns: sliver s
+ * holds, for each step p, the 8 values op(B)[p0+p][j0+8s+c] (c = 0..7), zero beyond nc.
+ * B is (k, n) row-major when !transB, stored (n, k) when transB.
+ */
+function packB(b: usize, n: i32, k: i32, transB: bool, p0: i32, kc: i32, j0: i32, nc: i32, dst: usize): void {
+  for (let s = 0; s < nc; s += NR) {
+    const cols = min(NR, nc - s);
+    const d = dst + <usize>(s * kc) * 4;
+    if (!transB) {
+      // op(B)[p][j] = B[p][j]: the 8 columns of a step are contiguous.
+      let src = b + (<usize>p0 * <usize>n + <usize>(j0 + s)) * 4;
+      const ld = <usize>n * 4;
+      if (cols == NR) {
+        for (let p = 0; p < kc; p++) {
+          const dp = d + <usize>p * 32;
+          v128.store(dp, v128.load(src));
+          v128.store(dp, v128.load(src, 16), 16);
+          src += ld;
+        }
+      } else {
+        for (let p = 0; p < kc; p++) {
+          const dp = d + <usize>p * 32;
+          v128.store(dp, f32x4.splat(0));
+          v128.store(dp, f32x4.splat(0), 16);
+          for (let c = 0; c < cols; c++) store<f32>(dp + <usize>c * 4, load<f32>(src + <usize>c * 4));
+          src += ld;
+        }
+      }
+    } else {
+      // op(B)[p][j] = B[j][p]: 8 rows of B, each contiguous in p; transpose 4×4 blocks.
+      const ld = <usize>k * 4;
+      const r0 = b + (<usize>(j0 + s) * <usize>k + <usize>p0) * 4;
+      if (cols == NR) {
+        const r1 = r0 + ld, r2 = r1 + ld, r3 = r2 + ld, r4 = r3 + ld, r5 = r4 + ld, r6 = r5 + ld, r7 = r6 + ld;
+        let p = 0;
+        for (; p + 4 <= kc; p += 4) {
+          const o = <usize>p * 4;
+          const dp = d + <usize>p * 32;
+          let x0 = v128.load(r0 + o), x1 = v128.load(r1 + o), x2 = v128.load(r2 + o), x3 = v128.load(r3 + o);
+          let t0 = v128.shuffle<f32>(x0, x1, 0, 4, 1, 5);
+          let t1 = v128.shuffle<f32>(x0, x1, 2, 6, 3, 7);
+          let t2 = v128.shuffle<f32>(x2, x3, 0, 4, 1, 5);
+          let t3 = v128.shuffle<f32>(x2, x3, 2, 6, 3, 7);
+          v128.store(dp, v128.shuffle<f32>(t0, t2, 0, 1, 4, 5));
+          v128.store(dp, v128.shuffle<f32>(t0, t2, 2, 3, 6, 7), 32);
+          v128.store(dp, v128.shuffle<f32>(t1, t3, 0, 1, 4, 5), 64);
+          v128.store(dp, v128.shuffle<f32>(t1, t3, 2, 3, 6, 7), 96);
+          x0 = v128.load(r4 + o); x1 = v128.load(r5 + o); x2 = v128.load(r6 + o); x3 = v128.load(r7 + o);
+          t0 = v128.shuffle<f32>(x0, x1, 0, 4, 1, 5);
+          t1 = v128.shuffle<f32>(x0, x1, 2, 6, 3, 7);
+          t2 = v128.shuffle<f32>(x2, x3, 0, 4, 1, 5);
+          t3 = v128.shuffle<f32>(x2, x3, 2, 6, 3, 7);
+          v128.store(dp, v128.shuffle<f32>(t0, t2, 0, 1, 4, 5), 16);
+          v128.store(dp, v128.shuffle<f32>(t0, t2, 2, 3, 6, 7), 48);
+          v128.store(dp, v128.shuffle<f32>(t1, t3, 0, 1, 4, 5), 80);
+          v128.store(dp, v128.shuffle<f32>(t1, t3, 2, 3, 6, 7), 112);
+        }
+        for (; p < kc; p++) {
+          const o = <usize>p * 4;
+          const dp = d + <usize>p * 32;
+          store<f32>(dp, load<f32>(r0 + o));
+          store<f32>(dp, load<f32>(r1 + o), 4);
+          store<f32>(dp, load<f32>(r2 + o), 8);
+          store<f32>(dp, load<f32>(r3 + o), 12);
+          store<f32>(dp, load<f32>(r4 + o), 16);
+          store<f32>(dp, load<f32>(r5 + o), 20);
+          store<f32>(dp, load<f32>(r6 + o), 24);
+          store<f32>(dp, load<f32>(r7 + o), 28);
+        }
+      } else {
+        for (let p = 0; p < kc; p++) {
+          const dp = d + <usize>p * 32;
+          v128.store(dp, f32x4.splat(0));
+          v128.store(dp, f32x4.splat(0), 16);
+          for (let c = 0; c < cols; c++) store<f32>(dp + <usize>c * 4, load<f32>(r0 + <usize>c * ld + <usize>p * 4));
+        }
+      }
+    }
+  }
+}
+
+/**
+ * The 4×8 micro-kernel: acc = Σ_p Apanel[p][0..3] ⊗ Bpanel[p][0..7] over kc steps, then
+ * C[0..mr)[0..nr) = acc (overwrite) or += acc. `ldc` is C's row pitch in bytes.
+ */
+function kernel(pa: usize, pb: usize, kc: i32, c: usize, ldc: usize, mr: i32, nr: i32, overwrite: bool, tile: usize): void {
+  let c00 = f32x4.splat(0), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+  for (let p = 0; p < kc; p++) {
+    const b0 = v128.load(pb);
+    const b1 = v128.load(pb, 16);
+    let a = v128.load32_splat(pa);
+    c00 = madd(a, b0, c00);
+    c01 = madd(a, b1, c01);
+    a = v128.load32_splat(pa, 4);
+    c10 = madd(a, b0, c10);
+    c11 = madd(a, b1, c11);
+    a = v128.load32_splat(pa, 8);
+    c20 = madd(a, b0, c20);
+    c21 = madd(a, b1, c21);
+    a = v128.load32_splat(pa, 12);
+    c30 = madd(a, b0, c30);
+    c31 = madd(a, b1, c31);
+    pa += 16;
+    pb += 32;
+  }
+  if (mr == MR && nr == NR) {
+    if (overwrite) {
+      v128.store(c, c00); v128.store(c, c01, 16); c += ldc;
+      v128.store(c, c10); v128.store(c, c11, 16); c += ldc;
+      v128.store(c, c20); v128.store(c, c21, 16); c += ldc;
+      v128.store(c, c30); v128.store(c, c31, 16);
+    } else {
+      v128.store(c, f32x4.add(v128.load(c), c00)); v128.store(c, f32x4.add(v128.load(c, 16), c01), 16); c += ldc;
+      v128.store(c, f32x4.add(v128.load(c), c10)); v128.store(c, f32x4.add(v128.load(c, 16), c11), 16); c += ldc;
+      v128.store(c, f32x4.add(v128.load(c), c20)); v128.store(c, f32x4.add(v128.load(c, 16), c21), 16); c += ldc;
+      v128.store(c, f32x4.add(v128.load(c), c30)); v128.store(c, f32x4.add(v128.load(c, 16), c31), 16);
+    }
+  } else {
+    // Edge tile: spill to the scratch tile and write back only the valid mr × nr corner.
+    v128.store(tile, c00); v128.store(tile, c01, 16);
+    v128.store(tile, c10, 32); v128.store(tile, c11, 48);
+    v128.store(tile, c20, 64); v128.store(tile, c21, 80);
+    v128.store(tile, c30, 96); v128.store(tile, c31, 112);
+    for (let r = 0; r < mr; r++) {
+      const t = tile + <usize>(r * NR) * 4;
+      const cr = c + <usize>r * ldc;
+      for (let j = 0; j < nr; j++) {
+        const v = load<f32>(t + <usize>j * 4);
+        const dst = cr + <usize>j * 4;
+        store<f32>(dst, overwrite ? v : load<f32>(dst) + v);
+      }
+    }
+  }
+}
+
+/**
+ * Batched C = op(A)·op(B) (+= when accumulate). a, b, c, scratch: byte addresses; strides in
+ * elements; booleans as 0/1.
+ */
+export function gemm(
+  a: usize, b: usize, c: usize,
+  batch: i32, m: i32, n: i32, k: i32,
+  transA: i32, transB: i32,
+  strideA: i32, strideB: i32, strideC: i32,
+  accumulate: i32, scratch: usize,
+): void {
+  if (m <= 0 || n <= 0) return;
+  const ta = transA != 0, tb = transB != 0, acc = accumulate != 0;
+  const packedA = scratch;
+  const packedB = scratch + PACK_A_BYTES;
+  const tile = packedB + PACK_B_BYTES;
+  const ldc = <usize>n * 4;
+  for (let bi = 0; bi < batch; bi++) {
+    const ab = a + <usize>bi * <usize>strideA * 4;
+    const bb = b + <usize>bi * <usize>strideB * 4;
+    const cb = c + <usize>bi * <usize>strideC * 4;
+    if (k <= 0) {
+      if (!acc) memory.fill(cb, 0, <usize>m * <usize>n * 4);
+      continue;
+    }
+    for (let jc = 0; jc < n; jc += NC) {
+      const nc = min(NC, n - jc);
+      for (let pc = 0; pc < k; pc += KC) {
+        const kc = min(KC, k - pc);
+        const overwrite = pc == 0 && !acc;
+        packB(bb, n, k, tb, pc, kc, jc, nc, packedB);
+        for (let ic = 0; ic < m; ic += MC) {
+          const mc = min(MC, m - ic);
+          packA(ab, m, k, ta, ic, mc, pc, kc, packedA);
+          for (let jr = 0; jr < nc; jr += NR) {
+            const nr = min(NR, nc - jr);
+            const pb = packedB + <usize>(jr * kc) * 4;
+            const cj = cb + (<usize>ic * <usize>n + <usize>(jc + jr)) * 4;
+            for (let ir = 0; ir < mc; ir += MR) {
+              kernel(packedA + <usize>(ir * kc) * 4, pb, kc, cj + <usize>ir * ldc, ldc, min(MR, mc - ir), nr, overwrite, tile);
+            }
+          }
+        }
+      }
+    }
+  }
+}

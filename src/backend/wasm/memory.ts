@@ -1,0 +1,131 @@
+/**
+ * The wasm backend's linear memory, and a first-fit allocator for float32 arrays in it.
+ *
+ * The memory is created here (not by a module) and imported by every wasm kernel module, so tensors
+ * can live in it and kernels run on them in place, without copies.
+ *
+ * It is a *shared* memory with a fixed maximum. A plain (non-shared) WebAssembly.Memory detaches its
+ * ArrayBuffer on every grow: every Float32Array handed out before the grow would suddenly have length
+ * 0, and each tensor would have to re-derive its view after any allocation anywhere. A shared memory
+ * is backed by a SharedArrayBuffer, which can never be detached: the engine reserves address space
+ * for `maximum` up front and growing only commits more of it in place, so existing views stay valid,
+ * pointing at the same bytes. Their length does not change, which is what we want for fixed-size tensors. Two
+ * consequences, both handled here: `memory.buffer` returns a *new* SharedArrayBuffer object after
+ * each grow (so "is this view in wasm memory?" must check every buffer object seen, see
+ * `isWasmView`), and the maximum must be declared (4 GiB, the wasm32 limit; address space only).
+ * In browsers, SharedArrayBuffer needs cross-origin isolation (COOP/COEP); a non-shared fallback
+ * would have to refresh views after growth, and is not written yet.
+ */
+
+export const PAGE_BYTES = 65536;
+/** wasm32 limit; must match `--maximumMemory` in scripts/build-wasm.mjs. */
+export const MAX_PAGES = 65536;
+/**
+ * Bytes at the bottom of the memory never handed out: the kernel modules' static data (checked
+ * against their `heapBase()` at load) and address 0, so no array ever sits at the null pointer.
+ */
+export const RESERVED_BYTES = PAGE_BYTES;
+const ALIGN = 16;
+
+export const memory = new WebAssembly.Memory({ initial: 16, maximum: MAX_PAGES, shared: true });
+
+/** Every buffer object `memory.buffer` has returned (a new one after each grow). */
+const buffers = new WeakSet<ArrayBufferLike>([memory.buffer]);
+
+/** Whether `x` is a view into the wasm memory (its byteOffset is then its address). */
+export function isWasmView(x: ArrayBufferView): boolean {
+  const current = memory.buffer;
+  if (x.buffer === current) return true;
+  buffers.add(current);
+  return buffers.has(x.buffer);
+}
+
+interface Block {
+  offset: number;
+  size: number;
+}
+
+/** Free blocks, sorted by offset, never adjacent (coalesced on free). */
+const freeList: Block[] = [{ offset: RESERVED_BYTES, size: memory.buffer.byteLength - RESERVED_BYTES }];
+/** Allocated blocks: offset → size in bytes (rounded up to ALIGN). */
+const allocated = new Map<number, number>();
+let inUse = 0;
+
+/** Grow the memory so that a free block of at least `bytes` exists at its end; at least doubles. */
+function grow(bytes: number): void {
+  const end = memory.buffer.byteLength;
+  const last = freeList[freeList.length - 1];
+  const tail = last !== undefined && last.offset + last.size === end ? last.size : 0;
+  const needPages = Math.ceil((bytes - tail) / PAGE_BYTES);
+  const havePages = end / PAGE_BYTES;
+  const room = MAX_PAGES - havePages;
+  if (needPages > room) {
+    throw new RangeError(`wasm memory: cannot allocate ${bytes} bytes (${end} in memory, ${inUse} in use, maximum ${MAX_PAGES * PAGE_BYTES})`);
+  }
+  const pages = Math.min(room, Math.max(needPages, havePages));
+  memory.grow(pages);
+  buffers.add(memory.buffer);
+  const added = pages * PAGE_BYTES;
+  if (tail > 0) last!.size += added;
+  else freeList.push({ offset: end, size: added });
+}
+
+/** A zero-filled Float32Array of n elements in wasm memory, 16-byte aligned. Release it with `free`. */
+export function alloc(n: number): Float32Array {
+  if (!Number.isInteger(n) || n < 0) throw new RangeError(`wasm alloc: bad length ${n}`);
+  const size = Math.max(ALIGN, Math.ceil((n * 4) / ALIGN) * ALIGN);
+  let i = freeList.findIndex((b) => b.size >= size);
+  if (i < 0) {
+    grow(size);
+    i = freeList.length - 1;
+  }
+  const block = freeList[i]!;
+  const offset = block.offset;
+  if (block.size === size) freeList.splice(i, 1);
+  else {
+    block.offset += size;
+    block.size -= size;
+  }
+  allocated.set(offset, size);
+  inUse += size;
+  const view = new Float32Array(memory.buffer, offset, n);
+  // Freed blocks keep old contents, and tensors expect fresh storage to be zero (new memory is).
+  view.fill(0);
+  return view;
+}
+
+/** Release an array returned by `alloc` (a subarray of one is rejected). */
+export function free(view: Float32Array): void {
+  const offset = view.byteOffset;
+  const size = allocated.get(offset);
+  if (size === undefined || !isWasmView(view)) throw new Error(`wasm free: ${offset} is not an allocated block (double free, or not from alloc)`);
+  allocated.delete(offset);
+  inUse -= size;
+  // Insert sorted, merging with the neighbours it touches.
+  let lo = 0;
+  let hi = freeList.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (freeList[mid]!.offset < offset) lo = mid + 1;
+    else hi = mid;
+  }
+  const prev = freeList[lo - 1];
+  const next = freeList[lo];
+  if (prev !== undefined && prev.offset + prev.size === offset) {
+    prev.size += size;
+    if (next !== undefined && prev.offset + prev.size === next.offset) {
+      prev.size += next.size;
+      freeList.splice(lo, 1);
+    }
+  } else if (next !== undefined && offset + size === next.offset) {
+    next.offset = offset;
+    next.size += size;
+  } else {
+    freeList.splice(lo, 0, { offset, size });
+  }
+}
+
+/** Bytes currently allocated (each block rounded up to 16). */
+export function bytesInUse(): number {
+  return inUse;
+}
