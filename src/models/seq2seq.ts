@@ -83,9 +83,9 @@ export class Seq2Seq extends Module {
   }
 
   /** The encoder output ("memory") for source ids (B, S). */
-  encode(src: Tensor): Tensor {
+  encode(src: Tensor, srcPadding: Tensor = this.paddingMask(src)): Tensor {
     this.checkIds(src, 'src');
-    return this.transformer.encoder.forward(this.embed(src), { srcKeyPaddingMask: this.paddingMask(src) });
+    return this.transformer.encoder.forward(this.embed(src), { srcKeyPaddingMask: srcPadding });
   }
 
   /** Decoder states (B, T, dModel) for target prefixes (B, T), attending causally and to memory. */
@@ -106,8 +106,8 @@ export class Seq2Seq extends Module {
 
   /** Teacher-forced logits (B, T, vocab) for src (B, S) and the shifted target input (B, T). */
   forward(src: Tensor, tgtIn: Tensor): Tensor {
-    const memory = this.encode(src);
-    return this.generator(this.decode(tgtIn, memory, this.paddingMask(src)));
+    const srcPadding = this.paddingMask(src);
+    return this.generator(this.decode(tgtIn, this.encode(src, srcPadding), srcPadding));
   }
 
   private checkIds(ids: Tensor, arg: string): void {

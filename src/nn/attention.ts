@@ -120,22 +120,15 @@ export class MultiheadAttention extends Module {
     let k: Tensor;
     let v: Tensor;
     const b = this.inProjBias;
-    const bq = b ? F.narrow(b, 0, 0, E) : null;
-    const bk = b ? F.narrow(b, 0, E, E) : null;
-    const bv = b ? F.narrow(b, 0, 2 * E, E) : null;
-    if (this.inProjWeight) {
-      const W = this.inProjWeight;
-      if (selfAttention) {
-        [q, k, v] = F.chunk(F.linear(q0, W, b), 3, -1); // one GEMM for all three: (N, L, 3E)
-      } else {
-        q = F.linear(q0, F.narrow(W, 0, 0, E), bq);
-        k = F.linear(k0, F.narrow(W, 0, E, E), bk);
-        v = F.linear(v0, F.narrow(W, 0, 2 * E, E), bv);
-      }
+    // Slice i of the packed (3E) projection: rows [iE, (i+1)E) of in_proj_weight / in_proj_bias.
+    const part = (t: Tensor | null, i: number): Tensor | null => (t ? F.narrow(t, 0, i * E, E) : null);
+    if (this.inProjWeight && selfAttention) {
+      [q, k, v] = F.chunk(F.linear(q0, this.inProjWeight, b), 3, -1); // one GEMM for all three: (N, L, 3E)
     } else {
-      q = F.linear(q0, this.qProjWeight!, bq);
-      k = F.linear(k0, this.kProjWeight!, bk);
-      v = F.linear(v0, this.vProjWeight!, bv);
+      const W = this.inProjWeight;
+      q = F.linear(q0, W ? part(W, 0)! : this.qProjWeight!, part(b, 0));
+      k = F.linear(k0, W ? part(W, 1)! : this.kProjWeight!, part(b, 1));
+      v = F.linear(v0, W ? part(W, 2)! : this.vProjWeight!, part(b, 2));
     }
     // Split heads: (N, T, E) -> (N, h, T, dK).
     const dK = this.headDim;

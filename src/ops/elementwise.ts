@@ -68,8 +68,7 @@ export function div(a: TensorLike, b: TensorLike): Tensor {
   if (typeof a === 'number') {
     const bt = b as Tensor;
     const out = rawScalar('div', bt, a, true, 'div');
-    // d(a/b)/db = −a/b² = −out/b
-    return record(out, 'rdiv', [bt], (g) => [rawBinary('mul', g, rawBinary('div', rawScalar('mul', out, -1, false, 'div'), bt, 'div'), 'div')]);
+    return record(out, 'rdiv', [bt], (g) => [rawBinary('mul', g, divisorGrad(out, bt), 'div')]);
   }
   if (typeof b === 'number') {
     const out = rawScalar('div', a, b, false, 'div');
@@ -78,8 +77,13 @@ export function div(a: TensorLike, b: TensorLike): Tensor {
   const out = rawBinary('div', a, b, 'div');
   return record(out, 'div', [a, b], (g) => [
     a.requiresGrad ? sumToShape(rawBinary('div', g, b, 'div'), a.shape) : null,
-    b.requiresGrad ? sumToShape(rawBinary('mul', g, rawBinary('div', rawScalar('mul', out, -1, false, 'div'), b, 'div'), 'div'), b.shape) : null,
+    b.requiresGrad ? sumToShape(rawBinary('mul', g, divisorGrad(out, b), 'div'), b.shape) : null,
   ]);
+}
+
+/** d(a/b)/db = −a/b² = −out/b. */
+function divisorGrad(out: Tensor, b: Tensor): Tensor {
+  return rawBinary('div', rawScalar('mul', out, -1, false, 'div'), b, 'div');
 }
 
 function unaryOp(op: UnaryOp, x: Tensor, grad: (x: Tensor, y: Tensor, g: Tensor) => Tensor): Tensor {
