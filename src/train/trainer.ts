@@ -1,0 +1,180 @@
+/**
+ * The paper's training recipe (§5) as a resumable step machine. It holds no files: the CLI decides
+ * when to evaluate and where to save. Everything random is either derived from (seed, epoch) —
+ * the batch order — or saved — the dropout stream — so a resumed run continues with exactly the
+ * losses the uninterrupted run would have had.
+ */
+import { noGrad } from '../autograd/grad-mode.ts';
+import { epochOrder, makeBatch, planBatches, type Batch, type Pair, type SpecialIds } from '../data/batching.ts';
+import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
+import type { Seq2Seq } from '../models/seq2seq.ts';
+import * as F from '../ops/index.ts';
+import { Adam } from '../optim/adam.ts';
+import { clipGradNorm } from '../optim/clip.ts';
+import { noamLr } from '../optim/schedule.ts';
+import { defaultGenerator } from '../tensor/random.ts';
+import { Tensor } from '../tensor/tensor.ts';
+
+export interface TrainerOptions {
+  /** Padded tokens per batch (B·max length). */
+  maxTokens: number;
+  /** Warmup steps of the schedule (4000 in the paper; scale down with the data). */
+  warmup: number;
+  /** Multiplies the paper's learning-rate curve. */
+  lrFactor: number;
+  /** ε_ls (0.1 in the paper, §5.4). */
+  labelSmoothing: number;
+  /** Seeds the batch order (and, at construction, dropout). */
+  seed: number;
+  /** Clip the global gradient norm (0 = off; the paper does not clip). */
+  clipNorm: number;
+  /** Adam β1, β2, ε (0.9, 0.98, 1e-9 in the paper, §5.3). */
+  betas: [number, number];
+  eps: number;
+}
+
+export const PAPER_RECIPE: TrainerOptions = {
+  maxTokens: 4096, warmup: 4000, lrFactor: 1, labelSmoothing: 0.1, seed: 1, clipNorm: 0, betas: [0.9, 0.98], eps: 1e-9,
+};
+
+export interface StepResult {
+  step: number;
+  epoch: number;
+  loss: number;
+  lr: number;
+  targetTokens: number;
+}
+
+/** Where training stands; saved with every checkpoint. */
+export interface TrainerPosition {
+  step: number;
+  epoch: number;
+  /** Index into the epoch's batch order of the next batch. */
+  batchInEpoch: number;
+  /** Dropout's random stream. */
+  rng: number[];
+}
+
+export class Trainer {
+  readonly options: TrainerOptions;
+  readonly batches: number[][];
+  readonly optimizer: Adam;
+  private readonly names: string[];
+  private order: number[];
+  position: TrainerPosition;
+
+  constructor(readonly model: Seq2Seq, readonly pairs: readonly Pair[], readonly ids: SpecialIds, options: Partial<TrainerOptions> = {}) {
+    this.options = { ...PAPER_RECIPE, ...options };
+    if (pairs.length === 0) throw new Error('Trainer: no training pairs');
+    this.batches = planBatches(pairs, this.options.maxTokens);
+    const named = model.namedParameters();
+    this.names = named.map(([n]) => n);
+    this.optimizer = new Adam(named.map(([, p]) => p), { lr: 0, betas: this.options.betas, eps: this.options.eps });
+    defaultGenerator.manualSeed(this.options.seed);
+    this.position = { step: 0, epoch: 0, batchInEpoch: 0, rng: defaultGenerator.getState() };
+    this.order = epochOrder(this.batches.length, this.options.seed, 0);
+  }
+
+  get stepsPerEpoch(): number {
+    return this.batches.length;
+  }
+
+  private nextBatch(): Batch {
+    const pos = this.position;
+    if (pos.batchInEpoch >= this.order.length) {
+      pos.epoch++;
+      pos.batchInEpoch = 0;
+      this.order = epochOrder(this.batches.length, this.options.seed, pos.epoch);
+    }
+    return makeBatch(this.pairs, this.batches[this.order[pos.batchInEpoch++]], this.ids);
+  }
+
+  /** One optimisation step on the next batch: forward, label-smoothed loss, backward, Adam. */
+  step(): StepResult {
+    this.model.train();
+    const batch = this.nextBatch();
+    const logits = this.model.forward(batch.src, batch.tgtIn); // (B, T, vocab)
+    const loss = F.crossEntropy(logits, batch.tgtOut, { ignoreIndex: this.ids.padId, labelSmoothing: this.options.labelSmoothing });
+    this.optimizer.zeroGrad();
+    loss.backward();
+    if (this.options.clipNorm > 0) clipGradNorm(this.optimizer.params, this.options.clipNorm);
+    this.position.step++;
+    const lr = noamLr(this.position.step, this.model.config.dModel, this.options.warmup, this.options.lrFactor);
+    this.optimizer.lr = lr;
+    this.optimizer.step();
+    this.position.rng = defaultGenerator.getState();
+    return { step: this.position.step, epoch: this.position.epoch, loss: loss.item(), lr, targetTokens: batch.targetTokens };
+  }
+
+  /** Weights, Adam moments and position in one safetensors file (write it atomically). */
+  saveState(): Uint8Array {
+    const tensors: Record<string, Tensor> = {};
+    const params = this.optimizer.params;
+    this.names.forEach((n, i) => {
+      tensors[`model.${n}`] = params[i];
+      tensors[`adam.m.${n}`] = new Tensor(this.optimizer.state.m[i], params[i].shape, 'float32');
+      tensors[`adam.v.${n}`] = new Tensor(this.optimizer.state.v[i], params[i].shape, 'float32');
+    });
+    const meta = { position: this.position, adamStep: this.optimizer.state.step, options: this.options };
+    return writeSafetensors(tensors, { metadata: { trainer: JSON.stringify(meta) } });
+  }
+
+  /** Continue exactly where saveState() left off. */
+  loadState(bytes: Uint8Array): void {
+    const { tensors, metadata } = readSafetensors(bytes);
+    if (!metadata.trainer) throw new Error('Trainer.loadState: file has no trainer metadata (not a training state)');
+    const meta = JSON.parse(metadata.trainer) as { position: TrainerPosition; adamStep: number; options: TrainerOptions };
+    if (meta.options.seed !== this.options.seed || meta.options.maxTokens !== this.options.maxTokens) {
+      throw new Error(`Trainer.loadState: saved seed/maxTokens ${meta.options.seed}/${meta.options.maxTokens} differ from ${this.options.seed}/${this.options.maxTokens}`);
+    }
+    const weights: Record<string, Tensor> = {};
+    for (const n of this.names) weights[n] = tensors[`model.${n}`];
+    this.model.loadStateDict(weights, { strict: true });
+    this.names.forEach((n, i) => {
+      const m = tensors[`adam.m.${n}`];
+      const v = tensors[`adam.v.${n}`];
+      if (!m || !v) throw new Error(`Trainer.loadState: missing Adam state for '${n}'`);
+      this.optimizer.state.m[i].set(m.data as Float32Array);
+      this.optimizer.state.v[i].set(v.data as Float32Array);
+    });
+    this.optimizer.state.step = meta.adamStep;
+    this.position = meta.position;
+    defaultGenerator.setState(meta.position.rng);
+    this.order = epochOrder(this.batches.length, this.options.seed, this.position.epoch);
+  }
+}
+
+/** Mean label-smoothed loss per target token over `pairs`, in eval mode without gradients. */
+export function evaluateLoss(model: Seq2Seq, pairs: readonly Pair[], ids: SpecialIds, maxTokens: number, labelSmoothing = 0): number {
+  model.eval();
+  let total = 0;
+  let count = 0;
+  noGrad(() => {
+    for (const idx of planBatches(pairs, maxTokens)) {
+      const b = makeBatch(pairs, idx, ids);
+      const loss = F.crossEntropy(model.forward(b.src, b.tgtIn), b.tgtOut, { ignoreIndex: ids.padId, labelSmoothing, reduction: 'sum' });
+      total += loss.item();
+      count += b.targetTokens;
+    }
+  });
+  return total / count;
+}
+
+/** Element-wise mean of several weight sets (checkpoint averaging, §6.1: the last 5 checkpoints). */
+export function averageWeights(sets: readonly Record<string, Tensor>[]): Record<string, Tensor> {
+  if (sets.length === 0) throw new Error('averageWeights: no checkpoints given');
+  const out: Record<string, Tensor> = {};
+  for (const name of Object.keys(sets[0])) {
+    const first = sets[0][name];
+    const acc = new Float32Array(first.size);
+    for (const [i, s] of sets.entries()) {
+      const t = s[name];
+      if (!t || t.size !== first.size) throw new Error(`averageWeights: checkpoint ${i} lacks '${name}' or its shape differs`);
+      const d = t.data as Float32Array;
+      for (let j = 0; j < acc.length; j++) acc[j] += d[j];
+    }
+    for (let j = 0; j < acc.length; j++) acc[j] /= sets.length;
+    out[name] = new Tensor(acc, first.shape, 'float32');
+  }
+  return out;
+}
