@@ -13,5 +13,8 @@ export * as F from './ops/index.ts';
 export * as nn from './nn/index.ts';
 export * as io from './io/index.ts';
 export * as models from './models/index.ts';
+export * as decode from './decode/index.ts';
+export * as data from './data/index.ts';
+export * as train from './train/index.ts';
 export * as optim from './optim/index.ts';
 export * as text from './text/index.ts';

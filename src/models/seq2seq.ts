@@ -4,7 +4,7 @@
  * Transformer (§3.1), and projected back onto the vocabulary with the same embedding matrix.
  */
 import * as F from '../ops/index.ts';
-import { Transformer, type Activation } from '../nn/transformer.ts';
+import { Transformer, type TransformerDecoderCache, type Activation } from '../nn/transformer.ts';
 import { Embedding, PositionalEncoding } from '../nn/layers.ts';
 import { Module } from '../nn/module.ts';
 import { normal_ } from '../nn/init.ts';
@@ -70,9 +70,21 @@ export class Seq2Seq extends Module {
     this.embedding.weight.data.fill(0, c.padId * c.dModel, (c.padId + 1) * c.dModel);
   }
 
-  /** ids (B, T) -> (B, T, dModel): embedding · √dModel + positions, then dropout. */
-  embed(ids: Tensor): Tensor {
-    return this.positions.forward(F.mul(this.embedding.forward(ids), Math.sqrt(this.config.dModel)));
+  /**
+   * ids (B, T) -> (B, T, dModel): embedding · √dModel + positions, then dropout. `offset` is the
+   * position of the first id (incremental decoding feeds position t alone).
+   */
+  embed(ids: Tensor, offset = 0): Tensor {
+    const x = F.mul(this.embedding.forward(ids), Math.sqrt(this.config.dModel));
+    if (offset === 0) return this.positions.forward(x);
+    const T = ids.shape[1];
+    const d = this.config.dModel;
+    const table = this.positions.pe;
+    if (!Number.isInteger(offset) || offset < 0 || offset + T > table.shape[0]) {
+      throw new Error(`Seq2Seq: positions ${offset}..${offset + T - 1} exceed maxLen ${table.shape[0]}`);
+    }
+    const pe = new Tensor((table.data as Float32Array).subarray(offset * d, (offset + T) * d), [T, d], 'float32');
+    return this.positions.dropout.forward(F.add(x, pe));
   }
 
   /** Padding mask (B, T) for key positions: TRUE where the id is padding. */
@@ -102,6 +114,38 @@ export class Seq2Seq extends Module {
   /** The pre-softmax linear transformation shares the embedding matrix (§3.4): logits = h·Eᵀ. */
   generator(h: Tensor): Tensor {
     return F.linear(h, this.embedding.weight);
+  }
+
+  /**
+   * Start incremental decoding: the decoder's key/value cache for this memory (B, S, dModel), with
+   * the cross-attention keys/values of every layer computed once. Reorder rows with
+   * `cache.reorder(rows)` (beam search).
+   */
+  initCache(memory: Tensor, srcPadding: Tensor | null): TransformerDecoderCache {
+    return this.transformer.decoder.initCache(memory, { memoryKeyPaddingMask: srcPadding });
+  }
+
+  /**
+   * Incremental decoding: logits (B, L, vocab) for the L next target ids (B, L) at positions
+   * cache.length .. cache.length + L − 1, attending to the cached prefix; the cache grows by L.
+   * Equal to the matching rows of forward() / decode() (padding ids are masked as keys in both).
+   * With needWeights, per layer the self-attention (B, h, L, t + L) and cross-attention
+   * (B, h, L, S) weights of the new positions.
+   */
+  decodeIncremental(tgt: Tensor, cache: TransformerDecoderCache, options: { needWeights?: boolean } = {}): { logits: Tensor; selfWeights: Tensor[] | null; crossWeights: Tensor[] | null } {
+    this.checkIds(tgt, 'tgt');
+    const r = this.transformer.decoder.forwardStep(this.embed(tgt, cache.length), cache, {
+      tgtKeyPaddingMask: this.paddingMask(tgt), needWeights: options.needWeights,
+    });
+    return { logits: this.generator(r.output), selfWeights: r.selfWeights, crossWeights: r.crossWeights };
+  }
+
+  /** One decoding step: the last ids (B, 1) -> next-token logits (B, vocab); the cache grows by one. */
+  decodeStep(lastTokens: Tensor, cache: TransformerDecoderCache): Tensor {
+    this.checkIds(lastTokens, 'lastTokens');
+    if (lastTokens.shape[1] !== 1) throw new Error(`Seq2Seq: decodeStep takes one id per row (B, 1), got ${shapeToString(lastTokens.shape)}`);
+    const { logits } = this.decodeIncremental(lastTokens, cache);
+    return logits.reshape(logits.shape[0], logits.shape[2]);
   }
 
   /** Teacher-forced logits (B, T, vocab) for src (B, S) and the shifted target input (B, T). */

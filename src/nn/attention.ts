@@ -154,6 +154,90 @@ export class MultiheadAttention extends Module {
     return { output: out, weights };
   }
 
+  // ---- Incremental decoding (KV cache) ------------------------------------------------------
+  // The methods below split forward() into its projections and its attention so a decoder can
+  // project only new positions and reuse the keys/values of earlier ones. They always work
+  // batch-first with heads split: (N, h, T, dK). forward() itself does not use them.
+
+  /** Query projection split into heads: query (N, L, E) batch-first -> (N, h, L, dK). */
+  projectQuery(query: Tensor): Tensor {
+    this.checkBatchFirst3D(query, this.embedDim, 'query');
+    const W = this.inProjWeight;
+    const b = this.inProjBias;
+    const E = this.embedDim;
+    const q = F.linear(query, W ? F.narrow(W, 0, 0, E) : this.qProjWeight!, b ? F.narrow(b, 0, 0, E) : null);
+    return this.splitHeads(q);
+  }
+
+  /**
+   * Key and value projections split into heads: key (N, S, kdim), value (N, S, vdim) batch-first ->
+   * k, v (N, h, S, dK). For cross-attention these depend on the memory alone: compute them once.
+   */
+  projectKeyValue(key: Tensor, value: Tensor): { k: Tensor; v: Tensor } {
+    this.checkBatchFirst3D(key, this.kdim, 'key');
+    this.checkBatchFirst3D(value, this.vdim, 'value');
+    const W = this.inProjWeight;
+    const b = this.inProjBias;
+    const E = this.embedDim;
+    const part = (t: Tensor | null, i: number): Tensor | null => (t ? F.narrow(t, 0, i * E, E) : null);
+    const k = F.linear(key, W ? part(W, 1)! : this.kProjWeight!, part(b, 1));
+    const v = F.linear(value, W ? part(W, 2)! : this.vProjWeight!, part(b, 2));
+    return { k: this.splitHeads(k), v: this.splitHeads(v) };
+  }
+
+  /** Self-attention projections of x (N, L, E) batch-first, in one GEMM as forward() does: q, k, v (N, h, L, dK). */
+  projectSelf(x: Tensor): { q: Tensor; k: Tensor; v: Tensor } {
+    this.checkBatchFirst3D(x, this.embedDim, 'x');
+    if (!this.inProjWeight) {
+      const { k, v } = this.projectKeyValue(x, x);
+      return { q: this.projectQuery(x), k, v };
+    }
+    const [q, k, v] = F.chunk(F.linear(x, this.inProjWeight, this.inProjBias), 3, -1);
+    return { q: this.splitHeads(q), k: this.splitHeads(k), v: this.splitHeads(v) };
+  }
+
+  /**
+   * Attention of projected queries q (N, h, L, dK) over projected keys/values k, v (N, h, S, dK),
+   * heads concatenated and projected by Wᴼ: returns output (N, L, E) batch-first and, if asked,
+   * the per-head weights (N, h, L, S). keyPaddingMask (N, S): TRUE = blocked, or float, added.
+   * isCausal aligns to the end (query i is key position i + S − L), as a KV cache needs.
+   */
+  attendProjected(q: Tensor, k: Tensor, v: Tensor, options: { keyPaddingMask?: Tensor | null; isCausal?: boolean; needWeights?: boolean } = {}): { output: Tensor; weights: Tensor | null } {
+    const name = 'MultiheadAttention';
+    const h = this.numHeads;
+    const dK = this.headDim;
+    if (q.ndim !== 4 || q.shape[1] !== h || q.shape[3] !== dK) throw new Error(`${name}: projected query must be (N, ${h}, L, ${dK}), got ${shapeToString(q.shape)}`);
+    const [N, , L] = q.shape;
+    for (const [arg, t] of [['key', k], ['value', v]] as const) {
+      if (t.ndim !== 4 || t.shape[0] !== N || t.shape[1] !== h || t.shape[3] !== dK || t.shape[2] !== k.shape[2]) {
+        throw new Error(`${name}: projected ${arg} must be (${N}, ${h}, S, ${dK}), got ${shapeToString(t.shape)}`);
+      }
+    }
+    const S = k.shape[2];
+    const bias = this.buildBias(null, options.keyPaddingMask ?? null, N, L, S, true);
+    const needWeights = options.needWeights ?? false;
+    const res = attentionCore(q, k, v, bias, {
+      causal: options.isCausal ?? false,
+      scale: 1 / Math.sqrt(dK),
+      dropoutP: this.training ? this.dropout : 0,
+      needWeights,
+    }, [N, h]);
+    const output = this.outProj.forward(F.permute(res.output, [0, 2, 1, 3]).reshape(N, L, this.embedDim));
+    return { output, weights: needWeights ? res.weights : null };
+  }
+
+  /** (N, T, E) -> (N, h, T, dK). */
+  private splitHeads(t: Tensor): Tensor {
+    const [N, T] = t.shape;
+    return F.permute(t.reshape(N, T, this.numHeads, this.headDim), [0, 2, 1, 3]);
+  }
+
+  private checkBatchFirst3D(t: Tensor, width: number, arg: string): void {
+    if (t.ndim !== 3 || t.shape[2] !== width) {
+      throw new Error(`MultiheadAttention: ${arg} must be batch-first (N, T, ${width}), got shape ${shapeToString(t.shape)}`);
+    }
+  }
+
   /** attnMask and keyPaddingMask (torch.nn meaning: TRUE = blocked) as one additive bias. */
   private buildBias(attnMask: Tensor | null, kpm: Tensor | null, N: number, L: number, S: number, batched: boolean): Tensor | null {
     const name = 'MultiheadAttention';

@@ -3,7 +3,7 @@ export { Module, ModuleList, type LoadStateDictOptions, type LoadResult } from '
 export { Linear, Embedding, LayerNorm, Dropout, ReLU, GELU, PositionalEncoding, sinusoidalTable, type LayerNormOptions } from './layers.ts';
 export { MultiheadAttention, type MultiheadAttentionOptions, type MultiheadAttentionForwardOptions } from './attention.ts';
 export {
-  TransformerEncoderLayer, TransformerDecoderLayer, TransformerEncoder, TransformerDecoder, Transformer,
+  TransformerEncoderLayer, TransformerDecoderLayer, TransformerEncoder, TransformerDecoder, Transformer, TransformerDecoderCache,
   type TransformerLayerOptions, type TransformerOptions, type TransformerForwardOptions, type Activation,
   type EncoderLayerForwardOptions, type DecoderLayerForwardOptions,
 } from './transformer.ts';

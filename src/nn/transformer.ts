@@ -1,5 +1,6 @@
 import * as F from '../ops/index.ts';
-import { causalBias } from '../ops/attention.ts';
+import { causalBias, maskToBias } from '../ops/attention.ts';
+import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { MultiheadAttention } from './attention.ts';
 import { xavierUniform_ } from './init.ts';
@@ -114,6 +115,124 @@ export interface DecoderLayerForwardOptions {
 }
 
 /**
+ * One decoder layer's state during incremental decoding, batch-first with heads split. Rows are
+ * sequences being decoded; t is the number of target positions fed so far.
+ */
+export interface DecoderLayerCache {
+  /** Self-attention keys and values of every position so far: (N, h, t, dK); null before the first step. */
+  selfK: Tensor | null;
+  selfV: Tensor | null;
+  /** Cross-attention keys and values of the memory: (N, h, S, dK), computed once per source. */
+  memoryK: Tensor;
+  memoryV: Tensor;
+}
+
+export interface DecoderLayerStepOptions {
+  /** (N, t + L), every target key so far including the L new ones: TRUE = padding, or float, added. */
+  tgtKeyPaddingMask?: Tensor | null;
+  /** (N, S): TRUE = padding in the memory, or float, added. */
+  memoryKeyPaddingMask?: Tensor | null;
+  /** Also return the per-head self- and cross-attention weights of the new positions. */
+  needWeights?: boolean;
+}
+
+export interface DecoderStepResult {
+  /** Outputs of the L new positions, in the module's layout ((N, L, E) batch-first, else (L, N, E)). */
+  output: Tensor;
+  /** Per layer: self-attention weights (N, h, L, t + L), when asked for. */
+  selfWeights: Tensor[] | null;
+  /** Per layer: cross-attention weights (N, h, L, S), when asked for. */
+  crossWeights: Tensor[] | null;
+}
+
+/** Copy of rows `rows` (repeats allowed) along dim 0 of a (contiguous) tensor. Not differentiable. */
+function gatherRows(t: Tensor, rows: Int32Array): Tensor {
+  const inner = t.shape.slice(1).reduce((a, b) => a * b, 1);
+  const out = new Tensor(new Float32Array(rows.length * inner), [rows.length, ...t.shape.slice(1)], 'float32');
+  const src = t.data as Float32Array;
+  const dst = out.data as Float32Array;
+  for (let i = 0; i < rows.length; i++) dst.set(src.subarray(rows[i] * inner, (rows[i] + 1) * inner), i * inner);
+  return out;
+}
+
+/**
+ * The key/value cache of a TransformerDecoder for incremental decoding (one per batch of
+ * sources): per layer the self-attention keys/values of the target prefix and the cross-attention
+ * keys/values of the memory, plus both padding masks as additive biases. Made by
+ * `TransformerDecoder.initCache`, advanced by `TransformerDecoder.forwardStep`.
+ */
+export class TransformerDecoderCache {
+  readonly layers: DecoderLayerCache[];
+  /** Target positions fed so far (t): the next position's index. */
+  length = 0;
+  /** (N, S) float bias (0 / −∞) of the memory padding, or null when nothing is padding. */
+  memoryKeyPaddingMask: Tensor | null;
+  /** (N, t) float bias of the target keys that were padding ids, or null while none was. */
+  tgtKeyPaddingMask: Tensor | null = null;
+  /**
+   * For each row, the memory row its cross-attention keys/values came from. Rows with the same
+   * source share them, so reordering beams within a sentence copies only the self-attention part.
+   */
+  rowSource: Int32Array;
+
+  constructor(layers: DecoderLayerCache[], memoryKeyPaddingMask: Tensor | null, batchSize: number) {
+    this.layers = layers;
+    this.memoryKeyPaddingMask = memoryKeyPaddingMask;
+    this.rowSource = Int32Array.from({ length: batchSize }, (_, i) => i);
+  }
+
+  /** Rows (sequences) being decoded. */
+  get batchSize(): number {
+    return this.rowSource.length;
+  }
+
+  /**
+   * Keep the rows `rows` (indices into the current batch, in this order, repeats allowed): reorders
+   * beams, duplicates a source into k beams, or drops finished rows. In place; returns this.
+   */
+  reorder(rows: ArrayLike<number>): this {
+    const N = this.batchSize;
+    const idx = Int32Array.from(rows);
+    for (const r of idx) {
+      if (!Number.isInteger(r) || r < 0 || r >= N) throw new Error(`TransformerDecoderCache.reorder: row ${r} is out of range for batch size ${N}`);
+    }
+    const source = idx.map((r) => this.rowSource[r]);
+    const sameSource = source.length === N && source.every((s, i) => s === this.rowSource[i]);
+    for (const l of this.layers) {
+      if (l.selfK) l.selfK = gatherRows(l.selfK, idx);
+      if (l.selfV) l.selfV = gatherRows(l.selfV, idx);
+      if (!sameSource) {
+        l.memoryK = gatherRows(l.memoryK, idx);
+        l.memoryV = gatherRows(l.memoryV, idx);
+      }
+    }
+    if (this.tgtKeyPaddingMask) this.tgtKeyPaddingMask = gatherRows(this.tgtKeyPaddingMask, idx);
+    if (this.memoryKeyPaddingMask && !sameSource) this.memoryKeyPaddingMask = gatherRows(this.memoryKeyPaddingMask, idx);
+    this.rowSource = source;
+    return this;
+  }
+
+  /** Append the padding flags of L new target positions ((N, L), TRUE = padding) to the key mask. */
+  appendTargetPadding(mask: Tensor | null, L: number): void {
+    const N = this.batchSize;
+    const t = this.length;
+    if (mask && (mask.ndim !== 2 || mask.shape[0] !== N || mask.shape[1] !== L)) {
+      throw new Error(`TransformerDecoder.forwardStep: tgtKeyPaddingMask must have shape [${N}, ${L}] (the new positions), got ${shapeToString(mask.shape)}`);
+    }
+    const add = mask ? maskToBias(mask, 'block', 'TransformerDecoder.forwardStep', 'tgtKeyPaddingMask') : null;
+    const addAny = add !== null && (add.data as Float32Array).some((x) => x !== 0);
+    if (!addAny && !this.tgtKeyPaddingMask) return;
+    const out = new Float32Array(N * (t + L));
+    const old = this.tgtKeyPaddingMask?.data as Float32Array | undefined;
+    for (let n = 0; n < N; n++) {
+      if (old) out.set(old.subarray(n * t, (n + 1) * t), n * (t + L));
+      if (addAny) out.set((add!.data as Float32Array).subarray(n * L, (n + 1) * L), n * (t + L) + t);
+    }
+    this.tgtKeyPaddingMask = new Tensor(out, [N, t + L], 'float32');
+  }
+}
+
+/**
  * One decoder layer (§3.1): masked self-attention, attention over the encoder output ("memory",
  * cross-attention), and the feed-forward block.
  */
@@ -160,6 +279,56 @@ export class TransformerDecoderLayer extends Module {
       x = this.norm3.forward(F.add(x, this.ffBlock(x)));
     }
     return x;
+  }
+
+  /** This layer's cache for a memory (in the layer's layout): cross-attention keys/values, computed once. */
+  initCache(memory: Tensor): DecoderLayerCache {
+    const mem = this.options.batchFirst ? memory : F.transpose(memory, 0, 1);
+    const { k, v } = this.multiheadAttn.projectKeyValue(mem, mem);
+    return { selfK: null, selfV: null, memoryK: k, memoryV: v };
+  }
+
+  /**
+   * Incremental forward: the outputs of L new target positions x ((N, L, E) batch-first, else
+   * (L, N, E)), given the keys/values of the earlier positions in `cache`, which gets the new
+   * ones appended. Equals the rows of forward() over the whole prefix with a causal tgtMask.
+   * Only the new positions are projected; they attend to every earlier position and causally
+   * among themselves.
+   */
+  forwardStep(x: Tensor, cache: DecoderLayerCache, options: DecoderLayerStepOptions = {}): DecoderStepResult {
+    const bf = this.options.batchFirst;
+    let h = bf ? x : F.transpose(x, 0, 1);
+    const needWeights = options.needWeights ?? false;
+    let selfW: Tensor | null = null;
+    let crossW: Tensor | null = null;
+    const sa = (y: Tensor): Tensor => {
+      const L = y.shape[1];
+      const { q, k, v } = this.selfAttn.projectSelf(y);
+      cache.selfK = cache.selfK ? F.cat([cache.selfK, k], 2) : k;
+      cache.selfV = cache.selfV ? F.cat([cache.selfV, v], 2) : v;
+      const r = this.selfAttn.attendProjected(q, cache.selfK, cache.selfV, { keyPaddingMask: options.tgtKeyPaddingMask, isCausal: L > 1, needWeights });
+      selfW = r.weights;
+      return this.dropout1.forward(r.output);
+    };
+    const mha = (y: Tensor): Tensor => {
+      const r = this.multiheadAttn.attendProjected(this.multiheadAttn.projectQuery(y), cache.memoryK, cache.memoryV, { keyPaddingMask: options.memoryKeyPaddingMask, needWeights });
+      crossW = r.weights;
+      return this.dropout2.forward(r.output);
+    };
+    if (this.options.normFirst) {
+      h = F.add(h, sa(this.norm1.forward(h)));
+      h = F.add(h, mha(this.norm2.forward(h)));
+      h = F.add(h, this.ffBlock(this.norm3.forward(h)));
+    } else {
+      h = this.norm1.forward(F.add(h, sa(h)));
+      h = this.norm2.forward(F.add(h, mha(h)));
+      h = this.norm3.forward(F.add(h, this.ffBlock(h)));
+    }
+    return {
+      output: bf ? h : F.transpose(h, 0, 1),
+      selfWeights: needWeights ? [selfW!] : null,
+      crossWeights: needWeights ? [crossW!] : null,
+    };
   }
 
   private saBlock(x: Tensor, o: DecoderLayerForwardOptions): Tensor {
@@ -228,6 +397,72 @@ export class TransformerDecoder extends Module {
     let x = tgt;
     for (const layer of this.layers) x = layer.forward(x, memory, options);
     return this.norm ? this.norm.forward(x) : x;
+  }
+
+  /** The layers' layout (batch-first when there are none). */
+  private get batchFirst(): boolean {
+    return this.layers.length === 0 || this.layers.at(0).options.batchFirst;
+  }
+
+  /**
+   * Start incremental decoding of a batch: the cross-attention keys/values of `memory` ((N, S, E)
+   * batch-first, else (S, N, E)) for every layer, and its padding mask ((N, S), TRUE = padding).
+   */
+  initCache(memory: Tensor, options: { memoryKeyPaddingMask?: Tensor | null } = {}): TransformerDecoderCache {
+    const bf = this.batchFirst;
+    if (memory.ndim !== 3) throw new Error(`TransformerDecoder.initCache: memory must be ${bf ? '(N, S, E)' : '(S, N, E)'}, got ${shapeToString(memory.shape)}`);
+    const N = memory.shape[bf ? 0 : 1];
+    const S = memory.shape[bf ? 1 : 0];
+    let bias: Tensor | null = null;
+    const kpm = options.memoryKeyPaddingMask ?? null;
+    if (kpm) {
+      if (kpm.ndim !== 2 || kpm.shape[0] !== N || kpm.shape[1] !== S) {
+        throw new Error(`TransformerDecoder.initCache: memoryKeyPaddingMask must have shape [${N}, ${S}], got ${shapeToString(kpm.shape)}`);
+      }
+      bias = maskToBias(kpm, 'block', 'TransformerDecoder.initCache', 'memoryKeyPaddingMask');
+      if (!(bias.data as Float32Array).some((x) => x !== 0)) bias = null;
+      else if (bias === kpm) bias = new Tensor((kpm.data as Float32Array).slice(), kpm.shape, 'float32');
+    }
+    return new TransformerDecoderCache([...this.layers].map((l) => l.initCache(memory)), bias, N);
+  }
+
+  /**
+   * Incremental forward of L new target positions tgt ((N, L, E) batch-first, else (L, N, E)):
+   * every layer attends over the cached prefix plus the new positions, the cache grows by L.
+   * tgtKeyPaddingMask (N, L) marks new positions that are padding (masked as keys from now on).
+   */
+  forwardStep(tgt: Tensor, cache: TransformerDecoderCache, options: { tgtKeyPaddingMask?: Tensor | null; needWeights?: boolean } = {}): DecoderStepResult {
+    const bf = this.batchFirst;
+    const N = tgt.shape[bf ? 0 : 1];
+    const L = tgt.shape[bf ? 1 : 0];
+    if (tgt.ndim !== 3 || N !== cache.batchSize) {
+      throw new Error(`TransformerDecoder.forwardStep: tgt must be ${bf ? '(N, L, E)' : '(L, N, E)'} with N = ${cache.batchSize} (the cache's rows), got ${shapeToString(tgt.shape)}`);
+    }
+    if (cache.layers.length !== this.layers.length) {
+      throw new Error(`TransformerDecoder.forwardStep: the cache has ${cache.layers.length} layers, the decoder ${this.layers.length}`);
+    }
+    cache.appendTargetPadding(options.tgtKeyPaddingMask ?? null, L);
+    const needWeights = options.needWeights ?? false;
+    const selfWeights: Tensor[] = [];
+    const crossWeights: Tensor[] = [];
+    let x = tgt;
+    let i = 0;
+    for (const layer of this.layers) {
+      const r = layer.forwardStep(x, cache.layers[i++], {
+        tgtKeyPaddingMask: cache.tgtKeyPaddingMask, memoryKeyPaddingMask: cache.memoryKeyPaddingMask, needWeights,
+      });
+      x = r.output;
+      if (needWeights) {
+        selfWeights.push(...r.selfWeights!);
+        crossWeights.push(...r.crossWeights!);
+      }
+    }
+    cache.length += L;
+    return {
+      output: this.norm ? this.norm.forward(x) : x,
+      selfWeights: needWeights ? selfWeights : null,
+      crossWeights: needWeights ? crossWeights : null,
+    };
   }
 }
 

@@ -1,4 +1,5 @@
 /** The differentiable functions, torch.nn.functional style: `import { F } from 'qkv'`. */
+import './methods.ts'; // x.add(y), loss.backward(): method forms of these functions
 export { add, sub, mul, div, neg, exp, log, sqrt, tanh, sigmoid, pow, relu, gelu, maskedFill, expand } from './elementwise.ts';
 export { sum, mean, argmax, sumToShape } from './reduce.ts';
 export { permute, transpose, unsqueeze, squeeze, narrow, split, chunk, cat, stack } from './shape.ts';

@@ -1,0 +1,99 @@
+/**
+ * Model folders on disk (Node only): config.json, model.safetensors, tokenizer.json — plain files
+ * other tools read. Every write goes to a temporary file in the same folder, is flushed, then
+ * renamed over the target, so a killed process leaves either the old file or the new one.
+ */
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
+import { Seq2Seq, type Seq2SeqConfig } from '../models/seq2seq.ts';
+import { BpeTokenizer } from '../text/bpe.ts';
+import type { Tensor } from '../tensor/tensor.ts';
+
+export class UserError extends Error {}
+
+export function atomicWrite(path: string, data: Uint8Array | string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.tmp-${process.pid}`;
+  const fd = openSync(tmp, 'w');
+  try {
+    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+    let off = 0;
+    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+}
+
+export interface ModelConfigFile {
+  format: 'qkv-seq2seq';
+  version: 1;
+  model: Seq2SeqConfig;
+  /** How it was trained (preset and recipe), for `qkv info`. */
+  training?: Record<string, unknown>;
+}
+
+export interface LoadedModel {
+  model: Seq2Seq;
+  tokenizer: BpeTokenizer;
+  config: ModelConfigFile;
+}
+
+function readJson(path: string, what: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    throw new UserError(`${what} not found: ${path}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new UserError(`${what} is not valid JSON: ${path} (${(e as Error).message})`);
+  }
+}
+
+/** The model (randomly initialised) and tokenizer described by a folder's config.json and tokenizer.json. */
+export function loadModelShape(dir: string): LoadedModel {
+  if (!existsSync(dir)) throw new UserError(`model folder not found: ${dir}`);
+  const config = readJson(join(dir, 'config.json'), 'model config') as ModelConfigFile;
+  if (config.format !== 'qkv-seq2seq' || !config.model) {
+    throw new UserError(`${join(dir, 'config.json')}: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(config.format)}'`);
+  }
+  let tokenizer: BpeTokenizer;
+  try {
+    tokenizer = BpeTokenizer.fromJSON(readJson(join(dir, 'tokenizer.json'), 'tokenizer') as object);
+  } catch (e) {
+    throw e instanceof UserError ? e : new UserError(`${join(dir, 'tokenizer.json')}: ${(e as Error).message}`);
+  }
+  return { model: new Seq2Seq(config.model), tokenizer, config };
+}
+
+/** Load a model folder written by `qkv train` (or by hand: the three files). */
+export function loadModelDir(dir: string, weightsFile = 'model.safetensors'): LoadedModel {
+  const { model, tokenizer, config } = loadModelShape(dir);
+  const wpath = join(dir, weightsFile);
+  if (!existsSync(wpath)) throw new UserError(`model weights not found: ${wpath}`);
+  let tensors: Record<string, Tensor>;
+  try {
+    tensors = readSafetensors(readFileSync(wpath)).tensors;
+  } catch (e) {
+    throw new UserError(`${wpath}: ${(e as Error).message}`);
+  }
+  model.loadStateDict(tensors, { strict: true });
+  model.eval();
+  return { model, tokenizer, config };
+}
+
+/** Write weights (fp32, or fp16 to halve the size of a shipped model). */
+export function saveWeights(path: string, weights: Record<string, Tensor>, dtype: 'F32' | 'F16' = 'F32'): void {
+  atomicWrite(path, writeSafetensors(weights, dtype === 'F16' ? { dtype: 'F16' } : {}));
+}
+
+export function saveModelDir(dir: string, model: Seq2Seq, tokenizer: BpeTokenizer, training?: Record<string, unknown>): void {
+  const config: ModelConfigFile = { format: 'qkv-seq2seq', version: 1, model: model.config, training };
+  atomicWrite(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+  atomicWrite(join(dir, 'tokenizer.json'), JSON.stringify(tokenizer.toJSON()));
+}

@@ -1,0 +1,287 @@
+/**
+ * Decoding for the translation model (§6.1 of the paper): greedy, and beam search with beam 4 and
+ * the GNMT length penalty α = 0.6, maximum output length = input length + 50, batched over
+ * sentences, incremental through the decoder's key/value cache.
+ */
+import { noGrad } from '../autograd/grad-mode.ts';
+import type { Seq2Seq } from '../models/seq2seq.ts';
+import { shapeToString } from '../tensor/shape.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import { CachedStepper, FullStepper, type Stepper } from './stepper.ts';
+
+export interface DecodeOptions {
+  /** The id every output starts from (fed at position 0, not part of the output). */
+  bosId: number;
+  /** The id that ends a sentence (part of the output ids, not of `tokens`). */
+  eosId: number;
+  /**
+   * Most ids generated per sentence, EOS included. Default: each sentence's source length
+   * (non-padding ids) + 50, as the paper. Always capped by the model's position table (config.maxLen).
+   */
+  maxLen?: number;
+  /** Incremental decoding with the key/value cache (default); false re-runs the whole prefix each step. */
+  useCache?: boolean;
+}
+
+export interface BeamSearchOptions extends DecodeOptions {
+  /** Hypotheses kept per sentence (default 4, the paper's). */
+  beamSize?: number;
+  /** α of the GNMT length penalty ((5 + |Y|)/6)^α (default 0.6, the paper's); 0 = raw log-probability. */
+  lengthPenalty?: number;
+}
+
+/** One finished (or cut at maxLen) hypothesis of beam search. */
+export interface Hypothesis {
+  /** Generated ids, without BOS and EOS. */
+  tokens: number[];
+  /** Sum of the log-probabilities of the generated ids, EOS included. */
+  logProb: number;
+  /** logProb / lp(|Y|), |Y| counting EOS: what beam search maximises. */
+  score: number;
+  /** Ended with EOS (false: cut at maxLen). */
+  finished: boolean;
+}
+
+export interface DecodeResult {
+  /** (B, T) int32: the generated ids of each sentence, EOS included where emitted, padding after; T = the longest. */
+  ids: Tensor;
+  /** Per sentence: generated ids without EOS. */
+  tokens: number[][];
+  /** Per sentence: ended with EOS (false: stopped at maxLen). */
+  finished: boolean[];
+  /** Per sentence: sum of the generated ids' log-probabilities (EOS included). */
+  logProbs: number[];
+  /** Per sentence: the searched objective, length-penalised for beam search (greedy: = logProbs). */
+  scores: number[];
+}
+
+export interface BeamSearchResult extends DecodeResult {
+  /** Per sentence: the hypothesis pool, best first (at most beamSize). */
+  hypotheses: Hypothesis[][];
+}
+
+/** GNMT length penalty (Wu et al. 2016, eq. 14): lp(Y) = ((5 + |Y|) / 6)^α. */
+export function lengthPenalty(length: number, alpha: number): number {
+  return Math.pow((5 + length) / 6, alpha);
+}
+
+/**
+ * Greedy decoding of a batch of sources (B, S) int32: at every step each sentence takes its most
+ * probable next id; a sentence stops at EOS (its row in `ids` is padding after) or at maxLen, and
+ * the batch when every sentence has stopped. Sentences are independent: finished ones leave the
+ * batch. The padding id is never generated.
+ */
+export function greedy(model: Seq2Seq, src: Tensor, options: DecodeOptions): DecodeResult {
+  return run(model, src, options, (stepper, maxLens) => greedySearch(stepper, maxLens, { ...options, padId: model.config.padId }));
+}
+
+/** Options of the model-free searches: the ids and the padding id that fills `ids`. */
+export interface SearchOptions {
+  bosId: number;
+  eosId: number;
+  padId: number;
+}
+
+/**
+ * Greedy search over any Stepper (a model, or a table in tests): `maxLens[i]` bounds sentence i,
+ * whose decoding starts as stepper row i.
+ */
+export function greedySearch(stepper: Stepper, maxLens: number[], options: SearchOptions): DecodeResult {
+  const B = maxLens.length;
+  const V = stepper.vocabSize;
+  const out: number[][] = Array.from({ length: B }, () => []);
+  const finished = new Array<boolean>(B).fill(false);
+  const logProbs = new Array<number>(B).fill(0);
+  let active = Array.from({ length: B }, (_, i) => i).filter((i) => maxLens[i] > 0);
+  if (active.length < B) stepper.reorder(Int32Array.from(active));
+  let last = new Int32Array(active.length).fill(options.bosId);
+  while (active.length > 0) {
+    const lp = stepper.step(last);
+    const keep: number[] = [];
+    const next: number[] = [];
+    active.forEach((s, row) => {
+      const tok = argmax(lp, row * V, V);
+      out[s].push(tok);
+      logProbs[s] += lp[row * V + tok];
+      if (tok === options.eosId) finished[s] = true;
+      else if (out[s].length < maxLens[s]) {
+        keep.push(row);
+        next.push(tok);
+      }
+    });
+    if (keep.length === 0) break;
+    if (keep.length < active.length) stepper.reorder(Int32Array.from(keep));
+    active = keep.map((row) => active[row]);
+    last = Int32Array.from(next);
+  }
+  return {
+    ...assemble(out, finished, options.padId, options.eosId),
+    logProbs,
+    scores: logProbs.slice(),
+  };
+}
+
+interface Live {
+  tokens: number[];
+  logProb: number;
+  /** Row in the stepper. */
+  row: number;
+}
+
+/**
+ * Beam search, batched over sentences. Each sentence keeps `beamSize` slots; at every step its live
+ * hypotheses are extended by every id and the best `slots` extensions (by log-probability) kept.
+ * One that ends in EOS goes to the sentence's pool with its length-penalised score and takes its
+ * slot with it (the beam narrows as hypotheses finish, as in Nematus), so beam 1 is exactly greedy.
+ * A sentence stops when no slot is left, when the best pooled score is at least every live
+ * hypothesis's best reachable score (log-probabilities only fall; the penalty is bounded at maxLen),
+ * or at maxLen, where live hypotheses join the pool unfinished. Returns the best of each pool.
+ */
+export function beamSearch(model: Seq2Seq, src: Tensor, options: BeamSearchOptions): BeamSearchResult {
+  checkBeamOptions(options);
+  return run(model, src, options, (stepper, maxLens) => beamSearchSteps(stepper, maxLens, { ...options, padId: model.config.padId }));
+}
+
+function checkBeamOptions(options: { beamSize?: number; lengthPenalty?: number }): void {
+  const k = options.beamSize ?? 4;
+  const alpha = options.lengthPenalty ?? 0.6;
+  if (!Number.isInteger(k) || k < 1) throw new Error(`beamSearch: beamSize must be a positive integer, got ${k}`);
+  if (!Number.isFinite(alpha)) throw new Error(`beamSearch: lengthPenalty must be a finite number, got ${alpha}`);
+}
+
+/** Beam search over any Stepper (see beamSearch); sentence i starts as stepper row i. */
+export function beamSearchSteps(stepper: Stepper, maxLens: number[], options: SearchOptions & { beamSize?: number; lengthPenalty?: number }): BeamSearchResult {
+  checkBeamOptions(options);
+  const k = options.beamSize ?? 4;
+  const alpha = options.lengthPenalty ?? 0.6;
+  const B = maxLens.length;
+  const V = stepper.vocabSize;
+  const pools: Hypothesis[][] = Array.from({ length: B }, () => []);
+  // live[s]: the sentence's live hypotheses, in stepper row order (sentences in order too).
+  let live: Live[][] = Array.from({ length: B }, (_, s) => (maxLens[s] > 0 ? [{ tokens: [], logProb: 0, row: -1 }] : []));
+  let rows = 0;
+  for (const hyps of live) for (const h of hyps) h.row = rows++;
+  if (rows < B) stepper.reorder(Int32Array.from(live.flatMap((hyps, s) => hyps.map(() => s))));
+  let last = new Int32Array(rows).fill(options.bosId);
+  for (let n = 1; rows > 0; n++) {
+    const lp = stepper.step(last);
+    const nextLive: Live[][] = Array.from({ length: B }, () => []);
+    const parents: number[] = [];
+    const nextLast: number[] = [];
+    for (let s = 0; s < B; s++) {
+      const hyps = live[s];
+      if (hyps.length === 0) continue;
+      const pool = pools[s];
+      const slots = k - pool.length;
+      // The best `slots` ids of each live row, then the best `slots` of those.
+      const cands: { logProb: number; h: Live; tok: number }[] = [];
+      for (const h of hyps) {
+        for (const tok of topIds(lp, h.row * V, V, slots)) cands.push({ logProb: h.logProb + lp[h.row * V + tok], h, tok });
+      }
+      cands.sort((a, b) => b.logProb - a.logProb); // stable: ties keep row, then id order
+      const survivors: { tokens: number[]; logProb: number; parent: number }[] = [];
+      for (const c of cands.slice(0, slots)) {
+        if (c.logProb === -Infinity) continue;
+        if (c.tok === options.eosId) {
+          pool.push({ tokens: c.h.tokens, logProb: c.logProb, score: c.logProb / lengthPenalty(n, alpha), finished: true });
+        } else {
+          survivors.push({ tokens: [...c.h.tokens, c.tok], logProb: c.logProb, parent: c.h.row });
+        }
+      }
+      if (survivors.length === 0) continue;
+      if (n >= maxLens[s]) {
+        for (const h of survivors) pool.push({ tokens: h.tokens, logProb: h.logProb, score: h.logProb / lengthPenalty(n, alpha), finished: false });
+        continue;
+      }
+      if (pool.length > 0) {
+        // Best score a live hypothesis can still reach: its log-probability can only fall, over a
+        // final length between n + 1 and maxLen, where the penalty is largest at one end.
+        const lpMax = Math.max(lengthPenalty(n + 1, alpha), lengthPenalty(maxLens[s], alpha));
+        const best = Math.max(...pool.map((h) => h.score));
+        if (survivors.every((h) => best >= h.logProb / lpMax)) continue;
+      }
+      for (const h of survivors) {
+        nextLive[s].push({ tokens: h.tokens, logProb: h.logProb, row: parents.length });
+        parents.push(h.parent);
+        nextLast.push(h.tokens[h.tokens.length - 1]);
+      }
+    }
+    live = nextLive;
+    rows = parents.length;
+    if (rows === 0) break;
+    stepper.reorder(Int32Array.from(parents));
+    last = Int32Array.from(nextLast);
+  }
+  const hypotheses = pools.map((pool) => pool.slice().sort((a, b) => b.score - a.score));
+  const best = hypotheses.map((p): Hypothesis => p[0] ?? { tokens: [], logProb: 0, score: 0, finished: false });
+  return {
+    ...assemble(best.map((h) => (h.finished ? [...h.tokens, options.eosId] : h.tokens)), best.map((h) => h.finished), options.padId, options.eosId),
+    logProbs: best.map((h) => h.logProb),
+    scores: best.map((h) => h.score),
+    hypotheses,
+  };
+}
+
+/** Checks, eval mode and no autograd for the search; encodes once; picks the stepper. */
+function run<R>(model: Seq2Seq, src: Tensor, options: DecodeOptions, search: (stepper: Stepper, maxLens: number[]) => R): R {
+  const name = 'decode';
+  if (src.dtype !== 'int32' || src.ndim !== 2) throw new Error(`${name}: src must be int32 token ids of shape (B, S), got ${src.dtype} ${shapeToString(src.shape)}`);
+  const { vocabSize, padId, maxLen: positions } = model.config;
+  for (const arg of ['bosId', 'eosId'] as const) {
+    const id = options[arg];
+    if (!Number.isInteger(id) || id < 0 || id >= vocabSize) throw new Error(`${name}: ${arg} must be an id in [0, ${vocabSize}), got ${id}`);
+  }
+  if (options.eosId === padId) throw new Error(`${name}: eosId must differ from the padding id ${padId}`);
+  if (options.maxLen !== undefined && (!Number.isInteger(options.maxLen) || options.maxLen < 0)) {
+    throw new Error(`${name}: maxLen must be a non-negative integer, got ${options.maxLen}`);
+  }
+  const [B, S] = src.shape;
+  const maxLens = Array.from({ length: B }, (_, b) => {
+    let len = 0;
+    for (let j = 0; j < S; j++) if (src.data[b * S + j] !== padId) len++;
+    return Math.min(options.maxLen ?? len + 50, positions);
+  });
+  const wasTraining = model.training;
+  model.eval();
+  try {
+    return noGrad(() => {
+      const srcPadding = model.paddingMask(src);
+      const memory = model.encode(src, srcPadding);
+      const stepper = options.useCache ?? true ? new CachedStepper(model, memory, srcPadding) : new FullStepper(model, memory, srcPadding);
+      return search(stepper, maxLens);
+    });
+  } finally {
+    if (wasTraining) model.train();
+  }
+}
+
+/** The first index of the largest value in row [off, off + V). */
+function argmax(x: Float32Array, off: number, V: number): number {
+  let best = 0;
+  for (let j = 1; j < V; j++) if (x[off + j] > x[off + best]) best = j;
+  return best;
+}
+
+/** The m ids of largest value in row [off, off + V), best first, ties to the lower id (m small). */
+function topIds(x: Float32Array, off: number, V: number, m: number): number[] {
+  const ids: number[] = [];
+  for (let j = 0; j < V; j++) {
+    const v = x[off + j];
+    if (ids.length === m && !(v > x[off + ids[m - 1]])) continue;
+    let i = ids.length === m ? m - 1 : ids.length;
+    while (i > 0 && v > x[off + ids[i - 1]]) i--;
+    ids.splice(i, 0, j);
+    if (ids.length > m) ids.pop();
+  }
+  return ids;
+}
+
+/** `ids` (B, T) padded with padId, `tokens` without the trailing EOS. */
+function assemble(out: number[][], finished: boolean[], padId: number, eosId: number): { ids: Tensor; tokens: number[][]; finished: boolean[] } {
+  const B = out.length;
+  const T = Math.max(0, ...out.map((o) => o.length));
+  const ids = new Int32Array(B * T).fill(padId);
+  out.forEach((o, b) => ids.set(o, b * T));
+  const tokens = out.map((o, b) => (finished[b] && o[o.length - 1] === eosId ? o.slice(0, -1) : o.slice()));
+  return { ids: new Tensor(ids, [B, T], 'int32'), tokens, finished };
+}

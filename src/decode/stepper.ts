@@ -1,0 +1,104 @@
+/**
+ * The one thing greedy and beam search ask of a model: next-token log-probabilities for every row
+ * given the row's last id, and a way to reorder rows. Two implementations that must agree: one
+ * with the decoder's key/value cache (each step projects only the new position), one that re-runs
+ * the teacher-forced decoder over the whole prefix (the reference the cache is tested against).
+ */
+import type { Seq2Seq } from '../models/seq2seq.ts';
+import type { TransformerDecoderCache } from '../nn/transformer.ts';
+import * as F from '../ops/index.ts';
+import { Tensor } from '../tensor/tensor.ts';
+
+export interface Stepper {
+  /** Rows being decoded. */
+  readonly rows: number;
+  /** Width of each row of log-probabilities. */
+  readonly vocabSize: number;
+  /** Feed each row's last id; returns log-probabilities (rows × vocab), padding id at −∞. */
+  step(last: Int32Array): Float32Array;
+  /** Keep rows `rows` (indices into the current rows, in order, repeats allowed). */
+  reorder(rows: Int32Array): void;
+}
+
+/** Log-softmax of (N, V) logits, the padding id never chosen (as fairseq). */
+function logProbs(logits: Tensor, padId: number): Float32Array {
+  const lp = F.logSoftmax(logits, -1).data as Float32Array;
+  const V = logits.shape[logits.shape.length - 1];
+  if (padId >= 0 && padId < V) for (let r = 0; r < lp.length / V; r++) lp[r * V + padId] = -Infinity;
+  return lp;
+}
+
+/** Rows of a contiguous tensor of any dtype, gathered along dim 0. */
+export function gatherRows(t: Tensor, rows: Int32Array): Tensor {
+  const inner = t.shape.slice(1).reduce((a, b) => a * b, 1);
+  const Ctor = t.data.constructor as new (n: number) => typeof t.data;
+  const out = new Ctor(rows.length * inner);
+  for (let i = 0; i < rows.length; i++) out.set(t.data.subarray(rows[i] * inner, (rows[i] + 1) * inner) as never, i * inner);
+  return new Tensor(out, [rows.length, ...t.shape.slice(1)], t.dtype);
+}
+
+/** Incremental: the decoder's KV cache, one new position per step. */
+export class CachedStepper implements Stepper {
+  private readonly cache: TransformerDecoderCache;
+
+  constructor(private readonly model: Seq2Seq, memory: Tensor, srcPadding: Tensor) {
+    this.cache = model.initCache(memory, srcPadding);
+  }
+
+  get rows(): number {
+    return this.cache.batchSize;
+  }
+
+  get vocabSize(): number {
+    return this.model.config.vocabSize;
+  }
+
+  step(last: Int32Array): Float32Array {
+    return logProbs(this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache), this.model.config.padId);
+  }
+
+  reorder(rows: Int32Array): void {
+    this.cache.reorder(rows);
+  }
+}
+
+/** Reference: the whole prefix through the teacher-forced decoder at every step (quadratic). */
+export class FullStepper implements Stepper {
+  private prefixes: number[][];
+  private memory: Tensor;
+  private srcPadding: Tensor;
+  private rowSource: Int32Array;
+
+  constructor(private readonly model: Seq2Seq, private readonly fullMemory: Tensor, private readonly fullPadding: Tensor) {
+    const B = fullMemory.shape[0];
+    this.prefixes = Array.from({ length: B }, () => []);
+    this.memory = fullMemory;
+    this.srcPadding = fullPadding;
+    this.rowSource = Int32Array.from({ length: B }, (_, i) => i);
+  }
+
+  get rows(): number {
+    return this.prefixes.length;
+  }
+
+  get vocabSize(): number {
+    return this.model.config.vocabSize;
+  }
+
+  step(last: Int32Array): Float32Array {
+    const N = this.prefixes.length;
+    for (let i = 0; i < N; i++) this.prefixes[i].push(last[i]);
+    const T = this.prefixes[0].length;
+    const ids = new Int32Array(N * T);
+    for (let i = 0; i < N; i++) ids.set(this.prefixes[i], i * T);
+    const h = this.model.decode(new Tensor(ids, [N, T], 'int32'), this.memory, this.srcPadding); // (N, T, E)
+    return logProbs(this.model.generator(F.narrow(h, 1, T - 1, 1)).reshape(N, -1), this.model.config.padId);
+  }
+
+  reorder(rows: Int32Array): void {
+    this.prefixes = Array.from(rows, (r) => this.prefixes[r].slice());
+    this.rowSource = rows.map((r) => this.rowSource[r]);
+    this.memory = gatherRows(this.fullMemory, this.rowSource);
+    this.srcPadding = gatherRows(this.fullPadding, this.rowSource);
+  }
+}

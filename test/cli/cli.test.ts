@@ -1,0 +1,81 @@
+/** The `qkv` command end to end on a small corpus: train, resume, translate, eval, info, and bad input. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+
+const root = new URL('../../', import.meta.url).pathname;
+function qkv(args: string[], input?: string) {
+  return spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), ...args], { encoding: 'utf8', input, cwd: root });
+}
+
+// 300 real Multi30K pairs for training, 20 for validation and test.
+const work = mkdtempSync(join(tmpdir(), 'qkv-cli-'));
+const data = join(work, 'data');
+const lines = (f: string) => gunzipSync(readFileSync(join(root, 'data/multi30k', f))).toString('utf8').split('\n');
+{
+  const [en, de] = [lines('train.en.gz'), lines('train.de.gz')];
+  mkdirSync(data);
+  for (const [split, a, b] of [['train', 0, 300], ['val', 300, 320], ['test_2016_flickr', 320, 340]] as const) {
+    writeFileSync(join(data, `${split}.en`), `${en.slice(a, b).join('\n')}\n`);
+    writeFileSync(join(data, `${split}.de`), `${de.slice(a, b).join('\n')}\n`);
+  }
+}
+const out = join(work, 'run');
+
+test('qkv train (tiny preset) writes a model folder and checkpoints; --resume continues', () => {
+  const r = qkv(['train', '--preset', 'tiny', '--out', out, '--data', data, '--max-steps', '6', '--save-every', '3', '--eval-every', '6', '--bleu-sentences', '5']);
+  assert.equal(r.status, 0, r.stderr);
+  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors', 'train-state.safetensors', 'history.json']) assert.ok(existsSync(join(out, f)), f);
+  assert.match(r.stderr, /step 6: train loss [\d.]+, val loss [\d.]+, val BLEU/);
+  const again = qkv(['train', '--preset', 'tiny', '--out', out, '--data', data]);
+  assert.equal(again.status, 1);
+  assert.match(again.stderr, /already holds a training run; pass --resume/);
+  const resumed = qkv(['train', '--preset', 'tiny', '--out', out, '--data', data, '--resume', '--max-steps', '9', '--save-every', '3', '--eval-every', '9', '--bleu-sentences', '5']);
+  assert.equal(resumed.status, 0, resumed.stderr);
+  assert.match(resumed.stderr, /resumed at step 6/);
+  const history = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as { step: number }[];
+  assert.deepEqual([...new Set(history.map((h) => h.step))], [6, 9]);
+});
+
+test('qkv translate: one line in, one line out; --input/--output files; beam and greedy', () => {
+  const r = qkv(['translate', '--model', out, '--beam', '1'], 'A man is riding a bike.\nTwo dogs play.\n');
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.split('\n').length, 3);
+  const inFile = join(work, 'in.txt');
+  writeFileSync(inFile, 'A dog runs.\n');
+  const outFile = join(work, 'out.txt');
+  const f = qkv(['translate', '--model', out, '--input', inFile, '--output', outFile]);
+  assert.equal(f.status, 0, f.stderr);
+  assert.equal(readFileSync(outFile, 'utf8').split('\n').length, 2);
+});
+
+test('qkv eval prints BLEU with the sacreBLEU signature; qkv info prints the parameter count', () => {
+  const r = qkv(['eval', '--model', out, '--data', data, '--beam', '1']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^BLEU = [\d.]+ /);
+  assert.match(r.stdout, /nrefs:1\|case:mixed\|eff:no\|tok:13a\|smooth:exp\|version:2\.4\.0/);
+  const i = qkv(['info', '--preset', 'paper-base']);
+  assert.equal(i.status, 0, i.stderr);
+  assert.equal(JSON.parse(i.stdout).parameters, 63084544);
+});
+
+test('bad input: unknown flag, bad number, missing model folder, empty and over-long lines — one clear line, exit 1', () => {
+  const cases: [string[], string | undefined, RegExp][] = [
+    [['translate', '--model', out, '--bogus'], '', /unknown option '--bogus'/],
+    [['translate', '--model', out, '--beam', 'zero'], '', /--beam must be a positive integer, got 'zero'/],
+    [['translate', '--model', join(work, 'nope')], 'hi\n', /model folder not found/],
+    [['translate', '--model', out], 'fine\n\n', /input line 2 is empty/],
+    [['translate', '--model', out], `${'a '.repeat(400)}\n`, /input line 1 has \d+ tokens; this model reads at most 256/],
+    [['train', '--preset', 'huge', '--out', join(work, 'x'), '--data', data], undefined, /unknown preset 'huge', expected one of: multi30k-small, paper-base, tiny/],
+  ];
+  for (const [args, input, re] of cases) {
+    const r = qkv(args, input);
+    assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, re);
+    assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+  }
+});
