@@ -49,7 +49,7 @@ program.command('train')
   .option('--save-every <n>', 'checkpoint every n steps', int('--save-every'))
   .option('--bleu-sentences <n>', 'validation sentences decoded for BLEU', int('--bleu-sentences'), 1014)
   .option('--seed <n>', 'random seed', int('--seed'))
-  .action((o) => train({ ...o, log }));
+  .action(async (o) => train({ ...o, log }));
 
 program.command('translate')
   .description('translate one sentence per line (stdin to stdout, or --input/--output)')

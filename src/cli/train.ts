@@ -39,7 +39,7 @@ function encodePairs(tok: BpeTokenizer, src: string[], tgt: string[], maxLen: nu
   return src.map((s, i) => ({ src: tok.encode(s).slice(0, maxLen), tgt: tok.encode(tgt[i]).slice(0, maxLen - 1) }));
 }
 
-export function train(a: TrainArgs): void {
+export async function train(a: TrainArgs): Promise<void> {
   const preset = PRESETS[a.preset];
   if (!preset) throw new UserError(`unknown preset '${a.preset}', expected one of: ${Object.keys(PRESETS).join(', ')}`);
   const statePath = join(a.out, STATE);
@@ -97,6 +97,9 @@ export function train(a: TrainArgs): void {
   let tokens = 0;
   let t0 = performance.now();
   while (trainer.position.step < maxSteps) {
+    // Yield to the event loop between steps: the progress bar redraws on timers (also when stderr
+    // is a log file), and Ctrl-C is handled.
+    await new Promise((resolve) => setImmediate(resolve));
     const r = trainer.step();
     ema = Number.isNaN(ema) ? r.loss : 0.98 * ema + 0.02 * r.loss;
     tokens += r.targetTokens;
