@@ -260,7 +260,22 @@ export function gemm(
   strideA: i32, strideB: i32, strideC: i32,
   accumulate: i32, scratch: usize,
 ): void {
-  if (m <= 0 || n <= 0) return;
+  gemmRows(a, b, c, batch, m, n, k, transA, transB, strideA, strideB, strideC, accumulate, scratch, 0, m);
+}
+
+/**
+ * `gemm` restricted to rows [i0, i1) of every C (the unit of work of one thread: threads given
+ * disjoint row ranges write disjoint parts of C, and each element is computed exactly as by
+ * `gemm`, so the split does not change a bit of the result). Each thread needs its own scratch.
+ */
+export function gemmRows(
+  a: usize, b: usize, c: usize,
+  batch: i32, m: i32, n: i32, k: i32,
+  transA: i32, transB: i32,
+  strideA: i32, strideB: i32, strideC: i32,
+  accumulate: i32, scratch: usize, i0: i32, i1: i32,
+): void {
+  if (m <= 0 || n <= 0 || i1 <= i0) return;
   const ta = transA != 0, tb = transB != 0, acc = accumulate != 0;
   const packedA = scratch;
   const packedB = scratch + PACK_A_BYTES;
@@ -271,7 +286,7 @@ export function gemm(
     const bb = b + <usize>bi * <usize>strideB * 4;
     const cb = c + <usize>bi * <usize>strideC * 4;
     if (k <= 0) {
-      if (!acc) memory.fill(cb, 0, <usize>m * <usize>n * 4);
+      if (!acc) memory.fill(cb + <usize>i0 * ldc, 0, <usize>(i1 - i0) * ldc);
       continue;
     }
     for (let jc = 0; jc < n; jc += NC) {
@@ -280,8 +295,8 @@ export function gemm(
         const kc = min(KC, k - pc);
         const overwrite = pc == 0 && !acc;
         packB(bb, n, k, tb, pc, kc, jc, nc, packedB);
-        for (let ic = 0; ic < m; ic += MC) {
-          const mc = min(MC, m - ic);
+        for (let ic = i0; ic < i1; ic += MC) {
+          const mc = min(MC, i1 - ic);
           packA(ab, m, k, ta, ic, mc, pc, kc, packedA);
           for (let jr = 0; jr < nc; jr += NR) {
             const nr = min(NR, nc - jr);

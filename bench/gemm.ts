@@ -1,35 +1,20 @@
 /**
- * GEMM throughput, wasm vs js, single thread: npx tsx bench/gemm.ts
+ * GEMM throughput only, wasm vs js, single thread: npx tsx bench/gemm.ts (npm run bench:gemm).
+ * The full benchmark with peers is bench/index.ts (npm run bench).
  *
  * Checks the wasm kernel against js on one shape first, then times square 128…1024 and
  * 4096×512×512 (m×k×n) in NN, NT and TN layouts: median of 5 timed samples after a warm-up, each
  * sample repeating the call until it lasts ≥ 20 ms. Wasm operands live in wasm memory (no copies).
- * Only one benchmark should run at a time on a shared machine: a lock file in the temp directory
- * makes a second one refuse to start.
+ * Only one benchmark runs at a time (bench/lock.ts).
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { loadavg } from 'node:os';
+import { acquireBenchLock } from './lock.ts';
 import type { GemmParams } from '../src/backend/backend.ts';
 import { gemm as jsGemm } from '../src/backend/js/gemm.ts';
 import { alloc, free } from '../src/backend/wasm/memory.ts';
 import { gemmVariant, setGemmVariant, wasmGemm, type GemmVariant } from '../src/backend/wasm/gemm.ts';
 
-const lock = join(tmpdir(), 'qkv-bench.lock');
-if (existsSync(lock)) {
-  const pid = Number(readFileSync(lock, 'utf8'));
-  let alive = false;
-  try {
-    process.kill(pid, 0);
-    alive = true;
-  } catch {}
-  if (alive) {
-    console.error(`another benchmark is running (pid ${pid}, ${lock}); not starting`);
-    process.exit(1);
-  }
-}
-writeFileSync(lock, String(process.pid));
-process.on('exit', () => rmSync(lock, { force: true }));
+acquireBenchLock();
 
 type Gemm = (a: Float32Array, b: Float32Array, c: Float32Array, p: GemmParams) => void;
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-// Compiles the AssemblyScript kernels (assembly/) to WebAssembly with the `assemblyscript`
-// devDependency, writing two builds next to their loader in src/backend/wasm/:
-//   gemm-simd.wasm     128-bit SIMD (runs everywhere WebAssembly SIMD does: Node >= 16)
-//   gemm-relaxed.wasm  + relaxed SIMD (f32x4.relaxed_madd → fma); chosen at load time when
-//                      WebAssembly.validate accepts relaxed SIMD (Node 20 behind a V8 flag).
+// Compiles the AssemblyScript kernels (assembly/index.ts and what it exports) to WebAssembly with
+// the `assemblyscript` devDependency, writing two builds next to their loader in src/backend/wasm/:
+//   qkv-simd.wasm     128-bit SIMD (runs everywhere WebAssembly SIMD does: Node >= 16)
+//   qkv-relaxed.wasm  + relaxed SIMD (f32x4.relaxed_madd → fma); chosen at load time when
+//                     WebAssembly.validate accepts relaxed SIMD (Node 20 behind a V8 flag).
 // When dist/backend/wasm exists (after `npm run build`), the .wasm files are copied there too so
 // the compiled loader finds them next to itself. Usage: node scripts/build-wasm.mjs
 import asc from 'assemblyscript/asc';
@@ -26,14 +26,14 @@ const common = [
 ];
 
 const builds = [
-  { file: 'gemm-simd.wasm', flags: [] },
-  { file: 'gemm-relaxed.wasm', flags: ['--enable', 'relaxed-simd'] },
+  { file: 'qkv-simd.wasm', flags: [] },
+  { file: 'qkv-relaxed.wasm', flags: ['--enable', 'relaxed-simd'] },
 ];
 
 mkdirSync(outDir, { recursive: true });
 for (const { file, flags } of builds) {
   const out = join(outDir, file);
-  const { error } = await asc.main(['assembly/gemm.ts', '--outFile', out, ...common, ...flags], { stdout: process.stdout, stderr: process.stderr });
+  const { error } = await asc.main(['assembly/index.ts', '--outFile', out, ...common, ...flags], { stdout: process.stdout, stderr: process.stderr });
   if (error) {
     console.error(`build-wasm: ${file} failed: ${error.message}`);
     process.exit(1);

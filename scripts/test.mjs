@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-// Runs every test file under test/ with node's test runner through tsx (TypeScript, no build).
-// Usage: node scripts/test.mjs [filter]   e.g. node scripts/test.mjs nn/
-import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+// Runs every test file under test/ with node's test runner through tsx (TypeScript, no build),
+// once per backend: QKV_BACKEND=js, then QKV_BACKEND=wasm. Fails if either run fails. The output
+// ends with node's summary lines (ℹ tests / pass / fail …), summed over both runs.
+// Usage: node scripts/test.mjs [filter]         e.g. node scripts/test.mjs nn/
+//        QKV_BACKENDS=js node scripts/test.mjs   one backend only
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 function walk(dir) {
@@ -19,5 +22,46 @@ if (files.length === 0) {
   console.error(`no test files match '${filter}'`);
   process.exit(1);
 }
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], { stdio: 'inherit' });
-process.exit(r.status ?? 1);
+// The wasm backend needs its module: build it when missing or older than its sources.
+const wasmFiles = ['qkv-simd.wasm', 'qkv-relaxed.wasm'].map((f) => join('src/backend/wasm', f));
+const newestSource = Math.max(...readdirSync('assembly').map((f) => statSync(join('assembly', f)).mtimeMs));
+if (wasmFiles.some((f) => !existsSync(f) || statSync(f).mtimeMs < newestSource)) {
+  const r = spawnSync(process.execPath, ['scripts/build-wasm.mjs'], { stdio: 'inherit' });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+}
+
+const backends = (process.env.QKV_BACKENDS ?? 'js,wasm').split(',').filter(Boolean);
+const keys = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo', 'duration_ms'];
+
+function run(backend) {
+  return new Promise((resolve) => {
+    console.log(`\n=== backend: ${backend} ===`);
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], {
+      stdio: ['inherit', 'pipe', 'inherit'],
+      env: { ...process.env, QKV_BACKEND: backend },
+    });
+    let tail = '';
+    child.stdout.on('data', (chunk) => {
+      process.stdout.write(chunk);
+      tail = (tail + chunk.toString()).slice(-4000);
+    });
+    child.on('close', (code) => {
+      const counts = {};
+      for (const k of keys) {
+        // eslint-disable-next-line no-control-regex
+        const m = tail.replace(/\x1b\[[0-9;]*m/g, '').match(new RegExp(`ℹ ${k} ([0-9.]+)`));
+        counts[k] = m ? Number(m[1]) : 0;
+      }
+      resolve({ backend, code: code ?? 1, counts });
+    });
+  });
+}
+
+const results = [];
+for (const b of backends) results.push(await run(b));
+console.log(`\n=== summary: ${results.map((r) => `${r.backend} ${r.code === 0 ? 'passed' : 'FAILED'} (${r.counts.pass}/${r.counts.tests})`).join(', ')} ===`);
+for (const k of keys) {
+  const total = results.reduce((s, r) => s + r.counts[k], 0);
+  console.log(`ℹ ${k} ${k === 'duration_ms' ? total.toFixed(3) : total}`);
+}
+process.exit(results.every((r) => r.code === 0) ? 0 : 1);

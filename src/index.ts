@@ -18,3 +18,6 @@ export * as data from './data/index.ts';
 export * as train from './train/index.ts';
 export * as optim from './optim/index.ts';
 export * as text from './text/index.ts';
+export * as viz from './viz/index.ts';
+export { setNumThreads, numThreads } from './backend/wasm/threads.ts';
+export { loadWasmKernels } from './backend/wasm/index.ts';

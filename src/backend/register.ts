@@ -1,5 +1,19 @@
-import { registerBackend } from './backend.ts';
+import { registerBackend, setBackend } from './backend.ts';
 import { jsBackend } from './js/index.ts';
+import { tryWasmBackend, wasmLoadError } from './wasm/index.ts';
 
-// The js backend is always present: it is the reference and the fallback.
+// The js backend is always present: it is the reference and the fallback. The wasm backend is
+// registered, and made the default, where its module loads (Node >= 20.16 with WebAssembly SIMD);
+// elsewhere everything runs on js. QKV_BACKEND=js|wasm in the environment overrides the default,
+// and setBackend() switches at any time.
 registerBackend(jsBackend);
+const wasm = tryWasmBackend();
+if (wasm) registerBackend(wasm);
+
+const requested = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QKV_BACKEND;
+if (requested) {
+  if (requested === 'wasm' && !wasm) throw new Error(`QKV_BACKEND=wasm, but the wasm backend did not load: ${wasmLoadError()}`);
+  setBackend(requested);
+} else if (wasm) {
+  setBackend('wasm');
+}

@@ -5,8 +5,11 @@
  * without a stack trace (set QKV_DEBUG=1 to see one).
  */
 import { Command, InvalidArgumentError } from 'commander';
+import { attention } from './attention.ts';
+import { explore } from './explore.ts';
 import { UserError } from './files.ts';
 import { info } from './info.ts';
+import { DEFAULT_LM_DATA, generateText, nonNegativeInt, nonNegativeNumber, probability, trainLm } from './lm.ts';
 import { train } from './train.ts';
 import { evaluate, translate } from './translate.ts';
 
@@ -77,6 +80,62 @@ program.command('info')
   .option('--model <dir>', 'model folder')
   .option('--preset <name>', 'a preset instead of a folder (e.g. paper-base)')
   .action((o) => info({ ...o, log }));
+
+program.command('train-lm')
+  .description('train a GPT language model on a text file (one line = one document), with checkpoints')
+  .requiredOption('--out <dir>', 'folder for the model, training state and history')
+  .option('--data <file>', `training text, plain or .gz (default: ${DEFAULT_LM_DATA}, validated on val.en.gz)`)
+  .option('--val <file>', 'validation text (default: the last 10% of the lines of --data)')
+  .option('--tokenizer <kind>', 'char | bpe', 'char')
+  .option('--vocab-size <n>', 'BPE vocabulary size (default: the preset\'s)', int('--vocab-size'))
+  .option('--preset <name>', 'small | tiny', 'small')
+  .option('--resume', 'continue the run in --out from its last checkpoint', false)
+  .option('--max-steps <n>', 'stop after this many steps (the cosine decay ends there)', int('--max-steps'))
+  .option('--batch-size <n>', 'windows of blockSize tokens per step', int('--batch-size'))
+  .option('--lr <x>', 'peak learning rate (the decay ends at a tenth of it)', num('--lr'))
+  .option('--warmup <n>', 'warmup steps', int('--warmup'))
+  .option('--eval-every <n>', 'validation loss every n steps', int('--eval-every'))
+  .option('--save-every <n>', 'training state every n steps', int('--save-every'))
+  .option('--eval-tokens <n>', 'validation tokens scored at each evaluation', int('--eval-tokens'), 65536)
+  .option('--seed <n>', 'random seed', int('--seed'))
+  .action((o) => trainLm({ ...o, log }));
+
+program.command('generate')
+  .description('continue a prompt with a language model from train-lm, streaming to stdout')
+  .requiredOption('--model <dir>', 'model folder')
+  .requiredOption('--prompt <text>', 'text to continue')
+  .option('--max-tokens <n>', 'tokens to generate', int('--max-tokens'), 200)
+  .option('--temperature <t>', 'softmax temperature (0 = greedy)', nonNegativeNumber('--temperature'), 0.8)
+  .option('--top-k <k>', 'sample among the k most probable tokens', int('--top-k'))
+  .option('--top-p <p>', 'sample among the most probable tokens that make up probability p', probability('--top-p'))
+  .option('--seed <n>', 'random seed (default: random, printed)', nonNegativeInt('--seed'))
+  .option('--no-cache', 'recompute the whole context at every step instead of using the KV cache')
+  .action((o) => generateText({ ...o, log }));
+
+program.command('attention')
+  .description('translate a sentence and draw its attention heatmaps as SVG (no browser needed)')
+  .argument('<sentence>', 'the sentence to translate')
+  .requiredOption('--model <dir>', 'model folder')
+  .requiredOption('--out <file>', 'SVG file to write (or .html: a page holding the SVG)')
+  .option('--kind <kind>', 'enc (encoder self-attention) | dec (decoder masked self-attention) | cross (decoder to encoder)', 'cross')
+  .option('--layer <n>', 'layer, counted from 1 (default: every layer)', int('--layer'))
+  .option('--head <n>', 'head, counted from 1 (default: every head)', int('--head'))
+  .option('--beam <n>', 'beam size (1 = greedy)', int('--beam'), 1)
+  .option('--alpha <x>', 'length penalty α of beam search', Number, 0.6)
+  .action((sentence: string, o) => attention({ ...o, sentence, log }));
+
+program.command('explore')
+  .description('open the attention explorer: a local page that runs the model in the browser')
+  .option('--model <dir>', 'model folder (default: models/multi30k-en-de, else the newest runs/*/ with a model.safetensors)')
+  .option('--port <n>', 'port (0 = any free port)', (v: string): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`--port must be an integer from 0 to 65535, got '${v}'`);
+    return n;
+  }, 8080)
+  .option('--host <addr>', 'address to listen on (anything but 127.0.0.1 / localhost exposes the model to the network)', '127.0.0.1')
+  .action(async (o) => {
+    await explore({ ...o, log });
+  });
 
 try {
   await program.parseAsync(process.argv);

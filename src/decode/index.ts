@@ -5,3 +5,5 @@ export {
 } from './search.ts';
 export { CachedStepper, FullStepper, type Stepper } from './stepper.ts';
 export { TransformerDecoderCache, type DecoderLayerCache, type DecoderStepResult } from '../nn/transformer.ts';
+export { generate, generateStream, type GenerateOptions, type GeneratedToken } from './gpt.ts';
+export { sampleToken, samplingDistribution, checkSamplingOptions, argmax, type SamplingOptions } from './sample.ts';

@@ -1,2 +1,3 @@
 /** Whole models built from nn: `import { models } from 'qkv'`. */
 export { Seq2Seq, PAPER_BASE, MULTI30K_SMALL, type Seq2SeqConfig } from './seq2seq.ts';
+export { GPT, GPTCache, Block, MLP, GPT2_124M, GPT_TINY, GPT_SMALL, gptParameterCount, type GPTConfig } from './gpt.ts';

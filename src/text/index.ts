@@ -17,3 +17,5 @@ export type {
   HfMetaspace,
   HfTokenizerJson,
 } from './bpe.ts';
+export { CharTokenizer } from './chars.ts';
+export type { CharLearnOptions, CharTokenizerJson } from './chars.ts';

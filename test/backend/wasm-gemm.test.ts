@@ -21,7 +21,7 @@ import { gemm as jsGemm } from '../../src/backend/js/gemm.ts';
 import { alloc, bytesInUse, free, isWasmView, memory } from '../../src/backend/wasm/memory.ts';
 
 const wasmDir = new URL('../../src/backend/wasm/', import.meta.url);
-if (!['gemm-simd.wasm', 'gemm-relaxed.wasm'].every((f) => existsSync(new URL(f, wasmDir)))) {
+if (!['qkv-simd.wasm', 'qkv-relaxed.wasm'].every((f) => existsSync(new URL(f, wasmDir)))) {
   const script = fileURLToPath(new URL('../../scripts/build-wasm.mjs', import.meta.url));
   const r = spawnSync(process.execPath, [script], { stdio: 'inherit' });
   assert.equal(r.status, 0, 'scripts/build-wasm.mjs failed');

@@ -65,7 +65,7 @@ export function attention(
         if (weights) {
           const wi = (bh * L + i) * S;
           for (let j = 0; j < limit; j++) weights[wi + j] = row[j];
-          for (let j = limit; j < S; j++) weights[wi + j] = 0;
+          for (let j = Math.max(limit, 0); j < S; j++) weights[wi + j] = 0;
         }
       }
     }

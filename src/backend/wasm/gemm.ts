@@ -1,80 +1,18 @@
-import { readFileSync } from 'node:fs';
-import { setFlagsFromString } from 'node:v8';
 import type { GemmParams } from '../backend.ts';
-import { alloc, free, isWasmView, memory, RESERVED_BYTES } from './memory.ts';
+import { requireKernels, setWasmVariant, wasmModule, wasmVariant, type WasmVariant } from './loader.ts';
+import { alloc } from './memory.ts';
+import { staged } from './stage.ts';
+import { partsFor, runParallel, workerGemmScratch } from './threads.ts';
 
-/** Exports of assembly/gemm.ts (addresses in bytes, booleans as 0/1). */
-interface GemmExports {
-  gemm(a: number, b: number, c: number, batch: number, m: number, n: number, k: number, transA: number, transB: number, strideA: number, strideB: number, strideC: number, accumulate: number, scratch: number): void;
-  scratchBytes(): number;
-  heapBase(): number;
-  relaxed(): number;
-}
+export type GemmVariant = WasmVariant;
+/** Which build is in use (loads the module). */
+export const gemmVariant = wasmVariant;
+/** Switch builds, e.g. to test or time the plain-SIMD one where relaxed SIMD is available. */
+export const setGemmVariant = setWasmVariant;
 
-export type GemmVariant = 'relaxed-simd' | 'simd';
-
-// (module (func (result v128) v128.const 0 ×3 f32x4.relaxed_madd))
-const RELAXED_PROBE = new Uint8Array([
-  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 61, 1, 59, 0,
-  ...[0, 1, 2].flatMap(() => [0xfd, 0x0c, ...new Array<number>(16).fill(0)]),
-  0xfd, 0x85, 0x02, 0x0b,
-]);
-
-/** Relaxed SIMD is on by default from V8 11.4 (Node 22); Node 20 has it behind a flag. */
-function relaxedSimdSupported(): boolean {
-  if (WebAssembly.validate(RELAXED_PROBE)) return true;
-  try {
-    setFlagsFromString('--experimental-wasm-relaxed-simd');
-  } catch {
-    return false;
-  }
-  return WebAssembly.validate(RELAXED_PROBE);
-}
-
-/**
- * Node loader: picks the relaxed-SIMD build when the engine accepts it, reads the bytes next to
- * this file and compiles synchronously. A browser loader would fetch/instantiateStreaming here.
- */
-function loadBytes(want?: GemmVariant): { bytes: Uint8Array<ArrayBuffer>; variant: GemmVariant } {
-  const relaxed = relaxedSimdSupported();
-  if (want === 'relaxed-simd' && !relaxed) throw new Error('wasm backend: this engine does not support relaxed SIMD');
-  const variant: GemmVariant = want ?? (relaxed ? 'relaxed-simd' : 'simd');
-  const file = variant === 'relaxed-simd' ? './gemm-relaxed.wasm' : './gemm-simd.wasm';
-  const url = new URL(file, import.meta.url);
-  try {
-    return { bytes: new Uint8Array(readFileSync(url)), variant };
-  } catch (e) {
-    throw new Error(`wasm backend: cannot read ${url.pathname}; build it with \`npm run build:wasm\` (${(e as Error).message})`);
-  }
-}
-
-function instantiate(want?: GemmVariant): { exports: GemmExports; variant: GemmVariant } {
-  const { bytes, variant } = loadBytes(want);
-  const module = new WebAssembly.Module(bytes);
-  const instance = new WebAssembly.Instance(module, { env: { memory } });
-  const exports = instance.exports as unknown as GemmExports;
-  if (exports.heapBase() > RESERVED_BYTES) throw new Error(`wasm backend: module static data (${exports.heapBase()} bytes) exceeds the reserved ${RESERVED_BYTES}`);
-  return { exports, variant };
-}
-
-let loaded: { exports: GemmExports; variant: GemmVariant } | null = null;
 let scratch: Float32Array | null = null;
 
-function module(): GemmExports {
-  loaded ??= instantiate();
-  return loaded.exports;
-}
-
-/** Which build is in use (loads the module). */
-export function gemmVariant(): GemmVariant {
-  module();
-  return loaded!.variant;
-}
-
-/** Switch builds, e.g. to test or time the plain-SIMD one where relaxed SIMD is available. */
-export function setGemmVariant(variant: GemmVariant): void {
-  if (loaded?.variant !== variant) loaded = instantiate(variant);
-}
+type GemmHead = [number, number, number, number, number, number, number, number, number, number, number, number, number];
 
 /** Elements of an operand touched by a batched GEMM: (batch − 1)·stride + rows·cols. */
 function extent(batch: number, stride: number, size: number): number {
@@ -86,7 +24,7 @@ function extent(batch: number, stride: number, size: number): number {
  * memory (see memory.ts) are used in place; others are copied into wasm memory and back.
  */
 export function wasmGemm(a: Float32Array, b: Float32Array, c: Float32Array, p: GemmParams): void {
-  const wasm = module();
+  const wasm = requireKernels();
   let { batch, m, strideA, strideC } = p;
   const { n, k, transA, transB, strideB, accumulate } = p;
   if (batch <= 0 || m <= 0 || n <= 0) return;
@@ -103,24 +41,26 @@ export function wasmGemm(a: Float32Array, b: Float32Array, c: Float32Array, p: G
     strideA = 0;
     strideC = 0;
   }
-  if (scratch === null) scratch = alloc(wasm.scratchBytes() / 4);
-
-  const temps: Float32Array[] = [];
-  const place = (x: Float32Array, size: number, copyIn: boolean): Float32Array => {
-    if (isWasmView(x)) return x;
-    const t = alloc(size);
-    temps.push(t);
-    if (copyIn) t.set(x.subarray(0, size));
-    return t;
-  };
-  try {
-    const wa = place(a, sizeA, true);
-    const wb = place(b, sizeB, true);
-    // C must be read when accumulating, and when batches leave gaps that must survive the copy back.
-    const wc = place(c, sizeC, accumulate || (batch > 1 && strideC !== m * n));
-    wasm.gemm(wa.byteOffset, wb.byteOffset, wc.byteOffset, batch, m, n, k, transA ? 1 : 0, transB ? 1 : 0, strideA, strideB, strideC, accumulate ? 1 : 0, scratch.byteOffset);
-    if (wc !== c) c.set(wc.subarray(0, sizeC));
-  } finally {
-    for (const t of temps) free(t);
-  }
+  scratch ??= alloc(wasm.scratchBytes() / 4, false);
+  // C must be read when accumulating, and when batches leave gaps that must survive the copy back.
+  const readC = accumulate || (batch > 1 && strideC !== m * n);
+  staged(
+    [{ x: a.subarray(0, sizeA), mode: 'in' }, { x: b.subarray(0, sizeB), mode: 'in' }, { x: c.subarray(0, sizeC), mode: readC ? 'inout' : 'out' }],
+    0,
+    ([pa, pb, pc]) => {
+      const head = [pa!, pb!, pc!, batch, m, n, k, transA ? 1 : 0, transB ? 1 : 0, strideA, strideB, strideC, accumulate ? 1 : 0];
+      const parts = m >= 32 ? partsFor(wasmModule(), wasm.scratchBytes() / 4, 2 * batch * m * n * k) : 1;
+      if (parts === 1) {
+        wasm.gemmRows(...(head as GemmHead), scratch!.byteOffset, 0, m);
+        return;
+      }
+      // Rows split in multiples of 16; worker w takes part w + 1, the caller part 0.
+      const chunk = Math.ceil(m / parts / 16) * 16;
+      const args = Array.from({ length: parts - 1 }, (_, w) => {
+        const i0 = Math.min(m, (w + 1) * chunk), i1 = Math.min(m, (w + 2) * chunk);
+        return i1 > i0 ? [...head, workerGemmScratch(w), i0, i1] : null;
+      });
+      runParallel('gemmRows', args, () => wasm.gemmRows(...(head as GemmHead), scratch!.byteOffset, 0, Math.min(m, chunk)));
+    },
+  );
 }

@@ -27,13 +27,27 @@ export const MAX_PAGES = 65536;
 export const RESERVED_BYTES = PAGE_BYTES;
 const ALIGN = 16;
 
-export const memory = new WebAssembly.Memory({ initial: 16, maximum: MAX_PAGES, shared: true });
+function createMemory(): WebAssembly.Memory | null {
+  try {
+    return new WebAssembly.Memory({ initial: 16, maximum: MAX_PAGES, shared: true });
+  } catch {
+    // No WebAssembly, or no shared memory (a browser page that is not cross-origin isolated).
+    return null;
+  }
+}
+
+const created = createMemory();
+/** Whether the shared memory could be created; if not, the wasm backend does not load. */
+export const memoryAvailable = created !== null;
+/** The shared memory (undefined, never touched, when `memoryAvailable` is false). */
+export const memory: WebAssembly.Memory = created as WebAssembly.Memory;
 
 /** Every buffer object `memory.buffer` has returned (a new one after each grow). */
-const buffers = new WeakSet<ArrayBufferLike>([memory.buffer]);
+const buffers = new WeakSet<ArrayBufferLike>(memoryAvailable ? [memory.buffer] : []);
 
 /** Whether `x` is a view into the wasm memory (its byteOffset is then its address). */
 export function isWasmView(x: ArrayBufferView): boolean {
+  if (!memoryAvailable) return false;
   const current = memory.buffer;
   if (x.buffer === current) return true;
   buffers.add(current);
@@ -46,7 +60,7 @@ interface Block {
 }
 
 /** Free blocks, sorted by offset, never adjacent (coalesced on free). */
-const freeList: Block[] = [{ offset: RESERVED_BYTES, size: memory.buffer.byteLength - RESERVED_BYTES }];
+const freeList: Block[] = memoryAvailable ? [{ offset: RESERVED_BYTES, size: memory.buffer.byteLength - RESERVED_BYTES }] : [];
 /** Allocated blocks: offset → size in bytes (rounded up to ALIGN). */
 const allocated = new Map<number, number>();
 let inUse = 0;
@@ -70,8 +84,12 @@ function grow(bytes: number): void {
   else freeList.push({ offset: end, size: added });
 }
 
-/** A zero-filled Float32Array of n elements in wasm memory, 16-byte aligned. Release it with `free`. */
-export function alloc(n: number): Float32Array {
+/**
+ * A Float32Array of n elements in wasm memory, 16-byte aligned, zero-filled unless `zero` is false
+ * (then it holds whatever the block held before). Release it with `free`.
+ */
+export function alloc(n: number, zero = true): Float32Array {
+  if (!memoryAvailable) throw new Error('wasm alloc: this engine cannot create a shared WebAssembly.Memory');
   if (!Number.isInteger(n) || n < 0) throw new RangeError(`wasm alloc: bad length ${n}`);
   const size = Math.max(ALIGN, Math.ceil((n * 4) / ALIGN) * ALIGN);
   let i = freeList.findIndex((b) => b.size >= size);
@@ -90,7 +108,7 @@ export function alloc(n: number): Float32Array {
   inUse += size;
   const view = new Float32Array(memory.buffer, offset, n);
   // Freed blocks keep old contents, and tensors expect fresh storage to be zero (new memory is).
-  view.fill(0);
+  if (zero) view.fill(0);
   return view;
 }
 

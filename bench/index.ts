@@ -1,0 +1,280 @@
+/**
+ * `npm run bench`: qkv against its peers on one machine, in one run.
+ *
+ * Every workload is first checked (the wasm kernels against their js twins, through the same
+ * public API), then timed: median of several samples after a warm-up, each sample repeating the
+ * call until it lasts >= 20 ms (calls slower than 3 s are timed once). qkv runs on the wasm backend
+ * with ordinary Float32Array tensors, as the library does by default (kernels copy operands into
+ * wasm memory and back; that cost is included), GEMMs on all cores (QKV_THREADS), other kernels on one. Peers, in child processes run one after another:
+ *   - TensorFlow.js 4 with @tensorflow/tfjs-backend-wasm (SIMD; one thread under Node), on the
+ *     GEMMs and the attention layers (it has no Transformer model to train);
+ *   - PyTorch from /usr/bin/python3 when it imports torch, with 2 threads and OMP_WAIT_POLICY=PASSIVE.
+ * Prints a table and writes it, with the machine's description, to bench/RESULTS.md.
+ *   npm run bench                 everything (~8 minutes on 2 cores)
+ *   npm run bench -- --no-peers   qkv only
+ */
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { acquireBenchLock } from './lock.ts';
+import type { GemmParams } from '../src/backend/backend.ts';
+import { gemm as jsGemm } from '../src/backend/js/gemm.ts';
+import { wasmGemm } from '../src/backend/wasm/gemm.ts';
+import { wasmVariant } from '../src/backend/wasm/loader.ts';
+import { numThreads } from '../src/backend/wasm/threads.ts';
+import { F, getBackend, manualSeed, models, nn, noGrad, optim, randn, setBackend, tensor, type Tensor } from '../src/index.ts';
+
+acquireBenchLock();
+const root = fileURLToPath(new URL('..', import.meta.url));
+const withPeers = !process.argv.includes('--no-peers');
+const started = performance.now();
+const loadStart = loadavg().map((x) => x.toFixed(2)).join(' ');
+const log = (s: string) => console.log(s);
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1]!;
+}
+
+/** Median ms per call. */
+function timed(fn: () => void, { samples = 5, minMs = 20, capMs = 3000 } = {}): number {
+  let t0 = performance.now();
+  fn();
+  const first = performance.now() - t0;
+  if (first > capMs) return first;
+  const reps = Math.max(1, Math.ceil(minMs / Math.max(first, 0.01)));
+  fn();
+  const ts: number[] = [];
+  for (let s = 0; s < samples; s++) {
+    t0 = performance.now();
+    for (let r = 0; r < reps; r++) fn();
+    ts.push((performance.now() - t0) / reps);
+  }
+  return median(ts);
+}
+
+function close(a: ArrayLike<number>, b: ArrayLike<number>, what: string, atol = 1e-4, rtol = 1e-4): void {
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) {
+    const err = Math.abs(a[i]! - b[i]!);
+    if (!(err <= atol + rtol * Math.abs(b[i]!))) throw new Error(`check failed: ${what}: element ${i} wasm ${a[i]} vs js ${b[i]}`);
+    worst = Math.max(worst, err);
+  }
+  log(`check: ${what}: wasm matches js (max |diff| ${worst.toExponential(1)})`);
+}
+
+interface Work {
+  kind: 'gemm' | 'mha_fwd' | 'mha_fwdbwd' | 'mha_long' | 'train';
+  name: string;
+  [k: string]: unknown;
+}
+interface Row {
+  name: string;
+  unit: 'GFLOP/s' | 'ms';
+  flops?: number;
+  qkv: number;
+  js?: number;
+  note?: string;
+  peak?: number;
+}
+const rows: Row[] = [];
+
+// ---------------------------------------------------------------------------------------------
+// GEMM
+const rand = (n: number) => Float32Array.from({ length: n }, () => Math.random() * 2 - 1);
+const gemmParams = (m: number, n: number, k: number, transA: boolean, transB: boolean): GemmParams => ({ batch: 1, m, n, k, transA, transB, strideA: 0, strideB: 0, strideC: 0, accumulate: false });
+const T = [['NN', false, false], ['NT', false, true], ['TN', true, false], ['TT', true, true]] as const;
+{
+  const [m, n, k] = [67, 131, 93];
+  for (const [name, ta, tb] of T) {
+    const p = gemmParams(m, n, k, ta, tb);
+    const a = rand(m * k), b = rand(k * n), c = new Float32Array(m * n), ref = new Float32Array(m * n);
+    wasmGemm(a, b, c, p);
+    jsGemm(a, b, ref, p);
+    close(c, ref, `gemm ${m}x${k}x${n} ${name}`, 1e-5, 1e-5);
+  }
+}
+const gemmShapes: [number, number, number][] = [[128, 128, 128], [256, 256, 256], [512, 512, 512], [1024, 1024, 1024], [2048, 2048, 2048], [4096, 512, 512], [4096, 512, 2048], [4096, 2048, 512]];
+const work: Work[] = [];
+for (const [m, k, n] of gemmShapes) {
+  const a = rand(m * k), b = rand(k * n), c = new Float32Array(m * n);
+  for (const [tn, ta, tb] of T) {
+    const name = `gemm ${m}×${k}×${n} ${tn}`;
+    const p = gemmParams(m, n, k, ta, tb);
+    const flops = 2 * m * n * k;
+    const qkv = flops / (timed(() => wasmGemm(a, b, c, p)) * 1e6);
+    const js = m <= 256 ? flops / (timed(() => jsGemm(a, b, c, p)) * 1e6) : undefined;
+    rows.push({ name, unit: 'GFLOP/s', flops, qkv, js });
+    work.push({ kind: 'gemm', name, m, k, n, ta, tb });
+    log(`${name}: wasm ${qkv.toFixed(1)} GFLOP/s${js ? `, js ${js.toFixed(2)}` : ''}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Multi-head self-attention (nn.MultiheadAttention, batchFirst, no dropout, no weights returned)
+function mhaRun(be: string, N: number, L: number, E: number, H: number, backward: boolean): { out: Float32Array; dx: Float32Array | null; fn: () => void } {
+  setBackend(be);
+  manualSeed(5);
+  const mha = new nn.MultiheadAttention(E, H, { batchFirst: true, dropout: 0 });
+  const x = randn([N, L, E]);
+  const r = randn([N, L, E]);
+  const fwd = () => mha.forward(x, x, x, { needWeights: false }).output;
+  if (!backward) {
+    const fn = () => void noGrad(fwd);
+    return { out: noGrad(fwd).data as Float32Array, dx: null, fn };
+  }
+  x.requiresGrad_();
+  const fn = () => {
+    mha.zeroGrad();
+    x.grad = null;
+    fwd().mul(r).sum().backward();
+  };
+  fn();
+  return { out: noGrad(fwd).data as Float32Array, dx: x.grad!.data as Float32Array, fn };
+}
+for (const [N, L] of [[32, 32], [1, 256]] as const) {
+  const w = mhaRun('wasm', N, L, 512, 8, true);
+  const j = mhaRun('js', N, L, 512, 8, true);
+  close(w.out, j.out, `MultiheadAttention (${N}, ${L}, 512, 8) output`);
+  close(w.dx!, j.dx!, `MultiheadAttention (${N}, ${L}, 512, 8) input gradient`);
+}
+for (const [N, L] of [[32, 32], [4, 512]] as const) {
+  for (const backward of [false, true]) {
+    const name = `MHA (${N}, ${L}, 512, 8) ${backward ? 'fwd+bwd' : 'fwd'}`;
+    const { fn } = mhaRun('wasm', N, L, 512, 8, backward);
+    const qkv = timed(fn);
+    rows.push({ name, unit: 'ms', qkv });
+    work.push({ kind: backward ? 'mha_fwdbwd' : 'mha_fwd', name, b: N, l: L, e: 512, h: 8 });
+    log(`${name}: wasm ${qkv.toFixed(1)} ms`);
+  }
+}
+setBackend('wasm');
+
+// Long sequences: a fresh process per length, so peak memory is the workload's own.
+for (const L of [2048, 8192]) {
+  const name = `MHA (1, ${L}, 512, 8) fwd, no weights`;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/long.ts', String(L)], { cwd: root, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`bench/long.ts ${L} failed: ${r.stderr}`);
+  const { ms, peak_mb } = JSON.parse(r.stdout.trim().split('\n').pop()!) as { ms: number; peak_mb: number };
+  rows.push({ name, unit: 'ms', qkv: ms, peak: peak_mb });
+  work.push({ kind: 'mha_long', name, b: 1, l: L, e: 512, h: 8 });
+  log(`${name}: wasm ${ms.toFixed(0)} ms, peak +${peak_mb.toFixed(0)} MB`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// One training step of the small translation model: Seq2Seq dModel 256, 4 heads, 3+3 layers,
+// dFf 1024, vocabulary 8000, dropout 0.1; 128 sentence pairs of 32 tokens (4,096 target positions,
+// some padded), cross-entropy with label smoothing 0.1, Adam.
+const cfg = { ...models.MULTI30K_SMALL, vocabSize: 8000, dModel: 256, nhead: 4, numEncoderLayers: 3, numDecoderLayers: 3, dimFeedforward: 1024, dropout: 0.1 };
+function batchIds(B: number, Tn: number): number[] {
+  const ids: number[] = [];
+  for (let b = 0; b < B; b++) for (let t = 0; t < Tn; t++) ids.push(t < Tn - (b % 8) ? 4 + ((b * 31 + t * 17) % (cfg.vocabSize - 4)) : 0);
+  return ids;
+}
+function trainer(be: string, B: number, Tn: number): { step: () => number; model: models.Seq2Seq } {
+  setBackend(be);
+  manualSeed(1);
+  const model = new models.Seq2Seq(cfg);
+  const opt = new optim.Adam(model.parameters(), { lr: 1e-4, betas: [0.9, 0.98], eps: 1e-9 });
+  const ids = tensor(new Int32Array(batchIds(B, Tn)), [B, Tn]);
+  const step = () => {
+    const loss = F.crossEntropy(model.forward(ids, ids), ids, { ignoreIndex: 0, labelSmoothing: 0.1 });
+    opt.zeroGrad();
+    loss.backward();
+    opt.step();
+    return loss.item();
+  };
+  return { step, model };
+}
+{
+  const losses = ['wasm', 'js'].map((be) => {
+    const t = trainer(be, 4, 12);
+    manualSeed(9);
+    const l = [t.step(), t.step()];
+    return { l, w: t.model.embedding.weight.data as Float32Array };
+  });
+  close(losses[0]!.l, losses[1]!.l, 'Seq2Seq training, losses of 2 steps (batch 4×12)');
+  close(losses[0]!.w, losses[1]!.w, 'Seq2Seq training, embedding after 2 Adam steps');
+  const B = 128, Tn = 32;
+  const t = trainer('wasm', B, Tn);
+  const name = `train step Seq2Seq (${B}×${Tn} tokens)`;
+  const qkv = timed(() => void t.step(), { samples: 3, capMs: 60000 });
+  rows.push({ name, unit: 'ms', qkv });
+  work.push({ kind: 'train', name, b: B, t: Tn, ids: batchIds(B, Tn), cfg: { vocab: cfg.vocabSize, dModel: cfg.dModel, nhead: cfg.nhead, enc: cfg.numEncoderLayers, dec: cfg.numDecoderLayers, dff: cfg.dimFeedforward, dropout: cfg.dropout } });
+  log(`${name}: wasm ${qkv.toFixed(0)} ms`);
+}
+setBackend('wasm');
+
+// ---------------------------------------------------------------------------------------------
+// Peers
+type PeerResult = Record<string, { ms: number; peak_mb?: number }>;
+let tfjs: PeerResult = {};
+let torch: PeerResult = {};
+let torchNote = '';
+if (withPeers) {
+  log('TensorFlow.js (wasm backend)...');
+  const tfWork = work.filter((w) => w.kind !== 'train' && !(w.kind === 'mha_long' && (w.l as number) > 2048));
+  const r = spawnSync(process.execPath, ['bench/peers/tfjs.mjs', JSON.stringify(tfWork)], { cwd: root, encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (r.status === 0) tfjs = JSON.parse(r.stdout.trim().split('\n').pop()!) as PeerResult;
+  else log(`TensorFlow.js failed: ${r.stderr.slice(-2000)}`);
+
+  const probe = spawnSync('/usr/bin/python3', ['-c', 'import torch; print(torch.__version__)'], { encoding: 'utf8' });
+  if (probe.status !== 0) {
+    torchNote = 'PyTorch: skipped (/usr/bin/python3 cannot import torch; apt-get install python3-torch)';
+    log(torchNote);
+  } else {
+    torchNote = `PyTorch ${probe.stdout.trim()} (2 threads, OMP_WAIT_POLICY=PASSIVE)`;
+    log(`${torchNote}...`);
+    const env = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', OMP_NUM_THREADS: '2' };
+    // Long sequences in their own processes (peak memory), the rest in one.
+    const batches = [work.filter((w) => w.kind !== 'mha_long'), ...work.filter((w) => w.kind === 'mha_long').map((w) => [w])];
+    for (const b of batches) {
+      const p = spawnSync('/usr/bin/python3', ['bench/peers/torch_bench.py', JSON.stringify(b), '2'], { cwd: root, encoding: 'utf8', env, maxBuffer: 1 << 26 });
+      if (p.status === 0) Object.assign(torch, JSON.parse(p.stdout.trim().split('\n').pop()!) as PeerResult);
+      else log(`PyTorch failed: ${p.stderr.slice(-2000)}`);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Table
+const fmt = (r: Row, ms: number | undefined) => (ms === undefined ? '—' : r.unit === 'GFLOP/s' ? (r.flops! / (ms * 1e6)).toFixed(1) : ms.toFixed(ms < 100 ? 1 : 0));
+const qkvMs = (r: Row) => (r.unit === 'GFLOP/s' ? r.flops! / (r.qkv * 1e6) : r.qkv);
+const header = ['workload', 'unit', 'qkv wasm', 'qkv js', 'tfjs-wasm', 'PyTorch', 'qkv vs tfjs', 'qkv vs PyTorch', 'peak MB qkv / tfjs / torch'];
+const lines = [header, header.map(() => '---')];
+for (const r of rows) {
+  const tf = tfjs[r.name], pt = torch[r.name];
+  const q = qkvMs(r);
+  lines.push([
+    r.name, r.unit,
+    r.unit === 'GFLOP/s' ? r.qkv.toFixed(1) : fmt(r, r.qkv),
+    r.js === undefined ? '—' : r.js.toFixed(2),
+    fmt(r, tf?.ms), fmt(r, pt?.ms),
+    tf ? `${(tf.ms / q).toFixed(2)}× faster` : '—',
+    pt ? `${(q / pt.ms).toFixed(2)}× time` : '—',
+    r.peak !== undefined ? `${r.peak.toFixed(0)} / ${tf?.peak_mb?.toFixed(0) ?? '—'} / ${pt?.peak_mb?.toFixed(0) ?? '—'}` : '',
+  ]);
+}
+const table = lines.map((l) => `| ${l.join(' | ')} |`).join('\n');
+const machine = `${cpus().length} × ${cpus()[0]?.model.trim()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, qkv wasm build ${wasmVariant()} with ${numThreads()} GEMM threads, load average at start ${loadStart}, at end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`;
+const minutes = ((performance.now() - started) / 60000).toFixed(1);
+log(`\n${machine}\n${torchNote}\n\n${table}\n\n(${minutes} min)`);
+writeFileSync(new URL('RESULTS.md', import.meta.url), `# Benchmark results
+
+Written by \`npm run bench\` (bench/index.ts) on ${new Date().toISOString().slice(0, 10)}, in ${minutes} minutes.
+
+Machine: ${machine}.
+Peers: TensorFlow.js with @tensorflow/tfjs-backend-wasm (SIMD, one thread under Node); ${torchNote || 'PyTorch not run'}.
+
+Every qkv workload was first checked against the js backend (GEMM on 67×93×131 in every layout; attention output and input gradient; two training steps' losses and weights) — see the \`check:\` lines of the run.
+GEMM rows are GFLOP/s (m×k×n, NN = C = A·B, NT = A·Bᵀ, TN = Aᵀ·B, TT = Aᵀ·Bᵀ), the others milliseconds; medians after a warm-up (calls over 3 s timed once).
+"qkv vs tfjs" is how many times faster qkv is; "qkv vs PyTorch" is qkv's time over PyTorch's (1 = parity, lower is better).
+MHA is \`nn.MultiheadAttention(512, 8, batchFirst)\` self-attention without returned weights, input (batch, length, 512); fwd+bwd includes the input gradient.
+The training step is \`models.Seq2Seq\` (dModel 256, 4 heads, 3+3 layers, dFf 1024, vocabulary 8000, dropout 0.1), 128 pairs × 32 tokens with some padding, \`F.crossEntropy\` with label smoothing 0.1 and \`optim.Adam\`; PyTorch runs the same model built from \`torch.nn.Transformer\`. TensorFlow.js has no Transformer to train and is not run there, nor at length 8192.
+Peak MB is the process's peak resident memory minus its resident memory just before the long-sequence forward (a fresh process each).
+Timings are only comparable within one run: on a shared machine a load average above the core count means other work took CPU from every contestant.
+
+${table}
+`);
+log(`wrote bench/RESULTS.md`);

@@ -1,0 +1,60 @@
+/**
+ * `qkv attention`: translate one sentence in Node and draw its attention as SVG (or an HTML page
+ * holding the SVG), without a browser. One head (--layer and --head), one layer's heads (--layer),
+ * one head across layers (--head), or every layer × head (neither).
+ */
+import { KIND_NAMES, translateWithAttention, type AttentionKind } from '../viz/attention-data.ts';
+import { standaloneHtml } from '../viz/compose.ts';
+import { attentionGridSvg, attentionHeatmapSvg, stackSize } from '../viz/translation.ts';
+import { atomicWrite, loadModelDir, UserError } from './files.ts';
+
+export interface AttentionCommandOptions {
+  sentence: string;
+  model: string;
+  out: string;
+  /** enc | dec | cross (or encoder | decoder). */
+  kind: string;
+  /** 1-based. */
+  layer?: number;
+  /** 1-based. */
+  head?: number;
+  beam: number;
+  alpha: number;
+  log: (line: string) => void;
+}
+
+const KINDS: Record<string, AttentionKind> = { enc: 'encoder', encoder: 'encoder', dec: 'decoder', decoder: 'decoder', cross: 'cross' };
+
+export function parseKind(kind: string): AttentionKind {
+  const k = KINDS[kind];
+  if (!k) throw new UserError(`--kind must be enc, dec or cross, got '${kind}'`);
+  return k;
+}
+
+export function attention(o: AttentionCommandOptions): void {
+  const kind = parseKind(o.kind);
+  if (!/\.(svg|html?)$/i.test(o.out)) throw new UserError(`--out must end in .svg or .html, got '${o.out}'`);
+  if (o.sentence.trim() === '') throw new UserError('the sentence is empty');
+  const { model, tokenizer } = loadModelDir(o.model);
+  const t = translateWithAttention(model, tokenizer, o.sentence, { beam: o.beam, alpha: o.alpha });
+  o.log(`"${t.source}" → "${t.translation}"`);
+  const { layers, heads } = stackSize(t, kind);
+  if (layers === 0) throw new UserError(`the translation is empty: there is no ${KIND_NAMES[kind]} to draw`);
+  if (o.layer !== undefined && (o.layer < 1 || o.layer > layers)) throw new UserError(`--layer ${o.layer} does not exist: the ${KIND_NAMES[kind]} has layers 1..${layers}`);
+  if (o.head !== undefined && (o.head < 1 || o.head > heads)) throw new UserError(`--head ${o.head} does not exist: this model has heads 1..${heads}`);
+  let svg: string;
+  let what: string;
+  if (o.layer !== undefined && o.head !== undefined) {
+    svg = attentionHeatmapSvg(t, kind, o.layer - 1, o.head - 1);
+    what = `layer ${o.layer}, head ${o.head}`;
+  } else {
+    const ls = o.layer !== undefined ? [o.layer - 1] : undefined;
+    const hs = o.head !== undefined ? [o.head - 1] : undefined;
+    svg = attentionGridSvg(t, kind, ls, hs);
+    what = `${o.layer !== undefined ? `layer ${o.layer}` : `${layers} layers`} × ${o.head !== undefined ? `head ${o.head}` : `${heads} heads`}`;
+  }
+  const body = /\.html?$/i.test(o.out) ? standaloneHtml(`${KIND_NAMES[kind]}: ${t.source}`, svg) : `<?xml version="1.0" encoding="UTF-8"?>\n${svg}\n`;
+  atomicWrite(o.out, body);
+  o.log(`wrote ${o.out}: ${KIND_NAMES[kind]}, ${what}`);
+  process.stdout.write(`${t.translation}\n`);
+}

@@ -1,0 +1,255 @@
+/**
+ * `qkv explore`: the attention explorer. A small static server for the page built by Vite
+ * (dist/web, `npm run build:web`) and for the three files of one model folder; the page fetches
+ * them and runs the model in the browser with qkv itself.
+ *
+ * It serves nothing else: the page's files are listed once at start, the model's three names are
+ * fixed, every other path (and any path with `..`) is refused. It binds 127.0.0.1 unless told
+ * otherwise, answers only to local host names when bound to a loopback address (no DNS
+ * rebinding), and sends the cross-origin isolation headers (COOP same-origin, COEP require-corp)
+ * that shared WebAssembly memory needs.
+ */
+import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { basename, extname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { UserError } from './files.ts';
+
+/** The three files of a model folder the page may fetch, under /model/. */
+export const MODEL_FILES = ['config.json', 'tokenizer.json', 'model.safetensors'] as const;
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.wasm': 'application/wasm',
+  '.map': 'application/json; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
+  '.safetensors': 'application/octet-stream',
+};
+
+const SECURITY_HEADERS: Record<string, string> = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'Content-Security-Policy': "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+  'Cache-Control': 'no-cache',
+};
+
+/** The package root (two levels above this file, in src/cli or dist/cli). */
+function packageRoot(): string {
+  return fileURLToPath(new URL('../../', import.meta.url));
+}
+
+/** The built page: dist/web under the package root, if it has an index.html. */
+export function findWebDir(): string | null {
+  const dir = join(packageRoot(), 'dist', 'web');
+  return existsSync(join(dir, 'index.html')) ? dir : null;
+}
+
+function isModelDir(dir: string): boolean {
+  return MODEL_FILES.every((f) => existsSync(join(dir, f)));
+}
+
+/**
+ * The model `qkv explore` opens without --model: models/multi30k-en-de if it exists, else the
+ * run folder (runs/NAME/) whose model.safetensors is newest; looked up in the current folder,
+ * then in the package root. Null when there is none.
+ */
+export function findDefaultModel(roots: readonly string[] = [process.cwd(), packageRoot()]): string | null {
+  for (const root of [...new Set(roots.map((r) => resolve(r)))]) {
+    const shipped = join(root, 'models', 'multi30k-en-de');
+    if (isModelDir(shipped)) return shipped;
+    const runs = join(root, 'runs');
+    if (!existsSync(runs)) continue;
+    let best: { dir: string; mtime: number } | null = null;
+    for (const name of readdirSync(runs)) {
+      const dir = join(runs, name);
+      try {
+        if (!statSync(dir).isDirectory() || !isModelDir(dir)) continue;
+        const mtime = statSync(join(dir, 'model.safetensors')).mtimeMs;
+        if (!best || mtime > best.mtime) best = { dir, mtime };
+      } catch {
+        continue;
+      }
+    }
+    if (best) return best.dir;
+  }
+  return null;
+}
+
+/** Every file under `dir`, by URL path ('/assets/x.js' → absolute path). */
+function listFiles(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      const st = statSync(p);
+      if (st.isDirectory()) walk(p);
+      else if (st.isFile()) out.set(`/${relative(dir, p).split(sep).join('/')}`, p);
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+const LOCAL_NAMES = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}
+
+export interface ExploreServerOptions {
+  /** The built page (dist/web). */
+  webDir: string;
+  /** The model folder served under /model/, or null. */
+  modelDir: string | null;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 8080; 0 picks a free port. */
+  port?: number;
+}
+
+export interface ExploreServer {
+  server: Server;
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Why a request is refused, or null. */
+function refusal(rawPath: string): { status: number; reason: string } | null {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(rawPath);
+  } catch {
+    return { status: 400, reason: 'bad URL encoding' };
+  }
+  if (!decoded.startsWith('/')) return { status: 400, reason: 'bad path' };
+  if (decoded.includes('\0') || decoded.includes('\\') || decoded.split('/').some((s) => s === '..' || s === '.')) return { status: 403, reason: 'forbidden path' };
+  return null;
+}
+
+export function startExploreServer(o: ExploreServerOptions): Promise<ExploreServer> {
+  const host = o.host ?? '127.0.0.1';
+  const files = listFiles(o.webDir);
+  if (!files.has('/index.html')) throw new UserError(`${o.webDir} has no index.html: build the page with \`npm run build:web\``);
+  files.set('/', files.get('/index.html')!);
+  const modelName = o.modelDir ? basename(resolve(o.modelDir)) : null;
+  const checkHost = isLoopback(host);
+
+  const send = (res: ServerResponse, status: number, text: string, extra: Record<string, string> = {}) => {
+    res.writeHead(status, { ...SECURITY_HEADERS, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': String(Buffer.byteLength(text)), ...extra });
+    res.end(text);
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });
+    if (checkHost) {
+      const h = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+      if (!LOCAL_NAMES.has(h) && h !== host) return send(res, 403, 'forbidden host\n');
+    }
+    const raw = (req.url ?? '/').split('?')[0].split('#')[0];
+    const bad = refusal(raw);
+    if (bad) return send(res, bad.status, `${bad.reason}\n`);
+    const path = decodeURIComponent(raw);
+    let file: string | undefined;
+    if (path.startsWith('/model/')) {
+      const name = path.slice('/model/'.length);
+      if (o.modelDir && (MODEL_FILES as readonly string[]).includes(name)) file = join(o.modelDir, name);
+    } else {
+      file = files.get(path);
+    }
+    let size: number;
+    try {
+      if (!file) throw new Error('not served');
+      const st = statSync(file);
+      if (!st.isFile()) throw new Error('not a file');
+      size = st.size;
+    } catch {
+      return send(res, 404, 'not found\n');
+    }
+    const headers: Record<string, string> = {
+      ...SECURITY_HEADERS,
+      'Content-Type': TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream',
+      'Content-Length': String(size),
+    };
+    if (modelName && path.startsWith('/model/')) headers['X-Qkv-Model'] = encodeURIComponent(modelName);
+    res.writeHead(200, headers);
+    if (req.method === 'HEAD') return res.end();
+    const stream = createReadStream(file);
+    stream.on('error', () => res.destroy());
+    stream.pipe(res);
+  };
+
+  const server = createServer((req, res) => {
+    try {
+      handle(req, res);
+    } catch {
+      if (!res.headersSent) send(res, 500, 'internal error\n');
+      else res.destroy();
+    }
+  });
+  return new Promise((resolvePromise, reject) => {
+    server.once('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EADDRINUSE') reject(new UserError(`port ${o.port ?? 8080} on ${host} is in use: pass --port N (0 = any free port)`));
+      else if (e.code === 'EADDRNOTAVAIL' || e.code === 'ENOTFOUND') reject(new UserError(`cannot bind --host ${host}: ${e.message}`));
+      else reject(e);
+    });
+    server.listen(o.port ?? 8080, host, () => {
+      const port = (server.address() as AddressInfo).port;
+      const shown = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+      resolvePromise({
+        server,
+        port,
+        url: `http://${shown}:${port}/`,
+        close: () => new Promise<void>((r) => {
+          server.closeAllConnections();
+          server.close(() => r());
+        }),
+      });
+    });
+  });
+}
+
+export interface ExploreCommandOptions {
+  model?: string;
+  port: number;
+  host: string;
+  log: (line: string) => void;
+}
+
+export async function explore(o: ExploreCommandOptions): Promise<ExploreServer> {
+  const webDir = findWebDir();
+  if (!webDir) throw new UserError(`the explorer page is not built (no ${join(packageRoot(), 'dist', 'web', 'index.html')}): run \`npm run build:web\``);
+  let modelDir: string | null;
+  if (o.model) {
+    modelDir = resolve(o.model);
+    if (!existsSync(modelDir)) throw new UserError(`model folder not found: ${o.model}`);
+    const missing = MODEL_FILES.filter((f) => !existsSync(join(modelDir!, f)));
+    if (missing.length > 0) throw new UserError(`${o.model} lacks ${missing.join(', ')} (a model folder holds ${MODEL_FILES.join(', ')})`);
+  } else {
+    modelDir = findDefaultModel();
+    if (!modelDir) {
+      o.log('qkv explore: no model found (looked for models/multi30k-en-de, then runs/*/ with a model.safetensors).');
+      o.log('  The Translate view needs one: pass --model DIR, or train one with `qkv train --out runs/NAME`.');
+      o.log('  The positional-encoding and step-by-step views work without a model.');
+    }
+  }
+  const s = await startExploreServer({ webDir, modelDir, host: o.host, port: o.port });
+  if (modelDir) {
+    const rel = relative(process.cwd(), modelDir);
+    o.log(`qkv explore: model ${rel === '' ? '.' : rel.startsWith('..') ? modelDir : rel}`);
+  }
+  if (!isLoopback(o.host)) o.log(`qkv explore: listening on ${o.host}: anyone who can reach this address can load the page and the model`);
+  o.log(`qkv explore: open ${s.url}  (Ctrl-C stops)`);
+  return s;
+}

@@ -1,0 +1,344 @@
+/**
+ * `qkv train-lm` and `qkv generate`: a GPT trained on a text file (one line = one document),
+ * character-level or BPE, and sampled from with streaming output.
+ *
+ * A language-model folder holds config.json (format 'qkv-gpt'), tokenizer.json (a qkv-chars
+ * tokenizer or a Hugging Face BPE tokenizer.json), model.safetensors (the weights of the best
+ * validation loss so far), train-state.safetensors (for --resume) and history.json.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import cliProgress from 'cli-progress';
+import { InvalidArgumentError } from 'commander';
+import { generateStream } from '../decode/gpt.ts';
+import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
+import { GPT, type GPTConfig } from '../models/gpt.ts';
+import { manualSeed } from '../tensor/random.ts';
+import type { Tensor } from '../tensor/tensor.ts';
+import { BpeTokenizer } from '../text/bpe.ts';
+import { CharTokenizer } from '../text/chars.ts';
+import { LM_PRESETS, LmTrainer, decodeLines, encodeLines, evaluateLm, type LmTokenizer } from '../train/lm.ts';
+import { readLines } from './corpus.ts';
+import { atomicWrite, UserError } from './files.ts';
+
+type TokenizerKind = 'char' | 'bpe';
+
+export interface LmConfigFile {
+  format: 'qkv-gpt';
+  version: 1;
+  model: GPTConfig;
+  tokenizer: TokenizerKind;
+  /** How it was trained (preset, recipe, data), for reference. */
+  training?: Record<string, unknown>;
+}
+
+export interface LoadedLm {
+  model: GPT;
+  tokenizer: LmTokenizer;
+  /** The id that ends a line: '\n' for characters, EOS for BPE. */
+  separatorId: number;
+  config: LmConfigFile;
+}
+
+export const DEFAULT_LM_DATA = 'data/multi30k/train.en.gz';
+export const DEFAULT_LM_VAL = 'data/multi30k/val.en.gz';
+const STATE = 'train-state.safetensors';
+
+// ---- Argument parsers (commander) -------------------------------------------------------------
+
+export function nonNegativeNumber(name: string) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`${name} must be a number >= 0, got '${v}'`);
+    return n;
+  };
+}
+
+export function nonNegativeInt(name: string) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be an integer >= 0, got '${v}'`);
+    return n;
+  };
+}
+
+export function probability(name: string) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (v.trim() === '' || !(n > 0 && n <= 1)) throw new InvalidArgumentError(`${name} must be a number in (0, 1], got '${v}'`);
+    return n;
+  };
+}
+
+// ---- Model folders ----------------------------------------------------------------------------
+
+function separatorOf(tokenizer: LmTokenizer): number {
+  if (tokenizer instanceof CharTokenizer) return tokenizer.tokenToId('\n')!;
+  return (tokenizer as BpeTokenizer).eosId;
+}
+
+function readJson(path: string, what: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    throw new UserError(`${what} not found: ${path}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new UserError(`${what} is not valid JSON: ${path} (${(e as Error).message})`);
+  }
+}
+
+/** The model (random weights) and tokenizer of a language-model folder. */
+export function loadLmShape(dir: string): LoadedLm {
+  if (!existsSync(dir)) throw new UserError(`model folder not found: ${dir}`);
+  const cpath = join(dir, 'config.json');
+  const config = readJson(cpath, 'model config') as LmConfigFile;
+  if (config.format !== 'qkv-gpt' || !config.model) {
+    throw new UserError(`${cpath}: expected format 'qkv-gpt' (a language model from qkv train-lm), got format '${String(config.format)}'`);
+  }
+  const tpath = join(dir, 'tokenizer.json');
+  const tjson = readJson(tpath, 'tokenizer');
+  let tokenizer: LmTokenizer;
+  let model: GPT;
+  try {
+    tokenizer = config.tokenizer === 'char' ? CharTokenizer.fromJSON(tjson) : BpeTokenizer.fromJSON(tjson);
+  } catch (e) {
+    throw new UserError(`${tpath}: ${(e as Error).message}`);
+  }
+  try {
+    model = new GPT(config.model);
+  } catch (e) {
+    throw new UserError(`${cpath}: ${(e as Error).message}`);
+  }
+  if (tokenizer.vocabSize !== model.config.vocabSize) {
+    throw new UserError(`${dir}: the tokenizer has ${tokenizer.vocabSize} tokens, the model ${model.config.vocabSize}`);
+  }
+  return { model, tokenizer, separatorId: separatorOf(tokenizer), config };
+}
+
+/** Load a folder written by `qkv train-lm`, weights included, in eval mode. */
+export function loadLmDir(dir: string): LoadedLm {
+  const lm = loadLmShape(dir);
+  const wpath = join(dir, 'model.safetensors');
+  if (!existsSync(wpath)) throw new UserError(`model weights not found: ${wpath}`);
+  let tensors: Record<string, Tensor>;
+  try {
+    tensors = readSafetensors(readFileSync(wpath)).tensors;
+    lm.model.loadStateDict(tensors, { strict: true });
+  } catch (e) {
+    throw new UserError(`${wpath}: ${(e as Error).message}`);
+  }
+  lm.model.eval();
+  return lm;
+}
+
+function saveLmDir(dir: string, model: GPT, tokenizer: LmTokenizer, kind: TokenizerKind, training: Record<string, unknown>): void {
+  const config: LmConfigFile = { format: 'qkv-gpt', version: 1, model: model.config, tokenizer: kind, training };
+  atomicWrite(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+  atomicWrite(join(dir, 'tokenizer.json'), JSON.stringify(tokenizer.toJSON()));
+}
+
+// ---- qkv train-lm -----------------------------------------------------------------------------
+
+export interface TrainLmArgs {
+  out: string;
+  data?: string;
+  val?: string;
+  tokenizer: string;
+  vocabSize?: number;
+  preset: string;
+  resume: boolean;
+  maxSteps?: number;
+  batchSize?: number;
+  lr?: number;
+  warmup?: number;
+  evalEvery?: number;
+  saveEvery?: number;
+  evalTokens: number;
+  seed?: number;
+  log: (line: string) => void;
+}
+
+interface LmHistoryEntry {
+  step: number;
+  trainLoss: number;
+  valLoss: number;
+  seconds: number;
+}
+
+/** Training and validation lines: --val, the Multi30K val split for the default data, else the last 10% of --data. */
+function readCorpus(a: TrainLmArgs): { train: string[]; val: string[]; valFrom: string } {
+  const dataPath = a.data ?? DEFAULT_LM_DATA;
+  const lines = readLines(dataPath);
+  const valPath = a.val ?? (a.data === undefined ? DEFAULT_LM_VAL : undefined);
+  if (valPath) return { train: lines, val: readLines(valPath), valFrom: valPath };
+  if (lines.length < 2) throw new UserError(`${dataPath} has ${lines.length} line(s); give at least 2 (10% are held out for validation) or pass --val FILE`);
+  const nVal = Math.max(1, Math.floor(lines.length / 10));
+  return { train: lines.slice(0, -nVal), val: lines.slice(-nVal), valFrom: `last ${nVal} lines of ${dataPath}` };
+}
+
+export function trainLm(a: TrainLmArgs): void {
+  const preset = LM_PRESETS[a.preset];
+  if (!preset) throw new UserError(`unknown preset '${a.preset}', expected one of: ${Object.keys(LM_PRESETS).join(', ')}`);
+  if (a.tokenizer !== 'char' && a.tokenizer !== 'bpe') throw new UserError(`unknown tokenizer '${a.tokenizer}', expected char or bpe`);
+  const statePath = join(a.out, STATE);
+  if (!a.resume && existsSync(statePath)) throw new UserError(`${a.out} already holds a training run; pass --resume to continue it, or choose another --out`);
+  if (a.resume && !existsSync(statePath)) throw new UserError(`--resume: no training state in ${a.out} (${STATE} not found)`);
+
+  const corpus = readCorpus(a);
+  let lm: { model: GPT; tokenizer: LmTokenizer; kind: TokenizerKind };
+  if (a.resume) {
+    const loaded = loadLmShape(a.out); // the weights come from the training state below
+    lm = { model: loaded.model, tokenizer: loaded.tokenizer, kind: loaded.config.tokenizer };
+  } else {
+    const kind = a.tokenizer as TokenizerKind;
+    let tokenizer: LmTokenizer;
+    if (kind === 'char') {
+      tokenizer = CharTokenizer.learn(corpus.train);
+    } else {
+      const vocabSize = a.vocabSize ?? preset.bpeVocabSize;
+      a.log(`learning a BPE vocabulary of ${vocabSize} on ${corpus.train.length} lines`);
+      tokenizer = BpeTokenizer.learn(corpus.train, { vocabSize });
+    }
+    manualSeed(a.seed ?? preset.recipe.seed ?? 1);
+    lm = { model: new GPT({ ...preset.model, vocabSize: tokenizer.vocabSize }), tokenizer, kind };
+  }
+  const { model, tokenizer } = lm;
+  const sep = separatorOf(tokenizer);
+  const trainIds = encodeLines(tokenizer, corpus.train, sep);
+  const valIds = encodeLines(tokenizer, corpus.val, sep);
+  const maxSteps = a.maxSteps ?? preset.maxSteps;
+  const recipe = {
+    ...preset.recipe,
+    decaySteps: maxSteps,
+    ...(a.batchSize !== undefined && { batchSize: a.batchSize }),
+    ...(a.lr !== undefined && { lr: a.lr, minLr: a.lr / 10 }),
+    ...(a.warmup !== undefined && { warmup: a.warmup }),
+    ...(a.seed !== undefined && { seed: a.seed }),
+  };
+  if (recipe.warmup !== undefined && recipe.warmup > maxSteps) recipe.warmup = maxSteps;
+  let trainer: LmTrainer;
+  try {
+    trainer = new LmTrainer(model, trainIds, recipe);
+  } catch (e) {
+    throw new UserError((e as Error).message);
+  }
+  const training = { preset: a.preset, recipe: trainer.options, maxSteps, data: a.data ?? DEFAULT_LM_DATA, validation: corpus.valFrom };
+  if (a.resume) {
+    try {
+      trainer.loadState(readFileSync(statePath));
+    } catch (e) {
+      throw new UserError(`${statePath}: ${(e as Error).message}`);
+    }
+    a.log(`resumed at step ${trainer.position.step}`);
+  } else {
+    saveLmDir(a.out, model, tokenizer, lm.kind, training);
+  }
+  const evalEvery = a.evalEvery ?? preset.evalEvery;
+  const saveEvery = a.saveEvery ?? preset.saveEvery;
+  const perStep = trainer.options.batchSize * trainer.options.seqLen;
+  a.log(`${model.numParameters().toLocaleString('en-US')} parameters, ${lm.kind} vocabulary of ${tokenizer.vocabSize}, ` +
+    `${trainIds.length.toLocaleString('en-US')} training tokens (${(trainIds.length / perStep).toFixed(0)} steps per epoch), ` +
+    `${valIds.length.toLocaleString('en-US')} validation tokens`);
+
+  const historyPath = join(a.out, 'history.json');
+  // A run killed between an evaluation and the next saved state resumes from that state: drop the later entries.
+  const history = (existsSync(historyPath) ? (JSON.parse(readFileSync(historyPath, 'utf8')) as LmHistoryEntry[]) : [])
+    .filter((h) => h.step <= trainer.position.step);
+  let best = history.reduce((m, h) => Math.min(m, h.valLoss), Infinity);
+  const bar = new cliProgress.SingleBar({
+    format: 'train-lm |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | ETA {eta_formatted}',
+    stream: process.stderr,
+    noTTYOutput: !process.stderr.isTTY,
+    notTTYSchedule: 15000,
+    etaBuffer: 50,
+    hideCursor: true,
+  }, cliProgress.Presets.shades_classic);
+  const start = trainer.position.step;
+  if (start < maxSteps) bar.start(maxSteps, start, { loss: '-', lr: '-', tps: '-' });
+  let ema = Number.NaN;
+  let tokens = 0;
+  let t0 = performance.now();
+  const started = performance.now();
+  while (trainer.position.step < maxSteps) {
+    const r = trainer.step();
+    ema = Number.isNaN(ema) ? r.loss : 0.95 * ema + 0.05 * r.loss;
+    tokens += r.tokens;
+    bar.update(r.step, { loss: ema.toFixed(3), lr: r.lr.toExponential(2), tps: (tokens / ((performance.now() - t0) / 1000)).toFixed(0) });
+    const last = r.step === maxSteps;
+    if (r.step % evalEvery === 0 || last) {
+      const valLoss = evaluateLm(model, valIds, { batchSize: trainer.options.batchSize, maxTokens: a.evalTokens });
+      const seconds = (performance.now() - started) / 1000;
+      history.push({ step: r.step, trainLoss: ema, valLoss, seconds });
+      const improved = valLoss < best;
+      if (improved) {
+        best = valLoss;
+        atomicWrite(join(a.out, 'model.safetensors'), writeSafetensors(model.stateDict()));
+      }
+      atomicWrite(historyPath, `${JSON.stringify(history, null, 1)}\n`);
+      bar.stop();
+      a.log(`step ${r.step}: train loss ${ema.toFixed(3)}, val loss ${valLoss.toFixed(3)}${improved ? ' (best, saved)' : ''}`);
+      if (!last) bar.start(maxSteps, r.step, { loss: ema.toFixed(3), lr: r.lr.toExponential(2), tps: '-' });
+      tokens = 0;
+      t0 = performance.now();
+    }
+    if (r.step % saveEvery === 0 || last) atomicWrite(statePath, trainer.saveState());
+  }
+  bar.stop();
+  if (!existsSync(join(a.out, 'model.safetensors'))) atomicWrite(join(a.out, 'model.safetensors'), writeSafetensors(model.stateDict()));
+  a.log(`done: ${a.out} (${trainer.position.step} steps; best val loss ${best.toFixed(3)})`);
+}
+
+// ---- qkv generate -----------------------------------------------------------------------------
+
+export interface GenerateArgs {
+  model: string;
+  prompt: string;
+  maxTokens: number;
+  temperature: number;
+  topK?: number;
+  topP?: number;
+  seed?: number;
+  cache: boolean;
+  log: (line: string) => void;
+  /** Where the text goes (default: stdout). */
+  write?: (text: string) => void;
+}
+
+export function generateText(a: GenerateArgs): void {
+  if (a.prompt === '') throw new UserError('--prompt is empty: give some text to continue');
+  const { model, tokenizer, separatorId } = loadLmDir(a.model);
+  const blockSize = model.config.blockSize;
+  // Each line of the prompt ends with the separator, as in training; the first starts after one
+  // (a line start) when there is room for it.
+  const body = encodeLines(tokenizer, a.prompt.split('\n'), separatorId);
+  const ids = [...body.subarray(0, body.length - 1)];
+  if (ids.length > blockSize) throw new UserError(`the prompt is ${ids.length} tokens long; this model's context holds ${blockSize}`);
+  if (tokenizer instanceof CharTokenizer || tokenizer instanceof BpeTokenizer) {
+    const unknown = ids.filter((id) => id === tokenizer.unkId).length;
+    if (unknown > 0) a.log(`warning: ${unknown} prompt token(s) are not in the model's vocabulary (encoded as unknown)`);
+  }
+  const prompt = ids.length < blockSize ? [separatorId, ...ids] : ids;
+  const seed = a.seed ?? Math.floor(Math.random() * 2 ** 31);
+  const write = a.write ?? ((s: string) => process.stdout.write(s));
+  const all = ids.slice(); // the prompt and what follows it, as shown
+  let shown = decodeLines(tokenizer, all, separatorId);
+  write(shown);
+  const t0 = performance.now();
+  let n = 0;
+  for (const t of generateStream(model, prompt, {
+    maxTokens: a.maxTokens, temperature: a.temperature, topK: a.topK, topP: a.topP, seed, useCache: a.cache,
+  })) {
+    all.push(t.id);
+    n++;
+    const text = decodeLines(tokenizer, all, separatorId);
+    write(text.slice(shown.length));
+    shown = text;
+  }
+  if (!shown.endsWith('\n')) write('\n');
+  const s = (performance.now() - t0) / 1000;
+  a.log(`${n} tokens in ${s.toFixed(2)} s (${((1000 * s) / Math.max(1, n)).toFixed(1)} ms/token, ${a.cache ? 'KV cache' : 'no cache'}), seed ${seed}`);
+}

@@ -1,0 +1,256 @@
+/**
+ * A decoder-only language model in GPT-2's layout (Radford et al. 2019), readable top to bottom:
+ * a token is embedded (wte), given its position (wpe, or the paper's sinusoids), passed through
+ * nLayer pre-norm blocks of causal self-attention and an MLP, normalised once more (ln_f), and
+ * projected back onto the vocabulary with the token embedding matrix itself (tied weights).
+ *
+ * State-dict names are GPT-2's module paths with torch.nn layers inside them:
+ *
+ *   wte.weight                         (vocabSize, nEmbd)
+ *   wpe.weight                         (blockSize, nEmbd)      learned positions only
+ *   h.{i}.ln_1.weight / .bias          (nEmbd)
+ *   h.{i}.attn.in_proj_weight / _bias  (3·nEmbd, nEmbd) / (3·nEmbd)   torch.nn.MultiheadAttention
+ *   h.{i}.attn.out_proj.weight / .bias (nEmbd, nEmbd) / (nEmbd)
+ *   h.{i}.ln_2.weight / .bias          (nEmbd)
+ *   h.{i}.mlp.c_fc.weight / .bias      (4·nEmbd, nEmbd) / (4·nEmbd)    torch.nn.Linear layout
+ *   h.{i}.mlp.c_proj.weight / .bias    (nEmbd, 4·nEmbd) / (nEmbd)
+ *   ln_f.weight / .bias                (nEmbd)
+ *
+ * There is no lm_head.weight: the output projection is wte.weight. Hugging Face's GPT-2 stores
+ * `attn.c_attn` / `attn.c_proj` / `mlp.c_fc` / `mlp.c_proj` as Conv1D, i.e. the transposes of these
+ * (c_attn.weight (E, 3E) = in_proj_weightᵀ, attn.c_proj.weight = out_proj.weightᵀ, ...).
+ */
+import * as F from '../ops/index.ts';
+import { MultiheadAttention } from '../nn/attention.ts';
+import { constant_, normal_ } from '../nn/init.ts';
+import { Dropout, Embedding, LayerNorm, Linear, sinusoidalTable } from '../nn/layers.ts';
+import { Module, ModuleList } from '../nn/module.ts';
+import { shapeToString } from '../tensor/shape.ts';
+import { Tensor } from '../tensor/tensor.ts';
+
+/** Everything that defines a GPT; saved as config.json beside the weights. */
+export interface GPTConfig {
+  /** Tokens in the vocabulary (set from the tokenizer). */
+  vocabSize: number;
+  /** Context length: the most positions the model sees at once (GPT-2: 1024). */
+  blockSize: number;
+  /** Number of transformer blocks. */
+  nLayer: number;
+  /** Attention heads per block; each is nEmbd / nHead wide. */
+  nHead: number;
+  /** Width of the embeddings and of the residual stream (d_model). The MLP is 4·nEmbd wide. */
+  nEmbd: number;
+  /** Dropout on embeddings+positions, on attention weights and on each block's two outputs (GPT-2: 0.1). */
+  dropout: number;
+  /** 'learned': GPT-2's trained table wpe; 'sinusoidal': the paper's fixed sinusoids (§3.5), no parameters. */
+  positions: 'learned' | 'sinusoidal';
+}
+
+/** GPT-2 "small" (124M): 124,439,808 parameters, as Hugging Face's `gpt2`. Too big to train on a CPU. */
+export const GPT2_124M: GPTConfig = {
+  vocabSize: 50257, blockSize: 1024, nLayer: 12, nHead: 12, nEmbd: 768, dropout: 0.1, positions: 'learned',
+};
+
+/** Seconds per step on a CPU: smoke tests and CLI tests (the vocabulary is set from the tokenizer). */
+export const GPT_TINY: GPTConfig = {
+  vocabSize: 256, blockSize: 64, nLayer: 2, nHead: 2, nEmbd: 64, dropout: 0, positions: 'learned',
+};
+
+/** A character-level model of Multi30K's English captions that a 2-core CPU trains in under an hour. */
+export const GPT_SMALL: GPTConfig = {
+  vocabSize: 256, blockSize: 128, nLayer: 4, nHead: 4, nEmbd: 128, dropout: 0.1, positions: 'learned',
+};
+
+/** Parameters of a GPT with this config, without building it: 12·E² + 13·E per block, plus the tables. */
+export function gptParameterCount(c: GPTConfig): number {
+  const E = c.nEmbd;
+  const block = 2 * E + (3 * E * E + 3 * E) + (E * E + E) + 2 * E + (4 * E * E + 4 * E) + (4 * E * E + E);
+  return c.vocabSize * E + (c.positions === 'learned' ? c.blockSize * E : 0) + c.nLayer * block + 2 * E;
+}
+
+/**
+ * The KV cache of incremental decoding: per block, the keys and values (B, nHead, t, headDim) of
+ * every position fed so far. Made by `GPT.initCache`, grown by `GPT.forwardCached`.
+ */
+export class GPTCache {
+  readonly layers: { k: Tensor | null; v: Tensor | null }[];
+  /** Positions fed so far (t): the position of the next token. */
+  length = 0;
+
+  constructor(numLayers: number) {
+    this.layers = Array.from({ length: numLayers }, () => ({ k: null, v: null }));
+  }
+}
+
+/** The position-wise feed-forward block: GELU(x·W_fc + b)·W_proj + b, then dropout. */
+export class MLP extends Module {
+  readonly fc: Linear;
+  readonly proj: Linear;
+  readonly dropout: Dropout;
+
+  constructor(nEmbd: number, dropout: number) {
+    super();
+    this.fc = this.registerModule('c_fc', new Linear(nEmbd, 4 * nEmbd));
+    this.proj = this.registerModule('c_proj', new Linear(4 * nEmbd, nEmbd));
+    this.dropout = this.registerModule('dropout', new Dropout(dropout));
+  }
+
+  forward(x: Tensor): Tensor {
+    return this.dropout.forward(this.proj.forward(F.gelu(this.fc.forward(x))));
+  }
+}
+
+/** One pre-norm block (GPT-2): x + attn(ln_1(x)), then x + mlp(ln_2(x)). */
+export class Block extends Module {
+  readonly ln1: LayerNorm;
+  readonly attn: MultiheadAttention;
+  readonly ln2: LayerNorm;
+  readonly mlp: MLP;
+  /** Dropout on the attention output before it joins the residual stream. */
+  readonly residDropout: Dropout;
+
+  constructor(c: GPTConfig) {
+    super();
+    this.ln1 = this.registerModule('ln_1', new LayerNorm(c.nEmbd));
+    this.attn = this.registerModule('attn', new MultiheadAttention(c.nEmbd, c.nHead, { dropout: c.dropout, batchFirst: true }));
+    this.ln2 = this.registerModule('ln_2', new LayerNorm(c.nEmbd));
+    this.mlp = this.registerModule('mlp', new MLP(c.nEmbd, c.dropout));
+    this.residDropout = this.registerModule('resid_dropout', new Dropout(c.dropout));
+  }
+
+  /** x (B, T, nEmbd); position i attends to positions 0..i only. */
+  forward(x: Tensor): Tensor {
+    const h = this.ln1.forward(x);
+    const { output } = this.attn.forward(h, h, h, { isCausal: true, needWeights: false });
+    x = F.add(x, this.residDropout.forward(output));
+    return F.add(x, this.mlp.forward(this.ln2.forward(x)));
+  }
+
+  /**
+   * The same for L new positions x (B, L, nEmbd) that follow the t cached ones: only the new
+   * positions are projected; their keys/values join the cache; they attend to every cached
+   * position and causally among themselves. With needWeights, also the attention (B, h, L, t + L).
+   */
+  forwardCached(x: Tensor, cache: { k: Tensor | null; v: Tensor | null }, needWeights = false): { output: Tensor; weights: Tensor | null } {
+    const L = x.shape[1];
+    const { q, k, v } = this.attn.projectSelf(this.ln1.forward(x));
+    cache.k = cache.k ? F.cat([cache.k, k], 2) : k;
+    cache.v = cache.v ? F.cat([cache.v, v], 2) : v;
+    const r = this.attn.attendProjected(q, cache.k, cache.v, { isCausal: L > 1, needWeights });
+    x = F.add(x, this.residDropout.forward(r.output));
+    return { output: F.add(x, this.mlp.forward(this.ln2.forward(x))), weights: r.weights };
+  }
+}
+
+export class GPT extends Module {
+  readonly config: GPTConfig;
+  /** Token embedding, also the output projection. */
+  readonly wte: Embedding;
+  /** Learned position table (positions 'learned'), else null. */
+  readonly wpe: Embedding | null;
+  /** Fixed sinusoid table (positions 'sinusoidal'): a buffer, not saved. */
+  readonly pe: Tensor | null;
+  readonly drop: Dropout;
+  readonly h: ModuleList<Block>;
+  readonly lnF: LayerNorm;
+
+  constructor(config: GPTConfig) {
+    super();
+    checkConfig(config);
+    this.config = { ...config };
+    const c = this.config;
+    this.wte = this.registerModule('wte', new Embedding(c.vocabSize, c.nEmbd));
+    this.wpe = c.positions === 'learned' ? this.registerModule('wpe', new Embedding(c.blockSize, c.nEmbd)) : null;
+    this.pe = c.positions === 'sinusoidal' ? this.registerBuffer('pe', sinusoidalTable(c.blockSize, c.nEmbd), false) : null;
+    this.drop = this.registerModule('drop', new Dropout(c.dropout));
+    this.h = this.registerModule('h', new ModuleList(Array.from({ length: c.nLayer }, () => new Block(c))));
+    this.lnF = this.registerModule('ln_f', new LayerNorm(c.nEmbd));
+    this.initWeights();
+  }
+
+  /**
+   * GPT-2's initialisation: every weight matrix and table N(0, 0.02), biases zero, and the two
+   * projections that write into the residual stream (attn.out_proj, mlp.c_proj) N(0, 0.02/√(2·nLayer)),
+   * so the stream's variance does not grow with depth.
+   */
+  private initWeights(): void {
+    const residStd = 0.02 / Math.sqrt(2 * this.config.nLayer);
+    for (const [name, p] of this.namedParameters()) {
+      if (name.endsWith('bias')) constant_(p, 0);
+      else if (name.startsWith('ln_') || name.includes('.ln_')) constant_(p, 1);
+      else if (name.endsWith('out_proj.weight') || name.endsWith('c_proj.weight')) normal_(p, 0, residStd);
+      else normal_(p, 0, 0.02);
+    }
+  }
+
+  /** ids (B, T) -> (B, T, nEmbd): token embedding + the embedding of positions offset..offset+T−1, then dropout. */
+  embed(ids: Tensor, offset = 0): Tensor {
+    const T = ids.shape[1];
+    const E = this.config.nEmbd;
+    const B = this.config.blockSize;
+    if (!Number.isInteger(offset) || offset < 0 || offset + T > B) {
+      throw new Error(`GPT: positions ${offset}..${offset + T - 1} exceed the context of blockSize ${B}`);
+    }
+    let pos: Tensor;
+    if (this.wpe) {
+      pos = this.wpe.forward(new Tensor(Int32Array.from({ length: T }, (_, i) => offset + i), [T], 'int32'));
+    } else {
+      pos = new Tensor((this.pe!.data as Float32Array).subarray(offset * E, (offset + T) * E), [T, E], 'float32');
+    }
+    return this.drop.forward(F.add(this.wte.forward(ids), pos));
+  }
+
+  /** Logits over the vocabulary with the tied matrix: h·wteᵀ. */
+  head(h: Tensor): Tensor {
+    return F.linear(this.lnF.forward(h), this.wte.weight);
+  }
+
+  /** Next-token logits (B, T, vocabSize) for ids (B, T): row t depends on ids[:, 0..t] only. */
+  forward(ids: Tensor): Tensor {
+    this.checkIds(ids, 'ids');
+    let x = this.embed(ids);
+    for (const block of this.h) x = block.forward(x);
+    return this.head(x);
+  }
+
+  /** An empty KV cache for incremental decoding. */
+  initCache(): GPTCache {
+    return new GPTCache(this.config.nLayer);
+  }
+
+  /**
+   * Incremental decoding: logits (B, L, vocabSize) for L new ids (B, L) at positions
+   * cache.length .. cache.length + L − 1, attending to everything cached; the cache grows by L.
+   * Equal to the matching rows of forward() over the whole sequence. Feed the prompt in one call
+   * (prefill), then one id per call. With needWeights, per block the attention (B, nHead, L, t + L).
+   */
+  forwardCached(ids: Tensor, cache: GPTCache, options: { needWeights?: boolean } = {}): { logits: Tensor; weights: Tensor[] | null } {
+    this.checkIds(ids, 'ids');
+    if (cache.layers.length !== this.config.nLayer) throw new Error(`GPT: cache has ${cache.layers.length} layers, the model ${this.config.nLayer}`);
+    let x = this.embed(ids, cache.length);
+    const weights: Tensor[] = [];
+    let i = 0;
+    for (const block of this.h) {
+      const r = block.forwardCached(x, cache.layers[i++], options.needWeights);
+      x = r.output;
+      if (r.weights) weights.push(r.weights);
+    }
+    cache.length += ids.shape[1];
+    return { logits: this.head(x), weights: options.needWeights ? weights : null };
+  }
+
+  private checkIds(ids: Tensor, arg: string): void {
+    if (ids.dtype !== 'int32' || ids.ndim !== 2 || ids.shape[1] < 1) {
+      throw new Error(`GPT: ${arg} must be int32 token ids of shape (B, T), got ${ids.dtype} ${shapeToString(ids.shape)}`);
+    }
+  }
+}
+
+function checkConfig(c: GPTConfig): void {
+  for (const k of ['vocabSize', 'blockSize', 'nLayer', 'nHead', 'nEmbd'] as const) {
+    if (!Number.isInteger(c[k]) || c[k] <= 0) throw new Error(`GPT: config.${k} must be a positive integer, got ${c[k]}`);
+  }
+  if (c.nEmbd % c.nHead !== 0) throw new Error(`GPT: nEmbd ${c.nEmbd} is not divisible by nHead ${c.nHead}`);
+  if (!(c.dropout >= 0 && c.dropout < 1)) throw new Error(`GPT: dropout must be in [0, 1), got ${c.dropout}`);
+  if (c.positions !== 'learned' && c.positions !== 'sinusoidal') throw new Error(`GPT: positions must be 'learned' or 'sinusoidal', got '${String(c.positions)}'`);
+}

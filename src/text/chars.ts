@@ -1,0 +1,94 @@
+/**
+ * Character-level tokenizer: one id per Unicode code point seen while learning, plus `<unk>` for
+ * the rest. Same shape as BpeTokenizer (learn, encode, decode, toJSON, fromJSON), so a language
+ * model can be trained on either. The saved form is a small JSON object (not a Hugging Face file):
+ *   { "type": "qkv-chars", "version": 1, "unk_token": "<unk>", "vocab": ["<unk>", "\n", " ", "!", ...] }
+ * with the token of id i at vocab[i].
+ *
+ * Round trip: `decode(encode(s)) === s` for every `s` made of characters seen while learning.
+ * Pure TypeScript: runs in Node and in browsers.
+ */
+
+export interface CharTokenizerJson {
+  type: 'qkv-chars';
+  version: 1;
+  unk_token: string;
+  vocab: string[];
+}
+
+export interface CharLearnOptions {
+  /** Characters always in the vocabulary, seen or not. Default '\n' (the line separator of a corpus). */
+  always?: string;
+  /** Text of the unknown-character token (id 0). Default '<unk>'. */
+  unkToken?: string;
+}
+
+export class CharTokenizer {
+  private readonly vocab: string[];
+  private readonly ids: Map<string, number>;
+  readonly unkId = 0;
+
+  private constructor(vocab: string[]) {
+    this.vocab = vocab;
+    this.ids = new Map();
+    vocab.forEach((t, i) => {
+      if (i > 0 && Array.from(t).length !== 1) throw new Error(`CharTokenizer: token ${i} ${JSON.stringify(t)} is not one character`);
+      if (this.ids.has(t)) throw new Error(`CharTokenizer: duplicate token ${JSON.stringify(t)}`);
+      this.ids.set(t, i);
+    });
+  }
+
+  /** A vocabulary of `<unk>` then every code point of `texts` (and `always`), in code-point order. */
+  static learn(texts: Iterable<string>, options: CharLearnOptions = {}): CharTokenizer {
+    const unk = options.unkToken ?? '<unk>';
+    const seen = new Set<string>(Array.from(options.always ?? '\n'));
+    for (const text of texts) for (const ch of text) seen.add(ch);
+    seen.delete(unk);
+    const chars = [...seen].sort((a, b) => a.codePointAt(0)! - b.codePointAt(0)!);
+    return new CharTokenizer([unk, ...chars]);
+  }
+
+  /** Number of tokens (ids are 0 .. vocabSize − 1; 0 is unk). */
+  get vocabSize(): number {
+    return this.vocab.length;
+  }
+
+  idToToken(id: number): string | undefined {
+    return this.vocab[id];
+  }
+
+  tokenToId(token: string): number | undefined {
+    return this.ids.get(token);
+  }
+
+  /** One id per code point; characters not in the vocabulary become unkId. */
+  encode(text: string): number[] {
+    const out: number[] = [];
+    for (const ch of text) out.push(this.ids.get(ch) ?? this.unkId);
+    return out;
+  }
+
+  /** The characters of `ids`; unk decodes to its token text. Throws a RangeError on an id outside the vocabulary. */
+  decode(ids: Iterable<number>): string {
+    let out = '';
+    for (const id of ids) {
+      const t = this.vocab[id];
+      if (t === undefined) throw new RangeError(`CharTokenizer.decode: id ${id} outside the vocabulary of ${this.vocab.length}`);
+      out += t;
+    }
+    return out;
+  }
+
+  toJSON(): CharTokenizerJson {
+    return { type: 'qkv-chars', version: 1, unk_token: this.vocab[0], vocab: this.vocab.slice() };
+  }
+
+  /** Loads what toJSON wrote (object or JSON text). */
+  static fromJSON(json: unknown): CharTokenizer {
+    const j = (typeof json === 'string' ? JSON.parse(json) : json) as Partial<CharTokenizerJson> | null;
+    if (j === null || typeof j !== 'object' || j.type !== 'qkv-chars') throw new Error('CharTokenizer.fromJSON: not a qkv-chars tokenizer (expected "type": "qkv-chars")');
+    if (!Array.isArray(j.vocab) || j.vocab.length === 0 || j.vocab.some((t) => typeof t !== 'string')) throw new Error('CharTokenizer.fromJSON: vocab must be a non-empty array of strings');
+    if (j.unk_token !== j.vocab[0]) throw new Error(`CharTokenizer.fromJSON: unk_token ${JSON.stringify(j.unk_token)} must be vocab[0] (${JSON.stringify(j.vocab[0])})`);
+    return new CharTokenizer(j.vocab.slice());
+  }
+}

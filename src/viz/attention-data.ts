@@ -1,0 +1,144 @@
+/**
+ * A translation with every attention map of the model: encoder self-attention, decoder masked
+ * self-attention and decoder-to-encoder cross-attention, per layer and head, as plain arrays
+ * ([layer][head][query][key]) ready for the drawing functions. Runs anywhere qkv runs (no Node
+ * APIs): `qkv attention` uses it in Node, the explorer in the browser.
+ *
+ * The sentence is first translated (greedy or beam search); the maps are then read from one
+ * teacher-forced pass over the chosen output, so the decoder rows are exactly the positions that
+ * produced it: row t is the position fed token t (`<s>` first) that predicted output token t.
+ */
+import { noGrad } from '../autograd/grad-mode.ts';
+import { beamSearch, greedy } from '../decode/search.ts';
+import { readSafetensors } from '../io/safetensors.ts';
+import { Seq2Seq, type Seq2SeqConfig } from '../models/seq2seq.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import { BpeTokenizer } from '../text/bpe.ts';
+
+/** [layer][head][query][key]. */
+export type AttentionStack = number[][][][];
+
+export type AttentionKind = 'encoder' | 'decoder' | 'cross';
+
+export const KIND_NAMES: Record<AttentionKind, string> = {
+  encoder: 'encoder self-attention',
+  decoder: 'decoder masked self-attention',
+  cross: 'decoder → encoder cross-attention',
+};
+
+export interface TranslationAttention {
+  source: string;
+  translation: string;
+  /** Source tokens (the encoder's positions). */
+  srcTokens: string[];
+  /** Decoder input tokens: '<s>' then the output tokens but the last (the decoder's positions). */
+  tgtTokens: string[];
+  /** Output tokens, one per decoder position (the last is '</s>' when the output ended). */
+  outTokens: string[];
+  srcIds: number[];
+  outIds: number[];
+  /** Output ended with EOS (false: cut at the length limit). */
+  finished: boolean;
+  encoder: AttentionStack;
+  decoder: AttentionStack;
+  cross: AttentionStack;
+}
+
+export interface TranslateOptions {
+  /** Beam size; 1 (default) = greedy. */
+  beam?: number;
+  /** Length penalty α of beam search (default 0.6). */
+  alpha?: number;
+  /** Most output tokens (default: source length + 50, capped by the model). */
+  maxLen?: number;
+}
+
+/** (1, h, L, S) float32 tensor → [head][query][key]. */
+function headsOf(w: Tensor): number[][][] {
+  const [, h, L, S] = w.shape;
+  const d = w.data as Float32Array;
+  return Array.from({ length: h }, (_, a) => Array.from({ length: L }, (_, i) => Array.from(d.subarray((a * L + i) * S, (a * L + i + 1) * S))));
+}
+
+/** The query and key labels of a kind of map. */
+export function axisTokens(t: TranslationAttention, kind: AttentionKind): { rows: string[]; cols: string[] } {
+  if (kind === 'encoder') return { rows: t.srcTokens, cols: t.srcTokens };
+  if (kind === 'decoder') return { rows: t.tgtTokens, cols: t.tgtTokens };
+  return { rows: t.tgtTokens, cols: t.srcTokens };
+}
+
+export function mapsOf(t: TranslationAttention, kind: AttentionKind): AttentionStack {
+  return kind === 'encoder' ? t.encoder : kind === 'decoder' ? t.decoder : t.cross;
+}
+
+/**
+ * Encoder self-attention weights of every layer for src (1, S), and the memory, computed layer by
+ * layer exactly as Seq2Seq.encode does (the weights come from the same attention call's inputs).
+ */
+export function encoderAttention(model: Seq2Seq, src: Tensor): { memory: Tensor; weights: AttentionStack } {
+  return noGrad(() => {
+    const pad = model.paddingMask(src);
+    const enc = model.transformer.encoder;
+    let x = model.embed(src);
+    const weights: AttentionStack = [];
+    for (const layer of enc.layers) {
+      const a = layer.options.normFirst ? layer.norm1.forward(x) : x;
+      const r = layer.selfAttn.forward(a, a, a, { keyPaddingMask: pad, needWeights: true, averageAttnWeights: false });
+      weights.push(headsOf(r.weights!));
+      x = layer.forward(x, { srcKeyPaddingMask: pad });
+    }
+    return { memory: enc.norm ? enc.norm.forward(x) : x, weights };
+  });
+}
+
+/** Translate one sentence and collect every attention map. */
+export function translateWithAttention(model: Seq2Seq, tokenizer: BpeTokenizer, sentence: string, options: TranslateOptions = {}): TranslationAttention {
+  const text = sentence.trim();
+  if (text === '') throw new Error('translate: the sentence is empty');
+  const srcIds = tokenizer.encode(text);
+  if (srcIds.length > model.config.maxLen) throw new Error(`translate: the sentence has ${srcIds.length} tokens; this model reads at most ${model.config.maxLen}`);
+  const beam = options.beam ?? 1;
+  const ids = { bosId: tokenizer.bosId, eosId: tokenizer.eosId, maxLen: options.maxLen };
+  return noGrad(() => {
+    const src = new Tensor(Int32Array.from(srcIds), [1, srcIds.length], 'int32');
+    const res = beam > 1 ? beamSearch(model, src, { ...ids, beamSize: beam, lengthPenalty: options.alpha ?? 0.6 }) : greedy(model, src, ids);
+    const tokens = res.tokens[0];
+    const finished = res.finished[0];
+    const outIds = finished ? [...tokens, tokenizer.eosId] : tokens.slice();
+    const { memory, weights: encoder } = encoderAttention(model, src);
+    let decoder: AttentionStack = [];
+    let cross: AttentionStack = [];
+    const inIds = [tokenizer.bosId, ...outIds.slice(0, -1)];
+    if (outIds.length > 0) {
+      const cache = model.initCache(memory, model.paddingMask(src));
+      const r = model.decodeIncremental(new Tensor(Int32Array.from(inIds), [1, inIds.length], 'int32'), cache, { needWeights: true });
+      decoder = r.selfWeights!.map(headsOf);
+      cross = r.crossWeights!.map(headsOf);
+    }
+    const name = (id: number) => tokenizer.idToToken(id) ?? `#${id}`;
+    return {
+      source: text,
+      translation: tokenizer.decode(tokens),
+      srcTokens: srcIds.map(name),
+      tgtTokens: outIds.length > 0 ? inIds.map(name) : [],
+      outTokens: outIds.map(name),
+      srcIds,
+      outIds,
+      finished,
+      encoder,
+      decoder,
+      cross,
+    };
+  });
+}
+
+/** The model and tokenizer of a model folder's three files, from their contents (fetch, or disk). */
+export function loadModelFromFiles(configJson: unknown, tokenizerJson: unknown, weights: Uint8Array): { model: Seq2Seq; tokenizer: BpeTokenizer } {
+  const cfg = configJson as { format?: string; model?: Seq2SeqConfig };
+  if (!cfg || cfg.format !== 'qkv-seq2seq' || !cfg.model) throw new Error(`config.json: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(cfg?.format)}'`);
+  const tokenizer = BpeTokenizer.fromJSON(tokenizerJson);
+  const model = new Seq2Seq(cfg.model);
+  model.loadStateDict(readSafetensors(weights).tensors, { strict: true });
+  model.eval();
+  return { model, tokenizer };
+}

@@ -1,0 +1,94 @@
+/**
+ * The model view: every layer × head of one attention kind as a grid of small heatmaps (rows =
+ * layers, columns = heads), to spot at a glance which heads attend diagonally, to the first
+ * token, to the previous token, … Returns an SVG string; each thumbnail is a <g class="thumb">
+ * with data-layer and data-head, so a page can make it clickable.
+ */
+import { blues, scaleByName, type ColorScale, type ScaleName } from './color.ts';
+import { MASKED_FILL } from './heatmap.ts';
+import { checkMatrix, esc, maxTextWidth, px } from './svg.ts';
+
+export interface ModelViewOptions {
+  /** [layer][head] → rows × cols weights. */
+  maps: readonly (readonly (readonly (readonly number[])[])[])[];
+  title?: string;
+  /** Longest side of a thumbnail in px (default 96). */
+  thumbSize?: number;
+  /** Colour scale ends (default 0 and 1: attention weights). */
+  min?: number;
+  max?: number;
+  scale?: ScaleName | ColorScale;
+  /** The thumbnail to outline. */
+  selected?: { layer: number; head: number } | null;
+  masked?: (row: number, col: number) => boolean;
+  background?: string | null;
+  className?: string;
+}
+
+export function modelViewSvg(o: ModelViewOptions): string {
+  const L = o.maps.length;
+  if (L === 0) throw new Error('modelViewSvg: maps must hold at least one layer');
+  const H = o.maps[0].length;
+  if (H === 0) throw new Error('modelViewSvg: layer 0 has no heads');
+  let rows = 0;
+  let cols = 0;
+  o.maps.forEach((layer, l) => {
+    if (layer.length !== H) throw new Error(`modelViewSvg: layer ${l} has ${layer.length} heads, layer 0 has ${H}`);
+    layer.forEach((m, h) => {
+      const s = checkMatrix(m, `modelViewSvg: layer ${l} head ${h}`);
+      if (l === 0 && h === 0) ({ rows, cols } = s);
+      else if (s.rows !== rows || s.cols !== cols) throw new Error(`modelViewSvg: layer ${l} head ${h} is ${s.rows}×${s.cols}, layer 0 head 0 is ${rows}×${cols}`);
+    });
+  });
+  const size = o.thumbSize ?? 96;
+  // Square cells, but no side of a thumbnail under half the size (a long, narrow map is stretched).
+  const cell = size / Math.max(rows, cols);
+  const tw = Math.max(cols * cell, size / 2);
+  const th = Math.max(rows * cell, size / 2);
+  const cw = tw / cols;
+  const ch = th / rows;
+  const pad = 10;
+  const left = 62;
+  const top = (o.title ? 28 : 6) + 18;
+  const width = Math.ceil(Math.max(left + H * (tw + pad) + 4, o.title ? 16 + maxTextWidth([o.title], 14) * 1.12 : 0));
+  const height = Math.ceil(top + L * (th + pad) + 4);
+  const lo = o.min ?? 0;
+  const hi = o.max ?? 1;
+  const color = o.scale === undefined ? blues : scaleByName(o.scale);
+  const t = (v: number) => (hi === lo ? 0.5 : (v - lo) / (hi - lo));
+
+  const out: string[] = [];
+  out.push(`<svg xmlns="http://www.w3.org/2000/svg" class="qkv-modelview${o.className ? ` ${esc(o.className)}` : ''}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="12" data-layers="${L}" data-heads="${H}" role="img"${o.title ? ` aria-label="${esc(o.title)}"` : ''}>`);
+  if (o.background !== null) out.push(`<rect class="background" width="${width}" height="${height}" fill="${o.background ?? '#ffffff'}"/>`);
+  if (o.title) out.push(`<text class="title" x="8" y="18" font-size="14" font-weight="600">${esc(o.title)}</text>`);
+  for (let h = 0; h < H; h++) out.push(`<text class="head-label" x="${px(left + h * (tw + pad) + tw / 2)}" y="${top - 6}" text-anchor="middle">head ${h + 1}</text>`);
+  for (let l = 0; l < L; l++) {
+    out.push(`<text class="layer-label" x="${left - 8}" y="${px(top + l * (th + pad) + th / 2)}" text-anchor="end" dominant-baseline="central">layer ${l + 1}</text>`);
+    for (let h = 0; h < H; h++) {
+      const x0 = left + h * (tw + pad);
+      const y0 = top + l * (th + pad);
+      const m = o.maps[l][h];
+      const sel = o.selected && o.selected.layer === l && o.selected.head === h;
+      out.push(`<g class="thumb${sel ? ' selected' : ''}" data-layer="${l}" data-head="${h}"><title>layer ${l + 1}, head ${h + 1}</title>`);
+      for (let i = 0; i < rows; i++) {
+        for (let j = 0; j < cols; j++) {
+          const v = m[i][j];
+          const fill = o.masked?.(i, j) || !Number.isFinite(v) ? MASKED_FILL : color(t(v));
+          out.push(`<rect x="${px(x0 + j * cw)}" y="${px(y0 + i * ch)}" width="${px(cw)}" height="${px(ch)}" fill="${fill}"/>`);
+        }
+      }
+      out.push(`<rect class="frame" x="${px(x0)}" y="${px(y0)}" width="${px(tw)}" height="${px(th)}" fill="none" stroke="${sel ? '#d62728' : '#bbb'}" stroke-width="${sel ? 2.5 : 0.75}"/></g>`);
+    }
+  }
+  out.push(`</svg>`);
+  return out.join('');
+}
+
+/** Mean over heads of one layer's maps (rows × cols), e.g. for an "all heads" heatmap. */
+export function averageHeads(heads: readonly (readonly (readonly number[])[])[]): number[][] {
+  if (heads.length === 0) throw new Error('averageHeads: no heads');
+  const { rows, cols } = checkMatrix(heads[0], 'averageHeads');
+  const out = Array.from({ length: rows }, () => new Array<number>(cols).fill(0));
+  for (const m of heads) for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) out[i][j] += m[i][j] / heads.length;
+  return out;
+}

@@ -1,0 +1,62 @@
+/**
+ * Small helpers for writing SVG as strings: escaping, number formatting, text-width estimates.
+ * Pure functions, no DOM: the same code draws in Node (`qkv attention`) and in the browser.
+ */
+
+/** Escape text for use inside an element or a double-quoted attribute. */
+export function esc(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+/** A coordinate or size, rounded to 2 decimals, without trailing zeros (keeps files small and stable). */
+export function px(n: number): string {
+  const r = Math.round(n * 100) / 100;
+  return Object.is(r, -0) ? '0' : String(r);
+}
+
+/** A value as shown to a reader: fixed decimals, −∞ / +∞ / NaN spelled out, no "-0.00". */
+export function formatValue(v: number, digits = 2): string {
+  if (Number.isNaN(v)) return 'NaN';
+  if (v === Infinity) return '∞';
+  if (v === -Infinity) return '−∞';
+  const s = v.toFixed(digits);
+  return /^-0\.?0*$/.test(s) ? s.slice(1) : s;
+}
+
+/** Rough width in px of `text` in a sans-serif font of `fontSize` px (for layout only). */
+export function textWidth(text: string, fontSize: number): number {
+  let w = 0;
+  for (const ch of text) w += /[il.,:;'|!\u2581]/.test(ch) ? 0.3 : /[mwMW@]/.test(ch) ? 0.85 : /[A-Z]/.test(ch) ? 0.66 : 0.56;
+  return w * fontSize;
+}
+
+/** The widest of `labels` in px. */
+export function maxTextWidth(labels: readonly string[], fontSize: number): number {
+  return labels.reduce((m, l) => Math.max(m, textWidth(l, fontSize)), 0);
+}
+
+/** A rows × cols array check with a message naming the argument. */
+export function checkMatrix(values: readonly (readonly number[])[], what: string): { rows: number; cols: number } {
+  if (!Array.isArray(values) || values.length === 0) throw new Error(`${what}: values must be a non-empty rows × cols array`);
+  const cols = values[0].length;
+  if (cols === 0) throw new Error(`${what}: values must have at least one column`);
+  values.forEach((row, i) => {
+    if (row.length !== cols) throw new Error(`${what}: row ${i} has ${row.length} values, row 0 has ${cols}`);
+  });
+  return { rows: values.length, cols };
+}
+
+/** The smallest and largest finite values (0..1 when there are none). */
+export function finiteRange(values: readonly (readonly number[])[]): [number, number] {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const row of values) {
+    for (const v of row) {
+      if (Number.isFinite(v)) {
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+      }
+    }
+  }
+  return lo <= hi ? [lo, hi] : [0, 1];
+}

@@ -1,0 +1,57 @@
+/**
+ * Backend selection and memory. wasm is the default where it loads; QKV_BACKEND picks one (the
+ * suite runs under each, see scripts/test.mjs); setBackend switches. Training on the wasm backend
+ * keeps its WebAssembly memory flat: the kernels stage ordinary arrays through one reused block,
+ * so after the first steps no step allocates wasm memory, however many steps run.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { backendNames, F, getBackend, Generator, manualSeed, models, optim, setBackend, tensor } from '../../src/index.ts';
+import { bytesInUse, memory } from '../../src/backend/wasm/memory.ts';
+import { wasmLoadError } from '../../src/backend/wasm/index.ts';
+
+test('backends: js always; wasm registered here; default wasm unless QKV_BACKEND says otherwise', () => {
+  assert.ok(backendNames().includes('js'));
+  assert.ok(backendNames().includes('wasm'), `wasm did not load: ${wasmLoadError()}`);
+  assert.equal(getBackend().name, process.env.QKV_BACKEND ?? 'wasm');
+  const before = getBackend().name;
+  setBackend('js');
+  assert.equal(getBackend().name, 'js');
+  setBackend(before);
+  assert.throws(() => setBackend('cuda'), /unknown backend 'cuda', registered: js, wasm/);
+});
+
+test('2,000 training steps of a small Seq2Seq (attention, layer norm, gelu, cross-entropy, Adam) on wasm: wasm memory flat, loss falls', () => {
+  const prev = getBackend().name;
+  setBackend('wasm');
+  try {
+    manualSeed(11);
+    const cfg = { ...models.MULTI30K_SMALL, vocabSize: 16, dModel: 16, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 1, dimFeedforward: 32, dropout: 0, activation: 'gelu' as const, maxLen: 16 };
+    const m = new models.Seq2Seq(cfg);
+    const opt = new optim.Adam(m.parameters(), { lr: 0.01, betas: [0.9, 0.98], eps: 1e-9 });
+    const gen = new Generator(2);
+    const B = 4, T = 6;
+    const ids = (n: number) => Int32Array.from({ length: n }, () => 4 + gen.int(12));
+    let bytes = 0, pages = 0, first = 0, last = 0;
+    for (let step = 0; step < 2000; step++) {
+      const src = ids(B * T);
+      // Variable lengths with padding (id 0) exercise the key padding masks and ignored targets.
+      for (let b = 0; b < B; b++) for (let t = T - (step + b) % 3; t < T; t++) src[b * T + t] = 0;
+      const loss = F.crossEntropy(m.forward(tensor(src, [B, T]), tensor(src, [B, T])), tensor(src, [B, T]), { ignoreIndex: 0, labelSmoothing: 0.1 });
+      opt.zeroGrad();
+      loss.backward();
+      opt.step();
+      if (step < 20) first += loss.item() / 20;
+      if (step >= 1980) last += loss.item() / 20;
+      if (step === 10) {
+        bytes = bytesInUse();
+        pages = memory.buffer.byteLength;
+      }
+    }
+    assert.equal(bytesInUse(), bytes, 'wasm bytes in use after step 10 and after step 2000');
+    assert.equal(memory.buffer.byteLength, pages, 'wasm memory size');
+    assert.ok(last < 0.8 * first, `loss ${first.toFixed(3)} -> ${last.toFixed(3)}`);
+  } finally {
+    setBackend(prev);
+  }
+});

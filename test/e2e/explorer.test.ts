@@ -1,0 +1,215 @@
+/**
+ * The explorer end to end in headless Chromium (Debian's `chromium`, driven by playwright-core):
+ * the server from `qkv explore` on a free port with a tiny random model, the page built by Vite,
+ * the model run in the browser. Skips, saying so, when /usr/bin/chromium is absent.
+ *
+ * Run once per backend pass of scripts/test.mjs: QKV_BACKEND=wasm opens the page with
+ * ?backend=wasm (and checks the page really runs on it), otherwise ?backend=js.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import { findWebDir, startExploreServer, type ExploreServer } from '../../src/cli/explore.ts';
+import { translateWithAttention } from '../../src/viz/attention-data.ts';
+import { get } from './http.ts';
+import { HEADS, LAYERS, makeTinyModel } from './tiny-model.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const SENTENCE = 'A dog runs in the park.';
+const BACKEND = process.env.QKV_BACKEND === 'wasm' ? 'wasm' : 'js';
+const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium) to run the browser test`;
+
+function newest(dir: string): number {
+  let m = 0;
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    const st = statSync(p);
+    m = Math.max(m, st.isDirectory() ? newest(p) : st.mtimeMs);
+  }
+  return m;
+}
+
+/** Build the page when dist/web is missing or older than web/ or src/. */
+function ensureWebBuild(): string {
+  const index = join(ROOT, 'dist', 'web', 'index.html');
+  const stale = !existsSync(index) || statSync(index).mtimeMs < Math.max(newest(join(ROOT, 'web')), newest(join(ROOT, 'src')));
+  if (stale) {
+    const r = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'web/vite.config.ts'], { cwd: ROOT, encoding: 'utf8' });
+    assert.equal(r.status, 0, `vite build failed:\n${r.stdout}\n${r.stderr}`);
+  }
+  const dir = findWebDir();
+  assert.ok(dir, 'dist/web/index.html after the build');
+  return dir;
+}
+
+let browser: Browser;
+let page: Page;
+let server: ExploreServer;
+const pageErrors: string[] = [];
+const tiny = skip ? null : makeTinyModel();
+
+before(async () => {
+  if (skip) return;
+  const webDir = ensureWebBuild();
+  server = await startExploreServer({ webDir, modelDir: tiny!.dir, port: 0 });
+  const { chromium } = await import('playwright-core');
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  page = await context.newPage();
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  page.on('console', (m) => {
+    if (m.type() === 'error') pageErrors.push(m.text());
+  });
+  await page.goto(`${server.url}?backend=${BACKEND}#translate`);
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const cells = (id: string) => page.locator(`[data-testid="fig-${id}"] rect.cell`).count();
+const svgOf = (id: string) => page.locator(`[data-testid="fig-${id}"]`).innerHTML();
+
+test('the page is cross-origin isolated and runs on the chosen backend', { skip }, async () => {
+  assert.equal(await page.evaluate(() => crossOriginIsolated), true);
+  const status = await page.getByTestId('status').textContent();
+  assert.match(status ?? '', new RegExp(`backend: ${BACKEND}`));
+  assert.match(await page.getByTestId('model-info').textContent() ?? '', /Model qkv-tiny-\w+: dModel 16, 2 encoder \+ 2 decoder layers, 2 heads/);
+});
+
+test('translate: the translation appears, the heatmap has query × key cells, layer and head change it', { skip }, async () => {
+  const ref = translateWithAttention(tiny!.model, tiny!.tokenizer, SENTENCE);
+  const S = ref.srcTokens.length;
+  const T = ref.tgtTokens.length;
+  await page.getByTestId('src').fill(SENTENCE);
+  await page.getByTestId('translate').click();
+  await page.waitForFunction(() => document.querySelector('#view-translate')?.getAttribute('data-translated') === '1');
+  const shown = (await page.getByTestId('translation').textContent()) ?? '';
+  assert.ok(shown.length > 0 && shown !== '…');
+  assert.equal(shown, ref.translation === '' ? '(empty)' : ref.translation, 'the browser translates as Node does');
+
+  // Default: cross-attention, layer 1, head 1: target positions × source tokens.
+  assert.equal(await page.locator('#kind').inputValue(), 'cross');
+  assert.equal(await page.locator('#head').inputValue(), '0');
+  assert.equal(await cells('heatmap'), T * S);
+  assert.equal(await page.locator('[data-testid="fig-heatmap"] .row-label').count() <= T, true);
+  assert.ok(await page.locator('[data-testid="fig-heatmap"] .col-label').count() >= Math.min(S, 2));
+  const title = await page.locator('[data-testid="fig-heatmap"] rect.cell title').first().textContent();
+  assert.match(title ?? '', /^<s> → .+: \d\.\d{4}$/, 'value on hover');
+
+  const first = await svgOf('heatmap');
+  await page.selectOption('#layer', '1');
+  const layer2 = await svgOf('heatmap');
+  assert.notEqual(layer2, first, 'layer 2 differs from layer 1');
+  assert.match(layer2, /layer 2 · head 1/);
+  await page.selectOption('#head', '1');
+  const head2 = await svgOf('heatmap');
+  assert.notEqual(head2, layer2, 'head 2 differs from head 1');
+  assert.match(head2, /layer 2 · head 2/);
+  assert.equal(await cells('heatmap'), T * S);
+
+  // Encoder self-attention: source × source; decoder self-attention: target × target, masked above the diagonal.
+  await page.selectOption('#kind', 'encoder');
+  assert.equal(await cells('heatmap'), S * S);
+  await page.selectOption('#kind', 'decoder');
+  assert.equal(await cells('heatmap'), T * T);
+  assert.equal(await page.locator('[data-testid="fig-heatmap"] rect.cell.masked').count(), (T * (T - 1)) / 2);
+
+  // Head view lines and the model view grid; clicking a thumbnail selects that layer and head.
+  assert.ok(await page.locator('[data-testid="fig-headview"] line.link').count() > 0);
+  assert.equal(await page.locator('[data-testid="fig-modelview"] g.thumb').count(), LAYERS * HEADS);
+  await page.locator('[data-testid="fig-modelview"] g.thumb[data-layer="0"][data-head="1"]').click();
+  assert.equal(await page.locator('#layer').inputValue(), '0');
+  assert.equal(await page.locator('#head').inputValue(), '1');
+
+  await page.selectOption('#kind', 'cross');
+  await page.screenshot({ path: join(HERE, 'screenshots', 'explorer-translate.png'), fullPage: true });
+});
+
+test('beam search from the page', { skip }, async () => {
+  const ref = translateWithAttention(tiny!.model, tiny!.tokenizer, SENTENCE, { beam: 3 });
+  await page.selectOption('#decoding', 'beam');
+  await page.getByTestId('beam').fill('3');
+  await page.getByTestId('translate').click();
+  await page.waitForFunction(() => document.querySelector('#view-translate')?.getAttribute('data-translated') === '2');
+  assert.equal(await page.getByTestId('translation').textContent(), ref.translation === '' ? '(empty)' : ref.translation);
+  assert.equal(await cells('heatmap'), ref.tgtTokens.length * ref.srcTokens.length);
+});
+
+test('step by step: seed 003 gives 2.66 and 4.34', { skip }, async () => {
+  await page.locator('#tabs [data-view="steps"]').click();
+  const view = page.locator('#view-steps');
+  await view.waitFor({ state: 'visible' });
+  const out = page.locator('#view-steps table[data-matrix="output = weights · V"]').first();
+  const text = (await out.textContent()) ?? '';
+  for (const v of ['2.66', '3.66', '3.34', '4.34']) assert.ok(text.includes(v), `${v} in the output table`);
+  assert.ok(((await view.textContent()) ?? '').includes('0.67'));
+  await page.screenshot({ path: join(HERE, 'screenshots', 'explorer-steps.png'), fullPage: true });
+  // Seed 002 prints 4 decimals; the context vector of "journey" is [0.4419, 0.6515, 0.5683].
+  await page.selectOption('#example', 'seed-002');
+  const t2 = (await page.locator('#view-steps table[data-matrix="output = weights · V"]').first().textContent()) ?? '';
+  for (const v of ['0.4419', '0.6515', '0.5683']) assert.ok(t2.includes(v), `${v} for seed 002`);
+  // Editing an input recomputes: V[0][0] = 0 in seed 003 gives output (0, 0) = 0.33·4 = 1.32.
+  await page.selectOption('#example', 'seed-003');
+  await page.locator('#inputs input[data-m="v"][data-i="0"][data-j="0"]').fill('0');
+  const t3 = (await page.locator('#view-steps table[data-matrix="output = weights · V"]').first().textContent()) ?? '';
+  assert.ok(t3.includes('1.32'), 'recomputed after an edit');
+  assert.equal(await page.locator('#example').inputValue(), 'custom');
+  assert.ok(((await page.locator('#causal').textContent()) ?? '').includes('−∞'));
+});
+
+test('positional encoding: heatmap cells follow dModel and length', { skip }, async () => {
+  await page.locator('#tabs [data-view="positional"]').click();
+  await page.getByTestId('pe-dmodel').fill('32');
+  await page.getByTestId('pe-length').fill('20');
+  assert.equal(await cells('pe-heatmap'), 32 * 20);
+  assert.equal(await page.locator('[data-testid="fig-pe-positions"] polyline.series').count(), 2, 'positions 0 and 10 (20, 30, 40 are out of range)');
+});
+
+test('export: SVG and PNG of a heatmap, a view as standalone HTML', { skip }, async () => {
+  await page.locator('#tabs [data-view="export"]').click();
+  const row = page.locator('#export-list tr[data-figure="heatmap"]');
+  const [svg] = await Promise.all([page.waitForEvent('download'), row.getByRole('button', { name: 'SVG' }).click()]);
+  const svgText = readFileSync((await svg.path())!, 'utf8');
+  assert.match(svg.suggestedFilename(), /\.svg$/);
+  assert.match(svgText, /<svg[^>]*class="qkv-heatmap/);
+  const [png] = await Promise.all([page.waitForEvent('download'), row.getByRole('button', { name: 'PNG' }).click()]);
+  assert.match(png.suggestedFilename(), /\.png$/);
+  assert.deepEqual([...readFileSync((await png.path())!).subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+  const [html] = await Promise.all([page.waitForEvent('download'), page.locator('[data-export-view="steps"]').click()]);
+  const page2 = readFileSync((await html.path())!, 'utf8');
+  assert.match(page2, /^<!doctype html>/);
+  assert.ok(page2.includes('2.66') || page2.includes('1.32'));
+  assert.ok(!page2.includes('<script'), 'standalone: no script');
+});
+
+test('requests outside the served files are refused', { skip }, async () => {
+  assert.deepEqual(pageErrors, [], 'no errors in the page until now');
+  assert.equal((await get(server.port, '/../package.json')).status, 403);
+  assert.equal((await get(server.port, '/src/index.ts')).status, 404);
+  assert.equal(await page.evaluate(async () => (await fetch('/package.json')).status), 404);
+  assert.equal(await page.evaluate(async () => (await fetch('/model/../../package.json')).status), 404, 'the browser normalises .., the server still has nothing there');
+});
+
+test('without a model the page says how to start with one; the other views still work', { skip }, async () => {
+  const bare = await startExploreServer({ webDir: findWebDir()!, modelDir: null, port: 0 });
+  try {
+    const p = await browser.newPage();
+    await p.goto(`${bare.url}?backend=js#steps`);
+    await p.waitForSelector('body[data-ready="true"]');
+    assert.match((await p.getByTestId('model-info').textContent()) ?? '', /No model is being served\. Start the explorer with a model folder: qkv explore --model DIR/);
+    assert.ok(((await p.locator('#view-steps').textContent()) ?? '').includes('4.34'));
+    await p.close();
+  } finally {
+    await bare.close();
+  }
+});

@@ -1,0 +1,49 @@
+/**
+ * A tiny model folder for the explorer's tests: a BPE learned on a few sentences and a randomly
+ * initialised Seq2Seq (nothing trained), written with the functions of src/cli/files.ts.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { saveModelDir, saveWeights } from '../../src/cli/files.ts';
+import { Seq2Seq } from '../../src/models/seq2seq.ts';
+import { manualSeed } from '../../src/tensor/random.ts';
+import { BpeTokenizer } from '../../src/text/bpe.ts';
+
+export const SENTENCES = [
+  'A dog runs in the park.',
+  'Two men are playing soccer.',
+  'A little girl climbs a tree.',
+  'Ein Hund rennt im Park.',
+  'Zwei Männer spielen Fußball.',
+  'Ein kleines Mädchen klettert auf einen Baum.',
+];
+
+const made: string[] = [];
+process.once('exit', () => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
+
+/** A fresh temporary folder, removed when the process exits. */
+export function tempDir(prefix: string): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  made.push(d);
+  return d;
+}
+
+export const LAYERS = 2;
+export const HEADS = 2;
+
+export function makeTinyModel(seed = 1): { dir: string; model: Seq2Seq; tokenizer: BpeTokenizer } {
+  const dir = tempDir('qkv-tiny-');
+  const tokenizer = BpeTokenizer.learn(SENTENCES, { vocabSize: 120, minFrequency: 1 });
+  manualSeed(seed);
+  const model = new Seq2Seq({
+    vocabSize: tokenizer.vocabSize, dModel: 16, nhead: HEADS, numEncoderLayers: LAYERS, numDecoderLayers: LAYERS,
+    dimFeedforward: 32, dropout: 0, activation: 'relu', normFirst: false, maxLen: 24, padId: tokenizer.padId,
+  });
+  model.eval();
+  saveModelDir(dir, model, tokenizer, { preset: 'test-tiny' });
+  saveWeights(join(dir, 'model.safetensors'), model.stateDict());
+  return { dir, model, tokenizer };
+}

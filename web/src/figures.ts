@@ -1,0 +1,145 @@
+/**
+ * Every picture on the page is a "figure": an SVG string shown in a <figure> with SVG and PNG
+ * download buttons, and listed in the Export view. Views re-render figures in place by id.
+ */
+import { standaloneHtml } from '../../src/viz/compose.ts';
+import { h } from './dom.ts';
+
+export interface FigureEntry {
+  id: string;
+  view: string;
+  title: string;
+  svg: string;
+}
+
+const registry = new Map<string, FigureEntry>();
+const listeners = new Set<() => void>();
+
+export function figures(): FigureEntry[] {
+  return [...registry.values()];
+}
+
+export function onFiguresChange(f: () => void): void {
+  listeners.add(f);
+}
+
+function slug(s: string): string {
+  return s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 60) || 'figure';
+}
+
+export function download(name: string, data: Blob): void {
+  const url = URL.createObjectURL(data);
+  const a = h('a', { href: url, download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 5000);
+}
+
+export function downloadSvg(f: FigureEntry): void {
+  download(`${slug(f.title)}.svg`, new Blob([`<?xml version="1.0" encoding="UTF-8"?>\n${f.svg}\n`], { type: 'image/svg+xml' }));
+}
+
+/** Rasterise an SVG string at `scale` × its size. */
+export async function svgToPng(svg: string, scale = 2): Promise<Blob> {
+  const m = /^<svg\b[^>]*\bwidth="([\d.]+)"[^>]*\bheight="([\d.]+)"/.exec(svg);
+  const w = m ? Number(m[1]) : 600;
+  const hh = m ? Number(m[2]) : 400;
+  const url = URL.createObjectURL(new Blob([svg], { type: 'image/svg+xml' }));
+  try {
+    const img = new Image();
+    img.decoding = 'sync';
+    await new Promise<void>((resolve, reject) => {
+      img.onload = () => resolve();
+      img.onerror = () => reject(new Error('could not draw the SVG as an image'));
+      img.src = url;
+    });
+    const canvas = document.createElement('canvas');
+    canvas.width = Math.ceil(w * scale);
+    canvas.height = Math.ceil(hh * scale);
+    const ctx = canvas.getContext('2d')!;
+    ctx.fillStyle = '#fff';
+    ctx.fillRect(0, 0, canvas.width, canvas.height);
+    ctx.drawImage(img, 0, 0, canvas.width, canvas.height);
+    return await new Promise<Blob>((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('PNG encoding failed'))), 'image/png'));
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+}
+
+export async function downloadPng(f: FigureEntry): Promise<void> {
+  download(`${slug(f.title)}.png`, await svgToPng(f.svg));
+}
+
+export function downloadFigureHtml(f: FigureEntry): void {
+  download(`${slug(f.title)}.html`, new Blob([standaloneHtml(f.title, f.svg)], { type: 'text/html' }));
+}
+
+/** Show `svg` in the figure element `el` (created once with `figureBox`), registered as `id`. */
+export function showFigure(el: HTMLElement, entry: FigureEntry): void {
+  registry.set(entry.id, entry);
+  const box = el.querySelector<HTMLElement>('.fig-svg')!;
+  box.innerHTML = entry.svg;
+  el.hidden = false;
+  el.querySelector<HTMLElement>('.fig-title')!.textContent = entry.title;
+  for (const f of listeners) f();
+}
+
+export function hideFigure(el: HTMLElement, id: string): void {
+  registry.delete(id);
+  el.hidden = true;
+  el.querySelector<HTMLElement>('.fig-svg')!.innerHTML = '';
+  for (const f of listeners) f();
+}
+
+/** An empty figure with download buttons; fill it with showFigure. */
+export function figureBox(id: string): HTMLElement {
+  const svgBtn = h('button', { type: 'button', class: 'small', text: 'SVG', title: 'download as SVG' });
+  const pngBtn = h('button', { type: 'button', class: 'small', text: 'PNG', title: 'download as PNG' });
+  const fig = h('figure', { class: 'fig', id: `fig-${id}`, 'data-figure': id, hidden: true },
+    h('div', { class: 'fig-svg', 'data-testid': `fig-${id}` }),
+    h('figcaption', {}, h('span', { class: 'fig-title' }), ' ', svgBtn, pngBtn));
+  svgBtn.addEventListener('click', () => {
+    const f = registry.get(id);
+    if (f) downloadSvg(f);
+  });
+  pngBtn.addEventListener('click', () => {
+    const f = registry.get(id);
+    if (f) void downloadPng(f);
+  });
+  return fig;
+}
+
+/** The page's CSS text (for standalone HTML exports). */
+export function pageCss(): string {
+  let css = '';
+  for (const sheet of Array.from(document.styleSheets)) {
+    try {
+      for (const r of Array.from(sheet.cssRules)) css += `${r.cssText}\n`;
+    } catch {
+      /* cross-origin sheet: skipped */
+    }
+  }
+  return css;
+}
+
+/**
+ * A view as a standalone HTML file: its current content, inputs replaced by their values, buttons
+ * and selectors removed, with the page's CSS inlined. Opens anywhere, no server, no script.
+ */
+export function viewAsHtml(section: HTMLElement, title: string): string {
+  const clone = section.cloneNode(true) as HTMLElement;
+  clone.hidden = false;
+  const live = section.querySelectorAll<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement>('input, select, textarea');
+  const copies = clone.querySelectorAll<HTMLElement>('input, select, textarea');
+  copies.forEach((el, i) => {
+    const src = live[i];
+    let value = src.value;
+    if (src instanceof HTMLSelectElement) value = src.selectedOptions[0]?.textContent ?? value;
+    if (src instanceof HTMLInputElement && src.type === 'checkbox') value = src.checked ? '✓' : '✗';
+    el.replaceWith(h('span', { class: 'frozen', text: value }));
+  });
+  clone.querySelectorAll('button, .no-export').forEach((b) => b.remove());
+  clone.querySelectorAll('[hidden]').forEach((b) => b.remove());
+  return standaloneHtml(`qkv · ${title}`, clone.innerHTML, pageCss());
+}
