@@ -180,7 +180,7 @@ function readCorpus(a: TrainLmArgs): { train: string[]; val: string[]; valFrom: 
   return { train: lines.slice(0, -nVal), val: lines.slice(-nVal), valFrom: `last ${nVal} lines of ${dataPath}` };
 }
 
-export function trainLm(a: TrainLmArgs): void {
+export async function trainLm(a: TrainLmArgs): Promise<void> {
   const preset = LM_PRESETS[a.preset];
   if (!preset) throw new UserError(`unknown preset '${a.preset}', expected one of: ${Object.keys(LM_PRESETS).join(', ')}`);
   if (a.tokenizer !== 'char' && a.tokenizer !== 'bpe') throw new UserError(`unknown tokenizer '${a.tokenizer}', expected char or bpe`);
@@ -264,6 +264,7 @@ export function trainLm(a: TrainLmArgs): void {
   let t0 = performance.now();
   const started = performance.now();
   while (trainer.position.step < maxSteps) {
+    await new Promise((resolve) => setImmediate(resolve)); // let the progress bar's timers run
     const r = trainer.step();
     ema = Number.isNaN(ema) ? r.loss : 0.95 * ema + 0.05 * r.loss;
     tokens += r.tokens;

@@ -98,7 +98,7 @@ program.command('train-lm')
   .option('--save-every <n>', 'training state every n steps', int('--save-every'))
   .option('--eval-tokens <n>', 'validation tokens scored at each evaluation', int('--eval-tokens'), 65536)
   .option('--seed <n>', 'random seed', int('--seed'))
-  .action((o) => trainLm({ ...o, log }));
+  .action(async (o) => trainLm({ ...o, log }));
 
 program.command('generate')
   .description('continue a prompt with a language model from train-lm, streaming to stdout')
