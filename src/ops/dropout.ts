@@ -6,6 +6,8 @@ import { empty, f32 } from './util.ts';
 /**
  * Inverted dropout: zero each element with probability p and scale the survivors by 1/(1 − p), so
  * nothing changes at evaluation time. Seeded through `generator` (the default one if omitted).
+ * Each 32-bit draw decides two elements (16 bits each, so p is resolved to 1/65536): the mask is
+ * the hot path of a training step's random numbers, tens of millions per step.
  */
 export function dropout(x: Tensor, p = 0.5, training = true, generator: Generator = defaultGenerator): Tensor {
   if (!(p >= 0 && p <= 1)) throw new Error(`dropout: p must be in [0, 1], got ${p}`);
@@ -14,10 +16,21 @@ export function dropout(x: Tensor, p = 0.5, training = true, generator: Generato
   const keep = empty(x.shape);
   const kd = keep.data as Float32Array;
   const s = p === 1 ? 0 : 1 / (1 - p);
-  for (let i = 0; i < kd.length; i++) kd[i] = generator.uniform() >= p ? s : 0;
+  const threshold = Math.round(p * 65536); // keep when the 16 random bits are >= threshold
   const out = empty(x.shape);
   const od = out.data as Float32Array;
-  for (let i = 0; i < od.length; i++) od[i] = xd[i] * kd[i];
+  const n = kd.length;
+  for (let i = 0; i < n; i += 2) {
+    const u = generator.nextUint32();
+    const k0 = (u & 0xffff) >= threshold ? s : 0;
+    kd[i] = k0;
+    od[i] = xd[i] * k0;
+    if (i + 1 < n) {
+      const k1 = u >>> 16 >= threshold ? s : 0;
+      kd[i + 1] = k1;
+      od[i + 1] = xd[i + 1] * k1;
+    }
+  }
   return record(out, 'dropout', [x], (g) => {
     const dx = empty(x.shape);
     const gd = g.data as Float32Array;
