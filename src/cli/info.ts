@@ -1,13 +1,15 @@
 /** `qkv info`: what a model folder (or preset) is, and how many parameters it has. */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Module } from '../nn/module.ts';
 import { Seq2Seq } from '../models/seq2seq.ts';
 import { PRESETS } from '../train/presets.ts';
 import { loadModelShape, UserError } from './files.ts';
+import { loadLmShape } from './lm.ts';
 
 export function info(o: { model?: string; preset?: string; log: (s: string) => void }): void {
   if (!o.model === !o.preset) throw new UserError('info: give exactly one of --model <dir> or --preset <name>');
-  let model: Seq2Seq;
+  let model: Module & { config: object };
   const out: Record<string, unknown> = {};
   if (o.preset) {
     const p = PRESETS[o.preset];
@@ -15,15 +17,16 @@ export function info(o: { model?: string; preset?: string; log: (s: string) => v
     model = new Seq2Seq({ ...p.model, vocabSize: p.vocabSize });
     out.preset = o.preset;
   } else {
-    const loaded = loadModelShape(o.model!);
+    const format = readFormat(o.model!);
+    const loaded = format === 'qkv-gpt' ? loadLmShape(o.model!) : loadModelShape(o.model!);
     model = loaded.model;
     out.model = o.model;
     out.vocabulary = loaded.tokenizer.vocabSize;
     if (loaded.config.training) out.training = loaded.config.training;
     const hist = join(o.model!, 'history.json');
     if (existsSync(hist)) {
-      const h = JSON.parse(readFileSync(hist, 'utf8')) as { step: number; bleu: number; valLoss: number }[];
-      const best = h.reduce((a, b) => (b.bleu > a.bleu ? b : a), h[0]);
+      const h = JSON.parse(readFileSync(hist, 'utf8')) as { step: number; bleu?: number; valLoss: number }[];
+      const best = h.reduce((a, b) => ((b.bleu ?? -b.valLoss) > (a.bleu ?? -a.valLoss) ? b : a), h[0]);
       if (best) out.bestValidation = best;
     }
   }
@@ -31,4 +34,13 @@ export function info(o: { model?: string; preset?: string; log: (s: string) => v
   out.parameters = model.numParameters();
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   o.log(`${model.numParameters().toLocaleString('en-US')} parameters`);
+}
+
+/** The `format` field of a folder's config.json ('qkv-seq2seq' or 'qkv-gpt'), if readable. */
+function readFormat(dir: string): string | undefined {
+  try {
+    return (JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { format?: string }).format;
+  } catch {
+    return undefined; // loadModelShape reports the missing or broken file
+  }
 }
