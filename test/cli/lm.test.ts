@@ -100,12 +100,12 @@ test('qkv generate streams a continuation that the seed determines', async () =>
   assert.notEqual(other.stdout, a.stdout, 'another seed, another text');
 });
 
-test('flag parsers and checks name the flag and the value', () => {
+test('flag parsers and checks name the flag and the value', async () => {
   assert.throws(() => probability('--top-p')('1.5'), /--top-p must be a number in \(0, 1\], got '1.5'/);
   assert.throws(() => probability('--top-p')('0'), /--top-p must be a number in \(0, 1\], got '0'/);
   assert.throws(() => nonNegativeNumber('--temperature')('-1'), /--temperature must be a number >= 0, got '-1'/);
   assert.equal(nonNegativeNumber('--temperature')('0'), 0);
   assert.throws(() => nonNegativeInt('--seed')('1.5'), /--seed must be an integer >= 0, got '1.5'/);
-  assert.throws(() => trainLm({ out: join(work, 'z'), tokenizer: 'word', preset: 'tiny', resume: false, evalTokens: 10, log: () => {} }), /unknown tokenizer 'word', expected char or bpe/);
-  assert.throws(() => trainLm({ out: join(work, 'z'), tokenizer: 'char', preset: 'tiny', resume: true, evalTokens: 10, log: () => {} }), /--resume: no training state in/);
+  await assert.rejects(trainLm({ out: join(work, 'z'), tokenizer: 'word', preset: 'tiny', resume: false, evalTokens: 10, log: () => {} }), /unknown tokenizer 'word', expected char or bpe/);
+  await assert.rejects(trainLm({ out: join(work, 'z'), tokenizer: 'char', preset: 'tiny', resume: true, evalTokens: 10, log: () => {} }), /--resume: no training state in/);
 });
