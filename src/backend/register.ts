@@ -1,6 +1,7 @@
+import { setAllocator } from '../tensor/storage.ts';
 import { registerBackend, setBackend } from './backend.ts';
 import { jsBackend } from './js/index.ts';
-import { tryWasmBackend, wasmLoadError } from './wasm/index.ts';
+import { persistentAllocator, tryWasmBackend, wasmLoadError } from './wasm/index.ts';
 
 // The js backend is always present: it is the reference and the fallback. The wasm backend is
 // registered, and made the default, where its module loads (Node >= 20.16 with WebAssembly SIMD);
@@ -17,3 +18,5 @@ if (requested) {
 } else if (wasm) {
   setBackend('wasm');
 }
+// With wasm in use, parameters live in WebAssembly memory (activations stay ordinary arrays).
+if (wasm && (requested ?? 'wasm') === 'wasm') setAllocator(persistentAllocator);

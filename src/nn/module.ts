@@ -1,5 +1,6 @@
 import { noGrad } from '../autograd/grad-mode.ts';
 import { shapeToString } from '../tensor/shape.ts';
+import { allocPersistentFloat32, hasPersistentStorage } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
 
 export interface LoadStateDictOptions {
@@ -23,12 +24,21 @@ export class Module {
   private readonly buffers = new Map<string, { tensor: Tensor; persistent: boolean }>();
   private readonly modules = new Map<string, Module>();
 
-  /** Register a trainable tensor under its PyTorch name; marks it requiresGrad. */
+  /**
+   * Register a trainable tensor under its PyTorch name and return the parameter (use the returned
+   * tensor: with the wasm backend its values move to long-lived WebAssembly memory, where kernels
+   * read weights in place instead of copying them at every call).
+   */
   protected registerParameter(name: string, t: Tensor): Tensor;
   protected registerParameter(name: string, t: null): null;
   protected registerParameter(name: string, t: Tensor | null): Tensor | null {
     if (t) {
       if (t.dtype !== 'float32') throw new Error(`${this.constructor.name}: parameter '${name}' must be float32, got ${t.dtype}`);
+      if (hasPersistentStorage()) {
+        const d = allocPersistentFloat32(t.size);
+        d.set(t.data as Float32Array);
+        t = new Tensor(d, t.shape, 'float32');
+      }
       t.requiresGrad = true;
     }
     this.params.set(name, t);

@@ -8,6 +8,11 @@ export type TypedData = Float32Array | Int32Array | Uint8Array;
 
 export interface Allocator {
   float32(n: number): Float32Array;
+  /**
+   * Storage for long-lived tensors (parameters), which a backend may keep where its kernels read
+   * them in place. Released by the allocator when the array is garbage-collected.
+   */
+  persistentFloat32?(n: number): Float32Array;
 }
 
 const plainAllocator: Allocator = {
@@ -22,6 +27,16 @@ export function setAllocator(a: Allocator | null): void {
 
 export function allocFloat32(n: number): Float32Array {
   return current.float32(n);
+}
+
+/** Long-lived float storage (module parameters); ordinary storage unless a backend provides some. */
+export function allocPersistentFloat32(n: number): Float32Array {
+  return current.persistentFloat32 ? current.persistentFloat32(n) : current.float32(n);
+}
+
+/** Whether this allocator keeps persistent storage apart from ordinary arrays. */
+export function hasPersistentStorage(): boolean {
+  return current.persistentFloat32 !== undefined;
 }
 
 export function allocData(dtype: DType, n: number): TypedData {

@@ -9,6 +9,8 @@ import { jsBackend } from '../js/index.ts';
 import { wasmGemm } from './gemm.ts';
 import * as k from './kernels.ts';
 import { kernels } from './loader.ts';
+import type { Allocator } from '../../tensor/storage.ts';
+import { alloc, free, memory } from './memory.ts';
 
 export { wasmLoadError, loadWasmKernels } from './loader.ts';
 
@@ -36,3 +38,21 @@ export const wasmBackend: Backend = {
 export function tryWasmBackend(): Backend | null {
   return kernels() ? wasmBackend : null;
 }
+
+/**
+ * Parameters in wasm memory: ordinary tensors stay plain arrays, long-lived ones get a block that
+ * is freed when its array is garbage-collected (the registry holds the block's address and length,
+ * never the array, so it cannot keep it alive).
+ */
+const released = new FinalizationRegistry<{ offset: number; length: number }>(({ offset, length }) => {
+  free(new Float32Array(memory.buffer, offset, length));
+});
+
+export const persistentAllocator: Allocator = {
+  float32: (n) => new Float32Array(n),
+  persistentFloat32: (n) => {
+    const view = alloc(n);
+    released.register(view, { offset: view.byteOffset, length: view.length });
+    return view;
+  },
+};
