@@ -7,6 +7,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { attention } from './attention.ts';
 import { explore } from './explore.ts';
+import { exportModel } from './export.ts';
 import { UserError } from './files.ts';
 import { info } from './info.ts';
 import { DEFAULT_LM_DATA, generateText, nonNegativeInt, nonNegativeNumber, probability, trainLm } from './lm.ts';
@@ -80,6 +81,13 @@ program.command('info')
   .option('--model <dir>', 'model folder')
   .option('--preset <name>', 'a preset instead of a folder (e.g. paper-base)')
   .action((o) => info({ ...o, log }));
+
+program.command('export')
+  .description('copy a trained translation model into a folder to ship (weights as fp16 by default)')
+  .requiredOption('--model <dir>', 'trained model folder (e.g. runs/NAME)')
+  .requiredOption('--out <dir>', 'destination folder (e.g. models/multi30k-en-de)')
+  .option('--dtype <type>', 'f16 | f32', 'f16')
+  .action((o) => exportModel({ ...o, log }));
 
 program.command('train-lm')
   .description('train a GPT language model on a text file (one line = one document), with checkpoints')

@@ -79,3 +79,21 @@ test('bad input: unknown flag, bad number, missing model folder, empty and over-
     assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
   }
 });
+
+test('qkv export writes an fp16 copy, half the size, that loads and translates', () => {
+  const shipped = join(work, 'shipped');
+  const r = qkv(['export', '--model', out, '--out', shipped]);
+  assert.equal(r.status, 0, r.stderr);
+  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) assert.ok(existsSync(join(shipped, f)), f);
+  const a = qkv(['translate', '--model', out, '--beam', '1'], 'Two dogs play.\n');
+  const b = qkv(['translate', '--model', shipped, '--beam', '1'], 'Two dogs play.\n');
+  assert.equal(b.status, 0, b.stderr);
+  assert.ok(b.stdout.length > 1);
+  // fp16 rounding may change a near-tie, so compare sizes, not strings: the weights are half as big.
+  const size = (d: string) => readFileSync(join(d, 'model.safetensors')).length;
+  assert.ok(size(shipped) < 0.55 * size(out), `${size(shipped)} vs ${size(out)}`);
+  assert.equal(a.status, 0);
+  const bad = qkv(['export', '--model', out, '--out', shipped, '--dtype', 'int8']);
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /--dtype must be f16 or f32, got 'int8'/);
+});
