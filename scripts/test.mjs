@@ -2,6 +2,8 @@
 // Runs every test file under test/ with node's test runner through tsx (TypeScript, no build),
 // once per backend: QKV_BACKEND=js, then QKV_BACKEND=wasm. Fails if either run fails. The output
 // ends with node's summary lines (ℹ tests / pass / fail …), summed over both runs.
+// QKV_POISON_SCOPES=1: memoryScope blocks are NaN-filled when handed out uninitialised and when
+// released, so a read before write or a tensor used after its scope fails the tests that train.
 // Usage: node scripts/test.mjs [filter]         e.g. node scripts/test.mjs nn/
 //        QKV_BACKENDS=js node scripts/test.mjs   one backend only
 import { spawn, spawnSync } from 'node:child_process';
@@ -38,7 +40,7 @@ function run(backend) {
     console.log(`\n=== backend: ${backend} ===`);
     const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], {
       stdio: ['inherit', 'pipe', 'inherit'],
-      env: { ...process.env, QKV_BACKEND: backend },
+      env: { ...process.env, QKV_BACKEND: backend, QKV_POISON_SCOPES: '1' },
     });
     let tail = '';
     child.stdout.on('data', (chunk) => {

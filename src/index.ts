@@ -7,6 +7,7 @@ import './ops/methods.ts';
 
 export { Tensor, tensor, zeros, ones, full, zerosLike, onesLike, randn, rand, randint, arange, type DType, type TensorOptions } from './tensor/tensor.ts';
 export { Generator, manualSeed, defaultGenerator } from './tensor/random.ts';
+export { memoryScope } from './tensor/storage.ts';
 export { noGrad, enableGrad, isGradEnabled, gradcheck, type GradcheckOptions } from './autograd/index.ts';
 export { setBackend, getBackend, backendNames, registerBackend, type Backend } from './backend/backend.ts';
 export * as F from './ops/index.ts';

@@ -47,6 +47,12 @@ export class Module {
 
   /** Register non-trainable state; persistent buffers are saved in the state dict. */
   protected registerBuffer(name: string, t: Tensor, persistent = true): Tensor {
+    // Long-lived storage, like parameters: a buffer made inside a memoryScope must outlive it.
+    if (t.dtype === 'float32' && hasPersistentStorage()) {
+      const d = allocPersistentFloat32(t.size);
+      d.set(t.data as Float32Array);
+      t = new Tensor(d, t.shape, 'float32');
+    }
     this.buffers.set(name, { tensor: t, persistent });
     return t;
   }

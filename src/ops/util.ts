@@ -9,9 +9,9 @@ export function K(): Backend {
   return getBackend();
 }
 
-/** An uninitialised float32 tensor from the backend's allocator. */
+/** An uninitialised float32 tensor from the backend's allocator: the caller writes every element. */
 export function empty(shape: Shape): Tensor {
-  return new Tensor(allocFloat32(sizeOf(shape)), shape, 'float32');
+  return new Tensor(allocFloat32(sizeOf(shape), false), shape, 'float32');
 }
 
 export function zerosF(shape: Shape): Tensor {

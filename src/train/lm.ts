@@ -14,6 +14,7 @@ import { GPT_SMALL, GPT_TINY, type GPT, type GPTConfig } from '../models/gpt.ts'
 import * as F from '../ops/index.ts';
 import { AdamW } from '../optim/adam.ts';
 import { clipGradNorm } from '../optim/clip.ts';
+import { memoryScope } from '../tensor/storage.ts';
 import { cosineLr } from '../optim/schedule.ts';
 import { Generator, defaultGenerator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
@@ -179,21 +180,24 @@ export class LmTrainer {
 
   /** One optimisation step: forward, next-token cross-entropy, backward, clip, AdamW. */
   step(): LmStepResult {
-    this.model.train();
-    const step = this.position.step + 1;
-    const { x, y } = this.batch(step);
-    const loss = F.crossEntropy(this.model.forward(x), y);
-    this.decayed.zeroGrad();
-    this.undecayed.zeroGrad();
-    loss.backward();
-    if (this.options.clipNorm > 0) clipGradNorm([...this.decayed.params, ...this.undecayed.params], this.options.clipNorm);
-    const lr = this.lrAt(step);
-    this.decayed.lr = lr;
-    this.undecayed.lr = lr;
-    this.decayed.step();
-    this.undecayed.step();
-    this.position = { step, rng: defaultGenerator.getState() };
-    return { step, loss: loss.item(), lr, tokens: y.size };
+    // Activations live in the backend's memory for the step and are freed when it ends.
+    return memoryScope(() => {
+      this.model.train();
+      const step = this.position.step + 1;
+      const { x, y } = this.batch(step);
+      const loss = F.crossEntropy(this.model.forward(x), y);
+      this.decayed.zeroGrad();
+      this.undecayed.zeroGrad();
+      loss.backward();
+      if (this.options.clipNorm > 0) clipGradNorm([...this.decayed.params, ...this.undecayed.params], this.options.clipNorm);
+      const lr = this.lrAt(step);
+      this.decayed.lr = lr;
+      this.undecayed.lr = lr;
+      this.decayed.step();
+      this.undecayed.step();
+      this.position = { step, rng: defaultGenerator.getState() };
+      return { step, loss: loss.item(), lr, tokens: y.size };
+    });
   }
 
   /** Weights, AdamW moments and position in one safetensors file (write it atomically). */

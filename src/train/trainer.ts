@@ -11,6 +11,7 @@ import type { Seq2Seq } from '../models/seq2seq.ts';
 import * as F from '../ops/index.ts';
 import { Adam } from '../optim/adam.ts';
 import { clipGradNorm } from '../optim/clip.ts';
+import { memoryScope } from '../tensor/storage.ts';
 import { noamLr } from '../optim/schedule.ts';
 import { defaultGenerator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
@@ -91,19 +92,22 @@ export class Trainer {
 
   /** One optimisation step on the next batch: forward, label-smoothed loss, backward, Adam. */
   step(): StepResult {
-    this.model.train();
-    const batch = this.nextBatch();
-    const logits = this.model.forward(batch.src, batch.tgtIn); // (B, T, vocab)
-    const loss = F.crossEntropy(logits, batch.tgtOut, { ignoreIndex: this.ids.padId, labelSmoothing: this.options.labelSmoothing });
-    this.optimizer.zeroGrad();
-    loss.backward();
-    if (this.options.clipNorm > 0) clipGradNorm(this.optimizer.params, this.options.clipNorm);
-    this.position.step++;
-    const lr = noamLr(this.position.step, this.model.config.dModel, this.options.warmup, this.options.lrFactor);
-    this.optimizer.lr = lr;
-    this.optimizer.step();
-    this.position.rng = defaultGenerator.getState();
-    return { step: this.position.step, epoch: this.position.epoch, loss: loss.item(), lr, targetTokens: batch.targetTokens };
+    // Activations live in the backend's memory for the step and are freed when it ends.
+    return memoryScope(() => {
+      this.model.train();
+      const batch = this.nextBatch();
+      const logits = this.model.forward(batch.src, batch.tgtIn); // (B, T, vocab)
+      const loss = F.crossEntropy(logits, batch.tgtOut, { ignoreIndex: this.ids.padId, labelSmoothing: this.options.labelSmoothing });
+      this.optimizer.zeroGrad();
+      loss.backward();
+      if (this.options.clipNorm > 0) clipGradNorm(this.optimizer.params, this.options.clipNorm);
+      this.position.step++;
+      const lr = noamLr(this.position.step, this.model.config.dModel, this.options.warmup, this.options.lrFactor);
+      this.optimizer.lr = lr;
+      this.optimizer.step();
+      this.position.rng = defaultGenerator.getState();
+      return { step: this.position.step, epoch: this.position.epoch, loss: loss.item(), lr, targetTokens: batch.targetTokens };
+    });
   }
 
   /** Weights, Adam moments and position in one safetensors file (write it atomically). */
@@ -152,8 +156,7 @@ export function evaluateLoss(model: Seq2Seq, pairs: readonly Pair[], ids: Specia
   noGrad(() => {
     for (const idx of planBatches(pairs, maxTokens)) {
       const b = makeBatch(pairs, idx, ids);
-      const loss = F.crossEntropy(model.forward(b.src, b.tgtIn), b.tgtOut, { ignoreIndex: ids.padId, labelSmoothing, reduction: 'sum' });
-      total += loss.item();
+      total += memoryScope(() => F.crossEntropy(model.forward(b.src, b.tgtIn), b.tgtOut, { ignoreIndex: ids.padId, labelSmoothing, reduction: 'sum' }).item());
       count += b.targetTokens;
     }
   });

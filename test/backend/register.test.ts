@@ -1,12 +1,15 @@
 /**
  * Backend selection and memory. wasm is the default where it loads; QKV_BACKEND picks one (the
  * suite runs under each, see scripts/test.mjs); setBackend switches. Training on the wasm backend
- * keeps its WebAssembly memory flat: the kernels stage ordinary arrays through one reused block,
- * so after the first steps no step allocates wasm memory, however many steps run.
+ * keeps its WebAssembly memory flat: each step runs in a memoryScope, so its activations live in
+ * wasm memory and are freed when the step ends (released blocks are filled with NaN here, so a
+ * tensor used after its scope would show in the loss), and after the first steps no step grows
+ * the memory, however many steps run.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backendNames, F, getBackend, Generator, manualSeed, models, optim, setBackend, tensor } from '../../src/index.ts';
+import { backendNames, F, getBackend, Generator, manualSeed, memoryScope, models, optim, setBackend, tensor } from '../../src/index.ts';
+import { setScopePoisoning } from '../../src/tensor/storage.ts';
 import { bytesInUse, memory } from '../../src/backend/wasm/memory.ts';
 import { wasmLoadError } from '../../src/backend/wasm/index.ts';
 
@@ -24,6 +27,7 @@ test('backends: js always; wasm registered here; default wasm unless QKV_BACKEND
 test('2,000 training steps of a small Seq2Seq (attention, layer norm, gelu, cross-entropy, Adam) on wasm: wasm memory flat, loss falls', () => {
   const prev = getBackend().name;
   setBackend('wasm');
+  setScopePoisoning(true);
   try {
     manualSeed(11);
     const cfg = { ...models.MULTI30K_SMALL, vocabSize: 16, dModel: 16, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 1, dimFeedforward: 32, dropout: 0, activation: 'gelu' as const, maxLen: 16 };
@@ -32,26 +36,35 @@ test('2,000 training steps of a small Seq2Seq (attention, layer norm, gelu, cros
     const gen = new Generator(2);
     const B = 4, T = 6;
     const ids = (n: number) => Int32Array.from({ length: n }, () => 4 + gen.int(12));
-    let bytes = 0, pages = 0, first = 0, last = 0;
+    let bytes = 0, pages = 0, first = 0, last = 0, during = 0;
     for (let step = 0; step < 2000; step++) {
       const src = ids(B * T);
       // Variable lengths with padding (id 0) exercise the key padding masks and ignored targets.
       for (let b = 0; b < B; b++) for (let t = T - (step + b) % 3; t < T; t++) src[b * T + t] = 0;
-      const loss = F.crossEntropy(m.forward(tensor(src, [B, T]), tensor(src, [B, T])), tensor(src, [B, T]), { ignoreIndex: 0, labelSmoothing: 0.1 });
-      opt.zeroGrad();
-      loss.backward();
-      opt.step();
-      if (step < 20) first += loss.item() / 20;
-      if (step >= 1980) last += loss.item() / 20;
+      const l = memoryScope(() => {
+        const loss = F.crossEntropy(m.forward(tensor(src, [B, T]), tensor(src, [B, T])), tensor(src, [B, T]), { ignoreIndex: 0, labelSmoothing: 0.1 });
+        opt.zeroGrad();
+        loss.backward();
+        opt.step();
+        if (step === 10) during = bytesInUse();
+        return loss.item();
+      });
+      assert.ok(Number.isFinite(l), `step ${step}: loss ${l}`);
+      if (step < 20) first += l / 20;
+      if (step >= 1980) last += l / 20;
       if (step === 10) {
         bytes = bytesInUse();
         pages = memory.buffer.byteLength;
       }
     }
     assert.equal(bytesInUse(), bytes, 'wasm bytes in use after step 10 and after step 2000');
+    // With wasm as the default backend, the step's activations were in wasm memory (under
+    // QKV_BACKEND=js the allocator is the plain one and the scope only runs the step).
+    if ((process.env.QKV_BACKEND ?? 'wasm') === 'wasm') assert.ok(during > bytes + 10_000, `bytes in use during a step ${during}, after ${bytes}`);
     assert.equal(memory.buffer.byteLength, pages, 'wasm memory size');
     assert.ok(last < 0.8 * first, `loss ${first.toFixed(3)} -> ${last.toFixed(3)}`);
   } finally {
+    setScopePoisoning(false);
     setBackend(prev);
   }
 });

@@ -40,19 +40,38 @@ export function tryWasmBackend(): Backend | null {
 }
 
 /**
- * Parameters in wasm memory: ordinary tensors stay plain arrays, long-lived ones get a block that
- * is freed when its array is garbage-collected (the registry holds the block's address and length,
- * never the array, so it cannot keep it alive).
+ * Long-lived blocks are freed when the arrays that use them are garbage-collected. The registry
+ * holds the block's address and length and a count of its live views, never an array, so it
+ * cannot keep one alive.
  */
-const released = new FinalizationRegistry<{ offset: number; length: number }>(({ offset, length }) => {
-  free(new Float32Array(memory.buffer, offset, length));
+interface Held {
+  offset: number;
+  length: number;
+  views: number;
+}
+const released = new FinalizationRegistry<Held>((held) => {
+  if (--held.views === 0) free(new Float32Array(memory.buffer, held.offset, held.length));
 });
 
+function retainUntilCollected(block: Float32Array, views: Float32Array[]): void {
+  const held: Held = { offset: block.byteOffset, length: block.length, views: views.length };
+  for (const v of views) released.register(v, held);
+}
+
+/**
+ * Parameters in wasm memory (freed on GC), and the activations of a `memoryScope` too (freed when
+ * the scope ends); other tensors stay plain arrays.
+ */
 export const persistentAllocator: Allocator = {
   float32: (n) => new Float32Array(n),
   persistentFloat32: (n) => {
     const view = alloc(n);
-    released.register(view, { offset: view.byteOffset, length: view.length });
+    retainUntilCollected(view, [view]);
     return view;
+  },
+  scoped: {
+    alloc: (n, zero) => alloc(n, zero),
+    release: (block) => free(block),
+    retain: retainUntilCollected,
   },
 };
