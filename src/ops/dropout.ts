@@ -9,6 +9,13 @@ import { empty, f32 } from './util.ts';
  * Each 32-bit draw decides two elements (16 bits each, so p is resolved to 1/65536): the mask is
  * the hot path of a training step's random numbers, tens of millions per step.
  */
+let draws = new Uint32Array(0);
+/** A reused buffer for the random words of one mask (grows to the largest call's need). */
+function drawBuffer(n: number): Uint32Array {
+  if (draws.length < n) draws = new Uint32Array(Math.max(n, 2 * draws.length));
+  return draws.subarray(0, n);
+}
+
 export function dropout(x: Tensor, p = 0.5, training = true, generator: Generator = defaultGenerator): Tensor {
   if (!(p >= 0 && p <= 1)) throw new Error(`dropout: p must be in [0, 1], got ${p}`);
   if (!training || p === 0) return x;
@@ -20,15 +27,17 @@ export function dropout(x: Tensor, p = 0.5, training = true, generator: Generato
   const out = empty(x.shape);
   const od = out.data as Float32Array;
   const n = kd.length;
-  for (let i = 0; i < n; i += 2) {
-    const u = generator.nextUint32();
+  const bits = drawBuffer((n + 1) >> 1);
+  generator.fillUint32(bits);
+  for (let i = 0, j = 0; i < n; i += 2, j++) {
+    const u = bits[j]!;
     const k0 = (u & 0xffff) >= threshold ? s : 0;
     kd[i] = k0;
-    od[i] = xd[i] * k0;
+    od[i] = xd[i]! * k0;
     if (i + 1 < n) {
       const k1 = u >>> 16 >= threshold ? s : 0;
       kd[i + 1] = k1;
-      od[i + 1] = xd[i + 1] * k1;
+      od[i + 1] = xd[i + 1]! * k1;
     }
   }
   return record(out, 'dropout', [x], (g) => {

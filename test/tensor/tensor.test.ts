@@ -55,6 +55,24 @@ test('generator state round-trips (for resumable training)', () => {
   assert.deepEqual([h.normal(), h.uniform(), h.normal()], x);
 });
 
+test('fillUint32 continues the same stream as nextUint32 (dropout masks use it)', () => {
+  const a = new Generator(7);
+  const b = new Generator(7);
+  a.nextUint32();
+  b.nextUint32();
+  const bulk = new Uint32Array(1001);
+  b.fillUint32(bulk);
+  const one = Array.from({ length: 1001 }, () => a.nextUint32());
+  assert.deepEqual(Array.from(bulk), one);
+  assert.deepEqual(b.getState(), a.getState());
+  // xoshiro128** from seed state (1, 2, 3, 4): the reference implementation's first outputs.
+  const r = new Generator(0);
+  r.setState([1, 2, 3, 4, Number.NaN]);
+  const ref = new Uint32Array(4);
+  r.fillUint32(ref);
+  assert.deepEqual(Array.from(ref), [11520, 0, 5927040, 70819200]);
+});
+
 test('requiresGrad only on float tensors', () => {
   assert.throws(() => tensor(new Int32Array([1]), [1]).requiresGrad_(), /only float32 tensors can require gradients, this one is int32/);
 });
