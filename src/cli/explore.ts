@@ -1,7 +1,8 @@
 /**
  * `qkv explore`: the attention explorer. A small static server for the page built by Vite
- * (dist/web, `npm run build:web`) and for the three files of one model folder; the page fetches
- * them and runs the model in the browser with qkv itself.
+ * (dist/web, `npm run build:web`) and for the three files of one model folder (a translation model
+ * from `qkv train` or a language model from `qkv train-lm`); the page fetches them, reads the kind
+ * from config.json's format and runs the model in the browser with qkv itself.
  *
  * It serves nothing else: the page's files are listed once at start, the model's three names are
  * fixed, every other path (and any path with `..`) is refused. It binds 127.0.0.1 unless told
@@ -14,6 +15,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { basename, extname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { modelDirKind } from './export.ts';
 import { UserError } from './files.ts';
 
 /** The three files of a model folder the page may fetch, under /model/. */
@@ -240,14 +242,16 @@ export async function explore(o: ExploreCommandOptions): Promise<ExploreServer> 
     modelDir = findDefaultModel();
     if (!modelDir) {
       o.log('qkv explore: no model found (looked for models/multi30k-en-de, then runs/*/ with a model.safetensors).');
-      o.log('  The Translate view needs one: pass --model DIR, or train one with `qkv train --out runs/NAME`.');
+      o.log('  The Translate view needs one: pass --model DIR, or train one with `qkv train --out runs/NAME`');
+      o.log('  (or a language model with `qkv train-lm --out runs/NAME`: the page then shows the Generate view).');
       o.log('  The positional-encoding and step-by-step views work without a model.');
     }
   }
+  const kind = modelDir ? (modelDirKind(modelDir) === 'gpt' ? 'language model, Generate view' : 'translation model, Translate view') : null;
   const s = await startExploreServer({ webDir, modelDir, host: o.host, port: o.port });
   if (modelDir) {
     const rel = relative(process.cwd(), modelDir);
-    o.log(`qkv explore: model ${rel === '' ? '.' : rel.startsWith('..') ? modelDir : rel}`);
+    o.log(`qkv explore: model ${rel === '' ? '.' : rel.startsWith('..') ? modelDir : rel} (${kind})`);
   }
   if (!isLoopback(o.host)) o.log(`qkv explore: listening on ${o.host}: anyone who can reach this address can load the page and the model`);
   o.log(`qkv explore: open ${s.url}  (Ctrl-C stops)`);

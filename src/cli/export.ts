@@ -1,12 +1,36 @@
-/** `qkv export`: a model folder ready to ship — config, tokenizer and weights (fp16 halves them). */
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+/**
+ * `qkv export`: a model folder ready to ship — config, tokenizer and weights (fp16 halves them).
+ * Translation models (format 'qkv-seq2seq', from qkv train) and language models ('qkv-gpt', from
+ * qkv train-lm) alike; the training state is left behind.
+ */
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { modelKind, type ModelKind } from '../viz/attention-data.ts';
 import { loadModelDir, saveWeights, UserError } from './files.ts';
+import { loadLmDir } from './lm.ts';
+
+/** The kind of model in a folder, from its config.json's format (a UserError naming the file when it is neither kind). */
+export function modelDirKind(dir: string): ModelKind {
+  if (!existsSync(dir)) throw new UserError(`model folder not found: ${dir}`);
+  const path = join(dir, 'config.json');
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new UserError(existsSync(path) ? `model config is not valid JSON: ${path} (${(e as Error).message})` : `model config not found: ${path}`);
+  }
+  try {
+    return modelKind(json, path);
+  } catch (e) {
+    throw new UserError((e as Error).message);
+  }
+}
 
 export function exportModel(o: { model: string; out: string; dtype: string; log: (s: string) => void }): void {
   const dtype = o.dtype.toUpperCase();
   if (dtype !== 'F16' && dtype !== 'F32') throw new UserError(`--dtype must be f16 or f32, got '${o.dtype}'`);
-  const { model } = loadModelDir(o.model); // validates the folder and the weights
+  // Loading validates the folder and the weights.
+  const { model } = modelDirKind(o.model) === 'gpt' ? loadLmDir(o.model) : loadModelDir(o.model);
   mkdirSync(o.out, { recursive: true });
   for (const f of ['config.json', 'tokenizer.json', 'history.json']) {
     if (existsSync(join(o.model, f))) copyFileSync(join(o.model, f), join(o.out, f));

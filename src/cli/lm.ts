@@ -135,7 +135,8 @@ export function loadLmDir(dir: string): LoadedLm {
   return lm;
 }
 
-function saveLmDir(dir: string, model: GPT, tokenizer: LmTokenizer, kind: TokenizerKind, training: Record<string, unknown>): void {
+/** Write a language-model folder's config.json and tokenizer.json (the weights are written apart). */
+export function saveLmDir(dir: string, model: GPT, tokenizer: LmTokenizer, kind: TokenizerKind, training: Record<string, unknown>): void {
   const config: LmConfigFile = { format: 'qkv-gpt', version: 1, model: model.config, tokenizer: kind, training };
   atomicWrite(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
   atomicWrite(join(dir, 'tokenizer.json'), JSON.stringify(tokenizer.toJSON()));

@@ -83,7 +83,7 @@ program.command('info')
   .action((o) => info({ ...o, log }));
 
 program.command('export')
-  .description('copy a trained translation model into a folder to ship (weights as fp16 by default)')
+  .description('copy a trained model (translation, or language model from train-lm) into a folder to ship (weights as fp16 by default)')
   .requiredOption('--model <dir>', 'trained model folder (e.g. runs/NAME)')
   .requiredOption('--out <dir>', 'destination folder (e.g. models/multi30k-en-de)')
   .option('--dtype <type>', 'f16 | f32', 'f16')

@@ -54,7 +54,7 @@ export interface TranslateOptions {
 }
 
 /** (1, h, L, S) float32 tensor → [head][query][key]. */
-function headsOf(w: Tensor): number[][][] {
+export function headsOf(w: Tensor): number[][][] {
   const [, h, L, S] = w.shape;
   const d = w.data as Float32Array;
   return Array.from({ length: h }, (_, a) => Array.from({ length: L }, (_, i) => Array.from(d.subarray((a * L + i) * S, (a * L + i + 1) * S))));
@@ -130,6 +130,22 @@ export function translateWithAttention(model: Seq2Seq, tokenizer: BpeTokenizer, 
       cross,
     };
   });
+}
+
+/** What a model folder's config.json says it holds: a translation model (qkv train) or a language model (qkv train-lm). */
+export type ModelKind = 'seq2seq' | 'gpt';
+
+export const MODEL_FORMATS: Record<string, ModelKind> = { 'qkv-seq2seq': 'seq2seq', 'qkv-gpt': 'gpt' };
+
+/** The kind of model a config.json describes; a clear error naming `file` when it is neither. */
+export function modelKind(configJson: unknown, file = 'config.json'): ModelKind {
+  const format = configJson !== null && typeof configJson === 'object' ? (configJson as { format?: unknown }).format : undefined;
+  const kind = typeof format === 'string' && Object.hasOwn(MODEL_FORMATS, format) ? MODEL_FORMATS[format] : undefined;
+  if (!kind) {
+    const got = configJson === null || typeof configJson !== 'object' ? `not a JSON object (${configJson === null ? 'null' : typeof configJson})` : `format '${String(format)}'`;
+    throw new Error(`${file}: expected format 'qkv-seq2seq' (a translation model from qkv train) or 'qkv-gpt' (a language model from qkv train-lm), got ${got}`);
+  }
+  return kind;
 }
 
 /** The model and tokenizer of a model folder's three files, from their contents (fetch, or disk). */

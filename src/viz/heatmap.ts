@@ -36,7 +36,7 @@ export interface HeatmapOptions {
   titleDigits?: number;
   /** Hover titles on cells (default true; false keeps very large maps small). */
   titles?: boolean;
-  /** Cells to draw as masked (blocked before the softmax): grey, titled "masked". */
+  /** Cells to draw as masked (blocked before the softmax): grey, no value printed, titled "masked". */
   masked?: (row: number, col: number) => boolean;
   /** Colour bar at the right (default true). */
   legend?: boolean;
@@ -112,7 +112,7 @@ export function heatmapSvg(o: HeatmapOptions): string {
       const y = top + i * ch;
       const title = titles ? `<title>${esc(rowLabels[i])} → ${esc(colLabels[j])}: ${formatValue(v, titleDigits)}${isMasked ? ' (masked)' : ''}</title>` : '';
       out.push(`<rect class="cell${isMasked ? ' masked' : ''}" data-row="${i}" data-col="${j}" x="${px(x)}" y="${px(y)}" width="${px(cw)}" height="${px(ch)}" fill="${fill}">${title}</rect>`);
-      if (showValues) {
+      if (showValues && !isMasked) {
         const fs = Math.min(11, Math.max(6, Math.floor(Math.min(cw, ch) * 0.34)));
         out.push(`<text class="value" x="${px(x + cw / 2)}" y="${px(y + ch / 2)}" font-size="${fs}" text-anchor="middle" dominant-baseline="central" fill="${textColorOn(fill)}" pointer-events="none">${formatValue(v, digits)}</text>`);
       }

@@ -16,7 +16,12 @@ export {
   SEED_002, SEED_003, WORKED_EXAMPLES, type Matrix, type AttentionSteps, type MultiHeadSteps, type WorkedExample, type AttentionStepsOptions,
 } from './steps.ts';
 export {
-  translateWithAttention, encoderAttention, loadModelFromFiles, axisTokens, mapsOf, KIND_NAMES,
-  type TranslationAttention, type AttentionStack, type AttentionKind, type TranslateOptions,
+  translateWithAttention, encoderAttention, loadModelFromFiles, axisTokens, mapsOf, headsOf, modelKind, KIND_NAMES, MODEL_FORMATS,
+  type TranslationAttention, type AttentionStack, type AttentionKind, type TranslateOptions, type ModelKind,
 } from './attention-data.ts';
-export { attentionHeatmapSvg, attentionHeadViewSvg, attentionModelViewSvg, attentionGridSvg, stackSize, kindMask, type AttentionHeatmapOptions } from './translation.ts';
+export { mapsHeatmapSvg, mapsHeadViewSvg, mapsModelViewSvg, mapsGridSvg, mapsSize, causalMask, type AttentionMaps, type AttentionHeatmapOptions } from './attention-maps.ts';
+export { attentionHeatmapSvg, attentionHeadViewSvg, attentionModelViewSvg, attentionGridSvg, translationMaps, stackSize, kindMask } from './translation.ts';
+export {
+  generateWithAttention, causalAttention, loadGptFromFiles, lineSeparatorId, tokenLabel, gptMaps, gptTitle, GPT_ATTENTION_NAME,
+  type GptAttention, type GenerateAttentionOptions, type LoadedGpt, type GptTokenizer,
+} from './gpt-attention.ts';

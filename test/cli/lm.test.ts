@@ -2,7 +2,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -108,4 +108,23 @@ test('flag parsers and checks name the flag and the value', async () => {
   assert.throws(() => nonNegativeInt('--seed')('1.5'), /--seed must be an integer >= 0, got '1.5'/);
   await assert.rejects(trainLm({ out: join(work, 'z'), tokenizer: 'word', preset: 'tiny', resume: false, evalTokens: 10, log: () => {} }), /unknown tokenizer 'word', expected char or bpe/);
   await assert.rejects(trainLm({ out: join(work, 'z'), tokenizer: 'char', preset: 'tiny', resume: true, evalTokens: 10, log: () => {} }), /--resume: no training state in/);
+});
+
+test('qkv export ships a language model: fp16 weights that load and generate, no training state; a bad format is named', async () => {
+  const shipped = join(work, 'shipped-lm');
+  const weird = join(work, 'weird');
+  mkdirSync(weird);
+  writeFileSync(join(weird, 'config.json'), JSON.stringify({ format: 'qkv-bert' }));
+  const [e, bad] = await qkvAll(['export', '--model', out, '--out', shipped], ['export', '--model', weird, '--out', join(work, 'x2')]);
+  assert.equal(e.status, 0, e.stderr);
+  assert.match(e.stderr, /wrote .*shipped-lm \([\d,]+ parameters, F16\)/);
+  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors', 'history.json']) assert.ok(existsSync(join(shipped, f)), f);
+  assert.ok(!existsSync(join(shipped, 'train-state.safetensors')), 'no training state');
+  const size = (d: string) => readFileSync(join(d, 'model.safetensors')).length;
+  assert.ok(size(shipped) < 0.55 * size(out), `${size(shipped)} vs ${size(out)}`);
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /weird\/config\.json: expected format 'qkv-seq2seq' \(a translation model from qkv train\) or 'qkv-gpt' \(a language model from qkv train-lm\), got format 'qkv-bert'/);
+  const [g] = await qkvAll(['generate', '--model', shipped, '--prompt', 'A man', '--max-tokens', '10', '--temperature', '0']);
+  assert.equal(g.status, 0, g.stderr);
+  assert.ok(g.stdout.startsWith('A man'), g.stdout);
 });

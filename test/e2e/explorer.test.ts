@@ -1,22 +1,24 @@
 /**
  * The explorer end to end in headless Chromium (Debian's `chromium`, driven by playwright-core):
  * the server from `qkv explore` on a free port with a tiny random model, the page built by Vite,
- * the model run in the browser. Skips, saying so, when /usr/bin/chromium is absent.
+ * the model run in the browser; then a tiny random GPT folder, shown in the Generate view. Skips, saying so, when /usr/bin/chromium is absent.
  *
  * Run once per backend pass of scripts/test.mjs: QKV_BACKEND=wasm opens the page with
  * ?backend=wasm (and checks the page really runs on it), otherwise ?backend=js.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { findWebDir, startExploreServer, type ExploreServer } from '../../src/cli/explore.ts';
 import { translateWithAttention } from '../../src/viz/attention-data.ts';
+import { MASKED_FILL } from '../../src/viz/heatmap.ts';
+import { generateWithAttention, lineSeparatorId, type LoadedGpt } from '../../src/viz/gpt-attention.ts';
 import { get } from './http.ts';
-import { HEADS, LAYERS, makeTinyModel } from './tiny-model.ts';
+import { GPT_HEADS, GPT_LAYERS, HEADS, LAYERS, makeTinyGpt, makeTinyModel } from './tiny-model.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
@@ -77,7 +79,8 @@ after(async () => {
 });
 
 const cells = (id: string) => page.locator(`[data-testid="fig-${id}"] rect.cell`).count();
-const svgOf = (id: string) => page.locator(`[data-testid="fig-${id}"]`).innerHTML();
+const svgOfPage = (p: Page, id: string) => p.locator(`[data-testid="fig-${id}"]`).innerHTML();
+const svgOf = (id: string) => svgOfPage(page, id);
 
 test('the page is cross-origin isolated and runs on the chosen backend', { skip }, async () => {
   assert.equal(await page.evaluate(() => crossOriginIsolated), true);
@@ -211,5 +214,142 @@ test('without a model the page says how to start with one; the other views still
     await p.close();
   } finally {
     await bare.close();
+  }
+});
+
+/** The heatmap's values as the page shows them (cell titles, 4 decimals) and which cells are drawn masked. */
+function readHeatmap(p: Page): Promise<{ rows: number; cols: number; values: number[][]; masked: boolean[][] }> {
+  return p.evaluate(() => {
+    const svg = document.querySelector('[data-testid="fig-heatmap"] svg')!;
+    const rows = Number(svg.getAttribute('data-rows'));
+    const cols = Number(svg.getAttribute('data-cols'));
+    const values = Array.from({ length: rows }, () => new Array<number>(cols).fill(Number.NaN));
+    const masked = Array.from({ length: rows }, () => new Array<boolean>(cols).fill(false));
+    for (const c of Array.from(svg.querySelectorAll('rect.cell'))) {
+      const i = Number(c.getAttribute('data-row'));
+      const j = Number(c.getAttribute('data-col'));
+      const m = /: (-?[\d.]+)( \(masked\))?$/.exec(c.querySelector('title')?.textContent ?? '');
+      values[i][j] = m ? Number(m[1]) : Number.NaN;
+      masked[i][j] = c.classList.contains('masked');
+    }
+    return { rows, cols, values, masked };
+  });
+}
+
+test('a GPT folder: the Generate view continues a prompt and shows causal attention for every layer × head', { skip }, async () => {
+  const gpt = makeTinyGpt();
+  const lm: LoadedGpt = { model: gpt.model, tokenizer: gpt.tokenizer, separatorId: lineSeparatorId(gpt.tokenizer) };
+  const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: gpt.dir, port: 0 });
+  const p = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors: string[] = [];
+  p.on('pageerror', (e) => errors.push(e.message));
+  p.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  try {
+    // A link to #translate opens the model's view: Generate, the Translate tab hidden.
+    await p.goto(`${srv.url}?backend=${BACKEND}#translate`);
+    await p.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
+    assert.equal(await p.locator('#view-generate').isVisible(), true);
+    assert.equal(await p.locator('#view-translate').isVisible(), false);
+    assert.equal(await p.locator('#tab-translate').isVisible(), false);
+    assert.equal(await p.locator('#tab-generate').getAttribute('aria-selected'), 'true');
+    assert.match(await p.getByTestId('status').textContent() ?? '', new RegExp(`model: qkv-tiny-gpt-\\w+ · backend: ${BACKEND}`));
+    assert.match(await p.getByTestId('model-info').textContent() ?? '', /^Model qkv-tiny-gpt-\w+: GPT, 2 layers, 2 heads, nEmbd 16, context 48 tokens, vocabulary \d+ \(characters\), [\d,]+ parameters\.$/);
+
+    // Greedy: the continuation Node draws, and T × T maps with nothing above the diagonal.
+    const PROMPT = 'A dog';
+    const ref = generateWithAttention(lm, PROMPT, { maxTokens: 12 });
+    const T = ref.ids.length;
+    await p.getByTestId('prompt').fill(PROMPT);
+    await p.getByTestId('max-tokens').fill('12');
+    await p.getByTestId('generate').click();
+    await p.waitForFunction(() => document.querySelector('#view-generate')?.getAttribute('data-generated') === '1');
+    assert.equal(await p.getByTestId('continuation').textContent(), ref.continuation, 'the browser generates as Node does');
+    assert.equal(await p.getByTestId('generated').textContent(), `${PROMPT}${ref.continuation}`);
+    assert.ok(ref.continuation.length > 0);
+    assert.equal(await p.locator('#tokens .chip').count(), T);
+    assert.equal(await p.locator('#tokens .chip.generated').count(), T - ref.promptLength);
+
+    // Every layer × head: its heatmap is the model's weights, rows sum to 1, the upper triangle is 0 and drawn masked.
+    assert.deepEqual(await p.locator('#layer option').allTextContents(), ['layer 1', 'layer 2']);
+    assert.deepEqual(await p.locator('#head option').allTextContents(), ['mean of heads', 'head 1', 'head 2']);
+    const seen = new Set<string>();
+    for (let l = 0; l < GPT_LAYERS; l++) {
+      for (let h = 0; h < GPT_HEADS; h++) {
+        await p.selectOption('#layer', String(l));
+        await p.selectOption('#head', String(h));
+        const svg = await svgOfPage(p, 'heatmap');
+        assert.match(svg, new RegExp(`causal self-attention · layer ${l + 1} · head ${h + 1}`));
+        seen.add(svg);
+        const { rows, cols, values, masked } = await readHeatmap(p);
+        assert.deepEqual([rows, cols], [T, T]);
+        for (let i = 0; i < T; i++) {
+          let sum = 0;
+          for (let j = 0; j < T; j++) {
+            const v = values[i][j];
+            assert.ok(Math.abs(v - ref.attention[l][h][i][j]) < 2e-4, `layer ${l + 1} head ${h + 1} (${i}, ${j}): ${v} vs ${ref.attention[l][h][i][j]}`);
+            assert.equal(masked[i][j], j > i, `(${i}, ${j}) masked iff above the diagonal`);
+            if (j > i) assert.equal(v, 0, `(${i}, ${j}) above the diagonal is 0`);
+            sum += v;
+          }
+          assert.ok(Math.abs(sum - 1) < T * 1e-4, `row ${i} sums to ${sum}`);
+        }
+      }
+    }
+    assert.equal(seen.size, GPT_LAYERS * GPT_HEADS, 'each layer × head has its own map');
+    // The model view: every layer × head, each with its upper triangle grey; the head view: no line to a later token.
+    assert.equal(await p.locator('[data-testid="fig-modelview"] g.thumb').count(), GPT_LAYERS * GPT_HEADS);
+    assert.equal(await p.locator(`[data-testid="fig-modelview"] g.thumb rect[fill="${MASKED_FILL}"]`).count(), (GPT_LAYERS * GPT_HEADS * T * (T - 1)) / 2);
+    const links = await p.locator('[data-testid="fig-headview"] line.link').evaluateAll((ls) => ls.map((x) => [Number(x.getAttribute('data-row')), Number(x.getAttribute('data-col'))]));
+    assert.ok(links.length >= T);
+    for (const [r, c] of links) assert.ok(c <= r, `head view line ${r} → ${c}`);
+    await p.locator('[data-testid="fig-modelview"] g.thumb[data-layer="0"][data-head="1"]').click();
+    assert.equal(await p.locator('#layer').inputValue(), '0');
+    assert.equal(await p.locator('#head').inputValue(), '1');
+    await p.screenshot({ path: join(HERE, 'screenshots', 'explorer-generate.png'), fullPage: true });
+
+    // Seeded sampling: the same tokens as Node's for that seed.
+    const sampled = generateWithAttention(lm, PROMPT, { maxTokens: 12, temperature: 1.5, seed: 3 });
+    await p.selectOption('#sampling', 'sample');
+    await p.getByTestId('temperature').fill('1.5');
+    await p.getByTestId('seed').fill('3');
+    await p.getByTestId('generate').click();
+    await p.waitForFunction(() => document.querySelector('#view-generate')?.getAttribute('data-generated') === '2');
+    assert.equal(await p.getByTestId('continuation').textContent(), sampled.continuation);
+    assert.equal((await readHeatmap(p)).rows, sampled.ids.length);
+    // Bad input: the message, and the last maps stay.
+    await p.getByTestId('prompt').fill('   ');
+    await p.getByTestId('generate').click();
+    await p.locator('#generate-error').waitFor({ state: 'visible' });
+    assert.equal(await p.locator('#generate-error').textContent(), 'generate: the prompt is empty');
+    assert.equal(await p.getByTestId('generate').isEnabled(), true);
+
+    // The Export view offers the Generate view, and lists its pictures.
+    await p.locator('#tabs [data-view="export"]').click();
+    assert.equal(await p.locator('[data-export-view="generate"]').count(), 1);
+    assert.equal(await p.locator('[data-export-view="translate"]').count(), 0);
+    assert.equal(await p.locator('#export-list tr[data-figure="modelview"] td').first().textContent(), 'Generate');
+    assert.deepEqual(errors, []);
+  } finally {
+    await p.close();
+    await srv.close();
+  }
+});
+
+test('a config.json of another format: the page names the file, what it expected and what came', { skip }, async () => {
+  const gpt = makeTinyGpt();
+  writeFileSync(join(gpt.dir, 'config.json'), JSON.stringify({ format: 'qkv-bert', model: {} }));
+  const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: gpt.dir, port: 0 });
+  const p = await browser.newPage();
+  try {
+    await p.goto(`${srv.url}?backend=js`);
+    await p.waitForSelector('body[data-ready="true"]');
+    assert.equal(await p.getByTestId('model-info').textContent(),
+      "Could not load the model: model/config.json: expected format 'qkv-seq2seq' (a translation model from qkv train) or 'qkv-gpt' (a language model from qkv train-lm), got format 'qkv-bert'");
+    assert.equal(await p.getByTestId('status').evaluate((e) => e.textContent?.startsWith('model failed to load')), true);
+  } finally {
+    await p.close();
+    await srv.close();
   }
 });

@@ -1,14 +1,18 @@
 /**
- * A tiny model folder for the explorer's tests: a BPE learned on a few sentences and a randomly
- * initialised Seq2Seq (nothing trained), written with the functions of src/cli/files.ts.
+ * Tiny model folders for the explorer's tests: a BPE learned on a few sentences and a randomly
+ * initialised Seq2Seq (nothing trained), written with the functions of src/cli/files.ts; and a
+ * character-level GPT folder, written as `qkv train-lm` writes one.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { saveModelDir, saveWeights } from '../../src/cli/files.ts';
+import { saveLmDir } from '../../src/cli/lm.ts';
+import { GPT } from '../../src/models/gpt.ts';
 import { Seq2Seq } from '../../src/models/seq2seq.ts';
 import { manualSeed } from '../../src/tensor/random.ts';
 import { BpeTokenizer } from '../../src/text/bpe.ts';
+import { CharTokenizer } from '../../src/text/chars.ts';
 
 export const SENTENCES = [
   'A dog runs in the park.',
@@ -44,6 +48,21 @@ export function makeTinyModel(seed = 1): { dir: string; model: Seq2Seq; tokenize
   });
   model.eval();
   saveModelDir(dir, model, tokenizer, { preset: 'test-tiny' });
+  saveWeights(join(dir, 'model.safetensors'), model.stateDict());
+  return { dir, model, tokenizer };
+}
+
+export const GPT_LAYERS = 2;
+export const GPT_HEADS = 2;
+
+/** A tiny language-model folder (as `qkv train-lm` writes one): characters of SENTENCES, a random GPT. */
+export function makeTinyGpt(seed = 1): { dir: string; model: GPT; tokenizer: CharTokenizer } {
+  const dir = tempDir('qkv-tiny-gpt-');
+  const tokenizer = CharTokenizer.learn(SENTENCES);
+  manualSeed(seed);
+  const model = new GPT({ vocabSize: tokenizer.vocabSize, blockSize: 48, nLayer: GPT_LAYERS, nHead: GPT_HEADS, nEmbd: 16, dropout: 0, positions: 'learned' });
+  model.eval();
+  saveLmDir(dir, model, tokenizer, 'char', { preset: 'test-tiny' });
   saveWeights(join(dir, 'model.safetensors'), model.stateDict());
   return { dir, model, tokenizer };
 }

@@ -90,6 +90,7 @@ test('masked cells are grey and say so', () => {
   const svg = heatmapSvg({ values: [[1, 0], [0.4, 0.6]], rowLabels: ['a', 'b'], colLabels: ['a', 'b'], masked: (i, j) => j > i });
   assert.equal(count(svg, /class="cell masked"/g), 1);
   assert.ok(svg.includes('a → b: 0.0000 (masked)'));
+  assert.equal(count(svg, /class="value"/g), 3, 'no value printed in the masked cell');
 });
 
 test('domain defaults to the data range; a colour bar is drawn', () => {

@@ -41,3 +41,38 @@ export function setOptions(s: HTMLSelectElement, options: readonly (readonly [st
 export function nextFrame(): Promise<void> {
   return new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
 }
+
+export interface FormWork {
+  button: HTMLButtonElement;
+  /** Where a thrown error's message is shown (hidden when the work succeeds). */
+  error: HTMLElement;
+  /** False: the submit does nothing (e.g. no model yet). */
+  ready(): boolean;
+  /** Before the work, e.g. a "working…" message (painted before the work starts). */
+  start(): void;
+  /** The long synchronous task. */
+  work(): void;
+  /** When the work threw, before its message is shown. */
+  fail(): void;
+}
+
+/** Run a form's work on submit, its button disabled meanwhile, errors shown in `error`. */
+export function onSubmit(form: HTMLFormElement, o: FormWork): void {
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    if (!o.ready()) return;
+    o.error.hidden = true;
+    o.button.disabled = true;
+    o.start();
+    await nextFrame();
+    try {
+      o.work();
+    } catch (x) {
+      o.fail();
+      o.error.textContent = (x as Error).message;
+      o.error.hidden = false;
+    } finally {
+      o.button.disabled = false;
+    }
+  });
+}

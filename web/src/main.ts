@@ -1,16 +1,24 @@
-/** The explorer's shell: tabs (with the URL hash), the status line, and the four views. */
+/**
+ * The explorer's shell: tabs (with the URL hash), the status line, and the views. The model view
+ * follows what the server serves (config.json's format): Translate for a translation model,
+ * Generate for a GPT; the other views need no model.
+ */
 import './style.css';
 import { chooseBackend, type BackendChoice } from './backend.ts';
 import { byId } from './dom.ts';
+import { fetchServedModel } from './model.ts';
 import { initExport } from './views/export.ts';
+import { initGenerate } from './views/generate.ts';
 import { initPositional } from './views/positional.ts';
 import { initSteps } from './views/steps.ts';
 import { initTranslate } from './views/translate.ts';
 
-const VIEWS = ['translate', 'positional', 'steps', 'export'] as const;
+const VIEWS = ['translate', 'generate', 'positional', 'steps', 'export'] as const;
 type View = (typeof VIEWS)[number];
 
 const status: { backend: BackendChoice | null; model: string } = { backend: null, model: 'loading the model…' };
+/** The model view in use (the other one's tab is hidden). */
+let modelView: 'translate' | 'generate' = 'translate';
 
 export function setModelStatus(text: string): void {
   status.model = text;
@@ -33,10 +41,11 @@ function show(view: View): void {
 
 function route(): void {
   const v = location.hash.slice(1) as View;
-  show(VIEWS.includes(v) ? v : 'translate');
+  show(!VIEWS.includes(v) || v === 'translate' || v === 'generate' ? modelView : v);
 }
 
 async function start(): Promise<void> {
+  const servedP = fetchServedModel();
   for (const b of document.querySelectorAll<HTMLButtonElement>('#tabs [data-view]')) {
     b.addEventListener('click', () => {
       location.hash = b.dataset.view!;
@@ -46,12 +55,19 @@ async function start(): Promise<void> {
   route();
   renderStatus();
   const pref = (new URLSearchParams(location.search).get('backend') ?? 'auto') as 'auto' | 'js' | 'wasm';
-  status.backend = await chooseBackend(pref);
+  const [backend, served] = await Promise.all([chooseBackend(pref), servedP]);
+  status.backend = backend;
+  modelView = served.model?.kind === 'gpt' ? 'generate' : 'translate';
+  byId('tab-translate').hidden = modelView !== 'translate';
+  byId('tab-generate').hidden = modelView !== 'generate';
+  route();
   renderStatus();
   initPositional(byId('view-positional'));
   initSteps(byId('view-steps'));
-  initExport(byId('view-export'));
-  await initTranslate(byId('view-translate'), { setModelStatus, backend: () => status.backend });
+  initExport(byId('view-export'), modelView);
+  const deps = { setModelStatus, backend: () => status.backend, served };
+  if (modelView === 'generate') await initGenerate(byId('view-generate'), deps);
+  else await initTranslate(byId('view-translate'), deps);
   document.body.dataset.ready = 'true';
 }
 

@@ -5,11 +5,13 @@
 import { byId, h } from '../dom.ts';
 import { download, downloadFigureHtml, downloadPng, downloadSvg, figures, onFiguresChange, viewAsHtml } from '../figures.ts';
 
-const VIEWS: readonly (readonly [string, string])[] = [['translate', 'Translate'], ['positional', 'Positional encoding'], ['steps', 'Step by step']];
+const MODEL_VIEWS = { translate: 'Translate', generate: 'Generate' } as const;
+const VIEWS: readonly (readonly [string, string])[] = [['positional', 'Positional encoding'], ['steps', 'Step by step']];
 
-export function initExport(root: HTMLElement): void {
+/** modelView: the model view the page shows (Translate for a translation model, Generate for a GPT). */
+export function initExport(root: HTMLElement, modelView: keyof typeof MODEL_VIEWS = 'translate'): void {
   const list = h('table', { class: 'export-list', id: 'export-list' });
-  const views = h('div', { class: 'row' }, ...VIEWS.map(([id, title]) => {
+  const views = h('div', { class: 'row' }, ...[[modelView, MODEL_VIEWS[modelView]] as const, ...VIEWS].map(([id, title]) => {
     const b = h('button', { type: 'button', 'data-export-view': id, text: `${title} view as HTML` });
     b.addEventListener('click', () => download(`qkv-${id}.html`, new Blob([viewAsHtml(byId(`view-${id}`), title)], { type: 'text/html' })));
     return b;
@@ -17,7 +19,7 @@ export function initExport(root: HTMLElement): void {
   root.append(
     h('div', { class: 'panel' },
       h('p', {}, 'Save any picture as SVG (vector, editable) or PNG (2× resolution), or a whole view as one HTML file that opens anywhere without a server. ',
-        'Without a browser: ', h('code', { text: 'qkv attention --model DIR "a sentence" --out attn.svg' }), '.'),
+        'Without a browser (translation models): ', h('code', { text: 'qkv attention --model DIR "a sentence" --out attn.svg' }), '.'),
       h('h2', { text: 'Views' }), views,
       h('h2', { text: 'Pictures' }), list),
   );

@@ -1,0 +1,117 @@
+/**
+ * Pictures of one stack of attention maps ([layer][head][query][key]) with what labels them: one
+ * head's heatmap, a layer's head view, the model view (every layer × head), and a grid of labelled
+ * heatmaps. The translation's three kinds (translation.ts) and a GPT's causal self-attention
+ * (gpt.ts) are drawn by these same functions.
+ */
+import type { AttentionStack } from './attention-data.ts';
+import { gridSvg } from './compose.ts';
+import { heatmapSvg } from './heatmap.ts';
+import { headViewSvg } from './headview.ts';
+import { averageHeads, modelViewSvg } from './modelview.ts';
+
+/** One kind of attention of a model run, ready to draw. */
+export interface AttentionMaps {
+  /** What it is, e.g. 'decoder masked self-attention'. */
+  name: string;
+  /** [layer][head][query][key]; empty when there is nothing to draw. */
+  maps: AttentionStack;
+  /** Query tokens (one per row) and key tokens (one per column). */
+  rows: readonly string[];
+  cols: readonly string[];
+  xLabel: string;
+  yLabel: string;
+  /** Keys after the query are masked (causal self-attention): drawn grey. */
+  causal: boolean;
+  /** Why `maps` may be empty, said in the error when asked to draw it (e.g. 'the translation is empty'). */
+  emptyReason?: string;
+  /** Smallest side of a heatmap cell in px (default 14), for long sequences. */
+  minCell?: number;
+}
+
+export interface AttentionHeatmapOptions {
+  cellSize?: number;
+  title?: string;
+  showValues?: boolean;
+}
+
+/** Layers and heads in the stack. */
+export function mapsSize(m: AttentionMaps): { layers: number; heads: number } {
+  return { layers: m.maps.length, heads: m.maps[0]?.length ?? 0 };
+}
+
+/** The causal mask (key after query) when the maps are causal. */
+export function causalMask(m: AttentionMaps): ((i: number, j: number) => boolean) | undefined {
+  return m.causal ? (i, j) => j > i : undefined;
+}
+
+function nothingToDraw(m: AttentionMaps): Error {
+  return new Error(`no ${m.name} to draw${m.emptyReason ? ` (${m.emptyReason})` : ''}`);
+}
+
+function check(m: AttentionMaps, layer: number, head: number | 'mean'): void {
+  const { layers, heads } = mapsSize(m);
+  if (layers === 0) throw nothingToDraw(m);
+  if (!Number.isInteger(layer) || layer < 0 || layer >= layers) throw new Error(`layer ${layer + 1} does not exist: the ${m.name} has layers 1..${layers}`);
+  if (head !== 'mean' && (!Number.isInteger(head) || head < 0 || head >= heads)) throw new Error(`head ${head + 1} does not exist: layers have heads 1..${heads}`);
+}
+
+/** One head's map (0-based layer and head; 'mean' averages the heads), tokens on both axes. */
+export function mapsHeatmapSvg(m: AttentionMaps, layer: number, head: number | 'mean', o: AttentionHeatmapOptions = {}): string {
+  check(m, layer, head);
+  const heads = m.maps[layer];
+  const values = head === 'mean' ? averageHeads(heads) : heads[head];
+  const fit = (n: number) => Math.max(m.minCell ?? 14, Math.min(36, Math.floor(520 / n)));
+  return heatmapSvg({
+    values,
+    rowLabels: m.rows,
+    colLabels: m.cols,
+    title: o.title ?? `${m.name} · layer ${layer + 1} · ${head === 'mean' ? 'mean of heads' : `head ${head + 1}`}`,
+    xLabel: m.xLabel,
+    yLabel: m.yLabel,
+    min: 0,
+    max: 1,
+    cellWidth: o.cellSize ?? fit(m.cols.length),
+    cellHeight: o.cellSize ?? fit(m.rows.length),
+    showValues: o.showValues,
+    masked: causalMask(m),
+    className: 'qkv-attention',
+  });
+}
+
+/** bertviz's head view of one layer: every head's lines (or only `heads`). */
+export function mapsHeadViewSvg(m: AttentionMaps, layer: number, heads?: readonly number[], highlight: number | null = null): string {
+  check(m, layer, 'mean');
+  const all = m.maps[layer];
+  const ids = heads ?? all.map((_, h) => h);
+  ids.forEach((h) => check(m, layer, h));
+  return headViewSvg({
+    heads: ids.map((h) => all[h]),
+    headIds: ids,
+    leftLabels: m.rows,
+    rightLabels: m.cols,
+    highlight,
+    title: `${m.name} · layer ${layer + 1}`,
+  });
+}
+
+/** Every layer × head as thumbnails. */
+export function mapsModelViewSvg(m: AttentionMaps, selected: { layer: number; head: number } | null = null, thumbSize = 96): string {
+  if (mapsSize(m).layers === 0) throw nothingToDraw(m);
+  return modelViewSvg({ maps: m.maps, title: `${m.name}: layers × heads`, selected, thumbSize, masked: causalMask(m) });
+}
+
+/** Labelled heatmaps of the chosen layers × heads (all by default), one row per layer. */
+export function mapsGridSvg(m: AttentionMaps, title: string, layers?: readonly number[], heads?: readonly number[]): string {
+  const size = mapsSize(m);
+  const ls = layers ?? Array.from({ length: size.layers }, (_, i) => i);
+  const hs = heads ?? Array.from({ length: size.heads }, (_, i) => i);
+  const parts: string[] = [];
+  for (const l of ls) for (const h of hs) parts.push(mapsHeatmapSvg(m, l, h, { title: `layer ${l + 1} · head ${h + 1}`, cellSize: 22, showValues: false }));
+  return gridSvg(parts, { columns: hs.length, title });
+}
+
+/** A text cut to n characters with an ellipsis, for titles. */
+export function clip(x: string, n = 60): string {
+  return x.length > n ? `${x.slice(0, n - 1)}…` : x;
+}

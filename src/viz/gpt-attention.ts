@@ -1,0 +1,175 @@
+/**
+ * A GPT's causal self-attention over a prompt and what it generates: the continuation is drawn
+ * (greedy or seeded sampling), then one pass over the whole sequence reads every block's attention
+ * weights, per head, as plain arrays ([layer][head][query][key]) for the drawing functions. Row i
+ * is the position fed token i; it attends to tokens 0..i only, so everything above the diagonal is
+ * exactly 0. Runs anywhere qkv runs (no Node APIs): the explorer uses it in the browser.
+ *
+ * A language-model folder (from `qkv train-lm`) holds config.json (format 'qkv-gpt'),
+ * tokenizer.json (a qkv-chars tokenizer, or a BPE tokenizer.json) and model.safetensors.
+ */
+import { noGrad } from '../autograd/grad-mode.ts';
+import { generate } from '../decode/gpt.ts';
+import { readSafetensors } from '../io/safetensors.ts';
+import { GPT, type GPTConfig } from '../models/gpt.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import { BpeTokenizer } from '../text/bpe.ts';
+import { CharTokenizer } from '../text/chars.ts';
+import { decodeLines, encodeLines } from '../train/lm.ts';
+import { headsOf, type AttentionStack } from './attention-data.ts';
+import { clip, type AttentionMaps } from './attention-maps.ts';
+
+export type GptTokenizer = CharTokenizer | BpeTokenizer;
+
+export interface LoadedGpt {
+  model: GPT;
+  tokenizer: GptTokenizer;
+  /** The id that ends a line: '\n' for characters, EOS for BPE (as `qkv train-lm` trains). */
+  separatorId: number;
+}
+
+/** The id that ends a line (one document) in training: '\n' for a char tokenizer, EOS for BPE. */
+export function lineSeparatorId(tokenizer: GptTokenizer): number {
+  if (tokenizer instanceof CharTokenizer) {
+    const id = tokenizer.tokenToId('\n');
+    if (id === undefined) throw new Error('the character tokenizer has no "\\n" (the line separator a language model is trained with)');
+    return id;
+  }
+  return tokenizer.eosId;
+}
+
+/** The model (in eval mode) and tokenizer of a language-model folder's three files, from their contents. */
+export function loadGptFromFiles(configJson: unknown, tokenizerJson: unknown, weights: Uint8Array): LoadedGpt {
+  const cfg = configJson as { format?: string; model?: GPTConfig; tokenizer?: string } | null;
+  if (!cfg || cfg.format !== 'qkv-gpt' || !cfg.model) throw new Error(`config.json: expected format 'qkv-gpt' with a 'model' section, got format '${String(cfg?.format)}'`);
+  if (cfg.tokenizer !== 'char' && cfg.tokenizer !== 'bpe') throw new Error(`config.json: expected "tokenizer": "char" or "bpe", got '${String(cfg.tokenizer)}'`);
+  let tokenizer: GptTokenizer;
+  try {
+    tokenizer = cfg.tokenizer === 'char' ? CharTokenizer.fromJSON(tokenizerJson) : BpeTokenizer.fromJSON(tokenizerJson);
+  } catch (e) {
+    throw new Error(`tokenizer.json: ${(e as Error).message}`);
+  }
+  let model: GPT;
+  try {
+    model = new GPT(cfg.model);
+  } catch (e) {
+    throw new Error(`config.json: ${(e as Error).message}`);
+  }
+  if (tokenizer.vocabSize !== model.config.vocabSize) throw new Error(`tokenizer.json has ${tokenizer.vocabSize} tokens, config.json's model ${model.config.vocabSize}`);
+  try {
+    model.loadStateDict(readSafetensors(weights).tensors, { strict: true });
+  } catch (e) {
+    throw new Error(`model.safetensors: ${(e as Error).message}`);
+  }
+  model.eval();
+  return { model, tokenizer, separatorId: lineSeparatorId(tokenizer) };
+}
+
+/** Every block's attention (per head) of one pass over ids: [layer][head][T][T], causal. */
+export function causalAttention(model: GPT, ids: readonly number[]): AttentionStack {
+  if (ids.length === 0) throw new Error('causalAttention: no tokens');
+  if (ids.length > model.config.blockSize) throw new Error(`causalAttention: ${ids.length} tokens, more than the context of ${model.config.blockSize}`);
+  const wasTraining = model.training;
+  model.eval();
+  try {
+    return noGrad(() => {
+      const x = new Tensor(Int32Array.from(ids), [1, ids.length], 'int32');
+      return model.forwardCached(x, model.initCache(), { needWeights: true }).weights!.map(headsOf);
+    });
+  } finally {
+    if (wasTraining) model.train();
+  }
+}
+
+/** A token as a label: characters with ' ' as '␣' and the line end as '⏎'; BPE pieces as they are. */
+export function tokenLabel(tokenizer: GptTokenizer, id: number, separatorId: number): string {
+  if (id === separatorId) return '⏎';
+  const t = tokenizer.idToToken(id) ?? `#${id}`;
+  return tokenizer instanceof CharTokenizer && t === ' ' ? '␣' : t;
+}
+
+export interface GenerateAttentionOptions {
+  /** Tokens to generate at most (default 40); fewer when the context would overflow. */
+  maxTokens?: number;
+  /** 0 (default) = greedy; else sampling at this temperature. */
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  /** Seed of the sampling (default 0). */
+  seed?: number;
+  /** Stop after the line ends (the separator is generated), default true. */
+  stopAtLineEnd?: boolean;
+}
+
+export interface GptAttention {
+  prompt: string;
+  /** The generated text (a final line end not included). */
+  continuation: string;
+  /** The ids fed to the model: a line start (when there is room), the prompt, the generated tokens. */
+  ids: number[];
+  /** One label per id. */
+  tokens: string[];
+  /** How many of `ids` come from the prompt (the line start included). */
+  promptLength: number;
+  /** Generation ended with the line end. */
+  lineEnded: boolean;
+  /** maxTokens was lowered to fit the model's context. */
+  cut: boolean;
+  /** [layer][head][query][key] over `ids`. */
+  attention: AttentionStack;
+}
+
+/** Continue a prompt and collect the causal self-attention of every layer and head over prompt + continuation. */
+export function generateWithAttention(lm: LoadedGpt, prompt: string, options: GenerateAttentionOptions = {}): GptAttention {
+  const { model, tokenizer, separatorId } = lm;
+  if (prompt.trim() === '') throw new Error('generate: the prompt is empty');
+  const blockSize = model.config.blockSize;
+  // As `qkv generate`: every line of the prompt but the last ends with the separator, and a line
+  // start (the separator) comes first when there is room.
+  const body = encodeLines(tokenizer, prompt.split('\n'), separatorId);
+  const promptIds = [...body.subarray(0, body.length - 1)];
+  if (promptIds.length >= blockSize) throw new Error(`generate: the prompt is ${promptIds.length} tokens long; this model's context holds ${blockSize}, with room for at least one more`);
+  const fed = promptIds.length + 1 < blockSize ? [separatorId, ...promptIds] : promptIds;
+  const want = options.maxTokens ?? 40;
+  if (!Number.isInteger(want) || want < 1) throw new Error(`generate: maxTokens must be a positive integer, got ${want}`);
+  const maxTokens = Math.min(want, blockSize - fed.length);
+  const stop = options.stopAtLineEnd ?? true;
+  const { ids: generated } = generate(model, fed, {
+    maxTokens, temperature: options.temperature ?? 0, topK: options.topK, topP: options.topP, seed: options.seed ?? 0, stopIds: stop ? [separatorId] : [],
+  });
+  const ids = [...fed, ...generated];
+  const lineEnded = generated.length > 0 && generated[generated.length - 1] === separatorId;
+  const shownPrompt = decodeLines(tokenizer, promptIds, separatorId);
+  const full = decodeLines(tokenizer, [...promptIds, ...(lineEnded ? generated.slice(0, -1) : generated)], separatorId);
+  return {
+    prompt,
+    continuation: full.startsWith(shownPrompt) ? full.slice(shownPrompt.length) : decodeLines(tokenizer, generated, separatorId),
+    ids,
+    tokens: ids.map((id) => tokenLabel(tokenizer, id, separatorId)),
+    promptLength: fed.length,
+    lineEnded,
+    cut: maxTokens < want,
+    attention: causalAttention(model, ids),
+  };
+}
+
+export const GPT_ATTENTION_NAME = 'causal self-attention';
+
+/** The maps of a generation, to draw with attention-maps.ts. */
+export function gptMaps(g: GptAttention): AttentionMaps {
+  return {
+    name: GPT_ATTENTION_NAME,
+    maps: g.attention,
+    rows: g.tokens,
+    cols: g.tokens,
+    xLabel: 'key: earlier tokens',
+    yLabel: 'query: position',
+    causal: true,
+    minCell: 10,
+  };
+}
+
+/** A title for a grid of a generation's maps. */
+export function gptTitle(g: GptAttention): string {
+  return `${GPT_ATTENTION_NAME}: "${clip(g.prompt)}" → "${clip(g.continuation)}"`;
+}

@@ -1,0 +1,105 @@
+/**
+ * The model `qkv explore` serves under model/: its config.json first (its format says which view
+ * shows it: a translation model or a GPT), then its tokenizer and weights, with download progress.
+ */
+import { modelKind, type ModelKind } from '../../src/viz/attention-data.ts';
+import type { BackendChoice } from './backend.ts';
+
+export interface ServedModel {
+  kind: ModelKind;
+  /** The folder's name (from the server's X-Qkv-Model header). */
+  name: string;
+  config: unknown;
+}
+
+/** What the server serves: a model, none (404), or an error (bad config, network). */
+export type Served = { model: ServedModel | null; error: Error | null };
+
+async function fetchOk(path: string): Promise<Response> {
+  const r = await fetch(path);
+  if (!r.ok) throw Object.assign(new Error(`${path}: HTTP ${r.status}`), { status: r.status });
+  return r;
+}
+
+/** model/config.json and the kind it names; model null when no model is served. */
+export async function fetchServedModel(): Promise<Served> {
+  try {
+    let res: Response;
+    try {
+      res = await fetchOk('model/config.json');
+    } catch (e) {
+      if ((e as { status?: number }).status === 404) return { model: null, error: null };
+      throw e;
+    }
+    const name = decodeURIComponent(res.headers.get('X-Qkv-Model') ?? 'model');
+    let config: unknown;
+    try {
+      config = await res.json();
+    } catch (e) {
+      throw new Error(`model/config.json is not valid JSON (${(e as Error).message})`);
+    }
+    return { model: { kind: modelKind(config, 'model/config.json'), name, config }, error: null };
+  } catch (e) {
+    return { model: null, error: e as Error };
+  }
+}
+
+/** The tokenizer (parsed JSON) and the weights (bytes) of the served model. */
+export async function fetchModelFiles(name: string, progress: (s: string) => void): Promise<{ tokenizer: unknown; weights: Uint8Array }> {
+  const tokenizer: unknown = await (await fetchOk('model/tokenizer.json')).json();
+  const wres = await fetchOk('model/model.safetensors');
+  const total = Number(wres.headers.get('Content-Length') ?? 0);
+  const reader = wres.body!.getReader();
+  const chunks: Uint8Array[] = [];
+  let got = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    got += value.length;
+    progress(`loading ${name}: ${(got / 1e6).toFixed(1)}${total ? ` / ${(total / 1e6).toFixed(1)}` : ''} MB`);
+  }
+  const weights = new Uint8Array(got);
+  let off = 0;
+  for (const c of chunks) {
+    weights.set(c, off);
+    off += c.length;
+  }
+  return { tokenizer, weights };
+}
+
+export interface ModelViewDeps {
+  setModelStatus(text: string): void;
+  backend(): BackendChoice | null;
+  /** What the server serves (fetched once by the page). */
+  served: Served;
+}
+
+/**
+ * The served model's info line while it loads, and the messages when there is none or it fails.
+ * Returns the loaded model, or null (the message is shown).
+ */
+export async function loadServed<T>(info: HTMLElement, deps: ModelViewDeps, load: (tokenizer: unknown, weights: Uint8Array) => T): Promise<{ loaded: T; name: string } | null> {
+  const fail = (message: string) => {
+    info.textContent = `Could not load the model: ${message}`;
+    info.classList.add('error');
+    deps.setModelStatus('model failed to load');
+    return null;
+  };
+  const { model: served, error } = deps.served;
+  if (error) return fail(error.message);
+  if (!served) {
+    info.textContent = 'No model is being served. Start the explorer with a model folder: qkv explore --model DIR (a folder with config.json, tokenizer.json, model.safetensors, e.g. from qkv train or qkv train-lm). The other views work without one.';
+    info.classList.add('warning');
+    deps.setModelStatus('no model');
+    return null;
+  }
+  try {
+    const files = await fetchModelFiles(served.name, (s) => {
+      info.textContent = s;
+    });
+    return { loaded: load(files.tokenizer, files.weights), name: served.name };
+  } catch (e) {
+    return fail((e as Error).message);
+  }
+}
