@@ -4,8 +4,10 @@
  * Every workload is first checked (the wasm kernels against their js twins, through the same
  * public API), then timed: median of several samples after a warm-up, each sample repeating the
  * call until it lasts >= 20 ms (calls slower than 3 s are timed once). qkv runs on the wasm backend
- * with ordinary Float32Array tensors, as the library does by default (kernels copy operands into
- * wasm memory and back; that cost is included), GEMMs on all cores (QKV_THREADS), other kernels on one. Peers, in child processes run one after another:
+ * as its trainers do: parameters in WebAssembly memory, and each timed forward/backward/training
+ * step inside a `memoryScope`, so activations live in wasm memory too and are freed when the call
+ * ends (that cost is included); the GEMM operands are placed in wasm memory. GEMMs and attention
+ * use all cores (QKV_THREADS), other kernels one. Peers, in child processes run one after another:
  *   - TensorFlow.js 4 with @tensorflow/tfjs-backend-wasm (SIMD; one thread under Node), on the
  *     GEMMs and the attention layers (it has no Transformer model to train);
  *   - PyTorch from /usr/bin/python3 when it imports torch, with 2 threads and OMP_WAIT_POLICY=PASSIVE.
@@ -23,7 +25,8 @@ import { gemm as jsGemm } from '../src/backend/js/gemm.ts';
 import { wasmGemm } from '../src/backend/wasm/gemm.ts';
 import { wasmVariant } from '../src/backend/wasm/loader.ts';
 import { numThreads } from '../src/backend/wasm/threads.ts';
-import { F, getBackend, manualSeed, models, nn, noGrad, optim, randn, setBackend, tensor, type Tensor } from '../src/index.ts';
+import { alloc } from '../src/backend/wasm/memory.ts';
+import { F, getBackend, manualSeed, memoryScope, models, nn, noGrad, optim, randn, setBackend, tensor, type Tensor } from '../src/index.ts';
 
 acquireBenchLock();
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -98,7 +101,13 @@ const T = [['NN', false, false], ['NT', false, true], ['TN', true, false], ['TT'
 const gemmShapes: [number, number, number][] = [[128, 128, 128], [256, 256, 256], [512, 512, 512], [1024, 1024, 1024], [2048, 2048, 2048], [4096, 512, 512], [4096, 512, 2048], [4096, 2048, 512]];
 const work: Work[] = [];
 for (const [m, k, n] of gemmShapes) {
-  const a = rand(m * k), b = rand(k * n), c = new Float32Array(m * n);
+  // Operands in wasm memory, where a training step's tensors are (js reads them just the same).
+  const inWasm = (x: Float32Array) => {
+    const y = alloc(x.length, false);
+    y.set(x);
+    return y;
+  };
+  const a = inWasm(rand(m * k)), b = inWasm(rand(k * n)), c = alloc(m * n);
   for (const [tn, ta, tb] of T) {
     const name = `gemm ${m}×${k}×${n} ${tn}`;
     const p = gemmParams(m, n, k, ta, tb);
@@ -143,7 +152,7 @@ for (const [N, L] of [[32, 32], [4, 512]] as const) {
   for (const backward of [false, true]) {
     const name = `MHA (${N}, ${L}, 512, 8) ${backward ? 'fwd+bwd' : 'fwd'}`;
     const { fn } = mhaRun('wasm', N, L, 512, 8, backward);
-    const qkv = timed(fn);
+    const qkv = timed(() => memoryScope(fn));
     rows.push({ name, unit: 'ms', qkv });
     work.push({ kind: backward ? 'mha_fwdbwd' : 'mha_fwd', name, b: N, l: L, e: 512, h: 8 });
     log(`${name}: wasm ${qkv.toFixed(1)} ms`);
@@ -199,7 +208,7 @@ function trainer(be: string, B: number, Tn: number): { step: () => number; model
   const B = 128, Tn = 32;
   const t = trainer('wasm', B, Tn);
   const name = `train step Seq2Seq (${B}×${Tn} tokens)`;
-  const qkv = timed(() => void t.step(), { samples: 3, capMs: 60000 });
+  const qkv = timed(() => void memoryScope(t.step), { samples: 3, capMs: 60000 });
   rows.push({ name, unit: 'ms', qkv });
   work.push({ kind: 'train', name, b: B, t: Tn, ids: batchIds(B, Tn), cfg: { vocab: cfg.vocabSize, dModel: cfg.dModel, nhead: cfg.nhead, enc: cfg.numEncoderLayers, dec: cfg.numDecoderLayers, dff: cfg.dimFeedforward, dropout: cfg.dropout } });
   log(`${name}: wasm ${qkv.toFixed(0)} ms`);

@@ -2,9 +2,10 @@
  * Child process of bench/index.ts: multi-head self-attention forward (no weights, no grad) at one
  * length, batch 1, dModel 512, 8 heads, on the wasm backend. Prints {ms, peak_mb} where peak_mb is
  * the growth of the process's peak resident memory over the run (a fresh process per length, so
- * the number is this workload's own).
+ * the number is this workload's own). Each call runs in a memoryScope, as the library's trainers
+ * do: its tensors live in WebAssembly memory and are freed when it returns.
  */
-import { nn, noGrad, randn, setBackend, manualSeed } from '../src/index.ts';
+import { memoryScope, nn, noGrad, randn, setBackend, manualSeed } from '../src/index.ts';
 
 const L = Number(process.argv[2]);
 setBackend(process.argv[3] ?? 'wasm');
@@ -17,7 +18,7 @@ const ts: number[] = [];
 noGrad(() => {
   for (let i = 0; i < 4; i++) {
     const t0 = performance.now();
-    mha.forward(x, x, x, { needWeights: false });
+    memoryScope(() => void mha.forward(x, x, x, { needWeights: false }));
     ts.push(performance.now() - t0);
   }
 });
