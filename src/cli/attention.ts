@@ -1,12 +1,18 @@
 /**
  * `qkv attention`: translate one sentence in Node and draw its attention as SVG (or an HTML page
  * holding the SVG), without a browser. One head (--layer and --head), one layer's heads (--layer),
- * one head across layers (--head), or every layer × head (neither).
+ * one head across layers (--head), or every layer × head (neither). Given a language model (a
+ * `qkv train-lm` folder), the sentence is a prompt: it is continued (greedy) and the causal
+ * self-attention over prompt + continuation is drawn the same way.
  */
 import { KIND_NAMES, translateWithAttention, type AttentionKind } from '../viz/attention-data.ts';
 import { standaloneHtml } from '../viz/compose.ts';
+import { mapsGridSvg, mapsHeatmapSvg, mapsSize, type AttentionMaps } from '../viz/attention-maps.ts';
+import { generateWithAttention, gptMaps, gptTitle, type GptTokenizer } from '../viz/gpt-attention.ts';
 import { attentionGridSvg, attentionHeatmapSvg, stackSize } from '../viz/translation.ts';
+import { modelDirKind } from './export.ts';
 import { atomicWrite, loadModelDir, UserError } from './files.ts';
+import { loadLmDir } from './lm.ts';
 
 export interface AttentionCommandOptions {
   sentence: string;
@@ -20,6 +26,8 @@ export interface AttentionCommandOptions {
   head?: number;
   beam: number;
   alpha: number;
+  /** Language models: tokens to generate after the prompt (default 20). */
+  maxTokens?: number;
   log: (line: string) => void;
 }
 
@@ -32,9 +40,10 @@ export function parseKind(kind: string): AttentionKind {
 }
 
 export function attention(o: AttentionCommandOptions): void {
-  const kind = parseKind(o.kind);
   if (!/\.(svg|html?)$/i.test(o.out)) throw new UserError(`--out must end in .svg or .html, got '${o.out}'`);
   if (o.sentence.trim() === '') throw new UserError('the sentence is empty');
+  if (modelDirKind(o.model) === 'gpt') return languageModelAttention(o);
+  const kind = parseKind(o.kind);
   const { model, tokenizer } = loadModelDir(o.model);
   const t = translateWithAttention(model, tokenizer, o.sentence, { beam: o.beam, alpha: o.alpha });
   o.log(`"${t.source}" → "${t.translation}"`);
@@ -57,4 +66,31 @@ export function attention(o: AttentionCommandOptions): void {
   atomicWrite(o.out, body);
   o.log(`wrote ${o.out}: ${KIND_NAMES[kind]}, ${what}`);
   process.stdout.write(`${t.translation}\n`);
+}
+
+/** The GPT case: continue the prompt, draw the causal self-attention over prompt + continuation. */
+function languageModelAttention(o: AttentionCommandOptions): void {
+  const maxTokens = o.maxTokens ?? 20;
+  const { model, tokenizer, separatorId } = loadLmDir(o.model);
+  let g;
+  try {
+    // loadLmDir builds a CharTokenizer or a BpeTokenizer, per config.json.
+    g = generateWithAttention({ model, tokenizer: tokenizer as GptTokenizer, separatorId }, o.sentence, { maxTokens });
+  } catch (e) {
+    throw new UserError((e as Error).message);
+  }
+  o.log(`"${g.prompt}" → "${g.continuation}"${g.cut ? ` (cut to fit the model's context of ${model.config.blockSize})` : ''}`);
+  const maps: AttentionMaps = gptMaps(g);
+  const { layers, heads } = mapsSize(maps);
+  if (o.layer !== undefined && (o.layer < 1 || o.layer > layers)) throw new UserError(`--layer ${o.layer} does not exist: this model has layers 1..${layers}`);
+  if (o.head !== undefined && (o.head < 1 || o.head > heads)) throw new UserError(`--head ${o.head} does not exist: this model has heads 1..${heads}`);
+  const svg =
+    o.layer !== undefined && o.head !== undefined
+      ? mapsHeatmapSvg(maps, o.layer - 1, o.head - 1)
+      : mapsGridSvg(maps, gptTitle(g), o.layer !== undefined ? [o.layer - 1] : undefined, o.head !== undefined ? [o.head - 1] : undefined);
+  const what = `${o.layer !== undefined ? `layer ${o.layer}` : `${layers} layers`} × ${o.head !== undefined ? `head ${o.head}` : `${heads} heads`}`;
+  const body = /\.html?$/i.test(o.out) ? standaloneHtml(`${maps.name}: ${g.prompt}`, svg) : `<?xml version="1.0" encoding="UTF-8"?>\n${svg}\n`;
+  atomicWrite(o.out, body);
+  o.log(`wrote ${o.out}: ${maps.name}, ${what}`);
+  process.stdout.write(`${g.prompt}${g.continuation}\n`);
 }

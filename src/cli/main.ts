@@ -121,8 +121,8 @@ program.command('generate')
   .action((o) => generateText({ ...o, log }));
 
 program.command('attention')
-  .description('translate a sentence and draw its attention heatmaps as SVG (no browser needed)')
-  .argument('<sentence>', 'the sentence to translate')
+  .description('translate a sentence (or continue a prompt, with a language model) and draw its attention heatmaps as SVG (no browser needed)')
+  .argument('<sentence>', 'the sentence to translate (a language model: the prompt)')
   .requiredOption('--model <dir>', 'model folder')
   .requiredOption('--out <file>', 'SVG file to write (or .html: a page holding the SVG)')
   .option('--kind <kind>', 'enc (encoder self-attention) | dec (decoder masked self-attention) | cross (decoder to encoder)', 'cross')
@@ -130,6 +130,7 @@ program.command('attention')
   .option('--head <n>', 'head, counted from 1 (default: every head)', int('--head'))
   .option('--beam <n>', 'beam size (1 = greedy)', int('--beam'), 1)
   .option('--alpha <x>', 'length penalty α of beam search', Number, 0.6)
+  .option('--max-tokens <n>', 'language models: tokens to generate after the prompt', int('--max-tokens'), 20)
   .action((sentence: string, o) => attention({ ...o, sentence, log }));
 
 program.command('explore')

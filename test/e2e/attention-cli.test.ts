@@ -1,4 +1,4 @@
-/** `qkv attention`: heatmaps of a translation as SVG, in Node. */
+/** `qkv attention`: heatmaps of a translation (or of a language model's continuation) as SVG, in Node. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { attention } from '../../src/cli/attention.ts';
 import { translateWithAttention } from '../../src/viz/attention-data.ts';
-import { HEADS, LAYERS, makeTinyModel, tempDir } from './tiny-model.ts';
+import { generateWithAttention, lineSeparatorId } from '../../src/viz/gpt-attention.ts';
+import { GPT_HEADS, GPT_LAYERS, HEADS, LAYERS, makeTinyGpt, makeTinyModel, tempDir } from './tiny-model.ts';
 
 const { dir, model, tokenizer } = makeTinyModel();
 const out = tempDir('qkv-attn-');
@@ -61,4 +62,23 @@ test('the command line', () => {
   const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'attention', '--model', dir, SENTENCE, '--out', file, '--layer', '0'], { encoding: 'utf8' });
   assert.equal(bad.status, 1);
   assert.match(bad.stderr, /--layer must be a positive integer, got '0'/);
+});
+
+test('a language model: the prompt is continued and its causal self-attention drawn (upper triangle masked)', () => {
+  const gpt = makeTinyGpt();
+  const g = generateWithAttention({ model: gpt.model, tokenizer: gpt.tokenizer, separatorId: lineSeparatorId(gpt.tokenizer) }, 'a dog', { maxTokens: 6 });
+  const n = g.ids.length;
+  const file = join(out, 'gpt.svg');
+  const logs: string[] = [];
+  attention({ sentence: 'a dog', model: gpt.dir, out: file, kind: 'cross', layer: 2, head: 1, beam: 1, alpha: 0.6, maxTokens: 6, log: (l) => logs.push(l) });
+  const svg = readFileSync(file, 'utf8');
+  assert.equal(count(svg, /<rect class="cell/g), n * n);
+  assert.equal(count(svg, /<rect class="cell masked"/g), (n * (n - 1)) / 2, 'every cell above the diagonal, and only those, is masked');
+  for (const m of svg.matchAll(/<rect class="cell masked" data-row="(\d+)" data-col="(\d+)"/g)) assert.ok(Number(m[2]) > Number(m[1]));
+  assert.match(svg, /causal self-attention/);
+  assert.ok(logs.some((l) => l === `"a dog" → "${g.continuation}"`), logs.join('\n'));
+  const all = join(out, 'gpt-all.svg');
+  attention({ sentence: 'a dog', model: gpt.dir, out: all, kind: 'cross', beam: 1, alpha: 0.6, maxTokens: 6, log: quiet });
+  assert.equal(count(readFileSync(all, 'utf8'), /class="qkv-heatmap/g), GPT_LAYERS * GPT_HEADS);
+  assert.throws(() => attention({ sentence: 'a dog', model: gpt.dir, out: file, kind: 'cross', layer: 9, beam: 1, alpha: 0.6, log: quiet }), /--layer 9 does not exist: this model has layers 1..2/);
 });
