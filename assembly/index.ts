@@ -2,3 +2,4 @@
 // scripts/build-wasm.mjs: plain SIMD and relaxed SIMD).
 export * from './gemm';
 export * from './kernels';
+export * from './elementwise';

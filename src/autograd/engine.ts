@@ -1,5 +1,7 @@
+import { getBackend } from '../backend/backend.ts';
 import { type GradFn, Tensor, setReshapeImpl, full } from '../tensor/tensor.ts';
-import { sameShape, shapeToString } from '../tensor/shape.ts';
+import { sameShape, shapeToString, stridesOf } from '../tensor/shape.ts';
+import { allocPersistentFloat32, isPersistentStorage } from '../tensor/storage.ts';
 import { isGradEnabled } from './grad-mode.ts';
 
 /**
@@ -21,11 +23,34 @@ export function record(
   return out;
 }
 
-/** Add `g` into `acc` in place (same shape). */
+/**
+ * Add `g` into `acc` in place (same shape), through the backend's binary add with out = acc
+ * (every backend's binary allows out to be the very array of an input: each element is read
+ * before it is written, at the same index). With the wasm backend and both in wasm memory (a
+ * parameter's long-lived gradient, a step's gradients), it runs in wasm.
+ */
 function accumulate(acc: Tensor, g: Tensor): void {
   const a = acc.data as Float32Array;
   const b = g.data as Float32Array;
+  if (a.length === b.length) {
+    const st = stridesOf(acc.shape);
+    getBackend().binary('add', a, st, b, st, a, acc.shape);
+    return;
+  }
   for (let i = 0; i < a.length; i++) a[i] += b[i];
+}
+
+/**
+ * A new gradient for a leaf (or a tensor that retains its gradient), never the step's memoryScope
+ * storage (it outlives the step). A parameter's (long-lived storage) is long-lived too: wasm
+ * memory under the wasm backend, where backward accumulates into it and Adam reads it in place;
+ * `zeroGrad()` zeroes it for the next step (set to none, a new one would be made per step and
+ * freed only by the garbage collector). Other leaves get an ordinary array.
+ */
+function newGrad(t: Tensor, g: Tensor): Tensor {
+  const data = isPersistentStorage(t.data) ? allocPersistentFloat32(t.size) : new Float32Array(t.size);
+  data.set((g.data as Float32Array).subarray(0, t.size));
+  return new Tensor(data, t.shape, 'float32');
 }
 
 /**
@@ -76,7 +101,7 @@ export function backward(root: Tensor, gradOutput?: Tensor): void {
     if (g === undefined) continue;
     grads.delete(t); // free as we go: peak memory stays near one layer's activations
     if (t.gradFn === null || t.retainsGrad) {
-      if (t.grad === null) t.grad = new Tensor(new Float32Array(g.data as Float32Array), t.shape, 'float32');
+      if (t.grad === null) t.grad = newGrad(t, g);
       else accumulate(t.grad, g);
     }
     if (t.gradFn === null) continue;

@@ -156,8 +156,12 @@ export class Module {
     return this.train(false);
   }
 
-  zeroGrad(): void {
-    for (const p of this.parameters()) p.grad = null;
+  /** Fill every parameter's gradient with 0, or with `setToNone` drop it (as torch; see Adam.zeroGrad). */
+  zeroGrad(setToNone = false): void {
+    for (const p of this.parameters()) {
+      if (setToNone) p.grad = null;
+      else p.grad?.data.fill(0);
+    }
   }
 }
 

@@ -1,4 +1,5 @@
 import { getBackend } from '../backend/backend.ts';
+import { allocPersistentFloat32 } from '../tensor/storage.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 
 export interface AdamOptions {
@@ -42,7 +43,8 @@ export class Adam {
     for (const [i, p] of this.params.entries()) {
       if (!p.requiresGrad) throw new Error(`Adam: parameter ${i} does not require grad`);
     }
-    this.state = { step: 0, m: this.params.map((p) => new Float32Array(p.size)), v: this.params.map((p) => new Float32Array(p.size)) };
+    // Long-lived blocks (wasm memory under the wasm backend, where Adam then runs in place).
+    this.state = { step: 0, m: this.params.map((p) => allocPersistentFloat32(p.size)), v: this.params.map((p) => allocPersistentFloat32(p.size)) };
   }
 
   /** One update of every parameter that has a gradient. */
@@ -55,8 +57,19 @@ export class Adam {
     }
   }
 
-  zeroGrad(): void {
-    for (const p of this.params) p.grad = null;
+  /**
+   * Clear the gradients as torch 1.13's zero_grad(set_to_none=False), the default here too: fill
+   * the existing ones with 0, so each parameter keeps one gradient block for the whole run (with
+   * the wasm backend that block lives in wasm memory, backward accumulates into it and Adam reads it
+   * in place). `setToNone` true drops them (`.grad = null`, torch 2's default); the next backward
+   * then makes new ones, whose memory returns only when the garbage collector runs, which it
+   * cannot inside one long synchronous loop.
+   */
+  zeroGrad(setToNone = false): void {
+    for (const p of this.params) {
+      if (setToNone) p.grad = null;
+      else p.grad?.data.fill(0);
+    }
   }
 }
 

@@ -130,9 +130,19 @@ function release(allocator: ScopedAllocator, b: Float32Array): void {
   allocator.release(b);
 }
 
+const persistentArrays = new WeakSet<Float32Array>();
+
 /** Long-lived float storage (module parameters); ordinary storage unless a backend provides some. */
 export function allocPersistentFloat32(n: number): Float32Array {
-  return current.persistentFloat32 ? current.persistentFloat32(n) : current.float32(n);
+  if (!current.persistentFloat32) return current.float32(n);
+  const a = current.persistentFloat32(n);
+  persistentArrays.add(a);
+  return a;
+}
+
+/** Whether `a` came from allocPersistentFloat32 with a backend's long-lived storage (a parameter, say). */
+export function isPersistentStorage(a: unknown): boolean {
+  return a instanceof Float32Array && persistentArrays.has(a);
 }
 
 /** Whether this allocator keeps persistent storage apart from ordinary arrays. */

@@ -186,8 +186,8 @@ export class LmTrainer {
       const step = this.position.step + 1;
       const { x, y } = this.batch(step);
       const loss = F.crossEntropy(this.model.forward(x), y);
-      this.decayed.zeroGrad();
-      this.undecayed.zeroGrad();
+      this.decayed.zeroGrad(false);
+      this.undecayed.zeroGrad(false);
       loss.backward();
       if (this.options.clipNorm > 0) clipGradNorm([...this.decayed.params, ...this.undecayed.params], this.options.clipNorm);
       const lr = this.lrAt(step);

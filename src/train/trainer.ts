@@ -98,7 +98,7 @@ export class Trainer {
       const batch = this.nextBatch();
       const logits = this.model.forward(batch.src, batch.tgtIn); // (B, T, vocab)
       const loss = F.crossEntropy(logits, batch.tgtOut, { ignoreIndex: this.ids.padId, labelSmoothing: this.options.labelSmoothing });
-      this.optimizer.zeroGrad();
+      this.optimizer.zeroGrad(false);
       loss.backward();
       if (this.options.clipNorm > 0) clipGradNorm(this.optimizer.params, this.options.clipNorm);
       this.position.step++;

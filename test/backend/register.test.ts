@@ -4,7 +4,8 @@
  * keeps its WebAssembly memory flat: each step runs in a memoryScope, so its activations live in
  * wasm memory and are freed when the step ends (released blocks are filled with NaN here, so a
  * tensor used after its scope would show in the loss), and after the first steps no step grows
- * the memory, however many steps run.
+ * the memory, however many steps run. Gradients and Adam's moments are long-lived wasm blocks
+ * (zeroGrad(false) keeps each gradient block from step to step), updated in place.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -43,7 +44,8 @@ test('2,000 training steps of a small Seq2Seq (attention, layer norm, gelu, cros
       for (let b = 0; b < B; b++) for (let t = T - (step + b) % 3; t < T; t++) src[b * T + t] = 0;
       const l = memoryScope(() => {
         const loss = F.crossEntropy(m.forward(tensor(src, [B, T]), tensor(src, [B, T])), tensor(src, [B, T]), { ignoreIndex: 0, labelSmoothing: 0.1 });
-        opt.zeroGrad();
+        // As the trainers: one long-lived gradient block per parameter, zeroed each step.
+        opt.zeroGrad(false);
         loss.backward();
         opt.step();
         if (step === 10) during = bytesInUse();

@@ -80,7 +80,11 @@ test('train/eval propagate; dropout only in training; zeroGrad clears', () => {
   assert.notDeepEqual(layer.forward(x).toArray(), layer.forward(x).toArray(), 'dropout active in training');
   F.sum(layer.forward(x)).backward();
   assert.ok(layer.linear1.weight.grad);
-  layer.zeroGrad();
+  const g = layer.linear1.weight.grad!;
+  layer.zeroGrad(); // torch 1.13's default: zero in place
+  assert.equal(layer.linear1.weight.grad, g);
+  assert.ok(g.toArray().every((v) => v === 0));
+  layer.zeroGrad(true);
   assert.equal(layer.linear1.weight.grad, null);
 });
 

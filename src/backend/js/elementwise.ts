@@ -69,7 +69,7 @@ export function binary(
 }
 
 /** True if `strides` describe a contiguous block of size `len` at the end, repeated over leading dims. */
-function isTrailingBlock(strides: readonly number[], shape: readonly number[], len: number): boolean {
+export function isTrailingBlock(strides: readonly number[], shape: readonly number[], len: number): boolean {
   let size = 1;
   let d = shape.length - 1;
   for (; d >= 0 && size < len; d--) {

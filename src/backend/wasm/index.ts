@@ -1,8 +1,16 @@
 /**
- * The wasm backend: the js backend with its hot kernels replaced by WebAssembly SIMD ones
- * (assembly/). Kernels not listed here (elementwise arithmetic, reductions, permute, embedding,
- * Adam) stay on js: with tensors in ordinary arrays, copying them into wasm memory and back costs
- * about as much as the work itself, which V8 already compiles to tight loops.
+ * The wasm backend: the js backend with its kernels replaced by WebAssembly SIMD ones (assembly/),
+ * each keeping its js twin as the reference.
+ *
+ * - GEMM, attention, softmax, layer norm, gelu/relu and cross-entropy run in wasm always: arrays
+ *   in wasm memory are used in place, others are copied in and out (the work repays the copy).
+ * - Elementwise arithmetic (binary, binaryScalar), reduceSum, permute, embedding and its backward,
+ *   and Adam run in wasm only when every float array is already a view into wasm memory, which is
+ *   the case in training: parameters, their gradients and Adam's state are long-lived wasm blocks
+ *   (`persistentFloat32`), and a step's activations live in wasm memory for the `memoryScope` the
+ *   step runs in. With ordinary arrays they call their js twin, since copying would cost about as
+ *   much as the work. Layouts these kernels do not cover (general broadcasts and reductions, other
+ *   permutes) and unary/pow also stay on js. See src/backend/wasm/kernels.ts.
  */
 import type { Backend } from '../backend.ts';
 import { jsBackend } from '../js/index.ts';
@@ -32,6 +40,13 @@ export const wasmBackend: Backend = {
   crossEntropyBackward: k.crossEntropyBackward,
   attention: k.attention,
   attentionBackward: k.attentionBackward,
+  binary: k.binary,
+  binaryScalar: k.binaryScalar,
+  reduceSum: k.reduceSum,
+  permute: k.permute,
+  embedding: k.embedding,
+  embeddingBackward: k.embeddingBackward,
+  adam: k.adam,
 };
 
 /** The backend if its module loads here (synchronously, under Node), else null. */

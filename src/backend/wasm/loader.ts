@@ -35,6 +35,17 @@ export interface WasmKernels {
   attentionBackward(q: number, k: number, v: number, out: number, dout: number, lse: number, dq: number, dk: number, dv: number, B: number, H: number, L: number, S: number, D: number, DV: number, scale: number, causal: number, bias: number, bsB: number, bsH: number, bsL: number, scratch: number): void;
   attentionRange(q: number, k: number, v: number, out: number, lse: number, weights: number, B: number, H: number, L: number, S: number, D: number, DV: number, scale: number, causal: number, bias: number, bsB: number, bsH: number, bsL: number, scratch: number, bh0: number, bh1: number): void;
   attentionBackwardRange(q: number, k: number, v: number, out: number, dout: number, lse: number, dq: number, dk: number, dv: number, B: number, H: number, L: number, S: number, D: number, DV: number, scale: number, causal: number, bias: number, bsB: number, bsH: number, bsL: number, scratch: number, bh0: number, bh1: number): void;
+  /** op: 0 add, 1 sub, 2 mul, 3 div. */
+  binaryFull(op: number, a: number, b: number, out: number, n: number): void;
+  binaryRows(op: number, swap: number, a: number, b: number, out: number, rows: number, w: number): void;
+  binaryScalar(op: number, a: number, out: number, n: number, s: number, scalarFirst: number, exact: number): void;
+  sumColumns(x: number, out: number, rows: number, w: number, scratch: number): void;
+  sumRows(x: number, out: number, rows: number, w: number): void;
+  swapMiddle(x: number, out: number, A: number, B: number, C: number, D: number): void;
+  transposeLast(x: number, out: number, batch: number, R: number, C: number): void;
+  embedding(weight: number, ids: number, out: number, n: number, dim: number): void;
+  embeddingBackward(dy: number, ids: number, dweight: number, n: number, dim: number, paddingIdx: number): void;
+  adam(p: number, g: number, m: number, v: number, n: number, b1: number, c1: number, b2: number, c2: number, stepSize: number, bc2Sqrt: number, eps: number, shrink: number, l2: number): void;
 }
 
 export type WasmVariant = 'relaxed-simd' | 'simd';

@@ -1,6 +1,7 @@
 /**
- * A pool of worker threads for the GEMM and fused attention, over the shared wasm memory (Node's worker_threads; in a
- * browser, or wherever workers are unavailable, everything runs on the calling thread).
+ * A pool of worker threads for the GEMM, fused attention, Adam and large elementwise ops, over
+ * the shared wasm memory (Node's worker_threads; in a browser, or wherever workers are
+ * unavailable, everything runs on the calling thread).
  *
  * Each worker instantiates the same compiled module on the same memory and sleeps in
  * `Atomics.wait` on a generation counter. A launch writes each worker's row range into a shared
@@ -31,8 +32,11 @@ function nodeBuiltin<T>(id: string): T | null {
   }
 }
 
-/** Kernels a worker can run (exports of assembly/index.ts that take a range of the work). */
-export const PARALLEL_KERNELS = ['gemmRows', 'attentionRange', 'attentionBackwardRange'] as const;
+/**
+ * Kernels a worker can run (exports of assembly/index.ts that take a range of the work; the
+ * elementwise ones take a part of their arrays through offset addresses and a smaller count).
+ */
+export const PARALLEL_KERNELS = ['gemmRows', 'attentionRange', 'attentionBackwardRange', 'adam', 'binaryFull', 'binaryRows'] as const;
 export type ParallelKernel = (typeof PARALLEL_KERNELS)[number];
 
 /** Float64 cells per worker: kernel index, argument count, arguments (addresses up to 4 GiB are exact). */
