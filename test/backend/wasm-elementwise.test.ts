@@ -20,26 +20,13 @@ import { alloc, isWasmView } from '../../src/backend/wasm/memory.ts';
 import { numThreads, setNumThreads } from '../../src/backend/wasm/threads.ts';
 import { stridesOf } from '../../src/tensor/shape.ts';
 import { assertClose } from '../helpers/assert.ts';
+import { rng, uniformArray } from '../helpers/random.ts';
 
 assert.ok(kernels(), 'the wasm module loads (npm run build:wasm)');
 const variants: WasmVariant[] = wasmVariant() === 'simd' ? ['simd'] : ['relaxed-simd', 'simd'];
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = rng(11);
-function randn(n: number, scale = 1): Float32Array {
-  const x = new Float32Array(n);
-  for (let i = 0; i < n; i++) x[i] = (rand() * 2 - 1) * scale;
-  return x;
-}
+const randn = (n: number, scale = 1) => uniformArray(rand, n, scale);
 /** A copy of x in wasm memory (never freed: a few MB for the whole file). */
 function w(x: Float32Array): Float32Array {
   const v = alloc(x.length);

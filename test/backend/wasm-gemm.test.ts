@@ -19,6 +19,7 @@ import assert from 'node:assert/strict';
 import type { GemmParams } from '../../src/backend/backend.ts';
 import { gemm as jsGemm } from '../../src/backend/js/gemm.ts';
 import { alloc, bytesInUse, free, isWasmView, memory } from '../../src/backend/wasm/memory.ts';
+import { rng } from '../helpers/random.ts';
 
 const wasmDir = new URL('../../src/backend/wasm/', import.meta.url);
 if (!['qkv-simd.wasm', 'qkv-relaxed.wasm'].every((f) => existsSync(new URL(f, wasmDir)))) {
@@ -32,17 +33,6 @@ type GemmVariant = ReturnType<typeof gemmVariant>;
 const variants: GemmVariant[] = gemmVariant() === 'simd' ? ['simd'] : ['relaxed-simd', 'simd'];
 
 const U = 2 ** -24;
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const rand = rng(1234);
 function randomArray(n: number, inWasm: boolean, pad = 0): Float32Array {

@@ -16,26 +16,13 @@ import { wasmBackend } from '../../src/backend/wasm/index.ts';
 import { kernels, setWasmVariant, wasmVariant, type WasmVariant } from '../../src/backend/wasm/loader.ts';
 import { alloc, free } from '../../src/backend/wasm/memory.ts';
 import { assertClose } from '../helpers/assert.ts';
+import { rng, uniformArray } from '../helpers/random.ts';
 
 assert.ok(kernels(), 'the wasm module loads (npm run build:wasm)');
 const variants: WasmVariant[] = wasmVariant() === 'simd' ? ['simd'] : ['relaxed-simd', 'simd'];
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = rng(7);
-function randn(n: number, scale = 1): Float32Array {
-  const x = new Float32Array(n);
-  for (let i = 0; i < n; i++) x[i] = (rand() * 2 - 1) * scale;
-  return x;
-}
+const randn = (n: number, scale = 1) => uniformArray(rand, n, scale);
 
 const close = (a: Float32Array, b: Float32Array, what: string) => assertClose(a, b, what, 2e-5, 2e-5);
 
