@@ -21,6 +21,12 @@ export interface DecodeOptions {
   maxLen?: number;
   /** Incremental decoding with the key/value cache (default); false re-runs the whole prefix each step. */
   useCache?: boolean;
+  /**
+   * Fewest ids before EOS may end a sentence (default 1: never an empty translation, as fairseq's
+   * min_len). Without it, beam search can prefer an EOS at the first step: its score is a single
+   * log-probability, while a full sentence's is a long sum only partly offset by the length penalty.
+   */
+  minLen?: number;
 }
 
 export interface BeamSearchOptions extends DecodeOptions {
@@ -80,6 +86,13 @@ export interface SearchOptions {
   bosId: number;
   eosId: number;
   padId: number;
+  /** Fewest ids before EOS (default 1, see DecodeOptions). */
+  minLen?: number;
+}
+
+/** Block EOS in every row of a step's log-probabilities while outputs are shorter than minLen. */
+function blockEarlyEos(lp: Float32Array, rows: number, V: number, eosId: number): void {
+  for (let r = 0; r < rows; r++) lp[r * V + eosId] = -Infinity;
 }
 
 /**
@@ -95,8 +108,10 @@ export function greedySearch(stepper: Stepper, maxLens: number[], options: Searc
   let active = Array.from({ length: B }, (_, i) => i).filter((i) => maxLens[i] > 0);
   if (active.length < B) stepper.reorder(Int32Array.from(active));
   let last = new Int32Array(active.length).fill(options.bosId);
-  while (active.length > 0) {
+  const minLen = options.minLen ?? 1;
+  for (let n = 1; active.length > 0; n++) {
     const lp = stepper.step(last);
+    if (n <= minLen) blockEarlyEos(lp, active.length, V, options.eosId);
     const keep: number[] = [];
     const next: number[] = [];
     active.forEach((s, row) => {
@@ -133,6 +148,9 @@ interface Live {
  * hypotheses are extended by every id and the best `slots` extensions (by log-probability) kept.
  * One that ends in EOS goes to the sentence's pool with its length-penalised score and takes its
  * slot with it (the beam narrows as hypotheses finish, as in Nematus), so beam 1 is exactly greedy.
+ * (A beam that stays `beamSize` wide, as tensor2tensor's, searched better and scored worse: on
+ * Multi30K val, with a checkpoint at step 1,500, its outputs were 20% shorter than the references
+ * and BLEU fell from 31.8 to 31.3 at α 0.6. The model prefers short outputs; wider search finds them.)
  * A sentence stops when no slot is left, when the best pooled score is at least every live
  * hypothesis's best reachable score (log-probabilities only fall; the penalty is bounded at maxLen),
  * or at maxLen, where live hypotheses join the pool unfinished. Returns the best of each pool.
@@ -163,8 +181,10 @@ export function beamSearchSteps(stepper: Stepper, maxLens: number[], options: Se
   for (const hyps of live) for (const h of hyps) h.row = rows++;
   if (rows < B) stepper.reorder(Int32Array.from(live.flatMap((hyps, s) => hyps.map(() => s))));
   let last = new Int32Array(rows).fill(options.bosId);
+  const minLen = options.minLen ?? 1;
   for (let n = 1; rows > 0; n++) {
     const lp = stepper.step(last);
+    if (n <= minLen) blockEarlyEos(lp, rows, V, options.eosId);
     const nextLive: Live[][] = Array.from({ length: B }, () => []);
     const parents: number[] = [];
     const nextLast: number[] = [];
@@ -234,6 +254,9 @@ function run<R>(model: Seq2Seq, src: Tensor, options: DecodeOptions, search: (st
   if (options.eosId === padId) throw new Error(`${name}: eosId must differ from the padding id ${padId}`);
   if (options.maxLen !== undefined && (!Number.isInteger(options.maxLen) || options.maxLen < 0)) {
     throw new Error(`${name}: maxLen must be a non-negative integer, got ${options.maxLen}`);
+  }
+  if (options.minLen !== undefined && (!Number.isInteger(options.minLen) || options.minLen < 0)) {
+    throw new Error(`${name}: minLen must be a non-negative integer, got ${options.minLen}`);
   }
   const [B, S] = src.shape;
   const maxLens = Array.from({ length: B }, (_, b) => {

@@ -84,6 +84,7 @@ test('beam search with a beam wider than the search space returns the exact opti
   grow([]);
   assert.equal(seqs.length, 1 + 3 + 9 + 27 + 81);
   let beamBeatsGreedy = 0;
+  let emptyWouldWin = 0;
   // Random models, two with the shared embedding scaled up: peaked distributions, where pruning by
   // the best reachable score matters.
   for (const [seed, sharpen, row] of [[21, 1, [3, 4, 3]], [22, 1, [4, 4, 1, 3]], [23, 3, [3]], [24, 3, [4, 3, 3, 4, 1]], [25, 5, [3, 3]], [26, 5, [4, 1]]] as const) {
@@ -92,22 +93,30 @@ test('beam search with a beam wider than the search space returns the exact opti
     const src = ids([[...row]]);
     const lps = scoreAll(m, src, seqs);
     for (const alpha of [0, 0.6, 2, 5]) {
-      const scores = lps.map((lp, i) => lp / lengthPenalty(seqs[i].length, alpha));
-      const best = scores.indexOf(Math.max(...scores));
-      const r = beamSearch(m, src, { bosId: BOS, eosId: EOS, maxLen, beamSize: 200, lengthPenalty: alpha });
-      const want = ended[best] ? seqs[best].slice(0, -1) : seqs[best];
-      assert.deepEqual(r.tokens[0], want, `seed ${seed} α ${alpha}`);
-      assert.equal(r.finished[0], ended[best]);
-      assert.ok(Math.abs(r.scores[0] - scores[best]) < 1e-4, `${r.scores[0]} vs ${scores[best]}`);
-      // Narrower beams and greedy never beat the optimum; count where beam 4 beats greedy.
-      const b4 = beamSearch(m, src, { bosId: BOS, eosId: EOS, maxLen, beamSize: 4, lengthPenalty: alpha });
-      const g = greedy(m, src, { bosId: BOS, eosId: EOS, maxLen });
-      const gScore = g.logProbs[0] / lengthPenalty(g.ids.shape[1], alpha);
-      assert.ok(b4.scores[0] <= scores[best] + 1e-6 && gScore <= scores[best] + 1e-6);
-      if (b4.scores[0] > gScore + 1e-6) beamBeatsGreedy++;
+      // minLen 0 allows the empty output [EOS]; the default, 1, forbids it.
+      for (const minLen of [0, 1]) {
+        const allowed = (i: number) => !(ended[i] && seqs[i].length - 1 < minLen);
+        const scores = lps.map((lp, i) => (allowed(i) ? lp / lengthPenalty(seqs[i].length, alpha) : -Infinity));
+        const best = scores.indexOf(Math.max(...scores));
+        if (minLen === 0 && seqs[best].length === 1) emptyWouldWin++;
+        const o = { bosId: BOS, eosId: EOS, maxLen, lengthPenalty: alpha, ...(minLen === 0 ? { minLen } : {}) };
+        const r = beamSearch(m, src, { ...o, beamSize: 200 });
+        const want = ended[best] ? seqs[best].slice(0, -1) : seqs[best];
+        assert.deepEqual(r.tokens[0], want, `seed ${seed} α ${alpha} minLen ${minLen}`);
+        assert.equal(r.finished[0], ended[best]);
+        assert.ok(Math.abs(r.scores[0] - scores[best]) < 1e-4, `${r.scores[0]} vs ${scores[best]}`);
+        if (minLen === 1) assert.ok(r.tokens[0].length >= 1, 'never empty by default');
+        // Narrower beams and greedy never beat the optimum; count where beam 4 beats greedy.
+        const b4 = beamSearch(m, src, { ...o, beamSize: 4 });
+        const g = greedy(m, src, { bosId: BOS, eosId: EOS, maxLen, ...(minLen === 0 ? { minLen } : {}) });
+        const gScore = g.logProbs[0] / lengthPenalty(g.ids.shape[1], alpha);
+        assert.ok(b4.scores[0] <= scores[best] + 1e-6 && gScore <= scores[best] + 1e-6);
+        if (b4.scores[0] > gScore + 1e-6) beamBeatsGreedy++;
+      }
     }
   }
   assert.ok(beamBeatsGreedy > 0, 'beam 4 finds a better length-penalised hypothesis than greedy somewhere');
+  assert.ok(emptyWouldWin > 0, 'somewhere the empty output is the unconstrained optimum, so minLen matters');
 });
 
 test('decoding a sentence alone equals decoding it in a padded batch (greedy and beam)', () => {
@@ -159,12 +168,17 @@ test('maxLen: default is each source length + 50, capped by the position table; 
 
 test('EOS: a sentence that emits EOS stops; its ids end in EOS then padding, its tokens exclude it', () => {
   const m = constant(EOS);
-  for (const r of [greedy(m, SRC, opts), beamSearch(m, SRC, { ...opts, beamSize: 4 })]) {
+  for (const r of [greedy(m, SRC, { ...opts, minLen: 0 }), beamSearch(m, SRC, { ...opts, beamSize: 4, minLen: 0 })]) {
     assert.deepEqual(r.tokens, [[], [], [], []]);
     assert.deepEqual(r.finished, [true, true, true, true]);
     assert.deepEqual(r.ids.shape, [4, 1]);
     assert.deepEqual([...r.ids.data], [EOS, EOS, EOS, EOS]);
   }
+  // The default minLen 1 holds EOS off for one id, then it comes.
+  for (const r of [greedy(m, SRC, opts), beamSearch(m, SRC, { ...opts, beamSize: 4 })]) {
+    assert.ok(r.tokens.every((t) => t.length === 1) && r.finished.every(Boolean));
+  }
+  assert.throws(() => greedy(m, SRC, { ...opts, minLen: -1 }), /decode: minLen must be a non-negative integer, got -1/);
   // Mixed lengths: the ids of finished rows are EOS then padding; other rows run on.
   const g = greedy(tiny(2), SRC, opts);
   const T = g.ids.shape[1];

@@ -31,7 +31,24 @@ class TableStepper implements Stepper {
   }
 }
 
-const ids = { bosId: BOS, eosId: EOS, padId: PAD };
+// minLen 0: these cases allow the empty output, to test the search itself (the default is 1).
+const ids = { bosId: BOS, eosId: EOS, padId: PAD, minLen: 0 };
+
+test('by default (minLen 1) EOS cannot come first, in greedy and beam search; minLen 2 holds it off longer', () => {
+  // EOS is by far the likeliest first id, and 3 is certain-ish after it.
+  const dist = (p: number[]): number[] => (p.length === 0 ? [0, 0.05, 0.9, 0.05] : [0, 0.1, 0.6, 0.3]);
+  const plain = { bosId: BOS, eosId: EOS, padId: PAD };
+  const g = greedySearch(new TableStepper(4, dist), [10], plain);
+  assert.deepEqual(g.tokens, [[1]], 'greedy: the best id other than EOS, then EOS');
+  assert.equal(g.finished[0], true);
+  for (const k of [1, 4]) {
+    const b = beamSearchSteps(new TableStepper(4, dist), [10], { ...plain, beamSize: k, lengthPenalty: 0.6 });
+    assert.ok(b.tokens[0].length >= 1, `beam ${k}: not empty`);
+    assert.ok(b.hypotheses[0].every((h) => h.tokens.length >= 1), `beam ${k}: no empty hypothesis in the pool`);
+  }
+  assert.deepEqual(beamSearchSteps(new TableStepper(4, dist), [10], { ...ids, beamSize: 4, lengthPenalty: 0.6 }).tokens, [[]], 'minLen 0: empty wins');
+  assert.deepEqual(greedySearch(new TableStepper(4, dist), [10], { ...plain, minLen: 2 }).tokens, [[1, 3]]);
+});
 
 test('beam beats greedy on a constructed case: the likelier first word leads nowhere', () => {
   // Step 1: 4 (0.5) or 3 (0.4). After 3, EOS is near certain; after 4, EOS has 0.3.
