@@ -33,7 +33,22 @@ export interface ModelConfigFile {
   model: Seq2SeqConfig;
   /** How it was trained (preset and recipe), for `qkv info`. */
   training?: Record<string, unknown>;
+  /**
+   * The model's decoding defaults, used by translate and eval when --beam/--alpha are not given
+   * (else beam 4, α 0.6, the paper's). `qkv eval --split val --tune-alpha …` writes them: the
+   * paper chose its α on the development set too.
+   */
+  decoding?: Decoding;
 }
+
+export interface Decoding {
+  beam: number;
+  alpha: number;
+  /** How it was chosen, e.g. "val BLEU 33.40 with α 1.4 (tried 0.6, 1, 1.4)". */
+  chosen?: string;
+}
+
+export const DEFAULT_DECODING: Decoding = { beam: 4, alpha: 0.6 };
 
 export interface LoadedModel {
   model: Seq2Seq;
@@ -61,6 +76,10 @@ export function loadModelShape(dir: string): LoadedModel {
   const config = readJson(join(dir, 'config.json'), 'model config') as ModelConfigFile;
   if (config.format !== 'qkv-seq2seq' || !config.model) {
     throw new UserError(`${join(dir, 'config.json')}: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(config.format)}'`);
+  }
+  const d = config.decoding;
+  if (d !== undefined && (d === null || typeof d !== 'object' || !Number.isInteger(d.beam) || d.beam < 1 || typeof d.alpha !== 'number' || !Number.isFinite(d.alpha) || d.alpha < 0)) {
+    throw new UserError(`${join(dir, 'config.json')}: 'decoding' must be {"beam": a positive integer, "alpha": a number >= 0}, got ${JSON.stringify(d)}`);
   }
   let tokenizer: BpeTokenizer;
   try {

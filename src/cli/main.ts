@@ -30,6 +30,22 @@ function num(name: string) {
   };
 }
 
+function nonNegative(name: string) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`${name} must be a number >= 0, got '${v}'`);
+    return n;
+  };
+}
+
+function numList(name: string) {
+  return (v: string): number[] => {
+    const xs = v.split(',').map((x) => x.trim());
+    if (xs.some((x) => x === '' || !Number.isFinite(Number(x)) || Number(x) < 0)) throw new InvalidArgumentError(`${name} must be comma-separated numbers >= 0 (e.g. 0.6,1,1.4), got '${v}'`);
+    return xs.map(Number);
+  };
+}
+
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 const program = new Command()
@@ -58,8 +74,8 @@ program.command('train')
 program.command('translate')
   .description('translate one sentence per line (stdin to stdout, or --input/--output)')
   .requiredOption('--model <dir>', 'model folder')
-  .option('--beam <n>', 'beam size (1 = greedy)', int('--beam'), 4)
-  .option('--alpha <x>', 'length penalty α', Number, 0.6)
+  .option('--beam <n>', "beam size, 1 = greedy (default: the model's config.json decoding, else 4)", int('--beam'))
+  .option('--alpha <x>', "length penalty α (default: the model's config.json decoding, else 0.6)", nonNegative('--alpha'))
   .option('--input <file>', 'read sentences from a file instead of stdin')
   .option('--output <file>', 'write translations to a file instead of stdout')
   .action(async (o) => translate({ ...o, log }));
@@ -71,8 +87,9 @@ program.command('eval')
   .option('--data <dir>', 'corpus folder', 'data/multi30k')
   .option('--src <lang>', 'source language', 'en')
   .option('--tgt <lang>', 'target language', 'de')
-  .option('--beam <n>', 'beam size (1 = greedy)', int('--beam'), 4)
-  .option('--alpha <x>', 'length penalty α', Number, 0.6)
+  .option('--beam <n>', "beam size, 1 = greedy (default: the model's config.json decoding, else 4)", int('--beam'))
+  .option('--alpha <x>', "length penalty α (default: the model's config.json decoding, else 0.6)", nonNegative('--alpha'))
+  .option('--tune-alpha <list>', "with --split val: also try these α (comma-separated), keep the best in the model's config.json", numList('--tune-alpha'))
   .option('--output <file>', 'also write the translations here')
   .action((o) => evaluate({ ...o, log }));
 
@@ -129,7 +146,7 @@ program.command('attention')
   .option('--layer <n>', 'layer, counted from 1 (default: every layer)', int('--layer'))
   .option('--head <n>', 'head, counted from 1 (default: every head)', int('--head'))
   .option('--beam <n>', 'beam size (1 = greedy)', int('--beam'), 1)
-  .option('--alpha <x>', 'length penalty α of beam search', Number, 0.6)
+  .option('--alpha <x>', 'length penalty α of beam search', nonNegative('--alpha'), 0.6)
   .option('--max-tokens <n>', 'language models: tokens to generate after the prompt', int('--max-tokens'), 20)
   .action((sentence: string, o) => attention({ ...o, sentence, log }));
 

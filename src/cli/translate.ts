@@ -1,16 +1,25 @@
 /** `qkv translate` and `qkv eval`. */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import cliProgress from 'cli-progress';
 import { corpusBleu } from '../text/bleu.ts';
 import { readParallel } from './corpus.ts';
 import { encodeLines, translateIds } from './evaluate.ts';
-import { atomicWrite, loadModelDir, UserError } from './files.ts';
+import { atomicWrite, DEFAULT_DECODING, loadModelDir, UserError, type Decoding, type ModelConfigFile } from './files.ts';
 
 interface Common {
   model: string;
-  beam: number;
-  alpha: number;
+  /** Default: the model's config.json `decoding`, else 4. */
+  beam?: number;
+  /** Default: the model's config.json `decoding`, else 0.6. */
+  alpha?: number;
   log: (s: string) => void;
+}
+
+/** Beam and α: the flags, else the model's own decoding defaults, else the paper's. */
+function decodingFor(o: Common, config: ModelConfigFile): Decoding {
+  const d = config.decoding ?? DEFAULT_DECODING;
+  return { beam: o.beam ?? d.beam, alpha: o.alpha ?? d.alpha };
 }
 
 async function readStdin(): Promise<string> {
@@ -26,7 +35,8 @@ function splitLines(text: string): string[] {
 }
 
 export async function translate(o: Common & { input?: string; output?: string }): Promise<void> {
-  const { model, tokenizer } = loadModelDir(o.model);
+  const { model, tokenizer, config } = loadModelDir(o.model);
+  const dec = decodingFor(o, config);
   let text: string;
   if (o.input) {
     try {
@@ -38,22 +48,45 @@ export async function translate(o: Common & { input?: string; output?: string })
     text = await readStdin();
   }
   const lines = splitLines(text);
-  const out = translateIds(model, tokenizer, encodeLines(model, tokenizer, lines), { beam: o.beam, alpha: o.alpha });
+  const out = translateIds(model, tokenizer, encodeLines(model, tokenizer, lines), dec);
   const result = out.map((l) => `${l}\n`).join('');
   if (o.output) atomicWrite(o.output, result);
   else process.stdout.write(result);
 }
 
-export function evaluate(o: Common & { split: string; data: string; src: string; tgt: string; output?: string }): void {
-  const { model, tokenizer } = loadModelDir(o.model);
+export function evaluate(o: Common & { split: string; data: string; src: string; tgt: string; output?: string; tuneAlpha?: number[] }): void {
+  const { model, tokenizer, config } = loadModelDir(o.model);
+  if (o.tuneAlpha && o.split !== 'val') {
+    throw new UserError(`--tune-alpha chooses α on the validation set: use --split val (got --split ${o.split}; choosing on a test set would overstate its score)`);
+  }
+  if (o.tuneAlpha && o.alpha !== undefined) throw new UserError('--tune-alpha and --alpha both given: pass one');
   const { src, tgt } = readParallel(o.data, o.split, o.src, o.tgt);
-  const bar = new cliProgress.SingleBar({ format: `${o.split} |{bar}| {value}/{total} sentences | ETA {eta_formatted}`, stream: process.stderr, noTTYOutput: !process.stderr.isTTY, notTTYSchedule: 15000 }, cliProgress.Presets.shades_classic);
-  bar.start(src.length, 0);
-  const t0 = performance.now();
-  const hyps = translateIds(model, tokenizer, encodeLines(model, tokenizer, src), { beam: o.beam, alpha: o.alpha, onProgress: (d) => bar.update(d) });
-  bar.stop();
-  if (o.output) atomicWrite(o.output, hyps.map((l) => `${l}\n`).join(''));
-  const score = corpusBleu(hyps, tgt);
-  o.log(`${src.length} sentences in ${((performance.now() - t0) / 1000).toFixed(1)} s (beam ${o.beam})`);
-  process.stdout.write(`${score.toString()}\n${score.signature}\n`);
+  const srcIds = encodeLines(model, tokenizer, src);
+  const dec = decodingFor(o, config);
+  const run = (alpha: number) => {
+    const bar = new cliProgress.SingleBar({ format: `${o.split} |{bar}| {value}/{total} sentences | ETA {eta_formatted}`, stream: process.stderr, noTTYOutput: !process.stderr.isTTY, notTTYSchedule: 15000 }, cliProgress.Presets.shades_classic);
+    bar.start(src.length, 0);
+    const t0 = performance.now();
+    const hyps = translateIds(model, tokenizer, srcIds, { beam: dec.beam, alpha, onProgress: (d) => bar.update(d) });
+    bar.stop();
+    const score = corpusBleu(hyps, tgt);
+    o.log(`${src.length} sentences in ${((performance.now() - t0) / 1000).toFixed(1)} s (beam ${dec.beam}, α ${alpha}): BLEU ${score.score.toFixed(2)}`);
+    return { hyps, score };
+  };
+  let alpha = dec.alpha;
+  let best = run(alpha);
+  if (o.tuneAlpha) {
+    const tried: string[] = [`${alpha}`];
+    for (const a of o.tuneAlpha) {
+      if (tried.includes(`${a}`)) continue;
+      tried.push(`${a}`);
+      const r = run(a);
+      if (r.score.score > best.score.score) [best, alpha] = [r, a];
+    }
+    const decoding: Decoding = { beam: dec.beam, alpha, chosen: `${o.split} BLEU ${best.score.score.toFixed(2)} with α ${alpha} (tried ${tried.join(', ')})` };
+    atomicWrite(join(o.model, 'config.json'), `${JSON.stringify({ ...config, decoding }, null, 2)}\n`);
+    o.log(`wrote ${join(o.model, 'config.json')}: decoding beam ${dec.beam}, α ${alpha}`);
+  }
+  if (o.output) atomicWrite(o.output, best.hyps.map((l) => `${l}\n`).join(''));
+  process.stdout.write(`${best.score.toString()}\n${best.score.signature}\n`);
 }

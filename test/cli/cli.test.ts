@@ -63,10 +63,40 @@ test('qkv eval prints BLEU with the sacreBLEU signature; qkv info prints the par
   assert.equal(JSON.parse(i.stdout).parameters, 63084544);
 });
 
+test('qkv eval --tune-alpha on val keeps the best α in config.json; translate and eval then default to it', () => {
+  const tuned = join(work, 'tuned');
+  mkdirSync(tuned);
+  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) writeFileSync(join(tuned, f), readFileSync(join(out, f)));
+  const r = qkv(['eval', '--model', tuned, '--data', data, '--split', 'val', '--beam', '2', '--tune-alpha', '0,2']);
+  assert.equal(r.status, 0, r.stderr);
+  const scores = [...r.stderr.matchAll(/\(beam 2, α ([\d.]+)\): BLEU ([\d.]+)/g)].map((m) => ({ alpha: Number(m[1]), bleu: Number(m[2]) }));
+  assert.deepEqual(scores.map((x) => x.alpha), [0.6, 0, 2], 'the default α first, then the list');
+  const best = scores.reduce((a, b) => (b.bleu > a.bleu ? b : a));
+  const config = JSON.parse(readFileSync(join(tuned, 'config.json'), 'utf8'));
+  assert.equal(config.decoding.beam, 2);
+  assert.equal(config.decoding.alpha, best.alpha);
+  assert.match(config.decoding.chosen, /^val BLEU [\d.]+ with α [\d.]+ \(tried 0\.6, 0, 2\)$/);
+  assert.ok(r.stdout.startsWith(`BLEU = ${best.bleu.toFixed(2)} `), `the printed score is the best α's: ${r.stdout}`);
+  // Without flags, eval uses the model's decoding; a flag still wins.
+  const d = qkv(['eval', '--model', tuned, '--data', data, '--split', 'val']);
+  assert.match(d.stderr, new RegExp(`\\(beam 2, α ${best.alpha}\\)`));
+  assert.match(qkv(['eval', '--model', tuned, '--data', data, '--split', 'val', '--beam', '1', '--alpha', '0.6']).stderr, /\(beam 1, α 0\.6\)/);
+  // Never on a test set; a broken decoding section is named.
+  const t = qkv(['eval', '--model', tuned, '--data', data, '--tune-alpha', '1']);
+  assert.equal(t.status, 1);
+  assert.match(t.stderr, /--tune-alpha chooses α on the validation set: use --split val \(got --split test_2016_flickr/);
+  writeFileSync(join(tuned, 'config.json'), JSON.stringify({ ...config, decoding: { beam: 0, alpha: 1 } }));
+  const b = qkv(['translate', '--model', tuned], 'A dog.\n');
+  assert.equal(b.status, 1);
+  assert.match(b.stderr, /config\.json: 'decoding' must be \{"beam": a positive integer, "alpha": a number >= 0\}, got \{"beam":0,"alpha":1\}/);
+});
+
 test('bad input: unknown flag, bad number, missing model folder, empty and over-long lines — one clear line, exit 1', () => {
   const cases: [string[], string | undefined, RegExp][] = [
     [['translate', '--model', out, '--bogus'], '', /unknown option '--bogus'/],
     [['translate', '--model', out, '--beam', 'zero'], '', /--beam must be a positive integer, got 'zero'/],
+    [['translate', '--model', out, '--alpha', '-1'], '', /--alpha must be a number >= 0, got '-1'/],
+    [['eval', '--model', out, '--split', 'val', '--tune-alpha', '0.6,x'], '', /--tune-alpha must be comma-separated numbers >= 0 \(e\.g\. 0\.6,1,1\.4\), got '0\.6,x'/],
     [['translate', '--model', join(work, 'nope')], 'hi\n', /model folder not found/],
     [['translate', '--model', out], 'fine\n\n', /input line 2 is empty/],
     [['translate', '--model', out], `${'a '.repeat(400)}\n`, /input line 1 has \d+ tokens; this model reads at most 256/],
