@@ -56,7 +56,8 @@ export interface LoadedModel {
   config: ModelConfigFile;
 }
 
-function readJson(path: string, what: string): unknown {
+/** A JSON file's contents, or a UserError naming `what` and the path (missing, or not JSON). */
+export function readJson(path: string, what: string): unknown {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');

@@ -8,8 +8,6 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import cliProgress from 'cli-progress';
-import { InvalidArgumentError } from 'commander';
 import { generateStream } from '../decode/gpt.ts';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
 import { GPT, type GPTConfig } from '../models/gpt.ts';
@@ -18,8 +16,10 @@ import type { Tensor } from '../tensor/tensor.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import { CharTokenizer } from '../text/chars.ts';
 import { LM_PRESETS, LmTrainer, decodeLines, encodeLines, evaluateLm, type LmTokenizer } from '../train/lm.ts';
+import { lineSeparatorId } from '../viz/gpt-attention.ts';
 import { readLines } from './corpus.ts';
-import { atomicWrite, UserError } from './files.ts';
+import { atomicWrite, readJson, UserError } from './files.ts';
+import { progressBar } from './progress.ts';
 
 type TokenizerKind = 'char' | 'bpe';
 
@@ -44,52 +44,7 @@ export const DEFAULT_LM_DATA = 'data/multi30k/train.en.gz';
 export const DEFAULT_LM_VAL = 'data/multi30k/val.en.gz';
 const STATE = 'train-state.safetensors';
 
-// ---- Argument parsers (commander) -------------------------------------------------------------
-
-export function nonNegativeNumber(name: string) {
-  return (v: string): number => {
-    const n = Number(v);
-    if (v.trim() === '' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`${name} must be a number >= 0, got '${v}'`);
-    return n;
-  };
-}
-
-export function nonNegativeInt(name: string) {
-  return (v: string): number => {
-    const n = Number(v);
-    if (v.trim() === '' || !Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be an integer >= 0, got '${v}'`);
-    return n;
-  };
-}
-
-export function probability(name: string) {
-  return (v: string): number => {
-    const n = Number(v);
-    if (v.trim() === '' || !(n > 0 && n <= 1)) throw new InvalidArgumentError(`${name} must be a number in (0, 1], got '${v}'`);
-    return n;
-  };
-}
-
 // ---- Model folders ----------------------------------------------------------------------------
-
-function separatorOf(tokenizer: LmTokenizer): number {
-  if (tokenizer instanceof CharTokenizer) return tokenizer.tokenToId('\n')!;
-  return (tokenizer as BpeTokenizer).eosId;
-}
-
-function readJson(path: string, what: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch {
-    throw new UserError(`${what} not found: ${path}`);
-  }
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw new UserError(`${what} is not valid JSON: ${path} (${(e as Error).message})`);
-  }
-}
 
 /** The model (random weights) and tokenizer of a language-model folder. */
 export function loadLmShape(dir: string): LoadedLm {
@@ -116,7 +71,7 @@ export function loadLmShape(dir: string): LoadedLm {
   if (tokenizer.vocabSize !== model.config.vocabSize) {
     throw new UserError(`${dir}: the tokenizer has ${tokenizer.vocabSize} tokens, the model ${model.config.vocabSize}`);
   }
-  return { model, tokenizer, separatorId: separatorOf(tokenizer), config };
+  return { model, tokenizer, separatorId: lineSeparatorId(tokenizer), config };
 }
 
 /** Load a folder written by `qkv train-lm`, weights included, in eval mode. */
@@ -208,7 +163,7 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
     lm = { model: new GPT({ ...preset.model, vocabSize: tokenizer.vocabSize }), tokenizer, kind };
   }
   const { model, tokenizer } = lm;
-  const sep = separatorOf(tokenizer);
+  const sep = lineSeparatorId(tokenizer);
   const trainIds = encodeLines(tokenizer, corpus.train, sep);
   const valIds = encodeLines(tokenizer, corpus.val, sep);
   const maxSteps = a.maxSteps ?? preset.maxSteps;
@@ -250,14 +205,7 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
   const history = (existsSync(historyPath) ? (JSON.parse(readFileSync(historyPath, 'utf8')) as LmHistoryEntry[]) : [])
     .filter((h) => h.step <= trainer.position.step);
   let best = history.reduce((m, h) => Math.min(m, h.valLoss), Infinity);
-  const bar = new cliProgress.SingleBar({
-    format: 'train-lm |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | ETA {eta_formatted}',
-    stream: process.stderr,
-    noTTYOutput: !process.stderr.isTTY,
-    notTTYSchedule: 15000,
-    etaBuffer: 50,
-    hideCursor: true,
-  }, cliProgress.Presets.shades_classic);
+  const bar = progressBar('train-lm |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | ETA {eta_formatted}');
   const start = trainer.position.step;
   if (start < maxSteps) bar.start(maxSteps, start, { loss: '-', lr: '-', tps: '-' });
   let ema = Number.NaN;

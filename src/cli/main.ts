@@ -4,47 +4,16 @@
  * Errors a user can fix (bad flags, missing folders, bad input lines) print one line and exit 1,
  * without a stack trace (set QKV_DEBUG=1 to see one).
  */
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
 import { attention } from './attention.ts';
 import { explore } from './explore.ts';
 import { exportModel } from './export.ts';
 import { UserError } from './files.ts';
 import { info } from './info.ts';
-import { DEFAULT_LM_DATA, generateText, nonNegativeInt, nonNegativeNumber, probability, trainLm } from './lm.ts';
+import { int, nonNegativeInt, nonNegativeNumber, num, numList, port, probability } from './args.ts';
+import { DEFAULT_LM_DATA, generateText, trainLm } from './lm.ts';
 import { train } from './train.ts';
 import { evaluate, translate } from './translate.ts';
-
-function int(name: string) {
-  return (v: string): number => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(`${name} must be a positive integer, got '${v}'`);
-    return n;
-  };
-}
-
-function num(name: string) {
-  return (v: string): number => {
-    const n = Number(v);
-    if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`${name} must be a positive number, got '${v}'`);
-    return n;
-  };
-}
-
-function nonNegative(name: string) {
-  return (v: string): number => {
-    const n = Number(v);
-    if (v.trim() === '' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`${name} must be a number >= 0, got '${v}'`);
-    return n;
-  };
-}
-
-function numList(name: string) {
-  return (v: string): number[] => {
-    const xs = v.split(',').map((x) => x.trim());
-    if (xs.some((x) => x === '' || !Number.isFinite(Number(x)) || Number(x) < 0)) throw new InvalidArgumentError(`${name} must be comma-separated numbers >= 0 (e.g. 0.6,1,1.4), got '${v}'`);
-    return xs.map(Number);
-  };
-}
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -75,7 +44,7 @@ program.command('translate')
   .description('translate one sentence per line (stdin to stdout, or --input/--output)')
   .requiredOption('--model <dir>', 'model folder')
   .option('--beam <n>', "beam size, 1 = greedy (default: the model's config.json decoding, else 4)", int('--beam'))
-  .option('--alpha <x>', "length penalty α (default: the model's config.json decoding, else 0.6)", nonNegative('--alpha'))
+  .option('--alpha <x>', "length penalty α (default: the model's config.json decoding, else 0.6)", nonNegativeNumber('--alpha'))
   .option('--input <file>', 'read sentences from a file instead of stdin')
   .option('--output <file>', 'write translations to a file instead of stdout')
   .action(async (o) => translate({ ...o, log }));
@@ -88,7 +57,7 @@ program.command('eval')
   .option('--src <lang>', 'source language', 'en')
   .option('--tgt <lang>', 'target language', 'de')
   .option('--beam <n>', "beam size, 1 = greedy (default: the model's config.json decoding, else 4)", int('--beam'))
-  .option('--alpha <x>', "length penalty α (default: the model's config.json decoding, else 0.6)", nonNegative('--alpha'))
+  .option('--alpha <x>', "length penalty α (default: the model's config.json decoding, else 0.6)", nonNegativeNumber('--alpha'))
   .option('--tune-alpha <list>', "with --split val: also try these α (comma-separated), keep the best in the model's config.json", numList('--tune-alpha'))
   .option('--output <file>', 'also write the translations here')
   .action((o) => evaluate({ ...o, log }));
@@ -146,18 +115,14 @@ program.command('attention')
   .option('--layer <n>', 'layer, counted from 1 (default: every layer)', int('--layer'))
   .option('--head <n>', 'head, counted from 1 (default: every head)', int('--head'))
   .option('--beam <n>', 'beam size (1 = greedy)', int('--beam'), 1)
-  .option('--alpha <x>', 'length penalty α of beam search', nonNegative('--alpha'), 0.6)
+  .option('--alpha <x>', 'length penalty α of beam search', nonNegativeNumber('--alpha'), 0.6)
   .option('--max-tokens <n>', 'language models: tokens to generate after the prompt', int('--max-tokens'), 20)
   .action((sentence: string, o) => attention({ ...o, sentence, log }));
 
 program.command('explore')
   .description('open the attention explorer: a local page that runs the model in the browser')
   .option('--model <dir>', 'model folder (default: models/multi30k-en-de, else the newest runs/*/ with a model.safetensors)')
-  .option('--port <n>', 'port (0 = any free port)', (v: string): number => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`--port must be an integer from 0 to 65535, got '${v}'`);
-    return n;
-  }, 8080)
+  .option('--port <n>', 'port (0 = any free port)', port('--port'), 8080)
   .option('--host <addr>', 'address to listen on (anything but 127.0.0.1 / localhost exposes the model to the network)', '127.0.0.1')
   .action(async (o) => {
     await explore({ ...o, log });

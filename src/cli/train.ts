@@ -1,7 +1,6 @@
 /** `qkv train`: learn BPE, build the model from a preset, train with the paper's recipe, checkpoint. */
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import cliProgress from 'cli-progress';
 import type { Pair } from '../data/batching.ts';
 import { readSafetensors } from '../io/safetensors.ts';
 import { Seq2Seq } from '../models/seq2seq.ts';
@@ -12,6 +11,7 @@ import { Trainer, averageWeights, evaluateLoss } from '../train/trainer.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { readParallel } from './corpus.ts';
 import { atomicWrite, loadModelShape, saveModelDir, saveWeights, UserError } from './files.ts';
+import { progressBar } from './progress.ts';
 import { validationBleu } from './evaluate.ts';
 
 export interface TrainArgs {
@@ -84,14 +84,7 @@ export async function train(a: TrainArgs): Promise<void> {
   a.log(`${model.numParameters().toLocaleString('en-US')} parameters, vocabulary ${tokenizer.vocabSize}, ${trainer.stepsPerEpoch} batches per epoch`);
 
   const history = readHistory(a.out);
-  const bar = new cliProgress.SingleBar({
-    format: 'train |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | epoch {epoch} | ETA {eta_formatted}',
-    stream: process.stderr,
-    noTTYOutput: !process.stderr.isTTY,
-    notTTYSchedule: 15000,
-    etaBuffer: 50,
-    hideCursor: true,
-  }, cliProgress.Presets.shades_classic);
+  const bar = progressBar('train |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | epoch {epoch} | ETA {eta_formatted}');
   bar.start(maxSteps, trainer.position.step, { loss: '-', lr: '-', tps: '-', epoch: trainer.position.epoch });
   let ema = Number.NaN;
   let tokens = 0;

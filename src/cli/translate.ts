@@ -1,10 +1,10 @@
 /** `qkv translate` and `qkv eval`. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import cliProgress from 'cli-progress';
 import { corpusBleu } from '../text/bleu.ts';
 import { readParallel } from './corpus.ts';
 import { encodeLines, translateIds } from './evaluate.ts';
+import { progressBar } from './progress.ts';
 import { atomicWrite, DEFAULT_DECODING, loadModelDir, UserError, type Decoding, type ModelConfigFile } from './files.ts';
 
 interface Common {
@@ -64,7 +64,7 @@ export function evaluate(o: Common & { split: string; data: string; src: string;
   const srcIds = encodeLines(model, tokenizer, src);
   const dec = decodingFor(o, config);
   const run = (alpha: number) => {
-    const bar = new cliProgress.SingleBar({ format: `${o.split} |{bar}| {value}/{total} sentences | ETA {eta_formatted}`, stream: process.stderr, noTTYOutput: !process.stderr.isTTY, notTTYSchedule: 15000 }, cliProgress.Presets.shades_classic);
+    const bar = progressBar(`${o.split} |{bar}| {value}/{total} sentences | ETA {eta_formatted}`);
     bar.start(src.length, 0);
     const t0 = performance.now();
     const hyps = translateIds(model, tokenizer, srcIds, { beam: dec.beam, alpha, onProgress: (d) => bar.update(d) });

@@ -15,7 +15,7 @@ import { GPT, type GPTConfig } from '../models/gpt.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import { CharTokenizer } from '../text/chars.ts';
-import { decodeLines, encodeLines } from '../train/lm.ts';
+import { decodeLines, encodeLines, type LmTokenizer } from '../train/lm.ts';
 import { headsOf, type AttentionStack } from './attention-data.ts';
 import { clip, type AttentionMaps } from './attention-maps.ts';
 
@@ -29,13 +29,13 @@ export interface LoadedGpt {
 }
 
 /** The id that ends a line (one document) in training: '\n' for a char tokenizer, EOS for BPE. */
-export function lineSeparatorId(tokenizer: GptTokenizer): number {
+export function lineSeparatorId(tokenizer: LmTokenizer): number {
   if (tokenizer instanceof CharTokenizer) {
     const id = tokenizer.tokenToId('\n');
     if (id === undefined) throw new Error('the character tokenizer has no "\\n" (the line separator a language model is trained with)');
     return id;
   }
-  return tokenizer.eosId;
+  return (tokenizer as BpeTokenizer).eosId;
 }
 
 /** The model (in eval mode) and tokenizer of a language-model folder's three files, from their contents. */

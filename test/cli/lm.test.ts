@@ -6,7 +6,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { nonNegativeInt, nonNegativeNumber, probability, trainLm } from '../../src/cli/lm.ts';
+import { nonNegativeInt, nonNegativeNumber, probability } from '../../src/cli/args.ts';
+import { trainLm } from '../../src/cli/lm.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
 const argv = (args: string[]) => ['--import', 'tsx', join(root, 'src/cli/main.ts'), ...args];
