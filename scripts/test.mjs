@@ -4,6 +4,8 @@
 // ends with node's summary lines (ℹ tests / pass / fail …), summed over both runs.
 // QKV_POISON_SCOPES=1: memoryScope blocks are NaN-filled when handed out uninitialised and when
 // released, so a read before write or a tensor used after its scope fails the tests that train.
+// Files named *.once.test.ts do not depend on the backend (the Python bridge, ONNX Runtime, crash
+// and load tests, child processes): they run in the last pass only.
 // Usage: node scripts/test.mjs [filter]         e.g. node scripts/test.mjs nn/
 //        QKV_BACKENDS=js node scripts/test.mjs   one backend only
 import { spawn, spawnSync } from 'node:child_process';
@@ -35,10 +37,12 @@ if (wasmFiles.some((f) => !existsSync(f) || statSync(f).mtimeMs < newestSource))
 const backends = (process.env.QKV_BACKENDS ?? 'js,wasm').split(',').filter(Boolean);
 const keys = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo', 'duration_ms'];
 
-function run(backend) {
+function run(backend, last) {
+  const mine = last ? files : files.filter((f) => !f.endsWith('.once.test.ts'));
   return new Promise((resolve) => {
-    console.log(`\n=== backend: ${backend} ===`);
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], {
+    console.log(`\n=== backend: ${backend}${last ? '' : ' (without *.once.test.ts)'} ===`);
+    if (mine.length === 0) return resolve({ backend, code: 0, counts: Object.fromEntries(keys.map((k) => [k, 0])) });
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...mine], {
       stdio: ['inherit', 'pipe', 'inherit'],
       env: { ...process.env, QKV_BACKEND: backend, QKV_POISON_SCOPES: '1' },
     });
@@ -60,7 +64,7 @@ function run(backend) {
 }
 
 const results = [];
-for (const b of backends) results.push(await run(b));
+for (const [i, b] of backends.entries()) results.push(await run(b, i === backends.length - 1));
 console.log(`\n=== summary: ${results.map((r) => `${r.backend} ${r.code === 0 ? 'passed' : 'FAILED'} (${r.counts.pass}/${r.counts.tests})`).join(', ')} ===`);
 for (const k of keys) {
   const total = results.reduce((s, r) => s + r.counts[k], 0);

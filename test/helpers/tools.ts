@@ -1,0 +1,62 @@
+/**
+ * External tools some tests need: Debian's Chromium, PyTorch and ONNX under /usr/bin/python3.
+ *
+ * `toolSkip(tool)` returns false when the tool is there, so the test runs. When it is missing:
+ * under CI (CI=true) or QKV_REQUIRE_TOOLS=1 it returns false too, and the test's first use of the
+ * tool fails with `missingToolMessage(tool)`: a missing tool must never let CI pass silently; on a
+ * developer's machine it returns the skip reason, which node's runner prints with the test name.
+ * Either way the message says what to install.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+export type Tool = 'chromium' | 'torch' | 'onnx';
+
+export const CHROMIUM = '/usr/bin/chromium';
+export const PYTHON = '/usr/bin/python3';
+
+const INSTALL: Record<Tool, string> = {
+  chromium: 'apt-get install -y chromium',
+  torch: 'apt-get install -y python3-torch libopenblas0-pthread',
+  onnx: 'apt-get install -y python3-onnx',
+};
+
+const cache = new Map<Tool, boolean>();
+
+/** Whether the tool is installed (Python modules are imported once to find out). */
+export function hasTool(tool: Tool): boolean {
+  let has = cache.get(tool);
+  if (has === undefined) {
+    if (tool === 'chromium') {
+      has = existsSync(CHROMIUM);
+    } else {
+      const r = existsSync(PYTHON) ? spawnSync(PYTHON, ['-c', `import ${tool}`], { encoding: 'utf8' }) : null;
+      has = r !== null && r.status === 0;
+    }
+    cache.set(tool, has);
+  }
+  return has;
+}
+
+export function missingToolMessage(tool: Tool): string {
+  const what = tool === 'chromium' ? CHROMIUM : `${PYTHON} -c 'import ${tool}'`;
+  return `${what} is not available: install it with \`${INSTALL[tool]}\` (.ci/run does this)`;
+}
+
+/** Tests must fail, not skip, when a tool is missing under CI=true or QKV_REQUIRE_TOOLS=1. */
+export function toolsRequired(): boolean {
+  return process.env.CI === 'true' || process.env.QKV_REQUIRE_TOOLS === '1';
+}
+
+/** The `skip` option for node:test: false when the tool is there or required; otherwise the reason. */
+export function toolSkip(...tools: Tool[]): false | string {
+  const missing = tools.filter((t) => !hasTool(t));
+  if (missing.length === 0 || toolsRequired()) return false;
+  return missing.map(missingToolMessage).join('; ');
+}
+
+/** Throws the install message when a tool is missing (call it first in a test that needs the tool). */
+export function requireTool(...tools: Tool[]): void {
+  const missing = tools.filter((t) => !hasTool(t));
+  if (missing.length > 0) throw new Error(missing.map(missingToolMessage).join('; '));
+}
