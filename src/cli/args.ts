@@ -26,3 +26,23 @@ export function numList(name: string): (v: string) => number[] {
     return xs.map(Number);
   };
 }
+
+/** A probability that may be 0 but not 1: dropout, label smoothing. */
+export const rate = (name: string) => parser((n) => n >= 0 && n < 1, 'a number in [0, 1)', name);
+
+/** "en-de": two language codes, source and target. */
+export function direction(name: string): (v: string) => { src: string; tgt: string } {
+  return (v: string) => {
+    const m = /^([a-z]{2,3})-([a-z]{2,3})$/.exec(v);
+    if (!m || m[1] === m[2]) throw new InvalidArgumentError(`${name} must be SRC-TGT with two different language codes (e.g. en-de, en-fr), got '${v}'`);
+    return { src: m[1], tgt: m[2] };
+  };
+}
+
+/** One of a fixed set of words. */
+export function choice<T extends string>(name: string, values: readonly T[]): (v: string) => T {
+  return (v: string) => {
+    if (!(values as readonly string[]).includes(v)) throw new InvalidArgumentError(`${name} must be one of ${values.join(', ')}, got '${v}'`);
+    return v as T;
+  };
+}

@@ -10,7 +10,8 @@ import { explore } from './explore.ts';
 import { exportModel } from './export.ts';
 import { UserError } from './files.ts';
 import { info } from './info.ts';
-import { int, nonNegativeInt, nonNegativeNumber, num, numList, port, probability } from './args.ts';
+import { choice, direction, int, nonNegativeInt, nonNegativeNumber, num, numList, port, probability, rate } from './args.ts';
+import { PRESETS } from '../train/presets.ts';
 import { DEFAULT_LM_DATA, generateText, trainLm } from './lm.ts';
 import { train } from './train.ts';
 import { evaluate, translate } from './translate.ts';
@@ -24,20 +25,44 @@ const program = new Command()
 
 program.command('train')
   .description('train a translation model (BPE, Adam with warmup, label smoothing), with checkpoints')
-  .option('--preset <name>', 'multi30k-small | paper-base | tiny', 'multi30k-small')
+  .option('--preset <name>', `${Object.keys(PRESETS).join(' | ')}; the flags below override single fields`, 'multi30k-small')
   .requiredOption('--out <dir>', 'folder for the model, checkpoints and history')
-  .option('--resume', 'continue the run in --out from its last checkpoint', false)
+  .option('--resume', 'continue the run in --out from its last checkpoint (its saved recipe; no flags needed)', false)
   .option('--data <dir>', 'corpus folder with train/val SPLIT.LANG[.gz] files', 'data/multi30k')
   .option('--src <lang>', 'source language', 'en')
   .option('--tgt <lang>', 'target language', 'de')
+  .option('--direction <src-tgt>', 'source and target at once, e.g. en-fr', direction('--direction'))
   .option('--max-steps <n>', 'stop after this many steps', int('--max-steps'))
+  .option('--eval-every <n>', 'validation loss and greedy BLEU every n steps', int('--eval-every'))
+  .option('--save-every <n>', 'checkpoint every n steps', int('--save-every'))
+  .option('--bleu-sentences <n>', 'validation sentences decoded for BLEU (default: all 1,014)', int('--bleu-sentences'))
+  .option('--seed <n>', 'random seed', int('--seed'))
+  .optionsGroup('Model:')
+  .option('--d-model <n>', 'model width dModel', int('--d-model'))
+  .option('--heads <n>', 'attention heads', int('--heads'))
+  .option('--layers <n>', 'encoder and decoder layers', int('--layers'))
+  .option('--encoder-layers <n>', 'encoder layers', int('--encoder-layers'))
+  .option('--decoder-layers <n>', 'decoder layers', int('--decoder-layers'))
+  .option('--ffn <n>', 'feed-forward inner width dFf', int('--ffn'))
+  .option('--dropout <p>', 'dropout on sub-layer outputs and embeddings (and the two below unless given)', rate('--dropout'))
+  .option('--attention-dropout <p>', 'dropout on attention weights (0: the fused attention kernel trains)', rate('--attention-dropout'))
+  .option('--activation-dropout <p>', 'dropout after the feed-forward activation', rate('--activation-dropout'))
+  .option('--pre-norm', 'pre-norm layers (the paper is post-norm)')
+  .optionsGroup('Recipe:')
   .option('--max-tokens <n>', 'padded tokens per batch', int('--max-tokens'))
+  .option('--accum <k>', 'batches per optimiser step (gradient accumulation)', int('--accum'))
   .option('--warmup <n>', 'warmup steps of the learning-rate schedule', int('--warmup'))
   .option('--lr-factor <x>', 'scale of the learning-rate curve', num('--lr-factor'))
-  .option('--eval-every <n>', 'validation loss and BLEU every n steps', int('--eval-every'))
-  .option('--save-every <n>', 'checkpoint every n steps', int('--save-every'))
-  .option('--bleu-sentences <n>', 'validation sentences decoded for BLEU', int('--bleu-sentences'), 1014)
-  .option('--seed <n>', 'random seed', int('--seed'))
+  .option('--label-smoothing <e>', 'label smoothing ε', rate('--label-smoothing'))
+  .option('--weight-decay <x>', 'decoupled weight decay (AdamW) on every parameter', nonNegativeNumber('--weight-decay'))
+  .option('--clip-norm <x>', 'clip the gradient norm (0 = off)', nonNegativeNumber('--clip-norm'))
+  .optionsGroup('Vocabulary:')
+  .option('--bpe-size <n>', 'joint BPE vocabulary size', int('--bpe-size'))
+  .option('--split-punctuation', 'split punctuation from words before BPE (saved in tokenizer.json)')
+  .optionsGroup('Stopping and averaging:')
+  .option('--patience <n>', 'stop after n evaluations without a better val BLEU (0 = never)', nonNegativeInt('--patience'))
+  .option('--average <which>', "average the 'last' checkpoints (§6.1) or the 'best' by val BLEU", choice('--average', ['last', 'best']))
+  .option('--keep <n>', 'checkpoints averaged at the end', int('--keep'))
   .action(async (o) => train({ ...o, log }));
 
 program.command('translate')

@@ -6,11 +6,12 @@ import { readSafetensors } from '../io/safetensors.ts';
 import { Seq2Seq } from '../models/seq2seq.ts';
 import { manualSeed } from '../tensor/random.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
-import { PRESETS } from '../train/presets.ts';
+import { PRESETS, type Preset } from '../train/presets.ts';
+import type { Seq2SeqConfig } from '../models/seq2seq.ts';
 import { Trainer, averageWeights, evaluateLoss } from '../train/trainer.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { readParallel } from './corpus.ts';
-import { atomicWrite, loadModelShape, saveModelDir, saveWeights, UserError } from './files.ts';
+import { atomicWrite, loadModelShape, readJson, saveModelDir, saveWeights, UserError } from './files.ts';
 import { progressBar } from './progress.ts';
 import { validationBleu } from './evaluate.ts';
 
@@ -21,15 +22,56 @@ export interface TrainArgs {
   data: string;
   src: string;
   tgt: string;
+  /** `--direction en-fr`: overrides src and tgt. */
+  direction?: { src: string; tgt: string };
   maxSteps?: number;
   maxTokens?: number;
   warmup?: number;
   lrFactor?: number;
   evalEvery?: number;
   saveEvery?: number;
-  bleuSentences: number;
+  bleuSentences?: number;
   seed?: number;
+  // Model shape (override the preset's).
+  dModel?: number;
+  heads?: number;
+  layers?: number;
+  encoderLayers?: number;
+  decoderLayers?: number;
+  ffn?: number;
+  dropout?: number;
+  attentionDropout?: number;
+  activationDropout?: number;
+  preNorm?: boolean;
+  // Recipe.
+  labelSmoothing?: number;
+  weightDecay?: number;
+  accum?: number;
+  clipNorm?: number;
+  // Vocabulary.
+  bpeSize?: number;
+  splitPunctuation?: boolean;
+  // Stopping and averaging.
+  patience?: number;
+  average?: 'last' | 'best';
+  keep?: number;
   log: (line: string) => void;
+}
+
+/** What a run was started with, saved in config.json `training`, so --resume needs no flags again. */
+interface RunPlan {
+  preset: string;
+  recipe: Record<string, unknown>;
+  maxSteps: number;
+  evalEvery: number;
+  saveEvery: number;
+  patience: number;
+  average: 'last' | 'best';
+  keep: number;
+  bleuSentences: number;
+  bpe: { vocabSize: number; splitPunctuation: boolean };
+  data: string;
+  direction: string;
 }
 
 const STATE = 'train-state.safetensors';
@@ -37,6 +79,80 @@ const STATE = 'train-state.safetensors';
 function encodePairs(tok: BpeTokenizer, src: string[], tgt: string[], maxLen: number): Pair[] {
   // Keep room for BOS/EOS; Multi30K never comes near the limit, other corpora may.
   return src.map((s, i) => ({ src: tok.encode(s).slice(0, maxLen), tgt: tok.encode(tgt[i]).slice(0, maxLen - 1) }));
+}
+
+/** Flags of the model (saved in config.json) or of the vocabulary cannot change on --resume. */
+const FIXED_FLAGS = [
+  'dModel', 'heads', 'layers', 'encoderLayers', 'decoderLayers', 'ffn', 'dropout', 'attentionDropout', 'activationDropout', 'preNorm',
+  'bpeSize', 'splitPunctuation', 'direction', 'average', 'keep',
+] as const;
+
+function modelFromFlags(preset: Preset, a: TrainArgs): Seq2SeqConfig {
+  const m: Seq2SeqConfig = { ...preset.model };
+  if (a.dModel !== undefined) m.dModel = a.dModel;
+  if (a.heads !== undefined) m.nhead = a.heads;
+  if (a.layers !== undefined) m.numEncoderLayers = m.numDecoderLayers = a.layers;
+  if (a.encoderLayers !== undefined) m.numEncoderLayers = a.encoderLayers;
+  if (a.decoderLayers !== undefined) m.numDecoderLayers = a.decoderLayers;
+  if (a.ffn !== undefined) m.dimFeedforward = a.ffn;
+  if (a.dropout !== undefined) m.dropout = a.dropout;
+  if (a.attentionDropout !== undefined) m.attentionDropout = a.attentionDropout;
+  if (a.activationDropout !== undefined) m.activationDropout = a.activationDropout;
+  if (a.preNorm !== undefined) m.normFirst = a.preNorm;
+  if (m.dModel % m.nhead !== 0) throw new UserError(`--d-model ${m.dModel} is not divisible by --heads ${m.nhead}`);
+  return m;
+}
+
+function planFromFlags(preset: Preset, a: TrainArgs, src: string, tgt: string): RunPlan {
+  const recipe: Record<string, unknown> = { ...preset.recipe };
+  const flags = { maxTokens: a.maxTokens, warmup: a.warmup, lrFactor: a.lrFactor, seed: a.seed, labelSmoothing: a.labelSmoothing, weightDecay: a.weightDecay, accum: a.accum, clipNorm: a.clipNorm };
+  for (const [k, v] of Object.entries(flags)) if (v !== undefined) recipe[k] = v;
+  return {
+    preset: a.preset,
+    recipe,
+    maxSteps: a.maxSteps ?? preset.maxSteps,
+    evalEvery: a.evalEvery ?? preset.evalEvery,
+    saveEvery: a.saveEvery ?? preset.saveEvery,
+    patience: a.patience ?? preset.patience ?? 0,
+    average: a.average ?? preset.average ?? 'last',
+    keep: a.keep ?? preset.keep,
+    bleuSentences: a.bleuSentences ?? 1014,
+    bpe: { vocabSize: a.bpeSize ?? preset.vocabSize, splitPunctuation: a.splitPunctuation ?? preset.splitPunctuation ?? false },
+    data: a.data,
+    direction: `${src}-${tgt}`,
+  };
+}
+
+/**
+ * The plan of a run being resumed: the saved one, with only --max-steps, --eval-every, --save-every,
+ * --patience and --bleu-sentences allowed to change; other recipe flags must agree with it.
+ */
+function resumedPlan(dir: string, a: TrainArgs): RunPlan {
+  const saved = (readJson(join(dir, 'config.json'), 'model config') as { training?: Partial<RunPlan> & { recipe?: Record<string, unknown> } }).training;
+  if (!saved || !saved.recipe) throw new UserError(`--resume: ${join(dir, 'config.json')} has no 'training' section`);
+  for (const k of FIXED_FLAGS) {
+    if (a[k] !== undefined) throw new UserError(`--resume: --${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is fixed when a run starts (it is in ${join(dir, 'config.json')}); leave it out to continue the run`);
+  }
+  const preset = PRESETS[saved.preset ?? a.preset];
+  const recipe = { ...saved.recipe };
+  const flags = { maxTokens: a.maxTokens, warmup: a.warmup, lrFactor: a.lrFactor, seed: a.seed, labelSmoothing: a.labelSmoothing, weightDecay: a.weightDecay, accum: a.accum, clipNorm: a.clipNorm };
+  for (const [k, v] of Object.entries(flags)) {
+    if (v !== undefined && v !== recipe[k]) throw new UserError(`--resume: the run was started with ${k} ${String(recipe[k])}, the flag says ${v}; leave it out to continue the run`);
+  }
+  return {
+    preset: saved.preset ?? a.preset,
+    recipe,
+    maxSteps: a.maxSteps ?? saved.maxSteps ?? preset?.maxSteps ?? 0,
+    evalEvery: a.evalEvery ?? saved.evalEvery ?? preset?.evalEvery ?? 250,
+    saveEvery: a.saveEvery ?? saved.saveEvery ?? preset?.saveEvery ?? 125,
+    patience: a.patience ?? saved.patience ?? 0,
+    average: saved.average ?? 'last',
+    keep: saved.keep ?? preset?.keep ?? 5,
+    bleuSentences: a.bleuSentences ?? saved.bleuSentences ?? 1014,
+    bpe: saved.bpe ?? { vocabSize: preset?.vocabSize ?? 0, splitPunctuation: false },
+    data: saved.data ?? a.data,
+    direction: saved.direction ?? `${a.src}-${a.tgt}`,
+  };
 }
 
 export async function train(a: TrainArgs): Promise<void> {
@@ -48,40 +164,39 @@ export async function train(a: TrainArgs): Promise<void> {
   }
   if (a.resume && !existsSync(statePath)) throw new UserError(`--resume: no training state in ${a.out} (${STATE} not found)`);
 
-  const trainText = readParallel(a.data, 'train', a.src, a.tgt);
-  const valText = readParallel(a.data, 'val', a.src, a.tgt);
+  const plan = a.resume ? resumedPlan(a.out, a) : planFromFlags(preset, a, a.direction?.src ?? a.src, a.direction?.tgt ?? a.tgt);
+  const [srcLang, tgtLang] = plan.direction.split('-');
+  const trainText = readParallel(plan.data, 'train', srcLang, tgtLang);
+  const valText = readParallel(plan.data, 'val', srcLang, tgtLang);
   let tokenizer: BpeTokenizer;
   let model: Seq2Seq;
   if (a.resume) {
     ({ tokenizer, model } = loadModelShape(a.out)); // weights come from the training state below
   } else {
-    a.log(`learning a joint BPE vocabulary of ${preset.vocabSize} on ${trainText.src.length} sentence pairs`);
-    tokenizer = BpeTokenizer.learn([...trainText.src, ...trainText.tgt], { vocabSize: preset.vocabSize });
-    manualSeed(a.seed ?? preset.recipe.seed ?? 1);
-    model = new Seq2Seq({ ...preset.model, vocabSize: tokenizer.vocabSize, padId: tokenizer.padId });
+    const { vocabSize, splitPunctuation } = plan.bpe;
+    a.log(`learning a joint ${srcLang.toUpperCase()}+${tgtLang.toUpperCase()} BPE vocabulary of ${vocabSize}${splitPunctuation ? ' (punctuation split from words)' : ''} on ${trainText.src.length} sentence pairs`);
+    tokenizer = BpeTokenizer.learn([...trainText.src, ...trainText.tgt], { vocabSize, splitPunctuation });
+    manualSeed((plan.recipe.seed as number | undefined) ?? 1);
+    model = new Seq2Seq({ ...modelFromFlags(preset, a), vocabSize: tokenizer.vocabSize, padId: tokenizer.padId });
   }
-  const recipe = {
-    ...preset.recipe,
-    ...(a.maxTokens !== undefined && { maxTokens: a.maxTokens }),
-    ...(a.warmup !== undefined && { warmup: a.warmup }),
-    ...(a.lrFactor !== undefined && { lrFactor: a.lrFactor }),
-    ...(a.seed !== undefined && { seed: a.seed }),
-  };
-  const maxSteps = a.maxSteps ?? preset.maxSteps;
-  const evalEvery = a.evalEvery ?? preset.evalEvery;
-  const saveEvery = a.saveEvery ?? preset.saveEvery;
+  const { maxSteps, evalEvery, saveEvery } = plan;
   const ids = { padId: tokenizer.padId, bosId: tokenizer.bosId, eosId: tokenizer.eosId };
   const trainPairs = encodePairs(tokenizer, trainText.src, trainText.tgt, model.config.maxLen);
   const valPairs = encodePairs(tokenizer, valText.src, valText.tgt, model.config.maxLen);
-  const trainer = new Trainer(model, trainPairs, ids, recipe);
-  const training = { preset: a.preset, recipe: trainer.options, maxSteps, data: a.data, direction: `${a.src}-${a.tgt}` };
+  let trainer: Trainer;
+  try {
+    trainer = new Trainer(model, trainPairs, ids, plan.recipe);
+  } catch (e) {
+    throw new UserError((e as Error).message);
+  }
+  const training = { ...plan, recipe: trainer.options };
   if (a.resume) {
     trainer.loadState(readFileSync(statePath));
     a.log(`resumed at step ${trainer.position.step} (epoch ${trainer.position.epoch})`);
   } else {
     saveModelDir(a.out, model, tokenizer, training);
   }
-  a.log(`${model.numParameters().toLocaleString('en-US')} parameters, vocabulary ${tokenizer.vocabSize}, ${trainer.stepsPerEpoch} batches per epoch`);
+  a.log(`${model.numParameters().toLocaleString('en-US')} parameters, vocabulary ${tokenizer.vocabSize}, ${trainer.stepsPerEpoch} batches per epoch${trainer.options.accum > 1 ? `, ${trainer.options.accum} batches per step` : ''}`);
 
   const history = readHistory(a.out);
   const bar = progressBar('train |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | epoch {epoch} | ETA {eta_formatted}');
@@ -89,7 +204,9 @@ export async function train(a: TrainArgs): Promise<void> {
   let ema = Number.NaN;
   let tokens = 0;
   let t0 = performance.now();
-  while (trainer.position.step < maxSteps) {
+  const stopped = () => plan.patience > 0 && evalsSinceBest(history) >= plan.patience;
+  if (stopped()) a.log(`early stop: val BLEU has not improved for ${plan.patience} evaluations`);
+  while (trainer.position.step < maxSteps && !stopped()) {
     // Yield to the event loop between steps: the progress bar redraws on timers (also when stderr
     // is a log file), and Ctrl-C is handled.
     await new Promise((resolve) => setImmediate(resolve));
@@ -98,39 +215,45 @@ export async function train(a: TrainArgs): Promise<void> {
     tokens += r.targetTokens;
     const dt = (performance.now() - t0) / 1000;
     bar.update(r.step, { loss: ema.toFixed(3), lr: r.lr.toExponential(2), tps: (tokens / dt).toFixed(0), epoch: r.epoch });
-    if (r.step % saveEvery === 0 || r.step === maxSteps) {
-      saveCheckpoint(a.out, trainer, preset.keep);
+    const evalNow = r.step % evalEvery === 0 || r.step === maxSteps;
+    if (r.step % saveEvery === 0 || r.step === maxSteps || evalNow) {
+      // A checkpoint at every evaluation too, so a resumed run never repeats an evaluation.
+      saveCheckpoint(a.out, trainer, plan.average === 'last' ? plan.keep : 0);
     }
-    if (r.step % evalEvery === 0 || r.step === maxSteps) {
+    if (evalNow) {
       const valLoss = evaluateLoss(model, valPairs, ids, trainer.options.maxTokens);
-      const bleu = validationBleu(model, tokenizer, valText.src.slice(0, a.bleuSentences), valText.tgt.slice(0, a.bleuSentences));
+      const bleu = validationBleu(model, tokenizer, valText.src.slice(0, plan.bleuSentences), valText.tgt.slice(0, plan.bleuSentences));
       const best = history.reduce((m, h) => Math.max(m, h.bleu), -1);
-      history.push({ step: r.step, epoch: r.epoch, trainLoss: ema, valLoss, bleu, seconds: dt });
+      const entry: HistoryEntry = { step: r.step, epoch: r.epoch, trainLoss: ema, valLoss, bleu, seconds: dt, minutes: (priorMinutes(history) + dt / 60) };
+      // A run killed after this evaluation's checkpoint but before history.json repeats it on resume.
+      const again = history.findIndex((h) => h.step === r.step && h.averaged === undefined);
+      if (again >= 0) history.splice(again, history.length - again);
+      history.push(entry);
       if (bleu > best) saveWeights(join(a.out, 'model.safetensors'), model.stateDict());
+      if (plan.average === 'best') keepBest(a.out, model.stateDict(), history, plan.keep);
       atomicWrite(join(a.out, 'history.json'), `${JSON.stringify(history, null, 1)}\n`);
       bar.stop();
-      a.log(`step ${r.step}: train loss ${ema.toFixed(3)}, val loss ${valLoss.toFixed(3)}, val BLEU ${bleu.toFixed(2)} on ${Math.min(a.bleuSentences, valText.src.length)} sentences${bleu > best ? ' (best, saved)' : ''}`);
-      if (r.step < maxSteps) bar.start(maxSteps, r.step, { loss: ema.toFixed(3), lr: r.lr.toExponential(2), tps: '-', epoch: r.epoch });
+      a.log(`step ${r.step}: train loss ${ema.toFixed(3)}, val loss ${valLoss.toFixed(3)}, val BLEU ${bleu.toFixed(2)} on ${Math.min(plan.bleuSentences, valText.src.length)} sentences${bleu > best ? ' (best, saved)' : ''}`);
+      if (stopped()) a.log(`early stop at step ${r.step}: val BLEU has not improved for ${plan.patience} evaluations (best ${Math.max(best, bleu).toFixed(2)})`);
+      else if (r.step < maxSteps) bar.start(maxSteps, r.step, { loss: ema.toFixed(3), lr: r.lr.toExponential(2), tps: '-', epoch: r.epoch });
       tokens = 0;
       t0 = performance.now();
     }
   }
   bar.stop();
-  // §6.1: the final model averages the last checkpoints; keep it if it scores at least as well.
-  const ckpts = listCheckpoints(a.out);
-  if (ckpts.length > 1) {
+  // §6.1: the final model averages the last (or the best) checkpoints; keep it if it scores at least as well.
+  const ckpts = plan.average === 'best' ? listBest(a.out) : listCheckpoints(a.out).slice(-plan.keep);
+  if (ckpts.length > 1 && !history.some((h) => h.averaged !== undefined && h.step === trainer.position.step)) {
     const avg = averageWeights(ckpts.map((f) => readSafetensors(readFileSync(f)).tensors));
     const current = model.stateDict();
     const saved = Object.fromEntries(Object.entries(current).map(([k, v]) => [k, v.clone()])) as Record<string, Tensor>;
     model.loadStateDict(avg);
-    const bleu = validationBleu(model, tokenizer, valText.src.slice(0, a.bleuSentences), valText.tgt.slice(0, a.bleuSentences));
-    const best = history.reduce((m, h) => Math.max(m, h.bleu), -1);
-    a.log(`average of the last ${ckpts.length} checkpoints: val BLEU ${bleu.toFixed(2)} (best single: ${best.toFixed(2)})`);
-    if (bleu >= best) {
-      saveWeights(join(a.out, 'model.safetensors'), model.stateDict());
-      history.push({ step: trainer.position.step, epoch: trainer.position.epoch, trainLoss: ema, valLoss: Number.NaN, bleu, seconds: 0, averaged: ckpts.length });
-      atomicWrite(join(a.out, 'history.json'), `${JSON.stringify(history, null, 1)}\n`);
-    }
+    const bleu = validationBleu(model, tokenizer, valText.src.slice(0, plan.bleuSentences), valText.tgt.slice(0, plan.bleuSentences));
+    const best = history.reduce((m, h) => (h.averaged === undefined ? Math.max(m, h.bleu) : m), -1);
+    a.log(`average of the ${plan.average} ${ckpts.length} checkpoints: val BLEU ${bleu.toFixed(2)} (best single: ${best.toFixed(2)})`);
+    history.push({ step: trainer.position.step, epoch: trainer.position.epoch, trainLoss: ema, valLoss: Number.NaN, bleu, seconds: 0, averaged: ckpts.length, kept: bleu >= best });
+    if (bleu >= best) saveWeights(join(a.out, 'model.safetensors'), model.stateDict());
+    atomicWrite(join(a.out, 'history.json'), `${JSON.stringify(history, null, 1)}\n`);
     model.loadStateDict(saved);
   }
   a.log(`done: ${a.out}`);
@@ -142,8 +265,46 @@ interface HistoryEntry {
   trainLoss: number;
   valLoss: number;
   bleu: number;
+  /** Seconds since the previous evaluation (or the start of this session). */
   seconds: number;
+  /** Training minutes from the start of the run to this evaluation, over all sessions. */
+  minutes?: number;
+  /** Set on the entry of a checkpoint average: how many were averaged, and whether it was kept. */
   averaged?: number;
+  kept?: boolean;
+}
+
+function priorMinutes(history: HistoryEntry[]): number {
+  const last = [...history].reverse().find((h) => h.averaged === undefined);
+  return last?.minutes ?? history.reduce((s, h) => s + (h.averaged === undefined ? h.seconds / 60 : 0), 0);
+}
+
+/** Evaluations since the best val BLEU so far (0 when the last one is the best). */
+function evalsSinceBest(history: HistoryEntry[]): number {
+  const evals = history.filter((h) => h.averaged === undefined);
+  let bestAt = -1;
+  evals.forEach((h, i) => {
+    if (bestAt < 0 || h.bleu > evals[bestAt].bleu) bestAt = i;
+  });
+  return bestAt < 0 ? 0 : evals.length - 1 - bestAt;
+}
+
+/** Keep the weights of the `keep` best evaluations by val BLEU in checkpoints/best-STEP.safetensors. */
+function keepBest(dir: string, weights: Record<string, Tensor>, history: HistoryEntry[], keep: number): void {
+  const evals = history.filter((h) => h.averaged === undefined);
+  const ranked = [...evals].sort((x, y) => y.bleu - x.bleu || y.step - x.step).slice(0, keep).map((h) => h.step);
+  const cur = evals[evals.length - 1];
+  if (ranked.includes(cur.step)) saveWeights(join(dir, 'checkpoints', `best-${String(cur.step).padStart(7, '0')}.safetensors`), weights);
+  for (const f of listBest(dir)) {
+    const step = Number(/best-(\d+)/.exec(f)![1]);
+    if (!ranked.includes(step)) rmSync(f);
+  }
+}
+
+function listBest(dir: string): string[] {
+  const d = join(dir, 'checkpoints');
+  if (!existsSync(d)) return [];
+  return readdirSync(d).filter((f) => /^best-\d+\.safetensors$/.test(f)).sort().map((f) => join(d, f));
 }
 
 function readHistory(dir: string): HistoryEntry[] {
@@ -161,6 +322,7 @@ function saveCheckpoint(dir: string, trainer: Trainer, keep: number): void {
   atomicWrite(join(dir, STATE), trainer.saveState());
   const step = String(trainer.position.step).padStart(7, '0');
   saveWeights(join(dir, 'checkpoints', `step-${step}.safetensors`), trainer.model.stateDict());
+  // keep 0: only the latest (averaging takes the best checkpoints instead).
   const all = listCheckpoints(dir);
-  for (const f of all.slice(0, Math.max(0, all.length - keep))) rmSync(f);
+  for (const f of all.slice(0, Math.max(0, all.length - Math.max(keep, 1)))) rmSync(f);
 }

@@ -28,6 +28,10 @@ export interface Seq2SeqConfig {
   dimFeedforward: number;
   /** P_drop on sub-layer outputs, on embeddings+positions, and on attention weights (§5.4). */
   dropout: number;
+  /** Dropout on attention weights instead (default `dropout`; 0 lets training use the fused kernel). */
+  attentionDropout?: number;
+  /** Dropout after the feed-forward activation instead (default `dropout`). */
+  activationDropout?: number;
   activation: Activation;
   /** Pre-norm trains more stably at small scale; the paper is post-norm (false). */
   normFirst: boolean;
@@ -63,7 +67,8 @@ export class Seq2Seq extends Module {
     this.positions = this.registerModule('positions', new PositionalEncoding(c.dModel, { dropout: c.dropout, maxLen: c.maxLen }));
     this.transformer = this.registerModule('transformer', new Transformer({
       dModel: c.dModel, nhead: c.nhead, numEncoderLayers: c.numEncoderLayers, numDecoderLayers: c.numDecoderLayers,
-      dimFeedforward: c.dimFeedforward, dropout: c.dropout, activation: c.activation, normFirst: c.normFirst, batchFirst: true,
+      dimFeedforward: c.dimFeedforward, dropout: c.dropout, attentionDropout: c.attentionDropout, activationDropout: c.activationDropout,
+      activation: c.activation, normFirst: c.normFirst, batchFirst: true,
     }));
     // Tied input/output embedding: N(0, dModel^-0.5) keeps logits O(1) at the start.
     normal_(this.embedding.weight, 0, c.dModel ** -0.5);

@@ -19,6 +19,14 @@ export interface TransformerLayerOptions {
   dimFeedforward?: number;
   /** P_drop on every sub-layer output and inside attention (0.1 in the paper). */
   dropout?: number;
+  /**
+   * Dropout on the attention weights (default: `dropout`, as torch.nn). A qkv extension (fairseq's
+   * `attention_dropout`): PyTorch's layers use `dropout` for both. At 0 training takes the fused
+   * attention kernel, which never stores the L×S weights.
+   */
+  attentionDropout?: number;
+  /** Dropout after the feed-forward activation (default: `dropout`, as torch.nn; fairseq's `activation_dropout`). */
+  activationDropout?: number;
   activation?: Activation;
   layerNormEps?: number;
   /** (N, T, E) instead of (T, N, E). */
@@ -33,6 +41,8 @@ function resolved(o: TransformerLayerOptions): Required<TransformerLayerOptions>
     nhead: o.nhead,
     dimFeedforward: o.dimFeedforward ?? 2048,
     dropout: o.dropout ?? 0.1,
+    attentionDropout: o.attentionDropout ?? o.dropout ?? 0.1,
+    activationDropout: o.activationDropout ?? o.dropout ?? 0.1,
     activation: o.activation ?? 'relu',
     layerNormEps: o.layerNormEps ?? 1e-5,
     batchFirst: o.batchFirst ?? false,
@@ -70,9 +80,9 @@ export class TransformerEncoderLayer extends Module {
   constructor(options: TransformerLayerOptions) {
     super();
     const o = (this.options = resolved(options));
-    this.selfAttn = this.registerModule('self_attn', new MultiheadAttention(o.dModel, o.nhead, { dropout: o.dropout, batchFirst: o.batchFirst }));
+    this.selfAttn = this.registerModule('self_attn', new MultiheadAttention(o.dModel, o.nhead, { dropout: o.attentionDropout, batchFirst: o.batchFirst }));
     this.linear1 = this.registerModule('linear1', new Linear(o.dModel, o.dimFeedforward));
-    this.dropout = this.registerModule('dropout', new Dropout(o.dropout));
+    this.dropout = this.registerModule('dropout', new Dropout(o.activationDropout));
     this.linear2 = this.registerModule('linear2', new Linear(o.dimFeedforward, o.dModel));
     this.norm1 = this.registerModule('norm1', new LayerNorm(o.dModel, { eps: o.layerNormEps }));
     this.norm2 = this.registerModule('norm2', new LayerNorm(o.dModel, { eps: o.layerNormEps }));
@@ -253,11 +263,11 @@ export class TransformerDecoderLayer extends Module {
   constructor(options: TransformerLayerOptions) {
     super();
     const o = (this.options = resolved(options));
-    const mha = () => new MultiheadAttention(o.dModel, o.nhead, { dropout: o.dropout, batchFirst: o.batchFirst });
+    const mha = () => new MultiheadAttention(o.dModel, o.nhead, { dropout: o.attentionDropout, batchFirst: o.batchFirst });
     this.selfAttn = this.registerModule('self_attn', mha());
     this.multiheadAttn = this.registerModule('multihead_attn', mha());
     this.linear1 = this.registerModule('linear1', new Linear(o.dModel, o.dimFeedforward));
-    this.dropout = this.registerModule('dropout', new Dropout(o.dropout));
+    this.dropout = this.registerModule('dropout', new Dropout(o.activationDropout));
     this.linear2 = this.registerModule('linear2', new Linear(o.dimFeedforward, o.dModel));
     this.norm1 = this.registerModule('norm1', new LayerNorm(o.dModel, { eps: o.layerNormEps }));
     this.norm2 = this.registerModule('norm2', new LayerNorm(o.dModel, { eps: o.layerNormEps }));
@@ -504,6 +514,8 @@ export class Transformer extends Module {
       nhead: options.nhead ?? 8,
       dimFeedforward: options.dimFeedforward ?? 2048,
       dropout: options.dropout ?? 0.1,
+      attentionDropout: options.attentionDropout,
+      activationDropout: options.activationDropout,
       activation: options.activation ?? 'relu',
       layerNormEps: options.layerNormEps ?? 1e-5,
       batchFirst: options.batchFirst ?? false,

@@ -10,6 +10,10 @@
  *    before every '▁' ("a  b" -> "▁a", "▁", "▁b");
  *  - model: BPE with `unk_token`, no continuing-subword prefix / end-of-word suffix, merges applied
  *    lowest rank first (leftmost first among equal ranks);
+ *  - optionally (`splitPunctuation`), a second pre-tokenizer after Metaspace, HF `Split` with the
+ *    regex PUNCTUATION_PATTERN and behaviour `Isolated`: every punctuation character becomes a word
+ *    of its own ("▁man." -> "▁man", "."), as Moses tokenization does before BPE in MT, so "man",
+ *    "man." and "man," share one token. Saved as a `Sequence` pre-tokenizer, so HF still loads it;
  *  - decoder: Metaspace ('▁' -> ' ', and the '▁' that starts the first token is dropped).
  *
  * Learning keeps every character seen in the training texts as a base symbol, so training text
@@ -35,6 +39,15 @@
 export const METASPACE = '\u2581';
 const METASPACE_CODE = 0x2581;
 
+/**
+ * Punctuation as HF's `Punctuation` pre-tokenizer defines it (Unicode P* plus ASCII punctuation,
+ * which includes $+<=>^`|~), one character per match. Written as a `Split` regex rather than HF's
+ * `Punctuation` type because the JS port of that type groups runs ("...") where Rust isolates each
+ * character; a regex means the same to both.
+ */
+export const PUNCTUATION_PATTERN = '[\\p{P}!-/:-@\\[-`{-~]';
+const PUNCTUATION_RE = new RegExp(PUNCTUATION_PATTERN, 'gu');
+
 export const DEFAULT_SPECIAL_TOKENS: readonly string[] = ['<pad>', '<unk>', '<s>', '</s>'];
 
 export interface BpeLearnOptions {
@@ -52,6 +65,8 @@ export interface BpeLearnOptions {
    * bos, eos (in that order); more may follow. Default `['<pad>', '<unk>', '<s>', '</s>']`.
    */
   specialTokens?: readonly string[];
+  /** Split punctuation from words before BPE (see the file comment). Default false. */
+  splitPunctuation?: boolean;
 }
 
 export interface BpeDecodeOptions {
@@ -66,7 +81,7 @@ export interface HfTokenizerJson {
   padding: null;
   added_tokens: HfAddedToken[];
   normalizer: null;
-  pre_tokenizer: HfMetaspace;
+  pre_tokenizer: HfMetaspace | HfPreTokenizerSequence;
   post_processor: null;
   decoder: HfMetaspace;
   model: HfBpeModel;
@@ -87,6 +102,18 @@ export interface HfMetaspace {
   replacement: string;
   prepend_scheme: 'always';
   split: boolean;
+}
+
+export interface HfPunctuationSplit {
+  type: 'Split';
+  pattern: { Regex: string };
+  behavior: 'Isolated';
+  invert: false;
+}
+
+export interface HfPreTokenizerSequence {
+  type: 'Sequence';
+  pretokenizers: [HfMetaspace, HfPunctuationSplit];
 }
 
 export interface HfBpeModel {
@@ -119,6 +146,22 @@ export function metaspacePreTokenize(text: string): string[] {
     }
   }
   out.push(s.slice(start));
+  return out;
+}
+
+/** Each word of `words` cut around every punctuation character ("▁man." -> "▁man", "."). */
+export function splitPunctuation(words: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const w of words) {
+    let prev = 0;
+    for (const m of w.matchAll(PUNCTUATION_RE)) {
+      const i = m.index as number;
+      if (i > prev) out.push(w.slice(prev, i));
+      out.push(m[0]);
+      prev = i + m[0].length;
+    }
+    if (prev < w.length) out.push(w.slice(prev));
+  }
   return out;
 }
 
@@ -202,12 +245,15 @@ export class BpeTokenizer {
   private readonly specialIds: Set<number>;
   private readonly cache = new Map<string, number[]>();
 
+  /** Whether punctuation is split from words before BPE (see the file comment). */
+  readonly splitPunctuation: boolean;
   readonly padId: number;
   readonly unkId: number;
   readonly bosId: number;
   readonly eosId: number;
 
-  private constructor(vocab: string[], merges: [number, number][], specialTokens: readonly string[]) {
+  private constructor(vocab: string[], merges: [number, number][], specialTokens: readonly string[], splitPunct = false) {
+    this.splitPunctuation = splitPunct;
     if (vocab.length >= MAX_VOCAB) throw new RangeError(`BpeTokenizer: vocabulary of ${vocab.length} tokens is too large`);
     if (specialTokens.length < 4) throw new Error('BpeTokenizer: need at least 4 special tokens (pad, unk, bos, eos)');
     this.vocab = vocab;
@@ -257,8 +303,9 @@ export class BpeTokenizer {
 
     // Word frequency table.
     const wordFreq = new Map<string, number>();
+    const split = options.splitPunctuation ?? false;
     for (const text of texts) {
-      for (const w of metaspacePreTokenize(text)) wordFreq.set(w, (wordFreq.get(w) ?? 0) + 1);
+      for (const w of preTokenize(text, split)) wordFreq.set(w, (wordFreq.get(w) ?? 0) + 1);
     }
 
     // Vocabulary: specials, then the alphabet in code-point order.
@@ -376,7 +423,7 @@ export class BpeTokenizer {
         if (n !== undefined) heap.push(n, k);
       }
     }
-    return new BpeTokenizer(vocab, merges, specialTokens);
+    return new BpeTokenizer(vocab, merges, specialTokens, split);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -439,7 +486,7 @@ export class BpeTokenizer {
   /** Token ids of `text` (no BOS/EOS added). */
   encode(text: string): number[] {
     const out: number[] = [];
-    for (const w of metaspacePreTokenize(text)) for (const id of this.encodeWord(w)) out.push(id);
+    for (const w of preTokenize(text, this.splitPunctuation)) for (const id of this.encodeWord(w)) out.push(id);
     return out;
   }
 
@@ -485,7 +532,9 @@ export class BpeTokenizer {
         special: true,
       })),
       normalizer: null,
-      pre_tokenizer: metaspace(),
+      pre_tokenizer: this.splitPunctuation
+        ? { type: 'Sequence', pretokenizers: [metaspace(), { type: 'Split', pattern: { Regex: PUNCTUATION_PATTERN }, behavior: 'Isolated', invert: false }] }
+        : metaspace(),
       post_processor: null,
       decoder: metaspace(),
       model: {
@@ -525,8 +574,21 @@ export class BpeTokenizer {
     if (model.dropout) fail('dropout is not supported');
     if (t.normalizer != null) fail('only normalizer null is supported');
     if (t.post_processor != null) fail('only post_processor null is supported');
+    // Metaspace, or the Sequence [Metaspace, Split(punctuation, Isolated)] that splitPunctuation writes.
+    let pre: unknown = t.pre_tokenizer;
+    let splitPunct = false;
+    if (pre && typeof pre === 'object' && (pre as { type?: unknown }).type === 'Sequence') {
+      const parts = (pre as { pretokenizers?: unknown }).pretokenizers;
+      const sp = Array.isArray(parts) ? (parts[1] as Partial<HfPunctuationSplit> | undefined) : undefined;
+      if (!Array.isArray(parts) || parts.length !== 2 || !sp || sp.type !== 'Split' || sp.pattern?.Regex !== PUNCTUATION_PATTERN
+        || sp.behavior !== 'Isolated' || sp.invert !== false) {
+        fail(`pre_tokenizer: a Sequence must be [Metaspace, Split {Regex: ${JSON.stringify(PUNCTUATION_PATTERN)}, behavior: "Isolated", invert: false}]`);
+      }
+      pre = (parts as unknown[])[0];
+      splitPunct = true;
+    }
     for (const [name, part] of [
-      ['pre_tokenizer', t.pre_tokenizer],
+      ['pre_tokenizer', pre as HfMetaspace | undefined],
       ['decoder', t.decoder],
     ] as const) {
       if (!part || part.type !== 'Metaspace' || (part.replacement ?? METASPACE) !== METASPACE) fail(`${name} must be Metaspace with replacement "▁"`);
@@ -569,6 +631,11 @@ export class BpeTokenizer {
       if (a === undefined || b === undefined) return fail(`merge ${JSON.stringify(mg)} uses a token missing from the vocabulary`);
       return [a, b] as [number, number];
     });
-    return new BpeTokenizer(vocab, merges, specials);
+    return new BpeTokenizer(vocab, merges, specials, splitPunct);
   }
+}
+
+function preTokenize(text: string, splitPunct: boolean): string[] {
+  const words = metaspacePreTokenize(text);
+  return splitPunct ? splitPunctuation(words) : words;
 }

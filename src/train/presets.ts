@@ -16,6 +16,12 @@ export interface Preset {
   saveEvery: number;
   /** Checkpoints kept for averaging (§6.1 averages the last 5). */
   keep: number;
+  /** Split punctuation from words before BPE (default false). */
+  splitPunctuation?: boolean;
+  /** Stop after this many evaluations without a better val BLEU (0 or absent: never). */
+  patience?: number;
+  /** Average the last `keep` checkpoints (§6.1, the default) or the `keep` best by val BLEU. */
+  average?: 'last' | 'best';
 }
 
 export const PRESETS: Record<string, Preset> = {

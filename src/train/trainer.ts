@@ -9,7 +9,7 @@ import { epochOrder, makeBatch, planBatches, type Batch, type Pair, type Special
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import * as F from '../ops/index.ts';
-import { Adam } from '../optim/adam.ts';
+import { Adam, AdamW } from '../optim/adam.ts';
 import { clipGradNorm } from '../optim/clip.ts';
 import { memoryScope } from '../tensor/storage.ts';
 import { noamLr } from '../optim/schedule.ts';
@@ -32,10 +32,18 @@ export interface TrainerOptions {
   /** Adam β1, β2, ε (0.9, 0.98, 1e-9 in the paper, §5.3). */
   betas: [number, number];
   eps: number;
+  /**
+   * Gradient accumulation: batches per optimiser step (1 in the paper, which had 8 GPUs). The
+   * step's gradient is the mean of the K batches' mean-loss gradients, as DistributedDataParallel
+   * averages over ranks, so K batches here equal K ranks of one batch each.
+   */
+  accum: number;
+  /** Decoupled weight decay (AdamW, on every parameter) when > 0; the paper uses none. */
+  weightDecay: number;
 }
 
 export const PAPER_RECIPE: TrainerOptions = {
-  maxTokens: 4096, warmup: 4000, lrFactor: 1, labelSmoothing: 0.1, seed: 1, clipNorm: 0, betas: [0.9, 0.98], eps: 1e-9,
+  maxTokens: 4096, warmup: 4000, lrFactor: 1, labelSmoothing: 0.1, seed: 1, clipNorm: 0, betas: [0.9, 0.98], eps: 1e-9, accum: 1, weightDecay: 0,
 };
 
 export interface StepResult {
@@ -59,6 +67,7 @@ export interface TrainerPosition {
 export class Trainer {
   readonly options: TrainerOptions;
   readonly batches: number[][];
+  /** Adam, or AdamW when weightDecay > 0 (AdamW with decay 0 is Adam, bit for bit). */
   readonly optimizer: Adam;
   private readonly names: string[];
   private order: number[];
@@ -67,10 +76,15 @@ export class Trainer {
   constructor(readonly model: Seq2Seq, readonly pairs: readonly Pair[], readonly ids: SpecialIds, options: Partial<TrainerOptions> = {}) {
     this.options = { ...PAPER_RECIPE, ...options };
     if (pairs.length === 0) throw new Error('Trainer: no training pairs');
+    const { accum, weightDecay } = this.options;
+    if (!Number.isInteger(accum) || accum < 1) throw new Error(`Trainer: accum must be a positive integer, got ${accum}`);
+    if (!(weightDecay >= 0)) throw new Error(`Trainer: weightDecay must be >= 0, got ${weightDecay}`);
     this.batches = planBatches(pairs, this.options.maxTokens);
     const named = model.namedParameters();
     this.names = named.map(([n]) => n);
-    this.optimizer = new Adam(named.map(([, p]) => p), { lr: 0, betas: this.options.betas, eps: this.options.eps });
+    const params = named.map(([, p]) => p);
+    const adam = { lr: 0, betas: this.options.betas, eps: this.options.eps };
+    this.optimizer = weightDecay > 0 ? new AdamW(params, { ...adam, weightDecay }) : new Adam(params, adam);
     defaultGenerator.manualSeed(this.options.seed);
     this.position = { step: 0, epoch: 0, batchInEpoch: 0, rng: defaultGenerator.getState() };
     this.order = epochOrder(this.batches.length, this.options.seed, 0);
@@ -90,23 +104,36 @@ export class Trainer {
     return makeBatch(this.pairs, this.batches[this.order[pos.batchInEpoch++]], this.ids);
   }
 
-  /** One optimisation step on the next batch: forward, label-smoothed loss, backward, Adam. */
+  /**
+   * One optimisation step: for each of `accum` batches, forward, label-smoothed loss, backward
+   * (gradients add up, each loss scaled by 1/accum); then Adam. The loss reported is the mean of
+   * the batches' mean losses.
+   */
   step(): StepResult {
-    // Activations live in the backend's memory for the step and are freed when it ends.
+    const K = this.options.accum;
+    this.model.train();
+    this.optimizer.zeroGrad(false);
+    let loss = 0;
+    let targetTokens = 0;
+    for (let k = 0; k < K; k++) {
+      // Activations live in the backend's memory for one batch and are freed when it ends.
+      memoryScope(() => {
+        const batch = this.nextBatch();
+        const logits = this.model.forward(batch.src, batch.tgtIn); // (B, T, vocab)
+        const l = F.crossEntropy(logits, batch.tgtOut, { ignoreIndex: this.ids.padId, labelSmoothing: this.options.labelSmoothing });
+        (K === 1 ? l : F.mul(l, 1 / K)).backward();
+        loss += l.item() / K;
+        targetTokens += batch.targetTokens;
+      });
+    }
     return memoryScope(() => {
-      this.model.train();
-      const batch = this.nextBatch();
-      const logits = this.model.forward(batch.src, batch.tgtIn); // (B, T, vocab)
-      const loss = F.crossEntropy(logits, batch.tgtOut, { ignoreIndex: this.ids.padId, labelSmoothing: this.options.labelSmoothing });
-      this.optimizer.zeroGrad(false);
-      loss.backward();
       if (this.options.clipNorm > 0) clipGradNorm(this.optimizer.params, this.options.clipNorm);
       this.position.step++;
       const lr = noamLr(this.position.step, this.model.config.dModel, this.options.warmup, this.options.lrFactor);
       this.optimizer.lr = lr;
       this.optimizer.step();
       this.position.rng = defaultGenerator.getState();
-      return { step: this.position.step, epoch: this.position.epoch, loss: loss.item(), lr, targetTokens: batch.targetTokens };
+      return { step: this.position.step, epoch: this.position.epoch, loss, lr, targetTokens };
     });
   }
 
@@ -128,8 +155,10 @@ export class Trainer {
     const { tensors, metadata } = readSafetensors(bytes);
     if (!metadata.trainer) throw new Error('Trainer.loadState: file has no trainer metadata (not a training state)');
     const meta = JSON.parse(metadata.trainer) as { position: TrainerPosition; adamStep: number; options: TrainerOptions };
-    if (meta.options.seed !== this.options.seed || meta.options.maxTokens !== this.options.maxTokens) {
-      throw new Error(`Trainer.loadState: saved seed/maxTokens ${meta.options.seed}/${meta.options.maxTokens} differ from ${this.options.seed}/${this.options.maxTokens}`);
+    for (const k of ['seed', 'maxTokens', 'accum', 'weightDecay'] as const) {
+      // Files from before accum/weightDecay existed were written with 1 and 0.
+      const saved = meta.options[k] ?? PAPER_RECIPE[k];
+      if (saved !== this.options[k]) throw new Error(`Trainer.loadState: saved ${k} ${saved} differs from ${this.options[k]}`);
     }
     const weights: Record<string, Tensor> = {};
     for (const n of this.names) weights[n] = tensors[`model.${n}`];
