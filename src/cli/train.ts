@@ -165,6 +165,7 @@ export async function train(a: TrainArgs): Promise<void> {
   if (a.resume && !existsSync(statePath)) throw new UserError(`--resume: no training state in ${a.out} (${STATE} not found)`);
 
   const plan = a.resume ? resumedPlan(a.out, a) : planFromFlags(preset, a, a.direction?.src ?? a.src, a.direction?.tgt ?? a.tgt);
+  const shape = a.resume ? null : modelFromFlags(preset, a); // checked before any work
   const [srcLang, tgtLang] = plan.direction.split('-');
   const trainText = readParallel(plan.data, 'train', srcLang, tgtLang);
   const valText = readParallel(plan.data, 'val', srcLang, tgtLang);
@@ -177,7 +178,7 @@ export async function train(a: TrainArgs): Promise<void> {
     a.log(`learning a joint ${srcLang.toUpperCase()}+${tgtLang.toUpperCase()} BPE vocabulary of ${vocabSize}${splitPunctuation ? ' (punctuation split from words)' : ''} on ${trainText.src.length} sentence pairs`);
     tokenizer = BpeTokenizer.learn([...trainText.src, ...trainText.tgt], { vocabSize, splitPunctuation });
     manualSeed((plan.recipe.seed as number | undefined) ?? 1);
-    model = new Seq2Seq({ ...modelFromFlags(preset, a), vocabSize: tokenizer.vocabSize, padId: tokenizer.padId });
+    model = new Seq2Seq({ ...shape!, vocabSize: tokenizer.vocabSize, padId: tokenizer.padId });
   }
   const { maxSteps, evalEvery, saveEvery } = plan;
   const ids = { padId: tokenizer.padId, bosId: tokenizer.bosId, eosId: tokenizer.eosId };

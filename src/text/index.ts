@@ -8,7 +8,7 @@ export {
   tokenize13a,
 } from './bleu.ts';
 export type { BleuOptions, BleuScore, BleuTokenize, SmoothMethod } from './bleu.ts';
-export { BpeTokenizer, DEFAULT_SPECIAL_TOKENS, METASPACE, metaspacePreTokenize } from './bpe.ts';
+export { BpeTokenizer, DEFAULT_SPECIAL_TOKENS, METASPACE, PUNCTUATION_PATTERN, metaspacePreTokenize, splitPunctuation } from './bpe.ts';
 export type {
   BpeDecodeOptions,
   BpeLearnOptions,

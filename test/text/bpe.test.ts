@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
-import { BpeTokenizer, metaspacePreTokenize } from '../../src/text/index.ts';
+import { BpeTokenizer, metaspacePreTokenize, splitPunctuation } from '../../src/text/index.ts';
 
 const DATA = new URL('../../data/multi30k/', import.meta.url);
 
@@ -212,4 +212,34 @@ test('every Multi30K training sentence (EN and DE) round-trips with a joint 8k v
     if (tok.decode(ids) !== s) assert.equal(tok.decode(ids), s);
   }
   t.diagnostic(`${all.length} sentences, ${tokens} tokens, all round-trip`);
+});
+
+test('splitPunctuation: punctuation is its own word, saved as an HF Sequence that @huggingface/tokenizers encodes identically', () => {
+  assert.deepEqual(splitPunctuation(['▁man.', '▁"red"', '▁...', '▁', '▁$5+3', '▁„Fuß“', '▁a-b']),
+    ['▁man', '.', '▁', '"', 'red', '"', '▁', '.', '.', '.', '▁', '▁', '$', '5', '+', '3', '▁', '„', 'Fuß', '“', '▁a', '-', 'b']);
+  const en = loadLines('train.en.gz');
+  const de = loadLines('train.de.gz');
+  const tok = BpeTokenizer.learn([...en.slice(0, 1000), ...de.slice(0, 1000)], { vocabSize: 600, splitPunctuation: true });
+  assert.equal(tok.splitPunctuation, true);
+  // "street." and "street," share the word "▁street" and end in the token "."
+  const a = tok.tokenize('A man on the street.');
+  const b = tok.tokenize('A man on the street, running.');
+  assert.equal(a[a.length - 1], '.');
+  assert.ok(!tok.tokenize('A man, a dog.').some((t) => /\w[.,]|[.,]\w/.test(t)), 'no token mixes letters and punctuation');
+  assert.deepEqual(a.slice(0, a.length - 1), b.slice(0, a.length - 1));
+  const json = JSON.parse(JSON.stringify(tok));
+  assert.equal(json.pre_tokenizer.type, 'Sequence');
+  const hf = new HfTokenizer(json, {});
+  const reloaded = BpeTokenizer.fromJSON(json);
+  assert.equal(reloaded.splitPunctuation, true);
+  const heldOut = [...en.slice(28900), ...de.slice(28900), 'Zwei Männer, die „Fußball“ spielen; ÄÖÜ!?', 'A man (wearing a hat) says: "Hi" -- 3.5% off, #1 @home & more...', 'double  spaces , trailing space '];
+  for (const s of heldOut) {
+    const ids = tok.encode(s);
+    assert.deepEqual(hf.encode(s).ids, ids, s);
+    assert.deepEqual(reloaded.encode(s), ids, s);
+    if (!ids.includes(tok.unkId)) assert.equal(tok.decode(ids), s, 'round trip');
+  }
+  // A Sequence of another shape is refused with what was expected.
+  const bad = { ...json, pre_tokenizer: { type: 'Sequence', pretokenizers: [json.pre_tokenizer.pretokenizers[0], { type: 'Digits' }] } };
+  assert.throws(() => BpeTokenizer.fromJSON(bad), /pre_tokenizer: a Sequence must be \[Metaspace, Split/);
 });

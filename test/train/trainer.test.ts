@@ -65,3 +65,80 @@ test('averageWeights is the element-wise mean; loadState rejects a foreign file'
   assert.deepEqual(avg[k].toArray(), a[k].toArray().map((x) => Math.fround((x + Math.fround(3 * x)) / 2)));
   assert.throws(() => t.loadState(new Uint8Array(16)), /safetensors:/);
 });
+
+test('accum K: one Adam step on the mean of K batches\' gradients, the loss their mean; same batches as K steps', () => {
+  const pairs = corpus(60, 7);
+  const opts = { maxTokens: 48, warmup: 10, lrFactor: 0.2, seed: 5, accum: 2 };
+  manualSeed(21);
+  const t = new Trainer(new models.Seq2Seq({ ...cfg, dropout: 0 }), pairs, ids, opts);
+  // The expected gradient: each batch's mean-loss gradient, by hand, on a copy of the weights.
+  manualSeed(21);
+  const ref = new Trainer(new models.Seq2Seq({ ...cfg, dropout: 0 }), pairs, ids, { ...opts, accum: 1 });
+  const grads: Float32Array[][] = [];
+  const losses: number[] = [];
+  const realStep = ref.optimizer.step.bind(ref.optimizer);
+  ref.optimizer.step = () => grads.push(ref.optimizer.params.map((p) => Float32Array.from(p.grad!.data as Float32Array)));
+  for (let k = 0; k < 2; k++) losses.push(ref.step().loss);
+  ref.optimizer.step = realStep;
+  let seen: Float32Array[] = [];
+  const step = t.optimizer.step.bind(t.optimizer);
+  t.optimizer.step = () => {
+    seen = t.optimizer.params.map((p) => Float32Array.from(p.grad!.data as Float32Array));
+    step();
+  };
+  const r = t.step();
+  assert.equal(r.step, 1);
+  assert.ok(Math.abs(r.loss - (losses[0] + losses[1]) / 2) < 1e-6, `loss ${r.loss} vs ${(losses[0] + losses[1]) / 2}`);
+  let checked = 0;
+  seen.forEach((g, i) => {
+    for (let j = 0; j < g.length; j++) {
+      const want = (grads[0][i][j] + grads[1][i][j]) / 2;
+      assert.ok(Math.abs(g[j] - want) <= 1e-6 + 1e-5 * Math.abs(want), `param ${i}[${j}]: ${g[j]} vs ${want}`);
+      checked++;
+    }
+  });
+  assert.ok(checked > 1000);
+  assert.equal(t.position.batchInEpoch, 2, 'two batches consumed by one step');
+});
+
+test('weightDecay > 0 is AdamW (decoupled); 0 is Adam; a resumed run must keep accum and weightDecay', () => {
+  const pairs = corpus(30, 8);
+  manualSeed(21);
+  const plain = new Trainer(new models.Seq2Seq(cfg), pairs, ids, { maxTokens: 48, seed: 5 });
+  assert.equal(plain.optimizer.constructor.name, 'Adam');
+  manualSeed(21);
+  const wd = new Trainer(new models.Seq2Seq(cfg), pairs, ids, { maxTokens: 48, seed: 5, weightDecay: 0.01 });
+  assert.equal(wd.optimizer.constructor.name, 'AdamW');
+  assert.equal(wd.optimizer.weightDecay, 0.01);
+  // With zero gradients, one AdamW step only decays: p ← p·(1 − lr·wd).
+  const p = wd.optimizer.params[0];
+  const before = Float32Array.from(p.data as Float32Array);
+  for (const q of wd.optimizer.params) q.grad = null;
+  wd.optimizer.zeroGrad(true);
+  for (const q of wd.optimizer.params) q.grad = q.clone().mul(0);
+  wd.optimizer.lr = 0.5;
+  wd.optimizer.step();
+  const after = p.data as Float32Array;
+  for (let j = 0; j < 20; j++) assert.ok(Math.abs(after[j] - before[j] * (1 - 0.5 * 0.01)) < 1e-7);
+  const saved = plain.saveState();
+  manualSeed(1);
+  const other = new Trainer(new models.Seq2Seq(cfg), pairs, ids, { maxTokens: 48, seed: 5, accum: 2 });
+  assert.throws(() => other.loadState(saved), /saved accum 1 differs from 2/);
+  assert.throws(() => new Trainer(new models.Seq2Seq(cfg), pairs, ids, { accum: 0 }), /accum must be a positive integer, got 0/);
+  assert.throws(() => new Trainer(new models.Seq2Seq(cfg), pairs, ids, { weightDecay: -1 }), /weightDecay must be >= 0, got -1/);
+});
+
+test('attentionDropout and activationDropout reach the layers; each defaults to dropout, as torch.nn', () => {
+  const m = new models.Seq2Seq({ ...cfg, dropout: 0.3, attentionDropout: 0, activationDropout: 0.05 });
+  const enc = m.transformer.encoder.layers.at(0);
+  const dec = m.transformer.decoder.layers.at(0);
+  assert.equal(enc.selfAttn.dropout, 0);
+  assert.equal(dec.multiheadAttn.dropout, 0);
+  assert.equal(enc.dropout.p, 0.05);
+  assert.equal(dec.dropout.p, 0.05);
+  assert.equal(enc.dropout1.p, 0.3);
+  assert.equal(dec.dropout3.p, 0.3);
+  const d = new models.Seq2Seq({ ...cfg, dropout: 0.2 });
+  assert.equal(d.transformer.encoder.layers.at(0).selfAttn.dropout, 0.2);
+  assert.equal(d.transformer.decoder.layers.at(0).dropout.p, 0.2);
+});
