@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+// The recipe search's table (issue 12) from training run folders: each run's configuration as it
+// differs from the multi30k-small preset, its parameter count, training minutes and greedy val BLEU
+// (best single evaluation, and the checkpoint average when the trainer made one).
+// Usage: node scripts/recipe-table.mjs runs/NAME [runs/NAME ...]   (prints a Markdown table)
+import { existsSync, openSync, readFileSync, readSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
+
+const BASE_MODEL = { dModel: 256, nhead: 4, numEncoderLayers: 3, numDecoderLayers: 3, dimFeedforward: 1024, dropout: 0.1, normFirst: false };
+const BASE_RECIPE = { maxTokens: 4096, warmup: 800, lrFactor: 0.5, labelSmoothing: 0.1, accum: 1, weightDecay: 0, clipNorm: 0 };
+
+/** Parameters in a safetensors file, from its header alone. */
+function parameters(path) {
+  const fd = openSync(path, 'r');
+  try {
+    const len = Buffer.alloc(8);
+    readSync(fd, len, 0, 8, 0);
+    const n = Number(len.readBigUInt64LE(0));
+    const header = Buffer.alloc(n);
+    readSync(fd, header, 0, n, 8);
+    const h = JSON.parse(header.toString('utf8'));
+    return Object.entries(h).filter(([k]) => k !== '__metadata__').reduce((s, [, t]) => s + t.shape.reduce((a, b) => a * b, 1), 0);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function changes(config) {
+  const out = [];
+  const m = config.model;
+  for (const [k, v] of Object.entries(BASE_MODEL)) if (m[k] !== v) out.push(`${k} ${m[k]}`);
+  for (const k of ['attentionDropout', 'activationDropout']) if (m[k] !== undefined && m[k] !== m.dropout) out.push(`${k} ${m[k]}`);
+  const t = config.training ?? {};
+  const r = t.recipe ?? {};
+  for (const [k, v] of Object.entries(BASE_RECIPE)) if (r[k] !== undefined && r[k] !== v) out.push(`${k} ${r[k]}`);
+  if (t.bpe && t.bpe.vocabSize !== 8000) out.push(`BPE ${t.bpe.vocabSize}`);
+  if (t.bpe?.splitPunctuation) out.push('punctuation split');
+  if (t.average === 'best') out.push(`average best ${t.keep}`);
+  if (t.direction && t.direction !== 'en-de') out.push(t.direction);
+  return out.length ? out.join(', ') : 'multi30k-small as shipped';
+}
+
+const rows = [];
+for (const dir of process.argv.slice(2)) {
+  const cfgPath = join(dir, 'config.json');
+  const histPath = join(dir, 'history.json');
+  if (!existsSync(cfgPath) || !existsSync(histPath)) {
+    console.error(`${dir}: no config.json/history.json, skipped`);
+    continue;
+  }
+  const config = JSON.parse(readFileSync(cfgPath, 'utf8'));
+  const history = JSON.parse(readFileSync(histPath, 'utf8'));
+  const evals = history.filter((h) => h.averaged === undefined);
+  if (evals.length === 0) continue;
+  const best = evals.reduce((a, b) => (b.bleu > a.bleu ? b : a));
+  const last = evals[evals.length - 1];
+  const minutes = last.minutes ?? evals.reduce((s, h) => s + h.seconds / 60, 0);
+  const avg = history.filter((h) => h.averaged !== undefined).pop();
+  const weights = join(dir, 'model.safetensors');
+  rows.push(`| ${dir.replace(/\/$/, '').split('/').pop()} | ${changes(config)} | ${existsSync(weights) ? (parameters(weights) / 1e6).toFixed(2) + 'M' : '?'} | ${last.step} (${last.epoch} ep.) | ${minutes.toFixed(0)} | ${best.bleu.toFixed(2)} @ ${best.step} | ${avg ? avg.bleu.toFixed(2) : '–'} |`);
+}
+console.log('| run | configuration (vs multi30k-small) | parameters | steps | minutes | best greedy val BLEU | average |');
+console.log('| --- | --- | --- | --- | --- | --- | --- |');
+for (const r of rows) console.log(r);
