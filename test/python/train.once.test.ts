@@ -1,0 +1,134 @@
+/**
+ * python/qkv_torch/train.py against qkv: the same 5 steps in qkv and in PyTorch (one process, two
+ * processes under torchrun with gloo, and --accum 2), the folder it writes loading in qkv with
+ * PyTorch's logits, the round trip qkv → torchrun → `qkv train --resume`, and bad input.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadModelDir } from '../../src/cli/files.ts';
+import { makeBatch } from '../../src/data/batching.ts';
+import { readSafetensors, writeSafetensors } from '../../src/io/safetensors.ts';
+import { noGrad } from '../../src/autograd/grad-mode.ts';
+import type { Seq2Seq } from '../../src/models/seq2seq.ts';
+import type { Tensor } from '../../src/tensor/tensor.ts';
+import { requireTool, toolSkip } from '../helpers/tools.ts';
+import { isKeyBias, makeCorpus, makeRun, python, qkvCli, readLog, readTensors, torchrun, worstExcess, type Fixture } from './setup.ts';
+
+const skip = toolSkip('torch');
+const dir = mkdtempSync(join(tmpdir(), 'qkv-torch-'));
+let fx: Fixture;
+let qkvLosses: number[] = [];
+let qkvWeights: Record<string, Tensor> = {};
+
+/** 5 qkv steps from the run folder's step 0, in this process. */
+function setup(): void {
+  if (fx) return;
+  fx = makeRun(dir, makeCorpus(join(dir, 'corpus')));
+  for (let i = 0; i < 5; i++) qkvLosses.push(fx.trainer.step().loss);
+  qkvWeights = Object.fromEntries(Object.entries(fx.model.stateDict()).map(([k, v]) => [k, v.clone()]));
+}
+
+const train = (out: string, extra: string[] = []) => python(['python/qkv_torch/train.py', '--init-from', fx.run, '--data', fx.trainIds, '--out', out, '--max-steps', '5', ...extra]);
+const step5 = (out: string) => readTensors(join(out, 'checkpoints', 'step-0000005.safetensors'));
+
+/** qkv's logits (flattened) for the first training batch with these weights. */
+function qkvLogits(model: Seq2Seq, weights: Record<string, Tensor>): Float32Array {
+  model.loadStateDict(weights);
+  model.eval();
+  const b = makeBatch(fx.trainer.pairs, fx.trainer.batches[0], { padId: fx.tokenizer.padId, bosId: fx.tokenizer.bosId, eosId: fx.tokenizer.eosId });
+  return noGrad(() => model.forward(b.src, b.tgtIn).data.slice() as Float32Array);
+}
+
+function maxRelDiff(a: ArrayLike<number>, b: ArrayLike<number>, atol: number): number {
+  let worst = 0;
+  for (let i = 0; i < b.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]) / (atol + Math.abs(b[i])));
+  return worst;
+}
+
+test('train.py, one process: the 5 losses and weights of qkv\'s own 5 steps (same initial weights and batches, dropout 0)', { skip }, () => {
+  requireTool('torch');
+  setup();
+  const out = join(dir, 'one');
+  const r = train(out);
+  assert.equal(r.status, 0, r.stderr);
+  const log = readLog(out);
+  assert.deepEqual(log.map((e) => e.step), [1, 2, 3, 4, 5]);
+  log.forEach((e, i) => assert.ok(Math.abs(e.loss - qkvLosses[i]) <= 1e-5 * qkvLosses[i], `step ${i + 1}: loss ${e.loss} vs qkv ${qkvLosses[i]}`));
+  const d = fx.model.config.dModel;
+  const w = step5(out);
+  const { excess, where } = worstExcess(w, qkvWeights, 1e-4, 1e-4, (n, i) => isKeyBias(n, i, d));
+  assert.ok(excess <= 0, `weights differ beyond 1e-4 + 1e-4·|w|: ${where}`);
+  // The key biases (skipped above) change no output: the two models' logits agree.
+  assert.ok(maxRelDiff(qkvLogits(fx.model, w), qkvLogits(fx.model, qkvWeights), 1) < 1e-4);
+});
+
+test('torchrun --nproc_per_node 2 (gloo) and --accum 2 end with the weights of one process on the same global batches; qkv loads the folder with PyTorch\'s logits', { skip }, () => {
+  requireTool('torch');
+  setup();
+  const one = join(dir, 'one');
+  if (!existsSync(join(one, 'train-state.safetensors'))) assert.equal(train(one).status, 0);
+  const ddp = join(dir, 'ddp');
+  const r = torchrun(2, ['--init-from', fx.run, '--data', fx.trainIds, '--out', ddp, '--max-steps', '5']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /world size 2 × accum 1 on cpu/);
+  const acc = join(dir, 'accum');
+  const a = train(acc, ['--accum', '2']);
+  assert.equal(a.status, 0, a.stderr);
+  const d = fx.model.config.dModel;
+  const base = step5(one);
+  for (const run of [ddp, acc]) {
+    const { excess, where } = worstExcess(step5(run), base, 1e-5, 0, (n, i) => isKeyBias(n, i, d));
+    assert.ok(excess <= 0, `${run}: weights differ beyond 1e-5: ${where}`);
+    readLog(run).forEach((e, i) => assert.ok(Math.abs(e.loss - readLog(one)[i].loss) <= 1e-6 * e.loss, `${run} step ${i + 1}`));
+  }
+  // The folder torchrun wrote opens in qkv; qkv's logits equal PyTorch's.
+  const { model } = loadModelDir(ddp);
+  const b = makeBatch(fx.trainer.pairs, fx.trainer.batches[1], { padId: fx.tokenizer.padId, bosId: fx.tokenizer.bosId, eosId: fx.tokenizer.eosId });
+  const ours = noGrad(() => model.forward(b.src, b.tgtIn));
+  const ids = join(dir, 'ids.safetensors');
+  const logitsOut = join(dir, 'logits.safetensors');
+  writeFileSafetensors(ids, { src: b.src, tgt: b.tgtIn });
+  const p = python(['-m', 'qkv_torch.model', ddp, '--logits', ids, logitsOut]);
+  assert.equal(p.status, 0, p.stderr);
+  const theirs = readTensors(logitsOut).logits;
+  assert.deepEqual(theirs.shape, ours.shape);
+  assert.ok(maxRelDiff(ours.data as Float32Array, theirs.data as Float32Array, 1) < 1e-4);
+});
+
+function writeFileSafetensors(path: string, t: Record<string, Tensor>): void {
+  writeFileSync(path, writeSafetensors(t));
+}
+
+test('round trip: qkv run → torchrun --init-from (3 more steps) → qkv train --resume continues; bad input is one line', { skip }, () => {
+  requireTool('torch');
+  setup();
+  // A qkv run at step 2 (qkv train --preset tiny on the fixture's folder, which is such a run at step 0).
+  const corpus = join(dir, 'corpus');
+  const q = qkvCli(['train', '--preset', 'tiny', '--out', fx.run, '--data', corpus, '--resume', '--max-steps', '2', '--save-every', '2', '--eval-every', '100', '--bleu-sentences', '2']);
+  assert.equal(q.status, 0, q.stderr);
+  const tr = join(dir, 'trip');
+  const r = torchrun(2, ['--init-from', fx.run, '--data', fx.trainIds, '--out', tr, '--max-steps', '5', '--save-every', '5']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /from step 2/);
+  assert.deepEqual(readLog(tr).map((e) => e.step), [3, 4, 5]);
+  const back = qkvCli(['train', '--preset', 'tiny', '--out', tr, '--data', corpus, '--resume', '--max-steps', '7', '--save-every', '7', '--eval-every', '100', '--bleu-sentences', '2']);
+  assert.equal(back.status, 0, back.stderr);
+  assert.match(back.stderr, /resumed at step 5 \(epoch \d+\)/);
+  const meta = JSON.parse(readSafetensors(readFileSync(join(tr, 'train-state.safetensors'))).metadata.trainer) as { position: { step: number }; adamStep: number };
+  assert.equal(meta.position.step, 7);
+  assert.equal(meta.adamStep, 7);
+
+  // A world size × accum with more shards than some batch has pairs: one line, exit 1, nothing written.
+  const bad = join(dir, 'bad');
+  const w = torchrun(2, ['--init-from', fx.run, '--data', fx.trainIds, '--out', bad, '--max-steps', '5', '--accum', '40']);
+  assert.notEqual(w.status, 0);
+  assert.match(w.stderr, /error: world size 2 × --accum 40 = 80 shards per step, but \d+ of the \d+ batches of --max-tokens 1024 hold fewer sentence pairs \(smallest: \d+\)/);
+  assert.ok(!existsSync(bad));
+  // Starting over an existing run without --resume.
+  const again = train(tr);
+  assert.equal(again.status, 1);
+  assert.match(again.stderr, /^error: .* already holds a training run; pass --resume/);
+});
