@@ -249,7 +249,8 @@ class Run:
             self.adam_step = 0
             self.position = {'step': 0, 'epoch': 0, 'batchInEpoch': 0, 'rng': Generator(o['seed']).get_state()}
         self.order = epoch_order(len(self.batches), o['seed'], self.position['epoch'])
-        self.ddp = torch.nn.parallel.DistributedDataParallel(self.model) if world > 1 else None
+        # The only buffers are the constant position tables: nothing to broadcast at each forward.
+        self.ddp = torch.nn.parallel.DistributedDataParallel(self.model, broadcast_buffers=False) if world > 1 else None
         amp = a.amp == 'on' or (a.amp == 'auto' and device.type == 'cuda')
         if amp and device.type != 'cuda':
             raise QkvError('--amp on needs CUDA (this run is on the CPU)')
@@ -275,11 +276,11 @@ class Run:
         pos['batchInEpoch'] += 1
         return b
 
-    def loss_sum(self, indices, smoothing):
+    def loss_sum(self, net, pairs, indices, smoothing):
+        """The label-smoothed cross-entropy of a shard, summed over its target tokens."""
         pad, bos, eos = self.ids
-        src, tin, tout, _ = make_batch(self.pairs, indices, pad, bos, eos)
+        src, tin, tout, _ = make_batch(pairs, indices, pad, bos, eos)
         src, tin, tout = src.to(self.device), tin.to(self.device), tout.to(self.device)
-        net = self.ddp or self.model
         with torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else contextlib.nullcontext():
             logits = net(src, tin)  # (B, T, vocab)
         return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), tout.reshape(-1), ignore_index=pad,
@@ -299,7 +300,7 @@ class Run:
             torch.manual_seed((o['seed'] * 1000003 + self.position['step'] * 7919 + self.rank * 131 + k) % (2 ** 63))
             sync = self.ddp is None or k == K - 1
             with contextlib.nullcontext() if sync else self.ddp.no_sync():
-                s = self.loss_sum(shards[k * W + self.rank], o['labelSmoothing'])
+                s = self.loss_sum(self.ddp or self.model, self.pairs, shards[k * W + self.rank], o['labelSmoothing'])
                 # DDP averages gradients over the W processes; × W makes their sum the global batch's gradient.
                 loss = s * (W / tokens)
                 (self.scaler.scale(loss) if self.scaler else loss).backward()
@@ -315,11 +316,14 @@ class Run:
         for g in self.opt.param_groups:
             g['lr'] = lr
         if self.scaler:
+            scale = self.scaler.get_scale()
             self.scaler.step(self.opt)
             self.scaler.update()
+            stepped = self.scaler.get_scale() >= scale  # fp16 overflow: the scaler skipped Adam's step
         else:
             self.opt.step()
-        self.adam_step += 1
+            stepped = True
+        self.adam_step += 1 if stepped else 0
         return {'step': self.position['step'], 'epoch': self.position['epoch'], 'loss': float(total) / tokens, 'lr': lr, 'targetTokens': tokens}
 
     def val_loss(self):
@@ -327,7 +331,7 @@ class Run:
         total, count = 0.0, 0
         with torch.no_grad():
             for idx in plan_batches(self.val, self.options['maxTokens']):
-                total += float(self.loss_sum(idx, 0.0))
+                total += float(self.loss_sum(self.model, self.val, idx, 0.0))  # this process alone: no DDP collectives
                 count += sum(len(self.val[i][1]) + 1 for i in idx)
         return total / count
 
@@ -434,7 +438,9 @@ def main(argv=None):
         if n:
             say(f'model.safetensors: the average of the last {n} checkpoints')
         if run.val:
-            say(f'val loss {run.val_loss():.4f}')
+            v = run.val_loss()
+            run.log({'step': run.position['step'], 'valLoss': v, 'final': True})
+            say(f'val loss {v:.4f} (step {run.position["step"]} weights)')
         say(f'done: {a.out}')
     if world > 1:
         dist.barrier()

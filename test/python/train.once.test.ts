@@ -9,10 +9,11 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadModelDir } from '../../src/cli/files.ts';
-import { makeBatch } from '../../src/data/batching.ts';
+import { epochOrder, makeBatch, planBatches, type Pair } from '../../src/data/batching.ts';
+import { evaluateLoss } from '../../src/train/trainer.ts';
 import { readSafetensors, writeSafetensors } from '../../src/io/safetensors.ts';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
-import type { Seq2Seq } from '../../src/models/seq2seq.ts';
+import { Seq2Seq } from '../../src/models/seq2seq.ts';
 import type { Tensor } from '../../src/tensor/tensor.ts';
 import { requireTool, toolSkip } from '../helpers/tools.ts';
 import { isKeyBias, makeCorpus, makeRun, python, qkvCli, readLog, readTensors, torchrun, worstExcess, type Fixture } from './setup.ts';
@@ -34,7 +35,7 @@ function setup(): void {
 const train = (out: string, extra: string[] = []) => python(['python/qkv_torch/train.py', '--init-from', fx.run, '--data', fx.trainIds, '--out', out, '--max-steps', '5', ...extra]);
 const step5 = (out: string) => readTensors(join(out, 'checkpoints', 'step-0000005.safetensors'));
 
-/** qkv's logits (flattened) for the first training batch with these weights. */
+/** qkv's logits (flattened) for the first training batch with these weights (in a model apart from the trainer's). */
 function qkvLogits(model: Seq2Seq, weights: Record<string, Tensor>): Float32Array {
   model.loadStateDict(weights);
   model.eval();
@@ -48,11 +49,44 @@ function maxRelDiff(a: ArrayLike<number>, b: ArrayLike<number>, atol: number): n
   return worst;
 }
 
+test('data.py plans qkv\'s batches and epoch orders; qkv data encode (the command) writes qkv train\'s ids', { skip }, () => {
+  requireTool('torch');
+  setup();
+  // The batch plan and the shuffled order of several epochs and seeds, from Python's port.
+  const script = [
+    'import json, sys',
+    'from qkv_torch.data import read_pairs, plan_batches, epoch_order',
+    'pairs, meta = read_pairs(sys.argv[1])',
+    'plans = {m: plan_batches(pairs, m) for m in (64, 300, 1024)}',
+    'orders = [epoch_order(len(plans[64]), s, e) for s in (1, 7, 123456789) for e in (0, 1, 5)]',
+    'print(json.dumps({"plans": plans, "orders": orders, "pairs": pairs, "ids": [meta["padId"], meta["bosId"], meta["eosId"]]}))',
+  ].join('\n');
+  const r = python(['-c', script, fx.trainIds]);
+  assert.equal(r.status, 0, r.stderr);
+  const got = JSON.parse(r.stdout) as { plans: Record<string, number[][]>; orders: number[][]; pairs: [number[], number[]][]; ids: number[] };
+  const pairs = fx.trainer.pairs;
+  assert.deepEqual(got.pairs, pairs.map((p) => [p.src, p.tgt]));
+  assert.deepEqual(got.ids, [fx.tokenizer.padId, fx.tokenizer.bosId, fx.tokenizer.eosId]);
+  for (const m of [64, 300, 1024]) assert.deepEqual(got.plans[m], planBatches(pairs, m), `maxTokens ${m}`);
+  const n = planBatches(pairs, 64).length;
+  assert.deepEqual(got.orders, [1, 7, 123456789].flatMap((s) => [0, 1, 5].map((e) => epochOrder(n, s, e))));
+  // The command writes the same file as the function the fixture used.
+  const out = join(dir, 'train-cli.ids');
+  const c = qkvCli(['data', 'encode', '--model', fx.run, '--data', join(dir, 'corpus'), '--split', 'train', '--out', out]);
+  assert.equal(c.status, 0, c.stderr);
+  assert.match(c.stderr, /wrote .*: 160 pairs, \d+ source and \d+ target ids \(train\.en-de, vocabulary 300\)/);
+  assert.deepEqual(readFileSync(out), readFileSync(fx.trainIds));
+  const bad = qkvCli(['data', 'encode', '--model', fx.run, '--data', join(dir, 'corpus'), '--split', 'nosuch', '--out', join(dir, 'x.ids')]);
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /^qkv: corpus file not found: .*nosuch\.en/);
+  assert.ok(!existsSync(join(dir, 'x.ids')));
+});
+
 test('train.py, one process: the 5 losses and weights of qkv\'s own 5 steps (same initial weights and batches, dropout 0)', { skip }, () => {
   requireTool('torch');
   setup();
   const out = join(dir, 'one');
-  const r = train(out);
+  const r = train(out, ['--val', fx.valIds]);
   assert.equal(r.status, 0, r.stderr);
   const log = readLog(out);
   assert.deepEqual(log.map((e) => e.step), [1, 2, 3, 4, 5]);
@@ -62,7 +96,14 @@ test('train.py, one process: the 5 losses and weights of qkv\'s own 5 steps (sam
   const { excess, where } = worstExcess(w, qkvWeights, 1e-4, 1e-4, (n, i) => isKeyBias(n, i, d));
   assert.ok(excess <= 0, `weights differ beyond 1e-4 + 1e-4·|w|: ${where}`);
   // The key biases (skipped above) change no output: the two models' logits agree.
-  assert.ok(maxRelDiff(qkvLogits(fx.model, w), qkvLogits(fx.model, qkvWeights), 1) < 1e-4);
+  const probe = new Seq2Seq(fx.model.config);
+  assert.ok(maxRelDiff(qkvLogits(probe, w), qkvLogits(probe, qkvWeights), 1) < 1e-4);
+  // The validation loss train.py reports for its weights is qkv's evaluateLoss of them.
+  const final = readFileSync(join(out, 'train-log.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { valLoss?: number; final?: boolean }).find((e) => e.final);
+  probe.loadStateDict(w);
+  const val = readPairsOf(fx.valIds);
+  const expected = evaluateLoss(probe, val, { padId: fx.tokenizer.padId, bosId: fx.tokenizer.bosId, eosId: fx.tokenizer.eosId }, fx.trainer.options.maxTokens);
+  assert.ok(final && Math.abs(final.valLoss! - expected) <= 1e-5 * expected, `val loss ${final?.valLoss} vs qkv ${expected}`);
 });
 
 test('torchrun --nproc_per_node 2 (gloo) and --accum 2 end with the weights of one process on the same global batches; qkv loads the folder with PyTorch\'s logits', { skip }, () => {
@@ -98,6 +139,13 @@ test('torchrun --nproc_per_node 2 (gloo) and --accum 2 end with the weights of o
   assert.ok(maxRelDiff(ours.data as Float32Array, theirs.data as Float32Array, 1) < 1e-4);
 });
 
+/** The pairs of an encoded split, read back in TypeScript. */
+function readPairsOf(path: string): Pair[] {
+  const t = readTensors(path);
+  const side = (k: string, i: number) => Array.from((t[`${k}.ids`].data as Int32Array).subarray(t[`${k}.offsets`].data[i], t[`${k}.offsets`].data[i + 1]));
+  return Array.from({ length: t['src.offsets'].size - 1 }, (_, i) => ({ src: side('src', i), tgt: side('tgt', i) }));
+}
+
 function writeFileSafetensors(path: string, t: Record<string, Tensor>): void {
   writeFileSync(path, writeSafetensors(t));
 }
@@ -120,6 +168,14 @@ test('round trip: qkv run → torchrun --init-from (3 more steps) → qkv train 
   const meta = JSON.parse(readSafetensors(readFileSync(join(tr, 'train-state.safetensors'))).metadata.trainer) as { position: { step: number }; adamStep: number };
   assert.equal(meta.position.step, 7);
   assert.equal(meta.adamStep, 7);
+  // qkv 2 steps → PyTorch 3 → qkv 2 lands where qkv's own 7 steps land (dropout 0): the hand-overs lose nothing.
+  const losses = [fx.trainer.step().loss, fx.trainer.step().loss];
+  assert.ok(losses.every(Number.isFinite));
+  const state = readTensors(join(tr, 'train-state.safetensors'));
+  const ours = Object.fromEntries(Object.entries(fx.model.stateDict()).map(([k, v]) => [`model.${k}`, v]));
+  const d = fx.model.config.dModel;
+  const { excess, where } = worstExcess(state, ours, 1e-4, 1e-4, (n, i) => isKeyBias(n, i, d));
+  assert.ok(excess <= 0, `qkv → torchrun → qkv differs from qkv alone beyond 1e-4 + 1e-4·|w|: ${where}`);
 
   // A world size × accum with more shards than some batch has pairs: one line, exit 1, nothing written.
   const bad = join(dir, 'bad');
