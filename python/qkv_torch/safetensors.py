@@ -9,12 +9,16 @@ import ctypes
 import json
 import os
 import sys
+import time
 
 import torch
 
 from . import QkvError
 
 MAX_HEADER_BYTES = 100_000_000
+
+# Tests only: seconds to pause inside every write, so that a kill can be aimed at one (the crash test).
+SLOW_WRITES = float(os.environ.get('QKV_TORCH_SLOW_WRITES', '0'))
 
 # name -> (torch dtype, item size, rank in the reference implementation's alignment order)
 DTYPES = {
@@ -144,6 +148,8 @@ def atomic_write(path, data):
     tmp = f'{path}.tmp-{os.getpid()}'
     with open(tmp, 'wb') as f:
         f.write(data if isinstance(data, (bytes, bytearray)) else data.encode('utf-8'))
+        if SLOW_WRITES:
+            time.sleep(SLOW_WRITES)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)

@@ -2,7 +2,8 @@
  * Crashes at any moment (issue 13, for the torchrun trainer): train.py under torchrun with 2
  * processes is SIGKILLed (the whole process group, launcher and ranks, as a power cut would) at
  * random moments while it trains and writes a checkpoint every step, 8 times, and resumed each
- * time. It must end with exactly the weights, Adam moments, losses and averaged model of an
+ * time; every other kill is aimed at a file write (QKV_TORCH_SLOW_WRITES holds each write open
+ * 50 ms: the test waits for a temporary file to appear and kills then). It must end with exactly the weights, Adam moments, losses and averaged model of an
  * uninterrupted run, every checkpoint on disk loadable, and no temporary file left behind.
  */
 import { test } from 'node:test';
@@ -44,14 +45,15 @@ test(`torchrun train.py killed ${KILLS} times at random moments resumes to exact
   for (let attempt = 0; kills < KILLS && attempt < KILLS * 3; attempt++) {
     const resume = existsSync(join(out, 'train-state.safetensors'));
     const [cmd, args] = torchrunArgs(2, [...(resume ? ['--resume'] : ['--init-from', fx.run]), '--out', out, ...common]);
-    const child = spawn(cmd, args, { env: pyEnv, detached: true, stdio: 'ignore' });
+    const child = spawn(cmd, args, { env: { ...pyEnv, QKV_TORCH_SLOW_WRITES: '0.05' }, detached: true, stdio: 'ignore' });
     let exited = false;
     child.on('exit', () => (exited = true));
     // Wait until this start has trained a step, then kill at a random moment of the next ~0.6 s.
     const start = lineCount(log);
     while (!exited && lineCount(log) <= start) await sleep(20);
     if (exited) break; // finished before a kill could land
-    await sleep(rng.int(600));
+    if (kills % 2 === 0) await sleep(rng.int(600));
+    else while (!exited && !files(out).some((f) => f.includes('.tmp-'))) await sleep(5);
     if (exited) break;
     process.kill(-child.pid!, 'SIGKILL');
     while (!exited) await sleep(10);
@@ -60,6 +62,7 @@ test(`torchrun train.py killed ${KILLS} times at random moments resumes to exact
   }
   t.diagnostic(`${kills} kills, ${midWrite} of them during a file write (a temporary file was left)`);
   assert.equal(kills, KILLS, 'the run finished before every kill landed: make it longer');
+  assert.ok(midWrite >= KILLS / 2, `only ${midWrite} kills landed during a write`);
 
   const fin = torchrun(2, ['--resume', '--out', out, ...common]);
   assert.equal(fin.status, 0, fin.stderr);
