@@ -132,13 +132,3 @@ def make_batch(pairs, indices, pad, bos, eos):
         n += len(t) + 1
     return src, tin, tout, n
 
-
-def shard(indices, parts):
-    """Split a batch's pairs (length-sorted) into `parts` contiguous shards whose sizes differ by at most 1."""
-    q, r = divmod(len(indices), parts)
-    out, at = [], 0
-    for k in range(parts):
-        n = q + (1 if k < r else 0)
-        out.append(indices[at:at + n])
-        at += n
-    return out

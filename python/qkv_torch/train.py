@@ -7,9 +7,10 @@ paper's β 0.9/0.98, ε 1e-9 and warmup schedule, which qkv's Adam matches step 
   torchrun --nproc_per_node N python/qkv_torch/train.py --init-from runs/A --data train.ids --out runs/B
   torchrun --nnodes M --nproc_per_node N --rdzv-backend c10d --rdzv-endpoint HOST:PORT python/qkv_torch/train.py ...
 
-A global batch (qkv's batch of --max-tokens padded tokens) is dealt out in world size × --accum
-contiguous shards of its length-sorted pairs; each shard's loss is its token-summed loss divided by
-the global batch's target tokens, so the summed gradients are exactly the gradient of qkv's loss.
+One optimiser step takes world size × --accum consecutive batches of qkv's batch order (qkv's own
+`accum`: a run that qkv trained with accum 4 continues here on 4 processes, or 2 with --accum 2);
+each process takes its --accum of them, and the step's gradient is the mean of the batches'
+mean-loss gradients, as qkv's Trainer computes it with accum = world size × --accum.
 The run folder is a qkv run: config.json, tokenizer.json, model.safetensors, train-state.safetensors
 (weights, Adam moments, step and batch position, in Trainer.saveState's layout) and
 checkpoints/step-N.safetensors, so `qkv train --resume` continues it and qkv's tools open it.
@@ -37,7 +38,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from qkv_torch import QkvError  # noqa: E402
 from qkv_torch import safetensors  # noqa: E402
-from qkv_torch.data import Generator, epoch_order, make_batch, plan_batches, read_pairs, shard  # noqa: E402
+from qkv_torch.data import Generator, epoch_order, make_batch, plan_batches, read_pairs  # noqa: E402
 from qkv_torch.model import Seq2Seq, load_weights, read_config, run_cli  # noqa: E402
 
 STATE = 'train-state.safetensors'
@@ -63,7 +64,7 @@ def parse_args(argv):
     ap.add_argument('--val', metavar='FILE', help='validation pairs from `qkv data encode` (loss at --eval-every and at the end)')
     ap.add_argument('--max-steps', type=int, help="stop after this many steps (default: the run's config.json training.maxSteps)")
     ap.add_argument('--max-tokens', type=int, help='padded tokens per global batch (qkv --max-tokens)')
-    ap.add_argument('--accum', type=int, default=1, help='micro-batches per step and process (gradient accumulation)')
+    ap.add_argument('--accum', type=int, help="batches per step and process (gradient accumulation); a step takes world size × this many. Default: the run's accum (batches per step) / world size when the run has accum > 1, else 1")
     ap.add_argument('--warmup', type=int)
     ap.add_argument('--lr-factor', type=float)
     ap.add_argument('--label-smoothing', type=float)
@@ -199,7 +200,18 @@ class Run:
             if self.state and k in ('seed', 'maxTokens') and v != saved.get(k):
                 raise QkvError(f"--{'seed' if k == 'seed' else 'max-tokens'} {v} differs from the run's {saved.get(k)} (its batch order depends on it); start from its model.safetensors instead")
             o[k] = v
-        o['accum'] = a.accum
+        # qkv's accum is the batches per optimiser step: here world size × batches per process.
+        run_accum = int(saved.get('accum', (training.get('recipe') or {}).get('accum', 1)))
+        if a.accum is not None:
+            self.accum = a.accum
+        elif run_accum == 1:  # no accumulation chosen: one batch per process
+            self.accum = 1
+        elif run_accum % world:  # keep the run's global batch, split over the processes
+            raise QkvError(f'world size {world} does not divide the run\'s {run_accum} batches per step (accum {run_accum}); '
+                           f'use a world size that divides it, or --accum K for world size × K batches per step')
+        else:
+            self.accum = run_accum // world
+        o['accum'] = world * self.accum
         self.options = o
         self.max_steps = a.max_steps if a.max_steps is not None else training.get('maxSteps')
         if not isinstance(self.max_steps, int):
@@ -214,12 +226,6 @@ class Run:
             self.check_data(vmeta, a.val)
         self.ids = (meta['padId'], meta['bosId'], meta['eosId'])
         self.batches = plan_batches(self.pairs, o['maxTokens'])
-        shards = world * a.accum
-        small = [i for i, b in enumerate(self.batches) if len(b) < shards]
-        if small:
-            least = min(len(self.batches[i]) for i in small)
-            raise QkvError(f"world size {world} × --accum {a.accum} = {shards} shards per step, but {len(small)} of the {len(self.batches)} batches "
-                           f"of --max-tokens {o['maxTokens']} hold fewer sentence pairs (smallest: {least}); raise --max-tokens or lower the world size or --accum")
 
         # The model and optimiser, from the state, the weights or fresh (seeded).
         torch.manual_seed(o['seed'])
@@ -277,7 +283,7 @@ class Run:
         return b
 
     def loss_sum(self, net, pairs, indices, smoothing):
-        """The label-smoothed cross-entropy of a shard, summed over its target tokens."""
+        """The label-smoothed cross-entropy of a batch, summed over its target tokens."""
         pad, bos, eos = self.ids
         src, tin, tout, _ = make_batch(pairs, indices, pad, bos, eos)
         src, tin, tout = src.to(self.device), tin.to(self.device), tout.to(self.device)
@@ -287,24 +293,25 @@ class Run:
                                label_smoothing=smoothing, reduction='sum')
 
     def step(self):
-        """One optimiser step on the next global batch, split over processes and micro-batches."""
-        o, K, W = self.options, self.a.accum, self.world
-        indices = self.next_batch()
-        tokens = sum(len(self.pairs[i][1]) + 1 for i in indices)  # target tokens of the global batch
-        shards = shard(indices, W * K)
+        """One optimiser step on the next world size × accum batches: each process takes accum of them."""
+        o, K, W = self.options, self.accum, self.world
+        batches = [self.next_batch() for _ in range(W * K)]  # every process draws them all, in qkv's order
+        tokens = sum(len(self.pairs[i][1]) + 1 for b in batches for i in b)
         self.model.train()
         self.opt.zero_grad(set_to_none=False)
         total = torch.zeros((), dtype=torch.float64)
         for k in range(K):
+            indices = batches[k * W + self.rank]
+            n = sum(len(self.pairs[i][1]) + 1 for i in indices)
             # Dropout masks are a function of (seed, step, rank, micro-batch): a resumed run draws the same.
             torch.manual_seed((o['seed'] * 1000003 + self.position['step'] * 7919 + self.rank * 131 + k) % (2 ** 63))
             sync = self.ddp is None or k == K - 1
             with contextlib.nullcontext() if sync else self.ddp.no_sync():
-                s = self.loss_sum(self.ddp or self.model, self.pairs, shards[k * W + self.rank], o['labelSmoothing'])
-                # DDP averages gradients over the W processes; × W makes their sum the global batch's gradient.
-                loss = s * (W / tokens)
+                mean = self.loss_sum(self.ddp or self.model, self.pairs, indices, o['labelSmoothing']) / n
+                # DDP averages the W processes' gradients; / K averages this process's batches.
+                loss = mean / K
                 (self.scaler.scale(loss) if self.scaler else loss).backward()
-            total += s.detach().double().cpu()
+            total += mean.detach().double().cpu()
         if self.ddp is not None:
             dist.all_reduce(total)
         if self.scaler:
@@ -324,7 +331,7 @@ class Run:
             self.opt.step()
             stepped = True
         self.adam_step += 1 if stepped else 0
-        return {'step': self.position['step'], 'epoch': self.position['epoch'], 'loss': float(total) / tokens, 'lr': lr, 'targetTokens': tokens}
+        return {'step': self.position['step'], 'epoch': self.position['epoch'], 'loss': float(total) / (W * K), 'lr': lr, 'targetTokens': tokens}
 
     def val_loss(self):
         self.model.eval()
@@ -410,7 +417,7 @@ def main(argv=None):
     if world > 1:
         dist.barrier()
     say(f"{sum(p.numel() for p in run.model.parameters())} parameters, {len(run.batches)} batches per epoch, "
-        f"world size {world} × accum {a.accum} on {device}{' with ' + str(run.amp_dtype) if run.amp_dtype else ''}, "
+        f"world size {world} × accum {run.accum} = {run.options['accum']} batches per step on {device}{' with ' + str(run.amp_dtype) if run.amp_dtype else ''}, "
         f"from step {run.position['step']}")
     t0, tokens, steps = time.perf_counter(), 0, 0
     while run.position['step'] < run.max_steps:
