@@ -37,6 +37,8 @@ GPT_FIELDS = {
     'vocabSize': 'int>0', 'blockSize': 'int>0', 'nLayer': 'int>0', 'nHead': 'int>0', 'nEmbd': 'int>0',
     'dropout': 'prob', 'positions': ('learned', 'sinusoidal'),
 }
+# GPT-2 checkpoints (Hugging Face's gpt2) use GELU's tanh approximation; LayerNorm ε defaults to torch's 1e-5.
+GPT_OPTIONAL = {'activation': ('gelu', 'gelu_tanh'), 'layerNormEps': 'eps'}
 FORMATS = {'qkv-seq2seq': 'Seq2Seq', 'qkv-gpt': 'GPT'}
 
 
@@ -46,12 +48,13 @@ def _check_field(where, name, kind, v):
         'int>=0': lambda: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
         'prob': lambda: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1,
         'bool': lambda: isinstance(v, bool),
+        'eps': lambda: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1,
     }
     if isinstance(kind, tuple):
         if v not in kind:
             raise QkvError(f"{where}: model.{name} must be one of {', '.join(kind)}, got {json.dumps(v)}")
     elif not ok[kind]():
-        expected = {'int>0': 'a positive integer', 'int>=0': 'a non-negative integer', 'prob': 'a number in [0, 1)', 'bool': 'true or false'}[kind]
+        expected = {'int>0': 'a positive integer', 'int>=0': 'a non-negative integer', 'prob': 'a number in [0, 1)', 'bool': 'true or false', 'eps': 'a number in (0, 1)'}[kind]
         raise QkvError(f'{where}: model.{name} must be {expected}, got {json.dumps(v)}')
 
 
@@ -65,7 +68,7 @@ def check_config(cfg, where='config.json'):
     model = cfg.get('model')
     if not isinstance(model, dict):
         raise QkvError(f"{where}: format '{fmt}' needs a 'model' object")
-    required, optional = (SEQ2SEQ_FIELDS, SEQ2SEQ_OPTIONAL) if fmt == 'qkv-seq2seq' else (GPT_FIELDS, {})
+    required, optional = (SEQ2SEQ_FIELDS, SEQ2SEQ_OPTIONAL) if fmt == 'qkv-seq2seq' else (GPT_FIELDS, GPT_OPTIONAL)
     for name in model:
         if name not in required and name not in optional:
             raise QkvError(f"{where}: unknown field model.{name} for format '{fmt}' (known: {', '.join([*required, *optional])})")
@@ -161,14 +164,15 @@ class Seq2Seq(nn.Module):
 # ---- GPT --------------------------------------------------------------------------------------
 
 class MLP(nn.Module):
-    def __init__(self, n_embd, dropout):
+    def __init__(self, n_embd, dropout, activation):
         super().__init__()
         self.c_fc = nn.Linear(n_embd, 4 * n_embd)
         self.c_proj = nn.Linear(4 * n_embd, n_embd)
         self.dropout = nn.Dropout(dropout)
+        self.approximate = 'tanh' if activation == 'gelu_tanh' else 'none'
 
     def forward(self, x):
-        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
+        return self.dropout(self.c_proj(F.gelu(self.c_fc(x), approximate=self.approximate)))
 
 
 class Block(nn.Module):
@@ -176,10 +180,11 @@ class Block(nn.Module):
 
     def __init__(self, c):
         super().__init__()
-        self.ln_1 = nn.LayerNorm(c['nEmbd'])
+        eps = c.get('layerNormEps', 1e-5)
+        self.ln_1 = nn.LayerNorm(c['nEmbd'], eps=eps)
         self.attn = nn.MultiheadAttention(c['nEmbd'], c['nHead'], dropout=c['dropout'], batch_first=True)
-        self.ln_2 = nn.LayerNorm(c['nEmbd'])
-        self.mlp = MLP(c['nEmbd'], c['dropout'])
+        self.ln_2 = nn.LayerNorm(c['nEmbd'], eps=eps)
+        self.mlp = MLP(c['nEmbd'], c['dropout'], c.get('activation', 'gelu'))
         self.resid_dropout = nn.Dropout(c['dropout'])
 
     def forward(self, x, causal):
@@ -198,7 +203,7 @@ class GPT(nn.Module):
             self.register_buffer('pe', sinusoidal_table(c['blockSize'], c['nEmbd']), persistent=False)
         self.drop = nn.Dropout(c['dropout'])
         self.h = nn.ModuleList([Block(c) for _ in range(c['nLayer'])])
-        self.ln_f = nn.LayerNorm(c['nEmbd'])
+        self.ln_f = nn.LayerNorm(c['nEmbd'], eps=c.get('layerNormEps', 1e-5))
         resid_std = 0.02 / math.sqrt(2 * c['nLayer'])
         for name, p in self.named_parameters():
             if name.endswith('bias'):

@@ -55,12 +55,23 @@ function gptCase(name: string, config: typeof GPTC | (Omit<typeof GPTC, 'positio
   return { dir: folder(name, { format: 'qkv-gpt', version: 1, model: config, tokenizer: 'char' }, writeSafetensors(m.stateDict())), expected: noGrad(() => m.forward(gptIds)) };
 }
 
+function gptHasActivation(): boolean {
+  try {
+    new GPT({ ...GPTC, activation: 'no-such' } as typeof GPTC);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 test('Seq2Seq and GPT folders from qkv (fp32, fp16, bf16) load strictly in PyTorch and give qkv\'s logits (1e-4)', { skip }, () => {
   requireTool('torch');
   const cases = [
     seq2seqCase('s2s-f32', S2S), seq2seqCase('s2s-f16', S2S, 'F16'), seq2seqCase('s2s-bf16', S2S, 'BF16'),
     seq2seqCase('s2s-prenorm-gelu', { ...S2S, normFirst: true, activation: 'gelu' as never }),
     gptCase('gpt-learned', GPTC), gptCase('gpt-sinusoidal', { ...GPTC, positions: 'sinusoidal' }),
+    // GPT-2's tanh GELU and LayerNorm ε, where qkv's GPT has them (it then rejects an unknown activation).
+    ...(gptHasActivation() ? [gptCase('gpt-gelu-tanh', { ...GPTC, activation: 'gelu_tanh', layerNormEps: 1e-6 } as typeof GPTC)] : []),
   ];
   const inS2s = join(dir, 's2s-ids.safetensors');
   const inGpt = join(dir, 'gpt-ids.safetensors');
