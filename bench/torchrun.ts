@@ -1,10 +1,11 @@
 /**
  * `npm run bench:torchrun`: training throughput (target tokens per second) of the multi30k-small
  * preset in qkv and in python/qkv_torch/train.py under torchrun with 1 and 2 processes, on this
- * machine, in one run. All three train the same model from the same initial weights on the same
- * batches (qkv's planner, --max-tokens 4096, seed 1) of the shipped model's BPE ids of Multi30K's
- * training split; each is timed over --steps steps, first step included (setup and the torch
- * import are not). qkv runs on the wasm backend with QKV_THREADS threads (default: every core);
+ * machine, in one run. All three train the same model from the same initial weights on qkv's
+ * batches (qkv's planner and order, --max-tokens 4096, seed 1) of the shipped model's BPE ids of
+ * Multi30K's training split; each is timed over --steps steps, first step included (setup and the
+ * torch import are not). With 2 processes a step takes 2 batches, one per process (DDP's data
+ * parallelism), so it is tokens per second that compare, not steps. qkv runs on the wasm backend with QKV_THREADS threads (default: every core);
  * torchrun with 1 process uses every core for its OpenMP threads, with 2 processes half each.
  * Writes its table into bench/RESULTS.md between the markers below (the rest of the file is kept).
  *   npm run bench:torchrun                        30 steps each
@@ -96,7 +97,7 @@ for (const nproc of [1, 2]) {
 const table = [
   `## Training under torchrun (\`npm run bench:torchrun\`${smoke ? ' --smoke' : ''})`,
   '',
-  `${presetName} preset, ${n} Multi30K pairs, --max-tokens ${trainer.options.maxTokens}, ${steps} steps from the same weights on the same batches; ` +
+  `${presetName} preset, ${n} Multi30K pairs, --max-tokens ${trainer.options.maxTokens}, ${steps} steps from the same weights on qkv's batches (2 processes: 2 batches a step); ` +
     `${cpus()[0]?.model ?? 'unknown CPU'}, ${cores} cores, load ${loadavg().map((x) => x.toFixed(2)).join(' ')} at the end.`,
   '',
   '| trainer | target tokens/s | loss (first → last step; dropout streams differ between qkv and PyTorch) |',
