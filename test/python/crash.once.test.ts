@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readSafetensors } from '../../src/io/safetensors.ts';
@@ -31,6 +31,7 @@ function files(d: string): string[] {
 test(`torchrun train.py killed ${KILLS} times at random moments resumes to exactly the uninterrupted run`, { skip: toolSkip('torch') }, async (t) => {
   requireTool('torch');
   const dir = mkdtempSync(join(tmpdir(), 'qkv-torch-crash-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const fx = makeRun(dir, makeCorpus(join(dir, 'corpus')), { dropout: 0.1 }); // dropout on: its masks must resume too
   const common = ['--data', fx.trainIds, '--max-steps', String(STEPS), '--save-every', '1', '--keep', '3', '--log-every', '1000'];
   const base = join(dir, 'base');

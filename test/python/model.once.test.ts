@@ -3,10 +3,10 @@
  * and sinusoidal positions) folders written by qkv load with load_state_dict(strict=True) from fp32,
  * fp16 and bf16 files and give qkv's logits; bad folders give one clear line and change nothing.
  */
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
@@ -20,6 +20,7 @@ import { python } from './setup.ts';
 
 const skip = toolSkip('torch');
 const dir = mkdtempSync(join(tmpdir(), 'qkv-torch-model-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
 
 const S2S = { vocabSize: 50, dModel: 16, nhead: 2, numEncoderLayers: 2, numDecoderLayers: 2, dimFeedforward: 24, dropout: 0.1, activation: 'relu' as const, normFirst: false, maxLen: 32, padId: 0 };
 const GPTC = { vocabSize: 40, blockSize: 16, nLayer: 2, nHead: 2, nEmbd: 16, dropout: 0.1, positions: 'learned' as const };

@@ -3,9 +3,9 @@
  * processes under torchrun with gloo, and --accum 2), the folder it writes loading in qkv with
  * PyTorch's logits, the round trip qkv → torchrun → `qkv train --resume`, and bad input.
  */
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadModelDir } from '../../src/cli/files.ts';
@@ -20,6 +20,7 @@ import { RECIPE, isKeyBias, makeCorpus, makeRun, python, qkvCli, readLog, readTe
 
 const skip = toolSkip('torch');
 const dir = mkdtempSync(join(tmpdir(), 'qkv-torch-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
 let fx: Fixture;
 let qkvLosses: number[] = [];
 let qkvWeights: Record<string, Tensor> = {};
@@ -183,6 +184,13 @@ test('round trip: qkv run → torchrun --init-from (3 more steps) → qkv train 
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stderr, /from step 2/);
   assert.deepEqual(readLog(tr).map((e) => e.step), [3, 4, 5]);
+  // The folder opens directly in qkv's tools.
+  const info = qkvCli(['info', '--model', tr]);
+  assert.equal(info.status, 0, info.stderr);
+  const svg = join(dir, 'attention.svg');
+  const att = qkvCli(['attention', 'A man rides a bike.', '--model', tr, '--out', svg, '--layer', '1']);
+  assert.equal(att.status, 0, att.stderr);
+  assert.ok(readFileSync(svg, 'utf8').includes('aria-label="layer 1 · head 1"'), 'the SVG has the heatmap of layer 1, head 1');
   const back = qkvCli(['train', '--preset', 'tiny', '--out', tr, '--data', corpus, '--resume', '--max-steps', '7', '--save-every', '7', '--eval-every', '100', '--bleu-sentences', '2']);
   assert.equal(back.status, 0, back.stderr);
   assert.match(back.stderr, /resumed at step 5 \(epoch \d+\)/);
