@@ -12,7 +12,7 @@
  *   npm run bench:torchrun -- --steps 3 --smoke   the tiny preset on 300 pairs: checks the script works
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,6 +44,7 @@ const presetName = smoke ? 'tiny' : 'multi30k-small';
 const preset = PRESETS[presetName];
 const cores = availableParallelism();
 const work = mkdtempSync(join(tmpdir(), 'qkv-bench-torchrun-'));
+process.on('exit', () => rmSync(work, { recursive: true, force: true }));
 
 // The shipped model's tokenizer (so no BPE has to be learned), a fresh model of the preset's shape.
 const { tokenizer } = loadModelShape(join(root, 'models/multi30k-en-de'));
