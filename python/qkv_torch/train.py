@@ -1,11 +1,11 @@
 """qkv's translation recipe (§5 of the paper, src/train/trainer.ts) in PyTorch, one process or many
 under torchrun with DistributedDataParallel. The batches are qkv's (same planner, same seeded epoch
 order, read from `qkv data encode` files), the loss is qkv's (label-smoothed cross-entropy averaged
-over the target tokens of the whole global batch), the optimiser is torch.optim.Adam with the
-paper's β 0.9/0.98, ε 1e-9 and warmup schedule, which qkv's Adam matches step for step.
+over each batch's target tokens), the optimiser is torch.optim.Adam with the paper's β 0.9/0.98,
+ε 1e-9 and warmup schedule, which qkv's Adam matches step for step.
 
   torchrun --nproc_per_node N python/qkv_torch/train.py --init-from runs/A --data train.ids --out runs/B
-  torchrun --nnodes M --nproc_per_node N --rdzv-backend c10d --rdzv-endpoint HOST:PORT python/qkv_torch/train.py ...
+  torchrun --nnodes M --nproc_per_node N --rdzv_backend c10d --rdzv_endpoint HOST:PORT python/qkv_torch/train.py ...
 
 One optimiser step takes world size × --accum consecutive batches of qkv's batch order (qkv's own
 `accum`: a run that qkv trained with accum 4 continues here on 4 processes, or 2 with --accum 2);
@@ -21,7 +21,6 @@ import ctypes
 import glob
 import hashlib
 import json
-import math
 import os
 import shutil
 import signal
