@@ -6,6 +6,7 @@
  */
 import { Command } from 'commander';
 import { attention } from './attention.ts';
+import { encodeSplit } from './data.ts';
 import { explore } from './explore.ts';
 import { exportModel } from './export.ts';
 import { UserError } from './files.ts';
@@ -64,6 +65,17 @@ program.command('train')
   .option('--average <which>', "average the 'last' checkpoints (§6.1) or the 'best' by val BLEU", choice('--average', ['last', 'best']))
   .option('--keep <n>', 'checkpoints averaged at the end', int('--keep'))
   .action(async (o) => train({ ...o, log }));
+
+const data = program.command('data').description('prepare data for other trainers (python/qkv_torch/train.py)');
+data.command('encode')
+  .description("write a split's token ids (qkv train's encoding) to a flat file for python/qkv_torch/train.py")
+  .requiredOption('--model <dir>', 'model or run folder whose tokenizer.json encodes the text')
+  .requiredOption('--out <file>', 'file to write (safetensors: src.ids, src.offsets, tgt.ids, tgt.offsets)')
+  .option('--split <name>', 'train | val | test_2016_flickr', 'train')
+  .option('--data <dir>', 'corpus folder with SPLIT.LANG[.gz] files', 'data/multi30k')
+  .option('--src <lang>', 'source language', 'en')
+  .option('--tgt <lang>', 'target language', 'de')
+  .action((o) => encodeSplit({ ...o, log }));
 
 program.command('translate')
   .description('translate one sentence per line (stdin to stdout, or --input/--output)')

@@ -76,7 +76,7 @@ interface RunPlan {
 
 const STATE = 'train-state.safetensors';
 
-function encodePairs(tok: BpeTokenizer, src: string[], tgt: string[], maxLen: number): Pair[] {
+export function encodePairs(tok: BpeTokenizer, src: string[], tgt: string[], maxLen: number): Pair[] {
   // Keep room for BOS/EOS; Multi30K never comes near the limit, other corpora may.
   return src.map((s, i) => ({ src: tok.encode(s).slice(0, maxLen), tgt: tok.encode(tgt[i]).slice(0, maxLen - 1) }));
 }

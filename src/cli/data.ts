@@ -1,0 +1,53 @@
+/**
+ * `qkv data encode`: a split's token ids, encoded with a model folder's tokenizer exactly as
+ * `qkv train` encodes them, written as flat arrays for other trainers (python/qkv_torch/train.py
+ * reads them, so the Python side needs no tokenizer library and sees qkv's ids).
+ *
+ * The file is safetensors (an 8-byte length, a JSON header, raw little-endian bytes) with four flat
+ * int32 arrays: src.ids, src.offsets, tgt.ids, tgt.offsets; pair i's source is
+ * src.ids[src.offsets[i] .. src.offsets[i+1]). Its metadata names the special ids, the vocabulary
+ * size and the tokenizer's SHA-256, so a trainer can refuse ids made with another tokenizer.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeSafetensors } from '../io/safetensors.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import { readParallel } from './corpus.ts';
+import { atomicWrite, loadModelShape } from './files.ts';
+import { encodePairs } from './train.ts';
+
+export interface EncodeArgs {
+  model: string;
+  data: string;
+  split: string;
+  src: string;
+  tgt: string;
+  out: string;
+  log: (line: string) => void;
+}
+
+/** Flat ids and offsets (n + 1 of them, from 0) of a list of id sequences. */
+function flatten(seqs: readonly (readonly number[])[]): { ids: Tensor; offsets: Tensor } {
+  const offsets = new Int32Array(seqs.length + 1);
+  for (let i = 0; i < seqs.length; i++) offsets[i + 1] = offsets[i] + seqs[i].length;
+  const ids = new Int32Array(offsets[seqs.length]);
+  seqs.forEach((s, i) => ids.set(s, offsets[i]));
+  return { ids: new Tensor(ids, [ids.length], 'int32'), offsets: new Tensor(offsets, [offsets.length], 'int32') };
+}
+
+export function encodeSplit(a: EncodeArgs): void {
+  const { tokenizer, model } = loadModelShape(a.model);
+  const text = readParallel(a.data, a.split, a.src, a.tgt);
+  const pairs = encodePairs(tokenizer, text.src, text.tgt, model.config.maxLen);
+  const src = flatten(pairs.map((p) => p.src));
+  const tgt = flatten(pairs.map((p) => p.tgt));
+  const sha = createHash('sha256').update(readFileSync(join(a.model, 'tokenizer.json'))).digest('hex');
+  const metadata = {
+    format: 'qkv-encoded-pairs', version: '1', split: a.split, src: a.src, tgt: a.tgt, pairs: String(pairs.length),
+    padId: String(tokenizer.padId), bosId: String(tokenizer.bosId), eosId: String(tokenizer.eosId),
+    vocabSize: String(tokenizer.vocabSize), maxLen: String(model.config.maxLen), tokenizerSha256: sha,
+  };
+  atomicWrite(a.out, writeSafetensors({ 'src.ids': src.ids, 'src.offsets': src.offsets, 'tgt.ids': tgt.ids, 'tgt.offsets': tgt.offsets }, { metadata }));
+  a.log(`wrote ${a.out}: ${pairs.length} pairs, ${src.ids.size} source and ${tgt.ids.size} target ids (${a.split}.${a.src}-${a.tgt}, vocabulary ${tokenizer.vocabSize})`);
+}
