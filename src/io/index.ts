@@ -1,2 +1,2 @@
 /** Reading and writing tensors: `import { io } from 'qkv'`. */
-export { readSafetensors, writeSafetensors, type SafetensorsFile, type SafetensorsDType, type WriteOptions } from './safetensors.ts';
+export { readSafetensors, readSafetensorsHeader, decodeSafetensorsTensor, writeSafetensors, type SafetensorsEntry, type SafetensorsFile, type SafetensorsDType, type WriteOptions } from './safetensors.ts';

@@ -44,11 +44,20 @@ export interface GPTConfig {
   dropout: number;
   /** 'learned': GPT-2's trained table wpe; 'sinusoidal': the paper's fixed sinusoids (§3.5), no parameters. */
   positions: 'learned' | 'sinusoidal';
+  /**
+   * The MLP's nonlinearity: 'gelu' (the exact erf form, the default) or 'gelu_tanh' (GPT-2's
+   * `gelu_new`, the tanh approximation that OpenAI's released weights were trained with).
+   */
+  activation?: GPTActivation;
+  /** ε of every LayerNorm (default 1e-5, GPT-2's layer_norm_epsilon). */
+  layerNormEps?: number;
 }
+
+export type GPTActivation = 'gelu' | 'gelu_tanh';
 
 /** GPT-2 "small" (124M): 124,439,808 parameters, as Hugging Face's `gpt2`. Too big to train on a CPU. */
 export const GPT2_124M: GPTConfig = {
-  vocabSize: 50257, blockSize: 1024, nLayer: 12, nHead: 12, nEmbd: 768, dropout: 0.1, positions: 'learned',
+  vocabSize: 50257, blockSize: 1024, nLayer: 12, nHead: 12, nEmbd: 768, dropout: 0.1, positions: 'learned', activation: 'gelu_tanh', layerNormEps: 1e-5,
 };
 
 /** Seconds per step on a CPU: smoke tests and CLI tests (the vocabulary is set from the tokenizer). */
@@ -87,16 +96,18 @@ export class MLP extends Module {
   readonly fc: Linear;
   readonly proj: Linear;
   readonly dropout: Dropout;
+  readonly activation: GPTActivation;
 
-  constructor(nEmbd: number, dropout: number) {
+  constructor(nEmbd: number, dropout: number, activation: GPTActivation = 'gelu') {
     super();
+    this.activation = activation;
     this.fc = this.registerModule('c_fc', new Linear(nEmbd, 4 * nEmbd));
     this.proj = this.registerModule('c_proj', new Linear(4 * nEmbd, nEmbd));
     this.dropout = this.registerModule('dropout', new Dropout(dropout));
   }
 
   forward(x: Tensor): Tensor {
-    return this.dropout.forward(this.proj.forward(F.gelu(this.fc.forward(x))));
+    return this.dropout.forward(this.proj.forward(F.gelu(this.fc.forward(x), this.activation === 'gelu_tanh' ? 'tanh' : 'none')));
   }
 }
 
@@ -111,10 +122,11 @@ export class Block extends Module {
 
   constructor(c: GPTConfig) {
     super();
-    this.ln1 = this.registerModule('ln_1', new LayerNorm(c.nEmbd));
+    const eps = c.layerNormEps ?? 1e-5;
+    this.ln1 = this.registerModule('ln_1', new LayerNorm(c.nEmbd, { eps }));
     this.attn = this.registerModule('attn', new MultiheadAttention(c.nEmbd, c.nHead, { dropout: c.dropout, batchFirst: true }));
-    this.ln2 = this.registerModule('ln_2', new LayerNorm(c.nEmbd));
-    this.mlp = this.registerModule('mlp', new MLP(c.nEmbd, c.dropout));
+    this.ln2 = this.registerModule('ln_2', new LayerNorm(c.nEmbd, { eps }));
+    this.mlp = this.registerModule('mlp', new MLP(c.nEmbd, c.dropout, c.activation));
     this.residDropout = this.registerModule('resid_dropout', new Dropout(c.dropout));
   }
 
@@ -164,7 +176,7 @@ export class GPT extends Module {
     this.pe = c.positions === 'sinusoidal' ? this.registerBuffer('pe', sinusoidalTable(c.blockSize, c.nEmbd), false) : null;
     this.drop = this.registerModule('drop', new Dropout(c.dropout));
     this.h = this.registerModule('h', new ModuleList(Array.from({ length: c.nLayer }, () => new Block(c))));
-    this.lnF = this.registerModule('ln_f', new LayerNorm(c.nEmbd));
+    this.lnF = this.registerModule('ln_f', new LayerNorm(c.nEmbd, { eps: c.layerNormEps ?? 1e-5 }));
     this.initWeights();
   }
 
@@ -253,4 +265,6 @@ function checkConfig(c: GPTConfig): void {
   if (c.nEmbd % c.nHead !== 0) throw new Error(`GPT: nEmbd ${c.nEmbd} is not divisible by nHead ${c.nHead}`);
   if (!(c.dropout >= 0 && c.dropout < 1)) throw new Error(`GPT: dropout must be in [0, 1), got ${c.dropout}`);
   if (c.positions !== 'learned' && c.positions !== 'sinusoidal') throw new Error(`GPT: positions must be 'learned' or 'sinusoidal', got '${String(c.positions)}'`);
+  if (c.activation !== undefined && c.activation !== 'gelu' && c.activation !== 'gelu_tanh') throw new Error(`GPT: activation must be 'gelu' or 'gelu_tanh', got '${String(c.activation)}'`);
+  if (c.layerNormEps !== undefined && !(c.layerNormEps > 0 && c.layerNormEps < 1)) throw new Error(`GPT: layerNormEps must be in (0, 1), got ${c.layerNormEps}`);
 }
