@@ -27,6 +27,18 @@ import { Dropout, Embedding, LayerNorm, Linear, sinusoidalTable } from '../nn/la
 import { Module, ModuleList } from '../nn/module.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import { noGrad } from '../autograd/grad-mode.ts';
+import { copyHfTensor, gptConfigFromHf, planHfGpt2Load } from './hf/gpt2.ts';
+
+/** A checkpoint's tensors by name and shape, each decoded on demand (`read`, called once per tensor). */
+export interface HfTensorSource {
+  entries: readonly { name: string; shape: readonly number[] }[];
+  read(name: string): Tensor;
+}
+
+function isTensorSource(x: unknown): x is HfTensorSource {
+  return typeof x === 'object' && x !== null && Array.isArray((x as HfTensorSource).entries) && typeof (x as HfTensorSource).read === 'function';
+}
 
 /** Everything that defines a GPT; saved as config.json beside the weights. */
 export interface GPTConfig {
@@ -166,7 +178,8 @@ export class GPT extends Module {
   readonly h: ModuleList<Block>;
   readonly lnF: LayerNorm;
 
-  constructor(config: GPTConfig) {
+  /** options.init false skips GPT-2's random initialisation (weights stay 0/1): for a model about to be loaded. */
+  constructor(config: GPTConfig, options: { init?: boolean } = {}) {
     super();
     checkConfig(config);
     this.config = { ...config };
@@ -177,7 +190,26 @@ export class GPT extends Module {
     this.drop = this.registerModule('drop', new Dropout(c.dropout));
     this.h = this.registerModule('h', new ModuleList(Array.from({ length: c.nLayer }, () => new Block(c))));
     this.lnF = this.registerModule('ln_f', new LayerNorm(c.nEmbd, { eps: c.layerNormEps ?? 1e-5 }));
-    this.initWeights();
+    if (options.init ?? true) this.initWeights();
+  }
+
+  /**
+   * A Hugging Face GPT-2 checkpoint (gpt2, distilgpt2, gpt2-medium, ...) as a qkv GPT in eval mode:
+   * its config.json (object) and its tensors by HF name, either all decoded (`Record<string, Tensor>`)
+   * or as a list with a reader called once per tensor (so a large file is never decoded whole).
+   * Names and layouts are mapped by `hf/gpt2.ts`; a config or tensor that is not GPT-2's is refused
+   * in one line naming it. On disk: `io.readHfGpt2(configJson, bytes)`, or the CLI's `--model DIR`.
+   */
+  static fromHuggingFace(config: unknown, tensors: Record<string, Tensor> | HfTensorSource): GPT {
+    const source: HfTensorSource = isTensorSource(tensors)
+      ? tensors
+      : { entries: Object.entries(tensors).map(([name, t]) => ({ name, shape: t.shape })), read: (name) => tensors[name] };
+    const model = new GPT(gptConfigFromHf(config), { init: false });
+    const own = model.stateDict();
+    noGrad(() => {
+      for (const step of planHfGpt2Load(source.entries, own)) copyHfTensor(own[step.target.name], source.read(step.hfName), step.target.transpose);
+    });
+    return model.eval();
   }
 
   /**
