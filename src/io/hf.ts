@@ -29,9 +29,12 @@ export type RangeReader = (begin: number, end: number) => Promise<Uint8Array>;
 /**
  * The same, reading model.safetensors (`size` bytes) through `read`, one tensor at a time. The
  * model is built (config and tensor list checked) before any weight is read; `progress` gets the
- * bytes read so far.
+ * bytes read so far. Untransposed F32 tensors are read `chunkBytes` at a time (default 16 MiB).
  */
-export async function readHfGpt2Streaming(configJson: unknown, size: number, read: RangeReader, progress?: (bytes: number, total: number) => void): Promise<GPT> {
+export async function readHfGpt2Streaming(
+  configJson: unknown, size: number, read: RangeReader, progress?: (bytes: number, total: number) => void, chunkBytes = CHUNK_BYTES,
+): Promise<GPT> {
+  if (!Number.isInteger(chunkBytes) || chunkBytes < 4 || chunkBytes % 4 !== 0) throw new Error(`readHfGpt2Streaming: chunkBytes must be a positive multiple of 4, got ${chunkBytes}`);
   if (size < 8) throw new Error(`safetensors: file is ${size} bytes, shorter than the 8-byte header length prefix`);
   const prefix = await read(0, 8);
   const headerLen = new DataView(prefix.buffer, prefix.byteOffset, 8).getUint32(0, true);
@@ -44,13 +47,30 @@ export async function readHfGpt2Streaming(configJson: unknown, size: number, rea
   let done = dataStart;
   for (const step of planHfGpt2Load(entries, own).sort((a, b) => a.entry.begin - b.entry.begin)) {
     const e = step.entry;
-    const bytes = await read(dataStart + e.begin, dataStart + e.end);
-    if (bytes.length !== e.end - e.begin) throw new Error(`model.safetensors: tensor '${e.name}' is cut short (${bytes.length} of ${e.end - e.begin} bytes): the file is truncated`);
-    copyHfTensor(own[step.target.name], float32Tensor(bytes, e), step.target.transpose);
-    done += bytes.length;
-    progress?.(done, size);
+    const dst = own[step.target.name];
+    const chunked = e.dtype === 'F32' && !step.target.transpose;
+    // Large untransposed tables (wte: 154 MB in gpt2) are read in pieces straight into the parameter.
+    const piece = chunked ? chunkBytes : e.end - e.begin;
+    for (let at = e.begin; at < e.end; at += piece) {
+      const to = Math.min(e.end, at + piece);
+      const bytes = await read(dataStart + at, dataStart + to);
+      if (bytes.length !== to - at) throw new Error(`model.safetensors: tensor '${e.name}' is cut short (${at - e.begin + bytes.length} of ${e.end - e.begin} bytes): the file is truncated`);
+      if (chunked) (dst.data as Float32Array).set(float32View(bytes), (at - e.begin) / 4);
+      else copyHfTensor(dst, float32Tensor(bytes, e), step.target.transpose);
+      done += bytes.length;
+      progress?.(done, size);
+    }
   }
   return model.eval();
+}
+
+/** Bytes read per piece of a large untransposed F32 tensor (a multiple of 4). */
+const CHUNK_BYTES = 16 * 2 ** 20;
+
+/** F32 little-endian bytes as a Float32Array (a view when aligned). */
+function float32View(bytes: Uint8Array): Float32Array {
+  if (bytes.byteOffset % 4 === 0) return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4);
+  return new Float32Array(bytes.slice().buffer);
 }
 
 /** A tensor's bytes as float32, without a copy when the file is F32 and aligned. */

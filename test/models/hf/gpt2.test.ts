@@ -80,6 +80,14 @@ test('streaming one tensor at a time gives the same model; a truncated file is n
     return bytes.slice(b, e);
   });
   checkAgainstPyTorch(model, 'streamed');
+  // Large tables are read in pieces straight into the parameter: the same model with 1000-byte pieces.
+  const pieces: number[] = [];
+  const chunked = await io.readHfGpt2Streaming(json('config.json'), bytes.length, async (b, e) => {
+    pieces.push(e - b);
+    return bytes.slice(b, e);
+  }, undefined, 1000);
+  checkAgainstPyTorch(chunked, 'streamed in 1000-byte pieces');
+  assert.ok(pieces.filter((n) => n === 1000).length >= 40, 'wte and wpe came in pieces');
   // Never the whole file at once: the largest read is one tensor (wte), and mask buffers are not read.
   assert.ok(Math.max(...reads) <= 317 * 32 * 4 + 8, `largest read ${Math.max(...reads)}`);
   const cut = bytes.slice(0, bytes.length - 1000);
