@@ -145,6 +145,14 @@ export class ByteLevelBpeTokenizer {
     return eot.id;
   }
 
+  /** The bytes a (non-added) token stands for; undefined for an unknown id or an added token. */
+  tokenBytes(id: number): Uint8Array | undefined {
+    if (this.addedById.has(id)) return undefined;
+    const tok = this.idToTok[id];
+    if (tok === undefined) return undefined;
+    return Uint8Array.from(Array.from(tok, (ch) => BYTES.decoder.get(ch) ?? 0x3f));
+  }
+
   /** The token strings of a text (byte-level characters, e.g. 'Ġworld'). */
   tokenize(text: string): string[] {
     return this.encode(text).map((id) => this.idToTok[id]);

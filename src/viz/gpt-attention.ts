@@ -136,7 +136,16 @@ export function causalAttention(model: GPT, ids: readonly number[]): AttentionSt
 export function tokenLabel(tokenizer: GptTokenizer, id: number, separatorId: number): string {
   if (tokenizer instanceof ByteLevelBpeTokenizer) {
     if (id === separatorId) return '<|endoftext|>';
-    return tokenizer.decode([id]).replaceAll(' ', '␣').replaceAll('\n', '⏎');
+    const bytes = tokenizer.tokenBytes(id);
+    if (!bytes) return tokenizer.idToToken(id) ?? `#${id}`; // an added token, or an unknown id
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch {
+      // A piece of a multi-byte character (one byte of an emoji, say) is not text on its own: show its bytes.
+      return `<${Array.from(bytes, (b) => `0x${b.toString(16).toUpperCase().padStart(2, '0')}`).join(' ')}>`;
+    }
+    return text.replaceAll(' ', '␣').replaceAll('\n', '⏎').replaceAll('\t', '⇥');
   }
   if (id === separatorId) return '⏎';
   const t = tokenizer.idToToken(id) ?? `#${id}`;

@@ -237,6 +237,7 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
     }
   }
   assert.equal(await page.locator('#neuron-out > p .strip .cell').count(), 8, 'q has headDim = 8 numbers');
+  await page.screenshot({ path: join(fileURLToPath(new URL('.', import.meta.url)), 'screenshots', 'explorer-gpt2.png'), fullPage: true });
   assert.deepEqual(errors, []);
 });
 

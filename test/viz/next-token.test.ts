@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { io } from '../../src/index.ts';
-import { causalAttention } from '../../src/viz/gpt-attention.ts';
+import { ByteLevelBpeTokenizer, tokenizerFromJSON } from '../../src/text/index.ts';
+import { causalAttention, tokenLabel } from '../../src/viz/gpt-attention.ts';
 import { lastLogits, nextTokenView } from '../../src/viz/next-token.ts';
 import { neuronView } from '../../src/viz/neuron.ts';
 import { assertClose } from '../helpers/assert.ts';
@@ -85,4 +86,14 @@ test('neuron view: q ⊙ k summed and scaled are the scores whose softmax is the
   }
   assert.throws(() => neuronView(model, ids, 2, 0, 0), /^Error: neuronView: layer 2 does not exist \(0\.\.1\)$/);
   assert.throws(() => neuronView(model, ids, 0, 0, T), /query 10 is not a position of the 10 tokens/);
+});
+
+test('byte-level token labels: spaces as ␣, a lone byte of a character as its hex, <|endoftext|> by name', () => {
+  const tok = tokenizerFromJSON(JSON.parse(readFileSync(new URL('tokenizer.json', DIR), 'utf8'))) as ByteLevelBpeTokenizer;
+  const label = (s: string) => tok.encode(s).map((id) => tokenLabel(tok, id, tok.eosId));
+  assert.deepEqual(label(' man'), ['␣man']);
+  assert.deepEqual(label('a\tb\n'), ['a', '⇥', 'b', '⏎']);
+  assert.deepEqual(label('é'), ['<0xC3>', '<0xA9>']); // no merge joins its two bytes in this small vocabulary
+  assert.deepEqual(label('😀'), ['<0xF0>', '<0x9F>', '<0x98>', '<0x80>']);
+  assert.equal(tokenLabel(tok, tok.eosId, tok.eosId), '<|endoftext|>');
 });
