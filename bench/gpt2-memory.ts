@@ -3,7 +3,8 @@
  * a model, the folder is opened through the page's folder picker, and the renderer processes'
  * peak resident memory (VmHWM, Linux /proc) is read before and after, with the page's WebAssembly
  * memory size. Then one token is generated, to show the model works.
- *   npx tsx bench/gpt2-memory.ts DIR [--backend wasm|js]     (needs dist/web: npm run build:web)
+ *   npx tsx bench/gpt2-memory.ts DIR [--backend wasm|js] [--serve]     (needs dist/web: npm run build:web)
+ * --serve: the server serves DIR (qkv explore --model DIR) and the page loads it from there.
  * DIR: a Hugging Face GPT-2 folder (config.json, tokenizer.json, model.safetensors).
  */
 import { execFileSync } from 'node:child_process';
@@ -41,25 +42,31 @@ function tree(root: number): Map<number, [number, number]> {
   return out;
 }
 
-const server = await startExploreServer({ webDir, modelDir: null, port: 0 });
+const serve = process.argv.includes('--serve');
+const server = await startExploreServer({ webDir, modelDir: serve ? dir : null, port: 0 });
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium', headless: true,
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
 });
 try {
   const page = await browser.newPage();
-  await page.goto(`${server.url}?backend=${backend}#generate`);
-  await page.waitForSelector('body[data-ready="true"]', { timeout: 60000 });
   const rootPid = process.pid; // Chromium's processes are this process's descendants
-  const before = tree(rootPid);
+  let before = tree(rootPid);
   const t0 = performance.now();
-  await page.locator('#folder-input').setInputFiles(dir);
-  await page.waitForFunction(() => {
-    const d = document.querySelector<HTMLElement>('#view-generate')!.dataset;
-    return d.opened === '1' || d.openFailed === '1';
-  }, undefined, { timeout: 600000 });
+  await page.goto(`${server.url}?backend=${backend}#generate`);
+  if (!serve) {
+    await page.waitForSelector('body[data-ready="true"]', { timeout: 60000 });
+    before = tree(rootPid);
+    await page.locator('#folder-input').setInputFiles(dir);
+    await page.waitForFunction(() => {
+      const d = document.querySelector<HTMLElement>('#view-generate')!.dataset;
+      return d.opened === '1' || d.openFailed === '1';
+    }, undefined, { timeout: 600000 });
+  } else {
+    await page.waitForSelector('body[data-ready]', { timeout: 600000 });
+  }
   const seconds = (performance.now() - t0) / 1000;
-  const status = await page.getByTestId('folder-status').textContent();
+  const status = serve ? `opened ${await page.getByTestId('model-info').textContent()}` : await page.getByTestId('folder-status').textContent();
   const after = tree(rootPid);
   const fileMb = statSync(join(dir, 'model.safetensors')).size / 2 ** 20;
   // The renderer is the process whose peak grew the most.

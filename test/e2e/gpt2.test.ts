@@ -272,3 +272,29 @@ test('bad folders: one message each, the open model keeps working', { skip }, as
   assert.equal((await open(FIX)).ok, true);
   assert.deepEqual(errors, []);
 });
+
+test('qkv explore --model on a Hugging Face GPT-2 folder: the page loads it from the server and generates as Node', { skip }, async () => {
+  const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: FIX, port: 0 });
+  const p = await browser.newPage();
+  const errs: string[] = [];
+  p.on('pageerror', (e) => errs.push(e.message));
+  try {
+    await p.goto(`${srv.url}?backend=${BACKEND}`);
+    await p.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
+    assert.equal(await p.locator('#view-generate').isVisible(), true);
+    assert.equal(await p.locator('#tab-translate').isVisible(), false);
+    assert.match((await p.getByTestId('model-info').textContent()) ?? '', /^Model hf-gpt2-tiny: Hugging Face GPT-2, 2 layers, 4 heads, nEmbd 32, context 32 tokens, vocabulary 317 \(byte-level BPE\)/);
+    const lm = loadGptFromFiles(fixJson('config.json'), fixJson('tokenizer.json'), readFix('model.safetensors'));
+    const ref = generateWithAttention(lm, 'A dog', { maxTokens: 5, stopAtLineEnd: false });
+    await p.getByTestId('prompt').fill('A dog');
+    await p.getByTestId('max-tokens').fill('5');
+    await p.locator('#stop-line').uncheck();
+    await p.getByTestId('generate').click();
+    await p.waitForFunction(() => document.querySelector('#view-generate')?.getAttribute('data-generated') === '1');
+    assert.equal(await p.getByTestId('continuation').textContent(), ref.continuation);
+    assert.deepEqual(errs, []);
+  } finally {
+    await p.close();
+    await srv.close();
+  }
+});

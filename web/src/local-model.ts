@@ -89,3 +89,20 @@ export async function loadLocalModel(files: Iterable<File>, backend: string, pro
   const lm = loadGptFromFiles(config, tokenizerJson, new Uint8Array(await w.arrayBuffer()));
   return { lm, name, source: 'qkv GPT', bytes: w.size, seconds: (performance.now() - t0) / 1000 };
 }
+
+/**
+ * The Hugging Face GPT-2 folder `qkv explore --model DIR` serves: the weights are fetched as a Blob
+ * (which the browser may keep on disk) and read from it one tensor at a time, as a local folder is.
+ */
+export async function loadServedHf(config: unknown, name: string, backend: string, progress: (s: string) => void): Promise<LocalModel> {
+  const t0 = performance.now();
+  const files: File[] = [];
+  progress(`downloading ${name}: tokenizer.json, model.safetensors…`);
+  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) {
+    const r = await fetch(`model/${f}`);
+    if (!r.ok) throw new Error(`model/${f}: HTTP ${r.status}`);
+    files.push(f === 'config.json' ? new File([JSON.stringify(config)], f) : new File([await r.blob()], f));
+  }
+  const m = await loadLocalModel(files, backend, progress);
+  return { ...m, name, source: 'Hugging Face GPT-2', seconds: (performance.now() - t0) / 1000 };
+}

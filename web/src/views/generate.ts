@@ -11,7 +11,8 @@ import { generateWithAttention, gptMaps, loadGptFromFiles, type GptAttention, ty
 import { ByteLevelBpeTokenizer } from '../../../src/text/bytelevel.ts';
 import { CharTokenizer } from '../../../src/text/chars.ts';
 import { field, h, nextFrame, onSubmit, select } from '../dom.ts';
-import { loadLocalModel } from '../local-model.ts';
+import { isHfConfig } from '../../../src/models/hf/gpt2.ts';
+import { loadLocalModel, loadServedHf } from '../local-model.ts';
 import { loadServed, type ModelViewDeps } from '../model.ts';
 import { attentionPanel } from './attention-panel.ts';
 import { nextTokenPanel } from './next-token.ts';
@@ -180,6 +181,21 @@ export async function initGenerate(root: HTMLElement, deps: ModelViewDeps): Prom
   if (!ownsInfo) {
     info.textContent = 'The explorer serves a translation model (see Translate). Open a GPT folder above: a Hugging Face GPT-2 download (gpt2, distilgpt2, ...) or a qkv train-lm folder.';
     info.classList.add('warning');
+    return;
+  }
+  if (deps.served.model && isHfConfig(deps.served.model.config)) {
+    // A Hugging Face GPT-2 (hundreds of MB): read tensor by tensor, never held twice.
+    const name = deps.served.model.name;
+    try {
+      const m = await loadServedHf(deps.served.model.config, name, deps.backend()?.name ?? 'js', (s) => {
+        info.textContent = s;
+      });
+      setModel(m.lm, name, m.source);
+    } catch (e) {
+      info.textContent = `Could not load the model: ${(e as Error).message}`;
+      info.classList.add('error');
+      deps.setModelStatus('model failed to load');
+    }
     return;
   }
   const r = await loadServed(info, deps, (tok, weights) => loadGptFromFiles(deps.served.model!.config, tok, weights));
