@@ -4,10 +4,12 @@
  * and loaded as a qkv language model, so `qkv generate/attention/explore --model DIR` take them
  * as they take a `qkv train-lm` folder.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
+import { readHfGpt2Sync } from '../io/hf.ts';
+import type { GPT } from '../models/gpt.ts';
 import { isHfConfig } from '../models/hf/gpt2.ts';
-import { checkedHf, hfTokenizer, loadGptFromFiles } from '../viz/gpt-attention.ts';
+import { checkedHf, hfTokenizer } from '../viz/gpt-attention.ts';
 import { readJson, UserError } from './files.ts';
 import type { LoadedLm } from './lm.ts';
 
@@ -29,9 +31,28 @@ export function loadHfLmDir(dir: string): LoadedLm {
   const wpath = join(dir, 'model.safetensors');
   if (!existsSync(wpath)) throw new UserError(`model weights not found: ${wpath}`);
   try {
-    hfTokenizer(tokenizerJson); // a bad tokenizer is named before 500 MB of weights are read
-    const lm = loadGptFromFiles(config, tokenizerJson, readFileSync(wpath));
-    checkedHf(lm.model, lm.tokenizer);
+    const tokenizer = hfTokenizer(tokenizerJson); // a bad tokenizer is named before 500 MB of weights are read
+    let model: GPT;
+    const fd = openSync(wpath, 'r');
+    try {
+      // One tensor (or 16 MiB of one) at a time: the file is never held whole beside the weights.
+      model = readHfGpt2Sync(config, fstatSync(fd).size, (begin, end) => {
+        const buf = Buffer.allocUnsafe(end - begin);
+        let got = 0;
+        while (got < buf.length) {
+          const n = readSync(fd, buf, got, buf.length - got, begin + got);
+          if (n === 0) break;
+          got += n;
+        }
+        return buf.subarray(0, got);
+      });
+    } catch (e) {
+      const m = (e as Error).message;
+      throw new Error(/^(config\.json|model\.safetensors)/.test(m) ? m : `model.safetensors: ${m}`);
+    } finally {
+      closeSync(fd);
+    }
+    const lm = checkedHf(model, tokenizer);
     return {
       ...lm,
       config: { format: 'qkv-gpt', version: 1, model: lm.model.config, tokenizer: 'bytelevel', training: { from: `Hugging Face folder ${dir}` } },
