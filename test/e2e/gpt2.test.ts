@@ -298,3 +298,38 @@ test('qkv explore --model on a Hugging Face GPT-2 folder: the page loads it from
     await srv.close();
   }
 });
+
+test('with a translation model served, the Generate tab still opens a GPT folder', { skip }, async () => {
+  const { makeTinyModel } = await import('./tiny-model.ts');
+  const tiny = makeTinyModel();
+  const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: tiny.dir, port: 0 });
+  const p = await browser.newPage();
+  const errs: string[] = [];
+  p.on('pageerror', (e) => errs.push(e.message));
+  try {
+    await p.goto(`${srv.url}?backend=${BACKEND}`);
+    await p.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
+    assert.equal(await p.locator('#view-translate').isVisible(), true);
+    await p.locator('#tabs [data-view="generate"]').click();
+    assert.equal(await p.locator('#view-generate').isVisible(), true);
+    await p.getByTestId('generate-info').waitFor();
+    assert.match((await p.getByTestId('generate-info').textContent()) ?? '', /serves a translation model \(see Translate\)\. Open a GPT folder above/);
+    await p.locator('#folder-input').setInputFiles(FIX);
+    await p.waitForFunction(() => document.querySelector('#view-generate')?.getAttribute('data-opened') === '1');
+    assert.match((await p.getByTestId('generate-info').textContent()) ?? '', /^Model hf-gpt2-tiny: Hugging Face GPT-2 from a local folder/);
+    await p.getByTestId('prompt').fill('A dog');
+    await p.getByTestId('max-tokens').fill('2');
+    await p.getByTestId('generate').click();
+    await p.waitForFunction(() => document.querySelector('#view-generate')?.getAttribute('data-generated') === '1');
+    assert.ok(((await p.getByTestId('generated').textContent()) ?? '').startsWith('A dog'));
+    // Translate still works.
+    await p.locator('#tabs [data-view="translate"]').click();
+    await p.getByTestId('src').fill('A dog runs.');
+    await p.getByTestId('translate').click();
+    await p.waitForFunction(() => document.querySelector('#view-translate')?.getAttribute('data-translated') === '1');
+    assert.deepEqual(errs, []);
+  } finally {
+    await p.close();
+    await srv.close();
+  }
+});
