@@ -65,12 +65,12 @@ export class ByteLevelBpeTokenizer {
   private readonly addPrefixSpace: boolean;
   private readonly useRegex: boolean;
   private readonly cache = new Map<string, number[]>();
-  private readonly json: unknown;
+  private readonly merges: [string, string][];
   readonly vocabSize: number;
 
-  private constructor(json: unknown, vocab: Map<string, number>, merges: [string, string][], added: AddedToken[], addPrefixSpace: boolean, useRegex: boolean) {
-    this.json = json;
+  private constructor(vocab: Map<string, number>, merges: [string, string][], added: AddedToken[], addPrefixSpace: boolean, useRegex: boolean) {
     this.vocab = vocab;
+    this.merges = merges;
     this.ranks = new Map(merges.map(([a, b], i) => [`${a} ${b}`, i]));
     this.added = added.slice().sort((a, b) => b.content.length - a.content.length); // longest match first
     this.addedById = new Map(added.map((t) => [t.id, t]));
@@ -123,11 +123,21 @@ export class ByteLevelBpeTokenizer {
       if (!Number.isInteger(t.id) || typeof t.content !== 'string' || t.content === '') throw new Error(`tokenizer.json: bad added token ${JSON.stringify(t)}`);
       added.push({ id: t.id, content: t.content, special: t.special ?? false });
     }
-    return new ByteLevelBpeTokenizer(json, vocab, merges, added, pre.add_prefix_space === true, pre.use_regex !== false);
+    return new ByteLevelBpeTokenizer(vocab, merges, added, pre.add_prefix_space === true, pre.use_regex !== false);
   }
 
+  /** A tokenizer.json that @huggingface/tokenizers (and fromJSON) read back to the same ids. */
   toJSON(): unknown {
-    return this.json;
+    const byteLevel = { type: 'ByteLevel', add_prefix_space: this.addPrefixSpace, trim_offsets: true, use_regex: this.useRegex };
+    return {
+      version: '1.0', truncation: null, padding: null,
+      added_tokens: [...this.addedById.values()].map((t) => ({ id: t.id, content: t.content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: t.special })),
+      normalizer: null, pre_tokenizer: byteLevel, post_processor: byteLevel, decoder: byteLevel,
+      model: {
+        type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false,
+        vocab: Object.fromEntries(this.vocab), merges: this.merges.map(([a, b]) => [a, b]),
+      },
+    };
   }
 
   idToToken(id: number): string | undefined {

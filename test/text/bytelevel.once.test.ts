@@ -88,6 +88,17 @@ test("GPT-2's vocabulary: same ids as @huggingface/tokenizers and gpt-3-encoder,
   assert.ok(texts.length > 6000 && chars > 300_000);
 });
 
+test('toJSON writes a tokenizer.json that HF and fromJSON read back to the same ids', () => {
+  const tok = ByteLevelBpeTokenizer.fromJSON(gpt2TokenizerJson());
+  const json = JSON.parse(JSON.stringify(tok));
+  const again = ByteLevelBpeTokenizer.fromJSON(json);
+  const hf = new HfTokenizer(json, {});
+  for (const s of ['Hello world', "It's 3.14 — naïve 😀", '  spaces\n\tand tabs<|endoftext|>x']) {
+    assert.deepEqual(again.encode(s), tok.encode(s), s);
+    assert.deepEqual(hf.encode(s).ids, tok.encode(s), s);
+  }
+});
+
 test('added tokens are cut out before pre-tokenization, as HF does', () => {
   const json = gpt2TokenizerJson();
   const tok = ByteLevelBpeTokenizer.fromJSON(json);
