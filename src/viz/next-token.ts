@@ -5,7 +5,7 @@
  * hold together, and one token drawn from it with a seed. Pure numbers: the explorer draws them.
  */
 import { noGrad } from '../autograd/grad-mode.ts';
-import { samplingDistribution, sampleToken, type SamplingOptions } from '../decode/sample.ts';
+import { argmax, samplingDistribution, sampleToken, type SamplingOptions } from '../decode/sample.ts';
 import type { GPT } from '../models/gpt.ts';
 import { Generator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
@@ -25,7 +25,7 @@ export interface NextTokenView {
   shownMass: number;
   /** Tokens with a probability above 0 after filtering. */
   kept: number;
-  /** One token drawn from the distribution with `seed` (the argmax at temperature 0). */
+  /** One token drawn from the distribution with `seed` (the argmax at temperature 0 or with `greedy`). */
   sampled: number;
   /** Its probability. */
   sampledP: number;
@@ -42,14 +42,17 @@ export function lastLogits(model: GPT, ids: readonly number[]): Float32Array {
   });
 }
 
-/** The next-token view of logits under sampling options; `top` entries (default 20). */
-export function nextTokenView(logits: ArrayLike<number>, options: SamplingOptions & { seed?: number }, top = 20): NextTokenView {
+/**
+ * The next-token view of logits under sampling options; `top` entries (default 20). With `greedy`
+ * the distribution is still shown (at the given temperature) and the pick is the argmax.
+ */
+export function nextTokenView(logits: ArrayLike<number>, options: SamplingOptions & { seed?: number; greedy?: boolean }, top = 20): NextTokenView {
   const p = samplingDistribution(logits, options);
   const p0 = samplingDistribution(logits, {});
   const order = Array.from({ length: p.length }, (_, i) => i).sort((a, b) => p[b] - p[a] || p0[b] - p0[a] || a - b);
   const shown = order.slice(0, Math.min(top, p.length)).map((id) => ({ id, p: p[id], p0: p0[id] }));
   let kept = 0;
   for (let i = 0; i < p.length; i++) if (p[i] > 0) kept++;
-  const sampled = sampleToken(logits, options, new Generator(options.seed ?? 0));
+  const sampled = options.greedy ? argmax(logits) : sampleToken(logits, options, new Generator(options.seed ?? 0));
   return { top: shown, shownMass: shown.reduce((s, t) => s + t.p, 0), kept, sampled, sampledP: p[sampled] };
 }

@@ -65,6 +65,11 @@ test('temperature, top-k and top-p reshape the distribution as sampling does', (
   const greedy = nextTokenView(logits, { temperature: 0, seed: 9 });
   assert.equal(greedy.sampled, cold.top[0].id);
   assert.equal(greedy.top[0].p, 1);
+  // greedy: the distribution at temperature 1 is shown, the pick is its most probable token.
+  const shownGreedy = nextTokenView(logits, { temperature: 1, greedy: true, seed: 9 });
+  assert.equal(shownGreedy.sampled, shownGreedy.top[0].id);
+  assert.equal(shownGreedy.top[0].p, nextTokenView(logits, { temperature: 1 }).top[0].p);
+  assert.ok(shownGreedy.top[0].p < 1);
   // The draw follows the seed.
   const draws = new Set(Array.from({ length: 40 }, (_, s) => nextTokenView(logits, { temperature: 2, seed: s }).sampled));
   assert.ok(draws.size > 1);

@@ -60,7 +60,11 @@ export async function initGenerate(root: HTMLElement, deps: ModelViewDeps): Prom
     if (sample && (!Number.isInteger(s) || s < 0)) throw new Error(`the seed must be a whole number >= 0, got '${seed.value}'`);
     return { temperature: sample ? t : 0, topK: k > 0 ? k : undefined, topP: p, seed: sample ? s : 0 };
   };
-  const nextToken = nextTokenPanel(sampling);
+  // Greedy decoding still shows the model's distribution (temperature 1), and marks its argmax.
+  const nextToken = nextTokenPanel(() => {
+    const o = sampling();
+    return decoding.value === 'sample' ? o : { ...o, temperature: 1, greedy: true };
+  });
   const neuron = neuronPanel();
 
   root.append(

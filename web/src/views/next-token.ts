@@ -21,7 +21,7 @@ export interface NextTokenPanel {
 
 const pct = (p: number) => `${(100 * p).toFixed(2)}%`;
 
-export function nextTokenPanel(options: () => SamplingOptions & { seed: number }): NextTokenPanel {
+export function nextTokenPanel(options: () => SamplingOptions & { seed: number; greedy?: boolean }): NextTokenPanel {
   const caption = h('p', { class: 'muted', id: 'next-token-caption' });
   const body = h('tbody');
   const table = h('table', { class: 'next-token', id: 'next-token-table', 'data-testid': 'next-token-table' },
@@ -59,7 +59,7 @@ export function nextTokenPanel(options: () => SamplingOptions & { seed: number }
     mass.textContent = `These ${v.top.length} tokens hold ${pct(v.shownMass)} of the probability; ${v.kept.toLocaleString('en')} of ${logits.length.toLocaleString('en')} tokens can be drawn.`;
     sampled.dataset.id = String(v.sampled);
     const o = options();
-    sampled.textContent = `${o.temperature === 0 ? 'Greedy picks' : `A draw with seed ${o.seed} picks`} "${label(v.sampled)}" (id ${v.sampled}, ${pct(v.sampledP)}).`;
+    sampled.textContent = `${o.greedy || o.temperature === 0 ? 'Greedy decoding picks the most probable' : `A draw with seed ${o.seed} picks`} "${label(v.sampled)}" (id ${v.sampled}, ${pct(v.sampledP)}).`;
     caption.textContent = `What the model predicts after the ${ids.length} tokens of the prompt, for the first token it generates` +
       ` (temperature ${o.temperature ?? 1}${o.topK ? `, top-k ${o.topK}` : ''}${o.topP !== undefined && o.topP < 1 ? `, top-p ${o.topP}` : ''}).`;
   };
