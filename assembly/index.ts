@@ -3,3 +3,4 @@
 export * from './gemm';
 export * from './kernels';
 export * from './elementwise';
+export * from './gemv';

@@ -216,10 +216,25 @@ function trainer(be: string, B: number, Tn: number): { step: () => number; model
 setBackend('wasm');
 
 // ---------------------------------------------------------------------------------------------
+// GPT-2 124M-shaped generation, 64 tokens with the KV cache (bench/gpt2.ts runs qkv and PyTorch).
+const gpt2Name = 'GPT-2 124M shape, 64 tokens, KV cache';
+let gpt2Torch: number | null = null;
+{
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/gpt2.ts', ...(withPeers ? [] : ['--no-peers'])], { cwd: root, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`bench/gpt2.ts failed: ${r.stderr}`);
+  const out = r.stdout.trim().split('\n');
+  for (const l of out.slice(0, -1)) log(l);
+  const g = JSON.parse(out[out.length - 1]!) as { qkv_ms: number; torch_ms: number | null };
+  rows.push({ name: gpt2Name, unit: 'ms', qkv: g.qkv_ms });
+  gpt2Torch = g.torch_ms;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Peers
 type PeerResult = Record<string, { ms: number; peak_mb?: number }>;
 let tfjs: PeerResult = {};
 let torch: PeerResult = {};
+if (gpt2Torch !== null) torch[gpt2Name] = { ms: gpt2Torch };
 let torchNote = '';
 if (withPeers) {
   log('TensorFlow.js (wasm backend)...');
@@ -280,6 +295,7 @@ Every qkv workload was first checked against the js backend (GEMM on 67×93×131
 GEMM rows are GFLOP/s (m×k×n, NN = C = A·B, NT = A·Bᵀ, TN = Aᵀ·B, TT = Aᵀ·Bᵀ), the others milliseconds; medians after a warm-up (calls over 3 s timed once).
 "qkv vs tfjs" is how many times faster qkv is; "qkv vs PyTorch" is qkv's time over PyTorch's (1 = parity, lower is better).
 MHA is \`nn.MultiheadAttention(512, 8, batchFirst)\` self-attention without returned weights, input (batch, length, 512); fwd+bwd includes the input gradient.
+The GPT-2 row is \`bench/gpt2.ts\`: a GPT of GPT-2 small's shape (124M parameters, random weights) continuing 8 tokens by 64, greedy, with the KV cache; PyTorch runs the same equations with its own KV cache (tokens/s = 64000 / ms).
 The training step is \`models.Seq2Seq\` (dModel 256, 4 heads, 3+3 layers, dFf 1024, vocabulary 8000, dropout 0.1), 128 pairs × 32 tokens with some padding, \`F.crossEntropy\` with label smoothing 0.1 and \`optim.Adam\`; PyTorch runs the same model built from \`torch.nn.Transformer\`. TensorFlow.js has no Transformer to train and is not run there, nor at length 8192.
 Peak MB is the process's peak resident memory minus its resident memory just before the long-sequence forward (a fresh process each).
 Timings are only comparable within one run: on a shared machine a load average above the core count means other work took CPU from every contestant.

@@ -3,6 +3,7 @@
  * Translation models (format 'qkv-seq2seq', from qkv train) and language models ('qkv-gpt', from
  * qkv train-lm) alike; the training state is left behind.
  */
+import { isHfModelDir } from './hf.ts';
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { modelKind, type ModelKind } from '../viz/attention-data.ts';
@@ -29,6 +30,7 @@ export function modelDirKind(dir: string): ModelKind {
 export function exportModel(o: { model: string; out: string; dtype: string; log: (s: string) => void }): void {
   const dtype = o.dtype.toUpperCase();
   if (dtype !== 'F16' && dtype !== 'F32') throw new UserError(`--dtype must be f16 or f32, got '${o.dtype}'`);
+  if (isHfModelDir(o.model)) throw new UserError(`${o.model} is a Hugging Face folder: qkv reads it as it is (--model ${o.model}); export takes a qkv run folder`);
   // Loading validates the folder and the weights.
   const { model } = modelDirKind(o.model) === 'gpt' ? loadLmDir(o.model) : loadModelDir(o.model);
   mkdirSync(o.out, { recursive: true });

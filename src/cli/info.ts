@@ -5,7 +5,8 @@ import type { Module } from '../nn/module.ts';
 import { Seq2Seq } from '../models/seq2seq.ts';
 import { PRESETS } from '../train/presets.ts';
 import { loadModelShape, UserError } from './files.ts';
-import { loadLmShape } from './lm.ts';
+import { isHfModelDir } from './hf.ts';
+import { loadLmDir, loadLmShape } from './lm.ts';
 
 export function info(o: { model?: string; preset?: string; log: (s: string) => void }): void {
   if (!o.model === !o.preset) throw new UserError('info: give exactly one of --model <dir> or --preset <name>');
@@ -18,7 +19,7 @@ export function info(o: { model?: string; preset?: string; log: (s: string) => v
     out.preset = o.preset;
   } else {
     const format = readFormat(o.model!);
-    const loaded = format === 'qkv-gpt' ? loadLmShape(o.model!) : loadModelShape(o.model!);
+    const loaded = isHfModelDir(o.model!) ? loadLmDir(o.model!) : format === 'qkv-gpt' ? loadLmShape(o.model!) : loadModelShape(o.model!);
     model = loaded.model;
     out.model = o.model;
     out.vocabulary = loaded.tokenizer.vocabSize;

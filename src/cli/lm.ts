@@ -15,8 +15,9 @@ import { manualSeed } from '../tensor/random.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import { CharTokenizer } from '../text/chars.ts';
-import { LM_PRESETS, LmTrainer, decodeLines, encodeLines, evaluateLm, type LmTokenizer } from '../train/lm.ts';
-import { lineSeparatorId } from '../viz/gpt-attention.ts';
+import { LM_PRESETS, LmTrainer, encodeLines, evaluateLm, type LmTokenizer } from '../train/lm.ts';
+import { idsText, lineSeparatorId, promptIds, type GptTokenizer } from '../viz/gpt-attention.ts';
+import { isHfModelDir, loadHfLmDir } from './hf.ts';
 import { readLines } from './corpus.ts';
 import { atomicWrite, readJson, UserError } from './files.ts';
 import { progressBar } from './progress.ts';
@@ -27,14 +28,15 @@ export interface LmConfigFile {
   format: 'qkv-gpt';
   version: 1;
   model: GPTConfig;
-  tokenizer: TokenizerKind;
+  /** 'bytelevel': a Hugging Face GPT-2 folder read as one (cli/hf.ts); never written. */
+  tokenizer: TokenizerKind | 'bytelevel';
   /** How it was trained (preset, recipe, data), for reference. */
   training?: Record<string, unknown>;
 }
 
 export interface LoadedLm {
   model: GPT;
-  tokenizer: LmTokenizer;
+  tokenizer: GptTokenizer;
   /** The id that ends a line: '\n' for characters, EOS for BPE. */
   separatorId: number;
   config: LmConfigFile;
@@ -56,7 +58,7 @@ export function loadLmShape(dir: string): LoadedLm {
   }
   const tpath = join(dir, 'tokenizer.json');
   const tjson = readJson(tpath, 'tokenizer');
-  let tokenizer: LmTokenizer;
+  let tokenizer: GptTokenizer;
   let model: GPT;
   try {
     tokenizer = config.tokenizer === 'char' ? CharTokenizer.fromJSON(tjson) : BpeTokenizer.fromJSON(tjson);
@@ -76,6 +78,7 @@ export function loadLmShape(dir: string): LoadedLm {
 
 /** Load a folder written by `qkv train-lm`, weights included, in eval mode. */
 export function loadLmDir(dir: string): LoadedLm {
+  if (isHfModelDir(dir)) return loadHfLmDir(dir);
   const lm = loadLmShape(dir);
   const wpath = join(dir, 'model.safetensors');
   if (!existsSync(wpath)) throw new UserError(`model weights not found: ${wpath}`);
@@ -148,7 +151,7 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
   let lm: { model: GPT; tokenizer: LmTokenizer; kind: TokenizerKind };
   if (a.resume) {
     const loaded = loadLmShape(a.out); // the weights come from the training state below
-    lm = { model: loaded.model, tokenizer: loaded.tokenizer, kind: loaded.config.tokenizer };
+    lm = { model: loaded.model, tokenizer: loaded.tokenizer, kind: loaded.config.tokenizer as TokenizerKind };
   } else {
     const kind = a.tokenizer as TokenizerKind;
     let tokenizer: LmTokenizer;
@@ -264,8 +267,7 @@ export function generateText(a: GenerateArgs): void {
   const blockSize = model.config.blockSize;
   // Each line of the prompt ends with the separator, as in training; the first starts after one
   // (a line start) when there is room for it.
-  const body = encodeLines(tokenizer, a.prompt.split('\n'), separatorId);
-  const ids = [...body.subarray(0, body.length - 1)];
+  const ids = promptIds(tokenizer, a.prompt, separatorId);
   if (ids.length > blockSize) throw new UserError(`the prompt is ${ids.length} tokens long; this model's context holds ${blockSize}`);
   if (tokenizer instanceof CharTokenizer || tokenizer instanceof BpeTokenizer) {
     const unknown = ids.filter((id) => id === tokenizer.unkId).length;
@@ -275,7 +277,7 @@ export function generateText(a: GenerateArgs): void {
   const seed = a.seed ?? Math.floor(Math.random() * 2 ** 31);
   const write = a.write ?? ((s: string) => process.stdout.write(s));
   const all = ids.slice(); // the prompt and what follows it, as shown
-  let shown = decodeLines(tokenizer, all, separatorId);
+  let shown = idsText(tokenizer, all, separatorId);
   write(shown);
   const t0 = performance.now();
   let n = 0;
@@ -284,7 +286,7 @@ export function generateText(a: GenerateArgs): void {
   })) {
     all.push(t.id);
     n++;
-    const text = decodeLines(tokenizer, all, separatorId);
+    const text = idsText(tokenizer, all, separatorId);
     write(text.slice(shown.length));
     shown = text;
   }

@@ -1,2 +1,3 @@
 /** Reading and writing tensors: `import { io } from 'qkv'`. */
-export { readSafetensors, writeSafetensors, type SafetensorsFile, type SafetensorsDType, type WriteOptions } from './safetensors.ts';
+export { readSafetensors, readSafetensorsHeader, decodeSafetensorsTensor, writeSafetensors, type SafetensorsEntry, type SafetensorsFile, type SafetensorsDType, type WriteOptions } from './safetensors.ts';
+export { readHfGpt2, readHfGpt2Streaming, readHfGpt2Sync, type RangeReader, type RangeReaderSync } from './hf.ts';

@@ -188,7 +188,21 @@ function numberToBF16Bits(value: number): number {
 // Reading
 // ---------------------------------------------------------------------------------------------
 
-interface Entry {
+type Entry = SafetensorsEntry;
+
+export function readSafetensors(bytes: Uint8Array): SafetensorsFile {
+  const { dataStart, entries, metadata } = readSafetensorsHeader(bytes, bytes.length);
+  const tensors: Record<string, Tensor> = {};
+  const dtypes: Record<string, SafetensorsDType> = {};
+  for (const e of entries) {
+    setOwn(tensors, e.name, decodeTensor(bytes, dataStart, e));
+    setOwn(dtypes, e.name, e.dtype);
+  }
+  return { tensors, metadata, dtypes };
+}
+
+/** One tensor's place in a safetensors file: its bytes are [dataStart + begin, dataStart + end). */
+export interface SafetensorsEntry {
   name: string;
   dtype: SafetensorsDType;
   shape: number[];
@@ -197,15 +211,21 @@ interface Entry {
   end: number;
 }
 
-export function readSafetensors(bytes: Uint8Array): SafetensorsFile {
+/**
+ * The header of a safetensors file of `fileLength` bytes, validated as readSafetensors does, from
+ * its first bytes only (`bytes` must hold at least 8 + the header length): a caller can then read
+ * one tensor at a time (a browser File's slice, a file descriptor) and never hold the whole file.
+ */
+export function readSafetensorsHeader(bytes: Uint8Array, fileLength: number): { dataStart: number; entries: SafetensorsEntry[]; metadata: Record<string, string> } {
   if (!(bytes instanceof Uint8Array)) fail(`expected a Uint8Array, got ${describe(bytes)}`);
-  if (bytes.length < 8) {
-    fail(`file is ${bytes.length} bytes, shorter than the 8-byte header length prefix`);
+  if (fileLength < 8) {
+    fail(`file is ${fileLength} bytes, shorter than the 8-byte header length prefix`);
   }
+  if (bytes.length < 8) fail(`expected the file's first 8 bytes at least, got ${bytes.length}`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const lo = view.getUint32(0, true);
   const hi = view.getUint32(4, true);
-  const remaining = bytes.length - 8;
+  const remaining = fileLength - 8;
   if (hi !== 0 || lo > MAX_HEADER_BYTES) {
     const n = (BigInt(hi) << 32n) | BigInt(lo);
     fail(`header length ${n} bytes is larger than the ${MAX_HEADER_BYTES}-byte limit`);
@@ -214,6 +234,7 @@ export function readSafetensors(bytes: Uint8Array): SafetensorsFile {
   if (headerLen > remaining) {
     fail(`header length ${headerLen} bytes is larger than the ${remaining} bytes after the length prefix`);
   }
+  if (bytes.length < 8 + headerLen) fail(`expected the header's ${8 + headerLen} bytes, got ${bytes.length}`);
 
   let text: string;
   try {
@@ -230,7 +251,7 @@ export function readSafetensors(bytes: Uint8Array): SafetensorsFile {
   if (!isPlainObject(header)) fail(`header must be a JSON object, got ${describe(header)}`);
 
   const dataStart = 8 + headerLen;
-  const dataLen = bytes.length - dataStart;
+  const dataLen = fileLength - dataStart;
 
   // Validate everything before decoding anything.
   const metadata: Record<string, string> = {};
@@ -264,13 +285,13 @@ export function readSafetensors(bytes: Uint8Array): SafetensorsFile {
     }
   }
 
-  const tensors: Record<string, Tensor> = {};
-  const dtypes: Record<string, SafetensorsDType> = {};
-  for (const e of entries) {
-    setOwn(tensors, e.name, decodeTensor(bytes, dataStart, e));
-    setOwn(dtypes, e.name, e.dtype);
-  }
-  return { tensors, metadata, dtypes };
+  return { dataStart, entries, metadata };
+}
+
+/** One tensor from its own bytes (`bytes` = the file's [dataStart + begin, dataStart + end)). */
+export function decodeSafetensorsTensor(bytes: Uint8Array, entry: SafetensorsEntry): Tensor {
+  if (bytes.length !== entry.end - entry.begin) fail(`tensor ${quoteName(entry.name)}: expected ${entry.end - entry.begin} bytes, got ${bytes.length}`);
+  return decodeTensor(bytes, -entry.begin, entry);
 }
 
 function parseEntry(name: string, raw: unknown, dataLen: number): Entry {

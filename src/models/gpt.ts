@@ -27,6 +27,18 @@ import { Dropout, Embedding, LayerNorm, Linear, sinusoidalTable } from '../nn/la
 import { Module, ModuleList } from '../nn/module.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import { noGrad } from '../autograd/grad-mode.ts';
+import { copyHfTensor, gptConfigFromHf, planHfGpt2Load } from './hf/gpt2.ts';
+
+/** A checkpoint's tensors by name and shape, each decoded on demand (`read`, called once per tensor). */
+export interface HfTensorSource {
+  entries: readonly { name: string; shape: readonly number[] }[];
+  read(name: string): Tensor;
+}
+
+function isTensorSource(x: unknown): x is HfTensorSource {
+  return typeof x === 'object' && x !== null && Array.isArray((x as HfTensorSource).entries) && typeof (x as HfTensorSource).read === 'function';
+}
 
 /** Everything that defines a GPT; saved as config.json beside the weights. */
 export interface GPTConfig {
@@ -44,11 +56,20 @@ export interface GPTConfig {
   dropout: number;
   /** 'learned': GPT-2's trained table wpe; 'sinusoidal': the paper's fixed sinusoids (§3.5), no parameters. */
   positions: 'learned' | 'sinusoidal';
+  /**
+   * The MLP's nonlinearity: 'gelu' (the exact erf form, the default) or 'gelu_tanh' (GPT-2's
+   * `gelu_new`, the tanh approximation that OpenAI's released weights were trained with).
+   */
+  activation?: GPTActivation;
+  /** ε of every LayerNorm (default 1e-5, GPT-2's layer_norm_epsilon). */
+  layerNormEps?: number;
 }
+
+export type GPTActivation = 'gelu' | 'gelu_tanh';
 
 /** GPT-2 "small" (124M): 124,439,808 parameters, as Hugging Face's `gpt2`. Too big to train on a CPU. */
 export const GPT2_124M: GPTConfig = {
-  vocabSize: 50257, blockSize: 1024, nLayer: 12, nHead: 12, nEmbd: 768, dropout: 0.1, positions: 'learned',
+  vocabSize: 50257, blockSize: 1024, nLayer: 12, nHead: 12, nEmbd: 768, dropout: 0.1, positions: 'learned', activation: 'gelu_tanh', layerNormEps: 1e-5,
 };
 
 /** Seconds per step on a CPU: smoke tests and CLI tests (the vocabulary is set from the tokenizer). */
@@ -87,16 +108,18 @@ export class MLP extends Module {
   readonly fc: Linear;
   readonly proj: Linear;
   readonly dropout: Dropout;
+  readonly activation: GPTActivation;
 
-  constructor(nEmbd: number, dropout: number) {
+  constructor(nEmbd: number, dropout: number, activation: GPTActivation = 'gelu') {
     super();
+    this.activation = activation;
     this.fc = this.registerModule('c_fc', new Linear(nEmbd, 4 * nEmbd));
     this.proj = this.registerModule('c_proj', new Linear(4 * nEmbd, nEmbd));
     this.dropout = this.registerModule('dropout', new Dropout(dropout));
   }
 
   forward(x: Tensor): Tensor {
-    return this.dropout.forward(this.proj.forward(F.gelu(this.fc.forward(x))));
+    return this.dropout.forward(this.proj.forward(F.gelu(this.fc.forward(x), this.activation === 'gelu_tanh' ? 'tanh' : 'none')));
   }
 }
 
@@ -111,10 +134,11 @@ export class Block extends Module {
 
   constructor(c: GPTConfig) {
     super();
-    this.ln1 = this.registerModule('ln_1', new LayerNorm(c.nEmbd));
+    const eps = c.layerNormEps ?? 1e-5;
+    this.ln1 = this.registerModule('ln_1', new LayerNorm(c.nEmbd, { eps }));
     this.attn = this.registerModule('attn', new MultiheadAttention(c.nEmbd, c.nHead, { dropout: c.dropout, batchFirst: true }));
-    this.ln2 = this.registerModule('ln_2', new LayerNorm(c.nEmbd));
-    this.mlp = this.registerModule('mlp', new MLP(c.nEmbd, c.dropout));
+    this.ln2 = this.registerModule('ln_2', new LayerNorm(c.nEmbd, { eps }));
+    this.mlp = this.registerModule('mlp', new MLP(c.nEmbd, c.dropout, c.activation));
     this.residDropout = this.registerModule('resid_dropout', new Dropout(c.dropout));
   }
 
@@ -154,7 +178,8 @@ export class GPT extends Module {
   readonly h: ModuleList<Block>;
   readonly lnF: LayerNorm;
 
-  constructor(config: GPTConfig) {
+  /** options.init false skips GPT-2's random initialisation (weights stay 0/1): for a model about to be loaded. */
+  constructor(config: GPTConfig, options: { init?: boolean } = {}) {
     super();
     checkConfig(config);
     this.config = { ...config };
@@ -164,8 +189,27 @@ export class GPT extends Module {
     this.pe = c.positions === 'sinusoidal' ? this.registerBuffer('pe', sinusoidalTable(c.blockSize, c.nEmbd), false) : null;
     this.drop = this.registerModule('drop', new Dropout(c.dropout));
     this.h = this.registerModule('h', new ModuleList(Array.from({ length: c.nLayer }, () => new Block(c))));
-    this.lnF = this.registerModule('ln_f', new LayerNorm(c.nEmbd));
-    this.initWeights();
+    this.lnF = this.registerModule('ln_f', new LayerNorm(c.nEmbd, { eps: c.layerNormEps ?? 1e-5 }));
+    if (options.init ?? true) this.initWeights();
+  }
+
+  /**
+   * A Hugging Face GPT-2 checkpoint (gpt2, distilgpt2, gpt2-medium, ...) as a qkv GPT in eval mode:
+   * its config.json (object) and its tensors by HF name, either all decoded (`Record<string, Tensor>`)
+   * or as a list with a reader called once per tensor (so a large file is never decoded whole).
+   * Names and layouts are mapped by `hf/gpt2.ts`; a config or tensor that is not GPT-2's is refused
+   * in one line naming it. On disk: `io.readHfGpt2(configJson, bytes)`, or the CLI's `--model DIR`.
+   */
+  static fromHuggingFace(config: unknown, tensors: Record<string, Tensor> | HfTensorSource): GPT {
+    const source: HfTensorSource = isTensorSource(tensors)
+      ? tensors
+      : { entries: Object.entries(tensors).map(([name, t]) => ({ name, shape: t.shape })), read: (name) => tensors[name] };
+    const model = new GPT(gptConfigFromHf(config), { init: false });
+    const own = model.stateDict();
+    noGrad(() => {
+      for (const step of planHfGpt2Load(source.entries, own)) copyHfTensor(own[step.target.name], source.read(step.hfName), step.target.transpose);
+    });
+    return model.eval();
   }
 
   /**
@@ -253,4 +297,6 @@ function checkConfig(c: GPTConfig): void {
   if (c.nEmbd % c.nHead !== 0) throw new Error(`GPT: nEmbd ${c.nEmbd} is not divisible by nHead ${c.nHead}`);
   if (!(c.dropout >= 0 && c.dropout < 1)) throw new Error(`GPT: dropout must be in [0, 1), got ${c.dropout}`);
   if (c.positions !== 'learned' && c.positions !== 'sinusoidal') throw new Error(`GPT: positions must be 'learned' or 'sinusoidal', got '${String(c.positions)}'`);
+  if (c.activation !== undefined && c.activation !== 'gelu' && c.activation !== 'gelu_tanh') throw new Error(`GPT: activation must be 'gelu' or 'gelu_tanh', got '${String(c.activation)}'`);
+  if (c.layerNormEps !== undefined && !(c.layerNormEps > 0 && c.layerNormEps < 1)) throw new Error(`GPT: layerNormEps must be in (0, 1), got ${c.layerNormEps}`);
 }

@@ -138,8 +138,17 @@ export function relu(x: Tensor): Tensor {
   });
 }
 
-/** GELU, exact erf form (torch's default approximate='none'). */
-export function gelu(x: Tensor): Tensor {
+/**
+ * GELU. approximate 'none' (torch's default): the exact erf form, one fused kernel. 'tanh': GPT-2's
+ * `gelu_new`, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), composed from primitive ops (its
+ * gradient follows from theirs), as torch.nn.functional.gelu(x, approximate='tanh').
+ */
+export function gelu(x: Tensor, approximate: 'none' | 'tanh' = 'none'): Tensor {
+  if (approximate === 'tanh') {
+    const inner = mul(add(x, mul(pow(x, 3), 0.044715)), Math.sqrt(2 / Math.PI));
+    return mul(mul(x, 0.5), add(tanh(inner), 1));
+  }
+  if (approximate !== 'none') throw new Error(`gelu: approximate must be 'none' or 'tanh', got '${String(approximate)}'`);
   const out = empty(x.shape);
   K().gelu(f32(x, 'gelu', 'input'), out.data as Float32Array);
   return record(out, 'gelu', [x], (g) => {

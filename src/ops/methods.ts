@@ -20,7 +20,7 @@ declare module '../tensor/tensor.ts' {
     sigmoid(): Tensor;
     pow(p: number): Tensor;
     relu(): Tensor;
-    gelu(): Tensor;
+    gelu(approximate?: 'none' | 'tanh'): Tensor;
     matmul(other: Tensor): Tensor;
     sum(dim?: number | number[], keepdim?: boolean): Tensor;
     mean(dim?: number | number[], keepdim?: boolean): Tensor;
@@ -55,7 +55,7 @@ P.tanh = function () { return F.tanh(this); };
 P.sigmoid = function () { return F.sigmoid(this); };
 P.pow = function (p) { return F.pow(this, p); };
 P.relu = function () { return F.relu(this); };
-P.gelu = function () { return F.gelu(this); };
+P.gelu = function (approximate?: 'none' | 'tanh') { return F.gelu(this, approximate); };
 P.matmul = function (o) { return F.matmul(this, o); };
 P.sum = function (dim, keepdim) { return F.sum(this, dim, keepdim); };
 P.mean = function (dim, keepdim) { return F.mean(this, dim, keepdim); };

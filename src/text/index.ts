@@ -19,3 +19,7 @@ export type {
 } from './bpe.ts';
 export { CharTokenizer } from './chars.ts';
 export type { CharLearnOptions, CharTokenizerJson } from './chars.ts';
+export { ByteLevelBpeTokenizer, GPT2_PATTERN, bytesToUnicode } from './bytelevel.ts';
+export type { ByteLevelDecodeOptions } from './bytelevel.ts';
+export { tokenizerFromJSON, tokenizerKind } from './load.ts';
+export type { AnyTokenizer, TokenizerKind } from './load.ts';

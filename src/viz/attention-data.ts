@@ -8,6 +8,7 @@
  * teacher-forced pass over the chosen output, so the decoder rows are exactly the positions that
  * produced it: row t is the position fed token t (`<s>` first) that predicted output token t.
  */
+import { isHfConfig } from '../models/hf/gpt2.ts';
 import { noGrad } from '../autograd/grad-mode.ts';
 import { beamSearch, greedy } from '../decode/search.ts';
 import { readSafetensors } from '../io/safetensors.ts';
@@ -139,6 +140,12 @@ export const MODEL_FORMATS: Record<string, ModelKind> = { 'qkv-seq2seq': 'seq2se
 
 /** The kind of model a config.json describes; a clear error naming `file` when it is neither. */
 export function modelKind(configJson: unknown, file = 'config.json'): ModelKind {
+  if (isHfConfig(configJson)) {
+    // A Hugging Face folder: GPT-2 is read (models/hf/gpt2.ts), other architectures are named.
+    const type = (configJson as { model_type: unknown }).model_type;
+    if (type === 'gpt2') return 'gpt';
+    throw new Error(`${file}: Hugging Face model_type '${String(type)}' is not supported (qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, ...)`);
+  }
   const format = configJson !== null && typeof configJson === 'object' ? (configJson as { format?: unknown }).format : undefined;
   const kind = typeof format === 'string' && Object.hasOwn(MODEL_FORMATS, format) ? MODEL_FORMATS[format] : undefined;
   if (!kind) {

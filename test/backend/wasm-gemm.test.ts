@@ -121,6 +121,16 @@ for (const variant of variants) {
     check({ batch: 1, m: 259, n: 2053, k: 263, transA: true, transB: true, strideA: 0, strideB: 0, strideC: 0, accumulate: true, inWasm: false }, 'large TT');
   });
 
+  test(`wasm gemm (${variant}): a few rows against a transposed B (a decoding step: dot products, columns split over threads)`, () => {
+    setGemmVariant(variant);
+    let i = 0;
+    for (const m of [1, 2, 3, 4, 5]) for (const [n, k] of [[4099, 771], [257, 3], [3, 16], [1, 17]]) {
+      const accumulate = i % 2 === 1;
+      check({ batch: 1, m, n, k, transA: false, transB: true, strideA: 0, strideB: 0, strideC: 0, accumulate, inWasm: i % 3 !== 0, pad: i % 4 === 2 ? 1 : 0 }, `${m}x${n}x${k} NT acc=${accumulate}`);
+      i++;
+    }
+  });
+
   test(`wasm gemm (${variant}): k = 0, empty shapes, short arrays`, () => {
     setGemmVariant(variant);
     const c = new Float32Array([1, 2, 3, 4]);

@@ -29,6 +29,7 @@ check('tanh sigmoid', (a) => F.mul(F.tanh(a), F.sigmoid(a)), [r(7)]);
 check('pow', (a) => F.pow(a, 3), [r(5)]);
 check('relu', (a) => F.relu(a), [r(3, 5)]);
 check('gelu', (a) => F.gelu(a), [r(3, 5)]);
+check("gelu approximate 'tanh'", (a) => F.gelu(a, 'tanh'), [r(3, 5)]);
 check('sum dims', (a) => F.sum(a, [0, 2], true), [r(2, 3, 4)]);
 check('mean', (a) => F.mean(a, -1), [r(3, 4)]);
 check('mean all', (a) => F.mean(a), [r(3, 4)]);
@@ -60,3 +61,13 @@ check('attention with weights', (q, k, v) => {
   const { output, weights } = F.attention(q, k, v, { needWeights: true, isCausal: true });
   return F.cat([output, weights!], -1);
 }, [r(2, 4, 3), r(2, 4, 3), r(2, 4, 5)]);
+
+test("gelu approximate 'tanh' is GPT-2's gelu_new, value for value", () => {
+  const xs = [-5, -2.5, -1, -0.3, 0, 0.2, 1, 1.7, 4];
+  const y = F.gelu(tensor(xs), 'tanh').data;
+  xs.forEach((x, i) => {
+    const want = 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
+    assert.ok(Math.abs(y[i] - want) < 1e-6, `gelu_new(${x}) = ${y[i]}, expected ${want}`);
+  });
+  assert.throws(() => F.gelu(tensor([1]), 'fast' as never), /^Error: gelu: approximate must be 'none' or 'tanh', got 'fast'$/);
+});

@@ -1,7 +1,8 @@
 /**
  * The explorer's shell: tabs (with the URL hash), the status line, and the views. The model view
  * follows what the server serves (config.json's format): Translate for a translation model,
- * Generate for a GPT; the other views need no model.
+ * Generate for a GPT; the other views need no model. Generate is always there: a GPT folder can be
+ * opened in the page.
  */
 import './style.css';
 import { chooseBackend, type BackendChoice } from './backend.ts';
@@ -32,7 +33,15 @@ function renderStatus(): void {
   el.title = b?.note ? `wasm backend not used: ${b.note}` : '';
 }
 
+/** Set when the Generate view is not the model view: it is built on its first visit. */
+let lazyGenerate: (() => void) | null = null;
+
 function show(view: View): void {
+  if (view === 'generate' && lazyGenerate) {
+    const init = lazyGenerate;
+    lazyGenerate = null;
+    init();
+  }
   for (const v of VIEWS) {
     byId(`view-${v}`).hidden = v !== view;
     document.querySelector(`#tabs [data-view="${v}"]`)?.setAttribute('aria-selected', String(v === view));
@@ -41,7 +50,7 @@ function show(view: View): void {
 
 function route(): void {
   const v = location.hash.slice(1) as View;
-  show(!VIEWS.includes(v) || v === 'translate' || v === 'generate' ? modelView : v);
+  show(!VIEWS.includes(v) || v === 'translate' ? modelView : v);
 }
 
 async function start(): Promise<void> {
@@ -57,15 +66,21 @@ async function start(): Promise<void> {
   const pref = (new URLSearchParams(location.search).get('backend') ?? 'auto') as 'auto' | 'js' | 'wasm';
   const [backend, served] = await Promise.all([chooseBackend(pref), servedP]);
   status.backend = backend;
-  modelView = served.model?.kind === 'gpt' ? 'generate' : 'translate';
+  // A translation model: Translate. A GPT, none, or a config that fails: Generate, where a GPT folder can be opened too.
+  modelView = served.model?.kind === 'seq2seq' ? 'translate' : 'generate';
   byId('tab-translate').hidden = modelView !== 'translate';
-  byId('tab-generate').hidden = modelView !== 'generate';
+  byId('tab-generate').hidden = false;
+  const deps = { setModelStatus, backend: () => status.backend, served };
+  if (modelView === 'translate') {
+    lazyGenerate = () => {
+      void initGenerate(byId('view-generate'), deps);
+    };
+  }
   route();
   renderStatus();
   initPositional(byId('view-positional'));
   initSteps(byId('view-steps'));
   initExport(byId('view-export'), modelView);
-  const deps = { setModelStatus, backend: () => status.backend, served };
   if (modelView === 'generate') await initGenerate(byId('view-generate'), deps);
   else await initTranslate(byId('view-translate'), deps);
   document.body.dataset.ready = 'true';

@@ -12,6 +12,9 @@ export const setGemmVariant = setWasmVariant;
 
 let scratch: Float32Array | null = null;
 
+/** Rows up to which C = A·Bᵀ takes the dot-product path (assembly/gemv.ts) instead of the packed GEMM. */
+const GEMV_MAX_ROWS = 4;
+
 type GemmHead = [number, number, number, number, number, number, number, number, number, number, number, number, number];
 
 /** Elements of an operand touched by a batched GEMM: (batch − 1)·stride + rows·cols. */
@@ -40,6 +43,29 @@ export function wasmGemm(a: Float32Array, b: Float32Array, c: Float32Array, p: G
     batch = 1;
     strideA = 0;
     strideC = 0;
+  }
+  // A few rows against a transposed B (a decoding step through a Linear): dot products of
+  // contiguous rows, no packing (assembly/gemv.ts); the blocked kernel would pack all of B.
+  if (batch === 1 && !transA && transB && m <= GEMV_MAX_ROWS) {
+    staged(
+      [{ x: a.subarray(0, m * k), mode: 'in' }, { x: b.subarray(0, n * k), mode: 'in' }, { x: c.subarray(0, m * n), mode: accumulate ? 'inout' : 'out' }],
+      0,
+      ([pa, pb, pc]) => {
+        const head = [pa!, pb!, pc!, m, n, k, accumulate ? 1 : 0];
+        const parts = n >= 64 ? partsFor(wasmModule(), wasm.scratchBytes() / 4, 2 * m * n * k) : 1;
+        if (parts === 1) {
+          wasm.gemvNTRange(pa!, pb!, pc!, m, n, k, accumulate ? 1 : 0, 0, n);
+          return;
+        }
+        const chunk = Math.ceil(n / parts / 4) * 4;
+        const args = Array.from({ length: parts - 1 }, (_, w) => {
+          const j0 = Math.min(n, (w + 1) * chunk), j1 = Math.min(n, (w + 2) * chunk);
+          return j1 > j0 ? [...head, j0, j1] : null;
+        });
+        runParallel('gemvNTRange', args, () => wasm.gemvNTRange(pa!, pb!, pc!, m, n, k, accumulate ? 1 : 0, 0, Math.min(n, chunk)));
+      },
+    );
+    return;
   }
   scratch ??= alloc(wasm.scratchBytes() / 4, false);
   // C must be read when accumulating, and when batches leave gaps that must survive the copy back.

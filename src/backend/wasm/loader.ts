@@ -15,6 +15,7 @@ import { memory, memoryAvailable, RESERVED_BYTES } from './memory.ts';
 export interface WasmKernels {
   gemm(a: number, b: number, c: number, batch: number, m: number, n: number, k: number, transA: number, transB: number, strideA: number, strideB: number, strideC: number, accumulate: number, scratch: number): void;
   gemmRows(a: number, b: number, c: number, batch: number, m: number, n: number, k: number, transA: number, transB: number, strideA: number, strideB: number, strideC: number, accumulate: number, scratch: number, i0: number, i1: number): void;
+  gemvNTRange(a: number, b: number, c: number, m: number, n: number, k: number, accumulate: number, j0: number, j1: number): void;
   scratchBytes(): number;
   heapBase(): number;
   relaxed(): number;

@@ -1,28 +1,46 @@
 /**
- * Generate view, for a GPT (a language model from `qkv train-lm`): type a prompt, get its
+ * Generate view, for a GPT (a language model from `qkv train-lm`, the one `qkv explore` serves, or
+ * a folder opened in the page: a Hugging Face GPT-2 download or a qkv one): type a prompt, get its
  * continuation (greedy, or sampled with a temperature and a seed, run in the browser by qkv), then
  * look at the causal self-attention of every layer and head over the prompt and the generated
  * tokens: each position attends only to itself and the tokens before it, so the upper triangle of
- * every map is empty (grey).
+ * every map is empty (grey). Below: the next-token distribution after the prompt (live as the
+ * sampling settings change) and the neuron view of one head.
  */
 import { generateWithAttention, gptMaps, loadGptFromFiles, type GptAttention, type LoadedGpt } from '../../../src/viz/gpt-attention.ts';
+import { ByteLevelBpeTokenizer } from '../../../src/text/bytelevel.ts';
 import { CharTokenizer } from '../../../src/text/chars.ts';
-import { field, h, onSubmit, select } from '../dom.ts';
+import { field, h, nextFrame, onSubmit, select } from '../dom.ts';
+import { isHfConfig } from '../../../src/models/hf/gpt2.ts';
+import { loadLocalModel, loadServedHf } from '../local-model.ts';
 import { loadServed, type ModelViewDeps } from '../model.ts';
 import { attentionPanel } from './attention-panel.ts';
+import { nextTokenPanel } from './next-token.ts';
+import { neuronPanel } from './neuron.ts';
 
 export async function initGenerate(root: HTMLElement, deps: ModelViewDeps): Promise<void> {
-  const info = h('p', { class: 'model-info', id: 'model-info', 'data-testid': 'model-info', text: 'Loading the model…' });
+  // The served model's line is #model-info, unless a translation model is served (the Translate view owns #model-info).
+  const ownsInfo = deps.served.model?.kind !== 'seq2seq';
+  const infoId = ownsInfo ? 'model-info' : 'generate-info';
+  const info = h('p', { class: 'model-info', id: infoId, 'data-testid': infoId, text: ownsInfo ? 'Loading the model…' : '' });
   const prompt = h('input', { id: 'prompt', 'data-testid': 'prompt', type: 'text', size: 48, value: 'A man in a blue shirt', autocomplete: 'off', spellcheck: false });
   const decoding = select('sampling', [['greedy', 'greedy'], ['sample', 'sampling']], 'greedy');
   const temperature = h('input', { id: 'temperature', 'data-testid': 'temperature', type: 'number', min: 0.05, max: 5, step: 0.05, value: 0.8 });
   const seed = h('input', { id: 'seed', 'data-testid': 'seed', type: 'number', min: 0, step: 1, value: 1 });
+  const topK = h('input', { id: 'top-k', 'data-testid': 'top-k', type: 'number', min: 0, step: 1, value: 0, title: '0 = all tokens' });
+  const topP = h('input', { id: 'top-p', 'data-testid': 'top-p', type: 'number', min: 0.01, max: 1, step: 0.01, value: 1 });
   const maxTokens = h('input', { id: 'max-tokens', 'data-testid': 'max-tokens', type: 'number', min: 1, max: 64, value: 40 });
   const stopLine = h('input', { type: 'checkbox', id: 'stop-line', checked: true });
   const go = h('button', { type: 'submit', id: 'generate', 'data-testid': 'generate', text: 'Generate', disabled: true });
   const form = h('form', { id: 'generate-form', class: 'row' },
-    field('Prompt', prompt), field('Decoding', decoding), field('Temperature', temperature), field('Seed', seed),
+    field('Prompt', prompt), field('Decoding', decoding), field('Temperature', temperature), field('Top-k', topK), field('Top-p', topP), field('Seed', seed),
     field('Max tokens', maxTokens), field('Stop at the line end', stopLine), go);
+  const folderInput = h('input', { type: 'file', id: 'folder-input', 'data-testid': 'folder-input', webkitdirectory: true, multiple: true });
+  const folderStatus = h('span', { id: 'folder-status', 'data-testid': 'folder-status', class: 'muted' });
+  const drop = h('div', { class: 'dropzone', id: 'dropzone' },
+    field('Open a model folder', folderInput),
+    h('span', { class: 'muted', text: ' or drop its files here (config.json, tokenizer.json, model.safetensors: a Hugging Face GPT-2 download such as gpt2 or distilgpt2, or a qkv train-lm folder). Nothing leaves this page. ' }),
+    folderStatus);
   const promptOut = h('span', { class: 'prompt-text' });
   const continuation = h('strong', { id: 'continuation', 'data-testid': 'continuation' });
   const out = h('output', { id: 'generated', 'data-testid': 'generated' }, promptOut, continuation);
@@ -30,10 +48,30 @@ export async function initGenerate(root: HTMLElement, deps: ModelViewDeps): Prom
   const err = h('p', { class: 'error', id: 'generate-error', hidden: true });
   const tokens = h('div', { id: 'tokens', class: 'tokens' });
   const panel = attentionPanel('Generate');
+  const sampling = () => {
+    const sample = decoding.value === 'sample';
+    const k = Number(topK.value);
+    const p = Number(topP.value);
+    if (!Number.isInteger(k) || k < 0) throw new Error(`top-k must be a whole number >= 0 (0 = all), got '${topK.value}'`);
+    if (!(p > 0 && p <= 1)) throw new Error(`top-p must be in (0, 1], got '${topP.value}'`);
+    const t = Number(temperature.value);
+    if (sample && !(t > 0)) throw new Error(`the temperature must be a number > 0, got '${temperature.value}'`);
+    const s = Number(seed.value);
+    if (sample && (!Number.isInteger(s) || s < 0)) throw new Error(`the seed must be a whole number >= 0, got '${seed.value}'`);
+    return { temperature: sample ? t : 0, topK: k > 0 ? k : undefined, topP: p, seed: sample ? s : 0 };
+  };
+  // Greedy decoding still shows the model's distribution (temperature 1), and marks its argmax.
+  const nextToken = nextTokenPanel(() => {
+    const o = sampling();
+    return decoding.value === 'sample' ? o : { ...o, temperature: 1, greedy: true };
+  });
+  const neuron = neuronPanel();
 
   root.append(
-    h('div', { class: 'panel' }, info, form, h('p', { class: 'result' }, h('span', { class: 'label', text: 'Text: ' }), out, ' ', timing), err, tokens),
+    h('div', { class: 'panel' }, drop, info, form, h('p', { class: 'result' }, h('span', { class: 'label', text: 'Text: ' }), out, ' ', timing), err, tokens),
+    nextToken.element,
     ...panel.elements,
+    neuron.element,
   );
 
   let lm: LoadedGpt | null = null;
@@ -44,6 +82,62 @@ export async function initGenerate(root: HTMLElement, deps: ModelViewDeps): Prom
   };
   decoding.addEventListener('change', syncDecoding);
   syncDecoding();
+  // The next-token view follows the sampling settings live.
+  for (const el of [decoding, temperature, topK, topP, seed]) el.addEventListener('input', () => nextToken.update());
+  decoding.addEventListener('change', () => nextToken.update());
+
+  /** Use this model from now on: its description, the limits of the form, the views emptied. */
+  const setModel = (loaded: LoadedGpt, name: string, source: string) => {
+    lm = loaded;
+    const c = loaded.model.config;
+    maxTokens.max = String(c.blockSize - 1);
+    const kind = loaded.tokenizer instanceof CharTokenizer ? 'characters' : loaded.tokenizer instanceof ByteLevelBpeTokenizer ? 'byte-level BPE' : 'BPE';
+    info.textContent = `Model ${name}: ${source}, ${c.nLayer} layers, ${c.nHead} heads, nEmbd ${c.nEmbd}, context ${c.blockSize} tokens, vocabulary ${loaded.tokenizer.vocabSize} (${kind}), ${loaded.model.numParameters().toLocaleString('en')} parameters.`;
+    info.classList.remove('error', 'warning');
+    // GPT-2 ends a document with <|endoftext|>, not at a line end.
+    stopLine.parentElement!.querySelector('span')!.textContent = loaded.tokenizer instanceof ByteLevelBpeTokenizer ? 'Stop at <|endoftext|>' : 'Stop at the line end';
+    deps.setModelStatus(`model: ${name}`);
+    panel.show(null);
+    nextToken.clear();
+    neuron.clear();
+    promptOut.textContent = '';
+    continuation.textContent = '';
+    timing.textContent = '';
+    tokens.replaceChildren();
+    go.disabled = false;
+  };
+
+  const openFolder = async (files: Iterable<File>) => {
+    folderStatus.textContent = 'reading…';
+    folderStatus.classList.remove('error');
+    await nextFrame();
+    try {
+      const r = await loadLocalModel(files, deps.backend()?.name ?? 'js', (s) => {
+        folderStatus.textContent = s;
+      });
+      setModel(r.lm, r.name, `${r.source} from a local folder`);
+      folderStatus.textContent = `opened ${r.name}: ${(r.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(1)} s`;
+      root.dataset.opened = String(Number(root.dataset.opened ?? 0) + 1);
+    } catch (e) {
+      // The model in use (if any) stays.
+      folderStatus.textContent = `Could not open the folder: ${(e as Error).message}`;
+      folderStatus.classList.add('error');
+      root.dataset.openFailed = String(Number(root.dataset.openFailed ?? 0) + 1);
+    }
+  };
+  folderInput.addEventListener('change', () => {
+    if (folderInput.files && folderInput.files.length > 0) void openFolder([...folderInput.files]);
+  });
+  root.addEventListener('dragover', (e) => {
+    e.preventDefault();
+    drop.classList.add('over');
+  });
+  root.addEventListener('dragleave', () => drop.classList.remove('over'));
+  root.addEventListener('drop', (e) => {
+    e.preventDefault();
+    drop.classList.remove('over');
+    void droppedFiles(e.dataTransfer).then((files) => openFolder(files));
+  });
 
   const showTokens = (g: GptAttention) => {
     const chips = (xs: string[], cls: string) => xs.map((x) => h('span', { class: cls, text: x }));
@@ -63,14 +157,13 @@ export async function initGenerate(root: HTMLElement, deps: ModelViewDeps): Prom
     },
     work() {
       const sample = decoding.value === 'sample';
-      const t = Number(temperature.value);
-      if (sample && !(t > 0)) throw new Error(`the temperature must be a number > 0, got '${temperature.value}'`);
+      const o = sampling();
+      const t = o.temperature;
+      const s = o.seed;
       const n = Number(maxTokens.value);
       if (!Number.isInteger(n) || n < 1) throw new Error(`max tokens must be a whole number >= 1, got '${maxTokens.value}'`);
-      const s = Number(seed.value);
-      if (sample && (!Number.isInteger(s) || s < 0)) throw new Error(`the seed must be a whole number >= 0, got '${seed.value}'`);
       const t0 = performance.now();
-      const g = generateWithAttention(lm!, prompt.value, { maxTokens: n, temperature: sample ? t : 0, seed: sample ? s : 0, stopAtLineEnd: stopLine.checked });
+      const g = generateWithAttention(lm!, prompt.value, { maxTokens: n, temperature: t, topK: o.topK, topP: o.topP, seed: s, stopAtLineEnd: stopLine.checked });
       const ms = performance.now() - t0;
       promptOut.textContent = g.prompt;
       continuation.textContent = g.continuation;
@@ -79,6 +172,8 @@ export async function initGenerate(root: HTMLElement, deps: ModelViewDeps): Prom
         `${g.lineEnded ? ', ended the line' : ''}${g.cut ? `, cut to fit the context of ${lm!.model.config.blockSize} tokens` : ''}`;
       showTokens(g);
       panel.show(gptMaps(g));
+      nextToken.show(lm!, g.ids.slice(0, g.promptLength));
+      neuron.show(lm!, g.ids, g.tokens);
       root.dataset.generated = String(Number(root.dataset.generated ?? 0) + 1);
     },
     fail() {
@@ -87,13 +182,51 @@ export async function initGenerate(root: HTMLElement, deps: ModelViewDeps): Prom
     },
   });
 
+  if (!ownsInfo) {
+    info.textContent = 'The explorer serves a translation model (see Translate). Open a GPT folder above: a Hugging Face GPT-2 download (gpt2, distilgpt2, ...) or a qkv train-lm folder.';
+    info.classList.add('warning');
+    return;
+  }
+  if (deps.served.model && isHfConfig(deps.served.model.config)) {
+    // A Hugging Face GPT-2 (hundreds of MB): read tensor by tensor, never held twice.
+    const name = deps.served.model.name;
+    try {
+      const m = await loadServedHf(deps.served.model.config, name, deps.backend()?.name ?? 'js', (s) => {
+        info.textContent = s;
+      });
+      setModel(m.lm, name, m.source);
+    } catch (e) {
+      info.textContent = `Could not load the model: ${(e as Error).message}`;
+      info.classList.add('error');
+      deps.setModelStatus('model failed to load');
+    }
+    return;
+  }
   const r = await loadServed(info, deps, (tok, weights) => loadGptFromFiles(deps.served.model!.config, tok, weights));
-  if (!r) return;
-  lm = r.loaded;
-  const c = lm.model.config;
-  maxTokens.max = String(c.blockSize - 1);
-  const kind = lm.tokenizer instanceof CharTokenizer ? 'characters' : 'BPE';
-  info.textContent = `Model ${r.name}: GPT, ${c.nLayer} layers, ${c.nHead} heads, nEmbd ${c.nEmbd}, context ${c.blockSize} tokens, vocabulary ${lm.tokenizer.vocabSize} (${kind}), ${lm.model.numParameters().toLocaleString('en')} parameters.`;
-  deps.setModelStatus(`model: ${r.name}`);
-  go.disabled = false;
+  if (!r) {
+    if (!deps.served.model && !deps.served.error) info.textContent += ' Or open a GPT folder above: a Hugging Face GPT-2 download (gpt2, distilgpt2, ...) or a qkv train-lm folder.';
+    return;
+  }
+  setModel(r.loaded, r.name, 'GPT');
+}
+
+/** The files of a drop: a dropped folder is walked (its own files), loose files are taken as they are. */
+async function droppedFiles(dt: DataTransfer | null): Promise<File[]> {
+  if (!dt) return [];
+  const out: File[] = [];
+  const entries = [...dt.items].map((i) => i.webkitGetAsEntry?.()).filter((e): e is FileSystemEntry => !!e);
+  const fileOf = (e: FileSystemFileEntry) => new Promise<File>((res, rej) => e.file(res, rej));
+  for (const e of entries) {
+    if (e.isFile) out.push(await fileOf(e as FileSystemFileEntry));
+    else if (e.isDirectory) {
+      const reader = (e as FileSystemDirectoryEntry).createReader();
+      for (;;) {
+        const batch = await new Promise<FileSystemEntry[]>((res, rej) => reader.readEntries(res, rej));
+        if (batch.length === 0) break;
+        for (const f of batch) if (f.isFile) out.push(await fileOf(f as FileSystemFileEntry));
+      }
+    }
+  }
+  if (out.length === 0) out.push(...dt.files);
+  return out;
 }

@@ -1,0 +1,298 @@
+/**
+ * Byte-level BPE, as GPT-2 (Radford et al. 2019, §2.2) and Hugging Face's `ByteLevel`
+ * pre-tokenizer/decoder do it, read from a `tokenizer.json`:
+ *
+ *  1. added tokens (e.g. `<|endoftext|>`) found literally in the text are cut out first and map to
+ *     their own ids, as HF `tokenizers` does;
+ *  2. the rest is split by GPT-2's regex into words ("'s", " hello", " 123", " !!", whitespace runs);
+ *     with add_prefix_space a space is put in front of the text when it has none;
+ *  3. each word's UTF-8 bytes are written as printable characters by GPT-2's byte-to-unicode table
+ *     (the 188 printable Latin-1 bytes stand for themselves, the other 68 are shifted to U+0100..),
+ *     so the vocabulary never needs an unknown token: every byte is a base symbol;
+ *  4. merges are applied lowest rank first, as in bpe.ts;
+ *  5. decoding joins the pieces, maps the characters back to bytes and reads them as UTF-8.
+ *
+ * `decode(encode(s)) === s` for every string s of well-formed Unicode (no lone surrogates) that
+ * contains no added token's text. Pure TypeScript: runs in Node and browsers.
+ */
+
+/** GPT-2's pre-tokenizer pattern (the `use_regex` of HF's ByteLevel). */
+export const GPT2_PATTERN = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
+
+/** GPT-2's `bytes_to_unicode`: byte -> a printable character, and back. */
+export function bytesToUnicode(): { encoder: string[]; decoder: Map<string, number> } {
+  const bs: number[] = [];
+  for (let b = 0x21; b <= 0x7e; b++) bs.push(b); // '!'..'~'
+  for (let b = 0xa1; b <= 0xac; b++) bs.push(b); // '¡'..'¬'
+  for (let b = 0xae; b <= 0xff; b++) bs.push(b); // '®'..'ÿ'
+  const cs = bs.slice();
+  let n = 0;
+  for (let b = 0; b < 256; b++) {
+    if (!bs.includes(b)) {
+      bs.push(b);
+      cs.push(256 + n++);
+    }
+  }
+  const encoder = new Array<string>(256);
+  const decoder = new Map<string, number>();
+  for (let i = 0; i < 256; i++) {
+    encoder[bs[i]] = String.fromCodePoint(cs[i]);
+    decoder.set(String.fromCodePoint(cs[i]), bs[i]);
+  }
+  return { encoder, decoder };
+}
+
+const BYTES = bytesToUnicode();
+const utf8 = new TextEncoder();
+
+interface AddedToken {
+  id: number;
+  content: string;
+  special: boolean;
+}
+
+export interface ByteLevelDecodeOptions {
+  /** Drop the special added tokens (e.g. `<|endoftext|>`). Default false: they decode to their text. */
+  skipSpecialTokens?: boolean;
+}
+
+export class ByteLevelBpeTokenizer {
+  private readonly vocab: Map<string, number>;
+  private readonly idToTok: string[];
+  private readonly ranks: Map<string, number>;
+  private readonly added: AddedToken[];
+  private readonly addedById: Map<number, AddedToken>;
+  private readonly addPrefixSpace: boolean;
+  private readonly useRegex: boolean;
+  private readonly cache = new Map<string, number[]>();
+  private readonly merges: [string, string][];
+  readonly vocabSize: number;
+
+  private constructor(vocab: Map<string, number>, merges: [string, string][], added: AddedToken[], addPrefixSpace: boolean, useRegex: boolean) {
+    this.vocab = vocab;
+    this.merges = merges;
+    this.ranks = new Map(merges.map(([a, b], i) => [`${a} ${b}`, i]));
+    this.added = added.slice().sort((a, b) => b.content.length - a.content.length); // longest match first
+    this.addedById = new Map(added.map((t) => [t.id, t]));
+    this.addPrefixSpace = addPrefixSpace;
+    this.useRegex = useRegex;
+    let size = 0;
+    for (const id of vocab.values()) size = Math.max(size, id + 1);
+    for (const t of added) size = Math.max(size, t.id + 1);
+    this.vocabSize = size;
+    this.idToTok = new Array<string>(size);
+    for (const [tok, id] of vocab) this.idToTok[id] = tok;
+    for (const t of added) this.idToTok[t.id] = t.content;
+  }
+
+  /**
+   * A tokenizer.json whose pre-tokenizer is ByteLevel (alone, or the only ByteLevel step of a
+   * Sequence) and whose model is BPE. Merges may be "a b" strings (older files) or [a, b] pairs.
+   */
+  static fromJSON(json: unknown): ByteLevelBpeTokenizer {
+    const j = json as Record<string, unknown> | null;
+    if (!j || typeof j !== 'object') throw new Error(`tokenizer.json: expected an object, got ${j === null ? 'null' : typeof j}`);
+    const pre = byteLevelStep(j.pre_tokenizer);
+    if (!pre) throw new Error(`tokenizer.json: pre_tokenizer must be ByteLevel, got ${kindOf(j.pre_tokenizer)}`);
+    const model = j.model as Record<string, unknown> | null;
+    if (!model || model.type !== 'BPE') throw new Error(`tokenizer.json: model.type must be 'BPE', got ${kindOf(model)}`);
+    for (const [name, part] of [['decoder', j.decoder], ['post_processor', j.post_processor]] as const) {
+      if (part !== null && part !== undefined && (part as { type?: unknown }).type !== 'ByteLevel') throw new Error(`tokenizer.json: ${name} must be ByteLevel${name === 'post_processor' ? ' or null' : ''}, got ${kindOf(part)}`);
+    }
+    if (j.normalizer !== null && j.normalizer !== undefined) throw new Error(`tokenizer.json: a byte-level tokenizer with a normalizer (${kindOf(j.normalizer)}) is not supported`);
+    if (model.continuing_subword_prefix || model.end_of_word_suffix) throw new Error('tokenizer.json: continuing_subword_prefix / end_of_word_suffix are not supported with ByteLevel');
+    const rawVocab = model.vocab as Record<string, unknown> | null;
+    if (!rawVocab || typeof rawVocab !== 'object') throw new Error('tokenizer.json: model.vocab must be an object of token -> id');
+    const vocab = new Map<string, number>();
+    for (const [tok, id] of Object.entries(rawVocab)) {
+      if (!Number.isInteger(id) || (id as number) < 0) throw new Error(`tokenizer.json: vocab id of ${JSON.stringify(tok)} must be a non-negative integer, got ${String(id)}`);
+      vocab.set(tok, id as number);
+    }
+    if (!Array.isArray(model.merges)) throw new Error('tokenizer.json: model.merges must be an array');
+    const merges: [string, string][] = model.merges.map((m: unknown, i: number) => {
+      if (typeof m === 'string') {
+        const k = m.indexOf(' ');
+        if (k <= 0 || k !== m.lastIndexOf(' ')) throw new Error(`tokenizer.json: merge ${i} must be "a b", got ${JSON.stringify(m)}`);
+        return [m.slice(0, k), m.slice(k + 1)];
+      }
+      if (Array.isArray(m) && m.length === 2 && typeof m[0] === 'string' && typeof m[1] === 'string') return [m[0], m[1]];
+      throw new Error(`tokenizer.json: merge ${i} must be "a b" or [a, b], got ${JSON.stringify(m)}`);
+    });
+    const added: AddedToken[] = [];
+    for (const t of (j.added_tokens as { id: number; content: string; special?: boolean }[] | undefined) ?? []) {
+      if (!Number.isInteger(t.id) || typeof t.content !== 'string' || t.content === '') throw new Error(`tokenizer.json: bad added token ${JSON.stringify(t)}`);
+      added.push({ id: t.id, content: t.content, special: t.special ?? false });
+    }
+    return new ByteLevelBpeTokenizer(vocab, merges, added, pre.add_prefix_space === true, pre.use_regex !== false);
+  }
+
+  /** A tokenizer.json that @huggingface/tokenizers (and fromJSON) read back to the same ids. */
+  toJSON(): unknown {
+    const byteLevel = { type: 'ByteLevel', add_prefix_space: this.addPrefixSpace, trim_offsets: true, use_regex: this.useRegex };
+    return {
+      version: '1.0', truncation: null, padding: null,
+      added_tokens: [...this.addedById.values()].map((t) => ({ id: t.id, content: t.content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: t.special })),
+      normalizer: null, pre_tokenizer: byteLevel, post_processor: byteLevel, decoder: byteLevel,
+      model: {
+        type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false,
+        vocab: Object.fromEntries(this.vocab), merges: this.merges.map(([a, b]) => [a, b]),
+      },
+    };
+  }
+
+  idToToken(id: number): string | undefined {
+    return this.idToTok[id];
+  }
+
+  tokenToId(token: string): number | undefined {
+    return this.vocab.get(token) ?? this.added.find((t) => t.content === token)?.id;
+  }
+
+  /** The end-of-text token (`<|endoftext|>` in GPT-2), which also starts a document; else the last special added token. */
+  get eosId(): number {
+    const eot = this.added.find((t) => t.content === '<|endoftext|>') ?? this.added.filter((t) => t.special).at(-1);
+    if (!eot) throw new Error('tokenizer.json: no end-of-text token (no special added token)');
+    return eot.id;
+  }
+
+  /** The bytes a (non-added) token stands for; undefined for an unknown id or an added token. */
+  tokenBytes(id: number): Uint8Array | undefined {
+    if (this.addedById.has(id)) return undefined;
+    const tok = this.idToTok[id];
+    if (tok === undefined) return undefined;
+    return Uint8Array.from(Array.from(tok, (ch) => BYTES.decoder.get(ch) ?? 0x3f));
+  }
+
+  /** The token strings of a text (byte-level characters, e.g. 'Ġworld'). */
+  tokenize(text: string): string[] {
+    return this.encode(text).map((id) => this.idToTok[id]);
+  }
+
+  encode(text: string): number[] {
+    const out: number[] = [];
+    for (const [segment, addedId] of this.splitAdded(text)) {
+      if (addedId !== null) {
+        out.push(addedId);
+        continue;
+      }
+      for (const word of this.preTokenize(segment)) for (const id of this.bpe(word)) out.push(id);
+    }
+    return out;
+  }
+
+  decode(ids: Iterable<number>, options: ByteLevelDecodeOptions = {}): string {
+    let text = '';
+    let bytes: number[] = [];
+    const flush = () => {
+      if (bytes.length > 0) text += new TextDecoder('utf-8').decode(Uint8Array.from(bytes));
+      bytes = [];
+    };
+    for (const id of ids) {
+      const a = this.addedById.get(id);
+      if (a) {
+        flush();
+        if (!(a.special && options.skipSpecialTokens)) text += a.content;
+        continue;
+      }
+      const tok = this.idToTok[id];
+      if (tok === undefined) throw new Error(`decode: id ${id} is not in the vocabulary of ${this.vocabSize}`);
+      for (const ch of tok) {
+        const b = BYTES.decoder.get(ch);
+        if (b === undefined) throw new Error(`decode: token ${JSON.stringify(tok)} holds ${JSON.stringify(ch)}, not a byte-level character`);
+        bytes.push(b);
+      }
+    }
+    flush();
+    return text;
+  }
+
+  /** The text cut around literal added tokens: [piece, null] for text, [content, id] for an added token. */
+  private splitAdded(text: string): [string, number | null][] {
+    if (this.added.length === 0) return [[text, null]];
+    const out: [string, number | null][] = [];
+    let start = 0;
+    let i = 0;
+    while (i < text.length) {
+      const t = this.added.find((a) => text.startsWith(a.content, i));
+      if (t) {
+        if (i > start) out.push([text.slice(start, i), null]);
+        out.push([t.content, t.id]);
+        i += t.content.length;
+        start = i;
+      } else i++;
+    }
+    if (start < text.length) out.push([text.slice(start), null]);
+    return out;
+  }
+
+  /** Words in byte-level characters. */
+  private preTokenize(text: string): string[] {
+    if (text === '') return [];
+    if (this.addPrefixSpace && !text.startsWith(' ')) text = ` ${text}`;
+    const words = this.useRegex ? text.match(GPT2_PATTERN) ?? [] : [text];
+    return words.map((w) => {
+      let s = '';
+      for (const b of utf8.encode(w)) s += BYTES.encoder[b];
+      return s;
+    });
+  }
+
+  /** Merge a word's symbols lowest rank first (leftmost among equals), then look each piece up. */
+  private bpe(word: string): number[] {
+    const hit = this.cache.get(word);
+    if (hit) return hit;
+    let parts = Array.from(word);
+    while (parts.length > 1) {
+      let best = -1;
+      let bestRank = Infinity;
+      for (let i = 0; i < parts.length - 1; i++) {
+        const r = this.ranks.get(`${parts[i]} ${parts[i + 1]}`);
+        if (r !== undefined && r < bestRank) {
+          bestRank = r;
+          best = i;
+        }
+      }
+      if (best < 0) break;
+      const a = parts[best];
+      const b = parts[best + 1];
+      // Merge every occurrence of this pair, left to right (as GPT-2's encoder and HF do).
+      const next: string[] = [];
+      for (let i = 0; i < parts.length; i++) {
+        if (i < parts.length - 1 && parts[i] === a && parts[i + 1] === b) {
+          next.push(a + b);
+          i++;
+        } else next.push(parts[i]);
+      }
+      parts = next;
+    }
+    const ids = parts.map((p) => {
+      const id = this.vocab.get(p);
+      if (id === undefined) throw new Error(`encode: the piece ${JSON.stringify(p)} is not in the vocabulary (tokenizer.json lacks a base byte or a merge result)`);
+      return id;
+    });
+    if (this.cache.size < 100_000) this.cache.set(word, ids);
+    return ids;
+  }
+}
+
+interface ByteLevelStep {
+  type: 'ByteLevel';
+  add_prefix_space?: boolean;
+  use_regex?: boolean;
+}
+
+/** The ByteLevel step of a pre_tokenizer (itself, or the one inside a Sequence), else null. */
+function byteLevelStep(p: unknown): ByteLevelStep | null {
+  const o = p as { type?: string; pretokenizers?: unknown[] } | null;
+  if (!o || typeof o !== 'object') return null;
+  if (o.type === 'ByteLevel') return o as ByteLevelStep;
+  if (o.type === 'Sequence' && Array.isArray(o.pretokenizers) && o.pretokenizers.length === 1) return byteLevelStep(o.pretokenizers[0]);
+  return null;
+}
+
+function kindOf(x: unknown): string {
+  if (x === null || x === undefined) return String(x);
+  if (typeof x !== 'object') return typeof x;
+  const t = (x as { type?: unknown }).type;
+  return typeof t === 'string' ? `'${t}'` : 'an object without a type';
+}

@@ -1,0 +1,56 @@
+/**
+ * bertviz's neuron view for one head of a GPT: how query token i comes to attend where it does.
+ * The block's input is normalised (ln_1) and projected: q_i is i's query vector, k_j the key of
+ * every position j ≤ i (the causal mask hides the rest), q_i ⊙ k_j their elementwise product, whose
+ * sum scaled by 1/√d is the score (§3.2.1), and the softmax of the scores is the attention row
+ * that the heatmap draws. Pure numbers, from the model's own modules.
+ */
+import { noGrad } from '../autograd/grad-mode.ts';
+import type { GPT } from '../models/gpt.ts';
+import { Tensor } from '../tensor/tensor.ts';
+
+export interface NeuronView {
+  layer: number;
+  head: number;
+  /** The query position. */
+  query: number;
+  /** q_i (headDim). */
+  q: number[];
+  /** k_j for j = 0..query (each headDim). */
+  keys: number[][];
+  /** q_i ⊙ k_j, elementwise (query + 1 rows of headDim). */
+  products: number[][];
+  /** The scale, 1/√headDim. */
+  scale: number;
+  /** Σ (q_i ⊙ k_j) · scale, per key j. */
+  scores: number[];
+  /** softmax(scores): the attention row. */
+  weights: number[];
+}
+
+/** The neuron view of `head` in `layer` for query position `query` of ids (0-based everywhere). */
+export function neuronView(model: GPT, ids: readonly number[], layer: number, head: number, query: number): NeuronView {
+  const { nLayer, nHead, nEmbd } = model.config;
+  const T = ids.length;
+  if (!Number.isInteger(layer) || layer < 0 || layer >= nLayer) throw new Error(`neuronView: layer ${layer} does not exist (0..${nLayer - 1})`);
+  if (!Number.isInteger(head) || head < 0 || head >= nHead) throw new Error(`neuronView: head ${head} does not exist (0..${nHead - 1})`);
+  if (!Number.isInteger(query) || query < 0 || query >= T) throw new Error(`neuronView: query ${query} is not a position of the ${T} tokens`);
+  const d = nEmbd / nHead;
+  return noGrad(() => {
+    let x = model.embed(new Tensor(Int32Array.from(ids), [1, T], 'int32')); // (1, T, E)
+    const blocks = [...model.h];
+    for (let l = 0; l < layer; l++) x = blocks[l].forward(x);
+    const block = blocks[layer];
+    const { q, k } = block.attn.projectSelf(block.ln1.forward(x)); // (1, h, T, d) each
+    const row = (t: Tensor, j: number) => Array.from((t.data as Float32Array).subarray((head * T + j) * d, (head * T + j + 1) * d));
+    const qi = row(q, query);
+    const keys = Array.from({ length: query + 1 }, (_, j) => row(k, j));
+    const products = keys.map((kj) => kj.map((v, c) => v * qi[c]));
+    const scale = 1 / Math.sqrt(d);
+    const scores = products.map((p) => p.reduce((s, v) => s + v, 0) * scale);
+    const max = Math.max(...scores);
+    const e = scores.map((s) => Math.exp(s - max));
+    const z = e.reduce((s, v) => s + v, 0);
+    return { layer, head, query, q: qi, keys, products, scale, scores, weights: e.map((v) => v / z) };
+  });
+}

@@ -1,0 +1,108 @@
+/**
+ * A model folder opened in the page (file picker or drag and drop): nothing is uploaded, the
+ * files are read where they are. A Hugging Face GPT-2 folder's model.safetensors is read one
+ * tensor at a time (File.slice) straight into the model's parameters, so a 124M model's 500 MB
+ * are held once (in WebAssembly memory with the wasm backend), not twice; a qkv GPT folder (a few
+ * MB) is read whole. A model too large for the page is refused before any weight is read.
+ */
+import { readHfGpt2Streaming } from '../../src/io/hf.ts';
+import { gptParameterCount } from '../../src/models/gpt.ts';
+import { gptConfigFromHf, isHfConfig } from '../../src/models/hf/gpt2.ts';
+import { modelKind } from '../../src/viz/attention-data.ts';
+import { checkedHf, hfTokenizer, loadGptFromFiles, type LoadedGpt } from '../../src/viz/gpt-attention.ts';
+
+/** What the page can hold: wasm32 memory is 4 GiB; keep room for activations, the KV cache and the page. */
+export const WASM_LIMIT_BYTES = 4 * 2 ** 30 - 256 * 2 ** 20;
+/** The js backend keeps each tensor in its own ArrayBuffer; past a few GB the tab runs out. */
+export const JS_LIMIT_BYTES = 3 * 2 ** 30;
+
+const NEEDED = ['config.json', 'tokenizer.json', 'model.safetensors'] as const;
+
+/** The folder's three files, by name (the folder's own files only, not those of subfolders). */
+export function pickModelFiles(files: Iterable<File>): { files: Record<(typeof NEEDED)[number], File>; folder: string } {
+  const found: Partial<Record<string, File>> = {};
+  let folder = '';
+  for (const f of files) {
+    const rel = (f as File & { webkitRelativePath?: string }).webkitRelativePath || f.name;
+    const parts = rel.split('/');
+    if (parts.length > 2) continue; // inside a subfolder
+    if ((NEEDED as readonly string[]).includes(f.name)) {
+      found[f.name] = f;
+      if (parts.length === 2) folder = parts[0];
+    }
+  }
+  const missing = NEEDED.filter((n) => !found[n]);
+  if (missing.length > 0) throw new Error(`the folder lacks ${missing.join(', ')} (a model folder holds config.json, tokenizer.json and model.safetensors)`);
+  return { files: found as Record<(typeof NEEDED)[number], File>, folder };
+}
+
+async function readJsonFile(f: File): Promise<unknown> {
+  const text = await f.text();
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${f.name} is not valid JSON (${(e as Error).message})`);
+  }
+}
+
+function mb(bytes: number): string {
+  return `${(bytes / 1e6).toFixed(bytes < 1e7 ? 1 : 0)} MB`;
+}
+
+export interface LocalModel {
+  lm: LoadedGpt;
+  name: string;
+  /** 'Hugging Face GPT-2' or 'qkv GPT'. */
+  source: string;
+  /** Bytes of model.safetensors and the seconds it took to load. */
+  bytes: number;
+  seconds: number;
+}
+
+/** Load a GPT from a folder's files; `backend` decides the size limit; `progress` gets status lines. */
+export async function loadLocalModel(files: Iterable<File>, backend: string, progress: (s: string) => void): Promise<LocalModel> {
+  const t0 = performance.now();
+  const { files: f, folder } = pickModelFiles(files);
+  const name = folder || 'local folder';
+  const config = await readJsonFile(f['config.json']);
+  const kind = modelKind(config, 'config.json');
+  if (kind !== 'gpt') throw new Error(`config.json: a translation model (format 'qkv-seq2seq'): open it with qkv explore --model ${name}; this view opens GPTs`);
+  const tokenizerJson = await readJsonFile(f['tokenizer.json']);
+  const w = f['model.safetensors'];
+  if (isHfConfig(config)) {
+    const cfg = gptConfigFromHf(config);
+    const need = gptParameterCount(cfg) * 4;
+    const limit = backend === 'wasm' ? WASM_LIMIT_BYTES : JS_LIMIT_BYTES;
+    if (need > limit) {
+      throw new Error(`config.json: this model has ${gptParameterCount(cfg).toLocaleString('en')} parameters, ${mb(need)} in fp32, more than the page can hold ` +
+        `(${mb(limit)} with the ${backend} backend${backend === 'wasm' ? ': WebAssembly memory is 4 GiB at most' : ''}); gpt2, distilgpt2, gpt2-medium and gpt2-large fit`);
+    }
+    const tokenizer = hfTokenizer(tokenizerJson); // named before any weight is read
+    const model = await readHfGpt2Streaming(config, w.size, async (b, e) => new Uint8Array(await w.slice(b, e).arrayBuffer()), (done, total) => {
+      progress(`reading ${name}/model.safetensors: ${mb(done)} / ${mb(total)}`);
+    }).catch((e: Error) => {
+      throw new Error(/^(config\.json|model\.safetensors)/.test(e.message) ? e.message : `model.safetensors: ${e.message}`);
+    });
+    return { lm: checkedHf(model, tokenizer), name, source: 'Hugging Face GPT-2', bytes: w.size, seconds: (performance.now() - t0) / 1000 };
+  }
+  progress(`reading ${name}/model.safetensors: ${mb(w.size)}`);
+  const lm = loadGptFromFiles(config, tokenizerJson, new Uint8Array(await w.arrayBuffer()));
+  return { lm, name, source: 'qkv GPT', bytes: w.size, seconds: (performance.now() - t0) / 1000 };
+}
+
+/**
+ * The Hugging Face GPT-2 folder `qkv explore --model DIR` serves: the weights are fetched as a Blob
+ * (which the browser may keep on disk) and read from it one tensor at a time, as a local folder is.
+ */
+export async function loadServedHf(config: unknown, name: string, backend: string, progress: (s: string) => void): Promise<LocalModel> {
+  const t0 = performance.now();
+  const files: File[] = [];
+  progress(`downloading ${name}: tokenizer.json, model.safetensors…`);
+  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) {
+    const r = await fetch(`model/${f}`);
+    if (!r.ok) throw new Error(`model/${f}: HTTP ${r.status}`);
+    files.push(f === 'config.json' ? new File([JSON.stringify(config)], f) : new File([await r.blob()], f));
+  }
+  const m = await loadLocalModel(files, backend, progress);
+  return { ...m, name, source: 'Hugging Face GPT-2', seconds: (performance.now() - t0) / 1000 };
+}
