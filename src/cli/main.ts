@@ -69,10 +69,13 @@ program.command('info')
   .action((o) => info({ ...o, log }));
 
 program.command('export')
-  .description('copy a trained model (translation, or language model from train-lm) into a folder to ship (weights as fp16 by default)')
+  .description('copy a trained model (translation, or language model from train-lm) into a folder to ship (weights as fp16 by default), or export it to ONNX (--format onnx)')
   .requiredOption('--model <dir>', 'trained model folder (e.g. runs/NAME)')
   .requiredOption('--out <dir>', 'destination folder (e.g. models/multi30k-en-de)')
-  .option('--dtype <type>', 'f16 | f32', 'f16')
+  .option('--format <name>', 'safetensors (a qkv model folder) | onnx (graphs for ONNX Runtime)', 'safetensors')
+  .option('--dtype <type>', 'f16 | f32 (default: f16 for safetensors, f32 for onnx)')
+  .option('--with-attention', 'onnx: also output every layer\'s attention weights (for viewers)', false)
+  .option('--force', 'onnx: replace an existing --out folder', false)
   .action((o) => exportModel({ ...o, log }));
 
 program.command('train-lm')
