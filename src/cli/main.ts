@@ -47,6 +47,7 @@ program.command('translate')
   .option('--alpha <x>', "length penalty α (default: the model's config.json decoding, else 0.6)", nonNegativeNumber('--alpha'))
   .option('--input <file>', 'read sentences from a file instead of stdin')
   .option('--output <file>', 'write translations to a file instead of stdout')
+  .option('--engine <name>', 'qkv | onnxruntime (--model is then a folder from qkv export --format onnx)', 'qkv')
   .action(async (o) => translate({ ...o, log }));
 
 program.command('eval')
@@ -107,7 +108,8 @@ program.command('generate')
   .option('--top-p <p>', 'sample among the most probable tokens that make up probability p', probability('--top-p'))
   .option('--seed <n>', 'random seed (default: random, printed)', nonNegativeInt('--seed'))
   .option('--no-cache', 'recompute the whole context at every step instead of using the KV cache')
-  .action((o) => generateText({ ...o, log }));
+  .option('--engine <name>', 'qkv | onnxruntime (--model is then a folder from qkv export --format onnx)', 'qkv')
+  .action(async (o) => generateText({ ...o, log }));
 
 program.command('attention')
   .description('translate a sentence (or continue a prompt, with a language model) and draw its attention heatmaps as SVG (no browser needed)')
