@@ -102,6 +102,13 @@ export class GraphBuilder {
     return name;
   }
 
+  /** A fixed fp32 table that is no weight (the sinusoids): kept fp32 in every export, as qkv keeps it. */
+  table(name: string, data: Float32Array, dims: number[]): string {
+    this.initializers.push(onnx.TensorProto.create({ name, dataType: DT.FLOAT, dims, rawData: bytesOf(data) }));
+    this.names.add(name);
+    return name;
+  }
+
   /** A constant (always fp32 or int64, never cast): shapes, axes, scalars. Shared by value. */
   constInt(values: number[], scalar = false): string {
     const key = `i${scalar ? 's' : ''}:${values.join(',')}`;

@@ -33,7 +33,7 @@ export function gptDecoderGraph(c: GPTConfig, weights: Record<string, Tensor>, o
   }));
   const pastLen = c.nLayer > 0 ? dim(g, past[0].k, 2) : g.constInt([0]);
   const { bias, positions } = causalBias(g, pastLen, g.op('Add', [pastLen, dim(g, ids, 1)], 'total'));
-  const table = c.positions === 'learned' ? w.get('wpe.weight') : g.weight('pe', sinusoidalTable(c.blockSize, E).data as Float32Array, [c.blockSize, E]);
+  const table = c.positions === 'learned' ? w.get('wpe.weight') : g.table('pe', sinusoidalTable(c.blockSize, E).data as Float32Array, [c.blockSize, E]);
   let x = g.op('Add', [g.op('Gather', [w.get('wte.weight'), ids], 'tok_emb'), g.op('Gather', [table, positions], 'pos_emb')], 'embedded');
   const attn: string[] = [];
   for (let i = 0; i < c.nLayer; i++) {

@@ -36,7 +36,7 @@ const EPS = 1e-5;
 function embed(g: GraphBuilder, w: Weights, c: Seq2SeqConfig, ids: string, positions: string): string {
   const tok = g.op('Gather', [w.get('embedding.weight'), ids], 'tok_emb');
   const scaled = g.op('Mul', [tok, g.constFloat(Math.sqrt(c.dModel))], 'tok_emb_scaled');
-  const pe = g.weight('positions.pe', sinusoidalTable(c.maxLen, c.dModel).data as Float32Array, [c.maxLen, c.dModel]);
+  const pe = g.table('positions.pe', sinusoidalTable(c.maxLen, c.dModel).data as Float32Array, [c.maxLen, c.dModel]);
   return g.op('Add', [scaled, g.op('Gather', [pe, positions], 'pos_emb')], 'embedded');
 }
 
