@@ -13,7 +13,7 @@ import * as ort from 'onnxruntime-node';
 import { encodeLines, translateIds } from '../../src/cli/evaluate.ts';
 import { DEFAULT_DECODING, loadModelDir } from '../../src/cli/files.ts';
 import { loadLmDir } from '../../src/cli/lm.ts';
-import { translateIdsOnnx } from '../../src/cli/onnxruntime.ts';
+import { SESSION_OPTIONS, translateIdsOnnx } from '../../src/cli/onnxruntime.ts';
 import { generate, generateStreamAsync, type GenerateOptions } from '../../src/decode/gpt.ts';
 import { OrtGpt, OrtSeq2Seq } from '../../src/decode/onnxruntime.ts';
 import { exportGptOnnx, exportSeq2SeqOnnx } from '../../src/io/onnx/export.ts';
@@ -23,7 +23,7 @@ const root = new URL('../../', import.meta.url).pathname;
 test('translation: ONNX Runtime gives qkv\'s greedy and beam-4 translations of all 1,000 test_2016_flickr sentences', async () => {
   const { model, tokenizer, config } = loadModelDir(join(root, 'models/multi30k-en-de'));
   const exp = exportSeq2SeqOnnx(model.config, model.stateDict(), { dtype: 'fp32', withAttention: false });
-  const s = (f: string) => ort.InferenceSession.create(exp.files[f]);
+  const s = (f: string) => ort.InferenceSession.create(exp.files[f], SESSION_OPTIONS);
   const engine = new OrtSeq2Seq(ort, { encoder: await s(exp.manifest.graphs.encoder), decoder: await s(exp.manifest.graphs.decoder), decoderWithPast: await s(exp.manifest.graphs.decoderWithPast) }, exp.manifest);
   const lines = gunzipSync(readFileSync(join(root, 'data/multi30k/test_2016_flickr.en.gz'))).toString('utf8').split('\n').filter((l) => l !== '');
   assert.equal(lines.length, 1000);
@@ -42,7 +42,7 @@ test('translation: ONNX Runtime gives qkv\'s greedy and beam-4 translations of a
 test('language model: ONNX Runtime continues prompts as qkv does (greedy, and sampling with a seed, past the context)', async () => {
   const { model, tokenizer } = loadLmDir(join(root, 'models/gpt-multi30k-char'));
   const exp = exportGptOnnx(model.config, model.stateDict(), { dtype: 'fp32', withAttention: false });
-  const lm = new OrtGpt(ort, await ort.InferenceSession.create(exp.files[exp.manifest.graphs.decoder]), exp.manifest);
+  const lm = new OrtGpt(ort, await ort.InferenceSession.create(exp.files[exp.manifest.graphs.decoder], SESSION_OPTIONS), exp.manifest);
   const prompts = ['A man', 'Two dogs are', 'A little girl in a pink dress', 'People'];
   const cases: GenerateOptions[] = [
     { maxTokens: 60, temperature: 0 },
