@@ -23,7 +23,7 @@ export type Dim = number | string;
 
 const ELEM: Record<ElemType, number> = { float32: DT.FLOAT, int64: DT.INT64, bool: DT.BOOL };
 
-type AttrValue = number | number[] | string | { float: number } | { tensor: Float32Array };
+type AttrValue = number | number[] | string | { float: number };
 
 /** float32 → IEEE half bits, round to nearest even (what safetensors' fp16 writer and numpy do). */
 export function toHalfBits(x: number): number {
@@ -185,8 +185,5 @@ function attr(name: string, v: AttrValue): InstanceType<typeof onnx.AttributePro
   if (typeof v === 'number') return onnx.AttributeProto.create({ name, type: A.INT, i: v });
   if (typeof v === 'string') return onnx.AttributeProto.create({ name, type: A.STRING, s: new TextEncoder().encode(v) });
   if (Array.isArray(v)) return onnx.AttributeProto.create({ name, type: A.INTS, ints: v });
-  if ('float' in v) return onnx.AttributeProto.create({ name, type: A.FLOAT, f: v.float });
-  return onnx.AttributeProto.create({
-    name, type: A.TENSOR, t: onnx.TensorProto.create({ dataType: DT.FLOAT, dims: [v.tensor.length], rawData: bytesOf(v.tensor) }),
-  });
+  return onnx.AttributeProto.create({ name, type: A.FLOAT, f: v.float });
 }
