@@ -230,6 +230,20 @@ let gpt2Torch: number | null = null;
 }
 
 // ---------------------------------------------------------------------------------------------
+// Decoding: qkv (wasm) against ONNX Runtime on the same exported model (bench/onnx.ts, its own process).
+let onnxTable = '';
+{
+  log('decoding: qkv vs ONNX Runtime...');
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/onnx.ts'], { cwd: root, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`bench/onnx.ts failed: ${r.stderr}`);
+  const out = r.stdout.trim().split('\n');
+  log(out.slice(0, -1).join('\n'));
+  const res = JSON.parse(out.pop()!) as { name: string; qkv: number; ort: number }[];
+  onnxTable = ['| decoding (models/multi30k-en-de) | qkv wasm ms | ONNX Runtime ms | qkv / ORT |', '| --- | --- | --- | --- |',
+    ...res.map((x) => `| ${x.name} | ${x.qkv.toFixed(1)} | ${x.ort.toFixed(1)} | ${(x.qkv / x.ort).toFixed(2)} |`)].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
 // Peers
 type PeerResult = Record<string, { ms: number; peak_mb?: number }>;
 let tfjs: PeerResult = {};
@@ -301,5 +315,9 @@ Peak MB is the process's peak resident memory minus its resident memory just bef
 Timings are only comparable within one run: on a shared machine a load average above the core count means other work took CPU from every contestant.
 
 ${table}
+
+Decoding with the same search code on two engines: qkv's wasm backend, and ONNX Runtime (onnxruntime-node, CPU) running the model's \`qkv export --format onnx\` graphs (bench/onnx.ts; both checked to give the same tokens first). Greedy makes exactly 20 tokens of one sentence; beam 4 (α 0.6) decodes the first 32 test_2016_flickr sentences as one batch.
+
+${onnxTable}
 `);
 log(`wrote bench/RESULTS.md`);

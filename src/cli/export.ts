@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { modelKind, type ModelKind } from '../viz/attention-data.ts';
 import { loadModelDir, saveWeights, UserError } from './files.ts';
 import { loadLmDir } from './lm.ts';
+import { exportOnnx } from './onnx-export.ts';
 
 /** The kind of model in a folder, from its config.json's format (a UserError naming the file when it is neither kind). */
 export function modelDirKind(dir: string): ModelKind {
@@ -27,8 +28,12 @@ export function modelDirKind(dir: string): ModelKind {
   }
 }
 
-export function exportModel(o: { model: string; out: string; dtype: string; log: (s: string) => void }): void {
-  const dtype = o.dtype.toUpperCase();
+export function exportModel(o: { model: string; out: string; dtype?: string; format?: string; withAttention?: boolean; force?: boolean; log: (s: string) => void }): void {
+  const format = o.format ?? 'safetensors';
+  if (format !== 'safetensors' && format !== 'onnx') throw new UserError(`--format must be safetensors or onnx, got '${format}'`);
+  if (format === 'onnx') return exportOnnx(o, modelDirKind(o.model));
+  if (o.withAttention) throw new UserError('--with-attention is for --format onnx');
+  const dtype = (o.dtype ?? 'f16').toUpperCase();
   if (dtype !== 'F16' && dtype !== 'F32') throw new UserError(`--dtype must be f16 or f32, got '${o.dtype}'`);
   if (isHfModelDir(o.model)) throw new UserError(`${o.model} is a Hugging Face folder: qkv reads it as it is (--model ${o.model}); export takes a qkv run folder`);
   // Loading validates the folder and the weights.

@@ -8,7 +8,8 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { generateStream } from '../decode/gpt.ts';
+import { generateStream, generateStreamAsync } from '../decode/gpt.ts';
+import { openOnnxGpt, parseEngine } from './onnxruntime.ts';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
 import { GPT, type GPTConfig } from '../models/gpt.ts';
 import { manualSeed } from '../tensor/random.ts';
@@ -256,14 +257,17 @@ export interface GenerateArgs {
   topP?: number;
   seed?: number;
   cache: boolean;
+  /** qkv (default) or onnxruntime (model: a folder from qkv export --format onnx). */
+  engine?: string;
   log: (line: string) => void;
   /** Where the text goes (default: stdout). */
   write?: (text: string) => void;
 }
 
-export function generateText(a: GenerateArgs): void {
+export async function generateText(a: GenerateArgs): Promise<void> {
   if (a.prompt === '') throw new UserError('--prompt is empty: give some text to continue');
-  const { model, tokenizer, separatorId } = loadLmDir(a.model);
+  const onnx = parseEngine(a.engine) === 'onnxruntime' ? await openOnnxGpt(a.model) : null;
+  const { model, tokenizer, separatorId } = onnx ? loadLmShape(a.model) : loadLmDir(a.model);
   const blockSize = model.config.blockSize;
   // Each line of the prompt ends with the separator, as in training; the first starts after one
   // (a line start) when there is room for it.
@@ -281,9 +285,8 @@ export function generateText(a: GenerateArgs): void {
   write(shown);
   const t0 = performance.now();
   let n = 0;
-  for (const t of generateStream(model, prompt, {
-    maxTokens: a.maxTokens, temperature: a.temperature, topK: a.topK, topP: a.topP, seed, useCache: a.cache,
-  })) {
+  const options = { maxTokens: a.maxTokens, temperature: a.temperature, topK: a.topK, topP: a.topP, seed, useCache: a.cache };
+  for await (const t of onnx ? generateStreamAsync(onnx, prompt, options) : generateStream(model, prompt, options)) {
     all.push(t.id);
     n++;
     const text = idsText(tokenizer, all, separatorId);
@@ -292,5 +295,5 @@ export function generateText(a: GenerateArgs): void {
   }
   if (!shown.endsWith('\n')) write('\n');
   const s = (performance.now() - t0) / 1000;
-  a.log(`${n} tokens in ${s.toFixed(2)} s (${((1000 * s) / Math.max(1, n)).toFixed(1)} ms/token, ${a.cache ? 'KV cache' : 'no cache'}), seed ${seed}`);
+  a.log(`${n} tokens in ${s.toFixed(2)} s (${((1000 * s) / Math.max(1, n)).toFixed(1)} ms/token, ${a.cache ? 'KV cache' : 'no cache'}${onnx ? ', ONNX Runtime' : ''}), seed ${seed}`);
 }

@@ -84,6 +84,7 @@ program.command('translate')
   .option('--alpha <x>', "length penalty α (default: the model's config.json decoding, else 0.6)", nonNegativeNumber('--alpha'))
   .option('--input <file>', 'read sentences from a file instead of stdin')
   .option('--output <file>', 'write translations to a file instead of stdout')
+  .option('--engine <name>', 'qkv | onnxruntime (--model is then a folder from qkv export --format onnx)', 'qkv')
   .action(async (o) => translate({ ...o, log }));
 
 program.command('eval')
@@ -106,10 +107,13 @@ program.command('info')
   .action((o) => info({ ...o, log }));
 
 program.command('export')
-  .description('copy a trained model (translation, or language model from train-lm) into a folder to ship (weights as fp16 by default)')
+  .description('copy a trained model (translation, or language model from train-lm) into a folder to ship (weights as fp16 by default), or export it to ONNX (--format onnx)')
   .requiredOption('--model <dir>', 'trained model folder (e.g. runs/NAME)')
   .requiredOption('--out <dir>', 'destination folder (e.g. models/multi30k-en-de)')
-  .option('--dtype <type>', 'f16 | f32', 'f16')
+  .option('--format <name>', 'safetensors (a qkv model folder) | onnx (graphs for ONNX Runtime)', 'safetensors')
+  .option('--dtype <type>', 'f16 | f32 (default: f16 for safetensors, f32 for onnx)')
+  .option('--with-attention', 'onnx: also output every layer\'s attention weights (for viewers)', false)
+  .option('--force', 'onnx: replace an existing --out folder', false)
   .action((o) => exportModel({ ...o, log }));
 
 program.command('train-lm')
@@ -141,7 +145,8 @@ program.command('generate')
   .option('--top-p <p>', 'sample among the most probable tokens that make up probability p', probability('--top-p'))
   .option('--seed <n>', 'random seed (default: random, printed)', nonNegativeInt('--seed'))
   .option('--no-cache', 'recompute the whole context at every step instead of using the KV cache')
-  .action((o) => generateText({ ...o, log }));
+  .option('--engine <name>', 'qkv | onnxruntime (--model is then a folder from qkv export --format onnx)', 'qkv')
+  .action(async (o) => generateText({ ...o, log }));
 
 program.command('attention')
   .description('translate a sentence (or continue a prompt, with a language model) and draw its attention heatmaps as SVG (no browser needed)')

@@ -5,7 +5,8 @@ import { corpusBleu } from '../text/bleu.ts';
 import { readParallel } from './corpus.ts';
 import { encodeLines, translateIds } from './evaluate.ts';
 import { progressBar } from './progress.ts';
-import { atomicWrite, DEFAULT_DECODING, loadModelDir, UserError, type Decoding, type ModelConfigFile } from './files.ts';
+import { atomicWrite, DEFAULT_DECODING, loadModelDir, loadModelShape, UserError, type Decoding, type ModelConfigFile } from './files.ts';
+import { openOnnxSeq2Seq, parseEngine, translateIdsOnnx } from './onnxruntime.ts';
 
 interface Common {
   model: string;
@@ -34,8 +35,10 @@ function splitLines(text: string): string[] {
   return lines;
 }
 
-export async function translate(o: Common & { input?: string; output?: string }): Promise<void> {
-  const { model, tokenizer, config } = loadModelDir(o.model);
+export async function translate(o: Common & { input?: string; output?: string; engine?: string }): Promise<void> {
+  // --engine onnxruntime: --model is a folder from qkv export --format onnx (its config and tokenizer, no weights).
+  const onnx = parseEngine(o.engine) === 'onnxruntime' ? await openOnnxSeq2Seq(o.model) : null;
+  const { model, tokenizer, config } = onnx ? loadModelShape(o.model) : loadModelDir(o.model);
   const dec = decodingFor(o, config);
   let text: string;
   if (o.input) {
@@ -48,7 +51,8 @@ export async function translate(o: Common & { input?: string; output?: string })
     text = await readStdin();
   }
   const lines = splitLines(text);
-  const out = translateIds(model, tokenizer, encodeLines(model, tokenizer, lines), dec);
+  const srcIds = encodeLines(model, tokenizer, lines);
+  const out = onnx ? await translateIdsOnnx(onnx, tokenizer, srcIds, dec) : translateIds(model, tokenizer, srcIds, dec);
   const result = out.map((l) => `${l}\n`).join('');
   if (o.output) atomicWrite(o.output, result);
   else process.stdout.write(result);

@@ -33,13 +33,31 @@ export interface GeneratedToken {
 }
 
 /**
- * Generate token by token (a lazy iterator, for streaming): the model runs in eval mode without
- * autograd while it is iterated, and its mode is restored when the iteration ends.
+ * What generation asks of an engine: the last row's next-token logits after feeding `fed`, either
+ * from an empty context (`fresh`: the prompt, or a context cut to fit) or after the context fed so
+ * far (the KV cache). qkv's GPT and ONNX Runtime both answer it.
  */
-export function* generateStream(model: GPT, prompt: readonly number[], options: GenerateOptions): IterableIterator<GeneratedToken> {
+export interface LmRun {
+  fed: number[];
+  fresh: boolean;
+}
+
+/** An engine that answers LmRun asynchronously (ONNX Runtime). */
+export interface AsyncLm {
+  readonly vocabSize: number;
+  readonly blockSize: number;
+  run(fed: number[], fresh: boolean): Promise<Float32Array>;
+}
+
+type GenerationEvent = { run: LmRun } | { token: GeneratedToken };
+
+/**
+ * Generation itself, written once for every engine: it yields the runs it needs (resumed with their
+ * logits) and the tokens it draws.
+ */
+function* generation(vocabSize: number, blockSize: number, prompt: readonly number[], options: GenerateOptions): Generator<GenerationEvent, void, Float32Array | undefined> {
   const name = 'generate';
   checkSamplingOptions(options, name);
-  const { vocabSize, blockSize } = model.config;
   const { maxTokens, useCache = true } = options;
   if (!Number.isInteger(maxTokens) || maxTokens < 0) throw new Error(`${name}: maxTokens must be a non-negative integer, got ${maxTokens}`);
   if (prompt.length === 0) throw new Error(`${name}: the prompt is empty (give at least one token)`);
@@ -50,15 +68,36 @@ export function* generateStream(model: GPT, prompt: readonly number[], options: 
   const rng = options.generator ?? new RandomGenerator(options.seed ?? 0);
   const stop = new Set(options.stopIds ?? []);
   const keep = Math.max(1, Math.floor(blockSize / 2));
+  const ids = prompt.slice();
+  let start = 0; // the context is ids[start..]
+  let logits = (yield { run: { fed: ids.slice(), fresh: true } })!;
+  for (let n = 0; n < maxTokens; n++) {
+    const id = sampleToken(logits, options, rng);
+    yield { token: { id, logits } };
+    ids.push(id);
+    if (n === maxTokens - 1 || stop.has(id)) break;
+    if (ids.length - start > blockSize) {
+      start = ids.length - keep;
+      logits = (yield { run: { fed: ids.slice(start), fresh: true } })!;
+    } else {
+      logits = (yield { run: useCache ? { fed: [id], fresh: false } : { fed: ids.slice(start), fresh: true } })!;
+    }
+  }
+}
 
+/**
+ * Generate token by token (a lazy iterator, for streaming): the model runs in eval mode without
+ * autograd while it is iterated, and its mode is restored when the iteration ends.
+ */
+export function* generateStream(model: GPT, prompt: readonly number[], options: GenerateOptions): IterableIterator<GeneratedToken> {
+  const { vocabSize, blockSize } = model.config;
+  const useCache = options.useCache ?? true;
   const wasTraining = model.training;
   model.eval();
   try {
-    const ids = prompt.slice();
-    let start = 0; // the context is ids[start..]
     let cache: GPTCache | null = null;
     // Last-row logits of running the model on `fed`: from scratch (no cache, or a new cache) or cached.
-    const run = (fed: number[], fresh: boolean): Float32Array => noGrad(() => {
+    const run = ({ fed, fresh }: LmRun): Float32Array => noGrad(() => {
       const x = new Tensor(Int32Array.from(fed), [1, fed.length], 'int32');
       let logits: Tensor;
       if (!useCache) logits = model.forward(x);
@@ -68,21 +107,28 @@ export function* generateStream(model: GPT, prompt: readonly number[], options: 
       }
       return (logits.data as Float32Array).slice((fed.length - 1) * vocabSize, fed.length * vocabSize);
     });
-    let logits = run(ids, true);
-    for (let n = 0; n < maxTokens; n++) {
-      const id = sampleToken(logits, options, rng);
-      yield { id, logits };
-      ids.push(id);
-      if (n === maxTokens - 1 || stop.has(id)) break;
-      if (ids.length - start > blockSize) {
-        start = ids.length - keep;
-        logits = run(ids.slice(start), true);
-      } else {
-        logits = useCache ? run([id], false) : run(ids.slice(start), true);
+    const g = generation(vocabSize, blockSize, prompt, options);
+    for (let r = g.next(); !r.done;) {
+      if ('run' in r.value) r = g.next(run(r.value.run));
+      else {
+        yield r.value.token;
+        r = g.next();
       }
     }
   } finally {
     if (wasTraining) model.train();
+  }
+}
+
+/** The same generation on an asynchronous engine (ONNX Runtime): same checks, same draws, same cuts. */
+export async function* generateStreamAsync(lm: AsyncLm, prompt: readonly number[], options: GenerateOptions): AsyncIterableIterator<GeneratedToken> {
+  const g = generation(lm.vocabSize, lm.blockSize, prompt, options);
+  for (let r = g.next(); !r.done;) {
+    if ('run' in r.value) r = g.next(await lm.run(r.value.run.fed, r.value.run.fresh));
+    else {
+      yield r.value.token;
+      r = g.next();
+    }
   }
 }
 

@@ -3,7 +3,9 @@ export {
   greedy, beamSearch, greedySearch, beamSearchSteps, lengthPenalty, type SearchOptions,
   type DecodeOptions, type BeamSearchOptions, type DecodeResult, type BeamSearchResult, type Hypothesis,
 } from './search.ts';
-export { CachedStepper, FullStepper, type Stepper } from './stepper.ts';
+export { CachedStepper, FullStepper, type Stepper, type AsyncStepper } from './stepper.ts';
+export { greedySearchAsync, beamSearchAsync } from './search.ts';
+export { OrtSeq2Seq, OrtGpt, type OrtLike, type OrtSessionLike, type OrtTensorLike, type OrtModelInfo } from './onnxruntime.ts';
 export { TransformerDecoderCache, type DecoderLayerCache, type DecoderStepResult } from '../nn/transformer.ts';
-export { generate, generateStream, type GenerateOptions, type GeneratedToken } from './gpt.ts';
+export { generate, generateStream, generateStreamAsync, type AsyncLm, type GenerateOptions, type GeneratedToken } from './gpt.ts';
 export { sampleToken, samplingDistribution, checkSamplingOptions, argmax, type SamplingOptions } from './sample.ts';

@@ -7,7 +7,7 @@ import { noGrad } from '../autograd/grad-mode.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
-import { CachedStepper, FullStepper, type Stepper } from './stepper.ts';
+import { CachedStepper, FullStepper, driveAsync, driveSync, type AsyncStepper, type Stepper, type StepperRows } from './stepper.ts';
 
 export interface DecodeOptions {
   /** The id every output starts from (fed at position 0, not part of the output). */
@@ -100,6 +100,19 @@ function blockEarlyEos(lp: Float32Array, rows: number, V: number, eosId: number)
  * whose decoding starts as stepper row i.
  */
 export function greedySearch(stepper: Stepper, maxLens: number[], options: SearchOptions): DecodeResult {
+  return driveSync(greedySteps(stepper, maxLens, options), stepper);
+}
+
+/** The same search over an engine whose steps are asynchronous (ONNX Runtime). */
+export function greedySearchAsync(stepper: AsyncStepper, maxLens: number[], options: SearchOptions): Promise<DecodeResult> {
+  return driveAsync(greedySteps(stepper, maxLens, options), stepper);
+}
+
+/**
+ * The search itself, written once for every engine: it yields each step's last ids and is resumed
+ * with that step's log-probabilities (driveSync / driveAsync run the stepper in between).
+ */
+function* greedySteps(stepper: StepperRows, maxLens: number[], options: SearchOptions): Generator<Int32Array, DecodeResult, Float32Array> {
   const B = maxLens.length;
   const V = stepper.vocabSize;
   const out: number[][] = Array.from({ length: B }, () => []);
@@ -110,7 +123,7 @@ export function greedySearch(stepper: Stepper, maxLens: number[], options: Searc
   let last = new Int32Array(active.length).fill(options.bosId);
   const minLen = options.minLen ?? 1;
   for (let n = 1; active.length > 0; n++) {
-    const lp = stepper.step(last);
+    const lp = yield last;
     if (n <= minLen) blockEarlyEos(lp, active.length, V, options.eosId);
     const keep: number[] = [];
     const next: number[] = [];
@@ -168,7 +181,19 @@ function checkBeamOptions(options: { beamSize?: number; lengthPenalty?: number }
 }
 
 /** Beam search over any Stepper (see beamSearch); sentence i starts as stepper row i. */
-export function beamSearchSteps(stepper: Stepper, maxLens: number[], options: SearchOptions & { beamSize?: number; lengthPenalty?: number }): BeamSearchResult {
+export function beamSearchSteps(stepper: Stepper, maxLens: number[], options: BeamSearchStepsOptions): BeamSearchResult {
+  return driveSync(beamSteps(stepper, maxLens, options), stepper);
+}
+
+/** The same search over an engine whose steps are asynchronous (ONNX Runtime). */
+export function beamSearchAsync(stepper: AsyncStepper, maxLens: number[], options: BeamSearchStepsOptions): Promise<BeamSearchResult> {
+  return driveAsync(beamSteps(stepper, maxLens, options), stepper);
+}
+
+export type BeamSearchStepsOptions = SearchOptions & { beamSize?: number; lengthPenalty?: number };
+
+/** Beam search as a coroutine, like greedySteps. */
+function* beamSteps(stepper: StepperRows, maxLens: number[], options: BeamSearchStepsOptions): Generator<Int32Array, BeamSearchResult, Float32Array> {
   checkBeamOptions(options);
   const k = options.beamSize ?? 4;
   const alpha = options.lengthPenalty ?? 0.6;
@@ -183,7 +208,7 @@ export function beamSearchSteps(stepper: Stepper, maxLens: number[], options: Se
   let last = new Int32Array(rows).fill(options.bosId);
   const minLen = options.minLen ?? 1;
   for (let n = 1; rows > 0; n++) {
-    const lp = stepper.step(last);
+    const lp = yield last;
     if (n <= minLen) blockEarlyEos(lp, rows, V, options.eosId);
     const nextLive: Live[][] = Array.from({ length: B }, () => []);
     const parents: number[] = [];
@@ -258,12 +283,7 @@ function run<R>(model: Seq2Seq, src: Tensor, options: DecodeOptions, search: (st
   if (options.minLen !== undefined && (!Number.isInteger(options.minLen) || options.minLen < 0)) {
     throw new Error(`${name}: minLen must be a non-negative integer, got ${options.minLen}`);
   }
-  const [B, S] = src.shape;
-  const maxLens = Array.from({ length: B }, (_, b) => {
-    let len = 0;
-    for (let j = 0; j < S; j++) if (src.data[b * S + j] !== padId) len++;
-    return Math.min(options.maxLen ?? len + 50, positions);
-  });
+  const maxLens = maxLengths(src, padId, positions, options.maxLen);
   const wasTraining = model.training;
   model.eval();
   try {
@@ -276,6 +296,19 @@ function run<R>(model: Seq2Seq, src: Tensor, options: DecodeOptions, search: (st
   } finally {
     if (wasTraining) model.train();
   }
+}
+
+/**
+ * Most ids each sentence of src (B, S) may generate: `maxLen`, else its non-padding length + 50
+ * (the paper's), capped by the position table.
+ */
+export function maxLengths(src: Tensor, padId: number, positions: number, maxLen?: number): number[] {
+  const [B, S] = src.shape;
+  return Array.from({ length: B }, (_, b) => {
+    let len = 0;
+    for (let j = 0; j < S; j++) if (src.data[b * S + j] !== padId) len++;
+    return Math.min(maxLen ?? len + 50, positions);
+  });
 }
 
 /** The first index of the largest value in row [off, off + V). */

@@ -9,19 +9,45 @@ import type { TransformerDecoderCache } from '../nn/transformer.ts';
 import * as F from '../ops/index.ts';
 import { Tensor } from '../tensor/tensor.ts';
 
-export interface Stepper {
+/** What a search reads and changes on any engine: the rows and their order. */
+export interface StepperRows {
   /** Rows being decoded. */
   readonly rows: number;
   /** Width of each row of log-probabilities. */
   readonly vocabSize: number;
-  /** Feed each row's last id; returns log-probabilities (rows × vocab), padding id at −∞. */
-  step(last: Int32Array): Float32Array;
   /** Keep rows `rows` (indices into the current rows, in order, repeats allowed). */
   reorder(rows: Int32Array): void;
 }
 
-/** Log-softmax of (N, V) logits, the padding id never chosen (as fairseq). */
-function logProbs(logits: Tensor, padId: number): Float32Array {
+export interface Stepper extends StepperRows {
+  /** Feed each row's last id; returns log-probabilities (rows × vocab), padding id at −∞. */
+  step(last: Int32Array): Float32Array;
+}
+
+/** A Stepper whose steps run elsewhere and answer later (ONNX Runtime's session.run is asynchronous). */
+export interface AsyncStepper extends StepperRows {
+  step(last: Int32Array): Promise<Float32Array>;
+}
+
+/**
+ * Run a search coroutine (it yields each step's last ids and takes back their log-probabilities)
+ * on a synchronous stepper; so greedy and beam search are written once for every engine.
+ */
+export function driveSync<R>(search: Generator<Int32Array, R, Float32Array>, stepper: Stepper): R {
+  let r = search.next();
+  while (!r.done) r = search.next(stepper.step(r.value));
+  return r.value;
+}
+
+/** The same on an asynchronous stepper. */
+export async function driveAsync<R>(search: Generator<Int32Array, R, Float32Array>, stepper: AsyncStepper): Promise<R> {
+  let r = search.next();
+  while (!r.done) r = search.next(await stepper.step(r.value));
+  return r.value;
+}
+
+/** Log-softmax of (N, V) logits, the padding id never chosen (as fairseq): what every stepper returns. */
+export function logProbs(logits: Tensor, padId: number): Float32Array {
   const lp = F.logSoftmax(logits, -1).data as Float32Array;
   const V = logits.shape[logits.shape.length - 1];
   if (padId >= 0 && padId < V) for (let r = 0; r < lp.length / V; r++) lp[r * V + padId] = -Infinity;

@@ -1,0 +1,70 @@
+/**
+ * The files of an ONNX export of a qkv model, in memory: the graphs and `onnx.json`, a manifest
+ * that tells a runtime which graph is which and the shapes of the key/value cache. The caller adds
+ * config.json and tokenizer.json (see `qkv export --format onnx`).
+ */
+import type { GPTConfig } from '../../models/gpt.ts';
+import type { Seq2SeqConfig } from '../../models/seq2seq.ts';
+import type { Tensor } from '../../tensor/tensor.ts';
+import { OPSET, type WeightDType } from './builder.ts';
+import { gptDecoderGraph } from './gpt.ts';
+import { seq2seqDecoderGraph, seq2seqEncoderGraph } from './seq2seq.ts';
+
+export interface OnnxManifest {
+  format: 'qkv-onnx';
+  version: 1;
+  kind: 'seq2seq' | 'gpt';
+  opset: number;
+  /** How the weights are stored; every graph computes in fp32. */
+  dtype: WeightDType;
+  /** Whether the graphs also output every layer's attention weights. */
+  withAttention: boolean;
+  /** File names: seq2seq {encoder, decoder, decoderWithPast}; gpt {decoder}. */
+  graphs: Record<string, string>;
+  numLayers: number;
+  numHeads: number;
+  headDim: number;
+  vocabSize: number;
+  /** Longest sequence the position table covers (Seq2Seq maxLen, GPT blockSize). */
+  maxPositions: number;
+  /** Seq2Seq only: the padding id (never generated; masked as a key). */
+  padId?: number;
+  /** Seq2Seq only: encoder layers. */
+  numEncoderLayers?: number;
+}
+
+export const MANIFEST = 'onnx.json';
+
+export interface OnnxExport {
+  manifest: OnnxManifest;
+  /** File name → bytes (the graphs). */
+  files: Record<string, Uint8Array>;
+}
+
+export function exportSeq2SeqOnnx(config: Seq2SeqConfig, weights: Record<string, Tensor>, o: { dtype: WeightDType; withAttention: boolean }): OnnxExport {
+  const graphs = { encoder: 'encoder_model.onnx', decoder: 'decoder_model.onnx', decoderWithPast: 'decoder_with_past_model.onnx' };
+  return {
+    manifest: {
+      format: 'qkv-onnx', version: 1, kind: 'seq2seq', opset: OPSET, dtype: o.dtype, withAttention: o.withAttention, graphs,
+      numLayers: config.numDecoderLayers, numEncoderLayers: config.numEncoderLayers, numHeads: config.nhead,
+      headDim: config.dModel / config.nhead, vocabSize: config.vocabSize, maxPositions: config.maxLen, padId: config.padId,
+    },
+    files: {
+      [graphs.encoder]: seq2seqEncoderGraph(config, weights, o),
+      [graphs.decoder]: seq2seqDecoderGraph(config, weights, false, o),
+      [graphs.decoderWithPast]: seq2seqDecoderGraph(config, weights, true, o),
+    },
+  };
+}
+
+export function exportGptOnnx(config: GPTConfig, weights: Record<string, Tensor>, o: { dtype: WeightDType; withAttention: boolean }): OnnxExport {
+  const graphs = { decoder: 'decoder_model.onnx' };
+  return {
+    manifest: {
+      format: 'qkv-onnx', version: 1, kind: 'gpt', opset: OPSET, dtype: o.dtype, withAttention: o.withAttention, graphs,
+      numLayers: config.nLayer, numHeads: config.nHead, headDim: config.nEmbd / config.nHead,
+      vocabSize: config.vocabSize, maxPositions: config.blockSize,
+    },
+    files: { [graphs.decoder]: gptDecoderGraph(config, weights, o) },
+  };
+}

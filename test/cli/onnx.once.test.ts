@@ -1,0 +1,83 @@
+/**
+ * `qkv export --format onnx` and `--engine onnxruntime` end to end: a self-contained folder; the
+ * same translations and continuations from both engines; and bad input answered with one line,
+ * exit 1, nothing written or overwritten.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const root = new URL('../../', import.meta.url).pathname;
+function qkv(args: string[], input?: string) {
+  return spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), ...args], { encoding: 'utf8', input, cwd: root });
+}
+const work = mkdtempSync(join(tmpdir(), 'qkv-onnx-cli-'));
+const MT = join(root, 'models/multi30k-en-de');
+const LM = join(root, 'models/gpt-multi30k-char');
+const mtOnnx = join(work, 'mt-onnx');
+const lmOnnx = join(work, 'lm-onnx');
+
+/** One line on stderr, exit 1, no stack trace. */
+function assertOneLine(r: ReturnType<typeof qkv>, re: RegExp): void {
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, re);
+  assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+}
+
+test('qkv export --format onnx writes a self-contained folder (graphs, onnx.json, config, tokenizer)', () => {
+  const r = qkv(['export', '--format', 'onnx', '--model', MT, '--out', mtOnnx]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /wrote .*encoder_model\.onnx, decoder_model\.onnx, decoder_with_past_model\.onnx \(opset 17, 7,578,624 parameters, fp32 weights\)/);
+  assert.deepEqual(readdirSync(mtOnnx).sort(), ['config.json', 'decoder_model.onnx', 'decoder_with_past_model.onnx', 'encoder_model.onnx', 'onnx.json', 'tokenizer.json']);
+  assert.equal(readFileSync(join(mtOnnx, 'tokenizer.json'), 'utf8'), readFileSync(join(MT, 'tokenizer.json'), 'utf8'));
+  const manifest = JSON.parse(readFileSync(join(mtOnnx, 'onnx.json'), 'utf8'));
+  assert.deepEqual([manifest.kind, manifest.opset, manifest.numLayers, manifest.numHeads, manifest.headDim, manifest.padId], ['seq2seq', 17, 3, 4, 64, 0]);
+  const g = qkv(['export', '--format', 'onnx', '--model', LM, '--out', lmOnnx, '--dtype', 'f16', '--with-attention']);
+  assert.equal(g.status, 0, g.stderr);
+  assert.match(g.stderr, /decoder_model\.onnx \(opset 17, .* fp16 weights, attention outputs\)/);
+});
+
+test('--engine onnxruntime translates and generates the same text as qkv', () => {
+  const input = 'A man is riding a bike.\nTwo dogs play in the snow.\nA little girl climbs the stairs.\n';
+  for (const beam of ['1', '4']) {
+    const a = qkv(['translate', '--model', MT, '--beam', beam], input);
+    const b = qkv(['translate', '--engine', 'onnxruntime', '--model', mtOnnx, '--beam', beam], input);
+    assert.equal(b.status, 0, b.stderr);
+    assert.equal(b.stdout.split('\n').length, 4);
+    assert.equal(b.stdout, a.stdout, `beam ${beam}`);
+  }
+  // fp16 weights of an fp16-stored model are the same numbers: greedy text is the same too.
+  const args = ['--prompt', 'A dog', '--temperature', '0', '--max-tokens', '80'];
+  const a = qkv(['generate', '--model', LM, ...args]);
+  const b = qkv(['generate', '--engine', 'onnxruntime', '--model', lmOnnx, ...args]);
+  assert.equal(b.status, 0, b.stderr);
+  assert.match(b.stderr, /80 tokens in .* ONNX Runtime\)/);
+  assert.equal(b.stdout, a.stdout);
+});
+
+test('bad input: one line, exit 1, nothing written or overwritten', () => {
+  const out = join(work, 'never');
+  assertOneLine(qkv(['export', '--format', 'onnx', '--model', join(root, 'src'), '--out', out]), /^qkv: model config not found: .*src\/config\.json$/m);
+  const notModel = join(work, 'not-a-model');
+  mkdirSync(notModel);
+  writeFileSync(join(notModel, 'config.json'), '{"format": "something-else"}');
+  assertOneLine(qkv(['export', '--format', 'onnx', '--model', notModel, '--out', out]), /expected format 'qkv-seq2seq' .* or 'qkv-gpt' .*, got format 'something-else'/);
+  assertOneLine(qkv(['export', '--format', 'onnx', '--model', MT, '--out', out, '--dtype', 'int8']), /--dtype must be f16 or f32, got 'int8'/);
+  assertOneLine(qkv(['export', '--format', 'tflite', '--model', MT, '--out', out]), /--format must be safetensors or onnx, got 'tflite'/);
+  assert.ok(!existsSync(out), 'nothing written');
+  // An existing folder is refused without --force, its files untouched; --force replaces it.
+  const before = readFileSync(join(lmOnnx, 'decoder_model.onnx'));
+  assertOneLine(qkv(['export', '--format', 'onnx', '--model', LM, '--out', lmOnnx]), /--out .* already exists and is not empty: pass --force to replace it/);
+  assert.deepEqual(readFileSync(join(lmOnnx, 'decoder_model.onnx')), before);
+  const forced = qkv(['export', '--format', 'onnx', '--model', LM, '--out', lmOnnx, '--force']);
+  assert.equal(forced.status, 0, forced.stderr);
+  assert.ok(readFileSync(join(lmOnnx, 'decoder_model.onnx')).length > 1.8 * before.length, 'fp32 replaced fp16');
+  assert.deepEqual(readdirSync(work).filter((f) => f.includes('.tmp-')), [], 'no temporary folder left');
+  // The engine needs an ONNX export of the right kind.
+  assertOneLine(qkv(['translate', '--engine', 'onnxruntime', '--model', MT], 'A dog.\n'), /is not an ONNX export \(no onnx\.json\): make one with qkv export --format onnx/);
+  assertOneLine(qkv(['translate', '--engine', 'onnxruntime', '--model', lmOnnx], 'A dog.\n'), /expected a qkv-onnx export of a seq2seq model, got format 'qkv-onnx' kind 'gpt'/);
+  assertOneLine(qkv(['generate', '--engine', 'tensorrt', '--model', lmOnnx, '--prompt', 'A']), /--engine must be qkv or onnxruntime, got 'tensorrt'/);
+});
