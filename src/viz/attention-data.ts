@@ -39,6 +39,8 @@ export interface TranslationAttention {
   outIds: number[];
   /** Output ended with EOS (false: cut at the length limit). */
   finished: boolean;
+  /** The sentence's token count when it was longer than the model reads and cut to maxLen (else absent). */
+  truncatedFrom?: number;
   encoder: AttentionStack;
   decoder: AttentionStack;
   cross: AttentionStack;
@@ -95,8 +97,10 @@ export function encoderAttention(model: Seq2Seq, src: Tensor): { memory: Tensor;
 export function translateWithAttention(model: Seq2Seq, tokenizer: BpeTokenizer, sentence: string, options: TranslateOptions = {}): TranslationAttention {
   const text = sentence.trim();
   if (text === '') throw new Error('translate: the sentence is empty');
-  const srcIds = tokenizer.encode(text);
-  if (srcIds.length > model.config.maxLen) throw new Error(`translate: the sentence has ${srcIds.length} tokens; this model reads at most ${model.config.maxLen}`);
+  // As `qkv translate` does: a sentence longer than the model reads is cut to its first maxLen tokens.
+  const allIds = tokenizer.encode(text);
+  const srcIds = allIds.slice(0, model.config.maxLen);
+  const truncatedFrom = allIds.length > srcIds.length ? allIds.length : undefined;
   const beam = options.beam ?? 1;
   const ids = { bosId: tokenizer.bosId, eosId: tokenizer.eosId, maxLen: options.maxLen };
   return noGrad(() => {
@@ -125,6 +129,7 @@ export function translateWithAttention(model: Seq2Seq, tokenizer: BpeTokenizer, 
       srcIds,
       outIds,
       finished,
+      ...(truncatedFrom !== undefined && { truncatedFrom }),
       encoder,
       decoder,
       cross,
