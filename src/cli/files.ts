@@ -6,6 +6,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
+import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
 import { Seq2Seq, type Seq2SeqConfig } from '../models/seq2seq.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import type { Tensor } from '../tensor/tensor.ts';
@@ -102,7 +103,11 @@ export function loadModelDir(dir: string, weightsFile = 'model.safetensors'): Lo
   } catch (e) {
     throw new UserError(`${wpath}: ${(e as Error).message}`);
   }
-  model.loadStateDict(tensors, { strict: true });
+  try {
+    loadWeights(model, tensors, config.model, SEQ2SEQ_FIELDS);
+  } catch (e) {
+    throw new UserError(`${wpath}: ${(e as Error).message}`);
+  }
   model.eval();
   return { model, tokenizer, config };
 }

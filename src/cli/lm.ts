@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { generateStream } from '../decode/gpt.ts';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
 import { GPT, type GPTConfig } from '../models/gpt.ts';
+import { GPT_FIELDS, loadWeights } from '../models/load-weights.ts';
 import { manualSeed } from '../tensor/random.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
@@ -82,7 +83,7 @@ export function loadLmDir(dir: string): LoadedLm {
   let tensors: Record<string, Tensor>;
   try {
     tensors = readSafetensors(readFileSync(wpath)).tensors;
-    lm.model.loadStateDict(tensors, { strict: true });
+    loadWeights(lm.model, tensors, lm.config.model, GPT_FIELDS);
   } catch (e) {
     throw new UserError(`${wpath}: ${(e as Error).message}`);
   }

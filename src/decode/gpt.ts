@@ -66,7 +66,13 @@ export function* generateStream(model: GPT, prompt: readonly number[], options: 
         if (fresh) cache = model.initCache();
         logits = model.forwardCached(x, cache!).logits;
       }
-      return (logits.data as Float32Array).slice((fed.length - 1) * vocabSize, fed.length * vocabSize);
+      const row = (logits.data as Float32Array).slice((fed.length - 1) * vocabSize, fed.length * vocabSize);
+      for (let j = 0; j < row.length; j++) {
+        if (row[j] - row[j] !== 0) {
+          throw new Error(`generate: step ${ids.length - prompt.length + 1}: logit ${j} is ${String(row[j])}: the model's weights or activations hold NaN or Infinity`);
+        }
+      }
+      return row;
     });
     let logits = run(ids, true);
     for (let n = 0; n < maxTokens; n++) {

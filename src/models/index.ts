@@ -1,3 +1,4 @@
 /** Whole models built from nn: `import { models } from 'qkv'`. */
 export { Seq2Seq, PAPER_BASE, MULTI30K_SMALL, type Seq2SeqConfig } from './seq2seq.ts';
 export { GPT, GPTCache, Block, MLP, GPT2_124M, GPT_TINY, GPT_SMALL, gptParameterCount, type GPTConfig } from './gpt.ts';
+export { loadWeights, checkFinite, describeMismatch, SEQ2SEQ_FIELDS, GPT_FIELDS, type FieldRule } from './load-weights.ts';

@@ -12,6 +12,7 @@ import { noGrad } from '../autograd/grad-mode.ts';
 import { beamSearch, greedy } from '../decode/search.ts';
 import { readSafetensors } from '../io/safetensors.ts';
 import { Seq2Seq, type Seq2SeqConfig } from '../models/seq2seq.ts';
+import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 
@@ -159,7 +160,11 @@ export function loadModelFromFiles(configJson: unknown, tokenizerJson: unknown, 
   if (!cfg || cfg.format !== 'qkv-seq2seq' || !cfg.model) throw new Error(`config.json: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(cfg?.format)}'`);
   const tokenizer = BpeTokenizer.fromJSON(tokenizerJson);
   const model = new Seq2Seq(cfg.model);
-  model.loadStateDict(readSafetensors(weights).tensors, { strict: true });
+  try {
+    loadWeights(model, readSafetensors(weights).tensors, cfg.model, SEQ2SEQ_FIELDS);
+  } catch (e) {
+    throw new Error(`model.safetensors: ${(e as Error).message}`);
+  }
   model.eval();
   return { model, tokenizer };
 }

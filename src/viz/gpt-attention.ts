@@ -12,6 +12,7 @@ import { noGrad } from '../autograd/grad-mode.ts';
 import { generate } from '../decode/gpt.ts';
 import { readSafetensors } from '../io/safetensors.ts';
 import { GPT, type GPTConfig } from '../models/gpt.ts';
+import { GPT_FIELDS, loadWeights } from '../models/load-weights.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import { CharTokenizer } from '../text/chars.ts';
@@ -57,7 +58,7 @@ export function loadGptFromFiles(configJson: unknown, tokenizerJson: unknown, we
   }
   if (tokenizer.vocabSize !== model.config.vocabSize) throw new Error(`tokenizer.json has ${tokenizer.vocabSize} tokens, config.json's model ${model.config.vocabSize}`);
   try {
-    model.loadStateDict(readSafetensors(weights).tensors, { strict: true });
+    loadWeights(model, readSafetensors(weights).tensors, cfg.model, GPT_FIELDS);
   } catch (e) {
     throw new Error(`model.safetensors: ${(e as Error).message}`);
   }
