@@ -55,14 +55,14 @@ test('ETag and Last-Modified on every file; If-None-Match and If-Modified-Since 
   assert.match(etag, /^"[0-9a-f]+-[0-9a-f]+"$/);
   assert.equal(r.headers['last-modified'], 'Sun, 01 Nov 2026 10:00:00 GMT');
   assert.equal(r.headers['accept-ranges'], 'bytes');
-  for (const h of [{ 'If-None-Match': etag }, { 'If-None-Match': `"other", W/${etag}` }, { 'If-None-Match': '*' }, { 'If-Modified-Since': 'Sun, 01 Nov 2026 10:00:00 GMT' }, { 'If-Modified-Since': 'Mon, 02 Nov 2026 00:00:00 GMT' }]) {
+  for (const h of <Record<string, string>[]>[{ 'If-None-Match': etag }, { 'If-None-Match': `"other", W/${etag}` }, { 'If-None-Match': '*' }, { 'If-Modified-Since': 'Sun, 01 Nov 2026 10:00:00 GMT' }, { 'If-Modified-Since': 'Mon, 02 Nov 2026 00:00:00 GMT' }]) {
     const c = await get('/model/model.safetensors', h);
     assert.equal(c.status, 304, JSON.stringify(h));
     assert.equal(c.body.length, 0);
     assert.equal(c.headers.etag, etag);
     assert.equal(c.headers['cross-origin-embedder-policy'], 'require-corp', 'the isolation headers come with a 304 too');
   }
-  for (const h of [{ 'If-None-Match': '"other"' }, { 'If-Modified-Since': 'Sat, 31 Oct 2026 00:00:00 GMT' }, { 'If-None-Match': '"other"', 'If-Modified-Since': 'Mon, 02 Nov 2026 00:00:00 GMT' }, { 'If-Modified-Since': 'garbage' }]) {
+  for (const h of <Record<string, string>[]>[{ 'If-None-Match': '"other"' }, { 'If-Modified-Since': 'Sat, 31 Oct 2026 00:00:00 GMT' }, { 'If-None-Match': '"other"', 'If-Modified-Since': 'Mon, 02 Nov 2026 00:00:00 GMT' }, { 'If-Modified-Since': 'garbage' }]) {
     const c = await get('/model/model.safetensors', h);
     assert.equal(c.status, 200, JSON.stringify(h));
     assert.deepEqual(c.body, weights);
