@@ -3,7 +3,7 @@
  * other tools read. Every write goes to a temporary file in the same folder, is flushed, then
  * renamed over the target, so a killed process leaves either the old file or the new one.
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
 import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
@@ -26,6 +26,25 @@ export function atomicWrite(path: string, data: Uint8Array | string): void {
     closeSync(fd);
   }
   renameSync(tmp, path);
+  // The rename itself lives in the folder: flush it too, or a power cut may forget it.
+  try {
+    const dfd = openSync(dirname(path), 'r');
+    try {
+      fsyncSync(dfd);
+    } finally {
+      closeSync(dfd);
+    }
+  } catch {
+    // Some systems cannot fsync a folder (Windows); the rename is still atomic.
+  }
+}
+
+/** Remove the temporary files of atomicWrite that a killed process left in `dir` and `dir`/checkpoints. */
+export function removeStaleTemps(dir: string): void {
+  for (const d of [dir, join(dir, 'checkpoints')]) {
+    if (!existsSync(d)) continue;
+    for (const f of readdirSync(d)) if (/\.tmp-\d+$/.test(f)) rmSync(join(d, f), { force: true });
+  }
 }
 
 export interface ModelConfigFile {

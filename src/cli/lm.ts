@@ -19,7 +19,7 @@ import { CharTokenizer } from '../text/chars.ts';
 import { LM_PRESETS, LmTrainer, decodeLines, encodeLines, evaluateLm, type LmTokenizer } from '../train/lm.ts';
 import { lineSeparatorId } from '../viz/gpt-attention.ts';
 import { readLines } from './corpus.ts';
-import { atomicWrite, readJson, UserError } from './files.ts';
+import { atomicWrite, readJson, removeStaleTemps, UserError } from './files.ts';
 import { progressBar } from './progress.ts';
 
 type TokenizerKind = 'char' | 'bpe';
@@ -184,9 +184,12 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
     throw new UserError((e as Error).message);
   }
   const training = { preset: a.preset, recipe: trainer.options, maxSteps, data: a.data ?? DEFAULT_LM_DATA, validation: corpus.valFrom };
+  removeStaleTemps(a.out); // left by a process killed mid-write
+  let ema = Number.NaN;
   if (a.resume) {
     try {
-      trainer.loadState(readFileSync(statePath));
+      const meta = trainer.loadState(readFileSync(statePath));
+      if (meta.trainLossEma !== undefined) ema = Number(JSON.parse(meta.trainLossEma));
     } catch (e) {
       throw new UserError(`${statePath}: ${(e as Error).message}`);
     }
@@ -209,7 +212,6 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
   const bar = progressBar('train-lm |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | ETA {eta_formatted}');
   const start = trainer.position.step;
   if (start < maxSteps) bar.start(maxSteps, start, { loss: '-', lr: '-', tps: '-' });
-  let ema = Number.NaN;
   let tokens = 0;
   let t0 = performance.now();
   const started = performance.now();
@@ -236,7 +238,8 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
       tokens = 0;
       t0 = performance.now();
     }
-    if (r.step % saveEvery === 0 || last) atomicWrite(statePath, trainer.saveState());
+    // The state is written last (the commit point): a run killed before it redoes these steps.
+    if (r.step % saveEvery === 0 || last) atomicWrite(statePath, trainer.saveState({ trainLossEma: JSON.stringify(ema) }));
   }
   bar.stop();
   if (!existsSync(join(a.out, 'model.safetensors'))) atomicWrite(join(a.out, 'model.safetensors'), writeSafetensors(model.stateDict()));

@@ -10,7 +10,7 @@ import { PRESETS } from '../train/presets.ts';
 import { Trainer, averageWeights, evaluateLoss } from '../train/trainer.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { readParallel } from './corpus.ts';
-import { atomicWrite, loadModelShape, saveModelDir, saveWeights, UserError } from './files.ts';
+import { atomicWrite, loadModelShape, removeStaleTemps, saveModelDir, saveWeights, UserError } from './files.ts';
 import { progressBar } from './progress.ts';
 import { validationBleu } from './evaluate.ts';
 
@@ -75,18 +75,22 @@ export async function train(a: TrainArgs): Promise<void> {
   const valPairs = encodePairs(tokenizer, valText.src, valText.tgt, model.config.maxLen);
   const trainer = new Trainer(model, trainPairs, ids, recipe);
   const training = { preset: a.preset, recipe: trainer.options, maxSteps, data: a.data, direction: `${a.src}-${a.tgt}` };
+  removeStaleTemps(a.out); // left by a process killed mid-write
+  let ema = Number.NaN;
   if (a.resume) {
-    trainer.loadState(readFileSync(statePath));
+    const meta = trainer.loadState(readFileSync(statePath));
+    ema = meta.trainLossEma === undefined ? Number.NaN : Number(JSON.parse(meta.trainLossEma));
     a.log(`resumed at step ${trainer.position.step} (epoch ${trainer.position.epoch})`);
   } else {
     saveModelDir(a.out, model, tokenizer, training);
   }
   a.log(`${model.numParameters().toLocaleString('en-US')} parameters, vocabulary ${tokenizer.vocabSize}, ${trainer.stepsPerEpoch} batches per epoch`);
 
-  const history = readHistory(a.out);
+  // Entries written after the state being resumed (a run killed between an evaluation and its
+  // state) are redone, as is the final averaging; a fresh start keeps none.
+  const history = readHistory(a.out).filter((h) => h.step <= trainer.position.step && h.averaged === undefined);
   const bar = progressBar('train |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | epoch {epoch} | ETA {eta_formatted}');
   bar.start(maxSteps, trainer.position.step, { loss: '-', lr: '-', tps: '-', epoch: trainer.position.epoch });
-  let ema = Number.NaN;
   let tokens = 0;
   let t0 = performance.now();
   while (trainer.position.step < maxSteps) {
@@ -98,9 +102,10 @@ export async function train(a: TrainArgs): Promise<void> {
     tokens += r.targetTokens;
     const dt = (performance.now() - t0) / 1000;
     bar.update(r.step, { loss: ema.toFixed(3), lr: r.lr.toExponential(2), tps: (tokens / dt).toFixed(0), epoch: r.epoch });
-    if (r.step % saveEvery === 0 || r.step === maxSteps) {
-      saveCheckpoint(a.out, trainer, preset.keep);
-    }
+    // The training state is written last: it is the commit point. A run killed before it resumes
+    // from the previous state and redoes these steps, rewriting the same checkpoint and history.
+    const save = r.step % saveEvery === 0 || r.step === maxSteps;
+    if (save) saveWeights(checkpointPath(a.out, r.step), model.stateDict());
     if (r.step % evalEvery === 0 || r.step === maxSteps) {
       const valLoss = evaluateLoss(model, valPairs, ids, trainer.options.maxTokens);
       const bleu = validationBleu(model, tokenizer, valText.src.slice(0, a.bleuSentences), valText.tgt.slice(0, a.bleuSentences));
@@ -114,10 +119,14 @@ export async function train(a: TrainArgs): Promise<void> {
       tokens = 0;
       t0 = performance.now();
     }
+    if (save) {
+      atomicWrite(statePath, trainer.saveState({ trainLossEma: JSON.stringify(ema) }));
+      pruneCheckpoints(a.out, preset.keep);
+    }
   }
   bar.stop();
   // §6.1: the final model averages the last checkpoints; keep it if it scores at least as well.
-  const ckpts = listCheckpoints(a.out);
+  const ckpts = pruneCheckpoints(a.out, preset.keep);
   if (ckpts.length > 1) {
     const avg = averageWeights(ckpts.map((f) => readSafetensors(readFileSync(f)).tensors));
     const current = model.stateDict();
@@ -157,10 +166,13 @@ function listCheckpoints(dir: string): string[] {
   return readdirSync(d).filter((f) => /^step-\d+\.safetensors$/.test(f)).sort().map((f) => join(d, f));
 }
 
-function saveCheckpoint(dir: string, trainer: Trainer, keep: number): void {
-  atomicWrite(join(dir, STATE), trainer.saveState());
-  const step = String(trainer.position.step).padStart(7, '0');
-  saveWeights(join(dir, 'checkpoints', `step-${step}.safetensors`), trainer.model.stateDict());
+function checkpointPath(dir: string, step: number): string {
+  return join(dir, 'checkpoints', `step-${String(step).padStart(7, '0')}.safetensors`);
+}
+
+/** Keep the last `keep` checkpoints; returns them. */
+function pruneCheckpoints(dir: string, keep: number): string[] {
   const all = listCheckpoints(dir);
   for (const f of all.slice(0, Math.max(0, all.length - keep))) rmSync(f);
+  return all.slice(-keep);
 }
