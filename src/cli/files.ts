@@ -6,6 +6,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
+import { checkSeq2SeqConfig } from '../models/config-check.ts';
 import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
 import { Seq2Seq, type Seq2SeqConfig } from '../models/seq2seq.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
@@ -95,8 +96,8 @@ export function readJson(path: string, what: string): unknown {
 export function loadModelShape(dir: string): LoadedModel {
   if (!existsSync(dir)) throw new UserError(`model folder not found: ${dir}`);
   const config = readJson(join(dir, 'config.json'), 'model config') as ModelConfigFile;
-  if (config.format !== 'qkv-seq2seq' || !config.model) {
-    throw new UserError(`${join(dir, 'config.json')}: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(config.format)}'`);
+  if (config === null || typeof config !== 'object' || config.format !== 'qkv-seq2seq' || !config.model) {
+    throw new UserError(`${join(dir, 'config.json')}: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(config?.format)}'`);
   }
   const d = config.decoding;
   if (d !== undefined && (d === null || typeof d !== 'object' || !Number.isInteger(d.beam) || d.beam < 1 || typeof d.alpha !== 'number' || !Number.isFinite(d.alpha) || d.alpha < 0)) {
@@ -107,6 +108,11 @@ export function loadModelShape(dir: string): LoadedModel {
     tokenizer = BpeTokenizer.fromJSON(readJson(join(dir, 'tokenizer.json'), 'tokenizer') as object);
   } catch (e) {
     throw e instanceof UserError ? e : new UserError(`${join(dir, 'tokenizer.json')}: ${(e as Error).message}`);
+  }
+  try {
+    checkSeq2SeqConfig(config.model);
+  } catch (e) {
+    throw new UserError(`${join(dir, 'config.json')}: ${(e as Error).message}`);
   }
   return { model: new Seq2Seq(config.model), tokenizer, config };
 }

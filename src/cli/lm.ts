@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { generateStream } from '../decode/gpt.ts';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
 import { GPT, type GPTConfig } from '../models/gpt.ts';
+import { checkGptConfig } from '../models/config-check.ts';
 import { GPT_FIELDS, loadWeights } from '../models/load-weights.ts';
 import { manualSeed } from '../tensor/random.ts';
 import type { Tensor } from '../tensor/tensor.ts';
@@ -52,9 +53,10 @@ export function loadLmShape(dir: string): LoadedLm {
   if (!existsSync(dir)) throw new UserError(`model folder not found: ${dir}`);
   const cpath = join(dir, 'config.json');
   const config = readJson(cpath, 'model config') as LmConfigFile;
-  if (config.format !== 'qkv-gpt' || !config.model) {
-    throw new UserError(`${cpath}: expected format 'qkv-gpt' (a language model from qkv train-lm), got format '${String(config.format)}'`);
+  if (config === null || typeof config !== 'object' || config.format !== 'qkv-gpt' || !config.model) {
+    throw new UserError(`${cpath}: expected format 'qkv-gpt' (a language model from qkv train-lm), got format '${String(config?.format)}'`);
   }
+  if (config.tokenizer !== 'char' && config.tokenizer !== 'bpe') throw new UserError(`${cpath}: expected "tokenizer": "char" or "bpe", got ${JSON.stringify(config.tokenizer) ?? 'nothing'}`);
   const tpath = join(dir, 'tokenizer.json');
   const tjson = readJson(tpath, 'tokenizer');
   let tokenizer: LmTokenizer;
@@ -65,7 +67,7 @@ export function loadLmShape(dir: string): LoadedLm {
     throw new UserError(`${tpath}: ${(e as Error).message}`);
   }
   try {
-    model = new GPT(config.model);
+    model = new GPT(checkGptConfig(config.model));
   } catch (e) {
     throw new UserError(`${cpath}: ${(e as Error).message}`);
   }

@@ -12,6 +12,7 @@ import { noGrad } from '../autograd/grad-mode.ts';
 import { beamSearch, greedy } from '../decode/search.ts';
 import { readSafetensors } from '../io/safetensors.ts';
 import { Seq2Seq, type Seq2SeqConfig } from '../models/seq2seq.ts';
+import { checkSeq2SeqConfig } from '../models/config-check.ts';
 import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
@@ -157,9 +158,9 @@ export function modelKind(configJson: unknown, file = 'config.json'): ModelKind 
 /** The model and tokenizer of a model folder's three files, from their contents (fetch, or disk). */
 export function loadModelFromFiles(configJson: unknown, tokenizerJson: unknown, weights: Uint8Array): { model: Seq2Seq; tokenizer: BpeTokenizer } {
   const cfg = configJson as { format?: string; model?: Seq2SeqConfig };
-  if (!cfg || cfg.format !== 'qkv-seq2seq' || !cfg.model) throw new Error(`config.json: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(cfg?.format)}'`);
+  if (!cfg || typeof cfg !== 'object' || cfg.format !== 'qkv-seq2seq' || !cfg.model) throw new Error(`config.json: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(cfg?.format)}'`);
   const tokenizer = BpeTokenizer.fromJSON(tokenizerJson);
-  const model = new Seq2Seq(cfg.model);
+  const model = new Seq2Seq(checkSeq2SeqConfig(cfg.model, 'config.json: model'));
   try {
     loadWeights(model, readSafetensors(weights).tensors, cfg.model, SEQ2SEQ_FIELDS);
   } catch (e) {

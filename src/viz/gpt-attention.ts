@@ -12,6 +12,7 @@ import { noGrad } from '../autograd/grad-mode.ts';
 import { generate } from '../decode/gpt.ts';
 import { readSafetensors } from '../io/safetensors.ts';
 import { GPT, type GPTConfig } from '../models/gpt.ts';
+import { checkGptConfig } from '../models/config-check.ts';
 import { GPT_FIELDS, loadWeights } from '../models/load-weights.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
@@ -42,7 +43,7 @@ export function lineSeparatorId(tokenizer: LmTokenizer): number {
 /** The model (in eval mode) and tokenizer of a language-model folder's three files, from their contents. */
 export function loadGptFromFiles(configJson: unknown, tokenizerJson: unknown, weights: Uint8Array): LoadedGpt {
   const cfg = configJson as { format?: string; model?: GPTConfig; tokenizer?: string } | null;
-  if (!cfg || cfg.format !== 'qkv-gpt' || !cfg.model) throw new Error(`config.json: expected format 'qkv-gpt' with a 'model' section, got format '${String(cfg?.format)}'`);
+  if (!cfg || typeof cfg !== 'object' || cfg.format !== 'qkv-gpt' || !cfg.model) throw new Error(`config.json: expected format 'qkv-gpt' with a 'model' section, got format '${String(cfg?.format)}'`);
   if (cfg.tokenizer !== 'char' && cfg.tokenizer !== 'bpe') throw new Error(`config.json: expected "tokenizer": "char" or "bpe", got '${String(cfg.tokenizer)}'`);
   let tokenizer: GptTokenizer;
   try {
@@ -52,7 +53,7 @@ export function loadGptFromFiles(configJson: unknown, tokenizerJson: unknown, we
   }
   let model: GPT;
   try {
-    model = new GPT(cfg.model);
+    model = new GPT(checkGptConfig(cfg.model));
   } catch (e) {
     throw new Error(`config.json: ${(e as Error).message}`);
   }
