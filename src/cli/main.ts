@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * The `qkv` command. Parsing is commander's; each command is a function in its own file.
- * Errors a user can fix (bad flags, missing folders, bad input lines) print one line and exit 1,
- * without a stack trace (set QKV_DEBUG=1 to see one).
+ * Errors a user can fix (bad flags, missing folders, bad model files) print one line and exit 1,
+ * without a stack trace (set QKV_DEBUG=1 to see one). Bad input lines are not errors: translate and
+ * eval write one output line per input line, report each degraded line and exit 2.
  */
 import { Command } from 'commander';
 import { attention } from './attention.ts';
