@@ -31,18 +31,26 @@ export function ensureBuilt(): void {
 /** The line both trainers print just before their first step. */
 const READY = /\d[\d,]* parameters/;
 
-/** Run the command to its end (no kill); how long it took to reach its first step, and in all. */
-export async function runToEnd(args: string[]): Promise<{ status: number | null; stderr: string; startupMs: number; totalMs: number }> {
+/** The line both trainers print at an evaluation. */
+const EVAL = /^step \d+: train loss/m;
+
+/**
+ * Run the command to its end (no kill). Times, from its start: when it was ready to train, when it
+ * printed its first evaluation, and its end.
+ */
+export async function runToEnd(args: string[]): Promise<{ status: number | null; stderr: string; startupMs: number; firstEvalMs: number; totalMs: number }> {
   const t0 = performance.now();
   const child = spawn(process.execPath, [...CLI, ...args], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   let startupMs = Number.NaN;
+  let firstEvalMs = Number.NaN;
   child.stderr.on('data', (c: Buffer) => {
     stderr += c.toString();
     if (Number.isNaN(startupMs) && READY.test(stderr)) startupMs = performance.now() - t0;
+    if (Number.isNaN(firstEvalMs) && EVAL.test(stderr)) firstEvalMs = performance.now() - t0;
   });
   const status = await new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  return { status, stderr, startupMs, totalMs: performance.now() - t0 };
+  return { status, stderr, startupMs, firstEvalMs, totalMs: performance.now() - t0 };
 }
 
 /** Every file under dir (relative paths), sorted. */
@@ -86,6 +94,8 @@ export interface CrashReport {
   beforeFirstState: number;
   /** Runs started (the kills, then the one that finished). */
   runs: number;
+  /** The step of the training state the last run resumed from: how far the kills reached. */
+  reached: number;
 }
 
 export interface CrashOptions {
@@ -95,13 +105,14 @@ export interface CrashOptions {
   args: (resume: boolean) => string[];
   kills: number;
   seed: number;
-  /** How long the uninterrupted run took to reach its first step. */
+  /** How long the uninterrupted run took to be ready to train, to print its first evaluation, and in all. */
   startupMs: number;
-  /** How long it took from there to its end. */
-  workMs: number;
-  /** The run's --max-steps and --save-every. */
+  firstEvalMs: number;
+  totalMs: number;
+  /** The run's --max-steps, --save-every and --eval-every. */
   maxSteps: number;
   saveEvery: number;
+  evalEvery: number;
 }
 
 /** The step a training state holds (0 when there is none). */
@@ -120,7 +131,7 @@ function savedStep(path: string): number {
  */
 export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
   const random = seeded(o.seed);
-  const report: CrashReport = { kills: 0, midWrite: 0, beforeFirstState: 0, runs: 0 };
+  const report: CrashReport = { kills: 0, midWrite: 0, beforeFirstState: 0, runs: 0, reached: 0 };
   for (;;) {
     const resume = existsSync(join(o.out, o.stateFile));
     const child = spawn(process.execPath, [...CLI, ...o.args(resume)], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -129,21 +140,28 @@ export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
     if (report.kills === o.kills) {
+      report.reached = savedStep(join(o.out, o.stateFile));
       const r = await exited;
       if (r.code !== 0) throw new Error(`the final run failed (${r.code}): ${stderr}`);
       return report;
     }
     const kill = () => child.kill('SIGKILL');
     // One kill in five during start-up; the others once training runs, after a random time of up to
-    // three checkpoints' worth of steps (fewer as the end nears, so that every kill is made before
+    // four checkpoints' worth of steps (fewer as the end nears, so that every kill is made before
     // the run can finish); every third of those mid-write: at the k-th temporary file of an atomic
     // write that appears (k from 1 to 4: a checkpoint, the history, the weights, the state).
     const n = report.kills;
     const duringStartup = n % 5 === 4;
     const onWrite = !duringStartup && n % 3 === 2;
-    const stepMs = o.workMs / o.maxSteps;
-    const left = o.maxSteps - savedStep(join(o.out, o.stateFile));
-    const spanSteps = Math.min(3 * o.saveEvery, left / (o.kills - n + 1));
+    // Time per step after the first evaluation, and the warm-up before the first step (threads,
+    // first-call costs) that a resumed run pays again.
+    const stepMs = (o.totalMs - o.firstEvalMs) / (o.maxSteps - o.evalEvery);
+    const warmMs = Math.max(0, o.firstEvalMs - o.startupMs - o.evalEvery * stepMs);
+    const saved = savedStep(join(o.out, o.stateFile));
+    const left = o.maxSteps - saved;
+    // Before the first state, room to reach it; then up to three times an even share of what is
+    // left (a killed run loses the steps since its last state), never more than half of it.
+    const spanSteps = saved === 0 ? 3 * o.saveEvery : Math.min(4 * o.saveEvery, (3 * left) / (o.kills - n + 1), left / 2);
     const nthWrite = 1 + Math.floor(random() * 4);
     let timer: NodeJS.Timeout | undefined;
     let poll: NodeJS.Timeout | undefined;
@@ -151,11 +169,11 @@ export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
       timer = setTimeout(kill, random() * o.startupMs);
     } else {
       let ready = false;
-      const delay = random() * spanSteps * stepMs;
+      const delay = random() * (warmMs + spanSteps * stepMs);
       child.stderr.on('data', () => {
         if (ready || !READY.test(stderr)) return;
         ready = true;
-        timer = setTimeout(kill, onWrite ? 3 * spanSteps * stepMs : delay);
+        timer = setTimeout(kill, onWrite ? warmMs + 3 * spanSteps * stepMs : delay);
         if (onWrite) {
           const seen = new Set<string>();
           poll = setInterval(() => {
