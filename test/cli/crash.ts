@@ -31,6 +31,18 @@ export function ensureBuilt(): void {
 /** The line both trainers print just before their first step. */
 const READY = /\d[\d,]* parameters/;
 
+/**
+ * Another trainer (e.g. the PyTorch one) can use this harness: its command line, the stderr line it
+ * prints when ready to train, and the one it prints at an evaluation.
+ */
+export interface Patterns {
+  command?: string[];
+  ready?: RegExp;
+  evaluation?: RegExp;
+  /** The step a training state file holds (default: a qkv train-state.safetensors). */
+  stateStep?: (path: string) => number;
+}
+
 /** The line both trainers print at an evaluation. */
 const EVAL = /^step \d+: train loss/m;
 
@@ -38,16 +50,17 @@ const EVAL = /^step \d+: train loss/m;
  * Run the command to its end (no kill). Times, from its start: when it was ready to train, when it
  * printed its first evaluation, and its end.
  */
-export async function runToEnd(args: string[]): Promise<{ status: number | null; stderr: string; startupMs: number; firstEvalMs: number; totalMs: number }> {
+export async function runToEnd(args: string[], p: Patterns = {}): Promise<{ status: number | null; stderr: string; startupMs: number; firstEvalMs: number; totalMs: number }> {
+  const { command = [process.execPath, ...CLI], ready = READY, evaluation = EVAL } = p;
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...CLI, ...args], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(command[0], [...command.slice(1), ...args], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   let startupMs = Number.NaN;
   let firstEvalMs = Number.NaN;
   child.stderr.on('data', (c: Buffer) => {
     stderr += c.toString();
-    if (Number.isNaN(startupMs) && READY.test(stderr)) startupMs = performance.now() - t0;
-    if (Number.isNaN(firstEvalMs) && EVAL.test(stderr)) firstEvalMs = performance.now() - t0;
+    if (Number.isNaN(startupMs) && ready.test(stderr)) startupMs = performance.now() - t0;
+    if (Number.isNaN(firstEvalMs) && evaluation.test(stderr)) firstEvalMs = performance.now() - t0;
   });
   const status = await new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   return { status, stderr, startupMs, firstEvalMs, totalMs: performance.now() - t0 };
@@ -98,7 +111,7 @@ export interface CrashReport {
   reached: number;
 }
 
-export interface CrashOptions {
+export interface CrashOptions extends Patterns {
   out: string;
   /** The training-state file whose presence means "pass --resume". */
   stateFile: string;
@@ -131,16 +144,17 @@ function savedStep(path: string): number {
  */
 export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
   const random = seeded(o.seed);
+  const { command = [process.execPath, ...CLI], ready: readyLine = READY, stateStep = savedStep } = o;
   const report: CrashReport = { kills: 0, midWrite: 0, beforeFirstState: 0, runs: 0, reached: 0 };
   for (;;) {
     const resume = existsSync(join(o.out, o.stateFile));
-    const child = spawn(process.execPath, [...CLI, ...o.args(resume)], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(command[0], [...command.slice(1), ...o.args(resume)], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
     report.runs++;
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
     if (report.kills === o.kills) {
-      report.reached = savedStep(join(o.out, o.stateFile));
+      report.reached = existsSync(join(o.out, o.stateFile)) ? stateStep(join(o.out, o.stateFile)) : 0;
       const r = await exited;
       if (r.code !== 0) throw new Error(`the final run failed (${r.code}): ${stderr}`);
       return report;
@@ -157,7 +171,7 @@ export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
     // first-call costs) that a resumed run pays again.
     const stepMs = (o.totalMs - o.firstEvalMs) / (o.maxSteps - o.evalEvery);
     const warmMs = Math.max(0, o.firstEvalMs - o.startupMs - o.evalEvery * stepMs);
-    const saved = savedStep(join(o.out, o.stateFile));
+    const saved = existsSync(join(o.out, o.stateFile)) ? stateStep(join(o.out, o.stateFile)) : 0;
     const left = o.maxSteps - saved;
     // Before the first state, room to reach it; then up to three times an even share of what is
     // left (a killed run loses the steps since its last state), never more than half of it.
@@ -171,7 +185,7 @@ export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
       let ready = false;
       const delay = random() * (warmMs + spanSteps * stepMs);
       child.stderr.on('data', () => {
-        if (ready || !READY.test(stderr)) return;
+        if (ready || !readyLine.test(stderr)) return;
         ready = true;
         timer = setTimeout(kill, onWrite ? warmMs + 3 * spanSteps * stepMs : delay);
         if (onWrite) {
