@@ -32,7 +32,7 @@ const engine = new OrtSeq2Seq(ort, { encoder: await session(exp.manifest.graphs.
 
 const lines = gunzipSync(readFileSync(join(root, 'data/multi30k/test_2016_flickr.en.gz'))).toString('utf8').split('\n');
 const batch = lines.slice(0, smoke ? 4 : 32);
-const ids = encodeLines(model, tokenizer, batch);
+const ids = encodeLines(model, tokenizer, batch).ids;
 const S = Math.max(...ids.map((r) => r.length));
 const data = new Int32Array(ids.length * S).fill(tokenizer.padId);
 ids.forEach((r, b) => data.set(r, b * S));

@@ -46,6 +46,7 @@ export function attention(o: AttentionCommandOptions): void {
   const kind = parseKind(o.kind);
   const { model, tokenizer } = loadModelDir(o.model);
   const t = translateWithAttention(model, tokenizer, o.sentence, { beam: o.beam, alpha: o.alpha });
+  if (t.truncatedFrom !== undefined) o.log(`qkv: the sentence has ${t.truncatedFrom} tokens, truncated to the ${t.srcIds.length} this model reads`);
   o.log(`"${t.source}" → "${t.translation}"`);
   const { layers, heads } = stackSize(t, kind);
   if (layers === 0) throw new UserError(`the translation is empty: there is no ${KIND_NAMES[kind]} to draw`);

@@ -4,7 +4,6 @@ import type { Seq2Seq } from '../models/seq2seq.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { corpusBleu, type BleuScore } from '../text/bleu.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
-import { UserError } from './files.ts';
 
 export interface TranslateOptions {
   beam: number;
@@ -14,21 +13,63 @@ export interface TranslateOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-/** Token ids of each line, or a clear error naming the line that cannot be translated. */
-export function encodeLines(model: Seq2Seq, tok: BpeTokenizer, lines: string[]): number[][] {
+/** Exit status of translate/eval when every line was written but some were degraded (1 stays for errors). */
+export const EXIT_DEGRADED = 2;
+
+/** A line that could not be translated as given: empty, or longer than the model reads. */
+export interface DegradedLine {
+  /** Counted from 1. */
+  line: number;
+  kind: 'empty' | 'truncated' | 'skipped';
+  /** For stderr: `line 7: 289 tokens, truncated to 256`. */
+  message: string;
+}
+
+export interface EncodeOptions {
+  /** Leave over-long lines untranslated (an empty output line) instead of truncating them. */
+  skipLong?: boolean;
+}
+
+/**
+ * Token ids of each line, as batch translators do it (marian-decoder, fairseq-interactive): one
+ * output line per input line whatever happens. An empty line gets no ids (its translation is an
+ * empty line); a line longer than the model reads is cut to its first maxLen tokens, or with
+ * skipLong left untranslated. Each such line is listed in `degraded`.
+ */
+export function encodeLines(model: Seq2Seq, tok: BpeTokenizer, lines: string[], o: EncodeOptions = {}): { ids: number[][]; degraded: DegradedLine[] } {
   const limit = model.config.maxLen;
-  return lines.map((line, i) => {
-    if (line.trim() === '') throw new UserError(`input line ${i + 1} is empty`);
-    const ids = tok.encode(line);
-    if (ids.length > limit) throw new UserError(`input line ${i + 1} has ${ids.length} tokens; this model reads at most ${limit}`);
-    return ids;
+  const degraded: DegradedLine[] = [];
+  const ids = lines.map((line, i) => {
+    if (line.trim() === '') {
+      degraded.push({ line: i + 1, kind: 'empty', message: `line ${i + 1}: empty, left empty` });
+      return [];
+    }
+    const t = tok.encode(line);
+    if (t.length <= limit) return t;
+    if (o.skipLong) {
+      degraded.push({ line: i + 1, kind: 'skipped', message: `line ${i + 1}: ${t.length} tokens, more than the ${limit} this model reads: left untranslated (--skip-long)` });
+      return [];
+    }
+    degraded.push({ line: i + 1, kind: 'truncated', message: `line ${i + 1}: ${t.length} tokens, truncated to ${limit}` });
+    return t.slice(0, limit);
   });
+  return { ids, degraded };
+}
+
+/** One line for stderr: `2 of 1000 lines degraded (1 empty, 1 truncated)`. */
+export function degradedSummary(degraded: readonly DegradedLine[], total: number): string {
+  const counts = (['empty', 'truncated', 'skipped'] as const)
+    .map((k) => [k, degraded.filter((d) => d.kind === k).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([k, n]) => `${n} ${k}`);
+  return `${degraded.length} of ${total} lines degraded (${counts.join(', ')}); exit status ${EXIT_DEGRADED}`;
 }
 
 /** Translate every line; batches are formed from similar lengths, results return in input order. */
 export function translateIds(model: Seq2Seq, tok: BpeTokenizer, srcIds: number[][], o: TranslateOptions): string[] {
-  const order = srcIds.map((_, i) => i).sort((a, b) => srcIds[a].length - srcIds[b].length);
-  const out = new Array<string>(srcIds.length);
+  // Lines without ids (empty, or skipped as too long) translate to an empty line.
+  const out = srcIds.map(() => '');
+  const order = srcIds.map((_, i) => i).filter((i) => srcIds[i].length > 0).sort((a, b) => srcIds[a].length - srcIds[b].length);
   const bs = o.batchSize ?? (o.beam > 1 ? 32 : 64);
   const ids = { bosId: tok.bosId, eosId: tok.eosId };
   for (let start = 0; start < order.length; start += bs) {
@@ -39,7 +80,7 @@ export function translateIds(model: Seq2Seq, tok: BpeTokenizer, srcIds: number[]
     const src = new Tensor(data, [rows.length, S], 'int32');
     const res = o.beam > 1 ? beamSearch(model, src, { ...ids, beamSize: o.beam, lengthPenalty: o.alpha }) : greedy(model, src, ids);
     rows.forEach((r, b) => (out[r] = tok.decode(res.tokens[b])));
-    o.onProgress?.(Math.min(start + bs, order.length), order.length);
+    o.onProgress?.(srcIds.length - order.length + Math.min(start + bs, order.length), srcIds.length);
   }
   return out;
 }
@@ -47,7 +88,7 @@ export function translateIds(model: Seq2Seq, tok: BpeTokenizer, srcIds: number[]
 /** Corpus BLEU of greedy translations (fast enough to run during training). */
 export function validationBleu(model: Seq2Seq, tok: BpeTokenizer, src: string[], refs: string[]): number {
   if (src.length === 0) return 0;
-  const hyps = translateIds(model, tok, encodeLines(model, tok, src), { beam: 1, alpha: 0 });
+  const hyps = translateIds(model, tok, encodeLines(model, tok, src).ids, { beam: 1, alpha: 0 });
   return corpusBleu(hyps, refs).score;
 }
 

@@ -10,7 +10,7 @@
  * rebinding), and sends the cross-origin isolation headers (COOP same-origin, COEP require-corp)
  * that shared WebAssembly memory needs.
  */
-import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, readdirSync, statSync, type Stats } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename, extname, join, relative, resolve, sep } from 'node:path';
@@ -127,6 +127,46 @@ export interface ExploreServer {
   close(): Promise<void>;
 }
 
+/** A strong validator from size and modification time (nanoseconds where the system keeps them). */
+function etagOf(st: Stats): string {
+  return `"${st.size.toString(16)}-${Math.floor(st.mtimeMs * 1000).toString(16)}"`;
+}
+
+/** If-None-Match (any of its tags, or *) wins over If-Modified-Since, as RFC 9110 §13.2.2 orders them. */
+function notModified(req: IncomingMessage, etag: string, mtime: Date): boolean {
+  const inm = req.headers['if-none-match'];
+  if (inm !== undefined) return inm.trim() === '*' || inm.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
+  const ims = req.headers['if-modified-since'];
+  if (ims === undefined) return false;
+  const since = Date.parse(ims);
+  return Number.isFinite(since) && Math.floor(mtime.getTime() / 1000) <= Math.floor(since / 1000);
+}
+
+/**
+ * The byte range a GET asks for (RFC 9110 §14): one range `bytes=a-b`, `bytes=a-` or `bytes=-n`,
+ * clipped to the file; 'unsatisfiable' for a range past its end; null for the whole file (no Range,
+ * an If-Range that no longer matches, several ranges or a malformed one: those get the whole file,
+ * which the RFC allows).
+ */
+function rangeOf(req: IncomingMessage, etag: string, size: number): [number, number] | 'unsatisfiable' | null {
+  const h = req.headers.range;
+  if (req.method !== 'GET' || h === undefined) return null;
+  const ifRange = req.headers['if-range'];
+  if (ifRange !== undefined && String(ifRange).trim() !== etag) return null;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(h.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return null;
+  if (m[1] === '') {
+    const n = Number(m[2]);
+    if (n === 0 || size === 0) return 'unsatisfiable';
+    return [Math.max(0, size - n), size - 1];
+  }
+  const start = Number(m[1]);
+  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (m[2] !== '' && Number(m[2]) < start) return null;
+  if (start >= size) return 'unsatisfiable';
+  return [start, end];
+}
+
 /** Why a request is refused, or null. */
 function refusal(rawPath: string): { status: number; reason: string } | null {
   let decoded: string;
@@ -170,25 +210,46 @@ export function startExploreServer(o: ExploreServerOptions): Promise<ExploreServ
     } else {
       file = files.get(path);
     }
-    let size: number;
+    let st: Stats;
     try {
       if (!file) throw new Error('not served');
-      const st = statSync(file);
+      st = statSync(file);
       if (!st.isFile()) throw new Error('not a file');
-      size = st.size;
     } catch {
       return send(res, 404, 'not found\n');
     }
+    // Validators, so a reload revalidates (Cache-Control: no-cache) instead of downloading the model again.
+    const etag = etagOf(st);
     const headers: Record<string, string> = {
       ...SECURITY_HEADERS,
       'Content-Type': TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream',
-      'Content-Length': String(size),
+      ETag: etag,
+      'Last-Modified': st.mtime.toUTCString(),
+      'Accept-Ranges': 'bytes',
     };
     if (modelName && path.startsWith('/model/')) headers['X-Qkv-Model'] = encodeURIComponent(modelName);
-    res.writeHead(200, headers);
-    if (req.method === 'HEAD') return res.end();
-    const stream = createReadStream(file);
+    if (notModified(req, etag, st.mtime)) {
+      res.writeHead(304, headers);
+      return res.end();
+    }
+    const range = rangeOf(req, etag, st.size);
+    if (range === 'unsatisfiable') {
+      return send(res, 416, 'range not satisfiable\n', { 'Content-Range': `bytes */${st.size}`, ETag: etag });
+    }
+    let status = 200;
+    let start = 0;
+    let end = st.size - 1;
+    if (range) {
+      [start, end] = range;
+      status = 206;
+      headers['Content-Range'] = `bytes ${start}-${end}/${st.size}`;
+    }
+    headers['Content-Length'] = String(Math.max(0, end - start + 1));
+    res.writeHead(status, headers);
+    if (req.method === 'HEAD' || st.size === 0) return res.end();
+    const stream = createReadStream(file, { start, end });
     stream.on('error', () => res.destroy());
+    res.on('close', () => stream.destroy()); // a client that goes away stops the read
     stream.pipe(res);
   };
 

@@ -3,9 +3,11 @@
  * other tools read. Every write goes to a temporary file in the same folder, is flushed, then
  * renamed over the target, so a killed process leaves either the old file or the new one.
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
+import { checkSeq2SeqConfig } from '../models/config-check.ts';
+import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
 import { Seq2Seq, type Seq2SeqConfig } from '../models/seq2seq.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import type { Tensor } from '../tensor/tensor.ts';
@@ -25,6 +27,25 @@ export function atomicWrite(path: string, data: Uint8Array | string): void {
     closeSync(fd);
   }
   renameSync(tmp, path);
+  // The rename itself lives in the folder: flush it too, or a power cut may forget it.
+  try {
+    const dfd = openSync(dirname(path), 'r');
+    try {
+      fsyncSync(dfd);
+    } finally {
+      closeSync(dfd);
+    }
+  } catch {
+    // Some systems cannot fsync a folder (Windows); the rename is still atomic.
+  }
+}
+
+/** Remove the temporary files of atomicWrite that a killed process left in `dir` and `dir`/checkpoints. */
+export function removeStaleTemps(dir: string): void {
+  for (const d of [dir, join(dir, 'checkpoints')]) {
+    if (!existsSync(d)) continue;
+    for (const f of readdirSync(d)) if (/\.tmp-\d+$/.test(f)) rmSync(join(d, f), { force: true });
+  }
 }
 
 export interface ModelConfigFile {
@@ -75,8 +96,8 @@ export function readJson(path: string, what: string): unknown {
 export function loadModelShape(dir: string): LoadedModel {
   if (!existsSync(dir)) throw new UserError(`model folder not found: ${dir}`);
   const config = readJson(join(dir, 'config.json'), 'model config') as ModelConfigFile;
-  if (config.format !== 'qkv-seq2seq' || !config.model) {
-    throw new UserError(`${join(dir, 'config.json')}: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(config.format)}'`);
+  if (config === null || typeof config !== 'object' || config.format !== 'qkv-seq2seq' || !config.model) {
+    throw new UserError(`${join(dir, 'config.json')}: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(config?.format)}'`);
   }
   const d = config.decoding;
   if (d !== undefined && (d === null || typeof d !== 'object' || !Number.isInteger(d.beam) || d.beam < 1 || typeof d.alpha !== 'number' || !Number.isFinite(d.alpha) || d.alpha < 0)) {
@@ -87,6 +108,11 @@ export function loadModelShape(dir: string): LoadedModel {
     tokenizer = BpeTokenizer.fromJSON(readJson(join(dir, 'tokenizer.json'), 'tokenizer') as object);
   } catch (e) {
     throw e instanceof UserError ? e : new UserError(`${join(dir, 'tokenizer.json')}: ${(e as Error).message}`);
+  }
+  try {
+    checkSeq2SeqConfig(config.model);
+  } catch (e) {
+    throw new UserError(`${join(dir, 'config.json')}: ${(e as Error).message}`);
   }
   return { model: new Seq2Seq(config.model), tokenizer, config };
 }
@@ -102,7 +128,11 @@ export function loadModelDir(dir: string, weightsFile = 'model.safetensors'): Lo
   } catch (e) {
     throw new UserError(`${wpath}: ${(e as Error).message}`);
   }
-  model.loadStateDict(tensors, { strict: true });
+  try {
+    loadWeights(model, tensors, config.model, SEQ2SEQ_FIELDS);
+  } catch (e) {
+    throw new UserError(`${wpath}: ${(e as Error).message}`);
+  }
   model.eval();
   return { model, tokenizer, config };
 }

@@ -12,6 +12,8 @@ import { generateStream, generateStreamAsync } from '../decode/gpt.ts';
 import { openOnnxGpt, parseEngine } from './onnxruntime.ts';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
 import { GPT, type GPTConfig } from '../models/gpt.ts';
+import { checkGptConfig } from '../models/config-check.ts';
+import { GPT_FIELDS, loadWeights } from '../models/load-weights.ts';
 import { manualSeed } from '../tensor/random.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
@@ -20,7 +22,7 @@ import { LM_PRESETS, LmTrainer, encodeLines, evaluateLm, type LmTokenizer } from
 import { idsText, lineSeparatorId, promptIds, type GptTokenizer } from '../viz/gpt-attention.ts';
 import { isHfModelDir, loadHfLmDir } from './hf.ts';
 import { readLines } from './corpus.ts';
-import { atomicWrite, readJson, UserError } from './files.ts';
+import { atomicWrite, readJson, removeStaleTemps, UserError } from './files.ts';
 import { progressBar } from './progress.ts';
 
 type TokenizerKind = 'char' | 'bpe';
@@ -54,9 +56,10 @@ export function loadLmShape(dir: string): LoadedLm {
   if (!existsSync(dir)) throw new UserError(`model folder not found: ${dir}`);
   const cpath = join(dir, 'config.json');
   const config = readJson(cpath, 'model config') as LmConfigFile;
-  if (config.format !== 'qkv-gpt' || !config.model) {
-    throw new UserError(`${cpath}: expected format 'qkv-gpt' (a language model from qkv train-lm), got format '${String(config.format)}'`);
+  if (config === null || typeof config !== 'object' || config.format !== 'qkv-gpt' || !config.model) {
+    throw new UserError(`${cpath}: expected format 'qkv-gpt' (a language model from qkv train-lm), got format '${String(config?.format)}'`);
   }
+  if (config.tokenizer !== 'char' && config.tokenizer !== 'bpe') throw new UserError(`${cpath}: expected "tokenizer": "char" or "bpe", got ${JSON.stringify(config.tokenizer) ?? 'nothing'}`);
   const tpath = join(dir, 'tokenizer.json');
   const tjson = readJson(tpath, 'tokenizer');
   let tokenizer: GptTokenizer;
@@ -67,7 +70,7 @@ export function loadLmShape(dir: string): LoadedLm {
     throw new UserError(`${tpath}: ${(e as Error).message}`);
   }
   try {
-    model = new GPT(config.model);
+    model = new GPT(checkGptConfig(config.model));
   } catch (e) {
     throw new UserError(`${cpath}: ${(e as Error).message}`);
   }
@@ -86,7 +89,7 @@ export function loadLmDir(dir: string): LoadedLm {
   let tensors: Record<string, Tensor>;
   try {
     tensors = readSafetensors(readFileSync(wpath)).tensors;
-    lm.model.loadStateDict(tensors, { strict: true });
+    loadWeights(lm.model, tensors, lm.config.model, GPT_FIELDS);
   } catch (e) {
     throw new UserError(`${wpath}: ${(e as Error).message}`);
   }
@@ -187,9 +190,12 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
     throw new UserError((e as Error).message);
   }
   const training = { preset: a.preset, recipe: trainer.options, maxSteps, data: a.data ?? DEFAULT_LM_DATA, validation: corpus.valFrom };
+  removeStaleTemps(a.out); // left by a process killed mid-write
+  let ema = Number.NaN;
   if (a.resume) {
     try {
-      trainer.loadState(readFileSync(statePath));
+      const meta = trainer.loadState(readFileSync(statePath));
+      if (meta.trainLossEma !== undefined) ema = Number(JSON.parse(meta.trainLossEma));
     } catch (e) {
       throw new UserError(`${statePath}: ${(e as Error).message}`);
     }
@@ -212,7 +218,6 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
   const bar = progressBar('train-lm |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | ETA {eta_formatted}');
   const start = trainer.position.step;
   if (start < maxSteps) bar.start(maxSteps, start, { loss: '-', lr: '-', tps: '-' });
-  let ema = Number.NaN;
   let tokens = 0;
   let t0 = performance.now();
   const started = performance.now();
@@ -239,7 +244,8 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
       tokens = 0;
       t0 = performance.now();
     }
-    if (r.step % saveEvery === 0 || last) atomicWrite(statePath, trainer.saveState());
+    // The state is written last (the commit point): a run killed before it redoes these steps.
+    if (r.step % saveEvery === 0 || last) atomicWrite(statePath, trainer.saveState({ trainLossEma: JSON.stringify(ema) }));
   }
   bar.stop();
   if (!existsSync(join(a.out, 'model.safetensors'))) atomicWrite(join(a.out, 'model.safetensors'), writeSafetensors(model.stateDict()));

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * The `qkv` command. Parsing is commander's; each command is a function in its own file.
- * Errors a user can fix (bad flags, missing folders, bad input lines) print one line and exit 1,
- * without a stack trace (set QKV_DEBUG=1 to see one).
+ * Errors a user can fix (bad flags, missing folders, bad model files) print one line and exit 1,
+ * without a stack trace (set QKV_DEBUG=1 to see one). Bad input lines are not errors: translate and
+ * eval write one output line per input line, report each degraded line and exit 2.
  */
 import { Command } from 'commander';
 import { attention } from './attention.ts';
@@ -16,8 +17,16 @@ import { PRESETS } from '../train/presets.ts';
 import { DEFAULT_LM_DATA, generateText, trainLm } from './lm.ts';
 import { train } from './train.ts';
 import { evaluate, translate } from './translate.ts';
+import { EXIT_DEGRADED } from './evaluate.ts';
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
+
+const LINES_HELP = `
+One output line per input line, always. An empty line gives an empty line; a line longer than the
+model reads (its maxLen tokens) is truncated to that length, or with --skip-long left untranslated
+(an empty line). Each such line is reported on stderr with its number.
+Exit status: 0 every line translated as given, ${EXIT_DEGRADED} all lines written but some degraded (empty,
+truncated or skipped), 1 an error (nothing written).`;
 
 const program = new Command()
   .name('qkv')
@@ -85,6 +94,8 @@ program.command('translate')
   .option('--input <file>', 'read sentences from a file instead of stdin')
   .option('--output <file>', 'write translations to a file instead of stdout')
   .option('--engine <name>', 'qkv | onnxruntime (--model is then a folder from qkv export --format onnx)', 'qkv')
+  .option('--skip-long', "leave lines longer than the model reads untranslated (an empty output line) instead of truncating them")
+  .addHelpText('after', LINES_HELP)
   .action(async (o) => translate({ ...o, log }));
 
 program.command('eval')
@@ -98,6 +109,8 @@ program.command('eval')
   .option('--alpha <x>', "length penalty α (default: the model's config.json decoding, else 0.6)", nonNegativeNumber('--alpha'))
   .option('--tune-alpha <list>', "with --split val: also try these α (comma-separated), keep the best in the model's config.json", numList('--tune-alpha'))
   .option('--output <file>', 'also write the translations here')
+  .option('--skip-long', 'leave source lines longer than the model reads untranslated instead of truncating them')
+  .addHelpText('after', LINES_HELP)
   .action((o) => evaluate({ ...o, log }));
 
 program.command('info')

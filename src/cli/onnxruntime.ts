@@ -72,8 +72,9 @@ export async function openOnnxGpt(dir: string, ort?: OrtNode): Promise<OrtGpt> {
 
 /** translateIds (evaluate.ts) on ONNX Runtime: the same length-sorted batches, the same searches. */
 export async function translateIdsOnnx(engine: OrtSeq2Seq, tok: BpeTokenizer, srcIds: number[][], o: TranslateOptions): Promise<string[]> {
-  const order = srcIds.map((_, i) => i).sort((a, b) => srcIds[a].length - srcIds[b].length);
-  const out = new Array<string>(srcIds.length);
+  // As translateIds: lines without ids (empty, or skipped as too long) translate to an empty line.
+  const out = srcIds.map(() => '');
+  const order = srcIds.map((_, i) => i).filter((i) => srcIds[i].length > 0).sort((a, b) => srcIds[a].length - srcIds[b].length);
   const bs = o.batchSize ?? (o.beam > 1 ? 32 : 64);
   const ids = { bosId: tok.bosId, eosId: tok.eosId };
   for (let start = 0; start < order.length; start += bs) {
@@ -84,7 +85,7 @@ export async function translateIdsOnnx(engine: OrtSeq2Seq, tok: BpeTokenizer, sr
     const src = new Tensor(data, [rows.length, S], 'int32');
     const res = o.beam > 1 ? await engine.beamSearch(src, { ...ids, beamSize: o.beam, lengthPenalty: o.alpha }) : await engine.greedy(src, ids);
     rows.forEach((r, b) => (out[r] = tok.decode(res.tokens[b])));
-    o.onProgress?.(Math.min(start + bs, order.length), order.length);
+    o.onProgress?.(srcIds.length - order.length + Math.min(start + bs, order.length), srcIds.length);
   }
   return out;
 }

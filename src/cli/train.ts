@@ -11,7 +11,7 @@ import type { Seq2SeqConfig } from '../models/seq2seq.ts';
 import { Trainer, averageWeights, evaluateLoss } from '../train/trainer.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { readParallel } from './corpus.ts';
-import { atomicWrite, loadModelShape, readJson, saveModelDir, saveWeights, UserError } from './files.ts';
+import { atomicWrite, loadModelShape, readJson, removeStaleTemps, saveModelDir, saveWeights, UserError } from './files.ts';
 import { progressBar } from './progress.ts';
 import { validationBleu } from './evaluate.ts';
 
@@ -191,18 +191,22 @@ export async function train(a: TrainArgs): Promise<void> {
     throw new UserError((e as Error).message);
   }
   const training = { ...plan, recipe: trainer.options };
+  removeStaleTemps(a.out); // left by a process killed mid-write
+  let ema = Number.NaN;
   if (a.resume) {
-    trainer.loadState(readFileSync(statePath));
+    const meta = trainer.loadState(readFileSync(statePath));
+    ema = meta.trainLossEma === undefined ? Number.NaN : Number(JSON.parse(meta.trainLossEma));
     a.log(`resumed at step ${trainer.position.step} (epoch ${trainer.position.epoch})`);
   } else {
     saveModelDir(a.out, model, tokenizer, training);
   }
   a.log(`${model.numParameters().toLocaleString('en-US')} parameters, vocabulary ${tokenizer.vocabSize}, ${trainer.stepsPerEpoch} batches per epoch${trainer.options.accum > 1 ? `, ${trainer.options.accum} batches per step` : ''}`);
 
-  const history = readHistory(a.out);
+  // Entries written after the state being resumed (a run killed between an evaluation and its
+  // state) are redone, as is the final averaging; a fresh start keeps none.
+  const history = readHistory(a.out).filter((h) => h.step <= trainer.position.step && h.averaged === undefined);
   const bar = progressBar('train |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | epoch {epoch} | ETA {eta_formatted}');
   bar.start(maxSteps, trainer.position.step, { loss: '-', lr: '-', tps: '-', epoch: trainer.position.epoch });
-  let ema = Number.NaN;
   let tokens = 0;
   let t0 = performance.now();
   const stopped = () => plan.patience > 0 && evalsSinceBest(history) >= plan.patience;
@@ -216,11 +220,11 @@ export async function train(a: TrainArgs): Promise<void> {
     tokens += r.targetTokens;
     const dt = (performance.now() - t0) / 1000;
     bar.update(r.step, { loss: ema.toFixed(3), lr: r.lr.toExponential(2), tps: (tokens / dt).toFixed(0), epoch: r.epoch });
+    // The training state is written last: it is the commit point. A run killed before it resumes
+    // from the previous state and redoes these steps, rewriting the same checkpoints and history.
+    const save = r.step % saveEvery === 0 || r.step === maxSteps;
+    if (save) saveWeights(checkpointPath(a.out, r.step), model.stateDict());
     const evalNow = r.step % evalEvery === 0 || r.step === maxSteps;
-    if (r.step % saveEvery === 0 || r.step === maxSteps || evalNow) {
-      // A checkpoint at every evaluation too, so a resumed run never repeats an evaluation.
-      saveCheckpoint(a.out, trainer, plan.average === 'last' ? plan.keep : 0);
-    }
     if (evalNow) {
       const valLoss = evaluateLoss(model, valPairs, ids, trainer.options.maxTokens);
       const bleu = validationBleu(model, tokenizer, valText.src.slice(0, plan.bleuSentences), valText.tgt.slice(0, plan.bleuSentences));
@@ -240,11 +244,19 @@ export async function train(a: TrainArgs): Promise<void> {
       tokens = 0;
       t0 = performance.now();
     }
+    // An early stop between checkpoints commits too, so a resumed run knows it stopped.
+    const stop = evalNow && stopped();
+    if (stop && !save) saveWeights(checkpointPath(a.out, r.step), model.stateDict());
+    if (save || stop) {
+      atomicWrite(statePath, trainer.saveState({ trainLossEma: JSON.stringify(ema) }));
+      // Averaging the best evaluations keeps only the latest periodic checkpoint (the best are kept apart).
+      pruneCheckpoints(a.out, plan.average === 'best' ? 1 : plan.keep);
+    }
   }
   bar.stop();
   // §6.1: the final model averages the last (or the best) checkpoints; keep it if it scores at least as well.
-  const ckpts = plan.average === 'best' ? listBest(a.out) : listCheckpoints(a.out).slice(-plan.keep);
-  if (ckpts.length > 1 && !history.some((h) => h.averaged !== undefined && h.step === trainer.position.step)) {
+  const ckpts = plan.average === 'best' ? listBest(a.out) : pruneCheckpoints(a.out, plan.keep);
+  if (ckpts.length > 1) {
     const avg = averageWeights(ckpts.map((f) => readSafetensors(readFileSync(f)).tensors));
     const current = model.stateDict();
     const saved = Object.fromEntries(Object.entries(current).map(([k, v]) => [k, v.clone()])) as Record<string, Tensor>;
@@ -319,11 +331,13 @@ function listCheckpoints(dir: string): string[] {
   return readdirSync(d).filter((f) => /^step-\d+\.safetensors$/.test(f)).sort().map((f) => join(d, f));
 }
 
-function saveCheckpoint(dir: string, trainer: Trainer, keep: number): void {
-  atomicWrite(join(dir, STATE), trainer.saveState());
-  const step = String(trainer.position.step).padStart(7, '0');
-  saveWeights(join(dir, 'checkpoints', `step-${step}.safetensors`), trainer.model.stateDict());
-  // keep 0: only the latest (averaging takes the best checkpoints instead).
+function checkpointPath(dir: string, step: number): string {
+  return join(dir, 'checkpoints', `step-${String(step).padStart(7, '0')}.safetensors`);
+}
+
+/** Keep the last `keep` checkpoints; returns them. */
+function pruneCheckpoints(dir: string, keep: number): string[] {
   const all = listCheckpoints(dir);
-  for (const f of all.slice(0, Math.max(0, all.length - Math.max(keep, 1)))) rmSync(f);
+  for (const f of all.slice(0, Math.max(0, all.length - keep))) rmSync(f);
+  return all.slice(-keep);
 }

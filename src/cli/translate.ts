@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { corpusBleu } from '../text/bleu.ts';
 import { readParallel } from './corpus.ts';
-import { encodeLines, translateIds } from './evaluate.ts';
+import { degradedSummary, encodeLines, EXIT_DEGRADED, translateIds, type DegradedLine } from './evaluate.ts';
 import { progressBar } from './progress.ts';
 import { atomicWrite, DEFAULT_DECODING, loadModelDir, loadModelShape, UserError, type Decoding, type ModelConfigFile } from './files.ts';
 import { openOnnxSeq2Seq, parseEngine, translateIdsOnnx } from './onnxruntime.ts';
@@ -35,7 +35,15 @@ function splitLines(text: string): string[] {
   return lines;
 }
 
-export async function translate(o: Common & { input?: string; output?: string; engine?: string }): Promise<void> {
+/** Each degraded line on stderr, then a summary; the exit status says some lines were degraded. */
+function reportDegraded(o: Common, degraded: readonly DegradedLine[], total: number): void {
+  if (degraded.length === 0) return;
+  for (const d of degraded) o.log(`qkv: ${d.message}`);
+  o.log(`qkv: ${degradedSummary(degraded, total)}`);
+  process.exitCode = EXIT_DEGRADED;
+}
+
+export async function translate(o: Common & { input?: string; output?: string; skipLong?: boolean; engine?: string }): Promise<void> {
   // --engine onnxruntime: --model is a folder from qkv export --format onnx (its config and tokenizer, no weights).
   const onnx = parseEngine(o.engine) === 'onnxruntime' ? await openOnnxSeq2Seq(o.model) : null;
   const { model, tokenizer, config } = onnx ? loadModelShape(o.model) : loadModelDir(o.model);
@@ -51,21 +59,22 @@ export async function translate(o: Common & { input?: string; output?: string; e
     text = await readStdin();
   }
   const lines = splitLines(text);
-  const srcIds = encodeLines(model, tokenizer, lines);
-  const out = onnx ? await translateIdsOnnx(onnx, tokenizer, srcIds, dec) : translateIds(model, tokenizer, srcIds, dec);
+  const { ids, degraded } = encodeLines(model, tokenizer, lines, { skipLong: o.skipLong });
+  const out = onnx ? await translateIdsOnnx(onnx, tokenizer, ids, dec) : translateIds(model, tokenizer, ids, dec);
   const result = out.map((l) => `${l}\n`).join('');
   if (o.output) atomicWrite(o.output, result);
   else process.stdout.write(result);
+  reportDegraded(o, degraded, lines.length);
 }
 
-export function evaluate(o: Common & { split: string; data: string; src: string; tgt: string; output?: string; tuneAlpha?: number[] }): void {
+export function evaluate(o: Common & { split: string; data: string; src: string; tgt: string; output?: string; tuneAlpha?: number[]; skipLong?: boolean }): void {
   const { model, tokenizer, config } = loadModelDir(o.model);
   if (o.tuneAlpha && o.split !== 'val') {
     throw new UserError(`--tune-alpha chooses α on the validation set: use --split val (got --split ${o.split}; choosing on a test set would overstate its score)`);
   }
   if (o.tuneAlpha && o.alpha !== undefined) throw new UserError('--tune-alpha and --alpha both given: pass one');
   const { src, tgt } = readParallel(o.data, o.split, o.src, o.tgt);
-  const srcIds = encodeLines(model, tokenizer, src);
+  const { ids: srcIds, degraded } = encodeLines(model, tokenizer, src, { skipLong: o.skipLong });
   const dec = decodingFor(o, config);
   const run = (alpha: number) => {
     const bar = progressBar(`${o.split} |{bar}| {value}/{total} sentences | ETA {eta_formatted}`);
@@ -93,4 +102,5 @@ export function evaluate(o: Common & { split: string; data: string; src: string;
   }
   if (o.output) atomicWrite(o.output, best.hyps.map((l) => `${l}\n`).join(''));
   process.stdout.write(`${best.score.toString()}\n${best.score.signature}\n`);
+  reportDegraded(o, degraded, src.length);
 }

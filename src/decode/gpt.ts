@@ -72,6 +72,12 @@ function* generation(vocabSize: number, blockSize: number, prompt: readonly numb
   let start = 0; // the context is ids[start..]
   let logits = (yield { run: { fed: ids.slice(), fresh: true } })!;
   for (let n = 0; n < maxTokens; n++) {
+    // Whatever the engine, non-finite logits stop generation with the step, not a silent garbage token.
+    for (let j = 0; j < logits.length; j++) {
+      if (logits[j] - logits[j] !== 0) {
+        throw new Error(`generate: step ${n + 1}: logit ${j} is ${String(logits[j])}: the model's weights or activations hold NaN or Infinity`);
+      }
+    }
     const id = sampleToken(logits, options, rng);
     yield { token: { id, logits } };
     ids.push(id);

@@ -102,6 +102,7 @@ export class OrtSeq2Seq {
 
 /** The decoder's steps on ONNX Runtime, with the key/value cache between them. */
 export class OrtSeq2SeqStepper implements AsyncStepper {
+  private steps = 0;
   /** The encoder output, until the first step has turned it into cross-attention keys/values. */
   private memory: KV | null;
   /** Keep-mask (rows, S): 1 = source token, 0 = padding. */
@@ -154,7 +155,7 @@ export class OrtSeq2SeqStepper implements AsyncStepper {
       this.memory = null;
     }
     const logits = f32(out.logits, 'logits'); // (N, 1, V)
-    return logProbs(new Tensor(logits, [N, info.vocabSize], 'float32'), info.padId!);
+    return logProbs(new Tensor(logits, [N, info.vocabSize], 'float32'), info.padId!, ++this.steps);
   }
 
   reorder(rows: Int32Array): void {

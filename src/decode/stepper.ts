@@ -46,10 +46,20 @@ export async function driveAsync<R>(search: Generator<Int32Array, R, Float32Arra
   return r.value;
 }
 
-/** Log-softmax of (N, V) logits, the padding id never chosen (as fairseq): what every stepper returns. */
-export function logProbs(logits: Tensor, padId: number): Float32Array {
+/**
+ * Log-softmax of (N, V) logits, the padding id never chosen (as fairseq): what every stepper returns.
+ * A NaN or +∞ (from non-finite logits) stops decoding with an error naming the step: searching on
+ * it would return garbage with no word of why. −∞ is fine (a masked token).
+ */
+export function logProbs(logits: Tensor, padId: number, step: number): Float32Array {
   const lp = F.logSoftmax(logits, -1).data as Float32Array;
   const V = logits.shape[logits.shape.length - 1];
+  for (let i = 0; i < lp.length; i++) {
+    const v = lp[i];
+    if (v !== v || v === Infinity) {
+      throw new Error(`decoding step ${step}: the model's output is not finite (${String(v)} for token ${i % V} of row ${Math.floor(i / V)}): its weights or activations hold NaN or Infinity`);
+    }
+  }
   if (padId >= 0 && padId < V) for (let r = 0; r < lp.length / V; r++) lp[r * V + padId] = -Infinity;
   return lp;
 }
@@ -66,6 +76,7 @@ export function gatherRows(t: Tensor, rows: Int32Array): Tensor {
 /** Incremental: the decoder's KV cache, one new position per step. */
 export class CachedStepper implements Stepper {
   private readonly cache: TransformerDecoderCache;
+  private steps = 0;
 
   constructor(private readonly model: Seq2Seq, memory: Tensor, srcPadding: Tensor) {
     this.cache = model.initCache(memory, srcPadding);
@@ -80,7 +91,7 @@ export class CachedStepper implements Stepper {
   }
 
   step(last: Int32Array): Float32Array {
-    return logProbs(this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache), this.model.config.padId);
+    return logProbs(this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache), this.model.config.padId, ++this.steps);
   }
 
   reorder(rows: Int32Array): void {
@@ -118,7 +129,7 @@ export class FullStepper implements Stepper {
     const ids = new Int32Array(N * T);
     for (let i = 0; i < N; i++) ids.set(this.prefixes[i], i * T);
     const h = this.model.decode(new Tensor(ids, [N, T], 'int32'), this.memory, this.srcPadding); // (N, T, E)
-    return logProbs(this.model.generator(F.narrow(h, 1, T - 1, 1)).reshape(N, -1), this.model.config.padId);
+    return logProbs(this.model.generator(F.narrow(h, 1, T - 1, 1)).reshape(N, -1), this.model.config.padId, T);
   }
 
   reorder(rows: Int32Array): void {

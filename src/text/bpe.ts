@@ -559,14 +559,21 @@ export class BpeTokenizer {
    * `unk_token`. Merges may be pairs or "a b" strings.
    */
   static fromJSON(json: unknown): BpeTokenizer {
-    const j = (typeof json === 'string' ? JSON.parse(json) : json) as Partial<HfTokenizerJson> | null;
     const fail = (msg: string): never => {
       throw new Error(`BpeTokenizer.fromJSON: ${msg}`);
     };
-    if (j === null || typeof j !== 'object') fail('not a tokenizer.json object');
+    let j = json as Partial<HfTokenizerJson> | null;
+    if (typeof json === 'string') {
+      try {
+        j = JSON.parse(json) as Partial<HfTokenizerJson> | null;
+      } catch (e) {
+        fail(`not valid JSON (${(e as Error).message})`);
+      }
+    }
+    if (j === null || typeof j !== 'object' || Array.isArray(j)) fail('not a tokenizer.json object');
     const t = j as Partial<HfTokenizerJson>;
     const m = t.model;
-    if (!m || m.type !== 'BPE') fail('model.type must be "BPE"');
+    if (!m || typeof m !== 'object' || m.type !== 'BPE') fail('model.type must be "BPE"');
     const model = m as HfBpeModel;
     if (model.continuing_subword_prefix || model.end_of_word_suffix) fail('continuing_subword_prefix / end_of_word_suffix are not supported');
     if (model.byte_fallback) fail('byte_fallback is not supported');
@@ -591,12 +598,12 @@ export class BpeTokenizer {
       ['pre_tokenizer', pre as HfMetaspace | undefined],
       ['decoder', t.decoder],
     ] as const) {
-      if (!part || part.type !== 'Metaspace' || (part.replacement ?? METASPACE) !== METASPACE) fail(`${name} must be Metaspace with replacement "▁"`);
+      if (!part || typeof part !== 'object' || part.type !== 'Metaspace' || (part.replacement ?? METASPACE) !== METASPACE) fail(`${name} must be Metaspace with replacement "▁"`);
       if ((part as HfMetaspace).prepend_scheme !== undefined && (part as HfMetaspace).prepend_scheme !== 'always') fail(`${name}.prepend_scheme must be "always"`);
       if ((part as HfMetaspace).split === false && name === 'pre_tokenizer') fail('pre_tokenizer.split must be true');
     }
     const vocabObj = model.vocab;
-    if (!vocabObj || typeof vocabObj !== 'object') fail('model.vocab missing');
+    if (!vocabObj || typeof vocabObj !== 'object' || Array.isArray(vocabObj)) fail('model.vocab must be an object of token: id');
     const entries = Object.entries(vocabObj);
     const vocab = new Array<string>(entries.length);
     for (const [tok, id] of entries) {
@@ -604,6 +611,12 @@ export class BpeTokenizer {
       vocab[id] = tok;
     }
     // Added tokens not in the model vocab (HF allows that) are appended at their ids.
+    if (t.added_tokens != null && !Array.isArray(t.added_tokens)) fail('added_tokens must be an array');
+    for (const a of t.added_tokens ?? []) {
+      if (a === null || typeof a !== 'object' || !Number.isInteger(a.id) || a.id < 0 || typeof a.content !== 'string') {
+        fail(`added token ${JSON.stringify(a)} needs an integer id >= 0 and a string content`);
+      }
+    }
     const added = [...(t.added_tokens ?? [])].sort((x, y) => x.id - y.id);
     for (const a of added) {
       if (a.id < vocab.length) {
@@ -619,6 +632,7 @@ export class BpeTokenizer {
     if (model.unk_token !== specials[1]) fail(`model.unk_token ${JSON.stringify(model.unk_token)} must be the second special token (${JSON.stringify(specials[1])})`);
     const ids = new Map<string, number>();
     vocab.forEach((tok, i) => ids.set(tok, i));
+    if (model.merges != null && !Array.isArray(model.merges)) fail('model.merges must be an array');
     const merges: [number, number][] = (model.merges ?? []).map((mg: unknown) => {
       let pair: unknown = mg;
       if (typeof mg === 'string') {

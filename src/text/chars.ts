@@ -85,7 +85,14 @@ export class CharTokenizer {
 
   /** Loads what toJSON wrote (object or JSON text). */
   static fromJSON(json: unknown): CharTokenizer {
-    const j = (typeof json === 'string' ? JSON.parse(json) : json) as Partial<CharTokenizerJson> | null;
+    let j = json as Partial<CharTokenizerJson> | null;
+    if (typeof json === 'string') {
+      try {
+        j = JSON.parse(json) as Partial<CharTokenizerJson> | null;
+      } catch (e) {
+        throw new Error(`CharTokenizer.fromJSON: not valid JSON (${(e as Error).message})`);
+      }
+    }
     if (j === null || typeof j !== 'object' || j.type !== 'qkv-chars') throw new Error('CharTokenizer.fromJSON: not a qkv-chars tokenizer (expected "type": "qkv-chars")');
     if (!Array.isArray(j.vocab) || j.vocab.length === 0 || j.vocab.some((t) => typeof t !== 'string')) throw new Error('CharTokenizer.fromJSON: vocab must be a non-empty array of strings');
     if (j.unk_token !== j.vocab[0]) throw new Error(`CharTokenizer.fromJSON: unk_token ${JSON.stringify(j.unk_token)} must be vocab[0] (${JSON.stringify(j.vocab[0])})`);

@@ -201,7 +201,7 @@ export class LmTrainer {
   }
 
   /** Weights, AdamW moments and position in one safetensors file (write it atomically). */
-  saveState(): Uint8Array {
+  saveState(extra: Record<string, string> = {}): Uint8Array {
     const tensors: Record<string, Tensor> = {};
     for (const [opt, names] of [[this.decayed, this.names.decayed], [this.undecayed, this.names.undecayed]] as const) {
       names.forEach((n, i) => {
@@ -212,11 +212,11 @@ export class LmTrainer {
       });
     }
     const meta = { position: this.position, adamStep: this.decayed.state.step, options: this.options, corpusTokens: this.data.length };
-    return writeSafetensors(tensors, { metadata: { lmTrainer: JSON.stringify(meta) } });
+    return writeSafetensors(tensors, { metadata: { ...extra, lmTrainer: JSON.stringify(meta) } });
   }
 
   /** Continue exactly where saveState() left off (same model shape, corpus, seed and batch shape). */
-  loadState(bytes: Uint8Array): void {
+  loadState(bytes: Uint8Array): Record<string, string> {
     const { tensors, metadata } = readSafetensors(bytes);
     if (!metadata.lmTrainer) throw new Error('LmTrainer.loadState: file has no lmTrainer metadata (not a language-model training state)');
     const meta = JSON.parse(metadata.lmTrainer) as { position: LmTrainerPosition; adamStep: number; options: Required<LmTrainerOptions>; corpusTokens: number };
@@ -244,6 +244,7 @@ export class LmTrainer {
     Object.assign(this.options, { lr: meta.options.lr, minLr: meta.options.minLr, warmup: meta.options.warmup, decaySteps: meta.options.decaySteps });
     this.position = meta.position;
     defaultGenerator.setState(meta.position.rng);
+    return metadata;
   }
 }
 

@@ -137,8 +137,8 @@ export class Trainer {
     });
   }
 
-  /** Weights, Adam moments and position in one safetensors file (write it atomically). */
-  saveState(): Uint8Array {
+  /** Weights, Adam moments and position in one safetensors file (write it atomically); `extra`: the caller's own metadata. */
+  saveState(extra: Record<string, string> = {}): Uint8Array {
     const tensors: Record<string, Tensor> = {};
     const params = this.optimizer.params;
     this.names.forEach((n, i) => {
@@ -147,11 +147,11 @@ export class Trainer {
       tensors[`adam.v.${n}`] = new Tensor(this.optimizer.state.v[i], params[i].shape, 'float32');
     });
     const meta = { position: this.position, adamStep: this.optimizer.state.step, options: this.options };
-    return writeSafetensors(tensors, { metadata: { trainer: JSON.stringify(meta) } });
+    return writeSafetensors(tensors, { metadata: { ...extra, trainer: JSON.stringify(meta) } });
   }
 
-  /** Continue exactly where saveState() left off. */
-  loadState(bytes: Uint8Array): void {
+  /** Continue exactly where saveState() left off; returns the file's metadata (with the caller's `extra`). */
+  loadState(bytes: Uint8Array): Record<string, string> {
     const { tensors, metadata } = readSafetensors(bytes);
     if (!metadata.trainer) throw new Error('Trainer.loadState: file has no trainer metadata (not a training state)');
     const meta = JSON.parse(metadata.trainer) as { position: TrainerPosition; adamStep: number; options: TrainerOptions };
@@ -174,6 +174,7 @@ export class Trainer {
     this.position = meta.position;
     defaultGenerator.setState(meta.position.rng);
     this.order = epochOrder(this.batches.length, this.options.seed, this.position.epoch);
+    return metadata;
   }
 }
 

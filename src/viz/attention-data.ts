@@ -13,6 +13,8 @@ import { noGrad } from '../autograd/grad-mode.ts';
 import { beamSearch, greedy } from '../decode/search.ts';
 import { readSafetensors } from '../io/safetensors.ts';
 import { Seq2Seq, type Seq2SeqConfig } from '../models/seq2seq.ts';
+import { checkSeq2SeqConfig } from '../models/config-check.ts';
+import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 
@@ -40,6 +42,8 @@ export interface TranslationAttention {
   outIds: number[];
   /** Output ended with EOS (false: cut at the length limit). */
   finished: boolean;
+  /** The sentence's token count when it was longer than the model reads and cut to maxLen (else absent). */
+  truncatedFrom?: number;
   encoder: AttentionStack;
   decoder: AttentionStack;
   cross: AttentionStack;
@@ -96,8 +100,10 @@ export function encoderAttention(model: Seq2Seq, src: Tensor): { memory: Tensor;
 export function translateWithAttention(model: Seq2Seq, tokenizer: BpeTokenizer, sentence: string, options: TranslateOptions = {}): TranslationAttention {
   const text = sentence.trim();
   if (text === '') throw new Error('translate: the sentence is empty');
-  const srcIds = tokenizer.encode(text);
-  if (srcIds.length > model.config.maxLen) throw new Error(`translate: the sentence has ${srcIds.length} tokens; this model reads at most ${model.config.maxLen}`);
+  // As `qkv translate` does: a sentence longer than the model reads is cut to its first maxLen tokens.
+  const allIds = tokenizer.encode(text);
+  const srcIds = allIds.slice(0, model.config.maxLen);
+  const truncatedFrom = allIds.length > srcIds.length ? allIds.length : undefined;
   const beam = options.beam ?? 1;
   const ids = { bosId: tokenizer.bosId, eosId: tokenizer.eosId, maxLen: options.maxLen };
   return noGrad(() => {
@@ -126,6 +132,7 @@ export function translateWithAttention(model: Seq2Seq, tokenizer: BpeTokenizer, 
       srcIds,
       outIds,
       finished,
+      ...(truncatedFrom !== undefined && { truncatedFrom }),
       encoder,
       decoder,
       cross,
@@ -158,10 +165,14 @@ export function modelKind(configJson: unknown, file = 'config.json'): ModelKind 
 /** The model and tokenizer of a model folder's three files, from their contents (fetch, or disk). */
 export function loadModelFromFiles(configJson: unknown, tokenizerJson: unknown, weights: Uint8Array): { model: Seq2Seq; tokenizer: BpeTokenizer } {
   const cfg = configJson as { format?: string; model?: Seq2SeqConfig };
-  if (!cfg || cfg.format !== 'qkv-seq2seq' || !cfg.model) throw new Error(`config.json: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(cfg?.format)}'`);
+  if (!cfg || typeof cfg !== 'object' || cfg.format !== 'qkv-seq2seq' || !cfg.model) throw new Error(`config.json: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(cfg?.format)}'`);
   const tokenizer = BpeTokenizer.fromJSON(tokenizerJson);
-  const model = new Seq2Seq(cfg.model);
-  model.loadStateDict(readSafetensors(weights).tensors, { strict: true });
+  const model = new Seq2Seq(checkSeq2SeqConfig(cfg.model, 'config.json: model'));
+  try {
+    loadWeights(model, readSafetensors(weights).tensors, cfg.model, SEQ2SEQ_FIELDS);
+  } catch (e) {
+    throw new Error(`model.safetensors: ${(e as Error).message}`);
+  }
   model.eval();
   return { model, tokenizer };
 }

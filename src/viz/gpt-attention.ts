@@ -18,6 +18,8 @@ import { noGrad } from '../autograd/grad-mode.ts';
 import { generate } from '../decode/gpt.ts';
 import { readSafetensors } from '../io/safetensors.ts';
 import { GPT, type GPTConfig } from '../models/gpt.ts';
+import { checkGptConfig } from '../models/config-check.ts';
+import { GPT_FIELDS, loadWeights } from '../models/load-weights.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { readHfGpt2 } from '../io/hf.ts';
 import { isHfConfig } from '../models/hf/gpt2.ts';
@@ -75,7 +77,7 @@ export function loadGptFromFiles(configJson: unknown, tokenizerJson: unknown, we
     return checkedHf(model, tokenizer);
   }
   const cfg = configJson as { format?: string; model?: GPTConfig; tokenizer?: string } | null;
-  if (!cfg || cfg.format !== 'qkv-gpt' || !cfg.model) throw new Error(`config.json: expected format 'qkv-gpt' with a 'model' section, got format '${String(cfg?.format)}'`);
+  if (!cfg || typeof cfg !== 'object' || cfg.format !== 'qkv-gpt' || !cfg.model) throw new Error(`config.json: expected format 'qkv-gpt' with a 'model' section, got format '${String(cfg?.format)}'`);
   if (cfg.tokenizer !== 'char' && cfg.tokenizer !== 'bpe') throw new Error(`config.json: expected "tokenizer": "char" or "bpe", got '${String(cfg.tokenizer)}'`);
   let tokenizer: GptTokenizer;
   try {
@@ -85,13 +87,13 @@ export function loadGptFromFiles(configJson: unknown, tokenizerJson: unknown, we
   }
   let model: GPT;
   try {
-    model = new GPT(cfg.model);
+    model = new GPT(checkGptConfig(cfg.model));
   } catch (e) {
     throw new Error(`config.json: ${(e as Error).message}`);
   }
   if (tokenizer.vocabSize !== model.config.vocabSize) throw new Error(`tokenizer.json has ${tokenizer.vocabSize} tokens, config.json's model ${model.config.vocabSize}`);
   try {
-    model.loadStateDict(readSafetensors(weights).tensors, { strict: true });
+    loadWeights(model, readSafetensors(weights).tensors, cfg.model, GPT_FIELDS);
   } catch (e) {
     throw new Error(`model.safetensors: ${(e as Error).message}`);
   }

@@ -91,15 +91,13 @@ test('qkv eval --tune-alpha on val keeps the best α in config.json; translate a
   assert.match(b.stderr, /config\.json: 'decoding' must be \{"beam": a positive integer, "alpha": a number >= 0\}, got \{"beam":0,"alpha":1\}/);
 });
 
-test('bad input: unknown flag, bad number, missing model folder, empty and over-long lines — one clear line, exit 1', () => {
+test('bad input: unknown flag, bad number, missing model folder — one clear line, exit 1 (empty and over-long lines: test/cli/lines.once.test.ts)', () => {
   const cases: [string[], string | undefined, RegExp][] = [
     [['translate', '--model', out, '--bogus'], '', /unknown option '--bogus'/],
     [['translate', '--model', out, '--beam', 'zero'], '', /--beam must be a positive integer, got 'zero'/],
     [['translate', '--model', out, '--alpha', '-1'], '', /--alpha must be a number >= 0, got '-1'/],
     [['eval', '--model', out, '--split', 'val', '--tune-alpha', '0.6,x'], '', /--tune-alpha must be comma-separated numbers >= 0 \(e\.g\. 0\.6,1,1\.4\), got '0\.6,x'/],
     [['translate', '--model', join(work, 'nope')], 'hi\n', /model folder not found/],
-    [['translate', '--model', out], 'fine\n\n', /input line 2 is empty/],
-    [['translate', '--model', out], `${'a '.repeat(400)}\n`, /input line 1 has \d+ tokens; this model reads at most 256/],
     [['train', '--preset', 'huge', '--out', join(work, 'x'), '--data', data], undefined, /unknown preset 'huge', expected one of: multi30k-small, paper-base, tiny/],
   ];
   for (const [args, input, re] of cases) {

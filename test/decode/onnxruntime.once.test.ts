@@ -27,7 +27,7 @@ test('translation: ONNX Runtime gives qkv\'s greedy and beam-4 translations of a
   const engine = new OrtSeq2Seq(ort, { encoder: await s(exp.manifest.graphs.encoder), decoder: await s(exp.manifest.graphs.decoder), decoderWithPast: await s(exp.manifest.graphs.decoderWithPast) }, exp.manifest);
   const lines = gunzipSync(readFileSync(join(root, 'data/multi30k/test_2016_flickr.en.gz'))).toString('utf8').split('\n').filter((l) => l !== '');
   assert.equal(lines.length, 1000);
-  const srcIds = encodeLines(model, tokenizer, lines);
+  const srcIds = encodeLines(model, tokenizer, lines).ids;
   const alpha = (config.decoding ?? DEFAULT_DECODING).alpha;
   for (const beam of [1, 4]) {
     const o = { beam, alpha };

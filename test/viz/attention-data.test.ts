@@ -61,6 +61,17 @@ test('beam search works too, and loading from the folder\'s bytes gives the same
   assert.throws(() => loadModelFromFiles({ format: 'other' }, {}, new Uint8Array()), /qkv-seq2seq/);
 });
 
+test('an over-long sentence is cut to the tokens the model reads, and says so (the explorer shows it)', () => {
+  const long = 'A dog runs in the park. '.repeat(6).trim();
+  const n = tokenizer.encode(long).length;
+  assert.ok(n > model.config.maxLen);
+  const t = translateWithAttention(model, tokenizer, long);
+  assert.equal(t.truncatedFrom, n);
+  assert.deepEqual(t.srcIds, tokenizer.encode(long).slice(0, model.config.maxLen));
+  assert.equal(t.encoder[0][0].length, model.config.maxLen, 'the encoder saw maxLen positions');
+  assert.equal(translateWithAttention(model, tokenizer, 'A dog runs.').truncatedFrom, undefined);
+});
+
 test('pictures of a translation', () => {
   const t = translateWithAttention(model, tokenizer, 'A dog runs in the park.');
   const S = t.srcTokens.length;

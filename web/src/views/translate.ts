@@ -77,6 +77,7 @@ export async function initTranslate(root: HTMLElement, deps: ModelViewDeps): Pro
       current = t;
       out.textContent = t.translation === '' ? '(empty)' : t.translation;
       timing.textContent = `${ms.toFixed(0)} ms, ${useBeam ? `beam ${beam.value}` : 'greedy'}, ${deps.backend()?.name ?? ''} backend${t.finished ? '' : ', cut at the length limit'}`;
+      if (t.truncatedFrom !== undefined) timing.textContent += `; the sentence has ${t.truncatedFrom} tokens, this model reads ${t.srcIds.length}: only the first ${t.srcIds.length} were translated`;
       showTokens(t);
       showMaps();
       root.dataset.translated = String(Number(root.dataset.translated ?? 0) + 1);

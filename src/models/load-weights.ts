@@ -1,0 +1,127 @@
+/**
+ * Loading a weights file into a model built from a config, with errors a user can act on:
+ *
+ * - a config that disagrees with its weights is one line: how many tensors mismatch, the first few,
+ *   and the config field the shapes point at (`dModel 128 in config.json, the weights have 256`),
+ *   instead of one clause per tensor;
+ * - weights holding NaN or ±Infinity are refused at load (one pass over the values), naming the
+ *   tensor and the first bad index: otherwise they load silently and decode to garbage.
+ */
+import type { Module } from '../nn/module.ts';
+import { shapeToString } from '../tensor/shape.ts';
+import type { Tensor } from '../tensor/tensor.ts';
+
+/** A config field whose value is one dimension of one tensor (e.g. dModel = embedding.weight's columns). */
+export interface ShapeField {
+  field: string;
+  key: string;
+  dim: number;
+}
+
+/** A config field that counts layers: the distinct indices N of keys starting with `${prefix}N.`. */
+export interface LayerField {
+  field: string;
+  prefix: string;
+}
+
+export type FieldRule = ShapeField | LayerField;
+
+/** Where each Seq2Seq config field shows in the weights (nhead does not: it only splits dModel). */
+export const SEQ2SEQ_FIELDS: readonly FieldRule[] = [
+  { field: 'vocabSize', key: 'embedding.weight', dim: 0 },
+  { field: 'dModel', key: 'embedding.weight', dim: 1 },
+  { field: 'dimFeedforward', key: 'transformer.encoder.layers.0.linear1.weight', dim: 0 },
+  { field: 'numEncoderLayers', prefix: 'transformer.encoder.layers.' },
+  { field: 'numDecoderLayers', prefix: 'transformer.decoder.layers.' },
+];
+
+/** The same for GPT (the MLP's width is 4·nEmbd, not a field). */
+export const GPT_FIELDS: readonly FieldRule[] = [
+  { field: 'vocabSize', key: 'wte.weight', dim: 0 },
+  { field: 'nEmbd', key: 'wte.weight', dim: 1 },
+  { field: 'blockSize', key: 'wpe.weight', dim: 0 },
+  { field: 'nLayer', prefix: 'h.' },
+];
+
+/** How many tensors are named in full before "and N more". */
+const SHOWN = 3;
+
+function listed(items: string[]): string {
+  const head = items.slice(0, SHOWN).join('; ');
+  return items.length > SHOWN ? `${head}; and ${items.length - SHOWN} more` : head;
+}
+
+function layerCount(keys: Iterable<string>, prefix: string): number {
+  const seen = new Set<string>();
+  for (const k of keys) {
+    if (!k.startsWith(prefix)) continue;
+    const m = /^(\d+)\./.exec(k.slice(prefix.length));
+    if (m) seen.add(m[1]);
+  }
+  return seen.size;
+}
+
+/**
+ * One line saying how `weights` disagree with the model built from `config` (null when they agree):
+ * the count and first few of each kind of mismatch, then the config fields the weights contradict.
+ */
+export function describeMismatch(
+  own: Record<string, Tensor>, weights: Record<string, Tensor>, config: object, rules: readonly FieldRule[], configName = 'config.json',
+): string | null {
+  const ownKeys = Object.keys(own);
+  const missing = ownKeys.filter((k) => !Object.hasOwn(weights, k));
+  const unexpected = Object.keys(weights).filter((k) => !Object.hasOwn(own, k));
+  const shapes: string[] = [];
+  for (const k of ownKeys) {
+    const w = weights[k];
+    if (!Object.hasOwn(weights, k)) continue;
+    const a = own[k].shape;
+    const b = w.shape;
+    if (a.length !== b.length || a.some((d, i) => d !== b[i])) shapes.push(`${k} ${shapeToString(a)} in ${configName}, ${shapeToString(b)} in the weights`);
+  }
+  if (missing.length + unexpected.length + shapes.length === 0) return null;
+  const parts: string[] = [];
+  if (shapes.length) parts.push(`${shapes.length} of ${ownKeys.length} tensors differ in shape (${listed(shapes)})`);
+  if (missing.length) parts.push(`${missing.length} tensors missing from the weights (${listed(missing)})`);
+  if (unexpected.length) parts.push(`${unexpected.length} tensors in the weights the model lacks (${listed(unexpected)})`);
+  const values = config as Record<string, unknown>;
+  const fields: string[] = [];
+  for (const r of rules) {
+    let theirs: number | undefined;
+    if ('prefix' in r) {
+      const n = layerCount(Object.keys(weights), r.prefix);
+      if (n > 0) theirs = n;
+    } else if (Object.hasOwn(weights, r.key)) {
+      theirs = weights[r.key].shape[r.dim];
+    }
+    const ours = values[r.field];
+    if (theirs !== undefined && ours !== theirs && !fields.some((f) => f.startsWith(`${r.field} `))) {
+      fields.push(`${r.field} ${String(ours)} in ${configName}, the weights have ${theirs}`);
+    }
+  }
+  const hint = fields.length ? `: ${fields.join('; ')}` : '';
+  return `the weights do not match ${configName}${hint} (${parts.join('; ')})`;
+}
+
+/** Throw naming the first tensor that holds NaN or ±Infinity, and where. */
+export function checkFinite(weights: Record<string, Tensor>): void {
+  for (const [k, t] of Object.entries(weights)) {
+    if (t.dtype !== 'float32') continue;
+    const d = t.data as Float32Array;
+    for (let i = 0; i < d.length; i++) {
+      const v = d[i];
+      if (v - v !== 0) { // NaN or ±Infinity, in one comparison
+        const at = t.shape.length > 1 ? ` (row ${Math.floor(i / t.shape[t.shape.length - 1])})` : '';
+        throw new Error(`tensor '${k}' holds ${String(v)} at index ${i}${at} of ${shapeToString(t.shape)}: the weights are corrupt (a diverged training run or a damaged file)`);
+      }
+    }
+  }
+}
+
+/** Check the weights against the model and its config (one line), check they are finite, then load them. */
+export function loadWeights(model: Module, weights: Record<string, Tensor>, config: object, rules: readonly FieldRule[], configName = 'config.json'): void {
+  const mismatch = describeMismatch(model.stateDict(), weights, config, rules, configName);
+  if (mismatch) throw new Error(mismatch);
+  checkFinite(weights);
+  model.loadStateDict(weights, { strict: true });
+}
