@@ -50,9 +50,9 @@ async function crashTest(name: string, stateFile: string, args: (out: string, re
 
 test(`qkv train: ${KILLS} SIGKILLs at random moments, resumed each time, end with the uninterrupted run's files`, { timeout: 600_000 }, async () => {
   await crashTest('train', 'train-state.safetensors', (out, resume) => [
-    'train', '--preset', 'tiny', '--out', out, '--data', data, '--max-steps', '40', '--save-every', '2', '--eval-every', '4', '--bleu-sentences', '4',
+    'train', '--preset', 'tiny', '--out', out, '--data', data, '--max-steps', '60', '--save-every', '2', '--eval-every', '4', '--bleu-sentences', '4',
     ...(resume ? ['--resume'] : []),
-  ], 1, 40, 2, 4);
+  ], 1, 60, 2, 4);
 });
 
 test(`qkv train-lm: ${KILLS} SIGKILLs at random moments, resumed each time, end with the uninterrupted run's files`, { timeout: 600_000 }, async () => {

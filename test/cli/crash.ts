@@ -216,14 +216,14 @@ export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
   }
 }
 
-/** The folder's files as {path: bytes}, history.json without its timings (seconds differ run to run). */
+/** The folder's files as {path: bytes}, history.json without its timings (seconds and minutes differ run to run). */
 export function snapshot(dir: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const f of listTree(dir)) {
     const bytes = readFileSync(join(dir, f));
     if (f === 'history.json') {
       const h = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>[];
-      out[f] = JSON.stringify(h.map(({ seconds: _, ...rest }) => rest));
+      out[f] = JSON.stringify(h.map(({ seconds: _s, minutes: _m, ...rest }) => rest));
     } else {
       out[f] = createHash('sha256').update(bytes).digest('hex');
     }

@@ -29,19 +29,19 @@ function variant(name: string, contents: string | Uint8Array): string {
   return dir;
 }
 
-test('qkv generate: a Hugging Face folder continues a prompt; greedy starts with the argmax of PyTorch\'s logits', () => {
+test('qkv generate: a Hugging Face folder continues a prompt; greedy starts with the argmax of PyTorch\'s logits', async () => {
   assert.equal(isHfModelDir(FIX), true);
   const lm = loadLmDir(FIX);
   assert.ok(lm.tokenizer instanceof ByteLevelBpeTokenizer);
   assert.equal(lm.separatorId, 316);
   let text = '';
-  generateText({ model: FIX, prompt: 'A man is riding a bike', maxTokens: 1, temperature: 0, cache: true, log: quiet, write: (s) => { text += s; } });
+  await generateText({ model: FIX, prompt: 'A man is riding a bike', maxTokens: 1, temperature: 0, cache: true, log: quiet, write: (s) => { text += s; } });
   const [, T, V] = expected.logits.shape;
   const last = (expected.logits.data as Float32Array).subarray((T - 1) * V, T * V);
   assert.equal(text, `A man is riding a bike${lm.tokenizer.decode([argmax(last)])}\n`);
   // A prompt with a line break is raw text for a byte-level model: '\n' is a token, not the separator.
   let two = '';
-  generateText({ model: FIX, prompt: 'A dog\nA man', maxTokens: 3, temperature: 0.8, seed: 1, cache: true, log: quiet, write: (s) => { two += s; } });
+  await generateText({ model: FIX, prompt: 'A dog\nA man', maxTokens: 3, temperature: 0.8, seed: 1, cache: true, log: quiet, write: (s) => { two += s; } });
   assert.ok(two.startsWith('A dog\nA man'), JSON.stringify(two));
 });
 
