@@ -17,13 +17,24 @@ import { SESSION_OPTIONS, translateIdsOnnx } from '../../src/cli/onnxruntime.ts'
 import { generate, generateStreamAsync, type GenerateOptions } from '../../src/decode/gpt.ts';
 import { OrtGpt, OrtSeq2Seq } from '../../src/decode/onnxruntime.ts';
 import { exportGptOnnx, exportSeq2SeqOnnx } from '../../src/io/onnx/export.ts';
+import { setNumThreads } from '../../src/backend/wasm/threads.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
 
-test('translation: ONNX Runtime gives qkv\'s greedy and beam-4 translations of all 1,000 test_2016_flickr sentences', async () => {
+// One thread on each side in this file. A full CI run hung here twice (once on a helper's machine,
+// once in a clean clone): the main thread blocked in a futex with qkv's wasm worker and ONNX
+// Runtime's pools both idle, after ~16 s of decoding; not reproduced in 4 other runs. Which pool
+// loses the wake-up is not yet known (see the README's ONNX "Not done"). Threads do not change
+// what either engine computes (qkv splits GEMMs by rows and columns, never along k), and a
+// bounded timeout turns any hang into a failure instead of a stalled CI.
+setNumThreads(1);
+const OPTIONS = { ...SESSION_OPTIONS, intraOpNumThreads: 1, interOpNumThreads: 1 };
+const TIMEOUT = { timeout: 12 * 60_000 };
+
+test('translation: ONNX Runtime gives qkv\'s greedy and beam-4 translations of all 1,000 test_2016_flickr sentences', TIMEOUT, async () => {
   const { model, tokenizer, config } = loadModelDir(join(root, 'models/multi30k-en-de'));
   const exp = exportSeq2SeqOnnx(model.config, model.stateDict(), { dtype: 'fp32', withAttention: false });
-  const s = (f: string) => ort.InferenceSession.create(exp.files[f], SESSION_OPTIONS);
+  const s = (f: string) => ort.InferenceSession.create(exp.files[f], OPTIONS);
   const engine = new OrtSeq2Seq(ort, { encoder: await s(exp.manifest.graphs.encoder), decoder: await s(exp.manifest.graphs.decoder), decoderWithPast: await s(exp.manifest.graphs.decoderWithPast) }, exp.manifest);
   const lines = gunzipSync(readFileSync(join(root, 'data/multi30k/test_2016_flickr.en.gz'))).toString('utf8').split('\n').filter((l) => l !== '');
   assert.equal(lines.length, 1000);
@@ -39,10 +50,10 @@ test('translation: ONNX Runtime gives qkv\'s greedy and beam-4 translations of a
   }
 });
 
-test('language model: ONNX Runtime continues prompts as qkv does (greedy, and sampling with a seed, past the context)', async () => {
+test('language model: ONNX Runtime continues prompts as qkv does (greedy, and sampling with a seed, past the context)', TIMEOUT, async () => {
   const { model, tokenizer } = loadLmDir(join(root, 'models/gpt-multi30k-char'));
   const exp = exportGptOnnx(model.config, model.stateDict(), { dtype: 'fp32', withAttention: false });
-  const lm = new OrtGpt(ort, await ort.InferenceSession.create(exp.files[exp.manifest.graphs.decoder], SESSION_OPTIONS), exp.manifest);
+  const lm = new OrtGpt(ort, await ort.InferenceSession.create(exp.files[exp.manifest.graphs.decoder], OPTIONS), exp.manifest);
   const prompts = ['A man', 'Two dogs are', 'A little girl in a pink dress', 'People'];
   const cases: GenerateOptions[] = [
     { maxTokens: 60, temperature: 0 },
