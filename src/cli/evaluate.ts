@@ -65,22 +65,38 @@ export function degradedSummary(degraded: readonly DegradedLine[], total: number
   return `${degraded.length} of ${total} lines degraded (${counts.join(', ')}); exit status ${EXIT_DEGRADED}`;
 }
 
-/** Translate every line; batches are formed from similar lengths, results return in input order. */
-export function translateIds(model: Seq2Seq, tok: BpeTokenizer, srcIds: number[][], o: TranslateOptions): string[] {
-  // Lines without ids (empty, or skipped as too long) translate to an empty line.
-  const out = srcIds.map(() => '');
+/** One batch of sources: the input lines it holds, their ids padded to (rows, S), and lines done after it. */
+export interface SourceBatch {
+  rows: number[];
+  src: Tensor;
+  done: number;
+}
+
+/**
+ * The batches every engine translates: lines sorted by length, `o.batchSize` at a time (default 32
+ * with beam search, 64 greedy), padded. Lines without ids (empty, or skipped as too long) are in no
+ * batch: they translate to an empty line, and count as done from the start.
+ */
+export function* sourceBatches(srcIds: readonly number[][], padId: number, o: TranslateOptions): Generator<SourceBatch> {
   const order = srcIds.map((_, i) => i).filter((i) => srcIds[i].length > 0).sort((a, b) => srcIds[a].length - srcIds[b].length);
   const bs = o.batchSize ?? (o.beam > 1 ? 32 : 64);
-  const ids = { bosId: tok.bosId, eosId: tok.eosId };
   for (let start = 0; start < order.length; start += bs) {
     const rows = order.slice(start, start + bs);
     const S = Math.max(...rows.map((r) => srcIds[r].length));
-    const data = new Int32Array(rows.length * S).fill(tok.padId);
+    const data = new Int32Array(rows.length * S).fill(padId);
     rows.forEach((r, b) => data.set(srcIds[r], b * S));
-    const src = new Tensor(data, [rows.length, S], 'int32');
+    yield { rows, src: new Tensor(data, [rows.length, S], 'int32'), done: srcIds.length - order.length + Math.min(start + bs, order.length) };
+  }
+}
+
+/** Translate every line; batches are formed from similar lengths, results return in input order. */
+export function translateIds(model: Seq2Seq, tok: BpeTokenizer, srcIds: number[][], o: TranslateOptions): string[] {
+  const out = srcIds.map(() => '');
+  const ids = { bosId: tok.bosId, eosId: tok.eosId };
+  for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
     const res = o.beam > 1 ? beamSearch(model, src, { ...ids, beamSize: o.beam, lengthPenalty: o.alpha }) : greedy(model, src, ids);
     rows.forEach((r, b) => (out[r] = tok.decode(res.tokens[b])));
-    o.onProgress?.(srcIds.length - order.length + Math.min(start + bs, order.length), srcIds.length);
+    o.onProgress?.(done, srcIds.length);
   }
   return out;
 }

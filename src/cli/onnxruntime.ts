@@ -7,9 +7,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { OrtGpt, OrtSeq2Seq, type OrtLike, type OrtSessionLike } from '../decode/onnxruntime.ts';
 import { MANIFEST, type OnnxManifest } from '../io/onnx/export.ts';
-import { Tensor } from '../tensor/tensor.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
-import type { TranslateOptions } from './evaluate.ts';
+import { sourceBatches, type TranslateOptions } from './evaluate.ts';
 import { readJson, UserError } from './files.ts';
 
 export type Engine = 'qkv' | 'onnxruntime';
@@ -70,22 +69,14 @@ export async function openOnnxGpt(dir: string, ort?: OrtNode): Promise<OrtGpt> {
   return new OrtGpt(ort, await session(ort, dir, m.graphs.decoder), m);
 }
 
-/** translateIds (evaluate.ts) on ONNX Runtime: the same length-sorted batches, the same searches. */
+/** translateIds (evaluate.ts) on ONNX Runtime: the same batches, the same searches. */
 export async function translateIdsOnnx(engine: OrtSeq2Seq, tok: BpeTokenizer, srcIds: number[][], o: TranslateOptions): Promise<string[]> {
-  // As translateIds: lines without ids (empty, or skipped as too long) translate to an empty line.
   const out = srcIds.map(() => '');
-  const order = srcIds.map((_, i) => i).filter((i) => srcIds[i].length > 0).sort((a, b) => srcIds[a].length - srcIds[b].length);
-  const bs = o.batchSize ?? (o.beam > 1 ? 32 : 64);
   const ids = { bosId: tok.bosId, eosId: tok.eosId };
-  for (let start = 0; start < order.length; start += bs) {
-    const rows = order.slice(start, start + bs);
-    const S = Math.max(...rows.map((r) => srcIds[r].length));
-    const data = new Int32Array(rows.length * S).fill(tok.padId);
-    rows.forEach((r, b) => data.set(srcIds[r], b * S));
-    const src = new Tensor(data, [rows.length, S], 'int32');
+  for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
     const res = o.beam > 1 ? await engine.beamSearch(src, { ...ids, beamSize: o.beam, lengthPenalty: o.alpha }) : await engine.greedy(src, ids);
     rows.forEach((r, b) => (out[r] = tok.decode(res.tokens[b])));
-    o.onProgress?.(srcIds.length - order.length + Math.min(start + bs, order.length), srcIds.length);
+    o.onProgress?.(done, srcIds.length);
   }
   return out;
 }

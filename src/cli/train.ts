@@ -103,10 +103,14 @@ function modelFromFlags(preset: Preset, a: TrainArgs): Seq2SeqConfig {
   return m;
 }
 
+/** The recipe fields the flags set (undefined where not given). */
+function recipeFlags(a: TrainArgs): Record<string, number | undefined> {
+  return { maxTokens: a.maxTokens, warmup: a.warmup, lrFactor: a.lrFactor, seed: a.seed, labelSmoothing: a.labelSmoothing, weightDecay: a.weightDecay, accum: a.accum, clipNorm: a.clipNorm };
+}
+
 function planFromFlags(preset: Preset, a: TrainArgs, src: string, tgt: string): RunPlan {
   const recipe: Record<string, unknown> = { ...preset.recipe };
-  const flags = { maxTokens: a.maxTokens, warmup: a.warmup, lrFactor: a.lrFactor, seed: a.seed, labelSmoothing: a.labelSmoothing, weightDecay: a.weightDecay, accum: a.accum, clipNorm: a.clipNorm };
-  for (const [k, v] of Object.entries(flags)) if (v !== undefined) recipe[k] = v;
+  for (const [k, v] of Object.entries(recipeFlags(a))) if (v !== undefined) recipe[k] = v;
   return {
     preset: a.preset,
     recipe,
@@ -135,8 +139,7 @@ function resumedPlan(dir: string, a: TrainArgs): RunPlan {
   }
   const preset = PRESETS[saved.preset ?? a.preset];
   const recipe = { ...saved.recipe };
-  const flags = { maxTokens: a.maxTokens, warmup: a.warmup, lrFactor: a.lrFactor, seed: a.seed, labelSmoothing: a.labelSmoothing, weightDecay: a.weightDecay, accum: a.accum, clipNorm: a.clipNorm };
-  for (const [k, v] of Object.entries(flags)) {
+  for (const [k, v] of Object.entries(recipeFlags(a))) {
     if (v !== undefined && v !== recipe[k]) throw new UserError(`--resume: the run was started with ${k} ${String(recipe[k])}, the flag says ${v}; leave it out to continue the run`);
   }
   return {
@@ -230,9 +233,6 @@ export async function train(a: TrainArgs): Promise<void> {
       const bleu = validationBleu(model, tokenizer, valText.src.slice(0, plan.bleuSentences), valText.tgt.slice(0, plan.bleuSentences));
       const best = history.reduce((m, h) => Math.max(m, h.bleu), -1);
       const entry: HistoryEntry = { step: r.step, epoch: r.epoch, trainLoss: ema, valLoss, bleu, seconds: dt, minutes: (priorMinutes(history) + dt / 60) };
-      // A run killed after this evaluation's checkpoint but before history.json repeats it on resume.
-      const again = history.findIndex((h) => h.step === r.step && h.averaged === undefined);
-      if (again >= 0) history.splice(again, history.length - again);
       history.push(entry);
       if (bleu > best) saveWeights(join(a.out, 'model.safetensors'), model.stateDict());
       if (plan.average === 'best') keepBest(a.out, model.stateDict(), history, plan.keep);

@@ -11,6 +11,7 @@ import { Tensor } from '../tensor/tensor.ts';
 import { gatherRows, logProbs, type AsyncStepper } from './stepper.ts';
 import { beamSearchAsync, greedySearchAsync, maxLengths, type BeamSearchResult, type DecodeOptions, type DecodeResult } from './search.ts';
 import type { AsyncLm } from './gpt.ts';
+import type { OnnxManifest } from '../io/onnx/export.ts';
 
 /** The parts of an ONNX Runtime tensor used here (onnxruntime-common's Tensor). */
 export interface OrtTensorLike {
@@ -28,15 +29,8 @@ export interface OrtSessionLike {
   run(feeds: Record<string, OrtTensorLike>): Promise<Record<string, OrtTensorLike>>;
 }
 
-/** What decoding reads from onnx.json (see io/onnx/export.ts). */
-export interface OrtModelInfo {
-  numLayers: number;
-  numHeads: number;
-  headDim: number;
-  vocabSize: number;
-  maxPositions: number;
-  padId?: number;
-}
+/** What decoding reads from onnx.json: the manifest's shape fields (io/onnx/export.ts). */
+export type OrtModelInfo = Pick<OnnxManifest, 'numLayers' | 'numHeads' | 'headDim' | 'vocabSize' | 'maxPositions' | 'padId'>;
 
 function int64(ids: ArrayLike<number>): BigInt64Array {
   const out = new BigInt64Array(ids.length);

@@ -8,8 +8,7 @@
  * ?backend=wasm (and checks the page really runs on it), otherwise ?backend=js.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +19,7 @@ import { MASKED_FILL } from '../../src/viz/heatmap.ts';
 import { generateWithAttention, lineSeparatorId, type LoadedGpt } from '../../src/viz/gpt-attention.ts';
 import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
 import { get } from './http.ts';
+import { ensureWebBuild } from './web-build.ts';
 import { GPT_HEADS, GPT_LAYERS, HEADS, LAYERS, makeTinyGpt, makeTinyModel } from './tiny-model.ts';
 
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
@@ -30,28 +30,6 @@ const BACKEND = process.env.QKV_BACKEND === 'wasm' ? 'wasm' : 'js';
 // Skips on a developer machine without Chromium; under CI=true the first test fails instead.
 const skip = toolSkip('chromium');
 
-function newest(dir: string): number {
-  let m = 0;
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    const st = statSync(p);
-    m = Math.max(m, st.isDirectory() ? newest(p) : st.mtimeMs);
-  }
-  return m;
-}
-
-/** Build the page when dist/web is missing or older than web/ or src/. */
-function ensureWebBuild(): string {
-  const index = join(ROOT, 'dist', 'web', 'index.html');
-  const stale = !existsSync(index) || statSync(index).mtimeMs < Math.max(newest(join(ROOT, 'web')), newest(join(ROOT, 'src')));
-  if (stale) {
-    const r = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'web/vite.config.ts'], { cwd: ROOT, encoding: 'utf8' });
-    assert.equal(r.status, 0, `vite build failed:\n${r.stdout}\n${r.stderr}`);
-  }
-  const dir = findWebDir();
-  assert.ok(dir, 'dist/web/index.html after the build');
-  return dir;
-}
 
 let browser: Browser;
 let page: Page;

@@ -11,8 +11,7 @@
  * Runs once per backend pass (QKV_BACKEND=wasm opens ?backend=wasm, else js).
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -23,6 +22,7 @@ import { io } from '../../src/index.ts';
 import { generateWithAttention, loadGptFromFiles } from '../../src/viz/gpt-attention.ts';
 import { lastLogits, nextTokenView } from '../../src/viz/next-token.ts';
 import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
+import { ensureWebBuild } from './web-build.ts';
 
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -39,33 +39,20 @@ const T0 = inputIds.length;
 const [, , V] = expected.logits.shape;
 const NH = 4;
 
-function newest(dir: string): number {
-  let m = 0;
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    const st = statSync(p);
-    m = Math.max(m, st.isDirectory() ? newest(p) : st.mtimeMs);
-  }
-  return m;
-}
-
-/** Build the page when dist/web is missing or older than web/ or src/. */
-function ensureWebBuild(): string {
-  const index = join(ROOT, 'dist', 'web', 'index.html');
-  const stale = !existsSync(index) || statSync(index).mtimeMs < Math.max(newest(join(ROOT, 'web')), newest(join(ROOT, 'src')));
-  if (stale) {
-    const r = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'web/vite.config.ts'], { cwd: ROOT, encoding: 'utf8' });
-    assert.equal(r.status, 0, `vite build failed:\n${r.stdout}\n${r.stderr}`);
-  }
-  const dir = findWebDir();
-  assert.ok(dir, 'dist/web/index.html after the build');
-  return dir;
+/** A fresh page on the server, ready, collecting its errors. */
+async function openPage(url: string): Promise<{ p: Page; errs: string[] }> {
+  const p = await browser.newPage();
+  const errs: string[] = [];
+  p.on('pageerror', (e) => errs.push(e.message));
+  await p.goto(`${url}?backend=${BACKEND}`);
+  await p.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
+  return { p, errs };
 }
 
 /** A copy of the fixture folder (named `name`) with some files replaced or left out. */
 function folder(name: string, replace: Record<string, string | Uint8Array | null> = {}): string {
   const dir = join(mkdtempSync(join(tmpdir(), 'qkv-gpt2-e2e-')), name);
-  spawnSync('mkdir', ['-p', dir]);
+  mkdirSync(dir, { recursive: true });
   for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) {
     if (f in replace) {
       if (replace[f] !== null) writeFileSync(join(dir, f), replace[f]!);
@@ -275,12 +262,8 @@ test('bad folders: one message each, the open model keeps working', { skip }, as
 
 test('qkv explore --model on a Hugging Face GPT-2 folder: the page loads it from the server and generates as Node', { skip }, async () => {
   const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: FIX, port: 0 });
-  const p = await browser.newPage();
-  const errs: string[] = [];
-  p.on('pageerror', (e) => errs.push(e.message));
+  const { p, errs } = await openPage(srv.url);
   try {
-    await p.goto(`${srv.url}?backend=${BACKEND}`);
-    await p.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
     assert.equal(await p.locator('#view-generate').isVisible(), true);
     assert.equal(await p.locator('#tab-translate').isVisible(), false);
     assert.match((await p.getByTestId('model-info').textContent()) ?? '', /^Model hf-gpt2-tiny: Hugging Face GPT-2, 2 layers, 4 heads, nEmbd 32, context 32 tokens, vocabulary 317 \(byte-level BPE\)/);
@@ -303,12 +286,8 @@ test('with a translation model served, the Generate tab still opens a GPT folder
   const { makeTinyModel } = await import('./tiny-model.ts');
   const tiny = makeTinyModel();
   const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: tiny.dir, port: 0 });
-  const p = await browser.newPage();
-  const errs: string[] = [];
-  p.on('pageerror', (e) => errs.push(e.message));
+  const { p, errs } = await openPage(srv.url);
   try {
-    await p.goto(`${srv.url}?backend=${BACKEND}`);
-    await p.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
     assert.equal(await p.locator('#view-translate').isVisible(), true);
     await p.locator('#tabs [data-view="generate"]').click();
     assert.equal(await p.locator('#view-generate').isVisible(), true);
