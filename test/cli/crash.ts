@@ -163,7 +163,8 @@ export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
     // One kill in five during start-up; the others once training runs, after a random time of up to
     // four checkpoints' worth of steps (fewer as the end nears, so that every kill is made before
     // the run can finish); every third of those mid-write: at the k-th temporary file of an atomic
-    // write that appears (k from 1 to 4: a checkpoint, the history, the weights, the state).
+    // write that appears (k from 1 to 4: a checkpoint, the history, the weights, the state). The
+    // times are only a guide: each kind of kill also has a bound counted in the run's own output.
     const n = report.kills;
     const duringStartup = n % 5 === 4;
     const onWrite = !duringStartup && n % 3 === 2;
@@ -177,18 +178,37 @@ export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
     // left (a killed run loses the steps since its last state), never more than half of it.
     const spanSteps = saved === 0 ? 3 * o.saveEvery : Math.min(4 * o.saveEvery, (3 * left) / (o.kills - n + 1), left / 2);
     const nthWrite = 1 + Math.floor(random() * 4);
+    // The timings come from the uninterrupted run, which may have shared the CPU with other tests:
+    // a run that goes faster must still die before the end. So also kill at the first evaluation
+    // printed at or past capStep, an evaluation some way beyond the random moment and at most the
+    // one before the last (speed-independent: it counts steps, not milliseconds). A run resumed
+    // past that one is killed when it is ready to train.
+    const lastEval = o.maxSteps - o.evalEvery;
+    const capStep = Math.min(lastEval, Math.ceil((saved + spanSteps) / o.evalEvery) * o.evalEvery + o.evalEvery);
+    const evalSteps = /^step (\d+): train loss/gm;
     let timer: NodeJS.Timeout | undefined;
     let poll: NodeJS.Timeout | undefined;
     if (duringStartup) {
+      // At a random moment of the start-up, or when it is over, whichever comes first.
       timer = setTimeout(kill, random() * o.startupMs);
+      child.stderr.on('data', () => {
+        if (readyLine.test(stderr)) kill();
+      });
     } else {
       let ready = false;
       const delay = random() * (warmMs + spanSteps * stepMs);
       child.stderr.on('data', () => {
-        if (ready || !readyLine.test(stderr)) return;
+        if (ready) {
+          for (const m of stderr.matchAll(evalSteps)) if (Number(m[1]) >= capStep) kill();
+          return;
+        }
+        if (!readyLine.test(stderr)) return;
         ready = true;
-        timer = setTimeout(kill, onWrite ? warmMs + 3 * spanSteps * stepMs : delay);
-        if (onWrite) {
+        // No evaluation is left before the end: die before the first step.
+        if (saved >= lastEval) return kill();
+        // A mid-write kill waits for its write however slow the machine (the evaluation cap bounds it).
+        if (!onWrite) timer = setTimeout(kill, delay);
+        else {
           const seen = new Set<string>();
           poll = setInterval(() => {
             try {
