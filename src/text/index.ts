@@ -22,4 +22,6 @@ export type { CharLearnOptions, CharTokenizerJson } from './chars.ts';
 export { ByteLevelBpeTokenizer, GPT2_PATTERN, bytesToUnicode } from './bytelevel.ts';
 export type { ByteLevelDecodeOptions } from './bytelevel.ts';
 export { tokenizerFromJSON, tokenizerKind } from './load.ts';
+export { checkPhrase, parsePhrases } from './phrases.ts';
+export type { Phrase } from './phrases.ts';
 export type { AnyTokenizer, TokenizerKind } from './load.ts';
