@@ -3,6 +3,8 @@
 // differs from the multi30k-small preset, its parameter count, training minutes and greedy val BLEU
 // (best single evaluation, and the checkpoint average when the trainer made one).
 // Usage: node scripts/recipe-table.mjs runs/NAME [runs/NAME ...]   (prints a Markdown table)
+//        node scripts/recipe-table.mjs --curve runs/NAME ...     (time to BLEU: val BLEU at each
+//        evaluation against the training minutes so far, one row per run)
 import { existsSync, openSync, readFileSync, readSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -40,8 +42,10 @@ function changes(config) {
   return out.length ? out.join(', ') : 'multi30k-small as shipped';
 }
 
+const args = process.argv.slice(2);
+const curve = args[0] === '--curve';
 const rows = [];
-for (const dir of process.argv.slice(2)) {
+for (const dir of curve ? args.slice(1) : args) {
   const cfgPath = join(dir, 'config.json');
   const histPath = join(dir, 'history.json');
   if (!existsSync(cfgPath) || !existsSync(histPath)) {
@@ -55,10 +59,24 @@ for (const dir of process.argv.slice(2)) {
   const best = evals.reduce((a, b) => (b.bleu > a.bleu ? b : a));
   const last = evals[evals.length - 1];
   const minutes = last.minutes ?? evals.reduce((s, h) => s + h.seconds / 60, 0);
+  if (curve) {
+    let m = 0;
+    const points = evals.map((h) => {
+      m = h.minutes ?? m + h.seconds / 60;
+      return `${h.bleu.toFixed(1)} @ ${m.toFixed(0)}`;
+    });
+    rows.push(`| ${dir.replace(/\/$/, '').split('/').pop()} | ${points.join(', ')} |`);
+    continue;
+  }
   const avg = history.filter((h) => h.averaged !== undefined).pop();
   const weights = join(dir, 'model.safetensors');
   rows.push(`| ${dir.replace(/\/$/, '').split('/').pop()} | ${changes(config)} | ${existsSync(weights) ? (parameters(weights) / 1e6).toFixed(2) + 'M' : '?'} | ${last.step} (${last.epoch} ep.) | ${minutes.toFixed(0)} | ${best.bleu.toFixed(2)} @ ${best.step} | ${avg ? avg.bleu.toFixed(2) : '–'} |`);
 }
-console.log('| run | configuration (vs multi30k-small) | parameters | steps | minutes | best greedy val BLEU | average |');
-console.log('| --- | --- | --- | --- | --- | --- | --- |');
+if (curve) {
+  console.log('| run | greedy val BLEU @ training minutes, every evaluation |');
+  console.log('| --- | --- |');
+} else {
+  console.log('| run | configuration (vs multi30k-small) | parameters | steps | minutes | best greedy val BLEU | average |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+}
 for (const r of rows) console.log(r);
