@@ -67,13 +67,25 @@ export async function translate(o: Common & { input?: string; output?: string; s
   reportDegraded(o, degraded, lines.length);
 }
 
-export function evaluate(o: Common & { split: string; data: string; src: string; tgt: string; output?: string; tuneAlpha?: number[]; skipLong?: boolean }): void {
+/**
+ * The languages to score: --direction, else --src/--tgt, each else the model's own training
+ * direction (config.json `training.direction`, e.g. en-fr), else en-de.
+ */
+function languages(o: { src?: string; tgt?: string; direction?: { src: string; tgt: string } }, config: ModelConfigFile): { src: string; tgt: string } {
+  if (o.direction && (o.src || o.tgt)) throw new UserError('--direction and --src/--tgt both given: pass one');
+  if (o.direction) return o.direction;
+  const trained = typeof config.training?.direction === 'string' ? config.training.direction.split('-') : [];
+  return { src: o.src ?? trained[0] ?? 'en', tgt: o.tgt ?? trained[1] ?? 'de' };
+}
+
+export function evaluate(o: Common & { split: string; data: string; src?: string; tgt?: string; direction?: { src: string; tgt: string }; output?: string; tuneAlpha?: number[]; skipLong?: boolean }): void {
   const { model, tokenizer, config } = loadModelDir(o.model);
+  const lang = languages(o, config);
   if (o.tuneAlpha && o.split !== 'val') {
     throw new UserError(`--tune-alpha chooses α on the validation set: use --split val (got --split ${o.split}; choosing on a test set would overstate its score)`);
   }
   if (o.tuneAlpha && o.alpha !== undefined) throw new UserError('--tune-alpha and --alpha both given: pass one');
-  const { src, tgt } = readParallel(o.data, o.split, o.src, o.tgt);
+  const { src, tgt } = readParallel(o.data, o.split, lang.src, lang.tgt);
   const { ids: srcIds, degraded } = encodeLines(model, tokenizer, src, { skipLong: o.skipLong });
   const dec = decodingFor(o, config);
   const run = (alpha: number) => {

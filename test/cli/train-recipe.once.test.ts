@@ -58,6 +58,22 @@ test('recipe flags reach config.json and tokenizer.json; --direction en-fr; --re
   const resumed = qkv(['train', ...small, '--out', out, '--resume', '--max-steps', '3', '--eval-every', '3']);
   assert.equal(resumed.status, 0, resumed.stderr);
   assert.match(resumed.stderr, /resumed at step 2[\s\S]*2 batches per step[\s\S]*step 3: /);
+
+  // qkv eval scores the model's own direction unless told otherwise: a folder with French and no
+  // German references works by default and fails, naming val.de, with --tgt de.
+  const fr = join(work, 'fr-only');
+  mkdirSync(fr);
+  for (const lang of ['en', 'fr']) writeFileSync(join(fr, `val.${lang}`), readFileSync(join(data, `val.${lang}`)));
+  const scored = qkv(['eval', '--model', out, '--data', fr, '--split', 'val', '--beam', '1']);
+  assert.equal(scored.status, 0, scored.stderr);
+  assert.match(scored.stdout, /^BLEU = /);
+  assert.equal(qkv(['eval', '--model', out, '--data', fr, '--split', 'val', '--beam', '1', '--direction', 'en-fr']).stdout, scored.stdout);
+  const german = qkv(['eval', '--model', out, '--data', fr, '--split', 'val', '--beam', '1', '--tgt', 'de']);
+  assert.equal(german.status, 1);
+  assert.match(german.stderr, /^qkv: corpus file not found: .*fr-only\/val\.de /);
+  const both = qkv(['eval', '--model', out, '--data', fr, '--split', 'val', '--direction', 'en-fr', '--tgt', 'fr']);
+  assert.equal(both.status, 1);
+  assert.match(both.stderr, /^qkv: --direction and --src\/--tgt both given: pass one\n$/);
 });
 
 test('bad recipe flags: one line naming the flag, what it expects and what came', () => {
