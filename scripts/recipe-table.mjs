@@ -56,21 +56,20 @@ for (const dir of curve ? args.slice(1) : args) {
   const history = JSON.parse(readFileSync(histPath, 'utf8'));
   const evals = history.filter((h) => h.averaged === undefined);
   if (evals.length === 0) continue;
-  const best = evals.reduce((a, b) => (b.bleu > a.bleu ? b : a));
-  const last = evals[evals.length - 1];
-  const minutes = last.minutes ?? evals.reduce((s, h) => s + h.seconds / 60, 0);
+  const name = dir.replace(/\/$/, '').split('/').pop();
+  // Training minutes at each evaluation (older histories have only each interval's seconds).
+  let m = 0;
+  const minutesAt = evals.map((h) => (m = h.minutes ?? m + h.seconds / 60));
   if (curve) {
-    let m = 0;
-    const points = evals.map((h) => {
-      m = h.minutes ?? m + h.seconds / 60;
-      return `${h.bleu.toFixed(1)} @ ${m.toFixed(0)}`;
-    });
-    rows.push(`| ${dir.replace(/\/$/, '').split('/').pop()} | ${points.join(', ')} |`);
+    rows.push(`| ${name} | ${evals.map((h, i) => `${h.bleu.toFixed(1)} @ ${minutesAt[i].toFixed(0)}`).join(', ')} |`);
     continue;
   }
+  const best = evals.reduce((a, b) => (b.bleu > a.bleu ? b : a));
+  const last = evals[evals.length - 1];
+  const minutes = minutesAt[minutesAt.length - 1];
   const avg = history.filter((h) => h.averaged !== undefined).pop();
   const weights = join(dir, 'model.safetensors');
-  rows.push(`| ${dir.replace(/\/$/, '').split('/').pop()} | ${changes(config)} | ${existsSync(weights) ? (parameters(weights) / 1e6).toFixed(2) + 'M' : '?'} | ${last.step} (${last.epoch} ep.) | ${minutes.toFixed(0)} | ${best.bleu.toFixed(2)} @ ${best.step} | ${avg ? avg.bleu.toFixed(2) : '–'} |`);
+  rows.push(`| ${name} | ${changes(config)} | ${existsSync(weights) ? (parameters(weights) / 1e6).toFixed(2) + 'M' : '?'} | ${last.step} (${last.epoch} ep.) | ${minutes.toFixed(0)} | ${best.bleu.toFixed(2)} @ ${best.step} | ${avg ? avg.bleu.toFixed(2) : '–'} |`);
 }
 if (curve) {
   console.log('| run | greedy val BLEU @ training minutes, every evaluation |');
