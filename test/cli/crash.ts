@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { readSafetensors } from '../../src/io/safetensors.ts';
+import { readSafetensors, writeSafetensors } from '../../src/io/safetensors.ts';
 import { rng as seeded } from '../helpers/random.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -236,7 +236,10 @@ export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
   }
 }
 
-/** The folder's files as {path: bytes}, history.json without its timings (seconds and minutes differ run to run). */
+/**
+ * The folder's files as {path: bytes}, without the timings, which differ run to run: history.json's
+ * seconds and minutes, and a translation training state's trainingMinutes.
+ */
 export function snapshot(dir: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const f of listTree(dir)) {
@@ -244,6 +247,9 @@ export function snapshot(dir: string): Record<string, string> {
     if (f === 'history.json') {
       const h = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>[];
       out[f] = JSON.stringify(h.map(({ seconds: _s, minutes: _m, ...rest }) => rest));
+    } else if (f === 'train-state.safetensors' && readSafetensors(bytes).metadata.trainingMinutes !== undefined) {
+      const { tensors, metadata: { trainingMinutes: _t, ...metadata } } = readSafetensors(bytes);
+      out[f] = createHash('sha256').update(writeSafetensors(tensors, { metadata })).digest('hex');
     } else {
       out[f] = createHash('sha256').update(bytes).digest('hex');
     }

@@ -1,7 +1,7 @@
 // The progress bar's times: rounded before they are split into hours and minutes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatDuration } from '../../src/cli/progress.js';
+import { formatDuration } from '../../src/cli/progress.ts';
 
 test('formatDuration rounds the whole time, then splits it (no 1h60m)', () => {
   assert.equal(formatDuration(7199, 5), '2h00m'); // cli-progress's own formatter: 1h60m

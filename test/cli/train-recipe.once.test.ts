@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFil
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { readSafetensors, writeSafetensors } from '../../src/io/index.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
 function qkv(args: string[]) {
@@ -109,4 +110,23 @@ test('--patience stops when val BLEU stops improving; --average best keeps and a
   const again = qkv(['train', ...small, '--out', out, '--resume']);
   assert.equal(again.status, 0, again.stderr);
   assert.match(again.stderr, /early stop: val BLEU has not improved for 2 evaluations/);
+});
+
+test('training minutes go on across --resume from the state, not from the last evaluation', () => {
+  const out = join(work, 'minutes');
+  const first = qkv(['train', ...small, '--out', out, '--max-steps', '2', '--eval-every', '2', '--save-every', '2']);
+  assert.equal(first.status, 0, first.stderr);
+  const statePath = join(out, 'train-state.safetensors');
+  const state = readSafetensors(readFileSync(statePath));
+  const history = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as { step: number; minutes: number }[];
+  const saved = Number(JSON.parse(state.metadata.trainingMinutes));
+  assert.ok(saved >= history[0].minutes && saved < history[0].minutes + 0.01, `the state written just after the evaluation counts its minutes: ${saved} vs ${history[0].minutes}`);
+  // A state that has trained 1,000 minutes since its last evaluation (a run killed between an
+  // evaluation and the next one, as in a long run): the next evaluation counts from the state.
+  writeFileSync(statePath, writeSafetensors(state.tensors, { metadata: { ...state.metadata, trainingMinutes: '1000' } }));
+  const resumed = qkv(['train', ...small, '--out', out, '--resume', '--max-steps', '3', '--eval-every', '3']);
+  assert.equal(resumed.status, 0, resumed.stderr);
+  const after = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as { step: number; minutes: number; seconds: number }[];
+  assert.equal(after[1].step, 3);
+  assert.ok(after[1].minutes >= 1000 && after[1].minutes < 1000 + after[1].seconds / 60 + 1e-9, `step 3 at ${after[1].minutes} minutes`);
 });
