@@ -196,14 +196,13 @@ export async function train(a: TrainArgs): Promise<void> {
   const training = { ...plan, recipe: trainer.options };
   removeStaleTemps(a.out); // left by a process killed mid-write
   let ema = Number.NaN;
-  // Training minutes of the run before this session's clock (t0) started: the state's own count, so
-  // the steps between the last evaluation and the state being resumed keep their time (older states
-  // have none: the last evaluation's minutes then).
-  let minutesAtT0: number | undefined;
+  // The resumed state's own count of training minutes, so the steps between the last evaluation and
+  // that state keep their time (older states have none: the last evaluation's minutes then).
+  let stateMinutes: number | undefined;
   if (a.resume) {
     const meta = trainer.loadState(readFileSync(statePath));
     ema = meta.trainLossEma === undefined ? Number.NaN : Number(JSON.parse(meta.trainLossEma));
-    if (meta.trainingMinutes !== undefined) minutesAtT0 = Number(JSON.parse(meta.trainingMinutes));
+    if (meta.trainingMinutes !== undefined) stateMinutes = Number(JSON.parse(meta.trainingMinutes));
     a.log(`resumed at step ${trainer.position.step} (epoch ${trainer.position.epoch})`);
   } else {
     saveModelDir(a.out, model, tokenizer, training);
@@ -213,7 +212,7 @@ export async function train(a: TrainArgs): Promise<void> {
   // Entries written after the state being resumed (a run killed between an evaluation and its
   // state) are redone, as is the final averaging; a fresh start keeps none.
   const history = readHistory(a.out).filter((h) => h.step <= trainer.position.step && h.averaged === undefined);
-  minutesAtT0 ??= priorMinutes(history);
+  let minutesAtT0 = stateMinutes ?? priorMinutes(history); // training minutes when t0 was last set
   const bar = progressBar('train |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | epoch {epoch} | ETA {eta_formatted}');
   bar.start(maxSteps, trainer.position.step, { loss: '-', lr: '-', tps: '-', epoch: trainer.position.epoch });
   let tokens = 0;
@@ -238,7 +237,8 @@ export async function train(a: TrainArgs): Promise<void> {
       const valLoss = evaluateLoss(model, valPairs, ids, trainer.options.maxTokens);
       const bleu = validationBleu(model, tokenizer, valText.src.slice(0, plan.bleuSentences), valText.tgt.slice(0, plan.bleuSentences));
       const best = history.reduce((m, h) => Math.max(m, h.bleu), -1);
-      const entry: HistoryEntry = { step: r.step, epoch: r.epoch, trainLoss: ema, valLoss, bleu, seconds: dt, minutes: minutesAtT0 + dt / 60 };
+      const minutes = minutesAtT0 + dt / 60;
+      const entry: HistoryEntry = { step: r.step, epoch: r.epoch, trainLoss: ema, valLoss, bleu, seconds: dt, minutes };
       history.push(entry);
       if (bleu > best) saveWeights(join(a.out, 'model.safetensors'), model.stateDict());
       if (plan.average === 'best') keepBest(a.out, model.stateDict(), history, plan.keep);
@@ -249,7 +249,7 @@ export async function train(a: TrainArgs): Promise<void> {
       else if (r.step < maxSteps) bar.start(maxSteps, r.step, { loss: ema.toFixed(3), lr: r.lr.toExponential(2), tps: '-', epoch: r.epoch });
       tokens = 0;
       t0 = performance.now();
-      minutesAtT0 = entry.minutes!;
+      minutesAtT0 = minutes;
     }
     // An early stop between checkpoints commits too, so a resumed run knows it stopped.
     const stop = evalNow && stopped();

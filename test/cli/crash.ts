@@ -247,9 +247,9 @@ export function snapshot(dir: string): Record<string, string> {
     if (f === 'history.json') {
       const h = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>[];
       out[f] = JSON.stringify(h.map(({ seconds: _s, minutes: _m, ...rest }) => rest));
-    } else if (f === 'train-state.safetensors' && readSafetensors(bytes).metadata.trainingMinutes !== undefined) {
-      const { tensors, metadata: { trainingMinutes: _t, ...metadata } } = readSafetensors(bytes);
-      out[f] = createHash('sha256').update(writeSafetensors(tensors, { metadata })).digest('hex');
+    } else if (f === 'train-state.safetensors') {
+      const { tensors, metadata: { trainingMinutes, ...metadata } } = readSafetensors(bytes);
+      out[f] = createHash('sha256').update(trainingMinutes === undefined ? bytes : writeSafetensors(tensors, { metadata })).digest('hex');
     } else {
       out[f] = createHash('sha256').update(bytes).digest('hex');
     }
