@@ -16,7 +16,7 @@ import { checkPhrase, parsePhrases } from '../../src/text/index.ts';
 const root = new URL('../../', import.meta.url).pathname;
 const phrases = parsePhrases(readFileSync(join(root, 'data/short-phrases/en-de.tsv'), 'utf8'), 'en-de.tsv');
 
-// The shipped model (36.44 on test_2016_flickr) and what it gets wrong; see the model card.
+// What the shipped model gets wrong (its model card lists the translations).
 const KNOWN_FAILURES: Record<string, string> = {
   'A dog.': 'repeats hund',
   'A cat runs.': 'repeats katze',
