@@ -65,7 +65,7 @@ export interface ModelConfigFile {
 export interface Decoding {
   beam: number;
   alpha: number;
-  /** How it was chosen, e.g. "val BLEU 33.40 with α 1.4 (tried 0.6, 1, 1.4)". */
+  /** How it was chosen, e.g. "val BLEU 33.40 with α 0.6 (tried 0.6, 1, 1.4; α 1.4 scored 33.61, but p 0.2408 …)". */
   chosen?: string;
 }
 

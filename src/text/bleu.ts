@@ -308,19 +308,31 @@ function preprocess(o: ResolvedOptions, sent: string): string {
   return tokenizeWith(o.tokenize, pyRstrip(sent));
 }
 
-/** Reference streams (sacreBLEU `refs`); `null` entries allow a variable number of references per segment. */
-function corpusScore(hypotheses: readonly string[], streams: readonly (readonly (string | null)[])[], o: ResolvedOptions): BleuScore {
+/** One segment's sufficient statistics (sacreBLEU `_compute_segment_statistics`): what corpus BLEU sums. */
+export interface SegmentStats {
+  /** Clipped n-gram matches per order. */
+  correct: number[];
+  /** Hypothesis n-grams per order. */
+  total: number[];
+  sysLen: number;
+  /** Length of the reference closest in length to the hypothesis (ties to the shorter). */
+  refLen: number;
+}
+
+function checkStreams(hypotheses: readonly string[], streams: readonly (readonly (string | null)[])[]): void {
   if (streams.length === 0) throw new Error('BLEU: no references given');
   for (const [k, s] of streams.entries()) {
     if (s.length !== hypotheses.length) {
       throw new Error(`BLEU: reference stream ${k} has ${s.length} lines but there are ${hypotheses.length} hypotheses`);
     }
   }
+}
+
+/** Per-segment statistics and the set of reference counts seen (for the signature's nrefs). */
+function segmentScores(hypotheses: readonly string[], streams: readonly (readonly (string | null)[])[], o: ResolvedOptions): { segments: SegmentStats[]; numRefs: Set<number> } {
+  checkStreams(hypotheses, streams);
   const maxOrder = o.maxNgramOrder;
-  const correct = new Array<number>(maxOrder).fill(0);
-  const total = new Array<number>(maxOrder).fill(0);
-  let sysLen = 0;
-  let refLen = 0;
+  const segments: SegmentStats[] = [];
   const numRefs = new Set<number>();
   for (let i = 0; i < hypotheses.length; i++) {
     // Reference info (sacreBLEU `_extract_reference_info`): max count of each n-gram over the references.
@@ -338,15 +350,33 @@ function corpusScore(hypotheses: readonly string[], streams: readonly (readonly 
       }
     }
     numRefs.add(nr);
-    // Segment statistics (sacreBLEU `_compute_segment_statistics`).
     const hyp = extractNgrams(preprocess(o, hypotheses[i]), maxOrder);
-    sysLen += hyp.len;
-    refLen += closestRefLen(hyp.len, ref.lens);
+    const seg: SegmentStats = { correct: new Array<number>(maxOrder).fill(0), total: new Array<number>(maxOrder).fill(0), sysLen: hyp.len, refLen: closestRefLen(hyp.len, ref.lens) };
     for (const [g, c] of hyp.counts) {
       const n = ngramOrder(g) - 1;
-      total[n] += c;
+      seg.total[n] += c;
       const r = ref.ngrams.get(g);
-      if (r !== undefined) correct[n] += Math.min(c, r);
+      if (r !== undefined) seg.correct[n] += Math.min(c, r);
+    }
+    segments.push(seg);
+  }
+  return { segments, numRefs };
+}
+
+/** Reference streams (sacreBLEU `refs`); `null` entries allow a variable number of references per segment. */
+function corpusScore(hypotheses: readonly string[], streams: readonly (readonly (string | null)[])[], o: ResolvedOptions): BleuScore {
+  const { segments, numRefs } = segmentScores(hypotheses, streams, o);
+  const maxOrder = o.maxNgramOrder;
+  const correct = new Array<number>(maxOrder).fill(0);
+  const total = new Array<number>(maxOrder).fill(0);
+  let sysLen = 0;
+  let refLen = 0;
+  for (const seg of segments) {
+    sysLen += seg.sysLen;
+    refLen += seg.refLen;
+    for (let n = 0; n < maxOrder; n++) {
+      correct[n] += seg.correct[n];
+      total[n] += seg.total[n];
     }
   }
   const nrefs: number | 'var' = numRefs.size === 1 ? [...numRefs][0] : numRefs.size === 0 ? streams.length : 'var';
@@ -357,6 +387,27 @@ function corpusScore(hypotheses: readonly string[], streams: readonly (readonly 
     maxNgramOrder: maxOrder,
     signature: signatureOf(o, nrefs),
   });
+}
+
+function toStreams(hypotheses: readonly string[], references: readonly string[] | readonly (readonly (string | null)[])[]): readonly (readonly (string | null)[])[] {
+  return references.length > 0 && Array.isArray(references[0])
+    ? (references as readonly (readonly (string | null)[])[])
+    : references.length === 0 && hypotheses.length > 0
+      ? []
+      : [references as readonly string[]];
+}
+
+/**
+ * Each segment's sufficient statistics under corpus-BLEU options: summing them over any multiset
+ * of segments and passing the sums to {@link computeBleu} gives corpus BLEU of those segments
+ * (what a bootstrap resample needs without re-tokenizing).
+ */
+export function segmentStatistics(
+  hypotheses: readonly string[],
+  references: readonly string[] | readonly (readonly (string | null)[])[],
+  options?: BleuOptions,
+): SegmentStats[] {
+  return segmentScores(hypotheses, toStreams(hypotheses, references), resolve(options, false)).segments;
 }
 
 /**
@@ -372,14 +423,7 @@ export function corpusBleu(
   references: readonly string[] | readonly (readonly (string | null)[])[],
   options?: BleuOptions,
 ): BleuScore {
-  const o = resolve(options, false);
-  const streams =
-    references.length > 0 && Array.isArray(references[0])
-      ? (references as readonly (readonly (string | null)[])[])
-      : references.length === 0 && hypotheses.length > 0
-        ? []
-        : [references as readonly string[]];
-  return corpusScore(hypotheses, streams, o);
+  return corpusScore(hypotheses, toStreams(hypotheses, references), resolve(options, false));
 }
 
 /**

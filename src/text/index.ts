@@ -4,10 +4,13 @@ export {
   computeBleu,
   corpusBleu,
   formatFixed,
+  segmentStatistics,
   sentenceBleu,
   tokenize13a,
 } from './bleu.ts';
-export type { BleuOptions, BleuScore, BleuTokenize, SmoothMethod } from './bleu.ts';
+export type { BleuOptions, BleuScore, BleuTokenize, SegmentStats, SmoothMethod } from './bleu.ts';
+export { pairedBootstrap } from './significance.ts';
+export type { PairedBootstrapOptions, PairedBootstrapResult } from './significance.ts';
 export { BpeTokenizer, DEFAULT_SPECIAL_TOKENS, METASPACE, PUNCTUATION_PATTERN, metaspacePreTokenize, splitPunctuation } from './bpe.ts';
 export type {
   BpeDecodeOptions,

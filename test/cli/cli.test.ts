@@ -63,20 +63,24 @@ test('qkv eval prints BLEU with the sacreBLEU signature; qkv info prints the par
   assert.equal(JSON.parse(i.stdout).parameters, 63084544);
 });
 
-test('qkv eval --tune-alpha on val keeps the best α in config.json; translate and eval then default to it', () => {
+test('qkv eval --tune-alpha on val keeps the paper\'s α unless another beats it significantly; translate and eval then default to the choice', () => {
   const tuned = join(work, 'tuned');
   mkdirSync(tuned);
   for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) writeFileSync(join(tuned, f), readFileSync(join(out, f)));
   const r = qkv(['eval', '--model', tuned, '--data', data, '--split', 'val', '--beam', '2', '--tune-alpha', '0,2']);
   assert.equal(r.status, 0, r.stderr);
   const scores = [...r.stderr.matchAll(/\(beam 2, α ([\d.]+)\): BLEU ([\d.]+)/g)].map((m) => ({ alpha: Number(m[1]), bleu: Number(m[2]) }));
-  assert.deepEqual(scores.map((x) => x.alpha), [0.6, 0, 2], 'the default α first, then the list');
-  const best = scores.reduce((a, b) => (b.bleu > a.bleu ? b : a));
+  assert.deepEqual(scores.map((x) => x.alpha), [0.6, 0, 2], "the paper's α first, then the list");
+  const top = scores.slice(1).reduce((a, b) => (b.bleu > a.bleu ? b : a));
+  const test = r.stderr.match(/α ([\d.]+) against α 0\.6: won (\d+) of 1000 paired bootstrap resamples, p ([\d.]+) \(needs < 0\.025\)/);
+  assert.ok(test, r.stderr);
+  assert.equal(Number(test[1]), top.alpha, 'the best other α is the one tested');
+  const best = top.bleu > scores[0].bleu && Number(test[3]) < 0.025 ? top : scores[0];
   const config = JSON.parse(readFileSync(join(tuned, 'config.json'), 'utf8'));
   assert.equal(config.decoding.beam, 2);
   assert.equal(config.decoding.alpha, best.alpha);
-  assert.match(config.decoding.chosen, /^val BLEU [\d.]+ with α [\d.]+ \(tried 0\.6, 0, 2\)$/);
-  assert.ok(r.stdout.startsWith(`BLEU = ${best.bleu.toFixed(2)} `), `the printed score is the best α's: ${r.stdout}`);
+  assert.match(config.decoding.chosen, /^val BLEU [\d.]+ with α [\d.]+ \(tried 0\.6, 0, 2; .*paired bootstrap.*needed < 0\.025\)$/);
+  assert.ok(r.stdout.startsWith(`BLEU = ${best.bleu.toFixed(2)} `), `the printed score is the chosen α's: ${r.stdout}`);
   // Without flags, eval uses the model's decoding; a flag still wins.
   const d = qkv(['eval', '--model', tuned, '--data', data, '--split', 'val']);
   assert.match(d.stderr, new RegExp(`\\(beam 2, α ${best.alpha}\\)`));
