@@ -67,6 +67,6 @@ const rows = [
   { name: 'greedy, 1 sentence, 20 tokens', qkv: await median(() => memoryScope(() => greedy(model, one, greedyOpts)), runs), ort: await median(() => engine.greedy(one, greedyOpts), runs) },
   { name: `beam 4, batch of ${ids.length} test sentences`, qkv: await median(() => memoryScope(() => beamSearch(model, src, beamOpts)), runs), ort: await median(() => engine.beamSearch(src, beamOpts), runs) },
 ];
-console.log(`decoding, models/multi30k-en-de (7.6M parameters), qkv ${getBackend().name} backend with ${numThreads()} threads vs onnxruntime-node ${ort.env.versions.common} (CPU, ${cpus().length} threads, no spinning); medians of ${runs} (ms)`);
+console.log(`decoding, models/multi30k-en-de (${(model.numParameters() / 1e6).toFixed(2)}M parameters), qkv ${getBackend().name} backend with ${numThreads()} threads vs onnxruntime-node ${ort.env.versions.common} (CPU, ${cpus().length} threads, no spinning); medians of ${runs} (ms)`);
 for (const r of rows) console.log(`${r.name.padEnd(40)} qkv ${r.qkv.toFixed(1).padStart(8)}   ONNX Runtime ${r.ort.toFixed(1).padStart(8)}   qkv / ORT ${(r.qkv / r.ort).toFixed(2)}`);
 console.log(JSON.stringify(rows));
