@@ -319,18 +319,14 @@ export interface SegmentStats {
   refLen: number;
 }
 
-function checkStreams(hypotheses: readonly string[], streams: readonly (readonly (string | null)[])[]): void {
+/** Per-segment statistics and the set of reference counts seen (for the signature's nrefs). */
+function segmentScores(hypotheses: readonly string[], streams: readonly (readonly (string | null)[])[], o: ResolvedOptions): { segments: SegmentStats[]; numRefs: Set<number> } {
   if (streams.length === 0) throw new Error('BLEU: no references given');
   for (const [k, s] of streams.entries()) {
     if (s.length !== hypotheses.length) {
       throw new Error(`BLEU: reference stream ${k} has ${s.length} lines but there are ${hypotheses.length} hypotheses`);
     }
   }
-}
-
-/** Per-segment statistics and the set of reference counts seen (for the signature's nrefs). */
-function segmentScores(hypotheses: readonly string[], streams: readonly (readonly (string | null)[])[], o: ResolvedOptions): { segments: SegmentStats[]; numRefs: Set<number> } {
-  checkStreams(hypotheses, streams);
   const maxOrder = o.maxNgramOrder;
   const segments: SegmentStats[] = [];
   const numRefs = new Set<number>();
@@ -363,15 +359,16 @@ function segmentScores(hypotheses: readonly string[], streams: readonly (readonl
   return { segments, numRefs };
 }
 
-/** Reference streams (sacreBLEU `refs`); `null` entries allow a variable number of references per segment. */
-function corpusScore(hypotheses: readonly string[], streams: readonly (readonly (string | null)[])[], o: ResolvedOptions): BleuScore {
-  const { segments, numRefs } = segmentScores(hypotheses, streams, o);
+/** Corpus BLEU from summed segment statistics: all segments, or those at `indices` (repeats allowed). */
+function scoreSegments(segments: readonly SegmentStats[], o: ResolvedOptions, signature: string, indices?: ArrayLike<number>): BleuScore {
   const maxOrder = o.maxNgramOrder;
   const correct = new Array<number>(maxOrder).fill(0);
   const total = new Array<number>(maxOrder).fill(0);
   let sysLen = 0;
   let refLen = 0;
-  for (const seg of segments) {
+  const count = indices ? indices.length : segments.length;
+  for (let k = 0; k < count; k++) {
+    const seg = segments[indices ? indices[k] : k];
     sysLen += seg.sysLen;
     refLen += seg.refLen;
     for (let n = 0; n < maxOrder; n++) {
@@ -379,14 +376,20 @@ function corpusScore(hypotheses: readonly string[], streams: readonly (readonly 
       total[n] += seg.total[n];
     }
   }
-  const nrefs: number | 'var' = numRefs.size === 1 ? [...numRefs][0] : numRefs.size === 0 ? streams.length : 'var';
   return computeBleu(correct, total, sysLen, refLen, {
     smoothMethod: o.smoothMethod,
     smoothValue: o.smoothValue,
     effectiveOrder: o.effectiveOrder,
     maxNgramOrder: maxOrder,
-    signature: signatureOf(o, nrefs),
+    signature,
   });
+}
+
+/** Reference streams (sacreBLEU `refs`); `null` entries allow a variable number of references per segment. */
+function corpusScore(hypotheses: readonly string[], streams: readonly (readonly (string | null)[])[], o: ResolvedOptions): BleuScore {
+  const { segments, numRefs } = segmentScores(hypotheses, streams, o);
+  const nrefs: number | 'var' = numRefs.size === 1 ? [...numRefs][0] : numRefs.size === 0 ? streams.length : 'var';
+  return scoreSegments(segments, o, signatureOf(o, nrefs));
 }
 
 function toStreams(hypotheses: readonly string[], references: readonly string[] | readonly (readonly (string | null)[])[]): readonly (readonly (string | null)[])[] {
@@ -398,9 +401,9 @@ function toStreams(hypotheses: readonly string[], references: readonly string[] 
 }
 
 /**
- * Each segment's sufficient statistics under corpus-BLEU options: summing them over any multiset
- * of segments and passing the sums to {@link computeBleu} gives corpus BLEU of those segments
- * (what a bootstrap resample needs without re-tokenizing).
+ * Each segment's sufficient statistics under corpus-BLEU options: {@link segmentsBleu} over any
+ * multiset of them is corpus BLEU of those segments (what a bootstrap resample needs without
+ * re-tokenizing).
  */
 export function segmentStatistics(
   hypotheses: readonly string[],
@@ -408,6 +411,16 @@ export function segmentStatistics(
   options?: BleuOptions,
 ): SegmentStats[] {
   return segmentScores(hypotheses, toStreams(hypotheses, references), resolve(options, false)).segments;
+}
+
+/**
+ * Corpus BLEU of the segments at `indices` (every segment if omitted; repeats allowed) from
+ * {@link segmentStatistics} made with the same options. The signature is empty: the statistics do
+ * not carry the number of references.
+ */
+export function segmentsBleu(segments: readonly SegmentStats[], indices?: ArrayLike<number>, options?: BleuOptions): BleuScore {
+  if (segments.length === 0) throw new Error('BLEU: no segment statistics given');
+  return scoreSegments(segments, resolve(options, false), '', indices);
 }
 
 /**

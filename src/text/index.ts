@@ -5,6 +5,7 @@ export {
   corpusBleu,
   formatFixed,
   segmentStatistics,
+  segmentsBleu,
   sentenceBleu,
   tokenize13a,
 } from './bleu.ts';

@@ -7,7 +7,8 @@
  *
  * Pure number code: runs in Node and in browsers.
  */
-import { computeBleu, segmentStatistics, type BleuOptions, type SegmentStats } from './bleu.ts';
+import { segmentStatistics, segmentsBleu } from './bleu.ts';
+import type { BleuOptions } from './bleu.ts';
 
 export interface PairedBootstrapOptions {
   /** Resamples (default 1,000, as sacreBLEU and Koehn). */
@@ -48,29 +49,6 @@ function mulberry32(seed: number): () => number {
   };
 }
 
-function bleuOf(segs: readonly SegmentStats[], idx: Int32Array, o: BleuOptions): number {
-  const order = segs[0].correct.length;
-  const correct = new Array<number>(order).fill(0);
-  const total = new Array<number>(order).fill(0);
-  let sysLen = 0;
-  let refLen = 0;
-  for (let k = 0; k < idx.length; k++) {
-    const s = segs[idx[k]];
-    sysLen += s.sysLen;
-    refLen += s.refLen;
-    for (let n = 0; n < order; n++) {
-      correct[n] += s.correct[n];
-      total[n] += s.total[n];
-    }
-  }
-  return computeBleu(correct, total, sysLen, refLen, {
-    smoothMethod: o.smoothMethod ?? 'exp',
-    smoothValue: o.smoothValue,
-    effectiveOrder: o.effectiveOrder ?? false,
-    maxNgramOrder: order,
-  }).score;
-}
-
 /** Is `system` better than `baseline` on these references, beyond what resampling the sentences explains? */
 export function pairedBootstrap(
   baseline: readonly string[],
@@ -88,22 +66,21 @@ export function pairedBootstrap(
   const bl = segmentStatistics(baseline, references, o);
   const sy = segmentStatistics(system, references, o);
   const n = bl.length;
-  const all = Int32Array.from({ length: n }, (_, i) => i);
   const random = options.random ?? mulberry32(options.seed ?? 12345);
   const idx = new Int32Array(n);
   const deltas = new Float64Array(samples);
   let wins = 0;
   for (let s = 0; s < samples; s++) {
     for (let k = 0; k < n; k++) idx[k] = Math.floor(random() * n);
-    const d = bleuOf(sy, idx, o) - bleuOf(bl, idx, o);
+    const d = segmentsBleu(sy, idx, o).score - segmentsBleu(bl, idx, o).score;
     deltas[s] = d;
     if (d > 0) wins++;
   }
   deltas.sort();
   const lower = Math.floor(samples / 40);
   return {
-    baseline: bleuOf(bl, all, o),
-    system: bleuOf(sy, all, o),
+    baseline: segmentsBleu(bl, undefined, o).score,
+    system: segmentsBleu(sy, undefined, o).score,
     samples,
     wins,
     p: (samples - wins + 1) / (samples + 1),
