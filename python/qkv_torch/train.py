@@ -25,7 +25,9 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
+from datetime import timedelta
 
 if __package__ in (None, ''):  # run as a script (torchrun python/qkv_torch/train.py): import the package beside it
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -112,6 +114,32 @@ def setup_processes(device_flag):
         die_with_parent()
         dist.init_process_group(backend='nccl' if use_cuda else 'gloo')
     return rank, world, device
+
+
+def leave_process_group(lead, teardown_s=30):
+    """The end of a run under torchrun, with no collective after the last step. Once in CI, rank 0
+    sat forever in a final barrier after rank 1 had passed it and exited (not reproduced in 80 runs
+    since, loaded or not): a gloo rank that exits right after a collective closes its sockets while
+    the peer may still be reading. So no rank closes anything until every rank is past its last
+    collective: rank 0 posts to the rendezvous store once every file is written, the other ranks
+    wait for that post (rank 0's last evaluation and averaging can take long), and each then tears
+    its group down, which is local. Should that hang anyway, the process ends after `teardown_s`:
+    its work is on disk by then."""
+    store = dist.distributed_c10d._get_default_store()
+    if lead:
+        store.set('qkv/finished', '1')
+    else:
+        store.wait(['qkv/finished'], timedelta(days=1))
+    done = threading.Event()
+
+    def watchdog():
+        if not done.wait(teardown_s):
+            print(f'train.py: the process group did not shut down in {teardown_s} s; exiting (every file is written)', file=sys.stderr, flush=True)
+            os._exit(0)
+
+    threading.Thread(target=watchdog, daemon=True).start()
+    dist.destroy_process_group()
+    done.set()
 
 
 # ---- Run folders --------------------------------------------------------------------------------
@@ -449,8 +477,7 @@ def main(argv=None):
             say(f'val loss {v:.4f} (step {run.position["step"]} weights)')
         say(f'done: {a.out}')
     if world > 1:
-        dist.barrier()
-        dist.destroy_process_group()
+        leave_process_group(lead)
 
 
 if __name__ == '__main__':

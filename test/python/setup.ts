@@ -23,8 +23,21 @@ export const root = new URL('../../', import.meta.url).pathname;
 /** Environment of every Python process: the package on the path, one thread per rank. */
 export const pyEnv = { ...process.env, PYTHONPATH: join(root, 'python'), OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1' };
 
+/**
+ * The longest any one Python or torchrun run of these tests may take (they take seconds): past it the
+ * process is killed and the test fails with its stderr, rather than hanging the whole suite.
+ */
+export const RUN_LIMIT_S = 300;
+
+/** spawnSync with the limit: throws, naming the command and the tail of its stderr, when it is hit. */
+function bounded(cmd: string, args: string[]): SpawnSyncReturns<string> {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', cwd: root, env: pyEnv, timeout: RUN_LIMIT_S * 1000, killSignal: 'SIGKILL' });
+  if (r.error) throw new Error(`${[cmd, ...args].join(' ')}: ${r.error.message} (limit ${RUN_LIMIT_S} s); its stderr ends:\n${(r.stderr ?? '').slice(-3000)}`);
+  return r;
+}
+
 export function python(args: string[]): SpawnSyncReturns<string> {
-  return spawnSync(PYTHON, args, { encoding: 'utf8', cwd: root, env: pyEnv });
+  return bounded(PYTHON, args);
 }
 
 /** torchrun (Debian ships /usr/bin/torchrun; else the module), standalone rendezvous on this machine. */
@@ -37,9 +50,9 @@ export function torchrunArgs(nproc: number, script: string[]): [string, string[]
   return [launcher[0], [...launcher.slice(1), ...args, join(root, 'python/qkv_torch/train.py'), ...script]];
 }
 
+/** A torchrun run; killed (its workers die with it: train.py's die_with_parent) past RUN_LIMIT_S. */
 export function torchrun(nproc: number, script: string[]): SpawnSyncReturns<string> {
-  const [cmd, args] = torchrunArgs(nproc, script);
-  return spawnSync(cmd, args, { encoding: 'utf8', cwd: root, env: pyEnv });
+  return bounded(...torchrunArgs(nproc, script));
 }
 
 export function qkvCli(args: string[]): SpawnSyncReturns<string> {
