@@ -304,6 +304,45 @@ export function transposeLast(x: usize, out: usize, batch: i32, R: i32, C: i32):
 }
 
 // ---------------------------------------------------------------------------------------------
+// Dropout's mask (the random words are drawn by the op's generator, in js).
+
+/**
+ * For n elements from ceil(n/2) random 32-bit words (element 2j takes the low 16 bits of word j,
+ * element 2j + 1 the high 16): keep[i] = s (as float32) where the 16 bits are >= threshold, else
+ * 0, and out[i] = x[i]·s in float64 rounded to float32 (0·x where dropped), as the js twin.
+ */
+export function dropoutMask(bits: usize, x: usize, keep: usize, out: usize, n: i32, threshold: i32, s: f64): void {
+  const thr = i32x4.splat(threshold);
+  const low16 = i32x4.splat(0xffff);
+  const sf = f32x4.splat(<f32>s);
+  const sd = f64x2.splat(s);
+  let j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const w = v128.load(bits + (<usize>j << 1));
+    // Masks of elements 0, 2, 4, 6 (low halves) and 1, 3, 5, 7 (high halves), then in order.
+    const mLo = i32x4.ge_u(v128.and(w, low16), thr);
+    const mHi = i32x4.ge_u(i32x4.shr_u(w, 16), thr);
+    const m0 = v128.shuffle<i32>(mLo, mHi, 0, 4, 1, 5);
+    const m1 = v128.shuffle<i32>(mLo, mHi, 2, 6, 3, 7);
+    const q = <usize>j * 4;
+    v128.store(keep + q, v128.and(m0, sf));
+    v128.store(keep + q, v128.and(m1, sf), 16);
+    store2d(out + q, f64x2.mul(load2d(x + q), v128.and(i64x2.extend_low_i32x4_s(m0), sd)));
+    store2d(out + q + 8, f64x2.mul(load2d(x + q + 8), v128.and(i64x2.extend_high_i32x4_s(m0), sd)));
+    store2d(out + q + 16, f64x2.mul(load2d(x + q + 16), v128.and(i64x2.extend_low_i32x4_s(m1), sd)));
+    store2d(out + q + 24, f64x2.mul(load2d(x + q + 24), v128.and(i64x2.extend_high_i32x4_s(m1), sd)));
+  }
+  for (; j < n; j++) {
+    const word = load<u32>(bits + (<usize>(j >> 1) << 2));
+    const half = (j & 1) == 0 ? word & 0xffff : word >>> 16;
+    const k: f64 = half >= <u32>threshold ? s : 0;
+    const q = <usize>j * 4;
+    store<f32>(keep + q, <f32>k);
+    store<f32>(out + q, <f32>(<f64>load<f32>(x + q) * k));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Embedding (ids: i32, validated by the op).
 
 /** out[i, :] = weight[ids[i], :]. */

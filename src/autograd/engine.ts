@@ -1,7 +1,7 @@
 import { getBackend } from '../backend/backend.ts';
 import { type GradFn, Tensor, setReshapeImpl, full } from '../tensor/tensor.ts';
 import { sameShape, shapeToString, stridesOf } from '../tensor/shape.ts';
-import { allocPersistentFloat32, isPersistentStorage } from '../tensor/storage.ts';
+import { allocFloat32, allocPersistentFloat32, isPersistentStorage } from '../tensor/storage.ts';
 import { isGradEnabled } from './grad-mode.ts';
 
 /**
@@ -118,9 +118,8 @@ export function backward(root: Tensor, gradOutput?: Tensor): void {
       if (prev === undefined) grads.set(inp, gi);
       else {
         // Never mutate a gradient some rule may still hold: copy on first accumulation.
-        const sum = ownedGrads.has(prev) ? prev : ownGrad(prev);
-        accumulate(sum, gi);
-        grads.set(inp, sum);
+        if (ownedGrads.has(prev)) accumulate(prev, gi);
+        else grads.set(inp, ownedSum(prev, gi));
       }
     }
   }
@@ -128,10 +127,17 @@ export function backward(root: Tensor, gradOutput?: Tensor): void {
 
 /** Gradients created by accumulation belong to the engine and may be updated in place. */
 const ownedGrads = new WeakSet<Tensor>();
-function ownGrad(t: Tensor): Tensor {
-  const c = t.clone();
-  ownedGrads.add(c);
-  return c;
+/**
+ * prev + g in new storage the engine owns: a step's storage inside a memoryScope (wasm memory
+ * under the wasm backend, so this add and the later in-place ones run there), in one pass.
+ */
+function ownedSum(prev: Tensor, g: Tensor): Tensor {
+  const sum = new Tensor(allocFloat32(prev.size, false), prev.shape, 'float32');
+  const st = stridesOf(prev.shape);
+  const n = prev.size;
+  getBackend().binary('add', (prev.data as Float32Array).subarray(0, n), st, (g.data as Float32Array).subarray(0, n), st, sum.data as Float32Array, prev.shape);
+  ownedGrads.add(sum);
+  return sum;
 }
 
 // reshape is a view; its gradient is the output gradient viewed back in the input's shape.

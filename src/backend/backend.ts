@@ -63,6 +63,12 @@ export interface Backend {
   /** out = a ∘ scalar (or scalar ∘ a when `scalarFirst`). */
   binaryScalar(op: BinaryOp, a: Float32Array, scalar: number, out: Float32Array, scalarFirst: boolean): void;
   unary(op: UnaryOp, x: Float32Array, out: Float32Array): void;
+  /**
+   * Dropout's mask from `bits`, ceil(n/2) random words (element 2j takes the low 16 bits of word j,
+   * element 2j + 1 the high 16): keep[i] = scale (as float32) where those bits are >= threshold,
+   * else 0; out[i] = x[i]·scale rounded once to float32 (0·x where dropped).
+   */
+  dropoutMask(bits: Uint32Array, threshold: number, scale: number, x: Float32Array, keep: Float32Array, out: Float32Array): void;
   /** out = x^p elementwise. */
   pow(x: Float32Array, p: number, out: Float32Array): void;
   /** Sum over the axes where `outShape` is 1 and `shape` is not (keepdim layout); `out` is overwritten. */

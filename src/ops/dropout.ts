@@ -1,4 +1,6 @@
 import { record } from '../autograd/engine.ts';
+import { getBackend } from '../backend/backend.ts';
+import { stridesOf } from '../tensor/shape.ts';
 import { defaultGenerator, type Generator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { empty, f32 } from './util.ts';
@@ -21,30 +23,16 @@ export function dropout(x: Tensor, p = 0.5, training = true, generator: Generato
   if (!training || p === 0) return x;
   const xd = f32(x, 'dropout', 'input');
   const keep = empty(x.shape);
-  const kd = keep.data as Float32Array;
-  const s = p === 1 ? 0 : 1 / (1 - p);
-  const threshold = Math.round(p * 65536); // keep when the 16 random bits are >= threshold
   const out = empty(x.shape);
-  const od = out.data as Float32Array;
-  const n = kd.length;
-  const bits = drawBuffer((n + 1) >> 1);
+  const kd = keep.data as Float32Array;
+  const bits = drawBuffer((kd.length + 1) >> 1);
   generator.fillUint32(bits);
-  for (let i = 0, j = 0; i < n; i += 2, j++) {
-    const u = bits[j]!;
-    const k0 = (u & 0xffff) >= threshold ? s : 0;
-    kd[i] = k0;
-    od[i] = xd[i]! * k0;
-    if (i + 1 < n) {
-      const k1 = u >>> 16 >= threshold ? s : 0;
-      kd[i + 1] = k1;
-      od[i + 1] = xd[i + 1]! * k1;
-    }
-  }
+  const threshold = Math.round(p * 65536); // keep when the 16 random bits are >= threshold
+  getBackend().dropoutMask(bits, threshold, p === 1 ? 0 : 1 / (1 - p), xd, kd, out.data as Float32Array);
   return record(out, 'dropout', [x], (g) => {
     const dx = empty(x.shape);
-    const gd = g.data as Float32Array;
-    const dd = dx.data as Float32Array;
-    for (let i = 0; i < dd.length; i++) dd[i] = gd[i] * kd[i];
+    const st = stridesOf(x.shape);
+    getBackend().binary('mul', g.data as Float32Array, st, kd, st, dx.data as Float32Array, x.shape);
     return [dx];
   });
 }

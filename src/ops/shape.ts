@@ -73,7 +73,7 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
   const inner = sizeOf(x.shape.slice(d + 1));
   const shape = x.shape.slice();
   shape[d] = length;
-  const out = new Tensor(allocData(x.dtype, sizeOf(shape)), shape, x.dtype);
+  const out = x.dtype === 'float32' ? empty(shape) : new Tensor(allocData(x.dtype, sizeOf(shape)), shape, x.dtype);
   const src = x.data;
   const dst = out.data;
   for (let o = 0; o < outer; o++) {
@@ -131,7 +131,7 @@ export function cat(xs: Tensor[], dim = 0): Tensor {
   const total = xs.reduce((n, t) => n + t.shape[d], 0);
   const shape = first.shape.slice();
   shape[d] = total;
-  const out = new Tensor(allocData(first.dtype, sizeOf(shape)), shape, first.dtype);
+  const out = first.dtype === 'float32' ? empty(shape) : new Tensor(allocData(first.dtype, sizeOf(shape)), shape, first.dtype);
   let off = 0;
   for (const t of xs) {
     const w = t.shape[d] * inner;

@@ -1,7 +1,7 @@
 /**
  * The wasm kernels that run only on arrays already in wasm memory (src/backend/wasm/kernels.ts:
- * binary, binaryScalar, reduceSum, permute, embedding and its backward, Adam) against their js
- * twins, on odd sizes (not multiples of the SIMD width 4), empty arrays, padding ids and broadcast
+ * binary, binaryScalar, dropoutMask, reduceSum, permute, embedding and its backward, Adam)
+ * against their js twins, on odd sizes (not multiples of the SIMD width 4), empty arrays, padding ids and broadcast
  * shapes. Inputs and outputs are placed in wasm memory so the wasm path runs (checked with the
  * wrappers' route counts); ordinary arrays must take the js path and give the same answer.
  *
@@ -144,6 +144,31 @@ for (const variant of variants) {
     routed('js', 'empty', () => wasmBackend.binaryScalar('add', alloc(0), 1, alloc(0), false));
   });
 
+  test(`wasm (${variant}) dropoutMask matches js bit for bit (odd lengths, every threshold edge, specials in x)`, () => {
+    setWasmVariant(variant);
+    for (const n of [1, 2, 7, 8, 9, 16, 33, 1001]) for (const p of [0, 1 / 65536, 0.1, 0.3, 0.5, 65535 / 65536, 1]) {
+      const words = (n + 1) >> 1;
+      const bits = Uint32Array.from({ length: words }, (_, i) => (i % 5 === 0 ? [0, 0xffffffff, 0x0000ffff, 0xffff0000, 0x80008000][(i / 5) % 5]! : Math.floor(rand() * 2 ** 32)));
+      const threshold = Math.round(p * 65536), scale = p === 1 ? 0 : 1 / (1 - p);
+      const x = spiky(n);
+      const keepRef = new Float32Array(n), outRef = new Float32Array(n);
+      jsBackend.dropoutMask(bits, threshold, scale, x, keepRef, outRef);
+      const what = `dropoutMask n ${n} p ${p}`;
+      const keep = w(randn(n, 9)), out = w(randn(n, 9));
+      routed('wasm', what, () => wasmBackend.dropoutMask(bits, threshold, scale, w(x), keep, out));
+      sameBits(keep, keepRef, `${what}: keep`);
+      sameBits(out, outRef, `${what}: out`);
+      const keepPlain = new Float32Array(n), outPlain = new Float32Array(n);
+      routed('js', `${what} (plain arrays)`, () => wasmBackend.dropoutMask(bits, threshold, scale, x, keepPlain, outPlain));
+      sameBits(outPlain, outRef, `${what} (plain arrays)`);
+    }
+    // The rule itself, on the js twin: low 16 bits decide even elements, high 16 odd ones.
+    const keep = new Float32Array(3), out = new Float32Array(3);
+    jsBackend.dropoutMask(Uint32Array.of(0x4000bfff, 0x0000c000), 0xc000, 4, Float32Array.of(1, 2, 3), keep, out);
+    assert.deepEqual([...keep], [0, 0, 4]);
+    assert.deepEqual([...out], [0, 0, 12]);
+  });
+
   test(`wasm (${variant}) reduceSum: column sums bit for bit, row sums to float32 rounding; other layouts go to js`, () => {
     setWasmVariant(variant);
     const cases: [number[], number[], boolean][] = [
@@ -273,22 +298,33 @@ for (const variant of variants) {
   });
 }
 
-test('threaded Adam and binary equal one thread bit for bit (sizes that split unevenly)', () => {
+test('threaded Adam, binary, dropoutMask and cross-entropy equal one thread bit for bit (sizes that split unevenly)', () => {
   const before = numThreads();
   try {
     const n = 600_011, rows = 1_237, width = 501; // each above the threshold for a launch
     const p0 = randn(n), g = randn(n), m0 = randn(n, 0.1), v0 = randn(n, 0.1).map(Math.abs);
     const a = randn(rows * width), bias = randn(width);
+    const words = (n + 1) >> 1;
+    const bits = Uint32Array.from({ length: words }, () => Math.floor(rand() * 2 ** 32));
+    const cols = 1_003, logits = randn(rows * cols, 5);
+    const targets = Int32Array.from({ length: rows }, (_, i) => (i % 7 === 3 ? -100 : Math.floor(rand() * cols)));
+    const rowScale = randn(rows);
     const results: Float32Array[][] = [];
     for (const t of [1, 2, 3]) {
       setNumThreads(t);
+      const keep = w(new Float32Array(n)), dropped = w(new Float32Array(n));
+      wasmBackend.dropoutMask(bits, 19_661, 1 / 0.7, w(p0), keep, dropped);
+      const losses = w(new Float32Array(rows)), dlogits = w(new Float32Array(rows * cols));
+      const count = wasmBackend.crossEntropy(w(logits), targets, losses, rows, cols, -100, 0.1);
+      assert.equal(count, targets.filter((x) => x !== -100).length, 'crossEntropy count');
+      wasmBackend.crossEntropyBackward(w(logits), targets, w(rowScale), dlogits, rows, cols, -100, 0.1);
       const p = w(p0), m = w(m0), v = w(v0);
       wasmBackend.adam(p, w(g), m, v, 1e-3, 0.9, 0.999, 1e-8, 0.01, true, 3);
       const full = w(new Float32Array(n));
       wasmBackend.binary('mul', w(p0), [1], w(g), [1], full, [n]);
       const rowsOut = w(new Float32Array(rows * width));
       wasmBackend.binary('sub', w(bias), [0, 1], w(a), [width, 1], rowsOut, [rows, width]);
-      results.push([p, m, v, full, rowsOut]);
+      results.push([p, m, v, full, rowsOut, keep, dropped, losses, dlogits]);
     }
     for (let t = 1; t < results.length; t++) {
       results[t]!.forEach((x, i) => sameBits(x, results[0]![i]!, `${t + 1} threads, output ${i}`));

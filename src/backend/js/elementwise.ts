@@ -151,3 +151,19 @@ export function geluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array
     dx[i] = dy[i] * (cdf + v * pdf);
   }
 }
+
+/** Dropout's mask and output from the random words in `bits` (see Backend.dropoutMask). */
+export function dropoutMask(bits: Uint32Array, threshold: number, scale: number, x: Float32Array, keep: Float32Array, out: Float32Array): void {
+  const n = keep.length;
+  for (let i = 0, j = 0; i < n; i += 2, j++) {
+    const u = bits[j]!;
+    const k0 = (u & 0xffff) >= threshold ? scale : 0;
+    keep[i] = k0;
+    out[i] = x[i]! * k0;
+    if (i + 1 < n) {
+      const k1 = u >>> 16 >= threshold ? scale : 0;
+      keep[i + 1] = k1;
+      out[i + 1] = x[i + 1]! * k1;
+    }
+  }
+}

@@ -2,7 +2,7 @@ import type { Backend } from '../backend.ts';
 import { adam } from './adam.ts';
 import { attention, attentionBackward } from './attention.ts';
 import { crossEntropy, crossEntropyBackward } from './crossentropy.ts';
-import { binary, binaryScalar, gelu, geluBackward, pow, relu, reluBackward, unary } from './elementwise.ts';
+import { binary, binaryScalar, dropoutMask, gelu, geluBackward, pow, relu, reluBackward, unary } from './elementwise.ts';
 import { embedding, embeddingBackward } from './embedding.ts';
 import { gemm } from './gemm.ts';
 import { layerNorm, layerNormBackward } from './layernorm.ts';
@@ -15,6 +15,7 @@ export const jsBackend: Backend = {
   gemm,
   binary,
   binaryScalar,
+  dropoutMask,
   unary,
   pow,
   reduceSum,

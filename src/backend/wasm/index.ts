@@ -4,7 +4,7 @@
  *
  * - GEMM, attention, softmax, layer norm, gelu/relu and cross-entropy run in wasm always: arrays
  *   in wasm memory are used in place, others are copied in and out (the work repays the copy).
- * - Elementwise arithmetic (binary, binaryScalar), reduceSum, permute, embedding and its backward,
+ * - Elementwise arithmetic (binary, binaryScalar), dropout's mask, reduceSum, permute, embedding and its backward,
  *   and Adam run in wasm only when every float array is already a view into wasm memory, which is
  *   the case in training: parameters, their gradients and Adam's state are long-lived wasm blocks
  *   (`persistentFloat32`), and a step's activations live in wasm memory for the `memoryScope` the
@@ -42,6 +42,7 @@ export const wasmBackend: Backend = {
   attentionBackward: k.attentionBackward,
   binary: k.binary,
   binaryScalar: k.binaryScalar,
+  dropoutMask: k.dropoutMask,
   reduceSum: k.reduceSum,
   permute: k.permute,
   embedding: k.embedding,

@@ -13,7 +13,7 @@
  */
 import type { AttentionParams, BinaryOp } from '../backend.ts';
 import { adam as jsAdam } from '../js/adam.ts';
-import { binary as jsBinary, binaryScalar as jsBinaryScalar, isTrailingBlock } from '../js/elementwise.ts';
+import { binary as jsBinary, binaryScalar as jsBinaryScalar, dropoutMask as jsDropoutMask, isTrailingBlock } from '../js/elementwise.ts';
 import { embedding as jsEmbedding, embeddingBackward as jsEmbeddingBackward } from '../js/embedding.ts';
 import { permute as jsPermute, reduceSum as jsReduceSum } from '../js/layout.ts';
 import { requireKernels, wasmModule } from './loader.ts';
@@ -87,16 +87,24 @@ export function geluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array
   staged([{ x, mode: 'in' }, { x: dy, mode: 'in' }, { x: dx, mode: 'out' }], 0, ([a, d, o]) => K().geluBackward(a!, d!, o!, x.length));
 }
 
+/**
+ * Cross-entropy and its backward split among the threads by rows (each row is computed exactly as
+ * one thread would), when the work pays: the logits of a translation batch are thousands of rows
+ * of the vocabulary's width.
+ */
 export function crossEntropy(
   logits: Float32Array, targets: Int32Array, losses: Float32Array, rows: number, cols: number,
   ignoreIndex: number, labelSmoothing: number,
 ): number {
   if (rows === 0) return 0;
-  return staged(
+  let count = 0;
+  for (let r = 0; r < rows; r++) if (targets[r] !== ignoreIndex) count++;
+  staged(
     [{ x: logits, mode: 'in' }, { x: targets, mode: 'in' }, { x: losses, mode: 'out' }],
     0,
-    ([l, t, o]) => K().crossEntropy(l!, t!, o!, rows, cols, ignoreIndex, labelSmoothing),
+    ([l, t, o]) => splitUnits('crossEntropy', rows, 4 * cols, (r0, r1) => [l! + 4 * r0 * cols, t! + 4 * r0, o! + 4 * r0, r1 - r0, cols, ignoreIndex, labelSmoothing]),
   );
+  return count;
 }
 
 export function crossEntropyBackward(
@@ -107,7 +115,7 @@ export function crossEntropyBackward(
   staged(
     [{ x: logits, mode: 'in' }, { x: targets, mode: 'in' }, { x: rowScale, mode: 'in' }, { x: dlogits, mode: 'out' }],
     0,
-    ([l, t, s, o]) => K().crossEntropyBackward(l!, t!, s!, o!, rows, cols, ignoreIndex, labelSmoothing),
+    ([l, t, s, o]) => splitUnits('crossEntropyBackward', rows, 4 * cols, (r0, r1) => [l! + 4 * r0 * cols, t! + 4 * r0, s! + 4 * r0, o! + 4 * r0 * cols, r1 - r0, cols, ignoreIndex, labelSmoothing]),
   );
 }
 
@@ -266,6 +274,21 @@ export function binaryScalar(op: BinaryOp, a: Float32Array, scalar: number, out:
   // A float32 scalar: float32 arithmetic rounds exactly as the twin's float64 one; else float64.
   const exact = Object.is(Math.fround(scalar), scalar) || Number.isNaN(scalar) ? 1 : 0;
   K().binaryScalar(code, a.byteOffset, out.byteOffset, a.length, scalar, scalarFirst ? 1 : 0, exact);
+}
+
+/**
+ * Dropout's mask in wasm when x, keep and out are wasm views (a training step's activations); the
+ * random words are copied in. Split among the threads by words: each element depends only on its
+ * own word, so the result does not depend on the thread count.
+ */
+export function dropoutMask(bits: Uint32Array, threshold: number, scale: number, x: Float32Array, keep: Float32Array, out: Float32Array): void {
+  const n = keep.length;
+  if (!inWasm(n > 0, x, keep, out)) return jsDropoutMask(bits, threshold, scale, x, keep, out);
+  const words = (n + 1) >> 1;
+  const [px, pk, po] = [x.byteOffset, keep.byteOffset, out.byteOffset];
+  staged([{ x: new Int32Array(bits.buffer, bits.byteOffset, words), mode: 'in' }], 0, ([pb]) => {
+    splitUnits('dropoutMask', words, 12, (w0, w1) => [pb! + 4 * w0, px + 8 * w0, pk + 8 * w0, po + 8 * w0, Math.min(n, 2 * w1) - 2 * w0, threshold, scale]);
+  });
 }
 
 /**

@@ -36,7 +36,7 @@ function nodeBuiltin<T>(id: string): T | null {
  * Kernels a worker can run (exports of assembly/index.ts that take a range of the work; the
  * elementwise ones take a part of their arrays through offset addresses and a smaller count).
  */
-export const PARALLEL_KERNELS = ['gemmRows', 'attentionRange', 'attentionBackwardRange', 'adam', 'binaryFull', 'binaryRows', 'gemvNTRange'] as const;
+export const PARALLEL_KERNELS = ['gemmRows', 'attentionRange', 'attentionBackwardRange', 'adam', 'binaryFull', 'binaryRows', 'gemvNTRange', 'dropoutMask', 'crossEntropy', 'crossEntropyBackward'] as const;
 export type ParallelKernel = (typeof PARALLEL_KERNELS)[number];
 
 /** Float64 cells per worker: kernel index, argument count, arguments (addresses up to 4 GiB are exact). */
