@@ -58,7 +58,17 @@ function newGrad(t: Tensor, g: Tensor): Tensor {
  * reverse topological order; leaves that require gradients accumulate it in `.grad` (so two
  * backward() calls add up, as in PyTorch, until zeroGrad()).
  */
+let passes = 0;
+/**
+ * A count of backward() calls, for rules that share state among the outputs of one op within one
+ * pass (split's pieces fill one gradient buffer for their input).
+ */
+export function backwardPass(): number {
+  return passes;
+}
+
 export function backward(root: Tensor, gradOutput?: Tensor): void {
+  passes++;
   if (!root.requiresGrad) {
     throw new Error('backward: tensor does not require grad (no input of the computation had requiresGrad set)');
   }

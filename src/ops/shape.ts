@@ -1,8 +1,8 @@
-import { record } from '../autograd/engine.ts';
+import { backwardPass, record } from '../autograd/engine.ts';
 import { normAxis, shapeToString, sizeOf } from '../tensor/shape.ts';
-import { allocData } from '../tensor/storage.ts';
+import { allocData, type TypedData } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
-import { empty, K } from './util.ts';
+import { empty, K, zerosF } from './util.ts';
 
 /** Reorder dims (a copy: storage stays contiguous). out dim i = x dim perm[i]. */
 export function permute(x: Tensor, perm: readonly number[]): Tensor {
@@ -62,49 +62,83 @@ export function squeeze(x: Tensor, dim: number): Tensor {
   return x.reshape(shape);
 }
 
-/** Elements [start, start+length) along `dim` (a copy), like torch.narrow. */
-export function narrow(x: Tensor, dim: number, start: number, length: number): Tensor {
-  const d = normAxis(dim, x.ndim, 'narrow');
-  const size = x.shape[d];
-  if (!Number.isInteger(start) || !Number.isInteger(length) || start < 0 || length < 0 || start + length > size) {
-    throw new Error(`narrow: range [${start}, ${start + length}) is out of bounds for dim ${dim} of size ${size}`);
+/**
+ * Copy between x (outer, size, inner) and a slab (outer, length, inner) of it starting at
+ * `start` along the middle dim: out of x when `fromX`, else into it.
+ */
+function copySlab(x: TypedData, slab: TypedData, outer: number, size: number, start: number, length: number, inner: number, fromX: boolean): void {
+  const w = length * inner;
+  for (let o = 0; o < outer; o++) {
+    const at = (o * size + start) * inner;
+    if (fromX) slab.set(x.subarray(at, at + w) as never, o * w);
+    else x.set(slab.subarray(o * w, (o + 1) * w) as never, at);
   }
-  const outer = sizeOf(x.shape.slice(0, d));
-  const inner = sizeOf(x.shape.slice(d + 1));
+}
+
+function checkRange(op: string, x: Tensor, dim: number, start: number, length: number): void {
+  const size = x.shape[normAxis(dim, x.ndim, op)];
+  if (!Number.isInteger(start) || !Number.isInteger(length) || start < 0 || length < 0 || start + length > size) {
+    throw new Error(`${op}: range [${start}, ${start + length}) is out of bounds for dim ${dim} of size ${size}`);
+  }
+}
+
+/** The elements [start, start + length) of x along dim d, as a new tensor (no gradient). */
+function slab(x: Tensor, d: number, start: number, length: number): Tensor {
   const shape = x.shape.slice();
   shape[d] = length;
   const out = x.dtype === 'float32' ? empty(shape) : new Tensor(allocData(x.dtype, sizeOf(shape)), shape, x.dtype);
-  const src = x.data;
-  const dst = out.data;
-  for (let o = 0; o < outer; o++) {
-    const from = (o * size + start) * inner;
-    dst.set(src.subarray(from, from + length * inner) as never, o * length * inner);
-  }
+  copySlab(x.data, out.data, sizeOf(x.shape.slice(0, d)), x.shape[d], start, length, sizeOf(x.shape.slice(d + 1)), true);
+  return out;
+}
+
+/** Elements [start, start+length) along `dim` (a copy), like torch.narrow. */
+export function narrow(x: Tensor, dim: number, start: number, length: number): Tensor {
+  const d = normAxis(dim, x.ndim, 'narrow');
+  checkRange('narrow', x, dim, start, length);
+  const out = slab(x, d, start, length);
   if (x.dtype !== 'float32') return out;
   return record(out, 'narrow', [x], (g) => {
-    const dx = empty(x.shape);
-    const dd = dx.data as Float32Array;
-    dd.fill(0);
-    const gd = g.data as Float32Array;
-    for (let o = 0; o < outer; o++) dd.set(gd.subarray(o * length * inner, (o + 1) * length * inner), (o * size + start) * inner);
+    const dx = zerosF(x.shape);
+    copySlab(dx.data, g.data, sizeOf(x.shape.slice(0, d)), x.shape[d], start, length, sizeOf(x.shape.slice(d + 1)), false);
     return [dx];
   });
 }
 
-/** Split into pieces of the given sizes along `dim`. */
+/**
+ * Split into pieces of the given sizes along `dim` (copies). The pieces' gradients are written
+ * into one gradient for x, each into its slice (a cat), where separate narrows would each give a
+ * zero-padded copy of x's size for the engine to sum: for a fused QKV projection, one buffer
+ * instead of three and two sums. The pieces consume a private view of x whose only gradient is
+ * that buffer; the piece whose rule runs first in a backward pass creates it, zero-filled (a piece
+ * no gradient reaches keeps zeros), and hands it to the engine, the others write their slice
+ * into it before the view's own rule passes it on to x.
+ */
 export function split(x: Tensor, sizes: number[], dim = 0): Tensor[] {
   const d = normAxis(dim, x.ndim, 'split');
   const total = sizes.reduce((a, b) => a + b, 0);
   if (total !== x.shape[d]) {
     throw new Error(`split: sizes [${sizes.join(', ')}] sum to ${total}, but dim ${dim} has size ${x.shape[d]}`);
   }
-  const out: Tensor[] = [];
-  let start = 0;
-  for (const s of sizes) {
-    out.push(narrow(x, d, start, s));
-    start += s;
-  }
-  return out;
+  const starts = sizes.map((_, i) => sizes.slice(0, i).reduce((a, b) => a + b, 0));
+  const pieces = sizes.map((s, i) => slab(x, d, starts[i]!, s));
+  if (x.dtype !== 'float32') return pieces;
+  const hub = record(new Tensor(x.data, x.shape, 'float32'), 'split', [x], (g) => [g]);
+  if (!hub.requiresGrad) return pieces;
+  const outer = sizeOf(x.shape.slice(0, d));
+  const inner = sizeOf(x.shape.slice(d + 1));
+  let pass = -1;
+  let buffer: Tensor | null = null;
+  return pieces.map((piece, i) =>
+    record(piece, 'split', [hub], (g) => {
+      const first = buffer === null || pass !== backwardPass();
+      if (first) {
+        pass = backwardPass();
+        buffer = zerosF(x.shape);
+      }
+      copySlab(buffer!.data, g.data, outer, x.shape[d], starts[i]!, sizes[i]!, inner, false);
+      return [first ? buffer : null];
+    }),
+  );
 }
 
 /** Split into `chunks` equal pieces along `dim`. */
