@@ -343,6 +343,14 @@ export function dropoutMask(bits: usize, x: usize, keep: usize, out: usize, n: i
 }
 
 // ---------------------------------------------------------------------------------------------
+// Strided copies (narrow, split, cat, a bias into every row).
+
+/** `rows` runs of `bytes` bytes from src to dst, each side with its own stride in bytes (0: one run repeated). */
+export function copyRows(src: usize, srcStride: usize, dst: usize, dstStride: usize, rows: i32, bytes: usize): void {
+  for (let r = 0; r < rows; r++) memory.copy(dst + <usize>r * dstStride, src + <usize>r * srcStride, bytes);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Embedding (ids: i32, validated by the op).
 
 /** out[i, :] = weight[ids[i], :]. */

@@ -69,6 +69,11 @@ export interface Backend {
    * else 0; out[i] = x[i]·scale rounded once to float32 (0·x where dropped).
    */
   dropoutMask(bits: Uint32Array, threshold: number, scale: number, x: Float32Array, keep: Float32Array, out: Float32Array): void;
+  /**
+   * Copy `rows` runs of `width` floats: dst[dstOffset + r·dstStride + j] = src[srcOffset +
+   * r·srcStride + j] (srcStride 0 repeats one run: a bias into every row). Runs must not overlap.
+   */
+  copyRows(src: Float32Array, srcOffset: number, srcStride: number, dst: Float32Array, dstOffset: number, dstStride: number, rows: number, width: number): void;
   /** out = x^p elementwise. */
   pow(x: Float32Array, p: number, out: Float32Array): void;
   /** Sum over the axes where `outShape` is 1 and `shape` is not (keepdim layout); `out` is overwritten. */

@@ -112,7 +112,7 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
   const od = out.data as Float32Array;
   if (bias) {
     const bd = f32(bias, 'linear', 'bias');
-    for (let r = 0; r < rows; r++) od.set(bd, r * outF);
+    K().copyRows(bd, 0, 0, od, 0, outF, rows, outF);
   }
   K().gemm(xd, wd, od, { batch: 1, m: rows, n: outF, k: inF, transA: false, transB: true, strideA: 0, strideB: 0, strideC: 0, accumulate: !!bias });
   const inputs = bias ? [x, weight, bias] : [x, weight];

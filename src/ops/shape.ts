@@ -68,6 +68,11 @@ export function squeeze(x: Tensor, dim: number): Tensor {
  */
 function copySlab(x: TypedData, slab: TypedData, outer: number, size: number, start: number, length: number, inner: number, fromX: boolean): void {
   const w = length * inner;
+  if (x instanceof Float32Array && slab instanceof Float32Array) {
+    if (fromX) K().copyRows(x, start * inner, size * inner, slab, 0, w, outer, w);
+    else K().copyRows(slab, 0, w, x, start * inner, size * inner, outer, w);
+    return;
+  }
   for (let o = 0; o < outer; o++) {
     const at = (o * size + start) * inner;
     if (fromX) slab.set(x.subarray(at, at + w) as never, o * w);
@@ -169,7 +174,8 @@ export function cat(xs: Tensor[], dim = 0): Tensor {
   let off = 0;
   for (const t of xs) {
     const w = t.shape[d] * inner;
-    for (let o = 0; o < outer; o++) out.data.set(t.data.subarray(o * w, (o + 1) * w) as never, o * total * inner + off);
+    if (out.data instanceof Float32Array) K().copyRows(t.data as Float32Array, 0, w, out.data, off, total * inner, outer, w);
+    else for (let o = 0; o < outer; o++) out.data.set(t.data.subarray(o * w, (o + 1) * w) as never, o * total * inner + off);
     off += w;
   }
   if (first.dtype !== 'float32') return out;
@@ -180,7 +186,7 @@ export function cat(xs: Tensor[], dim = 0): Tensor {
       const w = t.shape[d] * inner;
       const dx = empty(t.shape);
       const dd = dx.data as Float32Array;
-      for (let o = 0; o < outer; o++) dd.set(gd.subarray(o * total * inner + o2, o * total * inner + o2 + w), o * w);
+      K().copyRows(gd, o2, total * inner, dd, 0, w, outer, w);
       o2 += w;
       return dx;
     });

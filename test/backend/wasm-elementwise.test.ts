@@ -1,7 +1,7 @@
 /**
  * The wasm kernels that run only on arrays already in wasm memory (src/backend/wasm/kernels.ts:
- * binary, binaryScalar, dropoutMask, reduceSum, permute, embedding and its backward, Adam)
- * against their js twins, on odd sizes (not multiples of the SIMD width 4), empty arrays, padding ids and broadcast
+ * binary, binaryScalar, dropoutMask, reduceSum, permute, copyRows, embedding and its backward,
+ * Adam) against their js twins, on odd sizes (not multiples of the SIMD width 4), empty arrays, padding ids and broadcast
  * shapes. Inputs and outputs are placed in wasm memory so the wasm path runs (checked with the
  * wrappers' route counts); ordinary arrays must take the js path and give the same answer.
  *
@@ -167,6 +167,32 @@ for (const variant of variants) {
     jsBackend.dropoutMask(Uint32Array.of(0x4000bfff, 0x0000c000), 0xc000, 4, Float32Array.of(1, 2, 3), keep, out);
     assert.deepEqual([...keep], [0, 0, 4]);
     assert.deepEqual([...out], [0, 0, 12]);
+  });
+
+  test(`wasm (${variant}) copyRows matches js (strides, offsets, a repeated run, empty)`, () => {
+    setWasmVariant(variant);
+    // [rows, width, srcOffset, srcStride, dstOffset, dstStride]
+    const cases: [number, number, number, number, number, number][] = [
+      [1, 1, 0, 1, 0, 1], [7, 3, 2, 9, 1, 3], [5, 13, 0, 13, 4, 40], [6, 5, 3, 0, 0, 5], [4, 8, 8, 24, 0, 8], [0, 5, 0, 5, 0, 5], [3, 0, 0, 1, 0, 1],
+    ];
+    for (const [rows, width, so, ss, dof, ds] of cases) {
+      const src = spiky(so + Math.max(0, rows - 1) * ss + width + 3);
+      const dstLen = dof + Math.max(0, rows - 1) * ds + width + 5;
+      const init = randn(dstLen, 7);
+      const ref = init.slice();
+      jsBackend.copyRows(src, so, ss, ref, dof, ds, rows, width);
+      const what = `copyRows ${rows}x${width} src +${so}/${ss} dst +${dof}/${ds}`;
+      const dst = w(init);
+      routed(rows * width > 0 ? 'wasm' : 'js', what, () => wasmBackend.copyRows(w(src), so, ss, dst, dof, ds, rows, width));
+      sameBits(dst, ref, what);
+      const plain = init.slice();
+      routed('js', `${what} (plain arrays)`, () => wasmBackend.copyRows(src, so, ss, plain, dof, ds, rows, width));
+      sameBits(plain, ref, `${what} (plain arrays)`);
+    }
+    // The rule on the js twin: rows 1 and 2 of a 3-wide source, into every other row of dst.
+    const out = new Float32Array(8);
+    jsBackend.copyRows(Float32Array.of(0, 1, 2, 3, 4, 5, 6, 7, 8), 3, 3, out, 1, 4, 2, 3);
+    assert.deepEqual([...out], [0, 3, 4, 5, 0, 6, 7, 8]);
   });
 
   test(`wasm (${variant}) reduceSum: column sums bit for bit, row sums to float32 rounding; other layouts go to js`, () => {

@@ -6,7 +6,7 @@ import { binary, binaryScalar, dropoutMask, gelu, geluBackward, pow, relu, reluB
 import { embedding, embeddingBackward } from './embedding.ts';
 import { gemm } from './gemm.ts';
 import { layerNorm, layerNormBackward } from './layernorm.ts';
-import { permute, reduceSum } from './layout.ts';
+import { copyRows, permute, reduceSum } from './layout.ts';
 import { logSoftmax, logSoftmaxBackward, softmax, softmaxBackward } from './softmax.ts';
 
 /** The reference backend: plain TypeScript, one file per concern, the oracle for every fast kernel. */
@@ -20,6 +20,7 @@ export const jsBackend: Backend = {
   pow,
   reduceSum,
   permute,
+  copyRows,
   softmax,
   softmaxBackward,
   logSoftmax,

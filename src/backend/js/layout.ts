@@ -82,3 +82,16 @@ export function permute(x: Float32Array, shape: readonly number[], perm: readonl
     }
   }
 }
+
+/** Runs of `width` floats from src to dst with their own strides (see Backend.copyRows). */
+export function copyRows(src: Float32Array, srcOffset: number, srcStride: number, dst: Float32Array, dstOffset: number, dstStride: number, rows: number, width: number): void {
+  if (srcStride === 0) {
+    const run = src.subarray(srcOffset, srcOffset + width);
+    for (let r = 0; r < rows; r++) dst.set(run, dstOffset + r * dstStride);
+    return;
+  }
+  for (let r = 0; r < rows; r++) {
+    const at = srcOffset + r * srcStride;
+    dst.set(src.subarray(at, at + width), dstOffset + r * dstStride);
+  }
+}

@@ -4,8 +4,8 @@
  *
  * - GEMM, attention, softmax, layer norm, gelu/relu and cross-entropy run in wasm always: arrays
  *   in wasm memory are used in place, others are copied in and out (the work repays the copy).
- * - Elementwise arithmetic (binary, binaryScalar), dropout's mask, reduceSum, permute, embedding and its backward,
- *   and Adam run in wasm only when every float array is already a view into wasm memory, which is
+ * - Elementwise arithmetic (binary, binaryScalar), dropout's mask, reduceSum, permute, strided
+ *   copies, embedding and its backward, and Adam run in wasm only when every float array is already a view into wasm memory, which is
  *   the case in training: parameters, their gradients and Adam's state are long-lived wasm blocks
  *   (`persistentFloat32`), and a step's activations live in wasm memory for the `memoryScope` the
  *   step runs in. With ordinary arrays they call their js twin, since copying would cost about as
@@ -45,6 +45,7 @@ export const wasmBackend: Backend = {
   dropoutMask: k.dropoutMask,
   reduceSum: k.reduceSum,
   permute: k.permute,
+  copyRows: k.copyRows,
   embedding: k.embedding,
   embeddingBackward: k.embeddingBackward,
   adam: k.adam,

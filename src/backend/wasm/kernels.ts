@@ -15,7 +15,7 @@ import type { AttentionParams, BinaryOp } from '../backend.ts';
 import { adam as jsAdam } from '../js/adam.ts';
 import { binary as jsBinary, binaryScalar as jsBinaryScalar, dropoutMask as jsDropoutMask, isTrailingBlock } from '../js/elementwise.ts';
 import { embedding as jsEmbedding, embeddingBackward as jsEmbeddingBackward } from '../js/embedding.ts';
-import { permute as jsPermute, reduceSum as jsReduceSum } from '../js/layout.ts';
+import { copyRows as jsCopyRows, permute as jsPermute, reduceSum as jsReduceSum } from '../js/layout.ts';
 import { requireKernels, wasmModule } from './loader.ts';
 import { isWasmView } from './memory.ts';
 import { staged } from './stage.ts';
@@ -338,6 +338,12 @@ export function permute(x: Float32Array, shape: readonly number[], perm: readonl
   }
   layoutToJs();
   jsPermute(x, shape, perm, out);
+}
+
+/** Strided runs copied in wasm (memory.copy per run) when both arrays are wasm views. */
+export function copyRows(src: Float32Array, srcOffset: number, srcStride: number, dst: Float32Array, dstOffset: number, dstStride: number, rows: number, width: number): void {
+  if (!inWasm(rows * width > 0, src, dst)) return jsCopyRows(src, srcOffset, srcStride, dst, dstOffset, dstStride, rows, width);
+  K().copyRows(src.byteOffset + 4 * srcOffset, 4 * srcStride, dst.byteOffset + 4 * dstOffset, 4 * dstStride, rows, 4 * width);
 }
 
 export function embedding(weight: Float32Array, ids: Int32Array, out: Float32Array, dim: number): void {

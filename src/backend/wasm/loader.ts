@@ -45,6 +45,7 @@ export interface WasmKernels {
   swapMiddle(x: number, out: number, A: number, B: number, C: number, D: number): void;
   transposeLast(x: number, out: number, batch: number, R: number, C: number): void;
   dropoutMask(bits: number, x: number, keep: number, out: number, n: number, threshold: number, s: number): void;
+  copyRows(src: number, srcStride: number, dst: number, dstStride: number, rows: number, bytes: number): void;
   embedding(weight: number, ids: number, out: number, n: number, dim: number): void;
   embeddingBackward(dy: number, ids: number, dweight: number, n: number, dim: number, paddingIdx: number): void;
   adam(p: number, g: number, m: number, v: number, n: number, b1: number, c1: number, b2: number, c2: number, stepSize: number, bc2Sqrt: number, eps: number, shrink: number, l2: number): void;
