@@ -32,7 +32,13 @@ export const RUN_LIMIT_S = 300;
 /** spawnSync with the limit: throws, naming the command and the tail of its stderr, when it is hit. */
 function bounded(cmd: string, args: string[]): SpawnSyncReturns<string> {
   const r = spawnSync(cmd, args, { encoding: 'utf8', cwd: root, env: pyEnv, timeout: RUN_LIMIT_S * 1000, killSignal: 'SIGKILL' });
-  if (r.error) throw new Error(`${[cmd, ...args].join(' ')}: ${r.error.message} (limit ${RUN_LIMIT_S} s); its stderr ends:\n${(r.stderr ?? '').slice(-3000)}`);
+  if (r.error) {
+    // spawnSync reports its time limit as an ETIMEDOUT error; anything else (ENOENT: no such
+    // program) is not about time.
+    const timedOut = (r.error as NodeJS.ErrnoException).code === 'ETIMEDOUT';
+    const why = timedOut ? `killed after the ${RUN_LIMIT_S} s limit` : r.error.message;
+    throw new Error(`${[cmd, ...args].join(' ')}: ${why}; its stderr ends:\n${(r.stderr ?? '').slice(-3000)}`);
+  }
   return r;
 }
 
