@@ -172,21 +172,27 @@ for (const L of [2048, 8192]) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// One training step of the small translation model: Seq2Seq dModel 256, 4 heads, 3+3 layers,
-// dFf 1024, vocabulary 8000, dropout 0.1; 128 sentence pairs of 32 tokens (4,096 target positions,
-// some padded), cross-entropy with label smoothing 0.1, Adam.
-const cfg = { ...models.MULTI30K_SMALL, vocabSize: 8000, dModel: 256, nhead: 4, numEncoderLayers: 3, numDecoderLayers: 3, dimFeedforward: 1024, dropout: 0.1 };
-function batchIds(B: number, Tn: number): number[] {
+// One training step of a translation model, 128 sentence pairs of 32 tokens (4,096 target
+// positions, some padded), cross-entropy with label smoothing 0.1, Adam, at two shapes:
+// - the small model: Seq2Seq dModel 256, 4 heads, 3+3 layers, dFf 1024, vocabulary 8000, dropout 0.1;
+// - the shipped EN→DE recipe (issue 12's r2-wu): dModel 128, 4 heads, 4+4 layers, dFf 512,
+//   vocabulary 8000, dropout 0.3 on sub-layer outputs and embeddings only (attention and
+//   activation dropout 0), AdamW weight decay 1e-4.
+type TrainShape = models.Seq2SeqConfig & { weightDecay: number };
+const SMALL: TrainShape = { ...models.MULTI30K_SMALL, vocabSize: 8000, dModel: 256, nhead: 4, numEncoderLayers: 3, numDecoderLayers: 3, dimFeedforward: 1024, dropout: 0.1, weightDecay: 0 };
+const RECIPE: TrainShape = { ...models.MULTI30K_SMALL, vocabSize: 8000, dModel: 128, nhead: 4, numEncoderLayers: 4, numDecoderLayers: 4, dimFeedforward: 512, dropout: 0.3, attentionDropout: 0, activationDropout: 0, weightDecay: 1e-4 };
+function batchIds(vocab: number, B: number, Tn: number): number[] {
   const ids: number[] = [];
-  for (let b = 0; b < B; b++) for (let t = 0; t < Tn; t++) ids.push(t < Tn - (b % 8) ? 4 + ((b * 31 + t * 17) % (cfg.vocabSize - 4)) : 0);
+  for (let b = 0; b < B; b++) for (let t = 0; t < Tn; t++) ids.push(t < Tn - (b % 8) ? 4 + ((b * 31 + t * 17) % (vocab - 4)) : 0);
   return ids;
 }
-function trainer(be: string, B: number, Tn: number): { step: () => number; model: models.Seq2Seq } {
+function trainer(be: string, shape: TrainShape, B: number, Tn: number): { step: () => number; model: models.Seq2Seq } {
   setBackend(be);
   manualSeed(1);
+  const { weightDecay, ...cfg } = shape;
   const model = new models.Seq2Seq(cfg);
-  const opt = new optim.Adam(model.parameters(), { lr: 1e-4, betas: [0.9, 0.98], eps: 1e-9 });
-  const ids = tensor(new Int32Array(batchIds(B, Tn)), [B, Tn]);
+  const opt = new (weightDecay > 0 ? optim.AdamW : optim.Adam)(model.parameters(), { lr: 1e-4, betas: [0.9, 0.98], eps: 1e-9, weightDecay });
+  const ids = tensor(new Int32Array(batchIds(cfg.vocabSize, B, Tn)), [B, Tn]);
   const step = () => {
     const loss = F.crossEntropy(model.forward(ids, ids), ids, { ignoreIndex: 0, labelSmoothing: 0.1 });
     opt.zeroGrad();
@@ -196,21 +202,24 @@ function trainer(be: string, B: number, Tn: number): { step: () => number; model
   };
   return { step, model };
 }
-{
+for (const [label, shape] of [['', SMALL], [', shipped EN→DE recipe', RECIPE]] as [string, TrainShape][]) {
   const losses = ['wasm', 'js'].map((be) => {
-    const t = trainer(be, 4, 12);
+    const t = trainer(be, shape, 4, 12);
     manualSeed(9);
     const l = [t.step(), t.step()];
     return { l, w: t.model.embedding.weight.data as Float32Array };
   });
-  close(losses[0]!.l, losses[1]!.l, 'Seq2Seq training, losses of 2 steps (batch 4×12)');
-  close(losses[0]!.w, losses[1]!.w, 'Seq2Seq training, embedding after 2 Adam steps');
+  close(losses[0]!.l, losses[1]!.l, `Seq2Seq training${label}, losses of 2 steps (batch 4×12)`);
+  close(losses[0]!.w, losses[1]!.w, `Seq2Seq training${label}, embedding after 2 Adam steps`);
   const B = 128, Tn = 32;
-  const t = trainer('wasm', B, Tn);
-  const name = `train step Seq2Seq (${B}×${Tn} tokens)`;
+  const t = trainer('wasm', shape, B, Tn);
+  const name = `train step Seq2Seq d${shape.dModel} ${shape.numEncoderLayers}+${shape.numDecoderLayers}${label} (${B}×${Tn} tokens)`;
   const qkv = timed(() => void memoryScope(t.step), { samples: 3, capMs: 60000 });
   rows.push({ name, unit: 'ms', qkv });
-  work.push({ kind: 'train', name, b: B, t: Tn, ids: batchIds(B, Tn), cfg: { vocab: cfg.vocabSize, dModel: cfg.dModel, nhead: cfg.nhead, enc: cfg.numEncoderLayers, dec: cfg.numDecoderLayers, dff: cfg.dimFeedforward, dropout: cfg.dropout } });
+  work.push({
+    kind: 'train', name, b: B, t: Tn, ids: batchIds(shape.vocabSize, B, Tn),
+    cfg: { vocab: shape.vocabSize, dModel: shape.dModel, nhead: shape.nhead, enc: shape.numEncoderLayers, dec: shape.numDecoderLayers, dff: shape.dimFeedforward, dropout: shape.dropout, attnDropout: shape.attentionDropout ?? shape.dropout, actDropout: shape.activationDropout ?? shape.dropout, weightDecay: shape.weightDecay },
+  });
   log(`${name}: wasm ${qkv.toFixed(0)} ms`);
 }
 setBackend('wasm');
@@ -310,7 +319,7 @@ GEMM rows are GFLOP/s (m×k×n, NN = C = A·B, NT = A·Bᵀ, TN = Aᵀ·B, TT = 
 "qkv vs tfjs" is how many times faster qkv is; "qkv vs PyTorch" is qkv's time over PyTorch's (1 = parity, lower is better).
 MHA is \`nn.MultiheadAttention(512, 8, batchFirst)\` self-attention without returned weights, input (batch, length, 512); fwd+bwd includes the input gradient.
 The GPT-2 row is \`bench/gpt2.ts\`: a GPT of GPT-2 small's shape (124M parameters, random weights) continuing 8 tokens by 64, greedy, with the KV cache; PyTorch runs the same equations with its own KV cache (tokens/s = 64000 / ms).
-The training step is \`models.Seq2Seq\` (dModel 256, 4 heads, 3+3 layers, dFf 1024, vocabulary 8000, dropout 0.1), 128 pairs × 32 tokens with some padding, \`F.crossEntropy\` with label smoothing 0.1 and \`optim.Adam\`; PyTorch runs the same model built from \`torch.nn.Transformer\`. TensorFlow.js has no Transformer to train and is not run there, nor at length 8192.
+The training steps are \`models.Seq2Seq\`, 128 pairs × 32 tokens with some padding, \`F.crossEntropy\` with label smoothing 0.1 and \`optim.Adam\`, at two shapes: dModel 256, 4 heads, 3+3 layers, dFf 1024, vocabulary 8000, dropout 0.1; and the shipped EN→DE recipe, dModel 128, 4 heads, 4+4 layers, dFf 512, vocabulary 8000, dropout 0.3 on sub-layer outputs and embeddings (attention and activation dropout 0), AdamW weight decay 1e-4. PyTorch runs the same models built from \`torch.nn.Transformer\` (its attention and activation dropout set to match) and \`torch.optim.AdamW\` where there is weight decay. TensorFlow.js has no Transformer to train and is not run there, nor at length 8192.
 Peak MB is the process's peak resident memory minus its resident memory just before the long-sequence forward (a fresh process each).
 Timings are only comparable within one run: on a shared machine a load average above the core count means other work took CPU from every contestant.
 

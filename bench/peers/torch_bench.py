@@ -73,6 +73,7 @@ for w in work:
     elif kind == "train":
         c = w["cfg"]
         V, D, Hh, NE, ND, FF, P = c["vocab"], c["dModel"], c["nhead"], c["enc"], c["dec"], c["dff"], c["dropout"]
+        PA, PF, WD = c.get("attnDropout", P), c.get("actDropout", P), c.get("weightDecay", 0)
         B, T = w["b"], w["t"]
 
         class Seq2Seq(nn.Module):
@@ -87,6 +88,13 @@ for w in work:
                 self.register_buffer("pe", pe)
                 self.drop = nn.Dropout(P)
                 self.tf = nn.Transformer(D, Hh, NE, ND, FF, P, batch_first=True)
+                # torch's one dropout also covers attention weights and the feed-forward activation:
+                # set those apart, as qkv's attentionDropout and activationDropout.
+                for layer in [*self.tf.encoder.layers, *self.tf.decoder.layers]:
+                    layer.self_attn.dropout = PA
+                    if hasattr(layer, "multihead_attn"):
+                        layer.multihead_attn.dropout = PA
+                    layer.dropout.p = PF
 
             def embed(self, ids):
                 return self.drop(self.emb(ids) * math.sqrt(D) + self.pe[: ids.shape[1]])
@@ -100,7 +108,10 @@ for w in work:
 
         ids = torch.tensor(w["ids"], dtype=torch.long).view(B, T)
         model = Seq2Seq()
-        opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+        if WD > 0:
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, weight_decay=WD)
+        else:
+            opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
 
         def step():
             logits = model(ids, ids)
