@@ -8,7 +8,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { GemmParams } from '../../src/backend/backend.ts';
 import { wasmGemm } from '../../src/backend/wasm/gemm.ts';
-import { numThreads, setNumThreads } from '../../src/backend/wasm/threads.ts';
+import { PARALLEL_KERNELS, WORKER_SOURCE, numThreads, setNumThreads } from '../../src/backend/wasm/threads.ts';
+import { requireKernels, wasmModule } from '../../src/backend/wasm/loader.ts';
+import { memory } from '../../src/backend/wasm/memory.ts';
 
 function rand(n: number, seed: number): Float32Array {
   let s = seed;
@@ -71,5 +73,38 @@ test('threaded fused attention (split over batch × heads) equals single-threade
     }
   } finally {
     setNumThreads(before);
+  }
+});
+
+test('a worker woken late for a launch it already ran does not run it again (the lost-count hang)', async () => {
+  // A worker that is not asleep when the caller bumps the generation runs the launch without the
+  // notify; the caller's notify can then arrive after the worker is back asleep. Posting the launch
+  // before the worker starts makes that order certain.
+  const { Worker } = await import('node:worker_threads');
+  requireKernels();
+  const sync = new SharedArrayBuffer(12), args = new SharedArrayBuffer(8 * 32);
+  const s = new Int32Array(sync), a = new Float64Array(args);
+  a[0] = -1; // this worker sits the launch out: it only counts itself done
+  Atomics.store(s, 1, 1); // workers still running
+  Atomics.store(s, 0, 1); // generation 1, not notified
+  const w = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { module: wasmModule(), memory, sync, args, id: 0, names: [...PARALLEL_KERNELS] } });
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const until = async (what: string, ok: () => boolean) => {
+    for (const t0 = Date.now(); !ok(); await sleep(5)) if (Date.now() - t0 > 10_000) assert.fail(`${what}: still ${Atomics.load(s, 1)} workers running after 10 s`);
+  };
+  try {
+    await until('launch 1', () => Atomics.load(s, 1) === 0);
+    await sleep(100); // the worker is back asleep on generation 1
+    Atomics.notify(s, 0); // the caller's notify for generation 1, late
+    await sleep(100);
+    assert.equal(Atomics.load(s, 1), 0, 'the late notify made the worker run launch 1 again (count below zero)');
+    Atomics.store(s, 1, 1);
+    Atomics.add(s, 0, 1);
+    Atomics.notify(s, 0);
+    await until('launch 2', () => Atomics.load(s, 1) === 0);
+    await sleep(50);
+    assert.equal(Atomics.load(s, 1), 0, 'launch 2 ran more than once');
+  } finally {
+    await w.terminate();
   }
 });

@@ -43,7 +43,15 @@ export type ParallelKernel = (typeof PARALLEL_KERNELS)[number];
 const SLOT = 32;
 const MAX_THREADS = 8;
 
-const WORKER_SOURCE = `
+/**
+ * The worker's loop. A wake-up is not a launch: only a generation it has not run yet is. The
+ * caller bumps the generation and then notifies, and a worker that was not yet asleep sees the new
+ * generation without the notify, runs it and goes back to sleep; the notify, if the caller was
+ * slow to send it, then wakes it for a generation it has already run. Running it again would
+ * decrement the count of running workers below zero (the caller then waits forever: a training
+ * run hung this way after 30 steps) or race the caller on the outputs. Exported for the test.
+ */
+export const WORKER_SOURCE = `
 const { workerData } = require('node:worker_threads');
 const { module, memory, sync, args, id, names } = workerData;
 const k = new WebAssembly.Instance(module, { env: { memory } }).exports;
@@ -56,7 +64,9 @@ Atomics.notify(s, 2);
 let seen = 0;
 for (;;) {
   Atomics.wait(s, 0, seen);
-  seen = Atomics.load(s, 0);
+  const generation = Atomics.load(s, 0);
+  if (generation === seen) continue; // a late notify for a launch already run
+  seen = generation;
   const f = a[o];
   try {
     if (f >= 0) fns[f](...a.subarray(o + 2, o + 2 + a[o + 1]));
