@@ -99,7 +99,7 @@ const table = [
   `## Training under torchrun (\`npm run bench:torchrun\`${smoke ? ' --smoke' : ''})`,
   '',
   `${presetName} preset, ${n} Multi30K pairs, --max-tokens ${trainer.options.maxTokens}, ${steps} steps from the same weights on qkv's batches (2 processes: 2 batches a step); ` +
-    `${cpus()[0]?.model ?? 'unknown CPU'}, ${cores} cores, load ${loadavg().map((x) => x.toFixed(2)).join(' ')} at the end.`,
+    `${new Date().toISOString().slice(0, 10)}, ${cpus()[0]?.model ?? 'unknown CPU'}, ${cores} cores, load ${loadavg().map((x) => x.toFixed(2)).join(' ')} at the end.`,
   '',
   '| trainer | target tokens/s | loss (first → last step; dropout streams differ between qkv and PyTorch) |',
   '| --- | --- | --- |',
