@@ -20,6 +20,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { acquireBenchLock } from './lock.ts';
+import { cpuName, torchrunSection } from './results.ts';
 import type { GemmParams } from '../src/backend/backend.ts';
 import { gemm as jsGemm } from '../src/backend/js/gemm.ts';
 import { wasmGemm } from '../src/backend/wasm/gemm.ts';
@@ -304,24 +305,12 @@ for (const r of rows) {
   ]);
 }
 const table = lines.map((l) => `| ${l.join(' | ')} |`).join('\n');
-// Node's CPU name can be as bare as "AMD EPYC"; the family/model numbers and AVX-512 tell the machines apart.
-function cpuDetail(): string {
-  try {
-    const info = readFileSync('/proc/cpuinfo', 'utf8');
-    const field = (name: string) => info.match(new RegExp(`^${name}\\s*:\\s*(.*)$`, 'm'))?.[1]?.trim();
-    const flags = field('flags') ?? '';
-    return ` (cpu family ${field('cpu family')}, model ${field('model')}, ${/\bavx512f\b/.test(flags) ? 'AVX-512' : /\bavx2\b/.test(flags) ? 'AVX2, no AVX-512' : 'no AVX2'})`;
-  } catch {
-    return '';
-  }
-}
-const machine = `${cpus().length} × ${cpus()[0]?.model.trim()}${cpuDetail()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, qkv wasm build ${wasmVariant()} with ${numThreads()} GEMM threads, load average at start ${loadStart}, at end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`;
+const machine = `${cpus().length} × ${cpuName()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, qkv wasm build ${wasmVariant()} with ${numThreads()} GEMM threads, load average at start ${loadStart}, at end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`;
 const minutes = ((performance.now() - started) / 60000).toFixed(1);
 log(`\n${machine}\n${torchNote}\n\n${table}\n\n(${minutes} min)`);
-// bench/torchrun.ts writes its own section between these markers; a full run keeps it.
+// bench/torchrun.ts writes its own section; a full run keeps it.
 const resultsPath = new URL('RESULTS.md', import.meta.url);
-const previous = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8') : '';
-const torchrunSection = previous.match(/<!-- bench:torchrun begin -->[\s\S]*<!-- bench:torchrun end -->/)?.[0];
+const kept = existsSync(resultsPath) ? torchrunSection(readFileSync(resultsPath, 'utf8')) : undefined;
 writeFileSync(resultsPath, `# Benchmark results
 
 Written by \`npm run bench\` (bench/index.ts) on ${new Date().toISOString().slice(0, 10)}, in ${minutes} minutes.
@@ -343,5 +332,5 @@ ${table}
 Decoding with the same search code on two engines: qkv's wasm backend, and ONNX Runtime (onnxruntime-node, CPU) running the model's \`qkv export --format onnx\` graphs (bench/onnx.ts; both checked to give the same tokens first). Greedy makes exactly 20 tokens of one sentence; beam 4 (α 0.6) decodes the first 32 test_2016_flickr sentences as one batch.
 
 ${onnxTable}
-${torchrunSection ? `\n${torchrunSection}\n` : ''}`);
+${kept ? `\n${kept}\n` : ''}`);
 log(`wrote bench/RESULTS.md`);

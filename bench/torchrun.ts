@@ -13,7 +13,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeSplit } from '../src/cli/data.ts';
@@ -26,6 +26,7 @@ import { manualSeed } from '../src/tensor/random.ts';
 import { PRESETS } from '../src/train/presets.ts';
 import { Trainer } from '../src/train/trainer.ts';
 import { acquireBenchLock } from './lock.ts';
+import { TORCHRUN_BEGIN, TORCHRUN_END, cpuName, withTorchrunSection } from './results.ts';
 
 acquireBenchLock();
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -99,18 +100,16 @@ const table = [
   `## Training under torchrun (\`npm run bench:torchrun\`${smoke ? ' --smoke' : ''})`,
   '',
   `${presetName} preset, ${n} Multi30K pairs, --max-tokens ${trainer.options.maxTokens}, ${steps} steps from the same weights on qkv's batches (2 processes: 2 batches a step); ` +
-    `${new Date().toISOString().slice(0, 10)}, ${cpus()[0]?.model ?? 'unknown CPU'}, ${cores} cores, load ${loadavg().map((x) => x.toFixed(2)).join(' ')} at the end.`,
+    `${new Date().toISOString().slice(0, 10)}, ${cpuName()}, ${cores} cores, load ${loadavg().map((x) => x.toFixed(2)).join(' ')} at the end.`,
   '',
   '| trainer | target tokens/s | loss (first → last step; dropout streams differ between qkv and PyTorch) |',
   '| --- | --- | --- |',
   ...rows.map((r) => `| ${r.name} | ${r.tps.toFixed(0)} | ${r.losses} |`),
 ].join('\n');
-const BEGIN = '<!-- bench:torchrun begin -->';
-const END = '<!-- bench:torchrun end -->';
 const path = new URL('RESULTS.md', import.meta.url);
 const old = existsSync(path) ? readFileSync(path, 'utf8') : '';
-const section = `${BEGIN}\n${table}\n${END}`;
-const next = old.includes(BEGIN) && old.includes(END) ? old.replace(new RegExp(`${BEGIN}[\\s\\S]*${END}`), section) : `${old.trimEnd()}\n\n${section}\n`;
+const section = `${TORCHRUN_BEGIN}\n${table}\n${TORCHRUN_END}`;
+const next = withTorchrunSection(old, section);
 if (smoke) console.log(`\n${table}\n(smoke run: bench/RESULTS.md not written)`);
 else {
   writeFileSync(path, next);
