@@ -111,6 +111,7 @@ program.command('eval')
   .option('--tune-alpha <list>', "with --split val: also try these α (comma-separated); the best replaces the paper's 0.6 in the model's config.json only if it wins a paired bootstrap (p < 0.05, Bonferroni)", numList('--tune-alpha'))
   .option('--output <file>', 'also write the translations here')
   .option('--skip-long', 'leave source lines longer than the model reads untranslated instead of truncating them')
+  .option('--lowercase', "score case-insensitively (sacreBLEU's -lc, signature case:lc), as much of the Multi30K literature reports", false)
   .addHelpText('after', LINES_HELP)
   .action((o) => evaluate({ ...o, log }));
 

@@ -79,13 +79,14 @@ function languages(o: { src?: string; tgt?: string; direction?: { src: string; t
   return { src: o.src ?? trained[0] ?? 'en', tgt: o.tgt ?? trained[1] ?? 'de' };
 }
 
-export function evaluate(o: Common & { split: string; data: string; src?: string; tgt?: string; direction?: { src: string; tgt: string }; output?: string; tuneAlpha?: number[]; skipLong?: boolean }): void {
+export function evaluate(o: Common & { split: string; data: string; src?: string; tgt?: string; direction?: { src: string; tgt: string }; output?: string; tuneAlpha?: number[]; skipLong?: boolean; lowercase?: boolean }): void {
   const { model, tokenizer, config } = loadModelDir(o.model);
   const lang = languages(o, config);
   if (o.tuneAlpha && o.split !== 'val') {
     throw new UserError(`--tune-alpha chooses α on the validation set: use --split val (got --split ${o.split}; choosing on a test set would overstate its score)`);
   }
   if (o.tuneAlpha && o.alpha !== undefined) throw new UserError('--tune-alpha and --alpha both given: pass one');
+  if (o.tuneAlpha && o.lowercase) throw new UserError('--tune-alpha and --lowercase both given: α is chosen on the cased score, which the model is shipped by; pass one');
   const { src, tgt } = readParallel(o.data, o.split, lang.src, lang.tgt);
   const { ids: srcIds, degraded } = encodeLines(model, tokenizer, src, { skipLong: o.skipLong });
   const dec = decodingFor(o, config);
@@ -95,7 +96,7 @@ export function evaluate(o: Common & { split: string; data: string; src?: string
     const t0 = performance.now();
     const hyps = translateIds(model, tokenizer, srcIds, { beam: dec.beam, alpha, onProgress: (d) => bar.update(d) });
     bar.stop();
-    const score = corpusBleu(hyps, tgt);
+    const score = corpusBleu(hyps, tgt, { lowercase: o.lowercase ?? false });
     o.log(`${src.length} sentences in ${((performance.now() - t0) / 1000).toFixed(1)} s (beam ${dec.beam}, α ${alpha}): BLEU ${score.score.toFixed(2)}`);
     return { hyps, score };
   };

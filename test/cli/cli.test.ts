@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { corpusBleu } from '../../src/text/bleu.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
 function qkv(args: string[], input?: string) {
@@ -61,6 +62,20 @@ test('qkv eval prints BLEU with the sacreBLEU signature; qkv info prints the par
   const i = qkv(['info', '--preset', 'paper-base']);
   assert.equal(i.status, 0, i.stderr);
   assert.equal(JSON.parse(i.stdout).parameters, 63084544);
+});
+
+test('qkv eval --lowercase scores case-insensitively (sacreBLEU -lc) and says so in the signature; not with --tune-alpha', () => {
+  const hypsFile = join(work, 'lc.txt');
+  const r = qkv(['eval', '--model', out, '--data', data, '--beam', '1', '--lowercase', '--output', hypsFile]);
+  assert.equal(r.status, 0, r.stderr);
+  const hyps = readFileSync(hypsFile, 'utf8').split('\n').slice(0, -1);
+  const refs = readFileSync(join(data, 'test_2016_flickr.de'), 'utf8').split('\n').slice(0, -1);
+  const want = corpusBleu(hyps, refs, { lowercase: true });
+  assert.equal(r.stdout, `${want.toString()}\n${want.signature}\n`);
+  assert.match(want.signature, /\|case:lc\|/);
+  const t = qkv(['eval', '--model', out, '--data', data, '--split', 'val', '--lowercase', '--tune-alpha', '1']);
+  assert.equal(t.status, 1);
+  assert.match(t.stderr, /--tune-alpha and --lowercase both given: α is chosen on the cased score/);
 });
 
 test('qkv eval --tune-alpha on val keeps the paper\'s α unless another beats it significantly; translate and eval then default to the choice', () => {
