@@ -68,6 +68,8 @@ def check_config(cfg, where='config.json'):
     model = cfg.get('model')
     if not isinstance(model, dict):
         raise QkvError(f"{where}: format '{fmt}' needs a 'model' object")
+    if fmt == 'qkv-seq2seq' and 'tgtVocabSize' in model:
+        raise QkvError(f"{where}: model.tgtVocabSize is set (separate source and target vocabularies, qkv train --separate-vocab); qkv_torch reads shared-vocabulary models only")
     required, optional = (SEQ2SEQ_FIELDS, SEQ2SEQ_OPTIONAL) if fmt == 'qkv-seq2seq' else (GPT_FIELDS, GPT_OPTIONAL)
     for name in model:
         if name not in required and name not in optional:

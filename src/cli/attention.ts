@@ -44,8 +44,8 @@ export function attention(o: AttentionCommandOptions): void {
   if (o.sentence.trim() === '') throw new UserError('the sentence is empty');
   if (modelDirKind(o.model) === 'gpt') return languageModelAttention(o);
   const kind = parseKind(o.kind);
-  const { model, tokenizer } = loadModelDir(o.model);
-  const t = translateWithAttention(model, tokenizer, o.sentence, { beam: o.beam, alpha: o.alpha });
+  const { model, tokenizer, targetTokenizer } = loadModelDir(o.model);
+  const t = translateWithAttention(model, tokenizer, o.sentence, { beam: o.beam, alpha: o.alpha, ...(targetTokenizer !== tokenizer && { targetTokenizer }) });
   if (t.truncatedFrom !== undefined) o.log(`qkv: the sentence has ${t.truncatedFrom} tokens, truncated to the ${t.srcIds.length} this model reads`);
   o.log(`"${t.source}" → "${t.translation}"`);
   const { layers, heads } = stackSize(t, kind);

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { writeSafetensors } from '../io/safetensors.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { readParallel } from './corpus.ts';
-import { atomicWrite, loadModelShape } from './files.ts';
+import { atomicWrite, loadModelShape, UserError } from './files.ts';
 import { encodePairs } from './train.ts';
 
 export interface EncodeArgs {
@@ -37,7 +37,10 @@ function flatten(seqs: readonly (readonly number[])[]): { ids: Tensor; offsets: 
 }
 
 export function encodeSplit(a: EncodeArgs): void {
-  const { tokenizer, model } = loadModelShape(a.model);
+  const { tokenizer, targetTokenizer, model } = loadModelShape(a.model);
+  if (targetTokenizer !== tokenizer) {
+    throw new UserError(`${a.model}: a model with separate source and target vocabularies (target_tokenizer.json); python/qkv_torch trains shared-vocabulary models only, so its data is not encoded`);
+  }
   const text = readParallel(a.data, a.split, a.src, a.tgt);
   const pairs = encodePairs(tokenizer, text.src, text.tgt, model.config.maxLen);
   const src = flatten(pairs.map((p) => p.src));

@@ -89,7 +89,10 @@ export function* sourceBatches(srcIds: readonly number[][], padId: number, o: Tr
   }
 }
 
-/** Translate every line; batches are formed from similar lengths, results return in input order. */
+/**
+ * Translate every line; batches are formed from similar lengths, results return in input order.
+ * `tok` is the target side's tokenizer (the shared one, unless the vocabularies are separate).
+ */
 export function translateIds(model: Seq2Seq, tok: BpeTokenizer, srcIds: number[][], o: TranslateOptions): string[] {
   const out = srcIds.map(() => '');
   const ids = { bosId: tok.bosId, eosId: tok.eosId };
@@ -102,9 +105,9 @@ export function translateIds(model: Seq2Seq, tok: BpeTokenizer, srcIds: number[]
 }
 
 /** Corpus BLEU of greedy translations (fast enough to run during training). */
-export function validationBleu(model: Seq2Seq, tok: BpeTokenizer, src: string[], refs: string[]): number {
+export function validationBleu(model: Seq2Seq, tokens: { source: BpeTokenizer; target: BpeTokenizer }, src: string[], refs: string[]): number {
   if (src.length === 0) return 0;
-  const hyps = translateIds(model, tok, encodeLines(model, tok, src).ids, { beam: 1, alpha: 0 });
+  const hyps = translateIds(model, tokens.target, encodeLines(model, tokens.source, src).ids, { beam: 1, alpha: 0 });
   return corpusBleu(hyps, refs).score;
 }
 

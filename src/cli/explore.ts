@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { basename, extname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { modelDirKind } from './export.ts';
-import { UserError } from './files.ts';
+import { TARGET_TOKENIZER, UserError } from './files.ts';
 
 /** The three files of a model folder the page may fetch, under /model/. */
 export const MODEL_FILES = ['config.json', 'tokenizer.json', 'model.safetensors'] as const;
@@ -307,6 +307,9 @@ export async function explore(o: ExploreCommandOptions): Promise<ExploreServer> 
       o.log('  (or a language model with `qkv train-lm --out runs/NAME`: the page then shows the Generate view).');
       o.log('  The positional-encoding and step-by-step views work without a model.');
     }
+  }
+  if (o.model && modelDir && existsSync(join(modelDir, TARGET_TOKENIZER))) {
+    throw new UserError(`${o.model} has separate source and target vocabularies (${TARGET_TOKENIZER}); the explorer reads shared-vocabulary models only (qkv translate and qkv attention read it)`);
   }
   const kind = modelDir ? (modelDirKind(modelDir) === 'gpt' ? 'language model, Generate view' : 'translation model, Translate view') : null;
   const s = await startExploreServer({ webDir, modelDir, host: o.host, port: o.port });

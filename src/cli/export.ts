@@ -7,7 +7,7 @@ import { isHfModelDir } from './hf.ts';
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { modelKind, type ModelKind } from '../viz/attention-data.ts';
-import { loadModelDir, saveWeights, UserError } from './files.ts';
+import { loadModelDir, saveWeights, TARGET_TOKENIZER, UserError } from './files.ts';
 import { loadLmDir } from './lm.ts';
 import { exportOnnx } from './onnx-export.ts';
 
@@ -39,7 +39,7 @@ export function exportModel(o: { model: string; out: string; dtype?: string; for
   // Loading validates the folder and the weights.
   const { model } = modelDirKind(o.model) === 'gpt' ? loadLmDir(o.model) : loadModelDir(o.model);
   mkdirSync(o.out, { recursive: true });
-  for (const f of ['config.json', 'tokenizer.json', 'history.json']) {
+  for (const f of ['config.json', 'tokenizer.json', TARGET_TOKENIZER, 'history.json']) {
     if (existsSync(join(o.model, f))) copyFileSync(join(o.model, f), join(o.out, f));
   }
   saveWeights(join(o.out, 'model.safetensors'), model.stateDict(), dtype);

@@ -1,6 +1,7 @@
 /**
  * Model folders on disk (Node only): config.json, model.safetensors, tokenizer.json — plain files
- * other tools read. Every write goes to a temporary file in the same folder, is flushed, then
+ * other tools read — and, for a model with separate source and target vocabularies,
+ * target_tokenizer.json (tokenizer.json is then the source language's). Every write goes to a temporary file in the same folder, is flushed, then
  * renamed over the target, so a killed process leaves either the old file or the new one.
  */
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
@@ -73,8 +74,22 @@ export const DEFAULT_DECODING: Decoding = { beam: 4, alpha: 0.6 };
 
 export interface LoadedModel {
   model: Seq2Seq;
+  /** Encodes the source: the shared tokenizer, or with separate vocabularies the source's. */
   tokenizer: BpeTokenizer;
+  /** Decodes (and encodes) the target: the same object as `tokenizer` unless the vocabularies are separate. */
+  targetTokenizer: BpeTokenizer;
   config: ModelConfigFile;
+}
+
+/** The target side's tokenizer file of a model with separate vocabularies. */
+export const TARGET_TOKENIZER = 'target_tokenizer.json';
+
+function readTokenizer(path: string): BpeTokenizer {
+  try {
+    return BpeTokenizer.fromJSON(readJson(path, 'tokenizer') as object);
+  } catch (e) {
+    throw e instanceof UserError ? e : new UserError(`${path}: ${(e as Error).message}`);
+  }
 }
 
 /** A JSON file's contents, or a UserError naming `what` and the path (missing, or not JSON). */
@@ -103,23 +118,36 @@ export function loadModelShape(dir: string): LoadedModel {
   if (d !== undefined && (d === null || typeof d !== 'object' || !Number.isInteger(d.beam) || d.beam < 1 || typeof d.alpha !== 'number' || !Number.isFinite(d.alpha) || d.alpha < 0)) {
     throw new UserError(`${join(dir, 'config.json')}: 'decoding' must be {"beam": a positive integer, "alpha": a number >= 0}, got ${JSON.stringify(d)}`);
   }
-  let tokenizer: BpeTokenizer;
-  try {
-    tokenizer = BpeTokenizer.fromJSON(readJson(join(dir, 'tokenizer.json'), 'tokenizer') as object);
-  } catch (e) {
-    throw e instanceof UserError ? e : new UserError(`${join(dir, 'tokenizer.json')}: ${(e as Error).message}`);
-  }
+  const tokenizer = readTokenizer(join(dir, 'tokenizer.json'));
   try {
     checkSeq2SeqConfig(config.model);
   } catch (e) {
     throw new UserError(`${join(dir, 'config.json')}: ${(e as Error).message}`);
   }
-  return { model: new Seq2Seq(config.model), tokenizer, config };
+  const separate = config.model.tgtVocabSize !== undefined;
+  const targetPath = join(dir, TARGET_TOKENIZER);
+  if (!separate && existsSync(targetPath)) {
+    throw new UserError(`${targetPath}: a target tokenizer, but ${join(dir, 'config.json')} describes a model with one shared vocabulary (no model.tgtVocabSize)`);
+  }
+  const targetTokenizer = separate ? readTokenizer(targetPath) : tokenizer;
+  if (separate) checkSeparateTokenizers(dir, config.model, tokenizer, targetTokenizer);
+  return { model: new Seq2Seq(config.model), tokenizer, targetTokenizer, config };
+}
+
+/** Separate vocabularies: each tokenizer's size is its table's, and both share the special ids. */
+function checkSeparateTokenizers(dir: string, m: Seq2SeqConfig, src: BpeTokenizer, tgt: BpeTokenizer): void {
+  const sizes: [string, BpeTokenizer, string, number][] = [['tokenizer.json', src, 'vocabSize', m.vocabSize], [TARGET_TOKENIZER, tgt, 'tgtVocabSize', m.tgtVocabSize!]];
+  for (const [file, tok, field, size] of sizes) {
+    if (tok.vocabSize !== size) throw new UserError(`${join(dir, file)}: ${tok.vocabSize} tokens, but config.json's model.${field} is ${size}`);
+  }
+  for (const k of ['padId', 'bosId', 'eosId'] as const) {
+    if (src[k] !== tgt[k]) throw new UserError(`${join(dir, TARGET_TOKENIZER)}: ${k} ${tgt[k]}, but tokenizer.json's is ${src[k]} (both vocabularies must share the special ids)`);
+  }
 }
 
 /** Load a model folder written by `qkv train` (or by hand: the three files). */
 export function loadModelDir(dir: string, weightsFile = 'model.safetensors'): LoadedModel {
-  const { model, tokenizer, config } = loadModelShape(dir);
+  const { model, tokenizer, targetTokenizer, config } = loadModelShape(dir);
   const wpath = join(dir, weightsFile);
   if (!existsSync(wpath)) throw new UserError(`model weights not found: ${wpath}`);
   let tensors: Record<string, Tensor>;
@@ -134,7 +162,7 @@ export function loadModelDir(dir: string, weightsFile = 'model.safetensors'): Lo
     throw new UserError(`${wpath}: ${(e as Error).message}`);
   }
   model.eval();
-  return { model, tokenizer, config };
+  return { model, tokenizer, targetTokenizer, config };
 }
 
 /** Write weights (fp32, or fp16 to halve the size of a shipped model). */
@@ -142,8 +170,12 @@ export function saveWeights(path: string, weights: Record<string, Tensor>, dtype
   atomicWrite(path, writeSafetensors(weights, dtype === 'F16' ? { dtype: 'F16' } : {}));
 }
 
-export function saveModelDir(dir: string, model: Seq2Seq, tokenizer: BpeTokenizer, training?: Record<string, unknown>): void {
+/** config.json and tokenizer.json, and target_tokenizer.json when the vocabularies are separate. */
+export function saveModelDir(dir: string, model: Seq2Seq, tokenizer: BpeTokenizer, training?: Record<string, unknown>, targetTokenizer: BpeTokenizer = tokenizer): void {
+  const separate = model.config.tgtVocabSize !== undefined;
+  if (separate === (targetTokenizer === tokenizer)) throw new Error(`saveModelDir: ${separate ? 'a model with separate vocabularies needs its target tokenizer' : 'a shared-vocabulary model takes one tokenizer'}`);
   const config: ModelConfigFile = { format: 'qkv-seq2seq', version: 1, model: model.config, training };
   atomicWrite(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
   atomicWrite(join(dir, 'tokenizer.json'), JSON.stringify(tokenizer.toJSON()));
+  if (separate) atomicWrite(join(dir, TARGET_TOKENIZER), JSON.stringify(targetTokenizer.toJSON()));
 }

@@ -23,6 +23,7 @@ export function info(o: { model?: string; preset?: string; log: (s: string) => v
     model = loaded.model;
     out.model = o.model;
     out.vocabulary = loaded.tokenizer.vocabSize;
+    if ('targetTokenizer' in loaded && loaded.targetTokenizer !== loaded.tokenizer) out.targetVocabulary = loaded.targetTokenizer.vocabSize;
     if (loaded.config.training) out.training = loaded.config.training;
     const hist = join(o.model!, 'history.json');
     if (existsSync(hist)) {

@@ -8,7 +8,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, s
 import { basename, dirname, join, resolve } from 'node:path';
 import { exportGptOnnx, exportSeq2SeqOnnx, MANIFEST, type OnnxExport } from '../io/onnx/export.ts';
 import type { WeightDType } from '../io/onnx/builder.ts';
-import { atomicWrite, loadModelDir, UserError } from './files.ts';
+import { atomicWrite, loadModelDir, TARGET_TOKENIZER, UserError } from './files.ts';
 import { loadLmDir } from './lm.ts';
 import type { ModelKind } from '../viz/attention-data.ts';
 
@@ -54,7 +54,7 @@ export function exportOnnx(a: OnnxExportArgs, kind: ModelKind): void {
   try {
     for (const [name, bytes] of Object.entries(exp.files)) atomicWrite(join(tmp, name), bytes);
     atomicWrite(join(tmp, MANIFEST), `${JSON.stringify(exp.manifest, null, 2)}\n`);
-    for (const f of ['config.json', 'tokenizer.json']) copyFileSync(join(a.model, f), join(tmp, f));
+    for (const f of ['config.json', 'tokenizer.json', TARGET_TOKENIZER]) if (f !== TARGET_TOKENIZER || existsSync(join(a.model, f))) copyFileSync(join(a.model, f), join(tmp, f));
     if (existsSync(out)) rmSync(out, { recursive: true });
     renameSync(tmp, out);
   } catch (e) {

@@ -51,6 +51,8 @@ export interface TrainArgs {
   // Vocabulary.
   bpeSize?: number;
   splitPunctuation?: boolean;
+  /** One BPE vocabulary (and embedding table) per language, each of bpeSize, instead of a joint one. */
+  separateVocab?: boolean;
   // Stopping and averaging.
   patience?: number;
   average?: 'last' | 'best';
@@ -69,22 +71,24 @@ interface RunPlan {
   average: 'last' | 'best';
   keep: number;
   bleuSentences: number;
-  bpe: { vocabSize: number; splitPunctuation: boolean };
+  /** `separate`: one vocabulary of vocabSize per language (absent in runs from before it existed: joint). */
+  bpe: { vocabSize: number; splitPunctuation: boolean; separate?: boolean };
   data: string;
   direction: string;
 }
 
 const STATE = 'train-state.safetensors';
 
-export function encodePairs(tok: BpeTokenizer, src: string[], tgt: string[], maxLen: number): Pair[] {
+/** Token ids of sentence pairs; `target` encodes the target side (a separate vocabulary's tokenizer). */
+export function encodePairs(tok: BpeTokenizer, src: string[], tgt: string[], maxLen: number, target: BpeTokenizer = tok): Pair[] {
   // Keep room for BOS/EOS; Multi30K never comes near the limit, other corpora may.
-  return src.map((s, i) => ({ src: tok.encode(s).slice(0, maxLen), tgt: tok.encode(tgt[i]).slice(0, maxLen - 1) }));
+  return src.map((s, i) => ({ src: tok.encode(s).slice(0, maxLen), tgt: target.encode(tgt[i]).slice(0, maxLen - 1) }));
 }
 
 /** Flags of the model (saved in config.json) or of the vocabulary cannot change on --resume. */
 const FIXED_FLAGS = [
   'dModel', 'heads', 'layers', 'encoderLayers', 'decoderLayers', 'ffn', 'dropout', 'attentionDropout', 'activationDropout', 'preNorm',
-  'bpeSize', 'splitPunctuation', 'direction', 'average', 'keep',
+  'bpeSize', 'splitPunctuation', 'separateVocab', 'direction', 'average', 'keep',
 ] as const;
 
 function modelFromFlags(preset: Preset, a: TrainArgs): Seq2SeqConfig {
@@ -121,7 +125,7 @@ function planFromFlags(preset: Preset, a: TrainArgs, src: string, tgt: string): 
     average: a.average ?? preset.average ?? 'last',
     keep: a.keep ?? preset.keep,
     bleuSentences: a.bleuSentences ?? 1014,
-    bpe: { vocabSize: a.bpeSize ?? preset.vocabSize, splitPunctuation: a.splitPunctuation ?? preset.splitPunctuation ?? false },
+    bpe: { vocabSize: a.bpeSize ?? preset.vocabSize, splitPunctuation: a.splitPunctuation ?? preset.splitPunctuation ?? false, ...(a.separateVocab ? { separate: true } : {}) },
     data: a.data,
     direction: `${src}-${tgt}`,
   };
@@ -173,20 +177,29 @@ export async function train(a: TrainArgs): Promise<void> {
   const trainText = readParallel(plan.data, 'train', srcLang, tgtLang);
   const valText = readParallel(plan.data, 'val', srcLang, tgtLang);
   let tokenizer: BpeTokenizer;
+  let targetTokenizer: BpeTokenizer;
   let model: Seq2Seq;
   if (a.resume) {
-    ({ tokenizer, model } = loadModelShape(a.out)); // weights come from the training state below
+    ({ tokenizer, targetTokenizer, model } = loadModelShape(a.out)); // weights come from the training state below
   } else {
-    const { vocabSize, splitPunctuation } = plan.bpe;
-    a.log(`learning a joint ${srcLang.toUpperCase()}+${tgtLang.toUpperCase()} BPE vocabulary of ${vocabSize}${splitPunctuation ? ' (punctuation split from words)' : ''} on ${trainText.src.length} sentence pairs`);
-    tokenizer = BpeTokenizer.learn([...trainText.src, ...trainText.tgt], { vocabSize, splitPunctuation });
+    const { vocabSize, splitPunctuation, separate } = plan.bpe;
+    const how = `${splitPunctuation ? ' (punctuation split from words)' : ''} on ${trainText.src.length} sentence pairs`;
+    if (separate) {
+      a.log(`learning separate ${srcLang.toUpperCase()} and ${tgtLang.toUpperCase()} BPE vocabularies of ${vocabSize} each${how}`);
+      tokenizer = BpeTokenizer.learn(trainText.src, { vocabSize, splitPunctuation });
+      targetTokenizer = BpeTokenizer.learn(trainText.tgt, { vocabSize, splitPunctuation });
+    } else {
+      a.log(`learning a joint ${srcLang.toUpperCase()}+${tgtLang.toUpperCase()} BPE vocabulary of ${vocabSize}${how}`);
+      tokenizer = targetTokenizer = BpeTokenizer.learn([...trainText.src, ...trainText.tgt], { vocabSize, splitPunctuation });
+    }
     manualSeed((plan.recipe.seed as number | undefined) ?? 1);
-    model = new Seq2Seq({ ...shape!, vocabSize: tokenizer.vocabSize, padId: tokenizer.padId });
+    model = new Seq2Seq({ ...shape!, vocabSize: tokenizer.vocabSize, padId: tokenizer.padId, ...(separate ? { tgtVocabSize: targetTokenizer.vocabSize } : {}) });
   }
   const { maxSteps, evalEvery, saveEvery } = plan;
-  const ids = { padId: tokenizer.padId, bosId: tokenizer.bosId, eosId: tokenizer.eosId };
-  const trainPairs = encodePairs(tokenizer, trainText.src, trainText.tgt, model.config.maxLen);
-  const valPairs = encodePairs(tokenizer, valText.src, valText.tgt, model.config.maxLen);
+  const ids = { padId: tokenizer.padId, bosId: targetTokenizer.bosId, eosId: targetTokenizer.eosId };
+  const tokenizers = { source: tokenizer, target: targetTokenizer };
+  const trainPairs = encodePairs(tokenizer, trainText.src, trainText.tgt, model.config.maxLen, targetTokenizer);
+  const valPairs = encodePairs(tokenizer, valText.src, valText.tgt, model.config.maxLen, targetTokenizer);
   let trainer: Trainer;
   try {
     trainer = new Trainer(model, trainPairs, ids, plan.recipe);
@@ -205,9 +218,10 @@ export async function train(a: TrainArgs): Promise<void> {
     if (meta.trainingMinutes !== undefined) stateMinutes = Number(JSON.parse(meta.trainingMinutes));
     a.log(`resumed at step ${trainer.position.step} (epoch ${trainer.position.epoch})`);
   } else {
-    saveModelDir(a.out, model, tokenizer, training);
+    saveModelDir(a.out, model, tokenizer, training, targetTokenizer);
   }
-  a.log(`${model.numParameters().toLocaleString('en-US')} parameters, vocabulary ${tokenizer.vocabSize}, ${trainer.stepsPerEpoch} batches per epoch${trainer.options.accum > 1 ? `, ${trainer.options.accum} batches per step` : ''}`);
+  const vocabulary = targetTokenizer === tokenizer ? `vocabulary ${tokenizer.vocabSize}` : `vocabularies ${tokenizer.vocabSize} (${srcLang}) and ${targetTokenizer.vocabSize} (${tgtLang})`;
+  a.log(`${model.numParameters().toLocaleString('en-US')} parameters, ${vocabulary}, ${trainer.stepsPerEpoch} batches per epoch${trainer.options.accum > 1 ? `, ${trainer.options.accum} batches per step` : ''}`);
 
   // Entries written after the state being resumed (a run killed between an evaluation and its
   // state) are redone, as is the final averaging; a fresh start keeps none.
@@ -235,7 +249,7 @@ export async function train(a: TrainArgs): Promise<void> {
     const evalNow = r.step % evalEvery === 0 || r.step === maxSteps;
     if (evalNow) {
       const valLoss = evaluateLoss(model, valPairs, ids, trainer.options.maxTokens);
-      const bleu = validationBleu(model, tokenizer, valText.src.slice(0, plan.bleuSentences), valText.tgt.slice(0, plan.bleuSentences));
+      const bleu = validationBleu(model, tokenizers, valText.src.slice(0, plan.bleuSentences), valText.tgt.slice(0, plan.bleuSentences));
       const best = history.reduce((m, h) => Math.max(m, h.bleu), -1);
       const minutes = minutesAtT0 + dt / 60;
       const entry: HistoryEntry = { step: r.step, epoch: r.epoch, trainLoss: ema, valLoss, bleu, seconds: dt, minutes };
@@ -269,7 +283,7 @@ export async function train(a: TrainArgs): Promise<void> {
     const current = model.stateDict();
     const saved = Object.fromEntries(Object.entries(current).map(([k, v]) => [k, v.clone()])) as Record<string, Tensor>;
     model.loadStateDict(avg);
-    const bleu = validationBleu(model, tokenizer, valText.src.slice(0, plan.bleuSentences), valText.tgt.slice(0, plan.bleuSentences));
+    const bleu = validationBleu(model, tokenizers, valText.src.slice(0, plan.bleuSentences), valText.tgt.slice(0, plan.bleuSentences));
     const best = history.reduce((m, h) => (h.averaged === undefined ? Math.max(m, h.bleu) : m), -1);
     a.log(`average of the ${plan.average} ${ckpts.length} checkpoints: val BLEU ${bleu.toFixed(2)} (best single: ${best.toFixed(2)})`);
     history.push({ step: trainer.position.step, epoch: trainer.position.epoch, trainLoss: ema, valLoss: Number.NaN, bleu, seconds: 0, averaged: ckpts.length, kept: bleu >= best });

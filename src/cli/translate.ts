@@ -47,7 +47,7 @@ function reportDegraded(o: Common, degraded: readonly DegradedLine[], total: num
 export async function translate(o: Common & { input?: string; output?: string; skipLong?: boolean; engine?: string }): Promise<void> {
   // --engine onnxruntime: --model is a folder from qkv export --format onnx (its config and tokenizer, no weights).
   const onnx = parseEngine(o.engine) === 'onnxruntime' ? await openOnnxSeq2Seq(o.model) : null;
-  const { model, tokenizer, config } = onnx ? loadModelShape(o.model) : loadModelDir(o.model);
+  const { model, tokenizer, targetTokenizer, config } = onnx ? loadModelShape(o.model) : loadModelDir(o.model);
   const dec = decodingFor(o, config);
   let text: string;
   if (o.input) {
@@ -61,7 +61,7 @@ export async function translate(o: Common & { input?: string; output?: string; s
   }
   const lines = splitLines(text);
   const { ids, degraded } = encodeLines(model, tokenizer, lines, { skipLong: o.skipLong });
-  const out = onnx ? await translateIdsOnnx(onnx, tokenizer, ids, dec) : translateIds(model, tokenizer, ids, dec);
+  const out = onnx ? await translateIdsOnnx(onnx, targetTokenizer, ids, dec) : translateIds(model, targetTokenizer, ids, dec);
   const result = out.map((l) => `${l}\n`).join('');
   if (o.output) atomicWrite(o.output, result);
   else process.stdout.write(result);
@@ -80,7 +80,7 @@ function languages(o: { src?: string; tgt?: string; direction?: { src: string; t
 }
 
 export function evaluate(o: Common & { split: string; data: string; src?: string; tgt?: string; direction?: { src: string; tgt: string }; output?: string; tuneAlpha?: number[]; skipLong?: boolean; lowercase?: boolean }): void {
-  const { model, tokenizer, config } = loadModelDir(o.model);
+  const { model, tokenizer, targetTokenizer, config } = loadModelDir(o.model);
   const lang = languages(o, config);
   if (o.tuneAlpha && o.split !== 'val') {
     throw new UserError(`--tune-alpha chooses α on the validation set: use --split val (got --split ${o.split}; choosing on a test set would overstate its score)`);
@@ -94,7 +94,7 @@ export function evaluate(o: Common & { split: string; data: string; src?: string
     const bar = progressBar(`${o.split} |{bar}| {value}/{total} sentences | ETA {eta_formatted}`);
     bar.start(src.length, 0);
     const t0 = performance.now();
-    const hyps = translateIds(model, tokenizer, srcIds, { beam: dec.beam, alpha, onProgress: (d) => bar.update(d) });
+    const hyps = translateIds(model, targetTokenizer, srcIds, { beam: dec.beam, alpha, onProgress: (d) => bar.update(d) });
     bar.stop();
     const score = corpusBleu(hyps, tgt, { lowercase: o.lowercase ?? false });
     o.log(`${src.length} sentences in ${((performance.now() - t0) / 1000).toFixed(1)} s (beam ${dec.beam}, α ${alpha}): BLEU ${score.score.toFixed(2)}`);

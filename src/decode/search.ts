@@ -271,7 +271,8 @@ function* beamSteps(stepper: StepperRows, maxLens: number[], options: BeamSearch
 function run<R>(model: Seq2Seq, src: Tensor, options: DecodeOptions, search: (stepper: Stepper, maxLens: number[]) => R): R {
   const name = 'decode';
   if (src.dtype !== 'int32' || src.ndim !== 2) throw new Error(`${name}: src must be int32 token ids of shape (B, S), got ${src.dtype} ${shapeToString(src.shape)}`);
-  const { vocabSize, padId, maxLen: positions } = model.config;
+  const { padId, maxLen: positions } = model.config;
+  const vocabSize = model.targetVocabSize;
   for (const arg of ['bosId', 'eosId'] as const) {
     const id = options[arg];
     if (!Number.isInteger(id) || id < 0 || id >= vocabSize) throw new Error(`${name}: ${arg} must be an id in [0, ${vocabSize}), got ${id}`);

@@ -87,7 +87,7 @@ export class CachedStepper implements Stepper {
   }
 
   get vocabSize(): number {
-    return this.model.config.vocabSize;
+    return this.model.targetVocabSize;
   }
 
   step(last: Int32Array): Float32Array {
@@ -119,7 +119,7 @@ export class FullStepper implements Stepper {
   }
 
   get vocabSize(): number {
-    return this.model.config.vocabSize;
+    return this.model.targetVocabSize;
   }
 
   step(last: Int32Array): Float32Array {

@@ -53,15 +53,16 @@ export function checkSeq2SeqConfig(c: unknown, where = 'model'): Seq2SeqConfig {
   const o = check(c, where, {
     vocabSize: intIn(1), dModel: intIn(1), nhead: intIn(1), numEncoderLayers: intIn(0, 1024), numDecoderLayers: intIn(1, 1024),
     dimFeedforward: intIn(1), dropout: rate, activation: oneOf('relu', 'gelu'), normFirst: oneOf(true, false), maxLen: intIn(1), padId: intIn(0),
-  }, { attentionDropout: rate, activationDropout: rate });
+  }, { attentionDropout: rate, activationDropout: rate, tgtVocabSize: intIn(1) });
   const cfg = o as unknown as Seq2SeqConfig;
   if (cfg.dModel % cfg.nhead !== 0) throw new Error(`${where}.dModel ${cfg.dModel} is not divisible by nhead ${cfg.nhead}`);
   if (cfg.padId >= cfg.vocabSize) throw new Error(`${where}.padId ${cfg.padId} is outside the vocabulary of ${cfg.vocabSize}`);
+  if (cfg.tgtVocabSize !== undefined && cfg.padId >= cfg.tgtVocabSize) throw new Error(`${where}.padId ${cfg.padId} is outside the target vocabulary of ${cfg.tgtVocabSize}`);
   const d = cfg.dModel;
   const ff = cfg.dimFeedforward;
   const enc = 4 * d * d + 2 * d * ff + 9 * d + ff;
   const dec = 8 * d * d + 2 * d * ff + 15 * d + ff;
-  bound(cfg.vocabSize * d + cfg.maxLen * d + cfg.numEncoderLayers * enc + cfg.numDecoderLayers * dec, where);
+  bound((cfg.vocabSize + (cfg.tgtVocabSize ?? 0)) * d + cfg.maxLen * d + cfg.numEncoderLayers * enc + cfg.numDecoderLayers * dec, where);
   return cfg;
 }
 

@@ -30,6 +30,7 @@ export type FieldRule = ShapeField | LayerField;
 export const SEQ2SEQ_FIELDS: readonly FieldRule[] = [
   { field: 'vocabSize', key: 'embedding.weight', dim: 0 },
   { field: 'dModel', key: 'embedding.weight', dim: 1 },
+  { field: 'tgtVocabSize', key: 'tgtEmbedding.weight', dim: 0 },
   { field: 'dimFeedforward', key: 'transformer.encoder.layers.0.linear1.weight', dim: 0 },
   { field: 'numEncoderLayers', prefix: 'transformer.encoder.layers.' },
   { field: 'numDecoderLayers', prefix: 'transformer.decoder.layers.' },

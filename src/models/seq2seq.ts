@@ -2,6 +2,9 @@
  * The paper's translation model, readable top to bottom: a token is embedded (shared table,
  * scaled by √dModel, §3.4), given its position (§3.5), passed through the encoder-decoder
  * Transformer (§3.1), and projected back onto the vocabulary with the same embedding matrix.
+ * With separate source and target vocabularies (`tgtVocabSize`), the source has its own table and
+ * the target's table is the one tied to the output projection (fairseq's
+ * --share-decoder-input-output-embed).
  */
 import * as F from '../ops/index.ts';
 import { Transformer, type TransformerDecoderCache, type Activation } from '../nn/transformer.ts';
@@ -14,8 +17,16 @@ import { Tensor } from '../tensor/tensor.ts';
 
 /** Everything that defines a Seq2Seq model; saved as config.json beside the weights. */
 export interface Seq2SeqConfig {
-  /** Shared source/target vocabulary size (one BPE vocabulary for both languages, §5.1). */
+  /**
+   * Shared source/target vocabulary size (one BPE vocabulary for both languages, §5.1); with
+   * `tgtVocabSize`, the source vocabulary's size alone.
+   */
   vocabSize: number;
+  /**
+   * Separate vocabularies: the target vocabulary's size, with its own embedding table
+   * (`tgtEmbedding`, tied to the output projection). Absent: one table for both languages.
+   */
+  tgtVocabSize?: number;
   /** d_model: width of every sub-layer output and of the embeddings. */
   dModel: number;
   /** h: attention heads per layer; dK = dV = dModel / h. */
@@ -55,7 +66,10 @@ export const MULTI30K_SMALL: Seq2SeqConfig = {
 
 export class Seq2Seq extends Module {
   readonly config: Seq2SeqConfig;
+  /** The shared table, or with separate vocabularies the source's. */
   readonly embedding: Embedding;
+  /** The target's table (separate vocabularies), tied to the output projection; else null. */
+  readonly tgtEmbedding: Embedding | null;
   readonly positions: PositionalEncoding;
   readonly transformer: Transformer;
 
@@ -73,22 +87,41 @@ export class Seq2Seq extends Module {
     // Tied input/output embedding: N(0, dModel^-0.5) keeps logits O(1) at the start.
     normal_(this.embedding.weight, 0, c.dModel ** -0.5);
     this.embedding.weight.data.fill(0, c.padId * c.dModel, (c.padId + 1) * c.dModel);
+    // Created last, so a shared-vocabulary model draws exactly the numbers it always did.
+    this.tgtEmbedding = null;
+    if (c.tgtVocabSize !== undefined) {
+      this.tgtEmbedding = this.registerModule('tgtEmbedding', new Embedding(c.tgtVocabSize, c.dModel, { paddingIdx: c.padId }));
+      normal_(this.tgtEmbedding.weight, 0, c.dModel ** -0.5);
+      this.tgtEmbedding.weight.data.fill(0, c.padId * c.dModel, (c.padId + 1) * c.dModel);
+    }
+  }
+
+  /** Size of the vocabulary the decoder reads and writes (the logits' last dimension). */
+  get targetVocabSize(): number {
+    return this.config.tgtVocabSize ?? this.config.vocabSize;
+  }
+
+  /** The table that embeds target ids and projects decoder states onto the target vocabulary. */
+  private get targetTable(): Embedding {
+    return this.tgtEmbedding ?? this.embedding;
   }
 
   /**
    * ids (B, T) -> (B, T, dModel): embedding · √dModel + positions, then dropout. `offset` is the
-   * position of the first id (incremental decoding feeds position t alone).
+   * position of the first id (incremental decoding feeds position t alone); `side` picks the table
+   * when the vocabularies are separate.
    */
-  embed(ids: Tensor, offset = 0): Tensor {
-    const x = F.mul(this.embedding.forward(ids), Math.sqrt(this.config.dModel));
+  embed(ids: Tensor, offset = 0, side: 'src' | 'tgt' = 'src'): Tensor {
+    const table = side === 'tgt' ? this.targetTable : this.embedding;
+    const x = F.mul(table.forward(ids), Math.sqrt(this.config.dModel));
     if (offset === 0) return this.positions.forward(x);
     const T = ids.shape[1];
     const d = this.config.dModel;
-    const table = this.positions.pe;
-    if (!Number.isInteger(offset) || offset < 0 || offset + T > table.shape[0]) {
-      throw new Error(`Seq2Seq: positions ${offset}..${offset + T - 1} exceed maxLen ${table.shape[0]}`);
+    const pos = this.positions.pe;
+    if (!Number.isInteger(offset) || offset < 0 || offset + T > pos.shape[0]) {
+      throw new Error(`Seq2Seq: positions ${offset}..${offset + T - 1} exceed maxLen ${pos.shape[0]}`);
     }
-    const pe = new Tensor((table.data as Float32Array).subarray(offset * d, (offset + T) * d), [T, d], 'float32');
+    const pe = new Tensor((pos.data as Float32Array).subarray(offset * d, (offset + T) * d), [T, d], 'float32');
     return this.positions.dropout.forward(F.add(x, pe));
   }
 
@@ -109,16 +142,16 @@ export class Seq2Seq extends Module {
   decode(tgt: Tensor, memory: Tensor, srcPadding: Tensor): Tensor {
     this.checkIds(tgt, 'tgt');
     const T = tgt.shape[1];
-    return this.transformer.decoder.forward(this.embed(tgt), memory, {
+    return this.transformer.decoder.forward(this.embed(tgt, 0, 'tgt'), memory, {
       tgtMask: causalBias(T, T),
       tgtKeyPaddingMask: this.paddingMask(tgt),
       memoryKeyPaddingMask: srcPadding,
     });
   }
 
-  /** The pre-softmax linear transformation shares the embedding matrix (§3.4): logits = h·Eᵀ. */
+  /** The pre-softmax linear transformation shares the (target) embedding matrix (§3.4): logits = h·Eᵀ. */
   generator(h: Tensor): Tensor {
-    return F.linear(h, this.embedding.weight);
+    return F.linear(h, this.targetTable.weight);
   }
 
   /**
@@ -139,7 +172,7 @@ export class Seq2Seq extends Module {
    */
   decodeIncremental(tgt: Tensor, cache: TransformerDecoderCache, options: { needWeights?: boolean } = {}): { logits: Tensor; selfWeights: Tensor[] | null; crossWeights: Tensor[] | null } {
     this.checkIds(tgt, 'tgt');
-    const r = this.transformer.decoder.forwardStep(this.embed(tgt, cache.length), cache, {
+    const r = this.transformer.decoder.forwardStep(this.embed(tgt, cache.length, 'tgt'), cache, {
       tgtKeyPaddingMask: this.paddingMask(tgt), needWeights: options.needWeights,
     });
     return { logits: this.generator(r.output), selfWeights: r.selfWeights, crossWeights: r.crossWeights };

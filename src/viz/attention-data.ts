@@ -96,8 +96,11 @@ export function encoderAttention(model: Seq2Seq, src: Tensor): { memory: Tensor;
   });
 }
 
-/** Translate one sentence and collect every attention map. */
-export function translateWithAttention(model: Seq2Seq, tokenizer: BpeTokenizer, sentence: string, options: TranslateOptions = {}): TranslationAttention {
+/**
+ * Translate one sentence and collect every attention map. `tokenizer` encodes the source;
+ * `options.targetTokenizer` names and decodes the target when the vocabularies are separate.
+ */
+export function translateWithAttention(model: Seq2Seq, tokenizer: BpeTokenizer, sentence: string, options: TranslateOptions & { targetTokenizer?: BpeTokenizer } = {}): TranslationAttention {
   const text = sentence.trim();
   if (text === '') throw new Error('translate: the sentence is empty');
   // As `qkv translate` does: a sentence longer than the model reads is cut to its first maxLen tokens.
@@ -105,28 +108,33 @@ export function translateWithAttention(model: Seq2Seq, tokenizer: BpeTokenizer, 
   const srcIds = allIds.slice(0, model.config.maxLen);
   const truncatedFrom = allIds.length > srcIds.length ? allIds.length : undefined;
   const beam = options.beam ?? 1;
-  const ids = { bosId: tokenizer.bosId, eosId: tokenizer.eosId, maxLen: options.maxLen };
+  const target = options.targetTokenizer ?? tokenizer;
+  if ((model.config.tgtVocabSize !== undefined) !== (target !== tokenizer)) {
+    throw new Error(`translate: ${target === tokenizer ? 'a model with separate vocabularies needs options.targetTokenizer' : 'a shared-vocabulary model takes no targetTokenizer'}`);
+  }
+  const ids = { bosId: target.bosId, eosId: target.eosId, maxLen: options.maxLen };
   return noGrad(() => {
     const src = new Tensor(Int32Array.from(srcIds), [1, srcIds.length], 'int32');
     const res = beam > 1 ? beamSearch(model, src, { ...ids, beamSize: beam, lengthPenalty: options.alpha ?? 0.6 }) : greedy(model, src, ids);
     const tokens = res.tokens[0];
     const finished = res.finished[0];
-    const outIds = finished ? [...tokens, tokenizer.eosId] : tokens.slice();
+    const outIds = finished ? [...tokens, target.eosId] : tokens.slice();
     const { memory, weights: encoder } = encoderAttention(model, src);
     let decoder: AttentionStack = [];
     let cross: AttentionStack = [];
-    const inIds = [tokenizer.bosId, ...outIds.slice(0, -1)];
+    const inIds = [target.bosId, ...outIds.slice(0, -1)];
     if (outIds.length > 0) {
       const cache = model.initCache(memory, model.paddingMask(src));
       const r = model.decodeIncremental(new Tensor(Int32Array.from(inIds), [1, inIds.length], 'int32'), cache, { needWeights: true });
       decoder = r.selfWeights!.map(headsOf);
       cross = r.crossWeights!.map(headsOf);
     }
-    const name = (id: number) => tokenizer.idToToken(id) ?? `#${id}`;
+    const srcName = (id: number) => tokenizer.idToToken(id) ?? `#${id}`;
+    const name = (id: number) => target.idToToken(id) ?? `#${id}`;
     return {
       source: text,
-      translation: tokenizer.decode(tokens),
-      srcTokens: srcIds.map(name),
+      translation: target.decode(tokens),
+      srcTokens: srcIds.map(srcName),
       tgtTokens: outIds.length > 0 ? inIds.map(name) : [],
       outTokens: outIds.map(name),
       srcIds,
@@ -168,6 +176,9 @@ export function loadModelFromFiles(configJson: unknown, tokenizerJson: unknown, 
   if (!cfg || typeof cfg !== 'object' || cfg.format !== 'qkv-seq2seq' || !cfg.model) throw new Error(`config.json: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(cfg?.format)}'`);
   const tokenizer = BpeTokenizer.fromJSON(tokenizerJson);
   const model = new Seq2Seq(checkSeq2SeqConfig(cfg.model, 'config.json: model'));
+  if (cfg.model.tgtVocabSize !== undefined) {
+    throw new Error('config.json: a model with separate source and target vocabularies (model.tgtVocabSize, target_tokenizer.json); the explorer reads shared-vocabulary models only');
+  }
   try {
     loadWeights(model, readSafetensors(weights).tensors, cfg.model, SEQ2SEQ_FIELDS);
   } catch (e) {

@@ -105,6 +105,7 @@ test('bad folders: unknown format or field, missing/extra key, wrong shape, trun
   const cases: [string, object, Uint8Array, RegExp][] = [
     ['unknown-format', { ...cfg, format: 'qkv-bert' }, weights, /config\.json: unknown format "qkv-bert", expected 'qkv-seq2seq' \(qkv train\) or 'qkv-gpt' \(qkv train-lm\)$/],
     ['unknown-field', { ...cfg, model: { ...S2S, numLayers: 6 } }, weights, /config\.json: unknown field model\.numLayers for format 'qkv-seq2seq'/],
+    ['separate-vocab', { ...cfg, model: { ...S2S, tgtVocabSize: 40 } }, weights, /config\.json: model\.tgtVocabSize is set \(separate source and target vocabularies, qkv train --separate-vocab\); qkv_torch reads shared-vocabulary models only$/],
     ['missing-key', cfg, writeSafetensors(without), /model\.safetensors: missing tensor 'transformer\.decoder\.norm\.bias' \(expected shape \[16\]\)$/],
     ['extra-key', cfg, writeSafetensors({ ...good, 'lm_head.weight': good['embedding.weight'] }), /model\.safetensors: unexpected tensor 'lm_head\.weight' \(shape \[50, 16\]\), not part of this model$/],
     ['wrong-shape', cfg, writeSafetensors(wrong), /tensor 'transformer\.encoder\.layers\.0\.linear1\.weight' has shape \[24, 15\], the model expects \[24, 16\]$/],

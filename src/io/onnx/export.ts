@@ -24,6 +24,7 @@ export interface OnnxManifest {
   numLayers: number;
   numHeads: number;
   headDim: number;
+  /** The logits' width: the (target) vocabulary the decoder writes. */
   vocabSize: number;
   /** Longest sequence the position table covers (Seq2Seq maxLen, GPT blockSize). */
   maxPositions: number;
@@ -47,7 +48,7 @@ export function exportSeq2SeqOnnx(config: Seq2SeqConfig, weights: Record<string,
     manifest: {
       format: 'qkv-onnx', version: 1, kind: 'seq2seq', opset: OPSET, dtype: o.dtype, withAttention: o.withAttention, graphs,
       numLayers: config.numDecoderLayers, numEncoderLayers: config.numEncoderLayers, numHeads: config.nhead,
-      headDim: config.dModel / config.nhead, vocabSize: config.vocabSize, maxPositions: config.maxLen, padId: config.padId,
+      headDim: config.dModel / config.nhead, vocabSize: config.tgtVocabSize ?? config.vocabSize, maxPositions: config.maxLen, padId: config.padId,
     },
     files: {
       [graphs.encoder]: seq2seqEncoderGraph(config, weights, o),

@@ -32,9 +32,14 @@ export interface ExportOptions {
 
 const EPS = 1e-5;
 
-/** Token embedding · √dModel + the sinusoids of positions `positions` (L): (B, L, E). */
-function embed(g: GraphBuilder, w: Weights, c: Seq2SeqConfig, ids: string, positions: string): string {
-  const tok = g.op('Gather', [w.get('embedding.weight'), ids], 'tok_emb');
+/** The target side's embedding table: its own with separate vocabularies, else the shared one. */
+function targetTable(c: Seq2SeqConfig): string {
+  return c.tgtVocabSize === undefined ? 'embedding.weight' : 'tgtEmbedding.weight';
+}
+
+/** Token embedding (of `table`) · √dModel + the sinusoids of positions `positions` (L): (B, L, E). */
+function embed(g: GraphBuilder, w: Weights, c: Seq2SeqConfig, ids: string, positions: string, table = 'embedding.weight'): string {
+  const tok = g.op('Gather', [w.get(table), ids], 'tok_emb');
   const scaled = g.op('Mul', [tok, g.constFloat(Math.sqrt(c.dModel))], 'tok_emb_scaled');
   const pe = g.table('positions.pe', sinusoidalTable(c.maxLen, c.dModel).data as Float32Array, [c.maxLen, c.dModel]);
   return g.op('Add', [scaled, g.op('Gather', [pe, positions], 'pos_emb')], 'embedded');
@@ -106,7 +111,7 @@ export function seq2seqDecoderGraph(c: Seq2SeqConfig, weights: Record<string, Te
   const selfBias = g.op('Add', [causal, padBias], 'self_bias');
   const crossBias = keepMaskBias(g, memMask);
 
-  let x = embed(g, w, c, ids, positions);
+  let x = embed(g, w, c, ids, positions, targetTable(c));
   const selfW: string[] = [];
   const crossW: string[] = [];
   for (let i = 0; i < N; i++) {
@@ -142,8 +147,8 @@ export function seq2seqDecoderGraph(c: Seq2SeqConfig, weights: Record<string, Te
     x = residual(g, w, c, x, `${p}.norm3`, (y) => feedForward(g, w, y, `${p}.linear1`, `${p}.linear2`, c.activation));
   }
   x = layerNorm(g, w, x, 'transformer.decoder.norm', EPS);
-  // The pre-softmax projection shares the embedding matrix (§3.4): logits = x·Eᵀ.
-  g.output('logits', g.op('MatMul', [x, w.transposed('embedding.weight')], 'logits_mm'), 'float32', [Bd, Ld, c.vocabSize]);
+  // The pre-softmax projection shares the (target) embedding matrix (§3.4): logits = x·Eᵀ.
+  g.output('logits', g.op('MatMul', [x, w.transposed(targetTable(c))], 'logits_mm'), 'float32', [Bd, Ld, c.tgtVocabSize ?? c.vocabSize]);
   if (o.withAttention) {
     const T = withPast ? Td : Ld;
     selfW.forEach((a, i) => g.output(`decoder_attentions.${i}`, a, 'float32', [Bd, h, Ld, T]));
