@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { basename, extname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { modelDirKind } from './export.ts';
-import { TARGET_TOKENIZER, UserError } from './files.ts';
+import { loadModelShape, TARGET_TOKENIZER, UserError } from './files.ts';
 
 /** The three files of a model folder the page may fetch, under /model/. */
 export const MODEL_FILES = ['config.json', 'tokenizer.json', 'model.safetensors'] as const;
@@ -206,7 +206,9 @@ export function startExploreServer(o: ExploreServerOptions): Promise<ExploreServ
     let file: string | undefined;
     if (path.startsWith('/model/')) {
       const name = path.slice('/model/'.length);
-      if (o.modelDir && (MODEL_FILES as readonly string[]).includes(name)) file = join(o.modelDir, name);
+      // target_tokenizer.json only where the model has one (separate vocabularies); else 404.
+      const served = (MODEL_FILES as readonly string[]).includes(name) || name === TARGET_TOKENIZER;
+      if (o.modelDir && served) file = join(o.modelDir, name);
     } else {
       file = files.get(path);
     }
@@ -299,6 +301,8 @@ export async function explore(o: ExploreCommandOptions): Promise<ExploreServer> 
     if (!existsSync(modelDir)) throw new UserError(`model folder not found: ${o.model}`);
     const missing = MODEL_FILES.filter((f) => !existsSync(join(modelDir!, f)));
     if (missing.length > 0) throw new UserError(`${o.model} lacks ${missing.join(', ')} (a model folder holds ${MODEL_FILES.join(', ')})`);
+    // A translation model's config and tokenizers (target_tokenizer.json too, where the vocabularies are separate) are checked here, not in the page.
+    if (modelDirKind(modelDir) === 'seq2seq') loadModelShape(modelDir);
   } else {
     modelDir = findDefaultModel();
     if (!modelDir) {
@@ -307,9 +311,6 @@ export async function explore(o: ExploreCommandOptions): Promise<ExploreServer> 
       o.log('  (or a language model with `qkv train-lm --out runs/NAME`: the page then shows the Generate view).');
       o.log('  The positional-encoding and step-by-step views work without a model.');
     }
-  }
-  if (o.model && modelDir && existsSync(join(modelDir, TARGET_TOKENIZER))) {
-    throw new UserError(`${o.model} has separate source and target vocabularies (${TARGET_TOKENIZER}); the explorer reads shared-vocabulary models only (qkv translate and qkv attention read it)`);
   }
   const kind = modelDir ? (modelDirKind(modelDir) === 'gpt' ? 'language model, Generate view' : 'translation model, Translate view') : null;
   const s = await startExploreServer({ webDir, modelDir, host: o.host, port: o.port });

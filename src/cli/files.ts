@@ -7,7 +7,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
-import { checkSeq2SeqConfig } from '../models/config-check.ts';
+import { checkSeq2SeqConfig, checkVocabularies } from '../models/config-check.ts';
 import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
 import { Seq2Seq, type Seq2SeqConfig } from '../models/seq2seq.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
@@ -130,20 +130,11 @@ export function loadModelShape(dir: string): LoadedModel {
     throw new UserError(`${targetPath}: a target tokenizer, but ${join(dir, 'config.json')} describes a model with one shared vocabulary (no model.tgtVocabSize)`);
   }
   const targetTokenizer = separate ? readTokenizer(targetPath) : tokenizer;
-  if (separate) checkSeparateTokenizers(dir, config.model, tokenizer, targetTokenizer);
+  const disagree = checkVocabularies(config.model, tokenizer, targetTokenizer, { src: join(dir, 'tokenizer.json'), tgt: targetPath, config: 'config.json' });
+  if (disagree) throw new UserError(disagree);
   return { model: new Seq2Seq(config.model), tokenizer, targetTokenizer, config };
 }
 
-/** Separate vocabularies: each tokenizer's size is its table's, and both share the special ids. */
-function checkSeparateTokenizers(dir: string, m: Seq2SeqConfig, src: BpeTokenizer, tgt: BpeTokenizer): void {
-  const sizes: [string, BpeTokenizer, string, number][] = [['tokenizer.json', src, 'vocabSize', m.vocabSize], [TARGET_TOKENIZER, tgt, 'tgtVocabSize', m.tgtVocabSize!]];
-  for (const [file, tok, field, size] of sizes) {
-    if (tok.vocabSize !== size) throw new UserError(`${join(dir, file)}: ${tok.vocabSize} tokens, but config.json's model.${field} is ${size}`);
-  }
-  for (const k of ['padId', 'bosId', 'eosId'] as const) {
-    if (src[k] !== tgt[k]) throw new UserError(`${join(dir, TARGET_TOKENIZER)}: ${k} ${tgt[k]}, but tokenizer.json's is ${src[k]} (both vocabularies must share the special ids)`);
-  }
-}
 
 /** Load a model folder written by `qkv train` (or by hand: the three files). */
 export function loadModelDir(dir: string, weightsFile = 'model.safetensors'): LoadedModel {

@@ -77,3 +77,26 @@ export function checkGptConfig(c: unknown, where = 'model'): GPTConfig {
   bound(cfg.vocabSize * E + cfg.blockSize * E + cfg.nLayer * (12 * E * E + 13 * E), where);
   return cfg;
 }
+
+/** The sizes and special ids of a tokenizer that `checkVocabularies` compares with a config. */
+interface VocabularyLike {
+  vocabSize: number;
+  padId: number;
+  bosId: number;
+  eosId: number;
+}
+
+/**
+ * A model with separate vocabularies (model.tgtVocabSize) against its two tokenizers: each must
+ * have its table's size, and both the same special ids. Returns the first disagreement (naming the
+ * files as `names` says), or null.
+ */
+export function checkVocabularies(cfg: Seq2SeqConfig, src: VocabularyLike, tgt: VocabularyLike, names = { src: 'tokenizer.json', tgt: 'target_tokenizer.json', config: 'config.json' }): string | null {
+  if (cfg.tgtVocabSize === undefined) return null;
+  if (src.vocabSize !== cfg.vocabSize) return `${names.src}: ${src.vocabSize} tokens, but ${names.config}'s model.vocabSize is ${cfg.vocabSize}`;
+  if (tgt.vocabSize !== cfg.tgtVocabSize) return `${names.tgt}: ${tgt.vocabSize} tokens, but ${names.config}'s model.tgtVocabSize is ${cfg.tgtVocabSize}`;
+  for (const k of ['padId', 'bosId', 'eosId'] as const) {
+    if (src[k] !== tgt[k]) return `${names.tgt}: ${k} ${tgt[k]}, but ${names.src}'s is ${src[k]} (both vocabularies must share the special ids)`;
+  }
+  return null;
+}

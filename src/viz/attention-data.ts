@@ -13,7 +13,7 @@ import { noGrad } from '../autograd/grad-mode.ts';
 import { beamSearch, greedy } from '../decode/search.ts';
 import { readSafetensors } from '../io/safetensors.ts';
 import { Seq2Seq, type Seq2SeqConfig } from '../models/seq2seq.ts';
-import { checkSeq2SeqConfig } from '../models/config-check.ts';
+import { checkSeq2SeqConfig, checkVocabularies } from '../models/config-check.ts';
 import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
@@ -170,20 +170,35 @@ export function modelKind(configJson: unknown, file = 'config.json'): ModelKind 
   return kind;
 }
 
-/** The model and tokenizer of a model folder's three files, from their contents (fetch, or disk). */
-export function loadModelFromFiles(configJson: unknown, tokenizerJson: unknown, weights: Uint8Array): { model: Seq2Seq; tokenizer: BpeTokenizer } {
+/**
+ * The model and tokenizer(s) of a model folder's files, from their contents (fetch, or disk):
+ * config.json, tokenizer.json, model.safetensors, and for a model with separate vocabularies
+ * target_tokenizer.json (`targetTokenizerJson`; `targetTokenizer` is `tokenizer` otherwise).
+ */
+export function loadModelFromFiles(configJson: unknown, tokenizerJson: unknown, weights: Uint8Array, targetTokenizerJson?: unknown): { model: Seq2Seq; tokenizer: BpeTokenizer; targetTokenizer: BpeTokenizer } {
   const cfg = configJson as { format?: string; model?: Seq2SeqConfig };
   if (!cfg || typeof cfg !== 'object' || cfg.format !== 'qkv-seq2seq' || !cfg.model) throw new Error(`config.json: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(cfg?.format)}'`);
   const tokenizer = BpeTokenizer.fromJSON(tokenizerJson);
-  const model = new Seq2Seq(checkSeq2SeqConfig(cfg.model, 'config.json: model'));
-  if (cfg.model.tgtVocabSize !== undefined) {
-    throw new Error('config.json: a model with separate source and target vocabularies (model.tgtVocabSize, target_tokenizer.json); the explorer reads shared-vocabulary models only');
+  const config = checkSeq2SeqConfig(cfg.model, 'config.json: model');
+  const separate = config.tgtVocabSize !== undefined;
+  if (separate && targetTokenizerJson === undefined) throw new Error('target_tokenizer.json is missing: config.json describes a model with separate source and target vocabularies (model.tgtVocabSize)');
+  if (!separate && targetTokenizerJson !== undefined) throw new Error('target_tokenizer.json given, but config.json describes a model with one shared vocabulary (no model.tgtVocabSize)');
+  let targetTokenizer = tokenizer;
+  if (separate) {
+    try {
+      targetTokenizer = BpeTokenizer.fromJSON(targetTokenizerJson);
+    } catch (e) {
+      throw new Error(`target_tokenizer.json: ${(e as Error).message}`);
+    }
+    const disagree = checkVocabularies(config, tokenizer, targetTokenizer);
+    if (disagree) throw new Error(disagree);
   }
+  const model = new Seq2Seq(config);
   try {
     loadWeights(model, readSafetensors(weights).tensors, cfg.model, SEQ2SEQ_FIELDS);
   } catch (e) {
     throw new Error(`model.safetensors: ${(e as Error).message}`);
   }
   model.eval();
-  return { model, tokenizer };
+  return { model, tokenizer, targetTokenizer };
 }

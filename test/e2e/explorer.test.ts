@@ -20,7 +20,7 @@ import { generateWithAttention, lineSeparatorId, type LoadedGpt } from '../../sr
 import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
 import { get } from './http.ts';
 import { ensureWebBuild } from './web-build.ts';
-import { GPT_HEADS, GPT_LAYERS, HEADS, LAYERS, makeTinyGpt, makeTinyModel } from './tiny-model.ts';
+import { GPT_HEADS, GPT_LAYERS, HEADS, LAYERS, makeTinyGpt, makeTinyModel, makeTinySeparateModel } from './tiny-model.ts';
 
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -312,6 +312,31 @@ test('a GPT folder: the Generate view continues a prompt and shows causal attent
     assert.equal(await p.locator('[data-export-view="translate"]').count(), 0);
     assert.equal(await p.locator('#export-list tr[data-figure="modelview"] td').first().textContent(), 'Generate');
     assert.deepEqual(errors, []);
+  } finally {
+    await p.close();
+    await srv.close();
+  }
+});
+
+test('a model with separate vocabularies: the page fetches target_tokenizer.json and translates as Node does', { skip }, async () => {
+  const sep = makeTinySeparateModel(3);
+  const ref = translateWithAttention(sep.model, sep.tokenizer, SENTENCE, { targetTokenizer: sep.targetTokenizer });
+  const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: sep.dir, port: 0 });
+  const p = await browser.newPage();
+  try {
+    await p.goto(`${srv.url}?backend=${BACKEND}#translate`);
+    await p.waitForSelector('body[data-ready="true"]');
+    await p.waitForFunction(() => /parameters\.$/.test(document.querySelector('[data-testid="model-info"]')?.textContent ?? ''));
+    assert.match(await p.getByTestId('model-info').textContent() ?? '', new RegExp(`vocabularies ${sep.tokenizer.vocabSize} \\(source\\) and ${sep.targetTokenizer.vocabSize} \\(target\\)`));
+    await p.getByTestId('src').fill(SENTENCE);
+    await p.getByTestId('translate').click();
+    await p.waitForFunction(() => document.querySelector('#view-translate')?.getAttribute('data-translated') === '1');
+    assert.equal(await p.getByTestId('translation').textContent(), ref.translation === '' ? '(empty)' : ref.translation);
+    assert.equal(await p.locator('[data-testid="fig-heatmap"] rect.cell').count(), ref.tgtTokens.length * ref.srcTokens.length);
+    // Rows are named from the target vocabulary, columns from the source's (a cell's title: "target → source: weight").
+    assert.ok(ref.tgtTokens.length >= 3, 'the random model writes a few tokens before EOS');
+    const titles = await p.locator('[data-testid="fig-heatmap"] rect.cell title').allTextContents();
+    assert.deepEqual(titles.map((t) => t.replace(/: [\d.]+$/, '')), ref.tgtTokens.flatMap((q) => ref.srcTokens.map((k) => `${q} → ${k}`)));
   } finally {
     await p.close();
     await srv.close();

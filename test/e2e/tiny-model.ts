@@ -52,6 +52,22 @@ export function makeTinyModel(seed = 1): { dir: string; model: Seq2Seq; tokenize
   return { dir, model, tokenizer };
 }
 
+/** The same with separate vocabularies: English BPE for the source, German for the target (target_tokenizer.json). */
+export function makeTinySeparateModel(seed = 1): { dir: string; model: Seq2Seq; tokenizer: BpeTokenizer; targetTokenizer: BpeTokenizer } {
+  const dir = tempDir('qkv-tiny-sep-');
+  const tokenizer = BpeTokenizer.learn(SENTENCES.slice(0, 3), { vocabSize: 90, minFrequency: 1 });
+  const targetTokenizer = BpeTokenizer.learn(SENTENCES.slice(3), { vocabSize: 100, minFrequency: 1 });
+  manualSeed(seed);
+  const model = new Seq2Seq({
+    vocabSize: tokenizer.vocabSize, tgtVocabSize: targetTokenizer.vocabSize, dModel: 16, nhead: HEADS, numEncoderLayers: LAYERS, numDecoderLayers: LAYERS,
+    dimFeedforward: 32, dropout: 0, activation: 'relu', normFirst: false, maxLen: 24, padId: tokenizer.padId,
+  });
+  model.eval();
+  saveModelDir(dir, model, tokenizer, { preset: 'test-tiny' }, targetTokenizer);
+  saveWeights(join(dir, 'model.safetensors'), model.stateDict());
+  return { dir, model, tokenizer, targetTokenizer };
+}
+
 export const GPT_LAYERS = 2;
 export const GPT_HEADS = 2;
 

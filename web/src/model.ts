@@ -44,9 +44,19 @@ export async function fetchServedModel(): Promise<Served> {
   }
 }
 
-/** The tokenizer (parsed JSON) and the weights (bytes) of the served model. */
-export async function fetchModelFiles(name: string, progress: (s: string) => void): Promise<{ tokenizer: unknown; weights: Uint8Array }> {
+/** Whether a served config.json describes a translation model with separate source and target vocabularies. */
+function hasTargetTokenizer(config: unknown): boolean {
+  const m = (config as { model?: { tgtVocabSize?: unknown } } | null)?.model;
+  return m !== null && typeof m === 'object' && m.tgtVocabSize !== undefined;
+}
+
+/**
+ * The tokenizer (parsed JSON) and the weights (bytes) of the served model, and its target tokenizer
+ * when config.json says the vocabularies are separate.
+ */
+export async function fetchModelFiles(name: string, progress: (s: string) => void, config?: unknown): Promise<{ tokenizer: unknown; weights: Uint8Array; targetTokenizer?: unknown }> {
   const tokenizer: unknown = await (await fetchOk('model/tokenizer.json')).json();
+  const targetTokenizer: unknown = hasTargetTokenizer(config) ? await (await fetchOk('model/target_tokenizer.json')).json() : undefined;
   const wres = await fetchOk('model/model.safetensors');
   const total = Number(wres.headers.get('Content-Length') ?? 0);
   const reader = wres.body!.getReader();
@@ -65,7 +75,7 @@ export async function fetchModelFiles(name: string, progress: (s: string) => voi
     weights.set(c, off);
     off += c.length;
   }
-  return { tokenizer, weights };
+  return { tokenizer, weights, ...(targetTokenizer !== undefined && { targetTokenizer }) };
 }
 
 export interface ModelViewDeps {
@@ -79,7 +89,7 @@ export interface ModelViewDeps {
  * The served model's info line while it loads, and the messages when there is none or it fails.
  * Returns the loaded model, or null (the message is shown).
  */
-export async function loadServed<T>(info: HTMLElement, deps: ModelViewDeps, load: (tokenizer: unknown, weights: Uint8Array) => T): Promise<{ loaded: T; name: string } | null> {
+export async function loadServed<T>(info: HTMLElement, deps: ModelViewDeps, load: (tokenizer: unknown, weights: Uint8Array, targetTokenizer?: unknown) => T): Promise<{ loaded: T; name: string } | null> {
   const fail = (message: string) => {
     info.textContent = `Could not load the model: ${message}`;
     info.classList.add('error');
@@ -97,8 +107,8 @@ export async function loadServed<T>(info: HTMLElement, deps: ModelViewDeps, load
   try {
     const files = await fetchModelFiles(served.name, (s) => {
       info.textContent = s;
-    });
-    return { loaded: load(files.tokenizer, files.weights), name: served.name };
+    }, served.config);
+    return { loaded: load(files.tokenizer, files.weights, files.targetTokenizer), name: served.name };
   } catch (e) {
     return fail((e as Error).message);
   }

@@ -15,6 +15,8 @@ import { attentionPanel } from './attention-panel.ts';
 interface Loaded {
   model: Seq2Seq;
   tokenizer: BpeTokenizer;
+  /** The target side's: `tokenizer` itself unless the model has separate vocabularies. */
+  targetTokenizer: BpeTokenizer;
   name: string;
 }
 
@@ -72,7 +74,8 @@ export async function initTranslate(root: HTMLElement, deps: ModelViewDeps): Pro
     work() {
       const t0 = performance.now();
       const useBeam = decoding.value === 'beam';
-      const t = translateWithAttention(loaded!.model, loaded!.tokenizer, src.value, { beam: useBeam ? Math.max(2, Number(beam.value) || 4) : 1 });
+      const separate = loaded!.targetTokenizer !== loaded!.tokenizer;
+      const t = translateWithAttention(loaded!.model, loaded!.tokenizer, src.value, { beam: useBeam ? Math.max(2, Number(beam.value) || 4) : 1, ...(separate && { targetTokenizer: loaded!.targetTokenizer }) });
       const ms = performance.now() - t0;
       current = t;
       out.textContent = t.translation === '' ? '(empty)' : t.translation;
@@ -88,14 +91,14 @@ export async function initTranslate(root: HTMLElement, deps: ModelViewDeps): Pro
     },
   });
 
-  const r = await loadServed(info, deps, (tok, weights) => {
-    const m = loadModelFromFiles(deps.served.model!.config, tok, weights);
-    return { model: m.model, tokenizer: m.tokenizer };
+  const r = await loadServed(info, deps, (tok, weights, targetTok) => {
+    const m = loadModelFromFiles(deps.served.model!.config, tok, weights, targetTok);
+    return { model: m.model, tokenizer: m.tokenizer, targetTokenizer: m.targetTokenizer };
   });
   if (!r) return;
   loaded = { ...r.loaded, name: r.name };
   const c = loaded.model.config;
-  info.textContent = `Model ${loaded.name}: dModel ${c.dModel}, ${c.numEncoderLayers} encoder + ${c.numDecoderLayers} decoder layers, ${c.nhead} heads, vocabulary ${loaded.tokenizer.vocabSize}, ${loaded.model.numParameters().toLocaleString('en')} parameters.`;
+  info.textContent = `Model ${loaded.name}: dModel ${c.dModel}, ${c.numEncoderLayers} encoder + ${c.numDecoderLayers} decoder layers, ${c.nhead} heads, ${loaded.targetTokenizer === loaded.tokenizer ? `vocabulary ${loaded.tokenizer.vocabSize}` : `vocabularies ${loaded.tokenizer.vocabSize} (source) and ${loaded.targetTokenizer.vocabSize} (target)`}, ${loaded.model.numParameters().toLocaleString('en')} parameters.`;
   deps.setModelStatus(`model: ${loaded.name}`);
   go.disabled = false;
 }
