@@ -77,7 +77,7 @@ def read_pairs(path):
         sides.append([ids[a:b] for a, b in zip(off, off[1:])])
     if len(sides[0]) != len(sides[1]):
         raise QkvError(f'{path}: {len(sides[0])} source sentences but {len(sides[1])} target sentences')
-    ids = {k: int(meta[k]) for k in ('padId', 'bosId', 'eosId', 'vocabSize')}
+    ids = {k: int(meta[k]) for k in ('padId', 'bosId', 'eosId', 'vocabSize', 'tgtVocabSize') if k in meta}
     return list(zip(*sides)), {**meta, **ids}
 
 

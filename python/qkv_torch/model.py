@@ -2,7 +2,8 @@
 `load_state_dict(strict=True)` takes a qkv `model.safetensors` as it is and gives qkv's logits.
 
   Seq2Seq (config.json format 'qkv-seq2seq', src/models/seq2seq.ts): shared embedding · √d_model
-    + sinusoidal positions (§3.4, §3.5), torch.nn.Transformer (batch-first), logits = h·Eᵀ.
+    + sinusoidal positions (§3.4, §3.5), torch.nn.Transformer (batch-first), logits = h·Eᵀ; with
+    separate vocabularies (tgtVocabSize) a source table and a target table, the latter tied.
   GPT (format 'qkv-gpt', src/models/gpt.ts): GPT-2's pre-norm blocks of nn.MultiheadAttention and
     an MLP of two nn.Linear with exact GELU, a final LayerNorm, logits = h·wteᵀ.
 
@@ -32,7 +33,8 @@ SEQ2SEQ_FIELDS = {
     'numDecoderLayers': 'int>=0', 'dimFeedforward': 'int>0', 'dropout': 'prob', 'activation': ('relu', 'gelu'),
     'normFirst': 'bool', 'maxLen': 'int>0', 'padId': 'int>=0',
 }
-SEQ2SEQ_OPTIONAL = {'attentionDropout': 'prob', 'activationDropout': 'prob'}
+# tgtVocabSize: separate vocabularies (qkv train --separate-vocab), a target table tgtEmbedding.
+SEQ2SEQ_OPTIONAL = {'attentionDropout': 'prob', 'activationDropout': 'prob', 'tgtVocabSize': 'int>0'}
 GPT_FIELDS = {
     'vocabSize': 'int>0', 'blockSize': 'int>0', 'nLayer': 'int>0', 'nHead': 'int>0', 'nEmbd': 'int>0',
     'dropout': 'prob', 'positions': ('learned', 'sinusoidal'),
@@ -68,8 +70,6 @@ def check_config(cfg, where='config.json'):
     model = cfg.get('model')
     if not isinstance(model, dict):
         raise QkvError(f"{where}: format '{fmt}' needs a 'model' object")
-    if fmt == 'qkv-seq2seq' and 'tgtVocabSize' in model:
-        raise QkvError(f"{where}: model.tgtVocabSize is set (separate source and target vocabularies, qkv train --separate-vocab); qkv_torch reads shared-vocabulary models only")
     required, optional = (SEQ2SEQ_FIELDS, SEQ2SEQ_OPTIONAL) if fmt == 'qkv-seq2seq' else (GPT_FIELDS, GPT_OPTIONAL)
     for name in model:
         if name not in required and name not in optional:
@@ -86,6 +86,8 @@ def check_config(cfg, where='config.json'):
             raise QkvError(f"{where}: model.dModel {model['dModel']} is not divisible by model.nhead {model['nhead']}")
         if model['padId'] >= model['vocabSize']:
             raise QkvError(f"{where}: model.padId {model['padId']} is outside the vocabulary of {model['vocabSize']}")
+        if model['padId'] >= model.get('tgtVocabSize', model['vocabSize']):
+            raise QkvError(f"{where}: model.padId {model['padId']} is outside the target vocabulary of {model['tgtVocabSize']}")
     elif model['nEmbd'] % model['nHead']:
         raise QkvError(f"{where}: model.nEmbd {model['nEmbd']} is not divisible by model.nHead {model['nHead']}")
     return FORMATS[fmt]
@@ -146,9 +148,19 @@ class Seq2Seq(nn.Module):
         nn.init.normal_(self.embedding.weight, 0, c['dModel'] ** -0.5)
         with torch.no_grad():
             self.embedding.weight[c['padId']].zero_()
+        # Separate vocabularies: the target's own table, embedding target ids and projecting onto them.
+        self.tgtEmbedding = None
+        if 'tgtVocabSize' in c:
+            self.tgtEmbedding = nn.Embedding(c['tgtVocabSize'], c['dModel'], padding_idx=c['padId'])
+            nn.init.normal_(self.tgtEmbedding.weight, 0, c['dModel'] ** -0.5)
+            with torch.no_grad():
+                self.tgtEmbedding.weight[c['padId']].zero_()
 
-    def embed(self, ids):  # (B, T) -> (B, T, dModel)
-        return self.positions(self.embedding(ids) * math.sqrt(self.config['dModel']))
+    def target_table(self):
+        return self.tgtEmbedding if self.tgtEmbedding is not None else self.embedding
+
+    def embed(self, ids, table=None):  # (B, T) -> (B, T, dModel)
+        return self.positions((table or self.embedding)(ids) * math.sqrt(self.config['dModel']))
 
     def forward(self, src, tgt_in):
         """Teacher-forced logits (B, T, vocab) for src (B, S) and the shifted target (B, T)."""
@@ -158,9 +170,9 @@ class Seq2Seq(nn.Module):
         T = tgt_in.shape[1]
         causal = torch.triu(torch.full((T, T), float('-inf'), device=src.device), diagonal=1)  # (T, T)
         memory = self.transformer.encoder(self.embed(src), src_key_padding_mask=src_pad)
-        h = self.transformer.decoder(self.embed(tgt_in), memory, tgt_mask=causal,
+        h = self.transformer.decoder(self.embed(tgt_in, self.target_table()), memory, tgt_mask=causal,
                                      tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad)
-        return F.linear(h, self.embedding.weight)  # tied output projection (§3.4)
+        return F.linear(h, self.target_table().weight)  # tied output projection (§3.4)
 
 
 # ---- GPT --------------------------------------------------------------------------------------

@@ -209,6 +209,10 @@ class Run:
         if not os.path.exists(self.tokenizer):
             raise QkvError(f'tokenizer not found: {self.tokenizer}')
         mc = self.cfg['model']
+        # Separate vocabularies (qkv train --separate-vocab): the target's tokenizer travels too.
+        self.target_tokenizer = os.path.join(folder, 'target_tokenizer.json') if 'tgtVocabSize' in mc else None
+        if self.target_tokenizer and not os.path.exists(self.target_tokenizer):
+            raise QkvError(f'tokenizer not found: {self.target_tokenizer} (config.json has model.tgtVocabSize: separate vocabularies)')
 
         # The recipe: qkv's paper recipe < the run's config.json < its training state < flags.
         state_path = os.path.join(folder, STATE)
@@ -296,6 +300,10 @@ class Run:
             raise QkvError(f"{path}: encoded with a vocabulary of {meta['vocabSize']} (pad {meta['padId']}), the model has {mc['vocabSize']} (pad {mc['padId']})")
         if meta.get('tokenizerSha256') and meta['tokenizerSha256'] != sha256(self.tokenizer):
             raise QkvError(f'{path}: encoded with another tokenizer than {self.tokenizer} (re-run qkv data encode --model {self.folder})')
+        if meta.get('tgtVocabSize') != mc.get('tgtVocabSize'):
+            raise QkvError(f"{path}: encoded with a target vocabulary of {meta.get('tgtVocabSize', 'the shared one')}, the model has {mc.get('tgtVocabSize', 'one shared vocabulary')} (re-run qkv data encode --model {self.folder})")
+        if self.target_tokenizer and meta.get('targetTokenizerSha256') != sha256(self.target_tokenizer):
+            raise QkvError(f'{path}: encoded with another target tokenizer than {self.target_tokenizer} (re-run qkv data encode --model {self.folder})')
 
     # -- the step --
 
@@ -397,8 +405,10 @@ class Run:
         cfg['training'] = {**(self.cfg.get('training') or {}), 'recipe': self.options, 'maxSteps': self.max_steps,
                            'trainer': 'qkv_torch.train', 'worldSize': self.world, 'initFrom': self.a.init_from, 'torchData': self.a.data}
         safetensors.atomic_write(os.path.join(out, 'config.json'), json.dumps(cfg, indent=2) + '\n')
-        with open(self.tokenizer, 'rb') as f:
-            safetensors.atomic_write(os.path.join(out, 'tokenizer.json'), f.read())
+        for src, name in ((self.tokenizer, 'tokenizer.json'), (self.target_tokenizer, 'target_tokenizer.json')):
+            if src:
+                with open(src, 'rb') as f:
+                    safetensors.atomic_write(os.path.join(out, name), f.read())
         hist = os.path.join(self.folder, 'history.json')
         if os.path.exists(hist):
             shutil.copyfile(hist, os.path.join(out, 'history.json'))

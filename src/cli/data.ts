@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { writeSafetensors } from '../io/safetensors.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { readParallel } from './corpus.ts';
-import { atomicWrite, loadModelShape, UserError } from './files.ts';
+import { atomicWrite, loadModelShape, TARGET_TOKENIZER } from './files.ts';
 import { encodePairs } from './train.ts';
 
 export interface EncodeArgs {
@@ -38,19 +38,19 @@ function flatten(seqs: readonly (readonly number[])[]): { ids: Tensor; offsets: 
 
 export function encodeSplit(a: EncodeArgs): void {
   const { tokenizer, targetTokenizer, model } = loadModelShape(a.model);
-  if (targetTokenizer !== tokenizer) {
-    throw new UserError(`${a.model}: a model with separate source and target vocabularies (target_tokenizer.json); python/qkv_torch trains shared-vocabulary models only, so its data is not encoded`);
-  }
+  const separate = targetTokenizer !== tokenizer;
   const text = readParallel(a.data, a.split, a.src, a.tgt);
-  const pairs = encodePairs(tokenizer, text.src, text.tgt, model.config.maxLen);
+  const pairs = encodePairs(tokenizer, text.src, text.tgt, model.config.maxLen, targetTokenizer);
   const src = flatten(pairs.map((p) => p.src));
   const tgt = flatten(pairs.map((p) => p.tgt));
-  const sha = createHash('sha256').update(readFileSync(join(a.model, 'tokenizer.json'))).digest('hex');
+  const sha256 = (f: string) => createHash('sha256').update(readFileSync(join(a.model, f))).digest('hex');
   const metadata = {
     format: 'qkv-encoded-pairs', version: '1', split: a.split, src: a.src, tgt: a.tgt, pairs: String(pairs.length),
     padId: String(tokenizer.padId), bosId: String(tokenizer.bosId), eosId: String(tokenizer.eosId),
-    vocabSize: String(tokenizer.vocabSize), maxLen: String(model.config.maxLen), tokenizerSha256: sha,
+    vocabSize: String(tokenizer.vocabSize), maxLen: String(model.config.maxLen), tokenizerSha256: sha256('tokenizer.json'),
+    // Separate vocabularies: the target side's size and tokenizer, which train.py checks against the model.
+    ...(separate && { tgtVocabSize: String(targetTokenizer.vocabSize), targetTokenizerSha256: sha256(TARGET_TOKENIZER) }),
   };
   atomicWrite(a.out, writeSafetensors({ 'src.ids': src.ids, 'src.offsets': src.offsets, 'tgt.ids': tgt.ids, 'tgt.offsets': tgt.offsets }, { metadata }));
-  a.log(`wrote ${a.out}: ${pairs.length} pairs, ${src.ids.size} source and ${tgt.ids.size} target ids (${a.split}.${a.src}-${a.tgt}, vocabulary ${tokenizer.vocabSize})`);
+  a.log(`wrote ${a.out}: ${pairs.length} pairs, ${src.ids.size} source and ${tgt.ids.size} target ids (${a.split}.${a.src}-${a.tgt}, ${separate ? `vocabularies ${tokenizer.vocabSize} and ${targetTokenizer.vocabSize}` : `vocabulary ${tokenizer.vocabSize}`})`);
 }

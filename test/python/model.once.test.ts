@@ -1,5 +1,5 @@
 /**
- * python/qkv_torch/model.py against qkv: Seq2Seq (post-norm ReLU, pre-norm GELU) and GPT (learned
+ * python/qkv_torch/model.py against qkv: Seq2Seq (post-norm ReLU, pre-norm GELU, separate vocabularies) and GPT (learned
  * and sinusoidal positions) folders written by qkv load with load_state_dict(strict=True) from fp32,
  * fp16 and bf16 files and give qkv's logits; bad folders give one clear line and change nothing.
  */
@@ -40,7 +40,7 @@ const gptIds = ids([[3, 14, 15, 9, 2, 6], [5, 35, 8, 9, 7, 9]]);
 
 interface Case { dir: string; expected: Tensor; }
 
-function seq2seqCase(name: string, config: typeof S2S, dtype?: 'F16' | 'BF16'): Case {
+function seq2seqCase(name: string, config: typeof S2S & { tgtVocabSize?: number }, dtype?: 'F16' | 'BF16'): Case {
   manualSeed(3);
   const m = new Seq2Seq(config);
   const bytes = writeSafetensors(m.stateDict(), dtype ? { dtype } : {});
@@ -70,6 +70,8 @@ test('Seq2Seq and GPT folders from qkv (fp32, fp16, bf16) load strictly in PyTor
   const cases = [
     seq2seqCase('s2s-f32', S2S), seq2seqCase('s2s-f16', S2S, 'F16'), seq2seqCase('s2s-bf16', S2S, 'BF16'),
     seq2seqCase('s2s-prenorm-gelu', { ...S2S, normFirst: true, activation: 'gelu' as never }),
+    // Separate vocabularies: a source table of 50 and a target table of 40, tied to the output.
+    seq2seqCase('s2s-separate-vocab', { ...S2S, tgtVocabSize: 40 }),
     gptCase('gpt-learned', GPTC), gptCase('gpt-sinusoidal', { ...GPTC, positions: 'sinusoidal' }),
     // GPT-2's tanh GELU and LayerNorm ε, where qkv's GPT has them (it then rejects an unknown activation).
     ...(gptHasActivation() ? [gptCase('gpt-gelu-tanh', { ...GPTC, activation: 'gelu_tanh', layerNormEps: 1e-6 } as typeof GPTC)] : []),
@@ -105,7 +107,7 @@ test('bad folders: unknown format or field, missing/extra key, wrong shape, trun
   const cases: [string, object, Uint8Array, RegExp][] = [
     ['unknown-format', { ...cfg, format: 'qkv-bert' }, weights, /config\.json: unknown format "qkv-bert", expected 'qkv-seq2seq' \(qkv train\) or 'qkv-gpt' \(qkv train-lm\)$/],
     ['unknown-field', { ...cfg, model: { ...S2S, numLayers: 6 } }, weights, /config\.json: unknown field model\.numLayers for format 'qkv-seq2seq'/],
-    ['separate-vocab', { ...cfg, model: { ...S2S, tgtVocabSize: 40 } }, weights, /config\.json: model\.tgtVocabSize is set \(separate source and target vocabularies, qkv train --separate-vocab\); qkv_torch reads shared-vocabulary models only$/],
+    ['separate-vocab', { ...cfg, model: { ...S2S, tgtVocabSize: 40 } }, weights, /model\.safetensors: missing tensor 'tgtEmbedding\.weight' \(expected shape \[40, 16\]\)$/],
     ['missing-key', cfg, writeSafetensors(without), /model\.safetensors: missing tensor 'transformer\.decoder\.norm\.bias' \(expected shape \[16\]\)$/],
     ['extra-key', cfg, writeSafetensors({ ...good, 'lm_head.weight': good['embedding.weight'] }), /model\.safetensors: unexpected tensor 'lm_head\.weight' \(shape \[50, 16\]\), not part of this model$/],
     ['wrong-shape', cfg, writeSafetensors(wrong), /tensor 'transformer\.encoder\.layers\.0\.linear1\.weight' has shape \[24, 15\], the model expects \[24, 16\]$/],

@@ -91,6 +91,8 @@ export interface Fixture {
   trainer: Trainer;
   model: Seq2Seq;
   tokenizer: BpeTokenizer;
+  /** The target side's: `tokenizer` unless the run has separate vocabularies. */
+  targetTokenizer: BpeTokenizer;
   trainIds: string;
   valIds: string;
 }
@@ -99,16 +101,18 @@ export interface Fixture {
  * A qkv run folder at step 0 (config.json, tokenizer.json, model.safetensors, train-state.safetensors
  * as `qkv train` writes them) and the encoded train/val splits, plus the in-process Trainer.
  */
-export function makeRun(dir: string, corpus: string, model: Partial<Seq2SeqConfig> = {}, recipe: Partial<TrainerOptions> = RECIPE): Fixture {
+export function makeRun(dir: string, corpus: string, model: Partial<Seq2SeqConfig> = {}, recipe: Partial<TrainerOptions> = RECIPE, o: { separate?: boolean } = {}): Fixture {
   const text = (split: string, lang: string) => readFileSync(join(corpus, `${split}.${lang}`), 'utf8').trimEnd().split('\n');
   const [en, de] = [text('train', 'en'), text('train', 'de')];
-  const tokenizer = BpeTokenizer.learn([...en, ...de], { vocabSize: 300 });
+  // Separate vocabularies (qkv train --separate-vocab): one BPE per language, as train.ts learns them.
+  const tokenizer = BpeTokenizer.learn(o.separate ? en : [...en, ...de], { vocabSize: 300 });
+  const targetTokenizer = o.separate ? BpeTokenizer.learn(de, { vocabSize: 250 }) : tokenizer;
   manualSeed(7);
-  const m = new Seq2Seq({ ...TINY, ...model, vocabSize: tokenizer.vocabSize, padId: tokenizer.padId });
+  const m = new Seq2Seq({ ...TINY, ...model, vocabSize: tokenizer.vocabSize, padId: tokenizer.padId, ...(o.separate && { tgtVocabSize: targetTokenizer.vocabSize }) });
   const ids = { padId: tokenizer.padId, bosId: tokenizer.bosId, eosId: tokenizer.eosId };
-  const trainer = new Trainer(m, encodePairs(tokenizer, en, de, m.config.maxLen), ids, recipe);
+  const trainer = new Trainer(m, encodePairs(tokenizer, en, de, m.config.maxLen, targetTokenizer), ids, recipe);
   const run = join(dir, 'qkv-run');
-  saveModelDir(run, m, tokenizer, { preset: 'tiny', recipe: trainer.options, maxSteps: 5 });
+  saveModelDir(run, m, tokenizer, { preset: 'tiny', recipe: trainer.options, maxSteps: 5 }, targetTokenizer);
   saveWeights(join(run, 'model.safetensors'), m.stateDict());
   atomicWrite(join(run, 'train-state.safetensors'), trainer.saveState());
   const log = () => {};
@@ -116,7 +120,7 @@ export function makeRun(dir: string, corpus: string, model: Partial<Seq2SeqConfi
   const valIds = join(dir, 'val.ids');
   encodeSplit({ model: run, data: corpus, split: 'train', src: 'en', tgt: 'de', out: trainIds, log });
   encodeSplit({ model: run, data: corpus, split: 'val', src: 'en', tgt: 'de', out: valIds, log });
-  return { run, trainer, model: m, tokenizer, trainIds, valIds };
+  return { run, trainer, model: m, tokenizer, targetTokenizer, trainIds, valIds };
 }
 
 export function readTensors(path: string): Record<string, Tensor> {

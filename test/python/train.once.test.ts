@@ -223,3 +223,47 @@ test('round trip: qkv run → torchrun --init-from (3 more steps) → qkv train 
   assert.equal(again.status, 1);
   assert.match(again.stderr, /^error: .* already holds a training run; pass --resume/);
 });
+
+test('separate vocabularies (qkv train --separate-vocab): qkv data encode writes the target side with target_tokenizer.json; train.py takes qkv\'s 5 steps and writes a folder qkv reads', { skip }, () => {
+  requireTool('torch');
+  setup();
+  const sdir = join(dir, 'separate');
+  const sx = makeRun(sdir, join(dir, 'corpus'), {}, RECIPE, { separate: true });
+  assert.equal(sx.model.config.tgtVocabSize, sx.targetTokenizer.vocabSize);
+  assert.notEqual(sx.targetTokenizer.vocabSize, sx.tokenizer.vocabSize);
+  // The encoded file holds the target ids of target_tokenizer.json, and says so.
+  const meta = readSafetensors(readFileSync(sx.trainIds)).metadata;
+  assert.equal(meta.tgtVocabSize, String(sx.targetTokenizer.vocabSize));
+  assert.deepEqual(readPairsOf(sx.trainIds), sx.trainer.pairs);
+  const losses = Array.from({ length: 5 }, () => sx.trainer.step().loss);
+  const out = join(sdir, 'torch');
+  const r = python(['python/qkv_torch/train.py', '--init-from', sx.run, '--data', sx.trainIds, '--out', out, '--max-steps', '5']);
+  assert.equal(r.status, 0, r.stderr);
+  readLog(out).forEach((e, i) => assert.ok(Math.abs(e.loss - losses[i]) <= 1e-5 * losses[i], `step ${i + 1}: loss ${e.loss} vs qkv ${losses[i]}`));
+  // The two embedding tables (what separate vocabularies add) to 1e-4 + 1e-4·|w|, and the model's
+  // output: every other weight agreed to 5e-6 except one encoder query weight at 1.2e-4 (Adam's
+  // first steps divide a near-zero gradient by its own size), which changes no logit beyond 1e-4.
+  const w = step5(out);
+  const tables = (t: Record<string, Tensor>) => ({ 'embedding.weight': t['embedding.weight'], 'tgtEmbedding.weight': t['tgtEmbedding.weight'] });
+  const { excess, where } = worstExcess(tables(w), tables(sx.model.stateDict()), 1e-4, 1e-4);
+  assert.ok(excess <= 0, `embedding tables differ beyond 1e-4 + 1e-4·|w|: ${where}`);
+  const probe = new Seq2Seq(sx.model.config);
+  const logitsOf = (weights: Record<string, Tensor>) => {
+    probe.loadStateDict(weights);
+    probe.eval();
+    const b = makeBatch(sx.trainer.pairs, sx.trainer.batches[0], { padId: sx.tokenizer.padId, bosId: sx.targetTokenizer.bosId, eosId: sx.targetTokenizer.eosId });
+    return noGrad(() => probe.forward(b.src, b.tgtIn).data.slice() as Float32Array);
+  };
+  const qkvModel = Object.fromEntries(Object.entries(sx.model.stateDict()).map(([k, v]) => [k, v.clone()]));
+  assert.ok(maxRelDiff(logitsOf(w), logitsOf(qkvModel), 1) < 1e-4, 'logits after 5 steps');
+  assert.equal(readFileSync(join(out, 'target_tokenizer.json'), 'utf8'), readFileSync(join(sx.run, 'target_tokenizer.json'), 'utf8'));
+  assert.equal(loadModelDir(out).targetTokenizer.vocabSize, sx.targetTokenizer.vocabSize);
+  // A file without the target side's size and tokenizer (as a shared-vocabulary encoding says) does not train it: one line, exit 1.
+  const f = readSafetensors(readFileSync(sx.trainIds));
+  const { tgtVocabSize: _v, targetTokenizerSha256: _h, ...sharedMeta } = f.metadata;
+  const noTarget = join(sdir, 'no-target.ids');
+  writeFileSync(noTarget, writeSafetensors(f.tensors, { metadata: sharedMeta }));
+  const bad = python(['python/qkv_torch/train.py', '--init-from', sx.run, '--data', noTarget, '--out', join(sdir, 'bad'), '--max-steps', '1']);
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, new RegExp(`^error: .*no-target\\.ids: encoded with a target vocabulary of the shared one, the model has ${sx.targetTokenizer.vocabSize} \\(re-run qkv data encode --model .*\\)$`, 'm'));
+});
