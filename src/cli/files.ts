@@ -1,8 +1,9 @@
 /**
  * Model folders on disk (Node only): config.json, model.safetensors, tokenizer.json — plain files
  * other tools read — and, for a model with separate source and target vocabularies,
- * target_tokenizer.json (tokenizer.json is then the source language's). Every write goes to a temporary file in the same folder, is flushed, then
- * renamed over the target, so a killed process leaves either the old file or the new one.
+ * target_tokenizer.json (tokenizer.json is then the source language's). Every write goes to a
+ * temporary file in the same folder, is flushed, then renamed over the target, so a killed
+ * process leaves either the old file or the new one.
  */
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -134,7 +135,6 @@ export function loadModelShape(dir: string): LoadedModel {
   if (disagree) throw new UserError(disagree);
   return { model: new Seq2Seq(config.model), tokenizer, targetTokenizer, config };
 }
-
 
 /** Load a model folder written by `qkv train` (or by hand: the three files). */
 export function loadModelDir(dir: string, weightsFile = 'model.safetensors'): LoadedModel {
