@@ -155,7 +155,6 @@ test('a folder whose tokenizers disagree with config.json, and the tools that re
     [() => {}, ['explore', '--model', bad, '--port', '0'], /tokenizer not found: .*bad\/target_tokenizer\.json/],
     // Another model's tokenizer where the target's belongs: its size is not model.tgtVocabSize.
     [() => copyFileSync(join(shared, 'tokenizer.json'), join(bad, 'target_tokenizer.json')), ['translate', '--model', bad], /target_tokenizer\.json: 250 tokens, but config\.json's model\.tgtVocabSize is 300/],
-    [() => copyFileSync(join(out, 'target_tokenizer.json'), join(bad, 'target_tokenizer.json')), ['data', 'encode', '--model', bad, '--data', data, '--split', 'val', '--out', join(work, 'val.safetensors')], /separate source and target vocabularies .*python\/qkv_torch trains shared-vocabulary models only/],
   ];
   for (const [prepare, args, re] of cases) {
     prepare();
