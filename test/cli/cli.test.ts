@@ -1,30 +1,16 @@
 /** The `qkv` command end to end on a small corpus: train, resume, translate, eval, info, and bad input. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
 import { corpusBleu } from '../../src/text/bleu.ts';
-
-const root = new URL('../../', import.meta.url).pathname;
-function qkv(args: string[], input?: string) {
-  return spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), ...args], { encoding: 'utf8', input, cwd: root });
-}
+import { qkv, writeCorpus } from '../helpers/cli.ts';
 
 // 300 real Multi30K pairs for training, 20 for validation and test.
 const work = mkdtempSync(join(tmpdir(), 'qkv-cli-'));
 const data = join(work, 'data');
-const lines = (f: string) => gunzipSync(readFileSync(join(root, 'data/multi30k', f))).toString('utf8').split('\n');
-{
-  const [en, de] = [lines('train.en.gz'), lines('train.de.gz')];
-  mkdirSync(data);
-  for (const [split, a, b] of [['train', 0, 300], ['val', 300, 320], ['test_2016_flickr', 320, 340]] as const) {
-    writeFileSync(join(data, `${split}.en`), `${en.slice(a, b).join('\n')}\n`);
-    writeFileSync(join(data, `${split}.de`), `${de.slice(a, b).join('\n')}\n`);
-  }
-}
+writeCorpus(data, [['train', 0, 300], ['val', 300, 320], ['test_2016_flickr', 320, 340]]);
 const out = join(work, 'run');
 
 test('qkv train (tiny preset) writes a model folder and checkpoints; --resume continues', () => {

@@ -6,26 +6,17 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
 import { crashLoop, ensureBuilt, listTree, runToEnd, snapshot } from './crash.ts';
 import { tempDir } from '../e2e/tiny-model.ts';
+import { multi30kLines, writeCorpus } from '../helpers/cli.ts';
 
 const KILLS = 30;
-const root = new URL('../../', import.meta.url).pathname;
 const work = tempDir('qkv-crash-');
 const data = join(work, 'data');
-{
-  const lines = (f: string) => gunzipSync(readFileSync(join(root, 'data/multi30k', f))).toString('utf8').split('\n');
-  const [en, de] = [lines('train.en.gz'), lines('train.de.gz')];
-  mkdirSync(data);
-  for (const [split, a, b] of [['train', 0, 200], ['val', 200, 210]] as const) {
-    writeFileSync(join(data, `${split}.en`), `${en.slice(a, b).join('\n')}\n`);
-    writeFileSync(join(data, `${split}.de`), `${de.slice(a, b).join('\n')}\n`);
-  }
-  writeFileSync(join(work, 'lm.txt'), `${en.slice(0, 300).join('\n')}\n`);
-}
+writeCorpus(data, [['train', 0, 200], ['val', 200, 210]]);
+writeFileSync(join(work, 'lm.txt'), `${multi30kLines('train.en.gz').slice(0, 300).join('\n')}\n`);
 
 async function crashTest(name: string, stateFile: string, args: (out: string, resume: boolean) => string[], seed: number, maxSteps: number, saveEvery: number, evalEvery: number) {
   ensureBuilt();

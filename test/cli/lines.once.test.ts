@@ -5,15 +5,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeTinyModel, tempDir } from '../e2e/tiny-model.ts';
-
-const root = new URL('../../', import.meta.url).pathname;
-function qkv(args: string[], input?: string) {
-  return spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), ...args], { encoding: 'utf8', input, cwd: root });
-}
+import { qkv } from '../helpers/cli.ts';
 
 const { dir, tokenizer } = makeTinyModel(); // maxLen 24
 const LONG = 'A dog runs in the park. '.repeat(6).trim();

@@ -5,15 +5,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { qkv, root } from '../helpers/cli.ts';
 
-const root = new URL('../../', import.meta.url).pathname;
-function qkv(args: string[], input?: string) {
-  return spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), ...args], { encoding: 'utf8', input, cwd: root });
-}
 const work = mkdtempSync(join(tmpdir(), 'qkv-onnx-cli-'));
 const MT = join(root, 'models/multi30k-en-de');
 const LM = join(root, 'models/gpt-multi30k-char');

@@ -2,16 +2,14 @@
  * `qkv train --separate-vocab` (issue 12: joint vs separate vocabularies) end to end: one BPE
  * vocabulary per language, the source's in tokenizer.json and the target's in
  * target_tokenizer.json, each learned on its own side; translate, eval, attention and export read
- * both; --resume keeps them; the torchrun bridge, which reads shared vocabularies only, says so
- * (the explorer with such a model: test/e2e/explorer.test.ts).
+ * both; --resume keeps them (the explorer with such a model: test/e2e/explorer.test.ts; the torchrun
+ * bridge: test/python/).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import { greedy } from '../../src/decode/search.ts';
 import { loadModelDir } from '../../src/cli/files.ts';
@@ -20,21 +18,12 @@ import { readSafetensors } from '../../src/io/safetensors.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { corpusBleu } from '../../src/text/bleu.ts';
 import { translateWithAttention } from '../../src/viz/attention-data.ts';
-
-const root = new URL('../../', import.meta.url).pathname;
-function qkv(args: string[], input?: string) {
-  return spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), ...args], { encoding: 'utf8', input, cwd: root });
-}
+import { multi30kLines, qkv, writeCorpus } from '../helpers/cli.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'qkv-sepvocab-'));
 const data = join(work, 'data');
-const lines = (f: string) => gunzipSync(readFileSync(join(root, 'data/multi30k', f))).toString('utf8').split('\n');
-const [en, de] = [lines('train.en.gz'), lines('train.de.gz')];
-mkdirSync(data);
-for (const [split, a, b] of [['train', 0, 300], ['val', 300, 320], ['test_2016_flickr', 320, 340]] as const) {
-  writeFileSync(join(data, `${split}.en`), `${en.slice(a, b).join('\n')}\n`);
-  writeFileSync(join(data, `${split}.de`), `${de.slice(a, b).join('\n')}\n`);
-}
+writeCorpus(data, [['train', 0, 300], ['val', 300, 320], ['test_2016_flickr', 320, 340]]);
+const [en, de] = [multi30kLines('train.en.gz'), multi30kLines('train.de.gz')];
 const out = join(work, 'run');
 const sentences = ['A man is riding a bike.', 'Two dogs play in the snow.'];
 

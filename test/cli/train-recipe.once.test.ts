@@ -4,29 +4,15 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
 import { readSafetensors, writeSafetensors } from '../../src/io/index.ts';
-
-const root = new URL('../../', import.meta.url).pathname;
-function qkv(args: string[]) {
-  return spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), ...args], { encoding: 'utf8', cwd: root });
-}
+import { qkv, writeCorpus } from '../helpers/cli.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'qkv-recipe-'));
 const data = join(work, 'data');
-{
-  const lines = (f: string) => gunzipSync(readFileSync(join(root, 'data/multi30k', f))).toString('utf8').split('\n');
-  mkdirSync(data);
-  for (const lang of ['en', 'de', 'fr']) {
-    const all = lines(`train.${lang}.gz`);
-    writeFileSync(join(data, `train.${lang}`), `${all.slice(0, 200).join('\n')}\n`);
-    writeFileSync(join(data, `val.${lang}`), `${all.slice(200, 210).join('\n')}\n`);
-  }
-}
+writeCorpus(data, [['train', 0, 200], ['val', 200, 210]], ['en', 'de', 'fr']);
 const small = ['--preset', 'tiny', '--data', data, '--bleu-sentences', '4'];
 
 test('recipe flags reach config.json and tokenizer.json; --direction en-fr; --resume keeps the recipe and refuses to change it', () => {

@@ -5,16 +5,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readSafetensors, writeSafetensors } from '../../src/io/safetensors.ts';
 import { makeTinyGpt, makeTinyModel } from '../e2e/tiny-model.ts';
-
-const root = new URL('../../', import.meta.url).pathname;
-function qkv(args: string[], input?: string) {
-  return spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), ...args], { encoding: 'utf8', input, cwd: root });
-}
+import { qkv } from '../helpers/cli.ts';
 
 test('qkv translate on weights with NaN in the embedding: one line naming the file and the tensor, exit 1', () => {
   const { dir } = makeTinyModel();

@@ -4,9 +4,8 @@
  * python/qkv_torch under /usr/bin/python3 and torchrun.
  */
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
 import { encodeSplit } from '../../src/cli/data.ts';
 import { atomicWrite, saveModelDir, saveWeights } from '../../src/cli/files.ts';
 import { encodePairs } from '../../src/cli/train.ts';
@@ -17,8 +16,9 @@ import type { Tensor } from '../../src/tensor/tensor.ts';
 import { BpeTokenizer } from '../../src/text/bpe.ts';
 import { Trainer, type TrainerOptions } from '../../src/train/trainer.ts';
 import { PYTHON } from '../helpers/tools.ts';
+import { qkv, root, writeCorpus } from '../helpers/cli.ts';
 
-export const root = new URL('../../', import.meta.url).pathname;
+export { root };
 
 /** Environment of every Python process: the package on the path, one thread per rank. */
 export const pyEnv = { ...process.env, PYTHONPATH: join(root, 'python'), OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1' };
@@ -61,21 +61,13 @@ export function torchrun(nproc: number, script: string[]): SpawnSyncReturns<stri
   return bounded(...torchrunArgs(nproc, script));
 }
 
-export function qkvCli(args: string[]): SpawnSyncReturns<string> {
-  return spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), ...args], { encoding: 'utf8', cwd: root });
-}
+export const qkvCli = (args: string[]): SpawnSyncReturns<string> => qkv(args);
 
 export { spawn };
 
 /** n training pairs and 20 validation pairs of real Multi30K text in `dir`. */
 export function makeCorpus(dir: string, n = 160): string {
-  const lines = (f: string) => gunzipSync(readFileSync(join(root, 'data/multi30k', f))).toString('utf8').split('\n');
-  const [en, de] = [lines('train.en.gz'), lines('train.de.gz')];
-  mkdirSync(dir, { recursive: true });
-  for (const [split, a, b] of [['train', 0, n], ['val', n, n + 20]] as const) {
-    writeFileSync(join(dir, `${split}.en`), `${en.slice(a, b).join('\n')}\n`);
-    writeFileSync(join(dir, `${split}.de`), `${de.slice(a, b).join('\n')}\n`);
-  }
+  writeCorpus(dir, [['train', 0, n], ['val', n, n + 20]]);
   return dir;
 }
 
