@@ -103,7 +103,7 @@ test('bad input: unknown flag, bad number, missing model folder — one clear li
     [['translate', '--model', out, '--alpha', '-1'], '', /--alpha must be a number >= 0, got '-1'/],
     [['eval', '--model', out, '--split', 'val', '--tune-alpha', '0.6,x'], '', /--tune-alpha must be comma-separated numbers >= 0 \(e\.g\. 0\.6,1,1\.4\), got '0\.6,x'/],
     [['translate', '--model', join(work, 'nope')], 'hi\n', /model folder not found/],
-    [['train', '--preset', 'huge', '--out', join(work, 'x'), '--data', data], undefined, /unknown preset 'huge', expected one of: multi30k-small, paper-base, tiny/],
+    [['train', '--preset', 'huge', '--out', join(work, 'x'), '--data', data], undefined, /unknown preset 'huge', expected one of: multi30k-small, multi30k-wu, paper-base, tiny/],
   ];
   for (const [args, input, re] of cases) {
     const r = qkv(args, input);
