@@ -7,6 +7,7 @@
 //        evaluation against the training minutes so far, one row per run)
 import { existsSync, openSync, readFileSync, readSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
+import { models } from '../dist/index.js';
 
 const BASE_MODEL = { dModel: 256, nhead: 4, numEncoderLayers: 3, numDecoderLayers: 3, dimFeedforward: 1024, dropout: 0.1, normFirst: false };
 const BASE_RECIPE = { maxTokens: 4096, warmup: 800, lrFactor: 0.5, labelSmoothing: 0.1, accum: 1, weightDecay: 0, clipNorm: 0 };
@@ -36,6 +37,7 @@ function changes(config) {
   const r = t.recipe ?? {};
   for (const [k, v] of Object.entries(BASE_RECIPE)) if (r[k] !== undefined && r[k] !== v) out.push(`${k} ${r[k]}`);
   if (t.bpe && t.bpe.vocabSize !== 8000) out.push(`BPE ${t.bpe.vocabSize}`);
+  if (t.bpe?.separate) out.push('separate vocabularies');
   if (t.bpe?.splitPunctuation) out.push('punctuation split');
   if (t.average === 'best') out.push(`average best ${t.keep}`);
   if (t.direction && t.direction !== 'en-de') out.push(t.direction);
@@ -68,8 +70,10 @@ for (const dir of curve ? args.slice(1) : args) {
   const last = evals[evals.length - 1];
   const minutes = minutesAt[minutesAt.length - 1];
   const avg = history.filter((h) => h.averaged !== undefined).pop();
+  // From the weights where the folder has them (records/ keeps only config.json and history.json).
   const weights = join(dir, 'model.safetensors');
-  rows.push(`| ${name} | ${changes(config)} | ${existsSync(weights) ? (parameters(weights) / 1e6).toFixed(2) + 'M' : '?'} | ${last.step} (${last.epoch} ep.) | ${minutes.toFixed(0)} | ${best.bleu.toFixed(2)} @ ${best.step} | ${avg ? avg.bleu.toFixed(2) : '–'} |`);
+  const count = existsSync(weights) ? parameters(weights) : new models.Seq2Seq(config.model).numParameters();
+  rows.push(`| ${name} | ${changes(config)} | ${(count / 1e6).toFixed(2)}M | ${last.step} (${last.epoch} ep.) | ${minutes.toFixed(0)} | ${best.bleu.toFixed(2)} @ ${best.step} | ${avg ? avg.bleu.toFixed(2) : '–'} |`);
 }
 if (curve) {
   console.log('| run | greedy val BLEU @ training minutes, every evaluation |');
