@@ -5,28 +5,12 @@
 // Usage: node scripts/recipe-table.mjs runs/NAME [runs/NAME ...]   (prints a Markdown table)
 //        node scripts/recipe-table.mjs --curve runs/NAME ...     (time to BLEU: val BLEU at each
 //        evaluation against the training minutes so far, one row per run)
-import { existsSync, openSync, readFileSync, readSync, closeSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { models } from '../dist/index.js';
 
 const BASE_MODEL = { dModel: 256, nhead: 4, numEncoderLayers: 3, numDecoderLayers: 3, dimFeedforward: 1024, dropout: 0.1, normFirst: false };
 const BASE_RECIPE = { maxTokens: 4096, warmup: 800, lrFactor: 0.5, labelSmoothing: 0.1, accum: 1, weightDecay: 0, clipNorm: 0 };
-
-/** Parameters in a safetensors file, from its header alone. */
-function parameters(path) {
-  const fd = openSync(path, 'r');
-  try {
-    const len = Buffer.alloc(8);
-    readSync(fd, len, 0, 8, 0);
-    const n = Number(len.readBigUInt64LE(0));
-    const header = Buffer.alloc(n);
-    readSync(fd, header, 0, n, 8);
-    const h = JSON.parse(header.toString('utf8'));
-    return Object.entries(h).filter(([k]) => k !== '__metadata__').reduce((s, [, t]) => s + t.shape.reduce((a, b) => a * b, 1), 0);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 function changes(config) {
   const out = [];
@@ -70,9 +54,8 @@ for (const dir of curve ? args.slice(1) : args) {
   const last = evals[evals.length - 1];
   const minutes = minutesAt[minutesAt.length - 1];
   const avg = history.filter((h) => h.averaged !== undefined).pop();
-  // From the weights where the folder has them (records/ keeps only config.json and history.json).
-  const weights = join(dir, 'model.safetensors');
-  const count = existsSync(weights) ? parameters(weights) : new models.Seq2Seq(config.model).numParameters();
+  // From config.json, which fixes every shape (records/ keep no weights).
+  const count = new models.Seq2Seq(config.model).numParameters();
   rows.push(`| ${name} | ${changes(config)} | ${(count / 1e6).toFixed(2)}M | ${last.step} (${last.epoch} ep.) | ${minutes.toFixed(0)} | ${best.bleu.toFixed(2)} @ ${best.step} | ${avg ? avg.bleu.toFixed(2) : '–'} |`);
 }
 if (curve) {

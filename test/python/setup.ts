@@ -16,9 +16,9 @@ import type { Tensor } from '../../src/tensor/tensor.ts';
 import { BpeTokenizer } from '../../src/text/bpe.ts';
 import { Trainer, type TrainerOptions } from '../../src/train/trainer.ts';
 import { PYTHON } from '../helpers/tools.ts';
-import { qkv, root, writeCorpus } from '../helpers/cli.ts';
+import { root, writeCorpus } from '../helpers/cli.ts';
 
-export { root };
+export { root, qkv as qkvCli } from '../helpers/cli.ts';
 
 /** Environment of every Python process: the package on the path, one thread per rank. */
 export const pyEnv = { ...process.env, PYTHONPATH: join(root, 'python'), OMP_NUM_THREADS: '1', MKL_NUM_THREADS: '1' };
@@ -60,8 +60,6 @@ export function torchrunArgs(nproc: number, script: string[]): [string, string[]
 export function torchrun(nproc: number, script: string[]): SpawnSyncReturns<string> {
   return bounded(...torchrunArgs(nproc, script));
 }
-
-export const qkvCli = (args: string[]): SpawnSyncReturns<string> => qkv(args);
 
 export { spawn };
 

@@ -5,8 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PRESETS } from '../../src/train/presets.ts';
 import { PAPER_RECIPE } from '../../src/train/trainer.ts';
-
-const root = new URL('../../', import.meta.url).pathname;
+import { root } from '../helpers/cli.ts';
 
 for (const name of ['multi30k-en-de', 'multi30k-en-fr']) {
   test(`--preset multi30k-wu is models/${name}'s recipe: model shape, optimiser, regularisation, vocabulary, stopping and averaging`, () => {
