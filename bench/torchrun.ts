@@ -47,8 +47,10 @@ const cores = availableParallelism();
 const work = mkdtempSync(join(tmpdir(), 'qkv-bench-torchrun-'));
 process.on('exit', () => rmSync(work, { recursive: true, force: true }));
 
-// The shipped model's tokenizer (so no BPE has to be learned), a fresh model of the preset's shape.
-const { tokenizer } = loadModelShape(join(root, 'models/multi30k-en-de'));
+// The shipped model's tokenizers (so no BPE has to be learned; one shared or separate source and
+// target vocabularies, as it was trained), a fresh model of the preset's shape.
+const { tokenizer, targetTokenizer } = loadModelShape(join(root, 'models/multi30k-en-de'));
+const separate = targetTokenizer !== tokenizer;
 const text = readParallel(join(root, 'data/multi30k'), 'train', 'en', 'de');
 const n = smoke ? 300 : text.src.length;
 const corpus = join(work, 'corpus');
@@ -57,12 +59,12 @@ for (const lang of ['en', 'de'] as const) {
 }
 setBackend('wasm');
 manualSeed(1);
-const model = new Seq2Seq({ ...preset.model, vocabSize: tokenizer.vocabSize, padId: tokenizer.padId });
-const ids = { padId: tokenizer.padId, bosId: tokenizer.bosId, eosId: tokenizer.eosId };
-const pairs = encodePairs(tokenizer, text.src.slice(0, n), text.tgt.slice(0, n), model.config.maxLen);
+const model = new Seq2Seq({ ...preset.model, vocabSize: tokenizer.vocabSize, padId: tokenizer.padId, ...(separate ? { tgtVocabSize: targetTokenizer.vocabSize } : {}) });
+const ids = { padId: tokenizer.padId, bosId: targetTokenizer.bosId, eosId: targetTokenizer.eosId };
+const pairs = encodePairs(tokenizer, text.src.slice(0, n), text.tgt.slice(0, n), model.config.maxLen, targetTokenizer);
 const trainer = new Trainer(model, pairs, ids, preset.recipe);
 const run = join(work, 'run');
-saveModelDir(run, model, tokenizer, { preset: presetName, recipe: trainer.options, maxSteps: steps });
+saveModelDir(run, model, tokenizer, { preset: presetName, recipe: trainer.options, maxSteps: steps }, targetTokenizer);
 saveWeights(join(run, 'model.safetensors'), model.stateDict());
 atomicWrite(join(run, 'train-state.safetensors'), trainer.saveState());
 const data = join(work, 'train.ids');
