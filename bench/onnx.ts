@@ -25,7 +25,7 @@ import { gunzipSync } from 'node:zlib';
 const smoke = process.argv.includes('--smoke');
 const root = fileURLToPath(new URL('..', import.meta.url));
 setBackend('wasm');
-const { model, tokenizer } = loadModelDir(join(root, 'models/multi30k-en-de'));
+const { model, tokenizer, targetTokenizer } = loadModelDir(join(root, 'models/multi30k-en-de'));
 const exp = exportSeq2SeqOnnx(model.config, model.stateDict(), { dtype: 'fp32', withAttention: false });
 const session = (f: string) => ort.InferenceSession.create(exp.files[f], SESSION_OPTIONS);
 const engine = new OrtSeq2Seq(ort, { encoder: await session(exp.manifest.graphs.encoder), decoder: await session(exp.manifest.graphs.decoder), decoderWithPast: await session(exp.manifest.graphs.decoderWithPast) }, exp.manifest);
@@ -38,7 +38,7 @@ const data = new Int32Array(ids.length * S).fill(tokenizer.padId);
 ids.forEach((r, b) => data.set(r, b * S));
 const src = new Tensor(data, [ids.length, S], 'int32');
 const one = new Tensor(Int32Array.from(ids[0]), [1, ids[0].length], 'int32');
-const special = { bosId: tokenizer.bosId, eosId: tokenizer.eosId };
+const special = { bosId: targetTokenizer.bosId, eosId: targetTokenizer.eosId };
 const greedyOpts = { ...special, minLen: 20, maxLen: 20 };
 const beamOpts = { ...special, beamSize: 4, lengthPenalty: 0.6 };
 

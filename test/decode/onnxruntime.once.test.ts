@@ -32,7 +32,7 @@ const OPTIONS = { ...SESSION_OPTIONS, intraOpNumThreads: 1, interOpNumThreads: 1
 const TIMEOUT = { timeout: 12 * 60_000 };
 
 test('translation: ONNX Runtime gives qkv\'s greedy and beam-4 translations of all 1,000 test_2016_flickr sentences', TIMEOUT, async () => {
-  const { model, tokenizer, config } = loadModelDir(join(root, 'models/multi30k-en-de'));
+  const { model, tokenizer, targetTokenizer, config } = loadModelDir(join(root, 'models/multi30k-en-de'));
   const exp = exportSeq2SeqOnnx(model.config, model.stateDict(), { dtype: 'fp32', withAttention: false });
   const s = (f: string) => ort.InferenceSession.create(exp.files[f], OPTIONS);
   const engine = new OrtSeq2Seq(ort, { encoder: await s(exp.manifest.graphs.encoder), decoder: await s(exp.manifest.graphs.decoder), decoderWithPast: await s(exp.manifest.graphs.decoderWithPast) }, exp.manifest);
@@ -42,8 +42,8 @@ test('translation: ONNX Runtime gives qkv\'s greedy and beam-4 translations of a
   const alpha = (config.decoding ?? DEFAULT_DECODING).alpha;
   for (const beam of [1, 4]) {
     const o = { beam, alpha };
-    const qkv = translateIds(model, tokenizer, srcIds, o);
-    const onnx = await translateIdsOnnx(engine, tokenizer, srcIds, o);
+    const qkv = translateIds(model, targetTokenizer, srcIds, o);
+    const onnx = await translateIdsOnnx(engine, targetTokenizer, srcIds, o);
     const differ = qkv.map((q, i) => i).filter((i) => qkv[i] !== onnx[i]);
     assert.deepEqual(differ.map((i) => `${i}: qkv '${qkv[i]}' / ONNX Runtime '${onnx[i]}'`), [], `beam ${beam}: ${differ.length} of 1000 differ`);
     assert.ok(qkv.every((t) => t.length > 0));

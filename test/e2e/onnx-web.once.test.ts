@@ -94,12 +94,12 @@ test('GPT in ONNX Runtime Web (wasm): greedy continuations equal qkv\'s and onnx
 });
 
 test('translation model in ONNX Runtime Web (wasm): greedy translations equal qkv\'s and onnxruntime-node\'s', { skip }, async () => {
-  const { model, tokenizer } = loadModelDir(mtDir);
+  const { model, tokenizer, targetTokenizer } = loadModelDir(mtDir);
   const exp = exportSeq2SeqOnnx(model.config, model.stateDict(), { dtype: 'fp16', withAttention: false });
   const inNode = await nodeModel(exp);
   const sentences = ['A man is riding a bike.', 'Two dogs play in the snow.', 'A little girl in a pink dress is climbing the stairs.'];
   const srcs = sentences.map((s) => tokenizer.encode(s));
-  const ids = { bosId: tokenizer.bosId, eosId: tokenizer.eosId };
+  const ids = { bosId: targetTokenizer.bosId, eosId: targetTokenizer.eosId };
   const t0 = performance.now();
   const web = await page.evaluate(async ([all, o]) => {
     const w = window as unknown as { ort: unknown; greedySeq2Seq: typeof greedySeq2Seq; openExport: (o: unknown, b: string) => Promise<ExportModel> };
@@ -112,7 +112,7 @@ test('translation model in ONNX Runtime Web (wasm): greedy translations equal qk
   for (let i = 0; i < srcs.length; i++) {
     const qkv = greedy(model, new Tensor(Int32Array.from(srcs[i]), [1, srcs[i].length], 'int32'), ids).tokens[0];
     assert.ok(qkv.length > 3);
-    assert.deepEqual(web[i], qkv, `'${sentences[i]}': page '${tokenizer.decode(web[i])}' vs qkv '${tokenizer.decode(qkv)}'`);
+    assert.deepEqual(web[i], qkv, `'${sentences[i]}': page '${targetTokenizer.decode(web[i])}' vs qkv '${targetTokenizer.decode(qkv)}'`);
     assert.deepEqual(await greedySeq2Seq(ort, inNode, srcs[i], ids), qkv, `'${sentences[i]}' in onnxruntime-node`);
   }
   assert.deepEqual(pageErrors, []);

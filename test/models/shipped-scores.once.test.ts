@@ -24,10 +24,10 @@ for (const [name, tgt] of [['multi30k-en-de', 'de'], ['multi30k-en-fr', 'fr']] a
     assert.ok(row, `${name}/README.md: no test_2016_flickr row with a bold beam score and its details`);
     const lc = card.replace(/\s+/g, ' ').match(/Lowercased \(`qkv eval --lowercase`[^)]*\)[^:]*: ([\d.]+) on val, ([\d.]+) on test_2016_flickr/);
     assert.ok(lc, `${name}/README.md: no lowercased scores`);
-    const { model, tokenizer, config } = loadModelDir(dir);
+    const { model, tokenizer, targetTokenizer, config } = loadModelDir(dir);
     assert.deepEqual({ beam: config.decoding!.beam, alpha: config.decoding!.alpha }, { beam: 4, alpha: 0.6 });
     const { src, tgt: refs } = readParallel(join(root, 'data/multi30k'), 'test_2016_flickr', 'en', tgt);
-    const hyps = translateIds(model, tokenizer, encodeLines(model, tokenizer, src, {}).ids, { beam: 4, alpha: 0.6 });
+    const hyps = translateIds(model, targetTokenizer, encodeLines(model, tokenizer, src, {}).ids, { beam: 4, alpha: 0.6 });
     assert.equal(corpusBleu(hyps, refs).toString(), `BLEU = ${row[1]} ${row[2]}`);
     assert.equal(corpusBleu(hyps, refs, { lowercase: true }).score.toFixed(2), lc[2]);
   });
