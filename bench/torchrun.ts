@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeSplit } from '../src/cli/data.ts';
 import { readParallel } from '../src/cli/corpus.ts';
-import { atomicWrite, loadModelShape, saveModelDir, saveWeights } from '../src/cli/files.ts';
+import { atomicWrite, loadModelShape, saveModelDir, saveWeights, vocabularyConfig } from '../src/cli/files.ts';
 import { encodePairs } from '../src/cli/train.ts';
 import { setBackend } from '../src/index.ts';
 import { Seq2Seq } from '../src/models/seq2seq.ts';
@@ -50,7 +50,6 @@ process.on('exit', () => rmSync(work, { recursive: true, force: true }));
 // The shipped model's tokenizers (so no BPE has to be learned; one shared or separate source and
 // target vocabularies, as it was trained), a fresh model of the preset's shape.
 const { tokenizer, targetTokenizer } = loadModelShape(join(root, 'models/multi30k-en-de'));
-const separate = targetTokenizer !== tokenizer;
 const text = readParallel(join(root, 'data/multi30k'), 'train', 'en', 'de');
 const n = smoke ? 300 : text.src.length;
 const corpus = join(work, 'corpus');
@@ -59,7 +58,7 @@ for (const lang of ['en', 'de'] as const) {
 }
 setBackend('wasm');
 manualSeed(1);
-const model = new Seq2Seq({ ...preset.model, vocabSize: tokenizer.vocabSize, padId: tokenizer.padId, ...(separate ? { tgtVocabSize: targetTokenizer.vocabSize } : {}) });
+const model = new Seq2Seq({ ...preset.model, ...vocabularyConfig(tokenizer, targetTokenizer) });
 const ids = { padId: tokenizer.padId, bosId: targetTokenizer.bosId, eosId: targetTokenizer.eosId };
 const pairs = encodePairs(tokenizer, text.src.slice(0, n), text.tgt.slice(0, n), model.config.maxLen, targetTokenizer);
 const trainer = new Trainer(model, pairs, ids, preset.recipe);

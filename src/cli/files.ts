@@ -161,6 +161,14 @@ export function saveWeights(path: string, weights: Record<string, Tensor>, dtype
   atomicWrite(path, writeSafetensors(weights, dtype === 'F16' ? { dtype: 'F16' } : {}));
 }
 
+/**
+ * A Seq2Seq config's vocabulary fields for its tokenizers: the source's size and padding id, and
+ * tgtVocabSize only when the target has a tokenizer of its own (separate vocabularies).
+ */
+export function vocabularyConfig(tokenizer: BpeTokenizer, targetTokenizer: BpeTokenizer = tokenizer): Pick<Seq2SeqConfig, 'vocabSize' | 'padId' | 'tgtVocabSize'> {
+  return { vocabSize: tokenizer.vocabSize, padId: tokenizer.padId, ...(targetTokenizer !== tokenizer && { tgtVocabSize: targetTokenizer.vocabSize }) };
+}
+
 /** config.json and tokenizer.json, and target_tokenizer.json when the vocabularies are separate. */
 export function saveModelDir(dir: string, model: Seq2Seq, tokenizer: BpeTokenizer, training?: Record<string, unknown>, targetTokenizer: BpeTokenizer = tokenizer): void {
   const separate = model.config.tgtVocabSize !== undefined;

@@ -11,7 +11,7 @@ import type { Seq2SeqConfig } from '../models/seq2seq.ts';
 import { Trainer, averageWeights, evaluateLoss } from '../train/trainer.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { readParallel } from './corpus.ts';
-import { atomicWrite, loadModelShape, readJson, removeStaleTemps, saveModelDir, saveWeights, UserError } from './files.ts';
+import { atomicWrite, loadModelShape, readJson, removeStaleTemps, saveModelDir, saveWeights, UserError, vocabularyConfig } from './files.ts';
 import { progressBar } from './progress.ts';
 import { validationBleu } from './evaluate.ts';
 
@@ -193,7 +193,7 @@ export async function train(a: TrainArgs): Promise<void> {
       tokenizer = targetTokenizer = BpeTokenizer.learn([...trainText.src, ...trainText.tgt], { vocabSize, splitPunctuation });
     }
     manualSeed((plan.recipe.seed as number | undefined) ?? 1);
-    model = new Seq2Seq({ ...shape!, vocabSize: tokenizer.vocabSize, padId: tokenizer.padId, ...(separate ? { tgtVocabSize: targetTokenizer.vocabSize } : {}) });
+    model = new Seq2Seq({ ...shape!, ...vocabularyConfig(tokenizer, targetTokenizer) });
   }
   const { maxSteps, evalEvery, saveEvery } = plan;
   const ids = { padId: tokenizer.padId, bosId: targetTokenizer.bosId, eosId: targetTokenizer.eosId };

@@ -7,7 +7,7 @@ import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeSplit } from '../../src/cli/data.ts';
-import { atomicWrite, saveModelDir, saveWeights } from '../../src/cli/files.ts';
+import { atomicWrite, saveModelDir, saveWeights, vocabularyConfig } from '../../src/cli/files.ts';
 import { encodePairs } from '../../src/cli/train.ts';
 import { readSafetensors } from '../../src/io/safetensors.ts';
 import { Seq2Seq, type Seq2SeqConfig } from '../../src/models/seq2seq.ts';
@@ -98,7 +98,7 @@ export function makeRun(dir: string, corpus: string, model: Partial<Seq2SeqConfi
   const tokenizer = BpeTokenizer.learn(o.separate ? en : [...en, ...de], { vocabSize: 300 });
   const targetTokenizer = o.separate ? BpeTokenizer.learn(de, { vocabSize: 250 }) : tokenizer;
   manualSeed(7);
-  const m = new Seq2Seq({ ...TINY, ...model, vocabSize: tokenizer.vocabSize, padId: tokenizer.padId, ...(o.separate && { tgtVocabSize: targetTokenizer.vocabSize }) });
+  const m = new Seq2Seq({ ...TINY, ...model, ...vocabularyConfig(tokenizer, targetTokenizer) });
   const ids = { padId: tokenizer.padId, bosId: tokenizer.bosId, eosId: tokenizer.eosId };
   const trainer = new Trainer(m, encodePairs(tokenizer, en, de, m.config.maxLen, targetTokenizer), ids, recipe);
   const run = join(dir, 'qkv-run');
