@@ -169,9 +169,11 @@ def run_job(job, out, device, refs):
             losses = []
             log.write(json.dumps(e) + '\n')
             log.flush()
+            # Only the 5 best evaluations' weights are kept (for the average at the end).
             evals.append((b if b is not None else -v, s, {n: p.detach().cpu().clone() for n, p in run.model.named_parameters()}))
+            evals = sorted(evals, key=lambda x: (-x[0], x[1]))[:5]
             print(f"{job['name']}: step {s} epoch {r['epoch']} val loss {v:.4f} greedy BLEU {b} ({e['seconds']} s)", file=sys.stderr, flush=True)
-    best = sorted(evals, key=lambda x: -x[0])[:5]
+    best = evals
     avg = {n: sum(w[n].double() for _, _, w in best).div(len(best)).float() for n in best[0][2]}
     run.model.load_state_dict(avg)
     hyp = greedy_ids(run.model, val_pairs, ids, dev)
