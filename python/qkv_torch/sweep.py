@@ -8,14 +8,15 @@ For ranking recipe choices fast; the model that ships is trained by `qkv train`.
 A job names a base folder (config.json and tokenizer(s) of a qkv run or model, with the `qkv data
 encode` files train.ids and val.ids beside them), and overrides: "model" (config.json model fields,
 e.g. {"dropout": 0.2}), "recipe" (training.recipe fields: maxTokens, accum, warmup, lrFactor,
-labelSmoothing, weightDecay), "seed", "maxSteps", "evalEvery", "idsEvery" (steps whose greedy ids
-are logged; default every evaluation). Weights start fresh (torch's seeded
+labelSmoothing, weightDecay, clipNorm), "seed", "maxSteps", "evalEvery", "idsEvery" (the steps
+whose greedy ids are logged; default every evaluation). Weights start fresh (torch's seeded
 initialisation, qkv's distributions). Every evalEvery steps the model translates val greedily
 (qkv's rule: at most source length + 50 tokens) and out/NAME.jsonl gets a line: step, epoch, train
-loss (mean since the last line), val loss, greedy ids (every idsEvery steps); with --refs and the Hugging Face `tokenizers`
-and `sacrebleu` packages it also gets the BLEU of the decoded text (qkv eval rescores the ids: see
-scripts/sweep-score.mjs). At the end, the average of the 5 best evaluations' weights (by BLEU when
-there is one, else by val loss) is scored the same way and logged with "average": true.
+loss (mean since the last line), val loss, greedy ids (every idsEvery steps); with --refs and the
+Hugging Face `tokenizers` and `sacrebleu` packages, also the BLEU of the decoded text
+(scripts/sweep-score.mjs rescores the ids with qkv). At the end, the average of the 5 best
+evaluations' weights (by BLEU when there is one, else by val loss) is scored the same way and
+logged with "average": true; the job's weights and training state are then removed.
 """
 import argparse
 import json
