@@ -3,28 +3,24 @@
 // run's tokenizer (qkv's BpeTokenizer) and scored with qkv's sacreBLEU-compatible corpus BLEU against
 // val. Prints one table row per job: best greedy BLEU and its step, BLEU at given steps, best-5 average.
 //
-//   node scripts/sweep-score.mjs --bases sw --steps 4000,8000,10750 records/sweep-1/*.jsonl
+//   node scripts/sweep-score.mjs --bases sw --steps 4000,8000,10750 --window 4000-5000 /tmp/gs1/*.jsonl
 //
 // A job's tokenizer is BASES/<job.base's last folder name>/(target_)tokenizer.json.
 import { readFileSync, existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { text } from '../dist/index.js';
 
-const args = process.argv.slice(2);
-const opt = (name, dflt) => {
-  const i = args.indexOf(name);
-  if (i < 0) return dflt;
-  const v = args[i + 1];
-  args.splice(i, 2);
-  return v;
-};
-const bases = opt('--bases', 'sw');
-const steps = opt('--steps', '').split(',').filter(Boolean).map(Number);
+const { values: o, positionals: logs } = parseArgs({
+  allowPositionals: true,
+  options: { bases: { type: 'string', default: 'sw' }, steps: { type: 'string', default: '' }, window: { type: 'string', default: '' }, json: { type: 'boolean', default: false } },
+});
+const bases = o.bases;
+const steps = o.steps.split(',').filter(Boolean).map(Number);
 // --window A-B: the mean greedy BLEU of the evaluations at steps A..B (a steadier rank than one evaluation).
-const win = opt('--window', '').split('-').filter(Boolean).map(Number);
-if (win.length !== 0 && (win.length !== 2 || !(win[0] <= win[1]))) throw new Error(`--window must be A-B with A <= B, got ${win.join('-')}`);
-const json = args.includes('--json') ? (args.splice(args.indexOf('--json'), 1), true) : false;
+const win = o.window.split('-').filter(Boolean).map(Number);
+if (win.length !== 0 && (win.length !== 2 || !(win[0] <= win[1]))) throw new Error(`--window must be A-B with A <= B, got ${o.window}`);
 const refs = gunzipSync(readFileSync('data/multi30k/val.de.gz')).toString('utf8').split('\n');
 if (refs.at(-1) === '') refs.pop();
 const cache = new Map();
@@ -36,7 +32,7 @@ function tokenizer(base) {
 }
 const rows = [];
 const mean = (xs) => (xs.length ? { bleu: xs.reduce((a, b) => a + b, 0) / xs.length, n: xs.length } : null);
-for (const file of args) {
+for (const file of logs) {
   const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
   const head = lines[0];
   if (!head.job) throw new Error(`${file}: not a sweep.py log (its first line has no "job")`);
@@ -59,7 +55,7 @@ for (const file of args) {
     deviceAgrees: evals.every((e) => e.device == null || Math.abs(e.device - e.bleu) < 0.011),
   });
 }
-if (json) {
+if (o.json) {
   console.log(JSON.stringify(rows, null, 2));
 } else {
   const f = (x) => (x == null ? '–' : x.toFixed(2));

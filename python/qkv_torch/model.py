@@ -162,17 +162,24 @@ class Seq2Seq(nn.Module):
     def embed(self, ids, table=None):  # (B, T) -> (B, T, dModel)
         return self.positions((table or self.embedding)(ids) * math.sqrt(self.config['dModel']))
 
+    def encode(self, src):
+        """The encoder's memory (B, S, dModel) for src (B, S), and src's padding mask (True = padding)."""
+        src_pad = src == self.config['padId']
+        return self.transformer.encoder(self.embed(src), src_key_padding_mask=src_pad), src_pad
+
+    def decode(self, tgt_in, memory, src_pad):
+        """The decoder's output (B, T, dModel) for the shifted target (B, T), causally masked."""
+        T = tgt_in.shape[1]
+        causal = torch.triu(torch.full((T, T), float('-inf'), device=tgt_in.device), diagonal=1)  # (T, T)
+        return self.transformer.decoder(self.embed(tgt_in, self.target_table()), memory, tgt_mask=causal,
+                                        tgt_key_padding_mask=tgt_in == self.config['padId'], memory_key_padding_mask=src_pad)
+
+    def logits(self, h):
+        return F.linear(h, self.target_table().weight)  # tied output projection (§3.4)
+
     def forward(self, src, tgt_in):
         """Teacher-forced logits (B, T, vocab) for src (B, S) and the shifted target (B, T)."""
-        pad = self.config['padId']
-        src_pad = src == pad  # (B, S) True = padding
-        tgt_pad = tgt_in == pad
-        T = tgt_in.shape[1]
-        causal = torch.triu(torch.full((T, T), float('-inf'), device=src.device), diagonal=1)  # (T, T)
-        memory = self.transformer.encoder(self.embed(src), src_key_padding_mask=src_pad)
-        h = self.transformer.decoder(self.embed(tgt_in, self.target_table()), memory, tgt_mask=causal,
-                                     tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad)
-        return F.linear(h, self.target_table().weight)  # tied output projection (§3.4)
+        return self.logits(self.decode(tgt_in, *self.encode(src)))
 
 
 # ---- GPT --------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ if __package__ in (None, ''):
 import torch  # noqa: E402
 
 from qkv_torch import QkvError  # noqa: E402
-from qkv_torch.data import read_pairs  # noqa: E402
+from qkv_torch.data import make_batch, read_pairs  # noqa: E402
 from qkv_torch.model import Seq2Seq, load_weights, read_config, run_cli  # noqa: E402
 from qkv_torch import safetensors  # noqa: E402
 from qkv_torch.train import Run, parse_args as train_args  # noqa: E402
@@ -49,26 +49,15 @@ def greedy_ids(model, pairs, ids, device, batch=256):
     cap = model.config['maxLen'] - 1
     order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]))
     out = [None] * len(pairs)
-    table = model.target_table()
     for k in range(0, len(order), batch):
         rows = order[k:k + batch]
-        B = len(rows)
-        S = max(1, *(len(pairs[i][0]) for i in rows))
-        src = torch.full((B, S), pad, dtype=torch.int64)
-        for b, i in enumerate(rows):
-            if pairs[i][0]:
-                src[b, :len(pairs[i][0])] = torch.tensor(pairs[i][0])
-        src = src.to(device)
+        src = make_batch(pairs, rows, pad, bos, eos)[0].to(device)
         limits = torch.tensor([min(len(pairs[i][0]) + 50, cap) for i in rows], device=device)
-        src_pad = src == pad
-        memory = model.transformer.encoder(model.embed(src), src_key_padding_mask=src_pad)
-        ys = torch.full((B, 1), bos, dtype=torch.int64, device=device)
-        done = torch.zeros(B, dtype=torch.bool, device=device)
+        memory, src_pad = model.encode(src)
+        ys = torch.full((len(rows), 1), bos, dtype=torch.int64, device=device)
+        done = torch.zeros(len(rows), dtype=torch.bool, device=device)
         for t in range(int(limits.max())):
-            T = ys.shape[1]
-            causal = torch.triu(torch.full((T, T), float('-inf'), device=device), diagonal=1)
-            h = model.transformer.decoder(model.embed(ys, table), memory, tgt_mask=causal, memory_key_padding_mask=src_pad)
-            nxt = torch.nn.functional.linear(h[:, -1], table.weight).argmax(-1)
+            nxt = model.logits(model.decode(ys, memory, src_pad)[:, -1]).argmax(-1)
             nxt = torch.where(done, torch.full_like(nxt, pad), nxt)
             ys = torch.cat([ys, nxt[:, None]], 1)
             done |= (nxt == eos) | (t + 1 >= limits)
@@ -146,8 +135,7 @@ def run_job(job, out, device, refs):
     dev = torch.device(device)
     run = Run(a, 0, 1, dev)
     run.prepare_out()
-    val_pairs, meta = read_pairs(os.path.join(base, 'val.ids'))
-    ids = (meta['padId'], meta['bosId'], meta['eosId'])
+    val_pairs, ids = run.val, run.ids
     tgt_tok = os.path.join(init, 'target_tokenizer.json')
     score = Scorer(tgt_tok if os.path.exists(tgt_tok) else os.path.join(init, 'tokenizer.json'), refs)
     log_path = os.path.join(out, f"{job['name']}.jsonl")
@@ -174,7 +162,7 @@ def run_job(job, out, device, refs):
             evals.append((b if b is not None else -v, s, {n: p.detach().cpu().clone() for n, p in run.model.named_parameters()}))
             evals = sorted(evals, key=lambda x: (-x[0], x[1]))[:5]
             print(f"{job['name']}: step {s} epoch {r['epoch']} val loss {v:.4f} greedy BLEU {b} ({e['seconds']} s)", file=sys.stderr, flush=True)
-    best = evals
+    best = evals  # the 5 best, as kept above
     avg = {n: sum(w[n].double() for _, _, w in best).div(len(best)).float() for n in best[0][2]}
     run.model.load_state_dict(avg)
     hyp = greedy_ids(run.model, val_pairs, ids, dev)

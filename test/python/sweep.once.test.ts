@@ -60,7 +60,7 @@ test('a sweep job logs its evaluations and best-5 average, and sweep-score.mjs r
   const lines = readFileSync(join(out, 'tiny.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   assert.equal(lines.length, 5, 'header, 3 evaluations, average');
   assert.deepEqual(lines[0].job.recipe, job.recipe);
-  assert.equal(lines[0].parameters > 0, true);
+  assert.ok(lines[0].parameters > 0);
   assert.deepEqual(lines.slice(1, 4).map((e) => e.step), [1, 2, 3]);
   // idsEvery 2: ids at step 2 and at the last step; every evaluation has a finite val loss.
   assert.deepEqual(lines.slice(1, 4).map((e) => 'ids' in e), [false, true, true]);
