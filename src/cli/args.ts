@@ -46,3 +46,12 @@ export function choice<T extends string>(name: string, values: readonly T[]): (v
     return v as T;
   };
 }
+
+/** Comma-separated folder paths, e.g. "runs/a,runs/b" (none empty). */
+export function dirList(name: string): (v: string) => string[] {
+  return (v: string): string[] => {
+    const xs = v.split(',').map((x) => x.trim());
+    if (xs.some((x) => x === '')) throw new InvalidArgumentError(`${name} must be comma-separated folders (e.g. runs/a,runs/b), got '${v}'`);
+    return xs;
+  };
+}

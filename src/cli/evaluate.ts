@@ -1,5 +1,5 @@
 /** Translating many sentences in length-sorted batches, and scoring them with BLEU. */
-import { beamSearch, greedy } from '../decode/search.ts';
+import { beamSearch, ensembleMembers, greedy, type Models } from '../decode/search.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { corpusBleu, type BleuScore } from '../text/bleu.ts';
@@ -36,8 +36,8 @@ export interface EncodeOptions {
  * empty line); a line longer than the model reads is cut to its first maxLen tokens, or with
  * skipLong left untranslated. Each such line is listed in `degraded`.
  */
-export function encodeLines(model: Seq2Seq, tok: BpeTokenizer, lines: string[], o: EncodeOptions = {}): { ids: number[][]; degraded: DegradedLine[] } {
-  const limit = model.config.maxLen;
+export function encodeLines(model: Models, tok: BpeTokenizer, lines: string[], o: EncodeOptions = {}): { ids: number[][]; degraded: DegradedLine[] } {
+  const limit = Math.min(...ensembleMembers(model).map((m) => m.config.maxLen));
   const degraded: DegradedLine[] = [];
   const ids = lines.map((line, i) => {
     if (line.trim() === '') {
@@ -91,9 +91,10 @@ export function* sourceBatches(srcIds: readonly number[][], padId: number, o: Tr
 
 /**
  * Translate every line; batches are formed from similar lengths, results return in input order.
- * `tok` is the target side's tokenizer (the shared one, unless the vocabularies are separate).
+ * `tok` is the target side's tokenizer (the shared one, unless the vocabularies are separate);
+ * `model` may be an ensemble.
  */
-export function translateIds(model: Seq2Seq, tok: BpeTokenizer, srcIds: number[][], o: TranslateOptions): string[] {
+export function translateIds(model: Models, tok: BpeTokenizer, srcIds: number[][], o: TranslateOptions): string[] {
   const out = srcIds.map(() => '');
   const ids = { bosId: tok.bosId, eosId: tok.eosId };
   for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {

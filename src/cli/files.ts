@@ -178,3 +178,30 @@ export function saveModelDir(dir: string, model: Seq2Seq, tokenizer: BpeTokenize
   atomicWrite(join(dir, 'tokenizer.json'), JSON.stringify(tokenizer.toJSON()));
   if (separate) atomicWrite(join(dir, TARGET_TOKENIZER), JSON.stringify(targetTokenizer.toJSON()));
 }
+
+/** A model folder and, for `--ensemble`, the folders decoded with it: all must share its tokenizers. */
+export interface LoadedEnsemble extends LoadedModel {
+  /** The model itself first, then the ensemble's other members. */
+  members: Seq2Seq[];
+}
+
+/**
+ * `dir`'s model and the models in `others`, checked to tokenize as it does (identical tokenizer.json,
+ * and target_tokenizer.json if any): an ensemble averages next-token probabilities over one target
+ * vocabulary, fed the same source ids. Decoding defaults and tokenizers are `dir`'s.
+ */
+export function loadEnsemble(dir: string, others: readonly string[] = []): LoadedEnsemble {
+  const first = loadModelDir(dir);
+  const members = [first.model];
+  const same = (a: BpeTokenizer, b: BpeTokenizer) => JSON.stringify(a.toJSON()) === JSON.stringify(b.toJSON());
+  for (const other of others) {
+    const m = loadModelDir(other);
+    if ((m.targetTokenizer === m.tokenizer) !== (first.targetTokenizer === first.tokenizer)) {
+      throw new UserError(`--ensemble ${other}: ${m.targetTokenizer === m.tokenizer ? 'one shared vocabulary' : 'separate vocabularies'}, but --model ${dir} has ${first.targetTokenizer === first.tokenizer ? 'one shared vocabulary' : 'separate vocabularies'}: ensemble members must share their tokenizers`);
+    }
+    if (!same(m.tokenizer, first.tokenizer)) throw new UserError(`--ensemble ${other}: its tokenizer.json differs from --model ${dir}'s: ensemble members must share their tokenizers`);
+    if (!same(m.targetTokenizer, first.targetTokenizer)) throw new UserError(`--ensemble ${other}: its ${TARGET_TOKENIZER} differs from --model ${dir}'s: ensemble members must share their tokenizers`);
+    members.push(m.model);
+  }
+  return { ...first, members };
+}

@@ -12,7 +12,7 @@ import { explore } from './explore.ts';
 import { exportModel } from './export.ts';
 import { UserError } from './files.ts';
 import { info } from './info.ts';
-import { choice, direction, int, nonNegativeInt, nonNegativeNumber, num, numList, port, probability, rate } from './args.ts';
+import { choice, direction, dirList, int, nonNegativeInt, nonNegativeNumber, num, numList, port, probability, rate } from './args.ts';
 import { PRESETS } from '../train/presets.ts';
 import { DEFAULT_LM_DATA, generateText, trainLm } from './lm.ts';
 import { train } from './train.ts';
@@ -90,6 +90,7 @@ data.command('encode')
 program.command('translate')
   .description('translate one sentence per line (stdin to stdout, or --input/--output)')
   .requiredOption('--model <dir>', 'model folder')
+  .option('--ensemble <dirs>', 'more model folders (comma-separated) decoded with --model as one, their next-token probabilities averaged; they must share its tokenizers', dirList('--ensemble'))
   .option('--beam <n>', "beam size, 1 = greedy (default: the model's config.json decoding, else 4)", int('--beam'))
   .option('--alpha <x>', "length penalty α (default: the model's config.json decoding, else 0.6)", nonNegativeNumber('--alpha'))
   .option('--input <file>', 'read sentences from a file instead of stdin')
@@ -102,6 +103,7 @@ program.command('translate')
 program.command('eval')
   .description('translate a split and score it with BLEU (sacreBLEU-compatible)')
   .requiredOption('--model <dir>', 'model folder')
+  .option('--ensemble <dirs>', 'more model folders (comma-separated) decoded with --model as one, their next-token probabilities averaged; they must share its tokenizers', dirList('--ensemble'))
   .option('--split <name>', 'val | test_2016_flickr', 'test_2016_flickr')
   .option('--data <dir>', 'corpus folder', 'data/multi30k')
   .option('--src <lang>', "source language (default: the model's training direction, else en)")

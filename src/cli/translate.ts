@@ -6,11 +6,13 @@ import { pairedBootstrap } from '../text/significance.ts';
 import { readParallel } from './corpus.ts';
 import { degradedSummary, encodeLines, EXIT_DEGRADED, translateIds, type DegradedLine } from './evaluate.ts';
 import { progressBar } from './progress.ts';
-import { atomicWrite, DEFAULT_DECODING, loadModelDir, loadModelShape, UserError, type Decoding, type ModelConfigFile } from './files.ts';
+import { atomicWrite, DEFAULT_DECODING, loadEnsemble, loadModelShape, UserError, type Decoding, type LoadedEnsemble, type ModelConfigFile } from './files.ts';
 import { openOnnxSeq2Seq, parseEngine, translateIdsOnnx } from './onnxruntime.ts';
 
 interface Common {
   model: string;
+  /** More model folders decoded with `model` as an ensemble (averaged next-token probabilities). */
+  ensemble?: string[];
   /** Default: the model's config.json `decoding`, else 4. */
   beam?: number;
   /** Default: the model's config.json `decoding`, else 0.6. */
@@ -46,8 +48,12 @@ function reportDegraded(o: Common, degraded: readonly DegradedLine[], total: num
 
 export async function translate(o: Common & { input?: string; output?: string; skipLong?: boolean; engine?: string }): Promise<void> {
   // --engine onnxruntime: --model is a folder from qkv export --format onnx (its config and tokenizer, no weights).
-  const onnx = parseEngine(o.engine) === 'onnxruntime' ? await openOnnxSeq2Seq(o.model) : null;
-  const { model, tokenizer, targetTokenizer, config } = onnx ? loadModelShape(o.model) : loadModelDir(o.model);
+  const onnxEngine = parseEngine(o.engine) === 'onnxruntime';
+  if (onnxEngine && o.ensemble?.length) throw new UserError('--ensemble runs on the qkv engine only: drop --engine onnxruntime or --ensemble');
+  const onnx = onnxEngine ? await openOnnxSeq2Seq(o.model) : null;
+  const loaded: LoadedEnsemble = onnx ? { ...loadModelShape(o.model), members: [] } : loadEnsemble(o.model, o.ensemble);
+  const { tokenizer, targetTokenizer, config } = loaded;
+  const model = onnx ? loaded.model : loaded.members;
   const dec = decodingFor(o, config);
   let text: string;
   if (o.input) {
@@ -80,12 +86,13 @@ function languages(o: { src?: string; tgt?: string; direction?: { src: string; t
 }
 
 export function evaluate(o: Common & { split: string; data: string; src?: string; tgt?: string; direction?: { src: string; tgt: string }; output?: string; tuneAlpha?: number[]; skipLong?: boolean; lowercase?: boolean }): void {
-  const { model, tokenizer, targetTokenizer, config } = loadModelDir(o.model);
+  const { members: model, tokenizer, targetTokenizer, config } = loadEnsemble(o.model, o.ensemble);
   const lang = languages(o, config);
   if (o.tuneAlpha && o.split !== 'val') {
     throw new UserError(`--tune-alpha chooses α on the validation set: use --split val (got --split ${o.split}; choosing on a test set would overstate its score)`);
   }
   if (o.tuneAlpha && o.alpha !== undefined) throw new UserError('--tune-alpha and --alpha both given: pass one');
+  if (o.tuneAlpha && o.ensemble?.length) throw new UserError("--tune-alpha and --ensemble both given: α is written to --model's config.json, for that model alone; pass one");
   if (o.tuneAlpha && o.lowercase) throw new UserError('--tune-alpha and --lowercase both given: α is chosen on the cased score, which the model is shipped by; pass one');
   const { src, tgt } = readParallel(o.data, o.split, lang.src, lang.tgt);
   const { ids: srcIds, degraded } = encodeLines(model, tokenizer, src, { skipLong: o.skipLong });

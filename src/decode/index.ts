@@ -1,9 +1,9 @@
 /** Decoding for the translation model: greedy and beam search over the decoder's KV cache. */
 export {
-  greedy, beamSearch, greedySearch, beamSearchSteps, lengthPenalty, type SearchOptions,
+  greedy, beamSearch, ensembleMembers, greedySearch, beamSearchSteps, lengthPenalty, type SearchOptions, type Models,
   type DecodeOptions, type BeamSearchOptions, type DecodeResult, type BeamSearchResult, type Hypothesis,
 } from './search.ts';
-export { CachedStepper, FullStepper, type Stepper, type AsyncStepper } from './stepper.ts';
+export { CachedStepper, EnsembleStepper, FullStepper, type Stepper, type AsyncStepper } from './stepper.ts';
 export { greedySearchAsync, beamSearchAsync } from './search.ts';
 export { OrtSeq2Seq, OrtGpt, type OrtLike, type OrtSessionLike, type OrtTensorLike, type OrtModelInfo } from './onnxruntime.ts';
 export { TransformerDecoderCache, type DecoderLayerCache, type DecoderStepResult } from '../nn/transformer.ts';

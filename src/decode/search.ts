@@ -7,7 +7,13 @@ import { noGrad } from '../autograd/grad-mode.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
-import { CachedStepper, FullStepper, driveAsync, driveSync, type AsyncStepper, type Stepper, type StepperRows } from './stepper.ts';
+import { CachedStepper, EnsembleStepper, FullStepper, driveAsync, driveSync, type AsyncStepper, type Stepper, type StepperRows } from './stepper.ts';
+
+/**
+ * What the searches decode with: one model, or an ensemble of models that read the same source ids
+ * and share the target vocabulary (their next-token probabilities are averaged, see EnsembleStepper).
+ */
+export type Models = Seq2Seq | readonly Seq2Seq[];
 
 export interface DecodeOptions {
   /** The id every output starts from (fed at position 0, not part of the output). */
@@ -77,8 +83,8 @@ export function lengthPenalty(length: number, alpha: number): number {
  * the batch when every sentence has stopped. Sentences are independent: finished ones leave the
  * batch. The padding id is never generated.
  */
-export function greedy(model: Seq2Seq, src: Tensor, options: DecodeOptions): DecodeResult {
-  return run(model, src, options, (stepper, maxLens) => greedySearch(stepper, maxLens, { ...options, padId: model.config.padId }));
+export function greedy(model: Models, src: Tensor, options: DecodeOptions): DecodeResult {
+  return run(model, src, options, (stepper, maxLens, padId) => greedySearch(stepper, maxLens, { ...options, padId }));
 }
 
 /** Options of the model-free searches: the ids and the padding id that fills `ids`. */
@@ -168,9 +174,9 @@ interface Live {
  * hypothesis's best reachable score (log-probabilities only fall; the penalty is bounded at maxLen),
  * or at maxLen, where live hypotheses join the pool unfinished. Returns the best of each pool.
  */
-export function beamSearch(model: Seq2Seq, src: Tensor, options: BeamSearchOptions): BeamSearchResult {
+export function beamSearch(model: Models, src: Tensor, options: BeamSearchOptions): BeamSearchResult {
   checkBeamOptions(options);
-  return run(model, src, options, (stepper, maxLens) => beamSearchSteps(stepper, maxLens, { ...options, padId: model.config.padId }));
+  return run(model, src, options, (stepper, maxLens, padId) => beamSearchSteps(stepper, maxLens, { ...options, padId }));
 }
 
 function checkBeamOptions(options: { beamSize?: number; lengthPenalty?: number }): void {
@@ -267,12 +273,31 @@ function* beamSteps(stepper: StepperRows, maxLens: number[], options: BeamSearch
   };
 }
 
-/** Checks, eval mode and no autograd for the search; encodes once; picks the stepper. */
-function run<R>(model: Seq2Seq, src: Tensor, options: DecodeOptions, search: (stepper: Stepper, maxLens: number[]) => R): R {
+/**
+ * The members of an ensemble (one model: itself), checked to read the same source ids and write
+ * the same target ids: equal source and target vocabulary sizes and padding id.
+ */
+export function ensembleMembers(model: Models): readonly Seq2Seq[] {
+  const members: readonly Seq2Seq[] = Array.isArray(model) ? model : [model as Seq2Seq];
+  if (members.length === 0) throw new Error('decode: an ensemble needs at least one model, got an empty list');
+  const [first] = members;
+  members.forEach((m, i) => {
+    const differs = (what: string, a: number, b: number) => new Error(`decode: ensemble member ${i + 1} has ${what} ${a}, member 1 ${b}: members must share their tokenizers`);
+    if (m.config.vocabSize !== first.config.vocabSize) throw differs('a source vocabulary of', m.config.vocabSize, first.config.vocabSize);
+    if (m.targetVocabSize !== first.targetVocabSize) throw differs('a target vocabulary of', m.targetVocabSize, first.targetVocabSize);
+    if (m.config.padId !== first.config.padId) throw differs('padding id', m.config.padId, first.config.padId);
+  });
+  return members;
+}
+
+/** Checks, eval mode and no autograd for the search; encodes once per member; picks the stepper. */
+function run<R>(model: Models, src: Tensor, options: DecodeOptions, search: (stepper: Stepper, maxLens: number[], padId: number) => R): R {
   const name = 'decode';
+  const members = ensembleMembers(model);
   if (src.dtype !== 'int32' || src.ndim !== 2) throw new Error(`${name}: src must be int32 token ids of shape (B, S), got ${src.dtype} ${shapeToString(src.shape)}`);
-  const { padId, maxLen: positions } = model.config;
-  const vocabSize = model.targetVocabSize;
+  const { padId } = members[0].config;
+  const positions = Math.min(...members.map((m) => m.config.maxLen));
+  const vocabSize = members[0].targetVocabSize;
   for (const arg of ['bosId', 'eosId'] as const) {
     const id = options[arg];
     if (!Number.isInteger(id) || id < 0 || id >= vocabSize) throw new Error(`${name}: ${arg} must be an id in [0, ${vocabSize}), got ${id}`);
@@ -285,17 +310,19 @@ function run<R>(model: Seq2Seq, src: Tensor, options: DecodeOptions, search: (st
     throw new Error(`${name}: minLen must be a non-negative integer, got ${options.minLen}`);
   }
   const maxLens = maxLengths(src, padId, positions, options.maxLen);
-  const wasTraining = model.training;
-  model.eval();
+  const wasTraining = members.map((m) => m.training);
+  for (const m of members) m.eval();
   try {
     return noGrad(() => {
-      const srcPadding = model.paddingMask(src);
-      const memory = model.encode(src, srcPadding);
-      const stepper = options.useCache ?? true ? new CachedStepper(model, memory, srcPadding) : new FullStepper(model, memory, srcPadding);
-      return search(stepper, maxLens);
+      const steppers = members.map((m): Stepper => {
+        const srcPadding = m.paddingMask(src);
+        const memory = m.encode(src, srcPadding);
+        return options.useCache ?? true ? new CachedStepper(m, memory, srcPadding) : new FullStepper(m, memory, srcPadding);
+      });
+      return search(steppers.length === 1 ? steppers[0] : new EnsembleStepper(steppers), maxLens, padId);
     });
   } finally {
-    if (wasTraining) model.train();
+    members.forEach((m, i) => wasTraining[i] && m.train());
   }
 }
 

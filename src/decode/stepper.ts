@@ -139,3 +139,51 @@ export class FullStepper implements Stepper {
     this.srcPadding = gatherRows(this.fullPadding, this.rowSource);
   }
 }
+
+/**
+ * Several models decoding the same sentences as one (Sennrich et al. 2016 and fairseq's
+ * EnsembleModel): each step's next-token distribution is the mean of the members' probabilities,
+ * returned as its log, log((1/n) Σ_i p_i) = logsumexp_i(log p_i) − log n. Every member keeps its own
+ * state (its cache) and is reordered with the others, so the rows stay in step.
+ */
+export class EnsembleStepper implements Stepper {
+  constructor(private readonly members: readonly Stepper[]) {
+    if (members.length === 0) throw new Error('EnsembleStepper: members must hold at least one stepper, got none');
+    const [first] = members;
+    members.forEach((m, i) => {
+      if (m.vocabSize !== first.vocabSize) throw new Error(`EnsembleStepper: member ${i + 1} has a vocabulary of ${m.vocabSize}, member 1 of ${first.vocabSize}: members must share the target vocabulary`);
+      if (m.rows !== first.rows) throw new Error(`EnsembleStepper: member ${i + 1} decodes ${m.rows} rows, member 1 ${first.rows}`);
+    });
+  }
+
+  get rows(): number {
+    return this.members[0].rows;
+  }
+
+  get vocabSize(): number {
+    return this.members[0].vocabSize;
+  }
+
+  step(last: Int32Array): Float32Array {
+    const lps = this.members.map((m) => m.step(last));
+    if (lps.length === 1) return lps[0];
+    const out = new Float32Array(lps[0].length);
+    const logN = Math.log(lps.length);
+    for (let j = 0; j < out.length; j++) {
+      let max = -Infinity;
+      for (const lp of lps) if (lp[j] > max) max = lp[j];
+      if (max === -Infinity) {
+        out[j] = -Infinity; // every member rules the id out (the padding id, a blocked EOS)
+        continue;
+      }
+      let sum = 0;
+      for (const lp of lps) sum += Math.exp(lp[j] - max);
+      out[j] = max + Math.log(sum) - logN;
+    }
+    return out;
+  }
+
+  reorder(rows: Int32Array): void {
+    for (const m of this.members) m.reorder(rows);
+  }
+}

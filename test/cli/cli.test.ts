@@ -96,6 +96,35 @@ test('qkv eval --tune-alpha on val keeps the paper\'s α unless another beats it
   assert.match(b.stderr, /config\.json: 'decoding' must be \{"beam": a positive integer, "alpha": a number >= 0\}, got \{"beam":0,"alpha":1\}/);
 });
 
+test('qkv eval/translate --ensemble: a model with itself translates as the model alone; members must share tokenizers', () => {
+  const single = qkv(['eval', '--model', out, '--data', data, '--beam', '2']);
+  const twice = qkv(['eval', '--model', out, '--ensemble', out, '--data', data, '--beam', '2']);
+  assert.equal(twice.status, 0, twice.stderr);
+  assert.equal(twice.stdout, single.stdout);
+  const t = qkv(['translate', '--model', out, '--ensemble', `${out},${out}`, '--beam', '1'], 'Two dogs play.\n');
+  assert.equal(t.stdout, qkv(['translate', '--model', out, '--beam', '1'], 'Two dogs play.\n').stdout);
+  // Another tokenizer of the same size: two tokens' ids swapped.
+  const other = join(work, 'other-tokenizer');
+  mkdirSync(other, { recursive: true });
+  for (const f of ['config.json', 'model.safetensors']) writeFileSync(join(other, f), readFileSync(join(out, f)));
+  const tok = JSON.parse(readFileSync(join(out, 'tokenizer.json'), 'utf8')) as { model: { vocab: Record<string, number> } };
+  const [a, b] = Object.keys(tok.model.vocab).slice(-2);
+  [tok.model.vocab[a], tok.model.vocab[b]] = [tok.model.vocab[b], tok.model.vocab[a]];
+  writeFileSync(join(other, 'tokenizer.json'), JSON.stringify(tok));
+  const cases: [string[], RegExp][] = [
+    [['eval', '--model', out, '--ensemble', other, '--data', data], /--ensemble .*other-tokenizer: its tokenizer\.json differs from --model .*: ensemble members must share their tokenizers/],
+    [['eval', '--model', out, '--ensemble', join(work, 'nope'), '--data', data], /model folder not found: .*nope/],
+    [['eval', '--model', out, '--ensemble', `${out},`, '--data', data], /--ensemble must be comma-separated folders \(e\.g\. runs\/a,runs\/b\), got '.*,'/],
+    [['eval', '--model', out, '--ensemble', out, '--data', data, '--split', 'val', '--tune-alpha', '1'], /--tune-alpha and --ensemble both given/],
+    [['translate', '--model', out, '--ensemble', out, '--engine', 'onnxruntime'], /--ensemble runs on the qkv engine only/],
+  ];
+  for (const [args, re] of cases) {
+    const r = qkv(args, 'A dog.\n');
+    assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, re);
+  }
+});
+
 test('bad input: unknown flag, bad number, missing model folder — one clear line, exit 1 (empty and over-long lines: test/cli/lines.once.test.ts)', () => {
   const cases: [string[], string | undefined, RegExp][] = [
     [['translate', '--model', out, '--bogus'], '', /unknown option '--bogus'/],
