@@ -1,14 +1,14 @@
 /** The `qkv` command end to end on a small corpus: train, resume, translate, eval, info, and bad input. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tempDir } from '../e2e/tiny-model.ts';
 import { join } from 'node:path';
 import { corpusBleu } from '../../src/text/bleu.ts';
 import { qkv, writeCorpus } from '../helpers/cli.ts';
 
 // 300 real Multi30K pairs for training, 20 for validation and test.
-const work = mkdtempSync(join(tmpdir(), 'qkv-cli-'));
+const work = tempDir('qkv-cli-');
 const data = join(work, 'data');
 writeCorpus(data, [['train', 0, 300], ['val', 300, 320], ['test_2016_flickr', 320, 340]]);
 const out = join(work, 'run');

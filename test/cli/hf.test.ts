@@ -4,7 +4,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { tempDir } from '../e2e/tiny-model.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,7 +24,7 @@ const quiet = () => {};
 
 /** A copy of the fixture folder with one file replaced. */
 function variant(name: string, contents: string | Uint8Array): string {
-  const dir = mkdtempSync(join(tmpdir(), 'qkv-hf-'));
+  const dir = tempDir('qkv-hf-');
   for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) copyFileSync(join(FIX, f), join(dir, f));
   writeFileSync(join(dir, name), contents);
   return dir;
@@ -46,7 +47,7 @@ test('qkv generate: a Hugging Face folder continues a prompt; greedy starts with
 });
 
 test('qkv attention and qkv info read the folder; qkv export refuses it', () => {
-  const out = join(mkdtempSync(join(tmpdir(), 'qkv-hf-')), 'a.svg');
+  const out = join(tempDir('qkv-hf-'), 'a.svg');
   const logs: string[] = [];
   attention({ sentence: 'A man is', model: FIX, out, kind: 'enc', layer: 2, head: 3, beam: 1, alpha: 0.6, maxTokens: 4, log: (l) => logs.push(l) });
   const svg = readFileSync(out, 'utf8');

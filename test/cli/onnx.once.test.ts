@@ -5,12 +5,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tempDir } from '../e2e/tiny-model.ts';
 import { join } from 'node:path';
 import { qkv, root } from '../helpers/cli.ts';
 
-const work = mkdtempSync(join(tmpdir(), 'qkv-onnx-cli-'));
+const work = tempDir('qkv-onnx-cli-');
 const MT = join(root, 'models/multi30k-en-de');
 const LM = join(root, 'models/gpt-multi30k-char');
 const mtOnnx = join(work, 'mt-onnx');

@@ -4,13 +4,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tempDir } from '../e2e/tiny-model.ts';
 import { join } from 'node:path';
 import { readSafetensors, writeSafetensors } from '../../src/io/index.ts';
 import { qkv, writeCorpus } from '../helpers/cli.ts';
 
-const work = mkdtempSync(join(tmpdir(), 'qkv-recipe-'));
+const work = tempDir('qkv-recipe-');
 const data = join(work, 'data');
 writeCorpus(data, [['train', 0, 200], ['val', 200, 210]], ['en', 'de', 'fr']);
 const small = ['--preset', 'tiny', '--data', data, '--bleu-sentences', '4'];

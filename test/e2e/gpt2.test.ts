@@ -11,8 +11,8 @@
  * Runs once per backend pass (QKV_BACKEND=wasm opens ?backend=wasm, else js).
  */
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tempDir } from './tiny-model.ts';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -51,7 +51,7 @@ async function openPage(url: string): Promise<{ p: Page; errs: string[] }> {
 
 /** A copy of the fixture folder (named `name`) with some files replaced or left out. */
 function folder(name: string, replace: Record<string, string | Uint8Array | null> = {}): string {
-  const dir = join(mkdtempSync(join(tmpdir(), 'qkv-gpt2-e2e-')), name);
+  const dir = join(tempDir('qkv-gpt2-e2e-'), name);
   mkdirSync(dir, { recursive: true });
   for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) {
     if (f in replace) {

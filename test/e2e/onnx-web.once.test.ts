@@ -6,8 +6,8 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync, copyFileSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync, copyFileSync, mkdirSync } from 'node:fs';
+import { tempDir } from './tiny-model.ts';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import type { Browser, Page } from 'playwright-core';
@@ -24,7 +24,7 @@ import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
 const root = new URL('../../', import.meta.url).pathname;
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 const skip = toolSkip('chromium');
-const work = mkdtempSync(join(tmpdir(), 'qkv-onnx-web-'));
+const work = tempDir('qkv-onnx-web-');
 
 function writeExport(exp: OnnxExport, from: string, to: string): void {
   mkdirSync(to);

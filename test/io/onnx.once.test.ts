@@ -8,8 +8,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { tempDir } from '../e2e/tiny-model.ts';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
@@ -71,7 +71,7 @@ function roundedToHalf<M extends Seq2Seq | GPT>(m: M): M {
 
 /** Every graph written to disk, for the checker. */
 const written: string[] = [];
-const dir = mkdtempSync(join(tmpdir(), 'qkv-onnx-'));
+const dir = tempDir('qkv-onnx-');
 function keepFile(name: string, bytes: Uint8Array): Uint8Array {
   const p = join(dir, `${name.replace(/[^a-z0-9]+/gi, '_')}.onnx`);
   writeFileSync(p, bytes);
