@@ -103,6 +103,8 @@ def make_folder(job, out):
     """out/NAME/init: the base's config.json with the job's overrides, and its tokenizer(s)."""
     base = job['base']
     cfg = read_config(base)
+    # A job trains a new model: the base's decoding defaults (an α chosen for it, its ensemble) are not its own.
+    cfg.pop('decoding', None)
     cfg['model'].update(job.get('model', {}))
     tr = cfg.setdefault('training', {})
     rec = dict(tr.get('recipe') or {})

@@ -317,6 +317,8 @@ export async function explore(o: ExploreCommandOptions): Promise<ExploreServer> 
   if (modelDir) {
     const rel = relative(process.cwd(), modelDir);
     o.log(`qkv explore: model ${rel === '' ? '.' : rel.startsWith('..') ? modelDir : rel} (${kind})`);
+    const members = modelDirKind(modelDir) === 'seq2seq' ? loadModelShape(modelDir).config.decoding?.ensemble : undefined;
+    if (members) o.log(`  its config.json names an ensemble (${members.join(', ')}) for qkv translate and eval; the page runs and shows the folder's own model alone`);
   }
   if (!isLoopback(o.host)) o.log(`qkv explore: listening on ${o.host}: anyone who can reach this address can load the page and the model`);
   o.log(`qkv explore: open ${s.url}  (Ctrl-C stops)`);

@@ -7,7 +7,8 @@ import { isHfModelDir } from './hf.ts';
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { modelKind, type ModelKind } from '../viz/attention-data.ts';
-import { loadModelDir, saveWeights, TARGET_TOKENIZER, UserError } from './files.ts';
+import { atomicWrite, DEFAULT_DECODING, loadEnsemble, saveWeights, TARGET_TOKENIZER, UserError, type Decoding } from './files.ts';
+import type { Module } from '../nn/module.ts';
 import { loadLmDir } from './lm.ts';
 import { exportOnnx } from './onnx-export.ts';
 
@@ -28,20 +29,60 @@ export function modelDirKind(dir: string): ModelKind {
   }
 }
 
-export function exportModel(o: { model: string; out: string; dtype?: string; format?: string; withAttention?: boolean; force?: boolean; log: (s: string) => void }): void {
+export interface ExportArgs {
+  model: string;
+  out: string;
+  dtype?: string;
+  format?: string;
+  withAttention?: boolean;
+  force?: boolean;
+  /** More model folders to ship with --model as its ensemble; false (--no-ensemble): --model alone, without the members its config.json names. */
+  ensemble?: string[] | false;
+  log: (s: string) => void;
+}
+
+export function exportModel(o: ExportArgs): void {
   const format = o.format ?? 'safetensors';
   if (format !== 'safetensors' && format !== 'onnx') throw new UserError(`--format must be safetensors or onnx, got '${format}'`);
-  if (format === 'onnx') return exportOnnx(o, modelDirKind(o.model));
+  const kind = modelDirKind(o.model);
+  if (o.ensemble && (format === 'onnx' || kind === 'gpt')) {
+    throw new UserError(`--ensemble is for translation models in --format safetensors (${format === 'onnx' ? 'an ONNX export holds one model' : `${o.model} is a language model`}): drop --ensemble`);
+  }
+  if (format === 'onnx') return exportOnnx(o, kind);
   if (o.withAttention) throw new UserError('--with-attention is for --format onnx');
   const dtype = (o.dtype ?? 'f16').toUpperCase();
   if (dtype !== 'F16' && dtype !== 'F32') throw new UserError(`--dtype must be f16 or f32, got '${o.dtype}'`);
   if (isHfModelDir(o.model)) throw new UserError(`${o.model} is a Hugging Face folder: qkv reads it as it is (--model ${o.model}); export takes a qkv run folder`);
-  // Loading validates the folder and the weights.
-  const { model } = modelDirKind(o.model) === 'gpt' ? loadLmDir(o.model) : loadModelDir(o.model);
-  mkdirSync(o.out, { recursive: true });
-  for (const f of ['config.json', 'tokenizer.json', TARGET_TOKENIZER, 'history.json']) {
-    if (existsSync(join(o.model, f))) copyFileSync(join(o.model, f), join(o.out, f));
+  if (kind === 'gpt') {
+    const { model } = loadLmDir(o.model);
+    copyModel(o.model, o.out, model, dtype);
+    o.log(`wrote ${o.out} (${model.numParameters().toLocaleString('en-US')} parameters, ${dtype})`);
+    return;
   }
-  saveWeights(join(o.out, 'model.safetensors'), model.stateDict(), dtype);
-  o.log(`wrote ${o.out} (${model.numParameters().toLocaleString('en-US')} parameters, ${dtype})`);
+  // Loading validates the folders, the weights and that the members share --model's tokenizers.
+  const { members, memberDirs, config } = loadEnsemble(o.model, o.ensemble || [], { own: o.ensemble !== false });
+  const own = config.decoding?.ensemble ?? [];
+  // Members keep the subfolder names --model's config.json gives them; --ensemble's are numbered after them.
+  const names = o.ensemble === false ? [] : [...own];
+  for (let k = names.length + 2; names.length < members.length - 1; k++) if (!names.includes(`member-${k}`)) names.push(`member-${k}`);
+  copyModel(o.model, o.out, members[0], dtype);
+  if (names.join('\n') !== own.join('\n')) {
+    // α was chosen for other models: keep the numbers, drop the claim.
+    const { beam, alpha } = config.decoding ?? DEFAULT_DECODING;
+    const decoding: Decoding = { beam, alpha, ...(names.length > 0 && { ensemble: names }) };
+    atomicWrite(join(o.out, 'config.json'), `${JSON.stringify({ ...config, decoding }, null, 2)}\n`);
+    o.log(`α ${alpha} was chosen for ${o.model}${own.length ? ' with its ensemble' : ' alone'}: choose it for ${names.length ? 'this ensemble' : 'this model alone'} on val (qkv eval --model ${o.out} --split val --tune-alpha 1,1.4,1.8)`);
+  }
+  names.forEach((name, i) => copyModel(memberDirs[i + 1], join(o.out, name), members[i + 1], dtype));
+  const params = members.reduce((n, m) => n + m.numParameters(), 0);
+  o.log(`wrote ${o.out} (${params.toLocaleString('en-US')} parameters${members.length > 1 ? ` in ${members.length} models: ${['.', ...names].join(', ')}` : ''}, ${dtype})`);
+}
+
+/** A model folder's config, tokenizers and history copied to `out`, and its weights written in `dtype`. */
+function copyModel(from: string, out: string, model: Module, dtype: 'F16' | 'F32'): void {
+  mkdirSync(out, { recursive: true });
+  for (const f of ['config.json', 'tokenizer.json', TARGET_TOKENIZER, 'history.json']) {
+    if (existsSync(join(from, f))) copyFileSync(join(from, f), join(out, f));
+  }
+  saveWeights(join(out, 'model.safetensors'), model.stateDict(), dtype);
 }

@@ -6,7 +6,7 @@
  * process leaves either the old file or the new one.
  */
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
 import { checkSeq2SeqConfig, checkVocabularies } from '../models/config-check.ts';
 import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
@@ -69,6 +69,12 @@ export interface Decoding {
   alpha: number;
   /** How it was chosen, e.g. "val BLEU 33.40 with α 0.6 (tried 0.6, 1, 1.4; α 1.4 scored 33.61, but p 0.2408 …)". */
   chosen?: string;
+  /**
+   * More models decoded with this one as an ensemble by default (translate and eval; --no-ensemble
+   * decodes this one alone): subfolders of this folder, each a model folder with the same tokenizers.
+   * `qkv export --ensemble` writes them.
+   */
+  ensemble?: string[];
 }
 
 export const DEFAULT_DECODING: Decoding = { beam: 4, alpha: 0.6 };
@@ -118,6 +124,9 @@ export function loadModelShape(dir: string): LoadedModel {
   const d = config.decoding;
   if (d !== undefined && (d === null || typeof d !== 'object' || !Number.isInteger(d.beam) || d.beam < 1 || typeof d.alpha !== 'number' || !Number.isFinite(d.alpha) || d.alpha < 0)) {
     throw new UserError(`${join(dir, 'config.json')}: 'decoding' must be {"beam": a positive integer, "alpha": a number >= 0}, got ${JSON.stringify(d)}`);
+  }
+  if (d?.ensemble !== undefined && !isMemberList(d.ensemble)) {
+    throw new UserError(`${join(dir, 'config.json')}: 'decoding.ensemble' must be a non-empty list of distinct subfolders of the model folder (e.g. ["member-2"]), got ${JSON.stringify(d.ensemble)}`);
   }
   const tokenizer = readTokenizer(join(dir, 'tokenizer.json'));
   try {
@@ -179,29 +188,52 @@ export function saveModelDir(dir: string, model: Seq2Seq, tokenizer: BpeTokenize
   if (separate) atomicWrite(join(dir, TARGET_TOKENIZER), JSON.stringify(targetTokenizer.toJSON()));
 }
 
-/** A model folder and, for `--ensemble`, the folders decoded with it: all must share its tokenizers. */
+/** A relative path that stays inside the folder: no absolute path, no '..', no empty or '.' part. */
+function isSubfolder(p: unknown): p is string {
+  if (typeof p !== 'string' || p === '' || isAbsolute(p) || p.includes('\\')) return false;
+  return p.split('/').every((part) => part !== '' && part !== '.' && part !== '..');
+}
+
+function isMemberList(x: unknown): x is string[] {
+  return Array.isArray(x) && x.length > 0 && x.every(isSubfolder) && new Set(x).size === x.length;
+}
+
+/** A model folder and the folders decoded with it as an ensemble: all must share its tokenizers. */
 export interface LoadedEnsemble extends LoadedModel {
   /** The model itself first, then the ensemble's other members. */
   members: Seq2Seq[];
+  /** The members' folders, in the same order (the first is the model folder itself). */
+  memberDirs: string[];
 }
 
 /**
- * `dir`'s model and the models in `others`, checked to tokenize as it does (identical tokenizer.json,
- * and target_tokenizer.json if any): an ensemble averages next-token probabilities over one target
+ * `dir`'s model and its ensemble: the members its config.json names (`decoding.ensemble`, subfolders
+ * of `dir`; left out with `own: false`, i.e. --no-ensemble), then the folders in `others`
+ * (--ensemble). Each is checked to tokenize as `dir` does (identical tokenizer.json, and
+ * target_tokenizer.json if any): an ensemble averages next-token probabilities over one target
  * vocabulary, fed the same source ids. Decoding defaults and tokenizers are `dir`'s.
  */
-export function loadEnsemble(dir: string, others: readonly string[] = []): LoadedEnsemble {
+export function loadEnsemble(dir: string, others: readonly string[] = [], opts: { own?: boolean } = {}): LoadedEnsemble {
   const first = loadModelDir(dir);
   const members = [first.model];
+  const memberDirs = [dir];
   const same = (a: BpeTokenizer, b: BpeTokenizer) => JSON.stringify(a.toJSON()) === JSON.stringify(b.toJSON());
-  for (const other of others) {
-    const m = loadModelDir(other);
+  const declared = (opts.own ?? true) ? (first.config.decoding?.ensemble ?? []) : [];
+  const named = [
+    ...declared.map((p) => ({ path: join(dir, p), what: `${join(dir, 'config.json')} decoding.ensemble member ${p}` })),
+    ...others.map((p) => ({ path: p, what: `--ensemble ${p}` })),
+  ];
+  for (const { path, what } of named) {
+    if (!existsSync(path)) throw new UserError(`${what}: model folder not found: ${path}`);
+    const m = loadModelDir(path);
+    if (m.config.decoding?.ensemble) throw new UserError(`${what}: its config.json names an ensemble of its own (decoding.ensemble); members must be single models`);
     if ((m.targetTokenizer === m.tokenizer) !== (first.targetTokenizer === first.tokenizer)) {
-      throw new UserError(`--ensemble ${other}: ${m.targetTokenizer === m.tokenizer ? 'one shared vocabulary' : 'separate vocabularies'}, but --model ${dir} has ${first.targetTokenizer === first.tokenizer ? 'one shared vocabulary' : 'separate vocabularies'}: ensemble members must share their tokenizers`);
+      throw new UserError(`${what}: ${m.targetTokenizer === m.tokenizer ? 'one shared vocabulary' : 'separate vocabularies'}, but --model ${dir} has ${first.targetTokenizer === first.tokenizer ? 'one shared vocabulary' : 'separate vocabularies'}: ensemble members must share their tokenizers`);
     }
-    if (!same(m.tokenizer, first.tokenizer)) throw new UserError(`--ensemble ${other}: its tokenizer.json differs from --model ${dir}'s: ensemble members must share their tokenizers`);
-    if (!same(m.targetTokenizer, first.targetTokenizer)) throw new UserError(`--ensemble ${other}: its ${TARGET_TOKENIZER} differs from --model ${dir}'s: ensemble members must share their tokenizers`);
+    if (!same(m.tokenizer, first.tokenizer)) throw new UserError(`${what}: its tokenizer.json differs from --model ${dir}'s: ensemble members must share their tokenizers`);
+    if (!same(m.targetTokenizer, first.targetTokenizer)) throw new UserError(`${what}: its ${TARGET_TOKENIZER} differs from --model ${dir}'s: ensemble members must share their tokenizers`);
     members.push(m.model);
+    memberDirs.push(path);
   }
-  return { ...first, members };
+  return { ...first, members, memberDirs };
 }

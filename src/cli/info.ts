@@ -25,6 +25,7 @@ export function info(o: { model?: string; preset?: string; log: (s: string) => v
     out.vocabulary = loaded.tokenizer.vocabSize;
     if ('targetTokenizer' in loaded && loaded.targetTokenizer !== loaded.tokenizer) out.targetVocabulary = loaded.targetTokenizer.vocabSize;
     if (loaded.config.training) out.training = loaded.config.training;
+    if ('decoding' in loaded.config && loaded.config.decoding) out.decoding = loaded.config.decoding;
     const hist = join(o.model!, 'history.json');
     if (existsSync(hist)) {
       const h = JSON.parse(readFileSync(hist, 'utf8')) as { step: number; bleu?: number; valLoss: number }[];

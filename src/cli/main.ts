@@ -87,10 +87,19 @@ data.command('encode')
   .option('--tgt <lang>', 'target language', 'de')
   .action((o) => encodeSplit({ ...o, log }));
 
+/** --ensemble DIRS and --no-ensemble set one option (commander keeps the last): refuse both. */
+function oneEnsembleFlag<T extends { ensemble?: string[] | false }>(o: T): T {
+  if (o.ensemble === false && process.argv.slice(2).some((a) => a === '--ensemble' || a.startsWith('--ensemble='))) {
+    throw new UserError('--ensemble and --no-ensemble both given: pass one');
+  }
+  return o;
+}
+
 program.command('translate')
   .description('translate one sentence per line (stdin to stdout, or --input/--output)')
   .requiredOption('--model <dir>', 'model folder')
-  .option('--ensemble <dirs>', 'more model folders (comma-separated) decoded with --model as one, their next-token probabilities averaged; they must share its tokenizers', dirList('--ensemble'))
+  .option('--ensemble <dirs>', "more model folders (comma-separated) decoded with --model as one, their next-token probabilities averaged; they must share its tokenizers (added to the members --model's config.json names, if any)", dirList('--ensemble'))
+  .option('--no-ensemble', "decode with --model alone, without the ensemble members its config.json names (decoding.ensemble)")
   .option('--beam <n>', "beam size, 1 = greedy (default: the model's config.json decoding, else 4)", int('--beam'))
   .option('--alpha <x>', "length penalty α (default: the model's config.json decoding, else 0.6)", nonNegativeNumber('--alpha'))
   .option('--input <file>', 'read sentences from a file instead of stdin')
@@ -98,12 +107,13 @@ program.command('translate')
   .option('--engine <name>', 'qkv | onnxruntime (--model is then a folder from qkv export --format onnx)', 'qkv')
   .option('--skip-long', "leave lines longer than the model reads untranslated (an empty output line) instead of truncating them")
   .addHelpText('after', LINES_HELP)
-  .action(async (o) => translate({ ...o, log }));
+  .action(async (o) => translate({ ...oneEnsembleFlag(o), log }));
 
 program.command('eval')
   .description('translate a split and score it with BLEU (sacreBLEU-compatible)')
   .requiredOption('--model <dir>', 'model folder')
-  .option('--ensemble <dirs>', 'more model folders (comma-separated) decoded with --model as one, their next-token probabilities averaged; they must share its tokenizers', dirList('--ensemble'))
+  .option('--ensemble <dirs>', "more model folders (comma-separated) decoded with --model as one, their next-token probabilities averaged; they must share its tokenizers (added to the members --model's config.json names, if any)", dirList('--ensemble'))
+  .option('--no-ensemble', "decode with --model alone, without the ensemble members its config.json names (decoding.ensemble)")
   .option('--split <name>', 'val | test_2016_flickr', 'test_2016_flickr')
   .option('--data <dir>', 'corpus folder', 'data/multi30k')
   .option('--src <lang>', "source language (default: the model's training direction, else en)")
@@ -116,7 +126,7 @@ program.command('eval')
   .option('--skip-long', 'leave source lines longer than the model reads untranslated instead of truncating them')
   .option('--lowercase', "score case-insensitively (sacreBLEU's -lc, signature case:lc), as much of the Multi30K literature reports", false)
   .addHelpText('after', LINES_HELP)
-  .action((o) => evaluate({ ...o, log }));
+  .action((o) => evaluate({ ...oneEnsembleFlag(o), log }));
 
 program.command('info')
   .description('print a model\'s configuration and parameter count')
@@ -132,7 +142,9 @@ program.command('export')
   .option('--dtype <type>', 'f16 | f32 (default: f16 for safetensors, f32 for onnx)')
   .option('--with-attention', 'onnx: also output every layer\'s attention weights (for viewers)', false)
   .option('--force', 'onnx: replace an existing --out folder', false)
-  .action((o) => exportModel({ ...o, log }));
+  .option('--ensemble <dirs>', 'more model folders (comma-separated) shipped with --model as its ensemble, in subfolders member-2, member-3, ... that its config.json names (qkv translate and eval decode with them all)', dirList('--ensemble'))
+  .option('--no-ensemble', "ship --model alone, without the ensemble members its config.json names")
+  .action((o) => exportModel({ ...oneEnsembleFlag(o), log }));
 
 program.command('train-lm')
   .description('train a GPT language model on a text file (one line = one document), with checkpoints')

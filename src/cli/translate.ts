@@ -11,13 +11,21 @@ import { openOnnxSeq2Seq, parseEngine, translateIdsOnnx } from './onnxruntime.ts
 
 interface Common {
   model: string;
-  /** More model folders decoded with `model` as an ensemble (averaged next-token probabilities). */
-  ensemble?: string[];
+  /**
+   * More model folders decoded with `model` as an ensemble (averaged next-token probabilities), after
+   * the members its config.json names; false (--no-ensemble): `model` alone, without those members.
+   */
+  ensemble?: string[] | false;
   /** Default: the model's config.json `decoding`, else 4. */
   beam?: number;
   /** Default: the model's config.json `decoding`, else 0.6. */
   alpha?: number;
   log: (s: string) => void;
+}
+
+/** The models to decode with: --model, its config.json's ensemble (unless --no-ensemble), and --ensemble. */
+function loadModels(o: Common): LoadedEnsemble {
+  return loadEnsemble(o.model, o.ensemble || [], { own: o.ensemble !== false });
 }
 
 /** Beam and α: the flags, else the model's own decoding defaults, else the paper's. */
@@ -49,9 +57,9 @@ function reportDegraded(o: Common, degraded: readonly DegradedLine[], total: num
 export async function translate(o: Common & { input?: string; output?: string; skipLong?: boolean; engine?: string }): Promise<void> {
   // --engine onnxruntime: --model is a folder from qkv export --format onnx (its config and tokenizer, no weights).
   const onnxEngine = parseEngine(o.engine) === 'onnxruntime';
-  if (onnxEngine && o.ensemble?.length) throw new UserError('--ensemble runs on the qkv engine only: drop --engine onnxruntime or --ensemble');
+  if (onnxEngine && o.ensemble) throw new UserError('--ensemble runs on the qkv engine only: drop --engine onnxruntime or --ensemble');
   const onnx = onnxEngine ? await openOnnxSeq2Seq(o.model) : null;
-  const loaded: LoadedEnsemble = onnx ? { ...loadModelShape(o.model), members: [] } : loadEnsemble(o.model, o.ensemble);
+  const loaded: LoadedEnsemble = onnx ? { ...loadModelShape(o.model), members: [], memberDirs: [] } : loadModels(o);
   const { tokenizer, targetTokenizer, config } = loaded;
   const model = onnx ? loaded.model : loaded.members;
   const dec = decodingFor(o, config);
@@ -86,13 +94,16 @@ function languages(o: { src?: string; tgt?: string; direction?: { src: string; t
 }
 
 export function evaluate(o: Common & { split: string; data: string; src?: string; tgt?: string; direction?: { src: string; tgt: string }; output?: string; tuneAlpha?: number[]; skipLong?: boolean; lowercase?: boolean }): void {
-  const { members: model, tokenizer, targetTokenizer, config } = loadEnsemble(o.model, o.ensemble);
+  const { members: model, tokenizer, targetTokenizer, config } = loadModels(o);
   const lang = languages(o, config);
   if (o.tuneAlpha && o.split !== 'val') {
     throw new UserError(`--tune-alpha chooses α on the validation set: use --split val (got --split ${o.split}; choosing on a test set would overstate its score)`);
   }
   if (o.tuneAlpha && o.alpha !== undefined) throw new UserError('--tune-alpha and --alpha both given: pass one');
-  if (o.tuneAlpha && o.ensemble?.length) throw new UserError("--tune-alpha and --ensemble both given: α is written to --model's config.json, for that model alone; pass one");
+  if (o.tuneAlpha && o.ensemble) throw new UserError("--tune-alpha and --ensemble both given: α is written to --model's config.json, for that model alone; pass one");
+  if (o.tuneAlpha && o.ensemble === false && config.decoding?.ensemble) {
+    throw new UserError(`--tune-alpha and --no-ensemble both given: α is written to --model's config.json, for the ensemble it names (${config.decoding.ensemble.join(', ')}); pass one`);
+  }
   if (o.tuneAlpha && o.lowercase) throw new UserError('--tune-alpha and --lowercase both given: α is chosen on the cased score, which the model is shipped by; pass one');
   const { src, tgt } = readParallel(o.data, o.split, lang.src, lang.tgt);
   const { ids: srcIds, degraded } = encodeLines(model, tokenizer, src, { skipLong: o.skipLong });
@@ -104,7 +115,8 @@ export function evaluate(o: Common & { split: string; data: string; src?: string
     const hyps = translateIds(model, targetTokenizer, srcIds, { beam: dec.beam, alpha, onProgress: (d) => bar.update(d) });
     bar.stop();
     const score = corpusBleu(hyps, tgt, { lowercase: o.lowercase ?? false });
-    o.log(`${src.length} sentences in ${((performance.now() - t0) / 1000).toFixed(1)} s (beam ${dec.beam}, α ${alpha}): BLEU ${score.score.toFixed(2)}`);
+    const models = model.length > 1 ? `, an ensemble of ${model.length} models` : '';
+    o.log(`${src.length} sentences in ${((performance.now() - t0) / 1000).toFixed(1)} s (beam ${dec.beam}, α ${alpha}${models}): BLEU ${score.score.toFixed(2)}`);
     return { hyps, score };
   };
   if (!o.tuneAlpha) {
@@ -118,6 +130,7 @@ export function evaluate(o: Common & { split: string; data: string; src?: string
     beam: dec.beam,
     alpha: chosen.alpha,
     chosen: `${o.split} BLEU ${chosen.score.score.toFixed(2)} with α ${chosen.alpha} (tried ${tried.join(', ')}; ${why})`,
+    ...(config.decoding?.ensemble && { ensemble: config.decoding.ensemble }),
   };
   atomicWrite(join(o.model, 'config.json'), `${JSON.stringify({ ...config, decoding }, null, 2)}\n`);
   o.log(`wrote ${join(o.model, 'config.json')}: decoding beam ${dec.beam}, α ${chosen.alpha}`);
