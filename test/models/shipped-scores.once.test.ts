@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeLines, translateIds } from '../../src/cli/evaluate.ts';
 import { readParallel } from '../../src/cli/corpus.ts';
-import { loadModelDir } from '../../src/cli/files.ts';
+import { loadEnsemble } from '../../src/cli/files.ts';
 import { corpusBleu } from '../../src/text/bleu.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -24,7 +24,8 @@ for (const [name, tgt] of [['multi30k-en-de', 'de'], ['multi30k-en-fr', 'fr']] a
     assert.ok(row, `${name}/README.md: no test_2016_flickr row with a bold beam score and its details`);
     const lc = card.replace(/\s+/g, ' ').match(/Lowercased \(`qkv eval --lowercase`[^)]*\)[^:]*: ([\d.]+) on val, ([\d.]+) on test_2016_flickr/);
     assert.ok(lc, `${name}/README.md: no lowercased scores`);
-    const { model, tokenizer, targetTokenizer, config } = loadModelDir(dir);
+    // The folder's own decoding: with the ensemble its config.json names, if any (what qkv eval does).
+    const { members: model, tokenizer, targetTokenizer, config } = loadEnsemble(dir);
     assert.deepEqual({ beam: config.decoding!.beam, alpha: config.decoding!.alpha }, { beam: 4, alpha: 0.6 });
     const { src, tgt: refs } = readParallel(join(root, 'data/multi30k'), 'test_2016_flickr', 'en', tgt);
     const hyps = translateIds(model, targetTokenizer, encodeLines(model, tokenizer, src, {}).ids, { beam: 4, alpha: 0.6 });
