@@ -71,7 +71,8 @@ export function exportModel(o: ExportArgs): void {
     const { beam, alpha } = config.decoding ?? DEFAULT_DECODING;
     const decoding: Decoding = { beam, alpha, ...(names.length > 0 && { ensemble: names }) };
     atomicWrite(join(o.out, 'config.json'), `${JSON.stringify({ ...config, decoding }, null, 2)}\n`);
-    o.log(`α ${alpha} was chosen for ${o.model}${own.length ? ' with its ensemble' : ' alone'}: choose it for ${names.length ? 'this ensemble' : 'this model alone'} on val (qkv eval --model ${o.out} --split val --tune-alpha 1,1.4,1.8)`);
+    const from = config.decoding ? `was chosen for ${o.model}${own.length ? ' with its ensemble' : ' alone'}` : 'is the paper\'s default';
+    o.log(`α ${alpha} ${from}: choose it for ${names.length ? 'this ensemble' : 'this model alone'} on val (qkv eval --model ${o.out} --split val --tune-alpha 1,1.4,1.8)`);
   }
   names.forEach((name, i) => copyModel(memberDirs[i + 1], join(o.out, name), members[i + 1], dtype));
   const params = members.reduce((n, m) => n + m.numParameters(), 0);

@@ -42,7 +42,7 @@ test('qkv export --ensemble: the members in subfolders that config.json names; f
   assert.equal(config(join(ens, 'member-2')).decoding, undefined);
   assert.deepEqual(readFileSync(join(ens, 'member-2', 'model.safetensors')), readFileSync(join(b.dir, 'model.safetensors')));
   assert.deepEqual(readFileSync(join(ens, 'model.safetensors')), readFileSync(join(a.dir, 'model.safetensors')));
-  assert.ok(logs.some((l) => /α 0\.6 was chosen for .* alone: choose it for this ensemble on val/.test(l)), logs.join('\n'));
+  assert.ok(logs.some((l) => /α 0\.6 is the paper's default: choose it for this ensemble on val/.test(l)), logs.join('\n'));
   assert.ok(logs.some((l) => /in 2 models: \., member-2, F32\)$/.test(l)), logs.join('\n'));
   const loaded = loadEnsemble(ens);
   assert.equal(loaded.members.length, 2);
@@ -53,7 +53,9 @@ test('qkv export --ensemble: the members in subfolders that config.json names; f
   assert.deepEqual(config(again).decoding, config(ens).decoding);
   assert.deepEqual(readFileSync(join(again, 'member-2', 'model.safetensors')), readFileSync(join(b.dir, 'model.safetensors')));
   const alone = join(work, 'alone');
-  exportModel({ model: ens, out: alone, dtype: 'f32', ensemble: false, log: quiet });
+  const aloneLogs: string[] = [];
+  exportModel({ model: ens, out: alone, dtype: 'f32', ensemble: false, log: (l) => aloneLogs.push(l) });
+  assert.ok(aloneLogs.some((l) => /α 0\.6 was chosen for .*ens with its ensemble: choose it for this model alone on val/.test(l)), aloneLogs.join('\n'));
   assert.deepEqual(config(alone).decoding, { beam: 4, alpha: 0.6 });
   assert.equal(existsSync(join(alone, 'member-2')), false);
 });
