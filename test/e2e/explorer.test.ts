@@ -20,7 +20,8 @@ import { generateWithAttention, lineSeparatorId, type LoadedGpt } from '../../sr
 import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
 import { get } from './http.ts';
 import { ensureWebBuild } from './web-build.ts';
-import { GPT_HEADS, GPT_LAYERS, HEADS, LAYERS, makeTinyGpt, makeTinyModel, makeTinySeparateModel } from './tiny-model.ts';
+import { GPT_HEADS, GPT_LAYERS, HEADS, LAYERS, makeTinyGpt, makeTinyModel, makeTinySeparateModel, tempDir } from './tiny-model.ts';
+import { exportModel } from '../../src/cli/export.ts';
 
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -312,6 +313,28 @@ test('a GPT folder: the Generate view continues a prompt and shows causal attent
     assert.equal(await p.locator('[data-export-view="translate"]').count(), 0);
     assert.equal(await p.locator('#export-list tr[data-figure="modelview"] td').first().textContent(), 'Generate');
     assert.deepEqual(errors, []);
+  } finally {
+    await p.close();
+    await srv.close();
+  }
+});
+
+test('a folder that names an ensemble: the page says so and runs the folder\'s own model alone', { skip }, async () => {
+  const [a, b] = [makeTinyModel(4), makeTinyModel(5)];
+  const dir = join(tempDir('qkv-explorer-ens-'), 'ens');
+  exportModel({ model: a.dir, out: dir, dtype: 'f32', ensemble: [b.dir], log: () => {} });
+  const ref = translateWithAttention(a.model, a.tokenizer, SENTENCE);
+  const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: dir, port: 0 });
+  const p = await browser.newPage();
+  try {
+    await p.goto(`${srv.url}?backend=${BACKEND}#translate`);
+    await p.waitForSelector('body[data-ready="true"]');
+    await p.waitForFunction(() => /alone, so its translations can differ from theirs\.$/.test(document.querySelector('[data-testid="model-info"]')?.textContent ?? ''));
+    assert.match(await p.getByTestId('model-info').textContent() ?? '', /parameters\. Its folder names an ensemble \(member-2\) that qkv translate and qkv eval decode with as well; this page runs and shows this model alone/);
+    await p.getByTestId('src').fill(SENTENCE);
+    await p.getByTestId('translate').click();
+    await p.waitForFunction(() => document.querySelector('#view-translate')?.getAttribute('data-translated') === '1');
+    assert.equal(await p.getByTestId('translation').textContent(), ref.translation === '' ? '(empty)' : ref.translation);
   } finally {
     await p.close();
     await srv.close();
