@@ -301,8 +301,6 @@ export async function explore(o: ExploreCommandOptions): Promise<ExploreServer> 
     if (!existsSync(modelDir)) throw new UserError(`model folder not found: ${o.model}`);
     const missing = MODEL_FILES.filter((f) => !existsSync(join(modelDir!, f)));
     if (missing.length > 0) throw new UserError(`${o.model} lacks ${missing.join(', ')} (a model folder holds ${MODEL_FILES.join(', ')})`);
-    // A translation model's config and tokenizers (target_tokenizer.json too, where the vocabularies are separate) are checked here, not in the page.
-    if (modelDirKind(modelDir) === 'seq2seq') loadModelShape(modelDir);
   } else {
     modelDir = findDefaultModel();
     if (!modelDir) {
@@ -312,12 +310,14 @@ export async function explore(o: ExploreCommandOptions): Promise<ExploreServer> 
       o.log('  The positional-encoding and step-by-step views work without a model.');
     }
   }
-  const kind = modelDir ? (modelDirKind(modelDir) === 'gpt' ? 'language model, Generate view' : 'translation model, Translate view') : null;
+  const dirKind = modelDir ? modelDirKind(modelDir) : null;
+  // A translation model's config and tokenizers (target_tokenizer.json too, where the vocabularies are separate) are checked here, not in the page.
+  const members = dirKind === 'seq2seq' ? loadModelShape(modelDir!).config.decoding?.ensemble : undefined;
+  const kind = dirKind && (dirKind === 'gpt' ? 'language model, Generate view' : 'translation model, Translate view');
   const s = await startExploreServer({ webDir, modelDir, host: o.host, port: o.port });
   if (modelDir) {
     const rel = relative(process.cwd(), modelDir);
     o.log(`qkv explore: model ${rel === '' ? '.' : rel.startsWith('..') ? modelDir : rel} (${kind})`);
-    const members = modelDirKind(modelDir) === 'seq2seq' ? loadModelShape(modelDir).config.decoding?.ensemble : undefined;
     if (members) o.log(`  its config.json names an ensemble (${members.join(', ')}) for qkv translate and eval; the page runs and shows the folder's own model alone`);
   }
   if (!isLoopback(o.host)) o.log(`qkv explore: listening on ${o.host}: anyone who can reach this address can load the page and the model`);

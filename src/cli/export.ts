@@ -7,7 +7,7 @@ import { isHfModelDir } from './hf.ts';
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { modelKind, type ModelKind } from '../viz/attention-data.ts';
-import { atomicWrite, DEFAULT_DECODING, loadEnsemble, saveWeights, TARGET_TOKENIZER, UserError, type Decoding } from './files.ts';
+import { DEFAULT_DECODING, loadEnsemble, saveWeights, TARGET_TOKENIZER, UserError, writeModelConfig, type Decoding } from './files.ts';
 import type { Module } from '../nn/module.ts';
 import { loadLmDir } from './lm.ts';
 import { exportOnnx } from './onnx-export.ts';
@@ -70,7 +70,7 @@ export function exportModel(o: ExportArgs): void {
     // α was chosen for other models: keep the numbers, drop the claim.
     const { beam, alpha } = config.decoding ?? DEFAULT_DECODING;
     const decoding: Decoding = { beam, alpha, ...(names.length > 0 && { ensemble: names }) };
-    atomicWrite(join(o.out, 'config.json'), `${JSON.stringify({ ...config, decoding }, null, 2)}\n`);
+    writeModelConfig(o.out, { ...config, decoding });
     const from = config.decoding ? `was chosen for ${o.model}${own.length ? ' with its ensemble' : ' alone'}` : 'is the paper\'s default';
     o.log(`α ${alpha} ${from}: choose it for ${names.length ? 'this ensemble' : 'this model alone'} on val (qkv eval --model ${o.out} --split val --tune-alpha 1,1.4,1.8)`);
   }

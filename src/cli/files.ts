@@ -178,12 +178,16 @@ export function vocabularyConfig(tokenizer: BpeTokenizer, targetTokenizer: BpeTo
   return { vocabSize: tokenizer.vocabSize, padId: tokenizer.padId, ...(targetTokenizer !== tokenizer && { tgtVocabSize: targetTokenizer.vocabSize }) };
 }
 
+/** A translation model folder's config.json, written atomically (what loadModelShape reads). */
+export function writeModelConfig(dir: string, config: ModelConfigFile): void {
+  atomicWrite(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+}
+
 /** config.json and tokenizer.json, and target_tokenizer.json when the vocabularies are separate. */
 export function saveModelDir(dir: string, model: Seq2Seq, tokenizer: BpeTokenizer, training?: Record<string, unknown>, targetTokenizer: BpeTokenizer = tokenizer): void {
   const separate = model.config.tgtVocabSize !== undefined;
   if (separate === (targetTokenizer === tokenizer)) throw new Error(`saveModelDir: ${separate ? 'a model with separate vocabularies needs its target tokenizer' : 'a shared-vocabulary model takes one tokenizer'}`);
-  const config: ModelConfigFile = { format: 'qkv-seq2seq', version: 1, model: model.config, training };
-  atomicWrite(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+  writeModelConfig(dir, { format: 'qkv-seq2seq', version: 1, model: model.config, training });
   atomicWrite(join(dir, 'tokenizer.json'), JSON.stringify(tokenizer.toJSON()));
   if (separate) atomicWrite(join(dir, TARGET_TOKENIZER), JSON.stringify(targetTokenizer.toJSON()));
 }

@@ -8,7 +8,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, s
 import { basename, dirname, join, resolve } from 'node:path';
 import { exportGptOnnx, exportSeq2SeqOnnx, MANIFEST, type OnnxExport } from '../io/onnx/export.ts';
 import type { WeightDType } from '../io/onnx/builder.ts';
-import { atomicWrite, loadModelDir, TARGET_TOKENIZER, UserError, type ModelConfigFile } from './files.ts';
+import { atomicWrite, loadModelDir, TARGET_TOKENIZER, UserError, writeModelConfig, type ModelConfigFile } from './files.ts';
 import { loadLmDir } from './lm.ts';
 import type { ModelKind } from '../viz/attention-data.ts';
 
@@ -39,18 +39,19 @@ export function exportOnnx(a: OnnxExportArgs, kind: ModelKind): void {
   const o = { dtype, withAttention: a.withAttention ?? false };
   let exp: OnnxExport;
   let params: number;
-  let config: ModelConfigFile | undefined;
-  let ensemble: string[] | undefined;
+  // A folder that names an ensemble: its config.json without the list (the graphs hold its own model alone).
+  let ownConfig: ModelConfigFile | undefined;
   if (kind === 'gpt') {
     const { model } = loadLmDir(a.model);
     exp = exportGptOnnx(model.config, model.stateDict(), o);
     params = model.numParameters();
   } else {
-    const loaded = loadModelDir(a.model);
-    const { model } = loaded;
-    config = loaded.config;
-    ensemble = config.decoding?.ensemble;
-    if (ensemble) a.log(`${a.model}: its config.json names an ensemble (${ensemble.join(', ')}); the ONNX graphs hold ${a.model}'s own model alone`);
+    const { model, config } = loadModelDir(a.model);
+    if (config.decoding?.ensemble) {
+      const { ensemble, ...decoding } = config.decoding;
+      a.log(`${a.model}: its config.json names an ensemble (${ensemble.join(', ')}); the ONNX graphs hold ${a.model}'s own model alone`);
+      ownConfig = { ...config, decoding };
+    }
     exp = exportSeq2SeqOnnx(model.config, model.stateDict(), o);
     params = model.numParameters();
   }
@@ -60,11 +61,9 @@ export function exportOnnx(a: OnnxExportArgs, kind: ModelKind): void {
   try {
     for (const [name, bytes] of Object.entries(exp.files)) atomicWrite(join(tmp, name), bytes);
     atomicWrite(join(tmp, MANIFEST), `${JSON.stringify(exp.manifest, null, 2)}\n`);
-    for (const f of ['config.json', 'tokenizer.json', TARGET_TOKENIZER]) if (f !== TARGET_TOKENIZER || existsSync(join(a.model, f))) copyFileSync(join(a.model, f), join(tmp, f));
-    if (ensemble) {
-      // The graphs hold --model's own weights: the folder must not promise its ensemble.
-      const { ensemble: _members, ...decoding } = config!.decoding!;
-      atomicWrite(join(tmp, 'config.json'), `${JSON.stringify({ ...config, decoding }, null, 2)}\n`);
+    if (ownConfig) writeModelConfig(tmp, ownConfig);
+    for (const f of ['config.json', 'tokenizer.json', TARGET_TOKENIZER]) {
+      if (!(f === 'config.json' && ownConfig) && (f !== TARGET_TOKENIZER || existsSync(join(a.model, f)))) copyFileSync(join(a.model, f), join(tmp, f));
     }
     if (existsSync(out)) rmSync(out, { recursive: true });
     renameSync(tmp, out);

@@ -6,7 +6,7 @@ import { pairedBootstrap } from '../text/significance.ts';
 import { readParallel } from './corpus.ts';
 import { degradedSummary, encodeLines, EXIT_DEGRADED, translateIds, type DegradedLine } from './evaluate.ts';
 import { progressBar } from './progress.ts';
-import { atomicWrite, DEFAULT_DECODING, loadEnsemble, loadModelShape, UserError, type Decoding, type LoadedEnsemble, type ModelConfigFile } from './files.ts';
+import { atomicWrite, DEFAULT_DECODING, loadEnsemble, loadModelShape, UserError, writeModelConfig, type Decoding, type LoadedEnsemble, type ModelConfigFile } from './files.ts';
 import { openOnnxSeq2Seq, parseEngine, translateIdsOnnx } from './onnxruntime.ts';
 
 interface Common {
@@ -132,7 +132,7 @@ export function evaluate(o: Common & { split: string; data: string; src?: string
     chosen: `${o.split} BLEU ${chosen.score.score.toFixed(2)} with α ${chosen.alpha} (tried ${tried.join(', ')}; ${why})`,
     ...(config.decoding?.ensemble && { ensemble: config.decoding.ensemble }),
   };
-  atomicWrite(join(o.model, 'config.json'), `${JSON.stringify({ ...config, decoding }, null, 2)}\n`);
+  writeModelConfig(o.model, { ...config, decoding });
   o.log(`wrote ${join(o.model, 'config.json')}: decoding beam ${dec.beam}, α ${chosen.alpha}`);
   finishEval(o, chosen, src.length, degraded);
 }

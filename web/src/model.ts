@@ -48,7 +48,7 @@ export async function fetchServedModel(): Promise<Served> {
  * The ensemble members a served config.json names (`decoding.ensemble`: `qkv translate` and `eval`
  * decode with them too); the page runs the folder's own model alone.
  */
-export function ensembleMembers(config: unknown): string[] {
+export function namedEnsemble(config: unknown): string[] {
   const e = (config as { decoding?: { ensemble?: unknown } } | null)?.decoding?.ensemble;
   return Array.isArray(e) ? e.filter((x): x is string => typeof x === 'string') : [];
 }

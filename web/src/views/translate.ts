@@ -9,7 +9,7 @@ import { translationMaps } from '../../../src/viz/translation.ts';
 import type { Seq2Seq } from '../../../src/models/seq2seq.ts';
 import type { BpeTokenizer } from '../../../src/text/bpe.ts';
 import { field, h, onSubmit, select } from '../dom.ts';
-import { ensembleMembers, loadServed, type ModelViewDeps } from '../model.ts';
+import { loadServed, namedEnsemble, type ModelViewDeps } from '../model.ts';
 import { attentionPanel } from './attention-panel.ts';
 
 interface Loaded {
@@ -99,7 +99,7 @@ export async function initTranslate(root: HTMLElement, deps: ModelViewDeps): Pro
   loaded = { ...r.loaded, name: r.name };
   const c = loaded.model.config;
   info.textContent = `Model ${loaded.name}: dModel ${c.dModel}, ${c.numEncoderLayers} encoder + ${c.numDecoderLayers} decoder layers, ${c.nhead} heads, ${loaded.targetTokenizer === loaded.tokenizer ? `vocabulary ${loaded.tokenizer.vocabSize}` : `vocabularies ${loaded.tokenizer.vocabSize} (source) and ${loaded.targetTokenizer.vocabSize} (target)`}, ${loaded.model.numParameters().toLocaleString('en')} parameters.`;
-  const members = ensembleMembers(deps.served.model!.config);
+  const members = namedEnsemble(deps.served.model!.config);
   if (members.length > 0) {
     info.textContent += ` Its folder names an ensemble (${members.join(', ')}) that qkv translate and qkv eval decode with as well; this page runs and shows this model alone, so its translations can differ from theirs.`;
   }
