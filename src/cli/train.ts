@@ -1,6 +1,6 @@
 /** `qkv train`: learn BPE, build the model from a preset, train with the paper's recipe, checkpoint. */
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Pair } from '../data/batching.ts';
 import { readSafetensors } from '../io/safetensors.ts';
 import { Seq2Seq } from '../models/seq2seq.ts';
@@ -11,14 +11,19 @@ import type { Seq2SeqConfig } from '../models/seq2seq.ts';
 import { Trainer, averageWeights, evaluateLoss } from '../train/trainer.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { readParallel } from './corpus.ts';
-import { atomicWrite, loadModelShape, readJson, removeStaleTemps, saveModelDir, saveWeights, UserError, vocabularyConfig } from './files.ts';
+import { atomicWrite, loadModelDir, loadModelShape, readJson, removeStaleTemps, saveModelDir, saveWeights, UserError, vocabularyConfig } from './files.ts';
 import { progressBar } from './progress.ts';
 import { validationBleu } from './evaluate.ts';
 
 export interface TrainArgs {
-  preset: string;
+  /** Default: DEFAULT_PRESET, or with --init-from the folder's saved recipe. */
+  preset?: string;
   out: string;
   resume: boolean;
+  /** `--init-from DIR`: a new run from a model folder's weights, shape and tokenizers, with a fresh optimiser. */
+  initFrom?: string;
+  /** `--init-step N`: the schedule step the --init-from weights are from (default 0). */
+  initStep?: number;
   data: string;
   src: string;
   tgt: string;
@@ -75,8 +80,11 @@ interface RunPlan {
   bpe: { vocabSize: number; splitPunctuation: boolean; separate?: boolean };
   data: string;
   direction: string;
+  /** Set by --init-from: the folder the run started from and the step of the schedule it started at. */
+  init?: { from: string; step: number };
 }
 
+const DEFAULT_PRESET = 'multi30k-small';
 const STATE = 'train-state.safetensors';
 
 /** Token ids of sentence pairs; `target` encodes the target side (a separate vocabulary's tokenizer). */
@@ -85,11 +93,15 @@ export function encodePairs(tok: BpeTokenizer, src: string[], tgt: string[], max
   return src.map((s, i) => ({ src: tok.encode(s).slice(0, maxLen), tgt: target.encode(tgt[i]).slice(0, maxLen - 1) }));
 }
 
-/** Flags of the model (saved in config.json) or of the vocabulary cannot change on --resume. */
-const FIXED_FLAGS = [
+/** Flags of the model's shape and vocabulary: an --init-from folder fixes them. */
+const SHAPE_FLAGS = [
   'dModel', 'heads', 'layers', 'encoderLayers', 'decoderLayers', 'ffn', 'dropout', 'attentionDropout', 'activationDropout', 'preNorm',
-  'bpeSize', 'splitPunctuation', 'separateVocab', 'direction', 'average', 'keep',
+  'bpeSize', 'splitPunctuation', 'separateVocab',
 ] as const;
+/** Flags of the model (saved in config.json) or of the vocabulary cannot change on --resume. */
+const FIXED_FLAGS = [...SHAPE_FLAGS, 'direction', 'average', 'keep'] as const;
+
+const flagName = (k: string): string => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 
 function modelFromFlags(preset: Preset, a: TrainArgs): Seq2SeqConfig {
   const m: Seq2SeqConfig = { ...preset.model };
@@ -116,7 +128,7 @@ function planFromFlags(preset: Preset, a: TrainArgs, src: string, tgt: string): 
   const recipe: Record<string, unknown> = { ...preset.recipe };
   for (const [k, v] of Object.entries(recipeFlags(a))) if (v !== undefined) recipe[k] = v;
   return {
-    preset: a.preset,
+    preset: a.preset ?? DEFAULT_PRESET,
     recipe,
     maxSteps: a.maxSteps ?? preset.maxSteps,
     evalEvery: a.evalEvery ?? preset.evalEvery,
@@ -139,15 +151,15 @@ function resumedPlan(dir: string, a: TrainArgs): RunPlan {
   const saved = (readJson(join(dir, 'config.json'), 'model config') as { training?: Partial<RunPlan> & { recipe?: Record<string, unknown> } }).training;
   if (!saved || !saved.recipe) throw new UserError(`--resume: ${join(dir, 'config.json')} has no 'training' section`);
   for (const k of FIXED_FLAGS) {
-    if (a[k] !== undefined) throw new UserError(`--resume: --${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is fixed when a run starts (it is in ${join(dir, 'config.json')}); leave it out to continue the run`);
+    if (a[k] !== undefined) throw new UserError(`--resume: ${flagName(k)} is fixed when a run starts (it is in ${join(dir, 'config.json')}); leave it out to continue the run`);
   }
-  const preset = PRESETS[saved.preset ?? a.preset];
+  const preset = PRESETS[saved.preset ?? a.preset ?? DEFAULT_PRESET];
   const recipe = { ...saved.recipe };
   for (const [k, v] of Object.entries(recipeFlags(a))) {
     if (v !== undefined && v !== recipe[k]) throw new UserError(`--resume: the run was started with ${k} ${String(recipe[k])}, the flag says ${v}; leave it out to continue the run`);
   }
   return {
-    preset: saved.preset ?? a.preset,
+    preset: saved.preset ?? a.preset ?? DEFAULT_PRESET,
     recipe,
     maxSteps: a.maxSteps ?? saved.maxSteps ?? preset?.maxSteps ?? 0,
     evalEvery: a.evalEvery ?? saved.evalEvery ?? preset?.evalEvery ?? 250,
@@ -159,20 +171,78 @@ function resumedPlan(dir: string, a: TrainArgs): RunPlan {
     bpe: saved.bpe ?? { vocabSize: preset?.vocabSize ?? 0, splitPunctuation: false },
     data: saved.data ?? a.data,
     direction: saved.direction ?? `${a.src}-${a.tgt}`,
+    ...(saved.init && { init: saved.init }),
   };
 }
 
+/**
+ * The plan of a run started with --init-from: the folder fixes the model and vocabulary; the recipe is
+ * the folder's own (config.json `training`), or --preset's when given or when the folder has none,
+ * and recipe flags override either.
+ */
+function initPlan(a: TrainArgs, dir: string, config: { training?: Partial<RunPlan> }, tokenizer: BpeTokenizer, targetTokenizer: BpeTokenizer): RunPlan {
+  for (const k of SHAPE_FLAGS) {
+    if (a[k] !== undefined) throw new UserError(`--init-from: ${flagName(k)} comes from ${join(dir, 'config.json')} (the model's shape and vocabulary); leave it out`);
+  }
+  const saved = a.preset === undefined && config.training?.recipe ? config.training : {};
+  const presetName = saved.preset !== undefined && PRESETS[saved.preset] ? saved.preset : a.preset ?? DEFAULT_PRESET;
+  const preset = PRESETS[presetName];
+  const recipe: Record<string, unknown> = { ...(saved.recipe ?? preset.recipe) };
+  for (const [k, v] of Object.entries(recipeFlags(a))) if (v !== undefined) recipe[k] = v;
+  const trained = config.training?.direction;
+  const asked = a.direction ? `${a.direction.src}-${a.direction.tgt}` : undefined;
+  if (trained !== undefined && asked !== undefined && asked !== trained) {
+    throw new UserError(`--init-from: ${dir} translates ${trained} (its config.json), --direction says ${asked}`);
+  }
+  const step = a.initStep ?? 0;
+  const maxSteps = a.maxSteps ?? saved.maxSteps ?? preset.maxSteps;
+  if (maxSteps <= step) throw new UserError(`--max-steps ${maxSteps} must be above --init-step ${step} (the step the run starts at)`);
+  const separate = targetTokenizer !== tokenizer;
+  return {
+    preset: presetName,
+    recipe,
+    maxSteps,
+    evalEvery: a.evalEvery ?? saved.evalEvery ?? preset.evalEvery,
+    saveEvery: a.saveEvery ?? saved.saveEvery ?? preset.saveEvery,
+    patience: a.patience ?? saved.patience ?? preset.patience ?? 0,
+    average: a.average ?? saved.average ?? preset.average ?? 'last',
+    keep: a.keep ?? saved.keep ?? preset.keep,
+    bleuSentences: a.bleuSentences ?? saved.bleuSentences ?? 1014,
+    bpe: config.training?.bpe ?? { vocabSize: tokenizer.vocabSize, splitPunctuation: tokenizer.splitPunctuation, ...(separate && { separate: true }) },
+    data: a.data,
+    direction: trained ?? asked ?? `${a.src}-${a.tgt}`,
+    init: { from: dir, step },
+  };
+}
+
+/** The evaluations of an --init-from folder's run up to `step` (none when it has no history.json). */
+function initHistory(dir: string, step: number): HistoryEntry[] {
+  const p = join(dir, 'history.json');
+  if (step === 0 || !existsSync(p)) return [];
+  const h = readJson(p, 'training history');
+  if (!Array.isArray(h) || h.some((e) => e === null || typeof e !== 'object' || !Number.isInteger(e.step) || typeof e.bleu !== 'number')) {
+    throw new UserError(`${p}: expected a list of evaluations ({"step": ..., "bleu": ...}), as qkv train writes`);
+  }
+  return (h as HistoryEntry[]).filter((e) => e.step <= step && e.averaged === undefined);
+}
+
 export async function train(a: TrainArgs): Promise<void> {
-  const preset = PRESETS[a.preset];
+  const preset = PRESETS[a.preset ?? DEFAULT_PRESET];
   if (!preset) throw new UserError(`unknown preset '${a.preset}', expected one of: ${Object.keys(PRESETS).join(', ')}`);
+  if (a.initFrom !== undefined && a.resume) throw new UserError('--init-from starts a new run from a model folder and --resume continues the run in --out: pass one');
+  if (a.initStep !== undefined && a.initFrom === undefined) throw new UserError('--init-step needs --init-from (the model folder whose weights are from that step)');
+  if (a.initFrom !== undefined && resolve(a.initFrom) === resolve(a.out)) throw new UserError(`--init-from and --out are the same folder (${a.out}): the run writes to --out, choose another`);
   const statePath = join(a.out, STATE);
   if (!a.resume && existsSync(statePath)) {
     throw new UserError(`${a.out} already holds a training run; pass --resume to continue it, or choose another --out`);
   }
   if (a.resume && !existsSync(statePath)) throw new UserError(`--resume: no training state in ${a.out} (${STATE} not found)`);
 
-  const plan = a.resume ? resumedPlan(a.out, a) : planFromFlags(preset, a, a.direction?.src ?? a.src, a.direction?.tgt ?? a.tgt);
-  const shape = a.resume ? null : modelFromFlags(preset, a); // checked before any work
+  const init = a.initFrom === undefined ? null : loadModelDir(a.initFrom); // its weights, shape and tokenizers
+  const plan = a.resume ? resumedPlan(a.out, a)
+    : init ? initPlan(a, a.initFrom!, init.config as { training?: Partial<RunPlan> }, init.tokenizer, init.targetTokenizer)
+    : planFromFlags(preset, a, a.direction?.src ?? a.src, a.direction?.tgt ?? a.tgt);
+  const shape = a.resume || init ? null : modelFromFlags(preset, a); // checked before any work
   const [srcLang, tgtLang] = plan.direction.split('-');
   const trainText = readParallel(plan.data, 'train', srcLang, tgtLang);
   const valText = readParallel(plan.data, 'val', srcLang, tgtLang);
@@ -181,6 +251,8 @@ export async function train(a: TrainArgs): Promise<void> {
   let model: Seq2Seq;
   if (a.resume) {
     ({ tokenizer, targetTokenizer, model } = loadModelShape(a.out)); // weights come from the training state below
+  } else if (init) {
+    ({ tokenizer, targetTokenizer, model } = init);
   } else {
     const { vocabSize, splitPunctuation, separate } = plan.bpe;
     const how = `${splitPunctuation ? ' (punctuation split from words)' : ''} on ${trainText.src.length} sentence pairs`;
@@ -219,6 +291,17 @@ export async function train(a: TrainArgs): Promise<void> {
     a.log(`resumed at step ${trainer.position.step} (epoch ${trainer.position.epoch})`);
   } else {
     saveModelDir(a.out, model, tokenizer, training, targetTokenizer);
+  }
+  if (!a.resume && plan.init) {
+    // The run goes on from the folder's step: its learning rate and data order, and its history up
+    // to there (so val BLEU and minutes continue); its weights are the run's best until beaten.
+    const { from, step } = plan.init;
+    trainer.startAt(step);
+    const carried = initHistory(from, step);
+    atomicWrite(join(a.out, 'history.json'), `${JSON.stringify(carried, null, 1)}\n`);
+    saveWeights(join(a.out, 'model.safetensors'), model.stateDict());
+    if (plan.average === 'best' && carried.at(-1)?.step === step) keepBest(a.out, model.stateDict(), carried, plan.keep);
+    a.log(`starting from ${from} at step ${step} (its weights, shape and tokenizers; a fresh optimiser)${carried.length ? `, with its ${carried.length} evaluations to there` : ''}`);
   }
   const vocabulary = targetTokenizer === tokenizer ? `vocabulary ${tokenizer.vocabSize}` : `vocabularies ${tokenizer.vocabSize} (${srcLang}) and ${targetTokenizer.vocabSize} (${tgtLang})`;
   a.log(`${model.numParameters().toLocaleString('en-US')} parameters, ${vocabulary}, ${trainer.stepsPerEpoch} batches per epoch${trainer.options.accum > 1 ? `, ${trainer.options.accum} batches per step` : ''}`);

@@ -137,6 +137,19 @@ export class Trainer {
     });
   }
 
+  /**
+   * Start a new run at `step` of the schedule (for a model that has already trained that long: its
+   * learning rate and its place in the data order), with the optimiser's moments still empty.
+   */
+  startAt(step: number): void {
+    if (!Number.isInteger(step) || step < 0) throw new Error(`Trainer.startAt: step must be an integer >= 0, got ${step}`);
+    if (this.position.step !== 0) throw new Error(`Trainer.startAt: the run is already at step ${this.position.step}`);
+    const consumed = step * this.options.accum;
+    const epoch = Math.floor(consumed / this.batches.length);
+    this.position = { ...this.position, step, epoch, batchInEpoch: consumed % this.batches.length };
+    this.order = epochOrder(this.batches.length, this.options.seed, epoch);
+  }
+
   /** Weights, Adam moments and position in one safetensors file (write it atomically); `extra`: the caller's own metadata. */
   saveState(extra: Record<string, string> = {}): Uint8Array {
     const tensors: Record<string, Tensor> = {};

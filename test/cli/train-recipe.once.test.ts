@@ -9,6 +9,7 @@ import { tempDir } from '../e2e/tiny-model.ts';
 import { join } from 'node:path';
 import { readSafetensors, writeSafetensors } from '../../src/io/index.ts';
 import { qkv, writeCorpus } from '../helpers/cli.ts';
+import { noamLr } from '../../src/optim/schedule.ts';
 
 const work = tempDir('qkv-recipe-');
 const data = join(work, 'data');
@@ -115,4 +116,74 @@ test('training minutes go on across --resume from the state, not from the last e
   const after = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as { step: number; minutes: number; seconds: number }[];
   assert.equal(after[1].step, 3);
   assert.ok(after[1].minutes >= 1000 && after[1].minutes < 1000 + after[1].seconds / 60 + 1e-9, `step 3 at ${after[1].minutes} minutes`);
+});
+
+test('--init-from: a new run from a model folder (weights, shape, tokenizer, recipe, history to --init-step), the schedule from --init-step, a fresh Adam; bad combinations refused', () => {
+  const from = join(work, 'init-from');
+  const r = qkv(['train', ...small, '--out', from, '--max-steps', '6', '--eval-every', '3', '--save-every', '3', '--d-model', '24', '--heads', '3', '--bpe-size', '300', '--split-punctuation', '--label-smoothing', '0.2']);
+  assert.equal(r.status, 0, r.stderr);
+  const out = join(work, 'init-to');
+  // No --preset and no recipe flags: the folder's recipe (tiny, label smoothing 0.2, 4 BLEU sentences).
+  const s = qkv(['train', '--init-from', from, '--init-step', '6', '--data', data, '--out', out, '--max-steps', '7', '--eval-every', '7', '--save-every', '1']);
+  assert.equal(s.status, 0, s.stderr);
+  assert.match(s.stderr, /starting from .*init-from at step 6 \(its weights, shape and tokenizers; a fresh optimiser\), with its 2 evaluations to there/);
+  const before = JSON.parse(readFileSync(join(from, 'config.json'), 'utf8'));
+  const config = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'));
+  assert.deepEqual(config.model, before.model);
+  assert.deepEqual({ ...config.training, maxSteps: 0, evalEvery: 0, saveEvery: 0, init: undefined }, { ...before.training, data, maxSteps: 0, evalEvery: 0, saveEvery: 0, init: undefined });
+  assert.deepEqual(config.training.init, { from, step: 6 });
+  assert.equal(readFileSync(join(out, 'tokenizer.json'), 'utf8'), readFileSync(join(from, 'tokenizer.json'), 'utf8'));
+  const history = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as { step: number; minutes: number }[];
+  const old = (JSON.parse(readFileSync(join(from, 'history.json'), 'utf8')) as { step: number; averaged?: number }[]).filter((h) => h.averaged === undefined);
+  assert.deepEqual(history.slice(0, 2), old);
+  assert.equal(history[2].step, 7);
+  assert.ok(history[2].minutes > history[1].minutes, 'training minutes go on from the folder\'s');
+
+  // Step 7 from the folder's weights: Adam's first update from empty moments is lr·g/|g|, so every
+  // parameter with a gradient moves by exactly the schedule's rate at step 7 (not at step 1).
+  const lr = noamLr(7, 24, 20, 1);
+  const w0 = readSafetensors(readFileSync(join(from, 'model.safetensors'))).tensors;
+  const w1 = readSafetensors(readFileSync(join(out, 'checkpoints', 'step-0000007.safetensors'))).tensors;
+  let moved = 0;
+  let exact = 0;
+  for (const [name, t] of Object.entries(w0)) {
+    const a = t.data as Float32Array;
+    const b = w1[name].data as Float32Array;
+    for (let i = 0; i < a.length; i++) {
+      const d = Math.abs(b[i] - a[i]);
+      if (d === 0) continue;
+      moved++;
+      assert.ok(d <= lr * 1.001, `${name}[${i}] moved ${d}, more than lr ${lr}`);
+      if (d >= lr * 0.999) exact++;
+    }
+  }
+  assert.ok(moved > 10000 && exact >= 0.99 * moved, `${exact} of ${moved} moved parameters moved by lr ${lr}`);
+
+  // The run resumes as any other, and keeps where it started.
+  const resumed = qkv(['train', '--out', out, '--resume', '--max-steps', '8', '--eval-every', '8']);
+  assert.equal(resumed.status, 0, resumed.stderr);
+  assert.match(resumed.stderr, /resumed at step 7/);
+  assert.deepEqual(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).training.init, { from, step: 6 });
+
+  const badHistory = join(work, 'init-bad-history');
+  mkdirSync(badHistory);
+  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) writeFileSync(join(badHistory, f), readFileSync(join(from, f)));
+  writeFileSync(join(badHistory, 'history.json'), '{"step": 3}');
+  for (const [args, msg] of [
+    [['--init-from', from, '--resume'], /^qkv: --init-from starts a new run from a model folder and --resume continues the run in --out: pass one\n$/],
+    [['--init-step', '3'], /^qkv: --init-step needs --init-from \(the model folder whose weights are from that step\)\n$/],
+    [['--init-from', from, '--d-model', '32'], /^qkv: --init-from: --d-model comes from .*init-from\/config\.json \(the model's shape and vocabulary\); leave it out\n$/],
+    [['--init-from', from, '--split-punctuation'], /^qkv: --init-from: --split-punctuation comes from /],
+    [['--init-from', from, '--init-step', '6', '--max-steps', '6'], /^qkv: --max-steps 6 must be above --init-step 6 \(the step the run starts at\)\n$/],
+    [['--init-from', from, '--direction', 'en-fr'], /^qkv: --init-from: .*init-from translates en-de \(its config\.json\), --direction says en-fr\n$/],
+    [['--init-from', join(work, 'nowhere')], /^qkv: model folder not found: .*nowhere\n$/],
+    [['--init-from', badHistory, '--init-step', '3'], /^qkv: .*init-bad-history\/history\.json: expected a list of evaluations/],
+  ] as const) {
+    const bad = qkv(['train', '--data', data, '--out', join(work, 'init-bad'), '--max-steps', '9', ...args]);
+    assert.equal(bad.status, 1, `${args.join(' ')}: ${bad.stderr}`);
+    assert.match(bad.stderr, msg, args.join(' '));
+  }
+  const same = qkv(['train', '--init-from', from, '--data', data, '--out', from, '--max-steps', '9']);
+  assert.equal(same.status, 1);
+  assert.match(same.stderr, /^qkv: --init-from and --out are the same folder \(.*init-from\): the run writes to --out, choose another\n$/);
 });

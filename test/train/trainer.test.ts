@@ -142,3 +142,26 @@ test('attentionDropout and activationDropout reach the layers; each defaults to 
   assert.equal(d.transformer.encoder.layers.at(0).selfAttn.dropout, 0.2);
   assert.equal(d.transformer.decoder.layers.at(0).dropout.p, 0.2);
 });
+
+test('startAt(N): a new run at step N of the schedule takes the batch and learning rate step N+1 of a run from 0 would, with Adam\'s moments empty', () => {
+  const pairs = corpus(60, 3);
+  for (const accum of [1, 2]) {
+    const opts = { maxTokens: 48, warmup: 10, lrFactor: 0.2, seed: 5, accum };
+    manualSeed(21);
+    const full = new Trainer(new models.Seq2Seq({ ...cfg, dropout: 0 }), pairs, ids, opts);
+    const n = Math.ceil((full.stepsPerEpoch * 1.5) / accum); // past an epoch boundary
+    for (let i = 0; i < n; i++) full.step();
+    // The new run: other random weights, then the full run's weights at step n (no dropout: the
+    // loss depends only on weights and batch, and is computed before the update).
+    manualSeed(999);
+    const started = new Trainer(new models.Seq2Seq({ ...cfg, dropout: 0 }), pairs, ids, opts);
+    started.model.loadStateDict(full.model.stateDict());
+    started.startAt(n);
+    assert.equal(started.optimizer.state.step, 0, 'a fresh optimiser');
+    const want = full.step();
+    const got = started.step();
+    assert.deepEqual(got, want, `accum ${accum}: step ${n + 1}`);
+    assert.throws(() => started.startAt(3), /already at step/);
+  }
+  assert.throws(() => fresh(pairs).startAt(-1), /step must be an integer >= 0, got -1/);
+});
