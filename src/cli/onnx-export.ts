@@ -62,9 +62,8 @@ export function exportOnnx(a: OnnxExportArgs, kind: ModelKind): void {
     for (const [name, bytes] of Object.entries(exp.files)) atomicWrite(join(tmp, name), bytes);
     atomicWrite(join(tmp, MANIFEST), `${JSON.stringify(exp.manifest, null, 2)}\n`);
     if (ownConfig) writeModelConfig(tmp, ownConfig);
-    for (const f of ['config.json', 'tokenizer.json', TARGET_TOKENIZER]) {
-      if (!(f === 'config.json' && ownConfig) && (f !== TARGET_TOKENIZER || existsSync(join(a.model, f)))) copyFileSync(join(a.model, f), join(tmp, f));
-    }
+    else copyFileSync(join(a.model, 'config.json'), join(tmp, 'config.json'));
+    for (const f of ['tokenizer.json', TARGET_TOKENIZER]) if (f !== TARGET_TOKENIZER || existsSync(join(a.model, f))) copyFileSync(join(a.model, f), join(tmp, f));
     if (existsSync(out)) rmSync(out, { recursive: true });
     renameSync(tmp, out);
   } catch (e) {

@@ -124,19 +124,33 @@ function recipeFlags(a: TrainArgs): Record<string, number | undefined> {
   return { maxTokens: a.maxTokens, warmup: a.warmup, lrFactor: a.lrFactor, seed: a.seed, labelSmoothing: a.labelSmoothing, weightDecay: a.weightDecay, accum: a.accum, clipNorm: a.clipNorm };
 }
 
-function planFromFlags(preset: Preset, a: TrainArgs, src: string, tgt: string): RunPlan {
-  const recipe: Record<string, unknown> = { ...preset.recipe };
+type RunFields = Pick<RunPlan, 'maxSteps' | 'evalEvery' | 'saveEvery' | 'patience' | 'average' | 'keep' | 'bleuSentences'>;
+
+/** A new run's length, evaluation, stopping and averaging: the flag, else `saved` (an --init-from folder's plan), else the preset. */
+function runFields(a: TrainArgs, saved: Partial<RunPlan>, preset: Preset): RunFields {
+  return {
+    maxSteps: a.maxSteps ?? saved.maxSteps ?? preset.maxSteps,
+    evalEvery: a.evalEvery ?? saved.evalEvery ?? preset.evalEvery,
+    saveEvery: a.saveEvery ?? saved.saveEvery ?? preset.saveEvery,
+    patience: a.patience ?? saved.patience ?? preset.patience ?? 0,
+    average: a.average ?? saved.average ?? preset.average ?? 'last',
+    keep: a.keep ?? saved.keep ?? preset.keep,
+    bleuSentences: a.bleuSentences ?? saved.bleuSentences ?? 1014,
+  };
+}
+
+/** The recipe: `base` with the recipe flags given. */
+function recipeOf(base: object, a: TrainArgs): Record<string, unknown> {
+  const recipe: Record<string, unknown> = { ...base };
   for (const [k, v] of Object.entries(recipeFlags(a))) if (v !== undefined) recipe[k] = v;
+  return recipe;
+}
+
+function planFromFlags(preset: Preset, a: TrainArgs, src: string, tgt: string): RunPlan {
   return {
     preset: a.preset ?? DEFAULT_PRESET,
-    recipe,
-    maxSteps: a.maxSteps ?? preset.maxSteps,
-    evalEvery: a.evalEvery ?? preset.evalEvery,
-    saveEvery: a.saveEvery ?? preset.saveEvery,
-    patience: a.patience ?? preset.patience ?? 0,
-    average: a.average ?? preset.average ?? 'last',
-    keep: a.keep ?? preset.keep,
-    bleuSentences: a.bleuSentences ?? 1014,
+    recipe: recipeOf(preset.recipe, a),
+    ...runFields(a, {}, preset),
     bpe: { vocabSize: a.bpeSize ?? preset.vocabSize, splitPunctuation: a.splitPunctuation ?? preset.splitPunctuation ?? false, ...(a.separateVocab ? { separate: true } : {}) },
     data: a.data,
     direction: `${src}-${tgt}`,
@@ -187,43 +201,24 @@ function initPlan(a: TrainArgs, dir: string, config: { training?: Partial<RunPla
   const saved = a.preset === undefined && config.training?.recipe ? config.training : {};
   const presetName = saved.preset !== undefined && PRESETS[saved.preset] ? saved.preset : a.preset ?? DEFAULT_PRESET;
   const preset = PRESETS[presetName];
-  const recipe: Record<string, unknown> = { ...(saved.recipe ?? preset.recipe) };
-  for (const [k, v] of Object.entries(recipeFlags(a))) if (v !== undefined) recipe[k] = v;
   const trained = config.training?.direction;
   const asked = a.direction ? `${a.direction.src}-${a.direction.tgt}` : undefined;
   if (trained !== undefined && asked !== undefined && asked !== trained) {
     throw new UserError(`--init-from: ${dir} translates ${trained} (its config.json), --direction says ${asked}`);
   }
   const step = a.initStep ?? 0;
-  const maxSteps = a.maxSteps ?? saved.maxSteps ?? preset.maxSteps;
-  if (maxSteps <= step) throw new UserError(`--max-steps ${maxSteps} must be above --init-step ${step} (the step the run starts at)`);
+  const fields = runFields(a, saved, preset);
+  if (fields.maxSteps <= step) throw new UserError(`--max-steps ${fields.maxSteps} must be above --init-step ${step} (the step the run starts at)`);
   const separate = targetTokenizer !== tokenizer;
   return {
     preset: presetName,
-    recipe,
-    maxSteps,
-    evalEvery: a.evalEvery ?? saved.evalEvery ?? preset.evalEvery,
-    saveEvery: a.saveEvery ?? saved.saveEvery ?? preset.saveEvery,
-    patience: a.patience ?? saved.patience ?? preset.patience ?? 0,
-    average: a.average ?? saved.average ?? preset.average ?? 'last',
-    keep: a.keep ?? saved.keep ?? preset.keep,
-    bleuSentences: a.bleuSentences ?? saved.bleuSentences ?? 1014,
+    recipe: recipeOf(saved.recipe ?? preset.recipe, a),
+    ...fields,
     bpe: config.training?.bpe ?? { vocabSize: tokenizer.vocabSize, splitPunctuation: tokenizer.splitPunctuation, ...(separate && { separate: true }) },
     data: a.data,
     direction: trained ?? asked ?? `${a.src}-${a.tgt}`,
     init: { from: dir, step },
   };
-}
-
-/** The evaluations of an --init-from folder's run up to `step` (none when it has no history.json). */
-function initHistory(dir: string, step: number): HistoryEntry[] {
-  const p = join(dir, 'history.json');
-  if (step === 0 || !existsSync(p)) return [];
-  const h = readJson(p, 'training history');
-  if (!Array.isArray(h) || h.some((e) => e === null || typeof e !== 'object' || !Number.isInteger(e.step) || typeof e.bleu !== 'number')) {
-    throw new UserError(`${p}: expected a list of evaluations ({"step": ..., "bleu": ...}), as qkv train writes`);
-  }
-  return (h as HistoryEntry[]).filter((e) => e.step <= step && e.averaged === undefined);
 }
 
 export async function train(a: TrainArgs): Promise<void> {
@@ -297,7 +292,7 @@ export async function train(a: TrainArgs): Promise<void> {
     // to there (so val BLEU and minutes continue); its weights are the run's best until beaten.
     const { from, step } = plan.init;
     trainer.startAt(step);
-    const carried = initHistory(from, step);
+    const carried = readHistory(from, step);
     atomicWrite(join(a.out, 'history.json'), `${JSON.stringify(carried, null, 1)}\n`);
     saveWeights(join(a.out, 'model.safetensors'), model.stateDict());
     if (plan.average === 'best' && carried.at(-1)?.step === step) keepBest(a.out, model.stateDict(), carried, plan.keep);
@@ -308,7 +303,7 @@ export async function train(a: TrainArgs): Promise<void> {
 
   // Entries written after the state being resumed (a run killed between an evaluation and its
   // state) are redone, as is the final averaging; a fresh start keeps none.
-  const history = readHistory(a.out).filter((h) => h.step <= trainer.position.step && h.averaged === undefined);
+  const history = readHistory(a.out, trainer.position.step);
   let minutesAtT0 = stateMinutes ?? priorMinutes(history); // training minutes when t0 was last set
   const bar = progressBar('train |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | epoch {epoch} | ETA {eta_formatted}');
   bar.start(maxSteps, trainer.position.step, { loss: '-', lr: '-', tps: '-', epoch: trainer.position.epoch });
@@ -425,9 +420,15 @@ function listBest(dir: string): string[] {
   return readdirSync(d).filter((f) => /^best-\d+\.safetensors$/.test(f)).sort().map((f) => join(d, f));
 }
 
-function readHistory(dir: string): HistoryEntry[] {
+/** A run's evaluations up to `step` (without its final averaging): what a resumed or --init-from run goes on from. */
+function readHistory(dir: string, step: number): HistoryEntry[] {
   const p = join(dir, 'history.json');
-  return existsSync(p) ? (JSON.parse(readFileSync(p, 'utf8')) as HistoryEntry[]) : [];
+  if (!existsSync(p)) return [];
+  const h = readJson(p, 'training history');
+  if (!Array.isArray(h) || h.some((e) => e === null || typeof e !== 'object' || !Number.isInteger(e.step) || typeof e.bleu !== 'number')) {
+    throw new UserError(`${p}: expected a list of evaluations ({"step": ..., "bleu": ...}), as qkv train writes`);
+  }
+  return (h as HistoryEntry[]).filter((e) => e.step <= step && e.averaged === undefined);
 }
 
 function listCheckpoints(dir: string): string[] {
