@@ -286,8 +286,30 @@ def check_state_dict(model, tensors, where):
             raise QkvError(f'{where}: tensor {name!r} is {t.dtype}, expected floating point')
 
 
+SCALE_SUFFIX = '_scale'
+
+
+def dequantize_int8(tensors, where):
+    """qkv's int8 weights (src/io/quantize.ts) as float32: each int8 NAME with a float NAME_scale of
+    shape [rows, 1] beside it becomes NAME * NAME_scale, and the scale is dropped."""
+    out = dict(tensors)
+    for name, q in tensors.items():
+        s = tensors.get(name + SCALE_SUFFIX)
+        if q.dtype != torch.int8 or s is None or not s.is_floating_point():
+            continue
+        if q.dim() != 2 or list(s.shape) != [q.shape[0], 1]:
+            raise QkvError(f'{where}: int8 weight {name!r} {list(q.shape)} needs {name + SCALE_SUFFIX!r} of shape [rows, 1], got {list(s.shape)}')
+        s = s.to(torch.float32)
+        if not bool(torch.all(torch.isfinite(s) & (s >= 0))):
+            raise QkvError(f'{where}: int8 weight {name!r} has a scale that is negative or not finite: the file is corrupt')
+        out[name] = q.to(torch.float32) * s
+        del out[name + SCALE_SUFFIX]
+    return out
+
+
 def load_weights(model, tensors, where):
-    """Load fp32, fp16 or bf16 tensors strictly (as float32 values)."""
+    """Load fp32, fp16, bf16 or qkv int8 tensors strictly (as float32 values)."""
+    tensors = dequantize_int8(tensors, where)
     check_state_dict(model, tensors, where)
     model.load_state_dict({k: v.to(torch.float32) for k, v in tensors.items()}, strict=True)
 

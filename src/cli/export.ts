@@ -1,5 +1,6 @@
 /**
- * `qkv export`: a model folder ready to ship — config, tokenizer and weights (fp16 halves them).
+ * `qkv export`: a model folder ready to ship — config, tokenizer and weights (fp16 halves them, int8
+ * quarters them).
  * Translation models (format 'qkv-seq2seq', from qkv train) and language models ('qkv-gpt', from
  * qkv train-lm) alike; the training state is left behind.
  */
@@ -7,7 +8,7 @@ import { isHfModelDir } from './hf.ts';
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { modelKind, type ModelKind } from '../viz/attention-data.ts';
-import { DEFAULT_DECODING, loadEnsemble, saveWeights, TARGET_TOKENIZER, UserError, writeModelConfig, type Decoding } from './files.ts';
+import { DEFAULT_DECODING, loadEnsemble, saveWeights, TARGET_TOKENIZER, UserError, writeModelConfig, type Decoding, type WeightsDType } from './files.ts';
 import type { Module } from '../nn/module.ts';
 import { loadLmDir } from './lm.ts';
 import { exportOnnx } from './onnx-export.ts';
@@ -41,6 +42,9 @@ export interface ExportArgs {
   log: (s: string) => void;
 }
 
+/** --dtype's values: fp16 (the default), fp32, or int8 rows with their scales (io/quantize.ts). */
+const WEIGHT_DTYPES: Partial<Record<string, WeightsDType>> = { f16: 'F16', f32: 'F32', int8: 'I8' };
+
 export function exportModel(o: ExportArgs): void {
   const format = o.format ?? 'safetensors';
   if (format !== 'safetensors' && format !== 'onnx') throw new UserError(`--format must be safetensors or onnx, got '${format}'`);
@@ -50,8 +54,8 @@ export function exportModel(o: ExportArgs): void {
   }
   if (format === 'onnx') return exportOnnx(o, kind);
   if (o.withAttention) throw new UserError('--with-attention is for --format onnx');
-  const dtype = (o.dtype ?? 'f16').toUpperCase();
-  if (dtype !== 'F16' && dtype !== 'F32') throw new UserError(`--dtype must be f16 or f32, got '${o.dtype}'`);
+  const dtype = WEIGHT_DTYPES[(o.dtype ?? 'f16').toLowerCase()];
+  if (!dtype) throw new UserError(`--dtype must be f16, f32 or int8, got '${o.dtype}'`);
   if (isHfModelDir(o.model)) throw new UserError(`${o.model} is a Hugging Face folder: qkv reads it as it is (--model ${o.model}); export takes a qkv run folder`);
   if (kind === 'gpt') {
     const { model } = loadLmDir(o.model);
@@ -80,7 +84,7 @@ export function exportModel(o: ExportArgs): void {
 }
 
 /** A model folder's config, tokenizers and history copied to `out`, and its weights written in `dtype`. */
-function copyModel(from: string, out: string, model: Module, dtype: 'F16' | 'F32'): void {
+function copyModel(from: string, out: string, model: Module, dtype: WeightsDType): void {
   mkdirSync(out, { recursive: true });
   for (const f of ['config.json', 'tokenizer.json', TARGET_TOKENIZER, 'history.json']) {
     if (existsSync(join(from, f))) copyFileSync(join(from, f), join(out, f));

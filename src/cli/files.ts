@@ -7,6 +7,7 @@
  */
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
+import { quantizeInt8 } from '../io/quantize.ts';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
 import { checkSeq2SeqConfig, checkVocabularies } from '../models/config-check.ts';
 import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
@@ -165,8 +166,16 @@ export function loadModelDir(dir: string, weightsFile = 'model.safetensors'): Lo
   return { model, tokenizer, targetTokenizer, config };
 }
 
-/** Write weights (fp32, or fp16 to halve the size of a shipped model). */
-export function saveWeights(path: string, weights: Record<string, Tensor>, dtype: 'F32' | 'F16' = 'F32'): void {
+/** The on-disk precisions of saveWeights: fp32, fp16 (half the size), or int8 per row with fp16 for the rest (a quarter; io/quantize.ts). */
+export type WeightsDType = 'F32' | 'F16' | 'I8';
+
+/** Write weights atomically in `dtype`. */
+export function saveWeights(path: string, weights: Record<string, Tensor>, dtype: WeightsDType = 'F32'): void {
+  if (dtype === 'I8') {
+    const q = quantizeInt8(weights);
+    atomicWrite(path, writeSafetensors(q.tensors, { dtype: q.dtype, metadata: { quantization: 'int8: each 2-D NAME is int8 rows times NAME_scale [rows, 1]' } }));
+    return;
+  }
   atomicWrite(path, writeSafetensors(weights, dtype === 'F16' ? { dtype: 'F16' } : {}));
 }
 

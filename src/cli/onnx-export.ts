@@ -26,7 +26,7 @@ export function parseOnnxDType(d: string | undefined): WeightDType {
   const s = (d ?? 'f32').toLowerCase();
   if (s === 'f32' || s === 'fp32' || s === 'float32') return 'fp32';
   if (s === 'f16' || s === 'fp16' || s === 'float16') return 'fp16';
-  throw new UserError(`--dtype must be f16 or f32, got '${d}'`);
+  throw new UserError(`--dtype must be f16 or f32 for --format onnx, got '${d}'`);
 }
 
 export function exportOnnx(a: OnnxExportArgs, kind: ModelKind): void {

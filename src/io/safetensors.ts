@@ -36,7 +36,7 @@ export interface SafetensorsFile {
   dtypes: Record<string, SafetensorsDType>;
 }
 
-type WriteDType = 'F32' | 'F16' | 'BF16' | 'I32' | 'I64' | 'U8' | 'BOOL';
+type WriteDType = 'F32' | 'F16' | 'BF16' | 'I32' | 'I64' | 'I8' | 'U8' | 'BOOL';
 
 export interface WriteOptions {
   /** Written as `__metadata__` (only when given). Every value must be a string. */
@@ -448,7 +448,7 @@ function decodeTensor(bytes: Uint8Array, dataStart: number, e: Entry): Tensor {
 
 const ALLOWED_WRITE: Record<Tensor['dtype'], readonly WriteDType[]> = {
   float32: ['F32', 'F16', 'BF16'],
-  int32: ['I32', 'I64', 'U8'],
+  int32: ['I32', 'I64', 'I8', 'U8'],
   bool: ['BOOL', 'U8'],
 };
 
@@ -566,6 +566,15 @@ function encodeTensor(out: Uint8Array, dv: DataView, at: number, p: Planned): vo
         const v = data[i];
         dv.setInt32(at + i * 8, v, true);
         dv.setInt32(at + i * 8 + 4, v < 0 ? -1 : 0, true);
+      }
+      return;
+    case 'I8':
+      for (let i = 0; i < n; i++) {
+        const v = data[i];
+        if (v < -128 || v > 127) {
+          fail(`tensor ${quoteName(p.name)} element ${i} = ${v} does not fit in I8 [-128, 127]`);
+        }
+        dv.setInt8(at + i, v);
       }
       return;
     case 'U8':

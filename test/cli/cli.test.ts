@@ -5,6 +5,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tempDir } from '../e2e/tiny-model.ts';
 import { join } from 'node:path';
 import { corpusBleu } from '../../src/text/bleu.ts';
+import { dequantizeInt8, quantizeInt8 } from '../../src/io/quantize.ts';
+import { readSafetensors, readSafetensorsHeader } from '../../src/io/safetensors.ts';
 import { qkv, writeCorpus } from '../helpers/cli.ts';
 
 // 300 real Multi30K pairs for training, 20 for validation and test.
@@ -155,7 +157,32 @@ test('qkv export writes an fp16 copy, half the size, that loads and translates',
   const size = (d: string) => readFileSync(join(d, 'model.safetensors')).length;
   assert.ok(size(shipped) < 0.55 * size(out), `${size(shipped)} vs ${size(out)}`);
   assert.equal(a.status, 0);
-  const bad = qkv(['export', '--model', out, '--out', shipped, '--dtype', 'int8']);
+  const bad = qkv(['export', '--model', out, '--out', shipped, '--dtype', 'int4']);
   assert.equal(bad.status, 1);
-  assert.match(bad.stderr, /--dtype must be f16 or f32, got 'int8'/);
+  assert.match(bad.stderr, /--dtype must be f16, f32 or int8, got 'int4'/);
+});
+
+test('qkv export --dtype int8 writes int8 weights with their scales, smaller than fp16, that load and translate', () => {
+  const f16 = join(work, 'shipped');
+  const i8 = join(work, 'shipped-int8');
+  const r = qkv(['export', '--model', out, '--out', i8, '--dtype', 'int8']);
+  assert.equal(r.status, 0, r.stderr);
+  const bytes = readFileSync(join(i8, 'model.safetensors'));
+  const header = readSafetensorsHeader(bytes, bytes.length);
+  const dtypes = new Map(header.entries.map((e) => [e.name, e.dtype]));
+  assert.equal(dtypes.get('embedding.weight'), 'I8');
+  assert.equal(dtypes.get('embedding.weight_scale'), 'F32');
+  assert.equal(dtypes.get('transformer.encoder.layers.0.linear1.weight'), 'I8');
+  assert.equal(dtypes.get('transformer.encoder.layers.0.linear1.bias'), 'F16');
+  // The values are the run's fp32 weights quantized, to the bit.
+  const expected = dequantizeInt8(quantizeInt8(readSafetensors(readFileSync(join(out, 'model.safetensors'))).tensors).tensors);
+  const got = dequantizeInt8(readSafetensors(bytes).tensors);
+  for (const [k, v] of Object.entries(expected)) {
+    if (v.shape.length === 2) assert.deepEqual(got[k].data, v.data, k);
+  }
+  const size = (d: string) => readFileSync(join(d, 'model.safetensors')).length;
+  assert.ok(size(i8) < 0.75 * size(f16), `int8 ${size(i8)} bytes vs fp16 ${size(f16)}`);
+  const t = qkv(['translate', '--model', i8, '--beam', '1'], 'Two dogs play.\n');
+  assert.equal(t.status, 0, t.stderr);
+  assert.ok(t.stdout.trim().length > 0);
 });

@@ -64,7 +64,7 @@ test('bad input: one line, exit 1, nothing written or overwritten', () => {
   mkdirSync(notModel);
   writeFileSync(join(notModel, 'config.json'), '{"format": "something-else"}');
   assertOneLine(qkv(['export', '--format', 'onnx', '--model', notModel, '--out', out]), /expected format 'qkv-seq2seq' .* or 'qkv-gpt' .*, got format 'something-else'/);
-  assertOneLine(qkv(['export', '--format', 'onnx', '--model', MT, '--out', out, '--dtype', 'int8']), /--dtype must be f16 or f32, got 'int8'/);
+  assertOneLine(qkv(['export', '--format', 'onnx', '--model', MT, '--out', out, '--dtype', 'int8']), /--dtype must be f16 or f32 for --format onnx, got 'int8'/);
   assertOneLine(qkv(['export', '--format', 'tflite', '--model', MT, '--out', out]), /--format must be safetensors or onnx, got 'tflite'/);
   assert.ok(!existsSync(out), 'nothing written');
   // An existing folder is refused without --force, its files untouched; --force replaces it.

@@ -1,7 +1,7 @@
 /**
  * python/qkv_torch/model.py against qkv: Seq2Seq (post-norm ReLU, pre-norm GELU, separate vocabularies) and GPT (learned
  * and sinusoidal positions) folders written by qkv load with load_state_dict(strict=True) from fp32,
- * fp16 and bf16 files and give qkv's logits; bad folders give one clear line and change nothing.
+ * fp16, bf16 and int8 files and give qkv's logits; bad folders give one clear line and change nothing.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
+import { dequantizeInt8, quantizeInt8 } from '../../src/io/quantize.ts';
 import { readSafetensors, writeSafetensors } from '../../src/io/safetensors.ts';
 import { GPT } from '../../src/models/gpt.ts';
 import { Seq2Seq } from '../../src/models/seq2seq.ts';
@@ -40,20 +41,29 @@ const gptIds = ids([[3, 14, 15, 9, 2, 6], [5, 35, 8, 9, 7, 9]]);
 
 interface Case { dir: string; expected: Tensor; }
 
-function seq2seqCase(name: string, config: typeof S2S & { tgtVocabSize?: number }, dtype?: 'F16' | 'BF16'): Case {
+/** The bytes of a state dict in `dtype`: fp32, fp16, bf16, or qkv's int8 rows with scales (io/quantize.ts). */
+function weightBytes(state: Record<string, Tensor>, dtype?: 'F16' | 'BF16' | 'I8'): Uint8Array {
+  if (dtype !== 'I8') return writeSafetensors(state, dtype ? { dtype } : {});
+  const q = quantizeInt8(state);
+  return writeSafetensors(q.tensors, { dtype: q.dtype });
+}
+
+function seq2seqCase(name: string, config: typeof S2S & { tgtVocabSize?: number }, dtype?: 'F16' | 'BF16' | 'I8'): Case {
   manualSeed(3);
   const m = new Seq2Seq(config);
-  const bytes = writeSafetensors(m.stateDict(), dtype ? { dtype } : {});
-  m.loadStateDict(readSafetensors(bytes).tensors); // qkv's own view of the rounded weights
+  const bytes = weightBytes(m.stateDict(), dtype);
+  m.loadStateDict(dequantizeInt8(readSafetensors(bytes).tensors)); // qkv's own view of the rounded weights
   m.eval();
   return { dir: folder(name, { format: 'qkv-seq2seq', version: 1, model: config }, bytes), expected: noGrad(() => m.forward(src, tgt)) };
 }
 
-function gptCase(name: string, config: typeof GPTC | (Omit<typeof GPTC, 'positions'> & { positions: 'sinusoidal' })): Case {
+function gptCase(name: string, config: typeof GPTC | (Omit<typeof GPTC, 'positions'> & { positions: 'sinusoidal' }), dtype?: 'I8'): Case {
   manualSeed(4);
   const m = new GPT(config);
+  const bytes = weightBytes(m.stateDict(), dtype);
+  m.loadStateDict(dequantizeInt8(readSafetensors(bytes).tensors));
   m.eval();
-  return { dir: folder(name, { format: 'qkv-gpt', version: 1, model: config, tokenizer: 'char' }, writeSafetensors(m.stateDict())), expected: noGrad(() => m.forward(gptIds)) };
+  return { dir: folder(name, { format: 'qkv-gpt', version: 1, model: config, tokenizer: 'char' }, bytes), expected: noGrad(() => m.forward(gptIds)) };
 }
 
 function gptHasActivation(): boolean {
@@ -65,10 +75,11 @@ function gptHasActivation(): boolean {
   }
 }
 
-test('Seq2Seq and GPT folders from qkv (fp32, fp16, bf16) load strictly in PyTorch and give qkv\'s logits (1e-4)', { skip }, () => {
+test('Seq2Seq and GPT folders from qkv (fp32, fp16, bf16, int8) load strictly in PyTorch and give qkv\'s logits (1e-4)', { skip }, () => {
   requireTool('torch');
   const cases = [
-    seq2seqCase('s2s-f32', S2S), seq2seqCase('s2s-f16', S2S, 'F16'), seq2seqCase('s2s-bf16', S2S, 'BF16'),
+    seq2seqCase('s2s-f32', S2S), seq2seqCase('s2s-f16', S2S, 'F16'), seq2seqCase('s2s-bf16', S2S, 'BF16'), seq2seqCase('s2s-int8', S2S, 'I8'),
+    gptCase('gpt-int8', GPTC, 'I8'),
     seq2seqCase('s2s-prenorm-gelu', { ...S2S, normFirst: true, activation: 'gelu' as never }),
     // Separate vocabularies: a source table of 50 and a target table of 40, tied to the output.
     seq2seqCase('s2s-separate-vocab', { ...S2S, tgtVocabSize: 40 }),
@@ -95,7 +106,7 @@ test('Seq2Seq and GPT folders from qkv (fp32, fp16, bf16) load strictly in PyTor
   }
 });
 
-test('bad folders: unknown format or field, missing/extra key, wrong shape, truncated file: one clear line each, files untouched', { skip }, () => {
+test('bad folders: unknown format or field, missing/extra key, wrong shape, bad int8 scales, truncated file: one clear line each, files untouched', { skip }, () => {
   requireTool('torch');
   manualSeed(5);
   const good = new Seq2Seq(S2S).stateDict();
@@ -104,6 +115,9 @@ test('bad folders: unknown format or field, missing/extra key, wrong shape, trun
   const without = { ...good };
   delete without['transformer.decoder.norm.bias'];
   const wrong = { ...good, 'transformer.encoder.layers.0.linear1.weight': new Tensor(new Float32Array(24 * 15), [24, 15], 'float32') };
+  const q = quantizeInt8(good);
+  const negScale = { ...q.tensors, 'embedding.weight_scale': new Tensor(new Float32Array(50).fill(-0.01), [50, 1], 'float32') };
+  const flatScale = { ...q.tensors, 'embedding.weight_scale': new Tensor(new Float32Array(50).fill(0.01), [50], 'float32') };
   const cases: [string, object, Uint8Array, RegExp][] = [
     ['unknown-format', { ...cfg, format: 'qkv-bert' }, weights, /config\.json: unknown format "qkv-bert", expected 'qkv-seq2seq' \(qkv train\) or 'qkv-gpt' \(qkv train-lm\)$/],
     ['unknown-field', { ...cfg, model: { ...S2S, numLayers: 6 } }, weights, /config\.json: unknown field model\.numLayers for format 'qkv-seq2seq'/],
@@ -111,6 +125,8 @@ test('bad folders: unknown format or field, missing/extra key, wrong shape, trun
     ['missing-key', cfg, writeSafetensors(without), /model\.safetensors: missing tensor 'transformer\.decoder\.norm\.bias' \(expected shape \[16\]\)$/],
     ['extra-key', cfg, writeSafetensors({ ...good, 'lm_head.weight': good['embedding.weight'] }), /model\.safetensors: unexpected tensor 'lm_head\.weight' \(shape \[50, 16\]\), not part of this model$/],
     ['wrong-shape', cfg, writeSafetensors(wrong), /tensor 'transformer\.encoder\.layers\.0\.linear1\.weight' has shape \[24, 15\], the model expects \[24, 16\]$/],
+    ['int8-negative-scale', cfg, writeSafetensors(negScale, { dtype: q.dtype }), /model\.safetensors: int8 weight 'embedding\.weight' has a scale that is negative or not finite: the file is corrupt$/],
+    ['int8-scale-shape', cfg, writeSafetensors(flatScale, { dtype: q.dtype }), /model\.safetensors: int8 weight 'embedding\.weight' \[50, 16\] needs 'embedding\.weight_scale' of shape \[rows, 1\], got \[50\]$/],
     ['truncated', cfg, weights.subarray(0, weights.length - 100), /safetensors: .*model\.safetensors: tensor '.*' has data_offsets \[\d+, \d+\] but the data after the header is only \d+ bytes \(truncated file\?\)$/],
   ];
   const dirs = cases.map(([name, c, w]) => folder(`bad-${name}`, c, w));
