@@ -62,6 +62,9 @@ def worst_excess(a, b, atol, rtol, d_model):
         e = (x - y).abs() - (atol + rtol * y.abs())
         if n.endswith('in_proj_bias'):
             e[d_model:2 * d_model] = -float('inf')
+        if torch.isnan(e).any():  # a NaN weight on either side fails, naming where
+            i = int(torch.nonzero(torch.isnan(e))[0])
+            return float('inf'), f'{n}[{i}]: {float(x[i])} vs {float(y[i])}'
         i = int(torch.argmax(e))
         if float(e[i]) > worst:
             worst, where = float(e[i]), f'{n}[{i}]: {float(x[i])} vs {float(y[i])}'
@@ -85,7 +88,7 @@ def main():
     ap.add_argument('fixture')
     ap.add_argument('work')
     ap.add_argument('--device', default='cuda', choices=['cuda', 'cpu'])
-    ap.add_argument('--steps', type=int, default=400)
+    ap.add_argument('--steps', type=int, default=600)
     a = ap.parse_args()
     fx, work = os.path.abspath(a.fixture), os.path.abspath(a.work)
     tiny = os.path.join(fx, 'tiny')
