@@ -71,12 +71,10 @@ def worst_excess(a, b, atol, rtol, d_model):
     return worst, where
 
 
-def logits(folder, w):
+def logits(model, vocab, w):
     """The model's logits for a fixed batch of token ids with weights w (on the CPU, fp32)."""
-    model, cfg = load_model_dir(folder)
     model.load_state_dict(w, strict=True)
     g = torch.Generator().manual_seed(0)
-    vocab = cfg['model']['vocabSize']
     src = torch.randint(4, vocab, (3, 9), generator=g)
     tgt = torch.randint(4, vocab, (3, 7), generator=g)
     with torch.no_grad():
@@ -98,6 +96,8 @@ def main():
         ref = json.load(f)
     qkv_losses, d_model = ref['losses'], ref['dModel']
     qkv_w = weights(os.path.join(tiny, 'qkv-step5.safetensors'))
+    probe, cfg = load_model_dir(run_dir)  # one model, loaded once, for every logits comparison
+    vocab = cfg['model']['vocabSize']
     dev = ['--device', a.device] + (['--amp', 'off'] if a.device == 'cuda' else [])
     report = {'device': torch.cuda.get_device_name(0) if a.device == 'cuda' else 'cpu', 'torch': torch.__version__, 'checks': {}}
     ok = True
@@ -114,7 +114,7 @@ def main():
         rel = max(abs(x - y) / y for x, y in zip(got, qkv_losses))
         w = weights(os.path.join(out, 'checkpoints', 'step-0000005.safetensors'))
         excess, where = worst_excess(w, qkv_w, 1e-4, 1e-4, d_model)
-        la, lb = logits(run_dir, w), logits(run_dir, qkv_w)
+        la, lb = logits(probe, vocab, w), logits(probe, vocab, qkv_w)
         lrel = float(((la - lb).abs() / (1 + lb.abs())).max())
         check(name, len(got) == 5 and rel <= 1e-5 and excess <= 0 and lrel < 1e-4,
               losses=got, qkv=qkv_losses, loss_rel=rel, weight_excess=excess, worst=where, logits_rel=lrel)
