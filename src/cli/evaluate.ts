@@ -1,13 +1,19 @@
 /** Translating many sentences in length-sorted batches, and scoring them with BLEU. */
-import { beamSearch, ensembleMembers, greedy, type Models } from '../decode/search.ts';
+import { beamSearch, ensembleMembers, greedy, type DecodeResult, type Hypothesis, type Models } from '../decode/search.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { corpusBleu, type BleuScore } from '../text/bleu.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
+import { mbrSelect } from '../text/mbr.ts';
 
 export interface TranslateOptions {
   beam: number;
   alpha: number;
+  /**
+   * Minimum Bayes risk: of each sentence's beam pool, output the hypothesis with the highest mean
+   * sentence BLEU against the others (see text/mbr.ts) instead of the best-scored one. Needs beam > 1.
+   */
+  mbr?: boolean;
   /** Sentences per decoding batch. */
   batchSize?: number;
   onProgress?: (done: number, total: number) => void;
@@ -99,10 +105,23 @@ export function translateIds(model: Models, tok: BpeTokenizer, srcIds: number[][
   const ids = { bosId: tok.bosId, eosId: tok.eosId };
   for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
     const res = o.beam > 1 ? beamSearch(model, src, { ...ids, beamSize: o.beam, lengthPenalty: o.alpha }) : greedy(model, src, ids);
-    rows.forEach((r, b) => (out[r] = tok.decode(res.tokens[b])));
+    rows.forEach((r, b) => (out[r] = outputText(res, b, tok, o)));
     o.onProgress?.(done, srcIds.length);
   }
   return out;
+}
+
+/**
+ * Sentence b's output text: the search's best, or with `o.mbr` the MBR choice among its beam pool
+ * (each hypothesis detokenized first: the utility compares what the user reads).
+ */
+export function outputText(res: DecodeResult & { hypotheses?: Hypothesis[][] }, b: number, tok: BpeTokenizer, o: Pick<TranslateOptions, 'beam' | 'mbr'>): string {
+  if (!o.mbr) return tok.decode(res.tokens[b]);
+  if (o.beam < 2 || !res.hypotheses) throw new Error(`MBR chooses among beam search's hypotheses: needs beam 2 or more, got beam ${o.beam}`);
+  const pool = res.hypotheses[b];
+  if (pool.length === 0) return tok.decode(res.tokens[b]);
+  const texts = pool.map((h) => tok.decode(h.tokens));
+  return texts[mbrSelect(texts).index];
 }
 
 /** Corpus BLEU of greedy translations (fast enough to run during training). */

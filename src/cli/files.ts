@@ -68,6 +68,8 @@ export interface ModelConfigFile {
 export interface Decoding {
   beam: number;
   alpha: number;
+  /** Minimum Bayes risk among the beam pool instead of its best (`qkv translate --mbr`); absent: off. */
+  mbr?: boolean;
   /** How it was chosen, e.g. "val BLEU 33.40 with α 0.6 (tried 0.6, 1, 1.4; α 1.4 scored 33.61, but p 0.2408 …)". */
   chosen?: string;
   /**
@@ -125,6 +127,9 @@ export function loadModelShape(dir: string): LoadedModel {
   const d = config.decoding;
   if (d !== undefined && (d === null || typeof d !== 'object' || !Number.isInteger(d.beam) || d.beam < 1 || typeof d.alpha !== 'number' || !Number.isFinite(d.alpha) || d.alpha < 0)) {
     throw new UserError(`${join(dir, 'config.json')}: 'decoding' must be {"beam": a positive integer, "alpha": a number >= 0}, got ${JSON.stringify(d)}`);
+  }
+  if (d?.mbr !== undefined && typeof d.mbr !== 'boolean') {
+    throw new UserError(`${join(dir, 'config.json')}: 'decoding.mbr' must be true or false, got ${JSON.stringify(d.mbr)}`);
   }
   if (d?.ensemble !== undefined && !isMemberList(d.ensemble)) {
     throw new UserError(`${join(dir, 'config.json')}: 'decoding.ensemble' must be a non-empty list of distinct subfolders of the model folder (e.g. ["member-2"]), got ${JSON.stringify(d.ensemble)}`);

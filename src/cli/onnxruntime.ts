@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { OrtGpt, OrtSeq2Seq, type OrtLike, type OrtSessionLike } from '../decode/onnxruntime.ts';
 import { MANIFEST, type OnnxManifest } from '../io/onnx/export.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
-import { sourceBatches, type TranslateOptions } from './evaluate.ts';
+import { outputText, sourceBatches, type TranslateOptions } from './evaluate.ts';
 import { readJson, UserError } from './files.ts';
 
 export type Engine = 'qkv' | 'onnxruntime';
@@ -75,7 +75,7 @@ export async function translateIdsOnnx(engine: OrtSeq2Seq, tok: BpeTokenizer, sr
   const ids = { bosId: tok.bosId, eosId: tok.eosId };
   for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
     const res = o.beam > 1 ? await engine.beamSearch(src, { ...ids, beamSize: o.beam, lengthPenalty: o.alpha }) : await engine.greedy(src, ids);
-    rows.forEach((r, b) => (out[r] = tok.decode(res.tokens[b])));
+    rows.forEach((r, b) => (out[r] = outputText(res, b, tok, o)));
     o.onProgress?.(done, srcIds.length);
   }
   return out;

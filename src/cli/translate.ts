@@ -20,6 +20,8 @@ interface Common {
   beam?: number;
   /** Default: the model's config.json `decoding`, else 0.6. */
   alpha?: number;
+  /** MBR among the beam pool (--mbr / --no-mbr). Default: the model's config.json `decoding`, else off. */
+  mbr?: boolean;
   log: (s: string) => void;
 }
 
@@ -28,10 +30,24 @@ function loadModels(o: Common): LoadedEnsemble {
   return loadEnsemble(o.model, o.ensemble || [], { own: o.ensemble !== false });
 }
 
-/** Beam and α: the flags, else the model's own decoding defaults, else the paper's. */
+/**
+ * Beam, α and MBR: the flags, else the model's own decoding defaults, else the paper's (no MBR).
+ * A folder's MBR applies to beam search only: with --beam 1 (greedy, one hypothesis) it is off;
+ * an explicit --mbr with --beam 1 is an error.
+ */
 function decodingFor(o: Common, config: ModelConfigFile): Decoding {
   const d = config.decoding ?? DEFAULT_DECODING;
-  return { beam: o.beam ?? d.beam, alpha: o.alpha ?? d.alpha };
+  const beam = o.beam ?? d.beam;
+  if (o.mbr && beam < 2) {
+    throw new UserError(`--mbr chooses among beam search's hypotheses: it needs --beam 2 or more, got --beam ${beam}`);
+  }
+  const mbr = beam > 1 && (o.mbr ?? d.mbr ?? false);
+  return { beam, alpha: o.alpha ?? d.alpha, ...(mbr && { mbr }) };
+}
+
+/** `beam 8, α 0.6, MBR` for logs. */
+function describe(dec: Decoding, alpha = dec.alpha): string {
+  return `beam ${dec.beam}, α ${alpha}${dec.mbr ? ', MBR' : ''}`;
 }
 
 async function readStdin(): Promise<string> {
@@ -112,11 +128,11 @@ export function evaluate(o: Common & { split: string; data: string; src?: string
     const bar = progressBar(`${o.split} |{bar}| {value}/{total} sentences | ETA {eta_formatted}`);
     bar.start(src.length, 0);
     const t0 = performance.now();
-    const hyps = translateIds(model, targetTokenizer, srcIds, { beam: dec.beam, alpha, onProgress: (d) => bar.update(d) });
+    const hyps = translateIds(model, targetTokenizer, srcIds, { beam: dec.beam, alpha, mbr: dec.mbr, onProgress: (d) => bar.update(d) });
     bar.stop();
     const score = corpusBleu(hyps, tgt, { lowercase: o.lowercase ?? false });
     const models = model.length > 1 ? `, an ensemble of ${model.length} models` : '';
-    o.log(`${src.length} sentences in ${((performance.now() - t0) / 1000).toFixed(1)} s (beam ${dec.beam}, α ${alpha}${models}): BLEU ${score.score.toFixed(2)}`);
+    o.log(`${src.length} sentences in ${((performance.now() - t0) / 1000).toFixed(1)} s (${describe(dec, alpha)}${models}): BLEU ${score.score.toFixed(2)}`);
     return { hyps, score };
   };
   if (!o.tuneAlpha) {
@@ -129,11 +145,12 @@ export function evaluate(o: Common & { split: string; data: string; src?: string
   const decoding: Decoding = {
     beam: dec.beam,
     alpha: chosen.alpha,
-    chosen: `${o.split} BLEU ${chosen.score.score.toFixed(2)} with α ${chosen.alpha} (tried ${tried.join(', ')}; ${why})`,
+    ...(dec.mbr && { mbr: true }),
+    chosen: `${o.split} BLEU ${chosen.score.score.toFixed(2)} with α ${chosen.alpha}${dec.mbr ? ' (MBR)' : ''} (tried ${tried.join(', ')}; ${why})`,
     ...(config.decoding?.ensemble && { ensemble: config.decoding.ensemble }),
   };
   writeModelConfig(o.model, { ...config, decoding });
-  o.log(`wrote ${join(o.model, 'config.json')}: decoding beam ${dec.beam}, α ${chosen.alpha}`);
+  o.log(`wrote ${join(o.model, 'config.json')}: decoding ${describe(dec, chosen.alpha)}`);
   finishEval(o, chosen, src.length, degraded);
 }
 

@@ -12,6 +12,8 @@ export {
 export type { BleuOptions, BleuScore, BleuTokenize, SegmentStats, SmoothMethod } from './bleu.ts';
 export { pairedBootstrap } from './significance.ts';
 export type { PairedBootstrapOptions, PairedBootstrapResult } from './significance.ts';
+export { mbrSelect } from './mbr.ts';
+export type { MbrChoice, MbrOptions } from './mbr.ts';
 export { BpeTokenizer, DEFAULT_SPECIAL_TOKENS, METASPACE, PUNCTUATION_PATTERN, metaspacePreTokenize, splitPunctuation } from './bpe.ts';
 export type {
   BpeDecodeOptions,

@@ -98,6 +98,29 @@ test('qkv eval --tune-alpha on val keeps the paper\'s α unless another beats it
   assert.match(b.stderr, /config\.json: 'decoding' must be \{"beam": a positive integer, "alpha": a number >= 0\}, got \{"beam":0,"alpha":1\}/);
 });
 
+test('qkv eval/translate --mbr: MBR among the beam pool, from the flag or the folder\'s decoding; --no-mbr and greedy turn it off', () => {
+  const folder = join(work, 'mbr');
+  mkdirSync(folder);
+  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) writeFileSync(join(folder, f), readFileSync(join(out, f)));
+  const flag = qkv(['eval', '--model', folder, '--data', data, '--split', 'val', '--beam', '3', '--mbr']);
+  assert.equal(flag.status, 0, flag.stderr);
+  assert.match(flag.stderr, /\(beam 3, α 0\.6, MBR\): BLEU/);
+  const bad = qkv(['translate', '--model', folder, '--beam', '1', '--mbr'], 'A dog.\n');
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /--mbr chooses among beam search's hypotheses: it needs --beam 2 or more, got --beam 1/);
+  const config = JSON.parse(readFileSync(join(folder, 'config.json'), 'utf8'));
+  writeFileSync(join(folder, 'config.json'), JSON.stringify({ ...config, decoding: { beam: 3, alpha: 0.6, mbr: true } }));
+  const byFolder = qkv(['eval', '--model', folder, '--data', data, '--split', 'val']);
+  assert.equal(byFolder.stdout, flag.stdout, "the folder's MBR scores as the flag's");
+  assert.match(byFolder.stderr, /\(beam 3, α 0\.6, MBR\)/);
+  assert.match(qkv(['eval', '--model', folder, '--data', data, '--split', 'val', '--no-mbr']).stderr, /\(beam 3, α 0\.6\): BLEU/);
+  assert.match(qkv(['eval', '--model', folder, '--data', data, '--split', 'val', '--beam', '1']).stderr, /\(beam 1, α 0\.6\): BLEU/);
+  writeFileSync(join(folder, 'config.json'), JSON.stringify({ ...config, decoding: { beam: 3, alpha: 0.6, mbr: 'yes' } }));
+  const broken = qkv(['translate', '--model', folder], 'A dog.\n');
+  assert.equal(broken.status, 1);
+  assert.match(broken.stderr, /config\.json: 'decoding\.mbr' must be true or false, got "yes"/);
+});
+
 test('qkv eval/translate --ensemble: a model with itself translates as the model alone; members must share tokenizers', () => {
   const single = qkv(['eval', '--model', out, '--data', data, '--beam', '2']);
   const twice = qkv(['eval', '--model', out, '--ensemble', out, '--data', data, '--beam', '2']);

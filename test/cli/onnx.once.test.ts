@@ -40,13 +40,13 @@ test('qkv export --format onnx writes a self-contained folder (graphs, onnx.json
 
 test('--engine onnxruntime translates and generates the same text as qkv', () => {
   const input = 'A man is riding a bike.\nTwo dogs play in the snow.\nA little girl climbs the stairs.\n';
-  for (const beam of ['1', '4']) {
+  for (const decoding of [['--beam', '1'], ['--beam', '4'], ['--beam', '4', '--mbr']]) {
     // The graphs hold the folder's own model: its ensemble members (config.json decoding.ensemble) stay out.
-    const a = qkv(['translate', '--model', MT, '--no-ensemble', '--beam', beam], input);
-    const b = qkv(['translate', '--engine', 'onnxruntime', '--model', mtOnnx, '--beam', beam], input);
+    const a = qkv(['translate', '--model', MT, '--no-ensemble', ...decoding], input);
+    const b = qkv(['translate', '--engine', 'onnxruntime', '--model', mtOnnx, ...decoding], input);
     assert.equal(b.status, 0, b.stderr);
     assert.equal(b.stdout.split('\n').length, 4);
-    assert.equal(b.stdout, a.stdout, `beam ${beam}`);
+    assert.equal(b.stdout, a.stdout, decoding.join(' '));
   }
   // fp16 weights of an fp16-stored model are the same numbers: greedy text is the same too.
   const args = ['--prompt', 'A dog', '--temperature', '0', '--max-tokens', '80'];
