@@ -346,17 +346,21 @@ function segmentScores(hypotheses: readonly string[], streams: readonly (readonl
       }
     }
     numRefs.add(nr);
-    const hyp = extractNgrams(preprocess(o, hypotheses[i]), maxOrder);
-    const seg: SegmentStats = { correct: new Array<number>(maxOrder).fill(0), total: new Array<number>(maxOrder).fill(0), sysLen: hyp.len, refLen: closestRefLen(hyp.len, ref.lens) };
-    for (const [g, c] of hyp.counts) {
-      const n = ngramOrder(g) - 1;
-      seg.total[n] += c;
-      const r = ref.ngrams.get(g);
-      if (r !== undefined) seg.correct[n] += Math.min(c, r);
-    }
-    segments.push(seg);
+    segments.push(matchStats(extractNgrams(preprocess(o, hypotheses[i]), maxOrder), ref, maxOrder));
   }
   return { segments, numRefs };
+}
+
+/** A hypothesis's clipped n-gram matches against a reference's (max) counts: one segment's statistics. */
+function matchStats(hyp: { counts: Map<string, number>; len: number }, ref: RefInfo, maxOrder: number): SegmentStats {
+  const seg: SegmentStats = { correct: new Array<number>(maxOrder).fill(0), total: new Array<number>(maxOrder).fill(0), sysLen: hyp.len, refLen: closestRefLen(hyp.len, ref.lens) };
+  for (const [g, c] of hyp.counts) {
+    const n = ngramOrder(g) - 1;
+    seg.total[n] += c;
+    const r = ref.ngrams.get(g);
+    if (r !== undefined) seg.correct[n] += Math.min(c, r);
+  }
+  return seg;
 }
 
 /** Corpus BLEU from summed segment statistics: all segments, or those at `indices` (repeats allowed). */
@@ -437,6 +441,20 @@ export function corpusBleu(
   options?: BleuOptions,
 ): BleuScore {
   return corpusScore(hypotheses, toStreams(hypotheses, references), resolve(options, false));
+}
+
+/**
+ * Sentence BLEU of every ordered pair of `sentences`: `m[i][j]` is `sentenceBleu(sentences[i],
+ * sentences[j], options).score` (hypothesis i against reference j; the diagonal is left 0), with
+ * each sentence tokenized and its n-grams counted once instead of 2(n − 1) times (what MBR over a
+ * pool of candidates needs).
+ */
+export function pairwiseSentenceBleu(sentences: readonly string[], options?: BleuOptions): number[][] {
+  const o = resolve(options, true);
+  const grams = sentences.map((s) => extractNgrams(preprocess(o, s), o.maxNgramOrder));
+  return grams.map((hyp, i) =>
+    grams.map((ref, j) => (i === j ? 0 : scoreSegments([matchStats(hyp, { ngrams: ref.counts, lens: [ref.len] }, o.maxNgramOrder)], o, '').score)),
+  );
 }
 
 /**

@@ -5,6 +5,7 @@ export {
   corpusBleu,
   formatFixed,
   segmentStatistics,
+  pairwiseSentenceBleu,
   segmentsBleu,
   sentenceBleu,
   tokenize13a,

@@ -8,7 +8,7 @@
  *
  * Pure string code: runs in Node and in browsers.
  */
-import { sentenceBleu, type BleuOptions } from './bleu.ts';
+import { pairwiseSentenceBleu, type BleuOptions } from './bleu.ts';
 
 export interface MbrOptions {
   /**
@@ -37,12 +37,14 @@ export function mbrSelect(candidates: readonly string[], options: MbrOptions = {
   for (let i = 0; i < n; i++) {
     if (typeof candidates[i] !== 'string') throw new Error(`mbrSelect: candidates[${i}] must be a string, got ${typeof candidates[i]}`);
   }
-  const utility = options.utility ?? ((h: string, r: string) => sentenceBleu(h, r, options.bleu).score);
   const expected = new Array<number>(n).fill(0);
   if (n === 1) return { index: 0, expected };
+  const { utility } = options;
+  // The default utility's matrix tokenizes each candidate once, not once per pair.
+  const u = utility ? candidates.map((h, i) => candidates.map((r, j) => (i === j ? 0 : utility(h, r)))) : pairwiseSentenceBleu(candidates, options.bleu);
   for (let i = 0; i < n; i++) {
     let sum = 0;
-    for (let j = 0; j < n; j++) if (j !== i) sum += utility(candidates[i], candidates[j]);
+    for (let j = 0; j < n; j++) if (j !== i) sum += u[i][j];
     expected[i] = sum / (n - 1);
   }
   let index = 0;

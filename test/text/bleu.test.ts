@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { computeBleu, corpusBleu, formatFixed, sentenceBleu, tokenize13a } from '../../src/text/index.ts';
+import { computeBleu, corpusBleu, formatFixed, pairwiseSentenceBleu, sentenceBleu, tokenize13a } from '../../src/text/index.ts';
 
 function close(actual: number, expected: number, what = 'value'): void {
   assert.ok(Math.abs(actual - expected) <= 1e-12 * Math.max(1, Math.abs(expected)), `${what}: ${actual} != ${expected}`);
@@ -158,6 +158,17 @@ test('sentence BLEU: exp smoothing with effective order, by hand', () => {
   );
   assert.equal(String(v), 'BLEU = 39.67 63.2/44.4/35.3/25.0 (BP = 1.000 ratio = 1.118 hyp_len = 19 ref_len = 17)');
   close(v.score, 39.67088290836578);
+});
+
+test('pairwiseSentenceBleu: every ordered pair equals sentenceBleu to the bit, options included; the diagonal is 0', () => {
+  const sents = ['Ein Hund läuft.', 'Ein Hund rennt über die Wiese.', 'ein hund rennt über die Wiese!', '', 'Zwei Hunde, ein Ball.'];
+  for (const options of [undefined, { lowercase: true }, { tokenize: 'none' as const, smoothMethod: 'floor' as const }]) {
+    const m = pairwiseSentenceBleu(sents, options);
+    assert.equal(m.length, sents.length);
+    sents.forEach((h, i) => sents.forEach((r, j) => assert.equal(m[i][j], i === j ? 0 : sentenceBleu(h, r, options).score, `${i} against ${j}`)));
+  }
+  assert.notEqual(pairwiseSentenceBleu(sents)[1][2], pairwiseSentenceBleu(sents, { lowercase: true })[1][2], 'lowercase is applied');
+  assert.deepEqual(pairwiseSentenceBleu([]), []);
 });
 
 test('formatFixed rounds like Python (exact value, ties to even; expectations checked against Python f-strings)', () => {
