@@ -42,11 +42,7 @@ export function mbrSelect(candidates: readonly string[], options: MbrOptions = {
   const { utility } = options;
   // The default utility's matrix tokenizes each candidate once, not once per pair.
   const u = utility ? candidates.map((h, i) => candidates.map((r, j) => (i === j ? 0 : utility(h, r)))) : pairwiseSentenceBleu(candidates, options.bleu);
-  for (let i = 0; i < n; i++) {
-    let sum = 0;
-    for (let j = 0; j < n; j++) if (j !== i) sum += u[i][j];
-    expected[i] = sum / (n - 1);
-  }
+  for (let i = 0; i < n; i++) expected[i] = u[i].reduce((sum, x) => sum + x, 0) / (n - 1); // u[i][i] is 0
   let index = 0;
   for (let i = 1; i < n; i++) if (expected[i] > expected[index]) index = i;
   return { index, expected };
