@@ -1,0 +1,75 @@
+/**
+ * `qkv bleu`: score translation files against references with sacreBLEU's corpus BLEU, and compare
+ * systems with a paired bootstrap (sacreBLEU's `sacrebleu REF -i HYP` and `--paired-bs`), without
+ * decoding anything: for output written by `qkv eval --output`, `qkv translate`, or any other system.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { corpusBleu } from '../text/bleu.ts';
+import { pairedBootstrap } from '../text/significance.ts';
+import { readLines } from './corpus.ts';
+import { UserError } from './files.ts';
+
+export interface BleuCommandOptions {
+  /** Hypothesis files, one sentence a line; with pairedBs the first is the baseline. */
+  files: string[];
+  /** A reference file, one sentence a line (plain or .gz). */
+  ref?: string;
+  /** Or a corpus split: its references are DATA/SPLIT.TGT[.gz]. */
+  split?: string;
+  data: string;
+  tgt?: string;
+  direction?: { src: string; tgt: string };
+  lowercase?: boolean;
+  pairedBs?: boolean;
+  samples?: number;
+  log: (line: string) => void;
+}
+
+/** The reference lines and where they came from, from --ref or --split. */
+function references(o: BleuCommandOptions): { refs: string[]; from: string } {
+  if (o.ref !== undefined && o.split !== undefined) throw new UserError('--ref and --split both given: the references come from one of them');
+  if (o.ref === undefined && o.split === undefined) throw new UserError('no references: pass --ref FILE or --split NAME (e.g. --split val)');
+  if (o.tgt !== undefined && o.direction !== undefined) throw new UserError('--tgt and --direction both given: pass one');
+  if (o.ref !== undefined) {
+    if (!existsSync(o.ref)) throw new UserError(`--ref: file not found: ${o.ref}`);
+    return { refs: readLines(o.ref), from: o.ref };
+  }
+  const tgt = o.direction?.tgt ?? o.tgt ?? 'de';
+  const path = join(o.data, `${o.split}.${tgt}`);
+  return { refs: readLines(path), from: path };
+}
+
+export function bleu(o: BleuCommandOptions): void {
+  if (o.files.length === 0) throw new UserError('no hypothesis files: pass one or more files to score');
+  if (o.pairedBs && o.files.length < 2) throw new UserError(`--paired-bs needs two or more files (the first is the baseline), got ${o.files.length}`);
+  if (o.samples !== undefined && !o.pairedBs) throw new UserError('--samples without --paired-bs: it is the number of bootstrap resamples');
+  const { refs, from } = references(o);
+  const systems = o.files.map((file) => {
+    if (!existsSync(file)) throw new UserError(`hypothesis file not found: ${file}`);
+    const hyps = readLines(file);
+    if (hyps.length !== refs.length) {
+      throw new UserError(`${file} has ${hyps.length} lines but the references (${from}) have ${refs.length}: one translation a line, in the references' order`);
+    }
+    return { file, hyps };
+  });
+  const options = { lowercase: o.lowercase ?? false };
+  const scores = systems.map((s) => corpusBleu(s.hyps, refs, options));
+  if (systems.length === 1) {
+    process.stdout.write(`${scores[0].toString()}\n${scores[0].signature}\n`);
+    return;
+  }
+  const lines = systems.map((s, i) => `${s.file}: ${scores[i].toString()}`);
+  if (o.pairedBs) {
+    const [base, ...others] = systems;
+    for (const s of others) {
+      const t = pairedBootstrap(base.hyps, s.hyps, refs, { samples: o.samples ?? 1000, bleu: options });
+      lines.push(
+        `${s.file} against ${base.file}: ${t.system >= t.baseline ? '+' : ''}${(t.system - t.baseline).toFixed(2)} BLEU, ` +
+        `won ${t.wins} of ${t.samples} paired bootstrap resamples, p ${t.p.toFixed(4)}, ` +
+        `Δ BLEU 95% [${t.delta95[0].toFixed(2)}, ${t.delta95[1].toFixed(2)}]`,
+      );
+    }
+  }
+  process.stdout.write(`${lines.join('\n')}\n${scores[0].signature}\n`);
+}
