@@ -132,8 +132,9 @@ program.command('eval')
   .option('--output <file>', 'also write the translations here')
   .option('--skip-long', 'leave source lines longer than the model reads untranslated instead of truncating them')
   .option('--lowercase', "score case-insensitively (sacreBLEU's -lc, signature case:lc), as much of the Multi30K literature reports", false)
+  .option('--engine <name>', 'qkv | onnxruntime (--model is then a folder from qkv export --format onnx)', 'qkv')
   .addHelpText('after', LINES_HELP)
-  .action((o) => evaluate({ ...oneEnsembleFlag(o), log }));
+  .action(async (o) => evaluate({ ...oneEnsembleFlag(o), log }));
 
 program.command('bleu')
   .description('score translation files against references with BLEU (sacreBLEU-compatible), and compare them with a paired bootstrap; no decoding')

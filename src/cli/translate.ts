@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { corpusBleu, type BleuScore } from '../text/bleu.ts';
 import { pairedBootstrap } from '../text/significance.ts';
 import { readParallel } from './corpus.ts';
-import { degradedSummary, encodeLines, EXIT_DEGRADED, translateIds, type DegradedLine } from './evaluate.ts';
+import { degradedSummary, encodeLines, EXIT_DEGRADED, translateIds, type DegradedLine, type TranslateOptions } from './evaluate.ts';
 import { progressBar } from './progress.ts';
 import { atomicWrite, DEFAULT_DECODING, loadEnsemble, loadModelShape, UserError, writeModelConfig, type Decoding, type LoadedEnsemble, type ModelConfigFile } from './files.ts';
 import { openOnnxSeq2Seq, parseEngine, translateIdsOnnx } from './onnxruntime.ts';
@@ -70,14 +70,35 @@ function reportDegraded(o: Common, degraded: readonly DegradedLine[], total: num
   process.exitCode = EXIT_DEGRADED;
 }
 
+/** The models to decode with and how: qkv's (an ensemble, maybe) or ONNX Runtime's graphs. */
+interface Engine {
+  loaded: LoadedEnsemble;
+  /** What encodeLines needs: the members, or the ONNX folder's model shape. */
+  model: LoadedEnsemble['model'] | LoadedEnsemble['members'];
+  run(ids: number[][], o: TranslateOptions): Promise<string[]>;
+  /** For logs: `, an ensemble of 2 models`, `, ONNX Runtime`, or nothing. */
+  label: string;
+}
+
+/**
+ * --engine qkv: --model with its ensemble; --engine onnxruntime: --model is a folder from qkv export
+ * --format onnx (its config and tokenizer, no weights), the folder's own model alone.
+ */
+async function openEngine(o: Common & { engine?: string }): Promise<Engine> {
+  if (parseEngine(o.engine) === 'qkv') {
+    const loaded = loadModels(o);
+    const n = loaded.members.length;
+    return { loaded, model: loaded.members, run: async (ids, t) => translateIds(loaded.members, loaded.targetTokenizer, ids, t), label: n > 1 ? `, an ensemble of ${n} models` : '' };
+  }
+  if (o.ensemble) throw new UserError('--ensemble runs on the qkv engine only: drop --engine onnxruntime or --ensemble');
+  const onnx = await openOnnxSeq2Seq(o.model);
+  const loaded: LoadedEnsemble = { ...loadModelShape(o.model), members: [], memberDirs: [] };
+  return { loaded, model: loaded.model, run: (ids, t) => translateIdsOnnx(onnx, loaded.targetTokenizer, ids, t), label: ', ONNX Runtime' };
+}
+
 export async function translate(o: Common & { input?: string; output?: string; skipLong?: boolean; engine?: string }): Promise<void> {
-  // --engine onnxruntime: --model is a folder from qkv export --format onnx (its config and tokenizer, no weights).
-  const onnxEngine = parseEngine(o.engine) === 'onnxruntime';
-  if (onnxEngine && o.ensemble) throw new UserError('--ensemble runs on the qkv engine only: drop --engine onnxruntime or --ensemble');
-  const onnx = onnxEngine ? await openOnnxSeq2Seq(o.model) : null;
-  const loaded: LoadedEnsemble = onnx ? { ...loadModelShape(o.model), members: [], memberDirs: [] } : loadModels(o);
-  const { tokenizer, targetTokenizer, config } = loaded;
-  const model = onnx ? loaded.model : loaded.members;
+  const engine = await openEngine(o);
+  const { tokenizer, config } = engine.loaded;
   const dec = decodingFor(o, config);
   let text: string;
   if (o.input) {
@@ -90,8 +111,8 @@ export async function translate(o: Common & { input?: string; output?: string; s
     text = await readStdin();
   }
   const lines = splitLines(text);
-  const { ids, degraded } = encodeLines(model, tokenizer, lines, { skipLong: o.skipLong });
-  const out = onnx ? await translateIdsOnnx(onnx, targetTokenizer, ids, dec) : translateIds(model, targetTokenizer, ids, dec);
+  const { ids, degraded } = encodeLines(engine.model, tokenizer, lines, { skipLong: o.skipLong });
+  const out = await engine.run(ids, dec);
   const result = out.map((l) => `${l}\n`).join('');
   if (o.output) atomicWrite(o.output, result);
   else process.stdout.write(result);
@@ -109,8 +130,12 @@ function languages(o: { src?: string; tgt?: string; direction?: { src: string; t
   return { src: o.src ?? trained[0] ?? 'en', tgt: o.tgt ?? trained[1] ?? 'de' };
 }
 
-export function evaluate(o: Common & { split: string; data: string; src?: string; tgt?: string; direction?: { src: string; tgt: string }; output?: string; tuneAlpha?: number[]; skipLong?: boolean; lowercase?: boolean }): void {
-  const { members: model, tokenizer, targetTokenizer, config } = loadModels(o);
+export async function evaluate(o: Common & { engine?: string; split: string; data: string; src?: string; tgt?: string; direction?: { src: string; tgt: string }; output?: string; tuneAlpha?: number[]; skipLong?: boolean; lowercase?: boolean }): Promise<void> {
+  if (o.tuneAlpha && parseEngine(o.engine) === 'onnxruntime') {
+    throw new UserError("--tune-alpha writes α to a qkv model folder's config.json: tune on the qkv engine, then export to ONNX (drop --engine onnxruntime)");
+  }
+  const engine = await openEngine(o);
+  const { tokenizer, config } = engine.loaded;
   const lang = languages(o, config);
   if (o.tuneAlpha && o.split !== 'val') {
     throw new UserError(`--tune-alpha chooses α on the validation set: use --split val (got --split ${o.split}; choosing on a test set would overstate its score)`);
@@ -122,26 +147,27 @@ export function evaluate(o: Common & { split: string; data: string; src?: string
   }
   if (o.tuneAlpha && o.lowercase) throw new UserError('--tune-alpha and --lowercase both given: α is chosen on the cased score, which the model is shipped by; pass one');
   const { src, tgt } = readParallel(o.data, o.split, lang.src, lang.tgt);
-  const { ids: srcIds, degraded } = encodeLines(model, tokenizer, src, { skipLong: o.skipLong });
+  const { ids: srcIds, degraded } = encodeLines(engine.model, tokenizer, src, { skipLong: o.skipLong });
   const dec = decodingFor(o, config);
-  const run = (alpha: number) => {
+  const run = async (alpha: number) => {
     const bar = progressBar(`${o.split} |{bar}| {value}/{total} sentences | ETA {eta_formatted}`);
     bar.start(src.length, 0);
     const t0 = performance.now();
-    const hyps = translateIds(model, targetTokenizer, srcIds, { beam: dec.beam, alpha, mbr: dec.mbr, onProgress: (d) => bar.update(d) });
+    const hyps = await engine.run(srcIds, { beam: dec.beam, alpha, mbr: dec.mbr, onProgress: (d) => bar.update(d) });
     bar.stop();
     const score = corpusBleu(hyps, tgt, { lowercase: o.lowercase ?? false });
-    const models = model.length > 1 ? `, an ensemble of ${model.length} models` : '';
-    o.log(`${src.length} sentences in ${((performance.now() - t0) / 1000).toFixed(1)} s (${describe(dec, alpha)}${models}): BLEU ${score.score.toFixed(2)}`);
+    o.log(`${src.length} sentences in ${((performance.now() - t0) / 1000).toFixed(1)} s (${describe(dec, alpha)}${engine.label}): BLEU ${score.score.toFixed(2)}`);
     return { hyps, score };
   };
   if (!o.tuneAlpha) {
-    const r = run(dec.alpha);
+    const r = await run(dec.alpha);
     finishEval(o, r, src.length, degraded);
     return;
   }
   const tried = [...new Set([DEFAULT_DECODING.alpha, ...o.tuneAlpha])];
-  const { chosen, why } = chooseAlpha(tried.map((a) => ({ alpha: a, ...run(a) })), tgt, o.log);
+  const runs: AlphaRun[] = [];
+  for (const a of tried) runs.push({ alpha: a, ...(await run(a)) });
+  const { chosen, why } = chooseAlpha(runs, tgt, o.log);
   const decoding: Decoding = {
     beam: dec.beam,
     alpha: chosen.alpha,

@@ -73,13 +73,13 @@ test('qkv translate decodes with the ensemble the folder names; --no-ensemble wi
   assert.deepEqual(await run(ens, { ensemble: [b.dir] }), three);
 });
 
-test('qkv eval --tune-alpha on a folder that names its ensemble chooses α for the ensemble and keeps the members', () => {
+test('qkv eval --tune-alpha on a folder that names its ensemble chooses α for the ensemble and keeps the members', async () => {
   const data = join(work, 'data');
   writeCorpus(data, [['val', 0, 12]]);
   const dir = join(work, 'tune');
   cpSync(ens, dir, { recursive: true });
   const logs: string[] = [];
-  evaluate({ model: dir, split: 'val', data, beam: 2, tuneAlpha: [1.4], log: (l) => logs.push(l) });
+  await evaluate({ model: dir, split: 'val', data, beam: 2, tuneAlpha: [1.4], log: (l) => logs.push(l) });
   // Multi30K captions run past the tiny model's 24 positions: truncated, which sets the exit status.
   assert.ok(logs.some((l) => /truncated/.test(l)), logs.join('\n'));
   process.exitCode = 0;
@@ -87,7 +87,7 @@ test('qkv eval --tune-alpha on a folder that names its ensemble chooses α for t
   assert.deepEqual(d.ensemble, ['member-2']);
   assert.match(d.chosen!, /^val BLEU [\d.]+ with α (0\.6|1\.4) \(tried 0\.6, 1\.4; /);
   assert.ok(logs.some((l) => /\(beam 2, α 0\.6, an ensemble of 2 models\)/.test(l)), logs.join('\n'));
-  assert.throws(() => evaluate({ model: dir, split: 'val', data, tuneAlpha: [1], ensemble: false, log: quiet }),
+  await assert.rejects(evaluate({ model: dir, split: 'val', data, tuneAlpha: [1], ensemble: false, log: quiet }),
     (e: Error) => e instanceof UserError && /--tune-alpha and --no-ensemble both given: α is written to --model's config\.json, for the ensemble it names \(member-2\)/.test(e.message));
 });
 

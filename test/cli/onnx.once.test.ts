@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tempDir } from '../e2e/tiny-model.ts';
 import { join } from 'node:path';
-import { qkv, root } from '../helpers/cli.ts';
+import { qkv, root, writeCorpus } from '../helpers/cli.ts';
 
 const work = tempDir('qkv-onnx-cli-');
 const MT = join(root, 'models/multi30k-en-de');
@@ -55,6 +55,26 @@ test('--engine onnxruntime translates and generates the same text as qkv', () =>
   assert.equal(b.status, 0, b.stderr);
   assert.match(b.stderr, /80 tokens in .* ONNX Runtime\)/);
   assert.equal(b.stdout, a.stdout);
+});
+
+test('qkv eval --engine onnxruntime scores the same translations as qkv eval (the folder\'s own model)', () => {
+  const data = join(work, 'data');
+  writeCorpus(data, [['test_2016_flickr', 0, 12]]);
+  for (const decoding of [['--beam', '1'], ['--beam', '4']]) {
+    const files = ['qkv', 'ort'].map((e) => join(work, `eval-${e}${decoding[1]}.de`));
+    const a = qkv(['eval', '--model', MT, '--no-ensemble', '--data', data, ...decoding, '--output', files[0]]);
+    const b = qkv(['eval', '--engine', 'onnxruntime', '--model', mtOnnx, '--data', data, ...decoding, '--output', files[1]]);
+    assert.equal(a.status, 0, a.stderr);
+    assert.equal(b.status, 0, b.stderr);
+    assert.match(b.stderr, new RegExp(`12 sentences in [\\d.]+ s \\(beam ${decoding[1]}, α 0\\.6, ONNX Runtime\\)`));
+    assert.match(b.stdout, /^BLEU = [\d.]+ /);
+    assert.equal(b.stdout, a.stdout, decoding.join(' '));
+    assert.equal(readFileSync(files[1], 'utf8'), readFileSync(files[0], 'utf8'));
+    assert.equal(readFileSync(files[1], 'utf8').split('\n').length, 13);
+  }
+  assertOneLine(qkv(['eval', '--engine', 'onnxruntime', '--model', mtOnnx, '--data', data, '--ensemble', MT]), /--ensemble runs on the qkv engine only/);
+  assertOneLine(qkv(['eval', '--engine', 'onnxruntime', '--model', mtOnnx, '--data', data, '--split', 'val', '--tune-alpha', '1']), /--tune-alpha writes α to a qkv model folder's config\.json: tune on the qkv engine/);
+  assertOneLine(qkv(['eval', '--engine', 'onnxruntime', '--model', MT, '--data', data]), /is not an ONNX export \(no onnx\.json\)/);
 });
 
 test('bad input: one line, exit 1, nothing written or overwritten', () => {
