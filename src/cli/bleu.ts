@@ -1,11 +1,13 @@
 /**
- * `qkv bleu`: score translation files against references with sacreBLEU's corpus BLEU, and compare
- * systems with a paired bootstrap (sacreBLEU's `sacrebleu REF -i HYP` and `--paired-bs`), without
- * decoding anything: for output written by `qkv eval --output`, `qkv translate`, or any other system.
+ * `qkv bleu`: score translation files against references with sacreBLEU's corpus BLEU (and chrF),
+ * and compare systems with a paired bootstrap (sacreBLEU's `sacrebleu REF -i HYP [-m bleu chrf]` and
+ * `--paired-bs`), without decoding anything: for output written by `qkv eval --output`, `qkv
+ * translate`, or any other system.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { corpusBleu } from '../text/bleu.ts';
+import { corpusChrf } from '../text/chrf.ts';
 import { pairedBootstrap } from '../text/significance.ts';
 import { readLines } from './corpus.ts';
 import { UserError } from './files.ts';
@@ -23,6 +25,8 @@ export interface BleuCommandOptions {
   lowercase?: boolean;
   pairedBs?: boolean;
   samples?: number;
+  /** Also chrF2 (sacreBLEU's `-m chrf`) of each file, after BLEU. */
+  chrf?: boolean;
   log: (line: string) => void;
 }
 
@@ -55,8 +59,10 @@ export function bleu(o: BleuCommandOptions): void {
   });
   const options = { lowercase: o.lowercase ?? false };
   const scores = systems.map((s) => corpusBleu(s.hyps, refs, options));
+  const chrf = o.chrf ? systems.map((s) => corpusChrf(s.hyps, refs, options)) : [];
+  const chrfLines = chrf.length > 0 ? [...chrf.map((c, i) => (systems.length === 1 ? '' : `${systems[i].file}: `) + c.toString()), chrf[0].signature] : [];
   if (systems.length === 1) {
-    process.stdout.write(`${scores[0].toString()}\n${scores[0].signature}\n`);
+    process.stdout.write([scores[0].toString(), scores[0].signature, ...chrfLines].map((l) => `${l}\n`).join(''));
     return;
   }
   const lines = systems.map((s, i) => `${s.file}: ${scores[i].toString()}`);
@@ -71,5 +77,5 @@ export function bleu(o: BleuCommandOptions): void {
       );
     }
   }
-  process.stdout.write(`${lines.join('\n')}\n${scores[0].signature}\n`);
+  process.stdout.write([...lines, scores[0].signature, ...chrfLines].map((l) => `${l}\n`).join(''));
 }

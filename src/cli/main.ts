@@ -137,7 +137,7 @@ program.command('eval')
   .action(async (o) => evaluate({ ...oneEnsembleFlag(o), log }));
 
 program.command('bleu')
-  .description('score translation files against references with BLEU (sacreBLEU-compatible), and compare them with a paired bootstrap; no decoding')
+  .description('score translation files against references with BLEU (and chrF; sacreBLEU-compatible), and compare them with a paired bootstrap; no decoding')
   .argument('<files...>', 'translations, one sentence a line (e.g. from qkv eval --output); with --paired-bs the first is the baseline')
   .option('--ref <file>', 'reference translations, one sentence a line (plain or .gz)')
   .option('--split <name>', 'or the references of a corpus split: DATA/SPLIT.TGT (e.g. val)')
@@ -146,10 +146,11 @@ program.command('bleu')
   .option('--direction <src-tgt>', 'or the target language as a direction, e.g. en-fr', direction('--direction'))
   .option('--paired-bs', "compare each file with the first by paired bootstrap resampling (Koehn 2004; sacreBLEU's --paired-bs)", false)
   .option('--samples <n>', 'bootstrap resamples, with --paired-bs (default: 1000)', int('--samples'))
+  .option('--chrf', "also chrF2, the character n-gram F-score (sacreBLEU's -m chrf), of each file", false)
   .option('--lowercase', "score case-insensitively (sacreBLEU's -lc, signature case:lc)", false)
   .addHelpText('after', `
 Prints sacreBLEU's line (BLEU = score, 1- to 4-gram precisions, brevity penalty, lengths) for each
-file and its signature. The paired bootstrap's p is Koehn's one-sided count: the share of resamples
+file and its signature; with --chrf then each file's chrF2 and its signature. The paired bootstrap's p is Koehn's one-sided count: the share of resamples
 (plus one) in which a file does not score above the first; small means its lead holds.`)
   .action((files: string[], o) => bleu({ ...o, files, log }));
 

@@ -64,7 +64,7 @@ const PY_WS_RUN = new RegExp(`[${PY_WS}]+`, 'g');
 const PY_WS_TRAILING = new RegExp(`[${PY_WS}]+$`);
 
 /** Python `s.split()` (no argument). */
-function pySplit(s: string): string[] {
+export function pySplit(s: string): string[] {
   return s.split(PY_WS_RUN).filter((t) => t.length > 0);
 }
 

@@ -11,6 +11,8 @@ export {
   tokenize13a,
 } from './bleu.ts';
 export type { BleuOptions, BleuScore, BleuTokenize, SegmentStats, SmoothMethod } from './bleu.ts';
+export { corpusChrf, sentenceChrf } from './chrf.ts';
+export type { ChrfOptions, ChrfScore } from './chrf.ts';
 export { pairedBootstrap } from './significance.ts';
 export type { PairedBootstrapOptions, PairedBootstrapResult } from './significance.ts';
 export { mbrSelect } from './mbr.ts';

@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../e2e/tiny-model.ts';
 import { corpusBleu } from '../../src/text/bleu.ts';
+import { corpusChrf } from '../../src/text/chrf.ts';
 import { pairedBootstrap } from '../../src/text/significance.ts';
 import { multi30kLines, qkv } from '../helpers/cli.ts';
 
@@ -68,6 +69,23 @@ test('qkv bleu A B C --paired-bs: each file scored, each compared with the first
   const few = qkv(['bleu', mixed, perfect, '--split', 'val', '--paired-bs', '--samples', '50']);
   assert.equal(few.status, 0, few.stderr);
   assert.match(few.stdout, /won 50 of 50 paired bootstrap resamples, p 0\.0196,/);
+});
+
+test('qkv bleu --chrf adds chrF2 (sacreBLEU -m chrf) after BLEU, for one file or several', () => {
+  const chrfSignature = 'nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.4.0';
+  const one = qkv(['bleu', cut, '--split', 'val', '--chrf']);
+  assert.equal(one.status, 0, one.stderr);
+  const c = corpusChrf(refs.map(half), refs);
+  assert.ok(c.score > 20 && c.score < 80, String(c));
+  assert.equal(one.stdout, `${corpusBleu(refs.map(half), refs).toString()}\n${SIGNATURE}\n${c.toString()}\n${chrfSignature}\n`);
+  const two = qkv(['bleu', cut, perfect, '--split', 'val', '--chrf', '--lowercase']);
+  assert.equal(two.status, 0, two.stderr);
+  const lines = two.stdout.trimEnd().split('\n');
+  assert.deepEqual(lines.slice(3), [
+    `${cut}: ${corpusChrf(refs.map(half), refs, { lowercase: true }).toString()}`,
+    `${perfect}: chrF2 = 100.00`,
+    chrfSignature.replace('case:mixed', 'case:lc'),
+  ]);
 });
 
 test('qkv bleu: bad input is one clear line naming what is wrong, exit 1', () => {
