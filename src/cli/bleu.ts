@@ -58,14 +58,10 @@ export function bleu(o: BleuCommandOptions): void {
     return { file, hyps };
   });
   const options = { lowercase: o.lowercase ?? false };
+  // One file: sacreBLEU's lines as they are; several: each led by its file name.
+  const named = (i: number, line: string) => (systems.length === 1 ? line : `${systems[i].file}: ${line}`);
   const scores = systems.map((s) => corpusBleu(s.hyps, refs, options));
-  const chrf = o.chrf ? systems.map((s) => corpusChrf(s.hyps, refs, options)) : [];
-  const chrfLines = chrf.length > 0 ? [...chrf.map((c, i) => (systems.length === 1 ? '' : `${systems[i].file}: `) + c.toString()), chrf[0].signature] : [];
-  if (systems.length === 1) {
-    process.stdout.write([scores[0].toString(), scores[0].signature, ...chrfLines].map((l) => `${l}\n`).join(''));
-    return;
-  }
-  const lines = systems.map((s, i) => `${s.file}: ${scores[i].toString()}`);
+  const lines = scores.map((b, i) => named(i, b.toString()));
   if (o.pairedBs) {
     const [base, ...others] = systems;
     for (const s of others) {
@@ -77,5 +73,10 @@ export function bleu(o: BleuCommandOptions): void {
       );
     }
   }
-  process.stdout.write([...lines, scores[0].signature, ...chrfLines].map((l) => `${l}\n`).join(''));
+  lines.push(scores[0].signature);
+  if (o.chrf) {
+    const chrf = systems.map((s) => corpusChrf(s.hyps, refs, options));
+    lines.push(...chrf.map((c, i) => named(i, c.toString())), chrf[0].signature);
+  }
+  process.stdout.write(lines.map((l) => `${l}\n`).join(''));
 }
