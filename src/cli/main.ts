@@ -132,6 +132,7 @@ program.command('eval')
   .option('--output <file>', 'also write the translations here')
   .option('--skip-long', 'leave source lines longer than the model reads untranslated instead of truncating them')
   .option('--lowercase', "score case-insensitively (sacreBLEU's -lc, signature case:lc), as much of the Multi30K literature reports", false)
+  .option('--chrf', "also chrF2, the character n-gram F-score (sacreBLEU's -m chrf)", false)
   .option('--engine <name>', 'qkv | onnxruntime (--model is then a folder from qkv export --format onnx)', 'qkv')
   .addHelpText('after', LINES_HELP)
   .action(async (o) => evaluate({ ...oneEnsembleFlag(o), log }));

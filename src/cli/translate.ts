@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { corpusBleu, type BleuScore } from '../text/bleu.ts';
+import { corpusChrf } from '../text/chrf.ts';
 import { pairedBootstrap } from '../text/significance.ts';
 import { readParallel } from './corpus.ts';
 import { degradedSummary, encodeLines, EXIT_DEGRADED, translateIds, type DegradedLine, type TranslateOptions } from './evaluate.ts';
@@ -130,7 +131,7 @@ function languages(o: { src?: string; tgt?: string; direction?: { src: string; t
   return { src: o.src ?? trained[0] ?? 'en', tgt: o.tgt ?? trained[1] ?? 'de' };
 }
 
-export async function evaluate(o: Common & { engine?: string; split: string; data: string; src?: string; tgt?: string; direction?: { src: string; tgt: string }; output?: string; tuneAlpha?: number[]; skipLong?: boolean; lowercase?: boolean }): Promise<void> {
+export async function evaluate(o: Common & { engine?: string; split: string; data: string; src?: string; tgt?: string; direction?: { src: string; tgt: string }; output?: string; tuneAlpha?: number[]; skipLong?: boolean; lowercase?: boolean; chrf?: boolean }): Promise<void> {
   if (o.tuneAlpha && parseEngine(o.engine) === 'onnxruntime') {
     throw new UserError("--tune-alpha writes α to a qkv model folder's config.json: tune on the qkv engine, then export to ONNX (drop --engine onnxruntime)");
   }
@@ -161,7 +162,7 @@ export async function evaluate(o: Common & { engine?: string; split: string; dat
   };
   if (!o.tuneAlpha) {
     const r = await run(dec.alpha);
-    finishEval(o, r, src.length, degraded);
+    finishEval(o, r, tgt, degraded);
     return;
   }
   const tried = [...new Set([DEFAULT_DECODING.alpha, ...o.tuneAlpha])];
@@ -177,7 +178,7 @@ export async function evaluate(o: Common & { engine?: string; split: string; dat
   };
   writeModelConfig(o.model, { ...config, decoding });
   o.log(`wrote ${join(o.model, 'config.json')}: decoding ${describe(dec, chosen.alpha)}`);
-  finishEval(o, chosen, src.length, degraded);
+  finishEval(o, chosen, tgt, degraded);
 }
 
 export interface AlphaRun {
@@ -207,8 +208,14 @@ export function chooseAlpha(runs: readonly AlphaRun[], references: readonly stri
   return { chosen: baseline, why: `α ${top.alpha} scored ${top.score.score.toFixed(2)}, but p ${p} in a paired bootstrap against α ${baseline.alpha}, needed < ${needed}` };
 }
 
-function finishEval(o: Common & { output?: string }, best: { hyps: string[]; score: BleuScore }, lines: number, degraded: DegradedLine[]): void {
+/** Writes the translations (--output), BLEU with its signature, and with --chrf chrF2 with its own. */
+function finishEval(o: Common & { output?: string; chrf?: boolean; lowercase?: boolean }, best: { hyps: string[]; score: BleuScore }, refs: readonly string[], degraded: DegradedLine[]): void {
   if (o.output) atomicWrite(o.output, best.hyps.map((l) => `${l}\n`).join(''));
-  process.stdout.write(`${best.score.toString()}\n${best.score.signature}\n`);
-  reportDegraded(o, degraded, lines);
+  const out = [best.score.toString(), best.score.signature];
+  if (o.chrf) {
+    const c = corpusChrf(best.hyps, refs, { lowercase: o.lowercase ?? false });
+    out.push(c.toString(), c.signature);
+  }
+  process.stdout.write(out.map((l) => `${l}\n`).join(''));
+  reportDegraded(o, degraded, refs.length);
 }

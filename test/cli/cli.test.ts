@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tempDir } from '../e2e/tiny-model.ts';
 import { join } from 'node:path';
 import { corpusBleu } from '../../src/text/bleu.ts';
+import { corpusChrf } from '../../src/text/chrf.ts';
 import { dequantizeInt8, quantizeInt8 } from '../../src/io/quantize.ts';
 import { readSafetensors, readSafetensorsHeader } from '../../src/io/safetensors.ts';
 import { qkv, writeCorpus } from '../helpers/cli.ts';
@@ -52,7 +53,7 @@ test('qkv eval prints BLEU with the sacreBLEU signature; qkv info prints the par
   assert.equal(JSON.parse(i.stdout).parameters, 63084544);
 });
 
-test('qkv eval --lowercase scores case-insensitively (sacreBLEU -lc) and says so in the signature; not with --tune-alpha', () => {
+test('qkv eval --lowercase scores case-insensitively (sacreBLEU -lc) and says so in the signature; --chrf adds chrF2; not with --tune-alpha', () => {
   const hypsFile = join(work, 'lc.txt');
   const r = qkv(['eval', '--model', out, '--data', data, '--beam', '1', '--lowercase', '--output', hypsFile]);
   assert.equal(r.status, 0, r.stderr);
@@ -61,6 +62,11 @@ test('qkv eval --lowercase scores case-insensitively (sacreBLEU -lc) and says so
   const want = corpusBleu(hyps, refs, { lowercase: true });
   assert.equal(r.stdout, `${want.toString()}\n${want.signature}\n`);
   assert.match(want.signature, /\|case:lc\|/);
+  // --chrf: chrF2 of the same translations after BLEU, case-insensitive too.
+  const c = qkv(['eval', '--model', out, '--data', data, '--beam', '1', '--lowercase', '--chrf']);
+  assert.equal(c.status, 0, c.stderr);
+  const chrf = corpusChrf(hyps, refs, { lowercase: true });
+  assert.equal(c.stdout, `${want.toString()}\n${want.signature}\n${chrf.toString()}\n${chrf.signature}\n`);
   const t = qkv(['eval', '--model', out, '--data', data, '--split', 'val', '--lowercase', '--tune-alpha', '1']);
   assert.equal(t.status, 1);
   assert.match(t.stderr, /--tune-alpha and --lowercase both given: α is chosen on the cased score/);
