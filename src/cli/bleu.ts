@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { corpusBleu } from '../text/bleu.ts';
 import { corpusChrf } from '../text/chrf.ts';
-import { pairedBootstrap } from '../text/significance.ts';
+import { pairedBootstrap, type PairedBootstrapResult } from '../text/significance.ts';
 import { readLines } from './corpus.ts';
 import { UserError } from './files.ts';
 
@@ -27,7 +27,12 @@ export interface BleuCommandOptions {
   samples?: number;
   /** Also chrF2 (sacreBLEU's `-m chrf`) of each file, after BLEU. */
   chrf?: boolean;
-  log: (line: string) => void;
+}
+
+/** `won 98 of 1000 paired bootstrap resamples, p 0.9021 (needs < 0.05), Δ BLEU 95% [-1.05, 0.28]`: how every comparison is reported. */
+export function bootstrapSummary(t: PairedBootstrapResult, needed?: number): string {
+  return `won ${t.wins} of ${t.samples} paired bootstrap resamples, p ${t.p.toFixed(4)}${needed === undefined ? '' : ` (needs < ${needed})`}, ` +
+    `Δ BLEU 95% [${t.delta95[0].toFixed(2)}, ${t.delta95[1].toFixed(2)}]`;
 }
 
 /** The reference lines and where they came from, from --ref or --split. */
@@ -68,8 +73,7 @@ export function bleu(o: BleuCommandOptions): void {
       const t = pairedBootstrap(base.hyps, s.hyps, refs, { samples: o.samples ?? 1000, bleu: options });
       lines.push(
         `${s.file} against ${base.file}: ${t.system >= t.baseline ? '+' : ''}${(t.system - t.baseline).toFixed(2)} BLEU, ` +
-        `won ${t.wins} of ${t.samples} paired bootstrap resamples, p ${t.p.toFixed(4)}, ` +
-        `Δ BLEU 95% [${t.delta95[0].toFixed(2)}, ${t.delta95[1].toFixed(2)}]`,
+        bootstrapSummary(t),
       );
     }
   }

@@ -153,7 +153,7 @@ program.command('bleu')
 Prints sacreBLEU's line (BLEU = score, 1- to 4-gram precisions, brevity penalty, lengths) for each
 file and its signature; with --chrf then each file's chrF2 and its signature. The paired bootstrap's p is Koehn's one-sided count: the share of resamples
 (plus one) in which a file does not score above the first; small means its lead holds.`)
-  .action((files: string[], o) => bleu({ ...o, files, log }));
+  .action((files: string[], o) => bleu({ ...o, files }));
 
 program.command('info')
   .description('print a model\'s configuration and parameter count')

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { corpusBleu, type BleuScore } from '../text/bleu.ts';
 import { corpusChrf } from '../text/chrf.ts';
+import { bootstrapSummary } from './bleu.ts';
 import { pairedBootstrap } from '../text/significance.ts';
 import { readParallel } from './corpus.ts';
 import { degradedSummary, encodeLines, EXIT_DEGRADED, translateIds, type DegradedLine, type TranslateOptions } from './evaluate.ts';
@@ -201,7 +202,7 @@ export function chooseAlpha(runs: readonly AlphaRun[], references: readonly stri
   const needed = +(0.05 / (runs.length - 1)).toFixed(4);
   const test = pairedBootstrap(baseline.hyps, top.hyps, references);
   const p = test.p.toFixed(4);
-  log(`α ${top.alpha} against α ${baseline.alpha}: won ${test.wins} of ${test.samples} paired bootstrap resamples, p ${p} (needs < ${needed}), Δ BLEU 95% [${test.delta95[0].toFixed(2)}, ${test.delta95[1].toFixed(2)}]`);
+  log(`α ${top.alpha} against α ${baseline.alpha}: ${bootstrapSummary(test, needed)}`);
   if (top.score.score > baseline.score.score && test.p < needed) {
     return { chosen: top, why: `beats α ${baseline.alpha} (${baseline.score.score.toFixed(2)}) with p ${p} in a paired bootstrap, needed < ${needed}` };
   }

@@ -392,11 +392,16 @@ function scoreSegments(segments: readonly SegmentStats[], o: ResolvedOptions, si
 /** Reference streams (sacreBLEU `refs`); `null` entries allow a variable number of references per segment. */
 function corpusScore(hypotheses: readonly string[], streams: readonly (readonly (string | null)[])[], o: ResolvedOptions): BleuScore {
   const { segments, numRefs } = segmentScores(hypotheses, streams, o);
-  const nrefs: number | 'var' = numRefs.size === 1 ? [...numRefs][0] : numRefs.size === 0 ? streams.length : 'var';
-  return scoreSegments(segments, o, signatureOf(o, nrefs));
+  return scoreSegments(segments, o, signatureOf(o, nrefsOf(numRefs, streams.length)));
 }
 
-function toStreams(hypotheses: readonly string[], references: readonly string[] | readonly (readonly (string | null)[])[]): readonly (readonly (string | null)[])[] {
+/** The signature's `nrefs`: the references each segment had, `var` where that differs (sacreBLEU's rule). */
+export function nrefsOf(numRefs: ReadonlySet<number>, streams: number): number | 'var' {
+  return numRefs.size === 1 ? [...numRefs][0] : numRefs.size === 0 ? streams : 'var';
+}
+
+/** sacreBLEU's reference streams from either form a metric accepts: one string per hypothesis, or streams. */
+export function toStreams(hypotheses: readonly string[], references: readonly string[] | readonly (readonly (string | null)[])[]): readonly (readonly (string | null)[])[] {
   return references.length > 0 && Array.isArray(references[0])
     ? (references as readonly (readonly (string | null)[])[])
     : references.length === 0 && hypotheses.length > 0

@@ -8,7 +8,7 @@
  * Strings are handled as Python does, by code point (an emoji is one character, not two UTF-16
  * units). Pure string and number code: runs in Node and in browsers.
  */
-import { formatFixed, pySplit, SACREBLEU_VERSION } from './bleu.ts';
+import { formatFixed, nrefsOf, pySplit, SACREBLEU_VERSION, toStreams } from './bleu.ts';
 
 export interface ChrfOptions {
   /** Character n-gram order (default 6). */
@@ -189,8 +189,7 @@ export function corpusChrf(
   options?: ChrfOptions,
 ): ChrfScore {
   const o = resolve(options);
-  const streams: readonly (readonly (string | null)[])[] =
-    references.length > 0 && Array.isArray(references[0]) ? (references as readonly (readonly (string | null)[])[]) : [references as readonly string[]];
+  const streams = toStreams(hypotheses, references);
   for (const [k, s] of streams.entries()) {
     if (s.length !== hypotheses.length) throw new Error(`chrF: reference stream ${k} has ${s.length} lines but there are ${hypotheses.length} hypotheses`);
   }
@@ -216,8 +215,7 @@ export function corpusChrf(
     }
     for (let k = 0; k < total.length; k++) total[k] += best[k];
   }
-  const nrefs: number | 'var' = numRefs.size === 1 ? [...numRefs][0] : numRefs.size === 0 ? streams.length : 'var';
-  return makeScore(total, o, signatureOf(o, nrefs));
+  return makeScore(total, o, signatureOf(o, nrefsOf(numRefs, streams.length)));
 }
 
 /** Sentence chrF, equal to `sacrebleu.sentence_chrf(hypothesis, references, ...)`. */
