@@ -322,11 +322,6 @@ export interface SegmentStats {
 /** Per-segment statistics and the set of reference counts seen (for the signature's nrefs). */
 function segmentScores(hypotheses: readonly string[], streams: readonly (readonly (string | null)[])[], o: ResolvedOptions): { segments: SegmentStats[]; numRefs: Set<number> } {
   if (streams.length === 0) throw new Error('BLEU: no references given');
-  for (const [k, s] of streams.entries()) {
-    if (s.length !== hypotheses.length) {
-      throw new Error(`BLEU: reference stream ${k} has ${s.length} lines but there are ${hypotheses.length} hypotheses`);
-    }
-  }
   const maxOrder = o.maxNgramOrder;
   const segments: SegmentStats[] = [];
   const numRefs = new Set<number>();
@@ -400,13 +395,22 @@ export function nrefsOf(numRefs: ReadonlySet<number>, streams: number): number |
   return numRefs.size === 1 ? [...numRefs][0] : numRefs.size === 0 ? streams : 'var';
 }
 
-/** sacreBLEU's reference streams from either form a metric accepts: one string per hypothesis, or streams. */
-export function toStreams(hypotheses: readonly string[], references: readonly string[] | readonly (readonly (string | null)[])[]): readonly (readonly (string | null)[])[] {
-  return references.length > 0 && Array.isArray(references[0])
+/**
+ * sacreBLEU's reference streams from either form a metric accepts: one string per hypothesis, or
+ * streams; each stream must have a line per hypothesis (`metric` names the caller in the error).
+ */
+export function toStreams(metric: string, hypotheses: readonly string[], references: readonly string[] | readonly (readonly (string | null)[])[]): readonly (readonly (string | null)[])[] {
+  const streams = references.length > 0 && Array.isArray(references[0])
     ? (references as readonly (readonly (string | null)[])[])
     : references.length === 0 && hypotheses.length > 0
       ? []
       : [references as readonly string[]];
+  for (const [k, s] of streams.entries()) {
+    if (s.length !== hypotheses.length) {
+      throw new Error(`${metric}: reference stream ${k} has ${s.length} lines but there are ${hypotheses.length} hypotheses`);
+    }
+  }
+  return streams;
 }
 
 /**
@@ -419,7 +423,7 @@ export function segmentStatistics(
   references: readonly string[] | readonly (readonly (string | null)[])[],
   options?: BleuOptions,
 ): SegmentStats[] {
-  return segmentScores(hypotheses, toStreams(hypotheses, references), resolve(options, false)).segments;
+  return segmentScores(hypotheses, toStreams('BLEU', hypotheses, references), resolve(options, false)).segments;
 }
 
 /**
@@ -445,7 +449,7 @@ export function corpusBleu(
   references: readonly string[] | readonly (readonly (string | null)[])[],
   options?: BleuOptions,
 ): BleuScore {
-  return corpusScore(hypotheses, toStreams(hypotheses, references), resolve(options, false));
+  return corpusScore(hypotheses, toStreams('BLEU', hypotheses, references), resolve(options, false));
 }
 
 /**

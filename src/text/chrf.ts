@@ -189,10 +189,7 @@ export function corpusChrf(
   options?: ChrfOptions,
 ): ChrfScore {
   const o = resolve(options);
-  const streams = toStreams(hypotheses, references);
-  for (const [k, s] of streams.entries()) {
-    if (s.length !== hypotheses.length) throw new Error(`chrF: reference stream ${k} has ${s.length} lines but there are ${hypotheses.length} hypotheses`);
-  }
+  const streams = toStreams('chrF', hypotheses, references);
   const pre = (s: string) => (o.lowercase ? s.toLowerCase() : s);
   const order = o.charOrder + o.wordOrder;
   const total = new Array<number>(3 * order).fill(0);
