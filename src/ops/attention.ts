@@ -29,6 +29,7 @@ export interface AttentionOptions {
   scale?: number;
   /** Dropout on the attention weights (applied whenever > 0, as in torch). */
   dropoutP?: number;
+  /** Random stream of the dropout mask (default: the global generator, see `manualSeed`). */
   generator?: Generator;
 }
 
@@ -37,7 +38,9 @@ export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, optio
   return attention(q, k, v, { ...options, needWeights: false }).output;
 }
 
+/** What {@link attention} returns. */
 export interface AttentionResult {
+  /** The attended values (..., L, Dv). */
   output: Tensor;
   /** The softmax probabilities (..., L, S), when asked for. */
   weights: Tensor | null;
