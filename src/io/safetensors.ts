@@ -195,6 +195,11 @@ function numberToBF16Bits(value: number): number {
 
 type Entry = SafetensorsEntry;
 
+/**
+ * Every tensor of a safetensors file (8-byte header length, JSON header, raw little-endian data),
+ * validated: a corrupt or truncated file gives an error naming what is wrong, never a crash or a
+ * huge allocation. Float types become float32, integer types int32, BOOL bool.
+ */
 export function readSafetensors(bytes: Uint8Array): SafetensorsFile {
   const { dataStart, entries, metadata } = readSafetensorsHeader(bytes, bytes.length);
   const tensors: Record<string, Tensor> = {};
@@ -478,6 +483,11 @@ interface Planned {
   dtype: WriteDType;
 }
 
+/**
+ * The bytes of a safetensors file holding `tensors` by name, each in its dtype or the one
+ * `options.dtype` picks, with `options.metadata`; the data in the reference implementation's order
+ * (larger dtypes first, then by name), so the bytes equal the Python library's.
+ */
 export function writeSafetensors(tensors: Record<string, Tensor>, options: WriteOptions = {}): Uint8Array {
   if (!isPlainObject(tensors)) fail(`writeSafetensors expects a record of tensors, got ${describe(tensors)}`);
   const names = Object.keys(tensors);

@@ -157,11 +157,17 @@ export function causalBias(L: number, S: number): Tensor {
   return t;
 }
 
+/** Options of {@link attentionCore}, resolved by its callers. */
 export interface CoreOptions {
+  /** Apply the causal mask, aligned to the end when S > L. */
   causal: boolean;
+  /** Multiplier of Q·Kᵀ (1/√dK unless the caller says otherwise). */
   scale: number;
+  /** Dropout on the weights (training only; > 0 takes the path with weights). */
   dropoutP: number;
+  /** Return the weights (takes the visible, differentiable path). */
   needWeights: boolean;
+  /** Random stream of the dropout mask. */
   generator?: Generator;
 }
 
