@@ -13,7 +13,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -86,6 +86,68 @@ test('README.md: the ts blocks type-check (strict) against the sources', () => {
   const out = `${r.stdout}${r.stderr}`.replace(/[^\s(]*block-line-(\d+)\.ts\((\d+),(\d+)\)/g,
     (_m, line, row, col) => `README.md:${Number(line) + Number(row)}:${col}`);
   assert.equal(r.status, 0, out);
+});
+
+// ---- links: every relative link of the README and the guides leads to a file (and heading) ----
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped (letters, digits, _ and - kept), spaces to -. */
+function slug(heading: string): string {
+  return heading.trim().toLowerCase().replace(/`/g, '').replace(/[^\p{L}\p{N}_\- ]/gu, '').replace(/ /g, '-');
+}
+
+/** The anchors of a Markdown file's headings (outside code blocks), duplicates numbered as GitHub does. */
+function anchorsOf(markdown: string): Set<string> {
+  const seen = new Map<string, number>();
+  const out = new Set<string>();
+  let fence = false;
+  for (const line of markdown.split('\n')) {
+    if (line.startsWith('```')) fence = !fence;
+    const h = !fence && line.match(/^#{1,6}\s+(.*)$/);
+    if (!h) continue;
+    const base = slug(h[1]);
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    out.add(n === 0 ? base : `${base}-${n}`);
+  }
+  return out;
+}
+
+/** Problems of the relative links `[text](target)` of one Markdown file of the repository. */
+function brokenLinks(file: string): string[] {
+  const text = readFileSync(join(root, file), 'utf8').replace(/```[\s\S]*?```/g, (m) => m.replace(/[^\n]/g, ''));
+  const problems: string[] = [];
+  for (const [i, line] of text.split('\n').entries()) {
+    for (const m of line.matchAll(/\]\(([^)\s]+)\)/g)) {
+      const target = m[1];
+      if (/^[a-z]+:/i.test(target)) continue; // https:, mailto:
+      const [path, anchor] = target.split('#');
+      const dest = path === '' ? join(root, file) : join(root, file, '..', path);
+      if (!existsSync(dest)) {
+        problems.push(`${file}:${i + 1}: ${target}: no such file`);
+      } else if (anchor && dest.endsWith('.md') && !anchorsOf(readFileSync(dest, 'utf8')).has(anchor)) {
+        problems.push(`${file}:${i + 1}: ${target}: no heading with that anchor`);
+      }
+    }
+  }
+  return problems;
+}
+
+const guides = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`), 'records/recipe-search.md'];
+for (const file of guides) {
+  test(`${file}: every relative link leads to a file, and an anchor to a heading`, () => {
+    assert.deepEqual(brokenLinks(file), []);
+  });
+}
+
+test('the link checker finds a missing file and a missing anchor (so it can fail)', () => {
+  assert.equal(slug('Translation: Multi30K EN→DE as the paper does it'), 'translation-multi30k-ende-as-the-paper-does-it');
+  assert.equal(slug('The `qkv` command'), 'the-qkv-command');
+  const file = join(tmp, 'links.md');
+  writeFileSync(file, '# Top\n\n[a](../README.md) [b](no-such.md) [c](../docs/speed.md#speed) [d](../docs/speed.md#no-such) [e](#top)\n');
+  const problems = brokenLinks(relative(root, file));
+  assert.equal(problems.length, 2, problems.join('\n'));
+  assert.match(problems[0], /no-such\.md: no such file/);
+  assert.match(problems[1], /#no-such: no heading/);
 });
 
 // ---- sh blocks: the commands they name exist ----
