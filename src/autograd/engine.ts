@@ -53,11 +53,6 @@ function newGrad(t: Tensor, g: Tensor): Tensor {
   return new Tensor(data, t.shape, 'float32');
 }
 
-/**
- * Reverse-mode differentiation from `root`. The gradient flows back through every recorded op in
- * reverse topological order; leaves that require gradients accumulate it in `.grad` (so two
- * backward() calls add up, as in PyTorch, until zeroGrad()).
- */
 let passes = 0;
 /**
  * A count of backward() calls, for rules that share state among the outputs of one op within one
@@ -67,6 +62,12 @@ export function backwardPass(): number {
   return passes;
 }
 
+/**
+ * Reverse-mode differentiation from `root`. The gradient flows back through every recorded op in
+ * reverse topological order; leaves that require gradients accumulate it in `.grad` (so two
+ * backward() calls add up, as in PyTorch, until zeroGrad()). `gradOutput` is the gradient of the
+ * loss with respect to `root`; it may be left out when `root` holds one element (it is then 1).
+ */
 export function backward(root: Tensor, gradOutput?: Tensor): void {
   passes++;
   if (!root.requiresGrad) {

@@ -1,6 +1,7 @@
 /** Whether ops record themselves for backward(), like torch.is_grad_enabled(). */
 let enabled = true;
 
+/** Whether ops record themselves for backward() now (false inside {@link noGrad}), like torch.is_grad_enabled(). */
 export function isGradEnabled(): boolean {
   return enabled;
 }

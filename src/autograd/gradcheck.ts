@@ -4,16 +4,23 @@ import { Tensor } from '../tensor/tensor.ts';
 import { backward } from './engine.ts';
 import { noGrad } from './grad-mode.ts';
 
+/** Options of {@link gradcheck}. */
 export interface GradcheckOptions {
   /** Central-difference step. float32 arithmetic makes ~1e-2 the sweet spot for O(1) values. */
   eps?: number;
+  /** Absolute tolerance: an element passes when |numeric − analytic| ≤ atol + rtol·|numeric| (default 1e-2). */
   atol?: number;
+  /** Relative tolerance (default 1e-2). */
   rtol?: number;
+  /** Seed of the random projection R (default 1234). */
   seed?: number;
 }
 
+/** What {@link gradcheck} found. */
 export interface GradcheckReport {
+  /** Whether every element's analytic gradient matched its finite difference. */
   ok: boolean;
+  /** The largest |numeric − analytic| seen (up to the first mismatch). */
   maxAbsError: number;
   /** The first mismatch, if any: input index, element, analytic and numeric values. */
   failure: { input: number; index: number; analytic: number; numeric: number } | null;

@@ -9,14 +9,19 @@ import { Tensor } from '../tensor/tensor.ts';
 
 /** One tokenised sentence pair (ids without BOS/EOS). */
 export interface Pair {
+  /** Source sentence's token ids. */
   src: readonly number[];
+  /** Target sentence's token ids. */
   tgt: readonly number[];
 }
 
 /** Tensors for teacher forcing: tgtIn = [BOS, y1..yn], tgtOut = [y1..yn, EOS], pad elsewhere. */
 export interface Batch {
+  /** Source ids, int32 (B, S), padded with padId. */
   src: Tensor;
+  /** Decoder input, int32 (B, T): BOS then the target, padded. */
   tgtIn: Tensor;
+  /** Decoder targets, int32 (B, T): the target then EOS, padded (the loss ignores padId). */
   tgtOut: Tensor;
   /** Number of target tokens predicted (non-pad entries of tgtOut). */
   targetTokens: number;
@@ -24,9 +29,13 @@ export interface Batch {
   indices: number[];
 }
 
+/** The ids of the tokenizer's special tokens that batching inserts. */
 export interface SpecialIds {
+  /** Padding, after each row's last token. */
   padId: number;
+  /** Beginning of sentence, first token of the decoder input. */
   bosId: number;
+  /** End of sentence, last token of the decoder target. */
   eosId: number;
 }
 

@@ -32,7 +32,12 @@ function rint(x: number): number {
  * per-row scales (`NAME_scale`, [rows, 1]); other tensors pass through, float ones written as
  * `rest` (F16 by default). Returns the tensors and the dtype record for `writeSafetensors`.
  */
-export function quantizeInt8(weights: Record<string, Tensor>, opts: { rest?: 'F16' | 'F32' } = {}): { tensors: Record<string, Tensor>; dtype: QuantizedDTypes } {
+export function quantizeInt8(weights: Record<string, Tensor>, opts: { rest?: 'F16' | 'F32' } = {}): {
+  /** The int8 weights (as int32 tensors), their `NAME_scale` tensors, and the other tensors. */
+  tensors: Record<string, Tensor>;
+  /** The on-disk dtype of each of `tensors`, for `writeSafetensors`'s `dtype` option. */
+  dtype: QuantizedDTypes;
+} {
   const rest = opts.rest ?? 'F16';
   const tensors: Record<string, Tensor> = {};
   const dtype: QuantizedDTypes = {};

@@ -15,6 +15,7 @@ import { Tensor } from '../tensor/tensor.ts';
 import { allocFloat32 } from '../tensor/storage.ts';
 import { shapeToString } from '../tensor/shape.ts';
 
+/** The element types of the safetensors format, by its names. */
 export type SafetensorsDType =
   | 'F64'
   | 'F32'
@@ -29,8 +30,11 @@ export type SafetensorsDType =
   | 'U32'
   | 'BOOL';
 
+/** A safetensors file read by {@link readSafetensors}. */
 export interface SafetensorsFile {
+  /** The tensors by name, as float32 (F64, F16, BF16), int32 (every integer type) or bool. */
   tensors: Record<string, Tensor>;
+  /** The header's `__metadata__` (string to string), empty when the file has none. */
   metadata: Record<string, string>;
   /** The dtype each tensor had in the file (before conversion to float32/int32/bool). */
   dtypes: Record<string, SafetensorsDType>;
@@ -38,6 +42,7 @@ export interface SafetensorsFile {
 
 type WriteDType = 'F32' | 'F16' | 'BF16' | 'I32' | 'I64' | 'I8' | 'U8' | 'BOOL';
 
+/** Options of {@link writeSafetensors}. */
 export interface WriteOptions {
   /** Written as `__metadata__` (only when given). Every value must be a string. */
   metadata?: Record<string, string>;
@@ -190,6 +195,11 @@ function numberToBF16Bits(value: number): number {
 
 type Entry = SafetensorsEntry;
 
+/**
+ * Every tensor of a safetensors file (8-byte header length, JSON header, raw little-endian data),
+ * validated: a corrupt or truncated file gives an error naming what is wrong, never a crash or a
+ * huge allocation. Float types become float32, integer types int32, BOOL bool.
+ */
 export function readSafetensors(bytes: Uint8Array): SafetensorsFile {
   const { dataStart, entries, metadata } = readSafetensorsHeader(bytes, bytes.length);
   const tensors: Record<string, Tensor> = {};
@@ -203,11 +213,17 @@ export function readSafetensors(bytes: Uint8Array): SafetensorsFile {
 
 /** One tensor's place in a safetensors file: its bytes are [dataStart + begin, dataStart + end). */
 export interface SafetensorsEntry {
+  /** The tensor's name (a state-dict key). */
   name: string;
+  /** Its element type in the file. */
   dtype: SafetensorsDType;
+  /** Its shape. */
   shape: number[];
+  /** Its number of elements (the product of `shape`). */
   numel: number;
+  /** Offset of its first byte, from the start of the data (after the header). */
   begin: number;
+  /** Offset one past its last byte, from the start of the data. */
   end: number;
 }
 
@@ -216,7 +232,14 @@ export interface SafetensorsEntry {
  * its first bytes only (`bytes` must hold at least 8 + the header length): a caller can then read
  * one tensor at a time (a browser File's slice, a file descriptor) and never hold the whole file.
  */
-export function readSafetensorsHeader(bytes: Uint8Array, fileLength: number): { dataStart: number; entries: SafetensorsEntry[]; metadata: Record<string, string> } {
+export function readSafetensorsHeader(bytes: Uint8Array, fileLength: number): {
+  /** Where the data starts in the file: 8 + the header's length. */
+  dataStart: number;
+  /** Every tensor's place, in the order of the data. */
+  entries: SafetensorsEntry[];
+  /** The header's `__metadata__`. */
+  metadata: Record<string, string>;
+} {
   if (!(bytes instanceof Uint8Array)) fail(`expected a Uint8Array, got ${describe(bytes)}`);
   if (fileLength < 8) {
     fail(`file is ${fileLength} bytes, shorter than the 8-byte header length prefix`);
@@ -460,6 +483,11 @@ interface Planned {
   dtype: WriteDType;
 }
 
+/**
+ * The bytes of a safetensors file holding `tensors` by name, each in its dtype or the one
+ * `options.dtype` picks, with `options.metadata`; the data in the reference implementation's order
+ * (larger dtypes first, then by name), so the bytes equal the Python library's.
+ */
 export function writeSafetensors(tensors: Record<string, Tensor>, options: WriteOptions = {}): Uint8Array {
   if (!isPlainObject(tensors)) fail(`writeSafetensors expects a record of tensors, got ${describe(tensors)}`);
   const names = Object.keys(tensors);

@@ -6,6 +6,7 @@ import { constant_, xavierUniform_ } from './init.ts';
 import { checkPositiveInt, Linear } from './layers.ts';
 import { Module } from './module.ts';
 
+/** Options of {@link MultiheadAttention}'s constructor, torch's names. */
 export interface MultiheadAttentionOptions {
   /** Dropout on the attention weights during training. */
   dropout?: number;
@@ -19,6 +20,7 @@ export interface MultiheadAttentionOptions {
   batchFirst?: boolean;
 }
 
+/** Options of {@link MultiheadAttention.forward}: the masks, and what to return. */
 export interface MultiheadAttentionForwardOptions {
   /** (N, S): TRUE = this key is padding and is ignored; or float, added to the scores. */
   keyPaddingMask?: Tensor | null;
@@ -40,19 +42,36 @@ export interface MultiheadAttentionForwardOptions {
  * `out_proj.weight`, `out_proj.bias`. Masks use torch.nn's convention: TRUE means "blocked".
  */
 export class MultiheadAttention extends Module {
+  /** dK = dV = embedDim / numHeads, each head's width. */
   readonly headDim: number;
+  /** Key feature size (embedDim unless given). */
   readonly kdim: number;
+  /** Value feature size (embedDim unless given). */
   readonly vdim: number;
+  /** Inputs and outputs are (N, L, E) rather than (L, N, E). */
   readonly batchFirst: boolean;
+  /** Dropout probability on the attention weights in training. */
   readonly dropout: number;
+  /** W^Q, W^K, W^V stacked (3E, E), `in_proj_weight`, when kdim = vdim = E; else null. */
   readonly inProjWeight: Tensor | null;
+  /** W^Q (E, E), `q_proj_weight`, when kdim or vdim differs from E; else null. */
   readonly qProjWeight: Tensor | null;
+  /** W^K (E, kdim), `k_proj_weight`, when kdim or vdim differs from E; else null. */
   readonly kProjWeight: Tensor | null;
+  /** W^V (E, vdim), `v_proj_weight`, when kdim or vdim differs from E; else null. */
   readonly vProjWeight: Tensor | null;
+  /** The three projections' biases (3E), `in_proj_bias`; null with `bias: false`. */
   readonly inProjBias: Tensor | null;
+  /** W^O, the output projection (E, E), `out_proj`. */
   readonly outProj: Linear;
 
-  constructor(readonly embedDim: number, readonly numHeads: number, options: MultiheadAttentionOptions = {}) {
+  constructor(
+    /** E, the model width (dModel): queries' feature size and the output's. */
+    readonly embedDim: number,
+    /** h, the number of heads; must divide embedDim. */
+    readonly numHeads: number,
+    options: MultiheadAttentionOptions = {},
+  ) {
     super();
     checkPositiveInt('MultiheadAttention', 'embedDim', embedDim);
     checkPositiveInt('MultiheadAttention', 'numHeads', numHeads);
@@ -86,7 +105,12 @@ export class MultiheadAttention extends Module {
    * query (L, N, E), key (S, N, kdim), value (S, N, vdim) — or (N, L, E) etc. with batchFirst, or
    * unbatched (L, E). Returns the output in the query's layout and, if asked, the weights.
    */
-  forward(query: Tensor, key: Tensor, value: Tensor, options: MultiheadAttentionForwardOptions = {}): { output: Tensor; weights: Tensor | null } {
+  forward(query: Tensor, key: Tensor, value: Tensor, options: MultiheadAttentionForwardOptions = {}): {
+    /** The attention output, in the query's layout with E features. */
+    output: Tensor;
+    /** The attention weights (N, L, S) averaged over heads, or (N, h, L, S); null unless needWeights. */
+    weights: Tensor | null;
+  } {
     const { keyPaddingMask = null, attnMask = null, needWeights = true, averageAttnWeights = true, isCausal = false } = options;
     const E = this.embedDim;
     const h = this.numHeads;
@@ -173,7 +197,12 @@ export class MultiheadAttention extends Module {
    * Key and value projections split into heads: key (N, S, kdim), value (N, S, vdim) batch-first ->
    * k, v (N, h, S, dK). For cross-attention these depend on the memory alone: compute them once.
    */
-  projectKeyValue(key: Tensor, value: Tensor): { k: Tensor; v: Tensor } {
+  projectKeyValue(key: Tensor, value: Tensor): {
+    /** Projected keys (N, h, S, dK). */
+    k: Tensor;
+    /** Projected values (N, h, S, dK). */
+    v: Tensor;
+  } {
     this.checkBatchFirst3D(key, this.kdim, 'key');
     this.checkBatchFirst3D(value, this.vdim, 'value');
     const W = this.inProjWeight;
@@ -186,7 +215,14 @@ export class MultiheadAttention extends Module {
   }
 
   /** Self-attention projections of x (N, L, E) batch-first, in one GEMM as forward() does: q, k, v (N, h, L, dK). */
-  projectSelf(x: Tensor): { q: Tensor; k: Tensor; v: Tensor } {
+  projectSelf(x: Tensor): {
+    /** Projected queries (N, h, L, dK). */
+    q: Tensor;
+    /** Projected keys (N, h, L, dK). */
+    k: Tensor;
+    /** Projected values (N, h, L, dK). */
+    v: Tensor;
+  } {
     this.checkBatchFirst3D(x, this.embedDim, 'x');
     if (!this.inProjWeight) {
       const { k, v } = this.projectKeyValue(x, x);
@@ -202,7 +238,12 @@ export class MultiheadAttention extends Module {
    * the per-head weights (N, h, L, S). keyPaddingMask (N, S): TRUE = blocked, or float, added.
    * isCausal aligns to the end (query i is key position i + S − L), as a KV cache needs.
    */
-  attendProjected(q: Tensor, k: Tensor, v: Tensor, options: { keyPaddingMask?: Tensor | null; isCausal?: boolean; needWeights?: boolean } = {}): { output: Tensor; weights: Tensor | null } {
+  attendProjected(q: Tensor, k: Tensor, v: Tensor, options: { keyPaddingMask?: Tensor | null; isCausal?: boolean; needWeights?: boolean } = {}): {
+    /** The output (N, L, E), batch-first. */
+    output: Tensor;
+    /** The per-head weights (N, h, L, S), or null unless needWeights. */
+    weights: Tensor | null;
+  } {
     const name = 'MultiheadAttention';
     const h = this.numHeads;
     const dK = this.headDim;

@@ -8,12 +8,14 @@ export function uniform_(t: Tensor, low: number, high: number, g: Generator = de
   return t;
 }
 
+/** Fill `t` in place with draws from N(mean, std²), as torch.nn.init.normal_; returns `t`. */
 export function normal_(t: Tensor, mean = 0, std = 1, g: Generator = defaultGenerator): Tensor {
   const d = t.data;
   for (let i = 0; i < d.length; i++) d[i] = mean + std * g.normal();
   return t;
 }
 
+/** Fill `t` in place with `v`, as torch.nn.init.constant_; returns `t`. */
 export function constant_(t: Tensor, v: number): Tensor {
   t.data.fill(v);
   return t;

@@ -5,10 +5,18 @@ import { Module } from './module.ts';
 
 /** y = x·Wᵀ + b; weight (outFeatures, inFeatures) as torch.nn.Linear. */
 export class Linear extends Module {
+  /** (outFeatures, inFeatures), initialised as torch does (Kaiming uniform, a = √5). */
   readonly weight: Tensor;
+  /** (outFeatures), or null when built with `bias: false`. */
   readonly bias: Tensor | null;
 
-  constructor(readonly inFeatures: number, readonly outFeatures: number, options: { bias?: boolean } = {}) {
+  constructor(
+    /** Size of each input's last dim. */
+    readonly inFeatures: number,
+    /** Size of each output's last dim. */
+    readonly outFeatures: number,
+    options: { bias?: boolean } = {},
+  ) {
     super();
     checkPositiveInt('Linear', 'inFeatures', inFeatures);
     checkPositiveInt('Linear', 'outFeatures', outFeatures);
@@ -21,6 +29,7 @@ export class Linear extends Module {
     }
   }
 
+  /** x (..., inFeatures) -> (..., outFeatures). */
   forward(x: Tensor): Tensor {
     return F.linear(x, this.weight, this.bias);
   }
@@ -28,10 +37,18 @@ export class Linear extends Module {
 
 /** A lookup table of vectors; the row at paddingIdx starts at zero and receives no gradient. */
 export class Embedding extends Module {
+  /** The table (numEmbeddings, embeddingDim), drawn from N(0, 1) as torch does. */
   readonly weight: Tensor;
+  /** The padding row (a negative index given is counted from the end), or null. */
   readonly paddingIdx: number | null;
 
-  constructor(readonly numEmbeddings: number, readonly embeddingDim: number, options: { paddingIdx?: number | null } = {}) {
+  constructor(
+    /** Rows of the table: the vocabulary size. */
+    readonly numEmbeddings: number,
+    /** Width of each vector. */
+    readonly embeddingDim: number,
+    options: { paddingIdx?: number | null } = {},
+  ) {
     super();
     checkPositiveInt('Embedding', 'numEmbeddings', numEmbeddings);
     checkPositiveInt('Embedding', 'embeddingDim', embeddingDim);
@@ -47,22 +64,31 @@ export class Embedding extends Module {
     if (pad !== null) this.weight.data.fill(0, pad * embeddingDim, (pad + 1) * embeddingDim);
   }
 
+  /** Integer ids (...) -> their rows (..., embeddingDim). */
   forward(ids: Tensor): Tensor {
     return F.embedding(ids, this.weight, this.paddingIdx);
   }
 }
 
+/** Options of {@link LayerNorm}, torch's names. */
 export interface LayerNormOptions {
+  /** Added to the variance before the square root. Default 1e-5. */
   eps?: number;
+  /** Learn a scale (and, with `bias`, a shift) per element. Default true. */
   elementwiseAffine?: boolean;
   /** Learn a bias (torch >= 2.1 option). Default true. */
   bias?: boolean;
 }
 
+/** Layer normalisation (Ba et al. 2016) over the last dims, as torch.nn.LayerNorm: the sub-layers' LayerNorm(x + Sublayer(x)) (§3.1). */
 export class LayerNorm extends Module {
+  /** The trailing dims normalised over. */
   readonly normalizedShape: number[];
+  /** Added to the variance before the square root. */
   readonly eps: number;
+  /** Scale γ (normalizedShape), starting at 1; null without elementwiseAffine. */
   readonly weight: Tensor | null;
+  /** Shift β (normalizedShape), starting at 0; null without it. */
   readonly bias: Tensor | null;
 
   constructor(normalizedShape: number | number[], options: LayerNormOptions = {}) {
@@ -75,29 +101,39 @@ export class LayerNorm extends Module {
     this.bias = affine && (options.bias ?? true) ? this.registerParameter('bias', full(this.normalizedShape, 0)) : null;
   }
 
+  /** x (..., *normalizedShape), normalised over those dims, then scaled and shifted. */
   forward(x: Tensor): Tensor {
     return F.layerNorm(x, this.normalizedShape, this.weight, this.bias, this.eps);
   }
 }
 
+/** Inverted dropout (§5.4, residual dropout), active only in training mode (`train()` / `eval()`). */
 export class Dropout extends Module {
-  constructor(readonly p = 0.5) {
+  constructor(
+    /** Probability of zeroing each element. */
+    readonly p = 0.5,
+  ) {
     super();
     if (!(p >= 0 && p <= 1)) throw new Error(`Dropout: p must be in [0, 1], got ${p}`);
   }
 
+  /** In training mode, x with elements zeroed with probability p and the rest scaled by 1/(1 − p); else x. */
   forward(x: Tensor): Tensor {
     return F.dropout(x, this.p, this.training);
   }
 }
 
+/** max(0, x) as a module (torch.nn.ReLU). */
 export class ReLU extends Module {
+  /** max(0, x) elementwise. */
   forward(x: Tensor): Tensor {
     return F.relu(x);
   }
 }
 
+/** GELU, the exact erf form, as a module (torch.nn.GELU). */
 export class GELU extends Module {
+  /** x·Φ(x) elementwise (Φ the standard normal CDF). */
   forward(x: Tensor): Tensor {
     return F.gelu(x);
   }
@@ -109,11 +145,18 @@ export class GELU extends Module {
  * parameter, and not saved (it is a function of dModel alone).
  */
 export class PositionalEncoding extends Module {
+  /** The sinusoid table (maxLen, dModel), a non-persistent buffer. */
   readonly pe: Tensor;
+  /** Dropout applied to the sums (§5.4; p 0.1 by default). */
   readonly dropout: Dropout;
+  /** Inputs are (B, T, dModel) (default) rather than (T, B, dModel). */
   readonly batchFirst: boolean;
 
-  constructor(readonly dModel: number, options: { dropout?: number; maxLen?: number; batchFirst?: boolean } = {}) {
+  constructor(
+    /** The model width: the table's columns. */
+    readonly dModel: number,
+    options: { dropout?: number; maxLen?: number; batchFirst?: boolean } = {},
+  ) {
     super();
     checkPositiveInt('PositionalEncoding', 'dModel', dModel);
     this.batchFirst = options.batchFirst ?? true;
@@ -150,6 +193,7 @@ export function sinusoidalTable(maxLen: number, dModel: number): Tensor {
   return t;
 }
 
+/** Throws `OWNER: ARG must be a positive integer, got V` unless v is one. */
 export function checkPositiveInt(owner: string, arg: string, v: number): void {
   if (!Number.isInteger(v) || v <= 0) throw new Error(`${owner}: ${arg} must be a positive integer, got ${v}`);
 }

@@ -9,11 +9,25 @@ import { Module } from './module.ts';
  * weights = softmax(scores), context = weights·X.
  */
 export class SimpleSelfAttention extends Module {
-  constructor(readonly options: { scaled?: boolean } = {}) {
+  constructor(
+    /** The layer's options, as given. */
+    readonly options: {
+      /** Divide the scores by √d (scaled dot-product attention, §3.2.1). Default false, as seed 002 starts. */
+      scaled?: boolean;
+    } = {},
+  ) {
     super();
   }
 
-  forward(x: Tensor): { output: Tensor; weights: Tensor; scores: Tensor } {
+  /** x (..., T, d): every token attends to every token, itself included. */
+  forward(x: Tensor): {
+    /** The context vectors weights·X (..., T, d). */
+    output: Tensor;
+    /** softmax(scores) along the last dim (..., T, T). */
+    weights: Tensor;
+    /** X·Xᵀ, scaled if asked (..., T, T). */
+    scores: Tensor;
+  } {
     if (x.ndim < 2) throw new Error(`SimpleSelfAttention: input must be (..., T, d), got shape ${shapeToString(x.shape)}`);
     let scores = F.matmul(x, F.transpose(x, -2, -1)); // (..., T, T)
     if (this.options.scaled) scores = F.mul(scores, 1 / Math.sqrt(x.shape[x.ndim - 1]));

@@ -29,6 +29,7 @@ export interface AttentionOptions {
   scale?: number;
   /** Dropout on the attention weights (applied whenever > 0, as in torch). */
   dropoutP?: number;
+  /** Random stream of the dropout mask (default: the global generator, see `manualSeed`). */
   generator?: Generator;
 }
 
@@ -37,7 +38,9 @@ export function scaledDotProductAttention(q: Tensor, k: Tensor, v: Tensor, optio
   return attention(q, k, v, { ...options, needWeights: false }).output;
 }
 
+/** What {@link attention} returns. */
 export interface AttentionResult {
+  /** The attended values (..., L, Dv). */
   output: Tensor;
   /** The softmax probabilities (..., L, S), when asked for. */
   weights: Tensor | null;
@@ -154,11 +157,17 @@ export function causalBias(L: number, S: number): Tensor {
   return t;
 }
 
+/** Options of {@link attentionCore}, resolved by its callers. */
 export interface CoreOptions {
+  /** Apply the causal mask, aligned to the end when S > L. */
   causal: boolean;
+  /** Multiplier of Q·Kᵀ (1/√dK unless the caller says otherwise). */
   scale: number;
+  /** Dropout on the weights (training only; > 0 takes the path with weights). */
   dropoutP: number;
+  /** Return the weights (takes the visible, differentiable path). */
   needWeights: boolean;
+  /** Random stream of the dropout mask. */
   generator?: Generator;
 }
 

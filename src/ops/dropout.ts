@@ -5,12 +5,6 @@ import { defaultGenerator, type Generator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { empty, f32 } from './util.ts';
 
-/**
- * Inverted dropout: zero each element with probability p and scale the survivors by 1/(1 − p), so
- * nothing changes at evaluation time. Seeded through `generator` (the default one if omitted).
- * Each 32-bit draw decides two elements (16 bits each, so p is resolved to 1/65536): the mask is
- * the hot path of a training step's random numbers, tens of millions per step.
- */
 let draws = new Uint32Array(0);
 /** A reused buffer for the random words of one mask (grows to the largest call's need). */
 function drawBuffer(n: number): Uint32Array {
@@ -18,6 +12,12 @@ function drawBuffer(n: number): Uint32Array {
   return draws.subarray(0, n);
 }
 
+/**
+ * Inverted dropout: zero each element with probability p and scale the survivors by 1/(1 − p), so
+ * nothing changes at evaluation time (`training` false returns `x`). Seeded through `generator` (the
+ * default one if omitted). Each 32-bit draw decides two elements (16 bits each, so p is resolved to
+ * 1/65536): the mask is the hot path of a training step's random numbers, tens of millions per step.
+ */
 export function dropout(x: Tensor, p = 0.5, training = true, generator: Generator = defaultGenerator): Tensor {
   if (!(p >= 0 && p <= 1)) throw new Error(`dropout: p must be in [0, 1], got ${p}`);
   if (!training || p === 0) return x;

@@ -5,6 +5,7 @@ import { Tensor, full } from '../tensor/tensor.ts';
 import { sumToShape } from './reduce.ts';
 import { empty, f32, K } from './util.ts';
 
+/** An operand of the arithmetic ops: a tensor, or a number that acts as a scalar tensor. */
 export type TensorLike = Tensor | number;
 
 function rawBinary(op: BinaryOp, a: Tensor, b: Tensor, name: string): Tensor {
@@ -37,6 +38,7 @@ export function add(a: TensorLike, b: TensorLike): Tensor {
   return record(out, 'add', [a, b], (g) => [sumToShape(g, a.shape), sumToShape(g, b.shape)]);
 }
 
+/** a − b with broadcasting; either may be a number. */
 export function sub(a: TensorLike, b: TensorLike): Tensor {
   if (typeof a === 'number') {
     const bt = b as Tensor;
@@ -51,6 +53,7 @@ export function sub(a: TensorLike, b: TensorLike): Tensor {
   return record(out, 'sub', [a, b], (g) => [sumToShape(g, a.shape), sumToShape(scale(g, -1), b.shape)]);
 }
 
+/** a · b elementwise, with broadcasting; either may be a number. */
 export function mul(a: TensorLike, b: TensorLike): Tensor {
   if (typeof a === 'number') return mul(b, a);
   if (typeof b === 'number') {
@@ -64,6 +67,7 @@ export function mul(a: TensorLike, b: TensorLike): Tensor {
   ]);
 }
 
+/** a / b elementwise, with broadcasting; either may be a number. */
 export function div(a: TensorLike, b: TensorLike): Tensor {
   if (typeof a === 'number') {
     const bt = b as Tensor;
@@ -92,32 +96,39 @@ function unaryOp(op: UnaryOp, x: Tensor, grad: (x: Tensor, y: Tensor, g: Tensor)
   return record(out, op, [x], (g) => [grad(x, out, g)]);
 }
 
+/** −x elementwise. */
 export function neg(x: Tensor): Tensor {
   return unaryOp('neg', x, (_x, _y, g) => scale(g, -1));
 }
 
+/** eˣ elementwise. */
 export function exp(x: Tensor): Tensor {
   return unaryOp('exp', x, (_x, y, g) => rawBinary('mul', g, y, 'exp'));
 }
 
+/** The natural logarithm, elementwise. */
 export function log(x: Tensor): Tensor {
   return unaryOp('log', x, (x0, _y, g) => rawBinary('div', g, x0, 'log'));
 }
 
+/** √x elementwise. */
 export function sqrt(x: Tensor): Tensor {
   return unaryOp('sqrt', x, (_x, y, g) => rawBinary('div', g, rawScalar('mul', y, 2, false, 'sqrt'), 'sqrt'));
 }
 
+/** The hyperbolic tangent, elementwise. */
 export function tanh(x: Tensor): Tensor {
   // 1 − tanh²
   return unaryOp('tanh', x, (_x, y, g) => rawBinary('mul', g, rawScalar('sub', rawBinary('mul', y, y, 'tanh'), 1, true, 'tanh'), 'tanh'));
 }
 
+/** The logistic function 1 / (1 + e⁻ˣ), elementwise. */
 export function sigmoid(x: Tensor): Tensor {
   // σ(1 − σ)
   return unaryOp('sigmoid', x, (_x, y, g) => rawBinary('mul', g, rawBinary('mul', y, rawScalar('sub', y, 1, true, 'sigmoid'), 'sigmoid'), 'sigmoid'));
 }
 
+/** xᵖ elementwise, for a number p. */
 export function pow(x: Tensor, p: number): Tensor {
   const out = empty(x.shape);
   K().pow(f32(x, 'pow', 'input'), p, out.data as Float32Array);
@@ -128,6 +139,7 @@ export function pow(x: Tensor, p: number): Tensor {
   });
 }
 
+/** max(0, x) elementwise (§3.3's FFN activation); its gradient at 0 is 0, as torch's. */
 export function relu(x: Tensor): Tensor {
   const out = empty(x.shape);
   K().relu(f32(x, 'relu', 'input'), out.data as Float32Array);

@@ -3,11 +3,13 @@ import { shapeToString } from '../tensor/shape.ts';
 import { Tensor, full } from '../tensor/tensor.ts';
 import { empty, f32, K } from './util.ts';
 
+/** Options of {@link crossEntropy}, torch's names. */
 export interface CrossEntropyOptions {
   /** Targets equal to this contribute nothing, and are not counted by 'mean'. Default -100. */
   ignoreIndex?: number;
   /** ε of label smoothing (§5.4 of the paper uses 0.1). Default 0. */
   labelSmoothing?: number;
+  /** 'mean' over the counted targets (default), 'sum', or 'none': one loss per target, shaped as `target`. */
   reduction?: 'mean' | 'sum' | 'none';
 }
 

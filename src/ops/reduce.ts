@@ -39,6 +39,7 @@ export function sum(x: Tensor, dim?: number | number[], keepdim = false): Tensor
   return record(res, 'sum', [x], (g) => [broadcastBack(g, keepShape, x.shape, 1)]);
 }
 
+/** The mean over `dim` (one dim or several; all when omitted), keeping reduced dims as 1 with `keepdim`. */
 export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tensor {
   const xd = f32(x, 'mean', 'input');
   const { keepShape, outShape, count } = reduceShapes(x, dim, keepdim, 'mean');

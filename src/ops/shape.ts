@@ -47,6 +47,7 @@ export function transpose(x: Tensor, dim0: number, dim1: number): Tensor {
   return permute(x, perm);
 }
 
+/** A view with a dim of size 1 inserted at `dim` (negative counts from the end), as torch.unsqueeze. */
 export function unsqueeze(x: Tensor, dim: number): Tensor {
   const d = normAxis(dim, x.ndim + 1, 'unsqueeze');
   const shape = x.shape.slice();
@@ -54,6 +55,7 @@ export function unsqueeze(x: Tensor, dim: number): Tensor {
   return x.reshape(shape);
 }
 
+/** A view without `dim` if its size is 1 (else `x` itself), as torch.squeeze(x, dim). */
 export function squeeze(x: Tensor, dim: number): Tensor {
   const d = normAxis(dim, x.ndim, 'squeeze');
   if (x.shape[d] !== 1) return x;

@@ -14,6 +14,7 @@ export function empty(shape: Shape): Tensor {
   return new Tensor(allocFloat32(sizeOf(shape), false), shape, 'float32');
 }
 
+/** A zero-filled float32 tensor from the backend's allocator. */
 export function zerosF(shape: Shape): Tensor {
   const t = empty(shape);
   t.data.fill(0);
@@ -27,6 +28,7 @@ export function f32(t: Tensor, op: string, arg: string): Float32Array {
   return t.data as Float32Array;
 }
 
+/** What a value is, for error messages: `float32 tensor of shape [2, 3]`, `null`, `an array`, `number`. */
 export function describe(v: unknown): string {
   if (v instanceof Tensor) return `${v.dtype} tensor of shape ${shapeToString(v.shape)}`;
   if (v === null) return 'null';
@@ -34,6 +36,7 @@ export function describe(v: unknown): string {
   return typeof v;
 }
 
+/** Throws `OP: ARG must be 2-D or 3-D, got shape [...]` unless t has one of `ranks`. */
 export function expectRank(t: Tensor, ranks: number[], op: string, arg: string): void {
   if (!ranks.includes(t.ndim)) {
     const want = ranks.length === 1 ? `${ranks[0]}-D` : `${ranks.slice(0, -1).join('-D, ')}-D or ${ranks[ranks.length - 1]}-D`;
@@ -41,6 +44,7 @@ export function expectRank(t: Tensor, ranks: number[], op: string, arg: string):
   }
 }
 
+/** Throws `OP: ARG must have size N in dim D, got shape [...]` unless dim `dim` of t is `size`. */
 export function expectDim(t: Tensor, dim: number, size: number, op: string, arg: string, what?: string): void {
   const d = dim < 0 ? t.ndim + dim : dim;
   if (t.shape[d] !== size) {

@@ -2,18 +2,25 @@ import { getBackend } from '../backend/backend.ts';
 import { allocPersistentFloat32 } from '../tensor/storage.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 
+/** Options of {@link Adam} and {@link AdamW}, with torch.optim's names and defaults. */
 export interface AdamOptions {
+  /** Learning rate (default 1e-3); a schedule may set `optimizer.lr` before each step. */
   lr?: number;
   /** (β1, β2). The paper uses (0.9, 0.98), §5.3; torch's default is (0.9, 0.999). */
   betas?: [number, number];
   /** The paper uses 1e-9; torch's default is 1e-8. */
   eps?: number;
+  /** Weight decay (default 0): an L2 term added to the gradient in Adam, decoupled in AdamW. */
   weightDecay?: number;
 }
 
+/** The optimiser's state, what a training checkpoint saves to resume exactly. */
 export interface AdamState {
+  /** Steps taken so far (bias correction uses it). */
   step: number;
+  /** First moments (running mean of the gradients), one array per parameter, in `params` order. */
   m: Float32Array[];
+  /** Second moments (running mean of the squared gradients), one array per parameter. */
   v: Float32Array[];
 }
 
@@ -22,12 +29,19 @@ export interface AdamState {
  * `weightDecay` adds an L2 term to the gradient (torch's Adam); AdamW decouples it.
  */
 export class Adam {
+  /** The parameters it updates, in the order given. */
   readonly params: Tensor[];
+  /** Learning rate of the next step (schedules write it before each step). */
   lr: number;
+  /** (β1, β2): decay rates of the first and second moments. */
   readonly betas: [number, number];
+  /** Added to the denominator's square root, for numerical stability. */
   readonly eps: number;
+  /** Weight decay coefficient (0: none). */
   readonly weightDecay: number;
+  /** Whether weight decay is decoupled from the gradient (AdamW) or added to it (Adam). */
   protected readonly decoupled: boolean = false;
+  /** Step count and moments; replace it to resume from a checkpoint. */
   state: AdamState;
 
   constructor(params: Iterable<Tensor>, options: AdamOptions = {}) {
@@ -75,6 +89,7 @@ export class Adam {
 
 /** AdamW (Loshchilov & Hutter): weight decay applied to the weights, not through the gradient. */
 export class AdamW extends Adam {
+  /** Always true: AdamW decays the weights directly. */
   protected override readonly decoupled = true;
 
   constructor(params: Iterable<Tensor>, options: AdamOptions = {}) {

@@ -1,7 +1,9 @@
 /** Shape arithmetic shared by every layer: sizes, strides, broadcasting, axis normalisation. */
 
+/** A tensor's dims, outermost first (row-major). */
 export type Shape = readonly number[];
 
+/** The number of elements of a tensor of this shape (1 for a scalar's []). */
 export function sizeOf(shape: Shape): number {
   let n = 1;
   for (const d of shape) n *= d;
@@ -19,10 +21,12 @@ export function stridesOf(shape: Shape): number[] {
   return s;
 }
 
+/** `[2, 3]`, as error messages print shapes. */
 export function shapeToString(shape: Shape): string {
   return `[${shape.join(', ')}]`;
 }
 
+/** Whether the two shapes have the same dims. */
 export function sameShape(a: Shape, b: Shape): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;

@@ -3,10 +3,15 @@
  * installs an allocator that hands out views into its linear memory, so its kernels touch tensors in
  * place. Tensors only ever see a typed array, so nothing above this file knows the difference.
  */
+
+/** A tensor's element type: `float32` values, `int32` ids, `bool` masks (stored as bytes 0/1). */
 export type DType = 'float32' | 'int32' | 'bool';
+/** The typed array behind each {@link DType}: Float32Array, Int32Array, Uint8Array. */
 export type TypedData = Float32Array | Int32Array | Uint8Array;
 
+/** What a backend provides to hand out tensor memory (see {@link setAllocator}). */
 export interface Allocator {
+  /** Storage for an ordinary float32 tensor of n elements, zero-filled. */
   float32(n: number): Float32Array;
   /**
    * Storage for long-lived tensors (parameters), which a backend may keep where its kernels read
@@ -20,6 +25,7 @@ export interface Allocator {
   scoped?: ScopedAllocator;
 }
 
+/** The memory of {@link memoryScope}: blocks handed out during a scope and released at its end. */
 export interface ScopedAllocator {
   /** An array the scope owns; zero-filled if `zero`, else holding whatever the block held. */
   alloc(n: number, zero: boolean): Float32Array;
@@ -38,6 +44,7 @@ const plainAllocator: Allocator = {
 
 let current: Allocator = plainAllocator;
 
+/** Install a backend's allocator (null: ordinary typed arrays again). Tensors made before keep their memory. */
 export function setAllocator(a: Allocator | null): void {
   current = a ?? plainAllocator;
 }
@@ -150,6 +157,7 @@ export function hasPersistentStorage(): boolean {
   return current.persistentFloat32 !== undefined;
 }
 
+/** Storage for n elements of `dtype`, zero-filled, from the current allocator for float32. */
 export function allocData(dtype: DType, n: number): TypedData {
   switch (dtype) {
     case 'float32':

@@ -10,10 +10,15 @@ import { OPSET, type WeightDType } from './builder.ts';
 import { gptDecoderGraph } from './gpt.ts';
 import { seq2seqDecoderGraph, seq2seqEncoderGraph } from './seq2seq.ts';
 
+/** `onnx.json`: which graph is which, and the shapes a runtime needs for the key/value cache. */
 export interface OnnxManifest {
+  /** Always 'qkv-onnx'. */
   format: 'qkv-onnx';
+  /** The manifest's version, 1. */
   version: 1;
+  /** A translation model (encoder, decoder, decoder with past) or a GPT (one decoder). */
   kind: 'seq2seq' | 'gpt';
+  /** The opset every graph declares. */
   opset: number;
   /** How the weights are stored; every graph computes in fp32. */
   dtype: WeightDType;
@@ -21,8 +26,11 @@ export interface OnnxManifest {
   withAttention: boolean;
   /** File names: seq2seq {encoder, decoder, decoderWithPast}; gpt {decoder}. */
   graphs: Record<string, string>;
+  /** Decoder layers: one present/past key and value pair each. */
   numLayers: number;
+  /** Attention heads h. */
   numHeads: number;
+  /** dK, each head's width. */
   headDim: number;
   /** The logits' width: the (target) vocabulary the decoder writes. */
   vocabSize: number;
@@ -34,14 +42,18 @@ export interface OnnxManifest {
   numEncoderLayers?: number;
 }
 
+/** The manifest's file name in an export folder. */
 export const MANIFEST = 'onnx.json';
 
+/** An export in memory: the manifest and the graphs' bytes. */
 export interface OnnxExport {
+  /** What `onnx.json` holds. */
   manifest: OnnxManifest;
   /** File name → bytes (the graphs). */
   files: Record<string, Uint8Array>;
 }
 
+/** The three graphs of a translation model and their manifest. */
 export function exportSeq2SeqOnnx(config: Seq2SeqConfig, weights: Record<string, Tensor>, o: { dtype: WeightDType; withAttention: boolean }): OnnxExport {
   const graphs = { encoder: 'encoder_model.onnx', decoder: 'decoder_model.onnx', decoderWithPast: 'decoder_with_past_model.onnx' };
   return {
@@ -58,6 +70,7 @@ export function exportSeq2SeqOnnx(config: Seq2SeqConfig, weights: Record<string,
   };
 }
 
+/** The graph of a GPT and its manifest. */
 export function exportGptOnnx(config: GPTConfig, weights: Record<string, Tensor>, o: { dtype: WeightDType; withAttention: boolean }): OnnxExport {
   const graphs = { decoder: 'decoder_model.onnx' };
   return {

@@ -19,6 +19,11 @@ import type { ExportOptions } from './seq2seq.ts';
 
 const EPS = 1e-5;
 
+/**
+ * The GPT's one graph, `decoder_model.onnx`: input_ids (B, L) and past_key_values.N.{key,value}
+ * (B, h, P, dK; P may be 0) in, logits and present.N.{key,value} out (and attentions.N with
+ * `withAttention`). Returns the serialised ModelProto.
+ */
 export function gptDecoderGraph(c: GPTConfig, weights: Record<string, Tensor>, o: ExportOptions = {}): Uint8Array {
   const g = new GraphBuilder('qkv_gpt_decoder', o.dtype ?? 'fp32');
   const w = new Weights(g, weights, 'ONNX export');

@@ -53,6 +53,7 @@ export function linear(g: GraphBuilder, w: Weights, x: string, prefix: string, h
   return hasBias ? g.op('Add', [y, w.get(`${prefix}.bias`)], `${prefix}.out`) : y;
 }
 
+/** LayerNormalization over the last axis with `${prefix}.weight` and `.bias` (opset 17's op). */
 export function layerNorm(g: GraphBuilder, w: Weights, x: string, prefix: string, eps: number): string {
   return g.op('LayerNormalization', [x, w.get(`${prefix}.weight`), w.get(`${prefix}.bias`)], `${prefix}.out`, { axis: -1, epsilon: { float: eps } });
 }

@@ -25,8 +25,11 @@ import type { Tensor } from '../../tensor/tensor.ts';
 import { GraphBuilder, type WeightDType } from './builder.ts';
 import { attend, causalBias, dim, feedForward, keepMaskBias, layerNorm, projectPart, projectSelf, Weights } from './layers.ts';
 
+/** Options of the graph writers. */
 export interface ExportOptions {
+  /** Initializers as fp32 (default), or fp16 each followed by a Cast to fp32. */
   dtype?: WeightDType;
+  /** Also output every layer's per-head attention weights. */
   withAttention?: boolean;
 }
 
@@ -51,6 +54,10 @@ function residual(g: GraphBuilder, w: Weights, c: Seq2SeqConfig, x: string, norm
   return layerNorm(g, w, g.op('Add', [x, f(x)], `${norm}.res`), norm, EPS);
 }
 
+/**
+ * `encoder_model.onnx`: input_ids and attention_mask (B, S) int64 in, last_hidden_state (B, S, E)
+ * out (and encoder_attentions.N with `withAttention`). Returns the serialised ModelProto.
+ */
 export function seq2seqEncoderGraph(c: Seq2SeqConfig, weights: Record<string, Tensor>, o: ExportOptions = {}): Uint8Array {
   const g = new GraphBuilder('qkv_seq2seq_encoder', o.dtype ?? 'fp32');
   const w = new Weights(g, weights, 'ONNX export');
