@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import type { BinaryOp } from '../../src/backend/backend.ts';
 import { jsBackend } from '../../src/backend/js/index.ts';
 import { wasmBackend } from '../../src/backend/wasm/index.ts';
-import { routeCounts } from '../../src/backend/wasm/kernels.ts';
+import { routeCounts } from '../../src/backend/wasm/route.ts';
 import { kernels, setWasmVariant, wasmVariant, type WasmVariant } from '../../src/backend/wasm/loader.ts';
 import { alloc, isWasmView } from '../../src/backend/wasm/memory.ts';
 import { numThreads, setNumThreads } from '../../src/backend/wasm/threads.ts';
