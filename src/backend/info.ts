@@ -58,7 +58,7 @@ function wasmThreads(): { threads: number; reason: string } {
   const env = node()?.env?.QKV_THREADS;
   const chosen = env !== undefined && Math.min(Number(env), MAX_THREADS) === n ? `QKV_THREADS=${env}` : `setNumThreads(${n})`;
   const c = cores();
-  if (c !== null && n >= Math.min(c, MAX_THREADS)) return { threads: n, reason: c > MAX_THREADS ? `at most ${MAX_THREADS} threads` : `${c} cores` };
+  if (c !== null && n >= Math.min(c, MAX_THREADS)) return { threads: n, reason: c > MAX_THREADS ? `at most ${MAX_THREADS} threads` : `${c} core${c === 1 ? '' : 's'}` };
   return { threads: n, reason: chosen };
 }
 

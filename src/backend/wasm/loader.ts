@@ -145,6 +145,7 @@ export function unsharedMemoryImport(bytes: Uint8Array): Uint8Array {
   const leb = (): number => {
     let v = 0;
     for (let shift = 0; ; shift += 7) {
+      if (p >= out.length) throw new Error('wasm backend: truncated module (reading its import section)');
       const b = out[p++]!;
       v += (b & 0x7f) * 2 ** shift;
       if (b < 0x80) return v;
@@ -162,8 +163,10 @@ export function unsharedMemoryImport(bytes: Uint8Array): Uint8Array {
     const end = p + size;
     if (id === 2) {
       for (let n = leb(); n > 0; n--) {
-        p += leb(); // module name
-        p += leb(); // field name
+        for (let name = 0; name < 2; name++) {
+          const length = leb(); // module name, then field name (read the length before moving p)
+          p += length;
+        }
         const kind = out[p++]!;
         if (kind === 0) leb();
         else if (kind === 1) {
