@@ -59,6 +59,6 @@ test('unsharedMemoryImport clears only the shared flag of the memory import', { 
   const plain = unsharedMemoryImport(shared);
   assert.deepEqual([...plain.keys()].filter((i) => plain[i] !== shared[i]), [23]);
   assert.equal(plain[23], 1);
-  new WebAssembly.Instance(new WebAssembly.Module(plain), { env: { memory: new WebAssembly.Memory({ initial: 1, maximum: 2 }) } });
+  new WebAssembly.Instance(new WebAssembly.Module(plain as Uint8Array<ArrayBuffer>), { env: { memory: new WebAssembly.Memory({ initial: 1, maximum: 2 }) } });
   assert.throws(() => new WebAssembly.Instance(new WebAssembly.Module(shared), { env: { memory: new WebAssembly.Memory({ initial: 1, maximum: 2 }) } }));
 });
