@@ -1,8 +1,8 @@
-// Elementwise arithmetic, reductions, permutes, embedding gather/scatter and the Adam update for
-// the wasm backend. Same contracts as the js twins in src/backend/js (elementwise.ts, layout.ts,
-// embedding.ts, adam.ts), with byte addresses instead of arrays. These kernels are cheap per
-// element, so they only pay when their arrays already live in wasm memory (the wrappers in
-// src/backend/wasm/kernels.ts check that and otherwise run the js twin).
+// Elementwise kernels for the wasm backend: binary arithmetic, dropout's mask, relu and gelu with
+// their backwards. Same contracts as the js twins in src/backend/js/elementwise.ts, with byte
+// addresses instead of arrays. Binary ops and dropout are cheap per element, so they only pay when
+// their arrays already live in wasm memory (src/backend/wasm/elementwise.ts checks that and
+// otherwise runs the js twin); relu and gelu always run here.
 //
 // Results are bit-identical to the js twins wherever the twin's arithmetic allows it: a float32
 // +, −, ×, ÷ rounds exactly as the twin's float64 operation rounded to float32 (53 ≥ 2·24 + 2),
@@ -13,6 +13,8 @@
 // Ops: 0 add, 1 sub, 2 mul, 3 div (the order of BinaryOp in src/backend/backend.ts).
 // Aliasing: an output may be the very same array as an input (out = a, for a += b); every element
 // is read before it is written, at the same index. Partial overlaps are not allowed.
+
+import { exp4, fma, load2d, store2d } from './simd';
 
 // @ts-ignore: decorator
 @inline function op4(op: i32, x: v128, y: v128): v128 {
@@ -46,17 +48,6 @@
   return x / y;
 }
 
-/** Two float32 at p as float64 lanes. */
-// @ts-ignore: decorator
-@inline function load2d(p: usize): v128 {
-  return f64x2.promote_low_f32x4(v128.load64_zero(p));
-}
-
-/** Two float64 lanes rounded to float32 and stored at p. */
-// @ts-ignore: decorator
-@inline function store2d(p: usize, v: v128): void {
-  v128.store64_lane(p, f32x4.demote_f64x2_zero(v), 0);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Binary ops.
@@ -207,103 +198,6 @@ export function binaryScalar(op: i32, a: usize, out: usize, n: i32, s: f64, scal
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reductions (float64 accumulation, as the js twin).
-
-/** out[j] = Σ_r x[r·w + j] (reduce leading dims: column sums); scratch: 8·w bytes. */
-export function sumColumns(x: usize, out: usize, rows: i32, w: i32, scratch: usize): void {
-  memory.fill(scratch, 0, <usize>w * 8);
-  const ld = <usize>w * 4;
-  for (let r = 0; r < rows; r++) {
-    const xr = x + <usize>r * ld;
-    let j = 0;
-    for (; j + 4 <= w; j += 4) {
-      const s = scratch + <usize>j * 8;
-      const q = xr + <usize>j * 4;
-      v128.store(s, f64x2.add(v128.load(s), load2d(q)));
-      v128.store(s, f64x2.add(v128.load(s, 16), load2d(q + 8)), 16);
-    }
-    for (; j < w; j++) {
-      const s = scratch + <usize>j * 8;
-      store<f64>(s, load<f64>(s) + <f64>load<f32>(xr + <usize>j * 4));
-    }
-  }
-  for (let j = 0; j < w; j++) store<f32>(out + <usize>j * 4, <f32>load<f64>(scratch + <usize>j * 8));
-}
-
-/** out[r] = Σ_j x[r·w + j] (reduce trailing dims: row sums). */
-export function sumRows(x: usize, out: usize, rows: i32, w: i32): void {
-  const ld = <usize>w * 4;
-  for (let r = 0; r < rows; r++) {
-    const xr = x + <usize>r * ld;
-    let a0 = f64x2.splat(0), a1 = a0;
-    let j = 0;
-    for (; j + 4 <= w; j += 4) {
-      const q = xr + <usize>j * 4;
-      a0 = f64x2.add(a0, load2d(q));
-      a1 = f64x2.add(a1, load2d(q + 8));
-    }
-    const t = f64x2.add(a0, a1);
-    let s = f64x2.extract_lane(t, 0) + f64x2.extract_lane(t, 1);
-    for (; j < w; j++) s += <f64>load<f32>(xr + <usize>j * 4);
-    store<f32>(out + <usize>r * 4, <f32>s);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Permutes.
-
-// @ts-ignore: decorator
-@inline function copyRow(dst: usize, src: usize, n: i32): void {
-  let j = 0;
-  for (; j + 4 <= n; j += 4) v128.store(dst + <usize>j * 4, v128.load(src + <usize>j * 4));
-  for (; j < n; j++) store<f32>(dst + <usize>j * 4, load<f32>(src + <usize>j * 4));
-}
-
-/** x (A, B, C, D) → out (A, C, B, D): permute [0, 2, 1, 3] (attention's head split and merge). */
-export function swapMiddle(x: usize, out: usize, A: i32, B: i32, C: i32, D: i32): void {
-  const row = <usize>D * 4;
-  for (let a = 0; a < A; a++) {
-    for (let b = 0; b < B; b++) {
-      const xb = x + (<usize>a * <usize>B + <usize>b) * <usize>C * row;
-      const ob = out + (<usize>a * <usize>C * <usize>B + <usize>b) * row;
-      for (let c = 0; c < C; c++) copyRow(ob + <usize>c * <usize>B * row, xb + <usize>c * row, D);
-    }
-  }
-}
-
-const TILE: i32 = 64;
-
-/** x (batch, R, C) → out (batch, C, R): the last two dims swapped, in 4×4 SIMD blocks. */
-export function transposeLast(x: usize, out: usize, batch: i32, R: i32, C: i32): void {
-  const xr = <usize>C * 4, orow = <usize>R * 4;
-  const R4 = R & ~3, C4 = C & ~3;
-  for (let bi = 0; bi < batch; bi++) {
-    const xb = x + <usize>bi * <usize>R * xr;
-    const ob = out + <usize>bi * <usize>C * orow;
-    for (let c0 = 0; c0 < C4; c0 += TILE) {
-      const c1 = min(C4, c0 + TILE);
-      for (let r = 0; r < R4; r += 4) {
-        const p = xb + <usize>r * xr;
-        for (let c = c0; c < c1; c += 4) {
-          const q = p + <usize>c * 4;
-          const r0 = v128.load(q), r1 = v128.load(q + xr), r2 = v128.load(q + 2 * xr), r3 = v128.load(q + 3 * xr);
-          const t0 = i32x4.shuffle(r0, r1, 0, 4, 1, 5), t1 = i32x4.shuffle(r0, r1, 2, 6, 3, 7);
-          const t2 = i32x4.shuffle(r2, r3, 0, 4, 1, 5), t3 = i32x4.shuffle(r2, r3, 2, 6, 3, 7);
-          const o = ob + <usize>c * orow + <usize>r * 4;
-          v128.store(o, i64x2.shuffle(t0, t2, 0, 2));
-          v128.store(o + orow, i64x2.shuffle(t0, t2, 1, 3));
-          v128.store(o + 2 * orow, i64x2.shuffle(t1, t3, 0, 2));
-          v128.store(o + 3 * orow, i64x2.shuffle(t1, t3, 1, 3));
-        }
-      }
-    }
-    // Edges: the last R % 4 rows and the last C % 4 columns.
-    for (let r = R4; r < R; r++) for (let c = 0; c < C; c++) store<f32>(ob + <usize>c * orow + <usize>r * 4, load<f32>(xb + <usize>r * xr + <usize>c * 4));
-    for (let r = 0; r < R4; r++) for (let c = C4; c < C; c++) store<f32>(ob + <usize>c * orow + <usize>r * 4, load<f32>(xb + <usize>r * xr + <usize>c * 4));
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Dropout's mask (the random words are drawn by the op's generator, in js).
 
 /**
@@ -343,82 +237,84 @@ export function dropoutMask(bits: usize, x: usize, keep: usize, out: usize, n: i
 }
 
 // ---------------------------------------------------------------------------------------------
-// Strided copies (narrow, split, cat, a bias into every row).
+// relu: branch-free (the js twin's `x > 0 ? x : 0` mispredicts on activations of random sign).
 
-/** `rows` runs of `bytes` bytes from src to dst, each side with its own stride in bytes (0: one run repeated). */
-export function copyRows(src: usize, srcStride: usize, dst: usize, dstStride: usize, rows: i32, bytes: usize): void {
-  for (let r = 0; r < rows; r++) memory.copy(dst + <usize>r * dstStride, src + <usize>r * srcStride, bytes);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Embedding (ids: i32, validated by the op).
-
-/** out[i, :] = weight[ids[i], :]. */
-export function embedding(weight: usize, ids: usize, out: usize, n: i32, dim: i32): void {
-  const row = <usize>dim * 4;
-  for (let i = 0; i < n; i++) {
-    const id = load<i32>(ids + <usize>i * 4);
-    copyRow(out + <usize>i * row, weight + <usize>id * row, dim);
-  }
-}
-
-/** dweight[ids[i], :] += dy[i, :], skipping ids equal to paddingIdx (in order of i, as the twin). */
-export function embeddingBackward(dy: usize, ids: usize, dweight: usize, n: i32, dim: i32, paddingIdx: i32): void {
-  const row = <usize>dim * 4;
-  for (let i = 0; i < n; i++) {
-    const id = load<i32>(ids + <usize>i * 4);
-    if (id == paddingIdx) continue;
-    const d = dweight + <usize>id * row, s = dy + <usize>i * row;
-    let j = 0;
-    for (; j + 4 <= dim; j += 4) {
-      const q = <usize>j * 4;
-      v128.store(d + q, f32x4.add(v128.load(d + q), v128.load(s + q)));
-    }
-    for (; j < dim; j++) {
-      const q = <usize>j * 4;
-      store<f32>(d + q, load<f32>(d + q) + load<f32>(s + q));
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Adam / AdamW, in float64 exactly as the js twin (every operation in the same order), so the
-// result is the same to the bit. The step constants come from the caller: c1 = 1 − β1,
-// c2 = 1 − β2, stepSize = lr / (1 − β1ᵗ), bc2Sqrt = √(1 − β2ᵗ), shrink = 1 − lr·wd for AdamW
-// (else 1), l2 = wd for Adam (else 0).
-
-// @ts-ignore: decorator
-@inline function adamLoop(hasL2: bool, p: usize, g: usize, m: usize, v: usize, n: i32, b1: f64, c1: f64, b2: f64, c2: f64, stepSize: f64, bc2Sqrt: f64, eps: f64, shrink: f64, l2: f64): void {
-  const b1v = f64x2.splat(b1), c1v = f64x2.splat(c1), b2v = f64x2.splat(b2), c2v = f64x2.splat(c2);
-  const sv = f64x2.splat(stepSize), bcv = f64x2.splat(bc2Sqrt), ev = f64x2.splat(eps), shv = f64x2.splat(shrink), l2v = f64x2.splat(l2);
+/** out = x > 0 ? x : 0 (so NaN and −0 give +0, as in the js twin). */
+export function relu(x: usize, out: usize, n: i32): void {
+  const z = f32x4.splat(0);
   let j = 0;
-  for (; j + 2 <= n; j += 2) {
+  for (; j + 4 <= n; j += 4) v128.store(out + <usize>j * 4, f32x4.pmax(z, v128.load(x + <usize>j * 4)));
+  for (; j < n; j++) {
+    const v = load<f32>(x + <usize>j * 4);
+    store<f32>(out + <usize>j * 4, v > 0 ? v : 0);
+  }
+}
+
+/** dx = x > 0 ? dy : 0. */
+export function reluBackward(x: usize, dy: usize, dx: usize, n: i32): void {
+  const z = f32x4.splat(0);
+  let j = 0;
+  for (; j + 4 <= n; j += 4) {
     const q = <usize>j * 4;
-    const pj = load2d(p + q);
-    let gj = load2d(g + q);
-    if (hasL2) gj = f64x2.add(gj, f64x2.mul(l2v, pj));
-    const mi = f64x2.add(f64x2.mul(b1v, load2d(m + q)), f64x2.mul(c1v, gj));
-    const vi = f64x2.add(f64x2.mul(b2v, load2d(v + q)), f64x2.mul(f64x2.mul(c2v, gj), gj));
-    store2d(m + q, mi);
-    store2d(v + q, vi);
-    const den = f64x2.add(f64x2.div(f64x2.sqrt(vi), bcv), ev);
-    store2d(p + q, f64x2.sub(f64x2.mul(pj, shv), f64x2.mul(sv, f64x2.div(mi, den))));
+    v128.store(dx + q, v128.and(v128.load(dy + q), f32x4.gt(v128.load(x + q), z)));
   }
   for (; j < n; j++) {
     const q = <usize>j * 4;
-    const pj = <f64>load<f32>(p + q);
-    let gj = <f64>load<f32>(g + q);
-    if (hasL2) gj += l2 * pj;
-    const mi = b1 * <f64>load<f32>(m + q) + c1 * gj;
-    const vi = b2 * <f64>load<f32>(v + q) + c2 * gj * gj;
-    store<f32>(m + q, <f32>mi);
-    store<f32>(v + q, <f32>vi);
-    store<f32>(p + q, <f32>(pj * shrink - stepSize * (mi / (Math.sqrt(vi) / bc2Sqrt + eps))));
+    store<f32>(dx + q, load<f32>(x + q) > 0 ? load<f32>(dy + q) : 0);
   }
 }
 
-/** One Adam step in place over n parameters (a part of a block: the caller offsets the addresses). */
-export function adam(p: usize, g: usize, m: usize, v: usize, n: i32, b1: f64, c1: f64, b2: f64, c2: f64, stepSize: f64, bc2Sqrt: f64, eps: f64, shrink: f64, l2: f64): void {
-  if (l2 != 0) adamLoop(true, p, g, m, v, n, b1, c1, b2, c2, stepSize, bc2Sqrt, eps, shrink, l2);
-  else adamLoop(false, p, g, m, v, n, b1, c1, b2, c2, stepSize, bc2Sqrt, eps, shrink, l2);
+// ---------------------------------------------------------------------------------------------
+// gelu (exact erf form; erf by the Numerical Recipes erfc fit, as the js twin).
+
+// @ts-ignore: decorator
+@inline function erf4(x: v128): v128 {
+  const z = f32x4.abs(x);
+  const t = f32x4.div(f32x4.splat(1), fma(f32x4.splat(0.5), z, f32x4.splat(1)));
+  let p = f32x4.splat(0.17087277);
+  p = fma(p, t, f32x4.splat(-0.82215223));
+  p = fma(p, t, f32x4.splat(1.48851587));
+  p = fma(p, t, f32x4.splat(-1.13520398));
+  p = fma(p, t, f32x4.splat(0.27886807));
+  p = fma(p, t, f32x4.splat(-0.18628806));
+  p = fma(p, t, f32x4.splat(0.09678418));
+  p = fma(p, t, f32x4.splat(0.37409196));
+  p = fma(p, t, f32x4.splat(1.00002368));
+  p = fma(p, t, f32x4.splat(-1.26551223));
+  const r = f32x4.mul(t, exp4(f32x4.sub(p, f32x4.mul(z, z))));
+  const pos = f32x4.sub(f32x4.splat(1), r);
+  // erf(x) = 1 − r for x ≥ 0, r − 1 otherwise: flip the sign of (1 − r) where x is negative.
+  return v128.xor(pos, v128.and(x, f32x4.splat(-0.0)));
+}
+
+export function gelu(x: usize, out: usize, n: i32): void {
+  const half = f32x4.splat(0.5), one = f32x4.splat(1), s = f32x4.splat(0.7071067811865476);
+  let j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const v = v128.load(x + <usize>j * 4);
+    v128.store(out + <usize>j * 4, f32x4.mul(f32x4.mul(half, v), f32x4.add(one, erf4(f32x4.mul(v, s)))));
+  }
+  for (; j < n; j++) {
+    const v = f32x4.splat(load<f32>(x + <usize>j * 4));
+    store<f32>(out + <usize>j * 4, f32x4.extract_lane(f32x4.mul(f32x4.mul(half, v), f32x4.add(one, erf4(f32x4.mul(v, s)))), 0));
+  }
+}
+
+// @ts-ignore: decorator
+@inline function geluGrad4(v: v128, d: v128): v128 {
+  const cdf = f32x4.mul(f32x4.splat(0.5), f32x4.add(f32x4.splat(1), erf4(f32x4.mul(v, f32x4.splat(0.7071067811865476)))));
+  const pdf = f32x4.mul(f32x4.splat(0.3989422804014327), exp4(f32x4.mul(f32x4.splat(-0.5), f32x4.mul(v, v))));
+  return f32x4.mul(d, fma(v, pdf, cdf));
+}
+
+export function geluBackward(x: usize, dy: usize, dx: usize, n: i32): void {
+  let j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const q = <usize>j * 4;
+    v128.store(dx + q, geluGrad4(v128.load(x + q), v128.load(dy + q)));
+  }
+  for (; j < n; j++) {
+    const q = <usize>j * 4;
+    store<f32>(dx + q, f32x4.extract_lane(geluGrad4(f32x4.splat(load<f32>(x + q)), f32x4.splat(load<f32>(dy + q))), 0));
+  }
 }

@@ -5,7 +5,8 @@
 //   qkv-relaxed.wasm  + relaxed SIMD (f32x4.relaxed_madd → fma); chosen at load time when
 //                     WebAssembly.validate accepts relaxed SIMD (Node 20 behind a V8 flag).
 // When dist/backend/wasm exists (after `npm run build`), the .wasm files are copied there too so
-// the compiled loader finds them next to itself. Usage: node scripts/build-wasm.mjs
+// the compiled loader finds them next to itself (its `new URL('./qkv-simd.wasm', import.meta.url)`,
+// which is also what bundlers follow to emit them). Usage: node scripts/build-wasm.mjs [--copy]
 import asc from 'assemblyscript/asc';
 import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -29,6 +30,21 @@ const builds = [
   { file: 'qkv-simd.wasm', flags: [] },
   { file: 'qkv-relaxed.wasm', flags: ['--enable', 'relaxed-simd'] },
 ];
+
+// --copy: only copy the builds already in src/backend/wasm/ into dist/backend/wasm/ (after a
+// `tsc` build that ran after this script, which would otherwise leave dist/ without them).
+if (process.argv.includes('--copy')) {
+  mkdirSync(distDir, { recursive: true });
+  for (const { file } of builds) {
+    if (!existsSync(join(outDir, file))) {
+      console.error(`build-wasm: ${join(outDir, file)} is missing; run \`npm run build:wasm\``);
+      process.exit(1);
+    }
+    copyFileSync(join(outDir, file), join(distDir, file));
+  }
+  console.log(`build-wasm: copied ${builds.map((b) => b.file).join(', ')} to ${distDir}`);
+  process.exit(0);
+}
 
 mkdirSync(outDir, { recursive: true });
 for (const { file, flags } of builds) {

@@ -22,3 +22,4 @@ export * as text from './text/index.ts';
 export * as viz from './viz/index.ts';
 export { setNumThreads, numThreads } from './backend/wasm/threads.ts';
 export { loadWasmKernels } from './backend/wasm/index.ts';
+export { backendInfo, type BackendInfo } from './backend/info.ts';

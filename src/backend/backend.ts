@@ -126,6 +126,55 @@ export interface Backend {
   adam(param: Float32Array, grad: Float32Array, m: Float32Array, v: Float32Array, lr: number, beta1: number, beta2: number, eps: number, weightDecay: number, decoupled: boolean, step: number): void;
 }
 
+/** A backend's kernels: every member of the contract but its name. */
+export type Kernels = Omit<Backend, 'name'>;
+export type KernelName = keyof Kernels;
+
+/** Every kernel of the contract, by name: what each backend must register (checked by `build`). */
+export const KERNEL_NAMES = [
+  'gemm', 'binary', 'binaryScalar', 'unary', 'dropoutMask', 'copyRows', 'pow', 'reduceSum', 'permute',
+  'softmax', 'softmaxBackward', 'logSoftmax', 'logSoftmaxBackward', 'layerNorm', 'layerNormBackward',
+  'relu', 'reluBackward', 'gelu', 'geluBackward', 'embedding', 'embeddingBackward', 'crossEntropy',
+  'crossEntropyBackward', 'attention', 'attentionBackward', 'adam',
+] as const satisfies readonly KernelName[];
+// A kernel added to the contract but not to the list above is a compile error here.
+const listed: Exclude<KernelName, (typeof KERNEL_NAMES)[number]> extends never ? true : never = true;
+void listed;
+
+/**
+ * A backend assembled from its files (tfjs style): each kernel-family file of a backend
+ * (`backend/<name>/<family>.ts`) ends by registering its kernels here, and the backend's index
+ * imports the family files and calls `build`, which checks that every kernel of the contract is
+ * there exactly once. A new backend is a set of such files; a new kernel touches its family file.
+ */
+export class KernelTable {
+  private readonly kernels = new Map<KernelName, { family: string; fn: unknown }>();
+  constructor(readonly backend: string) {}
+
+  register(family: string, kernels: Partial<Kernels>): void {
+    for (const [name, fn] of Object.entries(kernels) as [KernelName, unknown][]) {
+      const prev = this.kernels.get(name);
+      if (prev) throw new Error(`${this.backend} backend: kernel '${name}' registered by both ${prev.family} and ${family}`);
+      if (typeof fn !== 'function') throw new Error(`${this.backend} backend: kernel '${name}' of ${family} is not a function`);
+      this.kernels.set(name, { family, fn });
+    }
+  }
+
+  /** The backend, once every family has registered; throws naming the kernels still missing. */
+  build(): Backend {
+    const missing = KERNEL_NAMES.filter((k) => !this.kernels.has(k));
+    if (missing.length > 0) throw new Error(`${this.backend} backend: no kernel registered for ${missing.join(', ')}`);
+    const b: Record<string, unknown> = { name: this.backend };
+    for (const k of KERNEL_NAMES) b[k] = this.kernels.get(k)!.fn;
+    return b as unknown as Backend;
+  }
+
+  /** Which family registered each kernel (for tests and docs). */
+  families(): Record<string, string> {
+    return Object.fromEntries([...this.kernels].map(([k, v]) => [k, v.family]));
+  }
+}
+
 const registry = new Map<string, Backend>();
 let current: Backend | null = null;
 

@@ -1,66 +1,26 @@
 /**
- * The wasm kernels that run only on arrays already in wasm memory (src/backend/wasm/kernels.ts:
- * binary, binaryScalar, dropoutMask, reduceSum, permute, copyRows, embedding and its backward,
- * Adam) against their js twins, on odd sizes (not multiples of the SIMD width 4), empty arrays, padding ids and broadcast
- * shapes. Inputs and outputs are placed in wasm memory so the wasm path runs (checked with the
- * wrappers' route counts); ordinary arrays must take the js path and give the same answer.
- *
- * These kernels are built to round exactly as the twins (see assembly/elementwise.ts), so most
- * comparisons are bit for bit; only row sums (float64 partial sums in another order) get a
- * float32-rounding tolerance.
+ * The wasm elementwise family (src/backend/wasm/elementwise.ts, assembly/elementwise.ts) against
+ * its js twins. binary, binaryScalar and dropoutMask run in wasm only on arrays already in wasm
+ * memory: inputs and outputs are placed there so the wasm path runs (checked with the route
+ * counts), and ordinary arrays must take the js path and give the same answer; they round exactly
+ * as the twins (see assembly/elementwise.ts), so comparisons are bit for bit. relu and gelu run in
+ * wasm on any array. Odd sizes (not multiples of the SIMD width 4), empty arrays, specials,
+ * broadcast shapes; then the threaded split of the elementwise kernels (and Adam and
+ * cross-entropy), bit for bit against one thread.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { BinaryOp } from '../../src/backend/backend.ts';
+import { stridesOf } from '../../src/tensor/shape.ts';
 import { jsBackend } from '../../src/backend/js/index.ts';
 import { wasmBackend } from '../../src/backend/wasm/index.ts';
-import { routeCounts } from '../../src/backend/wasm/kernels.ts';
-import { kernels, setWasmVariant, wasmVariant, type WasmVariant } from '../../src/backend/wasm/loader.ts';
+import { setWasmVariant } from '../../src/backend/wasm/loader.ts';
 import { alloc, isWasmView } from '../../src/backend/wasm/memory.ts';
 import { numThreads, setNumThreads } from '../../src/backend/wasm/threads.ts';
-import { stridesOf } from '../../src/tensor/shape.ts';
-import { assertClose } from '../helpers/assert.ts';
-import { rng, uniformArray } from '../helpers/random.ts';
+import { close, OPS, prod, randomSource, routed, sameBits, spikyFrom, twinRunner, variants, w } from './twins.ts';
 
-assert.ok(kernels(), 'the wasm module loads (npm run build:wasm)');
-const variants: WasmVariant[] = wasmVariant() === 'simd' ? ['simd'] : ['relaxed-simd', 'simd'];
-
-const rand = rng(11);
-const randn = (n: number, scale = 1) => uniformArray(rand, n, scale);
-/** A copy of x in wasm memory (never freed: a few MB for the whole file). */
-function w(x: Float32Array): Float32Array {
-  const v = alloc(x.length);
-  v.set(x);
-  return v;
-}
-const prod = (s: readonly number[]) => s.reduce((a, b) => a * b, 1);
-
-function sameBits(actual: Float32Array, expected: Float32Array, what: string): void {
-  assert.equal(actual.length, expected.length, `${what}: length`);
-  for (let i = 0; i < expected.length; i++) {
-    if (!Object.is(actual[i], expected[i])) assert.fail(`${what}: element ${i} is ${actual[i]}, expected ${expected[i]}`);
-  }
-}
-
-/** Count the route of what `f` runs: asserts it took wasm (`expect` 'wasm') or the js twin. */
-function routed<T>(expect: 'wasm' | 'js', what: string, f: () => T): T {
-  const before = { ...routeCounts };
-  const r = f();
-  const dw = routeCounts.wasm - before.wasm, dj = routeCounts.js - before.js;
-  if (expect === 'wasm') assert.ok(dw > 0 && dj === 0, `${what}: expected the wasm kernel (wasm ${dw}, js ${dj})`);
-  else assert.ok(dj > 0 && dw === 0, `${what}: expected the js twin (wasm ${dw}, js ${dj})`);
-  return r;
-}
-
-const OPS: BinaryOp[] = ['add', 'sub', 'mul', 'div'];
-
-/** Values with specials sprinkled in: zeros of both signs, ±∞, NaN. */
-function spiky(n: number): Float32Array {
-  const x = randn(n, 3);
-  const specials = [0, -0, Infinity, -Infinity, NaN, 1e-40];
-  for (let i = 0; i < n; i += 7) x[i] = specials[(i / 7) % specials.length]!;
-  return x;
-}
+const { rand, randn } = randomSource(11);
+const both = twinRunner(randn);
+const spiky = spikyFrom(randn);
 
 for (const variant of variants) {
   test(`wasm (${variant}) binary: same shapes and leading-dim broadcasts match js bit for bit; other broadcasts go to js`, () => {
@@ -169,157 +129,30 @@ for (const variant of variants) {
     assert.deepEqual([...out], [0, 0, 12]);
   });
 
-  test(`wasm (${variant}) copyRows matches js (strides, offsets, a repeated run, empty)`, () => {
+  test(`wasm (${variant}) gelu forward/backward match js, including tails and extremes`, () => {
     setWasmVariant(variant);
-    // [rows, width, srcOffset, srcStride, dstOffset, dstStride]
-    const cases: [number, number, number, number, number, number][] = [
-      [1, 1, 0, 1, 0, 1], [7, 3, 2, 9, 1, 3], [5, 13, 0, 13, 4, 40], [6, 5, 3, 0, 0, 5], [4, 8, 8, 24, 0, 8], [0, 5, 0, 5, 0, 5], [3, 0, 0, 1, 0, 1],
-    ];
-    for (const [rows, width, so, ss, dof, ds] of cases) {
-      const src = spiky(so + Math.max(0, rows - 1) * ss + width + 3);
-      const dstLen = dof + Math.max(0, rows - 1) * ds + width + 5;
-      const init = randn(dstLen, 7);
-      const ref = init.slice();
-      jsBackend.copyRows(src, so, ss, ref, dof, ds, rows, width);
-      const what = `copyRows ${rows}x${width} src +${so}/${ss} dst +${dof}/${ds}`;
-      const dst = w(init);
-      routed(rows * width > 0 ? 'wasm' : 'js', what, () => wasmBackend.copyRows(w(src), so, ss, dst, dof, ds, rows, width));
-      sameBits(dst, ref, what);
-      const plain = init.slice();
-      routed('js', `${what} (plain arrays)`, () => wasmBackend.copyRows(src, so, ss, plain, dof, ds, rows, width));
-      sameBits(plain, ref, `${what} (plain arrays)`);
-    }
-    // The rule on the js twin: rows 1 and 2 of a 3-wide source, into every other row of dst.
-    const out = new Float32Array(8);
-    jsBackend.copyRows(Float32Array.of(0, 1, 2, 3, 4, 5, 6, 7, 8), 3, 3, out, 1, 4, 2, 3);
-    assert.deepEqual([...out], [0, 3, 4, 5, 0, 6, 7, 8]);
-  });
-
-  test(`wasm (${variant}) reduceSum: column sums bit for bit, row sums to float32 rounding; other layouts go to js`, () => {
-    setWasmVariant(variant);
-    const cases: [number[], number[], boolean][] = [
-      [[7, 13], [1, 13], true],
-      [[3, 5, 17], [1, 1, 17], true],
-      [[3, 5, 17], [1, 5, 17], true],
-      [[1001, 3], [1, 3], true],
-      [[3, 5, 17], [3, 5, 1], true],
-      [[3, 5, 17], [3, 1, 1], true],
-      [[13, 1003], [13, 1], true],
-      [[3, 5, 17], [1, 1, 1], true],
-      [[9], [1], true],
-      [[3, 5, 17], [3, 1, 17], false], // middle dim: js
-      [[3, 5, 17], [1, 5, 1], false],
-    ];
-    for (const [shape, outShape, viaWasm] of cases) {
-      const x = randn(prod(shape), 4);
-      const ref = new Float32Array(prod(outShape));
-      jsBackend.reduceSum(x, shape, ref, outShape);
-      const out = w(randn(prod(outShape), 7));
-      const what = `reduceSum ${shape} -> ${outShape}`;
-      routed(viaWasm ? 'wasm' : 'js', what, () => wasmBackend.reduceSum(w(x), shape, out, outShape));
-      const columns = outShape[outShape.length - 1] === shape[shape.length - 1] && prod(outShape) > 1;
-      if (columns) sameBits(out, ref, what);
-      else assertClose(out, ref, what, 1e-6, 1e-6);
-      const plain = new Float32Array(prod(outShape));
-      routed('js', `${what} plain`, () => wasmBackend.reduceSum(x, shape, plain, outShape));
-      sameBits(plain, ref, `${what} plain`);
-    }
-    // NaN and ∞ propagate as in js.
-    const x = randn(4 * 9);
-    x[5] = NaN;
-    x[13] = Infinity;
-    for (const outShape of [[1, 9], [4, 1]]) {
-      const ref = new Float32Array(prod(outShape));
-      jsBackend.reduceSum(x, [4, 9], ref, outShape);
-      const out = w(new Float32Array(prod(outShape)));
-      wasmBackend.reduceSum(w(x), [4, 9], out, outShape);
-      sameBits(out, ref, `reduceSum with NaN/∞ -> ${outShape}`);
+    for (const n of [1, 3, 4, 7, 1001]) {
+      const x = randn(n, 6);
+      x[0] = n > 1 ? -30 : 0;
+      const dy = randn(n);
+      const f = both([n], (be, [o]) => be.gelu(x, o!));
+      close(f.wasm[0]!, f.js[0]!, `gelu ${n}`);
+      const b = both([n], (be, [dx]) => be.geluBackward(x, dy, dx!));
+      close(b.wasm[0]!, b.js[0]!, `geluBackward ${n}`);
     }
   });
 
-  test(`wasm (${variant}) permute: head split/merge and last-two-dims transposes match js; others go to js`, () => {
+  test(`wasm (${variant}) relu forward/backward match js (NaN, ±0, tails)`, () => {
     setWasmVariant(variant);
-    const cases: [number[], number[], boolean][] = [
-      [[2, 3, 5, 7], [0, 2, 1, 3], true],
-      [[1, 4, 9, 16], [0, 2, 1, 3], true],
-      [[3, 1, 2, 1], [0, 2, 1, 3], true],
-      [[5, 3, 6], [1, 0, 2], true],
-      [[13, 7], [1, 0], true],
-      [[4, 4], [1, 0], true],
-      [[1, 9], [1, 0], true],
-      [[67, 131], [1, 0], true],
-      [[3, 5, 9], [0, 2, 1], true],
-      [[2, 3, 8, 70], [0, 1, 3, 2], true],
-      [[2, 3, 4], [2, 0, 1], false],
-      [[2, 3, 4, 5], [0, 3, 1, 2], false],
-    ];
-    for (const [shape, perm, viaWasm] of cases) {
-      const x = randn(prod(shape));
-      const ref = new Float32Array(x.length);
-      jsBackend.permute(x, shape, perm, ref);
-      const out = w(randn(x.length, 3));
-      const what = `permute ${shape} by [${perm}]`;
-      routed(viaWasm ? 'wasm' : 'js', what, () => wasmBackend.permute(w(x), shape, perm, out));
-      sameBits(out, ref, what);
-      const plain = new Float32Array(x.length);
-      routed('js', `${what} plain`, () => wasmBackend.permute(x, shape, perm, plain));
-      sameBits(plain, ref, `${what} plain`);
-    }
-  });
-
-  test(`wasm (${variant}) embedding and its scatter-add gradient match js (repeated ids, padding, empty)`, () => {
-    setWasmVariant(variant);
-    for (const dim of [1, 3, 4, 5, 17]) for (const nIds of [0, 1, 6, 41]) for (const pad of [-1, 0, 3]) {
-      const num = 11;
-      const weight = randn(num * dim);
-      const ids = Int32Array.from({ length: nIds }, (_, i) => (i % 5 === 0 ? 0 : i % 4 === 1 ? 3 : Math.floor(rand() * num)));
-      const ref = new Float32Array(nIds * dim);
-      jsBackend.embedding(weight, ids, ref, dim);
-      const out = w(randn(nIds * dim, 2));
-      const what = `embedding ${nIds} ids, dim ${dim}`;
-      routed(nIds > 0 ? 'wasm' : 'js', what, () => wasmBackend.embedding(w(weight), ids, out, dim));
-      sameBits(out, ref, what);
-      // Backward accumulates into a gradient that already holds something.
-      const dy = randn(nIds * dim);
-      const dw0 = randn(num * dim);
-      const dref = dw0.slice();
-      jsBackend.embeddingBackward(dy, ids, dref, dim, pad);
-      const dw = w(dw0);
-      routed(nIds > 0 ? 'wasm' : 'js', `${what} backward`, () => wasmBackend.embeddingBackward(w(dy), ids, dw, dim, pad));
-      sameBits(dw, dref, `${what} backward, paddingIdx ${pad}`);
-      if (pad >= 0 && ids.includes(pad)) {
-        // The padding row got nothing.
-        sameBits(dw.subarray(pad * dim, (pad + 1) * dim), dw0.subarray(pad * dim, (pad + 1) * dim), `${what}: padding row untouched`);
-      }
-      const plain = dw0.slice();
-      if (nIds > 0) routed('js', `${what} backward plain`, () => wasmBackend.embeddingBackward(dy, ids, plain, dim, pad));
-      sameBits(plain, dref, `${what} backward plain`);
-    }
-  });
-
-  test(`wasm (${variant}) Adam and AdamW over several steps equal the js twin (and 1e-6 relative is asked at the least)`, () => {
-    setWasmVariant(variant);
-    for (const n of [1, 3, 5, 1001]) for (const [wd, decoupled] of [[0, false], [0.1, false], [0.01, true], [0, true]] as const) {
-      const p0 = randn(n, 2);
-      const jp = p0.slice(), jm = new Float32Array(n), jv = new Float32Array(n);
-      const wp = w(p0), wm = alloc(n), wv = alloc(n), wg = alloc(n);
-      for (let step = 1; step <= 6; step++) {
-        const g = randn(n);
-        if (n > 2) g[2] = 0; // a zero gradient: m and v decay only
-        wg.set(g);
-        jsBackend.adam(jp, g, jm, jv, 1e-2, 0.9, 0.98, 1e-9, wd, decoupled, step);
-        routed('wasm', 'adam', () => wasmBackend.adam(wp, wg, wm, wv, 1e-2, 0.9, 0.98, 1e-9, wd, decoupled, step));
-      }
-      const what = `adam n ${n} wd ${wd} decoupled ${decoupled}`;
-      assertClose(wp, jp, `${what}: param`, 0, 1e-6);
-      assertClose(wm, jm, `${what}: m`, 1e-12, 1e-6);
-      assertClose(wv, jv, `${what}: v`, 1e-12, 1e-6);
-      sameBits(wp, jp, `${what}: param (bit for bit)`);
-      sameBits(wm, jm, `${what}: m (bit for bit)`);
-      sameBits(wv, jv, `${what}: v (bit for bit)`);
-      // Plain arrays take the twin.
-      const pp = p0.slice();
-      routed('js', 'adam plain', () => wasmBackend.adam(pp, randn(n), new Float32Array(n), new Float32Array(n), 1e-2, 0.9, 0.98, 1e-9, wd, decoupled, 1));
+    for (const n of [1, 3, 4, 9, 1001]) {
+      const x = randn(n, 2);
+      x[0] = -0;
+      if (n > 2) x[2] = NaN;
+      const dy = randn(n);
+      const f = both([n], (be, [o]) => be.relu(x, o!), 1);
+      assert.ok(f.wasm[0]!.every((v, i) => Object.is(v, f.js[0]![i])), `relu ${n}`);
+      const b = both([n], (be, [dx]) => be.reluBackward(x, dy, dx!), 1);
+      assert.ok(b.wasm[0]!.every((v, i) => Object.is(v, b.js[0]![i])), `reluBackward ${n}`);
     }
   });
 }

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { F, getBackend, manualSeed, memoryScope, nn, optim, tensor, type Tensor } from '../../src/index.ts';
-import { routeCounts } from '../../src/backend/wasm/kernels.ts';
+import { routeCounts } from '../../src/backend/wasm/route.ts';
 import { isWasmView } from '../../src/backend/wasm/memory.ts';
 import { setScopePoisoning } from '../../src/tensor/storage.ts';
 import { assertClose } from '../helpers/assert.ts';

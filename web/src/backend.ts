@@ -1,15 +1,17 @@
 /**
- * qkv's fastest backend in this browser, with a fallback: the wasm backend (WebAssembly SIMD on a
- * shared memory, which needs the cross-origin isolation `qkv explore` provides) when its module
- * loads from ./wasm/ and agrees with the js reference on a small check, else js.
+ * qkv's fastest backend in this browser, by the library's own path: `loadWasmKernels()` loads the
+ * wasm backend (WebAssembly SIMD; the module is emitted by Vite from the loader's
+ * `new URL('./qkv-*.wasm', import.meta.url)`), on a single thread when the page is not
+ * cross-origin isolated, and it is used when it agrees with the js reference on a small check;
+ * else js. `backendInfo()` says which, on how many threads, and why not more.
  */
-import { F, getBackend, randn, registerBackend, setBackend, manualSeed, noGrad } from '../../src/index.ts';
-import { loadWasmKernels, tryWasmBackend, wasmLoadError } from '../../src/backend/wasm/index.ts';
+import { F, backendInfo, loadWasmKernels, manualSeed, noGrad, randn, setBackend, type BackendInfo } from '../../src/index.ts';
 
 export interface BackendChoice {
   name: string;
-  /** Why the wasm backend is not in use, when it is not. */
+  /** The status line's tooltip: why the wasm backend is not in use, or why it runs on so few threads. */
   note: string | null;
+  info: BackendInfo;
 }
 
 let wasmReady: boolean | null = null;
@@ -18,11 +20,7 @@ let wasmNote: string | null = null;
 async function ensureWasm(): Promise<boolean> {
   if (wasmReady !== null) return wasmReady;
   try {
-    if (!crossOriginIsolated) throw new Error('the page is not cross-origin isolated (no SharedArrayBuffer)');
-    const ok = await loadWasmKernels(new URL('wasm/', document.baseURI));
-    const backend = ok ? tryWasmBackend() : null;
-    if (!backend) throw new Error(wasmLoadError() ?? 'the wasm module did not load');
-    registerBackend(backend);
+    if (!(await loadWasmKernels())) throw new Error(backendInfo().reason);
     // A small check against the js reference before trusting it with the model.
     const diff = noGrad(() => {
       manualSeed(7);
@@ -43,13 +41,19 @@ async function ensureWasm(): Promise<boolean> {
   return wasmReady;
 }
 
+function choice(note: string | null): BackendChoice {
+  const info = backendInfo();
+  const threads = `${info.threads} thread${info.threads === 1 ? '' : 's'}`;
+  return { name: info.backend, note: note ?? `${info.backend} backend${info.wasmVariant ? ` (${info.wasmVariant})` : ''}, ${threads}: ${info.reason}`, info };
+}
+
 /** 'auto' = wasm if it works here, else js. */
 export async function chooseBackend(pref: 'auto' | 'js' | 'wasm'): Promise<BackendChoice> {
   if (pref === 'js') {
     setBackend('js');
-    return { name: 'js', note: null };
+    return choice(null);
   }
   const ok = await ensureWasm();
   setBackend(ok ? 'wasm' : 'js');
-  return { name: getBackend().name, note: ok ? null : wasmNote };
+  return choice(ok ? null : `wasm backend not used: ${wasmNote}`);
 }

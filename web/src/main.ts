@@ -30,7 +30,7 @@ function renderStatus(): void {
   const b = status.backend;
   const el = byId('status');
   el.textContent = `${status.model} · backend: ${b ? b.name : '…'}`;
-  el.title = b?.note ? `wasm backend not used: ${b.note}` : '';
+  el.title = b?.note ?? '';
 }
 
 /** Set when the Generate view is not the model view: it is built on its first visit. */

@@ -1,3 +1,5 @@
+import { jsKernels } from './registry.ts';
+
 /**
  * Adam (Kingma & Ba) as torch.optim.Adam/AdamW compute it, in place. `step` counts from 1.
  * decoupled = AdamW: weight decay shrinks the parameter directly instead of adding to the gradient.
@@ -22,3 +24,5 @@ export function adam(
     param[i] = param[i] * shrink - stepSize * (mi / (Math.sqrt(vi) / bc2Sqrt + eps));
   }
 }
+
+jsKernels.register('adam', { adam });

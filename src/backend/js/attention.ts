@@ -1,4 +1,5 @@
 import type { AttentionBias, AttentionParams } from '../backend.ts';
+import { jsKernels } from './registry.ts';
 
 /** row[j] = scale·(q_i · k_j) + bias[i, j] for the first `limit` keys; returns the row maximum. */
 function scoreRow(
@@ -122,3 +123,5 @@ export function attentionBackward(
     }
   }
 }
+
+jsKernels.register('attention', { attention, attentionBackward });

@@ -1,3 +1,5 @@
+import { jsKernels } from './registry.ts';
+
 /**
  * Per-row cross-entropy with label smoothing ε over C classes, as torch defines it: the target
  * distribution is (1 − ε)·onehot + ε/C, so loss = (1 − ε)·(−log p_t) + ε/C·Σ_c (−log p_c).
@@ -53,3 +55,5 @@ export function crossEntropyBackward(
     dlogits[o + t] -= s * (1 - labelSmoothing);
   }
 }
+
+jsKernels.register('crossentropy', { crossEntropy, crossEntropyBackward });

@@ -1,4 +1,5 @@
 import type { BinaryOp, UnaryOp } from '../backend.ts';
+import { jsKernels } from './registry.ts';
 
 function apply(op: BinaryOp, x: number, y: number): number {
   switch (op) {
@@ -167,3 +168,5 @@ export function dropoutMask(bits: Uint32Array, threshold: number, scale: number,
     }
   }
 }
+
+jsKernels.register('elementwise', { binary, binaryScalar, unary, pow, dropoutMask, relu, reluBackward, gelu, geluBackward });

@@ -1,3 +1,5 @@
+import { jsKernels } from './registry.ts';
+
 export function embedding(weight: Float32Array, ids: Int32Array, out: Float32Array, dim: number): void {
   for (let i = 0; i < ids.length; i++) {
     const src = ids[i] * dim;
@@ -15,3 +17,5 @@ export function embeddingBackward(dy: Float32Array, ids: Int32Array, dweight: Fl
     for (let j = 0; j < dim; j++) dweight[dst + j] += dy[src + j];
   }
 }
+
+jsKernels.register('embedding', { embedding, embeddingBackward });

@@ -1,4 +1,5 @@
 import type { GemmParams } from '../backend.ts';
+import { jsKernels } from './registry.ts';
 
 /**
  * Reference GEMM: C = op(A)·op(B), row-major, batched with strides. The loop order of each
@@ -62,3 +63,5 @@ export function gemm(a: Float32Array, b: Float32Array, c: Float32Array, p: GemmP
     }
   }
 }
+
+jsKernels.register('gemm', { gemm });

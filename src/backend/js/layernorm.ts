@@ -1,3 +1,5 @@
+import { jsKernels } from './registry.ts';
+
 /** LayerNorm over rows of C: y = (x − μ)/√(σ² + ε)·w + b, biased variance as in PyTorch. */
 export function layerNorm(
   x: Float32Array, weight: Float32Array | null, bias: Float32Array | null, out: Float32Array,
@@ -56,3 +58,5 @@ export function layerNormBackward(
     }
   }
 }
+
+jsKernels.register('layernorm', { layerNorm, layerNormBackward });

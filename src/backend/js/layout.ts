@@ -1,4 +1,5 @@
 import { stridesOf } from '../../tensor/shape.ts';
+import { jsKernels } from './registry.ts';
 
 /**
  * Sum over the axes where outShape has 1 and shape does not (outShape has shape's rank).
@@ -95,3 +96,5 @@ export function copyRows(src: Float32Array, srcOffset: number, srcStride: number
     dst.set(src.subarray(at, at + width), dstOffset + r * dstStride);
   }
 }
+
+jsKernels.register('layout', { reduceSum, permute, copyRows });

@@ -1,3 +1,5 @@
+import { jsKernels } from './registry.ts';
+
 /** Row-wise softmax, max-subtracted for stability. */
 export function softmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void {
   for (let r = 0; r < rows; r++) {
@@ -44,3 +46,5 @@ export function logSoftmaxBackward(y: Float32Array, dy: Float32Array, dx: Float3
     for (let j = 0; j < cols; j++) dx[o + j] = dy[o + j] - Math.exp(y[o + j]) * sum;
   }
 }
+
+jsKernels.register('softmax', { softmax, softmaxBackward, logSoftmax, logSoftmaxBackward });

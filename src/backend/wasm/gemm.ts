@@ -1,8 +1,25 @@
+/**
+ * The GEMM (assembly/gemm.ts: the blocked kernel, and dot products for a few rows against a
+ * transposed B) behind the Backend interface, split among the threads by rows (or by columns for
+ * the few-row path) when the work pays.
+ */
 import type { GemmParams } from '../backend.ts';
-import { requireKernels, setWasmVariant, wasmModule, wasmVariant, type WasmVariant } from './loader.ts';
+import { declareExports, gemmScratchFloats, setWasmVariant, sig, wasmVariant, type I32, type Ptr, type WasmVariant } from './loader.ts';
 import { alloc } from './memory.ts';
+import { runParallel, threadsFor, workerGemmScratch } from './parallel.ts';
+import { wasmKernels } from './registry.ts';
 import { staged } from './stage.ts';
-import { partsFor, runParallel, workerGemmScratch } from './threads.ts';
+
+/** The arguments before scratch: C = op(A)·op(B) with batch strides in elements (0 broadcasts). */
+type Head = [a: Ptr, b: Ptr, c: Ptr, batch: I32, m: I32, n: I32, k: I32, transA: I32, transB: I32, strideA: I32, strideB: I32, strideC: I32, accumulate: I32];
+
+const K = declareExports('gemm.ts', {
+  gemm: sig<[...Head, scratch: Ptr]>(14),
+  /** Rows [i0, i1) of C only: what one thread computes. */
+  gemmRows: sig<[...Head, scratch: Ptr, i0: I32, i1: I32]>(16),
+  /** Columns [j0, j1) of C (m, n) = A (m, k)·Bᵀ, B stored (n, k). */
+  gemvNTRange: sig<[a: Ptr, b: Ptr, c: Ptr, m: I32, n: I32, k: I32, accumulate: I32, j0: I32, j1: I32]>(9),
+});
 
 export type GemmVariant = WasmVariant;
 /** Which build is in use (loads the module). */
@@ -10,12 +27,12 @@ export const gemmVariant = wasmVariant;
 /** Switch builds, e.g. to test or time the plain-SIMD one where relaxed SIMD is available. */
 export const setGemmVariant = setWasmVariant;
 
-let scratch: Float32Array | null = null;
+/** The caller's scratch block, by address (a plain memory detaches views when it grows: memory.ts). */
+let scratch: number | null = null;
 
 /** Rows up to which C = A·Bᵀ takes the dot-product path (assembly/gemv.ts) instead of the packed GEMM. */
 const GEMV_MAX_ROWS = 4;
 
-type GemmHead = [number, number, number, number, number, number, number, number, number, number, number, number, number];
 
 /** Elements of an operand touched by a batched GEMM: (batch − 1)·stride + rows·cols. */
 function extent(batch: number, stride: number, size: number): number {
@@ -27,7 +44,7 @@ function extent(batch: number, stride: number, size: number): number {
  * memory (see memory.ts) are used in place; others are copied into wasm memory and back.
  */
 export function wasmGemm(a: Float32Array, b: Float32Array, c: Float32Array, p: GemmParams): void {
-  const wasm = requireKernels();
+  const wasm = K();
   let { batch, m, strideA, strideC } = p;
   const { n, k, transA, transB, strideB, accumulate } = p;
   if (batch <= 0 || m <= 0 || n <= 0) return;
@@ -52,7 +69,7 @@ export function wasmGemm(a: Float32Array, b: Float32Array, c: Float32Array, p: G
       0,
       ([pa, pb, pc]) => {
         const head = [pa!, pb!, pc!, m, n, k, accumulate ? 1 : 0];
-        const parts = n >= 64 ? partsFor(wasmModule(), wasm.scratchBytes() / 4, 2 * m * n * k) : 1;
+        const parts = n >= 64 ? threadsFor(2 * m * n * k) : 1;
         if (parts === 1) {
           wasm.gemvNTRange(pa!, pb!, pc!, m, n, k, accumulate ? 1 : 0, 0, n);
           return;
@@ -67,17 +84,17 @@ export function wasmGemm(a: Float32Array, b: Float32Array, c: Float32Array, p: G
     );
     return;
   }
-  scratch ??= alloc(wasm.scratchBytes() / 4, false);
+  scratch ??= alloc(gemmScratchFloats(), false).byteOffset;
   // C must be read when accumulating, and when batches leave gaps that must survive the copy back.
   const readC = accumulate || (batch > 1 && strideC !== m * n);
   staged(
     [{ x: a.subarray(0, sizeA), mode: 'in' }, { x: b.subarray(0, sizeB), mode: 'in' }, { x: c.subarray(0, sizeC), mode: readC ? 'inout' : 'out' }],
     0,
     ([pa, pb, pc]) => {
-      const head = [pa!, pb!, pc!, batch, m, n, k, transA ? 1 : 0, transB ? 1 : 0, strideA, strideB, strideC, accumulate ? 1 : 0];
-      const parts = m >= 32 ? partsFor(wasmModule(), wasm.scratchBytes() / 4, 2 * batch * m * n * k) : 1;
+      const head: Head = [pa!, pb!, pc!, batch, m, n, k, transA ? 1 : 0, transB ? 1 : 0, strideA, strideB, strideC, accumulate ? 1 : 0];
+      const parts = m >= 32 ? threadsFor(2 * batch * m * n * k) : 1;
       if (parts === 1) {
-        wasm.gemmRows(...(head as GemmHead), scratch!.byteOffset, 0, m);
+        wasm.gemmRows(...head, scratch!, 0, m);
         return;
       }
       // Rows split in multiples of 16; worker w takes part w + 1, the caller part 0.
@@ -86,7 +103,9 @@ export function wasmGemm(a: Float32Array, b: Float32Array, c: Float32Array, p: G
         const i0 = Math.min(m, (w + 1) * chunk), i1 = Math.min(m, (w + 2) * chunk);
         return i1 > i0 ? [...head, workerGemmScratch(w), i0, i1] : null;
       });
-      runParallel('gemmRows', args, () => wasm.gemmRows(...(head as GemmHead), scratch!.byteOffset, 0, Math.min(m, chunk)));
+      runParallel('gemmRows', args, () => wasm.gemmRows(...head, scratch!, 0, Math.min(m, chunk)));
     },
   );
 }
+
+wasmKernels.register('gemm', { gemm: wasmGemm });

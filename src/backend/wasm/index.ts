@@ -1,59 +1,61 @@
 /**
- * The wasm backend: the js backend with its kernels replaced by WebAssembly SIMD ones (assembly/),
- * each keeping its js twin as the reference.
+ * The wasm backend: WebAssembly SIMD kernels (assembly/), one file per kernel family with the js
+ * backend's names (gemm, softmax, layernorm, elementwise, attention, crossentropy, embedding,
+ * layout, adam), each keeping its js twin as the reference. Each family file declares the exports
+ * of its assembly/ twin (loader.ts `declareExports`) and ends by registering its kernels; this
+ * file imports them and builds the backend.
  *
  * - GEMM, attention, softmax, layer norm, gelu/relu and cross-entropy run in wasm always: arrays
  *   in wasm memory are used in place, others are copied in and out (the work repays the copy).
  * - Elementwise arithmetic (binary, binaryScalar), dropout's mask, reduceSum, permute, strided
- *   copies, embedding and its backward, and Adam run in wasm only when every float array is already a view into wasm memory, which is
- *   the case in training: parameters, their gradients and Adam's state are long-lived wasm blocks
- *   (`persistentFloat32`), and a step's activations live in wasm memory for the `memoryScope` the
- *   step runs in. With ordinary arrays they call their js twin, since copying would cost about as
- *   much as the work. Layouts these kernels do not cover (general broadcasts and reductions, other
- *   permutes) and unary/pow also stay on js. See src/backend/wasm/kernels.ts.
+ *   copies, embedding and its backward, and Adam run in wasm only when every float array is
+ *   already a view into wasm memory (route.ts), which is the case in training: parameters, their
+ *   gradients and Adam's state are long-lived wasm blocks (`persistentFloat32`), and a step's
+ *   activations live in wasm memory for the `memoryScope` the step runs in. With ordinary arrays
+ *   they call their js twin, since copying would cost about as much as the work. Layouts these
+ *   kernels do not cover (general broadcasts and reductions, other permutes) and unary/pow stay
+ *   on js.
+ * - Large kernels are split among worker threads (threads.ts) where the memory is shared; without
+ *   cross-origin isolation it is not, and everything runs on the calling thread (parallel.ts).
  */
-import type { Backend } from '../backend.ts';
-import { jsBackend } from '../js/index.ts';
-import { wasmGemm } from './gemm.ts';
-import * as k from './kernels.ts';
-import { kernels } from './loader.ts';
+import { registerBackend, setBackend, type Backend } from '../backend.ts';
+import './gemm.ts';
+import './softmax.ts';
+import './layernorm.ts';
+import './elementwise.ts';
+import './attention.ts';
+import './crossentropy.ts';
+import './embedding.ts';
+import './layout.ts';
+import './adam.ts';
 import type { Allocator } from '../../tensor/storage.ts';
+import { kernels, loadKernelsAsync } from './loader.ts';
 import { alloc, free, memory } from './memory.ts';
+import { wasmKernels } from './registry.ts';
 
-export { wasmLoadError, loadWasmKernels } from './loader.ts';
+export { wasmLoadError } from './loader.ts';
 
-export const wasmBackend: Backend = {
-  ...jsBackend,
-  name: 'wasm',
-  gemm: wasmGemm,
-  softmax: k.softmax,
-  softmaxBackward: k.softmaxBackward,
-  logSoftmax: k.logSoftmax,
-  logSoftmaxBackward: k.logSoftmaxBackward,
-  layerNorm: k.layerNorm,
-  layerNormBackward: k.layerNormBackward,
-  relu: k.relu,
-  reluBackward: k.reluBackward,
-  gelu: k.gelu,
-  geluBackward: k.geluBackward,
-  crossEntropy: k.crossEntropy,
-  crossEntropyBackward: k.crossEntropyBackward,
-  attention: k.attention,
-  attentionBackward: k.attentionBackward,
-  binary: k.binary,
-  binaryScalar: k.binaryScalar,
-  dropoutMask: k.dropoutMask,
-  reduceSum: k.reduceSum,
-  permute: k.permute,
-  copyRows: k.copyRows,
-  embedding: k.embedding,
-  embeddingBackward: k.embeddingBackward,
-  adam: k.adam,
-};
+export const wasmBackend: Backend = wasmKernels.build();
 
 /** The backend if its module loads here (synchronously, under Node), else null. */
 export function tryWasmBackend(): Backend | null {
   return kernels() ? wasmBackend : null;
+}
+
+/**
+ * Load the wasm kernels asynchronously (browsers; under Node they load on import) and, when they
+ * load, register the wasm backend and make it the current one, as it is on Node. The module comes
+ * from next to the loader, where bundlers emit it (see loader.ts), or from `base`, a folder URL
+ * holding qkv-simd.wasm and qkv-relaxed.wasm. Returns whether it loaded; if not,
+ * `backendInfo().reason` says why. Without cross-origin isolation it loads and runs single-threaded.
+ */
+export async function loadWasmKernels(base?: string | URL): Promise<boolean> {
+  if (!(await loadKernelsAsync(base))) return false;
+  registerBackend(wasmBackend);
+  // QKV_BACKEND=js (Node) keeps js, as at import (register.ts).
+  const requested = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QKV_BACKEND;
+  if (requested === undefined || requested === 'wasm') setBackend('wasm');
+  return true;
 }
 
 /**

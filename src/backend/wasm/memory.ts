@@ -13,8 +13,11 @@
  * consequences, both handled here: `memory.buffer` returns a *new* SharedArrayBuffer object after
  * each grow (so "is this view in wasm memory?" must check every buffer object seen, see
  * `isWasmView`), and the maximum must be declared (4 GiB, the wasm32 limit; address space only).
- * In browsers, SharedArrayBuffer needs cross-origin isolation (COOP/COEP); a non-shared fallback
- * would have to refresh views after growth, and is not written yet.
+ * In browsers, SharedArrayBuffer needs cross-origin isolation (COOP/COEP). Without it the memory
+ * is a plain one (`memoryShared` false): the kernels still run, single-threaded (workers need the
+ * shared memory), and since a plain memory's views die on every grow, nothing long-lived holds a
+ * view into it: tensors stay ordinary arrays, copied in and out around each kernel (stage.ts),
+ * and the backend's own blocks are kept as addresses.
  */
 
 export const PAGE_BYTES = 65536;
@@ -27,20 +30,42 @@ export const MAX_PAGES = 65536;
 export const RESERVED_BYTES = PAGE_BYTES;
 const ALIGN = 16;
 
-function createMemory(): WebAssembly.Memory | null {
+/**
+ * Whether a shared memory may be used here: SharedArrayBuffer exists and the page, if it is one,
+ * is cross-origin isolated (Node has no `crossOriginIsolated`). Some browsers still create a shared
+ * WebAssembly.Memory on a page that is not isolated; it is not used there, so that every browser
+ * takes the same path.
+ */
+function sharedAllowed(): boolean {
+  return typeof SharedArrayBuffer !== 'undefined' && (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated !== false;
+}
+
+function createMemory(): { memory: WebAssembly.Memory; shared: boolean } | null {
+  if (sharedAllowed()) {
+    try {
+      return { memory: new WebAssembly.Memory({ initial: 16, maximum: MAX_PAGES, shared: true }), shared: true };
+    } catch {
+      // Fall through to a plain memory.
+    }
+  }
   try {
-    return new WebAssembly.Memory({ initial: 16, maximum: MAX_PAGES, shared: true });
+    return { memory: new WebAssembly.Memory({ initial: 16, maximum: MAX_PAGES }), shared: false };
   } catch {
-    // No WebAssembly, or no shared memory (a browser page that is not cross-origin isolated).
-    return null;
+    return null; // no WebAssembly
   }
 }
 
 const created = createMemory();
-/** Whether the shared memory could be created; if not, the wasm backend does not load. */
+/** Whether the memory could be created; if not, the wasm backend does not load. */
 export const memoryAvailable = created !== null;
-/** The shared memory (undefined, never touched, when `memoryAvailable` is false). */
-export const memory: WebAssembly.Memory = created as WebAssembly.Memory;
+/**
+ * Whether the memory is shared (a SharedArrayBuffer): then tensors may live in it and worker
+ * threads run on it. If not (a page without cross-origin isolation), kernels run single-threaded
+ * on arrays copied in and out.
+ */
+export const memoryShared = created?.shared ?? false;
+/** The memory (undefined, never touched, when `memoryAvailable` is false). */
+export const memory: WebAssembly.Memory = created?.memory as WebAssembly.Memory;
 
 /** Every buffer object `memory.buffer` has returned (a new one after each grow). */
 const buffers = new WeakSet<ArrayBufferLike>(memoryAvailable ? [memory.buffer] : []);
@@ -50,6 +75,7 @@ export function isWasmView(x: ArrayBufferView): boolean {
   if (!memoryAvailable) return false;
   const current = memory.buffer;
   if (x.buffer === current) return true;
+  if (!memoryShared) return false; // a plain memory's old buffers are detached: their views are dead
   buffers.add(current);
   return buffers.has(x.buffer);
 }
@@ -89,7 +115,7 @@ function grow(bytes: number): void {
  * (then it holds whatever the block held before). Release it with `free`.
  */
 export function alloc(n: number, zero = true): Float32Array {
-  if (!memoryAvailable) throw new Error('wasm alloc: this engine cannot create a shared WebAssembly.Memory');
+  if (!memoryAvailable) throw new Error('wasm alloc: this engine cannot create a WebAssembly.Memory');
   if (!Number.isInteger(n) || n < 0) throw new RangeError(`wasm alloc: bad length ${n}`);
   const size = Math.max(ALIGN, Math.ceil((n * 4) / ALIGN) * ALIGN);
   let i = freeList.findIndex((b) => b.size >= size);

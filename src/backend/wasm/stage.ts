@@ -14,16 +14,21 @@ export interface Arg {
   mode: Mode;
 }
 
-let block: Float32Array | null = null;
+/**
+ * The staging block, kept as an address and a length, not as a view: a plain (non-shared) memory
+ * detaches its views when it grows (see memory.ts).
+ */
+let block: { offset: number; bytes: number } | null = null;
 
 function ensure(bytes: number): number {
-  if (block === null || block.byteLength < bytes) {
-    const old = block?.byteLength ?? 0;
-    if (block) free(block);
+  if (block === null || block.bytes < bytes) {
+    const old = block?.bytes ?? 0;
+    if (block) free(new Float32Array(memory.buffer, block.offset, block.bytes / 4));
     block = null;
-    block = alloc(Math.ceil(Math.max(bytes, 2 * old, 1 << 16) / 4), false);
+    const view = alloc(Math.ceil(Math.max(bytes, 2 * old, 1 << 16) / 4), false);
+    block = { offset: view.byteOffset, bytes: view.byteLength };
   }
-  return block.byteOffset;
+  return block.offset;
 }
 
 const align = (n: number) => Math.ceil(n / 16) * 16;
@@ -61,5 +66,5 @@ export function staged<T>(args: readonly Arg[], scratchBytes: number, fn: (addr:
 
 /** Bytes held by the staging block. */
 export function stagingBytes(): number {
-  return block?.byteLength ?? 0;
+  return block?.bytes ?? 0;
 }

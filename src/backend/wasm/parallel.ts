@@ -1,0 +1,36 @@
+/**
+ * How the binding files split work among threads. The pool itself is threads.ts; this adds the
+ * rule that workers need a shared memory: on a plain one (a page without cross-origin isolation,
+ * see memory.ts) every kernel runs on the calling thread.
+ */
+import { gemmScratchFloats, requireKernels, wasmModule } from './loader.ts';
+import { memoryShared } from './memory.ts';
+import { partsFor, runParallel, type ParallelKernel } from './threads.ts';
+
+/** Parts to split work of `flops` into (the caller included): 1 when small or single-threaded. */
+export function threadsFor(flops: number): number {
+  return memoryShared ? partsFor(wasmModule(), gemmScratchFloats(), flops) : 1;
+}
+
+/**
+ * Run an elementwise kernel over `units` units (elements, or rows) split among the threads when
+ * the work (`units · costPerUnit`, in flop-like units) pays for a launch; `args(u0, u1)` gives the
+ * kernel's arguments for units [u0, u1). Parts compute disjoint ranges, each element exactly as
+ * one thread would, so the result does not depend on the thread count.
+ */
+export function splitUnits(kernel: ParallelKernel, units: number, costPerUnit: number, args: (u0: number, u1: number) => number[]): void {
+  const f = requireKernels()[kernel] as (...a: number[]) => void;
+  const parts = Math.min(units, threadsFor(units * costPerUnit));
+  if (parts <= 1) {
+    f(...args(0, units));
+    return;
+  }
+  const chunk = Math.ceil(units / parts);
+  const list = Array.from({ length: parts - 1 }, (_, w) => {
+    const u0 = Math.min(units, (w + 1) * chunk), u1 = Math.min(units, (w + 2) * chunk);
+    return u1 > u0 ? args(u0, u1) : null;
+  });
+  runParallel(kernel, list, () => f(...args(0, Math.min(units, chunk))));
+}
+
+export { runParallel, workerGemmScratch, type ParallelKernel } from './threads.ts';
