@@ -1,8 +1,8 @@
 /** `qkv attention`: its flags. The drawing is cli/attention.ts's `attention` (tests call it directly). */
 import { Command } from '@commander-js/extra-typings';
 import { int, nonNegativeNumber } from '../args.ts';
-import { attention } from '../attention.ts';
-import { log, modelOption } from '../options.ts';
+import { attention, type AttentionCommandOptions } from '../attention.ts';
+import { handledBy, log, modelOption } from '../options.ts';
 
 export function attentionCommand() {
   const cmd = new Command('attention')
@@ -16,5 +16,5 @@ export function attentionCommand() {
     .option('--beam <n>', 'beam size (1 = greedy)', int('--beam'), 1)
     .option('--alpha <x>', 'length penalty α of beam search', nonNegativeNumber('--alpha'), 0.6)
     .option('--max-tokens <n>', 'language models: tokens to generate after the prompt', int('--max-tokens'), 20)
-    .action((sentence, o) => attention({ ...o, sentence, log }));
+    .action((sentence, o) => attention({ ...handledBy<AttentionCommandOptions>()(o), sentence, log }));
 }

@@ -1,7 +1,7 @@
 /** `qkv data encode`: its flags. The encoding is cli/data.ts's `encodeSplit` (benches and the Python tests call it too). */
 import { Command } from '@commander-js/extra-typings';
-import { encodeSplit } from '../data.ts';
-import { dataOption, log, modelOption } from '../options.ts';
+import { encodeSplit, type EncodeArgs } from '../data.ts';
+import { dataOption, handledBy, log, modelOption } from '../options.ts';
 
 export function dataCommand() {
   const encode = new Command('encode')
@@ -12,6 +12,6 @@ export function dataCommand() {
   const command = dataOption(withModel, 'corpus folder with SPLIT.LANG[.gz] files', (o) => [`${o.split}.${o.src}.gz`, `${o.split}.${o.tgt}.gz`])
     .option('--src <lang>', 'source language', 'en')
     .option('--tgt <lang>', 'target language', 'de')
-    .action((o) => encodeSplit({ ...o, log }));
+    .action((o) => encodeSplit({ ...handledBy<EncodeArgs>()(o), log }));
   return new Command('data').description('prepare data for other trainers (python/qkv_torch/train.py)').addCommand(command);
 }

@@ -1,8 +1,8 @@
 /** `qkv explore`: its flags. The command's lookups and checks are cli/explore.ts's, the server src/server/static.ts. */
 import { Command } from '@commander-js/extra-typings';
 import { port } from '../args.ts';
-import { explore } from '../explore.ts';
-import { log } from '../options.ts';
+import { explore, type ExploreCommandOptions } from '../explore.ts';
+import { handledBy, log } from '../options.ts';
 
 export function exploreCommand() {
   return new Command('explore')
@@ -11,6 +11,6 @@ export function exploreCommand() {
     .option('--port <n>', 'port (0 = any free port)', port('--port'), 8080)
     .option('--host <addr>', 'address to listen on (anything but 127.0.0.1 / localhost exposes the model to the network)', '127.0.0.1')
     .action(async (o) => {
-      await explore({ ...o, log });
+      await explore({ ...handledBy<ExploreCommandOptions>()(o), log });
     });
 }

@@ -1,7 +1,7 @@
 /** `qkv export`: its flags. The copying is cli/export.ts's `exportModel` (tests call it directly). */
 import { Command } from '@commander-js/extra-typings';
-import { exportModel } from '../export.ts';
-import { ensembleOptions, log, modelOption } from '../options.ts';
+import { exportModel, type ExportArgs } from '../export.ts';
+import { ensembleOptions, handledBy, log, modelOption } from '../options.ts';
 
 export function exportCommand() {
   const cmd = new Command('export')
@@ -15,5 +15,5 @@ export function exportCommand() {
   return ensembleOptions(options, {
     ensemble: 'more model folders (comma-separated) shipped with --model as its ensemble, in subfolders member-2, member-3, ... that its config.json names (qkv translate and eval decode with them all)',
     noEnsemble: "ship --model alone, without the ensemble members its config.json names",
-  }).action((o) => exportModel({ ...o, log }));
+  }).action((o) => exportModel({ ...handledBy<ExportArgs>()(o), log }));
 }

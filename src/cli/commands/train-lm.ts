@@ -4,8 +4,8 @@
  */
 import { Command } from '@commander-js/extra-typings';
 import { int, num } from '../args.ts';
-import { DEFAULT_LM_DATA, trainLm } from '../lm.ts';
-import { log, requireDefaultCorpus } from '../options.ts';
+import { DEFAULT_LM_DATA, trainLm, type TrainLmArgs } from '../lm.ts';
+import { handledBy, log, requireDefaultCorpus } from '../options.ts';
 
 export function trainLmCommand() {
   return new Command('train-lm')
@@ -28,6 +28,6 @@ export function trainLmCommand() {
     .action(async (o) => {
       // Without --data the text is Multi30K's English side: say what that is when it is not here.
       if (o.data === undefined) requireDefaultCorpus(o.val === undefined ? ['train.en.gz', 'val.en.gz'] : ['train.en.gz']);
-      await trainLm({ ...o, log });
+      await trainLm({ ...handledBy<TrainLmArgs>()(o), log });
     });
 }

@@ -5,8 +5,8 @@
 import { Command } from '@commander-js/extra-typings';
 import { PRESETS } from '../../train/presets.ts';
 import { choice, int, nonNegativeInt, nonNegativeNumber, num, rate } from '../args.ts';
-import { dataOption, directionOption, log } from '../options.ts';
-import { train } from '../train.ts';
+import { dataOption, directionOption, handledBy, log } from '../options.ts';
+import { train, type TrainArgs } from '../train.ts';
 
 export function trainCommand() {
   const cmd = new Command('train')
@@ -57,5 +57,5 @@ export function trainCommand() {
     .option('--patience <n>', 'stop after n evaluations without a better val BLEU (0 = never)', nonNegativeInt('--patience'))
     .option('--average <which>', "average the 'last' checkpoints (§6.1) or the 'best' by val BLEU", choice('--average', ['last', 'best']))
     .option('--keep <n>', 'checkpoints averaged at the end', int('--keep'))
-    .action(async (o) => train({ ...o, log }));
+    .action(async (o) => train({ ...handledBy<TrainArgs>()(o), log }));
 }
