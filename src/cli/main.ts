@@ -5,7 +5,7 @@
  * without a stack trace (set QKV_DEBUG=1 to see one). Bad input lines are not errors: translate and
  * eval write one output line per input line, report each degraded line and exit 2.
  */
-import { Command } from '@commander-js/extra-typings';
+import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { attentionCommand } from './commands/attention.ts';
 import { bleuCommand } from './commands/bleu.ts';
 import { dataCommand } from './commands/data.ts';
@@ -25,12 +25,18 @@ const program = new Command()
   .version(packageVersion())
   .showHelpAfterError('(run with --help for usage)');
 
+/** The program's settings (showHelpAfterError) on a command and its own subcommands: addCommand(), unlike command(), does not copy them. */
+function inherit(command: CommandUnknownOpts, from: CommandUnknownOpts): void {
+  command.copyInheritedSettings(from);
+  for (const sub of command.commands) inherit(sub, command);
+}
+
 for (const command of [
   trainCommand(), dataCommand(), translateCommand(), evalCommand(), bleuCommand(), infoCommand(), exportCommand(),
   trainLmCommand(), generateCommand(), attentionCommand(), exploreCommand(),
 ]) {
-  // showHelpAfterError is copied to a subcommand when it is created by .command(), not by addCommand().
-  program.addCommand(command.showHelpAfterError('(run with --help for usage)'));
+  inherit(command, program);
+  program.addCommand(command);
 }
 
 try {
