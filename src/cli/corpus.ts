@@ -4,10 +4,27 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { UserError } from './files.ts';
 
+/** The corpus folder the commands read by default (relative to the working directory). */
+export const DEFAULT_DATA = 'data/multi30k';
+
+/**
+ * Why a command cannot start without --data here: what the default corpus is, the files it would
+ * read (`files`, e.g. train.en.gz) and where they come from. One line, as every user error.
+ */
+export function missingCorpus(files: readonly string[]): string {
+  return `no corpus: --data not given and there is no ${DEFAULT_DATA}/ in ${process.cwd()}. ` +
+    'The default corpus is Multi30K (task 1: English captions of Flickr30K images with German and French translations; ' +
+    '29,000 training, 1,014 val and 1,000 test_2016_flickr sentences), one sentence a line in SPLIT.LANG.gz files; ' +
+    `this needs ${files.join(', ')}. ` +
+    `Get them from qkv's repository (its ${DEFAULT_DATA}/ folder) or from https://github.com/multi30k/dataset (data/task1/raw/), ` +
+    `then run from the folder that holds ${DEFAULT_DATA}/, or pass --data DIR`;
+}
+
+/** The lines of a text file, plain or gzipped: `path`, else `path.gz` (a path that ends in .gz is read as given). */
 export function readLines(path: string): string[] {
-  const gz = `${path}.gz`;
-  const file = existsSync(path) ? path : existsSync(gz) ? gz : null;
-  if (!file) throw new UserError(`corpus file not found: ${path} (or ${gz})`);
+  const gz = path.endsWith('.gz') ? null : `${path}.gz`;
+  const file = existsSync(path) ? path : gz && existsSync(gz) ? gz : null;
+  if (!file) throw new UserError(`corpus file not found: ${path}${gz ? ` (or ${gz})` : ''}`);
   const raw = readFileSync(file);
   const text = file.endsWith('.gz') ? gunzipSync(raw).toString('utf8') : raw.toString('utf8');
   const lines = text.split('\n');

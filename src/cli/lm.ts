@@ -301,5 +301,5 @@ export async function generateText(a: GenerateArgs): Promise<void> {
   }
   if (!shown.endsWith('\n')) write('\n');
   const s = (performance.now() - t0) / 1000;
-  a.log(`${n} tokens in ${s.toFixed(2)} s (${((1000 * s) / Math.max(1, n)).toFixed(1)} ms/token, ${a.cache ? 'KV cache' : 'no cache'}${onnx ? ', ONNX Runtime' : ''}), seed ${seed}`);
+  a.log(`${n} tokens in ${s.toFixed(2)} s (${((1000 * s) / Math.max(1, n)).toFixed(1)} ms/token, ${a.cache ? 'KV cache' : 'no cache'}${onnx ? ', ONNX Runtime' : ''})${a.temperature > 0 ? `, seed ${seed}` : ''}`);
 }

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { readParallel } from '../../src/cli/corpus.ts';
-import { chooseAlpha, type AlphaRun } from '../../src/cli/translate.ts';
+import { chooseAlpha, type AlphaRun } from '../../src/cli/commands/eval.ts';
 import { corpusBleu } from '../../src/text/index.ts';
 
 const refs = readParallel(fileURLToPath(new URL('../../data/multi30k', import.meta.url)), 'val', 'en', 'de').tgt.slice(0, 300);

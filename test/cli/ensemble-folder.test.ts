@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { encodeLines, translateIds } from '../../src/cli/evaluate.ts';
 import { exportModel } from '../../src/cli/export.ts';
 import { loadEnsemble, loadModelDir, UserError } from '../../src/cli/files.ts';
-import { evaluate, translate } from '../../src/cli/translate.ts';
+import { evaluate } from '../../src/cli/commands/eval.ts';
+import { translate } from '../../src/cli/commands/translate.ts';
 import { qkv, writeCorpus } from '../helpers/cli.ts';
 import { makeTinyModel, makeTinySeparateModel, SENTENCES, tempDir } from '../e2e/tiny-model.ts';
 

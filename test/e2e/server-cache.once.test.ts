@@ -10,7 +10,7 @@ import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { startExploreServer, type ExploreServer } from '../../src/cli/explore.ts';
+import { startExploreServer, type ExploreServer } from '../../src/server/static.ts';
 import { makeTinyModel, tempDir } from './tiny-model.ts';
 
 let server: ExploreServer;

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { findDefaultModel, startExploreServer, type ExploreServer } from '../../src/cli/explore.ts';
+import { findDefaultModel } from '../../src/cli/explore.ts';
+import { startExploreServer, type ExploreServer } from '../../src/server/static.ts';
 import { get } from './http.ts';
 import { makeTinyModel, tempDir } from './tiny-model.ts';
 

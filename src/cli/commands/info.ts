@@ -1,14 +1,27 @@
 /** `qkv info`: what a model folder (or preset) is, and how many parameters it has. */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Module } from '../nn/module.ts';
-import { Seq2Seq } from '../models/seq2seq.ts';
-import { PRESETS } from '../train/presets.ts';
-import { loadModelShape, UserError } from './files.ts';
-import { isHfModelDir } from './hf.ts';
-import { loadLmDir, loadLmShape } from './lm.ts';
+import { Command } from '@commander-js/extra-typings';
+import type { Module } from '../../nn/module.ts';
+import { Seq2Seq } from '../../models/seq2seq.ts';
+import { PRESETS } from '../../train/presets.ts';
+import { loadModelShape, UserError } from '../files.ts';
+import { isHfModelDir } from '../hf.ts';
+import { loadLmDir, loadLmShape } from '../lm.ts';
+import { log, type FlagsOf } from '../options.ts';
 
-export function info(o: { model?: string; preset?: string; log: (s: string) => void }): void {
+function flags() {
+  return new Command('info')
+    .description('print a model\'s configuration and parameter count')
+    .option('--model <dir>', 'model folder')
+    .option('--preset <name>', 'a preset instead of a folder (e.g. paper-base)');
+}
+
+export function infoCommand() {
+  return flags().action((o) => info({ ...o, log }));
+}
+
+export function info(o: FlagsOf<typeof flags> & { log: (s: string) => void }): void {
   if (!o.model === !o.preset) throw new UserError('info: give exactly one of --model <dir> or --preset <name>');
   let model: Module & { config: object };
   const out: Record<string, unknown> = {};

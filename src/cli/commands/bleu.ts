@@ -6,28 +6,43 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { corpusBleu } from '../text/bleu.ts';
-import { corpusChrf } from '../text/chrf.ts';
-import { pairedBootstrap, type PairedBootstrapResult } from '../text/significance.ts';
-import { readLines } from './corpus.ts';
-import { UserError } from './files.ts';
+import { Command } from '@commander-js/extra-typings';
+import { corpusBleu } from '../../text/bleu.ts';
+import { corpusChrf } from '../../text/chrf.ts';
+import { pairedBootstrap, type PairedBootstrapResult } from '../../text/significance.ts';
+import { direction, int } from '../args.ts';
+import { DEFAULT_DATA, readLines } from '../corpus.ts';
+import { UserError } from '../files.ts';
+import { dataOption, type FlagsOf, type Optional } from '../options.ts';
 
-export interface BleuCommandOptions {
-  /** Hypothesis files, one sentence a line; with pairedBs the first is the baseline. */
-  files: string[];
-  /** A reference file, one sentence a line (plain or .gz). */
-  ref?: string;
-  /** Or a corpus split: its references are DATA/SPLIT.TGT[.gz]. */
-  split?: string;
-  data: string;
-  tgt?: string;
-  direction?: { src: string; tgt: string };
-  lowercase?: boolean;
-  pairedBs?: boolean;
-  samples?: number;
-  /** Also chrF2 (sacreBLEU's `-m chrf`) of each file, after BLEU. */
-  chrf?: boolean;
+function flags() {
+  const cmd = new Command('bleu')
+    .description('score translation files against references with BLEU (and chrF; sacreBLEU-compatible), and compare them with a paired bootstrap; no decoding')
+    .argument('<files...>', 'translations, one sentence a line (e.g. from qkv eval --output); with --paired-bs the first is the baseline')
+    .option('--ref <file>', 'reference translations, one sentence a line (plain or .gz)')
+    .option('--split <name>', 'or the references of a corpus split: DATA/SPLIT.TGT (e.g. val)');
+  return dataOption(cmd, 'corpus folder, with --split', (o) => (o.split === undefined ? null : [`${o.split}.${(o.direction as { tgt: string } | undefined)?.tgt ?? o.tgt ?? 'de'}.gz`]))
+    .option('--tgt <lang>', 'target language, with --split (default: de)')
+    .option('--direction <src-tgt>', 'or the target language as a direction, e.g. en-fr', direction('--direction'))
+    .option('--paired-bs', "compare each file with the first by paired bootstrap resampling (Koehn 2004; sacreBLEU's --paired-bs)", false)
+    .option('--samples <n>', 'bootstrap resamples, with --paired-bs (default: 1000)', int('--samples'))
+    .option('--chrf', "also chrF2, the character n-gram F-score (sacreBLEU's -m chrf), of each file", false)
+    .option('--lowercase', "score case-insensitively (sacreBLEU's -lc, signature case:lc)", false)
+    .addHelpText('after', `
+Prints sacreBLEU's line (BLEU = score, 1- to 4-gram precisions, brevity penalty, lengths) for each
+file and its signature; with --chrf then each file's chrF2 and its signature. The paired bootstrap's p is Koehn's one-sided count: the share of resamples
+(plus one) in which a file does not score above the first; small means its lead holds.`);
 }
+
+export function bleuCommand() {
+  return flags().action((files, o) => bleu({ ...o, files }));
+}
+
+/**
+ * `qkv bleu`'s options and its hypothesis files (with pairedBs the first is the baseline); the
+ * references come from `ref` or from DATA/SPLIT.TGT[.gz].
+ */
+export type BleuCommandOptions = Optional<FlagsOf<typeof flags>, 'data' | 'pairedBs' | 'chrf' | 'lowercase'> & { files: string[] };
 
 /** `won 98 of 1000 paired bootstrap resamples, p 0.9021 (needs < 0.05), Δ BLEU 95% [-1.05, 0.28]`: how every comparison is reported. */
 export function bootstrapSummary(t: PairedBootstrapResult, needed?: number): string {
@@ -45,7 +60,7 @@ function references(o: BleuCommandOptions): { refs: string[]; from: string } {
     return { refs: readLines(o.ref), from: o.ref };
   }
   const tgt = o.direction?.tgt ?? o.tgt ?? 'de';
-  const path = join(o.data, `${o.split}.${tgt}`);
+  const path = join(o.data ?? DEFAULT_DATA, `${o.split}.${tgt}`);
   return { refs: readLines(path), from: path };
 }
 

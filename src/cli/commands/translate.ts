@@ -1,0 +1,119 @@
+/**
+ * `qkv translate`: one sentence per line, stdin to stdout (or --input/--output).
+ *
+ * From a pipe or a file it reads everything, then translates in batches of similar length (fast);
+ * from a terminal, or with --stream, it translates each line as it arrives and writes its translation
+ * at once (a line typed, a line back). Either way one output line per input line.
+ */
+import { closeSync, createReadStream, existsSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { Command } from '@commander-js/extra-typings';
+import { degradedSummary, encodeLines, EXIT_DEGRADED, type DegradedLine } from '../evaluate.ts';
+import { atomicWrite, UserError, type Decoding } from '../files.ts';
+import { decodingFor, openEngine, reportDegraded, type Engine } from '../decoding.ts';
+import { decodingOptions, engineOption, ensembleOptions, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
+
+/** What translate and eval say about bad lines in --help. */
+export const LINES_HELP = `
+One output line per input line, always. An empty line gives an empty line; a line longer than the
+model reads (its maxLen tokens) is truncated to that length, or with --skip-long left untranslated
+(an empty line). Each such line is reported on stderr with its number.
+Exit status: 0 every line translated as given, ${EXIT_DEGRADED} all lines written but some degraded (empty,
+truncated or skipped), 1 an error (nothing written).`;
+
+const STREAM_HELP = `
+From a terminal, or with --stream, each line is translated as it arrives; there an empty line is
+just an empty line (not reported, not a degraded line), and with --output the file is written line by line.`;
+
+function flags() {
+  const cmd = new Command('translate').description('translate one sentence per line (stdin to stdout, or --input/--output)');
+  const files = decodingOptions(ensembleOptions(modelOption(cmd)))
+    .option('--input <file>', 'read sentences from a file instead of stdin')
+    .option('--output <file>', 'write translations to a file instead of stdout');
+  return engineOption(files)
+    .option('--skip-long', "leave lines longer than the model reads untranslated (an empty output line) instead of truncating them")
+    .option('--stream', 'translate each line as it arrives (the default when stdin is a terminal) instead of reading all lines first and batching them by length')
+    .addHelpText('after', LINES_HELP + STREAM_HELP);
+}
+
+export type TranslateFlags = FlagsOf<typeof flags>;
+
+export function translateCommand() {
+  return flags().action(async (o) => translate({ ...o, log }));
+}
+
+/** `qkv translate`'s options; engine defaults to qkv when called from code. */
+export type TranslateArgs = Optional<TranslateFlags, 'engine'> & { log: (line: string) => void };
+
+export async function translate(o: TranslateArgs): Promise<void> {
+  const engine = await openEngine(o);
+  const dec = decodingFor(o, engine.loaded.config);
+  if (o.stream || (o.input === undefined && process.stdin.isTTY)) return translateStream(o, engine, dec);
+  let text: string;
+  if (o.input !== undefined) {
+    try {
+      text = readFileSync(o.input, 'utf8');
+    } catch {
+      throw new UserError(`input file not found: ${o.input}`);
+    }
+  } else {
+    text = await readStdin();
+  }
+  const lines = splitLines(text);
+  const { ids, degraded } = encodeLines(engine.model, engine.loaded.tokenizer, lines, { skipLong: o.skipLong });
+  const out = await engine.run(ids, dec);
+  const result = out.map((l) => `${l}\n`).join('');
+  if (o.output) atomicWrite(o.output, result);
+  else process.stdout.write(result);
+  reportDegraded(o, degraded, lines.length);
+}
+
+/**
+ * Each line translated alone as soon as it is read, its translation written at once. An empty (or
+ * blank) line gives an empty line and is not reported; an over-long one is reported when it comes,
+ * and the summary and exit status at the end are as in batch mode.
+ */
+async function translateStream(o: TranslateArgs, engine: Engine, dec: Decoding): Promise<void> {
+  if (o.input !== undefined && !existsSync(o.input)) throw new UserError(`input file not found: ${o.input}`);
+  const input = o.input !== undefined ? createReadStream(o.input) : process.stdin;
+  const fd = o.output !== undefined ? openSync(o.output, 'w') : null;
+  const write = (s: string) => (fd === null ? process.stdout.write(s) : writeSync(fd, s));
+  const degraded: DegradedLine[] = [];
+  let n = 0;
+  try {
+    for await (const line of createInterface({ input, crlfDelay: Infinity, terminal: false })) {
+      n++;
+      if (line.trim() === '') {
+        write('\n');
+        continue;
+      }
+      const one = encodeLines(engine.model, engine.loaded.tokenizer, [line], { skipLong: o.skipLong });
+      for (const d of one.degraded) {
+        // encodeLines numbers its one line 1: give it its place in the input.
+        const at = { ...d, line: n, message: d.message.replace(/^line 1:/, `line ${n}:`) };
+        degraded.push(at);
+        o.log(`qkv: ${at.message}`);
+      }
+      const [text] = await engine.run(one.ids, dec);
+      write(`${text}\n`);
+    }
+  } finally {
+    if (fd !== null) closeSync(fd);
+  }
+  if (degraded.length > 0) {
+    o.log(`qkv: ${degradedSummary(degraded, n)}`);
+    process.exitCode = EXIT_DEGRADED;
+  }
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function splitLines(text: string): string[] {
+  const lines = text.split(/\r?\n/);
+  if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}

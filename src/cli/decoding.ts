@@ -1,0 +1,83 @@
+/**
+ * What `qkv translate` and `qkv eval` share: the models to decode with (qkv's, maybe an ensemble, or
+ * ONNX Runtime's graphs), the decoding settings from the flags and the model's config.json, and the
+ * report of degraded lines.
+ */
+import { degradedSummary, EXIT_DEGRADED, translateIds, type DegradedLine, type TranslateOptions } from './evaluate.ts';
+import { DEFAULT_DECODING, loadEnsemble, loadModelShape, UserError, type Decoding, type LoadedEnsemble, type ModelConfigFile } from './files.ts';
+import { openOnnxSeq2Seq, parseEngine, translateIdsOnnx } from './onnxruntime.ts';
+
+export interface Common {
+  model: string;
+  /**
+   * More model folders decoded with `model` as an ensemble (averaged next-token probabilities), after
+   * the members its config.json names; false (--no-ensemble): `model` alone, without those members.
+   */
+  ensemble?: string[] | false;
+  /** Default: the model's config.json `decoding`, else 4. */
+  beam?: number;
+  /** Default: the model's config.json `decoding`, else 0.6. */
+  alpha?: number;
+  /** MBR among the beam pool (--mbr / --no-mbr). Default: the model's config.json `decoding`, else off. */
+  mbr?: boolean;
+  log: (s: string) => void;
+}
+
+/** The models to decode with: --model, its config.json's ensemble (unless --no-ensemble), and --ensemble. */
+function loadModels(o: Common): LoadedEnsemble {
+  return loadEnsemble(o.model, o.ensemble || [], { own: o.ensemble !== false });
+}
+
+/**
+ * Beam, α and MBR: the flags, else the model's own decoding defaults, else the paper's (no MBR).
+ * A folder's MBR applies to beam search only: with --beam 1 (greedy, one hypothesis) it is off;
+ * an explicit --mbr with --beam 1 is an error.
+ */
+export function decodingFor(o: Common, config: ModelConfigFile): Decoding {
+  const d = config.decoding ?? DEFAULT_DECODING;
+  const beam = o.beam ?? d.beam;
+  if (o.mbr && beam < 2) {
+    throw new UserError(`--mbr chooses among beam search's hypotheses: it needs --beam 2 or more, got --beam ${beam}`);
+  }
+  const mbr = beam > 1 && (o.mbr ?? d.mbr ?? false);
+  return { beam, alpha: o.alpha ?? d.alpha, ...(mbr && { mbr }) };
+}
+
+/** `beam 8, α 0.6, MBR` for logs. */
+export function describe(dec: Decoding, alpha = dec.alpha): string {
+  return `beam ${dec.beam}, α ${alpha}${dec.mbr ? ', MBR' : ''}`;
+}
+
+/** Each degraded line on stderr, then a summary; the exit status says some lines were degraded. */
+export function reportDegraded(o: Common, degraded: readonly DegradedLine[], total: number): void {
+  if (degraded.length === 0) return;
+  for (const d of degraded) o.log(`qkv: ${d.message}`);
+  o.log(`qkv: ${degradedSummary(degraded, total)}`);
+  process.exitCode = EXIT_DEGRADED;
+}
+
+/** The models to decode with and how: qkv's (an ensemble, maybe) or ONNX Runtime's graphs. */
+export interface Engine {
+  loaded: LoadedEnsemble;
+  /** What encodeLines needs: the members, or the ONNX folder's model shape. */
+  model: LoadedEnsemble['model'] | LoadedEnsemble['members'];
+  run(ids: number[][], o: TranslateOptions): Promise<string[]>;
+  /** For logs: `, an ensemble of 2 models`, `, ONNX Runtime`, or nothing. */
+  label: string;
+}
+
+/**
+ * --engine qkv: --model with its ensemble; --engine onnxruntime: --model is a folder from qkv export
+ * --format onnx (its config and tokenizer, no weights), the folder's own model alone.
+ */
+export async function openEngine(o: Common & { engine?: string }): Promise<Engine> {
+  if (parseEngine(o.engine) === 'qkv') {
+    const loaded = loadModels(o);
+    const n = loaded.members.length;
+    return { loaded, model: loaded.members, run: async (ids, t) => translateIds(loaded.members, loaded.targetTokenizer, ids, t), label: n > 1 ? `, an ensemble of ${n} models` : '' };
+  }
+  if (o.ensemble) throw new UserError('--ensemble runs on the qkv engine only: drop --engine onnxruntime or --ensemble');
+  const onnx = await openOnnxSeq2Seq(o.model);
+  const loaded: LoadedEnsemble = { ...loadModelShape(o.model), members: [], memberDirs: [] };
+  return { loaded, model: loaded.model, run: (ids, t) => translateIdsOnnx(onnx, loaded.targetTokenizer, ids, t), label: ', ONNX Runtime' };
+}
