@@ -243,12 +243,13 @@ export function onesLike(t: Tensor): Tensor {
  * optional arguments after the shape.
  */
 function randomArgs(name: string, args: readonly unknown[]): { shape: number[]; rest: unknown[] } {
-  if (args.length > 0 && typeof args[0] === 'number') {
+  if (args.length === 0) return { shape: [], rest: [] }; // a scalar, as zeros()
+  if (typeof args[0] === 'number') {
     const bad = args.findIndex((a) => typeof a !== 'number');
     if (bad >= 0) throw new Error(`${name}: with dimensions as numbers (${name}(2, 3)) every argument is a dimension; argument ${bad} is ${typeof args[bad]} (pass the shape as an array for a generator: ${name}([2, 3], generator))`);
     return { shape: shapeArg(args as number[]), rest: [] };
   }
-  if (!Array.isArray(args[0])) throw new Error(`${name}: expected a shape (${name}(2, 3) or ${name}([2, 3])), got ${args.length === 0 ? 'nothing' : typeof args[0]}`);
+  if (!Array.isArray(args[0])) throw new Error(`${name}: expected a shape (${name}(2, 3) or ${name}([2, 3])), got ${typeof args[0]}`);
   return { shape: shapeArg([args[0] as number[]]), rest: args.slice(1) };
 }
 
