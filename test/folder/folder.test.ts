@@ -66,7 +66,7 @@ test('a translation folder opens to the same model from a path, from contents an
   const fromContents = await openFolder(contents(dir));
   assert.equal(fromContents.kind, 'seq2seq');
   sameWeights(fromContents.model, model);
-  const files = [...contents(dir)].map(([name, bytes]) => Object.assign(new File([bytes], name), { webkitRelativePath: `tiny/${name}` }));
+  const files = [...contents(dir)].map(([name, bytes]) => Object.assign(new File([bytes as Uint8Array<ArrayBuffer>], name), { webkitRelativePath: `tiny/${name}` }));
   const fromFiles = await openFolder(files);
   sameWeights(fromFiles.model, model);
   const fromDir = await openFolder(dirSource(dir));
