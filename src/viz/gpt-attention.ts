@@ -5,14 +5,9 @@
  * is the position fed token i; it attends to tokens 0..i only, so everything above the diagonal is
  * exactly 0. Runs anywhere qkv runs (no Node APIs): the explorer uses it in the browser.
  *
- * A language-model folder (from `qkv train-lm`) holds config.json (format 'qkv-gpt'),
- * tokenizer.json (a qkv-chars tokenizer, or a BPE tokenizer.json) and model.safetensors. A Hugging
- * Face GPT-2 folder holds the same three names (config.json with model_type 'gpt2', a byte-level
- * BPE tokenizer.json, HF's model.safetensors) and is read through models/hf/gpt2.ts.
- *
- * Text and ids: qkv's language models are trained on lines, each ended by the separator, so a
- * prompt's lines are joined by it. A byte-level model (GPT-2) reads raw text: '\n' is an ordinary
- * token, and <|endoftext|> (the separator here) only opens the document.
+ * Opening a language-model folder (a qkv GPT or a Hugging Face GPT-2) is the folder module's
+ * (src/folder/gpt.ts, docs/model-folder.md); `loadGptFromFiles` and the text helpers are re-exported
+ * here for the views that used them from viz.
  */
 import { noGrad } from '../autograd/grad-mode.ts';
 import { generate } from '../decode/gpt.ts';
