@@ -8,7 +8,7 @@ import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { join } from 'node:path';
 import { test } from 'node:test';
 import {
-  contentsSource, FolderError, folderKind, gpt2TokenizerJson, hfTokenizer, openFolder, seq2seqFromFiles, type OpenedFolder,
+  contentsSource, FolderError, folderKind, urlSource, gpt2TokenizerJson, hfTokenizer, openFolder, seq2seqFromFiles, type OpenedFolder,
 } from '../../src/folder/index.ts';
 import { atomicWrite, dirSource, folderKindOf, readEnsemble, readLm, readSeq2Seq } from '../../src/folder/node.ts';
 import { ByteLevelBpeTokenizer } from '../../src/text/bytelevel.ts';
@@ -203,4 +203,24 @@ test('contentsSource names files as given, members under their subfolder', async
   assert.equal(sub.name('config.json'), 'm/config.json');
   assert.deepEqual(new TextDecoder().decode(await sub.read('config.json')), '{"a":1}');
   assert.equal(await sub.read('tokenizer.json'), undefined);
+});
+
+test('a folder served over HTTP: files fetched under the base URL, 404 a missing file, other statuses named', async () => {
+  const { dir, model } = makeTinyGpt(4);
+  const files = contents(dir);
+  const asked: string[] = [];
+  const fetchFn = (async (url: string) => {
+    asked.push(url);
+    const name = url.slice('https://host/m/'.length);
+    if (name === 'broken.json') return new Response('', { status: 500 });
+    const f = files.get(name);
+    return f ? new Response(f as Uint8Array<ArrayBuffer>) : new Response('', { status: 404 });
+  }) as typeof fetch;
+  const opened = await openFolder(urlSource('https://host/m', fetchFn));
+  assert.equal(opened.kind, 'gpt');
+  sameWeights(opened.model, model);
+  assert.ok(asked.includes('https://host/m/config.json') && asked.includes('https://host/m/model.safetensors'));
+  files.delete('model.safetensors');
+  await assert.rejects(openFolder(urlSource('https://host/m/', fetchFn)), /^Error: model weights not found: https:\/\/host\/m\/model\.safetensors$/);
+  await assert.rejects(urlSource('https://host/m/', fetchFn).read('broken.json'), /^Error: https:\/\/host\/m\/broken\.json: HTTP 500$/);
 });
