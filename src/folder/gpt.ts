@@ -95,7 +95,7 @@ export function gptShape(files: Omit<GptFiles, 'weights'>, name: FileNamer = bar
     throw new FolderError(FILES.config, `${cname}: ${(e as Error).message}`);
   }
   if (tokenizer.vocabSize !== model.config.vocabSize) {
-    throw new FolderError(FILES.tokenizer, `${name(FILES.tokenizer)} has ${tokenizer.vocabSize} tokens, ${cname}'s model ${model.config.vocabSize}`);
+    throw new FolderError(FILES.tokenizer, `${name(FILES.tokenizer)}: ${tokenizer.vocabSize} tokens, but ${cname}'s model.vocabSize is ${model.config.vocabSize}`);
   }
   return { model, tokenizer, separatorId: lineSeparatorId(tokenizer), config: cfg };
 }
@@ -163,7 +163,7 @@ export function hfTokenizer(files: HfTokenizerFiles, name: FileNamer = bareNames
 export function checkedHf(model: GPT, tokenizer: GptTokenizer, name: FileNamer = bareNames, from?: string): LoadedLm {
   // GPT-2's embedding table may be padded past the tokenizer (e.g. to a multiple of 64), never shorter.
   if (tokenizer.vocabSize > model.config.vocabSize) {
-    throw new FolderError(FILES.tokenizer, `${name(FILES.tokenizer)} has ${tokenizer.vocabSize} tokens, ${name(FILES.config)}'s vocab_size is ${model.config.vocabSize}`);
+    throw new FolderError(FILES.tokenizer, `${name(FILES.tokenizer)}: ${tokenizer.vocabSize} tokens, more than ${name(FILES.config)}'s vocab_size ${model.config.vocabSize}`);
   }
   return {
     model, tokenizer, separatorId: lineSeparatorId(tokenizer),

@@ -152,7 +152,7 @@ test('a qkv GPT folder: path and contents give the same model; its error paths',
   const cfg = json(dir, 'config.json');
   const bad = (edit: Record<string, string | null>, re: RegExp) => assert.throws(() => readLm(copyOf(dir, edit)), re, re.source);
   bad({ 'config.json': JSON.stringify({ ...cfg, tokenizer: 'word' }) }, /config\.json: expected "tokenizer": "char" or "bpe", got 'word'$/);
-  bad({ 'config.json': JSON.stringify({ ...cfg, model: { ...(cfg.model as object), vocabSize: 7 } }) }, /tokenizer\.json has \d+ tokens, .*config\.json's model 7$/);
+  bad({ 'config.json': JSON.stringify({ ...cfg, model: { ...(cfg.model as object), vocabSize: 7 } }) }, /tokenizer\.json: \d+ tokens, but .*config\.json's model\.vocabSize is 7$/);
   bad({ 'tokenizer.json': null }, /^Error: tokenizer not found: .*tokenizer\.json$/);
   bad({ 'model.safetensors': null }, /^Error: model weights not found: .*model\.safetensors$/);
 });
