@@ -18,7 +18,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeSplit } from '../src/cli/data.ts';
 import { readParallel } from '../src/cli/corpus.ts';
-import { atomicWrite, loadModelShape, saveModelDir, saveWeights, vocabularyConfig } from '../src/cli/files.ts';
+import { saveModelDir, vocabularyConfig } from '../src/cli/files.ts';
+import { atomicWrite, readSeq2SeqShape, saveWeights } from '../src/folder/node.ts';
 import { encodePairs } from '../src/cli/train.ts';
 import { setBackend } from '../src/index.ts';
 import { Seq2Seq } from '../src/models/seq2seq.ts';
@@ -49,7 +50,7 @@ process.on('exit', () => rmSync(work, { recursive: true, force: true }));
 
 // The shipped model's tokenizers (so no BPE has to be learned; one shared or separate source and
 // target vocabularies, as it was trained), a fresh model of the preset's shape.
-const { tokenizer, targetTokenizer } = loadModelShape(join(root, 'models/multi30k-en-de'));
+const { tokenizer, targetTokenizer } = readSeq2SeqShape(join(root, 'models/multi30k-en-de'));
 const text = readParallel(join(root, 'data/multi30k'), 'train', 'en', 'de');
 const n = smoke ? 300 : text.src.length;
 const corpus = join(work, 'corpus');

@@ -20,6 +20,8 @@ export * as train from './train/index.ts';
 export * as optim from './optim/index.ts';
 export * as text from './text/index.ts';
 export * as viz from './viz/index.ts';
+export * as folder from './folder/index.ts';
+export { pipeline, type Task, type PipelineOptions, type TranslationPipeline, type TranslationOptions, type TextGenerationPipeline, type GenerationOptions } from './pipelines/index.ts';
 export { setNumThreads, numThreads } from './backend/wasm/threads.ts';
 export { loadWasmKernels } from './backend/wasm/index.ts';
 export { backendInfo, type BackendInfo } from './backend/info.ts';

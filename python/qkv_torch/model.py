@@ -65,6 +65,11 @@ def check_config(cfg, where='config.json'):
     if not isinstance(cfg, dict):
         raise QkvError(f'{where}: expected a JSON object')
     fmt = cfg.get('format')
+    if 'model_type' in cfg and 'format' not in cfg:
+        # The folder spec's third kind (docs/model-folder.md): a Hugging Face checkpoint, which
+        # transformers reads itself (GPT2LMHeadModel.from_pretrained(DIR)); qkv_torch rebuilds qkv's own two.
+        raise QkvError(f"{where}: a Hugging Face folder (model_type {json.dumps(cfg['model_type'])}): load it with transformers "
+                       "(GPT2LMHeadModel.from_pretrained); qkv_torch reads format 'qkv-seq2seq' and 'qkv-gpt'")
     if fmt not in FORMATS:
         raise QkvError(f"{where}: unknown format {json.dumps(fmt)}, expected 'qkv-seq2seq' (qkv train) or 'qkv-gpt' (qkv train-lm)")
     model = cfg.get('model')
@@ -250,6 +255,12 @@ class GPT(nn.Module):
 
 
 # ---- Folders ----------------------------------------------------------------------------------
+#
+# A model folder as docs/model-folder.md specifies it (the TypeScript side: src/folder/): config.json
+# (format 'qkv-seq2seq' or 'qkv-gpt', checked field by field above), model.safetensors (fp32, fp16,
+# bf16, or qkv's int8 rows with NAME_scale), tokenizer.json (and target_tokenizer.json with separate
+# vocabularies), read with the same messages: `model folder not found`, `model config not found`,
+# `model weights not found`, each naming the path.
 
 def read_config(folder):
     path = os.path.join(folder, 'config.json')

@@ -10,40 +10,24 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateStream, generateStreamAsync } from '../decode/gpt.ts';
 import { openOnnxGpt, parseEngine } from './onnxruntime.ts';
-import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
-import { GPT, type GPTConfig } from '../models/gpt.ts';
-import { checkGptConfig } from '../models/config-check.ts';
-import { GPT_FIELDS, loadWeights } from '../models/load-weights.ts';
+import { writeSafetensors } from '../io/safetensors.ts';
+import { GPT } from '../models/gpt.ts';
 import { manualSeed } from '../tensor/random.ts';
-import type { Tensor } from '../tensor/tensor.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import { CharTokenizer } from '../text/chars.ts';
 import { LM_PRESETS, LmTrainer, encodeLines, evaluateLm, type LmTokenizer } from '../train/lm.ts';
-import { idsText, lineSeparatorId, promptIds, type GptTokenizer } from '../viz/gpt-attention.ts';
-import { isHfModelDir, loadHfLmDir } from './hf.ts';
+import { idsText, lineSeparatorId, promptIds, type LoadedLm } from '../folder/gpt.ts';
+import { readGptShape, readLm } from '../folder/node.ts';
+import type { LmConfigFile } from '../folder/spec.ts';
 import { readLines } from './corpus.ts';
-import { atomicWrite, readJson, removeStaleTemps, UserError } from './files.ts';
+import { asUserError, atomicWrite, removeStaleTemps, UserError } from './files.ts';
 import { progressBar } from './progress.ts';
 
 type TokenizerKind = 'char' | 'bpe';
 
-export interface LmConfigFile {
-  format: 'qkv-gpt';
-  version: 1;
-  model: GPTConfig;
-  /** 'bytelevel': a Hugging Face GPT-2 folder read as one (cli/hf.ts); never written. */
-  tokenizer: TokenizerKind | 'bytelevel';
-  /** How it was trained (preset, recipe, data), for reference. */
-  training?: Record<string, unknown>;
-}
-
-export interface LoadedLm {
-  model: GPT;
-  tokenizer: GptTokenizer;
-  /** The id that ends a line: '\n' for characters, EOS for BPE. */
-  separatorId: number;
-  config: LmConfigFile;
-}
+export type { LmConfigFile } from '../folder/spec.ts';
+/** A language-model folder, opened (folder/gpt.ts). */
+export type { LoadedLm } from '../folder/gpt.ts';
 
 export const DEFAULT_LM_DATA = 'data/multi30k/train.en.gz';
 export const DEFAULT_LM_VAL = 'data/multi30k/val.en.gz';
@@ -53,48 +37,12 @@ const STATE = 'train-state.safetensors';
 
 /** The model (random weights) and tokenizer of a language-model folder. */
 export function loadLmShape(dir: string): LoadedLm {
-  if (!existsSync(dir)) throw new UserError(`model folder not found: ${dir}`);
-  const cpath = join(dir, 'config.json');
-  const config = readJson(cpath, 'model config') as LmConfigFile;
-  if (config === null || typeof config !== 'object' || config.format !== 'qkv-gpt' || !config.model) {
-    throw new UserError(`${cpath}: expected format 'qkv-gpt' (a language model from qkv train-lm), got format '${String(config?.format)}'`);
-  }
-  if (config.tokenizer !== 'char' && config.tokenizer !== 'bpe') throw new UserError(`${cpath}: expected "tokenizer": "char" or "bpe", got ${JSON.stringify(config.tokenizer) ?? 'nothing'}`);
-  const tpath = join(dir, 'tokenizer.json');
-  const tjson = readJson(tpath, 'tokenizer');
-  let tokenizer: GptTokenizer;
-  let model: GPT;
-  try {
-    tokenizer = config.tokenizer === 'char' ? CharTokenizer.fromJSON(tjson) : BpeTokenizer.fromJSON(tjson);
-  } catch (e) {
-    throw new UserError(`${tpath}: ${(e as Error).message}`);
-  }
-  try {
-    model = new GPT(checkGptConfig(config.model));
-  } catch (e) {
-    throw new UserError(`${cpath}: ${(e as Error).message}`);
-  }
-  if (tokenizer.vocabSize !== model.config.vocabSize) {
-    throw new UserError(`${dir}: the tokenizer has ${tokenizer.vocabSize} tokens, the model ${model.config.vocabSize}`);
-  }
-  return { model, tokenizer, separatorId: lineSeparatorId(tokenizer), config };
+  return asUserError(() => readGptShape(dir));
 }
 
-/** Load a folder written by `qkv train-lm`, weights included, in eval mode. */
+/** Load a folder written by `qkv train-lm` (or a Hugging Face GPT-2 folder), weights included, in eval mode. */
 export function loadLmDir(dir: string): LoadedLm {
-  if (isHfModelDir(dir)) return loadHfLmDir(dir);
-  const lm = loadLmShape(dir);
-  const wpath = join(dir, 'model.safetensors');
-  if (!existsSync(wpath)) throw new UserError(`model weights not found: ${wpath}`);
-  let tensors: Record<string, Tensor>;
-  try {
-    tensors = readSafetensors(readFileSync(wpath)).tensors;
-    loadWeights(lm.model, tensors, lm.config.model, GPT_FIELDS);
-  } catch (e) {
-    throw new UserError(`${wpath}: ${(e as Error).message}`);
-  }
-  lm.model.eval();
-  return lm;
+  return asUserError(() => readLm(dir));
 }
 
 /** Write a language-model folder's config.json and tokenizer.json (the weights are written apart). */

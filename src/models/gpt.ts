@@ -28,6 +28,7 @@ import { Module, ModuleList } from '../nn/module.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { noGrad } from '../autograd/grad-mode.ts';
+import type { GPTActivation, GPTConfig } from './gpt-config.ts';
 import { copyHfTensor, gptConfigFromHf, planHfGpt2Load } from './hf/gpt2.ts';
 
 /** A checkpoint's tensors by name and shape, each decoded on demand (`read`, called once per tensor). */
@@ -41,31 +42,7 @@ function isTensorSource(x: unknown): x is HfTensorSource {
 }
 
 /** Everything that defines a GPT; saved as config.json beside the weights. */
-export interface GPTConfig {
-  /** Tokens in the vocabulary (set from the tokenizer). */
-  vocabSize: number;
-  /** Context length: the most positions the model sees at once (GPT-2: 1024). */
-  blockSize: number;
-  /** Number of transformer blocks. */
-  nLayer: number;
-  /** Attention heads per block; each is nEmbd / nHead wide. */
-  nHead: number;
-  /** Width of the embeddings and of the residual stream (d_model). The MLP is 4·nEmbd wide. */
-  nEmbd: number;
-  /** Dropout on embeddings+positions, on attention weights and on each block's two outputs (GPT-2: 0.1). */
-  dropout: number;
-  /** 'learned': GPT-2's trained table wpe; 'sinusoidal': the paper's fixed sinusoids (§3.5), no parameters. */
-  positions: 'learned' | 'sinusoidal';
-  /**
-   * The MLP's nonlinearity: 'gelu' (the exact erf form, the default) or 'gelu_tanh' (GPT-2's
-   * `gelu_new`, the tanh approximation that OpenAI's released weights were trained with).
-   */
-  activation?: GPTActivation;
-  /** ε of every LayerNorm (default 1e-5, GPT-2's layer_norm_epsilon). */
-  layerNormEps?: number;
-}
-
-export type GPTActivation = 'gelu' | 'gelu_tanh';
+export type { GPTActivation, GPTConfig } from './gpt-config.ts';
 
 /** GPT-2 "small" (124M): 124,439,808 parameters, as Hugging Face's `gpt2`. Too big to train on a CPU. */
 export const GPT2_124M: GPTConfig = {

@@ -238,16 +238,41 @@ export function onesLike(t: Tensor): Tensor {
   return full(t.shape, 1, { dtype: t.dtype });
 }
 
-/** Standard normal samples from `generator` (the default, seeded by manualSeed, if omitted). */
-export function randn(shape: Shape, generator: Generator = defaultGenerator): Tensor {
+/**
+ * The shape and options of randn/rand: `(2, 3)` as zeros takes it, or `([2, 3], ...rest)` with the
+ * optional arguments after the shape.
+ */
+function randomArgs(name: string, args: readonly unknown[]): { shape: number[]; rest: unknown[] } {
+  if (args.length === 0) return { shape: [], rest: [] }; // a scalar, as zeros()
+  if (typeof args[0] === 'number') {
+    const bad = args.findIndex((a) => typeof a !== 'number');
+    if (bad >= 0) throw new Error(`${name}: with dimensions as numbers (${name}(2, 3)) every argument is a dimension; argument ${bad} is ${typeof args[bad]} (pass the shape as an array for a generator: ${name}([2, 3], generator))`);
+    return { shape: shapeArg(args as number[]), rest: [] };
+  }
+  if (!Array.isArray(args[0])) throw new Error(`${name}: expected a shape (${name}(2, 3) or ${name}([2, 3])), got ${typeof args[0]}`);
+  return { shape: shapeArg([args[0] as number[]]), rest: args.slice(1) };
+}
+
+/** Standard normal samples from `generator` (the default, seeded by manualSeed, if omitted): randn(2, 3) or randn([2, 3], generator). */
+export function randn(...shape: number[]): Tensor;
+export function randn(shape: Shape, generator?: Generator): Tensor;
+export function randn(...args: unknown[]): Tensor {
+  const { shape, rest } = randomArgs('randn', args);
+  const generator = (rest[0] as Generator | undefined) ?? defaultGenerator;
   const t = full(shape, 0);
   const d = t.data;
   for (let i = 0; i < d.length; i++) d[i] = generator.normal();
   return t;
 }
 
-/** Uniform samples in [low, high). */
-export function rand(shape: Shape, generator: Generator = defaultGenerator, low = 0, high = 1): Tensor {
+/** Uniform samples in [low, high): rand(2, 3) or rand([2, 3], generator, low, high). */
+export function rand(...shape: number[]): Tensor;
+export function rand(shape: Shape, generator?: Generator, low?: number, high?: number): Tensor;
+export function rand(...args: unknown[]): Tensor {
+  const { shape, rest } = randomArgs('rand', args);
+  const generator = (rest[0] as Generator | undefined) ?? defaultGenerator;
+  const low = (rest[1] as number | undefined) ?? 0;
+  const high = (rest[2] as number | undefined) ?? 1;
   const t = full(shape, 0);
   const d = t.data;
   for (let i = 0; i < d.length; i++) d[i] = low + (high - low) * generator.uniform();

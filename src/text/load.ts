@@ -1,6 +1,7 @@
 /**
  * One entry point for a `tokenizer.json` of any kind qkv reads, chosen by what the file says:
- * a qkv character tokenizer (`"type": "qkv-chars"`), qkv's own BPE (pre-tokenizer Metaspace), or
+ * a qkv character tokenizer (`"type": "qkv-chars"`), qkv's own BPE (pre-tokenizer Metaspace, or the
+ * Sequence [Metaspace, Split(punctuation)] of --split-punctuation), or
  * GPT-2's byte-level BPE (pre-tokenizer ByteLevel). Anything else gets one line naming the kind found.
  */
 import { BpeTokenizer } from './bpe.ts';
@@ -35,7 +36,9 @@ export function tokenizerFromJSON(json: unknown): AnyTokenizer {
 function preTokenizerType(p: unknown): string | null {
   const o = p as { type?: unknown; pretokenizers?: unknown[] } | null;
   if (!o || typeof o !== 'object') return null;
-  if (o.type === 'Sequence' && Array.isArray(o.pretokenizers) && o.pretokenizers.length === 1) return preTokenizerType(o.pretokenizers[0]);
+  // A Sequence is named by its first step: [Metaspace, Split(punctuation)] is what qkv's BPE writes with
+  // --split-punctuation, [ByteLevel] what some GPT-2 files hold; the class then checks the whole sequence.
+  if (o.type === 'Sequence' && Array.isArray(o.pretokenizers) && o.pretokenizers.length >= 1) return preTokenizerType(o.pretokenizers[0]);
   return typeof o.type === 'string' ? o.type : null;
 }
 

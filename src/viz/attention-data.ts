@@ -8,15 +8,13 @@
  * teacher-forced pass over the chosen output, so the decoder rows are exactly the positions that
  * produced it: row t is the position fed token t (`<s>` first) that predicted output token t.
  */
-import { isHfConfig } from '../models/hf/gpt2.ts';
 import { noGrad } from '../autograd/grad-mode.ts';
 import { beamSearch, greedy } from '../decode/search.ts';
-import { readSafetensors } from '../io/safetensors.ts';
-import { Seq2Seq, type Seq2SeqConfig } from '../models/seq2seq.ts';
-import { checkSeq2SeqConfig, checkVocabularies } from '../models/config-check.ts';
-import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
+import { seq2seqFromFiles } from '../folder/seq2seq.ts';
+import { folderKind } from '../folder/spec.ts';
+import type { Seq2Seq } from '../models/seq2seq.ts';
 import { Tensor } from '../tensor/tensor.ts';
-import { BpeTokenizer } from '../text/bpe.ts';
+import type { BpeTokenizer } from '../text/bpe.ts';
 
 /** [layer][head][query][key]. */
 export type AttentionStack = number[][][][];
@@ -148,26 +146,15 @@ export function translateWithAttention(model: Seq2Seq, tokenizer: BpeTokenizer, 
   });
 }
 
-/** What a model folder's config.json says it holds: a translation model (qkv train) or a language model (qkv train-lm). */
+/** What a model folder's config.json says it holds: a translation model (qkv train) or a language model (qkv train-lm, or Hugging Face GPT-2). */
 export type ModelKind = 'seq2seq' | 'gpt';
 
-export const MODEL_FORMATS: Record<string, ModelKind> = { 'qkv-seq2seq': 'seq2seq', 'qkv-gpt': 'gpt' };
+export { MODEL_FORMATS } from '../folder/spec.ts';
 
-/** The kind of model a config.json describes; a clear error naming `file` when it is neither. */
+/** The kind of model a config.json describes (folder/spec.ts folderKind, a GPT-2 folder being a 'gpt'); a clear error naming `file` when it is neither. */
 export function modelKind(configJson: unknown, file = 'config.json'): ModelKind {
-  if (isHfConfig(configJson)) {
-    // A Hugging Face folder: GPT-2 is read (models/hf/gpt2.ts), other architectures are named.
-    const type = (configJson as { model_type: unknown }).model_type;
-    if (type === 'gpt2') return 'gpt';
-    throw new Error(`${file}: Hugging Face model_type '${String(type)}' is not supported (qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, ...)`);
-  }
-  const format = configJson !== null && typeof configJson === 'object' ? (configJson as { format?: unknown }).format : undefined;
-  const kind = typeof format === 'string' && Object.hasOwn(MODEL_FORMATS, format) ? MODEL_FORMATS[format] : undefined;
-  if (!kind) {
-    const got = configJson === null || typeof configJson !== 'object' ? `not a JSON object (${configJson === null ? 'null' : typeof configJson})` : `format '${String(format)}'`;
-    throw new Error(`${file}: expected format 'qkv-seq2seq' (a translation model from qkv train) or 'qkv-gpt' (a language model from qkv train-lm), got ${got}`);
-  }
-  return kind;
+  const kind = folderKind(configJson, file);
+  return kind === 'hf-gpt2' ? 'gpt' : kind;
 }
 
 /**
@@ -176,29 +163,6 @@ export function modelKind(configJson: unknown, file = 'config.json'): ModelKind 
  * target_tokenizer.json (`targetTokenizerJson`; `targetTokenizer` is `tokenizer` otherwise).
  */
 export function loadModelFromFiles(configJson: unknown, tokenizerJson: unknown, weights: Uint8Array, targetTokenizerJson?: unknown): { model: Seq2Seq; tokenizer: BpeTokenizer; targetTokenizer: BpeTokenizer } {
-  const cfg = configJson as { format?: string; model?: Seq2SeqConfig };
-  if (!cfg || typeof cfg !== 'object' || cfg.format !== 'qkv-seq2seq' || !cfg.model) throw new Error(`config.json: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(cfg?.format)}'`);
-  const tokenizer = BpeTokenizer.fromJSON(tokenizerJson);
-  const config = checkSeq2SeqConfig(cfg.model, 'config.json: model');
-  const separate = config.tgtVocabSize !== undefined;
-  if (separate && targetTokenizerJson === undefined) throw new Error('target_tokenizer.json is missing: config.json describes a model with separate source and target vocabularies (model.tgtVocabSize)');
-  if (!separate && targetTokenizerJson !== undefined) throw new Error('target_tokenizer.json given, but config.json describes a model with one shared vocabulary (no model.tgtVocabSize)');
-  let targetTokenizer = tokenizer;
-  if (separate) {
-    try {
-      targetTokenizer = BpeTokenizer.fromJSON(targetTokenizerJson);
-    } catch (e) {
-      throw new Error(`target_tokenizer.json: ${(e as Error).message}`);
-    }
-    const disagree = checkVocabularies(config, tokenizer, targetTokenizer);
-    if (disagree) throw new Error(disagree);
-  }
-  const model = new Seq2Seq(config);
-  try {
-    loadWeights(model, readSafetensors(weights).tensors, cfg.model, SEQ2SEQ_FIELDS);
-  } catch (e) {
-    throw new Error(`model.safetensors: ${(e as Error).message}`);
-  }
-  model.eval();
+  const { model, tokenizer, targetTokenizer } = seq2seqFromFiles({ config: configJson, tokenizer: tokenizerJson, weights, targetTokenizer: targetTokenizerJson });
   return { model, tokenizer, targetTokenizer };
 }

@@ -5,117 +5,40 @@
  * is the position fed token i; it attends to tokens 0..i only, so everything above the diagonal is
  * exactly 0. Runs anywhere qkv runs (no Node APIs): the explorer uses it in the browser.
  *
- * A language-model folder (from `qkv train-lm`) holds config.json (format 'qkv-gpt'),
- * tokenizer.json (a qkv-chars tokenizer, or a BPE tokenizer.json) and model.safetensors. A Hugging
- * Face GPT-2 folder holds the same three names (config.json with model_type 'gpt2', a byte-level
- * BPE tokenizer.json, HF's model.safetensors) and is read through models/hf/gpt2.ts.
- *
- * Text and ids: qkv's language models are trained on lines, each ended by the separator, so a
- * prompt's lines are joined by it. A byte-level model (GPT-2) reads raw text: '\n' is an ordinary
- * token, and <|endoftext|> (the separator here) only opens the document.
+ * Opening a language-model folder (a qkv GPT or a Hugging Face GPT-2) is the folder module's
+ * (src/folder/gpt.ts, docs/model-folder.md); `loadGptFromFiles` and the text helpers are re-exported
+ * here for the views that used them from viz.
  */
 import { noGrad } from '../autograd/grad-mode.ts';
 import { generate } from '../decode/gpt.ts';
-import { readSafetensors } from '../io/safetensors.ts';
-import { GPT, type GPTConfig } from '../models/gpt.ts';
-import { checkGptConfig } from '../models/config-check.ts';
-import { GPT_FIELDS, loadWeights } from '../models/load-weights.ts';
+import {
+  checkedHf as folderCheckedHf, hfTokenizer as folderHfTokenizer, idsText, lmFromFiles, promptIds, type GptTokenizer, type LoadedGpt,
+} from '../folder/gpt.ts';
+import type { GPT } from '../models/gpt.ts';
 import { Tensor } from '../tensor/tensor.ts';
-import { readHfGpt2 } from '../io/hf.ts';
-import { isHfConfig } from '../models/hf/gpt2.ts';
-import { BpeTokenizer } from '../text/bpe.ts';
 import { ByteLevelBpeTokenizer } from '../text/bytelevel.ts';
 import { CharTokenizer } from '../text/chars.ts';
-import { tokenizerFromJSON } from '../text/load.ts';
-import { decodeLines, encodeLines, type LmTokenizer } from '../train/lm.ts';
 import { headsOf, type AttentionStack } from './attention-data.ts';
 import { clip, type AttentionMaps } from './attention-maps.ts';
 
-export type GptTokenizer = CharTokenizer | BpeTokenizer | ByteLevelBpeTokenizer;
+export type { GptTokenizer, LoadedGpt } from '../folder/gpt.ts';
+export { idsText, lineSeparatorId, promptIds } from '../folder/gpt.ts';
 
-export interface LoadedGpt {
-  model: GPT;
-  tokenizer: GptTokenizer;
-  /** The id that ends a line: '\n' for characters, EOS for BPE (as `qkv train-lm` trains). */
-  separatorId: number;
-}
-
-/** The id that ends a line (one document) in training: '\n' for a char tokenizer, EOS for BPE. */
-export function lineSeparatorId(tokenizer: LmTokenizer): number {
-  if (tokenizer instanceof CharTokenizer) {
-    const id = tokenizer.tokenToId('\n');
-    if (id === undefined) throw new Error('the character tokenizer has no "\\n" (the line separator a language model is trained with)');
-    return id;
-  }
-  return (tokenizer as BpeTokenizer | ByteLevelBpeTokenizer).eosId;
-}
-
-/** A prompt's ids, without the leading separator: lines joined by the separator, or (byte-level) the raw text. */
-export function promptIds(tokenizer: GptTokenizer, prompt: string, separatorId: number): number[] {
-  if (tokenizer instanceof ByteLevelBpeTokenizer) return tokenizer.encode(prompt);
-  const body = encodeLines(tokenizer, prompt.split('\n'), separatorId);
-  return [...body.subarray(0, body.length - 1)];
-}
-
-/** The text of ids (no leading separator): separators become line ends, or (byte-level) the bytes' text. */
-export function idsText(tokenizer: GptTokenizer, ids: readonly number[], separatorId: number): string {
-  if (tokenizer instanceof ByteLevelBpeTokenizer) return tokenizer.decode(ids, { skipSpecialTokens: true });
-  return decodeLines(tokenizer, ids, separatorId);
-}
-
-/** The model (in eval mode) and tokenizer of a language-model folder's three files, from their contents. */
+/** The model (in eval mode) and tokenizer of a language-model folder's three files, from their contents (folder/gpt.ts). */
 export function loadGptFromFiles(configJson: unknown, tokenizerJson: unknown, weights: Uint8Array): LoadedGpt {
-  if (isHfConfig(configJson)) {
-    const tokenizer = hfTokenizer(tokenizerJson);
-    let model: GPT;
-    try {
-      model = readHfGpt2(configJson, weights);
-    } catch (e) {
-      const m = (e as Error).message;
-      throw new Error(/^(config\.json|model\.safetensors)/.test(m) ? m : `model.safetensors: ${m}`);
-    }
-    return checkedHf(model, tokenizer);
-  }
-  const cfg = configJson as { format?: string; model?: GPTConfig; tokenizer?: string } | null;
-  if (!cfg || typeof cfg !== 'object' || cfg.format !== 'qkv-gpt' || !cfg.model) throw new Error(`config.json: expected format 'qkv-gpt' with a 'model' section, got format '${String(cfg?.format)}'`);
-  if (cfg.tokenizer !== 'char' && cfg.tokenizer !== 'bpe') throw new Error(`config.json: expected "tokenizer": "char" or "bpe", got '${String(cfg.tokenizer)}'`);
-  let tokenizer: GptTokenizer;
-  try {
-    tokenizer = cfg.tokenizer === 'char' ? CharTokenizer.fromJSON(tokenizerJson) : BpeTokenizer.fromJSON(tokenizerJson);
-  } catch (e) {
-    throw new Error(`tokenizer.json: ${(e as Error).message}`);
-  }
-  let model: GPT;
-  try {
-    model = new GPT(checkGptConfig(cfg.model));
-  } catch (e) {
-    throw new Error(`config.json: ${(e as Error).message}`);
-  }
-  if (tokenizer.vocabSize !== model.config.vocabSize) throw new Error(`tokenizer.json has ${tokenizer.vocabSize} tokens, config.json's model ${model.config.vocabSize}`);
-  try {
-    loadWeights(model, readSafetensors(weights).tensors, cfg.model, GPT_FIELDS);
-  } catch (e) {
-    throw new Error(`model.safetensors: ${(e as Error).message}`);
-  }
-  model.eval();
-  return { model, tokenizer, separatorId: lineSeparatorId(tokenizer) };
+  const { model, tokenizer, separatorId } = lmFromFiles({ config: configJson, tokenizer: tokenizerJson, weights });
+  return { model, tokenizer, separatorId };
 }
 
 /** A Hugging Face folder's tokenizer.json (byte-level BPE, or another kind qkv reads), errors naming the file. */
 export function hfTokenizer(tokenizerJson: unknown): GptTokenizer {
-  try {
-    return tokenizerFromJSON(tokenizerJson);
-  } catch (e) {
-    const m = (e as Error).message;
-    throw new Error(m.startsWith('tokenizer.json') ? m : `tokenizer.json: ${m}`);
-  }
+  return folderHfTokenizer({ tokenizer: tokenizerJson });
 }
 
 /** An HF model and its tokenizer, checked against each other. */
 export function checkedHf(model: GPT, tokenizer: GptTokenizer): LoadedGpt {
-  // GPT-2's embedding table may be padded past the tokenizer (e.g. to a multiple of 64), never shorter.
-  if (tokenizer.vocabSize > model.config.vocabSize) throw new Error(`tokenizer.json has ${tokenizer.vocabSize} tokens, config.json's vocab_size is ${model.config.vocabSize}`);
-  return { model, tokenizer, separatorId: lineSeparatorId(tokenizer) };
+  const { separatorId } = folderCheckedHf(model, tokenizer);
+  return { model, tokenizer, separatorId };
 }
 
 /** Every block's attention (per head) of one pass over ids: [layer][head][T][T], causal. */

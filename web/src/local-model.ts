@@ -1,48 +1,57 @@
 /**
  * A model folder opened in the page (file picker or drag and drop): nothing is uploaded, the
- * files are read where they are. A Hugging Face GPT-2 folder's model.safetensors is read one
+ * files are read where they are, and checked by the folder module (src/folder/) as the CLI checks them. A Hugging Face GPT-2 folder's model.safetensors is read one
  * tensor at a time (File.slice) straight into the model's parameters, so a 124M model's 500 MB
  * are held once (in WebAssembly memory with the wasm backend), not twice; a qkv GPT folder (a few
  * MB) is read whole. A model too large for the page is refused before any weight is read.
  */
+import { checkedHf, FILES, folderKind, hfTokenizer, hfWeightsError, lmFromFiles, parseJsonText, pytorchOnly, type LoadedGpt } from '../../src/folder/index.ts';
 import { readHfGpt2Streaming } from '../../src/io/hf.ts';
 import { gptParameterCount } from '../../src/models/gpt.ts';
-import { gptConfigFromHf, isHfConfig } from '../../src/models/hf/gpt2.ts';
-import { modelKind } from '../../src/viz/attention-data.ts';
-import { checkedHf, hfTokenizer, loadGptFromFiles, type LoadedGpt } from '../../src/viz/gpt-attention.ts';
+import { gptConfigFromHf } from '../../src/models/hf/gpt2.ts';
 
 /** What the page can hold: wasm32 memory is 4 GiB; keep room for activations, the KV cache and the page. */
 export const WASM_LIMIT_BYTES = 4 * 2 ** 30 - 256 * 2 ** 20;
 /** The js backend keeps each tensor in its own ArrayBuffer; past a few GB the tab runs out. */
 export const JS_LIMIT_BYTES = 3 * 2 ** 30;
 
-const NEEDED = ['config.json', 'tokenizer.json', 'model.safetensors'] as const;
+const NEEDED = [FILES.config, FILES.tokenizer, FILES.weights] as const;
+/** What a folder may hold besides (docs/model-folder.md): GPT-2's slow tokenizer files, PyTorch's pickle (refused by name). */
+const OPTIONAL = [FILES.vocab, FILES.merges, FILES.pytorchWeights] as const;
 
-/** The folder's three files, by name (the folder's own files only, not those of subfolders). */
-export function pickModelFiles(files: Iterable<File>): { files: Record<(typeof NEEDED)[number], File>; folder: string } {
+type Needed = (typeof NEEDED)[number];
+type Optional = (typeof OPTIONAL)[number];
+
+/**
+ * The folder's files, by name (the folder's own files only, not those of subfolders). A Hugging
+ * Face folder may hold vocab.json and merges.txt instead of tokenizer.json.
+ */
+export function pickModelFiles(files: Iterable<File>): { files: Record<Exclude<Needed, 'tokenizer.json'>, File> & Partial<Record<'tokenizer.json' | Optional, File>>; folder: string } {
   const found: Partial<Record<string, File>> = {};
   let folder = '';
   for (const f of files) {
     const rel = (f as File & { webkitRelativePath?: string }).webkitRelativePath || f.name;
     const parts = rel.split('/');
     if (parts.length > 2) continue; // inside a subfolder
-    if ((NEEDED as readonly string[]).includes(f.name)) {
+    if ((NEEDED as readonly string[]).includes(f.name) || (OPTIONAL as readonly string[]).includes(f.name)) {
       found[f.name] = f;
       if (parts.length === 2) folder = parts[0];
     }
   }
-  const missing = NEEDED.filter((n) => !found[n]);
+  if (!found[FILES.weights] && found[FILES.config] && found[FILES.pytorchWeights]) throw pytorchOnly((n) => n);
+  const slowTokenizer = found[FILES.vocab] !== undefined && found[FILES.merges] !== undefined;
+  const missing = NEEDED.filter((n) => !found[n] && !(n === FILES.tokenizer && slowTokenizer));
   if (missing.length > 0) throw new Error(`the folder lacks ${missing.join(', ')} (a model folder holds config.json, tokenizer.json and model.safetensors)`);
-  return { files: found as Record<(typeof NEEDED)[number], File>, folder };
+  return { files: found as Record<Exclude<Needed, 'tokenizer.json'>, File> & Partial<Record<'tokenizer.json' | Optional, File>>, folder };
 }
 
 async function readJsonFile(f: File): Promise<unknown> {
-  const text = await f.text();
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw new Error(`${f.name} is not valid JSON (${(e as Error).message})`);
-  }
+  return parseJsonText(await f.text(), f.name);
+}
+
+/** The parts the views use. */
+function lmOf({ model, tokenizer, separatorId }: LoadedGpt): LoadedGpt {
+  return { model, tokenizer, separatorId };
 }
 
 function mb(bytes: number): string {
@@ -65,11 +74,11 @@ export async function loadLocalModel(files: Iterable<File>, backend: string, pro
   const { files: f, folder } = pickModelFiles(files);
   const name = folder || 'local folder';
   const config = await readJsonFile(f['config.json']);
-  const kind = modelKind(config, 'config.json');
-  if (kind !== 'gpt') throw new Error(`config.json: a translation model (format 'qkv-seq2seq'): open it with qkv explore --model ${name}; this view opens GPTs`);
-  const tokenizerJson = await readJsonFile(f['tokenizer.json']);
+  const kind = folderKind(config, 'config.json');
+  if (kind === 'seq2seq') throw new Error(`config.json: a translation model (format 'qkv-seq2seq'): open it with qkv explore --model ${name}; this view opens GPTs`);
+  const tokenizerJson = f['tokenizer.json'] ? await readJsonFile(f['tokenizer.json']) : undefined;
   const w = f['model.safetensors'];
-  if (isHfConfig(config)) {
+  if (kind === 'hf-gpt2') {
     const cfg = gptConfigFromHf(config);
     const need = gptParameterCount(cfg) * 4;
     const limit = backend === 'wasm' ? WASM_LIMIT_BYTES : JS_LIMIT_BYTES;
@@ -77,16 +86,17 @@ export async function loadLocalModel(files: Iterable<File>, backend: string, pro
       throw new Error(`config.json: this model has ${gptParameterCount(cfg).toLocaleString('en')} parameters, ${mb(need)} in fp32, more than the page can hold ` +
         `(${mb(limit)} with the ${backend} backend${backend === 'wasm' ? ': WebAssembly memory is 4 GiB at most' : ''}); gpt2, distilgpt2, gpt2-medium and gpt2-large fit`);
     }
-    const tokenizer = hfTokenizer(tokenizerJson); // named before any weight is read
+    // Named before any weight is read: tokenizer.json, else vocab.json + merges.txt.
+    const tokenizer = hfTokenizer(tokenizerJson !== undefined ? { tokenizer: tokenizerJson } : { vocab: await readJsonFile(f['vocab.json']!), merges: await f['merges.txt']!.text() });
     const model = await readHfGpt2Streaming(config, w.size, async (b, e) => new Uint8Array(await w.slice(b, e).arrayBuffer()), (done, total) => {
       progress(`reading ${name}/model.safetensors: ${mb(done)} / ${mb(total)}`);
     }).catch((e: Error) => {
-      throw new Error(/^(config\.json|model\.safetensors)/.test(e.message) ? e.message : `model.safetensors: ${e.message}`);
+      throw hfWeightsError(e);
     });
-    return { lm: checkedHf(model, tokenizer), name, source: 'Hugging Face GPT-2', bytes: w.size, seconds: (performance.now() - t0) / 1000 };
+    return { lm: lmOf(checkedHf(model, tokenizer)), name, source: 'Hugging Face GPT-2', bytes: w.size, seconds: (performance.now() - t0) / 1000 };
   }
   progress(`reading ${name}/model.safetensors: ${mb(w.size)}`);
-  const lm = loadGptFromFiles(config, tokenizerJson, new Uint8Array(await w.arrayBuffer()));
+  const lm = lmOf(lmFromFiles({ config, tokenizer: tokenizerJson, weights: new Uint8Array(await w.arrayBuffer()) }));
   return { lm, name, source: 'qkv GPT', bytes: w.size, seconds: (performance.now() - t0) / 1000 };
 }
 

@@ -2,7 +2,10 @@
  * The model `qkv explore` serves under model/: its config.json first (its format says which view
  * shows it: a translation model or a GPT), then its tokenizer and weights, with download progress.
  */
-import { modelKind, type ModelKind } from '../../src/viz/attention-data.ts';
+import { FILES, folderKind, parseJsonText, TARGET_TOKENIZER } from '../../src/folder/index.ts';
+
+/** Which view shows a served model: a translation model, or a GPT (qkv's or Hugging Face GPT-2). */
+export type ModelKind = 'seq2seq' | 'gpt';
 import type { BackendChoice } from './backend.ts';
 
 export interface ServedModel {
@@ -32,13 +35,9 @@ export async function fetchServedModel(): Promise<Served> {
       throw e;
     }
     const name = decodeURIComponent(res.headers.get('X-Qkv-Model') ?? 'model');
-    let config: unknown;
-    try {
-      config = await res.json();
-    } catch (e) {
-      throw new Error(`model/config.json is not valid JSON (${(e as Error).message})`);
-    }
-    return { model: { kind: modelKind(config, 'model/config.json'), name, config }, error: null };
+    const config = parseJsonText(await res.text(), FILES.config, 'model/config.json');
+    const kind = folderKind(config, 'model/config.json');
+    return { model: { kind: kind === 'hf-gpt2' ? 'gpt' : kind, name, config }, error: null };
   } catch (e) {
     return { model: null, error: e as Error };
   }
@@ -64,9 +63,10 @@ function hasTargetTokenizer(config: unknown): boolean {
  * when config.json says the vocabularies are separate.
  */
 export async function fetchModelFiles(name: string, progress: (s: string) => void, config?: unknown): Promise<{ tokenizer: unknown; weights: Uint8Array; targetTokenizer?: unknown }> {
-  const tokenizer: unknown = await (await fetchOk('model/tokenizer.json')).json();
-  const targetTokenizer: unknown = hasTargetTokenizer(config) ? await (await fetchOk('model/target_tokenizer.json')).json() : undefined;
-  const wres = await fetchOk('model/model.safetensors');
+  const json = async (file: string) => parseJsonText(await (await fetchOk(`model/${file}`)).text(), file, `model/${file}`);
+  const tokenizer = await json(FILES.tokenizer);
+  const targetTokenizer = hasTargetTokenizer(config) ? await json(TARGET_TOKENIZER) : undefined;
+  const wres = await fetchOk(`model/${FILES.weights}`);
   const total = Number(wres.headers.get('Content-Length') ?? 0);
   const reader = wres.body!.getReader();
   const chunks: Uint8Array[] = [];

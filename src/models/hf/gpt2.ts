@@ -19,7 +19,7 @@
  * `h.i.attn.masked_bias` of older files are ignored (qkv builds the mask), and so is `lm_head.weight`
  * when it equals wte (tied). Anything else is refused, naming the tensor.
  */
-import type { GPTConfig } from '../gpt.ts';
+import type { GPTConfig } from '../gpt-config.ts';
 import { shapeToString } from '../../tensor/shape.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 

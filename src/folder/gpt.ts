@@ -1,0 +1,201 @@
+/**
+ * Language-model folders from their files' contents: a qkv GPT (config.json format 'qkv-gpt', from
+ * `qkv train-lm`) and a Hugging Face GPT-2 checkpoint (config.json model_type 'gpt2'; its tokenizer
+ * from tokenizer.json, or from the slow tokenizer's vocab.json + merges.txt). Browser-safe.
+ *
+ * Text and ids: qkv's language models are trained on lines, each ended by the separator, so a
+ * prompt's lines are joined by it. A byte-level model (GPT-2) reads raw text: '\n' is an ordinary
+ * token, and <|endoftext|> (the separator here) only opens the document.
+ */
+import { GPT, type GPTConfig } from '../models/gpt.ts';
+import { checkGptConfig } from '../models/config-check.ts';
+import { GPT_FIELDS } from '../models/load-weights.ts';
+import { readHfGpt2 } from '../io/hf.ts';
+import { isHfConfig } from '../models/hf/gpt2.ts';
+import { BpeTokenizer } from '../text/bpe.ts';
+import { ByteLevelBpeTokenizer } from '../text/bytelevel.ts';
+import { CharTokenizer } from '../text/chars.ts';
+import { tokenizerFromJSON } from '../text/load.ts';
+import { decodeLines, encodeLines, type LmTokenizer } from '../train/lm.ts';
+import { loadInto, notFound, weightsOf, type Weights } from './seq2seq.ts';
+import { bareNames, FILES, FolderError, type FileNamer, type LmConfigFile } from './spec.ts';
+
+export type GptTokenizer = CharTokenizer | BpeTokenizer | ByteLevelBpeTokenizer;
+
+export interface LoadedGpt {
+  model: GPT;
+  tokenizer: GptTokenizer;
+  /** The id that ends a line: '\n' for characters, EOS for BPE (as `qkv train-lm` trains). */
+  separatorId: number;
+}
+
+/** A language-model folder, opened: its config.json as qkv reads it (an HF GPT-2 one is described in qkv's terms). */
+export interface LoadedLm extends LoadedGpt {
+  config: LmConfigFile;
+}
+
+/** The id that ends a line (one document) in training: '\n' for a char tokenizer, EOS for BPE. */
+export function lineSeparatorId(tokenizer: LmTokenizer | ByteLevelBpeTokenizer): number {
+  if (tokenizer instanceof CharTokenizer) {
+    const id = tokenizer.tokenToId('\n');
+    if (id === undefined) throw new Error('the character tokenizer has no "\\n" (the line separator a language model is trained with)');
+    return id;
+  }
+  return (tokenizer as BpeTokenizer | ByteLevelBpeTokenizer).eosId;
+}
+
+/** A prompt's ids, without the leading separator: lines joined by the separator, or (byte-level) the raw text. */
+export function promptIds(tokenizer: GptTokenizer, prompt: string, separatorId: number): number[] {
+  if (tokenizer instanceof ByteLevelBpeTokenizer) return tokenizer.encode(prompt);
+  const body = encodeLines(tokenizer, prompt.split('\n'), separatorId);
+  return [...body.subarray(0, body.length - 1)];
+}
+
+/**
+ * The ids a model is fed for a prompt, as `qkv generate` feeds them: the prompt's ids after one
+ * separator (a line start, as in training) when the context has room for it.
+ */
+export function promptContext(lm: LoadedGpt, prompt: string): number[] {
+  const ids = promptIds(lm.tokenizer, prompt, lm.separatorId);
+  return ids.length < lm.model.config.blockSize ? [lm.separatorId, ...ids] : ids;
+}
+
+/** The text of ids (no leading separator): separators become line ends, or (byte-level) the bytes' text. */
+export function idsText(tokenizer: GptTokenizer, ids: readonly number[], separatorId: number): string {
+  if (tokenizer instanceof ByteLevelBpeTokenizer) return tokenizer.decode(ids, { skipSpecialTokens: true });
+  return decodeLines(tokenizer, ids, separatorId);
+}
+
+/** A qkv GPT folder's files: parsed JSON, weights as bytes; undefined where the folder lacks the file. */
+export interface GptFiles {
+  config: unknown;
+  tokenizer: unknown;
+  /** model.safetensors as bytes, or read on demand (after the config and tokenizer are checked). */
+  weights?: Weights;
+}
+
+/** The model (random weights) and tokenizer of a qkv GPT folder (format 'qkv-gpt'). */
+export function gptShape(files: Omit<GptFiles, 'weights'>, name: FileNamer = bareNames): LoadedLm {
+  const cname = name(FILES.config);
+  if (files.config === undefined) throw notFound(FILES.config, name);
+  const cfg = files.config as LmConfigFile | null;
+  if (!cfg || typeof cfg !== 'object' || cfg.format !== 'qkv-gpt' || !cfg.model) throw new FolderError(FILES.config, `${cname}: expected format 'qkv-gpt' with a 'model' section, got format '${String(cfg?.format)}'`);
+  if (cfg.tokenizer !== 'char' && cfg.tokenizer !== 'bpe') throw new FolderError(FILES.config, `${cname}: expected "tokenizer": "char" or "bpe", got '${String(cfg.tokenizer)}'`);
+  if (files.tokenizer === undefined) throw notFound(FILES.tokenizer, name);
+  let tokenizer: GptTokenizer;
+  try {
+    tokenizer = cfg.tokenizer === 'char' ? CharTokenizer.fromJSON(files.tokenizer) : BpeTokenizer.fromJSON(files.tokenizer);
+  } catch (e) {
+    throw new FolderError(FILES.tokenizer, `${name(FILES.tokenizer)}: ${(e as Error).message}`);
+  }
+  let model: GPT;
+  try {
+    model = new GPT(checkGptConfig(cfg.model));
+  } catch (e) {
+    throw new FolderError(FILES.config, `${cname}: ${(e as Error).message}`);
+  }
+  if (tokenizer.vocabSize !== model.config.vocabSize) {
+    throw new FolderError(FILES.tokenizer, `${name(FILES.tokenizer)}: ${tokenizer.vocabSize} tokens, but ${cname}'s model.vocabSize is ${model.config.vocabSize}`);
+  }
+  return { model, tokenizer, separatorId: lineSeparatorId(tokenizer), config: cfg };
+}
+
+/** A qkv GPT folder's model, weights loaded, in eval mode. */
+export function gptFromFiles(files: GptFiles, name: FileNamer = bareNames): LoadedLm {
+  const lm = gptShape(files, name);
+  const weights = weightsOf(files.weights);
+  if (weights === undefined) throw notFound(FILES.weights, name);
+  loadInto(lm.model, weights, lm.config.model as GPTConfig, GPT_FIELDS, name(FILES.weights), FILES.weights);
+  lm.model.eval();
+  return lm;
+}
+
+/** A Hugging Face GPT-2 folder's tokenizer files: tokenizer.json, or vocab.json (parsed) + merges.txt (text). */
+export interface HfTokenizerFiles {
+  tokenizer?: unknown;
+  vocab?: unknown;
+  merges?: string;
+}
+
+/**
+ * The tokenizer.json the slow GPT-2 tokenizer's vocab.json and merges.txt stand for: byte-level
+ * BPE without a prefix space, <|endoftext|> its one special token (as `GPT2Tokenizer` reads them).
+ */
+export function gpt2TokenizerJson(vocab: unknown, merges: string, name: FileNamer = bareNames): unknown {
+  if (vocab === null || typeof vocab !== 'object' || Array.isArray(vocab)) throw new FolderError(FILES.vocab, `${name(FILES.vocab)}: expected an object of token: id, got ${Array.isArray(vocab) ? 'an array' : vocab === null ? 'null' : typeof vocab}`);
+  const pairs: [string, string][] = [];
+  merges.split(/\r?\n/).forEach((line, i) => {
+    if (line === '' || (i === 0 && line.startsWith('#version'))) return;
+    const parts = line.split(' ');
+    if (parts.length !== 2 || parts[0] === '' || parts[1] === '') throw new FolderError(FILES.merges, `${name(FILES.merges)}: line ${i + 1}: expected two tokens separated by one space, got ${JSON.stringify(line)}`);
+    pairs.push([parts[0], parts[1]]);
+  });
+  const eot = (vocab as Record<string, unknown>)['<|endoftext|>'];
+  const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: Number.isInteger(eot) ? [{ id: eot, content: '<|endoftext|>', single_word: false, lstrip: false, rstrip: false, normalized: true, special: true }] : [],
+    normalizer: null, pre_tokenizer: byteLevel, post_processor: byteLevel, decoder: byteLevel,
+    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, vocab, merges: pairs },
+  };
+}
+
+/** A Hugging Face folder's tokenizer (byte-level BPE, or another kind qkv reads), errors naming the file. */
+export function hfTokenizer(files: HfTokenizerFiles, name: FileNamer = bareNames): GptTokenizer {
+  let json = files.tokenizer;
+  let file: string = FILES.tokenizer;
+  if (json === undefined) {
+    if (files.vocab === undefined || files.merges === undefined) {
+      throw new FolderError(FILES.tokenizer, `tokenizer not found: ${name(FILES.tokenizer)} (a Hugging Face GPT-2 folder holds tokenizer.json, or vocab.json and merges.txt)`);
+    }
+    json = gpt2TokenizerJson(files.vocab, files.merges, name);
+    file = FILES.vocab;
+  }
+  try {
+    return tokenizerFromJSON(json);
+  } catch (e) {
+    const m = (e as Error).message.replace(/^tokenizer\.json: /, '');
+    throw new FolderError(file, `${name(file)}: ${m}`);
+  }
+}
+
+/** An HF model and its tokenizer, checked against each other. */
+export function checkedHf(model: GPT, tokenizer: GptTokenizer, name: FileNamer = bareNames, from?: string): LoadedLm {
+  // GPT-2's embedding table may be padded past the tokenizer (e.g. to a multiple of 64), never shorter.
+  if (tokenizer.vocabSize > model.config.vocabSize) {
+    throw new FolderError(FILES.tokenizer, `${name(FILES.tokenizer)}: ${tokenizer.vocabSize} tokens, more than ${name(FILES.config)}'s vocab_size ${model.config.vocabSize}`);
+  }
+  return {
+    model, tokenizer, separatorId: lineSeparatorId(tokenizer),
+    config: { format: 'qkv-gpt', version: 1, model: model.config, tokenizer: 'bytelevel', training: { from: from === undefined ? 'Hugging Face folder' : `Hugging Face folder ${from}` } },
+  };
+}
+
+/** The message of an error from reading HF weights, naming the file at fault. */
+export function hfWeightsError(e: unknown, name: FileNamer = bareNames): FolderError {
+  const m = (e as Error).message;
+  const hit = /^(config\.json|model\.safetensors)(: ?)?/.exec(m);
+  if (hit) return new FolderError(hit[1], `${name(hit[1])}${m.slice(hit[1].length)}`);
+  return new FolderError(FILES.weights, `${name(FILES.weights)}: ${m}`);
+}
+
+/** A Hugging Face GPT-2 folder with model.safetensors in memory, in eval mode. */
+export function hfGpt2FromFiles(files: HfTokenizerFiles & { config: unknown; weights?: Weights }, name: FileNamer = bareNames, from?: string): LoadedLm {
+  const tokenizer = hfTokenizer(files, name); // named before the weights are read
+  const weights = weightsOf(files.weights);
+  if (weights === undefined) throw notFound(FILES.weights, name);
+  let model: GPT;
+  try {
+    model = readHfGpt2(files.config, weights);
+  } catch (e) {
+    throw hfWeightsError(e, name);
+  }
+  return checkedHf(model, tokenizer, name, from);
+}
+
+/** A language-model folder of either kind from its contents (qkv GPT or HF GPT-2), in eval mode. */
+export function lmFromFiles(files: GptFiles & HfTokenizerFiles, name: FileNamer = bareNames): LoadedLm {
+  if (isHfConfig(files.config)) return hfGpt2FromFiles(files, name);
+  return gptFromFiles(files, name);
+}
+

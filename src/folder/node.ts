@@ -1,0 +1,224 @@
+/**
+ * Model folders on disk (Node only): reading a folder by its path through the same checks as
+ * every other source (./open.ts, ./seq2seq.ts, ./gpt.ts), and writing folders atomically. Every
+ * write goes to a temporary file in the same folder, is flushed, then renamed over the target, so
+ * a killed process leaves either the old file or the new one.
+ */
+import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { readHfGpt2Sync } from '../io/hf.ts';
+import { quantizeInt8 } from '../io/quantize.ts';
+import { writeSafetensors } from '../io/safetensors.ts';
+import type { GPT } from '../models/gpt.ts';
+import { isHfConfig } from '../models/hf/gpt2.ts';
+import type { Tensor } from '../tensor/tensor.ts';
+import { checkedHf, gptFromFiles, gptShape, hfTokenizer, hfWeightsError, type LoadedLm } from './gpt.ts';
+import { checkEnsemble, pytorchOnly, type FolderSource, type MemberCheck } from './open.ts';
+import { notFound, seq2seqFromFiles, seq2seqShape, type LoadedModel } from './seq2seq.ts';
+import { FILES, FolderError, folderKind, parseJsonText, type FileNamer, type FolderKind, type ModelConfigFile } from './spec.ts';
+
+export function atomicWrite(path: string, data: Uint8Array | string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.tmp-${process.pid}`;
+  const fd = openSync(tmp, 'w');
+  try {
+    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+    let off = 0;
+    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+  // The rename itself lives in the folder: flush it too, or a power cut may forget it.
+  try {
+    const dfd = openSync(dirname(path), 'r');
+    try {
+      fsyncSync(dfd);
+    } finally {
+      closeSync(dfd);
+    }
+  } catch {
+    // Some systems cannot fsync a folder (Windows); the rename is still atomic.
+  }
+}
+
+/** The on-disk precisions of saveWeights: fp32, fp16 (half the size), or int8 per row with fp16 for the rest (a quarter; io/quantize.ts). */
+export type WeightsDType = 'F32' | 'F16' | 'I8';
+
+/** Write weights atomically in `dtype`. */
+export function saveWeights(path: string, weights: Record<string, Tensor>, dtype: WeightsDType = 'F32'): void {
+  if (dtype === 'I8') {
+    const q = quantizeInt8(weights);
+    atomicWrite(path, writeSafetensors(q.tensors, { dtype: q.dtype, metadata: { quantization: 'int8: each 2-D NAME is int8 rows times NAME_scale [rows, 1]' } }));
+    return;
+  }
+  atomicWrite(path, writeSafetensors(weights, dtype === 'F16' ? { dtype: 'F16' } : {}));
+}
+
+/** A translation model folder's config.json, written atomically. */
+export function writeModelConfig(dir: string, config: ModelConfigFile): void {
+  atomicWrite(join(dir, FILES.config), `${JSON.stringify(config, null, 2)}\n`);
+}
+
+// ---- Reading ----------------------------------------------------------------------------------
+
+/** Files named by their path in `dir`. */
+export const pathNamer = (dir: string): FileNamer => (file) => join(dir, file);
+
+function mustExist(dir: string): void {
+  if (!existsSync(dir)) throw new FolderError('', `model folder not found: ${dir}`);
+}
+
+/** A file's bytes, or undefined when it does not exist. */
+export function readFileIn(dir: string, file: string): Uint8Array | undefined {
+  const path = join(dir, file);
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new FolderError(file, `${path}: ${(e as Error).message}`);
+  }
+}
+
+/** A JSON file's contents, or undefined when it does not exist (not JSON: a FolderError naming it). */
+export function readJsonIn(dir: string, file: string): unknown {
+  const bytes = readFileIn(dir, file);
+  return bytes === undefined ? undefined : parseJsonText(Buffer.from(bytes).toString('utf8'), file, join(dir, file));
+}
+
+/** The kind of folder `dir` is, from its config.json. */
+export function folderKindOf(dir: string): FolderKind {
+  mustExist(dir);
+  const config = readJsonIn(dir, FILES.config);
+  if (config === undefined) throw notFound(FILES.config, pathNamer(dir));
+  return folderKind(config, join(dir, FILES.config));
+}
+
+function seq2seqFiles(dir: string): { config: unknown; tokenizer: unknown; targetTokenizer: unknown } {
+  mustExist(dir);
+  return { config: readJsonIn(dir, FILES.config), tokenizer: readJsonIn(dir, FILES.tokenizer), targetTokenizer: readJsonIn(dir, FILES.targetTokenizer) };
+}
+
+/** A translation folder's model (random weights) and tokenizers. */
+export function readSeq2SeqShape(dir: string): LoadedModel {
+  return seq2seqShape(seq2seqFiles(dir), pathNamer(dir));
+}
+
+/** A translation folder, weights loaded (`weightsFile`, default model.safetensors), eval mode. */
+export function readSeq2Seq(dir: string, weightsFile: string = FILES.weights): LoadedModel {
+  const files = seq2seqFiles(dir);
+  const name = pathNamer(dir);
+  // config.json and the tokenizers are checked before the weights are read.
+  return seq2seqFromFiles({ ...files, weights: () => readFileIn(dir, weightsFile) }, name, weightsFile);
+}
+
+/** A translation folder and the folders decoded with it as an ensemble. */
+export interface LoadedEnsemble extends LoadedModel {
+  /** The model itself first, then the ensemble's other members. */
+  members: LoadedModel['model'][];
+  /** The members' folders, in the same order (the first is the model folder itself). */
+  memberDirs: string[];
+}
+
+/**
+ * `dir`'s model and its ensemble: the members its config.json names (`decoding.ensemble`, subfolders
+ * of `dir`; left out with `own: false`, i.e. --no-ensemble), then the folders in `others`
+ * (--ensemble), each checked to tokenize as `dir` does.
+ */
+export function readEnsemble(dir: string, others: readonly string[] = [], opts: { own?: boolean } = {}): LoadedEnsemble {
+  const first = readSeq2Seq(dir);
+  const declared = (opts.own ?? true) ? (first.config.decoding?.ensemble ?? []) : [];
+  const named = [
+    ...declared.map((p) => ({ path: join(dir, p), what: `${join(dir, FILES.config)} decoding.ensemble member ${p}` })),
+    ...others.map((p) => ({ path: p, what: `--ensemble ${p}` })),
+  ];
+  const members: MemberCheck[] = named.map(({ path, what }) => {
+    if (!existsSync(path)) throw new FolderError('', `${what}: model folder not found: ${path}`);
+    return { what, loaded: readSeq2Seq(path) };
+  });
+  return { ...first, members: checkEnsemble(first, members, dir), memberDirs: [dir, ...named.map((n) => n.path)] };
+}
+
+/** A qkv GPT folder's model (random weights) and tokenizer. */
+export function readGptShape(dir: string): LoadedLm {
+  mustExist(dir);
+  return gptShape({ config: readJsonIn(dir, FILES.config), tokenizer: readJsonIn(dir, FILES.tokenizer) }, pathNamer(dir));
+}
+
+/** A language-model folder of either kind (qkv GPT, Hugging Face GPT-2), weights loaded, eval mode. */
+export function readLm(dir: string): LoadedLm {
+  mustExist(dir);
+  const config = readJsonIn(dir, FILES.config);
+  // Any Hugging Face config.json goes the GPT-2 way, whose reader names a model_type it does not take.
+  if (isHfConfig(config)) return readHfGpt2Dir(dir, config);
+  return gptFromFiles({ config, tokenizer: readJsonIn(dir, FILES.tokenizer), weights: () => readFileIn(dir, FILES.weights) }, pathNamer(dir));
+}
+
+/**
+ * A Hugging Face GPT-2 folder, its model.safetensors read one tensor (or 16 MiB of one) at a time:
+ * the file is never held whole beside the weights.
+ */
+export function readHfGpt2Dir(dir: string, config: unknown = readJsonIn(dir, FILES.config)): LoadedLm {
+  const name = pathNamer(dir);
+  if (config === undefined) throw notFound(FILES.config, name);
+  const tokenizerJson = readJsonIn(dir, FILES.tokenizer);
+  const tokenizer = hfTokenizer(tokenizerJson !== undefined ? { tokenizer: tokenizerJson } : {
+    vocab: readJsonIn(dir, FILES.vocab),
+    merges: readFileIn(dir, FILES.merges) && readFileSync(join(dir, FILES.merges), 'utf8'),
+  }, name); // a bad tokenizer is named before 500 MB of weights are read
+  const wpath = join(dir, FILES.weights);
+  if (!existsSync(wpath)) throw existsSync(join(dir, FILES.pytorchWeights)) ? pytorchOnly(name) : notFound(FILES.weights, name);
+  let model: GPT;
+  const fd = openSync(wpath, 'r');
+  try {
+    model = readHfGpt2Sync(config, fstatSync(fd).size, (begin, end) => {
+      const buf = Buffer.allocUnsafe(end - begin);
+      let got = 0;
+      while (got < buf.length) {
+        const n = readSync(fd, buf, got, buf.length - got, begin + got);
+        if (n === 0) break;
+        got += n;
+      }
+      return buf.subarray(0, got);
+    });
+  } catch (e) {
+    throw hfWeightsError(e, name);
+  } finally {
+    closeSync(fd);
+  }
+  return checkedHf(model, tokenizer, name, dir);
+}
+
+/** A folder on disk as a FolderSource, for openFolder and the pipelines. */
+export function dirSource(dir: string): FolderSource {
+  return {
+    label: dir,
+    name: pathNamer(dir),
+    read: async (f) => readFileIn(dir, f),
+    sub: (p) => dirSource(join(dir, p)),
+    range: async (f) => {
+      const path = join(dir, f);
+      if (!existsSync(path)) return undefined;
+      const size = statSync(path).size;
+      return {
+        size,
+        read: async (begin, end) => {
+          const fd = openSync(path, 'r');
+          try {
+            const buf = Buffer.allocUnsafe(end - begin);
+            let got = 0;
+            while (got < buf.length) {
+              const n = readSync(fd, buf, got, buf.length - got, begin + got);
+              if (n === 0) break;
+              got += n;
+            }
+            return buf.subarray(0, got);
+          } finally {
+            closeSync(fd);
+          }
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,149 @@
+/**
+ * What a model folder is (docs/model-folder.md is the prose of this file): the file names, the
+ * config.json of each kind, and which kind a config.json describes. Browser-safe: no Node APIs.
+ *
+ * Three kinds of folder:
+ *  - 'seq2seq': a translation model from `qkv train` (config.json format 'qkv-seq2seq');
+ *  - 'gpt': a language model from `qkv train-lm` (config.json format 'qkv-gpt');
+ *  - 'hf-gpt2': a Hugging Face GPT-2 checkpoint (config.json model_type 'gpt2', as the Hub serves it).
+ */
+import type { GPTConfig } from '../models/gpt-config.ts';
+import { isHfConfig } from '../models/hf/gpt2.ts';
+import type { Seq2SeqConfig } from '../models/seq2seq.ts';
+
+export type FolderKind = 'seq2seq' | 'gpt' | 'hf-gpt2';
+
+/** The files a folder may hold, by role. */
+export const FILES = {
+  config: 'config.json',
+  tokenizer: 'tokenizer.json',
+  /** A translation model with separate vocabularies: the target side's (tokenizer.json is then the source's). */
+  targetTokenizer: 'target_tokenizer.json',
+  weights: 'model.safetensors',
+  /** Hugging Face GPT-2 without tokenizer.json: the slow tokenizer's two files. */
+  vocab: 'vocab.json',
+  merges: 'merges.txt',
+  /** A PyTorch pickle, which qkv does not read (refused with a way to get model.safetensors). */
+  pytorchWeights: 'pytorch_model.bin',
+} as const;
+
+/** The target side's tokenizer file of a model with separate vocabularies. */
+export const TARGET_TOKENIZER = FILES.targetTokenizer;
+
+/** config.json of a translation model (format 'qkv-seq2seq'). */
+export interface ModelConfigFile {
+  format: 'qkv-seq2seq';
+  version: 1;
+  model: Seq2SeqConfig;
+  /** How it was trained (preset and recipe), for `qkv info`. */
+  training?: Record<string, unknown>;
+  /**
+   * The model's decoding defaults, used by translate and eval when --beam/--alpha are not given
+   * (else beam 4, α 0.6, the paper's). `qkv eval --split val --tune-alpha …` writes them: the
+   * paper chose its α on the development set too.
+   */
+  decoding?: Decoding;
+}
+
+export interface Decoding {
+  beam: number;
+  alpha: number;
+  /** Minimum Bayes risk among the beam pool instead of its best (`qkv translate --mbr`); absent: off. */
+  mbr?: boolean;
+  /** How it was chosen, e.g. "val BLEU 33.40 with α 0.6 (tried 0.6, 1, 1.4; α 1.4 scored 33.61, but p 0.2408 …)". */
+  chosen?: string;
+  /**
+   * More models decoded with this one as an ensemble by default (translate and eval; --no-ensemble
+   * decodes this one alone): subfolders of this folder, each a model folder with the same tokenizers.
+   * `qkv export --ensemble` writes them.
+   */
+  ensemble?: string[];
+}
+
+/** The paper's beam search (§6.1): beam 4, length penalty α 0.6; no MBR. */
+export const DEFAULT_DECODING: Decoding = { beam: 4, alpha: 0.6 };
+
+/** config.json of a language model (format 'qkv-gpt'). */
+export interface LmConfigFile {
+  format: 'qkv-gpt';
+  version: 1;
+  model: GPTConfig;
+  /** 'char' or 'bpe' as written by train-lm; 'bytelevel': a Hugging Face GPT-2 folder read as one, never written. */
+  tokenizer: 'char' | 'bpe' | 'bytelevel';
+  /** How it was trained (preset, recipe, data), for reference. */
+  training?: Record<string, unknown>;
+}
+
+/** The qkv formats and their kinds. */
+export const MODEL_FORMATS: Record<string, 'seq2seq' | 'gpt'> = { 'qkv-seq2seq': 'seq2seq', 'qkv-gpt': 'gpt' };
+
+/** The kind of folder a config.json describes; a clear error naming `file` when it is none. */
+export function folderKind(configJson: unknown, file: string = FILES.config): FolderKind {
+  if (isHfConfig(configJson)) {
+    // A Hugging Face folder: GPT-2 is read (models/hf/gpt2.ts), other architectures are named.
+    const type = (configJson as { model_type: unknown }).model_type;
+    if (type === 'gpt2') return 'hf-gpt2';
+    throw new FolderError(file, `${file}: Hugging Face model_type '${String(type)}' is not supported (qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, ...)`);
+  }
+  const format = configJson !== null && typeof configJson === 'object' ? (configJson as { format?: unknown }).format : undefined;
+  const kind = typeof format === 'string' && Object.hasOwn(MODEL_FORMATS, format) ? MODEL_FORMATS[format] : undefined;
+  if (!kind) {
+    const got = configJson === null || typeof configJson !== 'object' ? `not a JSON object (${configJson === null ? 'null' : typeof configJson})` : `format '${String(format)}'`;
+    throw new FolderError(file, `${file}: expected format 'qkv-seq2seq' (a translation model from qkv train) or 'qkv-gpt' (a language model from qkv train-lm), got ${got}`);
+  }
+  return kind;
+}
+
+/** A folder that cannot be opened as it is; `file` names the file at fault (as the message does). */
+export class FolderError extends Error {
+  readonly file: string;
+  constructor(file: string, message: string) {
+    super(message);
+    this.file = file;
+  }
+}
+
+/**
+ * How a file is named in messages: its path on disk (Node), its URL (fetched), or its name
+ * (picked files, contents in memory).
+ */
+export type FileNamer = (file: string) => string;
+
+export const bareNames: FileNamer = (file) => file;
+
+/** What each JSON file holds, for messages: `model config not found: runs/x/config.json`. */
+export const JSON_ROLES: Record<string, string> = { 'config.json': 'model config', 'tokenizer.json': 'tokenizer', 'target_tokenizer.json': 'target tokenizer', 'vocab.json': 'vocabulary' };
+
+/** A JSON file's contents; `label` is how the file is named (its path), a FolderError when it is not JSON. */
+export function parseJsonText(text: string, file: string, label: string = file): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new FolderError(file, `${JSON_ROLES[file] ?? file} is not valid JSON: ${label} (${(e as Error).message})`);
+  }
+}
+
+/** A relative path that stays inside the folder: no absolute path, no '..', no empty or '.' part. */
+export function isSubfolder(p: unknown): p is string {
+  if (typeof p !== 'string' || p === '' || p.startsWith('/') || /^[A-Za-z]:/.test(p) || p.includes('\\')) return false;
+  return p.split('/').every((part) => part !== '' && part !== '.' && part !== '..');
+}
+
+function isMemberList(x: unknown): x is string[] {
+  return Array.isArray(x) && x.length > 0 && x.every(isSubfolder) && new Set(x).size === x.length;
+}
+
+/** Check a translation config.json's `decoding` section (absent is fine); `file` names config.json. */
+export function checkDecoding(d: unknown, file: string): void {
+  if (d === undefined) return;
+  const o = d as Decoding | null;
+  if (o === null || typeof o !== 'object' || !Number.isInteger(o.beam) || o.beam < 1 || typeof o.alpha !== 'number' || !Number.isFinite(o.alpha) || o.alpha < 0) {
+    throw new FolderError(file, `${file}: 'decoding' must be {"beam": a positive integer, "alpha": a number >= 0}, got ${JSON.stringify(d)}`);
+  }
+  if (o.mbr !== undefined && typeof o.mbr !== 'boolean') {
+    throw new FolderError(file, `${file}: 'decoding.mbr' must be true or false, got ${JSON.stringify(o.mbr)}`);
+  }
+  if (o.ensemble !== undefined && !isMemberList(o.ensemble)) {
+    throw new FolderError(file, `${file}: 'decoding.ensemble' must be a non-empty list of distinct subfolders of the model folder (e.g. ["member-2"]), got ${JSON.stringify(o.ensemble)}`);
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * Pipelines, the library's front door (the shape of transformers.js and HF transformers):
+ *
+ *   const translate = await pipeline('translation', 'models/multi30k-en-de');
+ *   await translate('A man rides a bike.');            // the translation, as `qkv translate` gives it
+ *   const generate = await pipeline('text-generation', 'models/gpt-multi30k-char');
+ *   await generate('A dog', { maxNewTokens: 40, seed: 1 });   // the continuation, as `qkv generate`
+ *
+ * The folder (docs/model-folder.md) is a path in Node; in a browser a base URL, the File objects
+ * of a folder picker, or a map of file contents.
+ */
+import type { FolderInput } from '../folder/open.ts';
+import { openLanguageModel, openTranslation } from './load.ts';
+import { textGenerationPipeline, type TextGenerationPipeline } from './text-generation.ts';
+import { translationPipeline, type TranslationPipeline } from './translation.ts';
+
+export type { GenerationOptions, TextGenerationPipeline } from './text-generation.ts';
+export type { TranslationOptions, TranslationPipeline } from './translation.ts';
+export { decodingFor } from './translation.ts';
+
+export type Task = 'translation' | 'text-generation';
+
+export interface PipelineOptions {
+  /**
+   * Translation: decode with the ensemble members the folder's config.json names (default true;
+   * false: the folder's own model alone, as `qkv translate --no-ensemble`).
+   */
+  ensemble?: boolean;
+}
+
+/** A pipeline for `task` over the model folder `folder`. */
+export function pipeline(task: 'translation', folder: FolderInput, options?: PipelineOptions): Promise<TranslationPipeline>;
+export function pipeline(task: 'text-generation', folder: FolderInput, options?: PipelineOptions): Promise<TextGenerationPipeline>;
+export async function pipeline(task: Task, folder: FolderInput, options: PipelineOptions = {}): Promise<TranslationPipeline | TextGenerationPipeline> {
+  if (task === 'translation') return translationPipeline(await openTranslation(folder, options.ensemble ?? true));
+  if (task === 'text-generation') return textGenerationPipeline(await openLanguageModel(folder));
+  throw new Error(`pipeline: unknown task '${String(task)}' (expected 'translation' or 'text-generation')`);
+}

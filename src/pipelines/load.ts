@@ -1,0 +1,60 @@
+/**
+ * Opening the folder a pipeline runs: in Node a path is read from disk (src/folder/node.ts, the
+ * same reader as the CLI's); a URL, picked File objects or contents go through openFolder, which
+ * needs no Node API. The Node half is imported only when a path is given, so a browser bundle
+ * never pulls in node:fs.
+ */
+import type { LoadedLm } from '../folder/gpt.ts';
+import { openFolder, type FolderInput, type OpenedSeq2Seq } from '../folder/open.ts';
+import { FILES, FolderError, type FolderKind } from '../folder/spec.ts';
+
+type NodeFolder = typeof import('../folder/node.ts');
+
+/** Whether `source` is a path on this machine: a string that is no URL, in Node. */
+function isNodePath(source: FolderInput): source is string {
+  const node = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
+  return node && typeof source === 'string' && !/^(https?|blob|data):/i.test(source);
+}
+
+async function nodeFolder(): Promise<NodeFolder> {
+  // A specifier built at run time: bundlers leave it alone; tsx runs the .ts file, dist the .js one.
+  const spec = import.meta.url.endsWith('.ts') ? '../folder/node.ts' : '../folder/node.js';
+  return (await import(/* @vite-ignore */ /* webpackIgnore: true */ spec)) as NodeFolder;
+}
+
+const KIND_NAMES: Record<FolderKind, string> = { seq2seq: 'a translation model', gpt: 'a qkv language model', 'hf-gpt2': 'a Hugging Face GPT-2 model' };
+
+function wrongKind(task: string, kind: FolderKind, where: string, wanted: string): FolderError {
+  return new FolderError(FILES.config, `pipeline('${task}'): ${where}/${FILES.config} describes ${KIND_NAMES[kind]}; '${task}' takes ${wanted}`);
+}
+
+function label(source: FolderInput): string {
+  return typeof source === 'string' ? source.replace(/\/$/, '') : source instanceof URL ? source.href : 'the folder';
+}
+
+/** A translation folder with its ensemble (unless `ensemble` is false), as `qkv translate --model DIR` loads it. */
+export async function openTranslation(source: FolderInput, ensemble = true): Promise<OpenedSeq2Seq> {
+  if (isNodePath(source)) {
+    const node = await nodeFolder();
+    const kind = node.folderKindOf(source);
+    if (kind !== 'seq2seq') throw wrongKind('translation', kind, label(source), "a translation model folder (format 'qkv-seq2seq')");
+    const e = node.readEnsemble(source, [], { own: ensemble });
+    return { kind: 'seq2seq', ...e };
+  }
+  const opened = await openFolder(source, { ensemble });
+  if (opened.kind !== 'seq2seq') throw wrongKind('translation', opened.kind, label(source), "a translation model folder (format 'qkv-seq2seq')");
+  return opened;
+}
+
+/** A language-model folder (qkv GPT or Hugging Face GPT-2), as `qkv generate --model DIR` loads it. */
+export async function openLanguageModel(source: FolderInput): Promise<LoadedLm & { kind: 'gpt' | 'hf-gpt2' }> {
+  if (isNodePath(source)) {
+    const node = await nodeFolder();
+    const kind = node.folderKindOf(source);
+    if (kind === 'seq2seq') throw wrongKind('text-generation', kind, label(source), "a language model folder (format 'qkv-gpt', or Hugging Face GPT-2)");
+    return { kind, ...node.readLm(source) };
+  }
+  const opened = await openFolder(source);
+  if (opened.kind === 'seq2seq') throw wrongKind('text-generation', opened.kind, label(source), "a language model folder (format 'qkv-gpt', or Hugging Face GPT-2)");
+  return opened;
+}
