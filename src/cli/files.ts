@@ -5,8 +5,9 @@
  * temporary file in the same folder, is flushed, then renamed over the target, so a killed
  * process leaves either the old file or the new one.
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { dirname, isAbsolute, join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { atomicWrite, removeStaleTemps } from '../io/atomic.ts';
 import { quantizeInt8 } from '../io/quantize.ts';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
 import { checkSeq2SeqConfig, checkVocabularies } from '../models/config-check.ts';
@@ -17,39 +18,8 @@ import type { Tensor } from '../tensor/tensor.ts';
 
 export class UserError extends Error {}
 
-export function atomicWrite(path: string, data: Uint8Array | string): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.tmp-${process.pid}`;
-  const fd = openSync(tmp, 'w');
-  try {
-    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
-    let off = 0;
-    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
-  // The rename itself lives in the folder: flush it too, or a power cut may forget it.
-  try {
-    const dfd = openSync(dirname(path), 'r');
-    try {
-      fsyncSync(dfd);
-    } finally {
-      closeSync(dfd);
-    }
-  } catch {
-    // Some systems cannot fsync a folder (Windows); the rename is still atomic.
-  }
-}
-
-/** Remove the temporary files of atomicWrite that a killed process left in `dir` and `dir`/checkpoints. */
-export function removeStaleTemps(dir: string): void {
-  for (const d of [dir, join(dir, 'checkpoints')]) {
-    if (!existsSync(d)) continue;
-    for (const f of readdirSync(d)) if (/\.tmp-\d+$/.test(f)) rmSync(join(d, f), { force: true });
-  }
-}
+// Atomic writes live in io/atomic.ts, which the training loop (src/train) uses too.
+export { atomicWrite, removeStaleTemps };
 
 export interface ModelConfigFile {
   format: 'qkv-seq2seq';

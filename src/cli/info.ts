@@ -13,8 +13,8 @@ export function info(o: { model?: string; preset?: string; log: (s: string) => v
   let model: Module & { config: object };
   const out: Record<string, unknown> = {};
   if (o.preset) {
-    const p = PRESETS[o.preset];
-    if (!p) throw new UserError(`unknown preset '${o.preset}', expected one of: ${Object.keys(PRESETS).join(', ')}`);
+    const p = PRESETS.seq2seq[o.preset];
+    if (!p) throw new UserError(`unknown preset '${o.preset}', expected one of: ${Object.keys(PRESETS.seq2seq).join(', ')}`);
     model = new Seq2Seq({ ...p.model, vocabSize: p.vocabSize });
     out.preset = o.preset;
   } else {

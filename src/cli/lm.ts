@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateStream, generateStreamAsync } from '../decode/gpt.ts';
 import { openOnnxGpt, parseEngine } from './onnxruntime.ts';
-import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
+import { readSafetensors } from '../io/safetensors.ts';
 import { GPT, type GPTConfig } from '../models/gpt.ts';
 import { checkGptConfig } from '../models/config-check.ts';
 import { GPT_FIELDS, loadWeights } from '../models/load-weights.ts';
@@ -18,11 +18,13 @@ import { manualSeed } from '../tensor/random.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import { CharTokenizer } from '../text/chars.ts';
-import { LM_PRESETS, LmTrainer, encodeLines, evaluateLm, type LmTokenizer } from '../train/lm.ts';
+import { checkRunFolder, FRESH, resumeState, trainLoop, type HistoryEntry, type Metric } from '../train/loop.ts';
+import { LmTrainer, encodeLines, evaluateLm, type LmStepResult, type LmTokenizer } from '../train/lm.ts';
+import { PRESETS } from '../train/presets.ts';
 import { idsText, lineSeparatorId, promptIds, type GptTokenizer } from '../viz/gpt-attention.ts';
 import { isHfModelDir, loadHfLmDir } from './hf.ts';
 import { readLines } from './corpus.ts';
-import { atomicWrite, readJson, removeStaleTemps, UserError } from './files.ts';
+import { atomicWrite, readJson, UserError } from './files.ts';
 import { progressBar } from './progress.ts';
 
 type TokenizerKind = 'char' | 'bpe';
@@ -47,7 +49,6 @@ export interface LoadedLm {
 
 export const DEFAULT_LM_DATA = 'data/multi30k/train.en.gz';
 export const DEFAULT_LM_VAL = 'data/multi30k/val.en.gz';
-const STATE = 'train-state.safetensors';
 
 // ---- Model folders ----------------------------------------------------------------------------
 
@@ -125,13 +126,6 @@ export interface TrainLmArgs {
   log: (line: string) => void;
 }
 
-interface LmHistoryEntry {
-  step: number;
-  trainLoss: number;
-  valLoss: number;
-  seconds: number;
-}
-
 /** Training and validation lines: --val, the Multi30K val split for the default data, else the last 10% of --data. */
 function readCorpus(a: TrainLmArgs): { train: string[]; val: string[]; valFrom: string } {
   const dataPath = a.data ?? DEFAULT_LM_DATA;
@@ -144,12 +138,10 @@ function readCorpus(a: TrainLmArgs): { train: string[]; val: string[]; valFrom: 
 }
 
 export async function trainLm(a: TrainLmArgs): Promise<void> {
-  const preset = LM_PRESETS[a.preset];
-  if (!preset) throw new UserError(`unknown preset '${a.preset}', expected one of: ${Object.keys(LM_PRESETS).join(', ')}`);
+  const preset = PRESETS.lm[a.preset];
+  if (!preset) throw new UserError(`unknown preset '${a.preset}', expected one of: ${Object.keys(PRESETS.lm).join(', ')}`);
   if (a.tokenizer !== 'char' && a.tokenizer !== 'bpe') throw new UserError(`unknown tokenizer '${a.tokenizer}', expected char or bpe`);
-  const statePath = join(a.out, STATE);
-  if (!a.resume && existsSync(statePath)) throw new UserError(`${a.out} already holds a training run; pass --resume to continue it, or choose another --out`);
-  if (a.resume && !existsSync(statePath)) throw new UserError(`--resume: no training state in ${a.out} (${STATE} not found)`);
+  checkRunFolder(a.out, a.resume);
 
   const corpus = readCorpus(a);
   let lm: { model: GPT; tokenizer: LmTokenizer; kind: TokenizerKind };
@@ -190,67 +182,52 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
     throw new UserError((e as Error).message);
   }
   const training = { preset: a.preset, recipe: trainer.options, maxSteps, data: a.data ?? DEFAULT_LM_DATA, validation: corpus.valFrom };
-  removeStaleTemps(a.out); // left by a process killed mid-write
-  let ema = Number.NaN;
+  let resumed = FRESH;
   if (a.resume) {
-    try {
-      const meta = trainer.loadState(readFileSync(statePath));
-      if (meta.trainLossEma !== undefined) ema = Number(JSON.parse(meta.trainLossEma));
-    } catch (e) {
-      throw new UserError(`${statePath}: ${(e as Error).message}`);
-    }
+    resumed = resumeState(trainer, a.out);
     a.log(`resumed at step ${trainer.position.step}`);
   } else {
     saveLmDir(a.out, model, tokenizer, lm.kind, training);
   }
-  const evalEvery = a.evalEvery ?? preset.evalEvery;
-  const saveEvery = a.saveEvery ?? preset.saveEvery;
   const perStep = trainer.options.batchSize * trainer.options.seqLen;
   a.log(`${model.numParameters().toLocaleString('en-US')} parameters, ${lm.kind} vocabulary of ${tokenizer.vocabSize}, ` +
     `${trainIds.length.toLocaleString('en-US')} training tokens (${(trainIds.length / perStep).toFixed(0)} steps per epoch), ` +
     `${valIds.length.toLocaleString('en-US')} validation tokens`);
 
-  const historyPath = join(a.out, 'history.json');
-  // A run killed between an evaluation and the next saved state resumes from that state: drop the later entries.
-  const history = (existsSync(historyPath) ? (JSON.parse(readFileSync(historyPath, 'utf8')) as LmHistoryEntry[]) : [])
-    .filter((h) => h.step <= trainer.position.step);
-  let best = history.reduce((m, h) => Math.min(m, h.valLoss), Infinity);
-  const bar = progressBar('train-lm |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | ETA {eta_formatted}');
-  const start = trainer.position.step;
-  if (start < maxSteps) bar.start(maxSteps, start, { loss: '-', lr: '-', tps: '-' });
-  let tokens = 0;
-  let t0 = performance.now();
-  const started = performance.now();
-  while (trainer.position.step < maxSteps) {
-    await new Promise((resolve) => setImmediate(resolve)); // let the progress bar's timers run
-    const r = trainer.step();
-    ema = Number.isNaN(ema) ? r.loss : 0.95 * ema + 0.05 * r.loss;
-    tokens += r.tokens;
-    bar.update(r.step, { loss: ema.toFixed(3), lr: r.lr.toExponential(2), tps: (tokens / ((performance.now() - t0) / 1000)).toFixed(0) });
-    const last = r.step === maxSteps;
-    if (r.step % evalEvery === 0 || last) {
+  const history = await trainLoop<LmStepResult, HistoryEntry>({
+    out: a.out,
+    command: 'qkv train-lm',
+    trainer,
+    maxSteps,
+    evalEvery: a.evalEvery ?? preset.evalEvery,
+    saveEvery: a.saveEvery ?? preset.saveEvery,
+    smoothing: LM_SMOOTHING,
+    resumed,
+    metric: VAL_LOSS,
+    patience: 0,
+    checkpoints: null,
+    countMinutes: false,
+    evaluate: (r, ema, time) => {
       const valLoss = evaluateLm(model, valIds, { batchSize: trainer.options.batchSize, maxTokens: a.evalTokens });
-      const seconds = (performance.now() - started) / 1000;
-      history.push({ step: r.step, trainLoss: ema, valLoss, seconds });
-      const improved = valLoss < best;
-      if (improved) {
-        best = valLoss;
-        atomicWrite(join(a.out, 'model.safetensors'), writeSafetensors(model.stateDict()));
-      }
-      atomicWrite(historyPath, `${JSON.stringify(history, null, 1)}\n`);
-      bar.stop();
-      a.log(`step ${r.step}: train loss ${ema.toFixed(3)}, val loss ${valLoss.toFixed(3)}${improved ? ' (best, saved)' : ''}`);
-      if (!last) bar.start(maxSteps, r.step, { loss: ema.toFixed(3), lr: r.lr.toExponential(2), tps: '-' });
-      tokens = 0;
-      t0 = performance.now();
-    }
-    // The state is written last (the commit point): a run killed before it redoes these steps.
-    if (r.step % saveEvery === 0 || last) atomicWrite(statePath, trainer.saveState({ trainLossEma: JSON.stringify(ema) }));
-  }
-  bar.stop();
-  if (!existsSync(join(a.out, 'model.safetensors'))) atomicWrite(join(a.out, 'model.safetensors'), writeSafetensors(model.stateDict()));
+      return { entry: { step: r.step, trainLoss: ema, valLoss, seconds: time.sinceStart() }, detail: '' };
+    },
+    bar: progressBar('train-lm |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | ETA {eta_formatted}'),
+    barFields: () => ({}),
+    log: a.log,
+  });
+  const best = history.reduce((m, h) => Math.min(m, h.valLoss), Infinity);
   a.log(`done: ${a.out} (${trainer.position.step} steps; best val loss ${best.toFixed(3)})`);
 }
+
+/**
+ * The moving average of the training loss shown and saved (weights of the previous value and the new
+ * loss): 0.95 as it has always been for train-lm (qkv train keeps its 0.98); the average is in every
+ * history.json and resumable state, so another weight would change every run's files.
+ */
+const LM_SMOOTHING = [0.95, 0.05] as const;
+
+/** The validation loss (nats per token) picks a language model's best weights. */
+const VAL_LOSS: Metric<HistoryEntry> = { key: 'valLoss', name: 'val loss', higherIsBetter: false, digits: 3 };
 
 // ---- qkv generate -----------------------------------------------------------------------------
 

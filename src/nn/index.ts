@@ -1,5 +1,5 @@
 /** torch.nn-compatible modules: `import { nn } from 'qkv'`. */
-export { Module, ModuleList, type LoadStateDictOptions, type LoadResult } from './module.ts';
+export { Module, ModuleList, withEvalMode, enterEvalMode, type LoadStateDictOptions, type LoadResult } from './module.ts';
 export { Linear, Embedding, LayerNorm, Dropout, ReLU, GELU, PositionalEncoding, sinusoidalTable, type LayerNormOptions } from './layers.ts';
 export { MultiheadAttention, type MultiheadAttentionOptions, type MultiheadAttentionForwardOptions } from './attention.ts';
 export {

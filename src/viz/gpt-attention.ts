@@ -19,6 +19,7 @@ import { generate } from '../decode/gpt.ts';
 import { readSafetensors } from '../io/safetensors.ts';
 import { GPT, type GPTConfig } from '../models/gpt.ts';
 import { checkGptConfig } from '../models/config-check.ts';
+import { withEvalMode } from '../nn/module.ts';
 import { GPT_FIELDS, loadWeights } from '../models/load-weights.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { readHfGpt2 } from '../io/hf.ts';
@@ -122,16 +123,10 @@ export function checkedHf(model: GPT, tokenizer: GptTokenizer): LoadedGpt {
 export function causalAttention(model: GPT, ids: readonly number[]): AttentionStack {
   if (ids.length === 0) throw new Error('causalAttention: no tokens');
   if (ids.length > model.config.blockSize) throw new Error(`causalAttention: ${ids.length} tokens, more than the context of ${model.config.blockSize}`);
-  const wasTraining = model.training;
-  model.eval();
-  try {
-    return noGrad(() => {
-      const x = new Tensor(Int32Array.from(ids), [1, ids.length], 'int32');
-      return model.forwardCached(x, model.initCache(), { needWeights: true }).weights!.map(headsOf);
-    });
-  } finally {
-    if (wasTraining) model.train();
-  }
+  return withEvalMode(model, () => noGrad(() => {
+    const x = new Tensor(Int32Array.from(ids), [1, ids.length], 'int32');
+    return model.forwardCached(x, model.initCache(), { needWeights: true }).weights!.map(headsOf);
+  }));
 }
 
 /** A token as a label: characters with ' ' as '␣' and the line end as '⏎'; BPE pieces as they are. */
