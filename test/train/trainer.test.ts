@@ -48,6 +48,13 @@ test('training lowers the validation loss on a reversal task', () => {
   for (let i = 0; i < 120; i++) t.step();
   const after = evaluateSeq2Seq(t.model, val, ids, 64);
   assert.ok(after < before * 0.75, `val loss ${before.toFixed(3)} -> ${after.toFixed(3)}`);
+  // The model's mode comes back as it was (dropout stays on for the next step, off for a model in eval).
+  t.model.train();
+  evaluateSeq2Seq(t.model, val, ids, 64);
+  assert.ok(t.model.namedModules().every(([, m]) => m.training), 'train mode restored');
+  t.model.eval();
+  evaluateSeq2Seq(t.model, val, ids, 64);
+  assert.ok(t.model.namedModules().every(([, m]) => !m.training), 'eval mode kept');
 });
 
 test('the learning rate follows the paper\'s schedule', () => {
