@@ -9,9 +9,8 @@ import { join } from 'node:path';
 import { readHfGpt2Sync } from '../io/hf.ts';
 import type { GPT } from '../models/gpt.ts';
 import { isHfConfig } from '../models/hf/gpt2.ts';
-import { checkedHf, hfTokenizer } from '../viz/gpt-attention.ts';
+import { checkedHf, hfTokenizer, type LoadedGpt } from '../viz/gpt-attention.ts';
 import { readJson, UserError } from './files.ts';
-import type { LoadedLm } from './lm.ts';
 
 /** Whether dir's config.json is a Hugging Face one (model_type, no qkv format). */
 export function isHfModelDir(dir: string): boolean {
@@ -25,7 +24,7 @@ export function isHfModelDir(dir: string): boolean {
 }
 
 /** A Hugging Face GPT-2 folder as a language model (eval mode); errors name the file. */
-export function loadHfLmDir(dir: string): LoadedLm {
+export function loadHfLmDir(dir: string): Required<LoadedGpt> {
   const config = readJson(join(dir, 'config.json'), 'model config');
   const tokenizerJson = readJson(join(dir, 'tokenizer.json'), 'tokenizer');
   const wpath = join(dir, 'model.safetensors');

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { generateStream, generateStreamAsync } from '../decode/gpt.ts';
 import { openOnnxGpt, parseEngine } from './onnxruntime.ts';
 import { readSafetensors } from '../io/safetensors.ts';
-import { GPT, type GPTConfig } from '../models/gpt.ts';
+import { GPT } from '../models/gpt.ts';
 import { checkGptConfig } from '../models/config-check.ts';
 import { GPT_FIELDS, loadWeights } from '../models/load-weights.ts';
 import { manualSeed } from '../tensor/random.ts';
@@ -21,7 +21,7 @@ import { CharTokenizer } from '../text/chars.ts';
 import { checkRunFolder, FRESH, resumeState, trainLoop, type HistoryEntry, type Metric } from '../train/loop.ts';
 import { LmTrainer, encodeLines, evaluateLm, type LmStepResult, type LmTokenizer } from '../train/lm.ts';
 import { PRESETS } from '../train/presets.ts';
-import { idsText, lineSeparatorId, promptIds, type GptTokenizer } from '../viz/gpt-attention.ts';
+import { idsText, lineSeparatorId, promptIds, type GptTokenizer, type LmConfigFile, type LoadedGpt } from '../viz/gpt-attention.ts';
 import { isHfModelDir, loadHfLmDir } from './hf.ts';
 import { readLines } from './corpus.ts';
 import { atomicWrite, readJson, UserError } from './files.ts';
@@ -29,31 +29,13 @@ import { progressBar } from './progress.ts';
 
 type TokenizerKind = 'char' | 'bpe';
 
-export interface LmConfigFile {
-  format: 'qkv-gpt';
-  version: 1;
-  model: GPTConfig;
-  /** 'bytelevel': a Hugging Face GPT-2 folder read as one (cli/hf.ts); never written. */
-  tokenizer: TokenizerKind | 'bytelevel';
-  /** How it was trained (preset, recipe, data), for reference. */
-  training?: Record<string, unknown>;
-}
-
-export interface LoadedLm {
-  model: GPT;
-  tokenizer: GptTokenizer;
-  /** The id that ends a line: '\n' for characters, EOS for BPE. */
-  separatorId: number;
-  config: LmConfigFile;
-}
-
 export const DEFAULT_LM_DATA = 'data/multi30k/train.en.gz';
 export const DEFAULT_LM_VAL = 'data/multi30k/val.en.gz';
 
 // ---- Model folders ----------------------------------------------------------------------------
 
 /** The model (random weights) and tokenizer of a language-model folder. */
-export function loadLmShape(dir: string): LoadedLm {
+export function loadLmShape(dir: string): Required<LoadedGpt> {
   if (!existsSync(dir)) throw new UserError(`model folder not found: ${dir}`);
   const cpath = join(dir, 'config.json');
   const config = readJson(cpath, 'model config') as LmConfigFile;
@@ -82,7 +64,7 @@ export function loadLmShape(dir: string): LoadedLm {
 }
 
 /** Load a folder written by `qkv train-lm`, weights included, in eval mode. */
-export function loadLmDir(dir: string): LoadedLm {
+export function loadLmDir(dir: string): Required<LoadedGpt> {
   if (isHfModelDir(dir)) return loadHfLmDir(dir);
   const lm = loadLmShape(dir);
   const wpath = join(dir, 'model.safetensors');

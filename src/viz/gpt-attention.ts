@@ -34,11 +34,25 @@ import { clip, type AttentionMaps } from './attention-maps.ts';
 
 export type GptTokenizer = CharTokenizer | BpeTokenizer | ByteLevelBpeTokenizer;
 
+/** A language-model folder's config.json (`qkv train-lm` writes it). */
+export interface LmConfigFile {
+  format: 'qkv-gpt';
+  version: 1;
+  model: GPTConfig;
+  /** 'bytelevel': a Hugging Face GPT-2 folder read as one (cli/hf.ts); never written. */
+  tokenizer: 'char' | 'bpe' | 'bytelevel';
+  /** How it was trained (preset, recipe, data), for reference. */
+  training?: Record<string, unknown>;
+}
+
+/** A language model with its tokenizer: the one type for a loaded GPT (the CLI's loaders give `Required<LoadedGpt>`). */
 export interface LoadedGpt {
   model: GPT;
   tokenizer: GptTokenizer;
   /** The id that ends a line: '\n' for characters, EOS for BPE (as `qkv train-lm` trains). */
   separatorId: number;
+  /** The folder's config.json, when it was loaded by path (the CLI's loaders). */
+  config?: LmConfigFile;
 }
 
 /** The id that ends a line (one document) in training: '\n' for a char tokenizer, EOS for BPE. */
