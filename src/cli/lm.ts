@@ -18,8 +18,8 @@ import { manualSeed } from '../tensor/random.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import { CharTokenizer } from '../text/chars.ts';
-import { checkRunFolder, FRESH, resumeState, trainLoop, type HistoryEntry, type Metric } from '../train/loop.ts';
-import { LmTrainer, encodeLines, evaluateLm, type LmStepResult, type LmTokenizer } from '../train/lm.ts';
+import { checkRunFolder, FRESH, resumeState, trainLoop } from '../train/loop.ts';
+import { LM_SMOOTHING, LmTrainer, VAL_LOSS, encodeLines, evaluateLm, type LmHistoryEntry, type LmStepResult, type LmTokenizer } from '../train/lm.ts';
 import { PRESETS } from '../train/presets.ts';
 import { idsText, lineSeparatorId, promptIds, type GptTokenizer, type LmConfigFile, type LoadedGpt } from '../viz/gpt-attention.ts';
 import { isHfModelDir, loadHfLmDir } from './hf.ts';
@@ -176,7 +176,7 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
     `${trainIds.length.toLocaleString('en-US')} training tokens (${(trainIds.length / perStep).toFixed(0)} steps per epoch), ` +
     `${valIds.length.toLocaleString('en-US')} validation tokens`);
 
-  const history = await trainLoop<LmStepResult, HistoryEntry>({
+  const history = await trainLoop<LmStepResult, LmHistoryEntry>({
     out: a.out,
     command: 'qkv train-lm',
     trainer,
@@ -200,16 +200,6 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
   const best = history.reduce((m, h) => Math.min(m, h.valLoss), Infinity);
   a.log(`done: ${a.out} (${trainer.position.step} steps; best val loss ${best.toFixed(3)})`);
 }
-
-/**
- * The moving average of the training loss shown and saved (weights of the previous value and the new
- * loss): 0.95 as it has always been for train-lm (qkv train keeps its 0.98); the average is in every
- * history.json and resumable state, so another weight would change every run's files.
- */
-const LM_SMOOTHING = [0.95, 0.05] as const;
-
-/** The validation loss (nats per token) picks a language model's best weights. */
-const VAL_LOSS: Metric<HistoryEntry> = { key: 'valLoss', name: 'val loss', higherIsBetter: false, digits: 3 };
 
 // ---- qkv generate -----------------------------------------------------------------------------
 

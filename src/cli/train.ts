@@ -6,8 +6,8 @@ import { manualSeed } from '../tensor/random.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import { PRESETS, type Seq2SeqPreset } from '../train/presets.ts';
 import type { Seq2SeqConfig } from '../models/seq2seq.ts';
-import { checkRunFolder, FRESH, keepBest, readHistory, resumeState, trainLoop, writeHistory, type HistoryEntry, type Metric } from '../train/loop.ts';
-import { Seq2SeqTrainer, evaluateSeq2Seq, type Seq2SeqStepResult } from '../train/trainer.ts';
+import { checkRunFolder, FRESH, keepBest, readHistory, resumeState, trainLoop, writeHistory } from '../train/loop.ts';
+import { SEQ2SEQ_SMOOTHING, Seq2SeqTrainer, VAL_BLEU, evaluateSeq2Seq, type Seq2SeqHistoryEntry, type Seq2SeqStepResult } from '../train/trainer.ts';
 import { readParallel } from './corpus.ts';
 import { loadModelDir, loadModelShape, readJson, saveModelDir, saveWeights, UserError, vocabularyConfig } from './files.ts';
 import { progressBar } from './progress.ts';
@@ -278,10 +278,10 @@ export async function train(a: TrainArgs): Promise<void> {
     // to there (so val BLEU and minutes continue); its weights are the run's best until beaten.
     const { from, step } = plan.init;
     trainer.startAt(step);
-    const carried = readHistory(from, step, BLEU, 'qkv train');
+    const carried = readHistory(from, step, VAL_BLEU, 'qkv train');
     writeHistory(a.out, carried);
     saveWeights(join(a.out, 'model.safetensors'), model.stateDict());
-    if (plan.average === 'best' && carried.at(-1)?.step === step) keepBest(a.out, model.stateDict(), carried, plan.keep, BLEU);
+    if (plan.average === 'best' && carried.at(-1)?.step === step) keepBest(a.out, model.stateDict(), carried, plan.keep, VAL_BLEU);
     a.log(`starting from ${from} at step ${step} (its weights, shape and tokenizers; a fresh optimiser)${carried.length ? `, with its ${carried.length} evaluations to there` : ''}`);
   }
   const vocabulary = targetTokenizer === tokenizer ? `vocabulary ${tokenizer.vocabSize}` : `vocabularies ${tokenizer.vocabSize} (${srcLang}) and ${targetTokenizer.vocabSize} (${tgtLang})`;
@@ -297,9 +297,9 @@ export async function train(a: TrainArgs): Promise<void> {
     maxSteps: plan.maxSteps,
     evalEvery: plan.evalEvery,
     saveEvery: plan.saveEvery,
-    smoothing: SMOOTHING,
+    smoothing: SEQ2SEQ_SMOOTHING,
     resumed,
-    metric: BLEU,
+    metric: VAL_BLEU,
     patience: plan.patience,
     checkpoints: { keep: plan.keep, average: plan.average },
     countMinutes: true,
@@ -319,19 +319,3 @@ export async function train(a: TrainArgs): Promise<void> {
   });
   a.log(`done: ${a.out}`);
 }
-
-/**
- * The moving average of the training loss shown and saved (weights of the previous value and the new
- * loss): 0.98 as it has always been for `qkv train`; its history.json files and resumable states hold
- * that average, so another weight would change every run's files (train-lm keeps its own 0.95).
- */
-const SMOOTHING = [0.98, 0.02] as const;
-
-/** One evaluation of a translation run in history.json (and, with `averaged`, the final average). */
-interface Seq2SeqHistoryEntry extends HistoryEntry {
-  epoch: number;
-  bleu: number;
-}
-
-/** Val BLEU picks the best weights, stops early and ranks checkpoints. */
-const BLEU: Metric<Seq2SeqHistoryEntry> = { key: 'bleu', name: 'val BLEU', higherIsBetter: true, digits: 2 };

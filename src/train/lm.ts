@@ -19,6 +19,7 @@ import { memoryScope } from '../tensor/storage.ts';
 import { cosineLr } from '../optim/schedule.ts';
 import { Generator, defaultGenerator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import type { HistoryEntry, Metric } from './loop.ts';
 
 // ---- Text as a token stream ------------------------------------------------------------------
 
@@ -85,6 +86,19 @@ export interface LmTrainerOptions {
 export const LM_RECIPE: LmTrainerOptions = {
   batchSize: 16, lr: 1e-3, minLr: 1e-4, warmup: 100, decaySteps: 5000, weightDecay: 0.1, betas: [0.9, 0.99], eps: 1e-8, clipNorm: 1, seed: 1,
 };
+
+/**
+ * The training loop's moving average of the loss (weights of the previous value and the new loss):
+ * 0.95 as it has always been for train-lm (SEQ2SEQ_SMOOTHING keeps qkv train's 0.98). history.json
+ * files and resumable states hold that average, so another weight would change every run's files.
+ */
+export const LM_SMOOTHING = [0.95, 0.05] as const;
+
+/** One evaluation of a language-model run in history.json (`seconds`: since its session started). */
+export type LmHistoryEntry = HistoryEntry;
+
+/** The validation loss (nats per token) picks a language model's best weights. */
+export const VAL_LOSS: Metric<LmHistoryEntry> = { key: 'valLoss', name: 'val loss', higherIsBetter: false, digits: 3 };
 
 export interface LmStepResult {
   step: number;

@@ -16,6 +16,7 @@ import { memoryScope } from '../tensor/storage.ts';
 import { noamLr } from '../optim/schedule.ts';
 import { defaultGenerator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import type { HistoryEntry, Metric } from './loop.ts';
 
 export interface Seq2SeqTrainerOptions {
   /** Padded tokens per batch (B·max length). */
@@ -46,6 +47,22 @@ export interface Seq2SeqTrainerOptions {
 export const PAPER_RECIPE: Seq2SeqTrainerOptions = {
   maxTokens: 4096, warmup: 4000, lrFactor: 1, labelSmoothing: 0.1, seed: 1, clipNorm: 0, betas: [0.9, 0.98], eps: 1e-9, accum: 1, weightDecay: 0,
 };
+
+/**
+ * The training loop's moving average of the loss (weights of the previous value and the new loss):
+ * 0.98 as it has always been for `qkv train`. history.json files and resumable states hold that
+ * average, so another weight would change every run's files (LM_SMOOTHING keeps train-lm's 0.95).
+ */
+export const SEQ2SEQ_SMOOTHING = [0.98, 0.02] as const;
+
+/** One evaluation of a translation run in history.json (with `averaged`: the final checkpoint average). */
+export interface Seq2SeqHistoryEntry extends HistoryEntry {
+  epoch: number;
+  bleu: number;
+}
+
+/** Val BLEU picks a translation run's best weights, stops it early and ranks its checkpoints. */
+export const VAL_BLEU: Metric<Seq2SeqHistoryEntry> = { key: 'bleu', name: 'val BLEU', higherIsBetter: true, digits: 2 };
 
 export interface Seq2SeqStepResult {
   step: number;
