@@ -1,4 +1,7 @@
-/** `qkv train`: learn BPE, build the model from a preset, train with the paper's recipe, checkpoint. */
+/**
+ * `qkv train`: the flags into a run plan (new, --resume, --init-from), the BPE vocabulary and model it
+ * names, then the training loop of src/train/loop.ts with val BLEU as its metric.
+ */
 import { join, resolve } from 'node:path';
 import type { Pair } from '../data/batching.ts';
 import { Seq2Seq } from '../models/seq2seq.ts';
