@@ -25,7 +25,7 @@ import { setBackend } from '../src/index.ts';
 import { Seq2Seq } from '../src/models/seq2seq.ts';
 import { manualSeed } from '../src/tensor/random.ts';
 import { PRESETS } from '../src/train/presets.ts';
-import { Trainer } from '../src/train/trainer.ts';
+import { Seq2SeqTrainer } from '../src/train/trainer.ts';
 import { acquireBenchLock } from './lock.ts';
 import { TORCHRUN_BEGIN, TORCHRUN_END, cpuName, withTorchrunSection } from './results.ts';
 
@@ -43,7 +43,7 @@ if (!existsSync(PYTHON) || spawnSync(PYTHON, ['-c', 'import torch']).status !== 
 }
 
 const presetName = smoke ? 'tiny' : 'multi30k-small';
-const preset = PRESETS[presetName];
+const preset = PRESETS.seq2seq[presetName];
 const cores = availableParallelism();
 const work = mkdtempSync(join(tmpdir(), 'qkv-bench-torchrun-'));
 process.on('exit', () => rmSync(work, { recursive: true, force: true }));
@@ -62,7 +62,7 @@ manualSeed(1);
 const model = new Seq2Seq({ ...preset.model, ...vocabularyConfig(tokenizer, targetTokenizer) });
 const ids = { padId: tokenizer.padId, bosId: targetTokenizer.bosId, eosId: targetTokenizer.eosId };
 const pairs = encodePairs(tokenizer, text.src.slice(0, n), text.tgt.slice(0, n), model.config.maxLen, targetTokenizer);
-const trainer = new Trainer(model, pairs, ids, preset.recipe);
+const trainer = new Seq2SeqTrainer(model, pairs, ids, preset.recipe);
 const run = join(work, 'run');
 saveModelDir(run, model, tokenizer, { preset: presetName, recipe: trainer.options, maxSteps: steps }, targetTokenizer);
 saveWeights(join(run, 'model.safetensors'), model.stateDict());
@@ -77,7 +77,7 @@ const rows: { name: string; tps: number; losses: string }[] = [];
   const t0 = performance.now();
   for (let i = 0; i < steps; i++) {
     const r = trainer.step();
-    tokens += r.targetTokens;
+    tokens += r.tokens;
     losses.push(r.loss);
   }
   const s = (performance.now() - t0) / 1000;

@@ -2,29 +2,25 @@
  * Model folders for the CLI: the loaders' names the commands call, each delegating to the folder
  * module (src/folder/, docs/model-folder.md), whose errors become the CLI's UserError.
  */
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LoadedModel } from '../folder/seq2seq.ts';
-import { atomicWrite, readEnsemble, readSeq2Seq, readSeq2SeqShape, writeModelConfig, type LoadedEnsemble } from '../folder/node.ts';
+import { atomicWrite, removeStaleTemps } from '../io/atomic.ts';
+import { readEnsemble, readSeq2Seq, readSeq2SeqShape, writeModelConfig, type LoadedEnsemble } from '../folder/node.ts';
 import { FolderError, TARGET_TOKENIZER } from '../folder/spec.ts';
 import type { Seq2Seq, Seq2SeqConfig } from '../models/seq2seq.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
 
 export class UserError extends Error {}
 
-/** Remove the temporary files of atomicWrite that a killed process left in `dir` and `dir`/checkpoints. */
-export function removeStaleTemps(dir: string): void {
-  for (const d of [dir, join(dir, 'checkpoints')]) {
-    if (!existsSync(d)) continue;
-    for (const f of readdirSync(d)) if (/\.tmp-\d+$/.test(f)) rmSync(join(d, f), { force: true });
-  }
-}
+// Atomic writes live in io/atomic.ts, which the training loop (src/train) and the folder module use.
+export { atomicWrite, removeStaleTemps };
 
 export type { Decoding, ModelConfigFile } from '../folder/spec.ts';
 export { DEFAULT_DECODING, TARGET_TOKENIZER } from '../folder/spec.ts';
 export type { LoadedModel } from '../folder/seq2seq.ts';
 export type { LoadedEnsemble, WeightsDType } from '../folder/node.ts';
-export { atomicWrite, saveWeights, writeModelConfig } from '../folder/node.ts';
+export { saveWeights, writeModelConfig } from '../folder/node.ts';
 
 /** A JSON file's contents, or a UserError naming `what` and the path (missing, or not JSON). */
 export function readJson(path: string, what: string): unknown {

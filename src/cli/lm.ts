@@ -10,17 +10,18 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateStream, generateStreamAsync } from '../decode/gpt.ts';
 import { openOnnxGpt, parseEngine } from './onnxruntime.ts';
-import { writeSafetensors } from '../io/safetensors.ts';
 import { GPT } from '../models/gpt.ts';
 import { manualSeed } from '../tensor/random.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import { CharTokenizer } from '../text/chars.ts';
-import { LM_PRESETS, LmTrainer, encodeLines, evaluateLm, type LmTokenizer } from '../train/lm.ts';
+import { checkRunFolder, FRESH, resumeState, trainLoop } from '../train/loop.ts';
+import { LM_SMOOTHING, LmTrainer, VAL_LOSS, encodeLines, evaluateLm, type LmHistoryEntry, type LmStepResult, type LmTokenizer } from '../train/lm.ts';
+import { PRESETS } from '../train/presets.ts';
 import { idsText, lineSeparatorId, promptIds, type LoadedLm } from '../folder/gpt.ts';
 import { readGptShape, readLm } from '../folder/node.ts';
 import type { LmConfigFile } from '../folder/spec.ts';
 import { readLines } from './corpus.ts';
-import { asUserError, atomicWrite, removeStaleTemps, UserError } from './files.ts';
+import { asUserError, atomicWrite, UserError } from './files.ts';
 import { progressBar } from './progress.ts';
 
 type TokenizerKind = 'char' | 'bpe';
@@ -31,7 +32,6 @@ export type { LoadedLm } from '../folder/gpt.ts';
 
 export const DEFAULT_LM_DATA = 'data/multi30k/train.en.gz';
 export const DEFAULT_LM_VAL = 'data/multi30k/val.en.gz';
-const STATE = 'train-state.safetensors';
 
 // ---- Model folders ----------------------------------------------------------------------------
 
@@ -73,13 +73,6 @@ export interface TrainLmArgs {
   log: (line: string) => void;
 }
 
-interface LmHistoryEntry {
-  step: number;
-  trainLoss: number;
-  valLoss: number;
-  seconds: number;
-}
-
 /** Training and validation lines: --val, the Multi30K val split for the default data, else the last 10% of --data. */
 function readCorpus(a: TrainLmArgs): { train: string[]; val: string[]; valFrom: string } {
   const dataPath = a.data ?? DEFAULT_LM_DATA;
@@ -92,12 +85,10 @@ function readCorpus(a: TrainLmArgs): { train: string[]; val: string[]; valFrom: 
 }
 
 export async function trainLm(a: TrainLmArgs): Promise<void> {
-  const preset = LM_PRESETS[a.preset];
-  if (!preset) throw new UserError(`unknown preset '${a.preset}', expected one of: ${Object.keys(LM_PRESETS).join(', ')}`);
+  const preset = PRESETS.lm[a.preset];
+  if (!preset) throw new UserError(`unknown preset '${a.preset}', expected one of: ${Object.keys(PRESETS.lm).join(', ')}`);
   if (a.tokenizer !== 'char' && a.tokenizer !== 'bpe') throw new UserError(`unknown tokenizer '${a.tokenizer}', expected char or bpe`);
-  const statePath = join(a.out, STATE);
-  if (!a.resume && existsSync(statePath)) throw new UserError(`${a.out} already holds a training run; pass --resume to continue it, or choose another --out`);
-  if (a.resume && !existsSync(statePath)) throw new UserError(`--resume: no training state in ${a.out} (${STATE} not found)`);
+  checkRunFolder(a.out, a.resume);
 
   const corpus = readCorpus(a);
   let lm: { model: GPT; tokenizer: LmTokenizer; kind: TokenizerKind };
@@ -138,65 +129,40 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
     throw new UserError((e as Error).message);
   }
   const training = { preset: a.preset, recipe: trainer.options, maxSteps, data: a.data ?? DEFAULT_LM_DATA, validation: corpus.valFrom };
-  removeStaleTemps(a.out); // left by a process killed mid-write
-  let ema = Number.NaN;
+  let resumed = FRESH;
   if (a.resume) {
-    try {
-      const meta = trainer.loadState(readFileSync(statePath));
-      if (meta.trainLossEma !== undefined) ema = Number(JSON.parse(meta.trainLossEma));
-    } catch (e) {
-      throw new UserError(`${statePath}: ${(e as Error).message}`);
-    }
+    resumed = resumeState(trainer, a.out);
     a.log(`resumed at step ${trainer.position.step}`);
   } else {
     saveLmDir(a.out, model, tokenizer, lm.kind, training);
   }
-  const evalEvery = a.evalEvery ?? preset.evalEvery;
-  const saveEvery = a.saveEvery ?? preset.saveEvery;
   const perStep = trainer.options.batchSize * trainer.options.seqLen;
   a.log(`${model.numParameters().toLocaleString('en-US')} parameters, ${lm.kind} vocabulary of ${tokenizer.vocabSize}, ` +
     `${trainIds.length.toLocaleString('en-US')} training tokens (${(trainIds.length / perStep).toFixed(0)} steps per epoch), ` +
     `${valIds.length.toLocaleString('en-US')} validation tokens`);
 
-  const historyPath = join(a.out, 'history.json');
-  // A run killed between an evaluation and the next saved state resumes from that state: drop the later entries.
-  const history = (existsSync(historyPath) ? (JSON.parse(readFileSync(historyPath, 'utf8')) as LmHistoryEntry[]) : [])
-    .filter((h) => h.step <= trainer.position.step);
-  let best = history.reduce((m, h) => Math.min(m, h.valLoss), Infinity);
-  const bar = progressBar('train-lm |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | ETA {eta_formatted}');
-  const start = trainer.position.step;
-  if (start < maxSteps) bar.start(maxSteps, start, { loss: '-', lr: '-', tps: '-' });
-  let tokens = 0;
-  let t0 = performance.now();
-  const started = performance.now();
-  while (trainer.position.step < maxSteps) {
-    await new Promise((resolve) => setImmediate(resolve)); // let the progress bar's timers run
-    const r = trainer.step();
-    ema = Number.isNaN(ema) ? r.loss : 0.95 * ema + 0.05 * r.loss;
-    tokens += r.tokens;
-    bar.update(r.step, { loss: ema.toFixed(3), lr: r.lr.toExponential(2), tps: (tokens / ((performance.now() - t0) / 1000)).toFixed(0) });
-    const last = r.step === maxSteps;
-    if (r.step % evalEvery === 0 || last) {
+  const history = await trainLoop<LmStepResult, LmHistoryEntry>({
+    out: a.out,
+    command: 'qkv train-lm',
+    trainer,
+    maxSteps,
+    evalEvery: a.evalEvery ?? preset.evalEvery,
+    saveEvery: a.saveEvery ?? preset.saveEvery,
+    smoothing: LM_SMOOTHING,
+    resumed,
+    metric: VAL_LOSS,
+    patience: 0,
+    checkpoints: null,
+    countMinutes: false,
+    evaluate: (r, ema, time) => {
       const valLoss = evaluateLm(model, valIds, { batchSize: trainer.options.batchSize, maxTokens: a.evalTokens });
-      const seconds = (performance.now() - started) / 1000;
-      history.push({ step: r.step, trainLoss: ema, valLoss, seconds });
-      const improved = valLoss < best;
-      if (improved) {
-        best = valLoss;
-        atomicWrite(join(a.out, 'model.safetensors'), writeSafetensors(model.stateDict()));
-      }
-      atomicWrite(historyPath, `${JSON.stringify(history, null, 1)}\n`);
-      bar.stop();
-      a.log(`step ${r.step}: train loss ${ema.toFixed(3)}, val loss ${valLoss.toFixed(3)}${improved ? ' (best, saved)' : ''}`);
-      if (!last) bar.start(maxSteps, r.step, { loss: ema.toFixed(3), lr: r.lr.toExponential(2), tps: '-' });
-      tokens = 0;
-      t0 = performance.now();
-    }
-    // The state is written last (the commit point): a run killed before it redoes these steps.
-    if (r.step % saveEvery === 0 || last) atomicWrite(statePath, trainer.saveState({ trainLossEma: JSON.stringify(ema) }));
-  }
-  bar.stop();
-  if (!existsSync(join(a.out, 'model.safetensors'))) atomicWrite(join(a.out, 'model.safetensors'), writeSafetensors(model.stateDict()));
+      return { entry: { step: r.step, trainLoss: ema, valLoss, seconds: time.sinceStart() }, detail: '' };
+    },
+    bar: progressBar('train-lm |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | ETA {eta_formatted}'),
+    barFields: () => ({}),
+    log: a.log,
+  });
+  const best = history.reduce((m, h) => Math.min(m, h.valLoss), Infinity);
   a.log(`done: ${a.out} (${trainer.position.step} steps; best val loss ${best.toFixed(3)})`);
 }
 

@@ -9,6 +9,7 @@
  */
 import { noGrad } from '../autograd/grad-mode.ts';
 import type { GPT, GPTCache } from '../models/gpt.ts';
+import { enterEvalMode } from '../nn/module.ts';
 import { Generator as RandomGenerator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { checkSamplingOptions, sampleToken, type SamplingOptions } from './sample.ts';
@@ -98,8 +99,7 @@ function* generation(vocabSize: number, blockSize: number, prompt: readonly numb
 export function* generateStream(model: GPT, prompt: readonly number[], options: GenerateOptions): IterableIterator<GeneratedToken> {
   const { vocabSize, blockSize } = model.config;
   const useCache = options.useCache ?? true;
-  const wasTraining = model.training;
-  model.eval();
+  const restoreMode = enterEvalMode(model);
   try {
     let cache: GPTCache | null = null;
     // Last-row logits of running the model on `fed`: from scratch (no cache, or a new cache) or cached.
@@ -122,7 +122,7 @@ export function* generateStream(model: GPT, prompt: readonly number[], options: 
       }
     }
   } finally {
-    if (wasTraining) model.train();
+    restoreMode();
   }
 }
 

@@ -6,6 +6,7 @@ export {
 export { CachedStepper, EnsembleStepper, FullStepper, type Stepper, type AsyncStepper } from './stepper.ts';
 export { greedySearchAsync, beamSearchAsync } from './search.ts';
 export { OrtSeq2Seq, OrtGpt, type OrtLike, type OrtSessionLike, type OrtTensorLike, type OrtModelInfo } from './onnxruntime.ts';
-export { TransformerDecoderCache, type DecoderLayerCache, type DecoderStepResult } from '../nn/transformer.ts';
+export { TransformerDecoderCache, type DecoderLayerCache } from '../nn/kv-cache.ts';
+export type { DecoderStepResult } from '../nn/transformer.ts';
 export { generate, generateStream, generateStreamAsync, type AsyncLm, type GenerateOptions, type GeneratedToken } from './gpt.ts';
 export { sampleToken, samplingDistribution, checkSamplingOptions, argmax, type SamplingOptions } from './sample.ts';

@@ -8,7 +8,8 @@
  * (B, h, T, dK), exactly as qkv's TransformerDecoderCache / GPTCache; reordering beams gathers rows.
  */
 import { Tensor } from '../tensor/tensor.ts';
-import { gatherRows, logProbs, type AsyncStepper } from './stepper.ts';
+import { gatherRows } from '../nn/kv-cache.ts';
+import { logProbs, type AsyncStepper } from './stepper.ts';
 import { beamSearchAsync, greedySearchAsync, maxLengths, type BeamSearchResult, type DecodeOptions, type DecodeResult } from './search.ts';
 import type { AsyncLm } from './gpt.ts';
 import type { OnnxManifest } from '../io/onnx/export.ts';

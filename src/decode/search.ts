@@ -5,6 +5,7 @@
  */
 import { noGrad } from '../autograd/grad-mode.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
+import { withEvalMode } from '../nn/module.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { CachedStepper, EnsembleStepper, FullStepper, driveAsync, driveSync, type AsyncStepper, type Stepper, type StepperRows } from './stepper.ts';
@@ -310,20 +311,15 @@ function run<R>(model: Models, src: Tensor, options: DecodeOptions, search: (ste
     throw new Error(`${name}: minLen must be a non-negative integer, got ${options.minLen}`);
   }
   const maxLens = maxLengths(src, padId, positions, options.maxLen);
-  const wasTraining = members.map((m) => m.training);
-  for (const m of members) m.eval();
-  try {
-    return noGrad(() => {
+  return withEvalMode(members, () =>
+    noGrad(() => {
       const steppers = members.map((m): Stepper => {
         const srcPadding = m.paddingMask(src);
         const memory = m.encode(src, srcPadding);
         return options.useCache ?? true ? new CachedStepper(m, memory, srcPadding) : new FullStepper(m, memory, srcPadding);
       });
       return search(steppers.length === 1 ? steppers[0] : new EnsembleStepper(steppers), maxLens, padId);
-    });
-  } finally {
-    members.forEach((m, i) => wasTraining[i] && m.train());
-  }
+    }));
 }
 
 /**

@@ -5,7 +5,7 @@
  * the teacher-forced decoder over the whole prefix (the reference the cache is tested against).
  */
 import type { Seq2Seq } from '../models/seq2seq.ts';
-import type { TransformerDecoderCache } from '../nn/transformer.ts';
+import { gatherRows, type TransformerDecoderCache } from '../nn/kv-cache.ts';
 import * as F from '../ops/index.ts';
 import { Tensor } from '../tensor/tensor.ts';
 
@@ -62,15 +62,6 @@ export function logProbs(logits: Tensor, padId: number, step: number): Float32Ar
   }
   if (padId >= 0 && padId < V) for (let r = 0; r < lp.length / V; r++) lp[r * V + padId] = -Infinity;
   return lp;
-}
-
-/** Rows of a contiguous tensor of any dtype, gathered along dim 0. */
-export function gatherRows(t: Tensor, rows: Int32Array): Tensor {
-  const inner = t.shape.slice(1).reduce((a, b) => a * b, 1);
-  const Ctor = t.data.constructor as new (n: number) => typeof t.data;
-  const out = new Ctor(rows.length * inner);
-  for (let i = 0; i < rows.length; i++) out.set(t.data.subarray(rows[i] * inner, (rows[i] + 1) * inner) as never, i * inner);
-  return new Tensor(out, [rows.length, ...t.shape.slice(1)], t.dtype);
 }
 
 /** Incremental: the decoder's KV cache, one new position per step. */

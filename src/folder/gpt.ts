@@ -27,12 +27,12 @@ export interface LoadedGpt {
   tokenizer: GptTokenizer;
   /** The id that ends a line: '\n' for characters, EOS for BPE (as `qkv train-lm` trains). */
   separatorId: number;
+  /** The folder's config.json as qkv reads it (an HF GPT-2 one described in qkv's terms); every folder loader sets it. */
+  config?: LmConfigFile;
 }
 
-/** A language-model folder, opened: its config.json as qkv reads it (an HF GPT-2 one is described in qkv's terms). */
-export interface LoadedLm extends LoadedGpt {
-  config: LmConfigFile;
-}
+/** A language-model folder as the folder loaders give it: the one loaded type, with its config. */
+export type LoadedLm = Required<LoadedGpt>;
 
 /** The id that ends a line (one document) in training: '\n' for a char tokenizer, EOS for BPE. */
 export function lineSeparatorId(tokenizer: LmTokenizer | ByteLevelBpeTokenizer): number {

@@ -6,6 +6,7 @@
  */
 import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { atomicWrite } from '../io/atomic.ts';
 import { readHfGpt2Sync } from '../io/hf.ts';
 import { quantizeInt8 } from '../io/quantize.ts';
 import { writeSafetensors } from '../io/safetensors.ts';
@@ -17,31 +18,8 @@ import { checkEnsemble, pytorchOnly, type FolderSource, type MemberCheck } from 
 import { notFound, seq2seqFromFiles, seq2seqShape, type LoadedModel } from './seq2seq.ts';
 import { FILES, FolderError, folderKind, parseJsonText, type FileNamer, type FolderKind, type ModelConfigFile } from './spec.ts';
 
-export function atomicWrite(path: string, data: Uint8Array | string): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.tmp-${process.pid}`;
-  const fd = openSync(tmp, 'w');
-  try {
-    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
-    let off = 0;
-    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
-  // The rename itself lives in the folder: flush it too, or a power cut may forget it.
-  try {
-    const dfd = openSync(dirname(path), 'r');
-    try {
-      fsyncSync(dfd);
-    } finally {
-      closeSync(dfd);
-    }
-  } catch {
-    // Some systems cannot fsync a folder (Windows); the rename is still atomic.
-  }
-}
+// Writes are atomic (temp file, fsync, rename): the one implementation is io/atomic.ts.
+export { atomicWrite };
 
 /** The on-disk precisions of saveWeights: fp32, fp16 (half the size), or int8 per row with fp16 for the rest (a quarter; io/quantize.ts). */
 export type WeightsDType = 'F32' | 'F16' | 'I8';

@@ -7,7 +7,8 @@
  * --share-decoder-input-output-embed).
  */
 import * as F from '../ops/index.ts';
-import { Transformer, type TransformerDecoderCache, type Activation } from '../nn/transformer.ts';
+import type { TransformerDecoderCache } from '../nn/kv-cache.ts';
+import { Transformer, type Activation } from '../nn/transformer.ts';
 import { Embedding, PositionalEncoding } from '../nn/layers.ts';
 import { Module } from '../nn/module.ts';
 import { normal_ } from '../nn/init.ts';

@@ -165,6 +165,31 @@ export class Module {
   }
 }
 
+/**
+ * Put `modules` (and all their submodules) in eval mode; the function returned puts every submodule
+ * back in the mode it had. For code that yields in between (a generator); elsewhere use withEvalMode.
+ */
+export function enterEvalMode(modules: Module | readonly Module[]): () => void {
+  const saved = (modules instanceof Module ? [modules] : modules).flatMap((m) => m.namedModules().map(([, s]) => [s, s.training] as const));
+  for (const [s] of saved) s.training = false;
+  return () => {
+    for (const [s, mode] of saved) s.training = mode;
+  };
+}
+
+/**
+ * Run `fn` with `modules` in eval mode (dropout off), then restore each submodule's mode as it was,
+ * whether `fn` returns or throws.
+ */
+export function withEvalMode<T>(modules: Module | readonly Module[], fn: () => T): T {
+  const restore = enterEvalMode(modules);
+  try {
+    return fn();
+  } finally {
+    restore();
+  }
+}
+
 /** Submodules named '0', '1', ... as torch.nn.ModuleList. */
 export class ModuleList<M extends Module> extends Module implements Iterable<M> {
   private readonly items: M[] = [];

@@ -1,7 +1,13 @@
 /** Training: `import { train } from 'qkv'`. */
-export { PRESETS, type Preset } from './presets.ts';
-export { Trainer, PAPER_RECIPE, evaluateLoss, averageWeights, type TrainerOptions, type StepResult, type TrainerPosition } from './trainer.ts';
+export { PRESETS, type Seq2SeqPreset, type LmPreset } from './presets.ts';
 export {
-  LmTrainer, LM_RECIPE, LM_PRESETS, evaluateLm, encodeLines, decodeLines,
-  type LmTrainerOptions, type LmPreset, type LmStepResult, type LmTrainerPosition, type LmTokenizer,
+  Seq2SeqTrainer, PAPER_RECIPE, evaluateSeq2Seq, Trainer, evaluateLoss,
+  type Seq2SeqTrainerOptions, type Seq2SeqStepResult, type Seq2SeqTrainerPosition, type TrainerOptions,
+} from './trainer.ts';
+export {
+  LmTrainer, LM_RECIPE, evaluateLm, encodeLines, decodeLines,
+  type LmTrainerOptions, type LmStepResult, type LmTrainerPosition, type LmTokenizer,
 } from './lm.ts';
+export { averageWeights } from './average.ts';
+// The training loop (loop.ts) writes a run folder with node:fs, so it is imported from its file, not
+// from here (this index is the browser-safe library).

@@ -2,15 +2,16 @@
  * Training a GPT on text, nanoGPT's recipe as a resumable step machine: the corpus is one stream
  * of token ids (each line followed by a separator), a batch is `batchSize` random windows of
  * `seqLen` + 1 tokens (inputs and next-token targets), AdamW with weight decay on matrices and
- * tables only, linear warmup then cosine decay, gradient clipping. It holds no files: the CLI
- * decides when to evaluate and where to save.
+ * tables only, linear warmup then cosine decay, gradient clipping. It holds no files: the training
+ * loop (loop.ts) decides when to evaluate and where to save.
  *
  * Resuming is exact: the windows of step s are a function of (seed, s), and the dropout stream is
  * saved with the weights and AdamW's moments, so a resumed run has the losses of an uninterrupted one.
  */
 import { noGrad } from '../autograd/grad-mode.ts';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
-import { GPT_SMALL, GPT_TINY, type GPT, type GPTConfig } from '../models/gpt.ts';
+import type { GPT } from '../models/gpt.ts';
+import { withEvalMode } from '../nn/module.ts';
 import * as F from '../ops/index.ts';
 import { AdamW } from '../optim/adam.ts';
 import { clipGradNorm } from '../optim/clip.ts';
@@ -18,6 +19,7 @@ import { memoryScope } from '../tensor/storage.ts';
 import { cosineLr } from '../optim/schedule.ts';
 import { Generator, defaultGenerator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import type { HistoryEntry, Metric } from './loop.ts';
 
 // ---- Text as a token stream ------------------------------------------------------------------
 
@@ -85,32 +87,18 @@ export const LM_RECIPE: LmTrainerOptions = {
   batchSize: 16, lr: 1e-3, minLr: 1e-4, warmup: 100, decaySteps: 5000, weightDecay: 0.1, betas: [0.9, 0.99], eps: 1e-8, clipNorm: 1, seed: 1,
 };
 
-/** A named training setup for `qkv train-lm --preset NAME`; flags override single fields. */
-export interface LmPreset {
-  /** The model; vocabSize is replaced by the tokenizer's. */
-  model: GPTConfig;
-  /** Vocabulary to learn when the tokenizer is BPE. */
-  bpeVocabSize: number;
-  recipe: Partial<LmTrainerOptions>;
-  maxSteps: number;
-  evalEvery: number;
-  saveEvery: number;
-}
+/**
+ * The training loop's moving average of the loss (weights of the previous value and the new loss):
+ * 0.95 as it has always been for train-lm (SEQ2SEQ_SMOOTHING keeps qkv train's 0.98). history.json
+ * files and resumable states hold that average, so another weight would change every run's files.
+ */
+export const LM_SMOOTHING = [0.95, 0.05] as const;
 
-export const LM_PRESETS: Record<string, LmPreset> = {
-  /** Seconds-long smoke test of the whole pipeline. */
-  tiny: {
-    model: GPT_TINY, bpeVocabSize: 500,
-    recipe: { batchSize: 8, lr: 3e-3, minLr: 3e-4, warmup: 10, seed: 1 },
-    maxSteps: 100, evalEvery: 50, saveEvery: 50,
-  },
-  /** Character-level Multi30K English on a 2-core CPU: 2,000 steps of 16 × 128 characters (~2 epochs). */
-  small: {
-    model: GPT_SMALL, bpeVocabSize: 2000,
-    recipe: { batchSize: 16, lr: 2e-3, minLr: 2e-4, warmup: 100, seed: 1 },
-    maxSteps: 2000, evalEvery: 250, saveEvery: 100,
-  },
-};
+/** One evaluation of a language-model run in history.json (`seconds`: since its session started). */
+export type LmHistoryEntry = HistoryEntry;
+
+/** The validation loss (nats per token) picks a language model's best weights. */
+export const VAL_LOSS: Metric<LmHistoryEntry> = { key: 'valLoss', name: 'val loss', higherIsBetter: false, digits: 3 };
 
 export interface LmStepResult {
   step: number;
@@ -250,7 +238,8 @@ export class LmTrainer {
 
 /**
  * Mean next-token cross-entropy (nats per token) over consecutive windows of `seqLen` + 1 tokens of
- * `data` (at most `maxTokens` targets; default all), in eval mode without gradients.
+ * `data` (at most `maxTokens` targets; default all), in eval mode without gradients (the model's mode
+ * is restored after). evaluateSeq2Seq is its translation twin.
  */
 export function evaluateLm(model: GPT, data: Int32Array, options: { seqLen?: number; batchSize?: number; maxTokens?: number } = {}): number {
   const T = Math.min(options.seqLen ?? model.config.blockSize, data.length - 1);
@@ -259,11 +248,9 @@ export function evaluateLm(model: GPT, data: Int32Array, options: { seqLen?: num
   const limit = Math.min(options.maxTokens ?? Infinity, data.length - 1);
   const starts: number[] = [];
   for (let s = 0; s + T < data.length && starts.length * T < limit; s += T) starts.push(s);
-  const wasTraining = model.training;
-  model.eval();
   let total = 0;
   let count = 0;
-  noGrad(() => {
+  withEvalMode(model, () => noGrad(() => {
     for (let i = 0; i < starts.length; i += B) {
       const rows = starts.slice(i, i + B);
       const x = new Int32Array(rows.length * T);
@@ -276,7 +263,6 @@ export function evaluateLm(model: GPT, data: Int32Array, options: { seqLen?: num
       total += F.crossEntropy(logits, new Tensor(y, [rows.length, T], 'int32'), { reduction: 'sum' }).item();
       count += y.length;
     }
-  });
-  if (wasTraining) model.train();
+  }));
   return total / count;
 }

@@ -1,19 +1,28 @@
 /**
- * Named training setups: a model shape, a BPE vocabulary size and a recipe. The CLI parses
- * `--preset NAME` into one of these; flags override single fields.
+ * Named training setups, one table for both kinds of model (nanoGPT's configs: configuration is
+ * data, one training loop): a model shape, a vocabulary size, a recipe and the loop's cadence. The
+ * CLI parses `qkv train --preset NAME` into `PRESETS.seq2seq[NAME]` and `qkv train-lm --preset NAME`
+ * into `PRESETS.lm[NAME]`; flags override single fields.
  */
+import { GPT_SMALL, GPT_TINY, type GPTConfig } from '../models/gpt.ts';
 import { MULTI30K_SMALL, PAPER_BASE, type Seq2SeqConfig } from '../models/seq2seq.ts';
-import type { TrainerOptions } from './trainer.ts';
+import type { LmTrainerOptions } from './lm.ts';
+import type { Seq2SeqTrainerOptions } from './trainer.ts';
 
-export interface Preset {
-  /** The model; vocabSize and padId are replaced by the tokenizer's. */
-  model: Seq2SeqConfig;
-  /** Joint EN+DE BPE vocabulary to learn. */
-  vocabSize: number;
-  recipe: Partial<TrainerOptions>;
+/** What every preset gives the training loop (src/train/loop.ts). */
+interface PresetBase<Config, Recipe> {
+  /** The model; its vocabulary fields are replaced by the tokenizer's. */
+  model: Config;
+  recipe: Partial<Recipe>;
   maxSteps: number;
   evalEvery: number;
   saveEvery: number;
+}
+
+/** A translation model's setup (`qkv train`). */
+export interface Seq2SeqPreset extends PresetBase<Seq2SeqConfig, Seq2SeqTrainerOptions> {
+  /** Joint EN+DE BPE vocabulary to learn. */
+  vocabSize: number;
   /** Checkpoints kept for averaging (§6.1 averages the last 5). */
   keep: number;
   /** Split punctuation from words before BPE (default false). */
@@ -24,7 +33,13 @@ export interface Preset {
   average?: 'last' | 'best';
 }
 
-export const PRESETS: Record<string, Preset> = {
+/** A language model's setup (`qkv train-lm`). */
+export interface LmPreset extends PresetBase<GPTConfig, LmTrainerOptions> {
+  /** Vocabulary to learn when the tokenizer is BPE. */
+  bpeVocabSize: number;
+}
+
+const SEQ2SEQ: Record<string, Seq2SeqPreset> = {
   /**
    * Multi30K on a CPU: ~29k pairs make ~130 batches of 4,096 padded tokens per epoch, so the
    * paper's 4,000 warmup steps (30 epochs) are scaled to 800, and 3,000 steps are ~23 epochs.
@@ -62,4 +77,25 @@ export const PRESETS: Record<string, Preset> = {
     recipe: { maxTokens: 1024, warmup: 20, lrFactor: 1, labelSmoothing: 0.1, seed: 1 },
     maxSteps: 20, evalEvery: 10, saveEvery: 10, keep: 2,
   },
+};
+
+const LM: Record<string, LmPreset> = {
+  /** Seconds-long smoke test of the whole pipeline. */
+  tiny: {
+    model: GPT_TINY, bpeVocabSize: 500,
+    recipe: { batchSize: 8, lr: 3e-3, minLr: 3e-4, warmup: 10, seed: 1 },
+    maxSteps: 100, evalEvery: 50, saveEvery: 50,
+  },
+  /** Character-level Multi30K English on a 2-core CPU: 2,000 steps of 16 × 128 characters (~2 epochs). */
+  small: {
+    model: GPT_SMALL, bpeVocabSize: 2000,
+    recipe: { batchSize: 16, lr: 2e-3, minLr: 2e-4, warmup: 100, seed: 1 },
+    maxSteps: 2000, evalEvery: 250, saveEvery: 100,
+  },
+};
+
+/** Every preset, by the kind of model it trains. */
+export const PRESETS: { readonly seq2seq: Record<string, Seq2SeqPreset>; readonly lm: Record<string, LmPreset> } = {
+  seq2seq: SEQ2SEQ,
+  lm: LM,
 };

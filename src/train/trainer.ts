@@ -1,6 +1,6 @@
 /**
- * The paper's training recipe (§5) as a resumable step machine. It holds no files: the CLI decides
- * when to evaluate and where to save. Everything random is either derived from (seed, epoch) —
+ * The paper's training recipe (§5) for a translation model as a resumable step machine. It holds no
+ * files: the training loop (loop.ts) decides when to evaluate and where to save. Everything random is either derived from (seed, epoch) —
  * the batch order — or saved — the dropout stream — so a resumed run continues with exactly the
  * losses the uninterrupted run would have had.
  */
@@ -8,6 +8,7 @@ import { noGrad } from '../autograd/grad-mode.ts';
 import { epochOrder, makeBatch, planBatches, type Batch, type Pair, type SpecialIds } from '../data/batching.ts';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
+import { withEvalMode } from '../nn/module.ts';
 import * as F from '../ops/index.ts';
 import { Adam, AdamW } from '../optim/adam.ts';
 import { clipGradNorm } from '../optim/clip.ts';
@@ -15,8 +16,9 @@ import { memoryScope } from '../tensor/storage.ts';
 import { noamLr } from '../optim/schedule.ts';
 import { defaultGenerator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import type { HistoryEntry, Metric } from './loop.ts';
 
-export interface TrainerOptions {
+export interface Seq2SeqTrainerOptions {
   /** Padded tokens per batch (B·max length). */
   maxTokens: number;
   /** Warmup steps of the schedule (4000 in the paper; scale down with the data). */
@@ -42,20 +44,37 @@ export interface TrainerOptions {
   weightDecay: number;
 }
 
-export const PAPER_RECIPE: TrainerOptions = {
+export const PAPER_RECIPE: Seq2SeqTrainerOptions = {
   maxTokens: 4096, warmup: 4000, lrFactor: 1, labelSmoothing: 0.1, seed: 1, clipNorm: 0, betas: [0.9, 0.98], eps: 1e-9, accum: 1, weightDecay: 0,
 };
 
-export interface StepResult {
+/**
+ * The training loop's moving average of the loss (weights of the previous value and the new loss):
+ * 0.98 as it has always been for `qkv train`. history.json files and resumable states hold that
+ * average, so another weight would change every run's files (LM_SMOOTHING keeps train-lm's 0.95).
+ */
+export const SEQ2SEQ_SMOOTHING = [0.98, 0.02] as const;
+
+/** One evaluation of a translation run in history.json (with `averaged`: the final checkpoint average). */
+export interface Seq2SeqHistoryEntry extends HistoryEntry {
+  epoch: number;
+  bleu: number;
+}
+
+/** Val BLEU picks a translation run's best weights, stops it early and ranks its checkpoints. */
+export const VAL_BLEU: Metric<Seq2SeqHistoryEntry> = { key: 'bleu', name: 'val BLEU', higherIsBetter: true, digits: 2 };
+
+export interface Seq2SeqStepResult {
   step: number;
   epoch: number;
   loss: number;
   lr: number;
-  targetTokens: number;
+  /** Target tokens (not padding) of the step's batches. */
+  tokens: number;
 }
 
 /** Where training stands; saved with every checkpoint. */
-export interface TrainerPosition {
+export interface Seq2SeqTrainerPosition {
   step: number;
   epoch: number;
   /** Index into the epoch's batch order of the next batch. */
@@ -64,21 +83,21 @@ export interface TrainerPosition {
   rng: number[];
 }
 
-export class Trainer {
-  readonly options: TrainerOptions;
+export class Seq2SeqTrainer {
+  readonly options: Seq2SeqTrainerOptions;
   readonly batches: number[][];
   /** Adam, or AdamW when weightDecay > 0 (AdamW with decay 0 is Adam, bit for bit). */
   readonly optimizer: Adam;
   private readonly names: string[];
   private order: number[];
-  position: TrainerPosition;
+  position: Seq2SeqTrainerPosition;
 
-  constructor(readonly model: Seq2Seq, readonly pairs: readonly Pair[], readonly ids: SpecialIds, options: Partial<TrainerOptions> = {}) {
+  constructor(readonly model: Seq2Seq, readonly pairs: readonly Pair[], readonly ids: SpecialIds, options: Partial<Seq2SeqTrainerOptions> = {}) {
     this.options = { ...PAPER_RECIPE, ...options };
-    if (pairs.length === 0) throw new Error('Trainer: no training pairs');
+    if (pairs.length === 0) throw new Error('Seq2SeqTrainer: no training pairs');
     const { accum, weightDecay } = this.options;
-    if (!Number.isInteger(accum) || accum < 1) throw new Error(`Trainer: accum must be a positive integer, got ${accum}`);
-    if (!(weightDecay >= 0)) throw new Error(`Trainer: weightDecay must be >= 0, got ${weightDecay}`);
+    if (!Number.isInteger(accum) || accum < 1) throw new Error(`Seq2SeqTrainer: accum must be a positive integer, got ${accum}`);
+    if (!(weightDecay >= 0)) throw new Error(`Seq2SeqTrainer: weightDecay must be >= 0, got ${weightDecay}`);
     this.batches = planBatches(pairs, this.options.maxTokens);
     const named = model.namedParameters();
     this.names = named.map(([n]) => n);
@@ -109,12 +128,12 @@ export class Trainer {
    * (gradients add up, each loss scaled by 1/accum); then Adam. The loss reported is the mean of
    * the batches' mean losses.
    */
-  step(): StepResult {
+  step(): Seq2SeqStepResult {
     const K = this.options.accum;
     this.model.train();
     this.optimizer.zeroGrad(false);
     let loss = 0;
-    let targetTokens = 0;
+    let tokens = 0;
     for (let k = 0; k < K; k++) {
       // Activations live in the backend's memory for one batch and are freed when it ends.
       memoryScope(() => {
@@ -123,7 +142,7 @@ export class Trainer {
         const l = F.crossEntropy(logits, batch.tgtOut, { ignoreIndex: this.ids.padId, labelSmoothing: this.options.labelSmoothing });
         (K === 1 ? l : F.mul(l, 1 / K)).backward();
         loss += l.item() / K;
-        targetTokens += batch.targetTokens;
+        tokens += batch.targetTokens;
       });
     }
     return memoryScope(() => {
@@ -133,7 +152,7 @@ export class Trainer {
       this.optimizer.lr = lr;
       this.optimizer.step();
       this.position.rng = defaultGenerator.getState();
-      return { step: this.position.step, epoch: this.position.epoch, loss, lr, targetTokens };
+      return { step: this.position.step, epoch: this.position.epoch, loss, lr, tokens };
     });
   }
 
@@ -142,8 +161,8 @@ export class Trainer {
    * learning rate and its place in the data order), with the optimiser's moments still empty.
    */
   startAt(step: number): void {
-    if (!Number.isInteger(step) || step < 0) throw new Error(`Trainer.startAt: step must be an integer >= 0, got ${step}`);
-    if (this.position.step !== 0) throw new Error(`Trainer.startAt: the run is already at step ${this.position.step}`);
+    if (!Number.isInteger(step) || step < 0) throw new Error(`Seq2SeqTrainer.startAt: step must be an integer >= 0, got ${step}`);
+    if (this.position.step !== 0) throw new Error(`Seq2SeqTrainer.startAt: the run is already at step ${this.position.step}`);
     const consumed = step * this.options.accum;
     const epoch = Math.floor(consumed / this.batches.length);
     this.position = { ...this.position, step, epoch, batchInEpoch: consumed % this.batches.length };
@@ -166,12 +185,12 @@ export class Trainer {
   /** Continue exactly where saveState() left off; returns the file's metadata (with the caller's `extra`). */
   loadState(bytes: Uint8Array): Record<string, string> {
     const { tensors, metadata } = readSafetensors(bytes);
-    if (!metadata.trainer) throw new Error('Trainer.loadState: file has no trainer metadata (not a training state)');
-    const meta = JSON.parse(metadata.trainer) as { position: TrainerPosition; adamStep: number; options: TrainerOptions };
+    if (!metadata.trainer) throw new Error('Seq2SeqTrainer.loadState: file has no trainer metadata (not a training state)');
+    const meta = JSON.parse(metadata.trainer) as { position: Seq2SeqTrainerPosition; adamStep: number; options: Seq2SeqTrainerOptions };
     for (const k of ['seed', 'maxTokens', 'accum', 'weightDecay'] as const) {
       // Files from before accum/weightDecay existed were written with 1 and 0.
       const saved = meta.options[k] ?? PAPER_RECIPE[k];
-      if (saved !== this.options[k]) throw new Error(`Trainer.loadState: saved ${k} ${saved} differs from ${this.options[k]}`);
+      if (saved !== this.options[k]) throw new Error(`Seq2SeqTrainer.loadState: saved ${k} ${saved} differs from ${this.options[k]}`);
     }
     const weights: Record<string, Tensor> = {};
     for (const n of this.names) weights[n] = tensors[`model.${n}`];
@@ -179,7 +198,7 @@ export class Trainer {
     this.names.forEach((n, i) => {
       const m = tensors[`adam.m.${n}`];
       const v = tensors[`adam.v.${n}`];
-      if (!m || !v) throw new Error(`Trainer.loadState: missing Adam state for '${n}'`);
+      if (!m || !v) throw new Error(`Seq2SeqTrainer.loadState: missing Adam state for '${n}'`);
       this.optimizer.state.m[i].set(m.data as Float32Array);
       this.optimizer.state.v[i].set(v.data as Float32Array);
     });
@@ -191,36 +210,29 @@ export class Trainer {
   }
 }
 
-/** Mean label-smoothed loss per target token over `pairs`, in eval mode without gradients. */
-export function evaluateLoss(model: Seq2Seq, pairs: readonly Pair[], ids: SpecialIds, maxTokens: number, labelSmoothing = 0): number {
-  model.eval();
+/**
+ * Mean label-smoothed loss per target token over `pairs`, in eval mode without gradients (the
+ * model's mode is restored after). evaluateLm is its language-model twin.
+ */
+export function evaluateSeq2Seq(model: Seq2Seq, pairs: readonly Pair[], ids: SpecialIds, maxTokens: number, labelSmoothing = 0): number {
   let total = 0;
   let count = 0;
-  noGrad(() => {
+  withEvalMode(model, () => noGrad(() => {
     for (const idx of planBatches(pairs, maxTokens)) {
       const b = makeBatch(pairs, idx, ids);
       total += memoryScope(() => F.crossEntropy(model.forward(b.src, b.tgtIn), b.tgtOut, { ignoreIndex: ids.padId, labelSmoothing, reduction: 'sum' }).item());
       count += b.targetTokens;
     }
-  });
+  }));
   return total / count;
 }
 
-/** Element-wise mean of several weight sets (checkpoint averaging, §6.1: the last 5 checkpoints). */
-export function averageWeights(sets: readonly Record<string, Tensor>[]): Record<string, Tensor> {
-  if (sets.length === 0) throw new Error('averageWeights: no checkpoints given');
-  const out: Record<string, Tensor> = {};
-  for (const name of Object.keys(sets[0])) {
-    const first = sets[0][name];
-    const acc = new Float32Array(first.size);
-    for (const [i, s] of sets.entries()) {
-      const t = s[name];
-      if (!t || t.size !== first.size) throw new Error(`averageWeights: checkpoint ${i} lacks '${name}' or its shape differs`);
-      const d = t.data as Float32Array;
-      for (let j = 0; j < acc.length; j++) acc[j] += d[j];
-    }
-    for (let j = 0; j < acc.length; j++) acc[j] /= sets.length;
-    out[name] = new Tensor(acc, first.shape, 'float32');
-  }
-  return out;
-}
+// The names before Seq2SeqTrainer/LmTrainer and evaluateSeq2Seq/evaluateLm paired; test/python still imports them.
+export {
+  /** @deprecated Seq2SeqTrainer */
+  Seq2SeqTrainer as Trainer,
+  /** @deprecated Seq2SeqTrainerOptions */
+  type Seq2SeqTrainerOptions as TrainerOptions,
+  /** @deprecated evaluateSeq2Seq */
+  evaluateSeq2Seq as evaluateLoss,
+};

@@ -15,6 +15,7 @@ import {
   checkedHf as folderCheckedHf, hfTokenizer as folderHfTokenizer, idsText, lmFromFiles, promptIds, type GptTokenizer, type LoadedGpt,
 } from '../folder/gpt.ts';
 import type { GPT } from '../models/gpt.ts';
+import { withEvalMode } from '../nn/module.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { ByteLevelBpeTokenizer } from '../text/bytelevel.ts';
 import { CharTokenizer } from '../text/chars.ts';
@@ -45,16 +46,10 @@ export function checkedHf(model: GPT, tokenizer: GptTokenizer): LoadedGpt {
 export function causalAttention(model: GPT, ids: readonly number[]): AttentionStack {
   if (ids.length === 0) throw new Error('causalAttention: no tokens');
   if (ids.length > model.config.blockSize) throw new Error(`causalAttention: ${ids.length} tokens, more than the context of ${model.config.blockSize}`);
-  const wasTraining = model.training;
-  model.eval();
-  try {
-    return noGrad(() => {
-      const x = new Tensor(Int32Array.from(ids), [1, ids.length], 'int32');
-      return model.forwardCached(x, model.initCache(), { needWeights: true }).weights!.map(headsOf);
-    });
-  } finally {
-    if (wasTraining) model.train();
-  }
+  return withEvalMode(model, () => noGrad(() => {
+    const x = new Tensor(Int32Array.from(ids), [1, ids.length], 'int32');
+    return model.forwardCached(x, model.initCache(), { needWeights: true }).weights!.map(headsOf);
+  }));
 }
 
 /** A token as a label: characters with ' ' as '␣' and the line end as '⏎'; BPE pieces as they are. */

@@ -95,3 +95,17 @@ test('TransformerEncoder clones start from the template layer\'s weights, as tor
   assert.notEqual(w0, w2);
   assert.deepEqual(w0.toArray(), w2.toArray());
 });
+
+test('withEvalMode: eval mode inside, each submodule\'s own mode restored after a return or a throw', () => {
+  const t = new nn.Transformer({ dModel: 8, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 1, dimFeedforward: 16 });
+  t.train();
+  t.decoder.eval(); // a mixed state must come back as it was, not all-train
+  const modes = () => t.namedModules().map(([, m]) => m.training);
+  const before = modes();
+  assert.equal(nn.withEvalMode(t, () => modes().every((m) => !m)), true);
+  assert.deepEqual(modes(), before);
+  assert.throws(() => nn.withEvalMode([t], () => {
+    throw new Error('inside');
+  }), /inside/);
+  assert.deepEqual(modes(), before);
+});

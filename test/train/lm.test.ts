@@ -44,6 +44,7 @@ test('training lowers the loss on a small corpus (training batches and the evalu
   const losses: number[] = [];
   for (let i = 0; i < 60; i++) losses.push(t.step().loss);
   const after = evaluateLm(t.model, data, { maxTokens: 256 });
+  assert.ok(t.model.namedModules().every(([, m]) => m.training), 'evaluateLm restores train mode');
   assert.ok(before > 3, `starts near ln(${tok.vocabSize}) = ${Math.log(tok.vocabSize).toFixed(2)}: ${before}`);
   assert.ok(after < before * 0.6, `eval loss ${before.toFixed(3)} -> ${after.toFixed(3)}`);
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;

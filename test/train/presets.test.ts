@@ -10,7 +10,7 @@ import { root } from '../helpers/cli.ts';
 for (const name of ['multi30k-en-de', 'multi30k-en-fr']) {
   test(`--preset multi30k-wu is models/${name}'s recipe: model shape, optimiser, regularisation, vocabulary, stopping and averaging`, () => {
     const config = JSON.parse(readFileSync(join(root, 'models', name, 'config.json'), 'utf8'));
-    const p = PRESETS['multi30k-wu'];
+    const p = PRESETS.seq2seq['multi30k-wu'];
     const { vocabSize: _v, padId: _p, ...shape } = p.model;
     const { vocabSize: _sv, padId: _sp, ...shipped } = config.model;
     assert.deepEqual(shape, shipped);

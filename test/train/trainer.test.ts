@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { manualSeed, models } from '../../src/index.ts';
 import type { Pair } from '../../src/data/batching.ts';
-import { Trainer, averageWeights, evaluateLoss } from '../../src/train/trainer.ts';
+import { averageWeights } from '../../src/train/average.ts';
+import { Seq2SeqTrainer, evaluateSeq2Seq } from '../../src/train/trainer.ts';
 import { Generator } from '../../src/tensor/random.ts';
 
 const ids = { padId: 0, bosId: 2, eosId: 3 };
@@ -19,7 +20,7 @@ function corpus(n: number, seed: number): Pair[] {
 function fresh(pairs: Pair[]) {
   manualSeed(21);
   const model = new models.Seq2Seq(cfg);
-  return new Trainer(model, pairs, ids, { maxTokens: 48, warmup: 10, lrFactor: 0.2, seed: 5 });
+  return new Seq2SeqTrainer(model, pairs, ids, { maxTokens: 48, warmup: 10, lrFactor: 0.2, seed: 5 });
 }
 
 test('a killed run resumes with --resume and continues with the same losses (dropout on)', () => {
@@ -33,7 +34,7 @@ test('a killed run resumes with --resume and continues with the same losses (dro
   const saved = first.saveState();
   // "Kill": a new process would rebuild everything from the config, with other random weights.
   manualSeed(999);
-  const resumed = new Trainer(new models.Seq2Seq(cfg), pairs, ids, { maxTokens: 48, warmup: 10, lrFactor: 0.2, seed: 5 });
+  const resumed = new Seq2SeqTrainer(new models.Seq2Seq(cfg), pairs, ids, { maxTokens: 48, warmup: 10, lrFactor: 0.2, seed: 5 });
   resumed.loadState(saved);
   const rest = Array.from({ length: 5 }, () => resumed.step().loss);
   assert.deepEqual(rest, losses.slice(7));
@@ -43,10 +44,17 @@ test('training lowers the validation loss on a reversal task', () => {
   const pairs = corpus(200, 2);
   const val = corpus(30, 3);
   const t = fresh(pairs);
-  const before = evaluateLoss(t.model, val, ids, 64);
+  const before = evaluateSeq2Seq(t.model, val, ids, 64);
   for (let i = 0; i < 120; i++) t.step();
-  const after = evaluateLoss(t.model, val, ids, 64);
+  const after = evaluateSeq2Seq(t.model, val, ids, 64);
   assert.ok(after < before * 0.75, `val loss ${before.toFixed(3)} -> ${after.toFixed(3)}`);
+  // The model's mode comes back as it was (dropout stays on for the next step, off for a model in eval).
+  t.model.train();
+  evaluateSeq2Seq(t.model, val, ids, 64);
+  assert.ok(t.model.namedModules().every(([, m]) => m.training), 'train mode restored');
+  t.model.eval();
+  evaluateSeq2Seq(t.model, val, ids, 64);
+  assert.ok(t.model.namedModules().every(([, m]) => !m.training), 'eval mode kept');
 });
 
 test('the learning rate follows the paper\'s schedule', () => {
@@ -70,10 +78,10 @@ test('accum K: one Adam step on the mean of K batches\' gradients, the loss thei
   const pairs = corpus(60, 7);
   const opts = { maxTokens: 48, warmup: 10, lrFactor: 0.2, seed: 5, accum: 2 };
   manualSeed(21);
-  const t = new Trainer(new models.Seq2Seq({ ...cfg, dropout: 0 }), pairs, ids, opts);
+  const t = new Seq2SeqTrainer(new models.Seq2Seq({ ...cfg, dropout: 0 }), pairs, ids, opts);
   // The expected gradient: each batch's mean-loss gradient, by hand, on a copy of the weights.
   manualSeed(21);
-  const ref = new Trainer(new models.Seq2Seq({ ...cfg, dropout: 0 }), pairs, ids, { ...opts, accum: 1 });
+  const ref = new Seq2SeqTrainer(new models.Seq2Seq({ ...cfg, dropout: 0 }), pairs, ids, { ...opts, accum: 1 });
   const grads: Float32Array[][] = [];
   const losses: number[] = [];
   const realStep = ref.optimizer.step.bind(ref.optimizer);
@@ -104,10 +112,10 @@ test('accum K: one Adam step on the mean of K batches\' gradients, the loss thei
 test('weightDecay > 0 is AdamW (decoupled); 0 is Adam; a resumed run must keep accum and weightDecay', () => {
   const pairs = corpus(30, 8);
   manualSeed(21);
-  const plain = new Trainer(new models.Seq2Seq(cfg), pairs, ids, { maxTokens: 48, seed: 5 });
+  const plain = new Seq2SeqTrainer(new models.Seq2Seq(cfg), pairs, ids, { maxTokens: 48, seed: 5 });
   assert.equal(plain.optimizer.constructor.name, 'Adam');
   manualSeed(21);
-  const wd = new Trainer(new models.Seq2Seq(cfg), pairs, ids, { maxTokens: 48, seed: 5, weightDecay: 0.01 });
+  const wd = new Seq2SeqTrainer(new models.Seq2Seq(cfg), pairs, ids, { maxTokens: 48, seed: 5, weightDecay: 0.01 });
   assert.equal(wd.optimizer.constructor.name, 'AdamW');
   assert.equal(wd.optimizer.weightDecay, 0.01);
   // With zero gradients, one AdamW step only decays: p ← p·(1 − lr·wd).
@@ -122,10 +130,10 @@ test('weightDecay > 0 is AdamW (decoupled); 0 is Adam; a resumed run must keep a
   for (let j = 0; j < 20; j++) assert.ok(Math.abs(after[j] - before[j] * (1 - 0.5 * 0.01)) < 1e-7);
   const saved = plain.saveState();
   manualSeed(1);
-  const other = new Trainer(new models.Seq2Seq(cfg), pairs, ids, { maxTokens: 48, seed: 5, accum: 2 });
+  const other = new Seq2SeqTrainer(new models.Seq2Seq(cfg), pairs, ids, { maxTokens: 48, seed: 5, accum: 2 });
   assert.throws(() => other.loadState(saved), /saved accum 1 differs from 2/);
-  assert.throws(() => new Trainer(new models.Seq2Seq(cfg), pairs, ids, { accum: 0 }), /accum must be a positive integer, got 0/);
-  assert.throws(() => new Trainer(new models.Seq2Seq(cfg), pairs, ids, { weightDecay: -1 }), /weightDecay must be >= 0, got -1/);
+  assert.throws(() => new Seq2SeqTrainer(new models.Seq2Seq(cfg), pairs, ids, { accum: 0 }), /accum must be a positive integer, got 0/);
+  assert.throws(() => new Seq2SeqTrainer(new models.Seq2Seq(cfg), pairs, ids, { weightDecay: -1 }), /weightDecay must be >= 0, got -1/);
 });
 
 test('attentionDropout and activationDropout reach the layers; each defaults to dropout, as torch.nn', () => {
@@ -148,13 +156,13 @@ test('startAt(N): a new run at step N of the schedule takes the batch and learni
   for (const accum of [1, 2]) {
     const opts = { maxTokens: 48, warmup: 10, lrFactor: 0.2, seed: 5, accum };
     manualSeed(21);
-    const full = new Trainer(new models.Seq2Seq({ ...cfg, dropout: 0 }), pairs, ids, opts);
+    const full = new Seq2SeqTrainer(new models.Seq2Seq({ ...cfg, dropout: 0 }), pairs, ids, opts);
     const n = Math.ceil((full.stepsPerEpoch * 1.5) / accum); // past an epoch boundary
     for (let i = 0; i < n; i++) full.step();
     // The new run: other random weights, then the full run's weights at step n (no dropout: the
     // loss depends only on weights and batch, and is computed before the update).
     manualSeed(999);
-    const started = new Trainer(new models.Seq2Seq({ ...cfg, dropout: 0 }), pairs, ids, opts);
+    const started = new Seq2SeqTrainer(new models.Seq2Seq({ ...cfg, dropout: 0 }), pairs, ids, opts);
     started.model.loadStateDict(full.model.stateDict());
     started.startAt(n);
     assert.equal(started.optimizer.state.step, 0, 'a fresh optimiser');

@@ -26,8 +26,8 @@ export function info(o: FlagsOf<typeof flags> & { log: (s: string) => void }): v
   let model: Module & { config: object };
   const out: Record<string, unknown> = {};
   if (o.preset) {
-    const p = PRESETS[o.preset];
-    if (!p) throw new UserError(`unknown preset '${o.preset}', expected one of: ${Object.keys(PRESETS).join(', ')}`);
+    const p = PRESETS.seq2seq[o.preset];
+    if (!p) throw new UserError(`unknown preset '${o.preset}', expected one of: ${Object.keys(PRESETS.seq2seq).join(', ')}`);
     model = new Seq2Seq({ ...p.model, vocabSize: p.vocabSize });
     out.preset = o.preset;
   } else {

@@ -11,7 +11,7 @@ import { train, type TrainArgs } from '../train.ts';
 export function trainCommand() {
   const cmd = new Command('train')
     .description('train a translation model (BPE, Adam with warmup, label smoothing), with checkpoints')
-    .option('--preset <name>', `${Object.keys(PRESETS).join(' | ')}; the flags below override single fields (default: multi30k-small; with --init-from, the folder's own recipe)`)
+    .option('--preset <name>', `${Object.keys(PRESETS.seq2seq).join(' | ')}; the flags below override single fields (default: multi30k-small; with --init-from, the folder's own recipe)`)
     .requiredOption('--out <dir>', 'folder for the model, checkpoints and history')
     .option('--resume', 'continue the run in --out from its last checkpoint (its saved recipe; no flags needed)', false)
     .option('--init-from <dir>', "start a new run from a model folder's weights, shape and tokenizers, with a fresh optimiser (fine-tuning, or training a shipped model on)")

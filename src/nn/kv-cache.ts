@@ -1,0 +1,108 @@
+/**
+ * The key/value caches of incremental decoding, apart from the models that fill them (as HF's
+ * cache_utils): TransformerDecoderCache for the translation decoder, with `reorder(rows)` for beam
+ * search (HF's `reorder_cache(beam_idx)`), and gatherRows, the one row gather that reorders every
+ * cache (qkv's and ONNX Runtime's).
+ */
+import { maskToBias } from '../ops/attention.ts';
+import { shapeToString } from '../tensor/shape.ts';
+import { Tensor } from '../tensor/tensor.ts';
+
+/** Copy of rows `rows` (repeats allowed) along dim 0 of a contiguous tensor of any dtype. Not differentiable. */
+export function gatherRows(t: Tensor, rows: Int32Array): Tensor {
+  const inner = t.shape.slice(1).reduce((a, b) => a * b, 1);
+  const Ctor = t.data.constructor as new (n: number) => typeof t.data;
+  const out = new Ctor(rows.length * inner);
+  for (let i = 0; i < rows.length; i++) out.set(t.data.subarray(rows[i] * inner, (rows[i] + 1) * inner) as never, i * inner);
+  return new Tensor(out, [rows.length, ...t.shape.slice(1)], t.dtype);
+}
+
+/**
+ * One decoder layer's state during incremental decoding, batch-first with heads split. Rows are
+ * sequences being decoded; t is the number of target positions fed so far.
+ */
+export interface DecoderLayerCache {
+  /** Self-attention keys and values of every position so far: (N, h, t, dK); null before the first step. */
+  selfK: Tensor | null;
+  selfV: Tensor | null;
+  /** Cross-attention keys and values of the memory: (N, h, S, dK), computed once per source. */
+  memoryK: Tensor;
+  memoryV: Tensor;
+}
+
+/**
+ * The key/value cache of a TransformerDecoder for incremental decoding (one per batch of
+ * sources): per layer the self-attention keys/values of the target prefix and the cross-attention
+ * keys/values of the memory, plus both padding masks as additive biases. Made by
+ * `TransformerDecoder.initCache`, advanced by `TransformerDecoder.forwardStep`.
+ */
+export class TransformerDecoderCache {
+  readonly layers: DecoderLayerCache[];
+  /** Target positions fed so far (t): the next position's index. */
+  length = 0;
+  /** (N, S) float bias (0 / −∞) of the memory padding, or null when nothing is padding. */
+  memoryKeyPaddingMask: Tensor | null;
+  /** (N, t) float bias of the target keys that were padding ids, or null while none was. */
+  tgtKeyPaddingMask: Tensor | null = null;
+  /**
+   * For each row, the memory row its cross-attention keys/values came from. Rows with the same
+   * source share them, so reordering beams within a sentence copies only the self-attention part.
+   */
+  rowSource: Int32Array;
+
+  constructor(layers: DecoderLayerCache[], memoryKeyPaddingMask: Tensor | null, batchSize: number) {
+    this.layers = layers;
+    this.memoryKeyPaddingMask = memoryKeyPaddingMask;
+    this.rowSource = Int32Array.from({ length: batchSize }, (_, i) => i);
+  }
+
+  /** Rows (sequences) being decoded. */
+  get batchSize(): number {
+    return this.rowSource.length;
+  }
+
+  /**
+   * Keep the rows `rows` (indices into the current batch, in this order, repeats allowed): reorders
+   * beams, duplicates a source into k beams, or drops finished rows. In place; returns this.
+   */
+  reorder(rows: ArrayLike<number>): this {
+    const N = this.batchSize;
+    const idx = Int32Array.from(rows);
+    for (const r of idx) {
+      if (!Number.isInteger(r) || r < 0 || r >= N) throw new Error(`TransformerDecoderCache.reorder: row ${r} is out of range for batch size ${N}`);
+    }
+    const source = idx.map((r) => this.rowSource[r]);
+    const sameSource = source.length === N && source.every((s, i) => s === this.rowSource[i]);
+    for (const l of this.layers) {
+      if (l.selfK) l.selfK = gatherRows(l.selfK, idx);
+      if (l.selfV) l.selfV = gatherRows(l.selfV, idx);
+      if (!sameSource) {
+        l.memoryK = gatherRows(l.memoryK, idx);
+        l.memoryV = gatherRows(l.memoryV, idx);
+      }
+    }
+    if (this.tgtKeyPaddingMask) this.tgtKeyPaddingMask = gatherRows(this.tgtKeyPaddingMask, idx);
+    if (this.memoryKeyPaddingMask && !sameSource) this.memoryKeyPaddingMask = gatherRows(this.memoryKeyPaddingMask, idx);
+    this.rowSource = source;
+    return this;
+  }
+
+  /** Append the padding flags of L new target positions ((N, L), TRUE = padding) to the key mask. */
+  appendTargetPadding(mask: Tensor | null, L: number): void {
+    const N = this.batchSize;
+    const t = this.length;
+    if (mask && (mask.ndim !== 2 || mask.shape[0] !== N || mask.shape[1] !== L)) {
+      throw new Error(`TransformerDecoder.forwardStep: tgtKeyPaddingMask must have shape [${N}, ${L}] (the new positions), got ${shapeToString(mask.shape)}`);
+    }
+    const add = mask ? maskToBias(mask, 'block', 'TransformerDecoder.forwardStep', 'tgtKeyPaddingMask') : null;
+    const addAny = add !== null && (add.data as Float32Array).some((x) => x !== 0);
+    if (!addAny && !this.tgtKeyPaddingMask) return;
+    const out = new Float32Array(N * (t + L));
+    const old = this.tgtKeyPaddingMask?.data as Float32Array | undefined;
+    for (let n = 0; n < N; n++) {
+      if (old) out.set(old.subarray(n * t, (n + 1) * t), n * (t + L));
+      if (addAny) out.set((add!.data as Float32Array).subarray(n * L, (n + 1) * L), n * (t + L) + t);
+    }
+    this.tgtKeyPaddingMask = new Tensor(out, [N, t + L], 'float32');
+  }
+}
