@@ -109,9 +109,10 @@ export interface PoolTestHooks {
   /**
    * Worker `worker` dies inside the `launch`-th launch it runs (after marking it started, before
    * its kernel): 'exit' calls process.exit, 'terminate' has the supervisor terminate() it while it
-   * sleeps, 'oom' fills its JS heap (capped at 32 MiB for this worker) until V8 gives up.
+   * sleeps, 'oom' fills its JS heap (capped at 32 MiB for this worker) until V8 gives up; 'hang'
+   * sleeps for good without dying (what only the watchdog can report).
    */
-  die?: { worker: number; launch: number; how: 'exit' | 'terminate' | 'oom' };
+  die?: { worker: number; launch: number; how: 'exit' | 'terminate' | 'oom' | 'hang' };
 }
 
 /** A pause of up to `us` µs half of the time (see PoolTestHooks.jitterUs); the same text runs in the workers. */
@@ -142,7 +143,8 @@ function workerSource(h: PoolTestHooks | null): string {
   const die = h?.die
     ? `if (id === ${h.die.worker} && ++launches === ${h.die.launch}) {
     ${h.die.how === 'exit' ? 'process.exit(3);' : ''}
-    ${h.die.how === 'terminate' ? "require('node:worker_threads').parentPort.postMessage('terminate me'); for (;;) Atomics.wait(s, 0, generation);" : ''}
+    ${h.die.how === 'terminate' ? "require('node:worker_threads').parentPort.postMessage('terminate me');" : ''}
+    ${h.die.how === 'terminate' || h.die.how === 'hang' ? 'for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);' : ''}
     ${h.die.how === 'oom' ? 'const hog = []; for (;;) hog.push(new Array(1 << 16).fill(generation + 0.5));' : ''}
   }`
     : '';
