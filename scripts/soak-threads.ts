@@ -212,12 +212,12 @@ async function main(): Promise<void> {
       while (mine < o.launches) {
         const step = Math.min(o.ort ? o.ortEvery : 1000, o.launches - mine);
         mine += rawLaunches(step, beat, 0);
+        showPool('main pool');
         if (o.hangAfter && launches + mine >= o.hangAfter) {
           // The watchdog's own check: block the main thread for good, as the two stalls did.
           Atomics.store(beat, 1, 5);
           Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
         }
-        showPool('main pool');
         if (ort) {
           const b = ort.batches[batch++ % ort.batches.length]!;
           Atomics.store(beat, 1, 2);
