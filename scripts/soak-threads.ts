@@ -22,6 +22,7 @@
  */
 import { MessageChannel, type MessagePort, Worker, isMainThread, workerData } from 'node:worker_threads';
 import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
@@ -34,7 +35,7 @@ import * as threads from '../src/backend/wasm/threads.ts';
 const { partsFor, runParallel, setNumThreads } = threads;
 const hooked = 'setPoolTestHooks' in threads;
 const setPoolTestHooks = (h: threads.PoolTestHooks) => (hooked ? threads.setPoolTestHooks(h) : undefined);
-const poolStats = () => (hooked ? threads.poolStats() : { launches: 0, recovered: 0, sync: null, workers: 0 });
+const poolStats = () => (hooked ? threads.poolStats() : { launches: 0, recovered: 0, renotified: 0, sync: null, workers: 0 });
 const describeCounters = hooked ? threads.describeCounters : () => 'no counters in this version';
 
 interface Options {
@@ -148,6 +149,7 @@ async function main(): Promise<void> {
   const t0 = Date.now();
   const beat = new Int32Array(new SharedArrayBuffer(16));
   const log = (line: string) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)} s] ${line}`);
+  log(`node ${process.version}, ${cpus().length} cores (${cpus()[0]?.model}), load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}; ${process.argv.slice(2).join(' ') || 'default options'}; pool hooks ${hooked ? 'available' : 'absent (the pool before issue 41)'}`);
   // describeCounters' text runs in the watchdog: it uses the counters' layout constants by value.
   const src = WATCHDOG_SOURCE.replace(/\bPER_WORKER\b/g, '4').replace(/\bCELLS\b/g, '3').replace(/\bSTARTED\b/g, '0').replace(/\bDONE\b/g, '1').replace(/\bEXITED\b/g, '2').replace(/\bGENERATION\b/g, '0').replace(/\bRUNNING\b/g, '1').replace(/\bREADY\b/g, '2').replace(/\bGONE\b/g, '3');
   const { port1, port2 } = new MessageChannel();
@@ -233,13 +235,14 @@ async function main(): Promise<void> {
         if (secondError) throw secondError;
       }
       launches += mine;
-      log(`${threads} threads, jitter up to ${jitterUs} µs: ${mine} launches checked; ${launches} in all, ${decoded} sentences decoded by both engines, second pool ${Atomics.load(beat, 3)} launches, joins recovered by the re-check ${poolStats().recovered}`);
+      log(`${threads} threads, jitter up to ${jitterUs} µs: ${mine} launches checked; ${launches} in all, ${decoded} sentences decoded by both engines, second pool ${Atomics.load(beat, 3)} launches`);
     }
   }
   Atomics.store(beat, 2, 1);
   if (second) await new Promise((r) => second!.once('exit', r));
   if (secondError) throw secondError;
-  const summary = { launches, secondPoolLaunches: Atomics.load(beat, 3), sentencesDecoded: decoded, threads: o.threads, jitterUs: o.jitterUs, recovered: poolStats().recovered, seconds: Math.round((Date.now() - t0) / 1000) };
+  log(`done; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  const summary = { launches, secondPoolLaunches: Atomics.load(beat, 3), sentencesDecoded: decoded, threads: o.threads, jitterUs: o.jitterUs, seconds: Math.round((Date.now() - t0) / 1000) };
   console.log(`soak: ${JSON.stringify(summary)}`);
   process.exit(0);
 }

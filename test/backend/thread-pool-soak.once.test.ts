@@ -25,11 +25,10 @@ test('soak: every launch of the pool completes and computes its output, with pau
   assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
   const m = r.stdout.match(/^soak: (\{.*\})$/m);
   assert.ok(m, r.stdout);
-  const s = JSON.parse(m[1]!) as { launches: number; secondPoolLaunches: number; sentencesDecoded: number; recovered: number };
+  const s = JSON.parse(m[1]!) as { launches: number; secondPoolLaunches: number; sentencesDecoded: number };
   assert.equal(s.launches, 2 * 3 * LAUNCHES);
   assert.equal(s.sentencesDecoded, 2 * 3 * (LAUNCHES / 1000) * 8);
   assert.ok(s.secondPoolLaunches > 0, 'the second pool ran');
-  assert.equal(s.recovered, 0, 'a join found its workers done only after its bounded wait timed out');
 });
 
 test('soak: the stall watchdog reports a hang with the phase and every counter, and ends the process', { timeout: 60_000 }, () => {

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import type { GemmParams } from '../../src/backend/backend.ts';
 import { wasmGemm } from '../../src/backend/wasm/gemm.ts';
 import { requireKernels, wasmModule } from '../../src/backend/wasm/loader.ts';
-import { numThreads, partsFor, runParallel, setNumThreads, setPoolTestHooks, type PoolTestHooks } from '../../src/backend/wasm/threads.ts';
+import { numThreads, partsFor, poolStats, runParallel, setNumThreads, setPoolTestHooks, type PoolTestHooks } from '../../src/backend/wasm/threads.ts';
 
 const TIMEOUT = { timeout: 60_000 };
 
@@ -81,5 +81,24 @@ test('a trap in a worker is reported after the join, naming the worker and the k
 test('a worker that hangs without dying: the join watchdog (a test hook) fails with every counter', TIMEOUT, () => {
   withHooks(2, { die: { worker: 0, launch: 1, how: 'hang' }, watchdogMs: 1000 }, () => {
     assert.throws(gemm, /runParallel: watchdog: the join of gemmRows \(generation 1\) waited over 1000 ms \[generation 1, running 1, ready 1, gone 0; workers: 0 started 1 done 0\]$/);
+  });
+});
+
+test('lost wake-ups on both sides (every notify left out) cost the join\'s re-check, not the process', TIMEOUT, () => {
+  let ref!: Float32Array;
+  withHooks(1, null, () => {
+    ref = gemm();
+  });
+  withHooks(2, { dropNotifies: true }, () => {
+    const before = poolStats();
+    for (let i = 0; i < 3; i++) {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50); // the worker is asleep again
+      assert.deepEqual(gemm(), ref, `launch ${i + 1}`);
+    }
+    const after = poolStats();
+    // A worker asleep when the generation moved is woken by the join's re-sent notify; a join
+    // whose worker never notified completes at its re-check.
+    assert.ok(after.renotified > before.renotified, `re-sent notifies: ${before.renotified} -> ${after.renotified}`);
+    assert.ok(after.recovered > before.recovered, `joins completed by the re-check: ${before.recovered} -> ${after.recovered}`);
   });
 });

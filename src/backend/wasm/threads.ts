@@ -106,6 +106,8 @@ export interface PoolTestHooks {
   seed?: number;
   /** A join that waits longer than this throws with every counter's state (the soak's watchdog). */
   watchdogMs?: number;
+  /** Every notify of a launch is left out (the caller's and the last worker's): lost wake-ups on both sides. */
+  dropNotifies?: boolean;
   /**
    * Worker `worker` dies inside the `launch`-th launch it runs (after marking it started, before
    * its kernel): 'exit' calls process.exit, 'terminate' has the supervisor terminate() it while it
@@ -181,7 +183,7 @@ for (;;) {
   Atomics.store(s, c + ${DONE}, generation);
   if (Atomics.sub(s, ${RUNNING}, 1) === 1) {
     ${J}
-    Atomics.notify(s, ${RUNNING});
+    ${h?.dropNotifies ? '' : `Atomics.notify(s, ${RUNNING});`}
   }
 }
 `;
@@ -242,8 +244,12 @@ let pool: Pool | null = null;
 let broken = false;
 let hooks: PoolTestHooks | null = null;
 let jitter: (() => void) | null = null;
-/** Joins whose bounded wait timed out and then found every worker done (a notify that never came, or came late). */
-let recovered = 0;
+let dropNotifies = false;
+/**
+ * Joins whose bounded wait timed out and then found every worker done (a notify lost, or only late:
+ * the last worker descheduled between its decrement and its notify), and re-sent notifies.
+ */
+let recovered = 0, renotified = 0;
 let launchCount = 0;
 
 /** Threads used by the GEMM (the caller included). */
@@ -271,14 +277,15 @@ export function setNumThreads(n: number): void {
  */
 export function setPoolTestHooks(h: PoolTestHooks | null): void {
   hooks = h;
+  dropNotifies = h?.dropNotifies ?? false;
   jitter = h?.jitterUs ? (new Function(`${JITTER_SOURCE(h.jitterUs, String(h.seed ?? 1))} return jitter;`)() as () => void) : null;
   closePool();
   broken = false;
 }
 
-/** TEST ONLY: launches since load, joins recovered by the re-check, and the pool's counters (null: no pool). */
-export function poolStats(): { launches: number; recovered: number; sync: SharedArrayBuffer | null; workers: number } {
-  return { launches: launchCount, recovered, sync: pool ? (pool.sync.buffer as SharedArrayBuffer) : null, workers: pool?.n ?? 0 };
+/** Launches since load, joins the re-check completed, re-sent notifies, and the pool's counters (null: no pool). */
+export function poolStats(): { launches: number; recovered: number; renotified: number; sync: SharedArrayBuffer | null; workers: number } {
+  return { launches: launchCount, recovered, renotified, sync: pool ? (pool.sync.buffer as SharedArrayBuffer) : null, workers: pool?.n ?? 0 };
 }
 
 /** Every counter, on one line: what a failed launch and the watchdog report. */
@@ -407,7 +414,7 @@ export function runParallel(kernel: ParallelKernel, args: (number[] | null)[], o
   jitter?.();
   const generation = Atomics.add(s, GENERATION, 1) + 1;
   jitter?.();
-  Atomics.notify(s, GENERATION);
+  if (!dropNotifies) Atomics.notify(s, GENERATION);
   jitter?.();
   try {
     own();
@@ -422,20 +429,29 @@ export function runParallel(kernel: ParallelKernel, args: (number[] | null)[], o
 
 /**
  * Wait until no worker runs generation `generation`: bounded waits that re-read the count (and a
- * worker marked gone, which the supervisor also wakes us for), never one unbounded sleep.
+ * worker marked gone, which the supervisor also wakes us for), never one unbounded sleep. A wait
+ * that times out also re-sends the launch's notify if a live worker has not started it, so a
+ * wake-up lost on either side would cost RECHECK_MS, not the process. With the soak's watchdog
+ * (a test hook) one wait of `watchdogMs` instead, and a timeout is a failure that prints every
+ * counter: the soak is there to see whether any wake-up is ever lost, not to recover from it.
  */
 function join(p: Pool, kernel: ParallelKernel, generation: number): void {
   const s = p.sync;
   const watchdog = hooks?.watchdogMs;
-  const t0 = watchdog ? Date.now() : 0;
   for (;;) {
     const left = Atomics.load(s, RUNNING);
     if (left === 0) return;
     if (Atomics.load(s, GONE) > 0) failGone(p, kernel, generation, true);
-    if (Atomics.wait(s, RUNNING, left, watchdog ? Math.min(RECHECK_MS, watchdog) : RECHECK_MS) === 'timed-out') {
-      if (Atomics.load(s, RUNNING) === 0) recovered++;
-      if (watchdog && Date.now() - t0 > watchdog) {
-        throw new Error(`runParallel: watchdog: the join of ${kernel} (generation ${generation}) waited over ${watchdog} ms [${describeCounters(s, p.n)}]`);
+    if (Atomics.wait(s, RUNNING, left, watchdog ?? RECHECK_MS) !== 'timed-out') continue;
+    if (watchdog) {
+      throw new Error(`runParallel: watchdog: the join of ${kernel} (generation ${generation}) waited over ${watchdog} ms [${describeCounters(s, p.n)}]`);
+    }
+    if (Atomics.load(s, RUNNING) === 0) recovered++;
+    for (let w = 0; w < p.n; w++) {
+      if (Atomics.load(s, PER_WORKER + w * CELLS + STARTED) < generation) {
+        renotified++;
+        Atomics.notify(s, GENERATION);
+        break;
       }
     }
   }
