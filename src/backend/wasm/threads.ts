@@ -18,23 +18,26 @@
  * kernel and every worker's state, never waits forever. The supervisor is unref'd, and its workers
  * live only as long as it does, so they never keep a process alive.
  *
- * The stall beside ONNX Runtime (issue 41). The protocol below cannot lose a wake-up:
- * - the caller writes the arguments, stores the running count, then bumps the generation (all
- *   before the notify, and Atomics are sequentially consistent), so a worker that sees the new
+ * The stall beside ONNX Runtime (issue 41): two runs of the 1,000-sentence two-engine test hung
+ * with the main thread in a futex and every pool idle. Which side lost which wake-up? Not this
+ * pool's, as far as can be shown, because its protocol leaves no window for one:
+ * - the caller writes the arguments, stores the running count, then bumps the generation, all
+ *   before its notify (Atomics are sequentially consistent), so a worker that sees the new
  *   generation, woken or not, sees its arguments and a count that includes it;
- * - a worker compares the generation against the last one it ran, under the futex's own check
- *   (`Atomics.wait(s, GENERATION, seen)` returns at once when the value is no longer `seen`), so
- *   a bump between its last run and its sleep is never slept through, and a late notify for a
- *   launch it already ran is not run twice (the first lost count, fixed in session 30);
- * - the caller waits on the running count with the value it just read, so a decrement between its
- *   read and its sleep returns at once; the worker that brings the count to zero notifies after it.
- * `test/backend/thread-pool-soak.ts` hammers exactly these windows (random spins and sleeps between
- * every step on both sides, via `setPoolTestHooks`), alone, beside ONNX Runtime sessions with two
- * intra-op threads, and beside a second qkv pool in another thread: no join ever waited a second
- * in the runs recorded in records/thread-pool-soak/ (launch counts there), and none was recovered
- * by the re-check below. qkv's pool is not where the two stalls came from as far as can be shown;
- * what it does now so that a process cannot hang on it anyway: the join's wait is bounded
- * (RECHECK_MS) and re-reads the counters, and a gone worker fails the launch with its state.
+ * - a worker sleeps with `Atomics.wait(s, GENERATION, seen)`, which checks the value under the
+ *   futex's own lock and returns at once when it is no longer `seen`: a bump between its last run
+ *   and its sleep is never slept through, and a late notify for a launch it already ran is not run
+ *   twice (the first lost count, 9895f88);
+ * - the caller sleeps with the running count it just read: a decrement between its read and its
+ *   sleep returns at once, and the worker that brings the count to zero notifies after it.
+ * scripts/soak-threads.ts hammers exactly these windows (random spins and sleeps between every
+ * step on both sides, `setPoolTestHooks`), alone, beside ONNX Runtime decoding with two intra-op
+ * threads, and beside a second qkv pool in another thread (V8 keeps one futex wait list for all of
+ * a process's threads): in the runs recorded in records/thread-pool-soak/ no join ever waited a
+ * second, on this code or on the code before it. What the pool does now so that a process cannot
+ * hang on it anyway, whoever loses a wake-up: the join's wait is bounded (RECHECK_MS), re-reads
+ * the counters and re-sends the launch's notify to a worker that has not started it; a worker that
+ * dies fails the launch with one line naming the kernel and every worker's state.
  *
  * Threads: QKV_THREADS in the environment, else the available parallelism (at most 8);
  * `setNumThreads(n)` changes it (1 = no workers).
@@ -377,6 +380,7 @@ export function workerGemmScratch(w: number): number {
 function failGone(p: Pool, kernel: ParallelKernel, generation: number, during: boolean): never {
   const s = p.sync;
   const alive = (w: number) => Atomics.load(s, PER_WORKER + w * CELLS + EXITED) === 0;
+  if (during) Atomics.notify(s, GENERATION);
   for (let w = 0; w < p.n; w++) {
     while (during && alive(w) && Atomics.load(s, PER_WORKER + w * CELLS + DONE) < generation) Atomics.wait(s, RUNNING, Atomics.load(s, RUNNING), RECHECK_MS);
   }
