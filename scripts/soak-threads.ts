@@ -242,7 +242,8 @@ async function main(): Promise<void> {
   if (second) await new Promise((r) => second!.once('exit', r));
   if (secondError) throw secondError;
   log(`done; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-  const summary = { launches, secondPoolLaunches: Atomics.load(beat, 3), sentencesDecoded: decoded, threads: o.threads, jitterUs: o.jitterUs, seconds: Math.round((Date.now() - t0) / 1000) };
+  // poolLaunches: every launch of the main thread's pool, the decoder's own (GEMMs, attention) included.
+  const summary = { launches, poolLaunches: poolStats().launches, secondPoolLaunches: Atomics.load(beat, 3), sentencesDecoded: decoded, threads: o.threads, jitterUs: o.jitterUs, seconds: Math.round((Date.now() - t0) / 1000) };
   console.log(`soak: ${JSON.stringify(summary)}`);
   process.exit(0);
 }
