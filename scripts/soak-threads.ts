@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { requireKernels, wasmModule } from '../src/backend/wasm/loader.ts';
-import { alloc } from '../src/backend/wasm/memory.ts';
+import { alloc, free } from '../src/backend/wasm/memory.ts';
 import * as threads from '../src/backend/wasm/threads.ts';
 
 // The pool before issue 41 (this script copied into a checkout of that commit) has no test hooks:
@@ -98,19 +98,24 @@ function rawLaunches(count: number, beat: Int32Array, cell: number, stop?: Int32
     b[i] = 0.5 * i;
   }
   let done = 0;
-  for (; done < count && !(stop && Atomics.load(stop, 2)); done++) {
-    if (cell === 0) Atomics.store(beat, 1, 4);
-    const parts = partsFor(wasmModule(), k.scratchBytes() / 4, 1 << 30);
-    if (cell === 0) Atomics.store(beat, 1, 1);
-    out.fill(NaN);
-    const chunk = Math.ceil(N / parts);
-    const part = (p: number) => {
-      const i0 = Math.min(N, p * chunk), i1 = Math.min(N, (p + 1) * chunk);
-      return [0, a.byteOffset + 4 * i0, b.byteOffset + 4 * i0, out.byteOffset + 4 * i0, i1 - i0];
-    };
-    runParallel('binaryFull', Array.from({ length: parts - 1 }, (_, w) => part(w + 1)), () => k.binaryFull(...(part(0) as [number, number, number, number, number])));
-    for (let i = 0; i < N; i++) if (out[i] !== 1.5 * i) throw new Error(`soak: launch ${done}: out[${i}] = ${out[i]}, expected ${1.5 * i} (${parts} parts)`);
-    Atomics.add(beat, cell, 1);
+  try {
+    for (; done < count && !(stop && Atomics.load(stop, 2)); done++) {
+      if (cell === 0) Atomics.store(beat, 1, 4);
+      const parts = partsFor(wasmModule(), k.scratchBytes() / 4, 1 << 30);
+      if (cell === 0) Atomics.store(beat, 1, 1);
+      if (parts < 2) throw new Error('soak: the pool did not start (the work runs on one thread)');
+      out.fill(NaN);
+      const chunk = Math.ceil(N / parts);
+      const part = (p: number) => {
+        const i0 = Math.min(N, p * chunk), i1 = Math.min(N, (p + 1) * chunk);
+        return [0, a.byteOffset + 4 * i0, b.byteOffset + 4 * i0, out.byteOffset + 4 * i0, i1 - i0];
+      };
+      runParallel('binaryFull', Array.from({ length: parts - 1 }, (_, w) => part(w + 1)), () => k.binaryFull(...(part(0) as [number, number, number, number, number])));
+      for (let i = 0; i < N; i++) if (out[i] !== 1.5 * i) throw new Error(`soak: launch ${done}: out[${i}] = ${out[i]}, expected ${1.5 * i} (${parts} parts)`);
+      Atomics.add(beat, cell, 1);
+    }
+  } finally {
+    for (const x of [a, b, out]) free(x);
   }
   return done;
 }
