@@ -170,7 +170,8 @@ async function main(): Promise<void> {
   if (o.secondPool) {
     // A second qkv (its own module instance, memory and pool) soaking in a worker thread.
     // Node 20 does not apply an inherited `--import tsx` to a worker's entry file: register it first.
-    const boot = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(import.meta.url)}); })`;
+    const tsxApi = import.meta.resolve('tsx/esm/api'); // from this file, whatever the working directory
+    const boot = `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(import.meta.url)}); })`;
     second = new Worker(boot, { eval: true, execArgv: [], workerData: { beat: beat.buffer, seed: o.seed + 1000, jitterUs: o.jitterUs, threads: o.threads[0], port: port2 }, transferList: [port2] });
     second.on('error', (e) => {
       secondError = e;
