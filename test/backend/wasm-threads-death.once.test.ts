@@ -69,6 +69,25 @@ for (const how of ['exit', 'terminate', 'oom'] as const) {
   });
 }
 
+test('a worker that dies between launches: the next launch fails with one line naming the kernel, the one after works', TIMEOUT, () => {
+  let ref!: Float32Array;
+  withHooks(1, null, () => {
+    ref = gemm();
+  });
+  withHooks(2, { die: { worker: 0, launch: 1, how: 'exit-after' } }, () => {
+    assert.deepEqual(gemm(), ref); // worker 0 runs its part, then exits
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200); // (its exit is usually seen before the next launch)
+    // Seen before the launch: not launched; seen during it (the supervisor's notify wakes the join): failed.
+    const before = 'runParallel: gemmRows not launched: wasm worker 0 exited (code 3) [generation 1, running 0, ready 1, gone 1; workers: 0 started 1 done 1 exited]';
+    const during = 'runParallel: gemmRows failed: wasm worker 0 exited (code 3) [generation 2, running 1, ready 1, gone 1; workers: 0 started 1 done 1 exited]';
+    assert.throws(gemm, (e: Error) => {
+      assert.equal(e.message, e.message.includes('not launched') ? before : during);
+      return true;
+    });
+    assert.deepEqual(gemm(), ref, 'the launch after the failure (a fresh pool)');
+  });
+});
+
 test('a trap in a worker is reported after the join, naming the worker and the kernel', TIMEOUT, () => {
   withHooks(2, null, () => {
     const k = requireKernels();

@@ -118,9 +118,10 @@ export interface PoolTestHooks {
    * Worker `worker` dies inside the `launch`-th launch it runs (after marking it started, before
    * its kernel): 'exit' calls process.exit, 'terminate' has the supervisor terminate() it while it
    * sleeps, 'oom' fills its JS heap (capped at 32 MiB for this worker) until V8 gives up; 'hang'
-   * sleeps for good without dying (what only the watchdog can report).
+   * sleeps for good without dying (what only the watchdog can report); 'exit-after' calls
+   * process.exit once that launch is done and counted (a death between launches).
    */
-  die?: { worker: number; launch: number; how: 'exit' | 'terminate' | 'oom' | 'hang' };
+  die?: { worker: number; launch: number; how: 'exit' | 'terminate' | 'oom' | 'hang' | 'exit-after' };
 }
 
 /** A pause of up to `us` µs half of the time (see PoolTestHooks.jitterUs); the same text runs in the workers. */
@@ -149,7 +150,8 @@ const jitter = () => {
 function workerSource(h: PoolTestHooks | null): string {
   const J = h?.jitterUs ? 'jitter();' : '';
   const die = h?.die
-    ? `if (id === ${h.die.worker} && ++launches === ${h.die.launch}) {
+    ? `const dying = id === ${h.die.worker} && ++launches === ${h.die.launch};
+  if (dying) {
     ${h.die.how === 'exit' ? 'process.exit(3);' : ''}
     ${h.die.how === 'terminate' ? "require('node:worker_threads').parentPort.postMessage('terminate me');" : ''}
     ${h.die.how === 'terminate' || h.die.how === 'hang' ? 'for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);' : ''}
@@ -191,6 +193,7 @@ for (;;) {
     ${J}
     ${h?.dropNotifies ? '' : `Atomics.notify(s, ${RUNNING});`}
   }
+  ${h?.die?.how === 'exit-after' ? 'if (dying) process.exit(3);' : ''}
 }
 `;
 }
