@@ -18,7 +18,7 @@ import { SESSION_OPTIONS } from '../src/cli/onnxruntime.ts';
 import { OrtSeq2Seq } from '../src/decode/onnxruntime.ts';
 import { beamSearch, greedy } from '../src/decode/search.ts';
 import { exportSeq2SeqOnnx } from '../src/io/onnx/export.ts';
-import { numThreads } from '../src/backend/wasm/threads.ts';
+import { numThreads, setNumThreads } from '../src/backend/wasm/threads.ts';
 import { getBackend, memoryScope, setBackend, Tensor } from '../src/index.ts';
 import { gunzipSync } from 'node:zlib';
 
@@ -27,7 +27,10 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 setBackend('wasm');
 const { model, tokenizer, targetTokenizer } = readSeq2Seq(join(root, 'models/multi30k-en-de'));
 const exp = exportSeq2SeqOnnx(model.config, model.stateDict(), { dtype: 'fp32', withAttention: false });
-const session = (f: string) => ort.InferenceSession.create(exp.files[f], SESSION_OPTIONS);
+// Two threads on each engine, in one process (issue 41: the configuration of the stall it fixed).
+const THREADS = 2;
+setNumThreads(THREADS);
+const session = (f: string) => ort.InferenceSession.create(exp.files[f], { ...SESSION_OPTIONS, intraOpNumThreads: THREADS });
 const engine = new OrtSeq2Seq(ort, { encoder: await session(exp.manifest.graphs.encoder), decoder: await session(exp.manifest.graphs.decoder), decoderWithPast: await session(exp.manifest.graphs.decoderWithPast) }, exp.manifest);
 
 const lines = gunzipSync(readFileSync(join(root, 'data/multi30k/test_2016_flickr.en.gz'))).toString('utf8').split('\n');
@@ -67,6 +70,6 @@ const rows = [
   { name: 'greedy, 1 sentence, 20 tokens', qkv: await median(() => memoryScope(() => greedy(model, one, greedyOpts)), runs), ort: await median(() => engine.greedy(one, greedyOpts), runs) },
   { name: `beam 4, batch of ${ids.length} test sentences`, qkv: await median(() => memoryScope(() => beamSearch(model, src, beamOpts)), runs), ort: await median(() => engine.beamSearch(src, beamOpts), runs) },
 ];
-console.log(`decoding, models/multi30k-en-de (${(model.numParameters() / 1e6).toFixed(2)}M parameters), qkv ${getBackend().name} backend with ${numThreads()} threads vs onnxruntime-node ${ort.env.versions.common} (CPU, ${cpus().length} threads, no spinning); medians of ${runs} (ms)`);
+console.log(`decoding, models/multi30k-en-de (${(model.numParameters() / 1e6).toFixed(2)}M parameters), qkv ${getBackend().name} backend with ${numThreads()} threads vs onnxruntime-node ${ort.env.versions.common} (CPU, ${THREADS} intra-op threads, no spinning; ${cpus().length} cores); medians of ${runs} (ms)`);
 for (const r of rows) console.log(`${r.name.padEnd(40)} qkv ${r.qkv.toFixed(1).padStart(8)}   ONNX Runtime ${r.ort.toFixed(1).padStart(8)}   qkv / ORT ${(r.qkv / r.ort).toFixed(2)}`);
 console.log(JSON.stringify(rows));

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { GemmParams } from '../../src/backend/backend.ts';
 import { wasmGemm } from '../../src/backend/wasm/gemm.ts';
-import { PARALLEL_KERNELS, WORKER_SOURCE, numThreads, setNumThreads } from '../../src/backend/wasm/threads.ts';
+import { PARALLEL_KERNELS, SYNC_INTS, WORKER_SOURCE, numThreads, setNumThreads } from '../../src/backend/wasm/threads.ts';
 import { requireKernels, wasmModule } from '../../src/backend/wasm/loader.ts';
 import { memory } from '../../src/backend/wasm/memory.ts';
 
@@ -82,7 +82,7 @@ test('a worker woken late for a launch it already ran does not run it again (the
   // before the worker starts makes that order certain.
   const { Worker } = await import('node:worker_threads');
   requireKernels();
-  const sync = new SharedArrayBuffer(12), args = new SharedArrayBuffer(8 * 32);
+  const sync = new SharedArrayBuffer(4 * SYNC_INTS), args = new SharedArrayBuffer(8 * 32);
   const s = new Int32Array(sync), a = new Float64Array(args);
   a[0] = -1; // this worker sits the launch out: it only counts itself done
   Atomics.store(s, 1, 1); // workers still running

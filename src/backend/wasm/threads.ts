@@ -1,13 +1,46 @@
 /**
  * A pool of worker threads for the GEMM, fused attention, Adam and large elementwise ops, over
  * the shared wasm memory (Node's worker_threads; in a browser, or wherever workers are
- * unavailable, everything runs on the calling thread).
+ * unavailable, everything runs on the calling thread: no Atomics.wait is ever reached there, which
+ * a browser's main thread would refuse).
  *
  * Each worker instantiates the same compiled module on the same memory and sleeps in
  * `Atomics.wait` on a generation counter. A launch writes each worker's row range into a shared
  * argument block, bumps the generation and `Atomics.notify`s: a wake-up costs microseconds, not a
  * postMessage round trip. The caller computes its own share, then waits on the count of workers
- * still running. Workers are unref'd so they never keep a process alive.
+ * still running.
+ *
+ * The workers are started by a small supervisor thread, not by the caller, so that a worker's
+ * death is seen while the caller is blocked: a worker's 'exit' event (a process.exit, an uncaught
+ * error, an out-of-memory, a terminate()) is delivered to the thread that created it, through that
+ * thread's event loop, and the caller's loop is not running during a join. The supervisor marks the
+ * worker gone in the shared counters and notifies; the join then fails with one line naming the
+ * kernel and every worker's state, never waits forever. The supervisor is unref'd, and its workers
+ * live only as long as it does, so they never keep a process alive.
+ *
+ * The stall beside ONNX Runtime (issue 41): two runs of the 1,000-sentence two-engine test hung
+ * with the main thread in a futex and every pool idle. Which side lost which wake-up? Not this
+ * pool's, as far as can be shown, because its protocol leaves no window for one:
+ * - the caller writes the arguments, stores the running count, then bumps the generation, all
+ *   before its notify (Atomics are sequentially consistent), so a worker that sees the new
+ *   generation, woken or not, sees its arguments and a count that includes it;
+ * - a worker sleeps with `Atomics.wait(s, GENERATION, seen)`, which checks the value under the
+ *   futex's own lock and returns at once when it is no longer `seen`: a bump between its last run
+ *   and its sleep is never slept through, and a late notify for a launch it already ran is not run
+ *   twice (the first lost count, 9895f88);
+ * - the caller sleeps with the running count it just read: a decrement between its read and its
+ *   sleep returns at once, and the worker that brings the count to zero notifies after it.
+ * scripts/soak-threads.ts hammers exactly these windows (random spins and sleeps between every
+ * step on both sides, `setPoolTestHooks`), alone, beside ONNX Runtime decoding with two intra-op
+ * threads, and beside a second qkv pool in another thread (V8 keeps one futex wait list for all of
+ * a process's threads): about 5.4 million launches in the runs recorded in
+ * records/thread-pool-soak/, on this code and on the code before it, without a stall, and with
+ * pauses injected no join ever waited a second. The stall's cause stays unknown (ONNX Runtime's own join, where the main
+ * thread also blocks inside `session.run`, was not instrumented). What the pool does now so that
+ * a process cannot hang on it anyway, whoever loses a wake-up: the join's wait is bounded
+ * (RECHECK_MS), re-reads the counters and re-sends the launch's notify to a worker that has not
+ * started it; a worker that dies fails the launch with one line naming the kernel and every
+ * worker's state.
  *
  * Threads: QKV_THREADS in the environment, else the available parallelism (at most 8);
  * `setNumThreads(n)` changes it (1 = no workers).
@@ -17,10 +50,15 @@ import { alloc, memory } from './memory.ts';
 interface WorkerLike {
   unref(): void;
   terminate(): Promise<number>;
-  on(ev: 'error', f: (e: Error) => void): void;
+  on(ev: 'error' | 'exit', f: (e: unknown) => void): void;
+}
+interface PortLike {
+  close(): void;
 }
 interface WorkerThreads {
-  Worker: new (code: string, opts: { eval: true; workerData: unknown; execArgv: string[] }) => WorkerLike;
+  Worker: new (code: string, opts: { eval: true; workerData: unknown; execArgv: string[]; transferList?: unknown[] }) => WorkerLike;
+  MessageChannel: new () => { port1: PortLike; port2: PortLike };
+  receiveMessageOnPort(port: PortLike): { message: unknown } | undefined;
 }
 
 function nodeBuiltin<T>(id: string): T | null {
@@ -44,14 +82,83 @@ const SLOT = 32;
 const MAX_THREADS = 8;
 
 /**
+ * The shared counters (Int32 cells): the generation (launches so far), the workers still running
+ * the current one, the workers that came up, the workers gone; then per worker the last generation
+ * it started, the last it finished, and 1 once it has exited. The per-worker cells cost two stores
+ * per launch; they are what a failure or the soak's watchdog prints.
+ */
+const GENERATION = 0, RUNNING = 1, READY = 2, GONE = 3, PER_WORKER = 4;
+const STARTED = 0, DONE = 1, EXITED = 2, CELLS = 3;
+/** Int32 cells of the counters' SharedArrayBuffer. */
+export const SYNC_INTS = PER_WORKER + CELLS * MAX_THREADS;
+
+/**
+ * The join's wait is bounded: after this long it re-reads the counters. With the protocol above a
+ * notify is never needed for correctness of the re-check, only for speed, so even a lost notify
+ * would cost this long, not forever. Idle workers still sleep unbounded (they cost nothing).
+ */
+const RECHECK_MS = 100;
+
+/** Test-only hooks (`setPoolTestHooks`): off (null) in normal use, and then no code of theirs runs. */
+export interface PoolTestHooks {
+  /**
+   * At every step of a launch (caller: before the generation bump, between bump and notify, after
+   * the notify, before the join; worker: after waking, before and after its kernel, between its
+   * decrement and its notify) half of the time pause for up to this many microseconds: spinning
+   * (3 times in 5) or asleep (as a descheduled thread), drawn from a seeded generator per thread.
+   */
+  jitterUs?: number;
+  /** Seed of those generators (worker w uses seed + w + 1). */
+  seed?: number;
+  /** A join that waits longer than this throws with every counter's state (the soak's watchdog). */
+  watchdogMs?: number;
+  /** Every notify of a launch is left out (the caller's and the last worker's): lost wake-ups on both sides. */
+  dropNotifies?: boolean;
+  /**
+   * Worker `worker` dies inside the `launch`-th launch it runs (after marking it started, before
+   * its kernel): 'exit' calls process.exit, 'terminate' has the supervisor terminate() it while it
+   * sleeps, 'oom' fills its JS heap (capped at 32 MiB for this worker) until V8 gives up; 'hang'
+   * sleeps for good without dying (what only the watchdog can report); 'exit-after' calls
+   * process.exit once that launch is done and counted (a death between launches).
+   */
+  die?: { worker: number; launch: number; how: 'exit' | 'terminate' | 'oom' | 'hang' | 'exit-after' };
+}
+
+/** A pause of up to `us` µs half of the time (see PoolTestHooks.jitterUs); the same text runs in the workers. */
+const JITTER_SOURCE = (us: number, seed: string) => `
+let rng = ((${seed}) >>> 0) || 1;
+const rand = () => { rng ^= rng << 13; rng ^= rng >>> 17; rng ^= rng << 5; return (rng >>> 0) / 4294967296; };
+const nap = new Int32Array(new SharedArrayBuffer(4));
+const jitter = () => {
+  const r = rand();
+  if (r < 0.5) return;
+  const ms = (rand() * ${us}) / 1000;
+  if (r < 0.8) { for (const t = performance.now() + ms; performance.now() < t;); }
+  else Atomics.wait(nap, 0, 0, ms);
+};
+`;
+
+/**
  * The worker's loop. A wake-up is not a launch: only a generation it has not run yet is. The
  * caller bumps the generation and then notifies, and a worker that was not yet asleep sees the new
  * generation without the notify, runs it and goes back to sleep; the notify, if the caller was
  * slow to send it, then wakes it for a generation it has already run. Running it again would
  * decrement the count of running workers below zero (the caller then waits forever: a training
- * run hung this way after 30 steps) or race the caller on the outputs. Exported for the test.
+ * run hung this way after 30 steps) or race the caller on the outputs. With hooks, the same loop
+ * with pauses (`J`) and the chosen death inserted; without, none of their text is in it.
  */
-export const WORKER_SOURCE = `
+function workerSource(h: PoolTestHooks | null): string {
+  const J = h?.jitterUs ? 'jitter();' : '';
+  const die = h?.die
+    ? `const dying = id === ${h.die.worker} && ++launches === ${h.die.launch};
+  if (dying) {
+    ${h.die.how === 'exit' ? 'process.exit(3);' : ''}
+    ${h.die.how === 'terminate' ? "require('node:worker_threads').parentPort.postMessage('terminate me');" : ''}
+    ${h.die.how === 'terminate' || h.die.how === 'hang' ? 'for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);' : ''}
+    ${h.die.how === 'oom' ? 'const hog = []; for (;;) hog.push(new Array(1 << 16).fill(generation + 0.5));' : ''}
+  }`
+    : '';
+  return `
 const { workerData } = require('node:worker_threads');
 const { module, memory, sync, args, id, names } = workerData;
 const k = new WebAssembly.Instance(module, { env: { memory } }).exports;
@@ -59,21 +166,62 @@ const fns = names.map((n) => k[n]);
 const s = new Int32Array(sync);
 const a = new Float64Array(args);
 const o = id * ${SLOT};
-Atomics.add(s, 2, 1); // ready
-Atomics.notify(s, 2);
+const c = ${PER_WORKER} + id * ${CELLS};
+${J ? JITTER_SOURCE(h!.jitterUs!, `${h!.seed ?? 1} + 1 + id`) : ''}
+let launches = 0;
+Atomics.add(s, ${READY}, 1); // ready
+Atomics.notify(s, ${READY});
 let seen = 0;
 for (;;) {
-  Atomics.wait(s, 0, seen);
-  const generation = Atomics.load(s, 0);
+  Atomics.wait(s, ${GENERATION}, seen);
+  ${J}
+  const generation = Atomics.load(s, ${GENERATION});
   if (generation === seen) continue; // a late notify for a launch already run
   seen = generation;
+  Atomics.store(s, c + ${STARTED}, generation);
+  ${die}
+  ${J}
   const f = a[o];
   try {
     if (f >= 0) fns[f](...a.subarray(o + 2, o + 2 + a[o + 1]));
   } catch {
     a[o] = -2; // a trap: reported by the caller after the join
   }
-  if (Atomics.sub(s, 1, 1) === 1) Atomics.notify(s, 1);
+  ${J}
+  Atomics.store(s, c + ${DONE}, generation);
+  if (Atomics.sub(s, ${RUNNING}, 1) === 1) {
+    ${J}
+    ${h?.dropNotifies ? '' : `Atomics.notify(s, ${RUNNING});`}
+  }
+  ${h?.die?.how === 'exit-after' ? 'if (dying) process.exit(3);' : ''}
+}
+`;
+}
+
+/** The worker's source without hooks. Exported for the test. */
+export const WORKER_SOURCE = workerSource(null);
+
+/**
+ * The supervisor: starts the workers (ref'd, so it lives as long as they do) and, when one exits
+ * for any reason, posts why on its port, then marks it gone and wakes a caller blocked in a join
+ * or in the start-up wait. It runs no kernels; its event loop is otherwise idle.
+ */
+const SUPERVISOR_SOURCE = `
+const { Worker, workerData } = require('node:worker_threads');
+const { n, source, port, oomWorker, shared } = workerData;
+const s = new Int32Array(shared.sync);
+for (let id = 0; id < n; id++) {
+  let error = '';
+  const w = new Worker(source, { eval: true, execArgv: [], workerData: { ...shared, id }, ...(id === oomWorker ? { resourceLimits: { maxOldGenerationSizeMb: 32 } } : {}) });
+  w.on('message', () => void w.terminate()); // only the test hook's 'terminate me'
+  w.on('error', (e) => { error = String((e && e.message) || e); });
+  w.on('exit', (code) => {
+    port.postMessage({ id, code, error });
+    Atomics.store(s, ${PER_WORKER} + id * ${CELLS} + ${EXITED}, 1);
+    Atomics.add(s, ${GONE}, 1);
+    Atomics.notify(s, ${RUNNING});
+    Atomics.notify(s, ${READY});
+  });
 }
 `;
 
@@ -85,34 +233,87 @@ function defaultThreads(): number {
   return Math.max(1, Math.min(os.availableParallelism?.() ?? os.cpus().length, MAX_THREADS));
 }
 
+interface Pool {
+  supervisor: WorkerLike;
+  /** Set (asynchronously) if the supervisor itself exits: its workers went with it. */
+  supervisorGone: string | null;
+  port: PortLike;
+  wt: WorkerThreads;
+  n: number;
+  sync: Int32Array;
+  args: Float64Array;
+  scratch: number[];
+  module: WebAssembly.Module;
+  /** Why each gone worker exited, as the supervisor posted it. */
+  exits: Map<number, { code: number; error: string }>;
+}
+
 let wanted = defaultThreads();
-let pool: { workers: WorkerLike[]; sync: Int32Array; args: Float64Array; scratch: number[]; module: WebAssembly.Module } | null = null;
+let pool: Pool | null = null;
 let broken = false;
+let hooks: PoolTestHooks | null = null;
+let jitter: (() => void) | null = null;
+let dropNotifies = false;
+/**
+ * Joins whose bounded wait timed out and then found every worker done (a notify lost, or only late:
+ * the last worker descheduled between its decrement and its notify), and re-sent notifies.
+ */
+let recovered = 0, renotified = 0;
+let launchCount = 0;
 
 /** Threads used by the GEMM (the caller included). */
 export function numThreads(): number {
   return wanted;
 }
 
+function closePool(): void {
+  if (!pool) return;
+  void pool.supervisor.terminate(); // its workers end with it
+  pool.port.close();
+  pool = null;
+}
+
 /** Use n threads (the caller plus n − 1 workers); 1 turns the pool off. */
 export function setNumThreads(n: number): void {
   if (!Number.isInteger(n) || n < 1) throw new Error(`setNumThreads: expected an integer >= 1, got ${n}`);
   wanted = Math.min(n, MAX_THREADS);
-  if (pool && pool.workers.length !== wanted - 1) {
-    for (const w of pool.workers) void w.terminate();
-    pool = null;
-  }
+  if (pool && pool.n !== wanted - 1) closePool();
+}
+
+/**
+ * TEST ONLY (the soak and the worker-death tests): pauses, a watchdog, a death (PoolTestHooks);
+ * null turns them off. Ends the current pool, so the next launch starts workers built with them.
+ */
+export function setPoolTestHooks(h: PoolTestHooks | null): void {
+  hooks = h;
+  dropNotifies = h?.dropNotifies ?? false;
+  jitter = h?.jitterUs ? (new Function(`${JITTER_SOURCE(h.jitterUs, String(h.seed ?? 1))} return jitter;`)() as () => void) : null;
+  closePool();
+  broken = false;
+}
+
+/** Launches since load, joins the re-check completed, re-sent notifies, and the pool's counters (null: no pool). */
+export function poolStats(): { launches: number; recovered: number; renotified: number; sync: SharedArrayBuffer | null; workers: number } {
+  return { launches: launchCount, recovered, renotified, sync: pool ? (pool.sync.buffer as SharedArrayBuffer) : null, workers: pool?.n ?? 0 };
+}
+
+/** Every counter, on one line: what a failed launch and the watchdog report. */
+export function describeCounters(s: Int32Array, n: number): string {
+  const workers = Array.from({ length: n }, (_, w) => {
+    const c = PER_WORKER + w * CELLS;
+    return `${w} started ${Atomics.load(s, c + STARTED)} done ${Atomics.load(s, c + DONE)}${Atomics.load(s, c + EXITED) ? ' exited' : ''}`;
+  });
+  return `generation ${Atomics.load(s, GENERATION)}, running ${Atomics.load(s, RUNNING)}, ready ${Atomics.load(s, READY)}, gone ${Atomics.load(s, GONE)}; workers: ${workers.join(', ')}`;
 }
 
 /**
  * Workers for `module` (started on first use), or null when there is no pool: one thread wanted,
  * no worker_threads here, or workers failed to start.
  */
-function getPool(module: WebAssembly.Module, scratchFloats: number): typeof pool {
+function getPool(module: WebAssembly.Module, scratchFloats: number): Pool | null {
   if (wanted <= 1 || broken) return null;
   if (pool && pool.module === module) return pool;
-  if (pool) for (const w of pool.workers) void w.terminate();
-  pool = null;
+  closePool();
   const wt = nodeBuiltin<WorkerThreads>('node:worker_threads');
   if (!wt) {
     broken = true;
@@ -120,33 +321,38 @@ function getPool(module: WebAssembly.Module, scratchFloats: number): typeof pool
   }
   try {
     const n = wanted - 1;
-    const sync = new SharedArrayBuffer(12); // [generation, workers still running, workers ready]
+    const sync = new SharedArrayBuffer(4 * SYNC_INTS);
     const args = new SharedArrayBuffer(8 * SLOT * n);
     const scratch = Array.from({ length: n }, () => alloc(scratchFloats, false).byteOffset);
-    const workers = Array.from({ length: n }, (_, id) => {
-      // execArgv: [] — the worker runs plain JS; inheriting loader flags (e.g. tsx's --import) can
-      // make its start-up wait on the main thread, which is blocked in Atomics.wait below.
-      const w = new wt.Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { module, memory, sync, args, id, names: [...PARALLEL_KERNELS] } });
-      w.unref();
-      w.on('error', () => {
-        broken = true;
-      });
-      return w;
+    const { port1, port2 } = new wt.MessageChannel();
+    const shared = { module, memory, sync, args, names: [...PARALLEL_KERNELS] };
+    const oomWorker = hooks?.die?.how === 'oom' ? hooks.die.worker : -1;
+    // execArgv: [] — the threads run plain JS; inheriting loader flags (e.g. tsx's --import) can
+    // make their start-up wait on the main thread, which is blocked in Atomics.wait below.
+    const supervisor = new wt.Worker(SUPERVISOR_SOURCE, { eval: true, execArgv: [], workerData: { n, source: workerSource(hooks), port: port2, oomWorker, shared }, transferList: [port2] });
+    supervisor.unref();
+    const p: Pool = { supervisor, supervisorGone: null, port: port1, wt, n, sync: new Int32Array(sync), args: new Float64Array(args), scratch, module, exits: new Map() };
+    supervisor.on('error', (e) => {
+      p.supervisorGone = `the pool's supervisor thread failed (${String((e as Error)?.message ?? e)})`;
+    });
+    supervisor.on('exit', () => {
+      p.supervisorGone ??= "the pool's supervisor thread exited";
     });
     // Wait (bounded) until every worker is listening, so a launch can never block on a worker
     // that failed to start; if they do not come up, run single-threaded.
-    const s = new Int32Array(sync);
+    const s = p.sync;
     const deadline = Date.now() + 10_000;
-    for (let ready = Atomics.load(s, 2); ready < n; ready = Atomics.load(s, 2)) {
+    for (let ready = Atomics.load(s, READY); ready < n; ready = Atomics.load(s, READY)) {
       const left = deadline - Date.now();
-      if (left <= 0) {
-        for (const w of workers) void w.terminate();
+      if (left <= 0 || Atomics.load(s, GONE) > 0) {
+        void supervisor.terminate();
+        port1.close();
         broken = true;
         return null;
       }
-      Atomics.wait(s, 2, ready, left);
+      Atomics.wait(s, READY, ready, Math.min(left, RECHECK_MS));
     }
-    pool = { workers, sync: s, args: new Float64Array(args), scratch, module };
+    pool = p;
     return pool;
   } catch {
     broken = true;
@@ -164,7 +370,7 @@ const MIN_FLOPS = 1 << 22;
 export function partsFor(module: WebAssembly.Module, gemmScratchFloats: number, flops: number): number {
   if (flops < MIN_FLOPS) return 1;
   const p = getPool(module, gemmScratchFloats);
-  return p ? p.workers.length + 1 : 1;
+  return p ? p.n + 1 : 1;
 }
 
 /** The GEMM scratch address of worker w (after partsFor returned > 1). */
@@ -173,13 +379,39 @@ export function workerGemmScratch(w: number): number {
 }
 
 /**
+ * A launch that cannot complete because a worker is gone: wait (bounded re-checks) until every
+ * live worker has finished this generation, so none still writes the outputs, close the pool (the
+ * next launch starts a fresh one) and throw one line naming the kernel and every worker's state.
+ */
+function failGone(p: Pool, kernel: ParallelKernel, generation: number, during: boolean): never {
+  const s = p.sync;
+  const alive = (w: number) => Atomics.load(s, PER_WORKER + w * CELLS + EXITED) === 0;
+  if (during) Atomics.notify(s, GENERATION);
+  for (let w = 0; w < p.n; w++) {
+    while (during && alive(w) && Atomics.load(s, PER_WORKER + w * CELLS + DONE) < generation) Atomics.wait(s, RUNNING, Atomics.load(s, RUNNING), RECHECK_MS);
+  }
+  for (let m = p.wt.receiveMessageOnPort(p.port); m; m = p.wt.receiveMessageOnPort(p.port)) {
+    const { id, code, error } = m.message as { id: number; code: number; error: string };
+    p.exits.set(id, { code, error });
+  }
+  const why = p.supervisorGone && Atomics.load(s, GONE) === 0
+    ? p.supervisorGone
+    : [...p.exits].map(([w, e]) => `wasm worker ${w} exited (code ${e.code}${e.error ? `, ${e.error.replace(/\s+/g, ' ')}` : ''})`).join('; ') || 'a wasm worker exited';
+  const state = describeCounters(s, p.n);
+  if (pool === p) closePool();
+  throw new Error(`runParallel: ${kernel} ${during ? 'failed' : 'not launched'}: ${why} [${state}]`);
+}
+
+/**
  * Run `kernel` with `args[w]` on worker w (null: that worker sits this one out) while the caller
  * runs `own()`, and return when all are done. Only after partsFor(...) > 1.
  */
 export function runParallel(kernel: ParallelKernel, args: (number[] | null)[], own: () => void): void {
   const p = pool!;
+  const s = p.sync;
+  if (Atomics.load(s, GONE) > 0 || p.supervisorGone) failGone(p, kernel, Atomics.load(s, GENERATION), false);
   const f = PARALLEL_KERNELS.indexOf(kernel);
-  for (let w = 0; w < p.workers.length; w++) {
+  for (let w = 0; w < p.n; w++) {
     const o = w * SLOT;
     const a = args[w] ?? null;
     if (a && a.length > SLOT - 2) throw new Error(`runParallel: ${a.length} arguments do not fit`);
@@ -187,19 +419,50 @@ export function runParallel(kernel: ParallelKernel, args: (number[] | null)[], o
     p.args[o + 1] = a ? a.length : 0;
     if (a) p.args.set(a, o + 2);
   }
-  Atomics.store(p.sync, 1, p.workers.length);
-  Atomics.add(p.sync, 0, 1);
-  Atomics.notify(p.sync, 0);
+  launchCount++;
+  Atomics.store(s, RUNNING, p.n);
+  jitter?.();
+  const generation = Atomics.add(s, GENERATION, 1) + 1;
+  jitter?.();
+  if (!dropNotifies) Atomics.notify(s, GENERATION);
+  jitter?.();
   try {
     own();
   } finally {
-    for (;;) {
-      const left = Atomics.load(p.sync, 1);
-      if (left === 0) break;
-      Atomics.wait(p.sync, 1, left);
-    }
+    jitter?.();
+    join(p, kernel, generation);
   }
-  for (let w = 0; w < p.workers.length; w++) {
+  for (let w = 0; w < p.n; w++) {
     if (p.args[w * SLOT] === -2) throw new Error(`wasm worker ${w}: ${kernel} trapped`);
+  }
+}
+
+/**
+ * Wait until no worker runs generation `generation`: bounded waits that re-read the count (and a
+ * worker marked gone, which the supervisor also wakes us for), never one unbounded sleep. A wait
+ * that times out also re-sends the launch's notify if a live worker has not started it, so a
+ * wake-up lost on either side would cost RECHECK_MS, not the process. With the soak's watchdog
+ * (a test hook) one wait of `watchdogMs` instead, and a timeout is a failure that prints every
+ * counter: the soak is there to see whether any wake-up is ever lost, not to recover from it.
+ */
+function join(p: Pool, kernel: ParallelKernel, generation: number): void {
+  const s = p.sync;
+  const watchdog = hooks?.watchdogMs;
+  for (;;) {
+    const left = Atomics.load(s, RUNNING);
+    if (left === 0) return;
+    if (Atomics.load(s, GONE) > 0) failGone(p, kernel, generation, true);
+    if (Atomics.wait(s, RUNNING, left, watchdog ?? RECHECK_MS) !== 'timed-out') continue;
+    if (watchdog) {
+      throw new Error(`runParallel: watchdog: the join of ${kernel} (generation ${generation}) waited over ${watchdog} ms [${describeCounters(s, p.n)}]`);
+    }
+    if (Atomics.load(s, RUNNING) === 0) recovered++;
+    for (let w = 0; w < p.n; w++) {
+      if (Atomics.load(s, PER_WORKER + w * CELLS + STARTED) < generation) {
+        renotified++;
+        Atomics.notify(s, GENERATION);
+        break;
+      }
+    }
   }
 }
