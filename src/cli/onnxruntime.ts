@@ -28,7 +28,7 @@ export async function loadOnnxRuntime(): Promise<OrtNode> {
     const m = (await import(name)) as OrtNode & { default?: OrtNode };
     return m.InferenceSession ? m : m.default!;
   } catch (e) {
-    throw new UserError(`--engine onnxruntime needs onnxruntime-node: npm install onnxruntime-node (${(e as Error).message.split('\n')[0]})`);
+    throw new UserError(`--engine onnxruntime needs onnxruntime-node, an optional dependency: ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node (the CPU binaries are in the package; skip stops its install script from downloading GPU ones) (${(e as Error).message.split('\n')[0]})`);
   }
 }
 
