@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, createReadStream, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { extname, join, normalize, sep } from 'node:path';
+import { extname, join, normalize, relative, sep } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { packedTarball, ROOT } from '../helpers/packed.ts';
@@ -33,8 +33,8 @@ const TYPES: Record<string, string> = {
 
 /**
  * The built app at / and the model folder at /models/multi30k-en-de/, as any static host serves
- * them: no Cross-Origin-Opener-Policy, no Cross-Origin-Embedder-Policy. Paths outside the two
- * roots are 404.
+ * them: no Cross-Origin-Opener-Policy, no Cross-Origin-Embedder-Policy. A missing file gets
+ * index.html, as from a single-page app's host.
  */
 function serve(app: string, model: string): Promise<{ server: Server; url: string }> {
   const server = createServer((req, res) => {
@@ -43,13 +43,21 @@ function serve(app: string, model: string): Promise<{ server: Server; url: strin
     const [root, rel] = path.startsWith(prefix) ? [model, path.slice(prefix.length)] : [app, path === '/' ? 'index.html' : path.slice(1)];
     const file = normalize(join(root, rel));
     if (!file.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) {
-      res.writeHead(404).end();
+      // As `vite preview` and many static hosts do for a single-page app: a path that is not there
+      // gets the page (qkv must take it for a missing file, e.g. the absent target_tokenizer.json).
+      res.writeHead(200, { 'Content-Type': TYPES['.html'] });
+      createReadStream(join(app, 'index.html')).pipe(res);
       return;
     }
     res.writeHead(200, { 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream' });
     createReadStream(file).pipe(res);
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` })));
+}
+
+/** The .wasm files under `dir`, but for the folders named in `skip` (at its top). */
+function wasmFilesUnder(dir: string, skip: string[] = []): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.wasm') && !skip.includes(f.split(/[\\/]/)[0]));
 }
 
 /** `qkv translate --model models/multi30k-en-de` of these lines, from the built checkout's CLI. */
@@ -75,7 +83,9 @@ before(async () => {
   requireTool('chromium');
   const tarball = packedTarball();
   app = join(tempDir('qkv-web-app-'), 'web-app');
-  cpSync(join(ROOT, 'examples', 'web-app'), app, { recursive: true, filter: (src) => !/[\\/](node_modules|dist)$/.test(src) });
+  // The app's sources, without what its README's steps leave in a checkout (examples/web-app/.gitignore).
+  const source = join(ROOT, 'examples', 'web-app');
+  cpSync(source, app, { recursive: true, filter: (src) => !/^(node_modules|dist|public[\\/]models|package-lock\.json)$/.test(relative(source, src)) });
   // The app's own package.json, pointed at this tarball instead of ../../qkv-<version>.tgz.
   const manifestPath = join(app, 'package.json');
   const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
@@ -118,8 +128,8 @@ test('vite build emits both wasm kernels from the installed package, and the pag
     const shipped = readFileSync(join(app, 'node_modules', 'qkv', 'dist', 'backend', 'wasm', `${name}.wasm`));
     assert.ok(readFileSync(join(app, 'dist', 'assets', emitted)).equals(shipped), `${emitted} is the package's ${name}.wasm`);
   }
-  // Emitted by the bundler, not copied by hand: the app has no public/ and no plugin.
-  assert.ok(!existsSync(join(app, 'public')), 'the example app copies nothing by hand');
+  // Emitted by the bundler, not copied by hand: the app's sources hold no .wasm, its config no plugin.
+  assert.deepEqual(wasmFilesUnder(app, ['node_modules', 'dist']), [], 'the example app copies no kernel by hand');
   assert.doesNotMatch(readFileSync(join(app, 'vite.config.ts'), 'utf8'), /plugins\s*:|emitFile|publicDir/, 'vite.config.ts is plain: no plugin, no copied folder');
   assert.ok(requests.some((p) => /^\/assets\/qkv-(simd|relaxed)-[^/]+\.wasm$/.test(p)), `the page fetched an emitted kernel: ${requests.join(', ')}`);
 });
