@@ -2,13 +2,13 @@
  * The package as a user gets it: the release tarball of scripts/pack.mjs (`npm run pack:release`; dist/ must be
  * built: `npm test` builds it first), installed into an empty ESM project in a temporary folder, as `npm install qkv-<v>.tgz`
  * would. Dependencies come from npm's cache when they are there (`--prefer-offline`: `npm ci` filled it),
- * else from the registry. One pack and one install per test process.
+ * else from the registry. One pack and one install per test process, removed when it exits.
  * The wasm kernels are part of the package (dist/backend/wasm/*.wasm, next to their loader): when
  * `npm run build` ran after `npm run build:wasm` left them out, they are copied there before packing.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,8 +39,10 @@ export function packedTarball(): string {
     const r = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build-wasm.mjs'), '--copy'], { cwd: ROOT, encoding: 'utf8' });
     assert.equal(r.status, 0, `the wasm kernels are not in dist/backend/wasm/ and could not be copied there (run \`npm run build:wasm\`):\n${r.stdout}${r.stderr}`);
   }
-  packed = packRelease(mkdtempSync(join(tmpdir(), 'qkv-packed-')));
-  return packed!;
+  const dir = mkdtempSync(join(tmpdir(), 'qkv-packed-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  packed = packRelease(dir) as string;
+  return packed;
 }
 
 export function packedInstall(): PackedInstall {
