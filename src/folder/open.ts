@@ -50,12 +50,17 @@ export function contentsSource(files: Map<string, Uint8Array | string> | Record<
   };
 }
 
-/** A folder served over HTTP under `base` (a 404 is a missing file; other failures are errors naming the URL). */
+/**
+ * A folder served over HTTP under `base` (a 404 is a missing file; other failures are errors naming the URL).
+ * No folder file is HTML: an HTML page in answer to one is a single-page-app server's fallback for a
+ * path it lacks (Vite's `vite preview`, many static hosts), so that file is missing too.
+ */
 export function urlSource(base: string | URL, fetchFn: typeof fetch = (...a) => fetch(...a)): FolderSource {
   const root = String(base).endsWith('/') ? String(base) : `${String(base)}/`;
   const get = async (f: string): Promise<Response | undefined> => {
     const r = await fetchFn(`${root}${f}`);
     if (r.status === 404) return undefined;
+    if (r.ok && /^text\/html\b/i.test(r.headers.get('content-type') ?? '')) return undefined;
     if (!r.ok) throw new FolderError(f, `${root}${f}: HTTP ${r.status}`);
     return r;
   };
