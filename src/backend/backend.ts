@@ -62,7 +62,7 @@ export interface Backend {
   readonly name: string;
 
   /**
-   * Batched C = op(A) · op(B) (row-major) for each of `p.batch` matrices, as {@link GemmParams} describes;
+   * Batched C = op(A) · op(B) (row-major) for each of `p.batch` matrices, as `GemmParams` describes;
    * writes c.
    */
   gemm(a: Float32Array, b: Float32Array, c: Float32Array, p: GemmParams): void;
