@@ -53,15 +53,25 @@ export interface AttentionParams {
   bias: AttentionBias | null;
 }
 
+/**
+ * The kernel contract every backend implements (see the file comment): typed arrays and sizes in,
+ * caller-allocated outputs written. `backend/js/` is the reference; wasm must agree with it.
+ */
 export interface Backend {
+  /** The name {@link setBackend} selects it by: `'js'` or `'wasm'`. */
   readonly name: string;
 
+  /**
+   * Batched C = op(A) · op(B) (row-major) for each of `p.batch` matrices, as `GemmParams` describes;
+   * writes c.
+   */
   gemm(a: Float32Array, b: Float32Array, c: Float32Array, p: GemmParams): void;
 
   /** out = a ∘ b with broadcasting: `aStrides`/`bStrides` are per output dim, 0 where broadcast. */
   binary(op: BinaryOp, a: Float32Array, aStrides: readonly number[], b: Float32Array, bStrides: readonly number[], out: Float32Array, outShape: readonly number[]): void;
   /** out = a ∘ scalar (or scalar ∘ a when `scalarFirst`). */
   binaryScalar(op: BinaryOp, a: Float32Array, scalar: number, out: Float32Array, scalarFirst: boolean): void;
+  /** out = op(x) elementwise; x and out have the same length. */
   unary(op: UnaryOp, x: Float32Array, out: Float32Array): void;
   /**
    * Dropout's mask from `bits`, ceil(n/2) random words (element 2j takes the low 16 bits of word j,
@@ -85,6 +95,7 @@ export interface Backend {
   softmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void;
   /** dx = y ∘ (dy − Σ dy∘y), rows of C. */
   softmaxBackward(y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number): void;
+  /** Row-wise log-softmax over the last dim of an (R, C) matrix, x − logsumexp(x) per row. */
   logSoftmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void;
   /** dx = dy − softmax(x)·Σ dy, with softmax recovered from y = logSoftmax(x). */
   logSoftmaxBackward(y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number): void;
@@ -94,10 +105,13 @@ export interface Backend {
   /** dx, and (accumulated into) dweight and dbias when given. */
   layerNormBackward(x: Float32Array, weight: Float32Array | null, mean: Float32Array, rstd: Float32Array, dy: Float32Array, dx: Float32Array, dweight: Float32Array | null, dbias: Float32Array | null, rows: number, cols: number): void;
 
+  /** out = max(x, 0) elementwise. */
   relu(x: Float32Array, out: Float32Array): void;
+  /** dx = dy where x > 0, else 0 (0 at x = 0, as PyTorch). */
   reluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array): void;
   /** PyTorch's exact gelu: x·Φ(x) with the erf form. */
   gelu(x: Float32Array, out: Float32Array): void;
+  /** dx = dy · (Φ(x) + x·φ(x)), the derivative of the exact (erf) gelu. */
   geluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array): void;
 
   /** out[i, :] = weight[ids[i], :]. Ids are validated by the op. */
@@ -178,6 +192,7 @@ export class KernelTable {
 const registry = new Map<string, Backend>();
 let current: Backend | null = null;
 
+/** Add a backend to the registry under its name; the first one registered becomes the current backend. */
 export function registerBackend(backend: Backend): void {
   registry.set(backend.name, backend);
   current ??= backend;
@@ -190,11 +205,13 @@ export function setBackend(name: string): void {
   current = b;
 }
 
+/** The backend ops run on now; throws if none is registered. */
 export function getBackend(): Backend {
   if (current === null) throw new Error('getBackend: no backend registered');
   return current;
 }
 
+/** Names of the registered backends, in registration order. */
 export function backendNames(): string[] {
   return [...registry.keys()];
 }

@@ -7,6 +7,7 @@ import { kernels, wasmLoadError, wasmVariant, type WasmVariant } from './wasm/lo
 import { memoryShared } from './wasm/memory.ts';
 import { numThreads } from './wasm/threads.ts';
 
+/** What {@link backendInfo} reports. */
 export interface BackendInfo {
   /** The backend the ops run on now ('js', 'wasm', ...). */
   backend: string;
@@ -62,6 +63,10 @@ function wasmThreads(): { threads: number; reason: string } {
   return { threads: n, reason: chosen };
 }
 
+/**
+ * The backend in use, the wasm build, the thread count and the reason it is not higher, read now (they change
+ * with setBackend and setNumThreads).
+ */
 export function backendInfo(): BackendInfo {
   const backend = getBackend().name;
   const loaded = kernels() !== null;

@@ -14,6 +14,7 @@ import { Generator as RandomGenerator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { checkSamplingOptions, sampleToken, type SamplingOptions } from './sample.ts';
 
+/** Options of {@link generate} and its streaming forms: how many tokens, how to sample, when to stop. */
 export interface GenerateOptions extends SamplingOptions {
   /** Tokens to generate (the prompt not included). */
   maxTokens: number;
@@ -29,7 +30,9 @@ export interface GenerateOptions extends SamplingOptions {
 
 /** One generated token and the next-token logits (vocabSize) it was drawn from. */
 export interface GeneratedToken {
+  /** The token drawn. */
   id: number;
+  /** The raw next-token logits it was drawn from (before temperature, top-k or top-p), (vocabSize). */
   logits: Float32Array;
 }
 
@@ -45,8 +48,14 @@ export interface LmRun {
 
 /** An engine that answers LmRun asynchronously (ONNX Runtime). */
 export interface AsyncLm {
+  /** Number of token ids, the length of the logits `run` returns. */
   readonly vocabSize: number;
+  /** Longest context the model takes; generation cuts the context to fit. */
   readonly blockSize: number;
+  /**
+   * The last position's next-token logits (vocabSize) after feeding `fed`: from an empty context
+   * when `fresh`, else after everything fed so far.
+   */
   run(fed: number[], fresh: boolean): Promise<Float32Array>;
 }
 
@@ -139,7 +148,16 @@ export async function* generateStreamAsync(lm: AsyncLm, prompt: readonly number[
 }
 
 /** Generate all at once: the new ids, and the logits each was drawn from. */
-export function generate(model: GPT, prompt: readonly number[], options: GenerateOptions): { ids: number[]; logits: Float32Array[] } {
+export function generate(
+  model: GPT,
+  prompt: readonly number[],
+  options: GenerateOptions,
+): {
+  /** The generated ids, the prompt not included. */
+  ids: number[];
+  /** The next-token logits each id was drawn from, (vocabSize) each. */
+  logits: Float32Array[];
+} {
   const ids: number[] = [];
   const logits: Float32Array[] = [];
   for (const t of generateStream(model, prompt, options)) {

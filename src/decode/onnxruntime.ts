@@ -16,17 +16,24 @@ import type { OnnxManifest } from '../io/onnx/export.ts';
 
 /** The parts of an ONNX Runtime tensor used here (onnxruntime-common's Tensor). */
 export interface OrtTensorLike {
+  /** The elements (a Float32Array for the float outputs read here). */
   readonly data: unknown;
+  /** The shape. */
   readonly dims: readonly number[];
 }
 
 /** An ONNX Runtime module: its Tensor constructor. */
 export interface OrtLike {
-  Tensor: new (type: 'float32' | 'int64', data: Float32Array | BigInt64Array, dims: readonly number[]) => OrtTensorLike;
+  /** `new ort.Tensor(type, data, dims)`: an input tensor (token ids as int64, cached keys/values as float32). */
+  Tensor: {
+    /** A tensor of `type` holding `data` in the shape `dims`. */
+    new (type: 'float32' | 'int64', data: Float32Array | BigInt64Array, dims: readonly number[]): OrtTensorLike;
+  };
 }
 
 /** An InferenceSession. */
 export interface OrtSessionLike {
+  /** Run the graph on inputs by name; resolves to its outputs by name. */
   run(feeds: Record<string, OrtTensorLike>): Promise<Record<string, OrtTensorLike>>;
 }
 
@@ -58,15 +65,30 @@ function gatherKV(kv: KV, rows: Int32Array): KV {
 /** A translation model exported to ONNX: encoder, first decoder step, and decoder steps with past. */
 export class OrtSeq2Seq {
   constructor(
+    /** The ONNX Runtime module (`onnxruntime-node` or `onnxruntime-web`), for its Tensor class. */
     readonly ort: OrtLike,
-    readonly sessions: { encoder: OrtSessionLike; decoder: OrtSessionLike; decoderWithPast: OrtSessionLike },
+    /** One InferenceSession per exported graph. */
+    readonly sessions: {
+      /** encoder_model.onnx: source ids and mask → memory (B, S, E). */
+      encoder: OrtSessionLike;
+      /** decoder_model.onnx: the first step, which also computes the cross-attention keys/values. */
+      decoder: OrtSessionLike;
+      /** decoder_with_past_model.onnx: every later step, fed the cache of the steps before. */
+      decoderWithPast: OrtSessionLike;
+    },
+    /** The shape fields of the export's onnx.json; must have padId. */
     readonly info: OrtModelInfo,
   ) {
     if (info.padId === undefined) throw new Error('OrtSeq2Seq: onnx.json has no padId (is it a GPT export?)');
   }
 
   /** Encoder output (B, S, E) and the keep-mask (B, S) of source ids src (B, S) int32. */
-  async encode(src: Tensor): Promise<{ memory: OrtTensorLike; mask: BigInt64Array }> {
+  async encode(src: Tensor): Promise<{
+    /** The encoder output (B, S, E), `last_hidden_state`. */
+    memory: OrtTensorLike;
+    /** 1 for a source token, 0 for padding, (B, S) int64. */
+    mask: BigInt64Array;
+  }> {
     const [B, S] = src.shape;
     const mask = new BigInt64Array(B * S);
     for (let i = 0; i < B * S; i++) mask[i] = src.data[i] === this.info.padId ? 0n : 1n;
@@ -77,11 +99,13 @@ export class OrtSeq2Seq {
     return { memory: out.last_hidden_state, mask };
   }
 
+  /** Greedy decoding of source ids src (B, S) int32, step for step as qkv's own greedy search. */
   async greedy(src: Tensor, options: DecodeOptions): Promise<DecodeResult> {
     const { stepper, maxLens } = await this.start(src, options);
     return greedySearchAsync(stepper, maxLens, { ...options, padId: this.info.padId! });
   }
 
+  /** Beam search over source ids src (B, S) int32, as qkv's own beam search (same beams, same scores). */
   async beamSearch(src: Tensor, options: DecodeOptions & { beamSize?: number; lengthPenalty?: number }): Promise<BeamSearchResult> {
     const { stepper, maxLens } = await this.start(src, options);
     return beamSearchAsync(stepper, maxLens, { ...options, padId: this.info.padId! });
@@ -124,6 +148,10 @@ export class OrtSeq2SeqStepper implements AsyncStepper {
     return this.m.info.vocabSize;
   }
 
+  /**
+   * Feed each row's last id (rows); resolves to log-probabilities (rows × vocab), padding id at −∞, as
+   * Stepper.step.
+   */
   async step(last: Int32Array): Promise<Float32Array> {
     const { ort, sessions, info } = this.m;
     const N = last.length;
@@ -172,12 +200,21 @@ export class OrtSeq2SeqStepper implements AsyncStepper {
 export class OrtGpt implements AsyncLm {
   private past: { k: KV; v: KV }[] = [];
 
-  constructor(readonly ort: OrtLike, readonly session: OrtSessionLike, readonly info: OrtModelInfo) {}
+  constructor(
+    /** The ONNX Runtime module (`onnxruntime-node` or `onnxruntime-web`), for its Tensor class. */
+    readonly ort: OrtLike,
+    /** The session of the exported decoder_model.onnx (logits and present keys/values from ids and past). */
+    readonly session: OrtSessionLike,
+    /** The shape fields of the export's onnx.json. */
+    readonly info: OrtModelInfo,
+  ) {}
 
+  /** Number of token ids (onnx.json's vocabSize). */
   get vocabSize(): number {
     return this.info.vocabSize;
   }
 
+  /** Longest context (onnx.json's maxPositions). */
   get blockSize(): number {
     return this.info.maxPositions;
   }
@@ -198,6 +235,7 @@ export class OrtGpt implements AsyncLm {
     return f32(out.logits, 'logits');
   }
 
+  /** The last position's next-token logits (vocabSize) after feeding `fed` (see {@link AsyncLm.run}). */
   async run(fed: number[], fresh: boolean): Promise<Float32Array> {
     const all = await this.logits(fed, fresh);
     const V = this.info.vocabSize;

@@ -5,6 +5,10 @@
  */
 import type { Generator as RandomGenerator } from '../tensor/random.ts';
 
+/**
+ * How the next token is drawn from the logits: temperature, then top-k, then top-p (the defaults sample from
+ * the full softmax).
+ */
 export interface SamplingOptions {
   /** Logits are divided by it before the softmax: < 1 sharpens, > 1 flattens. 0 = greedy (argmax). Default 1. */
   temperature?: number;
@@ -17,6 +21,10 @@ export interface SamplingOptions {
   topP?: number;
 }
 
+/**
+ * Throws, naming `name` and the option, unless temperature is finite and ≥ 0, topK a positive integer and topP
+ * in (0, 1].
+ */
 export function checkSamplingOptions(o: SamplingOptions, name = 'sample'): void {
   const { temperature = 1, topK, topP = 1 } = o;
   if (!(temperature >= 0) || !Number.isFinite(temperature)) throw new Error(`${name}: temperature must be a finite number >= 0, got ${temperature}`);

@@ -90,8 +90,11 @@ export function greedy(model: Models, src: Tensor, options: DecodeOptions): Deco
 
 /** Options of the model-free searches: the ids and the padding id that fills `ids`. */
 export interface SearchOptions {
+  /** The id every output starts from (fed at position 0, not part of the output). */
   bosId: number;
+  /** The id that ends a sentence. */
   eosId: number;
+  /** The id that fills `ids` after a sentence ends. */
   padId: number;
   /** Fewest ids before EOS (default 1, see DecodeOptions). */
   minLen?: number;

@@ -17,6 +17,7 @@ export function readHfGpt2(configJson: unknown, safetensors: Uint8Array): GPT {
 
 /** Reads bytes [begin, end) of a file (fewer when the file ends first). */
 export type RangeReader = (begin: number, end: number) => Promise<Uint8Array>;
+/** {@link RangeReader} without the promise: bytes [begin, end) of a file, read synchronously. */
 export type RangeReaderSync = (begin: number, end: number) => Uint8Array;
 
 /**

@@ -26,4 +26,5 @@ export interface GPTConfig {
   layerNormEps?: number;
 }
 
+/** The MLP's nonlinearity: `gelu` the exact erf form, `gelu_tanh` GPT-2's tanh approximation (`gelu_new`). */
 export type GPTActivation = 'gelu' | 'gelu_tanh';

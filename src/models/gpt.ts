@@ -33,7 +33,14 @@ import { copyHfTensor, gptConfigFromHf, planHfGpt2Load } from './hf/gpt2.ts';
 
 /** A checkpoint's tensors by name and shape, each decoded on demand (`read`, called once per tensor). */
 export interface HfTensorSource {
-  entries: readonly { name: string; shape: readonly number[] }[];
+  /** Every tensor of the checkpoint, read or not. */
+  entries: readonly {
+    /** The checkpoint's name for it, e.g. `h.0.attn.c_attn.weight`. */
+    name: string;
+    /** Its shape as stored. */
+    shape: readonly number[];
+  }[];
+  /** The tensor of that name, decoded from the file (float32). */
   read(name: string): Tensor;
 }
 
@@ -71,7 +78,13 @@ export function gptParameterCount(c: GPTConfig): number {
  * every position fed so far. Made by `GPT.initCache`, grown by `GPT.forwardCached`.
  */
 export class GPTCache {
-  readonly layers: { k: Tensor | null; v: Tensor | null }[];
+  /** One entry per block; null until the first forwardCached. */
+  readonly layers: {
+    /** Keys of the positions fed so far, (B, nHead, t, headDim). */
+    k: Tensor | null;
+    /** Values of the positions fed so far, (B, nHead, t, headDim). */
+    v: Tensor | null;
+  }[];
   /** Positions fed so far (t): the position of the next token. */
   length = 0;
 
@@ -82,9 +95,13 @@ export class GPTCache {
 
 /** The position-wise feed-forward block: GELU(x·W_fc + b)·W_proj + b, then dropout. */
 export class MLP extends Module {
+  /** `c_fc`: nEmbd → 4·nEmbd, the expansion (the paper's d_ff = 4·d_model). */
   readonly fc: Linear;
+  /** `c_proj`: 4·nEmbd → nEmbd, back to the residual stream. */
   readonly proj: Linear;
+  /** Dropout on the output, before it joins the residual stream. */
   readonly dropout: Dropout;
+  /** Which GELU: the exact erf form or GPT-2's tanh approximation. */
   readonly activation: GPTActivation;
 
   constructor(nEmbd: number, dropout: number, activation: GPTActivation = 'gelu') {
@@ -95,6 +112,7 @@ export class MLP extends Module {
     this.dropout = this.registerModule('dropout', new Dropout(dropout));
   }
 
+  /** x (B, T, nEmbd) → (B, T, nEmbd), each position on its own. */
   forward(x: Tensor): Tensor {
     return this.dropout.forward(this.proj.forward(F.gelu(this.fc.forward(x), this.activation === 'gelu_tanh' ? 'tanh' : 'none')));
   }
@@ -102,9 +120,13 @@ export class MLP extends Module {
 
 /** One pre-norm block (GPT-2): x + attn(ln_1(x)), then x + mlp(ln_2(x)). */
 export class Block extends Module {
+  /** `ln_1`: LayerNorm before attention (pre-norm, GPT-2's departure from the paper's post-norm). */
   readonly ln1: LayerNorm;
+  /** Causal self-attention, nHead heads, torch.nn.MultiheadAttention's layout. */
   readonly attn: MultiheadAttention;
+  /** `ln_2`: LayerNorm before the MLP. */
   readonly ln2: LayerNorm;
+  /** The position-wise feed-forward block. */
   readonly mlp: MLP;
   /** Dropout on the attention output before it joins the residual stream. */
   readonly residDropout: Dropout;
@@ -132,7 +154,16 @@ export class Block extends Module {
    * positions are projected; their keys/values join the cache; they attend to every cached
    * position and causally among themselves. With needWeights, also the attention (B, h, L, t + L).
    */
-  forwardCached(x: Tensor, cache: { k: Tensor | null; v: Tensor | null }, needWeights = false): { output: Tensor; weights: Tensor | null } {
+  forwardCached(
+    x: Tensor,
+    cache: { k: Tensor | null; v: Tensor | null },
+    needWeights = false,
+  ): {
+    /** The block's output for the new positions, (B, L, nEmbd). */
+    output: Tensor;
+    /** Attention weights (B, nHead, L, t + L) with needWeights, else null. */
+    weights: Tensor | null;
+  } {
     const L = x.shape[1];
     const { q, k, v } = this.attn.projectSelf(this.ln1.forward(x));
     cache.k = cache.k ? F.cat([cache.k, k], 2) : k;
@@ -143,7 +174,12 @@ export class Block extends Module {
   }
 }
 
+/**
+ * The GPT: token (and position) embedding, nLayer {@link Block}s, a final LayerNorm and the tied
+ * output projection (see the file comment for the state-dict names).
+ */
 export class GPT extends Module {
+  /** The config it was built from (saved as config.json beside the weights). */
   readonly config: GPTConfig;
   /** Token embedding, also the output projection. */
   readonly wte: Embedding;
@@ -151,8 +187,11 @@ export class GPT extends Module {
   readonly wpe: Embedding | null;
   /** Fixed sinusoid table (positions 'sinusoidal'): a buffer, not saved. */
   readonly pe: Tensor | null;
+  /** Dropout on the embeddings (token + position). */
   readonly drop: Dropout;
+  /** The blocks, `h.0` .. `h.{nLayer−1}`. */
   readonly h: ModuleList<Block>;
+  /** `ln_f`: the LayerNorm after the last block (pre-norm leaves the stream unnormalised). */
   readonly lnF: LayerNorm;
 
   /** options.init false skips GPT-2's random initialisation (weights stay 0/1): for a model about to be loaded. */
@@ -245,7 +284,16 @@ export class GPT extends Module {
    * Equal to the matching rows of forward() over the whole sequence. Feed the prompt in one call
    * (prefill), then one id per call. With needWeights, per block the attention (B, nHead, L, t + L).
    */
-  forwardCached(ids: Tensor, cache: GPTCache, options: { needWeights?: boolean } = {}): { logits: Tensor; weights: Tensor[] | null } {
+  forwardCached(
+    ids: Tensor,
+    cache: GPTCache,
+    options: { needWeights?: boolean } = {},
+  ): {
+    /** Next-token logits of the new positions, (B, L, vocabSize). */
+    logits: Tensor;
+    /** With needWeights, per block the attention (B, nHead, L, t + L); else null. */
+    weights: Tensor[] | null;
+  } {
     this.checkIds(ids, 'ids');
     if (cache.layers.length !== this.config.nLayer) throw new Error(`GPT: cache has ${cache.layers.length} layers, the model ${this.config.nLayer}`);
     let x = this.embed(ids, cache.length);

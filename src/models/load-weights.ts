@@ -25,6 +25,7 @@ export interface LayerField {
   prefix: string;
 }
 
+/** How one config field shows in the weights: as a tensor's dimension or as a layer count. */
 export type FieldRule = ShapeField | LayerField;
 
 /** Where each Seq2Seq config field shows in the weights (nhead does not: it only splits dModel). */

@@ -44,6 +44,7 @@ export interface Seq2SeqConfig {
   attentionDropout?: number;
   /** Dropout after the feed-forward activation instead (default `dropout`). */
   activationDropout?: number;
+  /** The feed-forward nonlinearity: `relu` as the paper (§3.3), or `gelu`. */
   activation: Activation;
   /** Pre-norm trains more stably at small scale; the paper is post-norm (false). */
   normFirst: boolean;
@@ -65,13 +66,20 @@ export const MULTI30K_SMALL: Seq2SeqConfig = {
   dimFeedforward: 1024, dropout: 0.1, activation: 'relu', normFirst: false, maxLen: 256, padId: 0,
 };
 
+/**
+ * The encoder-decoder translation model (see the file comment): embeddings scaled by √dModel,
+ * positions, {@link nn.Transformer}, and the tied output projection.
+ */
 export class Seq2Seq extends Module {
+  /** The config it was built from (saved as config.json beside the weights). */
   readonly config: Seq2SeqConfig;
   /** The shared table, or with separate vocabularies the source's. */
   readonly embedding: Embedding;
   /** The target's table (separate vocabularies), tied to the output projection; else null. */
   readonly tgtEmbedding: Embedding | null;
+  /** The sinusoidal position encoding (§3.5) with dropout, added to the scaled embeddings. */
   readonly positions: PositionalEncoding;
+  /** The encoder-decoder stack (§3.1), torch.nn.Transformer's layout. */
   readonly transformer: Transformer;
 
   constructor(config: Seq2SeqConfig) {
@@ -171,7 +179,18 @@ export class Seq2Seq extends Module {
    * With needWeights, per layer the self-attention (B, h, L, t + L) and cross-attention
    * (B, h, L, S) weights of the new positions.
    */
-  decodeIncremental(tgt: Tensor, cache: TransformerDecoderCache, options: { needWeights?: boolean } = {}): { logits: Tensor; selfWeights: Tensor[] | null; crossWeights: Tensor[] | null } {
+  decodeIncremental(
+    tgt: Tensor,
+    cache: TransformerDecoderCache,
+    options: { needWeights?: boolean } = {},
+  ): {
+    /** Next-token logits of the new positions, (B, L, vocab). */
+    logits: Tensor;
+    /** With needWeights, per layer the self-attention (B, h, L, t + L); else null. */
+    selfWeights: Tensor[] | null;
+    /** With needWeights, per layer the cross-attention (B, h, L, S); else null. */
+    crossWeights: Tensor[] | null;
+  } {
     this.checkIds(tgt, 'tgt');
     const r = this.transformer.decoder.forwardStep(this.embed(tgt, cache.length, 'tgt'), cache, {
       tgtKeyPaddingMask: this.paddingMask(tgt), needWeights: options.needWeights,

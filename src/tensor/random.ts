@@ -37,6 +37,10 @@ export class Generator {
     return [this.s0, this.s1, this.s2, this.s3, this.spare ?? Number.NaN];
   }
 
+  /**
+   * Restore a state that getState() returned (four 32-bit words and the spare normal, NaN for none); throws
+   * unless it has 5 numbers.
+   */
   setState(state: readonly number[]): void {
     if (state.length !== 5) throw new Error(`Generator.setState: expected 5 numbers, got ${state.length}`);
     [this.s0, this.s1, this.s2, this.s3] = state.map((v) => v >>> 0);
@@ -67,6 +71,7 @@ export class Generator {
     this.s3 = s3 >>> 0;
   }
 
+  /** The next 32-bit draw of xoshiro128**, an integer in [0, 2³²). */
   nextUint32(): number {
     const result = Math.imul(rotl(Math.imul(this.s1, 5) >>> 0, 7), 9) >>> 0;
     const t = (this.s1 << 9) >>> 0;

@@ -20,8 +20,14 @@ export interface GradFn {
  * change (transpose, permute, slicing) copies, which keeps kernels simple and fast.
  */
 export class Tensor {
+  /**
+   * The elements, contiguous in row-major order (Float32Array, Int32Array or Uint8Array by dtype); ops treat
+   * it as read-only.
+   */
   readonly data: TypedData;
+  /** Size of each dim, outermost first (frozen); `[]` for a scalar. */
   readonly shape: readonly number[];
+  /** Element type: `float32`, `int32` (token ids, indices) or `bool` (masks). */
   readonly dtype: DType;
   /** Set on tensors whose gradient backward() should compute and store in `.grad`. */
   requiresGrad: boolean;
@@ -47,10 +53,12 @@ export class Tensor {
     this.requiresGrad = requiresGrad;
   }
 
+  /** Number of elements (the product of the shape; 1 for a scalar). */
   get size(): number {
     return this.data.length;
   }
 
+  /** Number of dims (0 for a scalar). */
   get ndim(): number {
     return this.shape.length;
   }
@@ -119,11 +127,13 @@ export class Tensor {
     return this;
   }
 
+  /** Keep `.grad` on this non-leaf tensor after backward() (torch's retain_grad()). Returns this. */
   retainGrad(): this {
     this.retainsGrad = true;
     return this;
   }
 
+  /** A short description, e.g. `Tensor(shape=[2, 3], dtype=float32)`; the values are left out. */
   toString(): string {
     return `Tensor(shape=${shapeToString(this.shape)}, dtype=${this.dtype})`;
   }
@@ -159,8 +169,11 @@ function flatten(data: Nested, out: number[], shape: number[], depth: number): v
   }
 }
 
+/** Options of {@link tensor} and {@link full}. */
 export interface TensorOptions {
+  /** Element type; defaults to what the data implies (float32 for plain numbers). */
   dtype?: DType;
+  /** Make the tensor a leaf that collects gradients (float32 only). Default false. */
   requiresGrad?: boolean;
 }
 
@@ -215,6 +228,7 @@ function shapeArg(shape: number[] | [Shape]): number[] {
   return s.slice();
 }
 
+/** A tensor of `shape` with every element `value` (float32 unless `options.dtype` says otherwise). */
 export function full(shape: Shape, value: number, options: TensorOptions = {}): Tensor {
   const dtype = options.dtype ?? 'float32';
   const t = new Tensor(allocData(dtype, sizeOf(shape)), shapeArg([shape]), dtype, options.requiresGrad ?? false);
@@ -222,18 +236,22 @@ export function full(shape: Shape, value: number, options: TensorOptions = {}): 
   return t;
 }
 
+/** A float32 tensor of zeros: `zeros(2, 3)` or `zeros([2, 3])`. */
 export function zeros(...shape: number[] | [Shape]): Tensor {
   return full(shapeArg(shape), 0);
 }
 
+/** A float32 tensor of ones: `ones(2, 3)` or `ones([2, 3])`. */
 export function ones(...shape: number[] | [Shape]): Tensor {
   return full(shapeArg(shape), 1);
 }
 
+/** Zeros with the shape and dtype of `t` (no gradient). */
 export function zerosLike(t: Tensor): Tensor {
   return full(t.shape, 0, { dtype: t.dtype });
 }
 
+/** Ones with the shape and dtype of `t` (no gradient). */
 export function onesLike(t: Tensor): Tensor {
   return full(t.shape, 1, { dtype: t.dtype });
 }

@@ -9,9 +9,19 @@
 /** The sacreBLEU version whose behaviour (and signature string) this module reproduces. */
 export const SACREBLEU_VERSION = '2.4.0';
 
+/**
+ * sacreBLEU's smoothing of zero n-gram precisions (Chen & Cherry 2014): `exp` gives the k-th zero
+ * 100 / (2^k · total) (mteval's), `floor` gives it 100 · smoothValue / total, `add-k` adds smoothValue
+ * to matches and totals from order 2 on, `none` leaves it zero.
+ */
 export type SmoothMethod = 'exp' | 'none' | 'floor' | 'add-k';
+/**
+ * sacreBLEU's tokenizer: `13a` is mteval-v13a (splits punctuation off words), `none` splits on whitespace
+ * only.
+ */
 export type BleuTokenize = '13a' | 'none';
 
+/** Options of {@link corpusBleu} and {@link sentenceBleu}, with sacreBLEU's defaults. */
 export interface BleuOptions {
   /** Lowercase hypotheses and references before tokenizing (sacreBLEU `lowercase`, signature `case:lc`). Default false. */
   lowercase?: boolean;
@@ -27,6 +37,7 @@ export interface BleuOptions {
   maxNgramOrder?: number;
 }
 
+/** A BLEU result with sacreBLEU's fields (`sacrebleu.metrics.bleu.BLEUScore`). */
 export interface BleuScore {
   /** BLEU in [0, 100], unrounded. */
   score: number;
@@ -38,7 +49,12 @@ export interface BleuScore {
   precisions: number[];
   /** Brevity penalty. */
   bp: number;
+  /** Hypothesis length in tokens, summed over the segments (sacreBLEU `sys_len`, printed as `hyp_len`). */
   sysLen: number;
+  /**
+   * Effective reference length in tokens: per segment the reference closest in length (ties to the shorter),
+   * summed (sacreBLEU `ref_len`).
+   */
   refLen: number;
   /** sys_len / ref_len (0 when ref_len is 0). */
   ratio: number;
@@ -314,6 +330,7 @@ export interface SegmentStats {
   correct: number[];
   /** Hypothesis n-grams per order. */
   total: number[];
+  /** Hypothesis length in tokens. */
   sysLen: number;
   /** Length of the reference closest in length to the hypothesis (ties to the shorter). */
   refLen: number;

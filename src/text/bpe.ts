@@ -43,8 +43,13 @@ export type { HfAddedToken, HfBpeModel, HfMetaspace, HfPreTokenizerSequence, HfP
 const METASPACE_CODE = 0x2581;
 const PUNCTUATION_RE = new RegExp(PUNCTUATION_PATTERN, 'gu');
 
+/**
+ * The special tokens {@link BpeTokenizer.learn} reserves by default, in id order: pad (0), unk (1), bos (2),
+ * eos (3).
+ */
 export const DEFAULT_SPECIAL_TOKENS: readonly string[] = ['<pad>', '<unk>', '<s>', '</s>'];
 
+/** Options of {@link BpeTokenizer.learn}. */
 export interface BpeLearnOptions {
   /**
    * Target vocabulary size including the special tokens. Learning stops when it is reached, when no
@@ -64,6 +69,7 @@ export interface BpeLearnOptions {
   splitPunctuation?: boolean;
 }
 
+/** Options of {@link BpeTokenizer.decode}. */
 export interface BpeDecodeOptions {
   /** Drop the special tokens other than unk (pad, bos, eos, extras). Default true. unk always decodes to its text. */
   skipSpecialTokens?: boolean;
@@ -173,6 +179,11 @@ class PairHeap {
 
 const WORD_CACHE_LIMIT = 100_000;
 
+/**
+ * A BPE tokenizer over code points (see the file comment for the pipeline and the round-trip guarantee):
+ * learned with {@link BpeTokenizer.learn}, saved and loaded as a Hugging Face `tokenizer.json` with `toJSON` /
+ * {@link BpeTokenizer.fromJSON}.
+ */
 export class BpeTokenizer {
   private readonly vocab: string[];
   private readonly ids: Map<string, number>;
@@ -187,9 +198,13 @@ export class BpeTokenizer {
 
   /** Whether punctuation is split from words before BPE (see the file comment). */
   readonly splitPunctuation: boolean;
+  /** Id of the padding token (the first special token, `<pad>` by default). */
   readonly padId: number;
+  /** Id of the unknown-character token (the second special token, `<unk>` by default). */
   readonly unkId: number;
+  /** Id of the beginning-of-sentence token (the third special token, `<s>` by default). */
   readonly bosId: number;
+  /** Id of the end-of-sentence token (the fourth special token, `</s>` by default). */
   readonly eosId: number;
 
   private constructor(vocab: string[], merges: [number, number][], specialTokens: readonly string[], splitPunct = false) {

@@ -20,7 +20,12 @@
 export const GPT2_PATTERN = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
 
 /** GPT-2's `bytes_to_unicode`: byte -> a printable character, and back. */
-export function bytesToUnicode(): { encoder: string[]; decoder: Map<string, number> } {
+export function bytesToUnicode(): {
+  /** Character of each byte, indexed by byte value 0..255. */
+  encoder: string[];
+  /** Byte value of each of those 256 characters. */
+  decoder: Map<string, number>;
+} {
   const bs: number[] = [];
   for (let b = 0x21; b <= 0x7e; b++) bs.push(b); // '!'..'~'
   for (let b = 0xa1; b <= 0xac; b++) bs.push(b); // '¡'..'¬'
@@ -51,11 +56,16 @@ interface AddedToken {
   special: boolean;
 }
 
+/** Options of {@link ByteLevelBpeTokenizer.decode}. */
 export interface ByteLevelDecodeOptions {
   /** Drop the special added tokens (e.g. `<|endoftext|>`). Default false: they decode to their text. */
   skipSpecialTokens?: boolean;
 }
 
+/**
+ * GPT-2's byte-level BPE tokenizer, loaded from a Hugging Face `tokenizer.json` with {@link
+ * ByteLevelBpeTokenizer.fromJSON}; encodes to the same ids as HF `tokenizers` (see the file comment).
+ */
 export class ByteLevelBpeTokenizer {
   private readonly vocab: Map<string, number>;
   private readonly idToTok: string[];
@@ -66,6 +76,7 @@ export class ByteLevelBpeTokenizer {
   private readonly useRegex: boolean;
   private readonly cache = new Map<string, number[]>();
   private readonly merges: [string, string][];
+  /** Number of ids: one more than the largest id of the vocabulary and the added tokens (50257 for GPT-2). */
   readonly vocabSize: number;
 
   private constructor(vocab: Map<string, number>, merges: [string, string][], added: AddedToken[], addPrefixSpace: boolean, useRegex: boolean) {
@@ -140,10 +151,15 @@ export class ByteLevelBpeTokenizer {
     };
   }
 
+  /**
+   * The token string of an id (byte-level characters, e.g. `'Ġworld'`), or undefined if the id is not in the
+   * vocabulary.
+   */
   idToToken(id: number): string | undefined {
     return this.idToTok[id];
   }
 
+  /** The id of a token string (vocabulary or added token), or undefined if there is none. */
   tokenToId(token: string): number | undefined {
     return this.vocab.get(token) ?? this.added.find((t) => t.content === token)?.id;
   }
@@ -168,6 +184,10 @@ export class ByteLevelBpeTokenizer {
     return this.encode(text).map((id) => this.idToTok[id]);
   }
 
+  /**
+   * The ids of a text: added tokens found literally map to their ids, the rest goes through the GPT-2 regex,
+   * bytes-to-characters and BPE merges. No BOS/EOS is added.
+   */
   encode(text: string): number[] {
     const out: number[] = [];
     for (const [segment, addedId] of this.splitAdded(text)) {
@@ -180,6 +200,10 @@ export class ByteLevelBpeTokenizer {
     return out;
   }
 
+  /**
+   * The text of ids: the tokens' bytes read as UTF-8 (an incomplete or invalid sequence decodes to U+FFFD).
+   * Throws if an id is not in the vocabulary.
+   */
   decode(ids: Iterable<number>, options: ByteLevelDecodeOptions = {}): string {
     let text = '';
     let bytes: number[] = [];

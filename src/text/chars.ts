@@ -9,13 +9,19 @@
  * Pure TypeScript: runs in Node and in browsers.
  */
 
+/** The saved form of a {@link CharTokenizer} (see the file comment). */
 export interface CharTokenizerJson {
+  /** Marks the file as qkv's own format, so a loader can tell it from a Hugging Face `tokenizer.json`. */
   type: 'qkv-chars';
+  /** Format version, 1. */
   version: 1;
+  /** Text of the unknown-character token, id 0; also `vocab[0]`. */
   unk_token: string;
+  /** The token of id i at index i: the unk token, then one code point each. */
   vocab: string[];
 }
 
+/** Options of {@link CharTokenizer.learn}. */
 export interface CharLearnOptions {
   /** Characters always in the vocabulary, seen or not. Default '\n' (the line separator of a corpus). */
   always?: string;
@@ -23,9 +29,14 @@ export interface CharLearnOptions {
   unkToken?: string;
 }
 
+/**
+ * A character-level tokenizer: one id per code point seen while learning, id 0 for the rest (see the file
+ * comment).
+ */
 export class CharTokenizer {
   private readonly vocab: string[];
   private readonly ids: Map<string, number>;
+  /** Id of the unknown-character token, always 0. */
   readonly unkId = 0;
 
   private constructor(vocab: string[]) {
@@ -53,10 +64,12 @@ export class CharTokenizer {
     return this.vocab.length;
   }
 
+  /** The character of an id (or the unk token's text for 0), or undefined if the id is out of range. */
   idToToken(id: number): string | undefined {
     return this.vocab[id];
   }
 
+  /** The id of a character (or of the unk token's text), or undefined if it is not in the vocabulary. */
   tokenToId(token: string): number | undefined {
     return this.ids.get(token);
   }
@@ -79,6 +92,7 @@ export class CharTokenizer {
     return out;
   }
 
+  /** The saved form, which {@link CharTokenizer.fromJSON} loads. */
   toJSON(): CharTokenizerJson {
     return { type: 'qkv-chars', version: 1, unk_token: this.vocab[0], vocab: this.vocab.slice() };
   }

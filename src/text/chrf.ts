@@ -10,6 +10,10 @@
  */
 import { formatFixed, nrefsOf, pySplit, SACREBLEU_VERSION, toStreams } from './bleu.ts';
 
+/**
+ * Options of {@link corpusChrf} and {@link sentenceChrf}, with sacreBLEU's defaults (chrF2: 6 character
+ * orders, no word orders).
+ */
 export interface ChrfOptions {
   /** Character n-gram order (default 6). */
   charOrder?: number;
@@ -28,13 +32,17 @@ export interface ChrfOptions {
   epsSmoothing?: boolean;
 }
 
+/** A chrF result with sacreBLEU's fields (`sacrebleu.metrics.chrf.CHRFScore`). */
 export interface ChrfScore {
   /** chrF in [0, 100], unrounded. */
   score: number;
   /** `chrF2`, `chrF2++`: β, then a + per word order. */
   name: string;
+  /** Character n-gram order used. */
   charOrder: number;
+  /** Word n-gram order used (0 for chrF, 2 for chrF++). */
   wordOrder: number;
+  /** β used: recall weighs β times as much as precision. */
   beta: number;
   /** Per order (characters 1..charOrder, then words 1..wordOrder): hypothesis n-grams, reference n-grams, matches. */
   statistics: number[];

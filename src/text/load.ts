@@ -8,8 +8,13 @@ import { BpeTokenizer } from './bpe.ts';
 import { ByteLevelBpeTokenizer } from './bytelevel.ts';
 import { CharTokenizer } from './chars.ts';
 
+/** Any of qkv's tokenizers; {@link tokenizerFromJSON} returns the one a file holds. */
 export type AnyTokenizer = CharTokenizer | BpeTokenizer | ByteLevelBpeTokenizer;
 
+/**
+ * Which tokenizer a file holds: `char` (qkv's {@link CharTokenizerJson}), `bpe` (Metaspace BPE, {@link
+ * BpeTokenizer}) or `bytelevel` (GPT-2 style, {@link ByteLevelBpeTokenizer}).
+ */
 export type TokenizerKind = 'char' | 'bpe' | 'bytelevel';
 
 /** Which class reads this tokenizer.json, or an error naming the unsupported kind. */

@@ -10,6 +10,7 @@
  */
 import { pairwiseSentenceBleu, type BleuOptions } from './bleu.ts';
 
+/** Options of {@link mbrSelect}. */
 export interface MbrOptions {
   /**
    * utility(hypothesis, pseudoReference): higher is better. Default: sentence BLEU as sacreBLEU's
@@ -20,6 +21,7 @@ export interface MbrOptions {
   bleu?: BleuOptions;
 }
 
+/** What {@link mbrSelect} chose, and why. */
 export interface MbrChoice {
   /** Index of the chosen candidate: the highest expected utility, ties to the earliest. */
   index: number;

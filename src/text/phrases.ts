@@ -6,7 +6,9 @@
  * phrase's length. The set is `data/short-phrases/en-de.tsv`.
  */
 
+/** One test phrase and the words its translation must contain. */
 export interface Phrase {
+  /** The source-language phrase to translate. */
   source: string;
   /** Each group needs one of its alternatives, as a whole word, ignoring case. */
   required: string[][];

@@ -10,6 +10,7 @@
 import { segmentStatistics, segmentsBleu } from './bleu.ts';
 import type { BleuOptions } from './bleu.ts';
 
+/** Options of {@link pairedBootstrap}. */
 export interface PairedBootstrapOptions {
   /** Resamples (default 1,000, as sacreBLEU and Koehn). */
   samples?: number;
@@ -21,10 +22,16 @@ export interface PairedBootstrapOptions {
   bleu?: BleuOptions;
 }
 
+/**
+ * The outcome of {@link pairedBootstrap}: both systems' BLEU, the one-sided p-value and the 95% interval of
+ * the difference.
+ */
 export interface PairedBootstrapResult {
-  /** Corpus BLEU of each system on the full set. */
+  /** Corpus BLEU of the baseline on the full set. */
   baseline: number;
+  /** Corpus BLEU of the system on the full set. */
   system: number;
+  /** Resamples drawn. */
   samples: number;
   /** Resamples in which the system scores strictly above the baseline. */
   wins: number;

@@ -18,34 +18,68 @@ export const PUNCTUATION_PATTERN = '[\\p{P}!-/:-@\\[-`{-~]';
 
 /** The subset of a Hugging Face `tokenizer.json` that this class writes and reads. */
 export interface HfTokenizerJson {
+  /** Format version; qkv writes `'1.0'`. */
   version: string;
+  /**
+   * Always `null`: qkv never truncates at tokenization (the model's context limit is enforced where the ids
+   * are used).
+   */
   truncation: null;
+  /** Always `null`: batches are padded by the caller (data/, decode/), not by the tokenizer. */
   padding: null;
+  /** The special tokens, in id order: pad, unk, bos, eos, then any extras. */
   added_tokens: HfAddedToken[];
+  /** Always `null`: text is used as given (no lowercasing or Unicode normalization). */
   normalizer: null;
+  /**
+   * Metaspace alone, or Metaspace followed by the punctuation `Split` when the tokenizer splits punctuation.
+   */
   pre_tokenizer: HfMetaspace | HfPreTokenizerSequence;
+  /** Always `null`: bos/eos are added by the caller, not by the tokenizer. */
   post_processor: null;
+  /** Metaspace again, which turns `▁` back into spaces when decoding. */
   decoder: HfMetaspace;
+  /** The BPE vocabulary and merges. */
   model: HfBpeModel;
 }
 
+/** One entry of `added_tokens`: a special token that bypasses BPE and maps straight to its id. */
 export interface HfAddedToken {
+  /** Its id in the vocabulary. */
   id: number;
+  /** Its text, e.g. `<pad>`. */
   content: string;
+  /** HF: match only as a whole word; qkv writes `false`. */
   single_word: boolean;
+  /** HF: swallow whitespace on its left; qkv writes `false`. */
   lstrip: boolean;
+  /** HF: swallow whitespace on its right; qkv writes `false`. */
   rstrip: boolean;
+  /** HF: match after normalization rather than on the raw text; qkv writes `false`. */
   normalized: boolean;
+  /** HF: skipped by `decode(..., skip_special_tokens=True)`; qkv writes `true`. */
   special: boolean;
 }
 
+/**
+ * HF's Metaspace pre-tokenizer and decoder: spaces become `▁` ({@link METASPACE}) and one is prepended to the
+ * text, so word starts are marked (SentencePiece style).
+ */
 export interface HfMetaspace {
+  /** Discriminator of the pre-tokenizer kind. */
   type: 'Metaspace';
+  /** The character that stands for a space: {@link METASPACE}. */
   replacement: string;
+  /** Prepend `▁` to every text, so the first word looks like any other. */
   prepend_scheme: 'always';
+  /** Split the text at each `▁` into words before BPE; qkv writes `true`. */
   split: boolean;
 }
 
+/**
+ * HF's `Split` pre-tokenizer with {@link PUNCTUATION_PATTERN}: each punctuation character becomes a word of
+ * its own.
+ */
 export interface HfPunctuationSplit {
   type: 'Split';
   pattern: { Regex: string };
@@ -53,21 +87,36 @@ export interface HfPunctuationSplit {
   invert: false;
 }
 
+/** Metaspace followed by the punctuation split, the pre-tokenizer of a tokenizer that splits punctuation. */
 export interface HfPreTokenizerSequence {
   type: 'Sequence';
   pretokenizers: [HfMetaspace, HfPunctuationSplit];
 }
 
+/**
+ * The `model` section: a BPE vocabulary and merge list, with every HF option at the value qkv's algorithm
+ * implements.
+ */
 export interface HfBpeModel {
+  /** Discriminator of the model kind. */
   type: 'BPE';
+  /** Always `null`: no BPE-dropout (merges are applied deterministically). */
   dropout: null;
+  /** The token unknown characters map to; must be the second added token (id order pad, unk, ...). */
   unk_token: string;
+  /** Always `null`: word starts are marked by `▁`, not continuations by a prefix like `##`. */
   continuing_subword_prefix: null;
+  /** Always `null`: no `</w>` suffix (the original Sennrich et al. BPE used one; Metaspace replaces it). */
   end_of_word_suffix: null;
+  /** HF: merge runs of unknown characters into one unk; qkv writes `false` (one unk per character). */
   fuse_unk: boolean;
+  /** HF: encode unknown characters as `<0xNN>` byte tokens; qkv writes `false` (they become unk). */
   byte_fallback: boolean;
+  /** HF: look a whole word up in the vocabulary before merging; qkv writes `false`. */
   ignore_merges: boolean;
+  /** Token text to id. */
   vocab: Record<string, number>;
+  /** Merges in rank order (earliest learned first), as token pairs; "a b" strings are also read. */
   merges: [string, string][];
 }
 

@@ -19,16 +19,21 @@ import type { BpeTokenizer } from '../text/bpe.ts';
 /** [layer][head][query][key]. */
 export type AttentionStack = number[][][][];
 
+/** The three attention maps of an encoder-decoder (§3.2.3). */
 export type AttentionKind = 'encoder' | 'decoder' | 'cross';
 
+/** Each kind's name as pages and the CLI print it. */
 export const KIND_NAMES: Record<AttentionKind, string> = {
   encoder: 'encoder self-attention',
   decoder: 'decoder masked self-attention',
   cross: 'decoder → encoder cross-attention',
 };
 
+/** A translation and every attention map that produced it (see the file comment). */
 export interface TranslationAttention {
+  /** The sentence translated, trimmed. */
   source: string;
+  /** The output decoded to text (EOS not included). */
   translation: string;
   /** Source tokens (the encoder's positions). */
   srcTokens: string[];
@@ -36,17 +41,23 @@ export interface TranslationAttention {
   tgtTokens: string[];
   /** Output tokens, one per decoder position (the last is '</s>' when the output ended). */
   outTokens: string[];
+  /** Source token ids, cut to the model's maxLen. */
   srcIds: number[];
+  /** Output token ids, EOS included when the output ended with it. */
   outIds: number[];
   /** Output ended with EOS (false: cut at the length limit). */
   finished: boolean;
   /** The sentence's token count when it was longer than the model reads and cut to maxLen (else absent). */
   truncatedFrom?: number;
+  /** Encoder self-attention, [layer][head][srcToken][srcToken]. */
   encoder: AttentionStack;
+  /** Decoder masked self-attention, [layer][head][tgtToken][tgtToken]; empty when nothing was output. */
   decoder: AttentionStack;
+  /** Cross-attention, [layer][head][tgtToken][srcToken]; empty when nothing was output. */
   cross: AttentionStack;
 }
 
+/** Options of {@link translateWithAttention}: the search and its length limit. */
 export interface TranslateOptions {
   /** Beam size; 1 (default) = greedy. */
   beam?: number;
@@ -64,12 +75,21 @@ export function headsOf(w: Tensor): number[][][] {
 }
 
 /** The query and key labels of a kind of map. */
-export function axisTokens(t: TranslationAttention, kind: AttentionKind): { rows: string[]; cols: string[] } {
+export function axisTokens(
+  t: TranslationAttention,
+  kind: AttentionKind,
+): {
+  /** Query labels, one per row of the map. */
+  rows: string[];
+  /** Key labels, one per column of the map. */
+  cols: string[];
+} {
   if (kind === 'encoder') return { rows: t.srcTokens, cols: t.srcTokens };
   if (kind === 'decoder') return { rows: t.tgtTokens, cols: t.tgtTokens };
   return { rows: t.tgtTokens, cols: t.srcTokens };
 }
 
+/** The maps of one kind, [layer][head][query][key]. */
 export function mapsOf(t: TranslationAttention, kind: AttentionKind): AttentionStack {
   return kind === 'encoder' ? t.encoder : kind === 'decoder' ? t.decoder : t.cross;
 }
@@ -78,7 +98,15 @@ export function mapsOf(t: TranslationAttention, kind: AttentionKind): AttentionS
  * Encoder self-attention weights of every layer for src (1, S), and the memory, computed layer by
  * layer exactly as Seq2Seq.encode does (the weights come from the same attention call's inputs).
  */
-export function encoderAttention(model: Seq2Seq, src: Tensor): { memory: Tensor; weights: AttentionStack } {
+export function encoderAttention(
+  model: Seq2Seq,
+  src: Tensor,
+): {
+  /** The encoder output (1, S, dModel), what the decoder attends to. */
+  memory: Tensor;
+  /** Per layer the per-head weights, [layer][head][query][key]. */
+  weights: AttentionStack;
+} {
   return noGrad(() => {
     const pad = model.paddingMask(src);
     const enc = model.transformer.encoder;
@@ -162,7 +190,19 @@ export function modelKind(configJson: unknown, file = 'config.json'): ModelKind 
  * config.json, tokenizer.json, model.safetensors, and for a model with separate vocabularies
  * target_tokenizer.json (`targetTokenizerJson`; `targetTokenizer` is `tokenizer` otherwise).
  */
-export function loadModelFromFiles(configJson: unknown, tokenizerJson: unknown, weights: Uint8Array, targetTokenizerJson?: unknown): { model: Seq2Seq; tokenizer: BpeTokenizer; targetTokenizer: BpeTokenizer } {
+export function loadModelFromFiles(
+  configJson: unknown,
+  tokenizerJson: unknown,
+  weights: Uint8Array,
+  targetTokenizerJson?: unknown,
+): {
+  /** The translation model, weights loaded. */
+  model: Seq2Seq;
+  /** The source tokenizer (the shared one when the vocabulary is shared). */
+  tokenizer: BpeTokenizer;
+  /** The target tokenizer: its own with separate vocabularies, else `tokenizer` itself. */
+  targetTokenizer: BpeTokenizer;
+} {
   const { model, tokenizer, targetTokenizer } = seq2seqFromFiles({ config: configJson, tokenizer: tokenizerJson, weights, targetTokenizer: targetTokenizerJson });
   return { model, tokenizer, targetTokenizer };
 }

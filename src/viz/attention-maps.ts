@@ -16,10 +16,13 @@ export interface AttentionMaps {
   name: string;
   /** [layer][head][query][key]; empty when there is nothing to draw. */
   maps: AttentionStack;
-  /** Query tokens (one per row) and key tokens (one per column). */
+  /** Query tokens, one per row. */
   rows: readonly string[];
+  /** Key tokens, one per column. */
   cols: readonly string[];
+  /** Name of the horizontal axis (the keys), e.g. 'key (attended to)'. */
   xLabel: string;
+  /** Name of the vertical axis (the queries), e.g. 'query (attending)'. */
   yLabel: string;
   /** Keys after the query are masked (causal self-attention): drawn grey. */
   causal: boolean;
@@ -29,14 +32,23 @@ export interface AttentionMaps {
   minCell?: number;
 }
 
+/** Options of {@link mapsHeatmapSvg}. */
 export interface AttentionHeatmapOptions {
+  /** Side of a cell in px (default: fitted to the sequence, 14 to 36 px, at least `minCell`). */
   cellSize?: number;
+  /** Heading (default: the kind, layer and head, e.g. 'encoder self-attention · layer 1 · head 2'). */
   title?: string;
+  /** Print each weight in its cell (default: when cells are at least 26 px). */
   showValues?: boolean;
 }
 
 /** Layers and heads in the stack. */
-export function mapsSize(m: AttentionMaps): { layers: number; heads: number } {
+export function mapsSize(m: AttentionMaps): {
+  /** Number of layers (0 when there is nothing to draw). */
+  layers: number;
+  /** Heads per layer. */
+  heads: number;
+} {
   return { layers: m.maps.length, heads: m.maps[0]?.length ?? 0 };
 }
 

@@ -39,11 +39,15 @@ export function interpolateStops(stops: readonly string[]): ColorScale {
   };
 }
 
+/** matplotlib's "Blues": white at 0, dark blue at 1 (attention weights). */
 export const blues: ColorScale = interpolateStops(BLUES_STOPS);
+/** matplotlib's "RdBu": red at 0, white at 0.5, blue at 1 (signed values such as the position encoding). */
 export const rdbu: ColorScale = interpolateStops(RDBU_STOPS);
 
+/** A colour scale by name: `blues` or `rdbu`. */
 export type ScaleName = 'blues' | 'rdbu';
 
+/** The scale of a name (a function is returned as it is); throws on an unknown name. */
 export function scaleByName(name: ScaleName | ColorScale): ColorScale {
   if (typeof name === 'function') return name;
   if (name === 'blues') return blues;
@@ -69,6 +73,7 @@ export function textColorOn(background: string): string {
 /** Distinct colours for heads (Tableau 10), cycled. */
 export const HEAD_COLORS: readonly string[] = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
 
+/** Colour of head h (0-based) in {@link HEAD_COLORS}, cycled past 10 heads. */
 export function headColor(h: number): string {
   return HEAD_COLORS[((h % HEAD_COLORS.length) + HEAD_COLORS.length) % HEAD_COLORS.length];
 }

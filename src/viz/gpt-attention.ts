@@ -74,12 +74,15 @@ export function tokenLabel(tokenizer: GptTokenizer, id: number, separatorId: num
 
 const promptIdsOf = promptIds;
 
+/** Options of {@link generateWithAttention}. */
 export interface GenerateAttentionOptions {
   /** Tokens to generate at most (default 40); fewer when the context would overflow. */
   maxTokens?: number;
   /** 0 (default) = greedy; else sampling at this temperature. */
   temperature?: number;
+  /** Sample only among the k most probable tokens (default: all). */
   topK?: number;
+  /** Nucleus sampling: the smallest set of tokens whose probabilities sum to at least p (default 1, all). */
   topP?: number;
   /** Seed of the sampling (default 0). */
   seed?: number;
@@ -87,7 +90,9 @@ export interface GenerateAttentionOptions {
   stopAtLineEnd?: boolean;
 }
 
+/** A generation and the causal self-attention of every layer and head over it. */
 export interface GptAttention {
+  /** The prompt as given. */
   prompt: string;
   /** The generated text (a final line end not included). */
   continuation: string;
@@ -138,6 +143,7 @@ export function generateWithAttention(lm: LoadedGpt, prompt: string, options: Ge
   };
 }
 
+/** The name of a GPT's one kind of attention, as pages and titles print it. */
 export const GPT_ATTENTION_NAME = 'causal self-attention';
 
 /** The maps of a generation, to draw with attention-maps.ts. */

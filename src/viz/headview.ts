@@ -6,6 +6,7 @@
 import { headColor } from './color.ts';
 import { checkMatrix, esc, formatValue, maxTextWidth, px } from './svg.ts';
 
+/** Options of {@link headViewSvg}: the weights, the token labels and the layout. */
 export interface HeadViewOptions {
   /** Per head, rows × cols weights (row = query, column = key). */
   heads: readonly (readonly (readonly number[])[])[];
@@ -15,6 +16,7 @@ export interface HeadViewOptions {
   rightLabels: readonly string[];
   /** The head numbers shown and used for colours (default 0, 1, …): pass [2] when `heads` is head 2 alone. */
   headIds?: readonly number[];
+  /** Heading above the columns (also the SVG's aria-label). */
   title?: string;
   /** Only the lines from this query row (others greyed). */
   highlight?: number | null;
@@ -24,12 +26,18 @@ export interface HeadViewOptions {
   rowHeight?: number;
   /** Horizontal gap between the two columns in px (default 160). */
   gap?: number;
+  /** Background fill (default white, so PNG exports are not transparent); null for none. */
   background?: string | null;
+  /** Extra class names on the root <svg>. */
   className?: string;
 }
 
 const FONT = 12;
 
+/**
+ * The head view as an SVG string (see the file comment); throws if the heads differ in shape or the labels do
+ * not match the rows and columns.
+ */
 export function headViewSvg(o: HeadViewOptions): string {
   if (o.heads.length === 0) throw new Error('headViewSvg: heads must hold at least one head');
   const shapes = o.heads.map((h, i) => checkMatrix(h, `headViewSvg: head ${i}`));

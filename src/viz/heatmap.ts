@@ -15,18 +15,21 @@ export interface HeatmapOptions {
   colLabels?: readonly string[];
   /** Heading above the map. */
   title?: string;
-  /** Axis names, e.g. 'key (attended to)' and 'query (attending)'. */
+  /** Name of the horizontal axis, e.g. 'key (attended to)'. */
   xLabel?: string;
+  /** Name of the vertical axis, e.g. 'query (attending)'. */
   yLabel?: string;
-  /** Ends of the colour scale. Default: the smallest and largest finite value. Attention weights: 0 and 1. */
+  /** Bottom of the colour scale (default: the smallest finite value; attention weights use 0 and 1). */
   min?: number;
+  /** Top of the colour scale (default: the largest finite value). */
   max?: number;
   /** 'blues' (default, sequential), 'rdbu' (diverging), or any t ∈ [0, 1] → colour function. */
   scale?: ScaleName | ColorScale;
   /** Side of a cell in px (default 32). */
   cellSize?: number;
-  /** Width and height of a cell when not square (default cellSize). */
+  /** Width of a cell in px when not square (default cellSize). */
   cellWidth?: number;
+  /** Height of a cell in px (default cellSize). */
   cellHeight?: number;
   /** Print each value in its cell (default: when cells are at least 26 px). */
   showValues?: boolean;

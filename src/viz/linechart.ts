@@ -5,26 +5,39 @@
 import { headColor } from './color.ts';
 import { esc, formatValue, maxTextWidth, px } from './svg.ts';
 
+/** One line of a chart. */
 export interface Series {
+  /** Its name in the legend (and the polyline's data-label). */
   label: string;
+  /** One y per x; every series has as many. */
   values: readonly number[];
+  /** Stroke colour (default: {@link headColor} of the series' index). */
   color?: string;
 }
 
+/** Options of {@link lineChartSvg}. */
 export interface LineChartOptions {
+  /** The lines, drawn in order, at least one. */
   series: readonly Series[];
   /** x of each point (default 0, 1, 2, …); shared by all series. */
   x?: readonly number[];
+  /** Heading above the plot. */
   title?: string;
+  /** Name of the x axis, e.g. 'step'. */
   xLabel?: string;
+  /** Name of the y axis, e.g. 'loss'. */
   yLabel?: string;
-  /** Plot area size in px (default 560 × 220). */
+  /** Plot area width in px (default 560). */
   width?: number;
+  /** Plot area height in px (default 220). */
   height?: number;
-  /** y range (default: the data's, padded). */
+  /** Bottom of the y range (default: the smallest finite value; ±1 around a constant series). */
   yMin?: number;
+  /** Top of the y range (default: the largest finite value). */
   yMax?: number;
+  /** Background fill (default white, so PNG exports are not transparent); null for none. */
   background?: string | null;
+  /** Extra class names on the root <svg>. */
   className?: string;
 }
 
@@ -45,6 +58,10 @@ function decimalsFor(ticks: number[]): number {
   return Math.max(0, Math.min(4, -Math.floor(Math.log10(step) + 1e-9)));
 }
 
+/**
+ * The chart as an SVG string (see the file comment); throws if there is no series, no value, or the series or
+ * x differ in length.
+ */
 export function lineChartSvg(o: LineChartOptions): string {
   if (o.series.length === 0) throw new Error('lineChartSvg: series must hold at least one series');
   const n = o.series[0].values.length;

@@ -8,23 +8,39 @@ import { blues, scaleByName, type ColorScale, type ScaleName } from './color.ts'
 import { MASKED_FILL } from './heatmap.ts';
 import { checkMatrix, esc, maxTextWidth, px } from './svg.ts';
 
+/** Options of {@link modelViewSvg}: the maps, the colour scale and the layout. */
 export interface ModelViewOptions {
   /** [layer][head] → rows × cols weights. */
   maps: readonly (readonly (readonly (readonly number[])[])[])[];
+  /** Heading above the grid. */
   title?: string;
   /** Longest side of a thumbnail in px (default 96). */
   thumbSize?: number;
-  /** Colour scale ends (default 0 and 1: attention weights). */
+  /** Bottom of the colour scale (default 0: attention weights). */
   min?: number;
+  /** Top of the colour scale (default 1). */
   max?: number;
+  /** 'blues' (default), 'rdbu', or any t ∈ [0, 1] → colour function. */
   scale?: ScaleName | ColorScale;
-  /** The thumbnail to outline. */
-  selected?: { layer: number; head: number } | null;
+  /** The thumbnail to outline (0-based), or null for none. */
+  selected?: {
+    /** Its layer, 0-based. */
+    layer: number;
+    /** Its head, 0-based. */
+    head: number;
+  } | null;
+  /** Cells blocked before the softmax (e.g. causal: col > row), drawn grey. */
   masked?: (row: number, col: number) => boolean;
+  /** Background fill (default white, so PNG exports are not transparent); null for none. */
   background?: string | null;
+  /** Extra class names on the root <svg>. */
   className?: string;
 }
 
+/**
+ * The model view as an SVG string (see the file comment); throws if there is no layer or head, or
+ * the layers differ in heads or the maps in shape.
+ */
 export function modelViewSvg(o: ModelViewOptions): string {
   const L = o.maps.length;
   if (L === 0) throw new Error('modelViewSvg: maps must hold at least one layer');

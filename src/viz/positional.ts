@@ -18,12 +18,17 @@ export function positionalEncoding(length: number, dModel: number): number[][] {
   return Array.from({ length }, (_, pos) => freq.map((f, k) => (k % 2 === 0 ? Math.sin(pos * f) : Math.cos(pos * f))));
 }
 
+/** Options of {@link positionalHeatmapSvg}. */
 export interface PositionalHeatmapOptions {
+  /** Positions drawn (rows), 0 .. length − 1. */
   length: number;
+  /** d_model: dimensions drawn (columns). */
   dModel: number;
-  /** Cell width and height in px (default: about 640 × 320 px in all, each between 2 and 24). */
+  /** Cell width in px (default: about 640 px in all, between 2 and 24 a cell). */
   cellWidth?: number;
+  /** Cell height in px (default: about 320 px in all, between 2 and 24 a cell). */
   cellHeight?: number;
+  /** Heading (default names the length and dModel). */
   title?: string;
 }
 
@@ -50,20 +55,31 @@ export function positionalHeatmapSvg(o: PositionalHeatmapOptions): string {
   });
 }
 
+/** Options of {@link positionalCurvesSvg}. */
 export interface PositionalCurvesOptions {
+  /** Positions in the table, 0 .. length − 1. */
   length: number;
+  /** d_model: dimensions in the table. */
   dModel: number;
   /**
    * 'positions' (seed 004's second plot): one curve per position in `positions`, over the first
    * `dims` dimensions. 'dimensions': one curve per dimension in `dimensions`, over the positions.
    */
   mode?: 'positions' | 'dimensions';
+  /** 'positions' mode: the positions drawn (default 0, 10, 20, 30, 40; those outside the table are left out). */
   positions?: readonly number[];
+  /** 'positions' mode: how many leading dimensions each curve spans (default 50, at most dModel). */
   dims?: number;
+  /** 'dimensions' mode: the dimensions drawn (default 4, 5, 6, 7; those outside the table are left out). */
   dimensions?: readonly number[];
+  /** Heading (default says what is drawn). */
   title?: string;
 }
 
+/**
+ * The encoding as curves (a line chart SVG string), across dimensions or across positions; throws
+ * if no requested position or dimension lies in the table.
+ */
 export function positionalCurvesSvg(o: PositionalCurvesOptions): string {
   const pe = positionalEncoding(o.length, o.dModel);
   const mode = o.mode ?? 'positions';

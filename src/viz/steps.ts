@@ -18,10 +18,12 @@ function shape(m: Matrix, what: string): [number, number] {
   return [m.length, c];
 }
 
+/** Aᵀ: rows become columns. */
 export function transpose(a: Matrix): Matrix {
   return a[0].map((_, j) => a.map((row) => row[j]));
 }
 
+/** A · B for an (n × k) and a (k × m) matrix; throws if the inner sizes differ. */
 export function matmul(a: Matrix, b: Matrix): Matrix {
   const [n, k] = shape(a, 'matmul: left');
   const [k2, m] = shape(b, 'matmul: right');
@@ -39,6 +41,7 @@ export function softmaxRows(a: Matrix): Matrix {
   });
 }
 
+/** Options of {@link attentionSteps} and {@link multiHeadSteps}. */
 export interface AttentionStepsOptions {
   /** Divide the scores by √dk (default true; seed 002's simple self-attention does not). */
   scale?: boolean;
@@ -46,14 +49,19 @@ export interface AttentionStepsOptions {
   causal?: boolean;
 }
 
+/** Every intermediate of softmax(QKᵀ/√dk)·V (§3.2.1), in order, for one head. */
 export interface AttentionSteps {
+  /** The queries (queries × dk), as given. */
   q: Matrix;
+  /** The keys (keys × dk), as given. */
   k: Matrix;
+  /** The values (keys × dv), as given. */
   v: Matrix;
   /** Kᵀ (dk × keys). */
   kt: Matrix;
   /** QKᵀ (queries × keys). */
   scores: Matrix;
+  /** Width of a query and a key (Q's columns). */
   dk: number;
   /** The factor applied: 1/√dk, or 1 without scaling. */
   factor: number;
@@ -69,6 +77,10 @@ export interface AttentionSteps {
   output: Matrix;
 }
 
+/**
+ * Scaled dot-product attention (§3.2.1) step by step, in float64. Throws if Q and K differ in
+ * width, K and V in rows, or (causal) the queries and keys in number.
+ */
 export function attentionSteps(q: Matrix, k: Matrix, v: Matrix, options: AttentionStepsOptions = {}): AttentionSteps {
   const [nq, dk] = shape(q, 'Q');
   const [nk, dk2] = shape(k, 'K');
@@ -105,7 +117,9 @@ export function concatHeads(parts: Matrix[]): Matrix {
   return parts[0].map((_, i) => parts.flatMap((p) => p[i]));
 }
 
+/** Multi-head attention (§3.2.2) with identity projections, step by step. */
 export interface MultiHeadSteps {
+  /** Each head's steps, on its slice of the columns. */
   heads: AttentionSteps[];
   /** Concat(head_1, …, head_h), before the output projection Wᴼ. */
   concat: Matrix;
@@ -125,13 +139,21 @@ export function headCounts(d: number): number[] {
   return Array.from({ length: d }, (_, i) => i + 1).filter((h) => d % h === 0);
 }
 
+/** A small attention example with published numbers, for the step-by-step view to reproduce. */
 export interface WorkedExample {
+  /** Stable key, e.g. `'seed-003'` (URL fragment, select value). */
   id: string;
+  /** Title shown to the reader. */
   name: string;
+  /** Where the numbers come from and what they should come to. */
   source: string;
+  /** One label per row of Q (and of K and V). */
   tokens: string[];
+  /** The queries (tokens × dk). */
   q: Matrix;
+  /** The keys (tokens × dk). */
   k: Matrix;
+  /** The values (tokens × dv). */
   v: Matrix;
   /** Whether the source divides by √dk. */
   scale: boolean;
@@ -165,4 +187,5 @@ export const SEED_002: WorkedExample = {
   digits: 4,
 };
 
+/** The worked examples the step-by-step view offers, in menu order. */
 export const WORKED_EXAMPLES: readonly WorkedExample[] = [SEED_003, SEED_002];

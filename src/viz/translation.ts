@@ -26,7 +26,15 @@ export function translationMaps(t: TranslationAttention, kind: AttentionKind): A
 }
 
 /** Layers and heads of a kind in this translation. */
-export function stackSize(t: TranslationAttention, kind: AttentionKind): { layers: number; heads: number } {
+export function stackSize(
+  t: TranslationAttention,
+  kind: AttentionKind,
+): {
+  /** Number of layers (0 when the translation is empty and the kind is a decoder one). */
+  layers: number;
+  /** Heads per layer. */
+  heads: number;
+} {
   return mapsSize(translationMaps(t, kind));
 }
 

@@ -25,20 +25,35 @@ import type { Tensor } from '../../tensor/tensor.ts';
 
 /** The keys of HF's GPT2Config that qkv reads (config.json as the Hub serves it). */
 export interface HfGpt2Config {
+  /** Must be `'gpt2'` (GPT-2 and its sizes, distilgpt2). */
   model_type: string;
+  /** Vocabulary size (50257 for GPT-2) → vocabSize. */
   vocab_size: number;
+  /** Context length (1024) → blockSize. */
   n_positions: number;
+  /** Width of the residual stream (768 for gpt2) → nEmbd. */
   n_embd: number;
+  /** Number of blocks → nLayer. */
   n_layer: number;
+  /** Attention heads per block → nHead. */
   n_head: number;
+  /** MLP width; null or absent means 4·n_embd, the only width qkv builds. */
   n_inner?: number | null;
+  /** `gelu_new` (the default), `gelu_pytorch_tanh` or `gelu_fast` → gelu_tanh; `gelu` → the exact form. */
   activation_function?: string;
+  /** ε of every LayerNorm (default 1e-5) → layerNormEps. */
   layer_norm_epsilon?: number;
+  /** Scores scaled by 1/√headDim; `false` is refused. */
   scale_attn_weights?: boolean;
+  /** Extra 1/(layer + 1) score scaling (Mistral's GPT-2 runs); `true` is refused. */
   scale_attn_by_inverse_layer_idx?: boolean;
+  /** Mixed-precision attention trick of the same runs; `true` is refused. */
   reorder_and_upcast_attn?: boolean;
+  /** Output projection tied to wte; `false` is refused. */
   tie_word_embeddings?: boolean;
+  /** Cross-attention for encoder-decoder use; `true` is refused. */
   add_cross_attention?: boolean;
+  /** The HF model classes the checkpoint was saved from, e.g. `['GPT2LMHeadModel']`; not checked. */
   architectures?: string[];
 }
 
