@@ -8,8 +8,13 @@ export interface LoadStateDictOptions {
   strict?: boolean;
 }
 
+/** What {@link Module.loadStateDict} matched, as torch's `_IncompatibleKeys`. */
 export interface LoadResult {
+  /**
+   * Keys of this module's state dict that the given one lacks (left at their values; only without strict).
+   */
   missingKeys: string[];
+  /** Keys of the given state dict that this module does not have (ignored; only without strict). */
   unexpectedKeys: string[];
 }
 
@@ -19,6 +24,7 @@ export interface LoadResult {
  * weights move between the two unchanged. Properties are camelCase; registered names are torch's.
  */
 export class Module {
+  /** Training mode (dropout active) or eval mode; set for the whole tree by train() and eval(). */
   training = true;
   private readonly params = new Map<string, Tensor | null>();
   private readonly buffers = new Map<string, { tensor: Tensor; persistent: boolean }>();
@@ -57,6 +63,10 @@ export class Module {
     return t;
   }
 
+  /**
+   * Register a submodule under its PyTorch name (the next segment of the dotted state-dict keys) and return
+   * it.
+   */
   protected registerModule<M extends Module>(name: string, m: M): M {
     this.modules.set(name, m);
     return m;
@@ -74,6 +84,10 @@ export class Module {
     return out;
   }
 
+  /**
+   * Every trainable parameter of the tree with its dotted PyTorch name (`prefix.` prepended), own ones first,
+   * then each submodule's, in registration order.
+   */
   namedParameters(prefix = ''): [string, Tensor][] {
     const out: [string, Tensor][] = [];
     for (const [name, p] of this.params) if (p) out.push([prefix ? `${prefix}.${name}` : name, p]);
@@ -81,10 +95,12 @@ export class Module {
     return out;
   }
 
+  /** Every trainable parameter of the tree, in namedParameters() order (what an optimizer takes). */
   parameters(): Tensor[] {
     return this.namedParameters().map(([, p]) => p);
   }
 
+  /** Every buffer of the tree with its dotted name; `persistentOnly` keeps those saved in the state dict. */
   namedBuffers(prefix = '', persistentOnly = false): [string, Tensor][] {
     const out: [string, Tensor][] = [];
     for (const [name, b] of this.buffers) {
@@ -152,6 +168,7 @@ export class Module {
     return this;
   }
 
+  /** Eval mode (dropout off) for this module and every submodule; same as train(false). */
   eval(): this {
     return this.train(false);
   }
@@ -199,21 +216,25 @@ export class ModuleList<M extends Module> extends Module implements Iterable<M> 
     for (const m of items) this.push(m);
   }
 
+  /** Append a module, registered under the next index ('0', '1', ...). */
   push(m: M): void {
     this.registerModule(String(this.items.length), m);
     this.items.push(m);
   }
 
+  /** Number of modules in the list. */
   get length(): number {
     return this.items.length;
   }
 
+  /** The module at index i (negative counts from the end); throws if out of range. */
   at(i: number): M {
     const m = this.items.at(i);
     if (!m) throw new Error(`ModuleList: index ${i} is out of range for ${this.items.length} modules`);
     return m;
   }
 
+  /** The modules in order. */
   [Symbol.iterator](): Iterator<M> {
     return this.items[Symbol.iterator]();
   }
