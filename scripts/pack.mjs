@@ -6,7 +6,7 @@
 // npm 11 lists a package's own `prepare` among the install scripts a user must approve, though it never
 // runs for a tarball; a published package that builds nothing at install should not ask.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +25,28 @@ function run(cmd, args, cwd) {
   return r.stdout;
 }
 
+/** Every .js file under dir. */
+function jsFiles(dir) {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) return jsFiles(p);
+    return name.endsWith('.js') ? [p] : [];
+  });
+}
+
+/**
+ * The package ships no source maps (they would double its size, and point into src/, which it does
+ * not ship): drop the `//# sourceMappingURL=` line tsc ends each file with, or bundlers and dev
+ * servers report a map they cannot load.
+ */
+function dropSourceMapComments(dir) {
+  for (const file of jsFiles(dir)) {
+    const text = readFileSync(file, 'utf8');
+    const stripped = text.replace(/\n\/\/# sourceMappingURL=\S+\s*$/, '\n');
+    if (stripped !== text) writeFileSync(file, stripped);
+  }
+}
+
 /** Packs the built checkout into `dest` and returns the tarball's path. */
 export function packRelease(dest) {
   const work = mkdtempSync(join(tmpdir(), 'qkv-pack-'));
@@ -36,6 +58,7 @@ export function packRelease(dest) {
     const manifestPath = join(pkgDir, 'package.json');
     const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
     writeFileSync(manifestPath, `${JSON.stringify(userManifest(manifest), null, 2)}\n`);
+    dropSourceMapComments(join(pkgDir, 'dist'));
     run('npm', ['pack', '--ignore-scripts', '--pack-destination', work, pkgDir], work);
     const out = join(resolve(dest), raw);
     rmSync(out, { force: true });

@@ -20,6 +20,14 @@ function bytesUnder(dir: string): number {
   return n;
 }
 
+function jsUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) return jsUnder(p);
+    return name.endsWith('.js') ? [p] : [];
+  });
+}
+
 test('the packed package installs into an empty project in at most 5 MB, with no install scripts and no @types', () => {
   const { project, log } = packedInstall();
   const modules = join(project, 'node_modules');
@@ -28,6 +36,9 @@ test('the packed package installs into an empty project in at most 5 MB, with no
   assert.doesNotMatch(log, /install-scripts|install script/i, `npm install warned about install scripts:\n${log}`);
   assert.ok(!existsSync(join(modules, '@types')), `@types forced on the user: ${existsSync(join(modules, '@types')) ? readdirSync(join(modules, '@types')).join(', ') : ''}`);
   assert.ok(!existsSync(join(modules, 'protobufjs')), 'protobufjs is no dependency of qkv any more');
+  // No source maps ship, so no file may point to one (bundlers and dev servers would report it missing).
+  const pointing = jsUnder(join(modules, 'qkv', 'dist')).filter((f) => readFileSync(f, 'utf8').includes('sourceMappingURL'));
+  assert.deepEqual(pointing, [], 'files that name a source map the package does not ship');
 });
 
 test('the installed library computes, and `qkv --help` runs as an installed command', () => {
