@@ -35,7 +35,8 @@ interface QueryRow {
  * their maximum. The one loop forward and backward share, so both see the same rows and scores.
  */
 function forEachScoredRow(
-  q: Float32Array, k: Float32Array, p: AttentionParams, scores: Float64Array, visit: (row: QueryRow, max: number) => void,
+  q: Float32Array, k: Float32Array, p: AttentionParams, scores: Float64Array,
+  visit: (row: QueryRow, max: number) => void,
 ): void {
   const { b: B, h: H, l: L, s: S, d: D, dv: DV, scale, causal, bias } = p;
   const shift = S - L; // causal alignment: query i is position i + shift among the keys
