@@ -8,6 +8,7 @@
  * Round trip: `decode(encode(s)) === s` for every `s` made of characters seen while learning.
  * Pure TypeScript: runs in Node and in browsers.
  */
+import { Vocabulary } from './vocabulary.ts';
 
 export interface CharTokenizerJson {
   type: 'qkv-chars';
@@ -23,18 +24,12 @@ export interface CharLearnOptions {
   unkToken?: string;
 }
 
-export class CharTokenizer {
-  private readonly vocab: string[];
-  private readonly ids: Map<string, number>;
+export class CharTokenizer extends Vocabulary {
   readonly unkId = 0;
 
   private constructor(vocab: string[]) {
-    this.vocab = vocab;
-    this.ids = new Map();
-    vocab.forEach((t, i) => {
+    super(vocab, 'CharTokenizer', (t, i) => {
       if (i > 0 && Array.from(t).length !== 1) throw new Error(`CharTokenizer: token ${i} ${JSON.stringify(t)} is not one character`);
-      if (this.ids.has(t)) throw new Error(`CharTokenizer: duplicate token ${JSON.stringify(t)}`);
-      this.ids.set(t, i);
     });
   }
 
@@ -46,19 +41,6 @@ export class CharTokenizer {
     seen.delete(unk);
     const chars = [...seen].sort((a, b) => a.codePointAt(0)! - b.codePointAt(0)!);
     return new CharTokenizer([unk, ...chars]);
-  }
-
-  /** Number of tokens (ids are 0 .. vocabSize − 1; 0 is unk). */
-  get vocabSize(): number {
-    return this.vocab.length;
-  }
-
-  idToToken(id: number): string | undefined {
-    return this.vocab[id];
-  }
-
-  tokenToId(token: string): number | undefined {
-    return this.ids.get(token);
   }
 
   /** One id per code point; characters not in the vocabulary become unkId. */
