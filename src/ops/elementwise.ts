@@ -139,15 +139,20 @@ export function pow(x: Tensor, p: number): Tensor {
   });
 }
 
-/** max(0, x) elementwise (§3.3's FFN activation); its gradient at 0 is 0, as torch's. */
-export function relu(x: Tensor): Tensor {
+/** An activation with a kernel each way: `op` forward, `${op}Backward` (which reads x) for the gradient. */
+function activation(op: 'relu' | 'gelu', x: Tensor): Tensor {
   const out = empty(x.shape);
-  K().relu(f32(x, 'relu', 'input'), out.data as Float32Array);
-  return record(out, 'relu', [x], (g) => {
+  K()[op](f32(x, op, 'input'), out.data as Float32Array);
+  return record(out, op, [x], (g) => {
     const dx = empty(x.shape);
-    K().reluBackward(x.data as Float32Array, g.data as Float32Array, dx.data as Float32Array);
+    K()[`${op}Backward` as const](x.data as Float32Array, g.data as Float32Array, dx.data as Float32Array);
     return [dx];
   });
+}
+
+/** max(0, x) elementwise (§3.3's FFN activation); its gradient at 0 is 0, as torch's. */
+export function relu(x: Tensor): Tensor {
+  return activation('relu', x);
 }
 
 /**
@@ -161,13 +166,7 @@ export function gelu(x: Tensor, approximate: 'none' | 'tanh' = 'none'): Tensor {
     return mul(mul(x, 0.5), add(tanh(inner), 1));
   }
   if (approximate !== 'none') throw new Error(`gelu: approximate must be 'none' or 'tanh', got '${String(approximate)}'`);
-  const out = empty(x.shape);
-  K().gelu(f32(x, 'gelu', 'input'), out.data as Float32Array);
-  return record(out, 'gelu', [x], (g) => {
-    const dx = empty(x.shape);
-    K().geluBackward(x.data as Float32Array, g.data as Float32Array, dx.data as Float32Array);
-    return [dx];
-  });
+  return activation('gelu', x);
 }
 
 /**

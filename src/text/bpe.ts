@@ -36,6 +36,7 @@
  */
 
 import { bpeTokenizerJson, METASPACE, parseBpeTokenizerJson, PUNCTUATION_PATTERN, type HfTokenizerJson } from './tokenizer-json.ts';
+import { Vocabulary } from './vocabulary.ts';
 
 export { METASPACE, PUNCTUATION_PATTERN } from './tokenizer-json.ts';
 export type { HfAddedToken, HfBpeModel, HfMetaspace, HfPreTokenizerSequence, HfPunctuationSplit, HfTokenizerJson } from './tokenizer-json.ts';
@@ -184,9 +185,7 @@ const WORD_CACHE_LIMIT = 100_000;
  * learned with {@link BpeTokenizer.learn}, saved and loaded as a Hugging Face `tokenizer.json` with `toJSON` /
  * {@link BpeTokenizer.fromJSON}.
  */
-export class BpeTokenizer {
-  private readonly vocab: string[];
-  private readonly ids: Map<string, number>;
+export class BpeTokenizer extends Vocabulary {
   private readonly mergePairs: [number, number][];
   /** pair key -> rank */
   private readonly ranks: Map<number, number>;
@@ -208,15 +207,10 @@ export class BpeTokenizer {
   readonly eosId: number;
 
   private constructor(vocab: string[], merges: [number, number][], specialTokens: readonly string[], splitPunct = false) {
-    this.splitPunctuation = splitPunct;
     if (vocab.length >= MAX_VOCAB) throw new RangeError(`BpeTokenizer: vocabulary of ${vocab.length} tokens is too large`);
     if (specialTokens.length < 4) throw new Error('BpeTokenizer: need at least 4 special tokens (pad, unk, bos, eos)');
-    this.vocab = vocab;
-    this.ids = new Map();
-    for (let i = 0; i < vocab.length; i++) {
-      if (this.ids.has(vocab[i])) throw new Error(`BpeTokenizer: duplicate token ${JSON.stringify(vocab[i])}`);
-      this.ids.set(vocab[i], i);
-    }
+    super(vocab, 'BpeTokenizer');
+    this.splitPunctuation = splitPunct;
     this.specials = [...specialTokens];
     const sid = this.specials.map((t) => {
       const id = this.ids.get(t);
@@ -382,22 +376,7 @@ export class BpeTokenizer {
   }
 
   // -------------------------------------------------------------------------------------------
-  // Vocabulary
-
-  /** Number of tokens (ids are 0 .. vocabSize - 1). */
-  get vocabSize(): number {
-    return this.vocab.length;
-  }
-
-  /** The token with this id, or undefined. */
-  idToToken(id: number): string | undefined {
-    return this.vocab[id];
-  }
-
-  /** The id of this token, or undefined. */
-  tokenToId(token: string): number | undefined {
-    return this.ids.get(token);
-  }
+  // Vocabulary (vocabSize, idToToken, tokenToId: see Vocabulary)
 
   /** The special tokens, in id order of their roles (pad, unk, bos, eos, extras). */
   get specialTokens(): readonly string[] {

@@ -8,6 +8,7 @@
  * Round trip: `decode(encode(s)) === s` for every `s` made of characters seen while learning.
  * Pure TypeScript: runs in Node and in browsers.
  */
+import { Vocabulary } from './vocabulary.ts';
 
 /** The saved form of a {@link CharTokenizer} (see the file comment). */
 export interface CharTokenizerJson {
@@ -33,19 +34,13 @@ export interface CharLearnOptions {
  * A character-level tokenizer: one id per code point seen while learning, id 0 for the rest (see the file
  * comment).
  */
-export class CharTokenizer {
-  private readonly vocab: string[];
-  private readonly ids: Map<string, number>;
+export class CharTokenizer extends Vocabulary {
   /** Id of the unknown-character token, always 0. */
   readonly unkId = 0;
 
   private constructor(vocab: string[]) {
-    this.vocab = vocab;
-    this.ids = new Map();
-    vocab.forEach((t, i) => {
+    super(vocab, 'CharTokenizer', (t, i) => {
       if (i > 0 && Array.from(t).length !== 1) throw new Error(`CharTokenizer: token ${i} ${JSON.stringify(t)} is not one character`);
-      if (this.ids.has(t)) throw new Error(`CharTokenizer: duplicate token ${JSON.stringify(t)}`);
-      this.ids.set(t, i);
     });
   }
 
@@ -57,21 +52,6 @@ export class CharTokenizer {
     seen.delete(unk);
     const chars = [...seen].sort((a, b) => a.codePointAt(0)! - b.codePointAt(0)!);
     return new CharTokenizer([unk, ...chars]);
-  }
-
-  /** Number of tokens (ids are 0 .. vocabSize − 1; 0 is unk). */
-  get vocabSize(): number {
-    return this.vocab.length;
-  }
-
-  /** The character of an id (or the unk token's text for 0), or undefined if the id is out of range. */
-  idToToken(id: number): string | undefined {
-    return this.vocab[id];
-  }
-
-  /** The id of a character (or of the unk token's text), or undefined if it is not in the vocabulary. */
-  tokenToId(token: string): number | undefined {
-    return this.ids.get(token);
   }
 
   /** One id per code point; characters not in the vocabulary become unkId. */

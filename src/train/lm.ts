@@ -20,6 +20,7 @@ import { cosineLr } from '../optim/schedule.ts';
 import { Generator, defaultGenerator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import type { HistoryEntry, Metric } from './loop.ts';
+import type { CommonTrainerOptions } from './options.ts';
 
 // ---- Text as a token stream ------------------------------------------------------------------
 
@@ -59,7 +60,11 @@ export function decodeLines(tokenizer: LmTokenizer, ids: readonly number[], sepa
 
 // ---- The recipe ------------------------------------------------------------------------------
 
-export interface LmTrainerOptions {
+/**
+ * AdamW's weight decay shrinks weight matrices and embedding tables only (not biases or LayerNorm);
+ * the seed draws the windows of every step.
+ */
+export interface LmTrainerOptions extends CommonTrainerOptions {
   /** Windows per batch. */
   batchSize: number;
   /** Tokens per window (default and maximum: the model's blockSize). */
@@ -72,14 +77,6 @@ export interface LmTrainerOptions {
   warmup: number;
   /** Step at which the cosine decay reaches minLr: the planned length of the run. */
   decaySteps: number;
-  /** AdamW's decoupled weight decay, on weight matrices and embedding tables (not biases or LayerNorm). */
-  weightDecay: number;
-  betas: [number, number];
-  eps: number;
-  /** Clip the global gradient norm (0 = off). */
-  clipNorm: number;
-  /** Seeds the windows of every step and, at construction, dropout. */
-  seed: number;
 }
 
 /** nanoGPT's defaults for small models (β2 0.99 as its Shakespeare config, clip 1, decay 0.1). */

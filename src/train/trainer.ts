@@ -17,8 +17,13 @@ import { noamLr } from '../optim/schedule.ts';
 import { defaultGenerator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import type { HistoryEntry, Metric } from './loop.ts';
+import type { CommonTrainerOptions } from './options.ts';
 
-export interface Seq2SeqTrainerOptions {
+/**
+ * The paper's Adam has β1, β2, ε = 0.9, 0.98, 1e-9 (§5.3), no clipping (clipNorm 0) and no weight
+ * decay; weightDecay > 0 makes it AdamW on every parameter. The seed orders the batches of each epoch.
+ */
+export interface Seq2SeqTrainerOptions extends CommonTrainerOptions {
   /** Padded tokens per batch (B·max length). */
   maxTokens: number;
   /** Warmup steps of the schedule (4000 in the paper; scale down with the data). */
@@ -27,21 +32,12 @@ export interface Seq2SeqTrainerOptions {
   lrFactor: number;
   /** ε_ls (0.1 in the paper, §5.4). */
   labelSmoothing: number;
-  /** Seeds the batch order (and, at construction, dropout). */
-  seed: number;
-  /** Clip the global gradient norm (0 = off; the paper does not clip). */
-  clipNorm: number;
-  /** Adam β1, β2, ε (0.9, 0.98, 1e-9 in the paper, §5.3). */
-  betas: [number, number];
-  eps: number;
   /**
    * Gradient accumulation: batches per optimiser step (1 in the paper, which had 8 GPUs). The
    * step's gradient is the mean of the K batches' mean-loss gradients, as DistributedDataParallel
    * averages over ranks, so K batches here equal K ranks of one batch each.
    */
   accum: number;
-  /** Decoupled weight decay (AdamW, on every parameter) when > 0; the paper uses none. */
-  weightDecay: number;
 }
 
 export const PAPER_RECIPE: Seq2SeqTrainerOptions = {

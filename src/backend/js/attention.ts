@@ -19,20 +19,26 @@ function scoreRow(
   return max;
 }
 
+/** Where one query row's data lies: head bh = b·H + h, row i, its q row and its head's K and V. */
+interface QueryRow {
+  bh: number;
+  i: number;
+  qi: number;
+  kBase: number;
+  vBase: number;
+  /** Keys 0 .. limit − 1 are seen (all S, or fewer under the causal mask). */
+  limit: number;
+}
+
 /**
- * Reference attention, one query row at a time: scores for the row, softmax, weighted sum of V.
- * Memory beyond the outputs is one row of S scores, the property the fused wasm kernel keeps with
- * tiles and an online softmax. The row's log-sum-exp is saved so backward can rebuild P exactly.
- *
- * q (B,H,L,D), k (B,H,S,D), v (B,H,S,Dv), out (B,H,L,Dv), lse (B,H,L), weights (B,H,L,S) or null.
+ * Visits every query row in (b, h, i) order, its scores (scoreRow) already in `scores`; `max` is
+ * their maximum. The one loop forward and backward share, so both see the same rows and scores.
  */
-export function attention(
-  q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, lse: Float32Array,
-  weights: Float32Array | null, p: AttentionParams,
+function forEachScoredRow(
+  q: Float32Array, k: Float32Array, p: AttentionParams, scores: Float64Array,
+  visit: (row: QueryRow, max: number) => void,
 ): void {
   const { b: B, h: H, l: L, s: S, d: D, dv: DV, scale, causal, bias } = p;
-  const row = new Float64Array(S);
-  const acc = new Float64Array(DV);
   const shift = S - L; // causal alignment: query i is position i + shift among the keys
   for (let bi = 0; bi < B; bi++) {
     for (let hi = 0; hi < H; hi++) {
@@ -44,33 +50,52 @@ export function attention(
       for (let i = 0; i < L; i++) {
         const qi = qBase + i * D;
         const limit = causal ? Math.min(S, i + shift + 1) : S;
-        const max = scoreRow(q, qi, k, kBase, D, limit, scale, bias, biasBase + (bias ? i * bias.strideL : 0), row);
-        let sum = 0;
-        for (let j = 0; j < limit; j++) {
-          const e = Math.exp(row[j] - max);
-          row[j] = e;
-          sum += e;
-        }
-        const inv = 1 / sum;
-        acc.fill(0);
-        for (let j = 0; j < limit; j++) {
-          const pj = row[j] * inv;
-          row[j] = pj;
-          if (pj === 0) continue;
-          const vj = vBase + j * DV;
-          for (let t = 0; t < DV; t++) acc[t] += pj * v[vj + t];
-        }
-        const oi = (bh * L + i) * DV;
-        for (let t = 0; t < DV; t++) out[oi + t] = acc[t];
-        lse[bh * L + i] = max + Math.log(sum);
-        if (weights) {
-          const wi = (bh * L + i) * S;
-          for (let j = 0; j < limit; j++) weights[wi + j] = row[j];
-          for (let j = Math.max(limit, 0); j < S; j++) weights[wi + j] = 0;
-        }
+        const max = scoreRow(q, qi, k, kBase, D, limit, scale, bias, biasBase + (bias ? i * bias.strideL : 0), scores);
+        visit({ bh, i, qi, kBase, vBase, limit }, max);
       }
     }
   }
+}
+
+/**
+ * Reference attention, one query row at a time: scores for the row, softmax, weighted sum of V.
+ * Memory beyond the outputs is one row of S scores, the property the fused wasm kernel keeps with
+ * tiles and an online softmax. The row's log-sum-exp is saved so backward can rebuild P exactly.
+ *
+ * q (B,H,L,D), k (B,H,S,D), v (B,H,S,Dv), out (B,H,L,Dv), lse (B,H,L), weights (B,H,L,S) or null.
+ */
+export function attention(
+  q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, lse: Float32Array,
+  weights: Float32Array | null, p: AttentionParams,
+): void {
+  const { l: L, s: S, dv: DV } = p;
+  const row = new Float64Array(S);
+  const acc = new Float64Array(DV);
+  forEachScoredRow(q, k, p, row, ({ bh, i, vBase, limit }, max) => {
+    let sum = 0;
+    for (let j = 0; j < limit; j++) {
+      const e = Math.exp(row[j] - max);
+      row[j] = e;
+      sum += e;
+    }
+    const inv = 1 / sum;
+    acc.fill(0);
+    for (let j = 0; j < limit; j++) {
+      const pj = row[j] * inv;
+      row[j] = pj;
+      if (pj === 0) continue;
+      const vj = vBase + j * DV;
+      for (let t = 0; t < DV; t++) acc[t] += pj * v[vj + t];
+    }
+    const oi = (bh * L + i) * DV;
+    for (let t = 0; t < DV; t++) out[oi + t] = acc[t];
+    lse[bh * L + i] = max + Math.log(sum);
+    if (weights) {
+      const wi = (bh * L + i) * S;
+      for (let j = 0; j < limit; j++) weights[wi + j] = row[j];
+      for (let j = Math.max(limit, 0); j < S; j++) weights[wi + j] = 0;
+    }
+  });
 }
 
 /**
@@ -81,47 +106,34 @@ export function attentionBackward(
   q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, dout: Float32Array, lse: Float32Array,
   dq: Float32Array, dk: Float32Array, dv: Float32Array, p: AttentionParams,
 ): void {
-  const { b: B, h: H, l: L, s: S, d: D, dv: DV, scale, causal, bias } = p;
+  const { l: L, s: S, d: D, dv: DV, scale } = p;
   dq.fill(0);
   dk.fill(0);
   dv.fill(0);
   const prob = new Float64Array(S);
-  const shift = S - L;
-  for (let bi = 0; bi < B; bi++) {
-    for (let hi = 0; hi < H; hi++) {
-      const bh = bi * H + hi;
-      const qBase = bh * L * D;
-      const kBase = bh * S * D;
-      const vBase = bh * S * DV;
-      const biasBase = bias ? bi * bias.strideB + hi * bias.strideH : 0;
-      for (let i = 0; i < L; i++) {
-        const qi = qBase + i * D;
-        const oi = (bh * L + i) * DV;
-        const limit = causal ? Math.min(S, i + shift + 1) : S;
-        const l = lse[bh * L + i];
-        let delta = 0;
-        for (let t = 0; t < DV; t++) delta += dout[oi + t] * out[oi + t];
-        scoreRow(q, qi, k, kBase, D, limit, scale, bias, biasBase + (bias ? i * bias.strideL : 0), prob);
-        for (let j = 0; j < limit; j++) prob[j] = Math.exp(prob[j] - l);
-        for (let j = 0; j < limit; j++) {
-          const pj = prob[j];
-          if (pj === 0) continue;
-          const vj = vBase + j * DV;
-          let dp = 0;
-          for (let t = 0; t < DV; t++) {
-            dp += dout[oi + t] * v[vj + t];
-            dv[vj + t] += pj * dout[oi + t];
-          }
-          const ds = pj * (dp - delta) * scale;
-          const kj = kBase + j * D;
-          for (let t = 0; t < D; t++) {
-            dq[qi + t] += ds * k[kj + t];
-            dk[kj + t] += ds * q[qi + t];
-          }
-        }
+  forEachScoredRow(q, k, p, prob, ({ bh, i, qi, kBase, vBase, limit }) => {
+    const oi = (bh * L + i) * DV;
+    const l = lse[bh * L + i];
+    let delta = 0;
+    for (let t = 0; t < DV; t++) delta += dout[oi + t] * out[oi + t];
+    for (let j = 0; j < limit; j++) prob[j] = Math.exp(prob[j] - l);
+    for (let j = 0; j < limit; j++) {
+      const pj = prob[j];
+      if (pj === 0) continue;
+      const vj = vBase + j * DV;
+      let dp = 0;
+      for (let t = 0; t < DV; t++) {
+        dp += dout[oi + t] * v[vj + t];
+        dv[vj + t] += pj * dout[oi + t];
+      }
+      const ds = pj * (dp - delta) * scale;
+      const kj = kBase + j * D;
+      for (let t = 0; t < D; t++) {
+        dq[qi + t] += ds * k[kj + t];
+        dk[kj + t] += ds * q[qi + t];
       }
     }
-  }
+  });
 }
 
 jsKernels.register('attention', { attention, attentionBackward });

@@ -2,7 +2,7 @@
  * Adam/AdamW (assembly/adam.ts) behind the Backend interface, in wasm when the parameters, their
  * gradients and the moments are wasm views (route.ts; the case in training), else the js twin.
  */
-import { adam as jsAdam } from '../js/adam.ts';
+import { adamConstants, adam as jsAdam } from '../js/adam.ts';
 import { declareExports, sig, type F64, type I32, type Ptr } from './loader.ts';
 import { splitUnits } from './parallel.ts';
 import { wasmKernels } from './registry.ts';
@@ -15,7 +15,7 @@ declareExports('adam.ts', {
 
 /**
  * Adam/AdamW in place, in float64 as the twin (bit-identical results), split among the threads
- * for large blocks. The step constants are computed here exactly as the twin computes them.
+ * for large blocks. The step constants are the twin's own (adamConstants).
  */
 export function adam(
   param: Float32Array, grad: Float32Array, m: Float32Array, v: Float32Array, lr: number, beta1: number,
@@ -23,12 +23,7 @@ export function adam(
 ): void {
   const n = param.length;
   if (!inWasm(n > 0, param, grad, m, v)) return jsAdam(param, grad, m, v, lr, beta1, beta2, eps, weightDecay, decoupled, step);
-  const bc1 = 1 - Math.pow(beta1, step);
-  const bc2 = 1 - Math.pow(beta2, step);
-  const stepSize = lr / bc1;
-  const bc2Sqrt = Math.sqrt(bc2);
-  const shrink = decoupled ? 1 - lr * weightDecay : 1;
-  const l2 = decoupled ? 0 : weightDecay;
+  const { stepSize, bc2Sqrt, shrink, l2 } = adamConstants(lr, beta1, beta2, weightDecay, decoupled, step);
   const [pp, pg, pm, pv] = [param.byteOffset, grad.byteOffset, m.byteOffset, v.byteOffset];
   splitUnits('adam', n, 16, (i0, i1) => [pp + 4 * i0, pg + 4 * i0, pm + 4 * i0, pv + 4 * i0, i1 - i0, beta1, 1 - beta1, beta2, 1 - beta2, stepSize, bc2Sqrt, eps, shrink, l2]);
 }
