@@ -91,7 +91,8 @@ const N = 4096; // floats per raw launch
  * element by element (NaN-filled before, so a part no thread wrote fails too).
  */
 function rawLaunches(count: number, beat: Int32Array, cell: number, stop?: Int32Array): number {
-  const k = requireKernels();
+  // The two exports this file calls directly (the binding files type the rest; see loader.ts declareExports).
+  const k = requireKernels() as unknown as { binaryFull(...args: number[]): void; scratchBytes(): number };
   const a = alloc(N), b = alloc(N), out = alloc(N);
   for (let i = 0; i < N; i++) {
     a[i] = i;
