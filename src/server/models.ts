@@ -3,7 +3,8 @@
  * under /models/), the folder's name, its kind and one line about it. Every folder is read through
  * the folder module (src/folder/), so a folder the CLI refuses is refused here with the same words.
  */
-import { basename, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { FILES, type FolderKind } from '../folder/index.ts';
 import { folderKindOf, readJsonIn } from '../folder/node.ts';
 
@@ -18,6 +19,8 @@ export interface ServedFolder {
   kind: FolderKind | null;
   /** One line: 'translation en→fr, 4 + 4 layers, dModel 128', 'language model (characters), 4 layers, nEmbd 128'. */
   description: string;
+  /** The model files the folder has (of SERVED_FILES): the page asks for no other, so a missing optional file costs no 404. */
+  files: string[];
 }
 
 /** What the page sees of a served folder. */
@@ -34,6 +37,8 @@ function field(o: unknown, ...path: string[]): unknown {
   return x;
 }
 
+const TOKENIZERS: Record<string, string> = { char: 'characters', bpe: 'BPE', bytelevel: 'byte-level BPE' };
+
 function describe(kind: FolderKind, config: unknown): string {
   const m = (k: string) => field(config, 'model', k);
   if (kind === 'seq2seq') {
@@ -41,7 +46,7 @@ function describe(kind: FolderKind, config: unknown): string {
     const lang = typeof dir === 'string' && /^[a-z]+-[a-z]+$/.test(dir) ? ` ${dir.toUpperCase().replace('-', '→')}` : '';
     return `translation${lang}, ${String(m('numEncoderLayers'))} + ${String(m('numDecoderLayers'))} layers, dModel ${String(m('dModel'))}`;
   }
-  if (kind === 'gpt') return `language model (${String(field(config, 'tokenizer'))}), ${String(m('nLayer'))} layers, nEmbd ${String(m('nEmbd'))}`;
+  if (kind === 'gpt') return `language model (${TOKENIZERS[String(field(config, 'tokenizer'))] ?? String(field(config, 'tokenizer'))}), ${String(m('nLayer'))} layers, nEmbd ${String(m('nEmbd'))}`;
   return `Hugging Face GPT-2, ${String(field(config, 'n_layer'))} layers, n_embd ${String(field(config, 'n_embd'))}`;
 }
 
@@ -53,12 +58,13 @@ function describe(kind: FolderKind, config: unknown): string {
 export function describeFolder(dir: string, id: string = basename(resolve(dir)), lenient = false): ServedFolder {
   const abs = resolve(dir);
   const name = basename(abs);
+  const files = SERVED_FILES.filter((f) => existsSync(join(abs, f)));
   try {
     const kind = folderKindOf(abs);
-    return { id, dir: abs, name, kind, description: describe(kind, readJsonIn(abs, FILES.config)) };
+    return { id, dir: abs, name, kind, description: describe(kind, readJsonIn(abs, FILES.config)), files };
   } catch (e) {
     if (!lenient) throw e;
-    return { id, dir: abs, name, kind: null, description: (e as Error).message };
+    return { id, dir: abs, name, kind: null, description: (e as Error).message, files };
   }
 }
 

@@ -151,7 +151,7 @@ export function startExploreServer(o: ExploreServerOptions): Promise<ExploreServ
   const models: readonly ServedFolder[] = o.models ?? (o.modelDir ? [describeFolder(o.modelDir, undefined, true)] : []);
   const byId = new Map(models.map((m) => [m.id, m]));
   if (byId.size !== models.length) throw new Error(`served folders need distinct ids, got ${models.map((m) => m.id).join(', ')}`);
-  const list: ServedFolderInfo[] = models.map(({ id, name, kind, description }) => ({ id, name, kind, description }));
+  const list: ServedFolderInfo[] = models.map(({ id, name, kind, description, files }) => ({ id, name, kind, description, files }));
   const listBody = Buffer.from(`${JSON.stringify(list, null, 2)}\n`);
   const listTag = `"${createHash('sha256').update(listBody).digest('hex').slice(0, 32)}"`;
   const listTime = new Date(Math.floor(Date.now() / 1000) * 1000);

@@ -107,8 +107,8 @@ test('several folders: /models.json lists them, each one\'s files under /models/
     assert.equal(list.status, 200);
     assert.equal(list.headers['cross-origin-embedder-policy'], 'require-corp');
     assert.deepEqual(JSON.parse(list.body.toString()), [
-      { id: 'a', name: basename(a), kind: 'seq2seq', description: 'translation, 2 + 2 layers, dModel 16' },
-      { id: 'b', name: basename(b), kind: 'gpt', description: 'language model (char), 2 layers, nEmbd 16' },
+      { id: 'a', name: basename(a), kind: 'seq2seq', description: 'translation, 2 + 2 layers, dModel 16', files: ['config.json', 'tokenizer.json', 'model.safetensors'] },
+      { id: 'b', name: basename(b), kind: 'gpt', description: 'language model (characters), 2 layers, nEmbd 16', files: ['config.json', 'tokenizer.json', 'model.safetensors'] },
     ]);
     assert.equal((await get(srv.port, '/models.json', { headers: { 'If-None-Match': String(list.headers.etag) } })).status, 304);
     for (const [id, dir] of [['a', a], ['b', b]]) {
