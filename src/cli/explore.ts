@@ -117,7 +117,7 @@ export function servedFolders(given: readonly string[] | undefined, log: (line: 
   } else {
     dirs = findDefaultModels();
     if (dirs.length === 0) {
-      log('qkv explore: no model found (looked for folders under models/, then runs/*/ with a model.safetensors).');
+      log(`qkv explore: no model found (looked for folders under models/, then runs/*/ with a ${FILES.weights}).`);
       log('  The Translate view needs one: pass --model DIR, or train one with `qkv train --out runs/NAME`');
       log('  (or a language model with `qkv train-lm --out runs/NAME`: the page then shows the Generate view).');
       log('  The positional-encoding and step-by-step views work, and Generate opens a GPT folder from your disk.');
@@ -139,7 +139,7 @@ export async function explore(o: ExploreCommandOptions): Promise<ExploreServer> 
     const rel = relative(process.cwd(), m.dir);
     o.log(`qkv explore: model ${rel === '' ? '.' : rel.startsWith('..') ? m.dir : rel} (${KIND_LINES[m.kind!]}: ${m.description})`);
     const members = m.kind === 'seq2seq' ? (readJsonIn(m.dir, FILES.config) as { decoding?: { ensemble?: string[] } }).decoding?.ensemble : undefined;
-    if (members) o.log(`  its config.json names an ensemble (${members.join(', ')}) for qkv translate and eval; the page runs and shows the folder's own model alone`);
+    if (members) o.log(`  its ${FILES.config} names an ensemble (${members.join(', ')}) for qkv translate and eval; the page runs and shows the folder's own model alone`);
   }
   if (!isLoopback(o.host)) o.log(`qkv explore: listening on ${o.host}: anyone who can reach this address can load the page and the models`);
   o.log(`qkv explore: open ${s.url}  (Ctrl-C stops)`);

@@ -4,7 +4,7 @@
  * same checks and messages as the CLI (a file named by its URL). A Hugging Face GPT-2's weights are
  * fetched as a Blob (which the browser may keep on disk) and read one tensor at a time.
  */
-import { openFolder, readKind, urlSource, type FolderKind, type FolderSource, type OpenedFolder } from '../../src/folder/index.ts';
+import { FILES, openFolder, readKind, urlSource, type FolderKind, type FolderSource, type OpenedFolder } from '../../src/folder/index.ts';
 import type { BackendChoice } from './backend.ts';
 import { checkPageLimit } from './local-model.ts';
 
@@ -89,13 +89,12 @@ function servedSource(m: ServedEntry): FolderSource {
  * for the page is refused before any weight is read.
  */
 export async function openServed(m: ServedEntry, backend: string, progress: (s: string) => void): Promise<OpenedFolder> {
-  const base = servedBase(m);
   progress(`loading ${m.name}…`);
   const src = listedSource(m);
   const { kind, config } = await readKind(src);
   if (kind === 'hf-gpt2') {
-    checkPageLimit(config, backend, `${base}config.json`);
-    return openFolder(servedSource(m), { ensemble: false, progress: (done, total) => progress(`reading ${m.name}/model.safetensors: ${(done / 1e6).toFixed(1)} / ${(total / 1e6).toFixed(1)} MB`) });
+    checkPageLimit(config, backend, src.name(FILES.config));
+    return openFolder(servedSource(m), { ensemble: false, progress: (done, total) => progress(`reading ${m.name}/${FILES.weights}: ${(done / 1e6).toFixed(1)} / ${(total / 1e6).toFixed(1)} MB`) });
   }
   return openFolder(src, { ensemble: false });
 }
