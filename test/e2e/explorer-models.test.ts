@@ -126,3 +126,17 @@ test('Generate continues a prompt with the shipped GPT at once, without a folder
   assert.equal(await modelOf('translate'), 'multi30k-en-fr');
   assert.deepEqual(errors, []);
 });
+
+test('?model=ID starts with that folder: the GPT in Generate, the switcher on it', { skip }, async () => {
+  const p = await browser.newPage();
+  try {
+    await p.goto(`${server.url}?backend=${BACKEND}&model=gpt-multi30k-char`);
+    await p.waitForSelector('body[data-ready="true"]', { timeout: 60000 });
+    assert.equal(await p.locator('#view-generate').isVisible(), true);
+    assert.equal(await p.locator('#view-generate').getAttribute('data-model'), 'gpt-multi30k-char');
+    assert.equal(await p.locator('#model-select').inputValue(), 'gpt-multi30k-char');
+    assert.equal(await p.locator('#tab-translate').isVisible(), true, 'the translation models stay a tab away');
+  } finally {
+    await p.close();
+  }
+});
