@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// `npm start`: the attention explorer (`qkv explore`) on models/multi30k-en-de if it exists, else on
-// the newest runs/*/ with a model.safetensors, else without a model (it says so). Rebuilds the page
+// `npm start`: the attention explorer (`qkv explore`) on every model folder under models/ (EN→DE,
+// EN→FR, the GPT: the page's model switcher lists them), else on the newest runs/*/ with a
+// model.safetensors, else without a model (it says so); --model DIR (repeatable) serves others. Rebuilds the page
 // (dist/web, about 2 s) when it is missing or older than web/ or src/, and runs the CLI from src
 // through tsx, so it never serves a stale build. Arguments pass through: npm start -- --port 9000
 import { spawn, spawnSync } from 'node:child_process';

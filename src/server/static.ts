@@ -1,10 +1,12 @@
 /**
- * The explorer's static file server: the page built by Vite (dist/web) and the files of one model
- * folder under /model/, nothing else. Library code (the explorer command, the tests and the benches
- * start it); it knows no command-line flags beyond the words of its error messages.
+ * The explorer's static file server: the page built by Vite (dist/web), the list of served model
+ * folders (/models.json) and each folder's model files under /models/<id>/, nothing else; the first
+ * folder's files are also under /model/ (the one-model URL of earlier versions). Library code (the
+ * explorer command, the tests and the benches start it); it knows no command-line flags beyond the
+ * words of its error messages.
  *
- * The page's files are listed once at start, the model's file names are fixed, every other path
- * (and any path with `..`) is refused. It binds 127.0.0.1 unless told otherwise, answers only to
+ * The page's files are listed once at start, the folders' ids and file names are fixed (the folder
+ * module's FILES), every other path (and any path with `..`) is refused. It binds 127.0.0.1 unless told otherwise, answers only to
  * local host names when bound to a loopback address (no DNS rebinding), and sends the cross-origin
  * isolation headers (COOP same-origin, COEP require-corp) that shared WebAssembly memory needs.
  * Errors (no index.html, a port in use, an address that cannot be bound) are plain Errors whose
@@ -13,13 +15,14 @@
 import { createReadStream, readdirSync, statSync, type Stats } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { basename, extname, join, relative, resolve, sep } from 'node:path';
+import { createHash } from 'node:crypto';
+import { extname, join, relative, sep } from 'node:path';
+import { describeFolder, SERVED_FILES, type ServedFolder, type ServedFolderInfo } from './models.ts';
 
-/** The three files of a model folder the page may fetch, under /model/. */
-export const MODEL_FILES = ['config.json', 'tokenizer.json', 'model.safetensors'] as const;
+export { describeFolder, folderIds, SERVED_FILES, type ServedFolder, type ServedFolderInfo } from './models.ts';
 
-/** Served too where the model has one (separate vocabularies: the target side's tokenizer); else 404. */
-const OPTIONAL_MODEL_FILE = 'target_tokenizer.json';
+/** The files of a model folder the page may fetch (those the folder has; else 404): the folder module's FILES but PyTorch's pickle. */
+export const MODEL_FILES = SERVED_FILES;
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -70,8 +73,10 @@ export function isLoopback(host: string): boolean {
 export interface ExploreServerOptions {
   /** The built page (dist/web). */
   webDir: string;
-  /** The model folder served under /model/, or null. */
-  modelDir: string | null;
+  /** The model folders served under /models/<id>/ (the first also under /model/), described by describeFolder. */
+  models?: readonly ServedFolder[];
+  /** One model folder (described leniently: a folder that fails is left to the page to report), or null; used when `models` is not given. */
+  modelDir?: string | null;
   /** Default 127.0.0.1. */
   host?: string;
   /** Default 8080; 0 picks a free port. */
@@ -143,7 +148,13 @@ export function startExploreServer(o: ExploreServerOptions): Promise<ExploreServ
   const files = listFiles(o.webDir);
   if (!files.has('/index.html')) throw new Error(`${o.webDir} has no index.html: build the page with \`npm run build:web\``);
   files.set('/', files.get('/index.html')!);
-  const modelName = o.modelDir ? basename(resolve(o.modelDir)) : null;
+  const models: readonly ServedFolder[] = o.models ?? (o.modelDir ? [describeFolder(o.modelDir, undefined, true)] : []);
+  const byId = new Map(models.map((m) => [m.id, m]));
+  if (byId.size !== models.length) throw new Error(`served folders need distinct ids, got ${models.map((m) => m.id).join(', ')}`);
+  const list: ServedFolderInfo[] = models.map(({ id, name, kind, description, files }) => ({ id, name, kind, description, files }));
+  const listBody = Buffer.from(`${JSON.stringify(list, null, 2)}\n`);
+  const listTag = `"${createHash('sha256').update(listBody).digest('hex').slice(0, 32)}"`;
+  const listTime = new Date(Math.floor(Date.now() / 1000) * 1000);
   const checkHost = isLoopback(host);
 
   const send = (res: ServerResponse, status: number, text: string, extra: Record<string, string> = {}) => {
@@ -161,12 +172,22 @@ export function startExploreServer(o: ExploreServerOptions): Promise<ExploreServ
     const bad = refusal(raw);
     if (bad) return send(res, bad.status, `${bad.reason}\n`);
     const path = decodeURIComponent(raw);
+    if (path === '/models.json') {
+      const headers = { ...SECURITY_HEADERS, 'Content-Type': TYPES['.json'], ETag: listTag, 'Last-Modified': listTime.toUTCString() };
+      if (notModified(req, listTag, listTime)) {
+        res.writeHead(304, headers);
+        return res.end();
+      }
+      res.writeHead(200, { ...headers, 'Content-Length': String(listBody.length) });
+      return res.end(req.method === 'HEAD' ? undefined : listBody);
+    }
     let file: string | undefined;
-    if (path.startsWith('/model/')) {
-      const name = path.slice('/model/'.length);
-      // target_tokenizer.json only where the model has one (separate vocabularies); else 404.
-      const served = (MODEL_FILES as readonly string[]).includes(name) || name === OPTIONAL_MODEL_FILE;
-      if (o.modelDir && served) file = join(o.modelDir, name);
+    let model: ServedFolder | undefined;
+    // /models/<id>/<file>, or /model/<file> for the first folder; only the folder's own model files (404 where it has none).
+    const m = /^\/models\/([^/]+)\/([^/]+)$/.exec(path) ?? /^\/model\/()([^/]+)$/.exec(path);
+    if (m) {
+      model = m[1] === '' && path.startsWith('/model/') ? models[0] : byId.get(m[1]);
+      if (model && SERVED_FILES.includes(m[2])) file = join(model.dir, m[2]);
     } else {
       file = files.get(path);
     }
@@ -187,7 +208,7 @@ export function startExploreServer(o: ExploreServerOptions): Promise<ExploreServ
       'Last-Modified': st.mtime.toUTCString(),
       'Accept-Ranges': 'bytes',
     };
-    if (modelName && path.startsWith('/model/')) headers['X-Qkv-Model'] = encodeURIComponent(modelName);
+    if (model) headers['X-Qkv-Model'] = encodeURIComponent(model.name);
     if (notModified(req, etag, st.mtime)) {
       res.writeHead(304, headers);
       return res.end();

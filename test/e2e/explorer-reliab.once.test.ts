@@ -2,12 +2,12 @@
  * The explorer page in headless Chromium on bad input (issue 13, items 1, 2 and 6): weights holding
  * NaN are refused with the message the CLI gives (naming the tensor); a sentence longer than the
  * model reads is translated from its first maxLen tokens and the page says so; a reload
- * revalidates the model files (304) instead of downloading them again.
+ * revalidates the model list and files (304) instead of downloading them again.
  * Skips without Chromium on a developer machine; fails under CI=true.
  */
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { startExploreServer, type ExploreServer } from '../../src/cli/explore.ts';
@@ -52,8 +52,9 @@ test('weights with NaN: the page refuses them, naming the tensor and index', { s
   writeFileSync(wpath, writeSafetensors(t));
   const { page } = await open(dir);
   await page.waitForFunction(() => /Could not load/.test(document.querySelector('#model-info')?.textContent ?? ''), undefined, { timeout: 30000 });
+  // The file is named by its URL, as the folder module names a file read over HTTP.
   assert.equal(await page.getByTestId('model-info').textContent(),
-    "Could not load the model: model.safetensors: tensor 'embedding.weight' holds NaN at index 40 (row 2) of [120, 16]: the weights are corrupt (a diverged training run or a damaged file)");
+    `Could not load the model: models/${basename(dir)}/model.safetensors: tensor 'embedding.weight' holds NaN at index 40 (row 2) of [120, 16]: the weights are corrupt (a diverged training run or a damaged file)`);
   assert.equal(await page.getByTestId('translate').isDisabled(), true);
 });
 
@@ -78,7 +79,8 @@ test('an over-long sentence: translated from its first maxLen tokens, and the pa
   await page.reload();
   await page.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
   await page.waitForFunction(() => !(document.querySelector('#translate') as HTMLButtonElement).disabled, undefined, { timeout: 30000 });
-  const weights = answered.filter((s) => s.url === '/model/model.safetensors');
-  assert.deepEqual(weights, [{ url: '/model/model.safetensors', status: 304, conditional: true }], 'the weights were revalidated, not downloaded again');
+  const url = `/models/${basename(tiny.dir)}/model.safetensors`;
+  const weights = answered.filter((s) => s.url === url);
+  assert.deepEqual(weights, [{ url, status: 304, conditional: true }], 'the weights were revalidated, not downloaded again');
   assert.ok(answered.every((a) => a.status === 304), JSON.stringify(answered));
 });

@@ -58,6 +58,17 @@ function mb(bytes: number): string {
   return `${(bytes / 1e6).toFixed(bytes < 1e7 ? 1 : 0)} MB`;
 }
 
+/** A Hugging Face GPT-2 config.json whose fp32 weights the page cannot hold: refused (named `file`) before any weight is read. */
+export function checkPageLimit(config: unknown, backend: string, file: string = FILES.config): void {
+  const cfg = gptConfigFromHf(config);
+  const need = gptParameterCount(cfg) * 4;
+  const limit = backend === 'wasm' ? WASM_LIMIT_BYTES : JS_LIMIT_BYTES;
+  if (need > limit) {
+    throw new Error(`${file}: this model has ${gptParameterCount(cfg).toLocaleString('en')} parameters, ${mb(need)} in fp32, more than the page can hold ` +
+      `(${mb(limit)} with the ${backend} backend${backend === 'wasm' ? ': WebAssembly memory is 4 GiB at most' : ''}); gpt2, distilgpt2, gpt2-medium and gpt2-large fit`);
+  }
+}
+
 export interface LocalModel {
   lm: LoadedGpt;
   name: string;
@@ -79,13 +90,7 @@ export async function loadLocalModel(files: Iterable<File>, backend: string, pro
   const tokenizerJson = f['tokenizer.json'] ? await readJsonFile(f['tokenizer.json']) : undefined;
   const w = f['model.safetensors'];
   if (kind === 'hf-gpt2') {
-    const cfg = gptConfigFromHf(config);
-    const need = gptParameterCount(cfg) * 4;
-    const limit = backend === 'wasm' ? WASM_LIMIT_BYTES : JS_LIMIT_BYTES;
-    if (need > limit) {
-      throw new Error(`config.json: this model has ${gptParameterCount(cfg).toLocaleString('en')} parameters, ${mb(need)} in fp32, more than the page can hold ` +
-        `(${mb(limit)} with the ${backend} backend${backend === 'wasm' ? ': WebAssembly memory is 4 GiB at most' : ''}); gpt2, distilgpt2, gpt2-medium and gpt2-large fit`);
-    }
+    checkPageLimit(config, backend);
     // Named before any weight is read: tokenizer.json, else vocab.json + merges.txt.
     const tokenizer = hfTokenizer(tokenizerJson !== undefined ? { tokenizer: tokenizerJson } : { vocab: await readJsonFile(f['vocab.json']!), merges: await f['merges.txt']!.text() });
     const model = await readHfGpt2Streaming(config, w.size, async (b, e) => new Uint8Array(await w.slice(b, e).arrayBuffer()), (done, total) => {
@@ -98,21 +103,4 @@ export async function loadLocalModel(files: Iterable<File>, backend: string, pro
   progress(`reading ${name}/model.safetensors: ${mb(w.size)}`);
   const lm = lmOf(lmFromFiles({ config, tokenizer: tokenizerJson, weights: new Uint8Array(await w.arrayBuffer()) }));
   return { lm, name, source: 'qkv GPT', bytes: w.size, seconds: (performance.now() - t0) / 1000 };
-}
-
-/**
- * The Hugging Face GPT-2 folder `qkv explore --model DIR` serves: the weights are fetched as a Blob
- * (which the browser may keep on disk) and read from it one tensor at a time, as a local folder is.
- */
-export async function loadServedHf(config: unknown, name: string, backend: string, progress: (s: string) => void): Promise<LocalModel> {
-  const t0 = performance.now();
-  const files: File[] = [];
-  progress(`downloading ${name}: tokenizer.json, model.safetensors…`);
-  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) {
-    const r = await fetch(`model/${f}`);
-    if (!r.ok) throw new Error(`model/${f}: HTTP ${r.status}`);
-    files.push(f === 'config.json' ? new File([JSON.stringify(config)], f) : new File([await r.blob()], f));
-  }
-  const m = await loadLocalModel(files, backend, progress);
-  return { ...m, name, source: 'Hugging Face GPT-2', seconds: (performance.now() - t0) / 1000 };
 }

@@ -1,46 +1,102 @@
 /**
- * The model `qkv explore` serves under model/: its config.json first (its format says which view
- * shows it: a translation model or a GPT), then its tokenizer and weights, with download progress.
+ * The model folders `qkv explore` serves: their list (models.json: id, name, kind, one line each),
+ * and opening one through the folder module (src/folder/) from its URL, models/<id>/, with the
+ * same checks and messages as the CLI (a file named by its URL). A Hugging Face GPT-2's weights are
+ * fetched as a Blob (which the browser may keep on disk) and read one tensor at a time.
  */
-import { FILES, folderKind, parseJsonText, TARGET_TOKENIZER } from '../../src/folder/index.ts';
-
-/** Which view shows a served model: a translation model, or a GPT (qkv's or Hugging Face GPT-2). */
-export type ModelKind = 'seq2seq' | 'gpt';
+import { FILES, openFolder, readKind, urlSource, type FolderKind, type FolderSource, type OpenedFolder } from '../../src/folder/index.ts';
 import type { BackendChoice } from './backend.ts';
+import { checkPageLimit } from './local-model.ts';
 
-export interface ServedModel {
-  kind: ModelKind;
-  /** The folder's name (from the server's X-Qkv-Model header). */
+/** One served folder, as models.json lists it. kind null: the server could not read it (opening it says why). */
+export interface ServedEntry {
+  id: string;
   name: string;
-  config: unknown;
+  kind: FolderKind | null;
+  description: string;
+  /** The model files the folder has: no other is asked for. */
+  files: string[];
 }
 
-/** What the server serves: a model, none (404), or an error (bad config, network). */
-export type Served = { model: ServedModel | null; error: Error | null };
-
-async function fetchOk(path: string): Promise<Response> {
-  const r = await fetch(path);
-  if (!r.ok) throw Object.assign(new Error(`${path}: HTTP ${r.status}`), { status: r.status });
-  return r;
+/** What the server serves: its folders, or an error (network, a bad list). */
+export interface Served {
+  models: ServedEntry[];
+  error: Error | null;
 }
 
-/** model/config.json and the kind it names; model null when no model is served. */
-export async function fetchServedModel(): Promise<Served> {
+/** models.json; an empty list where the server has none. */
+export async function fetchServedModels(): Promise<Served> {
   try {
-    let res: Response;
-    try {
-      res = await fetchOk('model/config.json');
-    } catch (e) {
-      if ((e as { status?: number }).status === 404) return { model: null, error: null };
-      throw e;
-    }
-    const name = decodeURIComponent(res.headers.get('X-Qkv-Model') ?? 'model');
-    const config = parseJsonText(await res.text(), FILES.config, 'model/config.json');
-    const kind = folderKind(config, 'model/config.json');
-    return { model: { kind: kind === 'hf-gpt2' ? 'gpt' : kind, name, config }, error: null };
+    const r = await fetch('models.json');
+    if (r.status === 404) return { models: [], error: null };
+    if (!r.ok) throw new Error(`models.json: HTTP ${r.status}`);
+    const list = (await r.json()) as unknown;
+    if (!Array.isArray(list)) throw new Error('models.json: expected a list of served folders');
+    return { models: list as ServedEntry[], error: null };
   } catch (e) {
-    return { model: null, error: e as Error };
+    return { models: [], error: e as Error };
   }
+}
+
+/** The view that shows a served folder: Translate for a translation model, Generate for the rest (GPTs, and a folder that fails, whose message Generate shows). */
+export function viewOf(m: ServedEntry): 'translate' | 'generate' {
+  return m.kind === 'seq2seq' ? 'translate' : 'generate';
+}
+
+/** How the switcher names a kind. */
+export const KIND_LABELS: Record<FolderKind, string> = { seq2seq: 'translation', gpt: 'GPT', 'hf-gpt2': 'GPT-2' };
+
+/** Where a served folder's files are. */
+export function servedBase(m: ServedEntry): string {
+  return `models/${encodeURIComponent(m.id)}/`;
+}
+
+/** The folder module's URL source, asking only for the files the server lists (a missing optional file: undefined, no 404). */
+function listedSource(m: ServedEntry): FolderSource {
+  const src = urlSource(servedBase(m));
+  const has = new Set(m.files);
+  return { ...src, read: async (f) => (has.has(f) ? src.read(f) : undefined) };
+}
+
+/** The listed URL source, plus byte ranges of model.safetensors from a Blob fetched once (GPT-2 is read tensor by tensor). */
+function servedSource(m: ServedEntry): FolderSource {
+  const src = listedSource(m);
+  const base = servedBase(m);
+  const has = new Set(m.files);
+  const blobs = new Map<string, Promise<Blob | undefined>>();
+  const blob = (f: string) => {
+    if (!blobs.has(f)) {
+      blobs.set(f, !has.has(f) ? Promise.resolve(undefined) : fetch(`${base}${f}`).then((r) => {
+        if (r.status === 404) return undefined;
+        if (!r.ok) throw new Error(`${base}${f}: HTTP ${r.status}`);
+        return r.blob();
+      }));
+    }
+    return blobs.get(f)!;
+  };
+  return {
+    ...src,
+    range: async (f) => {
+      const b = await blob(f);
+      return b ? { size: b.size, read: async (begin, end) => new Uint8Array(await b.slice(begin, end).arrayBuffer()) } : undefined;
+    },
+  };
+}
+
+/**
+ * A served folder opened through the folder module: weights loaded, eval mode, the folder's own
+ * model alone (its ensemble members are for qkv translate and eval). A Hugging Face GPT-2 too large
+ * for the page is refused before any weight is read.
+ */
+export async function openServed(m: ServedEntry, backend: string, progress: (s: string) => void): Promise<OpenedFolder> {
+  progress(`loading ${m.name}…`);
+  const src = listedSource(m);
+  const { kind, config } = await readKind(src);
+  if (kind === 'hf-gpt2') {
+    checkPageLimit(config, backend, src.name(FILES.config));
+    return openFolder(servedSource(m), { ensemble: false, progress: (done, total) => progress(`reading ${m.name}/${FILES.weights}: ${(done / 1e6).toFixed(1)} / ${(total / 1e6).toFixed(1)} MB`) });
+  }
+  return openFolder(src, { ensemble: false });
 }
 
 /**
@@ -52,73 +108,14 @@ export function namedEnsemble(config: unknown): string[] {
   return Array.isArray(e) ? e.filter((x): x is string => typeof x === 'string') : [];
 }
 
-/** Whether a served config.json describes a translation model with separate source and target vocabularies. */
-function hasTargetTokenizer(config: unknown): boolean {
-  const m = (config as { model?: { tgtVocabSize?: unknown } } | null)?.model;
-  return m !== null && typeof m === 'object' && m.tgtVocabSize !== undefined;
-}
-
-/**
- * The tokenizer (parsed JSON) and the weights (bytes) of the served model, and its target tokenizer
- * when config.json says the vocabularies are separate.
- */
-export async function fetchModelFiles(name: string, progress: (s: string) => void, config?: unknown): Promise<{ tokenizer: unknown; weights: Uint8Array; targetTokenizer?: unknown }> {
-  const json = async (file: string) => parseJsonText(await (await fetchOk(`model/${file}`)).text(), file, `model/${file}`);
-  const tokenizer = await json(FILES.tokenizer);
-  const targetTokenizer = hasTargetTokenizer(config) ? await json(TARGET_TOKENIZER) : undefined;
-  const wres = await fetchOk(`model/${FILES.weights}`);
-  const total = Number(wres.headers.get('Content-Length') ?? 0);
-  const reader = wres.body!.getReader();
-  const chunks: Uint8Array[] = [];
-  let got = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    got += value.length;
-    progress(`loading ${name}: ${(got / 1e6).toFixed(1)}${total ? ` / ${(total / 1e6).toFixed(1)}` : ''} MB`);
-  }
-  const weights = new Uint8Array(got);
-  let off = 0;
-  for (const c of chunks) {
-    weights.set(c, off);
-    off += c.length;
-  }
-  return { tokenizer, weights, ...(targetTokenizer !== undefined && { targetTokenizer }) };
-}
-
 export interface ModelViewDeps {
   setModelStatus(text: string): void;
   backend(): BackendChoice | null;
   /** What the server serves (fetched once by the page). */
   served: Served;
+  /** A view's served model changed (the switcher follows). */
+  onModel?(id: string): void;
 }
 
-/**
- * The served model's info line while it loads, and the messages when there is none or it fails.
- * Returns the loaded model, or null (the message is shown).
- */
-export async function loadServed<T>(info: HTMLElement, deps: ModelViewDeps, load: (tokenizer: unknown, weights: Uint8Array, targetTokenizer?: unknown) => T): Promise<{ loaded: T; name: string } | null> {
-  const fail = (message: string) => {
-    info.textContent = `Could not load the model: ${message}`;
-    info.classList.add('error');
-    deps.setModelStatus('model failed to load');
-    return null;
-  };
-  const { model: served, error } = deps.served;
-  if (error) return fail(error.message);
-  if (!served) {
-    info.textContent = 'No model is being served. Start the explorer with a model folder: qkv explore --model DIR (a folder with config.json, tokenizer.json, model.safetensors, e.g. from qkv train or qkv train-lm). The other views work without one.';
-    info.classList.add('warning');
-    deps.setModelStatus('no model');
-    return null;
-  }
-  try {
-    const files = await fetchModelFiles(served.name, (s) => {
-      info.textContent = s;
-    }, served.config);
-    return { loaded: load(files.tokenizer, files.weights, files.targetTokenizer), name: served.name };
-  } catch (e) {
-    return fail((e as Error).message);
-  }
-}
+/** The message of a view when no folder of its kind is served. */
+export const NO_MODEL = 'No model is being served. Start the explorer with a model folder: qkv explore --model DIR (a folder with config.json, tokenizer.json, model.safetensors, e.g. from qkv train or qkv train-lm; repeat --model to serve several). The other views work without one.';

@@ -8,10 +8,10 @@ import { download, downloadFigureHtml, downloadPng, downloadSvg, figures, onFigu
 const MODEL_VIEWS = { translate: 'Translate', generate: 'Generate' } as const;
 const VIEWS: readonly (readonly [string, string])[] = [['positional', 'Positional encoding'], ['steps', 'Step by step']];
 
-/** modelView: the model view the page shows (Translate for a translation model, Generate for a GPT). */
-export function initExport(root: HTMLElement, modelView: keyof typeof MODEL_VIEWS = 'translate'): void {
+/** modelViews: the model views the page shows (Translate where a translation model is served, Generate for GPTs). */
+export function initExport(root: HTMLElement, modelViews: readonly (keyof typeof MODEL_VIEWS)[] = ['translate']): void {
   const list = h('table', { class: 'export-list', id: 'export-list' });
-  const views = h('div', { class: 'row' }, ...[[modelView, MODEL_VIEWS[modelView]] as const, ...VIEWS].map(([id, title]) => {
+  const views = h('div', { class: 'row' }, ...[...modelViews.map((v) => [v, MODEL_VIEWS[v]] as const), ...VIEWS].map(([id, title]) => {
     const b = h('button', { type: 'button', 'data-export-view': id, text: `${title} view as HTML` });
     b.addEventListener('click', () => download(`qkv-${id}.html`, new Blob([viewAsHtml(byId(`view-${id}`), title)], { type: 'text/html' })));
     return b;

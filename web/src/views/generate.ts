@@ -1,26 +1,31 @@
 /**
- * Generate view, for a GPT (a language model from `qkv train-lm`, the one `qkv explore` serves, or
- * a folder opened in the page: a Hugging Face GPT-2 download or a qkv one): type a prompt, get its
+ * Generate view, for a GPT (a language model from `qkv train-lm` or a Hugging Face GPT-2: the one
+ * chosen in the model switcher among those `qkv explore` serves, opened at once, or a folder opened
+ * in the page with the picker): type a prompt, get its
  * continuation (greedy, or sampled with a temperature and a seed, run in the browser by qkv), then
  * look at the causal self-attention of every layer and head over the prompt and the generated
  * tokens: each position attends only to itself and the tokens before it, so the upper triangle of
  * every map is empty (grey). Below: the next-token distribution after the prompt (live as the
  * sampling settings change) and the neuron view of one head.
  */
-import { generateWithAttention, gptMaps, loadGptFromFiles, type GptAttention, type LoadedGpt } from '../../../src/viz/gpt-attention.ts';
+import { generateWithAttention, gptMaps, type GptAttention, type LoadedGpt } from '../../../src/viz/gpt-attention.ts';
 import { ByteLevelBpeTokenizer } from '../../../src/text/bytelevel.ts';
 import { CharTokenizer } from '../../../src/text/chars.ts';
 import { field, h, nextFrame, onSubmit, select } from '../dom.ts';
-import { isHfConfig } from '../../../src/models/hf/gpt2.ts';
-import { loadLocalModel, loadServedHf } from '../local-model.ts';
-import { loadServed, type ModelViewDeps } from '../model.ts';
+import { loadLocalModel } from '../local-model.ts';
+import { NO_MODEL, openServed, type ModelViewDeps, type ServedEntry } from '../model.ts';
 import { attentionPanel } from './attention-panel.ts';
 import { nextTokenPanel } from './next-token.ts';
 import { neuronPanel } from './neuron.ts';
 
-export async function initGenerate(root: HTMLElement, deps: ModelViewDeps): Promise<void> {
+export interface GenerateView {
+  /** Open this served GPT (null: none is served) and use it from now on. */
+  use(entry: ServedEntry | null): Promise<void>;
+}
+
+export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateView {
   // The served model's line is #model-info, unless a translation model is served (the Translate view owns #model-info).
-  const ownsInfo = deps.served.model?.kind !== 'seq2seq';
+  const ownsInfo = !deps.served.models.some((m) => m.kind === 'seq2seq');
   const infoId = ownsInfo ? 'model-info' : 'generate-info';
   const info = h('p', { class: 'model-info', id: infoId, 'data-testid': infoId, text: ownsInfo ? 'Loading the model…' : '' });
   const prompt = h('input', { id: 'prompt', 'data-testid': 'prompt', type: 'text', size: 48, value: 'A man in a blue shirt', autocomplete: 'off', spellcheck: false });
@@ -75,6 +80,8 @@ export async function initGenerate(root: HTMLElement, deps: ModelViewDeps): Prom
   );
 
   let lm: LoadedGpt | null = null;
+  /** Counts model loads: a load that finishes after a newer one started is dropped. */
+  let opening = 0;
 
   const syncDecoding = () => {
     temperature.disabled = decoding.value !== 'sample';
@@ -115,7 +122,10 @@ export async function initGenerate(root: HTMLElement, deps: ModelViewDeps): Prom
       const r = await loadLocalModel(files, deps.backend()?.name ?? 'js', (s) => {
         folderStatus.textContent = s;
       });
+      opening++; // a served model still loading does not replace it
       setModel(r.lm, r.name, `${r.source} from a local folder`);
+      delete root.dataset.model;
+      deps.onModel?.('');
       folderStatus.textContent = `opened ${r.name}: ${(r.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(1)} s`;
       root.dataset.opened = String(Number(root.dataset.opened ?? 0) + 1);
     } catch (e) {
@@ -182,32 +192,42 @@ export async function initGenerate(root: HTMLElement, deps: ModelViewDeps): Prom
     },
   });
 
-  if (!ownsInfo) {
-    info.textContent = 'The explorer serves a translation model (see Translate). Open a GPT folder above: a Hugging Face GPT-2 download (gpt2, distilgpt2, ...) or a qkv train-lm folder.';
-    info.classList.add('warning');
-    return;
-  }
-  if (deps.served.model && isHfConfig(deps.served.model.config)) {
-    // A Hugging Face GPT-2 (hundreds of MB): read tensor by tensor, never held twice.
-    const name = deps.served.model.name;
-    try {
-      const m = await loadServedHf(deps.served.model.config, name, deps.backend()?.name ?? 'js', (s) => {
-        info.textContent = s;
-      });
-      setModel(m.lm, name, m.source);
-    } catch (e) {
-      info.textContent = `Could not load the model: ${(e as Error).message}`;
+  const use = async (entry: ServedEntry | null): Promise<void> => {
+    const mine = ++opening;
+    info.classList.remove('error', 'warning');
+    const fail = (message: string) => {
+      info.textContent = `Could not load the model: ${message}`;
       info.classList.add('error');
       deps.setModelStatus('model failed to load');
+    };
+    if (deps.served.error) return fail(deps.served.error.message);
+    if (!entry) {
+      if (!ownsInfo) {
+        info.textContent = 'The explorer serves a translation model (see Translate). Open a GPT folder above: a Hugging Face GPT-2 download (gpt2, distilgpt2, ...) or a qkv train-lm folder.';
+        info.classList.add('warning');
+        return;
+      }
+      info.textContent = `${NO_MODEL} Or open a GPT folder above: a Hugging Face GPT-2 download (gpt2, distilgpt2, ...) or a qkv train-lm folder.`;
+      info.classList.add('warning');
+      deps.setModelStatus('no model');
+      return;
     }
-    return;
-  }
-  const r = await loadServed(info, deps, (tok, weights) => loadGptFromFiles(deps.served.model!.config, tok, weights));
-  if (!r) {
-    if (!deps.served.model && !deps.served.error) info.textContent += ' Or open a GPT folder above: a Hugging Face GPT-2 download (gpt2, distilgpt2, ...) or a qkv train-lm folder.';
-    return;
-  }
-  setModel(r.loaded, r.name, 'GPT');
+    info.textContent = `Loading ${entry.name}…`;
+    let opened;
+    try {
+      opened = await openServed(entry, deps.backend()?.name ?? 'js', (s) => {
+        if (mine === opening) info.textContent = s;
+      });
+      if (opened.kind === 'seq2seq') throw new Error(`${entry.name} is a translation model, not a GPT: see Translate`);
+    } catch (e) {
+      if (mine === opening) fail((e as Error).message);
+      return;
+    }
+    if (mine !== opening) return; // another model was chosen meanwhile
+    setModel({ model: opened.model, tokenizer: opened.tokenizer, separatorId: opened.separatorId }, entry.name, opened.kind === 'hf-gpt2' ? 'Hugging Face GPT-2' : 'GPT');
+    root.dataset.model = entry.id;
+  };
+  return { use };
 }
 
 /** The files of a drop: a dropped folder is walked (its own files), loose files are taken as they are. */

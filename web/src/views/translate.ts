@@ -1,15 +1,16 @@
 /**
- * Translate view: type English, get German (greedy or beam search, run in the browser by qkv),
+ * Translate view: type English, get its translation from the served translation model chosen in
+ * the model switcher (EN→DE, EN→FR, ...; greedy or beam search, run in the browser by qkv),
  * then look at every attention map: encoder self-attention, decoder masked self-attention and
  * cross-attention, per layer and head (heatmap with tokens on both axes, values on hover), the
  * head view (lines weighted by attention) and the model view (all layers × heads).
  */
-import { KIND_NAMES, loadModelFromFiles, translateWithAttention, type AttentionKind, type TranslationAttention } from '../../../src/viz/attention-data.ts';
+import { KIND_NAMES, translateWithAttention, type AttentionKind, type TranslationAttention } from '../../../src/viz/attention-data.ts';
 import { translationMaps } from '../../../src/viz/translation.ts';
 import type { Seq2Seq } from '../../../src/models/seq2seq.ts';
 import type { BpeTokenizer } from '../../../src/text/bpe.ts';
 import { field, h, onSubmit, select } from '../dom.ts';
-import { loadServed, namedEnsemble, type ModelViewDeps } from '../model.ts';
+import { namedEnsemble, NO_MODEL, openServed, type ModelViewDeps, type ServedEntry } from '../model.ts';
 import { attentionPanel } from './attention-panel.ts';
 
 interface Loaded {
@@ -20,7 +21,21 @@ interface Loaded {
   name: string;
 }
 
-export async function initTranslate(root: HTMLElement, deps: ModelViewDeps): Promise<void> {
+/** The target language's name from config.json's training.direction ('en-fr' → 'French'). */
+const LANGUAGES: Record<string, string> = { de: 'German', fr: 'French', en: 'English', cs: 'Czech' };
+
+function targetLanguage(config: unknown): string {
+  const d = (config as { training?: { direction?: unknown } } | null)?.training?.direction;
+  const tgt = typeof d === 'string' ? d.split('-')[1] : undefined;
+  return (tgt && LANGUAGES[tgt]) ?? 'Translation';
+}
+
+export interface TranslateView {
+  /** Open this served translation model (null: none is served) and use it from now on. */
+  use(entry: ServedEntry | null): Promise<void>;
+}
+
+export function initTranslate(root: HTMLElement, deps: ModelViewDeps): TranslateView {
   const info = h('p', { class: 'model-info', id: 'model-info', 'data-testid': 'model-info', text: 'Loading the model…' });
   const src = h('input', { id: 'src', 'data-testid': 'src', type: 'text', size: 64, value: 'Two young men are playing soccer in a park.', autocomplete: 'off', spellcheck: false });
   const decoding = select('decoding', [['greedy', 'greedy'], ['beam', 'beam search']], 'greedy');
@@ -31,12 +46,13 @@ export async function initTranslate(root: HTMLElement, deps: ModelViewDeps): Pro
   const timing = h('small', { id: 'timing', class: 'muted' });
   const err = h('p', { class: 'error', id: 'translate-error', hidden: true });
   const tokens = h('div', { id: 'tokens', class: 'tokens' });
+  const outLabel = h('span', { class: 'label', text: 'Translation: ' });
 
   const kind = select('kind', (Object.keys(KIND_NAMES) as AttentionKind[]).map((k) => [k, KIND_NAMES[k]] as const), 'cross');
   const panel = attentionPanel('Translate', [field('Attention', kind)]);
 
   root.append(
-    h('div', { class: 'panel' }, info, form, h('p', { class: 'result' }, h('span', { class: 'label', text: 'German: ' }), out, ' ', timing), err, tokens),
+    h('div', { class: 'panel' }, info, form, h('p', { class: 'result' }, outLabel, out, ' ', timing), err, tokens),
     ...panel.elements,
   );
 
@@ -91,18 +107,56 @@ export async function initTranslate(root: HTMLElement, deps: ModelViewDeps): Pro
     },
   });
 
-  const r = await loadServed(info, deps, (tok, weights, targetTok) => {
-    const m = loadModelFromFiles(deps.served.model!.config, tok, weights, targetTok);
-    return { model: m.model, tokenizer: m.tokenizer, targetTokenizer: m.targetTokenizer };
-  });
-  if (!r) return;
-  loaded = { ...r.loaded, name: r.name };
-  const c = loaded.model.config;
-  info.textContent = `Model ${loaded.name}: dModel ${c.dModel}, ${c.numEncoderLayers} encoder + ${c.numDecoderLayers} decoder layers, ${c.nhead} heads, ${loaded.targetTokenizer === loaded.tokenizer ? `vocabulary ${loaded.tokenizer.vocabSize}` : `vocabularies ${loaded.tokenizer.vocabSize} (source) and ${loaded.targetTokenizer.vocabSize} (target)`}, ${loaded.model.numParameters().toLocaleString('en')} parameters.`;
-  const members = namedEnsemble(deps.served.model!.config);
-  if (members.length > 0) {
-    info.textContent += ` Its folder names an ensemble (${members.join(', ')}) that qkv translate and qkv eval decode with as well; this page runs and shows this model alone, so its translations can differ from theirs.`;
+  let opening = 0;
+  const use = async (entry: ServedEntry | null): Promise<void> => {
+    const mine = ++opening;
+    loaded = null;
+    go.disabled = true;
+    info.classList.remove('error', 'warning');
+    if (deps.served.error) return fail(deps.served.error.message);
+    if (!entry) {
+      info.textContent = NO_MODEL;
+      info.classList.add('warning');
+      deps.setModelStatus('no model');
+      return;
+    }
+    info.textContent = `Loading ${entry.name}…`;
+    deps.setModelStatus(`loading ${entry.name}…`);
+    let opened;
+    try {
+      opened = await openServed(entry, deps.backend()?.name ?? 'js', (s) => {
+        if (mine === opening) info.textContent = s;
+      });
+      if (opened.kind !== 'seq2seq') throw new Error(`${entry.name} is a ${opened.kind === 'gpt' ? 'GPT' : 'GPT-2'}, not a translation model: see Generate`);
+    } catch (e) {
+      if (mine === opening) fail((e as Error).message);
+      return;
+    }
+    if (mine !== opening) return; // another model was chosen meanwhile
+    loaded = { model: opened.model, tokenizer: opened.tokenizer, targetTokenizer: opened.targetTokenizer, name: entry.name };
+    const c = loaded.model.config;
+    info.textContent = `Model ${loaded.name}: dModel ${c.dModel}, ${c.numEncoderLayers} encoder + ${c.numDecoderLayers} decoder layers, ${c.nhead} heads, ${loaded.targetTokenizer === loaded.tokenizer ? `vocabulary ${loaded.tokenizer.vocabSize}` : `vocabularies ${loaded.tokenizer.vocabSize} (source) and ${loaded.targetTokenizer.vocabSize} (target)`}, ${loaded.model.numParameters().toLocaleString('en')} parameters.`;
+    const members = namedEnsemble(opened.config);
+    if (members.length > 0) {
+      info.textContent += ` Its folder names an ensemble (${members.join(', ')}) that qkv translate and qkv eval decode with as well; this page runs and shows this model alone, so its translations can differ from theirs.`;
+    }
+    outLabel.textContent = `${targetLanguage(opened.config)}: `;
+    // The last translation was another model's: cleared.
+    current = null;
+    out.textContent = '';
+    timing.textContent = '';
+    tokens.replaceChildren();
+    panel.show(null);
+    deps.setModelStatus(`model: ${loaded.name}`);
+    root.dataset.model = entry.id;
+    go.disabled = false;
+  };
+
+  function fail(message: string): void {
+    info.textContent = `Could not load the model: ${message}`;
+    info.classList.add('error');
+    deps.setModelStatus('model failed to load');
   }
-  deps.setModelStatus(`model: ${loaded.name}`);
-  go.disabled = false;
+
+  return { use };
 }
