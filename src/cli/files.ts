@@ -14,6 +14,7 @@ import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
 import { Seq2Seq, type Seq2SeqConfig } from '../models/seq2seq.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import type { Tensor } from '../tensor/tensor.ts';
+import { faultPoint } from '../util/fault.ts';
 
 export class UserError extends Error {}
 
@@ -29,6 +30,7 @@ export function atomicWrite(path: string, data: Uint8Array | string): void {
   } finally {
     closeSync(fd);
   }
+  faultPoint('after-tmp-write', { file: path }); // crash tests: die with the temporary file written, not renamed
   renameSync(tmp, path);
   // The rename itself lives in the folder: flush it too, or a power cut may forget it.
   try {

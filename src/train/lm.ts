@@ -18,6 +18,7 @@ import { memoryScope } from '../tensor/storage.ts';
 import { cosineLr } from '../optim/schedule.ts';
 import { Generator, defaultGenerator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import { faultPoint } from '../util/fault.ts';
 
 // ---- Text as a token stream ------------------------------------------------------------------
 
@@ -196,6 +197,7 @@ export class LmTrainer {
       this.decayed.step();
       this.undecayed.step();
       this.position = { step, rng: defaultGenerator.getState() };
+      faultPoint('step', { step }); // crash tests: QKV_FAULT=step:step=N
       return { step, loss: loss.item(), lr, tokens: y.size };
     });
   }

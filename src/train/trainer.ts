@@ -15,6 +15,7 @@ import { memoryScope } from '../tensor/storage.ts';
 import { noamLr } from '../optim/schedule.ts';
 import { defaultGenerator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import { faultPoint } from '../util/fault.ts';
 
 export interface TrainerOptions {
   /** Padded tokens per batch (B·max length). */
@@ -133,6 +134,7 @@ export class Trainer {
       this.optimizer.lr = lr;
       this.optimizer.step();
       this.position.rng = defaultGenerator.getState();
+      faultPoint('step', { step: this.position.step }); // crash tests: QKV_FAULT=step:step=N
       return { step: this.position.step, epoch: this.position.epoch, loss, lr, targetTokens };
     });
   }
