@@ -1,5 +1,5 @@
 /**
- * External tools some tests need: Debian's Chromium, PyTorch and ONNX under /usr/bin/python3.
+ * External tools some tests need: Debian's Chromium, PyTorch, ONNX and NumPy under /usr/bin/python3.
  *
  * `toolSkip(tool)` returns false when the tool is there, so the test runs. When it is missing:
  * under CI (CI set to anything but empty, 0 or false: CI=true, CI=1, CI=yes all count) or
@@ -11,7 +11,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
-export type Tool = 'chromium' | 'torch' | 'onnx';
+export type Tool = 'chromium' | 'torch' | 'onnx' | 'numpy';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const PYTHON = '/usr/bin/python3';
@@ -20,6 +20,7 @@ const INSTALL: Record<Tool, string> = {
   chromium: 'apt-get install -y chromium',
   torch: 'apt-get install -y python3-torch libopenblas0-pthread',
   onnx: 'apt-get install -y python3-onnx',
+  numpy: 'apt-get install -y python3-numpy',
 };
 
 const cache = new Map<Tool, boolean>();
