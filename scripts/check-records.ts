@@ -29,7 +29,7 @@ const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
 interface Base { id: string; quoted?: string; note?: string }
 type Claim = Base & (
-  | { kind: 'bleu' | 'chrf'; output: string; ref: string; expect: string }
+  | { kind: 'bleu' | 'chrf'; output: string; ref: string; expect: string; lowercase?: boolean }
   | { kind: 'paired'; baseline: string; system: string; ref: string; expect: string }
   | { kind: 'history'; file: string; step: number; averaged?: boolean; field: string; expect: string }
   | { kind: 'ratio'; file: string; row: string; num: string; den: string; expect: string; table?: string }
@@ -80,9 +80,9 @@ const decimals = (s: string) => (s.split('.')[1] ?? '').length;
 function recompute(c: Claim): string {
   switch (c.kind) {
     case 'bleu':
-      return corpusBleu(lines(c.output, 'output'), lines(c.ref, 'references')).toString();
+      return corpusBleu(lines(c.output, 'output'), lines(c.ref, 'references'), { lowercase: c.lowercase ?? false }).toString();
     case 'chrf':
-      return corpusChrf(lines(c.output, 'output'), lines(c.ref, 'references')).toString();
+      return corpusChrf(lines(c.output, 'output'), lines(c.ref, 'references'), { lowercase: c.lowercase ?? false }).toString();
     case 'paired': {
       const refs = lines(c.ref, 'references');
       const t = pairedBootstrap(lines(c.baseline, 'baseline'), lines(c.system, 'system'), refs, { samples: 1000 });
@@ -135,7 +135,7 @@ function what(c: Claim): string {
   switch (c.kind) {
     case 'bleu':
     case 'chrf':
-      return `${c.kind === 'bleu' ? 'BLEU' : 'chrF2'} against ${c.ref}`;
+      return `${c.kind === 'bleu' ? 'BLEU' : 'chrF2'}${c.lowercase ? ' (lowercased)' : ''} against ${c.ref}`;
     case 'paired':
       return `paired bootstrap (1,000 resamples) against ${c.ref}`;
     case 'history':

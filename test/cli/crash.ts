@@ -133,9 +133,9 @@ function savedStep(path: string): number {
 /**
  * Where the n-th kill lands, chosen by a seeded generator from where the run stands (the step of
  * its saved state) and named to the run itself through QKV_FAULT: the process kills itself there,
- * so a machine ten times faster or slower makes exactly the same kills. One kill in five during
- * start-up (a fresh run dies with its first file half-written; a resumed one right after its first
- * step); every third kill mid-write (between the temporary file and the rename of a file the run
+ * so a machine ten times faster or slower makes exactly the same kills. One kill in five, the
+ * first among them, during start-up (a fresh run dies with its first file half-written; a resumed
+ * one right after its first step); every third kill mid-write (between the temporary file and the rename of a file the run
  * writes at a step it has not saved yet); the others right after a step, before anything of it is
  * saved. Each lands within a few checkpoints of the saved state (at most twice an even share of
  * the steps left), so the kills spread over the whole run and every one lands before its end.
@@ -145,7 +145,7 @@ export function planFault(o: Pick<CrashOptions, 'maxSteps' | 'writesAt' | 'start
   const left = o.maxSteps - saved;
   if (left <= 0) throw new Error(`planFault: the saved state is already at step ${saved} of ${o.maxSteps}: give the run more steps`);
   const span = Math.max(1, Math.min(8, Math.floor((2 * left) / (o.kills - n + 1))));
-  if (n % 5 === 4) {
+  if (n % 5 === 0) {
     return fresh ? { spec: `after-tmp-write:file=${pick(o.startFiles)}`, midWrite: true } : { spec: `step:step=${saved + 1}`, midWrite: false };
   }
   const every = o.midWriteEvery ?? 3;
