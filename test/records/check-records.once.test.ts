@@ -26,6 +26,13 @@ test('check-records: every quoted figure recomputes from its committed file', ()
   assert.match(r.out, new RegExp(`check-records: ${claims.length} of ${claims.length} figures recomputed from their files\\n`));
 });
 
+test('docs/evidence.md lists every claim: its table is check-records --table', () => {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/check-records.ts', '--table'], { cwd: root, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const doc = readFileSync(join(root, 'docs', 'evidence.md'), 'utf8');
+  assert.ok(doc.includes(r.stdout), 'docs/evidence.md: regenerate its table with `npx tsx scripts/check-records.ts --table`');
+});
+
 test('check-records fails on a changed figure, a deleted output and a misquoted speed ratio', () => {
   const doc = JSON.parse(readFileSync(claimsFile, 'utf8')) as { claims: Record<string, unknown>[] };
   const byId = (id: string) => ({ ...doc.claims.find((c) => c.id === id)! });
