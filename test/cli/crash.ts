@@ -137,8 +137,9 @@ function savedStep(path: string): number {
  * first among them, during start-up (a fresh run dies with its first file half-written; a resumed
  * one right after its first step); every third kill mid-write (between the temporary file and the rename of a file the run
  * writes at a step it has not saved yet); the others right after a step, before anything of it is
- * saved. Each lands within a few checkpoints of the saved state (at most twice an even share of
- * the steps left), so the kills spread over the whole run and every one lands before its end.
+ * saved. Each lands within a few steps of the saved state (at most 8, and at most twice an even
+ * share of the steps left), so the run moves forward between kills and every kill lands before
+ * its end (the report's `reached` says how far they got).
  */
 export function planFault(o: Pick<CrashOptions, 'maxSteps' | 'writesAt' | 'startFiles' | 'kills' | 'midWriteEvery'>, n: number, saved: number, fresh: boolean, random: () => number): { spec: string; midWrite: boolean } {
   const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)];
