@@ -26,7 +26,7 @@ function files(d: string): string[] {
   return readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(d, e.name)) : [join(d, e.name)]));
 }
 
-test(`torchrun train.py killed ${KILLS} times at seeded points of its run resumes to exactly the uninterrupted run`, { skip: toolSkip('torch') }, async (t) => {
+test(`torchrun train.py killed ${KILLS} times at seeded points of its run resumes to exactly the uninterrupted run`, { skip: toolSkip('torch'), timeout: 900_000 }, async (t) => {
   requireTool('torch');
   const dir = mkdtempSync(join(tmpdir(), 'qkv-torch-crash-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
