@@ -11,16 +11,16 @@
  *   - TensorFlow.js 4 with @tensorflow/tfjs-backend-wasm (SIMD; one thread under Node), on the
  *     GEMMs and the attention layers (it has no Transformer model to train);
  *   - PyTorch from /usr/bin/python3 when it imports torch, with 2 threads and OMP_WAIT_POLICY=PASSIVE.
- * Prints a table and writes it, with the machine's description, to bench/RESULTS.md.
+ * Prints a table and writes it, with the machine's description, to a new file bench/results/DATE-CPU.md
+ * (one file per run, never overwritten).
  *   npm run bench                 everything (~8 minutes on 2 cores)
  *   npm run bench -- --no-peers   qkv only
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { acquireBenchLock } from './lock.ts';
-import { cpuName, torchrunSection } from './results.ts';
+import { cpuName, writeNewResults } from './results.ts';
 import type { GemmParams } from '../src/backend/backend.ts';
 import { gemm as jsGemm } from '../src/backend/js/gemm.ts';
 import { wasmGemm } from '../src/backend/wasm/gemm.ts';
@@ -308,10 +308,8 @@ const table = lines.map((l) => `| ${l.join(' | ')} |`).join('\n');
 const machine = `${cpus().length} × ${cpuName()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, qkv wasm build ${wasmVariant()} with ${numThreads()} GEMM threads, load average at start ${loadStart}, at end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`;
 const minutes = ((performance.now() - started) / 60000).toFixed(1);
 log(`\n${machine}\n${torchNote}\n\n${table}\n\n(${minutes} min)`);
-// bench/torchrun.ts writes its own section; a full run keeps it.
-const resultsPath = new URL('RESULTS.md', import.meta.url);
-const kept = existsSync(resultsPath) ? torchrunSection(readFileSync(resultsPath, 'utf8')) : undefined;
-writeFileSync(resultsPath, `# Benchmark results
+// One file per run, never overwritten (bench/torchrun.ts writes its own).
+const written = writeNewResults(`# Benchmark results
 
 Written by \`npm run bench\` (bench/index.ts) on ${new Date().toISOString().slice(0, 10)}, in ${minutes} minutes.
 
@@ -332,5 +330,5 @@ ${table}
 Decoding with the same search code on two engines: qkv's wasm backend, and ONNX Runtime (onnxruntime-node, CPU) running the model's \`qkv export --format onnx\` graphs (bench/onnx.ts; both checked to give the same tokens first). Greedy makes exactly 20 tokens of one sentence; beam 4 (α 0.6) decodes the first 32 test_2016_flickr sentences as one batch.
 
 ${onnxTable}
-${kept ? `\n${kept}\n` : ''}`);
-log(`wrote bench/RESULTS.md`);
+`);
+log(`wrote bench/${written}`);

@@ -1,8 +1,10 @@
 /**
- * What bench/index.ts and bench/torchrun.ts share in bench/RESULTS.md: the CPU's name as the
- * figures need it, and the markers around bench:torchrun's section, which a full run keeps.
+ * What bench/index.ts and bench/torchrun.ts share: the CPU's name as the figures need it, and
+ * where a run's results go: a new file in bench/results/ named by date and CPU, never one that
+ * exists (issue 40: every quoted speed figure has the file of its own run behind it). The markers
+ * of bench:torchrun's section are kept for reading the older bench/RESULTS.md of git history.
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 
 export const TORCHRUN_BEGIN = '<!-- bench:torchrun begin -->';
@@ -34,5 +36,30 @@ export function cpuName(): string {
     return `${name} (cpu family ${field('cpu family')}, model ${field('model')}, ${simd})`;
   } catch {
     return name;
+  }
+}
+
+/** A file-name part from the CPU's name: "AMD EPYC (cpu family 26, model 2, AVX-512)" → "amd-epyc-family-26-model-2-avx512". */
+export function cpuSlug(name = cpuName()): string {
+  return name.toLowerCase().replace(/\((r|tm)\)/g, '').replace(/,? no avx-512/g, '').replace(/\b(cpu|processor)\b/g, ' ').replace(/avx-512/g, 'avx512')
+    .replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'unknown-cpu';
+}
+
+/**
+ * Write one benchmark run's results to a new file, bench/results/DATE-CPU[-KIND][-N].md (N from 2
+ * when the name is taken: a file is never overwritten, `wx`); returns its path relative to bench/.
+ */
+export function writeNewResults(text: string, kind = ''): string {
+  const dir = new URL('results/', import.meta.url);
+  mkdirSync(dir, { recursive: true });
+  const stem = `${new Date().toISOString().slice(0, 10)}-${cpuSlug()}${kind ? `-${kind}` : ''}`;
+  for (let n = 1; ; n++) {
+    const name = `${stem}${n === 1 ? '' : `-${n}`}.md`;
+    try {
+      writeFileSync(new URL(name, dir), text, { flag: 'wx' });
+      return `results/${name}`;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
   }
 }

@@ -7,7 +7,7 @@
  * torch import are not). With 2 processes a step takes 2 batches, one per process (DDP's data
  * parallelism), so it is tokens per second that compare, not steps. qkv runs on the wasm backend with QKV_THREADS threads (default: every core);
  * torchrun with 1 process uses every core for its OpenMP threads, with 2 processes half each.
- * Writes its table into bench/RESULTS.md between the markers below (the rest of the file is kept).
+ * Writes its table to a new file bench/results/DATE-CPU-torchrun.md (one file per run, never overwritten).
  *   npm run bench:torchrun                        30 steps each
  *   npm run bench:torchrun -- --steps 3 --smoke   the tiny preset on 300 pairs: checks the script works
  */
@@ -27,7 +27,7 @@ import { manualSeed } from '../src/tensor/random.ts';
 import { PRESETS } from '../src/train/presets.ts';
 import { Seq2SeqTrainer } from '../src/train/trainer.ts';
 import { acquireBenchLock } from './lock.ts';
-import { TORCHRUN_BEGIN, TORCHRUN_END, cpuName, withTorchrunSection } from './results.ts';
+import { cpuName, writeNewResults } from './results.ts';
 
 acquireBenchLock();
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -108,12 +108,5 @@ const table = [
   '| --- | --- | --- |',
   ...rows.map((r) => `| ${r.name} | ${r.tps.toFixed(0)} | ${r.losses} |`),
 ].join('\n');
-const path = new URL('RESULTS.md', import.meta.url);
-const old = existsSync(path) ? readFileSync(path, 'utf8') : '';
-const section = `${TORCHRUN_BEGIN}\n${table}\n${TORCHRUN_END}`;
-const next = withTorchrunSection(old, section);
-if (smoke) console.log(`\n${table}\n(smoke run: bench/RESULTS.md not written)`);
-else {
-  writeFileSync(path, next);
-  console.log('wrote bench/RESULTS.md');
-}
+if (smoke) console.log(`\n${table}\n(smoke run: no results file written)`);
+else console.log(`wrote bench/${writeNewResults(`# Benchmark results\n\n${table}\n`, 'torchrun')}`); // one file per run (issue 40)

@@ -14,6 +14,7 @@ import time
 import torch
 
 from . import QkvError
+from . import fault
 
 MAX_HEADER_BYTES = 100_000_000
 
@@ -152,6 +153,7 @@ def atomic_write(path, data):
             time.sleep(SLOW_WRITES)
         f.flush()
         os.fsync(f.fileno())
+    fault.point('after-tmp-write', file=path)  # crash tests: die with the temporary file written, not renamed
     os.replace(tmp, path)
     fd = os.open(folder, os.O_RDONLY)
     try:

@@ -38,7 +38,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from qkv_torch import QkvError  # noqa: E402
-from qkv_torch import safetensors  # noqa: E402
+from qkv_torch import fault, safetensors  # noqa: E402
 from qkv_torch.data import Generator, epoch_order, make_batch, plan_batches, read_pairs  # noqa: E402
 from qkv_torch.model import Seq2Seq, load_weights, read_config, run_cli  # noqa: E402
 
@@ -462,6 +462,7 @@ def main(argv=None):
         tokens += r['targetTokens']
         steps += 1
         if lead:
+            fault.point('step', step=r['step'])  # crash tests: QKV_FAULT=step:step=N
             run.log(r)
             if r['step'] % a.log_every == 0 or r['step'] == run.max_steps:
                 say(f"step {r['step']}/{run.max_steps}: loss {r['loss']:.4f}, lr {r['lr']:.3e}, epoch {r['epoch']}, "

@@ -5,6 +5,7 @@
  */
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { faultPoint } from '../util/fault.ts';
 
 export function atomicWrite(path: string, data: Uint8Array | string): void {
   mkdirSync(dirname(path), { recursive: true });
@@ -18,6 +19,7 @@ export function atomicWrite(path: string, data: Uint8Array | string): void {
   } finally {
     closeSync(fd);
   }
+  faultPoint('after-tmp-write', { file: path }); // crash tests: die with the temporary file written, not renamed
   renameSync(tmp, path);
   // The rename itself lives in the folder: flush it too, or a power cut may forget it.
   try {

@@ -21,6 +21,7 @@ import { Generator, defaultGenerator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import type { HistoryEntry, Metric } from './loop.ts';
 import type { CommonTrainerOptions } from './options.ts';
+import { faultPoint } from '../util/fault.ts';
 
 // ---- Text as a token stream ------------------------------------------------------------------
 
@@ -181,6 +182,7 @@ export class LmTrainer {
       this.decayed.step();
       this.undecayed.step();
       this.position = { step, rng: defaultGenerator.getState() };
+      faultPoint('step', { step }); // crash tests: QKV_FAULT=step:step=N
       return { step, loss: loss.item(), lr, tokens: y.size };
     });
   }

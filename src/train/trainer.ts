@@ -18,6 +18,7 @@ import { defaultGenerator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import type { HistoryEntry, Metric } from './loop.ts';
 import type { CommonTrainerOptions } from './options.ts';
+import { faultPoint } from '../util/fault.ts';
 
 /**
  * The paper's Adam has β1, β2, ε = 0.9, 0.98, 1e-9 (§5.3), no clipping (clipNorm 0) and no weight
@@ -148,6 +149,7 @@ export class Seq2SeqTrainer {
       this.optimizer.lr = lr;
       this.optimizer.step();
       this.position.rng = defaultGenerator.getState();
+      faultPoint('step', { step: this.position.step }); // crash tests: QKV_FAULT=step:step=N
       return { step: this.position.step, epoch: this.position.epoch, loss, lr, tokens };
     });
   }

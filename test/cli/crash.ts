@@ -1,8 +1,9 @@
 /**
  * A crash harness for the training commands, the way databases test durability: run a training job
- * as a child process, SIGKILL it at seeded random moments (and, every third time, the moment a
- * temporary file of an atomic write appears: mid-write), resume, and repeat; then compare with an
- * uninterrupted run of the same command.
+ * as a child process that SIGKILLs itself at a seeded random point of its own run (QKV_FAULT,
+ * src/util/fault.ts: right after a step, or between an atomic write's temporary file and its
+ * rename: mid-write), resume, and repeat; then compare with an uninterrupted run of the same
+ * command. No timer or polling decides where a kill lands, so a loaded machine makes the same kills.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -28,42 +29,21 @@ export function ensureBuilt(): void {
   if (r.status !== 0) throw new Error(`npm run build failed: ${r.stdout}${r.stderr}`);
 }
 
-/** The line both trainers print just before their first step. */
-const READY = /\d[\d,]* parameters/;
-
 /**
- * Another trainer (e.g. the PyTorch one) can use this harness: its command line, the stderr line it
- * prints when ready to train, and the one it prints at an evaluation.
+ * Run the command to its end (no kill, no fault armed).
  */
-export interface Patterns {
-  command?: string[];
-  ready?: RegExp;
-  evaluation?: RegExp;
-  /** The step a training state file holds (default: a qkv train-state.safetensors). */
-  stateStep?: (path: string) => number;
+export async function runToEnd(args: string[], command: string[] = [process.execPath, ...CLI]): Promise<{ status: number | null; stderr: string; totalMs: number }> {
+  const t0 = performance.now();
+  const child = spawn(command[0], [...command.slice(1), ...args], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env: withoutFault() });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const status = await new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  return { status, stderr, totalMs: performance.now() - t0 };
 }
 
-/** The line both trainers print at an evaluation. */
-const EVAL = /^step \d+: train loss/m;
-
-/**
- * Run the command to its end (no kill). Times, from its start: when it was ready to train, when it
- * printed its first evaluation, and its end.
- */
-export async function runToEnd(args: string[], p: Patterns = {}): Promise<{ status: number | null; stderr: string; startupMs: number; firstEvalMs: number; totalMs: number }> {
-  const { command = [process.execPath, ...CLI], ready = READY, evaluation = EVAL } = p;
-  const t0 = performance.now();
-  const child = spawn(command[0], [...command.slice(1), ...args], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  let startupMs = Number.NaN;
-  let firstEvalMs = Number.NaN;
-  child.stderr.on('data', (c: Buffer) => {
-    stderr += c.toString();
-    if (Number.isNaN(startupMs) && ready.test(stderr)) startupMs = performance.now() - t0;
-    if (Number.isNaN(firstEvalMs) && evaluation.test(stderr)) firstEvalMs = performance.now() - t0;
-  });
-  const status = await new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  return { status, stderr, startupMs, firstEvalMs, totalMs: performance.now() - t0 };
+function withoutFault(): NodeJS.ProcessEnv {
+  const { QKV_FAULT: _, ...env } = process.env;
+  return env;
 }
 
 /** Every file under dir (relative paths), sorted. */
@@ -101,6 +81,8 @@ export function checkLoadable(dir: string): void {
 
 export interface CrashReport {
   kills: number;
+  /** Kills aimed between an atomic write's temporary file and its rename (src/util/fault.ts). */
+  plannedMidWrite: number;
   /** Kills that left a temporary file on disk: the process died in the middle of a write. */
   midWrite: number;
   /** Kills before the first checkpoint existed (the next run started afresh). */
@@ -109,23 +91,35 @@ export interface CrashReport {
   runs: number;
   /** The step of the training state the last run resumed from: how far the kills reached. */
   reached: number;
+  /** Each kill's QKV_FAULT, in order. */
+  faults: string[];
+  /** The stderr of the run that finished. */
+  finalStderr: string;
 }
 
-export interface CrashOptions extends Patterns {
+export interface CrashOptions {
+  /** The command (default: the built qkv CLI); it must load src/util/fault.ts (QKV_FAULT). */
+  command?: string[];
+  /** The step a training state file holds (default: a qkv train-state.safetensors). */
+  stateStep?: (path: string) => number;
   out: string;
   /** The training-state file whose presence means "pass --resume". */
   stateFile: string;
   args: (resume: boolean) => string[];
   kills: number;
   seed: number;
-  /** How long the uninterrupted run took to be ready to train, to print its first evaluation, and in all. */
-  startupMs: number;
-  firstEvalMs: number;
-  totalMs: number;
-  /** The run's --max-steps, --save-every and --eval-every. */
+  /** The run's --max-steps. */
   maxSteps: number;
-  saveEvery: number;
-  evalEvery: number;
+  /** The files (paths under `out`) certainly written atomically after optimiser step `step`. */
+  writesAt: (step: number) => string[];
+  /** The files a fresh run writes before its first step. */
+  startFiles: string[];
+  /** Extra environment for the command. */
+  env?: NodeJS.ProcessEnv;
+  /** Add `:group=1` to each fault: the process kills its whole process group (a launcher and its ranks). */
+  group?: boolean;
+  /** Every how many kills one is mid-write (default 3). */
+  midWriteEvery?: number;
 }
 
 /** The step a training state holds (0 when there is none). */
@@ -137,100 +131,75 @@ function savedStep(path: string): number {
 }
 
 /**
- * Kill the command `kills` times at seeded random moments, resuming after each (with --resume once
- * a training state exists, as a user's restart script would), then let it finish. Every third
- * kill waits for a temporary file of an atomic write to appear and kills then, mid-write. After
- * each kill every file in `out` must load.
+ * Where the n-th kill lands, chosen by a seeded generator from where the run stands (the step of
+ * its saved state) and named to the run itself through QKV_FAULT: the process kills itself there,
+ * so a machine ten times faster or slower makes exactly the same kills. One kill in five, the
+ * first among them, during start-up (a fresh run dies with its first file half-written; a resumed
+ * one right after its first step); every third kill mid-write (between the temporary file and the rename of a file the run
+ * writes at a step it has not saved yet); the others right after a step, before anything of it is
+ * saved. Each lands within a few steps of the saved state (at most 8, and at most twice an even
+ * share of the steps left), so the run moves forward between kills and every kill lands before
+ * its end (the report's `reached` says how far they got).
+ */
+export function planFault(o: Pick<CrashOptions, 'maxSteps' | 'writesAt' | 'startFiles' | 'kills' | 'midWriteEvery'>, n: number, saved: number, fresh: boolean, random: () => number): { spec: string; midWrite: boolean } {
+  const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)];
+  const left = o.maxSteps - saved;
+  if (left <= 0) throw new Error(`planFault: the saved state is already at step ${saved} of ${o.maxSteps}: give the run more steps`);
+  const span = Math.max(1, Math.min(8, Math.floor((2 * left) / (o.kills - n + 1))));
+  if (n % 5 === 0) {
+    return fresh ? { spec: `after-tmp-write:file=${pick(o.startFiles)}`, midWrite: true } : { spec: `step:step=${saved + 1}`, midWrite: false };
+  }
+  const every = o.midWriteEvery ?? 3;
+  if (n % every === every - 1) {
+    // The first steps after the saved state at which the run writes something, a random one of them.
+    const candidates: number[] = [];
+    for (let s = saved + 1; s <= o.maxSteps && candidates.length < 3; s++) if (o.writesAt(s).length > 0) candidates.push(s);
+    if (candidates.length === 0) throw new Error(`planFault: no write after step ${saved}`);
+    const step = pick(candidates.slice(0, Math.max(1, Math.min(candidates.length, span))));
+    return { spec: `after-tmp-write:step=${step}:file=${pick(o.writesAt(step))}`, midWrite: true };
+  }
+  return { spec: `step:step=${saved + 1 + Math.floor(random() * Math.min(span, left))}`, midWrite: false };
+}
+
+/**
+ * Kill the command `kills` times at the points planFault chooses, resuming after each (with
+ * --resume once a training state exists, as a user's restart script would), then let it finish.
+ * Every run must die by its own SIGKILL (a run that ends otherwise fails the test), every
+ * mid-write kill must leave its temporary file, and after each kill every file in `out` must load.
  */
 export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
   const random = seeded(o.seed);
-  const { command = [process.execPath, ...CLI], ready: readyLine = READY, stateStep = savedStep } = o;
-  const report: CrashReport = { kills: 0, midWrite: 0, beforeFirstState: 0, runs: 0, reached: 0 };
+  const { command = [process.execPath, ...CLI], stateStep = savedStep } = o;
+  const report: CrashReport = { kills: 0, plannedMidWrite: 0, midWrite: 0, beforeFirstState: 0, runs: 0, reached: 0, faults: [], finalStderr: '' };
   for (;;) {
-    const resume = existsSync(join(o.out, o.stateFile));
-    const child = spawn(command[0], [...command.slice(1), ...o.args(resume)], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
+    const statePath = join(o.out, o.stateFile);
+    const resume = existsSync(statePath);
+    const saved = resume ? stateStep(statePath) : 0;
+    const last = report.kills === o.kills;
+    const fault = last ? null : planFault(o, report.kills, saved, !resume, random);
+    const env = { ...withoutFault(), ...o.env, ...(fault ? { QKV_FAULT: fault.spec + (o.group ? ':group=1' : '') } : {}) };
+    const child = spawn(command[0], [...command.slice(1), ...o.args(resume)], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env, detached: o.group });
     report.runs++;
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
-    if (report.kills === o.kills) {
-      report.reached = existsSync(join(o.out, o.stateFile)) ? stateStep(join(o.out, o.stateFile)) : 0;
-      const r = await exited;
+    const r = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
+    if (fault === null) {
+      report.reached = saved;
+      report.finalStderr = stderr;
       if (r.code !== 0) throw new Error(`the final run failed (${r.code}): ${stderr}`);
       return report;
     }
-    const kill = () => child.kill('SIGKILL');
-    // One kill in five during start-up; the others once training runs, after a random time of up to
-    // four checkpoints' worth of steps (fewer as the end nears, so that every kill is made before
-    // the run can finish); every third of those mid-write: at the k-th temporary file of an atomic
-    // write that appears (k from 1 to 4: a checkpoint, the history, the weights, the state). The
-    // times are only a guide: each kind of kill also has a bound counted in the run's own output.
-    const n = report.kills;
-    const duringStartup = n % 5 === 4;
-    const onWrite = !duringStartup && n % 3 === 2;
-    // Time per step after the first evaluation, and the warm-up before the first step (threads,
-    // first-call costs) that a resumed run pays again.
-    const stepMs = (o.totalMs - o.firstEvalMs) / (o.maxSteps - o.evalEvery);
-    const warmMs = Math.max(0, o.firstEvalMs - o.startupMs - o.evalEvery * stepMs);
-    const saved = existsSync(join(o.out, o.stateFile)) ? stateStep(join(o.out, o.stateFile)) : 0;
-    const left = o.maxSteps - saved;
-    // Before the first state, room to reach it; then up to three times an even share of what is
-    // left (a killed run loses the steps since its last state), never more than half of it.
-    const spanSteps = saved === 0 ? 3 * o.saveEvery : Math.min(4 * o.saveEvery, (3 * left) / (o.kills - n + 1), left / 2);
-    const nthWrite = 1 + Math.floor(random() * 4);
-    // The timings come from the uninterrupted run, which may have shared the CPU with other tests:
-    // a run that goes faster must still die before the end. So also kill at the first evaluation
-    // printed at or past capStep, an evaluation some way beyond the random moment and at most the
-    // one before the last (speed-independent: it counts steps, not milliseconds). A run resumed
-    // past that one is killed when it is ready to train.
-    const lastEval = o.maxSteps - o.evalEvery;
-    const capStep = Math.min(lastEval, Math.ceil((saved + spanSteps) / o.evalEvery) * o.evalEvery + o.evalEvery);
-    const evalSteps = /^step (\d+): train loss/gm;
-    let timer: NodeJS.Timeout | undefined;
-    let poll: NodeJS.Timeout | undefined;
-    if (duringStartup) {
-      // At a random moment of the start-up, or when it is over, whichever comes first.
-      timer = setTimeout(kill, random() * o.startupMs);
-      child.stderr.on('data', () => {
-        if (readyLine.test(stderr)) kill();
-      });
-    } else {
-      let ready = false;
-      const delay = random() * (warmMs + spanSteps * stepMs);
-      child.stderr.on('data', () => {
-        if (ready) {
-          for (const m of stderr.matchAll(evalSteps)) if (Number(m[1]) >= capStep) kill();
-          return;
-        }
-        if (!readyLine.test(stderr)) return;
-        ready = true;
-        // No evaluation is left before the end: die before the first step.
-        if (saved >= lastEval) return kill();
-        // A mid-write kill waits for its write however slow the machine (the evaluation cap bounds it).
-        if (!onWrite) timer = setTimeout(kill, delay);
-        else {
-          const seen = new Set<string>();
-          poll = setInterval(() => {
-            try {
-              for (const f of listTree(o.out).filter(isTemp)) seen.add(f);
-              if (seen.size >= nthWrite) kill();
-            } catch {
-              // a file went away while listing
-            }
-          }, 1);
-        }
-      });
-    }
-    const r = await exited;
-    clearTimeout(timer);
-    if (poll) clearInterval(poll);
+    // Under a launcher (group) the launcher itself is SIGKILLed with its ranks.
     if (r.signal !== 'SIGKILL') {
-      throw new Error(`run ${report.runs} ended (${r.code}) after ${report.kills} of ${o.kills} kills: ${r.code === 0 ? 'give it more steps' : stderr}`);
+      throw new Error(`run ${report.runs} (QKV_FAULT=${fault.spec}, resumed from step ${saved}) ended (${r.code}) instead of killing itself: ${stderr}`);
     }
     report.kills++;
-    if (!existsSync(join(o.out, o.stateFile))) report.beforeFirstState++;
+    report.faults.push(fault.spec);
+    if (fault.midWrite) report.plannedMidWrite++;
+    if (!existsSync(statePath)) report.beforeFirstState++;
     if (existsSync(o.out)) {
       if (listTree(o.out).some(isTemp)) report.midWrite++;
+      else if (fault.midWrite) throw new Error(`QKV_FAULT=${fault.spec} left no temporary file`);
       checkLoadable(o.out);
     }
   }

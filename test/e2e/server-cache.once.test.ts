@@ -43,6 +43,11 @@ before(async () => {
   writeFileSync(join(modelDir, 'model.safetensors'), weights);
   utimesSync(join(modelDir, 'model.safetensors'), new Date('2026-11-01T10:00:00Z'), new Date('2026-11-01T10:00:00Z'));
   server = await startExploreServer({ webDir: web, modelDir, port: 0 });
+  server.server.on('connection', (sock: Socket) => {
+    const port = sock.remotePort ?? 0;
+    serverSide.set(port, sock);
+    sock.once('close', () => serverSide.delete(port));
+  });
 });
 
 after(() => server.close());
@@ -111,6 +116,22 @@ function openFiles(): number {
   return existsSync('/proc/self/fd') ? readdirSync('/proc/self/fd').length : 0;
 }
 
+/** The server's end of every open connection, by the client's port (kept while open). */
+const serverSide = new Map<number, Socket>();
+
+/** Resolves when the server's end of every connection open now has closed (an event, not a timer). */
+function allClosed(): Promise<void> {
+  return Promise.all([...serverSide.values()].map((s) => (s.closed ? undefined : new Promise((r) => s.once('close', r))))).then(() => undefined);
+}
+
+/**
+ * Resolves once no file-system request of this process is pending: a read stream destroyed when its
+ * client left closes its file asynchronously (fs.close), and this waits for that to finish.
+ */
+async function fsSettled(): Promise<void> {
+  while (process.getActiveResourcesInfo().includes('FSReqCallback')) await new Promise((r) => setImmediate(r));
+}
+
 /** A client that asks for the weights and then stops reading (its socket paused): a slow reader. */
 function stalledClient(): Promise<Socket> {
   return new Promise((resolve, reject) => {
@@ -138,11 +159,13 @@ test('load: 600 concurrent downloads beside slow and vanishing clients; all answ
   const started = performance.now();
   for (let i = 0; i < 3; i++) await round(200);
   const seconds = (performance.now() - started) / 1000;
-  // Clients that hang up mid-download: the server must close the file it was reading.
+  // Clients that hang up mid-download: the server must close the file it was reading. No sleep:
+  // wait until the server has seen every connection close, then until no file close is pending.
   for (const s of slow) s.destroy();
   const gone = await Promise.all(Array.from({ length: 4 }, stalledClient));
   for (const s of gone) s.destroy();
-  await new Promise((r) => setTimeout(r, 300));
+  await allClosed();
+  await fsSettled();
   const fds1 = openFiles();
   const rss1 = process.memoryUsage().rss;
   const grew = (rss1 - rss0) / 2 ** 20;
@@ -150,6 +173,7 @@ test('load: 600 concurrent downloads beside slow and vanishing clients; all answ
   assert.ok(grew < 48, `RSS grew ${grew.toFixed(1)} MiB over 600 requests`);
   const still = await get('/model/model.safetensors');
   assert.deepEqual(still.body, weights, 'still serving after the load');
+  await allClosed();
   const conns = await new Promise<number>((r) => server.server.getConnections((_, n) => r(n)));
   assert.ok(conns <= 1, `${conns} connections left open`);
   process.stderr.write(`# load: 600 requests in ${seconds.toFixed(1)} s with 4 stalled readers; RSS ${(rss0 / 2 ** 20).toFixed(0)} → ${(rss1 / 2 ** 20).toFixed(0)} MiB; open files ${fds0} → ${fds1}\n`);

@@ -1,8 +1,9 @@
 /**
- * External tools some tests need: Debian's Chromium, PyTorch and ONNX under /usr/bin/python3.
+ * External tools some tests need: Debian's Chromium, PyTorch, ONNX and NumPy under /usr/bin/python3.
  *
  * `toolSkip(tool)` returns false when the tool is there, so the test runs. When it is missing:
- * under CI (CI=true) or QKV_REQUIRE_TOOLS=1 it returns false too, and the test's first use of the
+ * under CI (CI set to anything but empty, 0 or false: CI=true, CI=1, CI=yes all count) or
+ * QKV_REQUIRE_TOOLS=1 it returns false too, and the test's first use of the
  * tool fails with `missingToolMessage(tool)`: a missing tool must never let CI pass silently; on a
  * developer's machine it returns the skip reason, which node's runner prints with the test name.
  * Either way the message says what to install.
@@ -10,7 +11,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
-export type Tool = 'chromium' | 'torch' | 'onnx';
+export type Tool = 'chromium' | 'torch' | 'onnx' | 'numpy';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const PYTHON = '/usr/bin/python3';
@@ -19,6 +20,7 @@ const INSTALL: Record<Tool, string> = {
   chromium: 'apt-get install -y chromium',
   torch: 'apt-get install -y python3-torch libopenblas0-pthread',
   onnx: 'apt-get install -y python3-onnx',
+  numpy: 'apt-get install -y python3-numpy',
 };
 
 const cache = new Map<Tool, boolean>();
@@ -43,9 +45,14 @@ export function missingToolMessage(tool: Tool): string {
   return `${what} is not available: install it with \`${INSTALL[tool]}\` (.ci/run does this)`;
 }
 
-/** Tests must fail, not skip, when a tool is missing under CI=true or QKV_REQUIRE_TOOLS=1. */
+/** Whether an environment flag is on: set to anything but empty, 0 or false (any case). */
+export function truthy(value: string | undefined): boolean {
+  return value !== undefined && !/^(|0|false|no|off)$/i.test(value.trim());
+}
+
+/** Tests must fail, not skip, when a tool is missing under any truthy CI or QKV_REQUIRE_TOOLS. */
 export function toolsRequired(): boolean {
-  return process.env.CI === 'true' || process.env.QKV_REQUIRE_TOOLS === '1';
+  return truthy(process.env.CI) || truthy(process.env.QKV_REQUIRE_TOOLS);
 }
 
 /** The `skip` option for node:test: false when the tool is there or required; otherwise the reason. */

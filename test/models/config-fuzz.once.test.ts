@@ -30,6 +30,15 @@ const s = read(seq.dir);
 const g = read(gpt.dir);
 const PAGE_ERROR = /^(config\.json|tokenizer\.json|model\.safetensors|BpeTokenizer\.fromJSON|CharTokenizer\.fromJSON)[: ]/;
 
+/**
+ * The work of a load is bounded by its input, not by a clock: a model the page builds from a
+ * config holds no more floats than its weights file (4 bytes each) carries, so a config that
+ * describes a larger model is refused before anything that size is allocated.
+ */
+function boundedBy(model: { numParameters(): number }, weights: Uint8Array): void {
+  assert.ok(model.numParameters() <= weights.length / 4, `a model of ${model.numParameters()} floats was built from ${weights.length} bytes of weights`);
+}
+
 function parsed(input: unknown): unknown {
   if (typeof input !== 'string') return input;
   try {
@@ -40,17 +49,15 @@ function parsed(input: unknown): unknown {
 }
 
 test(`the page's loader on ${FUZZ_INPUTS} mutated qkv-seq2seq config.json files: a model or a clear error`, () => {
-  const r = fuzz(FUZZ_INPUTS, 303, s.config, (input) => loadModelFromFiles(parsed(input), s.tokenizer, s.weights), PAGE_ERROR);
+  const r = fuzz(FUZZ_INPUTS, 303, s.config, (input) => boundedBy(loadModelFromFiles(parsed(input), s.tokenizer, s.weights).model, s.weights), PAGE_ERROR);
   assert.ok(r.ok > 100 && r.errors > 1000, `${r.ok} loaded, ${r.errors} refused`);
   process.stderr.write(`# ${r.ok} loaded, ${r.errors} refused with a clear error, slowest ${r.slowestMs.toFixed(0)} ms\n`);
-  assert.ok(r.slowestMs < 2000, `slowest input took ${r.slowestMs.toFixed(0)} ms`);
 });
 
 test(`the page's loader on ${FUZZ_INPUTS} mutated qkv-gpt config.json files: a model or a clear error`, () => {
-  const r = fuzz(FUZZ_INPUTS, 404, g.config, (input) => loadGptFromFiles(parsed(input), g.tokenizer, g.weights), PAGE_ERROR);
+  const r = fuzz(FUZZ_INPUTS, 404, g.config, (input) => boundedBy(loadGptFromFiles(parsed(input), g.tokenizer, g.weights).model, g.weights), PAGE_ERROR);
   assert.ok(r.ok > 100 && r.errors > 1000, `${r.ok} loaded, ${r.errors} refused`);
   process.stderr.write(`# ${r.ok} loaded, ${r.errors} refused with a clear error, slowest ${r.slowestMs.toFixed(0)} ms\n`);
-  assert.ok(r.slowestMs < 2000, `slowest input took ${r.slowestMs.toFixed(0)} ms`);
 });
 
 test(`the CLI's loaders on ${CLI_INPUTS} mutated config.json files of each format: a model or one clear line naming the file`, () => {
@@ -59,7 +66,9 @@ test(`the CLI's loaders on ${CLI_INPUTS} mutated config.json files of each forma
     const file = new RegExp(`^${dir.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}(/config\\.json|/tokenizer\\.json)?: `);
     const r = fuzz(CLI_INPUTS, seed, doc, (input) => {
       writeFileSync(path, typeof input === 'string' ? input : JSON.stringify(input));
-      load(dir);
+      const { model } = load(dir);
+      // No weights are read here: the size check (config-check.ts) is the bound.
+      assert.ok(model.numParameters() <= MAX_MODEL_FLOATS, `a model of ${model.numParameters()} floats was built`);
     }, new RegExp(`${file.source}|^model config is not valid JSON: `));
     assert.ok(r.ok > 20 && r.errors > 300, `${r.ok} loaded, ${r.errors} refused`);
   process.stderr.write(`# ${r.ok} loaded, ${r.errors} refused with a clear error, slowest ${r.slowestMs.toFixed(0)} ms\n`);

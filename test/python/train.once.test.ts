@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadModelDir } from '../../src/cli/files.ts';
 import { epochOrder, makeBatch, planBatches, type Pair } from '../../src/data/batching.ts';
-import { PAPER_RECIPE, Trainer, evaluateLoss, type TrainerOptions } from '../../src/train/trainer.ts';
+import { Trainer, evaluateLoss } from '../../src/train/trainer.ts';
 import { readSafetensors, writeSafetensors } from '../../src/io/safetensors.ts';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
 import { Seq2Seq } from '../../src/models/seq2seq.ts';
@@ -35,6 +35,13 @@ function setup(): void {
 }
 
 const train = (out: string, extra: string[] = []) => python(['python/qkv_torch/train.py', '--init-from', fx.run, '--data', fx.trainIds, '--out', out, '--max-steps', '5', ...extra]);
+/** train.py's one-process run of 5 steps with validation, made once by whichever test needs it first (each test runs alone too). */
+let oneRun: ReturnType<typeof train> | undefined;
+function trainOne(): { out: string; r: ReturnType<typeof train> } {
+  const out = join(dir, 'one');
+  oneRun ??= train(out, ['--val', fx.valIds]);
+  return { out, r: oneRun };
+}
 const step5 = (out: string) => readTensors(join(out, 'checkpoints', 'step-0000005.safetensors'));
 
 /** qkv's logits (flattened) for the first training batch with these weights (in a model apart from the trainer's). */
@@ -87,8 +94,7 @@ test('data.py plans qkv\'s batches and epoch orders; qkv data encode (the comman
 test('train.py, one process: the 5 losses and weights of qkv\'s own 5 steps (same initial weights and batches, dropout 0)', { skip }, () => {
   requireTool('torch');
   setup();
-  const out = join(dir, 'one');
-  const r = train(out, ['--val', fx.valIds]);
+  const { out, r } = trainOne();
   assert.equal(r.status, 0, r.stderr);
   const log = readLog(out);
   assert.deepEqual(log.map((e) => e.step), [1, 2, 3, 4, 5]);
@@ -126,8 +132,10 @@ test('torchrun --nproc_per_node 2 (gloo) ends with the weights of one process wi
   assert.deepEqual(la.map((e) => e.targetTokens), lb.map((e) => e.targetTokens));
   la.forEach((e, i) => assert.ok(Math.abs(e.loss - lb[i].loss) <= 1e-6 * e.loss, `step ${i + 1}: ${e.loss} vs ${lb[i].loss}`));
   // The steps differ from one batch per step: 2 batches each, the next two of qkv's order.
-  const one = readLog(join(dir, 'one'));
-  assert.notEqual(lb[0].targetTokens, one[0].targetTokens);
+  const one = trainOne();
+  assert.equal(one.r.status, 0, one.r.stderr);
+  const oneLog = readLog(one.out);
+  assert.notEqual(lb[0].targetTokens, oneLog[0].targetTokens);
   // The folder torchrun wrote opens in qkv; qkv's logits equal PyTorch's.
   const { model } = loadModelDir(ddp);
   const b = makeBatch(fx.trainer.pairs, fx.trainer.batches[1], { padId: fx.tokenizer.padId, bosId: fx.tokenizer.bosId, eosId: fx.tokenizer.eosId });
@@ -142,16 +150,14 @@ test('torchrun --nproc_per_node 2 (gloo) ends with the weights of one process wi
   assert.ok(maxRelDiff(ours.data as Float32Array, theirs.data as Float32Array, 1) < 1e-4);
 });
 
-// qkv's Trainer gains `accum` (batches per step) in the lead's branch; until then this says so and skips.
-const qkvHasAccum = 'accum' in (PAPER_RECIPE as object);
-test('train.py --accum 2 takes qkv\'s accum-2 steps: losses and weights of qkv\'s Trainer with accum 2', { skip: skip || (!qkvHasAccum && 'qkv\'s Trainer has no accum option on this branch') }, () => {
+test('train.py --accum 2 takes qkv\'s accum-2 steps: losses and weights of qkv\'s Trainer with accum 2', { skip }, () => {
   requireTool('torch');
   setup();
   // qkv's Trainer from the run's step-0 weights (a fresh Adam, as at step 0), two batches a step.
   const m = new Seq2Seq(fx.model.config);
   const step0 = readTensors(join(dir, 'qkv-run-step0.safetensors'));
   m.loadStateDict(Object.fromEntries(Object.keys(m.stateDict()).map((k) => [k, step0[`model.${k}`]])));
-  const t = new Trainer(m, fx.trainer.pairs, { padId: fx.tokenizer.padId, bosId: fx.tokenizer.bosId, eosId: fx.tokenizer.eosId }, { ...RECIPE, accum: 2 } as Partial<TrainerOptions>);
+  const t = new Trainer(m, fx.trainer.pairs, { padId: fx.tokenizer.padId, bosId: fx.tokenizer.bosId, eosId: fx.tokenizer.eosId }, { ...RECIPE, accum: 2 });
   const losses = Array.from({ length: 5 }, () => t.step().loss);
   const acc = join(dir, 'accum');
   if (!existsSync(join(acc, 'train-state.safetensors'))) assert.equal(train(acc, ['--accum', '2']).status, 0);

@@ -200,10 +200,11 @@ test('every Multi30K training sentence (EN and DE) round-trips with a joint 8k v
   const all = [...en, ...de];
   const t0 = performance.now();
   const tok = BpeTokenizer.learn(all, { vocabSize: 8000 });
-  const learnMs = performance.now() - t0;
-  t.diagnostic(`learned 8000-token joint EN+DE vocabulary (${tok.merges.length} merges) in ${learnMs.toFixed(0)} ms`);
+  // Timing never decides a test (issue 40): the time is a diagnostic; the work is bounded by the
+  // requested size (8000 tokens, so at most 8000 merges).
+  t.diagnostic(`learned 8000-token joint EN+DE vocabulary (${tok.merges.length} merges) in ${(performance.now() - t0).toFixed(0)} ms`);
   assert.equal(tok.vocabSize, 8000);
-  assert.ok(learnMs < 30_000, `learning took ${learnMs} ms`);
+  assert.ok(tok.merges.length < 8000, `${tok.merges.length} merges for 8000 tokens`);
   let tokens = 0;
   for (const s of all) {
     const ids = tok.encode(s);

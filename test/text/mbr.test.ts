@@ -1,6 +1,7 @@
 /**
  * MBR selection (text/mbr.ts) and its use by the translators (`qkv translate --mbr`): the chosen
- * candidate is the one with the highest mean utility against the others, by hand-computed values.
+ * candidate is the one with the highest mean utility against the others, by values worked by hand
+ * (an integer overlap utility, and sacreBLEU sentence BLEU on a small case).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,6 +29,32 @@ test('mbrSelect: ties go to the earlier candidate (the search\'s order); a lone 
   assert.equal(mbrSelect(['p q', 'q p', 'r'], { utility: overlap }).index, 0);
   assert.equal(mbrSelect(['r', 'p q', 'q p'], { utility: overlap }).index, 1);
   assert.deepEqual(mbrSelect(['only one']), { index: 0, expected: [0] });
+});
+
+// Issue 40: expected utilities written out by hand, not recomputed with sentenceBleu. sacreBLEU's
+// sentence BLEU (smooth 'exp', effective order) on three 4-word candidates (so the brevity penalty
+// is 1): precisions p_n = 100·matches/total, and the k-th n-gram order with no match gets
+// 100 / (2^k · total). BLEU = (p1·p2·p3·p4)^(1/4).
+//   a b c d vs a b c e: 1-grams a b c of 4 (75), 2-grams ab bc of 3 (66.67), 3-gram abc of 2 (50),
+//     4-grams none of 1: 100/(2·1) = 50. (75 · 66.67 · 50 · 50)^(1/4) = 12,500,000^(1/4) = 59.4604.
+//     The same counts either way round (equal lengths), so U(c1, c0) is the same.
+//   a b c d vs a x c d: 1-grams a c d of 4 (75), 2-gram cd of 3 (33.33), 3-grams none of 2:
+//     100/(2·2) = 25, 4-grams none of 1: 100/(4·1) = 25. (75 · 33.33 · 25 · 25)^(1/4) =
+//     1,562,500^(1/4) = 35.3553; the same the other way round.
+//   a b c e vs a x c d: 1-grams a c of 4 (50), 2-grams none of 3: 100/(2·3) = 16.67, 3-grams none
+//     of 2: 100/(4·2) = 12.5, 4-grams none of 1: 100/(8·1) = 12.5. (50 · 16.67 · 12.5 · 12.5)^(1/4) =
+//     130,208.33^(1/4) = 18.9959; the same the other way round.
+// Expected utilities (mean over the other two): c0 (59.46036 + 35.35534) / 2 = 47.4078,
+// c1 (59.46036 + 18.99589) / 2 = 39.2281, c2 (35.35534 + 18.99589) / 2 = 27.1756: c0 wins.
+test('mbrSelect: sentence-BLEU utilities of a small case, worked by hand', () => {
+  const r = mbrSelect(['a b c d', 'a b c e', 'a x c d']);
+  const u01 = 12_500_000 ** 0.25;
+  const u02 = 1_562_500 ** 0.25;
+  const u12 = (50 * (100 / 6) * 12.5 * 12.5) ** 0.25;
+  const want = [(u01 + u02) / 2, (u01 + u12) / 2, (u02 + u12) / 2];
+  r.expected.forEach((e, i) => assert.ok(Math.abs(e - want[i]) < 1e-9, `candidate ${i}: ${e}, by hand ${want[i]}`));
+  assert.deepEqual(r.expected.map((e) => e.toFixed(4)), ['47.4078', '39.2281', '27.1756']);
+  assert.equal(r.index, 0);
 });
 
 test('mbrSelect: the default utility is sacreBLEU sentence BLEU, hypothesis against pseudo-reference', () => {

@@ -16,9 +16,20 @@ export const FUZZ_INPUTS = 4000;
 const bpe = BpeTokenizer.learn(SENTENCES, { vocabSize: 120, minFrequency: 1 });
 const chars = CharTokenizer.learn(SENTENCES);
 
-/** A loaded tokenizer must work: encode and decode a sentence, and decode arbitrary ids (or refuse them clearly). */
-function exercise(t: BpeTokenizer | CharTokenizer, seed: number): void {
-  const ids = t.encode('A dog runs in the park. Ünïcödé ▁ 🙂');
+const SENTENCE = 'A dog runs in the park. Ünïcödé ▁ 🙂';
+
+/**
+ * A loaded tokenizer must work: encode and decode a sentence, and decode arbitrary ids (or refuse
+ * them clearly). Its work is bounded by the size of its input, not by a clock: a tokenizer.json of
+ * n characters holds at most n tokens and merges, and a sentence never encodes to more ids than it
+ * has UTF-8 bytes (a hang or a blow-up would need one of these to grow past its input).
+ */
+function exercise(t: BpeTokenizer | CharTokenizer, input: unknown, seed: number): void {
+  const size = (typeof input === 'string' ? input : JSON.stringify(input)).length;
+  const merges = t instanceof BpeTokenizer ? t.merges.length : 0;
+  assert.ok(t.vocabSize + merges <= size, `a tokenizer.json of ${size} characters loaded ${t.vocabSize} tokens and ${merges} merges`);
+  const ids = t.encode(SENTENCE);
+  assert.ok(ids.length <= Buffer.byteLength(SENTENCE), `${ids.length} ids for a sentence of ${Buffer.byteLength(SENTENCE)} bytes`);
   t.decode(ids);
   decodeArbitrary(t, seed);
 }
@@ -39,18 +50,16 @@ function decodeArbitrary(t: BpeTokenizer | CharTokenizer, seed: number): void {
 
 test(`BpeTokenizer.fromJSON on ${FUZZ_INPUTS} mutated tokenizer.json files: a working tokenizer or a clear error`, () => {
   let seed = 0;
-  const r = fuzz(FUZZ_INPUTS, 101, bpe.toJSON(), (input) => exercise(BpeTokenizer.fromJSON(input), seed++), /^(BpeTokenizer(\.fromJSON)?|BpeTokenizer\.decode): /);
+  const r = fuzz(FUZZ_INPUTS, 101, bpe.toJSON(), (input) => exercise(BpeTokenizer.fromJSON(input), input, seed++), /^(BpeTokenizer(\.fromJSON)?|BpeTokenizer\.decode): /);
   assert.ok(r.ok > 100 && r.errors > 1000, `${r.ok} loaded, ${r.errors} refused`);
   process.stderr.write(`# ${r.ok} loaded, ${r.errors} refused with a clear error, slowest ${r.slowestMs.toFixed(0)} ms\n`);
-  assert.ok(r.slowestMs < 1000, `slowest input took ${r.slowestMs.toFixed(0)} ms`);
 });
 
 test(`CharTokenizer.fromJSON on ${FUZZ_INPUTS} mutated tokenizer.json files: a working tokenizer or a clear error`, () => {
   let seed = 0;
-  const r = fuzz(FUZZ_INPUTS, 202, chars.toJSON(), (input) => exercise(CharTokenizer.fromJSON(input), seed++), /^(CharTokenizer(\.fromJSON)?|CharTokenizer\.decode): /);
+  const r = fuzz(FUZZ_INPUTS, 202, chars.toJSON(), (input) => exercise(CharTokenizer.fromJSON(input), input, seed++), /^(CharTokenizer(\.fromJSON)?|CharTokenizer\.decode): /);
   assert.ok(r.ok > 100 && r.errors > 1000, `${r.ok} loaded, ${r.errors} refused`);
   process.stderr.write(`# ${r.ok} loaded, ${r.errors} refused with a clear error, slowest ${r.slowestMs.toFixed(0)} ms\n`);
-  assert.ok(r.slowestMs < 1000, `slowest input took ${r.slowestMs.toFixed(0)} ms`);
 });
 
 test(`decode on ${FUZZ_INPUTS} arbitrary id sequences (out of range, negative, fractional, NaN): text or a RangeError naming the id`, () => {

@@ -6,27 +6,40 @@ import { formatValue } from '../../src/viz/svg.ts';
 
 const count = (s: string, re: RegExp) => (s.match(re) ?? []).length;
 
-// Seed 003's weights softmax(QKᵀ/√2) for "The cat", drawn with legend off: the whole picture.
-const EXPECTED_2X2 =
-  '<svg xmlns="http://www.w3.org/2000/svg" class="qkv-heatmap" width="102" height="96" viewBox="0 0 102 96" font-family="system-ui, sans-serif" font-size="12" data-rows="2" data-cols="2" role="img">' +
-  '<rect class="background" width="102" height="96" fill="#ffffff"/>' +
-  '<g class="cells">' +
-  '<rect class="cell" data-row="0" data-col="0" x="30" y="8" width="32" height="32" fill="#3686c0"><title>The → The: 0.6698</title></rect>' +
-  '<text class="value" x="46" y="24" font-size="10" text-anchor="middle" dominant-baseline="central" fill="#ffffff" pointer-events="none">0.67</text>' +
-  '<rect class="cell" data-row="0" data-col="1" x="62" y="8" width="32" height="32" fill="#acd0e6"><title>The → cat: 0.3302</title></rect>' +
-  '<text class="value" x="78" y="24" font-size="10" text-anchor="middle" dominant-baseline="central" fill="#1a1a1a" pointer-events="none">0.33</text>' +
-  '<rect class="cell" data-row="1" data-col="0" x="30" y="40" width="32" height="32" fill="#acd0e6"><title>cat → The: 0.3302</title></rect>' +
-  '<text class="value" x="46" y="56" font-size="10" text-anchor="middle" dominant-baseline="central" fill="#1a1a1a" pointer-events="none">0.33</text>' +
-  '<rect class="cell" data-row="1" data-col="1" x="62" y="40" width="32" height="32" fill="#3686c0"><title>cat → cat: 0.6698</title></rect>' +
-  '<text class="value" x="78" y="56" font-size="10" text-anchor="middle" dominant-baseline="central" fill="#ffffff" pointer-events="none">0.67</text>' +
-  '</g>' +
-  '<g class="row-labels" text-anchor="end" dominant-baseline="central"><text class="row-label" x="24" y="24">The</text><text class="row-label" x="24" y="56">cat</text></g>' +
-  '<g class="col-labels" text-anchor="middle"><text class="col-label" x="46" y="90">The</text><text class="col-label" x="78" y="90">cat</text></g>' +
-  '</svg>';
+/** Each cell of an SVG heatmap: its indices, title, fill, and printed value with its colour. */
+function cells(svg: string): { row: number; col: number; title: string; fill: string; text?: string; textFill?: string }[] {
+  const re = /<rect class="cell[^"]*" data-row="(\d+)" data-col="(\d+)"[^>]* fill="(#[0-9a-f]{6})"><title>([^<]*)<\/title><\/rect>(?:<text class="value"[^>]* fill="(#[0-9a-f]{6})"[^>]*>([^<]*)<\/text>)?/g;
+  return [...svg.matchAll(re)].map((m) => ({ row: Number(m[1]), col: Number(m[2]), fill: m[3], title: m[4], textFill: m[5], text: m[6] }));
+}
 
-test('2×2 example: exact SVG', () => {
-  const svg = heatmapSvg({ values: [[0.6698, 0.3302], [0.3302, 0.6698]], rowLabels: ['The', 'cat'], colLabels: ['The', 'cat'], min: 0, max: 1, legend: false });
-  assert.equal(svg, EXPECTED_2X2);
+// Issue 40: each cell's colour and value from the input numbers, worked by hand, not a golden SVG
+// that the code wrote. The scale is ColorBrewer's 9-class Blues (stops copied from colorbrewer2.org:
+// f7fbff deebf7 c6dbef 9ecae1 6baed6 4292c6 2171b5 08519c 08306b), evenly spaced on [min, max] and
+// interpolated per channel in sRGB, rounded to the nearest integer. With t = (v − min) / (max − min),
+// x = 8t, stop i = floor(x), f = x − i:
+//   0.6698 (seed 003's softmax(QKᵀ/√2) weight): x = 5.3584, between 4292c6 (66,146,198) and 2171b5
+//     (33,113,181), f = 0.3584: r = 66 − 33·0.3584 = 54.17 → 36, g = 146 − 33·0.3584 = 134.17 → 86,
+//     b = 198 − 17·0.3584 = 191.91 → c0: #3686c0. WCAG luminance ≈ 0.216 < 0.3: white text.
+//   0.3302: x = 2.6416, between c6dbef (198,219,239) and 9ecae1 (158,202,225), f = 0.6416:
+//     r = 198 − 40·0.6416 = 172.34 → ac, g = 219 − 17·0.6416 = 208.09 → d0, b = 239 − 14·0.6416 =
+//     230.02 → e6: #acd0e6; luminance ≈ 0.61: dark text (#1a1a1a).
+//   0 → the first stop #f7fbff; 1 → the last #08306b (luminance ≈ 0.03: white text);
+//   0.5: x = 4 exactly, the fifth stop #6baed6 (luminance ≈ 0.38: dark text).
+//   With min −1, max 3: v = 1 gives t = 0.5 (#6baed6 again), v = −3 is clamped to t = 0 (#f7fbff).
+test('each cell\'s colour, title and printed value follow from the input numbers (hand-worked Blues)', () => {
+  const svg = heatmapSvg({ values: [[0.6698, 0.3302, 0], [1, 0.5, 0.3302]], rowLabels: ['The', 'cat'], colLabels: ['The', 'cat', 'sat'], min: 0, max: 1, legend: false });
+  assert.deepEqual(cells(svg), [
+    { row: 0, col: 0, title: 'The → The: 0.6698', fill: '#3686c0', text: '0.67', textFill: '#ffffff' },
+    { row: 0, col: 1, title: 'The → cat: 0.3302', fill: '#acd0e6', text: '0.33', textFill: '#1a1a1a' },
+    { row: 0, col: 2, title: 'The → sat: 0.0000', fill: '#f7fbff', text: '0.00', textFill: '#1a1a1a' },
+    { row: 1, col: 0, title: 'cat → The: 1.0000', fill: '#08306b', text: '1.00', textFill: '#ffffff' },
+    { row: 1, col: 1, title: 'cat → cat: 0.5000', fill: '#6baed6', text: '0.50', textFill: '#1a1a1a' },
+    { row: 1, col: 2, title: 'cat → sat: 0.3302', fill: '#acd0e6', text: '0.33', textFill: '#1a1a1a' },
+  ]);
+  const shifted = heatmapSvg({ values: [[1, -3]], min: -1, max: 3, legend: false });
+  assert.deepEqual(cells(shifted).map((c) => c.fill), ['#6baed6', '#f7fbff']);
+  // The cells tile the grid row by row (32 px each by default, the first at x 30, y 8 here).
+  assert.match(svg, /data-row="1" data-col="2" x="94" y="40" width="32" height="32"/);
 });
 
 test('cells = rows × cols, with row/col indices', () => {
