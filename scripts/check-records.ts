@@ -19,7 +19,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bootstrapSummary } from '../src/cli/bleu.ts';
+import { bootstrapSummary } from '../src/cli/commands/bleu.ts';
 import { readLines } from '../src/cli/corpus.ts';
 import { corpusBleu } from '../src/text/bleu.ts';
 import { corpusChrf } from '../src/text/chrf.ts';
