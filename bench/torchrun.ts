@@ -16,7 +16,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { encodeSplit } from '../src/cli/data.ts';
+import { encodeSplit } from '../src/cli/commands/data.ts';
 import { readParallel } from '../src/cli/corpus.ts';
 import { saveModelDir, vocabularyConfig } from '../src/cli/files.ts';
 import { atomicWrite, readSeq2SeqShape, saveWeights } from '../src/folder/node.ts';

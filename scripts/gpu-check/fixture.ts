@@ -9,7 +9,7 @@
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { makeCorpus, makeRun } from '../../test/python/setup.ts';
-import { encodeSplit } from '../../src/cli/data.ts';
+import { encodeSplit } from '../../src/cli/commands/data.ts';
 import { writeSafetensors } from '../../src/io/safetensors.ts';
 
 const dir = resolve(process.argv[2] ?? 'gpu-fx');
