@@ -1,6 +1,6 @@
 /**
- * `qkv attention`: its flags and its handler: translate one sentence in Node and draw its attention as SVG (or an HTML page
- * holding the SVG), without a browser. One head (--layer and --head), one layer's heads (--layer),
+ * `qkv attention`, flags and handler: translate one sentence in Node and draw its attention as SVG
+ * (or an HTML page holding the SVG), without a browser. One head (--layer and --head), one layer's heads (--layer),
  * one head across layers (--head), or every layer × head (neither). Given a language model (a
  * `qkv train-lm` folder), the sentence is a prompt: it is continued (greedy) and the causal
  * self-attention over prompt + continuation is drawn the same way.

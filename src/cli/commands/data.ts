@@ -1,6 +1,6 @@
 /**
- * `qkv data encode`: its flags and its handler: a split's token ids, encoded with a model folder's tokenizer exactly as
- * `qkv train` encodes them, written as flat arrays for other trainers (python/qkv_torch/train.py
+ * `qkv data encode`, flags and handler: a split's token ids, encoded with a model folder's
+ * tokenizer exactly as `qkv train` encodes them, written as flat arrays for other trainers (python/qkv_torch/train.py
  * reads them, so the Python side needs no tokenizer library and sees qkv's ids).
  *
  * The file is safetensors (an 8-byte length, a JSON header, raw little-endian bytes) with four flat

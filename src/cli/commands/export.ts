@@ -1,6 +1,6 @@
 /**
- * `qkv export`: its flags and its handler: a model folder ready to ship — config, tokenizer and weights (fp16 halves them, int8
- * quarters them).
+ * `qkv export`, flags and handler: a model folder ready to ship — config, tokenizer and weights
+ * (fp16 halves them, int8 quarters them).
  * Translation models (format 'qkv-seq2seq', from qkv train) and language models ('qkv-gpt', from
  * qkv train-lm) alike; the training state is left behind.
  */
