@@ -26,15 +26,18 @@ const NAMES = [FILES.config, FILES.tokenizer, FILES.targetTokenizer, FILES.weigh
 const ROOTS = ['src', 'web/src', 'bench', 'scripts'];
 
 const PENDING: Record<string, string> = {
-  'src/cli/train.ts': "--resume/--init-from read config.json by hand (readJson(join(dir, 'config.json'))); weights saved to join(out, 'model.safetensors')",
-  'src/cli/lm.ts': "train-lm writes join(out, 'model.safetensors') with atomicWrite; saveLmDir duplicates folder/node.ts saveLmDir",
-  'src/cli/explore.ts': "findDefaultModel stats join(dir, 'model.safetensors')",
-  'src/server/static.ts': 'MODEL_FILES lists the folder files the explorer serves',
+  'src/cli/train.ts': "--resume reads join(dir, 'config.json') with readJson (use folder/node.ts readJsonIn(dir, FILES.config)); the weights are saved to join(out, 'model.safetensors') three times (saveFolderWeights)",
+  'src/cli/lm.ts': "saveLmDir writes config.json and tokenizer.json itself (folder/node.ts saveLmDir is the same function); train-lm writes join(out, 'model.safetensors') with atomicWrite twice (saveFolderWeights)",
+  'src/cli/explore.ts': "findDefaultModel stats join(dir, 'model.safetensors') (FILES.weights); it imports modelDirKind through the cli/export.ts stub (import it from ./files.ts)",
+  'src/server/static.ts': 'MODEL_FILES and OPTIONAL_MODEL_FILE list the folder files the explorer serves (FILES.config, FILES.tokenizer, FILES.weights, FILES.targetTokenizer)',
 };
+
 const LABELS: Record<string, string> = {
   'src/models/config-check.ts': "checkVocabularies' default file names for its messages",
   'src/models/load-weights.ts': "loadWeights' default config name for its messages",
 };
+// web/src/** (the explorer rework): model.ts fetches 'model/config.json' by name; local-model.ts picks
+// and reads config.json, tokenizer.json and model.safetensors by name (FILES, openFolder/filesSource).
 const pending = (f: string) => Object.hasOwn(PENDING, f) || f.startsWith('web/src/');
 
 function walk(dir: string): string[] {
