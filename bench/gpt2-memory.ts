@@ -12,6 +12,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { findWebDir, startExploreServer } from '../src/cli/explore.ts';
+import { FILES } from '../src/folder/spec.ts';
 
 const dir = process.argv[2];
 if (!dir) throw new Error('usage: npx tsx bench/gpt2-memory.ts DIR [--backend wasm|js]');
@@ -68,7 +69,7 @@ try {
   const seconds = (performance.now() - t0) / 1000;
   const status = serve ? `opened ${await page.getByTestId('model-info').textContent()}` : await page.getByTestId('folder-status').textContent();
   const after = tree(rootPid);
-  const fileMb = statSync(join(dir, 'model.safetensors')).size / 2 ** 20;
+  const fileMb = statSync(join(dir, FILES.weights)).size / 2 ** 20;
   // The renderer is the process whose peak grew the most.
   let best = { pid: 0, grew: -1, rss: 0, hwm: 0, hwm0: 0 };
   for (const [pid, [rss, hwm]] of after) {

@@ -16,10 +16,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { encodeSplit } from '../src/cli/data.ts';
+import { encodeSplit } from '../src/cli/commands/data.ts';
 import { readParallel } from '../src/cli/corpus.ts';
-import { saveModelDir, vocabularyConfig } from '../src/cli/files.ts';
-import { atomicWrite, readSeq2SeqShape, saveWeights } from '../src/folder/node.ts';
+import { vocabularyConfig } from '../src/cli/files.ts';
+import { atomicWrite, readSeq2SeqShape, saveFolderWeights, saveModelDir } from '../src/folder/node.ts';
 import { encodePairs } from '../src/cli/train.ts';
 import { setBackend } from '../src/index.ts';
 import { Seq2Seq } from '../src/models/seq2seq.ts';
@@ -65,7 +65,7 @@ const pairs = encodePairs(tokenizer, text.src.slice(0, n), text.tgt.slice(0, n),
 const trainer = new Seq2SeqTrainer(model, pairs, ids, preset.recipe);
 const run = join(work, 'run');
 saveModelDir(run, model, tokenizer, { preset: presetName, recipe: trainer.options, maxSteps: steps }, targetTokenizer);
-saveWeights(join(run, 'model.safetensors'), model.stateDict());
+saveFolderWeights(run, model);
 atomicWrite(join(run, 'train-state.safetensors'), trainer.saveState());
 const data = join(work, 'train.ids');
 encodeSplit({ model: run, data: corpus, split: 'train', src: 'en', tgt: 'de', out: data, log: () => {} });

@@ -7,7 +7,7 @@
 //        evaluation against the training minutes so far, one row per run)
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { models } from '../dist/index.js';
+import { folder, models } from '../dist/index.js';
 
 const BASE_MODEL = { dModel: 256, nhead: 4, numEncoderLayers: 3, numDecoderLayers: 3, dimFeedforward: 1024, dropout: 0.1, normFirst: false };
 const BASE_RECIPE = { maxTokens: 4096, warmup: 800, lrFactor: 0.5, labelSmoothing: 0.1, accum: 1, weightDecay: 0, clipNorm: 0 };
@@ -32,7 +32,7 @@ const args = process.argv.slice(2);
 const curve = args[0] === '--curve';
 const rows = [];
 for (const dir of curve ? args.slice(1) : args) {
-  const cfgPath = join(dir, 'config.json');
+  const cfgPath = join(dir, folder.FILES.config);
   const histPath = join(dir, 'history.json');
   if (!existsSync(cfgPath) || !existsSync(histPath)) {
     console.error(`${dir}: no config.json/history.json, skipped`);

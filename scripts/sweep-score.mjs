@@ -10,7 +10,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { gunzipSync } from 'node:zlib';
-import { text } from '../dist/index.js';
+import { folder, text } from '../dist/index.js';
 
 const { values: o, positionals: logs } = parseArgs({
   allowPositionals: true,
@@ -26,7 +26,8 @@ if (refs.at(-1) === '') refs.pop();
 const cache = new Map();
 function tokenizer(base) {
   const dir = join(bases, basename(base));
-  const file = existsSync(join(dir, 'target_tokenizer.json')) ? join(dir, 'target_tokenizer.json') : join(dir, 'tokenizer.json');
+  const { tokenizer: own, targetTokenizer: target } = folder.FILES;
+  const file = existsSync(join(dir, target)) ? join(dir, target) : join(dir, own);
   if (!cache.has(file)) cache.set(file, text.BpeTokenizer.fromJSON(JSON.parse(readFileSync(file, 'utf8'))));
   return cache.get(file);
 }

@@ -6,11 +6,13 @@
  *                 models/multi30k-en-de, no weights) with Multi30K's train and val ids.
  *   npx tsx scripts/gpu-check/fixture.ts DIR
  */
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { makeCorpus, makeRun } from '../../test/python/setup.ts';
-import { encodeSplit } from '../../src/cli/data.ts';
+import { encodeSplit } from '../../src/cli/commands/data.ts';
 import { writeSafetensors } from '../../src/io/safetensors.ts';
+import { copyFolderFiles, readJsonIn } from '../../src/folder/node.ts';
+import { FILES, type ModelConfigFile } from '../../src/folder/spec.ts';
 
 const dir = resolve(process.argv[2] ?? 'gpu-fx');
 const tiny = join(dir, 'tiny');
@@ -24,10 +26,10 @@ writeFileSync(join(tiny, 'qkv-step5.safetensors'), writeSafetensors(fx.model.sta
 const m30k = join(dir, 'm30k');
 const run = join(m30k, 'run');
 mkdirSync(run, { recursive: true });
-copyFileSync(join('models/multi30k-en-de', 'tokenizer.json'), join(run, 'tokenizer.json'));
-// The shipped folder's config without its ensemble members (the run is one model): beam 4, α 0.6.
-const config = JSON.parse(readFileSync(join('models/multi30k-en-de', 'config.json'), 'utf8')) as Record<string, unknown>;
-writeFileSync(join(run, 'config.json'), JSON.stringify({ ...config, decoding: { beam: 4, alpha: 0.6 } }, null, 2) + '\n');
+// The shipped folder's config without its ensemble members (the run is one model): beam 4, α 0.6; its tokenizer.
+const shipped = 'models/multi30k-en-de';
+const config = readJsonIn(shipped, FILES.config) as ModelConfigFile;
+copyFolderFiles(shipped, run, { config: { ...config, decoding: { beam: 4, alpha: 0.6 } } });
 const log = (s: string) => console.error(s);
 for (const split of ['train', 'val']) {
   encodeSplit({ model: run, data: 'data/multi30k', split, src: 'en', tgt: 'de', out: join(m30k, `${split}.ids`), log });

@@ -4,7 +4,8 @@
  * report of degraded lines.
  */
 import { degradedSummary, EXIT_DEGRADED, translateIds, type DegradedLine, type TranslateOptions } from './evaluate.ts';
-import { DEFAULT_DECODING, loadEnsemble, loadModelShape, UserError, type Decoding, type LoadedEnsemble, type ModelConfigFile } from './files.ts';
+import { decodingFor as sharedDecodingFor, type DecodingNames } from '../pipelines/translation.ts';
+import { loadEnsemble, loadModelShape, UserError, type Decoding, type LoadedEnsemble, type ModelConfigFile } from './files.ts';
 import { openOnnxSeq2Seq, parseEngine, translateIdsOnnx } from './onnxruntime.ts';
 
 export interface Common {
@@ -29,19 +30,17 @@ function loadModels(o: Common): LoadedEnsemble {
 }
 
 /**
- * Beam, α and MBR: the flags, else the model's own decoding defaults, else the paper's (no MBR).
+ * Beam, α and MBR: the flags, else the model's own decoding defaults, else the paper's (no MBR),
+ * as the translation pipeline chooses them (src/pipelines/translation.ts decodingFor).
  * A folder's MBR applies to beam search only: with --beam 1 (greedy, one hypothesis) it is off;
  * an explicit --mbr with --beam 1 is an error.
  */
 export function decodingFor(o: Common, config: ModelConfigFile): Decoding {
-  const d = config.decoding ?? DEFAULT_DECODING;
-  const beam = o.beam ?? d.beam;
-  if (o.mbr && beam < 2) {
-    throw new UserError(`--mbr chooses among beam search's hypotheses: it needs --beam 2 or more, got --beam ${beam}`);
-  }
-  const mbr = beam > 1 && (o.mbr ?? d.mbr ?? false);
-  return { beam, alpha: o.alpha ?? d.alpha, ...(mbr && { mbr }) };
+  return sharedDecodingFor(o, config, FLAG_NAMES);
 }
+
+/** The pipeline's decodingFor (one implementation), its errors naming the flags. */
+const FLAG_NAMES: DecodingNames = { beam: '--beam', alpha: '--alpha', mbr: '--mbr', prefix: '', error: (m) => new UserError(m) };
 
 /** `beam 8, α 0.6, MBR` for logs. */
 export function describe(dec: Decoding, alpha = dec.alpha): string {

@@ -6,9 +6,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LoadedModel } from '../folder/seq2seq.ts';
 import { atomicWrite, removeStaleTemps } from '../io/atomic.ts';
-import { readEnsemble, readSeq2Seq, readSeq2SeqShape, writeModelConfig, type LoadedEnsemble } from '../folder/node.ts';
-import { FolderError, TARGET_TOKENIZER } from '../folder/spec.ts';
-import type { Seq2Seq, Seq2SeqConfig } from '../models/seq2seq.ts';
+import { folderKindOf, readEnsemble, readSeq2Seq, readSeq2SeqShape, writeModelConfig, type LoadedEnsemble } from '../folder/node.ts';
+import { FILES, FolderError, type FolderKind } from '../folder/spec.ts';
+import type { Seq2SeqConfig } from '../models/seq2seq.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
 
 export class UserError extends Error {}
@@ -20,7 +20,7 @@ export type { Decoding, ModelConfigFile } from '../folder/spec.ts';
 export { DEFAULT_DECODING, TARGET_TOKENIZER } from '../folder/spec.ts';
 export type { LoadedModel } from '../folder/seq2seq.ts';
 export type { LoadedEnsemble, WeightsDType } from '../folder/node.ts';
-export { saveWeights, writeModelConfig } from '../folder/node.ts';
+export { copyFolderFiles, saveFolderWeights, saveModelDir, saveWeights, writeModelConfig } from '../folder/node.ts';
 
 /** A JSON file's contents, or a UserError naming `what` and the path (missing, or not JSON). */
 export function readJson(path: string, what: string): unknown {
@@ -46,13 +46,23 @@ export function asUserError<T>(f: () => T): T {
   }
 }
 
+/** The kind of folder `dir` is (folder/ `folderKindOf`: from its config.json), errors as UserError. */
+export function folderKindOfDir(dir: string): FolderKind {
+  return asUserError(() => folderKindOf(dir));
+}
+
+/** The kind of model in a folder: a translation model, or a language model (qkv GPT or Hugging Face GPT-2). */
+export function modelDirKind(dir: string): 'seq2seq' | 'gpt' {
+  return folderKindOfDir(dir) === 'seq2seq' ? 'seq2seq' : 'gpt';
+}
+
 /** The model (randomly initialised) and tokenizer described by a folder's config.json and tokenizer.json. */
 export function loadModelShape(dir: string): LoadedModel {
   return asUserError(() => readSeq2SeqShape(dir));
 }
 
 /** Load a model folder written by `qkv train` (or by hand: the three files). */
-export function loadModelDir(dir: string, weightsFile = 'model.safetensors'): LoadedModel {
+export function loadModelDir(dir: string, weightsFile: string = FILES.weights): LoadedModel {
   return asUserError(() => readSeq2Seq(dir, weightsFile));
 }
 
@@ -62,15 +72,6 @@ export function loadModelDir(dir: string, weightsFile = 'model.safetensors'): Lo
  */
 export function vocabularyConfig(tokenizer: BpeTokenizer, targetTokenizer: BpeTokenizer = tokenizer): Pick<Seq2SeqConfig, 'vocabSize' | 'padId' | 'tgtVocabSize'> {
   return { vocabSize: tokenizer.vocabSize, padId: tokenizer.padId, ...(targetTokenizer !== tokenizer && { tgtVocabSize: targetTokenizer.vocabSize }) };
-}
-
-/** config.json and tokenizer.json, and target_tokenizer.json when the vocabularies are separate. */
-export function saveModelDir(dir: string, model: Seq2Seq, tokenizer: BpeTokenizer, training?: Record<string, unknown>, targetTokenizer: BpeTokenizer = tokenizer): void {
-  const separate = model.config.tgtVocabSize !== undefined;
-  if (separate === (targetTokenizer === tokenizer)) throw new Error(`saveModelDir: ${separate ? 'a model with separate vocabularies needs its target tokenizer' : 'a shared-vocabulary model takes one tokenizer'}`);
-  writeModelConfig(dir, { format: 'qkv-seq2seq', version: 1, model: model.config, training });
-  atomicWrite(join(dir, 'tokenizer.json'), JSON.stringify(tokenizer.toJSON()));
-  if (separate) atomicWrite(join(dir, TARGET_TOKENIZER), JSON.stringify(targetTokenizer.toJSON()));
 }
 
 /**

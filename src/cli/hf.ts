@@ -5,16 +5,15 @@
  * generate/attention/explore --model DIR` take them as they take a `qkv train-lm` folder.
  */
 import type { LoadedLm } from '../folder/gpt.ts';
-import { readHfGpt2Dir, readJsonIn } from '../folder/node.ts';
-import { isHfConfig } from '../models/hf/gpt2.ts';
+import { folderKindOf, readHfGpt2Dir } from '../folder/node.ts';
 import { asUserError } from './files.ts';
 
-/** Whether dir's config.json is a Hugging Face one (model_type, no qkv format). */
+/** Whether dir is a Hugging Face GPT-2 folder (folder/ `folderKindOf`); false when it cannot be read (its loader names why). */
 export function isHfModelDir(dir: string): boolean {
   try {
-    return isHfConfig(readJsonIn(dir, 'config.json'));
+    return folderKindOf(dir) === 'hf-gpt2';
   } catch {
-    return false; // the usual loader reports the bad JSON
+    return false;
   }
 }
 

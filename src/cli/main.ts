@@ -3,7 +3,8 @@
  * The `qkv` command: the commands of src/cli/commands/, each declaring its own flags, put together.
  * Errors a user can fix (bad flags, missing folders, bad model files) print one line and exit 1,
  * without a stack trace (set QKV_DEBUG=1 to see one). Bad input lines are not errors: translate and
- * eval write one output line per input line, report each degraded line and exit 2.
+ * eval write one output line per input line, report each over-long line (eval also each empty
+ * source line; for translate an empty line is simply an empty line) and exit 2.
  */
 import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { attentionCommand } from './commands/attention.ts';

@@ -4,13 +4,13 @@
  * its destination under a temporary name and renamed into place, so a failed export leaves nothing
  * half-written; an existing non-empty destination is refused unless --force.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { exportGptOnnx, exportSeq2SeqOnnx, MANIFEST, type OnnxExport } from '../io/onnx/export.ts';
 import type { WeightDType } from '../io/onnx/builder.ts';
-import { atomicWrite, loadModelDir, TARGET_TOKENIZER, UserError, writeModelConfig, type ModelConfigFile } from './files.ts';
+import { asUserError, atomicWrite, copyFolderFiles, loadModelDir, UserError, type ModelConfigFile } from './files.ts';
 import { loadLmDir } from './lm.ts';
-import type { ModelKind } from '../viz/attention-data.ts';
+
 
 export interface OnnxExportArgs {
   model: string;
@@ -29,7 +29,7 @@ export function parseOnnxDType(d: string | undefined): WeightDType {
   throw new UserError(`--dtype must be f16 or f32 for --format onnx, got '${d}'`);
 }
 
-export function exportOnnx(a: OnnxExportArgs, kind: ModelKind): void {
+export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt'): void {
   const dtype = parseOnnxDType(a.dtype);
   const out = resolve(a.out);
   if (existsSync(out)) {
@@ -61,9 +61,7 @@ export function exportOnnx(a: OnnxExportArgs, kind: ModelKind): void {
   try {
     for (const [name, bytes] of Object.entries(exp.files)) atomicWrite(join(tmp, name), bytes);
     atomicWrite(join(tmp, MANIFEST), `${JSON.stringify(exp.manifest, null, 2)}\n`);
-    if (ownConfig) writeModelConfig(tmp, ownConfig);
-    else copyFileSync(join(a.model, 'config.json'), join(tmp, 'config.json'));
-    for (const f of ['tokenizer.json', TARGET_TOKENIZER]) if (f !== TARGET_TOKENIZER || existsSync(join(a.model, f))) copyFileSync(join(a.model, f), join(tmp, f));
+    asUserError(() => copyFolderFiles(a.model, tmp, { ...(ownConfig && { config: ownConfig }) }));
     if (existsSync(out)) rmSync(out, { recursive: true });
     renameSync(tmp, out);
   } catch (e) {

@@ -36,20 +36,26 @@ export interface DegradedLine {
 export interface EncodeOptions {
   /** Leave over-long lines untranslated (an empty output line) instead of truncating them. */
   skipLong?: boolean;
+  /**
+   * List empty (or blank) lines in `degraded` (default true: `qkv eval`, where an empty source
+   * line is a hole in the test set). False: an empty line is simply an empty line (`qkv translate`).
+   */
+  reportEmpty?: boolean;
 }
 
 /**
  * Token ids of each line, as batch translators do it (marian-decoder, fairseq-interactive): one
  * output line per input line whatever happens. An empty line gets no ids (its translation is an
  * empty line); a line longer than the model reads is cut to its first maxLen tokens, or with
- * skipLong left untranslated. Each such line is listed in `degraded`.
+ * skipLong left untranslated. Each such line is listed in `degraded`, empty ones unless
+ * `reportEmpty` is false.
  */
 export function encodeLines(model: Models, tok: BpeTokenizer, lines: string[], o: EncodeOptions = {}): { ids: number[][]; degraded: DegradedLine[] } {
   const limit = Math.min(...ensembleMembers(model).map((m) => m.config.maxLen));
   const degraded: DegradedLine[] = [];
   const ids = lines.map((line, i) => {
     if (line.trim() === '') {
-      degraded.push({ line: i + 1, kind: 'empty', message: `line ${i + 1}: empty, left empty` });
+      if (o.reportEmpty ?? true) degraded.push({ line: i + 1, kind: 'empty', message: `line ${i + 1}: empty, left empty` });
       return [];
     }
     const t = tok.encode(line);

@@ -4,19 +4,23 @@
  * write goes to a temporary file in the same folder, is flushed, then renamed over the target, so
  * a killed process leaves either the old file or the new one.
  */
-import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { atomicWrite } from '../io/atomic.ts';
 import { readHfGpt2Sync } from '../io/hf.ts';
 import { quantizeInt8 } from '../io/quantize.ts';
 import { writeSafetensors } from '../io/safetensors.ts';
 import type { GPT } from '../models/gpt.ts';
+import type { Seq2Seq } from '../models/seq2seq.ts';
+import type { Module } from '../nn/module.ts';
+import type { BpeTokenizer } from '../text/bpe.ts';
+import type { LmTokenizer } from '../train/lm.ts';
 import { isHfConfig } from '../models/hf/gpt2.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { checkedHf, gptFromFiles, gptShape, hfTokenizer, hfWeightsError, type LoadedLm } from './gpt.ts';
 import { checkEnsemble, pytorchOnly, type FolderSource, type MemberCheck } from './open.ts';
 import { notFound, seq2seqFromFiles, seq2seqShape, type LoadedModel } from './seq2seq.ts';
-import { FILES, FolderError, folderKind, parseJsonText, type FileNamer, type FolderKind, type ModelConfigFile } from './spec.ts';
+import { FILES, FolderError, folderKind, parseJsonText, type FileNamer, type FolderKind, type LmConfigFile, type ModelConfigFile } from './spec.ts';
 
 // Writes are atomic (temp file, fsync, rename): the one implementation is io/atomic.ts.
 export { atomicWrite };
@@ -37,6 +41,49 @@ export function saveWeights(path: string, weights: Record<string, Tensor>, dtype
 /** A translation model folder's config.json, written atomically. */
 export function writeModelConfig(dir: string, config: ModelConfigFile): void {
   atomicWrite(join(dir, FILES.config), `${JSON.stringify(config, null, 2)}\n`);
+}
+
+/** A folder's weights file (model.safetensors), written atomically in `dtype`. */
+export function saveFolderWeights(dir: string, model: Module, dtype: WeightsDType = 'F32'): void {
+  saveWeights(join(dir, FILES.weights), model.stateDict(), dtype);
+}
+
+/**
+ * A translation model folder's config.json and tokenizer.json, and target_tokenizer.json when the
+ * vocabularies are separate (the weights are written apart: saveFolderWeights).
+ */
+export function saveModelDir(dir: string, model: Seq2Seq, tokenizer: BpeTokenizer, training?: Record<string, unknown>, targetTokenizer: BpeTokenizer = tokenizer): void {
+  const separate = model.config.tgtVocabSize !== undefined;
+  if (separate === (targetTokenizer === tokenizer)) throw new Error(`saveModelDir: ${separate ? 'a model with separate vocabularies needs its target tokenizer' : 'a shared-vocabulary model takes one tokenizer'}`);
+  writeModelConfig(dir, { format: 'qkv-seq2seq', version: 1, model: model.config, training });
+  atomicWrite(join(dir, FILES.tokenizer), JSON.stringify(tokenizer.toJSON()));
+  if (separate) atomicWrite(join(dir, FILES.targetTokenizer), JSON.stringify(targetTokenizer.toJSON()));
+}
+
+/** A language-model folder's config.json and tokenizer.json (the weights are written apart: saveFolderWeights). */
+export function saveLmDir(dir: string, model: GPT, tokenizer: LmTokenizer, kind: 'char' | 'bpe', training: Record<string, unknown>): void {
+  const config: LmConfigFile = { format: 'qkv-gpt', version: 1, model: model.config, tokenizer: kind, training };
+  atomicWrite(join(dir, FILES.config), `${JSON.stringify(config, null, 2)}\n`);
+  atomicWrite(join(dir, FILES.tokenizer), JSON.stringify(tokenizer.toJSON()));
+}
+
+/**
+ * Copy a folder's config.json (unless `config` is given: written instead), its tokenizers and,
+ * with `extra`, other files it holds (e.g. history.json) into `to`; the weights are not copied.
+ * A file `from` lacks is skipped, except config.json and tokenizer.json (a FolderError naming it).
+ */
+export function copyFolderFiles(from: string, to: string, opts: { config?: ModelConfigFile; extra?: readonly string[] } = {}): void {
+  mkdirSync(to, { recursive: true });
+  const required = opts.config ? [FILES.tokenizer] : [FILES.config, FILES.tokenizer];
+  if (opts.config) writeModelConfig(to, opts.config);
+  for (const f of [...required, FILES.targetTokenizer, ...(opts.extra ?? [])]) {
+    const path = join(from, f);
+    if (!existsSync(path)) {
+      if ((required as string[]).includes(f)) throw notFound(f, pathNamer(from));
+      continue;
+    }
+    copyFileSync(path, join(to, f));
+  }
 }
 
 // ---- Reading ----------------------------------------------------------------------------------

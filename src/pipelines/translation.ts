@@ -39,18 +39,32 @@ export interface TranslationPipeline {
   readonly config: ModelConfigFile;
 }
 
+/** How decodingFor names the overrides in its errors, and the error it throws. */
+export interface DecodingNames {
+  beam: string;
+  alpha: string;
+  mbr: string;
+  /** Put before each message: 'translation: ' for the pipeline, nothing for the CLI (its flags name themselves). */
+  prefix: string;
+  error: (message: string) => Error;
+}
+
+const PIPELINE_NAMES: DecodingNames = { beam: 'beam', alpha: 'alpha', mbr: 'mbr', prefix: 'translation: ', error: (m) => new Error(m) };
+
 /**
- * Beam, α and MBR as `qkv translate` chooses them: the options, else the folder's decoding
+ * Beam, α and MBR, for this pipeline and for `qkv translate` / `qkv eval` alike (one
+ * implementation; the CLI passes its flag names): the overrides, else the folder's decoding
  * defaults, else the paper's (no MBR). The folder's MBR applies to beam search only; an explicit
  * `mbr: true` with beam 1 is an error.
  */
-export function decodingFor(o: TranslationOptions, config: ModelConfigFile): Decoding {
+export function decodingFor(o: Pick<TranslationOptions, 'beam' | 'alpha' | 'mbr'>, config: ModelConfigFile, names: DecodingNames = PIPELINE_NAMES): Decoding {
   const d = config.decoding ?? DEFAULT_DECODING;
+  const fail = (m: string) => names.error(`${names.prefix}${m}`);
   const beam = o.beam ?? d.beam;
-  if (!Number.isInteger(beam) || beam < 1) throw new Error(`translation: beam must be a positive integer, got ${beam}`);
+  if (!Number.isInteger(beam) || beam < 1) throw fail(`${names.beam} must be a positive integer, got ${beam}`);
   const alpha = o.alpha ?? d.alpha;
-  if (typeof alpha !== 'number' || !(alpha >= 0) || !Number.isFinite(alpha)) throw new Error(`translation: alpha must be a number >= 0, got ${alpha}`);
-  if (o.mbr && beam < 2) throw new Error(`translation: mbr chooses among beam search's hypotheses: it needs beam 2 or more, got beam ${beam}`);
+  if (typeof alpha !== 'number' || !(alpha >= 0) || !Number.isFinite(alpha)) throw fail(`${names.alpha} must be a number >= 0, got ${alpha}`);
+  if (o.mbr && beam < 2) throw fail(`${names.mbr} chooses among beam search's hypotheses: it needs ${names.beam} 2 or more, got ${names.beam} ${beam}`);
   const mbr = beam > 1 && (o.mbr ?? d.mbr ?? false);
   return { beam, alpha, ...(mbr && { mbr }) };
 }

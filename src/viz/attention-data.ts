@@ -11,7 +11,7 @@
 import { noGrad } from '../autograd/grad-mode.ts';
 import { beamSearch, greedy } from '../decode/search.ts';
 import { seq2seqFromFiles } from '../folder/seq2seq.ts';
-import { folderKind } from '../folder/spec.ts';
+import { FILES, folderKind } from '../folder/spec.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
@@ -180,7 +180,7 @@ export type ModelKind = 'seq2seq' | 'gpt';
 export { MODEL_FORMATS } from '../folder/spec.ts';
 
 /** The kind of model a config.json describes (folder/spec.ts folderKind, a GPT-2 folder being a 'gpt'); a clear error naming `file` when it is neither. */
-export function modelKind(configJson: unknown, file = 'config.json'): ModelKind {
+export function modelKind(configJson: unknown, file: string = FILES.config): ModelKind {
   const kind = folderKind(configJson, file);
   return kind === 'hf-gpt2' ? 'gpt' : kind;
 }

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeLines, translateIds } from '../../src/cli/evaluate.ts';
-import { exportModel } from '../../src/cli/export.ts';
+import { exportModel } from '../../src/cli/commands/export.ts';
 import { loadEnsemble, loadModelDir, UserError } from '../../src/cli/files.ts';
 import { evaluate } from '../../src/cli/commands/eval.ts';
 import { translate } from '../../src/cli/commands/translate.ts';

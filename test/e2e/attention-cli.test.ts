@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { attention } from '../../src/cli/attention.ts';
+import { attention } from '../../src/cli/commands/attention.ts';
 import { translateWithAttention } from '../../src/viz/attention-data.ts';
 import { generateWithAttention, lineSeparatorId } from '../../src/viz/gpt-attention.ts';
 import { GPT_HEADS, GPT_LAYERS, HEADS, LAYERS, makeTinyGpt, makeTinyModel, tempDir } from './tiny-model.ts';

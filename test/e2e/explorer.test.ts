@@ -21,7 +21,7 @@ import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
 import { get } from './http.ts';
 import { ensureWebBuild } from './web-build.ts';
 import { GPT_HEADS, GPT_LAYERS, HEADS, LAYERS, makeTinyGpt, makeTinyModel, makeTinySeparateModel, tempDir } from './tiny-model.ts';
-import { exportModel } from '../../src/cli/export.ts';
+import { exportModel } from '../../src/cli/commands/export.ts';
 
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -6,7 +6,7 @@
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { encodeSplit } from '../../src/cli/data.ts';
+import { encodeSplit } from '../../src/cli/commands/data.ts';
 import { atomicWrite, saveModelDir, saveWeights, vocabularyConfig } from '../../src/cli/files.ts';
 import { encodePairs } from '../../src/cli/train.ts';
 import { readSafetensors } from '../../src/io/safetensors.ts';

@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { encodeSplit } from '../../src/cli/data.ts';
+import { encodeSplit } from '../../src/cli/commands/data.ts';
 import { encodeLines, translateIds } from '../../src/cli/evaluate.ts';
 import { loadModelDir } from '../../src/cli/files.ts';
 import { corpusBleu } from '../../src/text/bleu.ts';

@@ -8,6 +8,7 @@ import { numList } from '../args.ts';
 import { readParallel } from '../corpus.ts';
 import { decodingFor, describe, openEngine, reportDegraded } from '../decoding.ts';
 import { encodeLines, type DegradedLine } from '../evaluate.ts';
+import { FILES } from '../../folder/spec.ts';
 import { atomicWrite, DEFAULT_DECODING, UserError, writeModelConfig, type Decoding, type ModelConfigFile } from '../files.ts';
 import { parseEngine } from '../onnxruntime.ts';
 import { dataOption, decodingOptions, directionOption, engineOption, ensembleOptions, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
@@ -105,7 +106,7 @@ export async function evaluate(o: EvalArgs): Promise<void> {
     ...(config.decoding?.ensemble && { ensemble: config.decoding.ensemble }),
   };
   writeModelConfig(o.model, { ...config, decoding });
-  o.log(`wrote ${join(o.model, 'config.json')}: decoding ${describe(dec, chosen.alpha)}`);
+  o.log(`wrote ${join(o.model, FILES.config)}: decoding ${describe(dec, chosen.alpha)}`);
   finishEval(o, chosen, tgt, degraded);
 }
 

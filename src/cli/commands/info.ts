@@ -5,8 +5,7 @@ import { Command } from '@commander-js/extra-typings';
 import type { Module } from '../../nn/module.ts';
 import { Seq2Seq } from '../../models/seq2seq.ts';
 import { PRESETS } from '../../train/presets.ts';
-import { loadModelShape, UserError } from '../files.ts';
-import { isHfModelDir } from '../hf.ts';
+import { folderKindOfDir, loadModelShape, UserError } from '../files.ts';
 import { loadLmDir, loadLmShape } from '../lm.ts';
 import { log, type FlagsOf } from '../options.ts';
 
@@ -31,8 +30,8 @@ export function info(o: FlagsOf<typeof flags> & { log: (s: string) => void }): v
     model = new Seq2Seq({ ...p.model, vocabSize: p.vocabSize });
     out.preset = o.preset;
   } else {
-    const format = readFormat(o.model!);
-    const loaded = isHfModelDir(o.model!) ? loadLmDir(o.model!) : format === 'qkv-gpt' ? loadLmShape(o.model!) : loadModelShape(o.model!);
+    const kind = folderKindOfDir(o.model!);
+    const loaded = kind === 'hf-gpt2' ? loadLmDir(o.model!) : kind === 'gpt' ? loadLmShape(o.model!) : loadModelShape(o.model!);
     model = loaded.model;
     out.model = o.model;
     out.vocabulary = loaded.tokenizer.vocabSize;
@@ -50,13 +49,4 @@ export function info(o: FlagsOf<typeof flags> & { log: (s: string) => void }): v
   out.parameters = model.numParameters();
   process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   o.log(`${model.numParameters().toLocaleString('en-US')} parameters`);
-}
-
-/** The `format` field of a folder's config.json ('qkv-seq2seq' or 'qkv-gpt'), if readable. */
-function readFormat(dir: string): string | undefined {
-  try {
-    return (JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as { format?: string }).format;
-  } catch {
-    return undefined; // loadModelShape reports the missing or broken file
-  }
 }

@@ -3,7 +3,8 @@
  *
  * From a pipe or a file it reads everything, then translates in batches of similar length (fast);
  * from a terminal, or with --stream, it translates each line as it arrives and writes its translation
- * at once (a line typed, a line back). Either way one output line per input line.
+ * at once (a line typed, a line back). Either way one output line per input line, and an empty line
+is an empty line, not an error; an over-long line is reported and makes the exit status 2.
  */
 import { closeSync, createReadStream, existsSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -13,7 +14,7 @@ import { atomicWrite, UserError, type Decoding } from '../files.ts';
 import { decodingFor, openEngine, reportDegraded, type Engine } from '../decoding.ts';
 import { decodingOptions, engineOption, ensembleOptions, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
 
-/** What translate and eval say about bad lines in --help. */
+/** What eval says about bad source lines in --help. */
 export const LINES_HELP = `
 One output line per input line, always. An empty line gives an empty line; a line longer than the
 model reads (its maxLen tokens) is truncated to that length, or with --skip-long left untranslated
@@ -21,9 +22,16 @@ model reads (its maxLen tokens) is truncated to that length, or with --skip-long
 Exit status: 0 every line translated as given, ${EXIT_DEGRADED} all lines written but some degraded (empty,
 truncated or skipped), 1 an error (nothing written).`;
 
-const STREAM_HELP = `
-From a terminal, or with --stream, each line is translated as it arrives; there an empty line is
-just an empty line (not reported, not a degraded line), and with --output the file is written line by line.`;
+/** What translate says about its lines in --help: an empty line is no error there (issue 39). */
+const TRANSLATE_LINES_HELP = `
+One output line per input line, always. An empty (or blank) line gives an empty line: it is not an
+error and is not reported. A line longer than the model reads (its maxLen tokens) is truncated to
+that length, or with --skip-long left untranslated (an empty line), and reported on stderr with its number.
+Exit status: 0 every line translated as given, ${EXIT_DEGRADED} all lines written but some degraded (truncated
+or skipped), 1 an error (nothing written).
+
+From a terminal, or with --stream, each line is translated as it arrives, and with --output the
+file is written line by line.`;
 
 function flags() {
   const cmd = new Command('translate').description('translate one sentence per line (stdin to stdout, or --input/--output)');
@@ -33,7 +41,7 @@ function flags() {
   return engineOption(files)
     .option('--skip-long', "leave lines longer than the model reads untranslated (an empty output line) instead of truncating them")
     .option('--stream', 'translate each line as it arrives (the default when stdin is a terminal) instead of reading all lines first and batching them by length')
-    .addHelpText('after', LINES_HELP + STREAM_HELP);
+    .addHelpText('after', TRANSLATE_LINES_HELP);
 }
 
 export type TranslateFlags = FlagsOf<typeof flags>;
@@ -60,7 +68,7 @@ export async function translate(o: TranslateArgs): Promise<void> {
     text = await readStdin();
   }
   const lines = splitLines(text);
-  const { ids, degraded } = encodeLines(engine.model, engine.loaded.tokenizer, lines, { skipLong: o.skipLong });
+  const { ids, degraded } = encodeLines(engine.model, engine.loaded.tokenizer, lines, { skipLong: o.skipLong, reportEmpty: false });
   const out = await engine.run(ids, dec);
   const result = out.map((l) => `${l}\n`).join('');
   if (o.output) atomicWrite(o.output, result);
