@@ -28,7 +28,6 @@ const ROOTS = ['src', 'web/src', 'bench', 'scripts'];
 const PENDING: Record<string, string> = {
   'src/cli/train.ts': "--resume reads join(dir, 'config.json') with readJson (use folder/node.ts readJsonIn(dir, FILES.config)); the weights are saved to join(out, 'model.safetensors') three times (saveFolderWeights)",
   'src/cli/lm.ts': "saveLmDir writes config.json and tokenizer.json itself (folder/node.ts saveLmDir is the same function); train-lm writes join(out, 'model.safetensors') with atomicWrite twice (saveFolderWeights)",
-  'src/cli/explore.ts': "findDefaultModel stats join(dir, 'model.safetensors') (FILES.weights); it imports modelDirKind through the cli/export.ts stub (import it from ./files.ts)",
   'src/server/static.ts': 'MODEL_FILES and OPTIONAL_MODEL_FILE list the folder files the explorer serves (FILES.config, FILES.tokenizer, FILES.weights, FILES.targetTokenizer)',
 };
 
