@@ -31,9 +31,9 @@ export interface LmTokenizer {
   readonly vocabSize: number;
   /** The token ids of one line of text. */
   encode(text: string): number[];
-  /** The text of a sequence of ids (the inverse of encode). */
+  /** The text of a sequence of ids. */
   decode(ids: Iterable<number>): string;
-  /** The tokenizer as JSON, saved next to the model so the run can be reloaded. */
+  /** The tokenizer as JSON: what `qkv train-lm` writes to the run folder's tokenizer.json. */
   toJSON(): unknown;
 }
 

@@ -42,9 +42,10 @@ export interface Seq2SeqTrainerOptions extends CommonTrainerOptions {
 }
 
 /**
- * Seq2SeqTrainer's defaults: the paper's optimiser and schedule (§5.3: Adam 0.9, 0.98, 1e-9, warmup
- * 4000, lrFactor 1), label smoothing 0.1 (§5.4), 4,096-token batches, seed 1, no accumulation,
- * clipping or weight decay.
+ * Seq2SeqTrainer's defaults: the paper's optimiser and schedule (§5.3: Adam β 0.9, 0.98, ε 1e-9,
+ * warmup 4000, lrFactor 1) and label smoothing 0.1 (§5.4); batches of 4,096 padded tokens (the
+ * paper's held ~25,000 source and ~25,000 target tokens), seed 1, and no accumulation, clipping
+ * or weight decay.
  */
 export const PAPER_RECIPE: Seq2SeqTrainerOptions = {
   maxTokens: 4096, warmup: 4000, lrFactor: 1, labelSmoothing: 0.1, seed: 1, clipNorm: 0, betas: [0.9, 0.98], eps: 1e-9, accum: 1, weightDecay: 0,
@@ -94,7 +95,7 @@ export interface Seq2SeqTrainerPosition {
 
 /**
  * Trains a Seq2Seq translation model on token-id pairs with the paper's recipe (§5): token-bucketed
- * batches reshuffled each epoch, label-smoothed cross-entropy, Adam with the warmup/inverse-sqrt
+ * batches in a new order each epoch, label-smoothed cross-entropy, Adam with the warmup/inverse-sqrt
  * schedule. Throws at construction on no pairs, an `accum` that is not a positive integer or a
  * negative `weightDecay`.
  */
