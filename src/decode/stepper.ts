@@ -19,6 +19,10 @@ export interface StepperRows {
   reorder(rows: Int32Array): void;
 }
 
+/**
+ * A model the searches can drive step by step in this thread: qkv's own decoder (CachedStepper,
+ * FullStepper, EnsembleStepper).
+ */
 export interface Stepper extends StepperRows {
   /** Feed each row's last id; returns log-probabilities (rows × vocab), padding id at −∞. */
   step(last: Int32Array): Float32Array;
@@ -26,6 +30,7 @@ export interface Stepper extends StepperRows {
 
 /** A Stepper whose steps run elsewhere and answer later (ONNX Runtime's session.run is asynchronous). */
 export interface AsyncStepper extends StepperRows {
+  /** Feed each row's last id; resolves to log-probabilities (rows × vocab), padding id at −∞. */
   step(last: Int32Array): Promise<Float32Array>;
 }
 

@@ -22,11 +22,13 @@ export function gatherRows(t: Tensor, rows: Int32Array): Tensor {
  * sequences being decoded; t is the number of target positions fed so far.
  */
 export interface DecoderLayerCache {
-  /** Self-attention keys and values of every position so far: (N, h, t, dK); null before the first step. */
+  /** Self-attention keys of every position so far: (N, h, t, dK); null before the first step. */
   selfK: Tensor | null;
+  /** Self-attention values of every position so far: (N, h, t, dV), dV = dK; null before the first step. */
   selfV: Tensor | null;
-  /** Cross-attention keys and values of the memory: (N, h, S, dK), computed once per source. */
+  /** Cross-attention keys of the memory: (N, h, S, dK), computed once per source. */
   memoryK: Tensor;
+  /** Cross-attention values of the memory: (N, h, S, dV), computed once per source. */
   memoryV: Tensor;
 }
 
@@ -37,6 +39,7 @@ export interface DecoderLayerCache {
  * `TransformerDecoder.initCache`, advanced by `TransformerDecoder.forwardStep`.
  */
 export class TransformerDecoderCache {
+  /** One cache per decoder layer, in layer order. */
   readonly layers: DecoderLayerCache[];
   /** Target positions fed so far (t): the next position's index. */
   length = 0;

@@ -8,6 +8,7 @@ import { Dropout, LayerNorm, Linear } from './layers.ts';
 import { TransformerDecoderCache, type DecoderLayerCache } from './kv-cache.ts';
 import { Module, ModuleList } from './module.ts';
 
+/** The feed-forward block's non-linearity: the paper's ReLU (§3.3), or GELU as in GPT/BERT. */
 export type Activation = 'relu' | 'gelu';
 
 /** The hyper-parameters of one layer (torch.nn.TransformerEncoderLayer's, camelCased). */
@@ -28,7 +29,9 @@ export interface TransformerLayerOptions {
   attentionDropout?: number;
   /** Dropout after the feed-forward activation (default: `dropout`, as torch.nn; fairseq's `activation_dropout`). */
   activationDropout?: number;
+  /** Non-linearity between the two feed-forward matrices (default 'relu', as the paper). */
   activation?: Activation;
+  /** The ε added to the variance in every LayerNorm (default 1e-5, as torch.nn). */
   layerNormEps?: number;
   /** (N, T, E) instead of (T, N, E). */
   batchFirst?: boolean;
@@ -57,6 +60,7 @@ function activate(x: Tensor, a: Activation): Tensor {
   throw new Error(`Transformer: activation must be 'relu' or 'gelu', got '${a as string}'`);
 }
 
+/** The masks of one TransformerEncoderLayer.forward (torch's src_mask, src_key_padding_mask, is_causal). */
 export interface EncoderLayerForwardOptions {
   /** (S, S) or (N·nhead, S, S); bool TRUE = blocked, or float added. */
   srcMask?: Tensor | null;
@@ -68,14 +72,23 @@ export interface EncoderLayerForwardOptions {
 
 /** One encoder layer (§3.1): self-attention and a position-wise feed-forward block, each residual. */
 export class TransformerEncoderLayer extends Module {
+  /** The options with every default filled in. */
   readonly options: Required<TransformerLayerOptions>;
+  /** Multi-head self-attention (torch's `self_attn`). */
   readonly selfAttn: MultiheadAttention;
+  /** W1, b1 of the feed-forward block: dModel → dimFeedforward. */
   readonly linear1: Linear;
+  /** Dropout after the feed-forward activation (`activationDropout`). */
   readonly dropout: Dropout;
+  /** W2, b2 of the feed-forward block: dimFeedforward → dModel. */
   readonly linear2: Linear;
+  /** LayerNorm of the self-attention sub-layer (on its input when normFirst, else after the residual add). */
   readonly norm1: LayerNorm;
+  /** LayerNorm of the feed-forward sub-layer (placed as norm1). */
   readonly norm2: LayerNorm;
+  /** Residual dropout on the self-attention output (§5.4). */
   readonly dropout1: Dropout;
+  /** Residual dropout on the feed-forward output (§5.4). */
   readonly dropout2: Dropout;
 
   constructor(options: TransformerLayerOptions) {
@@ -91,6 +104,7 @@ export class TransformerEncoderLayer extends Module {
     this.dropout2 = this.registerModule('dropout2', new Dropout(o.dropout));
   }
 
+  /** src (S, N, E), or (N, S, E) batch-first; returns the same shape. */
   forward(src: Tensor, options: EncoderLayerForwardOptions = {}): Tensor {
     let x = src;
     if (this.options.normFirst) {
@@ -116,15 +130,23 @@ export class TransformerEncoderLayer extends Module {
   }
 }
 
+/** The masks of a teacher-forced decoder forward (torch.nn.TransformerDecoderLayer's, camelCased). */
 export interface DecoderLayerForwardOptions {
+  /** Self-attention mask (T, T) or (N·nhead, T, T): bool TRUE = blocked, or float, added. */
   tgtMask?: Tensor | null;
+  /** Cross-attention mask (T, S) or (N·nhead, T, S): bool TRUE = blocked, or float, added. */
   memoryMask?: Tensor | null;
+  /** (N, T): TRUE = this target position is padding and is never attended to. */
   tgtKeyPaddingMask?: Tensor | null;
+  /** (N, S): TRUE = this memory position is padding and is never attended to. */
   memoryKeyPaddingMask?: Tensor | null;
+  /** Apply a causal mask to self-attention (position i sees targets ≤ i), the paper's decoder masking (§3.2.3). */
   tgtIsCausal?: boolean;
+  /** Apply a causal mask to cross-attention. */
   memoryIsCausal?: boolean;
 }
 
+/** The masks of one incremental step of a TransformerDecoderLayer (forwardStep). */
 export interface DecoderLayerStepOptions {
   /** (N, t + L), every target key so far including the L new ones: TRUE = padding, or float, added. */
   tgtKeyPaddingMask?: Tensor | null;
@@ -134,6 +156,7 @@ export interface DecoderLayerStepOptions {
   needWeights?: boolean;
 }
 
+/** What an incremental decoder step (forwardStep) returns. */
 export interface DecoderStepResult {
   /** Outputs of the L new positions, in the module's layout ((N, L, E) batch-first, else (L, N, E)). */
   output: Tensor;
@@ -148,17 +171,29 @@ export interface DecoderStepResult {
  * cross-attention), and the feed-forward block.
  */
 export class TransformerDecoderLayer extends Module {
+  /** The options with every default filled in. */
   readonly options: Required<TransformerLayerOptions>;
+  /** Masked multi-head self-attention over the target (torch's `self_attn`). */
   readonly selfAttn: MultiheadAttention;
+  /** Cross-attention: queries from the target, keys and values from the memory (torch's `multihead_attn`). */
   readonly multiheadAttn: MultiheadAttention;
+  /** W1, b1 of the feed-forward block: dModel → dimFeedforward. */
   readonly linear1: Linear;
+  /** Dropout after the feed-forward activation (`activationDropout`). */
   readonly dropout: Dropout;
+  /** W2, b2 of the feed-forward block: dimFeedforward → dModel. */
   readonly linear2: Linear;
+  /** LayerNorm of the self-attention sub-layer (on its input when normFirst, else after the residual add). */
   readonly norm1: LayerNorm;
+  /** LayerNorm of the cross-attention sub-layer (placed as norm1). */
   readonly norm2: LayerNorm;
+  /** LayerNorm of the feed-forward sub-layer (placed as norm1). */
   readonly norm3: LayerNorm;
+  /** Residual dropout on the self-attention output (§5.4). */
   readonly dropout1: Dropout;
+  /** Residual dropout on the cross-attention output (§5.4). */
   readonly dropout2: Dropout;
+  /** Residual dropout on the feed-forward output (§5.4). */
   readonly dropout3: Dropout;
 
   constructor(options: TransformerLayerOptions) {
@@ -178,6 +213,10 @@ export class TransformerDecoderLayer extends Module {
     this.dropout3 = this.registerModule('dropout3', new Dropout(o.dropout));
   }
 
+  /**
+   * Teacher-forced forward: tgt (T, N, E) and memory (S, N, E), or (N, T, E) and (N, S, E)
+   * batch-first; returns tgt's shape. Pass a causal tgtMask or tgtIsCausal for the paper's decoder.
+   */
   forward(tgt: Tensor, memory: Tensor, options: DecoderLayerForwardOptions = {}): Tensor {
     let x = tgt;
     if (this.options.normFirst) {
@@ -275,7 +314,9 @@ function clones<L extends Module>(layer: L, n: number, make: () => L): L[] {
 
 /** A stack of N encoder layers with an optional final LayerNorm (torch.nn.TransformerEncoder). */
 export class TransformerEncoder extends Module {
+  /** The N layers; the first is the layer passed in, the others copies of its initial weights. */
   readonly layers: ModuleList<TransformerEncoderLayer>;
+  /** LayerNorm applied to the last layer's output, or null for none. */
   readonly norm: LayerNorm | null;
 
   constructor(encoderLayer: TransformerEncoderLayer, numLayers: number, norm: LayerNorm | null = null) {
@@ -284,6 +325,11 @@ export class TransformerEncoder extends Module {
     this.norm = norm ? this.registerModule('norm', norm) : null;
   }
 
+  /**
+   * src (S, N, E), or (N, S, E) batch-first, through every layer then `norm`; the same shape back.
+   * `mask`, `srcKeyPaddingMask`, `isCausal` go to each layer as EncoderLayerForwardOptions' srcMask,
+   * srcKeyPaddingMask, isCausal.
+   */
   forward(src: Tensor, options: { mask?: Tensor | null; srcKeyPaddingMask?: Tensor | null; isCausal?: boolean } = {}): Tensor {
     let x = src;
     for (const layer of this.layers) {
@@ -295,7 +341,9 @@ export class TransformerEncoder extends Module {
 
 /** A stack of N decoder layers with an optional final LayerNorm (torch.nn.TransformerDecoder). */
 export class TransformerDecoder extends Module {
+  /** The N layers; the first is the layer passed in, the others copies of its initial weights. */
   readonly layers: ModuleList<TransformerDecoderLayer>;
+  /** LayerNorm applied to the last layer's output, or null for none. */
   readonly norm: LayerNorm | null;
 
   constructor(decoderLayer: TransformerDecoderLayer, numLayers: number, norm: LayerNorm | null = null) {
@@ -304,6 +352,10 @@ export class TransformerDecoder extends Module {
     this.norm = norm ? this.registerModule('norm', norm) : null;
   }
 
+  /**
+   * Teacher-forced forward of tgt (T, N, E) over memory (S, N, E) (or batch-first) through every
+   * layer, each with the same masks, then `norm`; returns tgt's shape.
+   */
   forward(tgt: Tensor, memory: Tensor, options: DecoderLayerForwardOptions = {}): Tensor {
     let x = tgt;
     for (const layer of this.layers) x = layer.forward(x, memory, options);
@@ -377,6 +429,10 @@ export class TransformerDecoder extends Module {
   }
 }
 
+/**
+ * torch.nn.Transformer's hyper-parameters, camelCased: the layer options (all optional here,
+ * defaulting to the paper's base model) and the depth of each stack.
+ */
 export interface TransformerOptions extends Partial<TransformerLayerOptions> {
   /** N, the number of encoder layers (6 in the paper). */
   numEncoderLayers?: number;
@@ -384,15 +440,25 @@ export interface TransformerOptions extends Partial<TransformerLayerOptions> {
   numDecoderLayers?: number;
 }
 
+/** The masks of Transformer.forward (torch.nn.Transformer.forward's, camelCased). */
 export interface TransformerForwardOptions {
+  /** Encoder self-attention mask (S, S) or (N·nhead, S, S): bool TRUE = blocked, or float, added. */
   srcMask?: Tensor | null;
+  /** Decoder self-attention mask (T, T) or (N·nhead, T, T), usually generateSquareSubsequentMask(T). */
   tgtMask?: Tensor | null;
+  /** Cross-attention mask (T, S) or (N·nhead, T, S). */
   memoryMask?: Tensor | null;
+  /** (N, S): TRUE = this source position is padding (masked as a key in the encoder). */
   srcKeyPaddingMask?: Tensor | null;
+  /** (N, T): TRUE = this target position is padding (masked as a key in decoder self-attention). */
   tgtKeyPaddingMask?: Tensor | null;
+  /** (N, S): TRUE = this memory position is padding (masked as a key in cross-attention); usually srcKeyPaddingMask. */
   memoryKeyPaddingMask?: Tensor | null;
+  /** Apply a causal mask to encoder self-attention. */
   srcIsCausal?: boolean;
+  /** Apply a causal mask to decoder self-attention (instead of passing tgtMask). */
   tgtIsCausal?: boolean;
+  /** Apply a causal mask to cross-attention. */
   memoryIsCausal?: boolean;
 }
 
@@ -402,10 +468,15 @@ export interface TransformerForwardOptions {
  * output projection are not part of it (see models/), exactly as in PyTorch.
  */
 export class Transformer extends Module {
+  /** Model width d_model. */
   readonly dModel: number;
+  /** Number of heads h. */
   readonly nhead: number;
+  /** Whether inputs and outputs are (N, T, E) rather than (T, N, E). */
   readonly batchFirst: boolean;
+  /** N encoder layers and a final LayerNorm. */
   readonly encoder: TransformerEncoder;
+  /** N decoder layers and a final LayerNorm. */
   readonly decoder: TransformerDecoder;
 
   constructor(options: TransformerOptions = {}) {

@@ -3,7 +3,9 @@
  * the lookups they answer the same way. Each tokenizer still checks its own rules on the tokens.
  */
 export abstract class Vocabulary {
+  /** Token of each id: token i is vocab[i]. */
   protected readonly vocab: string[];
+  /** Id of each token, the inverse of `vocab`. */
   protected readonly ids: Map<string, number>;
 
   /**

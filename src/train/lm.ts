@@ -27,9 +27,13 @@ import { faultPoint } from '../util/fault.ts';
 
 /** What a language model needs of a tokenizer (CharTokenizer and BpeTokenizer both fit). */
 export interface LmTokenizer {
+  /** Number of token ids (0 .. vocabSize − 1); the GPT's vocabulary size. */
   readonly vocabSize: number;
+  /** The token ids of one line of text. */
   encode(text: string): number[];
+  /** The text of a sequence of ids. */
   decode(ids: Iterable<number>): string;
+  /** The tokenizer as JSON: what `qkv train-lm` writes to the run folder's tokenizer.json. */
   toJSON(): unknown;
 }
 
@@ -98,9 +102,13 @@ export type LmHistoryEntry = HistoryEntry;
 /** The validation loss (nats per token) picks a language model's best weights. */
 export const VAL_LOSS: Metric<LmHistoryEntry> = { key: 'valLoss', name: 'val loss', higherIsBetter: false, digits: 3 };
 
+/** What one LmTrainer.step reports. */
 export interface LmStepResult {
+  /** Steps done, this one included (1 after the first). */
   step: number;
+  /** Mean next-token cross-entropy (nats per token) of the step's batch, before the update. */
   loss: number;
+  /** Learning rate this step used (lrAt(step)). */
   lr: number;
   /** Target tokens in the batch. */
   tokens: number;
@@ -114,15 +122,29 @@ export interface LmTrainerPosition {
   rng: number[];
 }
 
+/**
+ * Trains a GPT on a token stream with nanoGPT's recipe (LM_RECIPE by default). Throws at construction
+ * if seqLen is not an integer in [1, blockSize], batchSize is not a positive integer, or the corpus
+ * is shorter than one window of seqLen + 1 tokens.
+ */
 export class LmTrainer {
+  /** LM_RECIPE with the caller's options over it; seqLen defaults to the model's blockSize. */
   readonly options: Required<LmTrainerOptions>;
-  /** AdamW over the weight matrices and tables (decayed) and over biases and LayerNorm (not decayed). */
+  /** AdamW over the weight matrices and embedding tables (every parameter with ndim ≥ 2), with weightDecay. */
   readonly decayed: AdamW;
+  /** AdamW over biases and LayerNorm parameters (ndim < 2), without weight decay. */
   readonly undecayed: AdamW;
   private readonly names: { decayed: string[]; undecayed: string[] };
+  /** Where training stands (saved by saveState, restored by loadState). */
   position: LmTrainerPosition;
 
-  constructor(readonly model: GPT, readonly data: Int32Array, options: Partial<LmTrainerOptions> = {}) {
+  constructor(
+    /** The model being trained, in place. */
+    readonly model: GPT,
+    /** The training corpus as one stream of token ids (encodeLines). */
+    readonly data: Int32Array,
+    options: Partial<LmTrainerOptions> = {},
+  ) {
     const o = { ...LM_RECIPE, ...options };
     const seqLen = o.seqLen ?? model.config.blockSize;
     this.options = { ...o, seqLen };
@@ -150,7 +172,12 @@ export class LmTrainer {
   }
 
   /** Inputs x and targets y (batchSize, seqLen) of step `step`: windows at random offsets drawn from (seed, step). */
-  batch(step: number): { x: Tensor; y: Tensor } {
+  batch(step: number): {
+    /** Inputs (batchSize, seqLen), int32 ids. */
+    x: Tensor;
+    /** Next-token targets (batchSize, seqLen): x shifted left by one. */
+    y: Tensor;
+  } {
     const { batchSize: B, seqLen: T, seed } = this.options;
     const g = new Generator((Math.imul(seed, 0x9e3779b1) + step) >>> 0);
     const x = new Int32Array(B * T);

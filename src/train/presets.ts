@@ -13,9 +13,13 @@ import type { Seq2SeqTrainerOptions } from './trainer.ts';
 interface PresetBase<Config, Recipe> {
   /** The model; its vocabulary fields are replaced by the tokenizer's. */
   model: Config;
+  /** The trainer's options that differ from its defaults (Seq2SeqTrainer's are PAPER_RECIPE). */
   recipe: Partial<Recipe>;
+  /** Optimiser steps to train for (fewer if an early stop comes first). */
   maxSteps: number;
+  /** Evaluate on val every this many steps and at the last step, keeping the best weights. */
   evalEvery: number;
+  /** Commit the resumable training state (and a checkpoint, for translation) every this many steps and at the last. */
   saveEvery: number;
 }
 
@@ -95,7 +99,12 @@ const LM: Record<string, LmPreset> = {
 };
 
 /** Every preset, by the kind of model it trains. */
-export const PRESETS: { readonly seq2seq: Record<string, Seq2SeqPreset>; readonly lm: Record<string, LmPreset> } = {
+export const PRESETS: {
+  /** Translation presets, by `qkv train --preset` name: multi30k-small, multi30k-wu, paper-base, tiny. */
+  readonly seq2seq: Record<string, Seq2SeqPreset>;
+  /** Language-model presets, by `qkv train-lm --preset` name: tiny, small. */
+  readonly lm: Record<string, LmPreset>;
+} = {
   seq2seq: SEQ2SEQ,
   lm: LM,
 };

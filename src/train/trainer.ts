@@ -41,6 +41,12 @@ export interface Seq2SeqTrainerOptions extends CommonTrainerOptions {
   accum: number;
 }
 
+/**
+ * Seq2SeqTrainer's defaults: the paper's optimiser and schedule (§5.3: Adam β 0.9, 0.98, ε 1e-9,
+ * warmup 4000, lrFactor 1) and label smoothing 0.1 (§5.4); batches of 4,096 padded tokens (the
+ * paper's held ~25,000 source and ~25,000 target tokens), seed 1, and no accumulation, clipping
+ * or weight decay.
+ */
 export const PAPER_RECIPE: Seq2SeqTrainerOptions = {
   maxTokens: 4096, warmup: 4000, lrFactor: 1, labelSmoothing: 0.1, seed: 1, clipNorm: 0, betas: [0.9, 0.98], eps: 1e-9, accum: 1, weightDecay: 0,
 };
@@ -61,10 +67,15 @@ export interface Seq2SeqHistoryEntry extends HistoryEntry {
 /** Val BLEU picks a translation run's best weights, stops it early and ranks its checkpoints. */
 export const VAL_BLEU: Metric<Seq2SeqHistoryEntry> = { key: 'bleu', name: 'val BLEU', higherIsBetter: true, digits: 2 };
 
+/** What one Seq2SeqTrainer.step reports. */
 export interface Seq2SeqStepResult {
+  /** Optimiser steps done, this one included (1 after the first). */
   step: number;
+  /** Epoch of the last batch of the step, counting from 0. */
   epoch: number;
+  /** Mean label-smoothed cross-entropy per target token, averaged over the step's `accum` batches. */
   loss: number;
+  /** Learning rate this step used (the paper's schedule, eq. 3, times lrFactor). */
   lr: number;
   /** Target tokens (not padding) of the step's batches. */
   tokens: number;
@@ -72,7 +83,9 @@ export interface Seq2SeqStepResult {
 
 /** Where training stands; saved with every checkpoint. */
 export interface Seq2SeqTrainerPosition {
+  /** Optimiser steps done. */
   step: number;
+  /** Current epoch, counting from 0. */
   epoch: number;
   /** Index into the epoch's batch order of the next batch. */
   batchInEpoch: number;
@@ -80,16 +93,33 @@ export interface Seq2SeqTrainerPosition {
   rng: number[];
 }
 
+/**
+ * Trains a Seq2Seq translation model on token-id pairs with the paper's recipe (§5): token-bucketed
+ * batches in a new order each epoch, label-smoothed cross-entropy, Adam with the warmup/inverse-sqrt
+ * schedule. Throws at construction on no pairs, an `accum` that is not a positive integer or a
+ * negative `weightDecay`.
+ */
 export class Seq2SeqTrainer {
+  /** PAPER_RECIPE with the caller's options over it. */
   readonly options: Seq2SeqTrainerOptions;
+  /** The batches as indices into `pairs` (planBatches over maxTokens), fixed for the whole run. */
   readonly batches: number[][];
   /** Adam, or AdamW when weightDecay > 0 (AdamW with decay 0 is Adam, bit for bit). */
   readonly optimizer: Adam;
   private readonly names: string[];
   private order: number[];
+  /** Where training stands (saved by saveState, restored by loadState). */
   position: Seq2SeqTrainerPosition;
 
-  constructor(readonly model: Seq2Seq, readonly pairs: readonly Pair[], readonly ids: SpecialIds, options: Partial<Seq2SeqTrainerOptions> = {}) {
+  constructor(
+    /** The model being trained, in place. */
+    readonly model: Seq2Seq,
+    /** The training pairs, token ids; batches add BOS and EOS to the target. */
+    readonly pairs: readonly Pair[],
+    /** Padding, BOS and EOS ids used to build batches (padding is ignored by the loss). */
+    readonly ids: SpecialIds,
+    options: Partial<Seq2SeqTrainerOptions> = {},
+  ) {
     this.options = { ...PAPER_RECIPE, ...options };
     if (pairs.length === 0) throw new Error('Seq2SeqTrainer: no training pairs');
     const { accum, weightDecay } = this.options;
@@ -106,6 +136,7 @@ export class Seq2SeqTrainer {
     this.order = epochOrder(this.batches.length, this.options.seed, 0);
   }
 
+  /** Batches per epoch (an optimiser step takes `accum` of them). */
   get stepsPerEpoch(): number {
     return this.batches.length;
   }
