@@ -130,8 +130,8 @@ export function folderKind(configJson: unknown, file: string = FILES.config): Fo
 export class FolderError extends Error {
   /**
    * The file at fault: mostly its name in the folder ('config.json', 'model.safetensors'); from
-   * {@link folderKind} and {@link checkDecoding}, the `file` they were given (openFolder and the
-   * Node readers pass config.json's path or URL; folderKind's default is 'config.json').
+   * {@link folderKind} and {@link checkDecoding}, the `file` they were given (the loaders pass
+   * config.json as the source names it: its path, URL or bare name; folderKind's default is 'config.json').
    */
   readonly file: string;
   constructor(file: string, message: string) {
