@@ -20,10 +20,20 @@ import { decodeLines, encodeLines, type LmTokenizer } from '../train/lm.ts';
 import { loadInto, notFound, weightsOf, type Weights } from './seq2seq.ts';
 import { bareNames, FILES, FolderError, type FileNamer, type LmConfigFile } from './spec.ts';
 
+/**
+ * A language model's tokenizer: characters (config.json `"tokenizer": "char"`), qkv's BPE (`"bpe"`), or
+ * GPT-2's byte-level BPE (a Hugging Face GPT-2 folder).
+ */
 export type GptTokenizer = CharTokenizer | BpeTokenizer | ByteLevelBpeTokenizer;
 
+/** A language-model folder as loaded: the model, its tokenizer and the id that separates lines. */
 export interface LoadedGpt {
+  /**
+   * The decoder-only Transformer config.json's `model` describes: weights loaded and
+   * in eval mode from the folder loaders, random weights in training mode from {@link gptShape}.
+   */
   model: GPT;
+  /** The tokenizer the model was trained with; its vocabulary is the model's (GPT-2's may be shorter than a padded table, never longer). */
   tokenizer: GptTokenizer;
   /** The id that ends a line: '\n' for characters, EOS for BPE (as `qkv train-lm` trains). */
   separatorId: number;
@@ -68,7 +78,9 @@ export function idsText(tokenizer: GptTokenizer, ids: readonly number[], separat
 
 /** A qkv GPT folder's files: parsed JSON, weights as bytes; undefined where the folder lacks the file. */
 export interface GptFiles {
+  /** config.json, parsed (format 'qkv-gpt' with `model` and `tokenizer`: 'char' or 'bpe'); undefined: `model config not found`. */
   config: unknown;
+  /** tokenizer.json, parsed: a `qkv-chars` tokenizer or qkv's BPE, as config.json's `tokenizer` says; undefined: `tokenizer not found`. */
   tokenizer: unknown;
   /** model.safetensors as bytes, or read on demand (after the config and tokenizer are checked). */
   weights?: Weights;
@@ -112,8 +124,11 @@ export function gptFromFiles(files: GptFiles, name: FileNamer = bareNames): Load
 
 /** A Hugging Face GPT-2 folder's tokenizer files: tokenizer.json, or vocab.json (parsed) + merges.txt (text). */
 export interface HfTokenizerFiles {
+  /** tokenizer.json, parsed; when present, vocab.json and merges.txt are not read. */
   tokenizer?: unknown;
+  /** vocab.json, parsed: an object of token → id (used only without tokenizer.json, with `merges`). */
   vocab?: unknown;
+  /** merges.txt as text: an optional `#version` line, then one `a b` merge per line (used only with `vocab`). */
   merges?: string;
 }
 

@@ -23,7 +23,12 @@ export interface FolderSource {
   /** A subfolder (ensemble members), where the source has them. */
   sub?(path: string): FolderSource;
   /** Bytes [begin, end) of a file and its size, for weights read one tensor at a time (a 500 MB GPT-2). */
-  range?(file: string): Promise<{ size: number; read(begin: number, end: number): Promise<Uint8Array> } | undefined>;
+  range?(file: string): Promise<{
+    /** The file's length in bytes. */
+    size: number;
+    /** Bytes [begin, end) of the file (end at most `size`). */
+    read(begin: number, end: number): Promise<Uint8Array>;
+  } | undefined>;
 }
 
 /** Anything openFolder takes: a source, contents by file name, picked File objects, or a base URL (string or URL). */
@@ -129,7 +134,12 @@ export async function readJsonFile(src: FolderSource, file: string): Promise<unk
 }
 
 /** A folder's config.json and the kind it names. */
-export async function readKind(src: FolderSource): Promise<{ kind: FolderKind; config: unknown }> {
+export async function readKind(src: FolderSource): Promise<{
+  /** The kind config.json names (a FolderError naming config.json when it names none). */
+  kind: FolderKind;
+  /** config.json, parsed. */
+  config: unknown;
+}> {
   const config = await readJsonFile(src, FILES.config);
   if (config === undefined) throw notFound(FILES.config, src.name);
   return { kind: folderKind(config, src.name(FILES.config)), config };
@@ -137,17 +147,22 @@ export async function readKind(src: FolderSource): Promise<{ kind: FolderKind; c
 
 /** A translation folder opened with its ensemble (the members its config.json names, unless `ensemble: false`). */
 export interface OpenedSeq2Seq extends LoadedModel {
+  /** Always 'seq2seq': tells this member of {@link OpenedFolder} apart. */
   kind: 'seq2seq';
   /** The model itself first, then the ensemble's other members. */
   members: Seq2Seq[];
 }
 
+/** A language-model folder opened: a qkv GPT or a Hugging Face GPT-2, weights loaded, eval mode. */
 export interface OpenedLm extends LoadedLm {
+  /** 'gpt' (format 'qkv-gpt') or 'hf-gpt2' (Hugging Face model_type 'gpt2'), as config.json says. */
   kind: 'gpt' | 'hf-gpt2';
 }
 
+/** What {@link openFolder} gives: by `kind`, a translation model with its ensemble or a language model. */
 export type OpenedFolder = OpenedSeq2Seq | OpenedLm;
 
+/** How {@link openFolder} opens a folder. */
 export interface OpenOptions {
   /** Load the ensemble members config.json names (default true; false: the folder's own model alone, as --no-ensemble). */
   ensemble?: boolean;
@@ -195,7 +210,9 @@ async function openSeq2Seq(src: FolderSource, config: unknown, options: OpenOpti
 
 /** One ensemble member as loaded, and how messages name it. */
 export interface MemberCheck {
+  /** How messages name the member, e.g. `runs/x/config.json decoding.ensemble member member-2` or `--ensemble DIR`. */
   what: string;
+  /** The member's folder, loaded. */
   loaded: LoadedModel;
 }
 

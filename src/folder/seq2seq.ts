@@ -13,8 +13,14 @@ import { bareNames, checkDecoding, FILES, FolderError, JSON_ROLES, type FileName
 
 /** A translation folder's files: parsed JSON, weights as bytes; undefined where the folder lacks the file. */
 export interface Seq2SeqFiles {
+  /** config.json, parsed (a {@link ModelConfigFile} once checked); undefined: `model config not found`. */
   config: unknown;
+  /** tokenizer.json, parsed: a BPE tokenizer.json (the shared vocabulary, or the source's); undefined: `tokenizer not found`. */
   tokenizer: unknown;
+  /**
+   * target_tokenizer.json, parsed: required when config.json has `model.tgtVocabSize` (separate
+   * vocabularies), refused (a FolderError naming it) when it has not; leave it undefined then.
+   */
   targetTokenizer?: unknown;
   /** The bytes of model.safetensors, or a function that reads them (called after the config and tokenizers are checked). */
   weights?: Weights;
@@ -23,16 +29,23 @@ export interface Seq2SeqFiles {
 /** Weights as bytes, or read on demand: undefined when the folder lacks the file. */
 export type Weights = Uint8Array | (() => Uint8Array | undefined);
 
+/** The bytes of `w`: `w` itself, or what calling it reads (undefined when the folder lacks the file). */
 export function weightsOf(w: Weights | undefined): Uint8Array | undefined {
   return typeof w === 'function' ? w() : w;
 }
 
+/** A translation folder as loaded: the model, its tokenizers and its config.json. */
 export interface LoadedModel {
+  /**
+   * The encoder-decoder Transformer config.json's `model` describes: weights loaded and in eval mode
+   * from {@link seq2seqFromFiles}, randomly initialised and in training mode from {@link seq2seqShape}.
+   */
   model: Seq2Seq;
   /** Encodes the source: the shared tokenizer, or with separate vocabularies the source's. */
   tokenizer: BpeTokenizer;
   /** Decodes (and encodes) the target: the same object as `tokenizer` unless the vocabularies are separate. */
   targetTokenizer: BpeTokenizer;
+  /** The folder's config.json as read (checked: format, model, decoding), the object it parsed to. */
   config: ModelConfigFile;
 }
 

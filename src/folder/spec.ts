@@ -11,17 +11,30 @@ import type { GPTConfig } from '../models/gpt-config.ts';
 import { isHfConfig } from '../models/hf/gpt2.ts';
 import type { Seq2SeqConfig } from '../models/seq2seq.ts';
 
+/**
+ * Which of the three kinds a folder is, as its config.json says (docs/model-folder.md, "Three kinds"):
+ * 'seq2seq' (format 'qkv-seq2seq', a translation model from `qkv train`), 'gpt' (format 'qkv-gpt', a
+ * language model from `qkv train-lm`), 'hf-gpt2' (model_type 'gpt2' and no format, a Hugging Face
+ * GPT-2 checkpoint). {@link folderKind} tells them apart.
+ */
 export type FolderKind = 'seq2seq' | 'gpt' | 'hf-gpt2';
 
 /** The files a folder may hold, by role. */
 export const FILES = {
+  /** Every kind: the configuration, whose `format` (or Hugging Face `model_type`) says the folder's kind. */
   config: 'config.json',
+  /**
+   * The tokenizer, as JSON (every kind; an hf-gpt2 folder may hold vocab.json + merges.txt instead);
+   * with separate vocabularies, the source language's.
+   */
   tokenizer: 'tokenizer.json',
   /** A translation model with separate vocabularies: the target side's (tokenizer.json is then the source's). */
   targetTokenizer: 'target_tokenizer.json',
+  /** Every kind: the weights, state-dict names as PyTorch's (fp32, fp16, bf16 or int8; all load as float32). */
   weights: 'model.safetensors',
   /** Hugging Face GPT-2 without tokenizer.json: the slow tokenizer's two files. */
   vocab: 'vocab.json',
+  /** With vocab.json: an optional `#version` line, then one `a b` merge per line. */
   merges: 'merges.txt',
   /** A PyTorch pickle, which qkv does not read (refused with a way to get model.safetensors). */
   pytorchWeights: 'pytorch_model.bin',
@@ -32,8 +45,15 @@ export const TARGET_TOKENIZER = FILES.targetTokenizer;
 
 /** config.json of a translation model (format 'qkv-seq2seq'). */
 export interface ModelConfigFile {
+  /** Required: always 'qkv-seq2seq' (any other format is refused, naming it). */
   format: 'qkv-seq2seq';
+  /** The file format's version, 1; written by qkv, not checked on reading. */
   version: 1;
+  /**
+   * Required: the architecture (vocabSize, tgtVocabSize for separate vocabularies, dModel, nhead,
+   * layer counts, dimFeedforward, dropouts, activation, normFirst, maxLen, padId; docs/model-folder.md
+   * gives each field). Checked before anything is allocated; unknown fields are left alone.
+   */
   model: Seq2SeqConfig;
   /** How it was trained (preset and recipe), for `qkv info`. */
   training?: Record<string, unknown>;
@@ -45,8 +65,14 @@ export interface ModelConfigFile {
   decoding?: Decoding;
 }
 
+/**
+ * A translation model's decoding defaults: config.json's `decoding` section, also what
+ * {@link DEFAULT_DECODING} and the pipeline's `decodingFor` give. {@link checkDecoding} checks it.
+ */
 export interface Decoding {
+  /** Beam size, a positive integer (1 = greedy). Required when `decoding` is present. */
   beam: number;
+  /** Length penalty α, a finite number ≥ 0 (the paper's 0.6). Required when `decoding` is present. */
   alpha: number;
   /** Minimum Bayes risk among the beam pool instead of its best (`qkv translate --mbr`); absent: off. */
   mbr?: boolean;
@@ -65,8 +91,14 @@ export const DEFAULT_DECODING: Decoding = { beam: 4, alpha: 0.6 };
 
 /** config.json of a language model (format 'qkv-gpt'). */
 export interface LmConfigFile {
+  /** Required: always 'qkv-gpt' (any other format is refused, naming it). */
   format: 'qkv-gpt';
+  /** The file format's version, 1; written by qkv, not checked on reading. */
   version: 1;
+  /**
+   * Required: the architecture (vocabSize, which must equal the tokenizer's, blockSize, nLayer, nHead,
+   * nEmbd, dropout, positions; optional activation, default 'gelu', and layerNormEps, default 1e-5).
+   */
   model: GPTConfig;
   /** 'char' or 'bpe' as written by train-lm; 'bytelevel': a Hugging Face GPT-2 folder read as one, never written. */
   tokenizer: 'char' | 'bpe' | 'bytelevel';
@@ -96,6 +128,11 @@ export function folderKind(configJson: unknown, file: string = FILES.config): Fo
 
 /** A folder that cannot be opened as it is; `file` names the file at fault (as the message does). */
 export class FolderError extends Error {
+  /**
+   * The file at fault: mostly its name in the folder ('config.json', 'model.safetensors'); from
+   * {@link folderKind} and {@link checkDecoding}, the `file` they were given (the loaders pass
+   * config.json as the source names it: its path, URL or bare name; folderKind's default is 'config.json').
+   */
   readonly file: string;
   constructor(file: string, message: string) {
     super(message);
@@ -109,6 +146,7 @@ export class FolderError extends Error {
  */
 export type FileNamer = (file: string) => string;
 
+/** The default {@link FileNamer}: a file is named by its bare name in the folder ('config.json'), as for contents in memory. */
 export const bareNames: FileNamer = (file) => file;
 
 /** What each JSON file holds, for messages: `model config not found: runs/x/config.json`. */

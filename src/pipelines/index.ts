@@ -18,8 +18,13 @@ export type { GenerationOptions, TextGenerationPipeline } from './text-generatio
 export type { TranslationOptions, TranslationPipeline } from './translation.ts';
 export { decodingFor } from './translation.ts';
 
+/**
+ * The tasks {@link pipeline} knows: 'translation' (a qkv-seq2seq folder) and 'text-generation' (a
+ * qkv-gpt or Hugging Face GPT-2 folder). Another name is an error naming it.
+ */
 export type Task = 'translation' | 'text-generation';
 
+/** How {@link pipeline} opens the folder. */
 export interface PipelineOptions {
   /**
    * Translation: decode with the ensemble members the folder's config.json names (default true;

@@ -9,6 +9,10 @@ import { idsText, promptContext, promptIds, type GptTokenizer, type LoadedLm } f
 import type { LmConfigFile } from '../folder/spec.ts';
 import type { GPT } from '../models/gpt.ts';
 
+/**
+ * Per-call options of a {@link TextGenerationPipeline}, those of `qkv generate`. A bad value is an Error
+ * naming it (temperature finite and ≥ 0, topK a positive integer, topP in (0, 1], maxNewTokens a non-negative integer).
+ */
 export interface GenerationOptions {
   /** Tokens to generate (default 200, as `qkv generate --max-tokens`). */
   maxNewTokens?: number;
@@ -26,13 +30,22 @@ export interface GenerationOptions {
   onToken?: (piece: string, id: number) => void;
 }
 
+/**
+ * What `pipeline('text-generation', folder)` gives: a function continuing a prompt (the same text
+ * `qkv generate --model folder` writes for it with the same options and seed), `stream` for the
+ * continuation piece by piece, and the opened folder's model, tokenizer and config. An empty prompt,
+ * or one longer than the model's context (`blockSize` tokens), is an Error (the promise rejects; `stream` throws).
+ */
 export interface TextGenerationPipeline {
   /** The continuation of `prompt` (the prompt itself not included). */
   (prompt: string, options?: GenerationOptions): Promise<string>;
   /** The continuation, piece by piece (pieces that add no text are left out). */
   stream(prompt: string, options?: GenerationOptions): AsyncIterableIterator<string>;
+  /** Always 'text-generation': the task it was made for. */
   readonly task: 'text-generation';
+  /** The folder's language model (eval mode): a qkv GPT, or GPT-2's weights on qkv's GPT. */
   readonly model: GPT;
+  /** The folder's tokenizer: characters, qkv's BPE, or GPT-2's byte-level BPE. */
   readonly tokenizer: GptTokenizer;
   /** The id that ends a line: '\n' for characters, EOS for BPE and GPT-2. */
   readonly separatorId: number;

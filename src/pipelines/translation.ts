@@ -10,6 +10,11 @@ import { DEFAULT_DECODING, type Decoding, type ModelConfigFile } from '../folder
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
 
+/**
+ * Per-call decoding options of a {@link TranslationPipeline}. `beam`, `alpha` and `mbr` left out take
+ * the folder's config.json `decoding`, else the paper's (beam 4, α 0.6, no MBR). A bad value makes
+ * the call reject with an Error starting 'translation: ' that names the option.
+ */
 export interface TranslationOptions {
   /** Beam size, 1 = greedy (default: the folder's config.json `decoding`, else 4). */
   beam?: number;
@@ -21,11 +26,18 @@ export interface TranslationOptions {
   mbr?: boolean;
 }
 
+/**
+ * What `pipeline('translation', folder)` gives: a function translating a sentence or an array of
+ * sentences (the same strings `qkv translate --model folder` writes for those lines), with the
+ * opened folder's model, tokenizers and config on it. Input that is not a string (or an array of
+ * strings) rejects with an Error naming it.
+ */
 export interface TranslationPipeline {
   /** The translation of one sentence ('' for an empty one). */
   (text: string, options?: TranslationOptions): Promise<string>;
   /** One translation per sentence, in order. */
   (texts: readonly string[], options?: TranslationOptions): Promise<string[]>;
+  /** Always 'translation': the task it was made for. */
   readonly task: 'translation';
   /** The folder's own model (eval mode). */
   readonly model: Seq2Seq;
