@@ -6,8 +6,6 @@
  * tokenizer or a Hugging Face BPE tokenizer.json), model.safetensors (the weights of the best
  * validation loss so far), train-state.safetensors (for --resume) and history.json.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { generateStream, generateStreamAsync } from '../decode/gpt.ts';
 import { openOnnxGpt, parseEngine } from './onnxruntime.ts';
 import { GPT } from '../models/gpt.ts';
@@ -18,10 +16,9 @@ import { checkRunFolder, FRESH, resumeState, trainLoop } from '../train/loop.ts'
 import { LM_SMOOTHING, LmTrainer, VAL_LOSS, encodeLines, evaluateLm, type LmHistoryEntry, type LmStepResult, type LmTokenizer } from '../train/lm.ts';
 import { PRESETS } from '../train/presets.ts';
 import { idsText, lineSeparatorId, promptIds, type LoadedLm } from '../folder/gpt.ts';
-import { readGptShape, readLm } from '../folder/node.ts';
-import type { LmConfigFile } from '../folder/spec.ts';
+import { readGptShape, readLm, saveLmDir } from '../folder/node.ts';
 import { readLines } from './corpus.ts';
-import { asUserError, atomicWrite, UserError } from './files.ts';
+import { asUserError, UserError } from './files.ts';
 import { progressBar } from './progress.ts';
 
 type TokenizerKind = 'char' | 'bpe';
@@ -45,12 +42,8 @@ export function loadLmDir(dir: string): LoadedLm {
   return asUserError(() => readLm(dir));
 }
 
-/** Write a language-model folder's config.json and tokenizer.json (the weights are written apart). */
-export function saveLmDir(dir: string, model: GPT, tokenizer: LmTokenizer, kind: TokenizerKind, training: Record<string, unknown>): void {
-  const config: LmConfigFile = { format: 'qkv-gpt', version: 1, model: model.config, tokenizer: kind, training };
-  atomicWrite(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
-  atomicWrite(join(dir, 'tokenizer.json'), JSON.stringify(tokenizer.toJSON()));
-}
+// A language-model folder's config.json and tokenizer.json are written by the folder module (the weights apart).
+export { saveLmDir };
 
 // ---- qkv train-lm -----------------------------------------------------------------------------
 

@@ -12,7 +12,10 @@ import type { Seq2SeqConfig } from '../models/seq2seq.ts';
 import { checkRunFolder, FRESH, keepBest, readHistory, resumeState, trainLoop, writeHistory } from '../train/loop.ts';
 import { SEQ2SEQ_SMOOTHING, Seq2SeqTrainer, VAL_BLEU, evaluateSeq2Seq, type Seq2SeqHistoryEntry, type Seq2SeqStepResult } from '../train/trainer.ts';
 import { readParallel } from './corpus.ts';
-import { loadModelDir, loadModelShape, readJson, saveModelDir, saveWeights, UserError, vocabularyConfig } from './files.ts';
+import { notFound } from '../folder/seq2seq.ts';
+import { pathNamer, readJsonIn, saveFolderWeights } from '../folder/node.ts';
+import { FILES } from '../folder/spec.ts';
+import { asUserError, loadModelDir, loadModelShape, saveModelDir, UserError, vocabularyConfig } from './files.ts';
 import { progressBar } from './progress.ts';
 import { validationBleu } from './evaluate.ts';
 
@@ -162,10 +165,15 @@ function planFromFlags(preset: Seq2SeqPreset, a: TrainArgs, src: string, tgt: st
  * --patience and --bleu-sentences allowed to change; other recipe flags must agree with it.
  */
 function resumedPlan(dir: string, a: TrainArgs): RunPlan {
-  const saved = (readJson(join(dir, 'config.json'), 'model config') as { training?: Partial<RunPlan> & { recipe?: Record<string, unknown> } }).training;
-  if (!saved || !saved.recipe) throw new UserError(`--resume: ${join(dir, 'config.json')} has no 'training' section`);
+  const config = asUserError(() => {
+    const c = readJsonIn(dir, FILES.config);
+    if (c === undefined) throw notFound(FILES.config, pathNamer(dir));
+    return c;
+  });
+  const saved = (config as { training?: Partial<RunPlan> & { recipe?: Record<string, unknown> } }).training;
+  if (!saved || !saved.recipe) throw new UserError(`--resume: ${join(dir, FILES.config)} has no 'training' section`);
   for (const k of FIXED_FLAGS) {
-    if (a[k] !== undefined) throw new UserError(`--resume: ${flagName(k)} is fixed when a run starts (it is in ${join(dir, 'config.json')}); leave it out to continue the run`);
+    if (a[k] !== undefined) throw new UserError(`--resume: ${flagName(k)} is fixed when a run starts (it is in ${join(dir, FILES.config)}); leave it out to continue the run`);
   }
   const preset = PRESETS.seq2seq[saved.preset ?? a.preset ?? DEFAULT_PRESET];
   const recipe = { ...saved.recipe };
@@ -196,7 +204,7 @@ function resumedPlan(dir: string, a: TrainArgs): RunPlan {
  */
 function initPlan(a: TrainArgs, dir: string, config: { training?: Partial<RunPlan> }, tokenizer: BpeTokenizer, targetTokenizer: BpeTokenizer): RunPlan {
   for (const k of SHAPE_FLAGS) {
-    if (a[k] !== undefined) throw new UserError(`--init-from: ${flagName(k)} comes from ${join(dir, 'config.json')} (the model's shape and vocabulary); leave it out`);
+    if (a[k] !== undefined) throw new UserError(`--init-from: ${flagName(k)} comes from ${join(dir, FILES.config)} (the model's shape and vocabulary); leave it out`);
   }
   const saved = a.preset === undefined && config.training?.recipe ? config.training : {};
   const presetName = saved.preset !== undefined && PRESETS.seq2seq[saved.preset] ? saved.preset : a.preset ?? DEFAULT_PRESET;
@@ -283,7 +291,7 @@ export async function train(a: TrainArgs): Promise<void> {
     trainer.startAt(step);
     const carried = readHistory(from, step, VAL_BLEU, 'qkv train');
     writeHistory(a.out, carried);
-    saveWeights(join(a.out, 'model.safetensors'), model.stateDict());
+    saveFolderWeights(a.out, model);
     if (plan.average === 'best' && carried.at(-1)?.step === step) keepBest(a.out, model.stateDict(), carried, plan.keep, VAL_BLEU);
     a.log(`starting from ${from} at step ${step} (its weights, shape and tokenizers; a fresh optimiser)${carried.length ? `, with its ${carried.length} evaluations to there` : ''}`);
   }

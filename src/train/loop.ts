@@ -17,6 +17,8 @@ import { atomicWrite, removeStaleTemps } from '../io/atomic.ts';
 import { readSafetensors, writeSafetensors } from '../io/safetensors.ts';
 import type { Module } from '../nn/module.ts';
 import type { Tensor } from '../tensor/tensor.ts';
+import { saveFolderWeights } from '../folder/node.ts';
+import { FILES } from '../folder/spec.ts';
 import { averageWeights } from './average.ts';
 
 /** The training state of a run folder (weights, optimiser moments, position): the commit point. */
@@ -204,7 +206,7 @@ export async function trainLoop<R extends LoopStepResult, H extends HistoryEntry
       history.push(entry);
       const score = entry[metric.key] as number;
       const improved = better(score, best, metric);
-      if (improved) saveWeights(join(out, 'model.safetensors'), model.stateDict());
+      if (improved) saveFolderWeights(out, model);
       if (checkpoints?.average === 'best') keepBest(out, model.stateDict(), history, checkpoints.keep, metric);
       writeHistory(out, history);
       bar.stop();
@@ -233,7 +235,7 @@ export async function trainLoop<R extends LoopStepResult, H extends HistoryEntry
   bar.stop();
   if (checkpoints) averageCheckpoints(run, history, ema);
   // A run that never evaluated (resumed past its end) still leaves weights to load.
-  if (!existsSync(join(out, 'model.safetensors'))) saveWeights(join(out, 'model.safetensors'), model.stateDict());
+  if (!existsSync(join(out, FILES.weights))) saveFolderWeights(out, model);
   return history;
 }
 
@@ -253,7 +255,7 @@ function averageCheckpoints<R extends LoopStepResult, H extends HistoryEntry>(ru
   run.log(`average of the ${checkpoints!.average} ${ckpts.length} checkpoints: ${metric.name} ${score.toFixed(metric.digits)} (best single: ${best.toFixed(metric.digits)})`);
   const kept = !better(best, score, metric); // at least as good
   history.push(run.averagedEntry(score, ckpts.length, kept, ema));
-  if (kept) saveWeights(join(out, 'model.safetensors'), model.stateDict());
+  if (kept) saveFolderWeights(out, model);
   writeHistory(out, history);
   model.loadStateDict(saved);
 }

@@ -25,19 +25,13 @@ import { FILES } from '../../src/folder/spec.ts';
 const NAMES = [FILES.config, FILES.tokenizer, FILES.targetTokenizer, FILES.weights];
 const ROOTS = ['src', 'web/src', 'bench', 'scripts'];
 
-const PENDING: Record<string, string> = {
-  'src/cli/train.ts': "--resume reads join(dir, 'config.json') with readJson (use folder/node.ts readJsonIn(dir, FILES.config)); the weights are saved to join(out, 'model.safetensors') three times (saveFolderWeights)",
-  'src/cli/lm.ts': "saveLmDir writes config.json and tokenizer.json itself (folder/node.ts saveLmDir is the same function); train-lm writes join(out, 'model.safetensors') with atomicWrite twice (saveFolderWeights)",
-  'src/server/static.ts': 'MODEL_FILES and OPTIONAL_MODEL_FILE list the folder files the explorer serves (FILES.config, FILES.tokenizer, FILES.weights, FILES.targetTokenizer)',
-};
+const PENDING: Record<string, string> = {};
 
 const LABELS: Record<string, string> = {
   'src/models/config-check.ts': "checkVocabularies' default file names for its messages",
   'src/models/load-weights.ts': "loadWeights' default config name for its messages",
 };
-// web/src/** (the explorer rework): model.ts fetches 'model/config.json' by name; local-model.ts picks
-// and reads config.json, tokenizer.json and model.safetensors by name (FILES, openFolder/filesSource).
-const pending = (f: string) => Object.hasOwn(PENDING, f) || f.startsWith('web/src/');
+const pending = (f: string) => Object.hasOwn(PENDING, f);
 
 function walk(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

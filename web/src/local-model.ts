@@ -21,12 +21,15 @@ const OPTIONAL = [FILES.vocab, FILES.merges, FILES.pytorchWeights] as const;
 
 type Needed = (typeof NEEDED)[number];
 type Optional = (typeof OPTIONAL)[number];
+type Tokenizer = typeof FILES.tokenizer;
+/** The picked files by name: config.json and model.safetensors always, tokenizer.json unless GPT-2's slow tokenizer files stand in. */
+type Picked = Record<Exclude<Needed, Tokenizer>, File> & Partial<Record<Tokenizer | Optional, File>>;
 
 /**
  * The folder's files, by name (the folder's own files only, not those of subfolders). A Hugging
  * Face folder may hold vocab.json and merges.txt instead of tokenizer.json.
  */
-export function pickModelFiles(files: Iterable<File>): { files: Record<Exclude<Needed, 'tokenizer.json'>, File> & Partial<Record<'tokenizer.json' | Optional, File>>; folder: string } {
+export function pickModelFiles(files: Iterable<File>): { files: Picked; folder: string } {
   const found: Partial<Record<string, File>> = {};
   let folder = '';
   for (const f of files) {
@@ -42,7 +45,7 @@ export function pickModelFiles(files: Iterable<File>): { files: Record<Exclude<N
   const slowTokenizer = found[FILES.vocab] !== undefined && found[FILES.merges] !== undefined;
   const missing = NEEDED.filter((n) => !found[n] && !(n === FILES.tokenizer && slowTokenizer));
   if (missing.length > 0) throw new Error(`the folder lacks ${missing.join(', ')} (a model folder holds config.json, tokenizer.json and model.safetensors)`);
-  return { files: found as Record<Exclude<Needed, 'tokenizer.json'>, File> & Partial<Record<'tokenizer.json' | Optional, File>>, folder };
+  return { files: found as Picked, folder };
 }
 
 async function readJsonFile(f: File): Promise<unknown> {
@@ -84,15 +87,16 @@ export async function loadLocalModel(files: Iterable<File>, backend: string, pro
   const t0 = performance.now();
   const { files: f, folder } = pickModelFiles(files);
   const name = folder || 'local folder';
-  const config = await readJsonFile(f['config.json']);
-  const kind = folderKind(config, 'config.json');
+  const config = await readJsonFile(f[FILES.config]);
+  const kind = folderKind(config, FILES.config);
   if (kind === 'seq2seq') throw new Error(`config.json: a translation model (format 'qkv-seq2seq'): open it with qkv explore --model ${name}; this view opens GPTs`);
-  const tokenizerJson = f['tokenizer.json'] ? await readJsonFile(f['tokenizer.json']) : undefined;
-  const w = f['model.safetensors'];
+  const tokenizerFile = f[FILES.tokenizer];
+  const tokenizerJson = tokenizerFile ? await readJsonFile(tokenizerFile) : undefined;
+  const w = f[FILES.weights];
   if (kind === 'hf-gpt2') {
     checkPageLimit(config, backend);
     // Named before any weight is read: tokenizer.json, else vocab.json + merges.txt.
-    const tokenizer = hfTokenizer(tokenizerJson !== undefined ? { tokenizer: tokenizerJson } : { vocab: await readJsonFile(f['vocab.json']!), merges: await f['merges.txt']!.text() });
+    const tokenizer = hfTokenizer(tokenizerJson !== undefined ? { tokenizer: tokenizerJson } : { vocab: await readJsonFile(f[FILES.vocab]!), merges: await f[FILES.merges]!.text() });
     const model = await readHfGpt2Streaming(config, w.size, async (b, e) => new Uint8Array(await w.slice(b, e).arrayBuffer()), (done, total) => {
       progress(`reading ${name}/model.safetensors: ${mb(done)} / ${mb(total)}`);
     }).catch((e: Error) => {
