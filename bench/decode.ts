@@ -11,7 +11,11 @@ const V = 8000;
 const N = 20;
 manualSeed(1);
 const model = new models.Seq2Seq({ ...models.MULTI30K_SMALL, vocabSize: V }).eval();
-const src = new Tensor(Int32Array.from({ length: N }, (_, i) => 4 + ((i * 7919) % (V - 4))), [1, N], 'int32');
+const src = new Tensor(
+  Int32Array.from({ length: N }, (_, i) => 4 + ((i * 7919) % (V - 4))),
+  [1, N],
+  'int32',
+);
 // A zero output row for EOS gives it logit 0, below the maximum of 8,000 random logits: every run
 // makes exactly N tokens.
 model.embedding.weight.data.fill(0, 3 * 256, 4 * 256);
@@ -58,10 +62,17 @@ for _ in range(7):
     t = time.perf_counter(); run(); ts.append((time.perf_counter() - t) * 1000)
 print(sorted(ts)[3])
 `;
-const p = spawnSync('/usr/bin/python3', ['-c', py], { encoding: 'utf8', env: { ...process.env, OMP_WAIT_POLICY: 'PASSIVE' } });
+const p = spawnSync('/usr/bin/python3', ['-c', py], {
+  encoding: 'utf8',
+  env: { ...process.env, OMP_WAIT_POLICY: 'PASSIVE' },
+});
 const torchMs = p.status === 0 ? Number(p.stdout.trim()) : null;
 
 console.log(`greedy decoding, 1 sentence, ${N} tokens, backend ${getBackend().name}; medians of 7 (ms)`);
 console.log(`qkv with KV cache     ${qkvCache.toFixed(1)}`);
 console.log(`qkv without cache     ${qkvNoCache.toFixed(1)}`);
-console.log(torchMs === null ? `PyTorch: skipped (${p.stderr.trim().split('\n').pop() ?? 'no torch'})` : `PyTorch without cache ${torchMs.toFixed(1)}   qkv-with-cache / PyTorch = ${(qkvCache / torchMs).toFixed(2)}`);
+console.log(
+  torchMs === null
+    ? `PyTorch: skipped (${p.stderr.trim().split('\n').pop() ?? 'no torch'})`
+    : `PyTorch without cache ${torchMs.toFixed(1)}   qkv-with-cache / PyTorch = ${(qkvCache / torchMs).toFixed(2)}`,
+);

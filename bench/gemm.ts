@@ -30,7 +30,12 @@ function params(m: number, n: number, k: number, transA: boolean, transB: boolea
 // Correctness first: every transpose case on an odd shape, within the float32 bound of the test.
 {
   const [m, n, k] = [67, 131, 93];
-  for (const [ta, tb] of [[false, false], [false, true], [true, false], [true, true]] as const) {
+  for (const [ta, tb] of [
+    [false, false],
+    [false, true],
+    [true, false],
+    [true, true],
+  ] as const) {
     const p = params(m, n, k, ta, tb);
     const a = fillRandom(alloc(m * k));
     const b = fillRandom(alloc(k * n));
@@ -42,7 +47,8 @@ function params(m: number, n: number, k: number, transA: boolean, transB: boolea
     jsGemm(a.map(Math.abs), b.map(Math.abs), bound, p);
     const gamma = (2 * (k + 2)) / 2 ** 24;
     for (let i = 0; i < c.length; i++) {
-      if (!(Math.abs(c[i]! - ref[i]!) <= gamma * bound[i]!)) throw new Error(`wasm/js mismatch at ${i}: ${c[i]} vs ${ref[i]} (${ta ? 'T' : 'N'}${tb ? 'T' : 'N'})`);
+      if (!(Math.abs(c[i]! - ref[i]!) <= gamma * bound[i]!))
+        throw new Error(`wasm/js mismatch at ${i}: ${c[i]} vs ${ref[i]} (${ta ? 'T' : 'N'}${tb ? 'T' : 'N'})`);
     }
     for (const x of [a, b, c]) free(x);
   }
@@ -59,7 +65,7 @@ function time(fn: Gemm, a: Float32Array, b: Float32Array, c: Float32Array, p: Ge
   const flops = 2 * p.m * p.n * p.k;
   let t0 = performance.now();
   fn(a, b, c, p); // warm-up (and calibration)
-  let reps = Math.max(1, Math.ceil(20 / Math.max(performance.now() - t0, 0.01)));
+  const reps = Math.max(1, Math.ceil(20 / Math.max(performance.now() - t0, 0.01)));
   fn(a, b, c, p);
   const times: number[] = [];
   for (let s = 0; s < samples; s++) {
@@ -71,10 +77,24 @@ function time(fn: Gemm, a: Float32Array, b: Float32Array, c: Float32Array, p: Ge
 }
 
 const variants: GemmVariant[] = gemmVariant() === 'relaxed-simd' ? ['simd', 'relaxed-simd'] : ['simd'];
-const shapes: [number, number, number][] = [[128, 128, 128], [256, 256, 256], [512, 512, 512], [1024, 1024, 1024], [4096, 512, 512]];
-const cases = [['NN', false, false], ['NT', false, true], ['TN', true, false]] as const;
+const shapes: [number, number, number][] = [
+  [128, 128, 128],
+  [256, 256, 256],
+  [512, 512, 512],
+  [1024, 1024, 1024],
+  [4096, 512, 512],
+];
+const cases = [
+  ['NN', false, false],
+  ['NT', false, true],
+  ['TN', true, false],
+] as const;
 
-console.log(`node ${process.version}, load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; GFLOP/s, median of 5`);
+console.log(
+  `node ${process.version}, load average ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}; GFLOP/s, median of 5`,
+);
 const header = ['m×k×n', 'case', 'js', ...variants.map((v) => `wasm ${v}`), 'best/js'];
 console.log(header.join('\t'));
 for (const [m, k, n] of shapes) {
@@ -88,7 +108,15 @@ for (const [m, k, n] of shapes) {
       setGemmVariant(v);
       return time(wasmGemm, a, b, c, p);
     });
-    console.log([`${m}×${k}×${n}`, name, js.toFixed(2), ...wasm.map((x) => x.toFixed(1)), `${(Math.max(...wasm) / js).toFixed(0)}×`].join('\t'));
+    console.log(
+      [
+        `${m}×${k}×${n}`,
+        name,
+        js.toFixed(2),
+        ...wasm.map((x) => x.toFixed(1)),
+        `${(Math.max(...wasm) / js).toFixed(0)}×`,
+      ].join('\t'),
+    );
   }
   for (const x of [a, b, c]) free(x);
 }

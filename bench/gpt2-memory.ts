@@ -46,8 +46,17 @@ function tree(root: number): Map<number, [number, number]> {
 const serve = process.argv.includes('--serve');
 const server = await startExploreServer({ webDir, modelDir: serve ? dir : null, port: 0 });
 const browser = await chromium.launch({
-  executablePath: '/usr/bin/chromium', headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  executablePath: '/usr/bin/chromium',
+  headless: true,
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--no-first-run',
+  ],
 });
 try {
   const page = await browser.newPage();
@@ -59,15 +68,21 @@ try {
     await page.waitForSelector('body[data-ready="true"]', { timeout: 60000 });
     before = tree(rootPid);
     await page.locator('#folder-input').setInputFiles(dir);
-    await page.waitForFunction(() => {
-      const d = document.querySelector<HTMLElement>('#view-generate')!.dataset;
-      return d.opened === '1' || d.openFailed === '1';
-    }, undefined, { timeout: 600000 });
+    await page.waitForFunction(
+      () => {
+        const d = document.querySelector<HTMLElement>('#view-generate')!.dataset;
+        return d.opened === '1' || d.openFailed === '1';
+      },
+      undefined,
+      { timeout: 600000 },
+    );
   } else {
     await page.waitForSelector('body[data-ready]', { timeout: 600000 });
   }
   const seconds = (performance.now() - t0) / 1000;
-  const status = serve ? `opened ${await page.getByTestId('model-info').textContent()}` : await page.getByTestId('folder-status').textContent();
+  const status = serve
+    ? `opened ${await page.getByTestId('model-info').textContent()}`
+    : await page.getByTestId('folder-status').textContent();
   const after = tree(rootPid);
   const fileMb = statSync(join(dir, FILES.weights)).size / 2 ** 20;
   // The renderer is the process whose peak grew the most.
@@ -81,12 +96,22 @@ try {
   await page.getByTestId('max-tokens').fill('1');
   const g0 = performance.now();
   await page.getByTestId('generate').click();
-  await page.waitForFunction(() => document.querySelector('#view-generate')?.getAttribute('data-generated') === '1', undefined, { timeout: 600000 });
+  await page.waitForFunction(
+    () => document.querySelector('#view-generate')?.getAttribute('data-generated') === '1',
+    undefined,
+    { timeout: 600000 },
+  );
   const genS = (performance.now() - g0) / 1000;
   const result = {
-    backend, status, seconds: Number(seconds.toFixed(1)), file_mib: Math.round(fileMb),
-    renderer_peak_mib_before: Math.round(best.hwm0), renderer_peak_mib_after: Math.round(best.hwm), renderer_rss_mib_after: Math.round(best.rss),
-    first_generation_s: Number(genS.toFixed(1)), text: await page.getByTestId('generated').textContent(),
+    backend,
+    status,
+    seconds: Number(seconds.toFixed(1)),
+    file_mib: Math.round(fileMb),
+    renderer_peak_mib_before: Math.round(best.hwm0),
+    renderer_peak_mib_after: Math.round(best.hwm),
+    renderer_rss_mib_after: Math.round(best.rss),
+    first_generation_s: Number(genS.toFixed(1)),
+    text: await page.getByTestId('generated').textContent(),
   };
   console.log(JSON.stringify(result, null, 1));
 } finally {

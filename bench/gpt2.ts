@@ -15,7 +15,16 @@ import { decode, getBackend, manualSeed, models } from '../src/index.ts';
 const smoke = process.argv.includes('--smoke');
 const withPeers = !process.argv.includes('--no-peers');
 const cfg: models.GPTConfig = smoke
-  ? { vocabSize: 1000, blockSize: 128, nLayer: 2, nHead: 2, nEmbd: 64, dropout: 0, positions: 'learned', activation: 'gelu_tanh' }
+  ? {
+      vocabSize: 1000,
+      blockSize: 128,
+      nLayer: 2,
+      nHead: 2,
+      nEmbd: 64,
+      dropout: 0,
+      positions: 'learned',
+      activation: 'gelu_tanh',
+    }
   : { ...models.GPT2_124M, dropout: 0 };
 const NEW = smoke ? 8 : 64;
 const RUNS = smoke ? 1 : 3;
@@ -23,12 +32,14 @@ const prompt = Array.from({ length: 8 }, (_, i) => (i * 7919 + 13) % cfg.vocabSi
 
 manualSeed(1);
 const model = new models.GPT(cfg).eval();
-const run = (useCache: boolean, n = NEW) => decode.generate(model, prompt, { maxTokens: n, temperature: 0, useCache }).ids;
+const run = (useCache: boolean, n = NEW) =>
+  decode.generate(model, prompt, { maxTokens: n, temperature: 0, useCache }).ids;
 
 const check = Math.min(NEW, 6);
 const a = run(true, check);
 const b = run(false, check);
-if (a.join() !== b.join()) throw new Error(`check failed: generation with the KV cache (${a}) differs from recomputing (${b})`);
+if (a.join() !== b.join())
+  throw new Error(`check failed: generation with the KV cache (${a}) differs from recomputing (${b})`);
 console.log(`check: ${check} greedy tokens with the KV cache = without it (${getBackend().name} backend)`);
 
 const times: number[] = [];
@@ -39,7 +50,9 @@ for (let r = 0; r < RUNS; r++) {
   if (ids.length !== NEW) throw new Error(`expected ${NEW} tokens, got ${ids.length}`);
 }
 const qkvMs = times.sort((x, y) => x - y)[times.length >> 1];
-console.log(`qkv ${getBackend().name}: ${NEW} tokens in ${qkvMs.toFixed(0)} ms = ${((1000 * NEW) / qkvMs).toFixed(1)} tokens/s (${model.numParameters().toLocaleString('en-US')} parameters)`);
+console.log(
+  `qkv ${getBackend().name}: ${NEW} tokens in ${qkvMs.toFixed(0)} ms = ${((1000 * NEW) / qkvMs).toFixed(1)} tokens/s (${model.numParameters().toLocaleString('en-US')} parameters)`,
+);
 
 const py = `
 import math, sys, time, torch
@@ -84,9 +97,24 @@ print(sorted(ts)[len(ts) // 2])
 let torchMs: number | null = null;
 let note = '';
 if (withPeers) {
-  const p = spawnSync('/usr/bin/python3', ['-c', py], { encoding: 'utf8', env: { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', OMP_NUM_THREADS: '2' } });
+  const p = spawnSync('/usr/bin/python3', ['-c', py], {
+    encoding: 'utf8',
+    env: { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', OMP_NUM_THREADS: '2' },
+  });
   if (p.status === 0) torchMs = Number(p.stdout.trim().split('\n').pop());
   else note = `PyTorch: skipped (${p.stderr.trim().split('\n').pop() ?? 'no torch'})`;
-  console.log(torchMs === null ? note : `PyTorch: ${NEW} tokens in ${torchMs.toFixed(0)} ms = ${((1000 * NEW) / torchMs).toFixed(1)} tokens/s; qkv / PyTorch time = ${(qkvMs / torchMs).toFixed(2)}`);
+  console.log(
+    torchMs === null
+      ? note
+      : `PyTorch: ${NEW} tokens in ${torchMs.toFixed(0)} ms = ${((1000 * NEW) / torchMs).toFixed(1)} tokens/s; qkv / PyTorch time = ${(qkvMs / torchMs).toFixed(2)}`,
+  );
 }
-console.log(JSON.stringify({ qkv_ms: qkvMs, qkv_tps: (1000 * NEW) / qkvMs, torch_ms: torchMs, torch_tps: torchMs === null ? null : (1000 * NEW) / torchMs, note }));
+console.log(
+  JSON.stringify({
+    qkv_ms: qkvMs,
+    qkv_tps: (1000 * NEW) / qkvMs,
+    torch_ms: torchMs,
+    torch_tps: torchMs === null ? null : (1000 * NEW) / torchMs,
+    note,
+  }),
+);

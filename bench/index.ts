@@ -27,13 +27,15 @@ import { wasmGemm } from '../src/backend/wasm/gemm.ts';
 import { wasmVariant } from '../src/backend/wasm/loader.ts';
 import { numThreads } from '../src/backend/wasm/threads.ts';
 import { alloc } from '../src/backend/wasm/memory.ts';
-import { F, getBackend, manualSeed, memoryScope, models, nn, noGrad, optim, randn, setBackend, tensor, type Tensor } from '../src/index.ts';
+import { F, manualSeed, memoryScope, models, nn, noGrad, optim, randn, setBackend, tensor } from '../src/index.ts';
 
 acquireBenchLock();
 const root = fileURLToPath(new URL('..', import.meta.url));
 const withPeers = !process.argv.includes('--no-peers');
 const started = performance.now();
-const loadStart = loadavg().map((x) => x.toFixed(2)).join(' ');
+const loadStart = loadavg()
+  .map((x) => x.toFixed(2))
+  .join(' ');
 const log = (s: string) => console.log(s);
 
 function median(xs: number[]): number {
@@ -62,7 +64,8 @@ function close(a: ArrayLike<number>, b: ArrayLike<number>, what: string, atol = 
   let worst = 0;
   for (let i = 0; i < a.length; i++) {
     const err = Math.abs(a[i]! - b[i]!);
-    if (!(err <= atol + rtol * Math.abs(b[i]!))) throw new Error(`check failed: ${what}: element ${i} wasm ${a[i]} vs js ${b[i]}`);
+    if (!(err <= atol + rtol * Math.abs(b[i]!)))
+      throw new Error(`check failed: ${what}: element ${i} wasm ${a[i]} vs js ${b[i]}`);
     worst = Math.max(worst, err);
   }
   log(`check: ${what}: wasm matches js (max |diff| ${worst.toExponential(1)})`);
@@ -87,19 +90,47 @@ const rows: Row[] = [];
 // ---------------------------------------------------------------------------------------------
 // GEMM
 const rand = (n: number) => Float32Array.from({ length: n }, () => Math.random() * 2 - 1);
-const gemmParams = (m: number, n: number, k: number, transA: boolean, transB: boolean): GemmParams => ({ batch: 1, m, n, k, transA, transB, strideA: 0, strideB: 0, strideC: 0, accumulate: false });
-const T = [['NN', false, false], ['NT', false, true], ['TN', true, false], ['TT', true, true]] as const;
+const gemmParams = (m: number, n: number, k: number, transA: boolean, transB: boolean): GemmParams => ({
+  batch: 1,
+  m,
+  n,
+  k,
+  transA,
+  transB,
+  strideA: 0,
+  strideB: 0,
+  strideC: 0,
+  accumulate: false,
+});
+const T = [
+  ['NN', false, false],
+  ['NT', false, true],
+  ['TN', true, false],
+  ['TT', true, true],
+] as const;
 {
   const [m, n, k] = [67, 131, 93];
   for (const [name, ta, tb] of T) {
     const p = gemmParams(m, n, k, ta, tb);
-    const a = rand(m * k), b = rand(k * n), c = new Float32Array(m * n), ref = new Float32Array(m * n);
+    const a = rand(m * k),
+      b = rand(k * n),
+      c = new Float32Array(m * n),
+      ref = new Float32Array(m * n);
     wasmGemm(a, b, c, p);
     jsGemm(a, b, ref, p);
     close(c, ref, `gemm ${m}x${k}x${n} ${name}`, 1e-5, 1e-5);
   }
 }
-const gemmShapes: [number, number, number][] = [[128, 128, 128], [256, 256, 256], [512, 512, 512], [1024, 1024, 1024], [2048, 2048, 2048], [4096, 512, 512], [4096, 512, 2048], [4096, 2048, 512]];
+const gemmShapes: [number, number, number][] = [
+  [128, 128, 128],
+  [256, 256, 256],
+  [512, 512, 512],
+  [1024, 1024, 1024],
+  [2048, 2048, 2048],
+  [4096, 512, 512],
+  [4096, 512, 2048],
+  [4096, 2048, 512],
+];
 const work: Work[] = [];
 for (const [m, k, n] of gemmShapes) {
   // Operands in wasm memory, where a training step's tensors are (js reads them just the same).
@@ -108,7 +139,9 @@ for (const [m, k, n] of gemmShapes) {
     y.set(x);
     return y;
   };
-  const a = inWasm(rand(m * k)), b = inWasm(rand(k * n)), c = alloc(m * n);
+  const a = inWasm(rand(m * k)),
+    b = inWasm(rand(k * n)),
+    c = alloc(m * n);
   for (const [tn, ta, tb] of T) {
     const name = `gemm ${m}×${k}×${n} ${tn}`;
     const p = gemmParams(m, n, k, ta, tb);
@@ -123,7 +156,14 @@ for (const [m, k, n] of gemmShapes) {
 
 // ---------------------------------------------------------------------------------------------
 // Multi-head self-attention (nn.MultiheadAttention, batchFirst, no dropout, no weights returned)
-function mhaRun(be: string, N: number, L: number, E: number, H: number, backward: boolean): { out: Float32Array; dx: Float32Array | null; fn: () => void } {
+function mhaRun(
+  be: string,
+  N: number,
+  L: number,
+  E: number,
+  H: number,
+  backward: boolean,
+): { out: Float32Array; dx: Float32Array | null; fn: () => void } {
   setBackend(be);
   manualSeed(5);
   const mha = new nn.MultiheadAttention(E, H, { batchFirst: true, dropout: 0 });
@@ -143,13 +183,19 @@ function mhaRun(be: string, N: number, L: number, E: number, H: number, backward
   fn();
   return { out: noGrad(fwd).data as Float32Array, dx: x.grad!.data as Float32Array, fn };
 }
-for (const [N, L] of [[32, 32], [1, 256]] as const) {
+for (const [N, L] of [
+  [32, 32],
+  [1, 256],
+] as const) {
   const w = mhaRun('wasm', N, L, 512, 8, true);
   const j = mhaRun('js', N, L, 512, 8, true);
   close(w.out, j.out, `MultiheadAttention (${N}, ${L}, 512, 8) output`);
   close(w.dx!, j.dx!, `MultiheadAttention (${N}, ${L}, 512, 8) input gradient`);
 }
-for (const [N, L] of [[32, 32], [4, 512]] as const) {
+for (const [N, L] of [
+  [32, 32],
+  [4, 512],
+] as const) {
   for (const backward of [false, true]) {
     const name = `MHA (${N}, ${L}, 512, 8) ${backward ? 'fwd+bwd' : 'fwd'}`;
     const { fn } = mhaRun('wasm', N, L, 512, 8, backward);
@@ -164,7 +210,10 @@ setBackend('wasm');
 // Long sequences: a fresh process per length, so peak memory is the workload's own.
 for (const L of [2048, 8192]) {
   const name = `MHA (1, ${L}, 512, 8) fwd, no weights`;
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/long.ts', String(L)], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/long.ts', String(L)], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`bench/long.ts ${L} failed: ${r.stderr}`);
   const { ms, peak_mb } = JSON.parse(r.stdout.trim().split('\n').pop()!) as { ms: number; peak_mb: number };
   rows.push({ name, unit: 'ms', qkv: ms, peak: peak_mb });
@@ -180,11 +229,34 @@ for (const L of [2048, 8192]) {
 //   vocabulary 8000, dropout 0.3 on sub-layer outputs and embeddings only (attention and
 //   activation dropout 0), AdamW weight decay 1e-4.
 type TrainShape = models.Seq2SeqConfig & { weightDecay: number };
-const SMALL: TrainShape = { ...models.MULTI30K_SMALL, vocabSize: 8000, dModel: 256, nhead: 4, numEncoderLayers: 3, numDecoderLayers: 3, dimFeedforward: 1024, dropout: 0.1, weightDecay: 0 };
-const RECIPE: TrainShape = { ...models.MULTI30K_SMALL, vocabSize: 8000, dModel: 128, nhead: 4, numEncoderLayers: 4, numDecoderLayers: 4, dimFeedforward: 512, dropout: 0.3, attentionDropout: 0, activationDropout: 0, weightDecay: 1e-4 };
+const SMALL: TrainShape = {
+  ...models.MULTI30K_SMALL,
+  vocabSize: 8000,
+  dModel: 256,
+  nhead: 4,
+  numEncoderLayers: 3,
+  numDecoderLayers: 3,
+  dimFeedforward: 1024,
+  dropout: 0.1,
+  weightDecay: 0,
+};
+const RECIPE: TrainShape = {
+  ...models.MULTI30K_SMALL,
+  vocabSize: 8000,
+  dModel: 128,
+  nhead: 4,
+  numEncoderLayers: 4,
+  numDecoderLayers: 4,
+  dimFeedforward: 512,
+  dropout: 0.3,
+  attentionDropout: 0,
+  activationDropout: 0,
+  weightDecay: 1e-4,
+};
 function batchIds(vocab: number, B: number, Tn: number): number[] {
   const ids: number[] = [];
-  for (let b = 0; b < B; b++) for (let t = 0; t < Tn; t++) ids.push(t < Tn - (b % 8) ? 4 + ((b * 31 + t * 17) % (vocab - 4)) : 0);
+  for (let b = 0; b < B; b++)
+    for (let t = 0; t < Tn; t++) ids.push(t < Tn - (b % 8) ? 4 + ((b * 31 + t * 17) % (vocab - 4)) : 0);
   return ids;
 }
 function trainer(be: string, shape: TrainShape, B: number, Tn: number): { step: () => number; model: models.Seq2Seq } {
@@ -192,7 +264,12 @@ function trainer(be: string, shape: TrainShape, B: number, Tn: number): { step: 
   manualSeed(1);
   const { weightDecay, ...cfg } = shape;
   const model = new models.Seq2Seq(cfg);
-  const opt = new (weightDecay > 0 ? optim.AdamW : optim.Adam)(model.parameters(), { lr: 1e-4, betas: [0.9, 0.98], eps: 1e-9, weightDecay });
+  const opt = new (weightDecay > 0 ? optim.AdamW : optim.Adam)(model.parameters(), {
+    lr: 1e-4,
+    betas: [0.9, 0.98],
+    eps: 1e-9,
+    weightDecay,
+  });
   const ids = tensor(new Int32Array(batchIds(cfg.vocabSize, B, Tn)), [B, Tn]);
   const step = () => {
     const loss = F.crossEntropy(model.forward(ids, ids), ids, { ignoreIndex: 0, labelSmoothing: 0.1 });
@@ -203,7 +280,10 @@ function trainer(be: string, shape: TrainShape, B: number, Tn: number): { step: 
   };
   return { step, model };
 }
-for (const [label, shape] of [['', SMALL], [', shipped EN→DE recipe', RECIPE]] as [string, TrainShape][]) {
+for (const [label, shape] of [
+  ['', SMALL],
+  [', shipped EN→DE recipe', RECIPE],
+] as [string, TrainShape][]) {
   const losses = ['wasm', 'js'].map((be) => {
     const t = trainer(be, shape, 4, 12);
     manualSeed(9);
@@ -212,14 +292,30 @@ for (const [label, shape] of [['', SMALL], [', shipped EN→DE recipe', RECIPE]]
   });
   close(losses[0]!.l, losses[1]!.l, `Seq2Seq training${label}, losses of 2 steps (batch 4×12)`);
   close(losses[0]!.w, losses[1]!.w, `Seq2Seq training${label}, embedding after 2 Adam steps`);
-  const B = 128, Tn = 32;
+  const B = 128,
+    Tn = 32;
   const t = trainer('wasm', shape, B, Tn);
   const name = `train step Seq2Seq d${shape.dModel} ${shape.numEncoderLayers}+${shape.numDecoderLayers}${label} (${B}×${Tn} tokens)`;
   const qkv = timed(() => void memoryScope(t.step), { samples: 3, capMs: 60000 });
   rows.push({ name, unit: 'ms', qkv });
   work.push({
-    kind: 'train', name, b: B, t: Tn, ids: batchIds(shape.vocabSize, B, Tn),
-    cfg: { vocab: shape.vocabSize, dModel: shape.dModel, nhead: shape.nhead, enc: shape.numEncoderLayers, dec: shape.numDecoderLayers, dff: shape.dimFeedforward, dropout: shape.dropout, attnDropout: shape.attentionDropout ?? shape.dropout, actDropout: shape.activationDropout ?? shape.dropout, weightDecay: shape.weightDecay },
+    kind: 'train',
+    name,
+    b: B,
+    t: Tn,
+    ids: batchIds(shape.vocabSize, B, Tn),
+    cfg: {
+      vocab: shape.vocabSize,
+      dModel: shape.dModel,
+      nhead: shape.nhead,
+      enc: shape.numEncoderLayers,
+      dec: shape.numDecoderLayers,
+      dff: shape.dimFeedforward,
+      dropout: shape.dropout,
+      attnDropout: shape.attentionDropout ?? shape.dropout,
+      actDropout: shape.activationDropout ?? shape.dropout,
+      weightDecay: shape.weightDecay,
+    },
   });
   log(`${name}: wasm ${qkv.toFixed(0)} ms`);
 }
@@ -230,7 +326,10 @@ setBackend('wasm');
 const gpt2Name = 'GPT-2 124M shape, 64 tokens, KV cache';
 let gpt2Torch: number | null = null;
 {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/gpt2.ts', ...(withPeers ? [] : ['--no-peers'])], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/gpt2.ts', ...(withPeers ? [] : ['--no-peers'])], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`bench/gpt2.ts failed: ${r.stderr}`);
   const out = r.stdout.trim().split('\n');
   for (const l of out.slice(0, -1)) log(l);
@@ -249,21 +348,28 @@ let onnxTable = '';
   const out = r.stdout.trim().split('\n');
   log(out.slice(0, -1).join('\n'));
   const res = JSON.parse(out.pop()!) as { name: string; qkv: number; ort: number }[];
-  onnxTable = ['| decoding (models/multi30k-en-de) | qkv wasm ms | ONNX Runtime ms | qkv / ORT |', '| --- | --- | --- | --- |',
-    ...res.map((x) => `| ${x.name} | ${x.qkv.toFixed(1)} | ${x.ort.toFixed(1)} | ${(x.qkv / x.ort).toFixed(2)} |`)].join('\n');
+  onnxTable = [
+    '| decoding (models/multi30k-en-de) | qkv wasm ms | ONNX Runtime ms | qkv / ORT |',
+    '| --- | --- | --- | --- |',
+    ...res.map((x) => `| ${x.name} | ${x.qkv.toFixed(1)} | ${x.ort.toFixed(1)} | ${(x.qkv / x.ort).toFixed(2)} |`),
+  ].join('\n');
 }
 
 // ---------------------------------------------------------------------------------------------
 // Peers
 type PeerResult = Record<string, { ms: number; peak_mb?: number }>;
 let tfjs: PeerResult = {};
-let torch: PeerResult = {};
+const torch: PeerResult = {};
 if (gpt2Torch !== null) torch[gpt2Name] = { ms: gpt2Torch };
 let torchNote = '';
 if (withPeers) {
   log('TensorFlow.js (wasm backend)...');
   const tfWork = work.filter((w) => w.kind !== 'train' && !(w.kind === 'mha_long' && (w.l as number) > 2048));
-  const r = spawnSync(process.execPath, ['bench/peers/tfjs.mjs', JSON.stringify(tfWork)], { cwd: root, encoding: 'utf8', maxBuffer: 1 << 26 });
+  const r = spawnSync(process.execPath, ['bench/peers/tfjs.mjs', JSON.stringify(tfWork)], {
+    cwd: root,
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+  });
   if (r.status === 0) tfjs = JSON.parse(r.stdout.trim().split('\n').pop()!) as PeerResult;
   else log(`TensorFlow.js failed: ${r.stderr.slice(-2000)}`);
 
@@ -276,9 +382,17 @@ if (withPeers) {
     log(`${torchNote}...`);
     const env = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', OMP_NUM_THREADS: '2' };
     // Long sequences in their own processes (peak memory), the rest in one.
-    const batches = [work.filter((w) => w.kind !== 'mha_long'), ...work.filter((w) => w.kind === 'mha_long').map((w) => [w])];
+    const batches = [
+      work.filter((w) => w.kind !== 'mha_long'),
+      ...work.filter((w) => w.kind === 'mha_long').map((w) => [w]),
+    ];
     for (const b of batches) {
-      const p = spawnSync('/usr/bin/python3', ['bench/peers/torch_bench.py', JSON.stringify(b), '2'], { cwd: root, encoding: 'utf8', env, maxBuffer: 1 << 26 });
+      const p = spawnSync('/usr/bin/python3', ['bench/peers/torch_bench.py', JSON.stringify(b), '2'], {
+        cwd: root,
+        encoding: 'utf8',
+        env,
+        maxBuffer: 1 << 26,
+      });
       if (p.status === 0) Object.assign(torch, JSON.parse(p.stdout.trim().split('\n').pop()!) as PeerResult);
       else log(`PyTorch failed: ${p.stderr.slice(-2000)}`);
     }
@@ -287,25 +401,43 @@ if (withPeers) {
 
 // ---------------------------------------------------------------------------------------------
 // Table
-const fmt = (r: Row, ms: number | undefined) => (ms === undefined ? '—' : r.unit === 'GFLOP/s' ? (r.flops! / (ms * 1e6)).toFixed(1) : ms.toFixed(ms < 100 ? 1 : 0));
+const fmt = (r: Row, ms: number | undefined) =>
+  ms === undefined ? '—' : r.unit === 'GFLOP/s' ? (r.flops! / (ms * 1e6)).toFixed(1) : ms.toFixed(ms < 100 ? 1 : 0);
 const qkvMs = (r: Row) => (r.unit === 'GFLOP/s' ? r.flops! / (r.qkv * 1e6) : r.qkv);
-const header = ['workload', 'unit', 'qkv wasm', 'qkv js', 'tfjs-wasm', 'PyTorch', 'qkv vs tfjs', 'qkv vs PyTorch', 'peak MB qkv / tfjs / torch'];
+const header = [
+  'workload',
+  'unit',
+  'qkv wasm',
+  'qkv js',
+  'tfjs-wasm',
+  'PyTorch',
+  'qkv vs tfjs',
+  'qkv vs PyTorch',
+  'peak MB qkv / tfjs / torch',
+];
 const lines = [header, header.map(() => '---')];
 for (const r of rows) {
-  const tf = tfjs[r.name], pt = torch[r.name];
+  const tf = tfjs[r.name],
+    pt = torch[r.name];
   const q = qkvMs(r);
   lines.push([
-    r.name, r.unit,
+    r.name,
+    r.unit,
     r.unit === 'GFLOP/s' ? r.qkv.toFixed(1) : fmt(r, r.qkv),
     r.js === undefined ? '—' : r.js.toFixed(2),
-    fmt(r, tf?.ms), fmt(r, pt?.ms),
+    fmt(r, tf?.ms),
+    fmt(r, pt?.ms),
     tf ? `${(tf.ms / q).toFixed(2)}× faster` : '—',
     pt ? `${(q / pt.ms).toFixed(2)}× time` : '—',
-    r.peak !== undefined ? `${r.peak.toFixed(0)} / ${tf?.peak_mb?.toFixed(0) ?? '—'} / ${pt?.peak_mb?.toFixed(0) ?? '—'}` : '',
+    r.peak !== undefined
+      ? `${r.peak.toFixed(0)} / ${tf?.peak_mb?.toFixed(0) ?? '—'} / ${pt?.peak_mb?.toFixed(0) ?? '—'}`
+      : '',
   ]);
 }
 const table = lines.map((l) => `| ${l.join(' | ')} |`).join('\n');
-const machine = `${cpus().length} × ${cpuName()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, qkv wasm build ${wasmVariant()} with ${numThreads()} GEMM threads, load average at start ${loadStart}, at end ${loadavg().map((x) => x.toFixed(2)).join(' ')}`;
+const machine = `${cpus().length} × ${cpuName()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, qkv wasm build ${wasmVariant()} with ${numThreads()} GEMM threads, load average at start ${loadStart}, at end ${loadavg()
+  .map((x) => x.toFixed(2))
+  .join(' ')}`;
 const minutes = ((performance.now() - started) / 60000).toFixed(1);
 log(`\n${machine}\n${torchNote}\n\n${table}\n\n(${minutes} min)`);
 // One file per run, never overwritten (bench/torchrun.ts writes its own).

@@ -22,7 +22,12 @@ function median(xs: number[]): number {
 }
 
 /** Milliseconds of each generation step (prefill excluded) and the tokens. */
-function run(model: models.GPT, prompt: number[], maxTokens: number, useCache: boolean): { ms: number[]; ids: number[] } {
+function run(
+  model: models.GPT,
+  prompt: number[],
+  maxTokens: number,
+  useCache: boolean,
+): { ms: number[]; ids: number[] } {
   const ms: number[] = [];
   const ids: number[] = [];
   let t0 = performance.now();
@@ -38,7 +43,9 @@ function run(model: models.GPT, prompt: number[], maxTokens: number, useCache: b
 }
 
 console.log(`KV cache benchmark: backend ${getBackend().name}, node ${process.version}`);
-console.log('| model | context | tokens | no cache ms/token (median, last quarter) | KV cache ms/token (median, last quarter) | speed-up (median, last quarter) |');
+console.log(
+  '| model | context | tokens | no cache ms/token (median, last quarter) | KV cache ms/token (median, last quarter) | speed-up (median, last quarter) |',
+);
 console.log('| --- | --- | --- | --- | --- | --- |');
 for (const blockSize of blocks) {
   manualSeed(1);
@@ -53,5 +60,7 @@ for (const blockSize of blocks) {
   const tail = (xs: number[]) => xs.slice(Math.floor((xs.length * 3) / 4));
   const [a, b] = [median(full.ms), median(cached.ms)];
   const [ta, tb] = [median(tail(full.ms)), median(tail(cached.ms))];
-  console.log(`| ${cfg.nLayer}×${cfg.nEmbd}, ${model.numParameters().toLocaleString('en-US')} params | ${blockSize} | ${n} | ${a.toFixed(2)}, ${ta.toFixed(2)} | ${b.toFixed(2)}, ${tb.toFixed(2)} | ${(a / b).toFixed(1)}×, ${(ta / tb).toFixed(1)}× |`);
+  console.log(
+    `| ${cfg.nLayer}×${cfg.nEmbd}, ${model.numParameters().toLocaleString('en-US')} params | ${blockSize} | ${n} | ${a.toFixed(2)}, ${ta.toFixed(2)} | ${b.toFixed(2)}, ${tb.toFixed(2)} | ${(a / b).toFixed(1)}×, ${(ta / tb).toFixed(1)}× |`,
+  );
 }

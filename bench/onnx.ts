@@ -30,10 +30,21 @@ const exp = exportSeq2SeqOnnx(model.config, model.stateDict(), { dtype: 'fp32', 
 // Two threads on each engine, in one process (issue 41: the configuration of the stall it fixed).
 const THREADS = 2;
 setNumThreads(THREADS);
-const session = (f: string) => ort.InferenceSession.create(exp.files[f], { ...SESSION_OPTIONS, intraOpNumThreads: THREADS });
-const engine = new OrtSeq2Seq(ort, { encoder: await session(exp.manifest.graphs.encoder), decoder: await session(exp.manifest.graphs.decoder), decoderWithPast: await session(exp.manifest.graphs.decoderWithPast) }, exp.manifest);
+const session = (f: string) =>
+  ort.InferenceSession.create(exp.files[f], { ...SESSION_OPTIONS, intraOpNumThreads: THREADS });
+const engine = new OrtSeq2Seq(
+  ort,
+  {
+    encoder: await session(exp.manifest.graphs.encoder),
+    decoder: await session(exp.manifest.graphs.decoder),
+    decoderWithPast: await session(exp.manifest.graphs.decoderWithPast),
+  },
+  exp.manifest,
+);
 
-const lines = gunzipSync(readFileSync(join(root, 'data/multi30k/test_2016_flickr.en.gz'))).toString('utf8').split('\n');
+const lines = gunzipSync(readFileSync(join(root, 'data/multi30k/test_2016_flickr.en.gz')))
+  .toString('utf8')
+  .split('\n');
 const batch = lines.slice(0, smoke ? 4 : 32);
 const ids = encodeLines(model, tokenizer, batch).ids;
 const S = Math.max(...ids.map((r) => r.length));
@@ -59,17 +70,32 @@ async function median(fn: () => unknown, runs: number): Promise<number> {
 // Check: the same tokens from both engines.
 const g1 = memoryScope(() => greedy(model, one, greedyOpts).tokens);
 const g2 = (await engine.greedy(one, greedyOpts)).tokens;
-if (g1[0].length !== 20 || g1.join('|') !== g2.join('|')) throw new Error('check failed: greedy tokens differ between qkv and ONNX Runtime, or not 20');
+if (g1[0].length !== 20 || g1.join('|') !== g2.join('|'))
+  throw new Error('check failed: greedy tokens differ between qkv and ONNX Runtime, or not 20');
 const b1 = memoryScope(() => beamSearch(model, src, beamOpts).tokens);
 const b2 = (await engine.beamSearch(src, beamOpts)).tokens;
-if (b1.map((t) => t.join()).join('|') !== b2.map((t) => t.join()).join('|')) throw new Error('check failed: beam-4 tokens differ between qkv and ONNX Runtime');
+if (b1.map((t) => t.join()).join('|') !== b2.map((t) => t.join()).join('|'))
+  throw new Error('check failed: beam-4 tokens differ between qkv and ONNX Runtime');
 console.log(`check: greedy (20 tokens) and beam 4 (${ids.length} sentences) give the same tokens on both engines`);
 
 const runs = smoke ? 1 : 5;
 const rows = [
-  { name: 'greedy, 1 sentence, 20 tokens', qkv: await median(() => memoryScope(() => greedy(model, one, greedyOpts)), runs), ort: await median(() => engine.greedy(one, greedyOpts), runs) },
-  { name: `beam 4, batch of ${ids.length} test sentences`, qkv: await median(() => memoryScope(() => beamSearch(model, src, beamOpts)), runs), ort: await median(() => engine.beamSearch(src, beamOpts), runs) },
+  {
+    name: 'greedy, 1 sentence, 20 tokens',
+    qkv: await median(() => memoryScope(() => greedy(model, one, greedyOpts)), runs),
+    ort: await median(() => engine.greedy(one, greedyOpts), runs),
+  },
+  {
+    name: `beam 4, batch of ${ids.length} test sentences`,
+    qkv: await median(() => memoryScope(() => beamSearch(model, src, beamOpts)), runs),
+    ort: await median(() => engine.beamSearch(src, beamOpts), runs),
+  },
 ];
-console.log(`decoding, models/multi30k-en-de (${(model.numParameters() / 1e6).toFixed(2)}M parameters), qkv ${getBackend().name} backend with ${numThreads()} threads vs onnxruntime-node ${ort.env.versions.common} (CPU, ${THREADS} intra-op threads, no spinning; ${cpus().length} cores); medians of ${runs} (ms)`);
-for (const r of rows) console.log(`${r.name.padEnd(40)} qkv ${r.qkv.toFixed(1).padStart(8)}   ONNX Runtime ${r.ort.toFixed(1).padStart(8)}   qkv / ORT ${(r.qkv / r.ort).toFixed(2)}`);
+console.log(
+  `decoding, models/multi30k-en-de (${(model.numParameters() / 1e6).toFixed(2)}M parameters), qkv ${getBackend().name} backend with ${numThreads()} threads vs onnxruntime-node ${ort.env.versions.common} (CPU, ${THREADS} intra-op threads, no spinning; ${cpus().length} cores); medians of ${runs} (ms)`,
+);
+for (const r of rows)
+  console.log(
+    `${r.name.padEnd(40)} qkv ${r.qkv.toFixed(1).padStart(8)}   ONNX Runtime ${r.ort.toFixed(1).padStart(8)}   qkv / ORT ${(r.qkv / r.ort).toFixed(2)}`,
+  );
 console.log(JSON.stringify(rows));

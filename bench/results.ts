@@ -18,7 +18,9 @@ export function torchrunSection(text: string): string | undefined {
 
 /** `text` with its bench:torchrun section replaced by `section` (or `section` appended). */
 export function withTorchrunSection(text: string, section: string): string {
-  return torchrunSection(text) !== undefined ? text.replace(TORCHRUN_SECTION, section) : `${text.trimEnd()}\n\n${section}\n`;
+  return torchrunSection(text) !== undefined
+    ? text.replace(TORCHRUN_SECTION, section)
+    : `${text.trimEnd()}\n\n${section}\n`;
 }
 
 /**
@@ -41,8 +43,16 @@ export function cpuName(): string {
 
 /** A file-name part from the CPU's name: "AMD EPYC (cpu family 26, model 2, AVX-512)" → "amd-epyc-family-26-model-2-avx512". */
 export function cpuSlug(name = cpuName()): string {
-  return name.toLowerCase().replace(/\((r|tm)\)/g, '').replace(/,? no avx-512/g, '').replace(/\b(cpu|processor)\b/g, ' ').replace(/avx-512/g, 'avx512')
-    .replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'unknown-cpu';
+  return (
+    name
+      .toLowerCase()
+      .replace(/\((r|tm)\)/g, '')
+      .replace(/,? no avx-512/g, '')
+      .replace(/\b(cpu|processor)\b/g, ' ')
+      .replace(/avx-512/g, 'avx512')
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '') || 'unknown-cpu'
+  );
 }
 
 /**

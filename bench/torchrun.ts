@@ -12,7 +12,7 @@
  *   npm run bench:torchrun -- --steps 3 --smoke   the tiny preset on 300 pairs: checks the script works
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +35,8 @@ const argv = process.argv.slice(2);
 const smoke = argv.includes('--smoke');
 const stepsAt = argv.indexOf('--steps');
 const steps = stepsAt >= 0 ? Number(argv[stepsAt + 1]) : 30;
-if (!Number.isInteger(steps) || steps < 1) throw new Error(`--steps must be a positive integer, got ${argv[stepsAt + 1]}`);
+if (!Number.isInteger(steps) || steps < 1)
+  throw new Error(`--steps must be a positive integer, got ${argv[stepsAt + 1]}`);
 const PYTHON = '/usr/bin/python3';
 if (!existsSync(PYTHON) || spawnSync(PYTHON, ['-c', 'import torch']).status !== 0) {
   console.error(`${PYTHON} cannot import torch: install it with \`apt-get install -y python3-torch\``);
@@ -81,20 +82,54 @@ const rows: { name: string; tps: number; losses: string }[] = [];
     losses.push(r.loss);
   }
   const s = (performance.now() - t0) / 1000;
-  rows.push({ name: `qkv (wasm, ${process.env.QKV_THREADS ?? Math.min(cores, 8)} threads)`, tps: tokens / s, losses: `${losses[0].toFixed(4)} → ${losses.at(-1)!.toFixed(4)}` });
+  rows.push({
+    name: `qkv (wasm, ${process.env.QKV_THREADS ?? Math.min(cores, 8)} threads)`,
+    tps: tokens / s,
+    losses: `${losses[0].toFixed(4)} → ${losses.at(-1)!.toFixed(4)}`,
+  });
   console.log(`${rows.at(-1)!.name}: ${rows.at(-1)!.tps.toFixed(0)} target tokens/s`);
 }
 for (const nproc of [1, 2]) {
   const threads = String(Math.max(1, Math.floor(cores / nproc)));
   const launcher = existsSync('/usr/bin/torchrun') ? ['/usr/bin/torchrun'] : [PYTHON, '-m', 'torch.distributed.run'];
-  const r = spawnSync(launcher[0], [...launcher.slice(1), '--standalone', '--nproc_per_node', String(nproc), '--redirects', '9:1', '--tee', '9:1',
-    join(root, 'python/qkv_torch/train.py'), '--init-from', run, '--data', data, '--out', join(work, `torch-${nproc}`),
-    '--max-steps', String(steps), '--save-every', String(steps), '--log-every', String(steps)],
-  { encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: threads, MKL_NUM_THREADS: threads } });
+  const r = spawnSync(
+    launcher[0],
+    [
+      ...launcher.slice(1),
+      '--standalone',
+      '--nproc_per_node',
+      String(nproc),
+      '--redirects',
+      '9:1',
+      '--tee',
+      '9:1',
+      join(root, 'python/qkv_torch/train.py'),
+      '--init-from',
+      run,
+      '--data',
+      data,
+      '--out',
+      join(work, `torch-${nproc}`),
+      '--max-steps',
+      String(steps),
+      '--save-every',
+      String(steps),
+      '--log-every',
+      String(steps),
+    ],
+    { encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: threads, MKL_NUM_THREADS: threads } },
+  );
   const m = r.stderr.match(/trained \d+ steps in [\d.]+ s: (\d+) target tokens\/s/);
   if (r.status !== 0 || !m) throw new Error(`torchrun --nproc_per_node ${nproc} failed:\n${r.stderr.slice(-2000)}`);
-  const log = readFileSync(join(work, `torch-${nproc}`, 'train-log.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { loss: number });
-  rows.push({ name: `train.py, torchrun ${nproc} process${nproc > 1 ? 'es' : ''} (gloo, ${threads} thread${threads === '1' ? '' : 's'} each)`, tps: Number(m[1]), losses: `${log[0].loss.toFixed(4)} → ${log.at(-1)!.loss.toFixed(4)}` });
+  const log = readFileSync(join(work, `torch-${nproc}`, 'train-log.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { loss: number });
+  rows.push({
+    name: `train.py, torchrun ${nproc} process${nproc > 1 ? 'es' : ''} (gloo, ${threads} thread${threads === '1' ? '' : 's'} each)`,
+    tps: Number(m[1]),
+    losses: `${log[0].loss.toFixed(4)} → ${log.at(-1)!.loss.toFixed(4)}`,
+  });
   console.log(`${rows.at(-1)!.name}: ${rows.at(-1)!.tps.toFixed(0)} target tokens/s`);
 }
 
@@ -102,7 +137,9 @@ const table = [
   `## Training under torchrun (\`npm run bench:torchrun\`${smoke ? ' --smoke' : ''})`,
   '',
   `${presetName} preset, ${n} Multi30K pairs, --max-tokens ${trainer.options.maxTokens}, ${steps} steps from the same weights on qkv's batches (2 processes: 2 batches a step); ` +
-    `${new Date().toISOString().slice(0, 10)}, ${cpuName()}, ${cores} cores, load ${loadavg().map((x) => x.toFixed(2)).join(' ')} at the end.`,
+    `${new Date().toISOString().slice(0, 10)}, ${cpuName()}, ${cores} cores, load ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')} at the end.`,
   '',
   '| trainer | target tokens/s | loss (first → last step; dropout streams differ between qkv and PyTorch) |',
   '| --- | --- | --- |',

@@ -20,10 +20,26 @@ process.chdir(root); // asc resolves entry files against the current directory
 // The memory is created by JavaScript (src/backend/wasm/memory.ts) and imported; the limits
 // here must match it: shared, maximum 65536 pages (4 GiB of address space).
 const common = [
-  '--optimizeLevel', '3', '--shrinkLevel', '0', '--noAssert', '--converge',
-  '--runtime', 'stub', '--use', 'abort=',
-  '--importMemory', '--sharedMemory', '--initialMemory', '1', '--maximumMemory', '65536',
-  '--enable', 'simd', '--enable', 'threads',
+  '--optimizeLevel',
+  '3',
+  '--shrinkLevel',
+  '0',
+  '--noAssert',
+  '--converge',
+  '--runtime',
+  'stub',
+  '--use',
+  'abort=',
+  '--importMemory',
+  '--sharedMemory',
+  '--initialMemory',
+  '1',
+  '--maximumMemory',
+  '65536',
+  '--enable',
+  'simd',
+  '--enable',
+  'threads',
 ];
 
 const builds = [
@@ -49,7 +65,10 @@ if (process.argv.includes('--copy')) {
 mkdirSync(outDir, { recursive: true });
 for (const { file, flags } of builds) {
   const out = join(outDir, file);
-  const { error } = await asc.main(['assembly/index.ts', '--outFile', out, ...common, ...flags], { stdout: process.stdout, stderr: process.stderr });
+  const { error } = await asc.main(['assembly/index.ts', '--outFile', out, ...common, ...flags], {
+    stdout: process.stdout,
+    stderr: process.stderr,
+  });
   if (error) {
     console.error(`build-wasm: ${file} failed: ${error.message}`);
     process.exit(1);

@@ -15,8 +15,11 @@ const r = spawnSync(process.execPath, [join(root, 'node_modules', 'typedoc', 'bi
 });
 if (r.error) throw r.error;
 // eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: strips ANSI colour codes (ESC [ … m) from TypeDoc's output.
 const lines = `${r.stdout}${r.stderr}`.replace(/\x1b\[[0-9;]*m/g, '').split('\n');
-const problems = [...new Set(lines.filter((l) => /^\[(warning|error)\]/.test(l) && !/^\[warning\] Found \d+ errors/.test(l)))];
+const problems = [
+  ...new Set(lines.filter((l) => /^\[(warning|error)\]/.test(l) && !/^\[warning\] Found \d+ errors/.test(l))),
+];
 const undocumented = problems.filter((l) => l.includes('does not have any documentation'));
 const byFile = new Map();
 for (const l of undocumented) {
@@ -26,7 +29,8 @@ for (const l of undocumented) {
 for (const l of problems) console.log(l);
 if (byFile.size > 0) {
   console.log('\nundocumented exports by file:');
-  for (const [file, n] of [...byFile].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))) console.log(`${String(n).padStart(5)}  ${file}`);
+  for (const [file, n] of [...byFile].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])))
+    console.log(`${String(n).padStart(5)}  ${file}`);
 }
 const other = problems.length - undocumented.length;
 console.log(`\ncheck-docs: ${undocumented.length} undocumented exports, ${other} other TypeDoc warnings or errors`);

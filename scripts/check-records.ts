@@ -27,14 +27,19 @@ import { pairedBootstrap } from '../src/text/significance.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
-interface Base { id: string; quoted?: string; note?: string }
-type Claim = Base & (
-  | { kind: 'bleu' | 'chrf'; output: string; ref: string; expect: string; lowercase?: boolean }
-  | { kind: 'paired'; baseline: string; system: string; ref: string; expect: string }
-  | { kind: 'history'; file: string; step: number; averaged?: boolean; field: string; expect: string }
-  | { kind: 'ratio'; file: string; row: string; num: string; den: string; expect: string; table?: string }
-  | { kind: 'value'; file: string; row: string; column: string; expect: string; table?: string }
-);
+interface Base {
+  id: string;
+  quoted?: string;
+  note?: string;
+}
+type Claim = Base &
+  (
+    | { kind: 'bleu' | 'chrf'; output: string; ref: string; expect: string; lowercase?: boolean }
+    | { kind: 'paired'; baseline: string; system: string; ref: string; expect: string }
+    | { kind: 'history'; file: string; step: number; averaged?: boolean; field: string; expect: string }
+    | { kind: 'ratio'; file: string; row: string; num: string; den: string; expect: string; table?: string }
+    | { kind: 'value'; file: string; row: string; column: string; expect: string; table?: string }
+  );
 
 function need(path: string, what: string): string {
   const p = join(ROOT, path);
@@ -49,7 +54,12 @@ function lines(path: string, what: string): string[] {
 /** The cells of the row whose first cell is `row`, by the header of its table (the first table with that row, or the one whose header starts with `table`). */
 function tableRow(path: string, row: string, table?: string): Map<string, string> {
   const text = readFileSync(need(path, 'results file'), 'utf8').split('\n');
-  const cells = (l: string) => l.trim().replace(/^\||\|$/g, '').split('|').map((c) => c.trim());
+  const cells = (l: string) =>
+    l
+      .trim()
+      .replace(/^\||\|$/g, '')
+      .split('|')
+      .map((c) => c.trim());
   let header: string[] | null = null;
   for (const l of text) {
     if (!l.trim().startsWith('|')) {
@@ -62,7 +72,8 @@ function tableRow(path: string, row: string, table?: string): Map<string, string
       continue;
     }
     if (c.every((x) => /^-+$/.test(x))) continue;
-    if (c[0] === row && (table === undefined || header[0].startsWith(table))) return new Map(header.map((h, i) => [h, c[i] ?? '']));
+    if (c[0] === row && (table === undefined || header[0].startsWith(table)))
+      return new Map(header.map((h, i) => [h, c[i] ?? '']));
   }
   throw new Error(`${path}: no table row "${row}"${table ? ` under a header starting "${table}"` : ''}`);
 }
@@ -80,9 +91,13 @@ const decimals = (s: string) => (s.split('.')[1] ?? '').length;
 function recompute(c: Claim): string {
   switch (c.kind) {
     case 'bleu':
-      return corpusBleu(lines(c.output, 'output'), lines(c.ref, 'references'), { lowercase: c.lowercase ?? false }).toString();
+      return corpusBleu(lines(c.output, 'output'), lines(c.ref, 'references'), {
+        lowercase: c.lowercase ?? false,
+      }).toString();
     case 'chrf':
-      return corpusChrf(lines(c.output, 'output'), lines(c.ref, 'references'), { lowercase: c.lowercase ?? false }).toString();
+      return corpusChrf(lines(c.output, 'output'), lines(c.ref, 'references'), {
+        lowercase: c.lowercase ?? false,
+      }).toString();
     case 'paired': {
       const refs = lines(c.ref, 'references');
       const t = pairedBootstrap(lines(c.baseline, 'baseline'), lines(c.system, 'system'), refs, { samples: 1000 });
@@ -104,14 +119,17 @@ function recompute(c: Claim): string {
       const [a, b] = [r.get(c.num), r.get(c.den)];
       const x = num(a, `${c.file} "${c.row}" ${c.num}`);
       const y = num(b, `${c.file} "${c.row}" ${c.den}`);
-      const half = (cell: string | undefined) => 0.5 * 10 ** -decimals(cell!.replace(/,/g, '').match(/-?\d+(\.\d+)?/)![0]);
+      const half = (cell: string | undefined) =>
+        0.5 * 10 ** -decimals(cell!.replace(/,/g, '').match(/-?\d+(\.\d+)?/)![0]);
       const lo = (x - half(a)) / (y + half(b));
       const hi = (x + half(a)) / (y - half(b));
       const d = decimals(c.expect);
       const q = Number(c.expect);
       const unit = 0.5 * 10 ** -d;
       const fits = q + unit >= lo && q - unit <= hi;
-      return fits ? c.expect : `${(x / y).toFixed(d)} (${x} / ${y}; ${lo.toFixed(d + 2)} to ${hi.toFixed(d + 2)} with the printed rounding)`;
+      return fits
+        ? c.expect
+        : `${(x / y).toFixed(d)} (${x} / ${y}; ${lo.toFixed(d + 2)} to ${hi.toFixed(d + 2)} with the printed rounding)`;
     }
     case 'value':
       return tableRow(c.file, c.row, c.table).get(c.column) ?? `(no column ${c.column})`;
@@ -160,7 +178,10 @@ function main(): number {
   if (args.includes('--table')) {
     console.log('| figure | quoted in | file | recomputed (check-records claim) |');
     console.log('| --- | --- | --- | --- |');
-    for (const c of claims) console.log(`| ${c.expect.replace(/\|/g, '\\|')} | ${c.quoted ?? ''} | \`${files(c)}\` | \`${c.id}\`: ${what(c)} |`);
+    for (const c of claims)
+      console.log(
+        `| ${c.expect.replace(/\|/g, '\\|')} | ${c.quoted ?? ''} | \`${files(c)}\` | \`${c.id}\`: ${what(c)} |`,
+      );
     return 0;
   }
   let failed = 0;
@@ -174,9 +195,13 @@ function main(): number {
     // BLEU/chrF lines must match exactly; other kinds as the quoted figure is written.
     const ok = c.kind === 'value' ? got.includes(c.expect) : got === c.expect;
     if (!ok) failed++;
-    console.log(`${ok ? 'ok  ' : 'FAIL'} ${c.id}: ${ok ? c.expect : `quoted ${JSON.stringify(c.expect)}, the file gives ${JSON.stringify(got)}`}`);
+    console.log(
+      `${ok ? 'ok  ' : 'FAIL'} ${c.id}: ${ok ? c.expect : `quoted ${JSON.stringify(c.expect)}, the file gives ${JSON.stringify(got)}`}`,
+    );
   }
-  console.log(`check-records: ${claims.length - failed} of ${claims.length} figures recomputed from their files${failed ? `, ${failed} differ` : ''}`);
+  console.log(
+    `check-records: ${claims.length - failed} of ${claims.length} figures recomputed from their files${failed ? `, ${failed} differ` : ''}`,
+  );
   return failed ? 1 : 0;
 }
 

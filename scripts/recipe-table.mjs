@@ -9,14 +9,31 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { folder, models } from '../dist/index.js';
 
-const BASE_MODEL = { dModel: 256, nhead: 4, numEncoderLayers: 3, numDecoderLayers: 3, dimFeedforward: 1024, dropout: 0.1, normFirst: false };
-const BASE_RECIPE = { maxTokens: 4096, warmup: 800, lrFactor: 0.5, labelSmoothing: 0.1, accum: 1, weightDecay: 0, clipNorm: 0 };
+const BASE_MODEL = {
+  dModel: 256,
+  nhead: 4,
+  numEncoderLayers: 3,
+  numDecoderLayers: 3,
+  dimFeedforward: 1024,
+  dropout: 0.1,
+  normFirst: false,
+};
+const BASE_RECIPE = {
+  maxTokens: 4096,
+  warmup: 800,
+  lrFactor: 0.5,
+  labelSmoothing: 0.1,
+  accum: 1,
+  weightDecay: 0,
+  clipNorm: 0,
+};
 
 function changes(config) {
   const out = [];
   const m = config.model;
   for (const [k, v] of Object.entries(BASE_MODEL)) if (m[k] !== v) out.push(`${k} ${m[k]}`);
-  for (const k of ['attentionDropout', 'activationDropout']) if (m[k] !== undefined && m[k] !== m.dropout) out.push(`${k} ${m[k]}`);
+  for (const k of ['attentionDropout', 'activationDropout'])
+    if (m[k] !== undefined && m[k] !== m.dropout) out.push(`${k} ${m[k]}`);
   const t = config.training ?? {};
   const r = t.recipe ?? {};
   for (const [k, v] of Object.entries(BASE_RECIPE)) if (r[k] !== undefined && r[k] !== v) out.push(`${k} ${r[k]}`);
@@ -56,13 +73,17 @@ for (const dir of curve ? args.slice(1) : args) {
   const avg = history.filter((h) => h.averaged !== undefined).pop();
   // From config.json, which fixes every shape (records/ keep no weights).
   const count = new models.Seq2Seq(config.model).numParameters();
-  rows.push(`| ${name} | ${changes(config)} | ${(count / 1e6).toFixed(2)}M | ${last.step} (${last.epoch} ep.) | ${minutes.toFixed(0)} | ${best.bleu.toFixed(2)} @ ${best.step} | ${avg ? avg.bleu.toFixed(2) : '–'} |`);
+  rows.push(
+    `| ${name} | ${changes(config)} | ${(count / 1e6).toFixed(2)}M | ${last.step} (${last.epoch} ep.) | ${minutes.toFixed(0)} | ${best.bleu.toFixed(2)} @ ${best.step} | ${avg ? avg.bleu.toFixed(2) : '–'} |`,
+  );
 }
 if (curve) {
   console.log('| run | greedy val BLEU @ training minutes, every evaluation |');
   console.log('| --- | --- |');
 } else {
-  console.log('| run | configuration (vs multi30k-small) | parameters | steps | minutes | best greedy val BLEU | average |');
+  console.log(
+    '| run | configuration (vs multi30k-small) | parameters | steps | minutes | best greedy val BLEU | average |',
+  );
   console.log('| --- | --- | --- | --- | --- | --- | --- |');
 }
 for (const r of rows) console.log(r);

@@ -35,7 +35,8 @@ import * as threads from '../src/backend/wasm/threads.ts';
 const { partsFor, runParallel, setNumThreads } = threads;
 const hooked = 'setPoolTestHooks' in threads;
 const setPoolTestHooks = (h: threads.PoolTestHooks) => (hooked ? threads.setPoolTestHooks(h) : undefined);
-const poolStats = () => (hooked ? threads.poolStats() : { launches: 0, recovered: 0, renotified: 0, sync: null, workers: 0 });
+const poolStats = () =>
+  hooked ? threads.poolStats() : { launches: 0, recovered: 0, renotified: 0, sync: null, workers: 0 };
 const describeCounters = hooked ? threads.describeCounters : () => 'no counters in this version';
 
 interface Options {
@@ -51,10 +52,21 @@ interface Options {
 }
 
 function parse(argv: string[]): Options {
-  const o: Options = { launches: 20_000, threads: [2, 3], jitterUs: [0, 20, 200], ortEvery: 2_000, ort: true, secondPool: true, seed: 1, stallMs: 20_000, hangAfter: 0 };
+  const o: Options = {
+    launches: 20_000,
+    threads: [2, 3],
+    jitterUs: [0, 20, 200],
+    ortEvery: 2_000,
+    ort: true,
+    secondPool: true,
+    seed: 1,
+    stallMs: 20_000,
+    hangAfter: 0,
+  };
   const list = (flag: string, v: string | undefined) => {
     const xs = (v ?? '').split(',').map(Number);
-    if (xs.length === 0 || xs.some((x) => !Number.isInteger(x) || x < 0)) throw new Error(`soak: ${flag} expects comma-separated integers >= 0, got '${v}'`);
+    if (xs.length === 0 || xs.some((x) => !Number.isInteger(x) || x < 0))
+      throw new Error(`soak: ${flag} expects comma-separated integers >= 0, got '${v}'`);
     return xs;
   };
   const int = (flag: string, v: string | undefined, min: number) => {
@@ -75,7 +87,8 @@ function parse(argv: string[]): Options {
     else if (a === '--hang-after') o.hangAfter = int(a, argv[++i], 1);
     else throw new Error(`soak: unknown argument '${a}'`);
   }
-  if (o.threads.some((t) => t < 2 || t > 8)) throw new Error(`soak: --threads expects counts from 2 to 8, got ${o.threads.join(',')}`);
+  if (o.threads.some((t) => t < 2 || t > 8))
+    throw new Error(`soak: --threads expects counts from 2 to 8, got ${o.threads.join(',')}`);
   return o;
 }
 
@@ -83,7 +96,14 @@ function parse(argv: string[]): Options {
  * Progress shared with the watchdog thread (Int32): [0] launches and decoded batches so far,
  * [1] phase (PHASES), [2] stop (for the second pool), [3] the second pool's launches.
  */
-const PHASES = ['start', 'qkv raw launch', 'qkv decode', 'ONNX Runtime decode', 'pool start', 'a hang injected by --hang-after'];
+const PHASES = [
+  'start',
+  'qkv raw launch',
+  'qkv decode',
+  'ONNX Runtime decode',
+  'pool start',
+  'a hang injected by --hang-after',
+];
 const N = 4096; // floats per raw launch
 
 /**
@@ -93,7 +113,9 @@ const N = 4096; // floats per raw launch
 function rawLaunches(count: number, beat: Int32Array, cell: number, stop?: Int32Array): number {
   // The two exports this file calls directly (the binding files type the rest; see loader.ts declareExports).
   const k = requireKernels() as unknown as { binaryFull(...args: number[]): void; scratchBytes(): number };
-  const a = alloc(N), b = alloc(N), out = alloc(N);
+  const a = alloc(N),
+    b = alloc(N),
+    out = alloc(N);
   for (let i = 0; i < N; i++) {
     a[i] = i;
     b[i] = 0.5 * i;
@@ -108,11 +130,18 @@ function rawLaunches(count: number, beat: Int32Array, cell: number, stop?: Int32
       out.fill(NaN);
       const chunk = Math.ceil(N / parts);
       const part = (p: number) => {
-        const i0 = Math.min(N, p * chunk), i1 = Math.min(N, (p + 1) * chunk);
+        const i0 = Math.min(N, p * chunk),
+          i1 = Math.min(N, (p + 1) * chunk);
         return [0, a.byteOffset + 4 * i0, b.byteOffset + 4 * i0, out.byteOffset + 4 * i0, i1 - i0];
       };
-      runParallel('binaryFull', Array.from({ length: parts - 1 }, (_, w) => part(w + 1)), () => k.binaryFull(...(part(0) as [number, number, number, number, number])));
-      for (let i = 0; i < N; i++) if (out[i] !== 1.5 * i) throw new Error(`soak: launch ${done}: out[${i}] = ${out[i]}, expected ${1.5 * i} (${parts} parts)`);
+      runParallel(
+        'binaryFull',
+        Array.from({ length: parts - 1 }, (_, w) => part(w + 1)),
+        () => k.binaryFull(...(part(0) as [number, number, number, number, number])),
+      );
+      for (let i = 0; i < N; i++)
+        if (out[i] !== 1.5 * i)
+          throw new Error(`soak: launch ${done}: out[${i}] = ${out[i]}, expected ${1.5 * i} (${parts} parts)`);
       Atomics.add(beat, cell, 1);
     }
   } finally {
@@ -155,11 +184,30 @@ async function main(): Promise<void> {
   const t0 = Date.now();
   const beat = new Int32Array(new SharedArrayBuffer(16));
   const log = (line: string) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)} s] ${line}`);
-  log(`node ${process.version}, ${cpus().length} cores (${cpus()[0]?.model}), load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}; ${process.argv.slice(2).join(' ') || 'default options'}; pool hooks ${hooked ? 'available' : 'absent (the pool before issue 41)'}`);
+  log(
+    `node ${process.version}, ${cpus().length} cores (${cpus()[0]?.model}), load average ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(
+        ' ',
+      )}; ${process.argv.slice(2).join(' ') || 'default options'}; pool hooks ${hooked ? 'available' : 'absent (the pool before issue 41)'}`,
+  );
   // describeCounters' text runs in the watchdog: it uses the counters' layout constants by value.
-  const src = WATCHDOG_SOURCE.replace(/\bPER_WORKER\b/g, '4').replace(/\bCELLS\b/g, '3').replace(/\bSTARTED\b/g, '0').replace(/\bDONE\b/g, '1').replace(/\bEXITED\b/g, '2').replace(/\bGENERATION\b/g, '0').replace(/\bRUNNING\b/g, '1').replace(/\bREADY\b/g, '2').replace(/\bGONE\b/g, '3');
+  const src = WATCHDOG_SOURCE.replace(/\bPER_WORKER\b/g, '4')
+    .replace(/\bCELLS\b/g, '3')
+    .replace(/\bSTARTED\b/g, '0')
+    .replace(/\bDONE\b/g, '1')
+    .replace(/\bEXITED\b/g, '2')
+    .replace(/\bGENERATION\b/g, '0')
+    .replace(/\bRUNNING\b/g, '1')
+    .replace(/\bREADY\b/g, '2')
+    .replace(/\bGONE\b/g, '3');
   const { port1, port2 } = new MessageChannel();
-  const watchdog = new Worker(src, { eval: true, execArgv: [], workerData: { beat: beat.buffer, stallMs: o.stallMs, phases: PHASES, second: o.secondPool, port: port1 }, transferList: [port1] });
+  const watchdog = new Worker(src, {
+    eval: true,
+    execArgv: [],
+    workerData: { beat: beat.buffer, stallMs: o.stallMs, phases: PHASES, second: o.secondPool, port: port1 },
+    transferList: [port1],
+  });
   watchdog.unref();
   const showPool = (name: string) => {
     const st = poolStats();
@@ -173,13 +221,22 @@ async function main(): Promise<void> {
     // Node 20 does not apply an inherited `--import tsx` to a worker's entry file: register it first.
     const tsxApi = import.meta.resolve('tsx/esm/api'); // from this file, whatever the working directory
     const boot = `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(import.meta.url)}); })`;
-    second = new Worker(boot, { eval: true, execArgv: [], workerData: { beat: beat.buffer, seed: o.seed + 1000, jitterUs: o.jitterUs, threads: o.threads[0], port: port2 }, transferList: [port2] });
+    second = new Worker(boot, {
+      eval: true,
+      execArgv: [],
+      workerData: { beat: beat.buffer, seed: o.seed + 1000, jitterUs: o.jitterUs, threads: o.threads[0], port: port2 },
+      transferList: [port2],
+    });
     second.on('error', (e) => {
       secondError = e;
     });
   }
 
-  let ort: null | { decode: (ids: number[][]) => Promise<string[]>; qkv: (ids: number[][]) => string[]; batches: number[][][] } = null;
+  let ort: null | {
+    decode: (ids: number[][]) => Promise<string[]>;
+    qkv: (ids: number[][]) => string[];
+    batches: number[][][];
+  } = null;
   if (o.ort) {
     const ortm = await import('onnxruntime-node');
     const { setBackend } = await import('../src/index.ts');
@@ -194,8 +251,19 @@ async function main(): Promise<void> {
     const exp = exportSeq2SeqOnnx(model.config, model.stateDict(), { dtype: 'fp32', withAttention: false });
     const options = { ...SESSION_OPTIONS, intraOpNumThreads: 2, interOpNumThreads: 2 };
     const s = (f: string) => ortm.InferenceSession.create(exp.files[f]!, options);
-    const engine = new OrtSeq2Seq(ortm, { encoder: await s(exp.manifest.graphs.encoder), decoder: await s(exp.manifest.graphs.decoder), decoderWithPast: await s(exp.manifest.graphs.decoderWithPast) }, exp.manifest);
-    const lines = gunzipSync(readFileSync(join(root, 'data/multi30k/test_2016_flickr.en.gz'))).toString('utf8').split('\n').filter((l) => l !== '');
+    const engine = new OrtSeq2Seq(
+      ortm,
+      {
+        encoder: await s(exp.manifest.graphs.encoder),
+        decoder: await s(exp.manifest.graphs.decoder),
+        decoderWithPast: await s(exp.manifest.graphs.decoderWithPast),
+      },
+      exp.manifest,
+    );
+    const lines = gunzipSync(readFileSync(join(root, 'data/multi30k/test_2016_flickr.en.gz')))
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => l !== '');
     const ids = encodeLines(model, tokenizer, lines).ids;
     const alpha = (config.decoding ?? DEFAULT_DECODING).alpha;
     const batches = Array.from({ length: Math.floor(ids.length / 8) }, (_, i) => ids.slice(8 * i, 8 * i + 8));
@@ -209,10 +277,14 @@ async function main(): Promise<void> {
         return r;
       },
     };
-    log(`ONNX Runtime ${ortm.env.versions.common}: the shipped translation model in 3 sessions, intra-op threads 2, no spinning`);
+    log(
+      `ONNX Runtime ${ortm.env.versions.common}: the shipped translation model in 3 sessions, intra-op threads 2, no spinning`,
+    );
   }
 
-  let launches = 0, decoded = 0, batch = 0;
+  let launches = 0,
+    decoded = 0,
+    batch = 0;
   for (const threads of o.threads) {
     for (const jitterUs of o.jitterUs) {
       setNumThreads(threads);
@@ -235,29 +307,50 @@ async function main(): Promise<void> {
           Atomics.store(beat, 1, 3);
           const got = await ort.decode(b);
           Atomics.add(beat, 0, 1);
-          if (got.join('\n') !== want.join('\n')) throw new Error(`soak: batch ${batch}: ONNX Runtime and qkv translate differently`);
+          if (got.join('\n') !== want.join('\n'))
+            throw new Error(`soak: batch ${batch}: ONNX Runtime and qkv translate differently`);
           decoded += b.length;
         }
         await new Promise((r) => setImmediate(r)); // let the event loop run (the second pool's and watchdog's messages)
         if (secondError) throw secondError;
       }
       launches += mine;
-      log(`${threads} threads, jitter up to ${jitterUs} µs: ${mine} launches checked; ${launches} in all, ${decoded} sentences decoded by both engines, second pool ${Atomics.load(beat, 3)} launches`);
+      log(
+        `${threads} threads, jitter up to ${jitterUs} µs: ${mine} launches checked; ${launches} in all, ${decoded} sentences decoded by both engines, second pool ${Atomics.load(beat, 3)} launches`,
+      );
     }
   }
   Atomics.store(beat, 2, 1);
   if (second) await new Promise((r) => second!.once('exit', r));
   if (secondError) throw secondError;
-  log(`done; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  log(
+    `done; load average ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}`,
+  );
   // poolLaunches: every launch of the main thread's pool, the decoder's own (GEMMs, attention) included.
-  const summary = { launches, poolLaunches: poolStats().launches, secondPoolLaunches: Atomics.load(beat, 3), sentencesDecoded: decoded, threads: o.threads, jitterUs: o.jitterUs, seconds: Math.round((Date.now() - t0) / 1000) };
+  const summary = {
+    launches,
+    poolLaunches: poolStats().launches,
+    secondPoolLaunches: Atomics.load(beat, 3),
+    sentencesDecoded: decoded,
+    threads: o.threads,
+    jitterUs: o.jitterUs,
+    seconds: Math.round((Date.now() - t0) / 1000),
+  };
   console.log(`soak: ${JSON.stringify(summary)}`);
   process.exit(0);
 }
 
 /** The second pool: raw launches with the same pauses until the main soak says stop. */
 function secondPool(): void {
-  const { beat, seed, jitterUs, threads, port } = workerData as { beat: SharedArrayBuffer; seed: number; jitterUs: number[]; threads: number; port: MessagePort };
+  const { beat, seed, jitterUs, threads, port } = workerData as {
+    beat: SharedArrayBuffer;
+    seed: number;
+    jitterUs: number[];
+    threads: number;
+    port: MessagePort;
+  };
   const b = new Int32Array(beat);
   setNumThreads(threads);
   for (let round = 0; !Atomics.load(b, 2); round++) {

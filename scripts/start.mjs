@@ -24,10 +24,18 @@ function newest(dir) {
 const index = join(root, 'dist', 'web', 'index.html');
 if (!existsSync(index) || statSync(index).mtimeMs < Math.max(newest(join(root, 'web')), newest(join(root, 'src')))) {
   console.error('npm start: building the explorer page (npm run build:web)…');
-  const r = spawnSync(process.execPath, [join(root, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'web/vite.config.ts'], { cwd: root, stdio: 'inherit' });
+  const r = spawnSync(
+    process.execPath,
+    [join(root, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'web/vite.config.ts'],
+    { cwd: root, stdio: 'inherit' },
+  );
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
 
-const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), 'explore', ...process.argv.slice(2)], { stdio: 'inherit' });
+const child = spawn(
+  process.execPath,
+  ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), 'explore', ...process.argv.slice(2)],
+  { stdio: 'inherit' },
+);
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
 child.on('exit', (code, signal) => process.exit(code ?? (signal ? 0 : 1)));

@@ -21,7 +21,9 @@ function walk(dir) {
 }
 
 const filter = process.argv[2] ?? '';
-const files = walk('test').filter((f) => f.includes(filter)).sort();
+const files = walk('test')
+  .filter((f) => f.includes(filter))
+  .sort();
 if (files.length === 0) {
   console.error(`no test files match '${filter}'`);
   process.exit(1);
@@ -55,6 +57,7 @@ function run(backend, last) {
       const counts = {};
       for (const k of keys) {
         // eslint-disable-next-line no-control-regex
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: strips ANSI colour codes (ESC [ … m) from the runner's output.
         const m = tail.replace(/\x1b\[[0-9;]*m/g, '').match(new RegExp(`ℹ ${k} ([0-9.]+)`));
         counts[k] = m ? Number(m[1]) : 0;
       }
@@ -65,7 +68,9 @@ function run(backend, last) {
 
 const results = [];
 for (const [i, b] of backends.entries()) results.push(await run(b, i === backends.length - 1));
-console.log(`\n=== summary: ${results.map((r) => `${r.backend} ${r.code === 0 ? 'passed' : 'FAILED'} (${r.counts.pass}/${r.counts.tests})`).join(', ')} ===`);
+console.log(
+  `\n=== summary: ${results.map((r) => `${r.backend} ${r.code === 0 ? 'passed' : 'FAILED'} (${r.counts.pass}/${r.counts.tests})`).join(', ')} ===`,
+);
 for (const k of keys) {
   const total = results.reduce((s, r) => s + r.counts[k], 0);
   console.log(`ℹ ${k} ${k === 'duration_ms' ? total.toFixed(3) : total}`);

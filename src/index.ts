@@ -5,7 +5,21 @@
  */
 import './ops/methods.ts';
 
-export { Tensor, tensor, zeros, ones, full, zerosLike, onesLike, randn, rand, randint, arange, type DType, type TensorOptions } from './tensor/tensor.ts';
+export {
+  Tensor,
+  tensor,
+  zeros,
+  ones,
+  full,
+  zerosLike,
+  onesLike,
+  randn,
+  rand,
+  randint,
+  arange,
+  type DType,
+  type TensorOptions,
+} from './tensor/tensor.ts';
 export { Generator, manualSeed, defaultGenerator } from './tensor/random.ts';
 export { memoryScope } from './tensor/storage.ts';
 export { noGrad, enableGrad, isGradEnabled, gradcheck, type GradcheckOptions } from './autograd/index.ts';
@@ -21,7 +35,15 @@ export * as optim from './optim/index.ts';
 export * as text from './text/index.ts';
 export * as viz from './viz/index.ts';
 export * as folder from './folder/index.ts';
-export { pipeline, type Task, type PipelineOptions, type TranslationPipeline, type TranslationOptions, type TextGenerationPipeline, type GenerationOptions } from './pipelines/index.ts';
+export {
+  pipeline,
+  type Task,
+  type PipelineOptions,
+  type TranslationPipeline,
+  type TranslationOptions,
+  type TextGenerationPipeline,
+  type GenerationOptions,
+} from './pipelines/index.ts';
 export { setNumThreads, numThreads } from './backend/wasm/threads.ts';
 export { loadWasmKernels } from './backend/wasm/index.ts';
 export { backendInfo, type BackendInfo } from './backend/info.ts';

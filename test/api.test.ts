@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { F, io, nn, tensor, Tensor, zeros, ones, randn, rand, noGrad, gradcheck } from 'qkv';
+import { F, io, nn, tensor, type Tensor, zeros, ones, randn, rand, noGrad, gradcheck } from 'qkv';
 
 test('public API exports', () => {
   for (const f of [tensor, zeros, ones, randn, rand, noGrad, gradcheck]) assert.equal(typeof f, 'function');
@@ -24,10 +24,16 @@ test('held-out style case: MHA with kdim/vdim from a safetensors fixture, via th
   const q = tensors['inputs.query'].requiresGrad_();
   const k = tensors['inputs.key'];
   const v = tensors['inputs.value'];
-  const { output, weights } = mha.forward(q, k, v, { keyPaddingMask: tensors['inputs.keyPaddingMask'], needWeights: true, averageAttnWeights: false });
+  const { output, weights } = mha.forward(q, k, v, {
+    keyPaddingMask: tensors['inputs.keyPaddingMask'],
+    needWeights: true,
+    averageAttnWeights: false,
+  });
   output.mul(tensors['R.output']).sum().add(weights!.mul(tensors['R.weights']).sum()).backward();
-  const close = (a: Tensor, b: Tensor) => a.toArray().every((x, i) => Math.abs(x - b.data[i]) <= 1e-4 + 1e-4 * Math.abs(b.data[i]));
+  const close = (a: Tensor, b: Tensor) =>
+    a.toArray().every((x, i) => Math.abs(x - b.data[i]) <= 1e-4 + 1e-4 * Math.abs(b.data[i]));
   assert.ok(close(output, tensors['outputs.output']));
-  for (const [name, p] of Object.entries(mha.stateDict())) assert.ok(close(p.grad!, tensors[`grads.params.${name}`]), name);
+  for (const [name, p] of Object.entries(mha.stateDict()))
+    assert.ok(close(p.grad!, tensors[`grads.params.${name}`]), name);
   assert.ok(close(q.grad!, tensors['grads.inputs.query']));
 });

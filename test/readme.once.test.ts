@@ -20,7 +20,11 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
 
-interface Block { lang: string; line: number; code: string }
+interface Block {
+  lang: string;
+  line: number;
+  code: string;
+}
 
 /** The fenced blocks of a Markdown text, with their language and the line their fence opens on. */
 function codeBlocks(markdown: string): Block[] {
@@ -46,12 +50,18 @@ test('README.md has code blocks of each kind to check', () => {
   assert.ok(runnable.length >= 2, `expected ts/js blocks, found ${runnable.length}`);
   assert.ok(shell.length >= 2, `expected sh blocks, found ${shell.length}`);
   const unknown = blocks.filter((b) => !['ts', 'js', 'sh', 'bash', '', 'text'].includes(b.lang));
-  assert.deepEqual(unknown.map((b) => `${b.lang} at line ${b.line}`), [], 'a block of a language this test does not check');
+  assert.deepEqual(
+    unknown.map((b) => `${b.lang} at line ${b.line}`),
+    [],
+    'a block of a language this test does not check',
+  );
 });
 
 /** The block's source with `from 'qkv'` (and `import('qkv')`) pointing at the repository's sources. */
 function toSource(code: string, dir: string): string {
-  const entry = relative(dir, join(root, 'src', 'index.ts')).split('\\').join('/');
+  const entry = relative(dir, join(root, 'src', 'index.ts'))
+    .split('\\')
+    .join('/');
   return code.replace(/(from\s+|import\s*\(\s*)(['"])qkv\2/g, `$1'${entry.startsWith('.') ? entry : `./${entry}`}'`);
 }
 
@@ -59,7 +69,7 @@ const tmp = mkdtempSync(join(root, '.readme-blocks-'));
 process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
 const files = runnable.map((b) => {
   const file = join(tmp, `block-line-${b.line}.ts`);
-  writeFileSync(file, toSource(b.code, tmp) + '\n');
+  writeFileSync(file, `${toSource(b.code, tmp)}\n`);
   return { block: b, file };
 });
 
@@ -67,24 +77,33 @@ for (const { block, file } of files) {
   test(`README.md:${block.line}: the ${block.lang} block runs and exits 0`, () => {
     const r = spawnSync(process.execPath, ['--import', 'tsx', file], { cwd: root, encoding: 'utf8', timeout: 300_000 });
     assert.equal(r.error, undefined, `README.md:${block.line}: ${r.error?.message}`);
-    assert.equal(r.status, 0, `README.md:${block.line}: exit status ${r.status}\n--- block ---\n${block.code}\n--- stderr ---\n${r.stderr}\n--- stdout ---\n${r.stdout}`);
+    assert.equal(
+      r.status,
+      0,
+      `README.md:${block.line}: exit status ${r.status}\n--- block ---\n${block.code}\n--- stderr ---\n${r.stderr}\n--- stdout ---\n${r.stdout}`,
+    );
   });
 }
 
 test('README.md: the ts blocks type-check (strict) against the sources', () => {
   const ts = files.filter((f) => f.block.lang === 'ts');
   const config = join(tmp, 'tsconfig.json');
-  writeFileSync(config, JSON.stringify({
-    extends: relative(tmp, join(root, 'tsconfig.json')).split('\\').join('/'),
-    compilerOptions: { noEmit: true },
-    include: [],
-    files: ts.map((f) => relative(tmp, f.file).split('\\').join('/')),
-  }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      extends: relative(tmp, join(root, 'tsconfig.json')).split('\\').join('/'),
+      compilerOptions: { noEmit: true },
+      include: [],
+      files: ts.map((f) => relative(tmp, f.file).split('\\').join('/')),
+    }),
+  );
   const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
   const r = spawnSync(process.execPath, [tsc, '-p', config], { cwd: root, encoding: 'utf8', timeout: 300_000 });
   // tsc names the temporary file: say which README line it is.
-  const out = `${r.stdout}${r.stderr}`.replace(/[^\s(]*block-line-(\d+)\.ts\((\d+),(\d+)\)/g,
-    (_m, line, row, col) => `README.md:${Number(line) + Number(row)}:${col}`);
+  const out = `${r.stdout}${r.stderr}`.replace(
+    /[^\s(]*block-line-(\d+)\.ts\((\d+),(\d+)\)/g,
+    (_m, line, row, col) => `README.md:${Number(line) + Number(row)}:${col}`,
+  );
   assert.equal(r.status, 0, out);
 });
 
@@ -92,7 +111,12 @@ test('README.md: the ts blocks type-check (strict) against the sources', () => {
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped (letters, digits, _ and - kept), spaces to -. */
 function slug(heading: string): string {
-  return heading.trim().toLowerCase().replace(/`/g, '').replace(/[^\p{L}\p{N}_\- ]/gu, '').replace(/ /g, '-');
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/`/g, '')
+    .replace(/[^\p{L}\p{N}_\- ]/gu, '')
+    .replace(/ /g, '-');
 }
 
 /** The anchors of a Markdown file's headings (outside code blocks), duplicates numbered as GitHub does. */
@@ -132,7 +156,13 @@ function brokenLinks(file: string): string[] {
   return problems;
 }
 
-const guides = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`), 'records/recipe-search.md'];
+const guides = [
+  'README.md',
+  ...readdirSync(join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+  'records/recipe-search.md',
+];
 for (const file of guides) {
   test(`${file}: every relative link leads to a file, and an anchor to a heading`, () => {
     assert.deepEqual(brokenLinks(file), []);
@@ -140,10 +170,16 @@ for (const file of guides) {
 }
 
 test('the link checker finds a missing file and a missing anchor (so it can fail)', () => {
-  assert.equal(slug('Translation: Multi30K EN→DE as the paper does it'), 'translation-multi30k-ende-as-the-paper-does-it');
+  assert.equal(
+    slug('Translation: Multi30K EN→DE as the paper does it'),
+    'translation-multi30k-ende-as-the-paper-does-it',
+  );
   assert.equal(slug('The `qkv` command'), 'the-qkv-command');
   const file = join(tmp, 'links.md');
-  writeFileSync(file, '# Top\n\n[a](../README.md) [b](no-such.md) [c](../docs/speed.md#speed) [d](../docs/speed.md#no-such) [e](#top)\n');
+  writeFileSync(
+    file,
+    '# Top\n\n[a](../README.md) [b](no-such.md) [c](../docs/speed.md#speed) [d](../docs/speed.md#no-such) [e](#top)\n',
+  );
   const problems = brokenLinks(relative(root, file));
   assert.equal(problems.length, 2, problems.join('\n'));
   assert.match(problems[0], /no-such\.md: no such file/);
@@ -160,7 +196,11 @@ function qkvHelp(path: string[]): string {
   const key = path.join(' ');
   let help = helpCache.get(key);
   if (help === undefined) {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), ...path, '--help'], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), ...path, '--help'], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     assert.equal(r.status, 0, `qkv ${key} --help: exit status ${r.status}\n${r.stderr}`);
     help = r.stdout;
     helpCache.set(key, help);
@@ -187,7 +227,10 @@ function checkQkv(args: string[], where: string): string[] {
     if (w.startsWith('-')) break;
     const commands = commandsOf(help);
     if (commands.length === 0) break; // a leaf command: the rest are its arguments
-    if (!commands.includes(w)) return [`${where}: 'qkv ${[...path, w].join(' ')}' is not a qkv command (qkv ${path.join(' ')} --help lists: ${commands.join(', ')})`];
+    if (!commands.includes(w))
+      return [
+        `${where}: 'qkv ${[...path, w].join(' ')}' is not a qkv command (qkv ${path.join(' ')} --help lists: ${commands.join(', ')})`,
+      ];
     path.push(w);
     help = qkvHelp(path);
   }
@@ -222,7 +265,9 @@ function checkShellLine(line: string, where: string): string[] {
       else if (rest[0] === 'start' || rest[0] === 'test') script = rest[0];
       if (script === undefined) continue; // npm's own commands: install, pack, ci, ...
       if (!scripts.includes(script)) {
-        problems.push(`${where}: 'npm run ${script}': package.json has no script '${script}' (it has: ${scripts.join(', ')})`);
+        problems.push(
+          `${where}: 'npm run ${script}': package.json has no script '${script}' (it has: ${scripts.join(', ')})`,
+        );
       } else if (script === 'qkv') {
         problems.push(...checkQkv(after, where));
       } else if (script === 'start' && after.length > 0) {
@@ -237,7 +282,9 @@ function checkShellLine(line: string, where: string): string[] {
 
 for (const block of shell) {
   test(`README.md:${block.line}: the sh block names only commands, scripts and flags that exist`, () => {
-    const problems = block.code.split('\n').flatMap((line, i) => checkShellLine(line, `README.md:${block.line + 1 + i}`));
+    const problems = block.code
+      .split('\n')
+      .flatMap((line, i) => checkShellLine(line, `README.md:${block.line + 1 + i}`));
     assert.deepEqual(problems, []);
   });
 }

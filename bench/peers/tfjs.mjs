@@ -42,7 +42,8 @@ function mhaModel(E, H) {
 
 function mha(p, x, win = p.win, bin = p.bin, wo = p.wo, bo = p.bo) {
   const [N, L, E] = x.shape;
-  const H = p.H, D = E / H;
+  const H = p.H,
+    D = E / H;
   const qkv = tf.add(tf.matMul(tf.reshape(x, [N * L, E]), win), bin);
   const [q, k, v] = tf.split(qkv, 3, 1).map((t) => tf.transpose(tf.reshape(t, [N, L, H, D]), [0, 2, 1, 3]));
   const w = tf.softmax(tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(D)));
@@ -55,21 +56,39 @@ for (const w of work) {
   if (w.kind === 'gemm') {
     const a = tf.randomNormal(w.ta ? [w.k, w.m] : [w.m, w.k]);
     const b = tf.randomNormal(w.tb ? [w.n, w.k] : [w.k, w.n]);
-    out[w.name] = { ms: timed(() => tf.tidy(() => { tf.matMul(a, b, w.ta, w.tb).dataSync(); })) };
+    out[w.name] = {
+      ms: timed(() =>
+        tf.tidy(() => {
+          tf.matMul(a, b, w.ta, w.tb).dataSync();
+        }),
+      ),
+    };
     a.dispose();
     b.dispose();
   } else if (w.kind === 'mha_fwd' || w.kind === 'mha_long') {
     const p = mhaModel(w.e, w.h);
     const x = tf.randomNormal([w.b, w.l, w.e]);
     const before = process.memoryUsage().rss / 2 ** 20;
-    const ms = timed(() => tf.tidy(() => { mha(p, x).dataSync(); }), { samples: w.kind === 'mha_long' ? 3 : 5 });
+    const ms = timed(
+      () =>
+        tf.tidy(() => {
+          mha(p, x).dataSync();
+        }),
+      { samples: w.kind === 'mha_long' ? 3 : 5 },
+    );
     out[w.name] = { ms, peak_mb: maxRssMb() - before };
   } else if (w.kind === 'mha_fwdbwd') {
     const p = mhaModel(w.e, w.h);
     const x = tf.randomNormal([w.b, w.l, w.e]);
     const r = tf.randomNormal([w.b, w.l, w.e]);
     const g = tf.grads((x, win, bin, wo, bo) => tf.sum(tf.mul(mha(p, x, win, bin, wo, bo), r)));
-    out[w.name] = { ms: timed(() => tf.tidy(() => { for (const t of g([x, p.win, p.bin, p.wo, p.bo])) t.dataSync(); })) };
+    out[w.name] = {
+      ms: timed(() =>
+        tf.tidy(() => {
+          for (const t of g([x, p.win, p.bin, p.wo, p.bo])) t.dataSync();
+        }),
+      ),
+    };
   }
 }
 console.log(JSON.stringify(out));

@@ -15,7 +15,12 @@ export async function openExport(ort, base, options = {}) {
   return { manifest, sessions };
 }
 
-const int64 = (ort, ids, dims) => new ort.Tensor('int64', BigInt64Array.from(ids, (x) => BigInt(x)), dims);
+const int64 = (ort, ids, dims) =>
+  new ort.Tensor(
+    'int64',
+    BigInt64Array.from(ids, (x) => BigInt(x)),
+    dims,
+  );
 
 /** The index of the largest value of row [off, off + n), skipping the ids in `banned`. */
 function argmax(x, off, n, banned = []) {
@@ -32,7 +37,8 @@ export async function greedyGpt(ort, { manifest, sessions }, prompt, steps, stop
   const { numLayers, numHeads, headDim, vocabSize } = manifest;
   const feeds = {};
   for (let i = 0; i < numLayers; i++) {
-    for (const kv of ['key', 'value']) feeds[`past_key_values.${i}.${kv}`] = new ort.Tensor('float32', new Float32Array(0), [1, numHeads, 0, headDim]);
+    for (const kv of ['key', 'value'])
+      feeds[`past_key_values.${i}.${kv}`] = new ort.Tensor('float32', new Float32Array(0), [1, numHeads, 0, headDim]);
   }
   const out = [];
   let fed = prompt;
@@ -56,9 +62,20 @@ export async function greedyGpt(ort, { manifest, sessions }, prompt, steps, stop
  */
 export async function greedySeq2Seq(ort, { manifest, sessions }, src, { bosId, eosId, maxLen = src.length + 50 }) {
   const { numLayers, vocabSize, padId } = manifest;
-  const mask = int64(ort, src.map(() => 1), [1, src.length]);
-  const { last_hidden_state } = await sessions.encoder.run({ input_ids: int64(ort, src, [1, src.length]), attention_mask: mask });
-  let r = await sessions.decoder.run({ input_ids: int64(ort, [bosId], [1, 1]), encoder_attention_mask: mask, encoder_hidden_states: last_hidden_state });
+  const mask = int64(
+    ort,
+    src.map(() => 1),
+    [1, src.length],
+  );
+  const { last_hidden_state } = await sessions.encoder.run({
+    input_ids: int64(ort, src, [1, src.length]),
+    attention_mask: mask,
+  });
+  let r = await sessions.decoder.run({
+    input_ids: int64(ort, [bosId], [1, 1]),
+    encoder_attention_mask: mask,
+    encoder_hidden_states: last_hidden_state,
+  });
   const feeds = { encoder_attention_mask: mask };
   for (let i = 0; i < numLayers; i++) {
     for (const kv of ['key', 'value']) feeds[`past_key_values.${i}.encoder.${kv}`] = r[`present.${i}.encoder.${kv}`];

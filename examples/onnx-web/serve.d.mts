@@ -1,2 +1,5 @@
 import type { Server } from 'node:http';
-export function startServer(o: { models: Record<string, string>; port?: number }): Promise<{ server: Server; url: string }>;
+export function startServer(o: {
+  models: Record<string, string>;
+  port?: number;
+}): Promise<{ server: Server; url: string }>;

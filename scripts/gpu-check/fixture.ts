@@ -20,7 +20,7 @@ mkdirSync(tiny, { recursive: true });
 const fx = makeRun(tiny, makeCorpus(join(tiny, 'corpus')));
 const losses: number[] = [];
 for (let i = 0; i < 5; i++) losses.push(fx.trainer.step().loss);
-writeFileSync(join(tiny, 'qkv-losses.json'), JSON.stringify({ losses, dModel: fx.model.config.dModel }) + '\n');
+writeFileSync(join(tiny, 'qkv-losses.json'), `${JSON.stringify({ losses, dModel: fx.model.config.dModel })}\n`);
 writeFileSync(join(tiny, 'qkv-step5.safetensors'), writeSafetensors(fx.model.stateDict()));
 
 const m30k = join(dir, 'm30k');

@@ -75,11 +75,17 @@ export function backward(root: Tensor, gradOutput?: Tensor): void {
   }
   if (gradOutput === undefined) {
     if (root.size !== 1) {
-      throw new Error(`backward: gradient can be implicitly created only for one-element outputs, got shape ${shapeToString(root.shape)}`);
+      throw new Error(
+        `backward: gradient can be implicitly created only for one-element ` +
+          `outputs, got shape ${shapeToString(root.shape)}`,
+      );
     }
     gradOutput = full(root.shape, 1);
   } else if (!sameShape(gradOutput.shape, root.shape)) {
-    throw new Error(`backward: gradOutput shape ${shapeToString(gradOutput.shape)} does not match output shape ${shapeToString(root.shape)}`);
+    throw new Error(
+      `backward: gradOutput shape ${shapeToString(gradOutput.shape)} does ` +
+        `not match output shape ${shapeToString(root.shape)}`,
+    );
   }
 
   // Topological order by iterative DFS (graphs of thousands of ops would overflow recursion).
@@ -123,7 +129,11 @@ export function backward(root: Tensor, gradOutput?: Tensor): void {
       const inp = inputs[i];
       if (gi === null || gi === undefined || !inp.requiresGrad) continue;
       if (!sameShape(gi.shape, inp.shape)) {
-        throw new Error(`backward: internal error in '${t.gradFn.name}': gradient shape ${shapeToString(gi.shape)} for input of shape ${shapeToString(inp.shape)}`);
+        throw new Error(
+          `backward: internal error in '${t.gradFn.name}': gradient shape ` +
+            `${shapeToString(gi.shape)} for input of shape ` +
+            `${shapeToString(inp.shape)}`,
+        );
       }
       const prev = grads.get(inp);
       if (prev === undefined) grads.set(inp, gi);
@@ -146,7 +156,15 @@ function ownedSum(prev: Tensor, g: Tensor): Tensor {
   const sum = new Tensor(allocFloat32(prev.size, false), prev.shape, 'float32');
   const st = stridesOf(prev.shape);
   const n = prev.size;
-  getBackend().binary('add', (prev.data as Float32Array).subarray(0, n), st, (g.data as Float32Array).subarray(0, n), st, sum.data as Float32Array, prev.shape);
+  getBackend().binary(
+    'add',
+    (prev.data as Float32Array).subarray(0, n),
+    st,
+    (g.data as Float32Array).subarray(0, n),
+    st,
+    sum.data as Float32Array,
+    prev.shape,
+  );
   ownedGrads.add(sum);
   return sum;
 }

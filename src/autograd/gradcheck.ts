@@ -31,7 +31,11 @@ export interface GradcheckReport {
  * (a random projection catches errors a plain sum would hide, e.g. in softmax). Every element of
  * every input that requires grad is perturbed; use small tensors.
  */
-export function gradcheck(fn: (...inputs: Tensor[]) => Tensor, inputs: Tensor[], options: GradcheckOptions = {}): GradcheckReport {
+export function gradcheck(
+  fn: (...inputs: Tensor[]) => Tensor,
+  inputs: Tensor[],
+  options: GradcheckOptions = {},
+): GradcheckReport {
   const { eps = 1e-2, atol = 1e-2, rtol = 1e-2, seed = 1234 } = options;
   const out = fn(...inputs);
   const gen = new Generator(seed);
@@ -47,7 +51,8 @@ export function gradcheck(fn: (...inputs: Tensor[]) => Tensor, inputs: Tensor[],
   let maxAbsError = 0;
   for (const [ii, x] of inputs.entries()) {
     if (!x.requiresGrad) continue;
-    if (!x.grad) throw new Error(`gradcheck: input ${ii} (shape ${shapeToString(x.shape)}) requires grad but received none`);
+    if (!x.grad)
+      throw new Error(`gradcheck: input ${ii} (shape ${shapeToString(x.shape)}) requires grad but received none`);
     const analytic = x.grad.data;
     const d = x.data as Float32Array;
     for (let i = 0; i < d.length; i++) {

@@ -68,7 +68,15 @@ export interface Backend {
   gemm(a: Float32Array, b: Float32Array, c: Float32Array, p: GemmParams): void;
 
   /** out = a ∘ b with broadcasting: `aStrides`/`bStrides` are per output dim, 0 where broadcast. */
-  binary(op: BinaryOp, a: Float32Array, aStrides: readonly number[], b: Float32Array, bStrides: readonly number[], out: Float32Array, outShape: readonly number[]): void;
+  binary(
+    op: BinaryOp,
+    a: Float32Array,
+    aStrides: readonly number[],
+    b: Float32Array,
+    bStrides: readonly number[],
+    out: Float32Array,
+    outShape: readonly number[],
+  ): void;
   /** out = a ∘ scalar (or scalar ∘ a when `scalarFirst`). */
   binaryScalar(op: BinaryOp, a: Float32Array, scalar: number, out: Float32Array, scalarFirst: boolean): void;
   /** out = op(x) elementwise; x and out have the same length. */
@@ -78,12 +86,28 @@ export interface Backend {
    * element 2j + 1 the high 16): keep[i] = scale (as float32) where those bits are >= threshold,
    * else 0; out[i] = x[i]·scale rounded once to float32 (0·x where dropped).
    */
-  dropoutMask(bits: Uint32Array, threshold: number, scale: number, x: Float32Array, keep: Float32Array, out: Float32Array): void;
+  dropoutMask(
+    bits: Uint32Array,
+    threshold: number,
+    scale: number,
+    x: Float32Array,
+    keep: Float32Array,
+    out: Float32Array,
+  ): void;
   /**
    * Copy `rows` runs of `width` floats: dst[dstOffset + r·dstStride + j] = src[srcOffset +
    * r·srcStride + j] (srcStride 0 repeats one run: a bias into every row). Runs must not overlap.
    */
-  copyRows(src: Float32Array, srcOffset: number, srcStride: number, dst: Float32Array, dstOffset: number, dstStride: number, rows: number, width: number): void;
+  copyRows(
+    src: Float32Array,
+    srcOffset: number,
+    srcStride: number,
+    dst: Float32Array,
+    dstOffset: number,
+    dstStride: number,
+    rows: number,
+    width: number,
+  ): void;
   /** out = x^p elementwise. */
   pow(x: Float32Array, p: number, out: Float32Array): void;
   /** Sum over the axes where `outShape` is 1 and `shape` is not (keepdim layout); `out` is overwritten. */
@@ -101,9 +125,30 @@ export interface Backend {
   logSoftmaxBackward(y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number): void;
 
   /** Normalise each row of C; saves mean and 1/σ per row for the backward pass. Affine if weight given. */
-  layerNorm(x: Float32Array, weight: Float32Array | null, bias: Float32Array | null, out: Float32Array, mean: Float32Array, rstd: Float32Array, rows: number, cols: number, eps: number): void;
+  layerNorm(
+    x: Float32Array,
+    weight: Float32Array | null,
+    bias: Float32Array | null,
+    out: Float32Array,
+    mean: Float32Array,
+    rstd: Float32Array,
+    rows: number,
+    cols: number,
+    eps: number,
+  ): void;
   /** dx, and (accumulated into) dweight and dbias when given. */
-  layerNormBackward(x: Float32Array, weight: Float32Array | null, mean: Float32Array, rstd: Float32Array, dy: Float32Array, dx: Float32Array, dweight: Float32Array | null, dbias: Float32Array | null, rows: number, cols: number): void;
+  layerNormBackward(
+    x: Float32Array,
+    weight: Float32Array | null,
+    mean: Float32Array,
+    rstd: Float32Array,
+    dy: Float32Array,
+    dx: Float32Array,
+    dweight: Float32Array | null,
+    dbias: Float32Array | null,
+    rows: number,
+    cols: number,
+  ): void;
 
   /** out = max(x, 0) elementwise. */
   relu(x: Float32Array, out: Float32Array): void;
@@ -123,21 +168,69 @@ export interface Backend {
    * Cross-entropy with label smoothing per row of logits (R, C): writes each row's loss into
    * `losses` (0 for ignored rows) and returns the number of counted rows.
    */
-  crossEntropy(logits: Float32Array, targets: Int32Array, losses: Float32Array, rows: number, cols: number, ignoreIndex: number, labelSmoothing: number): number;
+  crossEntropy(
+    logits: Float32Array,
+    targets: Int32Array,
+    losses: Float32Array,
+    rows: number,
+    cols: number,
+    ignoreIndex: number,
+    labelSmoothing: number,
+  ): number;
   /** dlogits for each row given the upstream scale per row (e.g. 1/count for a mean). */
-  crossEntropyBackward(logits: Float32Array, targets: Int32Array, rowScale: Float32Array, dlogits: Float32Array, rows: number, cols: number, ignoreIndex: number, labelSmoothing: number): void;
+  crossEntropyBackward(
+    logits: Float32Array,
+    targets: Int32Array,
+    rowScale: Float32Array,
+    dlogits: Float32Array,
+    rows: number,
+    cols: number,
+    ignoreIndex: number,
+    labelSmoothing: number,
+  ): void;
 
   /**
    * Fused attention: out (B,H,L,Dv) = softmax(q·kᵀ·scale + bias, causal) · v, never holding more
    * than a row of scores; writes the log-sum-exp of each row (B,H,L) for the backward pass and,
    * when `weights` is given, the probabilities (B,H,L,S).
    */
-  attention(q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, lse: Float32Array, weights: Float32Array | null, p: AttentionParams): void;
+  attention(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    out: Float32Array,
+    lse: Float32Array,
+    weights: Float32Array | null,
+    p: AttentionParams,
+  ): void;
   /** dq, dk, dv (overwritten) from dout, recomputing probabilities from lse. */
-  attentionBackward(q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, dout: Float32Array, lse: Float32Array, dq: Float32Array, dk: Float32Array, dv: Float32Array, p: AttentionParams): void;
+  attentionBackward(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    out: Float32Array,
+    dout: Float32Array,
+    lse: Float32Array,
+    dq: Float32Array,
+    dk: Float32Array,
+    dv: Float32Array,
+    p: AttentionParams,
+  ): void;
 
   /** One Adam/AdamW step in place over a flat block of parameters. */
-  adam(param: Float32Array, grad: Float32Array, m: Float32Array, v: Float32Array, lr: number, beta1: number, beta2: number, eps: number, weightDecay: number, decoupled: boolean, step: number): void;
+  adam(
+    param: Float32Array,
+    grad: Float32Array,
+    m: Float32Array,
+    v: Float32Array,
+    lr: number,
+    beta1: number,
+    beta2: number,
+    eps: number,
+    weightDecay: number,
+    decoupled: boolean,
+    step: number,
+  ): void;
 }
 
 /** A backend's kernels: every member of the contract but its name. */
@@ -146,10 +239,32 @@ export type KernelName = keyof Kernels;
 
 /** Every kernel of the contract, by name: what each backend must register (checked by `build`). */
 export const KERNEL_NAMES = [
-  'gemm', 'binary', 'binaryScalar', 'unary', 'dropoutMask', 'copyRows', 'pow', 'reduceSum', 'permute',
-  'softmax', 'softmaxBackward', 'logSoftmax', 'logSoftmaxBackward', 'layerNorm', 'layerNormBackward',
-  'relu', 'reluBackward', 'gelu', 'geluBackward', 'embedding', 'embeddingBackward', 'crossEntropy',
-  'crossEntropyBackward', 'attention', 'attentionBackward', 'adam',
+  'gemm',
+  'binary',
+  'binaryScalar',
+  'unary',
+  'dropoutMask',
+  'copyRows',
+  'pow',
+  'reduceSum',
+  'permute',
+  'softmax',
+  'softmaxBackward',
+  'logSoftmax',
+  'logSoftmaxBackward',
+  'layerNorm',
+  'layerNormBackward',
+  'relu',
+  'reluBackward',
+  'gelu',
+  'geluBackward',
+  'embedding',
+  'embeddingBackward',
+  'crossEntropy',
+  'crossEntropyBackward',
+  'attention',
+  'attentionBackward',
+  'adam',
 ] as const satisfies readonly KernelName[];
 // A kernel added to the contract but not to the list above is a compile error here.
 const listed: Exclude<KernelName, (typeof KERNEL_NAMES)[number]> extends never ? true : never = true;
@@ -168,8 +283,10 @@ export class KernelTable {
   register(family: string, kernels: Partial<Kernels>): void {
     for (const [name, fn] of Object.entries(kernels) as [KernelName, unknown][]) {
       const prev = this.kernels.get(name);
-      if (prev) throw new Error(`${this.backend} backend: kernel '${name}' registered by both ${prev.family} and ${family}`);
-      if (typeof fn !== 'function') throw new Error(`${this.backend} backend: kernel '${name}' of ${family} is not a function`);
+      if (prev)
+        throw new Error(`${this.backend} backend: kernel '${name}' registered by both ${prev.family} and ${family}`);
+      if (typeof fn !== 'function')
+        throw new Error(`${this.backend} backend: kernel '${name}' of ${family} is not a function`);
       this.kernels.set(name, { family, fn });
     }
   }

@@ -36,7 +36,9 @@ function node(): NodeLike | undefined {
 
 function cores(): number | null {
   try {
-    const os = node()?.getBuiltinModule?.('node:os') as { availableParallelism?: () => number; cpus(): unknown[] } | undefined;
+    const os = node()?.getBuiltinModule?.('node:os') as
+      | { availableParallelism?: () => number; cpus(): unknown[] }
+      | undefined;
     return os ? (os.availableParallelism?.() ?? os.cpus().length) : null;
   } catch {
     return null;
@@ -54,12 +56,18 @@ function hasWorkerThreads(): boolean {
 /** Why the thread count is what it is, for the wasm backend. */
 function wasmThreads(): { threads: number; reason: string } {
   if (!memoryShared) return { threads: 1, reason: 'not cross-origin isolated: SharedArrayBuffer unavailable' };
-  if (!hasWorkerThreads()) return { threads: 1, reason: "no worker threads here: the thread pool runs on Node's worker_threads only" };
+  if (!hasWorkerThreads())
+    return { threads: 1, reason: "no worker threads here: the thread pool runs on Node's worker_threads only" };
   const n = numThreads();
   const env = node()?.env?.QKV_THREADS;
-  const chosen = env !== undefined && Math.min(Number(env), MAX_THREADS) === n ? `QKV_THREADS=${env}` : `setNumThreads(${n})`;
+  const chosen =
+    env !== undefined && Math.min(Number(env), MAX_THREADS) === n ? `QKV_THREADS=${env}` : `setNumThreads(${n})`;
   const c = cores();
-  if (c !== null && n >= Math.min(c, MAX_THREADS)) return { threads: n, reason: c > MAX_THREADS ? `at most ${MAX_THREADS} threads` : `${c} core${c === 1 ? '' : 's'}` };
+  if (c !== null && n >= Math.min(c, MAX_THREADS))
+    return {
+      threads: n,
+      reason: c > MAX_THREADS ? `at most ${MAX_THREADS} threads` : `${c} core${c === 1 ? '' : 's'}`,
+    };
   return { threads: n, reason: chosen };
 }
 
@@ -73,7 +81,9 @@ export function backendInfo(): BackendInfo {
   const variant = loaded ? wasmVariant() : null;
   if (backend === 'wasm') return { backend, wasmVariant: variant, ...wasmThreads() };
   if (backend === 'js') {
-    const why = loaded ? 'the js backend was chosen (QKV_BACKEND=js or setBackend)' : `the wasm backend did not load: ${wasmLoadError() ?? 'not loaded (call loadWasmKernels())'}`;
+    const why = loaded
+      ? 'the js backend was chosen (QKV_BACKEND=js or setBackend)'
+      : `the wasm backend did not load: ${wasmLoadError() ?? 'not loaded (call loadWasmKernels())'}`;
     return { backend, wasmVariant: variant, threads: 1, reason: `${why}; js runs on one thread` };
   }
   return { backend, wasmVariant: variant, threads: 1, reason: `the ${backend} backend does not use CPU threads` };

@@ -14,7 +14,8 @@ if (wasm) registerBackend(wasm);
 
 const requested = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QKV_BACKEND;
 if (requested) {
-  if (requested === 'wasm' && !wasm) throw new Error(`QKV_BACKEND=wasm, but the wasm backend did not load: ${wasmLoadError()}`);
+  if (requested === 'wasm' && !wasm)
+    throw new Error(`QKV_BACKEND=wasm, but the wasm backend did not load: ${wasmLoadError()}`);
   setBackend(requested);
 } else if (wasm) {
   setBackend('wasm');

@@ -12,12 +12,16 @@ export const DEFAULT_DATA = 'data/multi30k';
  * read (`files`, e.g. train.en.gz) and where they come from. One line, as every user error.
  */
 export function missingCorpus(files: readonly string[]): string {
-  return `no corpus: --data not given and there is no ${DEFAULT_DATA}/ in ${process.cwd()}. ` +
-    'The default corpus is Multi30K (task 1: English captions of Flickr30K images with German and French translations; ' +
+  return (
+    `no corpus: --data not given and there is no ${DEFAULT_DATA}/ in ${process.cwd()}. ` +
+    'The default corpus is Multi30K (task 1: English captions of Flickr30K ' +
+    'images with German and French translations; ' +
     '29,000 training, 1,014 val and 1,000 test_2016_flickr sentences), one sentence a line in SPLIT.LANG.gz files; ' +
     `this needs ${files.join(', ')}. ` +
-    `Get them from qkv's repository (its ${DEFAULT_DATA}/ folder) or from https://github.com/multi30k/dataset (data/task1/raw/), ` +
-    `then run from the folder that holds ${DEFAULT_DATA}/, or pass --data DIR`;
+    `Get them from qkv's repository (its ${DEFAULT_DATA}/ folder) or from ` +
+    `https://github.com/multi30k/dataset (data/task1/raw/), ` +
+    `then run from the folder that holds ${DEFAULT_DATA}/, or pass --data DIR`
+  );
 }
 
 /** The lines of a text file, plain or gzipped: `path`, else `path.gz` (a path that ends in .gz is read as given). */
@@ -32,7 +36,12 @@ export function readLines(path: string): string[] {
   return lines;
 }
 
-export function readParallel(dataDir: string, split: string, srcLang: string, tgtLang: string): { src: string[]; tgt: string[] } {
+export function readParallel(
+  dataDir: string,
+  split: string,
+  srcLang: string,
+  tgtLang: string,
+): { src: string[]; tgt: string[] } {
   const src = readLines(join(dataDir, `${split}.${srcLang}`));
   const tgt = readLines(join(dataDir, `${split}.${tgtLang}`));
   if (src.length !== tgt.length) {

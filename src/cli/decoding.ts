@@ -5,7 +5,14 @@
  */
 import { degradedSummary, EXIT_DEGRADED, translateIds, type DegradedLine, type TranslateOptions } from './evaluate.ts';
 import { decodingFor as sharedDecodingFor, type DecodingNames } from '../pipelines/translation.ts';
-import { loadEnsemble, loadModelShape, UserError, type Decoding, type LoadedEnsemble, type ModelConfigFile } from './files.ts';
+import {
+  loadEnsemble,
+  loadModelShape,
+  UserError,
+  type Decoding,
+  type LoadedEnsemble,
+  type ModelConfigFile,
+} from './files.ts';
 import { openOnnxSeq2Seq, parseEngine, translateIdsOnnx } from './onnxruntime.ts';
 
 export interface Common {
@@ -40,7 +47,13 @@ export function decodingFor(o: Common, config: ModelConfigFile): Decoding {
 }
 
 /** The pipeline's decodingFor (one implementation), its errors naming the flags. */
-const FLAG_NAMES: DecodingNames = { beam: '--beam', alpha: '--alpha', mbr: '--mbr', prefix: '', error: (m) => new UserError(m) };
+const FLAG_NAMES: DecodingNames = {
+  beam: '--beam',
+  alpha: '--alpha',
+  mbr: '--mbr',
+  prefix: '',
+  error: (m) => new UserError(m),
+};
 
 /** `beam 8, α 0.6, MBR` for logs. */
 export function describe(dec: Decoding, alpha = dec.alpha): string {
@@ -73,10 +86,21 @@ export async function openEngine(o: Common & { engine?: string }): Promise<Engin
   if (parseEngine(o.engine) === 'qkv') {
     const loaded = loadModels(o);
     const n = loaded.members.length;
-    return { loaded, model: loaded.members, run: async (ids, t) => translateIds(loaded.members, loaded.targetTokenizer, ids, t), label: n > 1 ? `, an ensemble of ${n} models` : '' };
+    return {
+      loaded,
+      model: loaded.members,
+      run: async (ids, t) => translateIds(loaded.members, loaded.targetTokenizer, ids, t),
+      label: n > 1 ? `, an ensemble of ${n} models` : '',
+    };
   }
-  if (o.ensemble) throw new UserError('--ensemble runs on the qkv engine only: drop --engine onnxruntime or --ensemble');
+  if (o.ensemble)
+    throw new UserError('--ensemble runs on the qkv engine only: drop --engine onnxruntime or --ensemble');
   const onnx = await openOnnxSeq2Seq(o.model);
   const loaded: LoadedEnsemble = { ...loadModelShape(o.model), members: [], memberDirs: [] };
-  return { loaded, model: loaded.model, run: (ids, t) => translateIdsOnnx(onnx, loaded.targetTokenizer, ids, t), label: ', ONNX Runtime' };
+  return {
+    loaded,
+    model: loaded.model,
+    run: (ids, t) => translateIdsOnnx(onnx, loaded.targetTokenizer, ids, t),
+    label: ', ONNX Runtime',
+  };
 }

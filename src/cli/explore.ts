@@ -13,11 +13,25 @@ import { fileURLToPath } from 'node:url';
 import { FILES, hfTokenizer, pytorchOnly, type FolderKind } from '../folder/index.ts';
 import { folderKindOf, pathNamer, readFileIn, readGptShape, readJsonIn, readSeq2SeqShape } from '../folder/node.ts';
 import { notFound } from '../folder/seq2seq.ts';
-import { describeFolder, folderIds, isLoopback, startExploreServer, type ExploreServer, type ServedFolder } from '../server/static.ts';
+import {
+  describeFolder,
+  folderIds,
+  isLoopback,
+  startExploreServer,
+  type ExploreServer,
+  type ServedFolder,
+} from '../server/static.ts';
 import { asUserError, UserError } from './files.ts';
 
-// The server moved to src/server/static.ts; these names stay importable from here for the tests and benches that use them.
-export { MODEL_FILES, startExploreServer, type ExploreServer, type ExploreServerOptions, type ServedFolder } from '../server/static.ts';
+// The server moved to src/server/static.ts; these names stay importable from here for the tests and benches that use
+// them.
+export {
+  MODEL_FILES,
+  startExploreServer,
+  type ExploreServer,
+  type ExploreServerOptions,
+  type ServedFolder,
+} from '../server/static.ts';
 
 /** The package root (two levels above this file, in src/cli or dist/cli). */
 function packageRoot(): string {
@@ -47,7 +61,10 @@ export function findDefaultModels(roots: readonly string[] = [process.cwd(), pac
   for (const root of [...new Set(roots.map((r) => resolve(r)))]) {
     const shipped = join(root, 'models');
     if (isDir(shipped)) {
-      const dirs = readdirSync(shipped).sort().map((n) => join(shipped, n)).filter((d) => isDir(d) && existsSync(join(d, FILES.config)));
+      const dirs = readdirSync(shipped)
+        .sort()
+        .map((n) => join(shipped, n))
+        .filter((d) => isDir(d) && existsSync(join(d, FILES.config)));
       if (dirs.length > 0) return dirs;
     }
     const runs = join(root, 'runs');
@@ -59,9 +76,7 @@ export function findDefaultModels(roots: readonly string[] = [process.cwd(), pac
         if (!isDir(dir) || !existsSync(join(dir, FILES.config))) continue;
         const mtime = statSync(join(dir, FILES.weights)).mtimeMs;
         if (!best || mtime > best.mtime) best = { dir, mtime };
-      } catch {
-        continue; // no weights yet: a run that has not saved
-      }
+      } catch {}
     }
     if (best) return [best.dir];
   }
@@ -80,7 +95,12 @@ export function checkFolder(dir: string): FolderKind {
     else if (kind === 'gpt') readGptShape(dir);
     else {
       const tokenizer = readJsonIn(dir, FILES.tokenizer);
-      hfTokenizer(tokenizer !== undefined ? { tokenizer } : { vocab: readJsonIn(dir, FILES.vocab), merges: textOf(readFileIn(dir, FILES.merges)) }, name);
+      hfTokenizer(
+        tokenizer !== undefined
+          ? { tokenizer }
+          : { vocab: readJsonIn(dir, FILES.vocab), merges: textOf(readFileIn(dir, FILES.merges)) },
+        name,
+      );
       if (!existsSync(join(dir, FILES.weights)) && existsSync(join(dir, FILES.pytorchWeights))) throw pytorchOnly(name);
     }
     if (!existsSync(join(dir, FILES.weights))) throw notFound(FILES.weights, name);
@@ -132,16 +152,34 @@ export function servedFolders(given: readonly string[] | undefined, log: (line: 
 
 export async function explore(o: ExploreCommandOptions): Promise<ExploreServer> {
   const webDir = findWebDir();
-  if (!webDir) throw new UserError(`the explorer page is not built (no ${join(packageRoot(), 'dist', 'web', 'index.html')}): run \`npm run build:web\``);
+  if (!webDir)
+    throw new UserError(
+      `the explorer page is not built (no ` +
+        `${join(packageRoot(), 'dist', 'web', 'index.html')}): run \`npm run ` +
+        `build:web\``,
+    );
   const models = servedFolders(o.model, o.log);
   const s = await startExploreServer({ webDir, models, host: o.host, port: o.port });
   for (const m of models) {
     const rel = relative(process.cwd(), m.dir);
-    o.log(`qkv explore: model ${rel === '' ? '.' : rel.startsWith('..') ? m.dir : rel} (${KIND_LINES[m.kind!]}: ${m.description})`);
-    const members = m.kind === 'seq2seq' ? (readJsonIn(m.dir, FILES.config) as { decoding?: { ensemble?: string[] } }).decoding?.ensemble : undefined;
-    if (members) o.log(`  its ${FILES.config} names an ensemble (${members.join(', ')}) for qkv translate and eval; the page runs and shows the folder's own model alone`);
+    o.log(
+      `qkv explore: model ` +
+        `${rel === '' ? '.' : rel.startsWith('..') ? m.dir : rel} ` +
+        `(${KIND_LINES[m.kind!]}: ${m.description})`,
+    );
+    const members =
+      m.kind === 'seq2seq'
+        ? (readJsonIn(m.dir, FILES.config) as { decoding?: { ensemble?: string[] } }).decoding?.ensemble
+        : undefined;
+    if (members)
+      o.log(
+        `  its ${FILES.config} names an ensemble (${members.join(', ')}) for ` +
+          `qkv translate and eval; the page runs and shows the folder's own ` +
+          `model alone`,
+      );
   }
-  if (!isLoopback(o.host)) o.log(`qkv explore: listening on ${o.host}: anyone who can reach this address can load the page and the models`);
+  if (!isLoopback(o.host))
+    o.log(`qkv explore: listening on ${o.host}: anyone who can reach this address can load the page and the models`);
   o.log(`qkv explore: open ${s.url}  (Ctrl-C stops)`);
   return s;
 }

@@ -2,11 +2,10 @@
  * Model folders for the CLI: the loaders' names the commands call, each delegating to the folder
  * module (src/folder/, docs/model-folder.md), whose errors become the CLI's UserError.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import type { LoadedModel } from '../folder/seq2seq.ts';
 import { atomicWrite, removeStaleTemps } from '../io/atomic.ts';
-import { folderKindOf, readEnsemble, readSeq2Seq, readSeq2SeqShape, writeModelConfig, type LoadedEnsemble } from '../folder/node.ts';
+import { folderKindOf, readEnsemble, readSeq2Seq, readSeq2SeqShape, type LoadedEnsemble } from '../folder/node.ts';
 import { FILES, FolderError, type FolderKind } from '../folder/spec.ts';
 import type { Seq2SeqConfig } from '../models/seq2seq.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
@@ -70,8 +69,15 @@ export function loadModelDir(dir: string, weightsFile: string = FILES.weights): 
  * A Seq2Seq config's vocabulary fields for its tokenizers: the source's size and padding id, and
  * tgtVocabSize only when the target has a tokenizer of its own (separate vocabularies).
  */
-export function vocabularyConfig(tokenizer: BpeTokenizer, targetTokenizer: BpeTokenizer = tokenizer): Pick<Seq2SeqConfig, 'vocabSize' | 'padId' | 'tgtVocabSize'> {
-  return { vocabSize: tokenizer.vocabSize, padId: tokenizer.padId, ...(targetTokenizer !== tokenizer && { tgtVocabSize: targetTokenizer.vocabSize }) };
+export function vocabularyConfig(
+  tokenizer: BpeTokenizer,
+  targetTokenizer: BpeTokenizer = tokenizer,
+): Pick<Seq2SeqConfig, 'vocabSize' | 'padId' | 'tgtVocabSize'> {
+  return {
+    vocabSize: tokenizer.vocabSize,
+    padId: tokenizer.padId,
+    ...(targetTokenizer !== tokenizer && { tgtVocabSize: targetTokenizer.vocabSize }),
+  };
 }
 
 /**
@@ -81,6 +87,10 @@ export function vocabularyConfig(tokenizer: BpeTokenizer, targetTokenizer: BpeTo
  * target_tokenizer.json if any): an ensemble averages next-token probabilities over one target
  * vocabulary, fed the same source ids. Decoding defaults and tokenizers are `dir`'s.
  */
-export function loadEnsemble(dir: string, others: readonly string[] = [], opts: { own?: boolean } = {}): LoadedEnsemble {
+export function loadEnsemble(
+  dir: string,
+  others: readonly string[] = [],
+  opts: { own?: boolean } = {},
+): LoadedEnsemble {
   return asUserError(() => readEnsemble(dir, others, opts));
 }

@@ -8,7 +8,10 @@ import type { LoadedLm } from '../folder/gpt.ts';
 import { folderKindOf, readHfGpt2Dir } from '../folder/node.ts';
 import { asUserError } from './files.ts';
 
-/** Whether dir is a Hugging Face GPT-2 folder (folder/ `folderKindOf`); false when it cannot be read (its loader names why). */
+/**
+ * Whether dir is a Hugging Face GPT-2 folder (folder/ `folderKindOf`); false when it cannot be read (its loader names
+ * why).
+ */
 export function isHfModelDir(dir: string): boolean {
   try {
     return folderKindOf(dir) === 'hf-gpt2';

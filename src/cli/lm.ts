@@ -13,7 +13,16 @@ import { manualSeed } from '../tensor/random.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import { CharTokenizer } from '../text/chars.ts';
 import { checkRunFolder, FRESH, resumeState, trainLoop } from '../train/loop.ts';
-import { LM_SMOOTHING, LmTrainer, VAL_LOSS, encodeLines, evaluateLm, type LmHistoryEntry, type LmStepResult, type LmTokenizer } from '../train/lm.ts';
+import {
+  LM_SMOOTHING,
+  LmTrainer,
+  VAL_LOSS,
+  encodeLines,
+  evaluateLm,
+  type LmHistoryEntry,
+  type LmStepResult,
+  type LmTokenizer,
+} from '../train/lm.ts';
 import { PRESETS } from '../train/presets.ts';
 import { idsText, lineSeparatorId, promptIds, type LoadedLm } from '../folder/gpt.ts';
 import { readGptShape, readLm, saveLmDir } from '../folder/node.ts';
@@ -72,15 +81,20 @@ function readCorpus(a: TrainLmArgs): { train: string[]; val: string[]; valFrom: 
   const lines = readLines(dataPath);
   const valPath = a.val ?? (a.data === undefined ? DEFAULT_LM_VAL : undefined);
   if (valPath) return { train: lines, val: readLines(valPath), valFrom: valPath };
-  if (lines.length < 2) throw new UserError(`${dataPath} has ${lines.length} line(s); give at least 2 (10% are held out for validation) or pass --val FILE`);
+  if (lines.length < 2)
+    throw new UserError(
+      `${dataPath} has ${lines.length} line(s); give at least 2 (10% are held out for validation) or pass --val FILE`,
+    );
   const nVal = Math.max(1, Math.floor(lines.length / 10));
   return { train: lines.slice(0, -nVal), val: lines.slice(-nVal), valFrom: `last ${nVal} lines of ${dataPath}` };
 }
 
 export async function trainLm(a: TrainLmArgs): Promise<void> {
   const preset = PRESETS.lm[a.preset];
-  if (!preset) throw new UserError(`unknown preset '${a.preset}', expected one of: ${Object.keys(PRESETS.lm).join(', ')}`);
-  if (a.tokenizer !== 'char' && a.tokenizer !== 'bpe') throw new UserError(`unknown tokenizer '${a.tokenizer}', expected char or bpe`);
+  if (!preset)
+    throw new UserError(`unknown preset '${a.preset}', expected one of: ${Object.keys(PRESETS.lm).join(', ')}`);
+  if (a.tokenizer !== 'char' && a.tokenizer !== 'bpe')
+    throw new UserError(`unknown tokenizer '${a.tokenizer}', expected char or bpe`);
   checkRunFolder(a.out, a.resume);
 
   const corpus = readCorpus(a);
@@ -121,7 +135,13 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
   } catch (e) {
     throw new UserError((e as Error).message);
   }
-  const training = { preset: a.preset, recipe: trainer.options, maxSteps, data: a.data ?? DEFAULT_LM_DATA, validation: corpus.valFrom };
+  const training = {
+    preset: a.preset,
+    recipe: trainer.options,
+    maxSteps,
+    data: a.data ?? DEFAULT_LM_DATA,
+    validation: corpus.valFrom,
+  };
   let resumed = FRESH;
   if (a.resume) {
     resumed = resumeState(trainer, a.out);
@@ -130,9 +150,12 @@ export async function trainLm(a: TrainLmArgs): Promise<void> {
     saveLmDir(a.out, model, tokenizer, lm.kind, training);
   }
   const perStep = trainer.options.batchSize * trainer.options.seqLen;
-  a.log(`${model.numParameters().toLocaleString('en-US')} parameters, ${lm.kind} vocabulary of ${tokenizer.vocabSize}, ` +
-    `${trainIds.length.toLocaleString('en-US')} training tokens (${(trainIds.length / perStep).toFixed(0)} steps per epoch), ` +
-    `${valIds.length.toLocaleString('en-US')} validation tokens`);
+  a.log(
+    `${model.numParameters().toLocaleString('en-US')} parameters, ${lm.kind} vocabulary of ${tokenizer.vocabSize}, ` +
+      `${trainIds.length.toLocaleString('en-US')} training tokens ` +
+      `(${(trainIds.length / perStep).toFixed(0)} steps per epoch), ` +
+      `${valIds.length.toLocaleString('en-US')} validation tokens`,
+  );
 
   const history = await trainLoop<LmStepResult, LmHistoryEntry>({
     out: a.out,
@@ -185,10 +208,12 @@ export async function generateText(a: GenerateArgs): Promise<void> {
   // Each line of the prompt ends with the separator, as in training; the first starts after one
   // (a line start) when there is room for it.
   const ids = promptIds(tokenizer, a.prompt, separatorId);
-  if (ids.length > blockSize) throw new UserError(`the prompt is ${ids.length} tokens long; this model's context holds ${blockSize}`);
+  if (ids.length > blockSize)
+    throw new UserError(`the prompt is ${ids.length} tokens long; this model's context holds ${blockSize}`);
   if (tokenizer instanceof CharTokenizer || tokenizer instanceof BpeTokenizer) {
     const unknown = ids.filter((id) => id === tokenizer.unkId).length;
-    if (unknown > 0) a.log(`warning: ${unknown} prompt token(s) are not in the model's vocabulary (encoded as unknown)`);
+    if (unknown > 0)
+      a.log(`warning: ${unknown} prompt token(s) are not in the model's vocabulary (encoded as unknown)`);
   }
   const prompt = ids.length < blockSize ? [separatorId, ...ids] : ids;
   const seed = a.seed ?? Math.floor(Math.random() * 2 ** 31);
@@ -198,7 +223,14 @@ export async function generateText(a: GenerateArgs): Promise<void> {
   write(shown);
   const t0 = performance.now();
   let n = 0;
-  const options = { maxTokens: a.maxTokens, temperature: a.temperature, topK: a.topK, topP: a.topP, seed, useCache: a.cache };
+  const options = {
+    maxTokens: a.maxTokens,
+    temperature: a.temperature,
+    topK: a.topK,
+    topP: a.topP,
+    seed,
+    useCache: a.cache,
+  };
   for await (const t of onnx ? generateStreamAsync(onnx, prompt, options) : generateStream(model, prompt, options)) {
     all.push(t.id);
     n++;
@@ -208,5 +240,10 @@ export async function generateText(a: GenerateArgs): Promise<void> {
   }
   if (!shown.endsWith('\n')) write('\n');
   const s = (performance.now() - t0) / 1000;
-  a.log(`${n} tokens in ${s.toFixed(2)} s (${((1000 * s) / Math.max(1, n)).toFixed(1)} ms/token, ${a.cache ? 'KV cache' : 'no cache'}${onnx ? ', ONNX Runtime' : ''})${a.temperature > 0 ? `, seed ${seed}` : ''}`);
+  a.log(
+    `${n} tokens in ${s.toFixed(2)} s ` +
+      `(${((1000 * s) / Math.max(1, n)).toFixed(1)} ms/token, ` +
+      `${a.cache ? 'KV cache' : 'no cache'}${onnx ? ', ONNX Runtime' : ''})` +
+      (a.temperature > 0 ? `, seed ${seed}` : ''),
+  );
 }

@@ -26,15 +26,27 @@ const program = new Command()
   .version(packageVersion())
   .showHelpAfterError('(run with --help for usage)');
 
-/** The program's settings (showHelpAfterError) on a command and its own subcommands: addCommand(), unlike command(), does not copy them. */
+/**
+ * The program's settings (showHelpAfterError) on a command and its own subcommands: addCommand(), unlike command(),
+ * does not copy them.
+ */
 function inherit(command: CommandUnknownOpts, from: CommandUnknownOpts): void {
   command.copyInheritedSettings(from);
   for (const sub of command.commands) inherit(sub, command);
 }
 
 for (const command of [
-  trainCommand(), dataCommand(), translateCommand(), evalCommand(), bleuCommand(), infoCommand(), exportCommand(),
-  trainLmCommand(), generateCommand(), attentionCommand(), exploreCommand(),
+  trainCommand(),
+  dataCommand(),
+  translateCommand(),
+  evalCommand(),
+  bleuCommand(),
+  infoCommand(),
+  exportCommand(),
+  trainLmCommand(),
+  generateCommand(),
+  attentionCommand(),
+  exploreCommand(),
 ]) {
   inherit(command, program);
   program.addCommand(command);

@@ -11,7 +11,6 @@ import type { WeightDType } from '../io/onnx/builder.ts';
 import { asUserError, atomicWrite, copyFolderFiles, loadModelDir, UserError, type ModelConfigFile } from './files.ts';
 import { loadLmDir } from './lm.ts';
 
-
 export interface OnnxExportArgs {
   model: string;
   out: string;
@@ -34,7 +33,8 @@ export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt'): void {
   const out = resolve(a.out);
   if (existsSync(out)) {
     if (!statSync(out).isDirectory()) throw new UserError(`--out ${a.out} exists and is not a folder`);
-    if (readdirSync(out).length > 0 && !a.force) throw new UserError(`--out ${a.out} already exists and is not empty: pass --force to replace it`);
+    if (readdirSync(out).length > 0 && !a.force)
+      throw new UserError(`--out ${a.out} already exists and is not empty: pass --force to replace it`);
   }
   const o = { dtype, withAttention: a.withAttention ?? false };
   let exp: OnnxExport;
@@ -49,7 +49,11 @@ export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt'): void {
     const { model, config } = loadModelDir(a.model);
     if (config.decoding?.ensemble) {
       const { ensemble, ...decoding } = config.decoding;
-      a.log(`${a.model}: its config.json names an ensemble (${ensemble.join(', ')}); the ONNX graphs hold ${a.model}'s own model alone`);
+      a.log(
+        `${a.model}: its config.json names an ensemble ` +
+          `(${ensemble.join(', ')}); the ONNX graphs hold ${a.model}'s own model ` +
+          `alone`,
+      );
       ownConfig = { ...config, decoding };
     }
     exp = exportSeq2SeqOnnx(model.config, model.stateDict(), o);
@@ -69,5 +73,9 @@ export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt'): void {
     throw e;
   }
   const graphs = Object.keys(exp.files).join(', ');
-  a.log(`wrote ${a.out}: ${graphs} (opset ${exp.manifest.opset}, ${params.toLocaleString('en-US')} parameters, ${dtype} weights${o.withAttention ? ', attention outputs' : ''})`);
+  a.log(
+    `wrote ${a.out}: ${graphs} (opset ${exp.manifest.opset}, ` +
+      `${params.toLocaleString('en-US')} parameters, ${dtype} ` +
+      `weights${o.withAttention ? ', attention outputs' : ''})`,
+  );
 }

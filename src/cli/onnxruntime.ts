@@ -28,16 +28,28 @@ export async function loadOnnxRuntime(): Promise<OrtNode> {
     const m = (await import(name)) as OrtNode & { default?: OrtNode };
     return m.InferenceSession ? m : m.default!;
   } catch (e) {
-    throw new UserError(`--engine onnxruntime needs onnxruntime-node, an optional dependency: ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node (the CPU binaries are in the package; skip stops its install script from downloading GPU ones) (${(e as Error).message.split('\n')[0]})`);
+    throw new UserError(
+      `--engine onnxruntime needs onnxruntime-node, an optional dependency: ` +
+        `ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node (the CPU ` +
+        `binaries are in the package; skip stops its install script from ` +
+        `downloading GPU ones) (${(e as Error).message.split('\n')[0]})`,
+    );
   }
 }
 
 /** The manifest of an ONNX export folder, checked to be of the expected kind. */
 export function readManifest(dir: string, kind: OnnxManifest['kind']): OnnxManifest {
   const path = join(dir, MANIFEST);
-  if (!existsSync(path)) throw new UserError(`${dir} is not an ONNX export (no ${MANIFEST}): make one with qkv export --format onnx --model ${dir} --out DIR`);
+  if (!existsSync(path))
+    throw new UserError(
+      `${dir} is not an ONNX export (no ${MANIFEST}): make one with qkv export --format onnx --model ${dir} --out DIR`,
+    );
   const m = readJson(path, 'ONNX manifest') as OnnxManifest;
-  if (m.format !== 'qkv-onnx' || m.kind !== kind) throw new UserError(`${path}: expected a qkv-onnx export of a ${kind} model, got format '${String(m.format)}' kind '${String(m.kind)}'`);
+  if (m.format !== 'qkv-onnx' || m.kind !== kind)
+    throw new UserError(
+      `${path}: expected a qkv-onnx export of a ${kind} model, got format ` +
+        `'${String(m.format)}' kind '${String(m.kind)}'`,
+    );
   return m;
 }
 
@@ -46,7 +58,9 @@ export function readManifest(dir: string, kind: OnnxManifest['kind']): OnnxManif
  * on a machine with other busy processes (or qkv's own threads) costs more than it saves: greedy
  * decoding of 20 tokens took 330 ms with spinning and 47 ms without, on 2 shared cores.
  */
-export const SESSION_OPTIONS = { extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } } };
+export const SESSION_OPTIONS = {
+  extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
+};
 
 async function session(ort: OrtNode, dir: string, file: string): Promise<OrtSessionLike> {
   try {
@@ -59,7 +73,9 @@ async function session(ort: OrtNode, dir: string, file: string): Promise<OrtSess
 export async function openOnnxSeq2Seq(dir: string, ort?: OrtNode): Promise<OrtSeq2Seq> {
   const m = readManifest(dir, 'seq2seq');
   ort ??= await loadOnnxRuntime();
-  const [encoder, decoder, decoderWithPast] = await Promise.all([m.graphs.encoder, m.graphs.decoder, m.graphs.decoderWithPast].map((f) => session(ort!, dir, f)));
+  const [encoder, decoder, decoderWithPast] = await Promise.all(
+    [m.graphs.encoder, m.graphs.decoder, m.graphs.decoderWithPast].map((f) => session(ort!, dir, f)),
+  );
   return new OrtSeq2Seq(ort, { encoder, decoder, decoderWithPast }, m);
 }
 
@@ -70,11 +86,19 @@ export async function openOnnxGpt(dir: string, ort?: OrtNode): Promise<OrtGpt> {
 }
 
 /** translateIds (evaluate.ts) on ONNX Runtime: the same batches, the same searches. */
-export async function translateIdsOnnx(engine: OrtSeq2Seq, tok: BpeTokenizer, srcIds: number[][], o: TranslateOptions): Promise<string[]> {
+export async function translateIdsOnnx(
+  engine: OrtSeq2Seq,
+  tok: BpeTokenizer,
+  srcIds: number[][],
+  o: TranslateOptions,
+): Promise<string[]> {
   const out = srcIds.map(() => '');
   const ids = { bosId: tok.bosId, eosId: tok.eosId };
   for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
-    const res = o.beam > 1 ? await engine.beamSearch(src, { ...ids, beamSize: o.beam, lengthPenalty: o.alpha }) : await engine.greedy(src, ids);
+    const res =
+      o.beam > 1
+        ? await engine.beamSearch(src, { ...ids, beamSize: o.beam, lengthPenalty: o.alpha })
+        : await engine.greedy(src, ids);
     rows.forEach((r, b) => (out[r] = outputText(res, b, tok, o)));
     o.onProgress?.(done, srcIds.length);
   }

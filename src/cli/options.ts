@@ -23,20 +23,29 @@ export const log = (line: string): void => {
 };
 
 /** --model DIR, required. */
-export function modelOption<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>, help = 'model folder') {
+export function modelOption<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+  help = 'model folder',
+) {
   return cmd.requiredOption('--model <dir>', help);
 }
 
 const ENSEMBLE_HELP = {
-  ensemble: "more model folders (comma-separated) decoded with --model as one, their next-token probabilities averaged; they must share its tokenizers (added to the members --model's config.json names, if any)",
-  noEnsemble: "decode with --model alone, without the ensemble members its config.json names (decoding.ensemble)",
+  ensemble:
+    'more model folders (comma-separated) decoded with --model as one, ' +
+    'their next-token probabilities averaged; they must share its ' +
+    "tokenizers (added to the members --model's config.json names, if any)",
+  noEnsemble: 'decode with --model alone, without the ensemble members its config.json names (decoding.ensemble)',
 };
 
 /**
  * --ensemble DIRS and --no-ensemble (one option: commander keeps the last, so both given is refused
  * before the action runs).
  */
-export function ensembleOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>, help = ENSEMBLE_HELP) {
+export function ensembleOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+  help = ENSEMBLE_HELP,
+) {
   const given = new Set<string>();
   cmd.on('option:ensemble', () => given.add('on')).on('option:no-ensemble', () => given.add('off'));
   return cmd
@@ -48,21 +57,42 @@ export function ensembleOptions<A extends unknown[], O extends OptionValues, G e
 }
 
 /** Beam, α and MBR of translate and eval (each defaulting to the model's config.json decoding). */
-export function decodingOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
+export function decodingOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+) {
   return cmd
     .option('--beam <n>', "beam size, 1 = greedy (default: the model's config.json decoding, else 4)", int('--beam'))
-    .option('--alpha <x>', "length penalty α (default: the model's config.json decoding, else 0.6)", nonNegativeNumber('--alpha'))
-    .option('--mbr', "minimum Bayes risk: of each sentence's beam pool, output the hypothesis with the highest mean sentence BLEU against the others (needs --beam 2 or more; default: the model's config.json decoding, else off)")
+    .option(
+      '--alpha <x>',
+      "length penalty α (default: the model's config.json decoding, else 0.6)",
+      nonNegativeNumber('--alpha'),
+    )
+    .option(
+      '--mbr',
+      "minimum Bayes risk: of each sentence's beam pool, output the " +
+        'hypothesis with the highest mean sentence BLEU against the others ' +
+        "(needs --beam 2 or more; default: the model's config.json decoding, " +
+        'else off)',
+    )
     .option('--no-mbr', "output beam search's best hypothesis even where the model's config.json decodes with MBR");
 }
 
 /** --engine qkv | onnxruntime (checked by parseEngine, which names the flag). */
-export function engineOption<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>) {
-  return cmd.option('--engine <name>', 'qkv | onnxruntime (--model is then a folder from qkv export --format onnx)', 'qkv');
+export function engineOption<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+) {
+  return cmd.option(
+    '--engine <name>',
+    'qkv | onnxruntime (--model is then a folder from qkv export --format onnx)',
+    'qkv',
+  );
 }
 
 /** --direction SRC-TGT. */
-export function directionOption<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>, help = 'source and target at once, e.g. en-fr') {
+export function directionOption<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+  help = 'source and target at once, e.g. en-fr',
+) {
   return cmd.option('--direction <src-tgt>', help, direction('--direction'));
 }
 
@@ -71,7 +101,11 @@ export function directionOption<A extends unknown[], O extends OptionValues, G e
  * the command will read (null: it reads none this time) and the folder is missing, the command stops
  * before it starts with what the data is and where to get it, instead of a missing-file error.
  */
-export function dataOption<A extends unknown[], O extends OptionValues, G extends OptionValues>(cmd: Command<A, O, G>, help: string, files: (opts: OptionValues) => string[] | null) {
+export function dataOption<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+  help: string,
+  files: (opts: OptionValues) => string[] | null,
+) {
   return cmd.option('--data <dir>', help, DEFAULT_DATA).hook('preAction', (c) => {
     if (c.getOptionValueSource('data') !== 'default') return;
     requireDefaultCorpus(files(c.opts()));

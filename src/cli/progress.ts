@@ -19,13 +19,16 @@ export function formatDuration(t: number | string, multiple = 1): string {
 }
 
 export function progressBar(format: string): cliProgress.SingleBar {
-  return new cliProgress.SingleBar({
-    format,
-    stream: process.stderr,
-    noTTYOutput: !process.stderr.isTTY,
-    notTTYSchedule: 15000,
-    etaBuffer: 50,
-    hideCursor: true,
-    formatTime: (t: number, _options: unknown, multiple: number) => formatDuration(t, multiple),
-  }, cliProgress.Presets.shades_classic);
+  return new cliProgress.SingleBar(
+    {
+      format,
+      stream: process.stderr,
+      noTTYOutput: !process.stderr.isTTY,
+      notTTYSchedule: 15000,
+      etaBuffer: 50,
+      hideCursor: true,
+      formatTime: (t: number, _options: unknown, multiple: number) => formatDuration(t, multiple),
+    },
+    cliProgress.Presets.shades_classic,
+  );
 }

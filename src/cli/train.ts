@@ -10,7 +10,14 @@ import { BpeTokenizer } from '../text/bpe.ts';
 import { PRESETS, type Seq2SeqPreset } from '../train/presets.ts';
 import type { Seq2SeqConfig } from '../models/seq2seq.ts';
 import { checkRunFolder, FRESH, keepBest, readHistory, resumeState, trainLoop, writeHistory } from '../train/loop.ts';
-import { SEQ2SEQ_SMOOTHING, Seq2SeqTrainer, VAL_BLEU, evaluateSeq2Seq, type Seq2SeqHistoryEntry, type Seq2SeqStepResult } from '../train/trainer.ts';
+import {
+  SEQ2SEQ_SMOOTHING,
+  Seq2SeqTrainer,
+  VAL_BLEU,
+  evaluateSeq2Seq,
+  type Seq2SeqHistoryEntry,
+  type Seq2SeqStepResult,
+} from '../train/trainer.ts';
 import { readParallel } from './corpus.ts';
 import { notFound } from '../folder/seq2seq.ts';
 import { pathNamer, readJsonIn, saveFolderWeights } from '../folder/node.ts';
@@ -91,15 +98,32 @@ interface RunPlan {
 const DEFAULT_PRESET = 'multi30k-small';
 
 /** Token ids of sentence pairs; `target` encodes the target side (a separate vocabulary's tokenizer). */
-export function encodePairs(tok: BpeTokenizer, src: string[], tgt: string[], maxLen: number, target: BpeTokenizer = tok): Pair[] {
+export function encodePairs(
+  tok: BpeTokenizer,
+  src: string[],
+  tgt: string[],
+  maxLen: number,
+  target: BpeTokenizer = tok,
+): Pair[] {
   // Keep room for BOS/EOS; Multi30K never comes near the limit, other corpora may.
   return src.map((s, i) => ({ src: tok.encode(s).slice(0, maxLen), tgt: target.encode(tgt[i]).slice(0, maxLen - 1) }));
 }
 
 /** Flags of the model's shape and vocabulary: an --init-from folder fixes them. */
 const SHAPE_FLAGS = [
-  'dModel', 'heads', 'layers', 'encoderLayers', 'decoderLayers', 'ffn', 'dropout', 'attentionDropout', 'activationDropout', 'preNorm',
-  'bpeSize', 'splitPunctuation', 'separateVocab',
+  'dModel',
+  'heads',
+  'layers',
+  'encoderLayers',
+  'decoderLayers',
+  'ffn',
+  'dropout',
+  'attentionDropout',
+  'activationDropout',
+  'preNorm',
+  'bpeSize',
+  'splitPunctuation',
+  'separateVocab',
 ] as const;
 /** Flags of the model (saved in config.json) or of the vocabulary cannot change on --resume. */
 const FIXED_FLAGS = [...SHAPE_FLAGS, 'direction', 'average', 'keep'] as const;
@@ -124,12 +148,27 @@ function modelFromFlags(preset: Seq2SeqPreset, a: TrainArgs): Seq2SeqConfig {
 
 /** The recipe fields the flags set (undefined where not given). */
 function recipeFlags(a: TrainArgs): Record<string, number | undefined> {
-  return { maxTokens: a.maxTokens, warmup: a.warmup, lrFactor: a.lrFactor, seed: a.seed, labelSmoothing: a.labelSmoothing, weightDecay: a.weightDecay, accum: a.accum, clipNorm: a.clipNorm };
+  return {
+    maxTokens: a.maxTokens,
+    warmup: a.warmup,
+    lrFactor: a.lrFactor,
+    seed: a.seed,
+    labelSmoothing: a.labelSmoothing,
+    weightDecay: a.weightDecay,
+    accum: a.accum,
+    clipNorm: a.clipNorm,
+  };
 }
 
-type RunFields = Pick<RunPlan, 'maxSteps' | 'evalEvery' | 'saveEvery' | 'patience' | 'average' | 'keep' | 'bleuSentences'>;
+type RunFields = Pick<
+  RunPlan,
+  'maxSteps' | 'evalEvery' | 'saveEvery' | 'patience' | 'average' | 'keep' | 'bleuSentences'
+>;
 
-/** A new run's length, evaluation, stopping and averaging: the flag, else `saved` (an --init-from folder's plan), else the preset. */
+/**
+ * A new run's length, evaluation, stopping and averaging: the flag, else `saved` (an --init-from folder's plan), else
+ * the preset.
+ */
 function runFields(a: TrainArgs, saved: Partial<RunPlan>, preset: Seq2SeqPreset): RunFields {
   return {
     maxSteps: a.maxSteps ?? saved.maxSteps ?? preset.maxSteps,
@@ -154,7 +193,11 @@ function planFromFlags(preset: Seq2SeqPreset, a: TrainArgs, src: string, tgt: st
     preset: a.preset ?? DEFAULT_PRESET,
     recipe: recipeOf(preset.recipe, a),
     ...runFields(a, {}, preset),
-    bpe: { vocabSize: a.bpeSize ?? preset.vocabSize, splitPunctuation: a.splitPunctuation ?? preset.splitPunctuation ?? false, ...(a.separateVocab ? { separate: true } : {}) },
+    bpe: {
+      vocabSize: a.bpeSize ?? preset.vocabSize,
+      splitPunctuation: a.splitPunctuation ?? preset.splitPunctuation ?? false,
+      ...(a.separateVocab ? { separate: true } : {}),
+    },
     data: a.data,
     direction: `${src}-${tgt}`,
   };
@@ -171,14 +214,22 @@ function resumedPlan(dir: string, a: TrainArgs): RunPlan {
     return c;
   });
   const saved = (config as { training?: Partial<RunPlan> & { recipe?: Record<string, unknown> } }).training;
-  if (!saved || !saved.recipe) throw new UserError(`--resume: ${join(dir, FILES.config)} has no 'training' section`);
+  if (!saved?.recipe) throw new UserError(`--resume: ${join(dir, FILES.config)} has no 'training' section`);
   for (const k of FIXED_FLAGS) {
-    if (a[k] !== undefined) throw new UserError(`--resume: ${flagName(k)} is fixed when a run starts (it is in ${join(dir, FILES.config)}); leave it out to continue the run`);
+    if (a[k] !== undefined)
+      throw new UserError(
+        `--resume: ${flagName(k)} is fixed when a run starts (it is in ` +
+          `${join(dir, FILES.config)}); leave it out to continue the run`,
+      );
   }
   const preset = PRESETS.seq2seq[saved.preset ?? a.preset ?? DEFAULT_PRESET];
   const recipe = { ...saved.recipe };
   for (const [k, v] of Object.entries(recipeFlags(a))) {
-    if (v !== undefined && v !== recipe[k]) throw new UserError(`--resume: the run was started with ${k} ${String(recipe[k])}, the flag says ${v}; leave it out to continue the run`);
+    if (v !== undefined && v !== recipe[k])
+      throw new UserError(
+        `--resume: the run was started with ${k} ${String(recipe[k])}, the ` +
+          `flag says ${v}; leave it out to continue the run`,
+      );
   }
   return {
     preset: saved.preset ?? a.preset ?? DEFAULT_PRESET,
@@ -202,12 +253,23 @@ function resumedPlan(dir: string, a: TrainArgs): RunPlan {
  * the folder's own (config.json `training`), or --preset's when given or when the folder has none,
  * and recipe flags override either.
  */
-function initPlan(a: TrainArgs, dir: string, config: { training?: Partial<RunPlan> }, tokenizer: BpeTokenizer, targetTokenizer: BpeTokenizer): RunPlan {
+function initPlan(
+  a: TrainArgs,
+  dir: string,
+  config: { training?: Partial<RunPlan> },
+  tokenizer: BpeTokenizer,
+  targetTokenizer: BpeTokenizer,
+): RunPlan {
   for (const k of SHAPE_FLAGS) {
-    if (a[k] !== undefined) throw new UserError(`--init-from: ${flagName(k)} comes from ${join(dir, FILES.config)} (the model's shape and vocabulary); leave it out`);
+    if (a[k] !== undefined)
+      throw new UserError(
+        `--init-from: ${flagName(k)} comes from ${join(dir, FILES.config)} ` +
+          `(the model's shape and vocabulary); leave it out`,
+      );
   }
   const saved = a.preset === undefined && config.training?.recipe ? config.training : {};
-  const presetName = saved.preset !== undefined && PRESETS.seq2seq[saved.preset] ? saved.preset : a.preset ?? DEFAULT_PRESET;
+  const presetName =
+    saved.preset !== undefined && PRESETS.seq2seq[saved.preset] ? saved.preset : (a.preset ?? DEFAULT_PRESET);
   const preset = PRESETS.seq2seq[presetName];
   const trained = config.training?.direction;
   const asked = a.direction ? `${a.direction.src}-${a.direction.tgt}` : undefined;
@@ -216,13 +278,20 @@ function initPlan(a: TrainArgs, dir: string, config: { training?: Partial<RunPla
   }
   const step = a.initStep ?? 0;
   const fields = runFields(a, saved, preset);
-  if (fields.maxSteps <= step) throw new UserError(`--max-steps ${fields.maxSteps} must be above --init-step ${step} (the step the run starts at)`);
+  if (fields.maxSteps <= step)
+    throw new UserError(
+      `--max-steps ${fields.maxSteps} must be above --init-step ${step} (the step the run starts at)`,
+    );
   const separate = targetTokenizer !== tokenizer;
   return {
     preset: presetName,
     recipe: recipeOf(saved.recipe ?? preset.recipe, a),
     ...fields,
-    bpe: config.training?.bpe ?? { vocabSize: tokenizer.vocabSize, splitPunctuation: tokenizer.splitPunctuation, ...(separate && { separate: true }) },
+    bpe: config.training?.bpe ?? {
+      vocabSize: tokenizer.vocabSize,
+      splitPunctuation: tokenizer.splitPunctuation,
+      ...(separate && { separate: true }),
+    },
     data: a.data,
     direction: trained ?? asked ?? `${a.src}-${a.tgt}`,
     init: { from: dir, step },
@@ -231,16 +300,26 @@ function initPlan(a: TrainArgs, dir: string, config: { training?: Partial<RunPla
 
 export async function train(a: TrainArgs): Promise<void> {
   const preset = PRESETS.seq2seq[a.preset ?? DEFAULT_PRESET];
-  if (!preset) throw new UserError(`unknown preset '${a.preset}', expected one of: ${Object.keys(PRESETS.seq2seq).join(', ')}`);
-  if (a.initFrom !== undefined && a.resume) throw new UserError('--init-from starts a new run from a model folder and --resume continues the run in --out: pass one');
-  if (a.initStep !== undefined && a.initFrom === undefined) throw new UserError('--init-step needs --init-from (the model folder whose weights are from that step)');
-  if (a.initFrom !== undefined && resolve(a.initFrom) === resolve(a.out)) throw new UserError(`--init-from and --out are the same folder (${a.out}): the run writes to --out, choose another`);
+  if (!preset)
+    throw new UserError(`unknown preset '${a.preset}', expected one of: ${Object.keys(PRESETS.seq2seq).join(', ')}`);
+  if (a.initFrom !== undefined && a.resume)
+    throw new UserError(
+      '--init-from starts a new run from a model folder and --resume continues the run in --out: pass one',
+    );
+  if (a.initStep !== undefined && a.initFrom === undefined)
+    throw new UserError('--init-step needs --init-from (the model folder whose weights are from that step)');
+  if (a.initFrom !== undefined && resolve(a.initFrom) === resolve(a.out))
+    throw new UserError(
+      `--init-from and --out are the same folder (${a.out}): the run writes to --out, choose another`,
+    );
   checkRunFolder(a.out, a.resume);
 
   const init = a.initFrom === undefined ? null : loadModelDir(a.initFrom); // its weights, shape and tokenizers
-  const plan = a.resume ? resumedPlan(a.out, a)
-    : init ? initPlan(a, a.initFrom!, init.config as { training?: Partial<RunPlan> }, init.tokenizer, init.targetTokenizer)
-    : planFromFlags(preset, a, a.direction?.src ?? a.src, a.direction?.tgt ?? a.tgt);
+  const plan = a.resume
+    ? resumedPlan(a.out, a)
+    : init
+      ? initPlan(a, a.initFrom!, init.config as { training?: Partial<RunPlan> }, init.tokenizer, init.targetTokenizer)
+      : planFromFlags(preset, a, a.direction?.src ?? a.src, a.direction?.tgt ?? a.tgt);
   const shape = a.resume || init ? null : modelFromFlags(preset, a); // checked before any work
   const [srcLang, tgtLang] = plan.direction.split('-');
   const trainText = readParallel(plan.data, 'train', srcLang, tgtLang);
@@ -254,14 +333,21 @@ export async function train(a: TrainArgs): Promise<void> {
     ({ tokenizer, targetTokenizer, model } = init);
   } else {
     const { vocabSize, splitPunctuation, separate } = plan.bpe;
-    const how = `${splitPunctuation ? ' (punctuation split from words)' : ''} on ${trainText.src.length} sentence pairs`;
+    const how =
+      `${splitPunctuation ? ' (punctuation split from words)' : ''} on ` + `${trainText.src.length} sentence pairs`;
     if (separate) {
-      a.log(`learning separate ${srcLang.toUpperCase()} and ${tgtLang.toUpperCase()} BPE vocabularies of ${vocabSize} each${how}`);
+      a.log(
+        `learning separate ${srcLang.toUpperCase()} and ` +
+          `${tgtLang.toUpperCase()} BPE vocabularies of ${vocabSize} each${how}`,
+      );
       tokenizer = BpeTokenizer.learn(trainText.src, { vocabSize, splitPunctuation });
       targetTokenizer = BpeTokenizer.learn(trainText.tgt, { vocabSize, splitPunctuation });
     } else {
       a.log(`learning a joint ${srcLang.toUpperCase()}+${tgtLang.toUpperCase()} BPE vocabulary of ${vocabSize}${how}`);
-      tokenizer = targetTokenizer = BpeTokenizer.learn([...trainText.src, ...trainText.tgt], { vocabSize, splitPunctuation });
+      tokenizer = targetTokenizer = BpeTokenizer.learn([...trainText.src, ...trainText.tgt], {
+        vocabSize,
+        splitPunctuation,
+      });
     }
     manualSeed((plan.recipe.seed as number | undefined) ?? 1);
     model = new Seq2Seq({ ...shape!, ...vocabularyConfig(tokenizer, targetTokenizer) });
@@ -292,11 +378,23 @@ export async function train(a: TrainArgs): Promise<void> {
     const carried = readHistory(from, step, VAL_BLEU, 'qkv train');
     writeHistory(a.out, carried);
     saveFolderWeights(a.out, model);
-    if (plan.average === 'best' && carried.at(-1)?.step === step) keepBest(a.out, model.stateDict(), carried, plan.keep, VAL_BLEU);
-    a.log(`starting from ${from} at step ${step} (its weights, shape and tokenizers; a fresh optimiser)${carried.length ? `, with its ${carried.length} evaluations to there` : ''}`);
+    if (plan.average === 'best' && carried.at(-1)?.step === step)
+      keepBest(a.out, model.stateDict(), carried, plan.keep, VAL_BLEU);
+    a.log(
+      `starting from ${from} at step ${step} (its weights, shape and ` +
+        `tokenizers; a fresh ` +
+        `optimiser)${carried.length ? `, with its ${carried.length} evaluations to there` : ''}`,
+    );
   }
-  const vocabulary = targetTokenizer === tokenizer ? `vocabulary ${tokenizer.vocabSize}` : `vocabularies ${tokenizer.vocabSize} (${srcLang}) and ${targetTokenizer.vocabSize} (${tgtLang})`;
-  a.log(`${model.numParameters().toLocaleString('en-US')} parameters, ${vocabulary}, ${trainer.stepsPerEpoch} batches per epoch${trainer.options.accum > 1 ? `, ${trainer.options.accum} batches per step` : ''}`);
+  const vocabulary =
+    targetTokenizer === tokenizer
+      ? `vocabulary ${tokenizer.vocabSize}`
+      : `vocabularies ${tokenizer.vocabSize} (${srcLang}) and ${targetTokenizer.vocabSize} (${tgtLang})`;
+  a.log(
+    `${model.numParameters().toLocaleString('en-US')} parameters, ` +
+      `${vocabulary}, ${trainer.stepsPerEpoch} batches per ` +
+      `epoch${trainer.options.accum > 1 ? `, ${trainer.options.accum} batches per step` : ''}`,
+  );
 
   const bleuSrc = valText.src.slice(0, plan.bleuSentences);
   const bleuRef = valText.tgt.slice(0, plan.bleuSentences);
@@ -317,14 +415,31 @@ export async function train(a: TrainArgs): Promise<void> {
     evaluate: (r, ema, time) => {
       const valLoss = evaluateSeq2Seq(model, valPairs, ids, trainer.options.maxTokens);
       const bleu = validationBleu(model, tokenizers, bleuSrc, bleuRef);
-      const entry = { step: r.step, epoch: r.epoch, trainLoss: ema, valLoss, bleu, seconds: time.sinceEval, minutes: time.minutes };
+      const entry = {
+        step: r.step,
+        epoch: r.epoch,
+        trainLoss: ema,
+        valLoss,
+        bleu,
+        seconds: time.sinceEval,
+        minutes: time.minutes,
+      };
       return { entry, detail: `, val BLEU ${bleu.toFixed(2)} ${bleuOn}` };
     },
     score: () => validationBleu(model, tokenizers, bleuSrc, bleuRef),
     averagedEntry: (bleu, averaged, kept, ema) => ({
-      step: trainer.position.step, epoch: trainer.position.epoch, trainLoss: ema, valLoss: Number.NaN, bleu, seconds: 0, averaged, kept,
+      step: trainer.position.step,
+      epoch: trainer.position.epoch,
+      trainLoss: ema,
+      valLoss: Number.NaN,
+      bleu,
+      seconds: 0,
+      averaged,
+      kept,
     }),
-    bar: progressBar('train |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | epoch {epoch} | ETA {eta_formatted}'),
+    bar: progressBar(
+      'train |{bar}| {value}/{total} | loss {loss} | lr {lr} | {tps} tok/s | epoch {epoch} | ETA {eta_formatted}',
+    ),
     barFields: () => ({ epoch: trainer.position.epoch }),
     log: a.log,
   });

@@ -1,4 +1,6 @@
-/** qkv's version, from its package.json, found from this module's own place (src/cli or dist/cli) so it works installed. */
+/**
+ * qkv's version, from its package.json, found from this module's own place (src/cli or dist/cli) so it works installed.
+ */
 import { readFileSync } from 'node:fs';
 
 export function packageVersion(): string {

@@ -47,7 +47,9 @@ export function planBatches(pairs: readonly Pair[], maxTokens: number): number[]
   if (!(maxTokens > 0)) throw new Error(`planBatches: maxTokens must be positive, got ${maxTokens}`);
   const len = (i: number) => Math.max(pairs[i].src.length, pairs[i].tgt.length + 1);
   // Sort by target length, then source length: pairs in a batch then pad little on either side.
-  const order = pairs.map((_, i) => i).sort((a, b) => pairs[a].tgt.length - pairs[b].tgt.length || pairs[a].src.length - pairs[b].src.length || a - b);
+  const order = pairs
+    .map((_, i) => i)
+    .sort((a, b) => pairs[a].tgt.length - pairs[b].tgt.length || pairs[a].src.length - pairs[b].src.length || a - b);
   const batches: number[][] = [];
   let cur: number[] = [];
   let curMax = 0;

@@ -1,4 +1,7 @@
-/** Translating many sentences in length-sorted batches (`qkv translate`, `qkv eval`, the translation pipeline), and scoring them with BLEU. */
+/**
+ * Translating many sentences in length-sorted batches (`qkv translate`, `qkv eval`, the translation pipeline), and
+ * scoring them with BLEU.
+ */
 import { beamSearch, ensembleMembers, greedy, type DecodeResult, type Hypothesis, type Models } from './search.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { Tensor } from '../tensor/tensor.ts';
@@ -16,7 +19,9 @@ export interface TranslateOptions {
   mbr?: boolean;
   /** Sentences per decoding batch. */
   batchSize?: number;
-  /** Most output tokens per sentence (default: its source length + 50, capped by the model; see DecodeOptions.maxLen). */
+  /**
+   * Most output tokens per sentence (default: its source length + 50, capped by the model; see DecodeOptions.maxLen).
+   */
   maxLen?: number;
   onProgress?: (done: number, total: number) => void;
 }
@@ -50,21 +55,37 @@ export interface EncodeOptions {
  * skipLong left untranslated. Each such line is listed in `degraded`, empty ones unless
  * `reportEmpty` is false.
  */
-export function encodeLines(model: Models, tok: BpeTokenizer, lines: string[], o: EncodeOptions = {}): { ids: number[][]; degraded: DegradedLine[] } {
+export function encodeLines(
+  model: Models,
+  tok: BpeTokenizer,
+  lines: string[],
+  o: EncodeOptions = {},
+): { ids: number[][]; degraded: DegradedLine[] } {
   const limit = Math.min(...ensembleMembers(model).map((m) => m.config.maxLen));
   const degraded: DegradedLine[] = [];
   const ids = lines.map((line, i) => {
     if (line.trim() === '') {
-      if (o.reportEmpty ?? true) degraded.push({ line: i + 1, kind: 'empty', message: `line ${i + 1}: empty, left empty` });
+      if (o.reportEmpty ?? true)
+        degraded.push({ line: i + 1, kind: 'empty', message: `line ${i + 1}: empty, left empty` });
       return [];
     }
     const t = tok.encode(line);
     if (t.length <= limit) return t;
     if (o.skipLong) {
-      degraded.push({ line: i + 1, kind: 'skipped', message: `line ${i + 1}: ${t.length} tokens, more than the ${limit} this model reads: left untranslated (--skip-long)` });
+      degraded.push({
+        line: i + 1,
+        kind: 'skipped',
+        message:
+          `line ${i + 1}: ${t.length} tokens, more than the ${limit} this model ` +
+          `reads: left untranslated (--skip-long)`,
+      });
       return [];
     }
-    degraded.push({ line: i + 1, kind: 'truncated', message: `line ${i + 1}: ${t.length} tokens, truncated to ${limit}` });
+    degraded.push({
+      line: i + 1,
+      kind: 'truncated',
+      message: `line ${i + 1}: ${t.length} tokens, truncated to ${limit}`,
+    });
     return t.slice(0, limit);
   });
   return { ids, degraded };
@@ -91,15 +112,26 @@ export interface SourceBatch {
  * with beam search, 64 greedy), padded. Lines without ids (empty, or skipped as too long) are in no
  * batch: they translate to an empty line, and count as done from the start.
  */
-export function* sourceBatches(srcIds: readonly number[][], padId: number, o: TranslateOptions): Generator<SourceBatch> {
-  const order = srcIds.map((_, i) => i).filter((i) => srcIds[i].length > 0).sort((a, b) => srcIds[a].length - srcIds[b].length);
+export function* sourceBatches(
+  srcIds: readonly number[][],
+  padId: number,
+  o: TranslateOptions,
+): Generator<SourceBatch> {
+  const order = srcIds
+    .map((_, i) => i)
+    .filter((i) => srcIds[i].length > 0)
+    .sort((a, b) => srcIds[a].length - srcIds[b].length);
   const bs = o.batchSize ?? (o.beam > 1 ? 32 : 64);
   for (let start = 0; start < order.length; start += bs) {
     const rows = order.slice(start, start + bs);
     const S = Math.max(...rows.map((r) => srcIds[r].length));
     const data = new Int32Array(rows.length * S).fill(padId);
     rows.forEach((r, b) => data.set(srcIds[r], b * S));
-    yield { rows, src: new Tensor(data, [rows.length, S], 'int32'), done: srcIds.length - order.length + Math.min(start + bs, order.length) };
+    yield {
+      rows,
+      src: new Tensor(data, [rows.length, S], 'int32'),
+      done: srcIds.length - order.length + Math.min(start + bs, order.length),
+    };
   }
 }
 
@@ -112,7 +144,10 @@ export function translateIds(model: Models, tok: BpeTokenizer, srcIds: number[][
   const out = srcIds.map(() => '');
   const ids = { bosId: tok.bosId, eosId: tok.eosId, ...(o.maxLen !== undefined && { maxLen: o.maxLen }) };
   for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
-    const res = o.beam > 1 ? beamSearch(model, src, { ...ids, beamSize: o.beam, lengthPenalty: o.alpha }) : greedy(model, src, ids);
+    const res =
+      o.beam > 1
+        ? beamSearch(model, src, { ...ids, beamSize: o.beam, lengthPenalty: o.alpha })
+        : greedy(model, src, ids);
     rows.forEach((r, b) => (out[r] = outputText(res, b, tok, o)));
     o.onProgress?.(done, srcIds.length);
   }
@@ -123,9 +158,15 @@ export function translateIds(model: Models, tok: BpeTokenizer, srcIds: number[][
  * Sentence b's output text: the search's best, or with `o.mbr` the MBR choice among its beam pool
  * (each hypothesis detokenized first: the utility compares what the user reads).
  */
-export function outputText(res: DecodeResult & { hypotheses?: Hypothesis[][] }, b: number, tok: BpeTokenizer, o: Pick<TranslateOptions, 'beam' | 'mbr'>): string {
+export function outputText(
+  res: DecodeResult & { hypotheses?: Hypothesis[][] },
+  b: number,
+  tok: BpeTokenizer,
+  o: Pick<TranslateOptions, 'beam' | 'mbr'>,
+): string {
   if (!o.mbr) return tok.decode(res.tokens[b]);
-  if (o.beam < 2 || !res.hypotheses) throw new Error(`MBR chooses among beam search's hypotheses: needs beam 2 or more, got beam ${o.beam}`);
+  if (o.beam < 2 || !res.hypotheses)
+    throw new Error(`MBR chooses among beam search's hypotheses: needs beam 2 or more, got beam ${o.beam}`);
   const pool = res.hypotheses[b];
   if (pool.length === 0) return tok.decode(res.tokens[b]);
   const texts = pool.map((h) => tok.decode(h.tokens));
@@ -133,7 +174,12 @@ export function outputText(res: DecodeResult & { hypotheses?: Hypothesis[][] }, 
 }
 
 /** Corpus BLEU of greedy translations (fast enough to run during training). */
-export function validationBleu(model: Seq2Seq, tokens: { source: BpeTokenizer; target: BpeTokenizer }, src: string[], refs: string[]): number {
+export function validationBleu(
+  model: Seq2Seq,
+  tokens: { source: BpeTokenizer; target: BpeTokenizer },
+  src: string[],
+  refs: string[],
+): number {
   if (src.length === 0) return 0;
   const hyps = translateIds(model, tokens.target, encodeLines(model, tokens.source, src).ids, { beam: 1, alpha: 0 });
   return corpusBleu(hyps, refs).score;

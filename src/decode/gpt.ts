@@ -65,15 +65,23 @@ type GenerationEvent = { run: LmRun } | { token: GeneratedToken };
  * Generation itself, written once for every engine: it yields the runs it needs (resumed with their
  * logits) and the tokens it draws.
  */
-function* generation(vocabSize: number, blockSize: number, prompt: readonly number[], options: GenerateOptions): Generator<GenerationEvent, void, Float32Array | undefined> {
+function* generation(
+  vocabSize: number,
+  blockSize: number,
+  prompt: readonly number[],
+  options: GenerateOptions,
+): Generator<GenerationEvent, void, Float32Array | undefined> {
   const name = 'generate';
   checkSamplingOptions(options, name);
   const { maxTokens, useCache = true } = options;
-  if (!Number.isInteger(maxTokens) || maxTokens < 0) throw new Error(`${name}: maxTokens must be a non-negative integer, got ${maxTokens}`);
+  if (!Number.isInteger(maxTokens) || maxTokens < 0)
+    throw new Error(`${name}: maxTokens must be a non-negative integer, got ${maxTokens}`);
   if (prompt.length === 0) throw new Error(`${name}: the prompt is empty (give at least one token)`);
-  if (prompt.length > blockSize) throw new Error(`${name}: the prompt has ${prompt.length} tokens, more than the context of ${blockSize}`);
+  if (prompt.length > blockSize)
+    throw new Error(`${name}: the prompt has ${prompt.length} tokens, more than the context of ${blockSize}`);
   for (const id of prompt) {
-    if (!Number.isInteger(id) || id < 0 || id >= vocabSize) throw new Error(`${name}: prompt token ${id} is not an id in [0, ${vocabSize})`);
+    if (!Number.isInteger(id) || id < 0 || id >= vocabSize)
+      throw new Error(`${name}: prompt token ${id} is not an id in [0, ${vocabSize})`);
   }
   const rng = options.generator ?? new RandomGenerator(options.seed ?? 0);
   const stop = new Set(options.stopIds ?? []);
@@ -85,7 +93,10 @@ function* generation(vocabSize: number, blockSize: number, prompt: readonly numb
     // Whatever the engine, non-finite logits stop generation with the step, not a silent garbage token.
     for (let j = 0; j < logits.length; j++) {
       if (logits[j] - logits[j] !== 0) {
-        throw new Error(`generate: step ${n + 1}: logit ${j} is ${String(logits[j])}: the model's weights or activations hold NaN or Infinity`);
+        throw new Error(
+          `generate: step ${n + 1}: logit ${j} is ${String(logits[j])}: the ` +
+            `model's weights or activations hold NaN or Infinity`,
+        );
       }
     }
     const id = sampleToken(logits, options, rng);
@@ -105,25 +116,30 @@ function* generation(vocabSize: number, blockSize: number, prompt: readonly numb
  * Generate token by token (a lazy iterator, for streaming): the model runs in eval mode without
  * autograd while it is iterated, and its mode is restored when the iteration ends.
  */
-export function* generateStream(model: GPT, prompt: readonly number[], options: GenerateOptions): IterableIterator<GeneratedToken> {
+export function* generateStream(
+  model: GPT,
+  prompt: readonly number[],
+  options: GenerateOptions,
+): IterableIterator<GeneratedToken> {
   const { vocabSize, blockSize } = model.config;
   const useCache = options.useCache ?? true;
   const restoreMode = enterEvalMode(model);
   try {
     let cache: GPTCache | null = null;
     // Last-row logits of running the model on `fed`: from scratch (no cache, or a new cache) or cached.
-    const run = ({ fed, fresh }: LmRun): Float32Array => noGrad(() => {
-      const x = new Tensor(Int32Array.from(fed), [1, fed.length], 'int32');
-      let logits: Tensor;
-      if (!useCache) logits = model.forward(x);
-      else {
-        if (fresh) cache = model.initCache();
-        logits = model.forwardCached(x, cache!).logits;
-      }
-      return (logits.data as Float32Array).slice((fed.length - 1) * vocabSize, fed.length * vocabSize);
-    });
+    const run = ({ fed, fresh }: LmRun): Float32Array =>
+      noGrad(() => {
+        const x = new Tensor(Int32Array.from(fed), [1, fed.length], 'int32');
+        let logits: Tensor;
+        if (!useCache) logits = model.forward(x);
+        else {
+          if (fresh) cache = model.initCache();
+          logits = model.forwardCached(x, cache!).logits;
+        }
+        return (logits.data as Float32Array).slice((fed.length - 1) * vocabSize, fed.length * vocabSize);
+      });
     const g = generation(vocabSize, blockSize, prompt, options);
-    for (let r = g.next(); !r.done;) {
+    for (let r = g.next(); !r.done; ) {
       if ('run' in r.value) r = g.next(run(r.value.run));
       else {
         yield r.value.token;
@@ -136,9 +152,13 @@ export function* generateStream(model: GPT, prompt: readonly number[], options: 
 }
 
 /** The same generation on an asynchronous engine (ONNX Runtime): same checks, same draws, same cuts. */
-export async function* generateStreamAsync(lm: AsyncLm, prompt: readonly number[], options: GenerateOptions): AsyncIterableIterator<GeneratedToken> {
+export async function* generateStreamAsync(
+  lm: AsyncLm,
+  prompt: readonly number[],
+  options: GenerateOptions,
+): AsyncIterableIterator<GeneratedToken> {
   const g = generation(lm.vocabSize, lm.blockSize, prompt, options);
-  for (let r = g.next(); !r.done;) {
+  for (let r = g.next(); !r.done; ) {
     if ('run' in r.value) r = g.next(await lm.run(r.value.run.fed, r.value.run.fresh));
     else {
       yield r.value.token;

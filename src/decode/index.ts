@@ -1,12 +1,37 @@
 /** Decoding for the translation model: greedy and beam search over the decoder's KV cache. */
 export {
-  greedy, beamSearch, ensembleMembers, greedySearch, beamSearchSteps, lengthPenalty, type SearchOptions, type Models,
-  type DecodeOptions, type BeamSearchOptions, type DecodeResult, type BeamSearchResult, type Hypothesis,
+  greedy,
+  beamSearch,
+  ensembleMembers,
+  greedySearch,
+  beamSearchSteps,
+  lengthPenalty,
+  type SearchOptions,
+  type Models,
+  type DecodeOptions,
+  type BeamSearchOptions,
+  type DecodeResult,
+  type BeamSearchResult,
+  type Hypothesis,
 } from './search.ts';
 export { CachedStepper, EnsembleStepper, FullStepper, type Stepper, type AsyncStepper } from './stepper.ts';
 export { greedySearchAsync, beamSearchAsync } from './search.ts';
-export { OrtSeq2Seq, OrtGpt, type OrtLike, type OrtSessionLike, type OrtTensorLike, type OrtModelInfo } from './onnxruntime.ts';
+export {
+  OrtSeq2Seq,
+  OrtGpt,
+  type OrtLike,
+  type OrtSessionLike,
+  type OrtTensorLike,
+  type OrtModelInfo,
+} from './onnxruntime.ts';
 export { TransformerDecoderCache, type DecoderLayerCache } from '../nn/kv-cache.ts';
 export type { DecoderStepResult } from '../nn/transformer.ts';
-export { generate, generateStream, generateStreamAsync, type AsyncLm, type GenerateOptions, type GeneratedToken } from './gpt.ts';
+export {
+  generate,
+  generateStream,
+  generateStreamAsync,
+  type AsyncLm,
+  type GenerateOptions,
+  type GeneratedToken,
+} from './gpt.ts';
 export { sampleToken, samplingDistribution, checkSamplingOptions, argmax, type SamplingOptions } from './sample.ts';

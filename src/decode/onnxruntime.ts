@@ -10,7 +10,14 @@
 import { Tensor } from '../tensor/tensor.ts';
 import { gatherRows } from '../nn/kv-cache.ts';
 import { logProbs, type AsyncStepper } from './stepper.ts';
-import { beamSearchAsync, greedySearchAsync, maxLengths, type BeamSearchResult, type DecodeOptions, type DecodeResult } from './search.ts';
+import {
+  beamSearchAsync,
+  greedySearchAsync,
+  maxLengths,
+  type BeamSearchResult,
+  type DecodeOptions,
+  type DecodeResult,
+} from './search.ts';
 import type { AsyncLm } from './gpt.ts';
 import type { OnnxManifest } from '../io/onnx/export.ts';
 
@@ -38,7 +45,10 @@ export interface OrtSessionLike {
 }
 
 /** What decoding reads from onnx.json: the manifest's shape fields (io/onnx/export.ts). */
-export type OrtModelInfo = Pick<OnnxManifest, 'numLayers' | 'numHeads' | 'headDim' | 'vocabSize' | 'maxPositions' | 'padId'>;
+export type OrtModelInfo = Pick<
+  OnnxManifest,
+  'numLayers' | 'numHeads' | 'headDim' | 'vocabSize' | 'maxPositions' | 'padId'
+>;
 
 function int64(ids: ArrayLike<number>): BigInt64Array {
   const out = new BigInt64Array(ids.length);
@@ -50,7 +60,6 @@ function f32(t: OrtTensorLike, name: string): Float32Array {
   if (!(t?.data instanceof Float32Array)) throw new Error(`ONNX Runtime: output '${name}' is missing or not float32`);
   return t.data;
 }
-
 
 interface KV {
   data: Float32Array;
@@ -106,13 +115,19 @@ export class OrtSeq2Seq {
   }
 
   /** Beam search over source ids src (B, S) int32, as qkv's own beam search (same beams, same scores). */
-  async beamSearch(src: Tensor, options: DecodeOptions & { beamSize?: number; lengthPenalty?: number }): Promise<BeamSearchResult> {
+  async beamSearch(
+    src: Tensor,
+    options: DecodeOptions & { beamSize?: number; lengthPenalty?: number },
+  ): Promise<BeamSearchResult> {
     const { stepper, maxLens } = await this.start(src, options);
     return beamSearchAsync(stepper, maxLens, { ...options, padId: this.info.padId! });
   }
 
   private async start(src: Tensor, options: DecodeOptions): Promise<{ stepper: OrtSeq2SeqStepper; maxLens: number[] }> {
-    if (src.dtype !== 'int32' || src.ndim !== 2) throw new Error(`decode: src must be int32 token ids of shape (B, S), got ${src.dtype} [${src.shape.join(', ')}]`);
+    if (src.dtype !== 'int32' || src.ndim !== 2)
+      throw new Error(
+        `decode: src must be int32 token ids of shape (B, S), got ${src.dtype} [${src.shape.join(', ')}]`,
+      );
     const { memory, mask } = await this.encode(src);
     const maxLens = maxLengths(src, this.info.padId!, this.info.maxPositions, options.maxLen);
     return { stepper: new OrtSeq2SeqStepper(this, memory, mask, src.shape[1]), maxLens };
@@ -132,7 +147,12 @@ export class OrtSeq2SeqStepper implements AsyncStepper {
   /** For each row, the source sentence its memory came from (rows of one source share it). */
   private rowSource: Int32Array;
 
-  constructor(private readonly m: OrtSeq2Seq, memory: OrtTensorLike, mask: BigInt64Array, S: number) {
+  constructor(
+    private readonly m: OrtSeq2Seq,
+    memory: OrtTensorLike,
+    mask: BigInt64Array,
+    S: number,
+  ) {
     this.memory = { data: f32(memory, 'last_hidden_state'), dims: memory.dims.slice() };
     const B = memory.dims[0];
     this.mask = Int32Array.from(mask, (x) => Number(x));
@@ -172,9 +192,15 @@ export class OrtSeq2SeqStepper implements AsyncStepper {
     }
     const out = await (first ? sessions.decoder : sessions.decoderWithPast).run(feeds);
     const kv = (name: string): KV => ({ data: f32(out[name], name), dims: out[name].dims.slice() });
-    this.self = Array.from({ length: info.numLayers }, (_, i) => ({ k: kv(`present.${i}.decoder.key`), v: kv(`present.${i}.decoder.value`) }));
+    this.self = Array.from({ length: info.numLayers }, (_, i) => ({
+      k: kv(`present.${i}.decoder.key`),
+      v: kv(`present.${i}.decoder.value`),
+    }));
     if (first) {
-      this.cross = Array.from({ length: info.numLayers }, (_, i) => ({ k: kv(`present.${i}.encoder.key`), v: kv(`present.${i}.encoder.value`) }));
+      this.cross = Array.from({ length: info.numLayers }, (_, i) => ({
+        k: kv(`present.${i}.encoder.key`),
+        v: kv(`present.${i}.encoder.value`),
+      }));
       this.memory = null;
     }
     const logits = f32(out.logits, 'logits'); // (N, 1, V)
@@ -183,7 +209,9 @@ export class OrtSeq2SeqStepper implements AsyncStepper {
 
   reorder(rows: Int32Array): void {
     const N = this.rows;
-    for (const r of rows) if (!Number.isInteger(r) || r < 0 || r >= N) throw new Error(`OrtSeq2SeqStepper.reorder: row ${r} is out of range for ${N} rows`);
+    for (const r of rows)
+      if (!Number.isInteger(r) || r < 0 || r >= N)
+        throw new Error(`OrtSeq2SeqStepper.reorder: row ${r} is out of range for ${N} rows`);
     const source = rows.map((r) => this.rowSource[r]);
     const sameSource = source.length === N && source.every((s, i) => s === this.rowSource[i]);
     this.self = this.self.map(({ k, v }) => ({ k: gatherKV(k, rows), v: gatherKV(v, rows) }));
@@ -223,7 +251,8 @@ export class OrtGpt implements AsyncLm {
   async logits(fed: number[], fresh: boolean): Promise<Float32Array> {
     const { ort, info } = this;
     const empty = (): KV => ({ data: new Float32Array(0), dims: [1, info.numHeads, 0, info.headDim] });
-    if (fresh || this.past.length === 0) this.past = Array.from({ length: info.numLayers }, () => ({ k: empty(), v: empty() }));
+    if (fresh || this.past.length === 0)
+      this.past = Array.from({ length: info.numLayers }, () => ({ k: empty(), v: empty() }));
     const feeds: Record<string, OrtTensorLike> = { input_ids: new ort.Tensor('int64', int64(fed), [1, fed.length]) };
     this.past.forEach(({ k, v }, i) => {
       feeds[`past_key_values.${i}.key`] = new ort.Tensor('float32', k.data, k.dims);

@@ -27,8 +27,10 @@ export interface SamplingOptions {
  */
 export function checkSamplingOptions(o: SamplingOptions, name = 'sample'): void {
   const { temperature = 1, topK, topP = 1 } = o;
-  if (!(temperature >= 0) || !Number.isFinite(temperature)) throw new Error(`${name}: temperature must be a finite number >= 0, got ${temperature}`);
-  if (topK !== undefined && (!Number.isInteger(topK) || topK < 1)) throw new Error(`${name}: topK must be a positive integer, got ${topK}`);
+  if (!(temperature >= 0) || !Number.isFinite(temperature))
+    throw new Error(`${name}: temperature must be a finite number >= 0, got ${temperature}`);
+  if (topK !== undefined && (!Number.isInteger(topK) || topK < 1))
+    throw new Error(`${name}: topK must be a positive integer, got ${topK}`);
   if (!(topP > 0 && topP <= 1)) throw new Error(`${name}: topP must be in (0, 1], got ${topP}`);
 }
 

@@ -8,7 +8,16 @@ import type { Seq2Seq } from '../models/seq2seq.ts';
 import { withEvalMode } from '../nn/module.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
-import { CachedStepper, EnsembleStepper, FullStepper, driveAsync, driveSync, type AsyncStepper, type Stepper, type StepperRows } from './stepper.ts';
+import {
+  CachedStepper,
+  EnsembleStepper,
+  FullStepper,
+  driveAsync,
+  driveSync,
+  type AsyncStepper,
+  type Stepper,
+  type StepperRows,
+} from './stepper.ts';
 
 /**
  * What the searches decode with: one model, or an ensemble of models that read the same source ids
@@ -75,7 +84,7 @@ export interface BeamSearchResult extends DecodeResult {
 
 /** GNMT length penalty (Wu et al. 2016, eq. 14): lp(Y) = ((5 + |Y|) / 6)^α. */
 export function lengthPenalty(length: number, alpha: number): number {
-  return Math.pow((5 + length) / 6, alpha);
+  return ((5 + length) / 6) ** alpha;
 }
 
 /**
@@ -114,7 +123,11 @@ export function greedySearch(stepper: Stepper, maxLens: number[], options: Searc
 }
 
 /** The same search over an engine whose steps are asynchronous (ONNX Runtime). */
-export function greedySearchAsync(stepper: AsyncStepper, maxLens: number[], options: SearchOptions): Promise<DecodeResult> {
+export function greedySearchAsync(
+  stepper: AsyncStepper,
+  maxLens: number[],
+  options: SearchOptions,
+): Promise<DecodeResult> {
   return driveAsync(greedySteps(stepper, maxLens, options), stepper);
 }
 
@@ -122,7 +135,11 @@ export function greedySearchAsync(stepper: AsyncStepper, maxLens: number[], opti
  * The search itself, written once for every engine: it yields each step's last ids and is resumed
  * with that step's log-probabilities (driveSync / driveAsync run the stepper in between).
  */
-function* greedySteps(stepper: StepperRows, maxLens: number[], options: SearchOptions): Generator<Int32Array, DecodeResult, Float32Array> {
+function* greedySteps(
+  stepper: StepperRows,
+  maxLens: number[],
+  options: SearchOptions,
+): Generator<Int32Array, DecodeResult, Float32Array> {
   const B = maxLens.length;
   const V = stepper.vocabSize;
   const out: number[][] = Array.from({ length: B }, () => []);
@@ -180,7 +197,9 @@ interface Live {
  */
 export function beamSearch(model: Models, src: Tensor, options: BeamSearchOptions): BeamSearchResult {
   checkBeamOptions(options);
-  return run(model, src, options, (stepper, maxLens, padId) => beamSearchSteps(stepper, maxLens, { ...options, padId }));
+  return run(model, src, options, (stepper, maxLens, padId) =>
+    beamSearchSteps(stepper, maxLens, { ...options, padId }),
+  );
 }
 
 function checkBeamOptions(options: { beamSize?: number; lengthPenalty?: number }): void {
@@ -191,19 +210,31 @@ function checkBeamOptions(options: { beamSize?: number; lengthPenalty?: number }
 }
 
 /** Beam search over any Stepper (see beamSearch); sentence i starts as stepper row i. */
-export function beamSearchSteps(stepper: Stepper, maxLens: number[], options: BeamSearchStepsOptions): BeamSearchResult {
+export function beamSearchSteps(
+  stepper: Stepper,
+  maxLens: number[],
+  options: BeamSearchStepsOptions,
+): BeamSearchResult {
   return driveSync(beamSteps(stepper, maxLens, options), stepper);
 }
 
 /** The same search over an engine whose steps are asynchronous (ONNX Runtime). */
-export function beamSearchAsync(stepper: AsyncStepper, maxLens: number[], options: BeamSearchStepsOptions): Promise<BeamSearchResult> {
+export function beamSearchAsync(
+  stepper: AsyncStepper,
+  maxLens: number[],
+  options: BeamSearchStepsOptions,
+): Promise<BeamSearchResult> {
   return driveAsync(beamSteps(stepper, maxLens, options), stepper);
 }
 
 export type BeamSearchStepsOptions = SearchOptions & { beamSize?: number; lengthPenalty?: number };
 
 /** Beam search as a coroutine, like greedySteps. */
-function* beamSteps(stepper: StepperRows, maxLens: number[], options: BeamSearchStepsOptions): Generator<Int32Array, BeamSearchResult, Float32Array> {
+function* beamSteps(
+  stepper: StepperRows,
+  maxLens: number[],
+  options: BeamSearchStepsOptions,
+): Generator<Int32Array, BeamSearchResult, Float32Array> {
   checkBeamOptions(options);
   const k = options.beamSize ?? 4;
   const alpha = options.lengthPenalty ?? 0.6;
@@ -211,7 +242,9 @@ function* beamSteps(stepper: StepperRows, maxLens: number[], options: BeamSearch
   const V = stepper.vocabSize;
   const pools: Hypothesis[][] = Array.from({ length: B }, () => []);
   // live[s]: the sentence's live hypotheses, in stepper row order (sentences in order too).
-  let live: Live[][] = Array.from({ length: B }, (_, s) => (maxLens[s] > 0 ? [{ tokens: [], logProb: 0, row: -1 }] : []));
+  let live: Live[][] = Array.from({ length: B }, (_, s) =>
+    maxLens[s] > 0 ? [{ tokens: [], logProb: 0, row: -1 }] : [],
+  );
   let rows = 0;
   for (const hyps of live) for (const h of hyps) h.row = rows++;
   if (rows < B) stepper.reorder(Int32Array.from(live.flatMap((hyps, s) => hyps.map(() => s))));
@@ -231,21 +264,33 @@ function* beamSteps(stepper: StepperRows, maxLens: number[], options: BeamSearch
       // The best `slots` ids of each live row, then the best `slots` of those.
       const cands: { logProb: number; h: Live; tok: number }[] = [];
       for (const h of hyps) {
-        for (const tok of topIds(lp, h.row * V, V, slots)) cands.push({ logProb: h.logProb + lp[h.row * V + tok], h, tok });
+        for (const tok of topIds(lp, h.row * V, V, slots))
+          cands.push({ logProb: h.logProb + lp[h.row * V + tok], h, tok });
       }
       cands.sort((a, b) => b.logProb - a.logProb); // stable: ties keep row, then id order
       const survivors: { tokens: number[]; logProb: number; parent: number }[] = [];
       for (const c of cands.slice(0, slots)) {
         if (c.logProb === -Infinity) continue;
         if (c.tok === options.eosId) {
-          pool.push({ tokens: c.h.tokens, logProb: c.logProb, score: c.logProb / lengthPenalty(n, alpha), finished: true });
+          pool.push({
+            tokens: c.h.tokens,
+            logProb: c.logProb,
+            score: c.logProb / lengthPenalty(n, alpha),
+            finished: true,
+          });
         } else {
           survivors.push({ tokens: [...c.h.tokens, c.tok], logProb: c.logProb, parent: c.h.row });
         }
       }
       if (survivors.length === 0) continue;
       if (n >= maxLens[s]) {
-        for (const h of survivors) pool.push({ tokens: h.tokens, logProb: h.logProb, score: h.logProb / lengthPenalty(n, alpha), finished: false });
+        for (const h of survivors)
+          pool.push({
+            tokens: h.tokens,
+            logProb: h.logProb,
+            score: h.logProb / lengthPenalty(n, alpha),
+            finished: false,
+          });
         continue;
       }
       if (pool.length > 0) {
@@ -270,7 +315,12 @@ function* beamSteps(stepper: StepperRows, maxLens: number[], options: BeamSearch
   const hypotheses = pools.map((pool) => pool.slice().sort((a, b) => b.score - a.score));
   const best = hypotheses.map((p): Hypothesis => p[0] ?? { tokens: [], logProb: 0, score: 0, finished: false });
   return {
-    ...assemble(best.map((h) => (h.finished ? [...h.tokens, options.eosId] : h.tokens)), best.map((h) => h.finished), options.padId, options.eosId),
+    ...assemble(
+      best.map((h) => (h.finished ? [...h.tokens, options.eosId] : h.tokens)),
+      best.map((h) => h.finished),
+      options.padId,
+      options.eosId,
+    ),
     logProbs: best.map((h) => h.logProb),
     scores: best.map((h) => h.score),
     hypotheses,
@@ -286,25 +336,39 @@ export function ensembleMembers(model: Models): readonly Seq2Seq[] {
   if (members.length === 0) throw new Error('decode: an ensemble needs at least one model, got an empty list');
   const [first] = members;
   members.forEach((m, i) => {
-    const differs = (what: string, a: number, b: number) => new Error(`decode: ensemble member ${i + 1} has ${what} ${a}, member 1 ${b}: members must share their tokenizers`);
-    if (m.config.vocabSize !== first.config.vocabSize) throw differs('a source vocabulary of', m.config.vocabSize, first.config.vocabSize);
-    if (m.targetVocabSize !== first.targetVocabSize) throw differs('a target vocabulary of', m.targetVocabSize, first.targetVocabSize);
+    const differs = (what: string, a: number, b: number) =>
+      new Error(
+        `decode: ensemble member ${i + 1} has ${what} ${a}, member 1 ${b}: members must share their tokenizers`,
+      );
+    if (m.config.vocabSize !== first.config.vocabSize)
+      throw differs('a source vocabulary of', m.config.vocabSize, first.config.vocabSize);
+    if (m.targetVocabSize !== first.targetVocabSize)
+      throw differs('a target vocabulary of', m.targetVocabSize, first.targetVocabSize);
     if (m.config.padId !== first.config.padId) throw differs('padding id', m.config.padId, first.config.padId);
   });
   return members;
 }
 
 /** Checks, eval mode and no autograd for the search; encodes once per member; picks the stepper. */
-function run<R>(model: Models, src: Tensor, options: DecodeOptions, search: (stepper: Stepper, maxLens: number[], padId: number) => R): R {
+function run<R>(
+  model: Models,
+  src: Tensor,
+  options: DecodeOptions,
+  search: (stepper: Stepper, maxLens: number[], padId: number) => R,
+): R {
   const name = 'decode';
   const members = ensembleMembers(model);
-  if (src.dtype !== 'int32' || src.ndim !== 2) throw new Error(`${name}: src must be int32 token ids of shape (B, S), got ${src.dtype} ${shapeToString(src.shape)}`);
+  if (src.dtype !== 'int32' || src.ndim !== 2)
+    throw new Error(
+      `${name}: src must be int32 token ids of shape (B, S), got ${src.dtype} ${shapeToString(src.shape)}`,
+    );
   const { padId } = members[0].config;
   const positions = Math.min(...members.map((m) => m.config.maxLen));
   const vocabSize = members[0].targetVocabSize;
   for (const arg of ['bosId', 'eosId'] as const) {
     const id = options[arg];
-    if (!Number.isInteger(id) || id < 0 || id >= vocabSize) throw new Error(`${name}: ${arg} must be an id in [0, ${vocabSize}), got ${id}`);
+    if (!Number.isInteger(id) || id < 0 || id >= vocabSize)
+      throw new Error(`${name}: ${arg} must be an id in [0, ${vocabSize}), got ${id}`);
   }
   if (options.eosId === padId) throw new Error(`${name}: eosId must differ from the padding id ${padId}`);
   if (options.maxLen !== undefined && (!Number.isInteger(options.maxLen) || options.maxLen < 0)) {
@@ -319,10 +383,13 @@ function run<R>(model: Models, src: Tensor, options: DecodeOptions, search: (ste
       const steppers = members.map((m): Stepper => {
         const srcPadding = m.paddingMask(src);
         const memory = m.encode(src, srcPadding);
-        return options.useCache ?? true ? new CachedStepper(m, memory, srcPadding) : new FullStepper(m, memory, srcPadding);
+        return (options.useCache ?? true)
+          ? new CachedStepper(m, memory, srcPadding)
+          : new FullStepper(m, memory, srcPadding);
       });
       return search(steppers.length === 1 ? steppers[0] : new EnsembleStepper(steppers), maxLens, padId);
-    }));
+    }),
+  );
 }
 
 /**
@@ -360,7 +427,12 @@ function topIds(x: Float32Array, off: number, V: number, m: number): number[] {
 }
 
 /** `ids` (B, T) padded with padId, `tokens` without the trailing EOS. */
-function assemble(out: number[][], finished: boolean[], padId: number, eosId: number): { ids: Tensor; tokens: number[][]; finished: boolean[] } {
+function assemble(
+  out: number[][],
+  finished: boolean[],
+  padId: number,
+  eosId: number,
+): { ids: Tensor; tokens: number[][]; finished: boolean[] } {
   const B = out.length;
   const T = Math.max(0, ...out.map((o) => o.length));
   const ids = new Int32Array(B * T).fill(padId);

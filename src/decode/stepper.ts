@@ -61,8 +61,12 @@ export function logProbs(logits: Tensor, padId: number, step: number): Float32Ar
   const V = logits.shape[logits.shape.length - 1];
   for (let i = 0; i < lp.length; i++) {
     const v = lp[i];
-    if (v !== v || v === Infinity) {
-      throw new Error(`decoding step ${step}: the model's output is not finite (${String(v)} for token ${i % V} of row ${Math.floor(i / V)}): its weights or activations hold NaN or Infinity`);
+    if (Number.isNaN(v) || v === Infinity) {
+      throw new Error(
+        `decoding step ${step}: the model's output is not finite (${String(v)} ` +
+          `for token ${i % V} of row ${Math.floor(i / V)}): its weights or ` +
+          `activations hold NaN or Infinity`,
+      );
     }
   }
   if (padId >= 0 && padId < V) for (let r = 0; r < lp.length / V; r++) lp[r * V + padId] = -Infinity;
@@ -74,7 +78,11 @@ export class CachedStepper implements Stepper {
   private readonly cache: TransformerDecoderCache;
   private steps = 0;
 
-  constructor(private readonly model: Seq2Seq, memory: Tensor, srcPadding: Tensor) {
+  constructor(
+    private readonly model: Seq2Seq,
+    memory: Tensor,
+    srcPadding: Tensor,
+  ) {
     this.cache = model.initCache(memory, srcPadding);
   }
 
@@ -87,7 +95,11 @@ export class CachedStepper implements Stepper {
   }
 
   step(last: Int32Array): Float32Array {
-    return logProbs(this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache), this.model.config.padId, ++this.steps);
+    return logProbs(
+      this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache),
+      this.model.config.padId,
+      ++this.steps,
+    );
   }
 
   reorder(rows: Int32Array): void {
@@ -102,7 +114,11 @@ export class FullStepper implements Stepper {
   private srcPadding: Tensor;
   private rowSource: Int32Array;
 
-  constructor(private readonly model: Seq2Seq, private readonly fullMemory: Tensor, private readonly fullPadding: Tensor) {
+  constructor(
+    private readonly model: Seq2Seq,
+    private readonly fullMemory: Tensor,
+    private readonly fullPadding: Tensor,
+  ) {
     const B = fullMemory.shape[0];
     this.prefixes = Array.from({ length: B }, () => []);
     this.memory = fullMemory;
@@ -147,8 +163,14 @@ export class EnsembleStepper implements Stepper {
     if (members.length === 0) throw new Error('EnsembleStepper: members must hold at least one stepper, got none');
     const [first] = members;
     members.forEach((m, i) => {
-      if (m.vocabSize !== first.vocabSize) throw new Error(`EnsembleStepper: member ${i + 1} has a vocabulary of ${m.vocabSize}, member 1 of ${first.vocabSize}: members must share the target vocabulary`);
-      if (m.rows !== first.rows) throw new Error(`EnsembleStepper: member ${i + 1} decodes ${m.rows} rows, member 1 ${first.rows}`);
+      if (m.vocabSize !== first.vocabSize)
+        throw new Error(
+          `EnsembleStepper: member ${i + 1} has a vocabulary of ${m.vocabSize}, ` +
+            `member 1 of ${first.vocabSize}: members must share the target ` +
+            `vocabulary`,
+        );
+      if (m.rows !== first.rows)
+        throw new Error(`EnsembleStepper: member ${i + 1} decodes ${m.rows} rows, member 1 ${first.rows}`);
     });
   }
 

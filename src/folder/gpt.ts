@@ -33,11 +33,16 @@ export interface LoadedGpt {
    * in eval mode from the folder loaders, random weights in training mode from {@link gptShape}.
    */
   model: GPT;
-  /** The tokenizer the model was trained with; its vocabulary is the model's (GPT-2's may be shorter than a padded table, never longer). */
+  /**
+   * The tokenizer the model was trained with; its vocabulary is the model's (GPT-2's may be shorter than a padded
+   * table, never longer).
+   */
   tokenizer: GptTokenizer;
   /** The id that ends a line: '\n' for characters, EOS for BPE (as `qkv train-lm` trains). */
   separatorId: number;
-  /** The folder's config.json as qkv reads it (an HF GPT-2 one described in qkv's terms); every folder loader sets it. */
+  /**
+   * The folder's config.json as qkv reads it (an HF GPT-2 one described in qkv's terms); every folder loader sets it.
+   */
   config?: LmConfigFile;
 }
 
@@ -48,7 +53,8 @@ export type LoadedLm = Required<LoadedGpt>;
 export function lineSeparatorId(tokenizer: LmTokenizer | ByteLevelBpeTokenizer): number {
   if (tokenizer instanceof CharTokenizer) {
     const id = tokenizer.tokenToId('\n');
-    if (id === undefined) throw new Error('the character tokenizer has no "\\n" (the line separator a language model is trained with)');
+    if (id === undefined)
+      throw new Error('the character tokenizer has no "\\n" (the line separator a language model is trained with)');
     return id;
   }
   return (tokenizer as BpeTokenizer | ByteLevelBpeTokenizer).eosId;
@@ -78,9 +84,15 @@ export function idsText(tokenizer: GptTokenizer, ids: readonly number[], separat
 
 /** A qkv GPT folder's files: parsed JSON, weights as bytes; undefined where the folder lacks the file. */
 export interface GptFiles {
-  /** config.json, parsed (format 'qkv-gpt' with `model` and `tokenizer`: 'char' or 'bpe'); undefined: `model config not found`. */
+  /**
+   * config.json, parsed (format 'qkv-gpt' with `model` and `tokenizer`: 'char' or 'bpe'); undefined: `model config not
+   * found`.
+   */
   config: unknown;
-  /** tokenizer.json, parsed: a `qkv-chars` tokenizer or qkv's BPE, as config.json's `tokenizer` says; undefined: `tokenizer not found`. */
+  /**
+   * tokenizer.json, parsed: a `qkv-chars` tokenizer or qkv's BPE, as config.json's `tokenizer` says; undefined:
+   * `tokenizer not found`.
+   */
   tokenizer: unknown;
   /** model.safetensors as bytes, or read on demand (after the config and tokenizer are checked). */
   weights?: Weights;
@@ -91,12 +103,21 @@ export function gptShape(files: Omit<GptFiles, 'weights'>, name: FileNamer = bar
   const cname = name(FILES.config);
   if (files.config === undefined) throw notFound(FILES.config, name);
   const cfg = files.config as LmConfigFile | null;
-  if (!cfg || typeof cfg !== 'object' || cfg.format !== 'qkv-gpt' || !cfg.model) throw new FolderError(FILES.config, `${cname}: expected format 'qkv-gpt' with a 'model' section, got format '${String(cfg?.format)}'`);
-  if (cfg.tokenizer !== 'char' && cfg.tokenizer !== 'bpe') throw new FolderError(FILES.config, `${cname}: expected "tokenizer": "char" or "bpe", got '${String(cfg.tokenizer)}'`);
+  if (!cfg || typeof cfg !== 'object' || cfg.format !== 'qkv-gpt' || !cfg.model)
+    throw new FolderError(
+      FILES.config,
+      `${cname}: expected format 'qkv-gpt' with a 'model' section, got format '${String(cfg?.format)}'`,
+    );
+  if (cfg.tokenizer !== 'char' && cfg.tokenizer !== 'bpe')
+    throw new FolderError(
+      FILES.config,
+      `${cname}: expected "tokenizer": "char" or "bpe", got '${String(cfg.tokenizer)}'`,
+    );
   if (files.tokenizer === undefined) throw notFound(FILES.tokenizer, name);
   let tokenizer: GptTokenizer;
   try {
-    tokenizer = cfg.tokenizer === 'char' ? CharTokenizer.fromJSON(files.tokenizer) : BpeTokenizer.fromJSON(files.tokenizer);
+    tokenizer =
+      cfg.tokenizer === 'char' ? CharTokenizer.fromJSON(files.tokenizer) : BpeTokenizer.fromJSON(files.tokenizer);
   } catch (e) {
     throw new FolderError(FILES.tokenizer, `${name(FILES.tokenizer)}: ${(e as Error).message}`);
   }
@@ -107,7 +128,11 @@ export function gptShape(files: Omit<GptFiles, 'weights'>, name: FileNamer = bar
     throw new FolderError(FILES.config, `${cname}: ${(e as Error).message}`);
   }
   if (tokenizer.vocabSize !== model.config.vocabSize) {
-    throw new FolderError(FILES.tokenizer, `${name(FILES.tokenizer)}: ${tokenizer.vocabSize} tokens, but ${cname}'s model.vocabSize is ${model.config.vocabSize}`);
+    throw new FolderError(
+      FILES.tokenizer,
+      `${name(FILES.tokenizer)}: ${tokenizer.vocabSize} tokens, but ` +
+        `${cname}'s model.vocabSize is ${model.config.vocabSize}`,
+    );
   }
   return { model, tokenizer, separatorId: lineSeparatorId(tokenizer), config: cfg };
 }
@@ -137,21 +162,57 @@ export interface HfTokenizerFiles {
  * BPE without a prefix space, <|endoftext|> its one special token (as `GPT2Tokenizer` reads them).
  */
 export function gpt2TokenizerJson(vocab: unknown, merges: string, name: FileNamer = bareNames): unknown {
-  if (vocab === null || typeof vocab !== 'object' || Array.isArray(vocab)) throw new FolderError(FILES.vocab, `${name(FILES.vocab)}: expected an object of token: id, got ${Array.isArray(vocab) ? 'an array' : vocab === null ? 'null' : typeof vocab}`);
+  if (vocab === null || typeof vocab !== 'object' || Array.isArray(vocab))
+    throw new FolderError(
+      FILES.vocab,
+      `${name(FILES.vocab)}: expected an object of token: id, got ` +
+        `${Array.isArray(vocab) ? 'an array' : vocab === null ? 'null' : typeof vocab}`,
+    );
   const pairs: [string, string][] = [];
   merges.split(/\r?\n/).forEach((line, i) => {
     if (line === '' || (i === 0 && line.startsWith('#version'))) return;
     const parts = line.split(' ');
-    if (parts.length !== 2 || parts[0] === '' || parts[1] === '') throw new FolderError(FILES.merges, `${name(FILES.merges)}: line ${i + 1}: expected two tokens separated by one space, got ${JSON.stringify(line)}`);
+    if (parts.length !== 2 || parts[0] === '' || parts[1] === '')
+      throw new FolderError(
+        FILES.merges,
+        `${name(FILES.merges)}: line ${i + 1}: expected two tokens separated by one space, got ${JSON.stringify(line)}`,
+      );
     pairs.push([parts[0], parts[1]]);
   });
   const eot = (vocab as Record<string, unknown>)['<|endoftext|>'];
   const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
   return {
-    version: '1.0', truncation: null, padding: null,
-    added_tokens: Number.isInteger(eot) ? [{ id: eot, content: '<|endoftext|>', single_word: false, lstrip: false, rstrip: false, normalized: true, special: true }] : [],
-    normalizer: null, pre_tokenizer: byteLevel, post_processor: byteLevel, decoder: byteLevel,
-    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, vocab, merges: pairs },
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: Number.isInteger(eot)
+      ? [
+          {
+            id: eot,
+            content: '<|endoftext|>',
+            single_word: false,
+            lstrip: false,
+            rstrip: false,
+            normalized: true,
+            special: true,
+          },
+        ]
+      : [],
+    normalizer: null,
+    pre_tokenizer: byteLevel,
+    post_processor: byteLevel,
+    decoder: byteLevel,
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      vocab,
+      merges: pairs,
+    },
   };
 }
 
@@ -161,7 +222,11 @@ export function hfTokenizer(files: HfTokenizerFiles, name: FileNamer = bareNames
   let file: string = FILES.tokenizer;
   if (json === undefined) {
     if (files.vocab === undefined || files.merges === undefined) {
-      throw new FolderError(FILES.tokenizer, `tokenizer not found: ${name(FILES.tokenizer)} (a Hugging Face GPT-2 folder holds tokenizer.json, or vocab.json and merges.txt)`);
+      throw new FolderError(
+        FILES.tokenizer,
+        `tokenizer not found: ${name(FILES.tokenizer)} (a Hugging Face GPT-2 ` +
+          `folder holds tokenizer.json, or vocab.json and merges.txt)`,
+      );
     }
     json = gpt2TokenizerJson(files.vocab, files.merges, name);
     file = FILES.vocab;
@@ -178,11 +243,23 @@ export function hfTokenizer(files: HfTokenizerFiles, name: FileNamer = bareNames
 export function checkedHf(model: GPT, tokenizer: GptTokenizer, name: FileNamer = bareNames, from?: string): LoadedLm {
   // GPT-2's embedding table may be padded past the tokenizer (e.g. to a multiple of 64), never shorter.
   if (tokenizer.vocabSize > model.config.vocabSize) {
-    throw new FolderError(FILES.tokenizer, `${name(FILES.tokenizer)}: ${tokenizer.vocabSize} tokens, more than ${name(FILES.config)}'s vocab_size ${model.config.vocabSize}`);
+    throw new FolderError(
+      FILES.tokenizer,
+      `${name(FILES.tokenizer)}: ${tokenizer.vocabSize} tokens, more than ` +
+        `${name(FILES.config)}'s vocab_size ${model.config.vocabSize}`,
+    );
   }
   return {
-    model, tokenizer, separatorId: lineSeparatorId(tokenizer),
-    config: { format: 'qkv-gpt', version: 1, model: model.config, tokenizer: 'bytelevel', training: { from: from === undefined ? 'Hugging Face folder' : `Hugging Face folder ${from}` } },
+    model,
+    tokenizer,
+    separatorId: lineSeparatorId(tokenizer),
+    config: {
+      format: 'qkv-gpt',
+      version: 1,
+      model: model.config,
+      tokenizer: 'bytelevel',
+      training: { from: from === undefined ? 'Hugging Face folder' : `Hugging Face folder ${from}` },
+    },
   };
 }
 
@@ -195,7 +272,11 @@ export function hfWeightsError(e: unknown, name: FileNamer = bareNames): FolderE
 }
 
 /** A Hugging Face GPT-2 folder with model.safetensors in memory, in eval mode. */
-export function hfGpt2FromFiles(files: HfTokenizerFiles & { config: unknown; weights?: Weights }, name: FileNamer = bareNames, from?: string): LoadedLm {
+export function hfGpt2FromFiles(
+  files: HfTokenizerFiles & { config: unknown; weights?: Weights },
+  name: FileNamer = bareNames,
+  from?: string,
+): LoadedLm {
   const tokenizer = hfTokenizer(files, name); // named before the weights are read
   const weights = weightsOf(files.weights);
   if (weights === undefined) throw notFound(FILES.weights, name);
@@ -213,4 +294,3 @@ export function lmFromFiles(files: GptFiles & HfTokenizerFiles, name: FileNamer 
   if (isHfConfig(files.config)) return hfGpt2FromFiles(files, name);
   return gptFromFiles(files, name);
 }
-

@@ -4,8 +4,18 @@
  * write goes to a temporary file in the same folder, is flushed, then renamed over the target, so
  * a killed process leaves either the old file or the new one.
  */
-import { closeSync, copyFileSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  statSync,
+} from 'node:fs';
+import { join } from 'node:path';
 import { atomicWrite } from '../io/atomic.ts';
 import { readHfGpt2Sync } from '../io/hf.ts';
 import { quantizeInt8 } from '../io/quantize.ts';
@@ -20,19 +30,37 @@ import type { Tensor } from '../tensor/tensor.ts';
 import { checkedHf, gptFromFiles, gptShape, hfTokenizer, hfWeightsError, type LoadedLm } from './gpt.ts';
 import { checkEnsemble, pytorchOnly, type FolderSource, type MemberCheck } from './open.ts';
 import { notFound, seq2seqFromFiles, seq2seqShape, type LoadedModel } from './seq2seq.ts';
-import { FILES, FolderError, folderKind, parseJsonText, type FileNamer, type FolderKind, type LmConfigFile, type ModelConfigFile } from './spec.ts';
+import {
+  FILES,
+  FolderError,
+  folderKind,
+  parseJsonText,
+  type FileNamer,
+  type FolderKind,
+  type LmConfigFile,
+  type ModelConfigFile,
+} from './spec.ts';
 
 // Writes are atomic (temp file, fsync, rename): the one implementation is io/atomic.ts.
 export { atomicWrite };
 
-/** The on-disk precisions of saveWeights: fp32, fp16 (half the size), or int8 per row with fp16 for the rest (a quarter; io/quantize.ts). */
+/**
+ * The on-disk precisions of saveWeights: fp32, fp16 (half the size), or int8 per row with fp16 for the rest (a quarter;
+ * io/quantize.ts).
+ */
 export type WeightsDType = 'F32' | 'F16' | 'I8';
 
 /** Write weights atomically in `dtype`. */
 export function saveWeights(path: string, weights: Record<string, Tensor>, dtype: WeightsDType = 'F32'): void {
   if (dtype === 'I8') {
     const q = quantizeInt8(weights);
-    atomicWrite(path, writeSafetensors(q.tensors, { dtype: q.dtype, metadata: { quantization: 'int8: each 2-D NAME is int8 rows times NAME_scale [rows, 1]' } }));
+    atomicWrite(
+      path,
+      writeSafetensors(q.tensors, {
+        dtype: q.dtype,
+        metadata: { quantization: 'int8: each 2-D NAME is int8 rows times NAME_scale [rows, 1]' },
+      }),
+    );
     return;
   }
   atomicWrite(path, writeSafetensors(weights, dtype === 'F16' ? { dtype: 'F16' } : {}));
@@ -52,16 +80,34 @@ export function saveFolderWeights(dir: string, model: Module, dtype: WeightsDTyp
  * A translation model folder's config.json and tokenizer.json, and target_tokenizer.json when the
  * vocabularies are separate (the weights are written apart: saveFolderWeights).
  */
-export function saveModelDir(dir: string, model: Seq2Seq, tokenizer: BpeTokenizer, training?: Record<string, unknown>, targetTokenizer: BpeTokenizer = tokenizer): void {
+export function saveModelDir(
+  dir: string,
+  model: Seq2Seq,
+  tokenizer: BpeTokenizer,
+  training?: Record<string, unknown>,
+  targetTokenizer: BpeTokenizer = tokenizer,
+): void {
   const separate = model.config.tgtVocabSize !== undefined;
-  if (separate === (targetTokenizer === tokenizer)) throw new Error(`saveModelDir: ${separate ? 'a model with separate vocabularies needs its target tokenizer' : 'a shared-vocabulary model takes one tokenizer'}`);
+  if (separate === (targetTokenizer === tokenizer))
+    throw new Error(
+      'saveModelDir: ' +
+        (separate
+          ? 'a model with separate vocabularies needs its target tokenizer'
+          : 'a shared-vocabulary model takes one tokenizer'),
+    );
   writeModelConfig(dir, { format: 'qkv-seq2seq', version: 1, model: model.config, training });
   atomicWrite(join(dir, FILES.tokenizer), JSON.stringify(tokenizer.toJSON()));
   if (separate) atomicWrite(join(dir, FILES.targetTokenizer), JSON.stringify(targetTokenizer.toJSON()));
 }
 
 /** A language-model folder's config.json and tokenizer.json (the weights are written apart: saveFolderWeights). */
-export function saveLmDir(dir: string, model: GPT, tokenizer: LmTokenizer, kind: 'char' | 'bpe', training: Record<string, unknown>): void {
+export function saveLmDir(
+  dir: string,
+  model: GPT,
+  tokenizer: LmTokenizer,
+  kind: 'char' | 'bpe',
+  training: Record<string, unknown>,
+): void {
   const config: LmConfigFile = { format: 'qkv-gpt', version: 1, model: model.config, tokenizer: kind, training };
   atomicWrite(join(dir, FILES.config), `${JSON.stringify(config, null, 2)}\n`);
   atomicWrite(join(dir, FILES.tokenizer), JSON.stringify(tokenizer.toJSON()));
@@ -72,7 +118,11 @@ export function saveLmDir(dir: string, model: GPT, tokenizer: LmTokenizer, kind:
  * with `extra`, other files it holds (e.g. history.json) into `to`; the weights are not copied.
  * A file `from` lacks is skipped, except config.json and tokenizer.json (a FolderError naming it).
  */
-export function copyFolderFiles(from: string, to: string, opts: { config?: ModelConfigFile; extra?: readonly string[] } = {}): void {
+export function copyFolderFiles(
+  from: string,
+  to: string,
+  opts: { config?: ModelConfigFile; extra?: readonly string[] } = {},
+): void {
   mkdirSync(to, { recursive: true });
   const required = opts.config ? [FILES.tokenizer] : [FILES.config, FILES.tokenizer];
   if (opts.config) writeModelConfig(to, opts.config);
@@ -89,7 +139,10 @@ export function copyFolderFiles(from: string, to: string, opts: { config?: Model
 // ---- Reading ----------------------------------------------------------------------------------
 
 /** Files named by their path in `dir`. */
-export const pathNamer = (dir: string): FileNamer => (file) => join(dir, file);
+export const pathNamer =
+  (dir: string): FileNamer =>
+  (file) =>
+    join(dir, file);
 
 function mustExist(dir: string): void {
   if (!existsSync(dir)) throw new FolderError('', `model folder not found: ${dir}`);
@@ -122,7 +175,11 @@ export function folderKindOf(dir: string): FolderKind {
 
 function seq2seqFiles(dir: string): { config: unknown; tokenizer: unknown; targetTokenizer: unknown } {
   mustExist(dir);
-  return { config: readJsonIn(dir, FILES.config), tokenizer: readJsonIn(dir, FILES.tokenizer), targetTokenizer: readJsonIn(dir, FILES.targetTokenizer) };
+  return {
+    config: readJsonIn(dir, FILES.config),
+    tokenizer: readJsonIn(dir, FILES.tokenizer),
+    targetTokenizer: readJsonIn(dir, FILES.targetTokenizer),
+  };
 }
 
 /** A translation folder's model (random weights) and tokenizers. */
@@ -151,7 +208,11 @@ export interface LoadedEnsemble extends LoadedModel {
  * of `dir`; left out with `own: false`, i.e. --no-ensemble), then the folders in `others`
  * (--ensemble), each checked to tokenize as `dir` does.
  */
-export function readEnsemble(dir: string, others: readonly string[] = [], opts: { own?: boolean } = {}): LoadedEnsemble {
+export function readEnsemble(
+  dir: string,
+  others: readonly string[] = [],
+  opts: { own?: boolean } = {},
+): LoadedEnsemble {
   const first = readSeq2Seq(dir);
   const declared = (opts.own ?? true) ? (first.config.decoding?.ensemble ?? []) : [];
   const named = [
@@ -168,7 +229,10 @@ export function readEnsemble(dir: string, others: readonly string[] = [], opts: 
 /** A qkv GPT folder's model (random weights) and tokenizer. */
 export function readGptShape(dir: string): LoadedLm {
   mustExist(dir);
-  return gptShape({ config: readJsonIn(dir, FILES.config), tokenizer: readJsonIn(dir, FILES.tokenizer) }, pathNamer(dir));
+  return gptShape(
+    { config: readJsonIn(dir, FILES.config), tokenizer: readJsonIn(dir, FILES.tokenizer) },
+    pathNamer(dir),
+  );
 }
 
 /** A language-model folder of either kind (qkv GPT, Hugging Face GPT-2), weights loaded, eval mode. */
@@ -177,7 +241,10 @@ export function readLm(dir: string): LoadedLm {
   const config = readJsonIn(dir, FILES.config);
   // Any Hugging Face config.json goes the GPT-2 way, whose reader names a model_type it does not take.
   if (isHfConfig(config)) return readHfGpt2Dir(dir, config);
-  return gptFromFiles({ config, tokenizer: readJsonIn(dir, FILES.tokenizer), weights: () => readFileIn(dir, FILES.weights) }, pathNamer(dir));
+  return gptFromFiles(
+    { config, tokenizer: readJsonIn(dir, FILES.tokenizer), weights: () => readFileIn(dir, FILES.weights) },
+    pathNamer(dir),
+  );
 }
 
 /**
@@ -188,12 +255,18 @@ export function readHfGpt2Dir(dir: string, config: unknown = readJsonIn(dir, FIL
   const name = pathNamer(dir);
   if (config === undefined) throw notFound(FILES.config, name);
   const tokenizerJson = readJsonIn(dir, FILES.tokenizer);
-  const tokenizer = hfTokenizer(tokenizerJson !== undefined ? { tokenizer: tokenizerJson } : {
-    vocab: readJsonIn(dir, FILES.vocab),
-    merges: readFileIn(dir, FILES.merges) && readFileSync(join(dir, FILES.merges), 'utf8'),
-  }, name); // a bad tokenizer is named before 500 MB of weights are read
+  const tokenizer = hfTokenizer(
+    tokenizerJson !== undefined
+      ? { tokenizer: tokenizerJson }
+      : {
+          vocab: readJsonIn(dir, FILES.vocab),
+          merges: readFileIn(dir, FILES.merges) && readFileSync(join(dir, FILES.merges), 'utf8'),
+        },
+    name,
+  ); // a bad tokenizer is named before 500 MB of weights are read
   const wpath = join(dir, FILES.weights);
-  if (!existsSync(wpath)) throw existsSync(join(dir, FILES.pytorchWeights)) ? pytorchOnly(name) : notFound(FILES.weights, name);
+  if (!existsSync(wpath))
+    throw existsSync(join(dir, FILES.pytorchWeights)) ? pytorchOnly(name) : notFound(FILES.weights, name);
   let model: GPT;
   const fd = openSync(wpath, 'r');
   try {

@@ -23,16 +23,25 @@ export interface FolderSource {
   /** A subfolder (ensemble members), where the source has them. */
   sub?(path: string): FolderSource;
   /** Bytes [begin, end) of a file and its size, for weights read one tensor at a time (a 500 MB GPT-2). */
-  range?(file: string): Promise<{
-    /** The file's length in bytes. */
-    size: number;
-    /** Bytes [begin, end) of the file (end at most `size`). */
-    read(begin: number, end: number): Promise<Uint8Array>;
-  } | undefined>;
+  range?(file: string): Promise<
+    | {
+        /** The file's length in bytes. */
+        size: number;
+        /** Bytes [begin, end) of the file (end at most `size`). */
+        read(begin: number, end: number): Promise<Uint8Array>;
+      }
+    | undefined
+  >;
 }
 
 /** Anything openFolder takes: a source, contents by file name, picked File objects, or a base URL (string or URL). */
-export type FolderInput = FolderSource | Map<string, Uint8Array | string> | Record<string, Uint8Array | string> | Iterable<File> | URL | string;
+export type FolderInput =
+  | FolderSource
+  | Map<string, Uint8Array | string>
+  | Record<string, Uint8Array | string>
+  | Iterable<File>
+  | URL
+  | string;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -42,7 +51,11 @@ function bytesOf(x: Uint8Array | string): Uint8Array {
 }
 
 /** A folder from its files' contents, by name ('member-2/model.safetensors' for a member's files). */
-export function contentsSource(files: Map<string, Uint8Array | string> | Record<string, Uint8Array | string>, label = 'folder', prefix = ''): FolderSource {
+export function contentsSource(
+  files: Map<string, Uint8Array | string> | Record<string, Uint8Array | string>,
+  label = 'folder',
+  prefix = '',
+): FolderSource {
   const map = files instanceof Map ? files : new Map(Object.entries(files));
   return {
     label: prefix ? `${label}/${prefix.slice(0, -1)}` : label,
@@ -108,14 +121,21 @@ function filesSourceOf(byPath: Map<string, File>, label: string, prefix: string)
     },
     range: async (f) => {
       const file = byPath.get(prefix + f);
-      return file ? { size: file.size, read: async (b, e) => new Uint8Array(await file.slice(b, e).arrayBuffer()) } : undefined;
+      return file
+        ? { size: file.size, read: async (b, e) => new Uint8Array(await file.slice(b, e).arrayBuffer()) }
+        : undefined;
     },
     sub: (p) => filesSourceOf(byPath, label, `${prefix}${p}/`),
   };
 }
 
 function isSource(x: unknown): x is FolderSource {
-  return typeof x === 'object' && x !== null && typeof (x as FolderSource).read === 'function' && typeof (x as FolderSource).name === 'function';
+  return (
+    typeof x === 'object' &&
+    x !== null &&
+    typeof (x as FolderSource).read === 'function' &&
+    typeof (x as FolderSource).name === 'function'
+  );
 }
 
 /** The FolderSource of any FolderInput. */
@@ -164,7 +184,9 @@ export type OpenedFolder = OpenedSeq2Seq | OpenedLm;
 
 /** How {@link openFolder} opens a folder. */
 export interface OpenOptions {
-  /** Load the ensemble members config.json names (default true; false: the folder's own model alone, as --no-ensemble). */
+  /**
+   * Load the ensemble members config.json names (default true; false: the folder's own model alone, as --no-ensemble).
+   */
   ensemble?: boolean;
   /** Status lines while large weights are read. */
   progress?: (bytes: number, total: number) => void;
@@ -176,7 +198,10 @@ export async function openFolder(input: FolderInput, options: OpenOptions = {}):
   const { kind, config } = await readKind(src);
   if (kind === 'seq2seq') return openSeq2Seq(src, config, options);
   if (kind === 'gpt') {
-    const lm = gptFromFiles({ config, tokenizer: await readJsonFile(src, FILES.tokenizer), weights: await src.read(FILES.weights) }, src.name);
+    const lm = gptFromFiles(
+      { config, tokenizer: await readJsonFile(src, FILES.tokenizer), weights: await src.read(FILES.weights) },
+      src.name,
+    );
     return { kind, ...lm };
   }
   return { kind, ...(await openHfGpt2(src, config, options)) };
@@ -184,13 +209,19 @@ export async function openFolder(input: FolderInput, options: OpenOptions = {}):
 
 async function readSeq2Seq(src: FolderSource, config: unknown): Promise<LoadedModel> {
   const separate = (config as { model?: { tgtVocabSize?: unknown } } | null)?.model?.tgtVocabSize !== undefined;
-  return seq2seqFromFiles({
-    config,
-    tokenizer: await readJsonFile(src, FILES.tokenizer),
-    // Read when present either way: a shared-vocabulary folder holding one is refused by name.
-    targetTokenizer: separate || (await src.read(FILES.targetTokenizer)) !== undefined ? await readJsonFile(src, FILES.targetTokenizer) : undefined,
-    weights: await src.read(FILES.weights),
-  }, src.name);
+  return seq2seqFromFiles(
+    {
+      config,
+      tokenizer: await readJsonFile(src, FILES.tokenizer),
+      // Read when present either way: a shared-vocabulary folder holding one is refused by name.
+      targetTokenizer:
+        separate || (await src.read(FILES.targetTokenizer)) !== undefined
+          ? await readJsonFile(src, FILES.targetTokenizer)
+          : undefined,
+      weights: await src.read(FILES.weights),
+    },
+    src.name,
+  );
 }
 
 async function openSeq2Seq(src: FolderSource, config: unknown, options: OpenOptions): Promise<OpenedSeq2Seq> {
@@ -229,13 +260,33 @@ export function checkEnsemble(first: LoadedModel, members: readonly MemberCheck[
   const out = [first.model];
   const sharedFirst = first.targetTokenizer === first.tokenizer;
   for (const { what, loaded: m } of members) {
-    if (m.config.decoding?.ensemble) throw new FolderError(FILES.config, `${what}: its config.json names an ensemble of its own (decoding.ensemble); members must be single models`);
+    if (m.config.decoding?.ensemble)
+      throw new FolderError(
+        FILES.config,
+        `${what}: its config.json names an ensemble of its own (decoding.ensemble); members must be single models`,
+      );
     const shared = m.targetTokenizer === m.tokenizer;
     if (shared !== sharedFirst) {
-      throw new FolderError(FILES.config, `${what}: ${shared ? 'one shared vocabulary' : 'separate vocabularies'}, but --model ${dir} has ${sharedFirst ? 'one shared vocabulary' : 'separate vocabularies'}: ensemble members must share their tokenizers`);
+      throw new FolderError(
+        FILES.config,
+        `${what}: ` +
+          `${shared ? 'one shared vocabulary' : 'separate vocabularies'}, but ` +
+          `--model ${dir} has ` +
+          `${sharedFirst ? 'one shared vocabulary' : 'separate vocabularies'}: ` +
+          `ensemble members must share their tokenizers`,
+      );
     }
-    if (!sameTokenizer(m.tokenizer, first.tokenizer)) throw new FolderError(FILES.tokenizer, `${what}: its tokenizer.json differs from --model ${dir}'s: ensemble members must share their tokenizers`);
-    if (!sameTokenizer(m.targetTokenizer, first.targetTokenizer)) throw new FolderError(FILES.targetTokenizer, `${what}: its ${FILES.targetTokenizer} differs from --model ${dir}'s: ensemble members must share their tokenizers`);
+    if (!sameTokenizer(m.tokenizer, first.tokenizer))
+      throw new FolderError(
+        FILES.tokenizer,
+        `${what}: its tokenizer.json differs from --model ${dir}'s: ensemble members must share their tokenizers`,
+      );
+    if (!sameTokenizer(m.targetTokenizer, first.targetTokenizer))
+      throw new FolderError(
+        FILES.targetTokenizer,
+        `${what}: its ${FILES.targetTokenizer} differs from --model ${dir}'s: ` +
+          `ensemble members must share their tokenizers`,
+      );
     out.push(m.model);
   }
   return out;
@@ -243,7 +294,14 @@ export function checkEnsemble(first: LoadedModel, members: readonly MemberCheck[
 
 /** The one line for a GPT-2 folder that holds PyTorch's pickle instead of model.safetensors. */
 export function pytorchOnly(name: FileNamer): FolderError {
-  return new FolderError(FILES.weights, `model weights not found: ${name(FILES.weights)} (the folder holds ${FILES.pytorchWeights}, a PyTorch pickle qkv does not read: download model.safetensors from the model's Hub page, or write it with python -c "from transformers import GPT2LMHeadModel as M; M.from_pretrained('DIR').save_pretrained('DIR')")`);
+  return new FolderError(
+    FILES.weights,
+    `model weights not found: ${name(FILES.weights)} (the folder holds ` +
+      `${FILES.pytorchWeights}, a PyTorch pickle qkv does not read: download ` +
+      `model.safetensors from the model's Hub page, or write it with python ` +
+      `-c "from transformers import GPT2LMHeadModel as M; ` +
+      `M.from_pretrained('DIR').save_pretrained('DIR')")`,
+  );
 }
 
 /** Whether the folder has `file`, without reading a large one whole where the source can avoid it. */
@@ -254,18 +312,24 @@ async function has(src: FolderSource, file: string): Promise<boolean> {
 
 async function openHfGpt2(src: FolderSource, config: unknown, options: OpenOptions): Promise<LoadedLm> {
   const tokenizerJson = await readJsonFile(src, FILES.tokenizer);
-  const tokenizer = hfTokenizer(tokenizerJson !== undefined ? { tokenizer: tokenizerJson } : {
-    vocab: await readJsonFile(src, FILES.vocab),
-    merges: await src.read(FILES.merges).then((b) => (b === undefined ? undefined : decoder.decode(b))),
-  }, src.name); // named before any weight is read
+  const tokenizer = hfTokenizer(
+    tokenizerJson !== undefined
+      ? { tokenizer: tokenizerJson }
+      : {
+          vocab: await readJsonFile(src, FILES.vocab),
+          merges: await src.read(FILES.merges).then((b) => (b === undefined ? undefined : decoder.decode(b))),
+        },
+    src.name,
+  ); // named before any weight is read
   const ranged = await src.range?.(FILES.weights);
-  let model;
+  let model: Awaited<ReturnType<typeof readHfGpt2Streaming>>;
   try {
     if (ranged) {
       model = await readHfGpt2Streaming(config, ranged.size, ranged.read, options.progress);
     } else {
       const bytes = await src.read(FILES.weights);
-      if (bytes === undefined) throw (await has(src, FILES.pytorchWeights)) ? pytorchOnly(src.name) : notFound(FILES.weights, src.name);
+      if (bytes === undefined)
+        throw (await has(src, FILES.pytorchWeights)) ? pytorchOnly(src.name) : notFound(FILES.weights, src.name);
       model = await readHfGpt2Streaming(config, bytes.length, async (b, e) => bytes.subarray(b, e), options.progress);
     }
   } catch (e) {

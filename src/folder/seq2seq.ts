@@ -9,20 +9,33 @@ import { checkSeq2SeqConfig, checkVocabularies } from '../models/config-check.ts
 import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
 import { Seq2Seq } from '../models/seq2seq.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
-import { bareNames, checkDecoding, FILES, FolderError, JSON_ROLES, type FileNamer, type ModelConfigFile } from './spec.ts';
+import {
+  bareNames,
+  checkDecoding,
+  FILES,
+  FolderError,
+  JSON_ROLES,
+  type FileNamer,
+  type ModelConfigFile,
+} from './spec.ts';
 
 /** A translation folder's files: parsed JSON, weights as bytes; undefined where the folder lacks the file. */
 export interface Seq2SeqFiles {
   /** config.json, parsed (a {@link ModelConfigFile} once checked); undefined: `model config not found`. */
   config: unknown;
-  /** tokenizer.json, parsed: a BPE tokenizer.json (the shared vocabulary, or the source's); undefined: `tokenizer not found`. */
+  /**
+   * tokenizer.json, parsed: a BPE tokenizer.json (the shared vocabulary, or the source's); undefined: `tokenizer not
+   * found`.
+   */
   tokenizer: unknown;
   /**
    * target_tokenizer.json, parsed: required when config.json has `model.tgtVocabSize` (separate
    * vocabularies), refused (a FolderError naming it) when it has not; leave it undefined then.
    */
   targetTokenizer?: unknown;
-  /** The bytes of model.safetensors, or a function that reads them (called after the config and tokenizers are checked). */
+  /**
+   * The bytes of model.safetensors, or a function that reads them (called after the config and tokenizers are checked).
+   */
   weights?: Weights;
 }
 
@@ -70,7 +83,10 @@ export function seq2seqShape(files: Omit<Seq2SeqFiles, 'weights'>, name: FileNam
   if (files.config === undefined) throw notFound(FILES.config, name);
   const config = files.config as ModelConfigFile;
   if (config === null || typeof config !== 'object' || config.format !== 'qkv-seq2seq' || !config.model) {
-    throw new FolderError(FILES.config, `${cname}: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(config?.format)}'`);
+    throw new FolderError(
+      FILES.config,
+      `${cname}: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(config?.format)}'`,
+    );
   }
   checkDecoding(config.decoding, cname);
   const tokenizer = bpe(files.tokenizer, FILES.tokenizer, name);
@@ -82,19 +98,34 @@ export function seq2seqShape(files: Omit<Seq2SeqFiles, 'weights'>, name: FileNam
   const separate = config.model.tgtVocabSize !== undefined;
   const tname = name(FILES.targetTokenizer);
   if (!separate && files.targetTokenizer !== undefined) {
-    throw new FolderError(FILES.targetTokenizer, `${tname}: a target tokenizer, but ${cname} describes a model with one shared vocabulary (no model.tgtVocabSize)`);
+    throw new FolderError(
+      FILES.targetTokenizer,
+      `${tname}: a target tokenizer, but ${cname} describes a model with one shared vocabulary (no model.tgtVocabSize)`,
+    );
   }
   if (separate && files.targetTokenizer === undefined) {
-    throw notFound(FILES.targetTokenizer, name, ` (${cname} describes a model with separate source and target vocabularies: model.tgtVocabSize)`);
+    throw notFound(
+      FILES.targetTokenizer,
+      name,
+      ` (${cname} describes a model with separate source and target vocabularies: model.tgtVocabSize)`,
+    );
   }
   const targetTokenizer = separate ? bpe(files.targetTokenizer, FILES.targetTokenizer, name) : tokenizer;
-  const disagree = checkVocabularies(config.model, tokenizer, targetTokenizer, { src: name(FILES.tokenizer), tgt: tname, config: FILES.config });
+  const disagree = checkVocabularies(config.model, tokenizer, targetTokenizer, {
+    src: name(FILES.tokenizer),
+    tgt: tname,
+    config: FILES.config,
+  });
   if (disagree) throw new FolderError(FILES.config, disagree);
   return { model: new Seq2Seq(config.model), tokenizer, targetTokenizer, config };
 }
 
 /** A translation folder's model, weights loaded (fp32, fp16 or int8 safetensors), in eval mode. */
-export function seq2seqFromFiles(files: Seq2SeqFiles, name: FileNamer = bareNames, weightsFile: string = FILES.weights): LoadedModel {
+export function seq2seqFromFiles(
+  files: Seq2SeqFiles,
+  name: FileNamer = bareNames,
+  weightsFile: string = FILES.weights,
+): LoadedModel {
   const loaded = seq2seqShape(files, name);
   const weights = weightsOf(files.weights);
   if (weights === undefined) throw notFound(weightsFile, name);
@@ -104,7 +135,14 @@ export function seq2seqFromFiles(files: Seq2SeqFiles, name: FileNamer = bareName
 }
 
 /** Read safetensors bytes into a model built from `config`, errors naming the weights file. */
-export function loadInto(model: Parameters<typeof loadWeights>[0], bytes: Uint8Array, config: object, rules: Parameters<typeof loadWeights>[3], label: string, file: string): void {
+export function loadInto(
+  model: Parameters<typeof loadWeights>[0],
+  bytes: Uint8Array,
+  config: object,
+  rules: Parameters<typeof loadWeights>[3],
+  label: string,
+  file: string,
+): void {
   try {
     loadWeights(model, readSafetensors(bytes).tensors, config, rules);
   } catch (e) {

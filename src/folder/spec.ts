@@ -115,13 +115,25 @@ export function folderKind(configJson: unknown, file: string = FILES.config): Fo
     // A Hugging Face folder: GPT-2 is read (models/hf/gpt2.ts), other architectures are named.
     const type = (configJson as { model_type: unknown }).model_type;
     if (type === 'gpt2') return 'hf-gpt2';
-    throw new FolderError(file, `${file}: Hugging Face model_type '${String(type)}' is not supported (qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, ...)`);
+    throw new FolderError(
+      file,
+      `${file}: Hugging Face model_type '${String(type)}' is not supported ` +
+        `(qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, ...)`,
+    );
   }
-  const format = configJson !== null && typeof configJson === 'object' ? (configJson as { format?: unknown }).format : undefined;
+  const format =
+    configJson !== null && typeof configJson === 'object' ? (configJson as { format?: unknown }).format : undefined;
   const kind = typeof format === 'string' && Object.hasOwn(MODEL_FORMATS, format) ? MODEL_FORMATS[format] : undefined;
   if (!kind) {
-    const got = configJson === null || typeof configJson !== 'object' ? `not a JSON object (${configJson === null ? 'null' : typeof configJson})` : `format '${String(format)}'`;
-    throw new FolderError(file, `${file}: expected format 'qkv-seq2seq' (a translation model from qkv train) or 'qkv-gpt' (a language model from qkv train-lm), got ${got}`);
+    const got =
+      configJson === null || typeof configJson !== 'object'
+        ? `not a JSON object (${configJson === null ? 'null' : typeof configJson})`
+        : `format '${String(format)}'`;
+    throw new FolderError(
+      file,
+      `${file}: expected format 'qkv-seq2seq' (a translation model from qkv ` +
+        `train) or 'qkv-gpt' (a language model from qkv train-lm), got ${got}`,
+    );
   }
   return kind;
 }
@@ -146,11 +158,19 @@ export class FolderError extends Error {
  */
 export type FileNamer = (file: string) => string;
 
-/** The default {@link FileNamer}: a file is named by its bare name in the folder ('config.json'), as for contents in memory. */
+/**
+ * The default {@link FileNamer}: a file is named by its bare name in the folder ('config.json'), as for contents in
+ * memory.
+ */
 export const bareNames: FileNamer = (file) => file;
 
 /** What each JSON file holds, for messages: `model config not found: runs/x/config.json`. */
-export const JSON_ROLES: Record<string, string> = { 'config.json': 'model config', 'tokenizer.json': 'tokenizer', 'target_tokenizer.json': 'target tokenizer', 'vocab.json': 'vocabulary' };
+export const JSON_ROLES: Record<string, string> = {
+  'config.json': 'model config',
+  'tokenizer.json': 'tokenizer',
+  'target_tokenizer.json': 'target tokenizer',
+  'vocab.json': 'vocabulary',
+};
 
 /** A JSON file's contents; `label` is how the file is named (its path), a FolderError when it is not JSON. */
 export function parseJsonText(text: string, file: string, label: string = file): unknown {
@@ -175,13 +195,29 @@ function isMemberList(x: unknown): x is string[] {
 export function checkDecoding(d: unknown, file: string): void {
   if (d === undefined) return;
   const o = d as Decoding | null;
-  if (o === null || typeof o !== 'object' || !Number.isInteger(o.beam) || o.beam < 1 || typeof o.alpha !== 'number' || !Number.isFinite(o.alpha) || o.alpha < 0) {
-    throw new FolderError(file, `${file}: 'decoding' must be {"beam": a positive integer, "alpha": a number >= 0}, got ${JSON.stringify(d)}`);
+  if (
+    o === null ||
+    typeof o !== 'object' ||
+    !Number.isInteger(o.beam) ||
+    o.beam < 1 ||
+    typeof o.alpha !== 'number' ||
+    !Number.isFinite(o.alpha) ||
+    o.alpha < 0
+  ) {
+    throw new FolderError(
+      file,
+      `${file}: 'decoding' must be {"beam": a positive integer, "alpha": a number >= 0}, got ${JSON.stringify(d)}`,
+    );
   }
   if (o.mbr !== undefined && typeof o.mbr !== 'boolean') {
     throw new FolderError(file, `${file}: 'decoding.mbr' must be true or false, got ${JSON.stringify(o.mbr)}`);
   }
   if (o.ensemble !== undefined && !isMemberList(o.ensemble)) {
-    throw new FolderError(file, `${file}: 'decoding.ensemble' must be a non-empty list of distinct subfolders of the model folder (e.g. ["member-2"]), got ${JSON.stringify(o.ensemble)}`);
+    throw new FolderError(
+      file,
+      `${file}: 'decoding.ensemble' must be a non-empty list of distinct ` +
+        `subfolders of the model folder (e.g. ["member-2"]), got ` +
+        `${JSON.stringify(o.ensemble)}`,
+    );
   }
 }

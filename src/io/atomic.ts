@@ -3,7 +3,17 @@
  * never half of one: the training loop commits its state this way, and every command that writes a
  * model folder does too. Node only (node:fs).
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { faultPoint } from '../util/fault.ts';
 

@@ -26,7 +26,11 @@ export type RangeReaderSync = (begin: number, end: number) => Uint8Array;
  * bytes read so far. Untransposed F32 tensors are read `chunkBytes` at a time (default 16 MiB).
  */
 export async function readHfGpt2Streaming(
-  configJson: unknown, size: number, read: RangeReader, progress?: (bytes: number, total: number) => void, chunkBytes = CHUNK_BYTES,
+  configJson: unknown,
+  size: number,
+  read: RangeReader,
+  progress?: (bytes: number, total: number) => void,
+  chunkBytes = CHUNK_BYTES,
 ): Promise<GPT> {
   const steps = loadSteps(configJson, size, chunkBytes, progress);
   let r = steps.next();
@@ -36,7 +40,11 @@ export async function readHfGpt2Streaming(
 
 /** readHfGpt2Streaming with a synchronous reader (Node's fs.readSync): the CLI's way. */
 export function readHfGpt2Sync(
-  configJson: unknown, size: number, read: RangeReaderSync, progress?: (bytes: number, total: number) => void, chunkBytes = CHUNK_BYTES,
+  configJson: unknown,
+  size: number,
+  read: RangeReaderSync,
+  progress?: (bytes: number, total: number) => void,
+  chunkBytes = CHUNK_BYTES,
 ): GPT {
   const steps = loadSteps(configJson, size, chunkBytes, progress);
   let r = steps.next();
@@ -49,15 +57,20 @@ export function readHfGpt2Sync(
  * order, and is given their bytes back.
  */
 function* loadSteps(
-  configJson: unknown, size: number, chunkBytes: number, progress?: (bytes: number, total: number) => void,
+  configJson: unknown,
+  size: number,
+  chunkBytes: number,
+  progress?: (bytes: number, total: number) => void,
 ): Generator<[number, number], GPT, Uint8Array> {
-  if (!Number.isInteger(chunkBytes) || chunkBytes < 4 || chunkBytes % 4 !== 0) throw new Error(`readHfGpt2: chunkBytes must be a positive multiple of 4, got ${chunkBytes}`);
+  if (!Number.isInteger(chunkBytes) || chunkBytes < 4 || chunkBytes % 4 !== 0)
+    throw new Error(`readHfGpt2: chunkBytes must be a positive multiple of 4, got ${chunkBytes}`);
   if (size < 8) throw new Error(`safetensors: file is ${size} bytes, shorter than the 8-byte header length prefix`);
   const prefix = yield [0, 8];
   if (prefix.length < 8) throw new Error(`model.safetensors: the file is cut short (${prefix.length} of 8 bytes)`);
   const dv = new DataView(prefix.buffer, prefix.byteOffset, 8);
   const headerLen = dv.getUint32(0, true);
-  const head = dv.getUint32(4, true) === 0 && headerLen <= size - 8 ? yield [0, 8 + headerLen] : prefix; // else the header check fails clearly
+  // else the header check fails clearly
+  const head = dv.getUint32(4, true) === 0 && headerLen <= size - 8 ? yield [0, 8 + headerLen] : prefix;
   const { dataStart, entries } = readSafetensorsHeader(head, size);
   // Config, names and shapes are checked before any weight is read.
   const model = new GPT(gptConfigFromHf(configJson), { init: false });
@@ -72,7 +85,12 @@ function* loadSteps(
     for (let at = e.begin; at < e.end; at += piece) {
       const to = Math.min(e.end, at + piece);
       const bytes = yield [dataStart + at, dataStart + to];
-      if (bytes.length !== to - at) throw new Error(`model.safetensors: tensor '${e.name}' is cut short (${at - e.begin + bytes.length} of ${e.end - e.begin} bytes): the file is truncated`);
+      if (bytes.length !== to - at)
+        throw new Error(
+          `model.safetensors: tensor '${e.name}' is cut short ` +
+            `(${at - e.begin + bytes.length} of ${e.end - e.begin} bytes): the ` +
+            `file is truncated`,
+        );
       if (chunked) (dst.data as Float32Array).set(float32View(bytes), (at - e.begin) / 4);
       else copyHfTensor(dst, float32Tensor(bytes, e), step.target.transpose);
       done += bytes.length;
@@ -93,8 +111,10 @@ function float32View(bytes: Uint8Array): Float32Array {
 
 /** A tensor's bytes as float32, without a copy when the file is F32 and aligned. */
 function float32Tensor(bytes: Uint8Array, e: SafetensorsEntry): Tensor {
-  if (e.dtype === 'F32' && bytes.byteOffset % 4 === 0) return new Tensor(new Float32Array(bytes.buffer, bytes.byteOffset, e.numel), e.shape, 'float32');
+  if (e.dtype === 'F32' && bytes.byteOffset % 4 === 0)
+    return new Tensor(new Float32Array(bytes.buffer, bytes.byteOffset, e.numel), e.shape, 'float32');
   const t = decodeSafetensorsTensor(bytes, e);
-  if (t.dtype !== 'float32') throw new Error(`model.safetensors: tensor '${e.name}' has dtype ${e.dtype}, expected a float type`);
+  if (t.dtype !== 'float32')
+    throw new Error(`model.safetensors: tensor '${e.name}' has dtype ${e.dtype}, expected a float type`);
   return t;
 }

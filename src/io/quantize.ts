@@ -32,7 +32,10 @@ function rint(x: number): number {
  * per-row scales (`NAME_scale`, [rows, 1]); other tensors pass through, float ones written as
  * `rest` (F16 by default). Returns the tensors and the dtype record for `writeSafetensors`.
  */
-export function quantizeInt8(weights: Record<string, Tensor>, opts: { rest?: 'F16' | 'F32' } = {}): {
+export function quantizeInt8(
+  weights: Record<string, Tensor>,
+  opts: { rest?: 'F16' | 'F32' } = {},
+): {
   /** The int8 weights (as int32 tensors), their `NAME_scale` tensors, and the other tensors. */
   tensors: Record<string, Tensor>;
   /** The on-disk dtype of each of `tensors`, for `writeSafetensors`'s `dtype` option. */
@@ -48,7 +51,8 @@ export function quantizeInt8(weights: Record<string, Tensor>, opts: { rest?: 'F1
       continue;
     }
     const scaleName = name + SCALE_SUFFIX;
-    if (Object.hasOwn(weights, scaleName)) throw new Error(`quantizeInt8: '${scaleName}' is already a tensor, so '${name}' cannot take its scales there`);
+    if (Object.hasOwn(weights, scaleName))
+      throw new Error(`quantizeInt8: '${scaleName}' is already a tensor, so '${name}' cannot take its scales there`);
     const [rows, cols] = t.shape;
     const w = t.data as Float32Array;
     const q = new Int32Array(rows * cols);
@@ -80,7 +84,9 @@ export function quantizeInt8(weights: Record<string, Tensor>, opts: { rest?: 'F1
  * finite, or a value outside int8, is an error naming the tensor.
  */
 export function dequantizeInt8(tensors: Record<string, Tensor>): Record<string, Tensor> {
-  const quantized = Object.keys(tensors).filter((k) => tensors[k].dtype === 'int32' && tensors[k + SCALE_SUFFIX]?.dtype === 'float32');
+  const quantized = Object.keys(tensors).filter(
+    (k) => tensors[k].dtype === 'int32' && tensors[k + SCALE_SUFFIX]?.dtype === 'float32',
+  );
   if (quantized.length === 0) return tensors;
   const out: Record<string, Tensor> = { ...tensors };
   for (const name of quantized) {
@@ -89,7 +95,11 @@ export function dequantizeInt8(tensors: Record<string, Tensor>): Record<string, 
     const st = tensors[scaleName];
     const rows = t.shape[0];
     if (t.shape.length !== 2 || st.shape.length !== 2 || st.shape[0] !== rows || st.shape[1] !== 1) {
-      throw new Error(`int8 weight '${name}' ${shapeToString(t.shape)} needs '${scaleName}' of shape [${t.shape.length === 2 ? rows : 'rows'}, 1] (one scale per row of a 2-D weight), got ${shapeToString(st.shape)}`);
+      throw new Error(
+        `int8 weight '${name}' ${shapeToString(t.shape)} needs '${scaleName}' ` +
+          `of shape [${t.shape.length === 2 ? rows : 'rows'}, 1] (one scale per ` +
+          `row of a 2-D weight), got ${shapeToString(st.shape)}`,
+      );
     }
     const cols = t.shape[1];
     const q = t.data as Int32Array;
@@ -97,10 +107,15 @@ export function dequantizeInt8(tensors: Record<string, Tensor>): Record<string, 
     const w = new Float32Array(q.length);
     for (let r = 0; r < rows; r++) {
       const scale = s[r];
-      if (!(scale >= 0) || scale === Infinity) throw new Error(`int8 weight '${name}': scale ${scale} at row ${r} of '${scaleName}' (expected a finite scale ≥ 0): the file is corrupt`);
+      if (!(scale >= 0) || scale === Infinity)
+        throw new Error(
+          `int8 weight '${name}': scale ${scale} at row ${r} of '${scaleName}' ` +
+            `(expected a finite scale ≥ 0): the file is corrupt`,
+        );
       for (let c = 0; c < cols; c++) {
         const v = q[r * cols + c];
-        if (v < -128 || v > 127) throw new Error(`int8 weight '${name}' holds ${v} at row ${r}, column ${c}, outside int8 [-128, 127]`);
+        if (v < -128 || v > 127)
+          throw new Error(`int8 weight '${name}' holds ${v} at row ${r}, column ${c}, outside int8 [-128, 127]`);
         w[r * cols + c] = v * scale;
       }
     }

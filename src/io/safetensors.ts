@@ -10,6 +10,9 @@
  * Reading validates the whole header before decoding any tensor, and never allocates more than a
  * small multiple of the input size, so malicious files give a clear `safetensors:` error rather than
  * a crash, a hang or a huge allocation.
+ *
+ * Over 500 lines: one format's reader and writer with every dtype conversion it needs (F16, BF16, I8
+ * and the integer types), kept together so each branch of the reader has its writer beside it.
  */
 import { Tensor } from '../tensor/tensor.ts';
 import { allocFloat32 } from '../tensor/storage.ts';
@@ -232,7 +235,10 @@ export interface SafetensorsEntry {
  * its first bytes only (`bytes` must hold at least 8 + the header length): a caller can then read
  * one tensor at a time (a browser File's slice, a file descriptor) and never hold the whole file.
  */
-export function readSafetensorsHeader(bytes: Uint8Array, fileLength: number): {
+export function readSafetensorsHeader(
+  bytes: Uint8Array,
+  fileLength: number,
+): {
   /** Where the data starts in the file: 8 + the header's length. */
   dataStart: number;
   /** Every tensor's place, in the order of the data. */
@@ -313,7 +319,8 @@ export function readSafetensorsHeader(bytes: Uint8Array, fileLength: number): {
 
 /** One tensor from its own bytes (`bytes` = the file's [dataStart + begin, dataStart + end)). */
 export function decodeSafetensorsTensor(bytes: Uint8Array, entry: SafetensorsEntry): Tensor {
-  if (bytes.length !== entry.end - entry.begin) fail(`tensor ${quoteName(entry.name)}: expected ${entry.end - entry.begin} bytes, got ${bytes.length}`);
+  if (bytes.length !== entry.end - entry.begin)
+    fail(`tensor ${quoteName(entry.name)}: expected ${entry.end - entry.begin} bytes, got ${bytes.length}`);
   return decodeTensor(bytes, -entry.begin, entry);
 }
 
@@ -325,7 +332,7 @@ function parseEntry(name: string, raw: unknown, dataLen: number): Entry {
   }
   const dt = raw.dtype;
   if (typeof dt !== 'string') fail(`tensor ${q} has dtype ${describe(dt)}, expected a string`);
-  if (!Object.prototype.hasOwnProperty.call(ITEM_SIZE, dt)) {
+  if (!Object.hasOwn(ITEM_SIZE, dt)) {
     fail(
       `tensor ${q} has unknown or unsupported dtype ${JSON.stringify(truncate(dt))} ` +
         `(supported: ${Object.keys(ITEM_SIZE).join(', ')})`,
@@ -350,7 +357,9 @@ function parseEntry(name: string, raw: unknown, dataLen: number): Entry {
   const end = offs[1] as number;
   if (begin > end) fail(`tensor ${q} has data_offsets [${begin}, ${end}] with begin > end`);
   if (end > dataLen) {
-    fail(`tensor ${q} has data_offsets [${begin}, ${end}] but the data buffer after the header is only ${dataLen} bytes`);
+    fail(
+      `tensor ${q} has data_offsets [${begin}, ${end}] but the data buffer after the header is only ${dataLen} bytes`,
+    );
   }
 
   // Element count without overflow: any zero dim makes it 0; otherwise stop once it is absurd.
@@ -435,7 +444,10 @@ function decodeTensor(bytes: Uint8Array, dataStart: number, e: Entry): Tensor {
       for (let i = 0; i < n; i++) {
         const v = dv.getUint32(i * 4, true);
         if (v > 0x7fffffff) {
-          fail(`tensor ${quoteName(e.name)} (U32) element ${i} = ${v} is outside the int32 range [-2147483648, 2147483647]`);
+          fail(
+            `tensor ${quoteName(e.name)} (U32) element ${i} = ${v} is outside the ` +
+              `int32 range [-2147483648, 2147483647]`,
+          );
         }
         out[i] = v;
       }
@@ -500,7 +512,7 @@ export function writeSafetensors(tensors: Record<string, Tensor>, options: Write
   }
   if (isPlainObject(opt)) {
     for (const k of Object.keys(opt)) {
-      if (!Object.prototype.hasOwnProperty.call(tensors, k)) {
+      if (!Object.hasOwn(tensors, k)) {
         fail(`options.dtype names tensor ${quoteName(k)}, which is not among the tensors being written`);
       }
     }
@@ -514,7 +526,7 @@ export function writeSafetensors(tensors: Record<string, Tensor>, options: Write
     let dtype: WriteDType = DEFAULT_WRITE[t.dtype];
     if (typeof opt === 'string') {
       if (t.dtype === 'float32') dtype = opt;
-    } else if (opt && Object.prototype.hasOwnProperty.call(opt, name) && opt[name] !== undefined) {
+    } else if (opt && Object.hasOwn(opt, name) && opt[name] !== undefined) {
       dtype = opt[name] as WriteDType;
     }
     if (!ALLOWED_WRITE[t.dtype].includes(dtype)) {

@@ -16,10 +16,15 @@ export const MAX_MODEL_FLOATS = 2 ** 29;
 
 type Rule = (v: unknown) => string | null;
 
-const intIn = (lo: number, hi = 2 ** 31 - 1): Rule => (v) =>
-  (typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi ? null : `an integer from ${lo} to ${hi}`);
+const intIn =
+  (lo: number, hi = 2 ** 31 - 1): Rule =>
+  (v) =>
+    typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi ? null : `an integer from ${lo} to ${hi}`;
 const rate: Rule = (v) => (typeof v === 'number' && v >= 0 && v < 1 ? null : 'a number in [0, 1)');
-const oneOf = (...xs: unknown[]): Rule => (v) => (xs.includes(v) ? null : `one of ${xs.map((x) => JSON.stringify(x)).join(', ')}`);
+const oneOf =
+  (...xs: unknown[]): Rule =>
+  (v) =>
+    xs.includes(v) ? null : `one of ${xs.map((x) => JSON.stringify(x)).join(', ')}`;
 
 function show(v: unknown): string {
   if (v === undefined) return 'nothing';
@@ -27,8 +32,14 @@ function show(v: unknown): string {
   return s === undefined ? String(v) : s.length > 40 ? `${s.slice(0, 40)}…` : s;
 }
 
-function check(c: unknown, where: string, rules: Record<string, Rule>, optional: Record<string, Rule> = {}): Record<string, unknown> {
-  if (c === null || typeof c !== 'object' || Array.isArray(c)) throw new Error(`${where} must be an object, got ${show(c)}`);
+function check(
+  c: unknown,
+  where: string,
+  rules: Record<string, Rule>,
+  optional: Record<string, Rule> = {},
+): Record<string, unknown> {
+  if (c === null || typeof c !== 'object' || Array.isArray(c))
+    throw new Error(`${where} must be an object, got ${show(c)}`);
   const o = c as Record<string, unknown>;
   for (const [k, rule] of Object.entries(rules)) {
     const want = rule(Object.hasOwn(o, k) ? o[k] : undefined);
@@ -44,35 +55,68 @@ function check(c: unknown, where: string, rules: Record<string, Rule>, optional:
 
 function bound(floats: number, where: string): void {
   if (floats > MAX_MODEL_FLOATS) {
-    throw new Error(`${where} describes a model of ${floats.toExponential(2)} floats; qkv holds at most ${MAX_MODEL_FLOATS.toLocaleString('en-US')} (2 GiB)`);
+    throw new Error(
+      `${where} describes a model of ${floats.toExponential(2)} floats; qkv ` +
+        `holds at most ${MAX_MODEL_FLOATS.toLocaleString('en-US')} (2 GiB)`,
+    );
   }
 }
 
 /** A Seq2Seq config from a file, checked (`where` names it in errors, e.g. "config.json: model"). */
 export function checkSeq2SeqConfig(c: unknown, where = 'model'): Seq2SeqConfig {
-  const o = check(c, where, {
-    vocabSize: intIn(1), dModel: intIn(1), nhead: intIn(1), numEncoderLayers: intIn(0, 1024), numDecoderLayers: intIn(1, 1024),
-    dimFeedforward: intIn(1), dropout: rate, activation: oneOf('relu', 'gelu'), normFirst: oneOf(true, false), maxLen: intIn(1), padId: intIn(0),
-  }, { attentionDropout: rate, activationDropout: rate, tgtVocabSize: intIn(1) });
+  const o = check(
+    c,
+    where,
+    {
+      vocabSize: intIn(1),
+      dModel: intIn(1),
+      nhead: intIn(1),
+      numEncoderLayers: intIn(0, 1024),
+      numDecoderLayers: intIn(1, 1024),
+      dimFeedforward: intIn(1),
+      dropout: rate,
+      activation: oneOf('relu', 'gelu'),
+      normFirst: oneOf(true, false),
+      maxLen: intIn(1),
+      padId: intIn(0),
+    },
+    { attentionDropout: rate, activationDropout: rate, tgtVocabSize: intIn(1) },
+  );
   const cfg = o as unknown as Seq2SeqConfig;
-  if (cfg.dModel % cfg.nhead !== 0) throw new Error(`${where}.dModel ${cfg.dModel} is not divisible by nhead ${cfg.nhead}`);
-  if (cfg.padId >= cfg.vocabSize) throw new Error(`${where}.padId ${cfg.padId} is outside the vocabulary of ${cfg.vocabSize}`);
-  if (cfg.tgtVocabSize !== undefined && cfg.padId >= cfg.tgtVocabSize) throw new Error(`${where}.padId ${cfg.padId} is outside the target vocabulary of ${cfg.tgtVocabSize}`);
+  if (cfg.dModel % cfg.nhead !== 0)
+    throw new Error(`${where}.dModel ${cfg.dModel} is not divisible by nhead ${cfg.nhead}`);
+  if (cfg.padId >= cfg.vocabSize)
+    throw new Error(`${where}.padId ${cfg.padId} is outside the vocabulary of ${cfg.vocabSize}`);
+  if (cfg.tgtVocabSize !== undefined && cfg.padId >= cfg.tgtVocabSize)
+    throw new Error(`${where}.padId ${cfg.padId} is outside the target vocabulary of ${cfg.tgtVocabSize}`);
   const d = cfg.dModel;
   const ff = cfg.dimFeedforward;
   const enc = 4 * d * d + 2 * d * ff + 9 * d + ff;
   const dec = 8 * d * d + 2 * d * ff + 15 * d + ff;
-  bound((cfg.vocabSize + (cfg.tgtVocabSize ?? 0)) * d + cfg.maxLen * d + cfg.numEncoderLayers * enc + cfg.numDecoderLayers * dec, where);
+  bound(
+    (cfg.vocabSize + (cfg.tgtVocabSize ?? 0)) * d +
+      cfg.maxLen * d +
+      cfg.numEncoderLayers * enc +
+      cfg.numDecoderLayers * dec,
+    where,
+  );
   return cfg;
 }
 
 /** A GPT config from a file, checked. */
 export function checkGptConfig(c: unknown, where = 'model'): GPTConfig {
   const o = check(c, where, {
-    vocabSize: intIn(1), blockSize: intIn(1), nLayer: intIn(1, 1024), nHead: intIn(1), nEmbd: intIn(1), dropout: rate, positions: oneOf('learned', 'sinusoidal'),
+    vocabSize: intIn(1),
+    blockSize: intIn(1),
+    nLayer: intIn(1, 1024),
+    nHead: intIn(1),
+    nEmbd: intIn(1),
+    dropout: rate,
+    positions: oneOf('learned', 'sinusoidal'),
   });
   const cfg = o as unknown as GPTConfig;
-  if (cfg.nEmbd % cfg.nHead !== 0) throw new Error(`${where}.nEmbd ${cfg.nEmbd} is not divisible by nHead ${cfg.nHead}`);
+  if (cfg.nEmbd % cfg.nHead !== 0)
+    throw new Error(`${where}.nEmbd ${cfg.nEmbd} is not divisible by nHead ${cfg.nHead}`);
   const E = cfg.nEmbd;
   bound(cfg.vocabSize * E + cfg.blockSize * E + cfg.nLayer * (12 * E * E + 13 * E), where);
   return cfg;
@@ -91,12 +135,23 @@ interface VocabularyLike {
  * have its table's size, and both the same special ids. Returns the first disagreement (naming the
  * files as `names` says), or null.
  */
-export function checkVocabularies(cfg: Seq2SeqConfig, src: VocabularyLike, tgt: VocabularyLike, names = { src: 'tokenizer.json', tgt: 'target_tokenizer.json', config: 'config.json' }): string | null {
+export function checkVocabularies(
+  cfg: Seq2SeqConfig,
+  src: VocabularyLike,
+  tgt: VocabularyLike,
+  names = { src: 'tokenizer.json', tgt: 'target_tokenizer.json', config: 'config.json' },
+): string | null {
   if (cfg.tgtVocabSize === undefined) return null;
-  if (src.vocabSize !== cfg.vocabSize) return `${names.src}: ${src.vocabSize} tokens, but ${names.config}'s model.vocabSize is ${cfg.vocabSize}`;
-  if (tgt.vocabSize !== cfg.tgtVocabSize) return `${names.tgt}: ${tgt.vocabSize} tokens, but ${names.config}'s model.tgtVocabSize is ${cfg.tgtVocabSize}`;
+  if (src.vocabSize !== cfg.vocabSize)
+    return `${names.src}: ${src.vocabSize} tokens, but ${names.config}'s model.vocabSize is ${cfg.vocabSize}`;
+  if (tgt.vocabSize !== cfg.tgtVocabSize)
+    return `${names.tgt}: ${tgt.vocabSize} tokens, but ${names.config}'s model.tgtVocabSize is ${cfg.tgtVocabSize}`;
   for (const k of ['padId', 'bosId', 'eosId'] as const) {
-    if (src[k] !== tgt[k]) return `${names.tgt}: ${k} ${tgt[k]}, but ${names.src}'s is ${src[k]} (both vocabularies must share the special ids)`;
+    if (src[k] !== tgt[k])
+      return (
+        `${names.tgt}: ${k} ${tgt[k]}, but ${names.src}'s is ${src[k]} (both ` +
+        `vocabularies must share the special ids)`
+      );
   }
   return null;
 }

@@ -45,7 +45,12 @@ export interface HfTensorSource {
 }
 
 function isTensorSource(x: unknown): x is HfTensorSource {
-  return typeof x === 'object' && x !== null && Array.isArray((x as HfTensorSource).entries) && typeof (x as HfTensorSource).read === 'function';
+  return (
+    typeof x === 'object' &&
+    x !== null &&
+    Array.isArray((x as HfTensorSource).entries) &&
+    typeof (x as HfTensorSource).read === 'function'
+  );
 }
 
 /** Everything that defines a GPT; saved as config.json beside the weights. */
@@ -53,17 +58,37 @@ export type { GPTActivation, GPTConfig } from './gpt-config.ts';
 
 /** GPT-2 "small" (124M): 124,439,808 parameters, as Hugging Face's `gpt2`. Too big to train on a CPU. */
 export const GPT2_124M: GPTConfig = {
-  vocabSize: 50257, blockSize: 1024, nLayer: 12, nHead: 12, nEmbd: 768, dropout: 0.1, positions: 'learned', activation: 'gelu_tanh', layerNormEps: 1e-5,
+  vocabSize: 50257,
+  blockSize: 1024,
+  nLayer: 12,
+  nHead: 12,
+  nEmbd: 768,
+  dropout: 0.1,
+  positions: 'learned',
+  activation: 'gelu_tanh',
+  layerNormEps: 1e-5,
 };
 
 /** Seconds per step on a CPU: smoke tests and CLI tests (the vocabulary is set from the tokenizer). */
 export const GPT_TINY: GPTConfig = {
-  vocabSize: 256, blockSize: 64, nLayer: 2, nHead: 2, nEmbd: 64, dropout: 0, positions: 'learned',
+  vocabSize: 256,
+  blockSize: 64,
+  nLayer: 2,
+  nHead: 2,
+  nEmbd: 64,
+  dropout: 0,
+  positions: 'learned',
 };
 
 /** A character-level model of Multi30K's English captions that a 2-core CPU trains in under an hour. */
 export const GPT_SMALL: GPTConfig = {
-  vocabSize: 256, blockSize: 128, nLayer: 4, nHead: 4, nEmbd: 128, dropout: 0.1, positions: 'learned',
+  vocabSize: 256,
+  blockSize: 128,
+  nLayer: 4,
+  nHead: 4,
+  nEmbd: 128,
+  dropout: 0.1,
+  positions: 'learned',
 };
 
 /** Parameters of a GPT with this config, without building it: 12·E² + 13·E per block, plus the tables. */
@@ -114,7 +139,9 @@ export class MLP extends Module {
 
   /** x (B, T, nEmbd) → (B, T, nEmbd), each position on its own. */
   forward(x: Tensor): Tensor {
-    return this.dropout.forward(this.proj.forward(F.gelu(this.fc.forward(x), this.activation === 'gelu_tanh' ? 'tanh' : 'none')));
+    return this.dropout.forward(
+      this.proj.forward(F.gelu(this.fc.forward(x), this.activation === 'gelu_tanh' ? 'tanh' : 'none')),
+    );
   }
 }
 
@@ -135,7 +162,10 @@ export class Block extends Module {
     super();
     const eps = c.layerNormEps ?? 1e-5;
     this.ln1 = this.registerModule('ln_1', new LayerNorm(c.nEmbd, { eps }));
-    this.attn = this.registerModule('attn', new MultiheadAttention(c.nEmbd, c.nHead, { dropout: c.dropout, batchFirst: true }));
+    this.attn = this.registerModule(
+      'attn',
+      new MultiheadAttention(c.nEmbd, c.nHead, { dropout: c.dropout, batchFirst: true }),
+    );
     this.ln2 = this.registerModule('ln_2', new LayerNorm(c.nEmbd, { eps }));
     this.mlp = this.registerModule('mlp', new MLP(c.nEmbd, c.dropout, c.activation));
     this.residDropout = this.registerModule('resid_dropout', new Dropout(c.dropout));
@@ -202,7 +232,8 @@ export class GPT extends Module {
     const c = this.config;
     this.wte = this.registerModule('wte', new Embedding(c.vocabSize, c.nEmbd));
     this.wpe = c.positions === 'learned' ? this.registerModule('wpe', new Embedding(c.blockSize, c.nEmbd)) : null;
-    this.pe = c.positions === 'sinusoidal' ? this.registerBuffer('pe', sinusoidalTable(c.blockSize, c.nEmbd), false) : null;
+    this.pe =
+      c.positions === 'sinusoidal' ? this.registerBuffer('pe', sinusoidalTable(c.blockSize, c.nEmbd), false) : null;
     this.drop = this.registerModule('drop', new Dropout(c.dropout));
     this.h = this.registerModule('h', new ModuleList(Array.from({ length: c.nLayer }, () => new Block(c))));
     this.lnF = this.registerModule('ln_f', new LayerNorm(c.nEmbd, { eps: c.layerNormEps ?? 1e-5 }));
@@ -219,11 +250,15 @@ export class GPT extends Module {
   static fromHuggingFace(config: unknown, tensors: Record<string, Tensor> | HfTensorSource): GPT {
     const source: HfTensorSource = isTensorSource(tensors)
       ? tensors
-      : { entries: Object.entries(tensors).map(([name, t]) => ({ name, shape: t.shape })), read: (name) => tensors[name] };
+      : {
+          entries: Object.entries(tensors).map(([name, t]) => ({ name, shape: t.shape })),
+          read: (name) => tensors[name],
+        };
     const model = new GPT(gptConfigFromHf(config), { init: false });
     const own = model.stateDict();
     noGrad(() => {
-      for (const step of planHfGpt2Load(source.entries, own)) copyHfTensor(own[step.target.name], source.read(step.hfName), step.target.transpose);
+      for (const step of planHfGpt2Load(source.entries, own))
+        copyHfTensor(own[step.target.name], source.read(step.hfName), step.target.transpose);
     });
     return model.eval();
   }
@@ -253,7 +288,13 @@ export class GPT extends Module {
     }
     let pos: Tensor;
     if (this.wpe) {
-      pos = this.wpe.forward(new Tensor(Int32Array.from({ length: T }, (_, i) => offset + i), [T], 'int32'));
+      pos = this.wpe.forward(
+        new Tensor(
+          Int32Array.from({ length: T }, (_, i) => offset + i),
+          [T],
+          'int32',
+        ),
+      );
     } else {
       pos = new Tensor((this.pe!.data as Float32Array).subarray(offset * E, (offset + T) * E), [T, E], 'float32');
     }
@@ -295,7 +336,8 @@ export class GPT extends Module {
     weights: Tensor[] | null;
   } {
     this.checkIds(ids, 'ids');
-    if (cache.layers.length !== this.config.nLayer) throw new Error(`GPT: cache has ${cache.layers.length} layers, the model ${this.config.nLayer}`);
+    if (cache.layers.length !== this.config.nLayer)
+      throw new Error(`GPT: cache has ${cache.layers.length} layers, the model ${this.config.nLayer}`);
     let x = this.embed(ids, cache.length);
     const weights: Tensor[] = [];
     let i = 0;
@@ -310,18 +352,24 @@ export class GPT extends Module {
 
   private checkIds(ids: Tensor, arg: string): void {
     if (ids.dtype !== 'int32' || ids.ndim !== 2 || ids.shape[1] < 1) {
-      throw new Error(`GPT: ${arg} must be int32 token ids of shape (B, T), got ${ids.dtype} ${shapeToString(ids.shape)}`);
+      throw new Error(
+        `GPT: ${arg} must be int32 token ids of shape (B, T), got ${ids.dtype} ${shapeToString(ids.shape)}`,
+      );
     }
   }
 }
 
 function checkConfig(c: GPTConfig): void {
   for (const k of ['vocabSize', 'blockSize', 'nLayer', 'nHead', 'nEmbd'] as const) {
-    if (!Number.isInteger(c[k]) || c[k] <= 0) throw new Error(`GPT: config.${k} must be a positive integer, got ${c[k]}`);
+    if (!Number.isInteger(c[k]) || c[k] <= 0)
+      throw new Error(`GPT: config.${k} must be a positive integer, got ${c[k]}`);
   }
   if (c.nEmbd % c.nHead !== 0) throw new Error(`GPT: nEmbd ${c.nEmbd} is not divisible by nHead ${c.nHead}`);
   if (!(c.dropout >= 0 && c.dropout < 1)) throw new Error(`GPT: dropout must be in [0, 1), got ${c.dropout}`);
-  if (c.positions !== 'learned' && c.positions !== 'sinusoidal') throw new Error(`GPT: positions must be 'learned' or 'sinusoidal', got '${String(c.positions)}'`);
-  if (c.activation !== undefined && c.activation !== 'gelu' && c.activation !== 'gelu_tanh') throw new Error(`GPT: activation must be 'gelu' or 'gelu_tanh', got '${String(c.activation)}'`);
-  if (c.layerNormEps !== undefined && !(c.layerNormEps > 0 && c.layerNormEps < 1)) throw new Error(`GPT: layerNormEps must be in (0, 1), got ${c.layerNormEps}`);
+  if (c.positions !== 'learned' && c.positions !== 'sinusoidal')
+    throw new Error(`GPT: positions must be 'learned' or 'sinusoidal', got '${String(c.positions)}'`);
+  if (c.activation !== undefined && c.activation !== 'gelu' && c.activation !== 'gelu_tanh')
+    throw new Error(`GPT: activation must be 'gelu' or 'gelu_tanh', got '${String(c.activation)}'`);
+  if (c.layerNormEps !== undefined && !(c.layerNormEps > 0 && c.layerNormEps < 1))
+    throw new Error(`GPT: layerNormEps must be in (0, 1), got ${c.layerNormEps}`);
 }

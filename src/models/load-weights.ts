@@ -69,7 +69,11 @@ function layerCount(keys: Iterable<string>, prefix: string): number {
  * the count and first few of each kind of mismatch, then the config fields the weights contradict.
  */
 export function describeMismatch(
-  own: Record<string, Tensor>, weights: Record<string, Tensor>, config: object, rules: readonly FieldRule[], configName = 'config.json',
+  own: Record<string, Tensor>,
+  weights: Record<string, Tensor>,
+  config: object,
+  rules: readonly FieldRule[],
+  configName = 'config.json',
 ): string | null {
   const ownKeys = Object.keys(own);
   const missing = ownKeys.filter((k) => !Object.hasOwn(weights, k));
@@ -80,13 +84,15 @@ export function describeMismatch(
     if (!Object.hasOwn(weights, k)) continue;
     const a = own[k].shape;
     const b = w.shape;
-    if (a.length !== b.length || a.some((d, i) => d !== b[i])) shapes.push(`${k} ${shapeToString(a)} in ${configName}, ${shapeToString(b)} in the weights`);
+    if (a.length !== b.length || a.some((d, i) => d !== b[i]))
+      shapes.push(`${k} ${shapeToString(a)} in ${configName}, ${shapeToString(b)} in the weights`);
   }
   if (missing.length + unexpected.length + shapes.length === 0) return null;
   const parts: string[] = [];
   if (shapes.length) parts.push(`${shapes.length} of ${ownKeys.length} tensors differ in shape (${listed(shapes)})`);
   if (missing.length) parts.push(`${missing.length} tensors missing from the weights (${listed(missing)})`);
-  if (unexpected.length) parts.push(`${unexpected.length} tensors in the weights the model lacks (${listed(unexpected)})`);
+  if (unexpected.length)
+    parts.push(`${unexpected.length} tensors in the weights the model lacks (${listed(unexpected)})`);
   const values = config as Record<string, unknown>;
   const fields: string[] = [];
   for (const r of rules) {
@@ -113,9 +119,14 @@ export function checkFinite(weights: Record<string, Tensor>): void {
     const d = t.data as Float32Array;
     for (let i = 0; i < d.length; i++) {
       const v = d[i];
-      if (v - v !== 0) { // NaN or ±Infinity, in one comparison
+      if (v - v !== 0) {
+        // NaN or ±Infinity, in one comparison
         const at = t.shape.length > 1 ? ` (row ${Math.floor(i / t.shape[t.shape.length - 1])})` : '';
-        throw new Error(`tensor '${k}' holds ${String(v)} at index ${i}${at} of ${shapeToString(t.shape)}: the weights are corrupt (a diverged training run or a damaged file)`);
+        throw new Error(
+          `tensor '${k}' holds ${String(v)} at index ${i}${at} of ` +
+            `${shapeToString(t.shape)}: the weights are corrupt (a diverged ` +
+            `training run or a damaged file)`,
+        );
       }
     }
   }
@@ -125,7 +136,13 @@ export function checkFinite(weights: Record<string, Tensor>): void {
  * Check the weights against the model and its config (one line), check they are finite, then load
  * them. Int8 weights (io/quantize.ts: `NAME` int8 and `NAME_scale`) are dequantized first.
  */
-export function loadWeights(model: Module, stored: Record<string, Tensor>, config: object, rules: readonly FieldRule[], configName = 'config.json'): void {
+export function loadWeights(
+  model: Module,
+  stored: Record<string, Tensor>,
+  config: object,
+  rules: readonly FieldRule[],
+  configName = 'config.json',
+): void {
   const weights = dequantizeInt8(stored);
   const mismatch = describeMismatch(model.stateDict(), weights, config, rules, configName);
   if (mismatch) throw new Error(mismatch);

@@ -56,14 +56,32 @@ export interface Seq2SeqConfig {
 
 /** The paper's base model (Table 3), with the 37k shared WMT vocabulary. */
 export const PAPER_BASE: Seq2SeqConfig = {
-  vocabSize: 37000, dModel: 512, nhead: 8, numEncoderLayers: 6, numDecoderLayers: 6,
-  dimFeedforward: 2048, dropout: 0.1, activation: 'relu', normFirst: false, maxLen: 512, padId: 0,
+  vocabSize: 37000,
+  dModel: 512,
+  nhead: 8,
+  numEncoderLayers: 6,
+  numDecoderLayers: 6,
+  dimFeedforward: 2048,
+  dropout: 0.1,
+  activation: 'relu',
+  normFirst: false,
+  maxLen: 512,
+  padId: 0,
 };
 
 /** A size a 2-core CPU trains on Multi30K in hours (the vocabulary is set from the tokenizer). */
 export const MULTI30K_SMALL: Seq2SeqConfig = {
-  vocabSize: 8000, dModel: 256, nhead: 4, numEncoderLayers: 3, numDecoderLayers: 3,
-  dimFeedforward: 1024, dropout: 0.1, activation: 'relu', normFirst: false, maxLen: 256, padId: 0,
+  vocabSize: 8000,
+  dModel: 256,
+  nhead: 4,
+  numEncoderLayers: 3,
+  numDecoderLayers: 3,
+  dimFeedforward: 1024,
+  dropout: 0.1,
+  activation: 'relu',
+  normFirst: false,
+  maxLen: 256,
+  padId: 0,
 };
 
 /**
@@ -87,19 +105,36 @@ export class Seq2Seq extends Module {
     this.config = { ...config };
     const c = this.config;
     this.embedding = this.registerModule('embedding', new Embedding(c.vocabSize, c.dModel, { paddingIdx: c.padId }));
-    this.positions = this.registerModule('positions', new PositionalEncoding(c.dModel, { dropout: c.dropout, maxLen: c.maxLen }));
-    this.transformer = this.registerModule('transformer', new Transformer({
-      dModel: c.dModel, nhead: c.nhead, numEncoderLayers: c.numEncoderLayers, numDecoderLayers: c.numDecoderLayers,
-      dimFeedforward: c.dimFeedforward, dropout: c.dropout, attentionDropout: c.attentionDropout, activationDropout: c.activationDropout,
-      activation: c.activation, normFirst: c.normFirst, batchFirst: true,
-    }));
+    this.positions = this.registerModule(
+      'positions',
+      new PositionalEncoding(c.dModel, { dropout: c.dropout, maxLen: c.maxLen }),
+    );
+    this.transformer = this.registerModule(
+      'transformer',
+      new Transformer({
+        dModel: c.dModel,
+        nhead: c.nhead,
+        numEncoderLayers: c.numEncoderLayers,
+        numDecoderLayers: c.numDecoderLayers,
+        dimFeedforward: c.dimFeedforward,
+        dropout: c.dropout,
+        attentionDropout: c.attentionDropout,
+        activationDropout: c.activationDropout,
+        activation: c.activation,
+        normFirst: c.normFirst,
+        batchFirst: true,
+      }),
+    );
     // Tied input/output embedding: N(0, dModel^-0.5) keeps logits O(1) at the start.
     normal_(this.embedding.weight, 0, c.dModel ** -0.5);
     this.embedding.weight.data.fill(0, c.padId * c.dModel, (c.padId + 1) * c.dModel);
     // Created last, so a shared-vocabulary model draws exactly the numbers it always did.
     this.tgtEmbedding = null;
     if (c.tgtVocabSize !== undefined) {
-      this.tgtEmbedding = this.registerModule('tgtEmbedding', new Embedding(c.tgtVocabSize, c.dModel, { paddingIdx: c.padId }));
+      this.tgtEmbedding = this.registerModule(
+        'tgtEmbedding',
+        new Embedding(c.tgtVocabSize, c.dModel, { paddingIdx: c.padId }),
+      );
       normal_(this.tgtEmbedding.weight, 0, c.dModel ** -0.5);
       this.tgtEmbedding.weight.data.fill(0, c.padId * c.dModel, (c.padId + 1) * c.dModel);
     }
@@ -193,7 +228,8 @@ export class Seq2Seq extends Module {
   } {
     this.checkIds(tgt, 'tgt');
     const r = this.transformer.decoder.forwardStep(this.embed(tgt, cache.length, 'tgt'), cache, {
-      tgtKeyPaddingMask: this.paddingMask(tgt), needWeights: options.needWeights,
+      tgtKeyPaddingMask: this.paddingMask(tgt),
+      needWeights: options.needWeights,
     });
     return { logits: this.generator(r.output), selfWeights: r.selfWeights, crossWeights: r.crossWeights };
   }
@@ -201,7 +237,8 @@ export class Seq2Seq extends Module {
   /** One decoding step: the last ids (B, 1) -> next-token logits (B, vocab); the cache grows by one. */
   decodeStep(lastTokens: Tensor, cache: TransformerDecoderCache): Tensor {
     this.checkIds(lastTokens, 'lastTokens');
-    if (lastTokens.shape[1] !== 1) throw new Error(`Seq2Seq: decodeStep takes one id per row (B, 1), got ${shapeToString(lastTokens.shape)}`);
+    if (lastTokens.shape[1] !== 1)
+      throw new Error(`Seq2Seq: decodeStep takes one id per row (B, 1), got ${shapeToString(lastTokens.shape)}`);
     const { logits } = this.decodeIncremental(lastTokens, cache);
     return logits.reshape(logits.shape[0], logits.shape[2]);
   }
@@ -214,7 +251,9 @@ export class Seq2Seq extends Module {
 
   private checkIds(ids: Tensor, arg: string): void {
     if (ids.dtype !== 'int32' || ids.ndim !== 2) {
-      throw new Error(`Seq2Seq: ${arg} must be int32 token ids of shape (B, T), got ${ids.dtype} ${shapeToString(ids.shape)}`);
+      throw new Error(
+        `Seq2Seq: ${arg} must be int32 token ids of shape (B, T), got ${ids.dtype} ${shapeToString(ids.shape)}`,
+      );
     }
   }
 }

@@ -1,7 +1,7 @@
 import { alignBias, attentionCore, maskToBias } from '../ops/attention.ts';
 import * as F from '../ops/index.ts';
 import { shapeToString } from '../tensor/shape.ts';
-import { Tensor, full, zeros } from '../tensor/tensor.ts';
+import { type Tensor, full, zeros } from '../tensor/tensor.ts';
 import { constant_, xavierUniform_ } from './init.ts';
 import { checkPositiveInt, Linear } from './layers.ts';
 import { Module } from './module.ts';
@@ -105,21 +105,37 @@ export class MultiheadAttention extends Module {
    * query (L, N, E), key (S, N, kdim), value (S, N, vdim) — or (N, L, E) etc. with batchFirst, or
    * unbatched (L, E). Returns the output in the query's layout and, if asked, the weights.
    */
-  forward(query: Tensor, key: Tensor, value: Tensor, options: MultiheadAttentionForwardOptions = {}): {
+  forward(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    options: MultiheadAttentionForwardOptions = {},
+  ): {
     /** The attention output, in the query's layout with E features. */
     output: Tensor;
     /** The attention weights (N, L, S) averaged over heads, or (N, h, L, S); null unless needWeights. */
     weights: Tensor | null;
   } {
-    const { keyPaddingMask = null, attnMask = null, needWeights = true, averageAttnWeights = true, isCausal = false } = options;
+    const {
+      keyPaddingMask = null,
+      attnMask = null,
+      needWeights = true,
+      averageAttnWeights = true,
+      isCausal = false,
+    } = options;
     const E = this.embedDim;
     const h = this.numHeads;
     const name = 'MultiheadAttention';
     const batched = query.ndim === 3;
     if (query.ndim !== 2 && query.ndim !== 3) {
-      throw new Error(`${name}: query must be 3-D (batched) or 2-D (unbatched), got shape ${shapeToString(query.shape)}`);
+      throw new Error(
+        `${name}: query must be 3-D (batched) or 2-D (unbatched), got shape ${shapeToString(query.shape)}`,
+      );
     }
-    for (const [arg, t] of [['key', key], ['value', value]] as const) {
+    for (const [arg, t] of [
+      ['key', key],
+      ['value', value],
+    ] as const) {
       if (t.ndim !== query.ndim) {
         throw new Error(`${name}: ${arg} must be ${query.ndim}-D like query, got shape ${shapeToString(t.shape)}`);
       }
@@ -133,11 +149,22 @@ export class MultiheadAttention extends Module {
     const [N, L, Eq] = q0.shape;
     const [Nk, S, Ek] = k0.shape;
     const [Nv, Sv, Ev] = v0.shape;
-    if (Eq !== E) throw new Error(`${name}: query feature size must be embedDim ${E}, got shape ${shapeToString(query.shape)}`);
-    if (Ek !== this.kdim) throw new Error(`${name}: key feature size must be kdim ${this.kdim}, got shape ${shapeToString(key.shape)}`);
-    if (Ev !== this.vdim) throw new Error(`${name}: value feature size must be vdim ${this.vdim}, got shape ${shapeToString(value.shape)}`);
-    if (Nk !== N || Nv !== N) throw new Error(`${name}: key and value batch size must match query's ${N}, got key ${shapeToString(key.shape)}, value ${shapeToString(value.shape)}`);
-    if (Sv !== S) throw new Error(`${name}: key and value must have the same length, got key ${shapeToString(key.shape)} and value ${shapeToString(value.shape)}`);
+    if (Eq !== E)
+      throw new Error(`${name}: query feature size must be embedDim ${E}, got shape ${shapeToString(query.shape)}`);
+    if (Ek !== this.kdim)
+      throw new Error(`${name}: key feature size must be kdim ${this.kdim}, got shape ${shapeToString(key.shape)}`);
+    if (Ev !== this.vdim)
+      throw new Error(`${name}: value feature size must be vdim ${this.vdim}, got shape ${shapeToString(value.shape)}`);
+    if (Nk !== N || Nv !== N)
+      throw new Error(
+        `${name}: key and value batch size must match query's ${N}, got key ` +
+          `${shapeToString(key.shape)}, value ${shapeToString(value.shape)}`,
+      );
+    if (Sv !== S)
+      throw new Error(
+        `${name}: key and value must have the same length, got key ` +
+          `${shapeToString(key.shape)} and value ${shapeToString(value.shape)}`,
+      );
 
     // Input projections (N, L, E), (N, S, E), (N, S, E).
     let q: Tensor;
@@ -161,12 +188,19 @@ export class MultiheadAttention extends Module {
     v = F.permute(v.reshape(N, S, h, dK), [0, 2, 1, 3]);
 
     const bias = this.buildBias(attnMask, keyPaddingMask, N, L, S, batched);
-    const res = attentionCore(q, k, v, bias, {
-      causal: isCausal && !attnMask,
-      scale: 1 / Math.sqrt(dK),
-      dropoutP: this.training ? this.dropout : 0,
-      needWeights,
-    }, [N, h]);
+    const res = attentionCore(
+      q,
+      k,
+      v,
+      bias,
+      {
+        causal: isCausal && !attnMask,
+        scale: 1 / Math.sqrt(dK),
+        dropoutP: this.training ? this.dropout : 0,
+        needWeights,
+      },
+      [N, h],
+    );
     // Concatenate heads: (N, h, L, dK) -> (N, L, E), then Wᴼ.
     let out = this.outProj.forward(F.permute(res.output, [0, 2, 1, 3]).reshape(N, L, E));
     out = !batched ? out.reshape(L, E) : this.batchFirst ? out : F.transpose(out, 0, 1);
@@ -197,7 +231,10 @@ export class MultiheadAttention extends Module {
    * Key and value projections split into heads: key (N, S, kdim), value (N, S, vdim) batch-first ->
    * k, v (N, h, S, dK). For cross-attention these depend on the memory alone: compute them once.
    */
-  projectKeyValue(key: Tensor, value: Tensor): {
+  projectKeyValue(
+    key: Tensor,
+    value: Tensor,
+  ): {
     /** Projected keys (N, h, S, dK). */
     k: Tensor;
     /** Projected values (N, h, S, dK). */
@@ -238,7 +275,12 @@ export class MultiheadAttention extends Module {
    * the per-head weights (N, h, L, S). keyPaddingMask (N, S): TRUE = blocked, or float, added.
    * isCausal aligns to the end (query i is key position i + S − L), as a KV cache needs.
    */
-  attendProjected(q: Tensor, k: Tensor, v: Tensor, options: { keyPaddingMask?: Tensor | null; isCausal?: boolean; needWeights?: boolean } = {}): {
+  attendProjected(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    options: { keyPaddingMask?: Tensor | null; isCausal?: boolean; needWeights?: boolean } = {},
+  ): {
     /** The output (N, L, E), batch-first. */
     output: Tensor;
     /** The per-head weights (N, h, L, S), or null unless needWeights. */
@@ -247,9 +289,13 @@ export class MultiheadAttention extends Module {
     const name = 'MultiheadAttention';
     const h = this.numHeads;
     const dK = this.headDim;
-    if (q.ndim !== 4 || q.shape[1] !== h || q.shape[3] !== dK) throw new Error(`${name}: projected query must be (N, ${h}, L, ${dK}), got ${shapeToString(q.shape)}`);
+    if (q.ndim !== 4 || q.shape[1] !== h || q.shape[3] !== dK)
+      throw new Error(`${name}: projected query must be (N, ${h}, L, ${dK}), got ${shapeToString(q.shape)}`);
     const [N, , L] = q.shape;
-    for (const [arg, t] of [['key', k], ['value', v]] as const) {
+    for (const [arg, t] of [
+      ['key', k],
+      ['value', v],
+    ] as const) {
       if (t.ndim !== 4 || t.shape[0] !== N || t.shape[1] !== h || t.shape[3] !== dK || t.shape[2] !== k.shape[2]) {
         throw new Error(`${name}: projected ${arg} must be (${N}, ${h}, S, ${dK}), got ${shapeToString(t.shape)}`);
       }
@@ -257,12 +303,19 @@ export class MultiheadAttention extends Module {
     const S = k.shape[2];
     const bias = this.buildBias(null, options.keyPaddingMask ?? null, N, L, S, true);
     const needWeights = options.needWeights ?? false;
-    const res = attentionCore(q, k, v, bias, {
-      causal: options.isCausal ?? false,
-      scale: 1 / Math.sqrt(dK),
-      dropoutP: this.training ? this.dropout : 0,
-      needWeights,
-    }, [N, h]);
+    const res = attentionCore(
+      q,
+      k,
+      v,
+      bias,
+      {
+        causal: options.isCausal ?? false,
+        scale: 1 / Math.sqrt(dK),
+        dropoutP: this.training ? this.dropout : 0,
+        needWeights,
+      },
+      [N, h],
+    );
     const output = this.outProj.forward(F.permute(res.output, [0, 2, 1, 3]).reshape(N, L, this.embedDim));
     return { output, weights: needWeights ? res.weights : null };
   }
@@ -275,12 +328,21 @@ export class MultiheadAttention extends Module {
 
   private checkBatchFirst3D(t: Tensor, width: number, arg: string): void {
     if (t.ndim !== 3 || t.shape[2] !== width) {
-      throw new Error(`MultiheadAttention: ${arg} must be batch-first (N, T, ${width}), got shape ${shapeToString(t.shape)}`);
+      throw new Error(
+        `MultiheadAttention: ${arg} must be batch-first (N, T, ${width}), got shape ${shapeToString(t.shape)}`,
+      );
     }
   }
 
   /** attnMask and keyPaddingMask (torch.nn meaning: TRUE = blocked) as one additive bias. */
-  private buildBias(attnMask: Tensor | null, kpm: Tensor | null, N: number, L: number, S: number, batched: boolean): Tensor | null {
+  private buildBias(
+    attnMask: Tensor | null,
+    kpm: Tensor | null,
+    N: number,
+    L: number,
+    S: number,
+    batched: boolean,
+  ): Tensor | null {
     const name = 'MultiheadAttention';
     const h = this.numHeads;
     const geometry = { B: N, H: h, L, S, lead: [N, h] };
@@ -288,11 +350,15 @@ export class MultiheadAttention extends Module {
     if (attnMask) {
       const m = maskToBias(attnMask, 'block', name, 'attnMask');
       if (m.ndim === 2) {
-        if (m.shape[0] !== L || m.shape[1] !== S) throw new Error(`${name}: 2-D attnMask must have shape [${L}, ${S}] (L, S), got ${shapeToString(m.shape)}`);
+        if (m.shape[0] !== L || m.shape[1] !== S)
+          throw new Error(`${name}: 2-D attnMask must have shape [${L}, ${S}] (L, S), got ${shapeToString(m.shape)}`);
         am = m.reshape(1, 1, L, S);
       } else if (m.ndim === 3) {
         if (m.shape[0] !== N * h || m.shape[1] !== L || m.shape[2] !== S) {
-          throw new Error(`${name}: 3-D attnMask must have shape [${N * h}, ${L}, ${S}] (N·numHeads, L, S), got ${shapeToString(m.shape)}`);
+          throw new Error(
+            `${name}: 3-D attnMask must have shape [${N * h}, ${L}, ${S}] ` +
+              `(N·numHeads, L, S), got ${shapeToString(m.shape)}`,
+          );
         }
         am = m.reshape(N, h, L, S);
       } else {
@@ -304,7 +370,10 @@ export class MultiheadAttention extends Module {
       const m = maskToBias(kpm, 'block', name, 'keyPaddingMask');
       const want = batched ? [N, S] : [S];
       if (m.ndim !== want.length || m.shape.some((d, i) => d !== want[i])) {
-        throw new Error(`${name}: keyPaddingMask must have shape ${shapeToString(want)} (${batched ? 'N, S' : 'S'}), got ${shapeToString(m.shape)}`);
+        throw new Error(
+          `${name}: keyPaddingMask must have shape ${shapeToString(want)} ` +
+            `(${batched ? 'N, S' : 'S'}), got ${shapeToString(m.shape)}`,
+        );
       }
       pm = m.reshape(N, 1, 1, S);
     }

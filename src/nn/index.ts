@@ -1,11 +1,40 @@
 /** torch.nn-compatible modules: `import { nn } from 'qkv'`. */
-export { Module, ModuleList, withEvalMode, enterEvalMode, type LoadStateDictOptions, type LoadResult } from './module.ts';
-export { Linear, Embedding, LayerNorm, Dropout, ReLU, GELU, PositionalEncoding, sinusoidalTable, type LayerNormOptions } from './layers.ts';
-export { MultiheadAttention, type MultiheadAttentionOptions, type MultiheadAttentionForwardOptions } from './attention.ts';
 export {
-  TransformerEncoderLayer, TransformerDecoderLayer, TransformerEncoder, TransformerDecoder, Transformer,
-  type TransformerLayerOptions, type TransformerOptions, type TransformerForwardOptions, type Activation,
-  type EncoderLayerForwardOptions, type DecoderLayerForwardOptions,
+  Module,
+  ModuleList,
+  withEvalMode,
+  enterEvalMode,
+  type LoadStateDictOptions,
+  type LoadResult,
+} from './module.ts';
+export {
+  Linear,
+  Embedding,
+  LayerNorm,
+  Dropout,
+  ReLU,
+  GELU,
+  PositionalEncoding,
+  sinusoidalTable,
+  type LayerNormOptions,
+} from './layers.ts';
+export {
+  MultiheadAttention,
+  type MultiheadAttentionOptions,
+  type MultiheadAttentionForwardOptions,
+} from './attention.ts';
+export {
+  TransformerEncoderLayer,
+  TransformerDecoderLayer,
+  TransformerEncoder,
+  TransformerDecoder,
+  Transformer,
+  type TransformerLayerOptions,
+  type TransformerOptions,
+  type TransformerForwardOptions,
+  type Activation,
+  type EncoderLayerForwardOptions,
+  type DecoderLayerForwardOptions,
 } from './transformer.ts';
 export { TransformerDecoderCache, gatherRows, type DecoderLayerCache } from './kv-cache.ts';
 export { SimpleSelfAttention } from './simple.ts';

@@ -13,7 +13,8 @@ export function gatherRows(t: Tensor, rows: Int32Array): Tensor {
   const inner = t.shape.slice(1).reduce((a, b) => a * b, 1);
   const Ctor = t.data.constructor as new (n: number) => typeof t.data;
   const out = new Ctor(rows.length * inner);
-  for (let i = 0; i < rows.length; i++) out.set(t.data.subarray(rows[i] * inner, (rows[i] + 1) * inner) as never, i * inner);
+  for (let i = 0; i < rows.length; i++)
+    out.set(t.data.subarray(rows[i] * inner, (rows[i] + 1) * inner) as never, i * inner);
   return new Tensor(out, [rows.length, ...t.shape.slice(1)], t.dtype);
 }
 
@@ -72,7 +73,8 @@ export class TransformerDecoderCache {
     const N = this.batchSize;
     const idx = Int32Array.from(rows);
     for (const r of idx) {
-      if (!Number.isInteger(r) || r < 0 || r >= N) throw new Error(`TransformerDecoderCache.reorder: row ${r} is out of range for batch size ${N}`);
+      if (!Number.isInteger(r) || r < 0 || r >= N)
+        throw new Error(`TransformerDecoderCache.reorder: row ${r} is out of range for batch size ${N}`);
     }
     const source = idx.map((r) => this.rowSource[r]);
     const sameSource = source.length === N && source.every((s, i) => s === this.rowSource[i]);
@@ -85,7 +87,8 @@ export class TransformerDecoderCache {
       }
     }
     if (this.tgtKeyPaddingMask) this.tgtKeyPaddingMask = gatherRows(this.tgtKeyPaddingMask, idx);
-    if (this.memoryKeyPaddingMask && !sameSource) this.memoryKeyPaddingMask = gatherRows(this.memoryKeyPaddingMask, idx);
+    if (this.memoryKeyPaddingMask && !sameSource)
+      this.memoryKeyPaddingMask = gatherRows(this.memoryKeyPaddingMask, idx);
     this.rowSource = source;
     return this;
   }
@@ -95,7 +98,10 @@ export class TransformerDecoderCache {
     const N = this.batchSize;
     const t = this.length;
     if (mask && (mask.ndim !== 2 || mask.shape[0] !== N || mask.shape[1] !== L)) {
-      throw new Error(`TransformerDecoder.forwardStep: tgtKeyPaddingMask must have shape [${N}, ${L}] (the new positions), got ${shapeToString(mask.shape)}`);
+      throw new Error(
+        `TransformerDecoder.forwardStep: tgtKeyPaddingMask must have shape ` +
+          `[${N}, ${L}] (the new positions), got ${shapeToString(mask.shape)}`,
+      );
     }
     const add = mask ? maskToBias(mask, 'block', 'TransformerDecoder.forwardStep', 'tgtKeyPaddingMask') : null;
     const addAny = add !== null && (add.data as Float32Array).some((x) => x !== 0);

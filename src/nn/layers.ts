@@ -80,7 +80,10 @@ export interface LayerNormOptions {
   bias?: boolean;
 }
 
-/** Layer normalisation (Ba et al. 2016) over the last dims, as torch.nn.LayerNorm: the sub-layers' LayerNorm(x + Sublayer(x)) (§3.1). */
+/**
+ * Layer normalisation (Ba et al. 2016) over the last dims, as torch.nn.LayerNorm: the sub-layers' LayerNorm(x +
+ * Sublayer(x)) (§3.1).
+ */
 export class LayerNorm extends Module {
   /** The trailing dims normalised over. */
   readonly normalizedShape: number[];
@@ -167,7 +170,9 @@ export class PositionalEncoding extends Module {
   /** x (B, T, dModel) if batchFirst (default), else (T, B, dModel). */
   forward(x: Tensor): Tensor {
     if (x.ndim !== 3 || x.shape[2] !== this.dModel) {
-      throw new Error(`PositionalEncoding: input must be 3-D with last dim dModel ${this.dModel}, got shape [${x.shape.join(', ')}]`);
+      throw new Error(
+        `PositionalEncoding: input must be 3-D with last dim dModel ${this.dModel}, got shape [${x.shape.join(', ')}]`,
+      );
     }
     const T = this.batchFirst ? x.shape[1] : x.shape[0];
     const maxLen = this.pe.shape[0];
@@ -185,7 +190,7 @@ export function sinusoidalTable(maxLen: number, dModel: number): Tensor {
   for (let pos = 0; pos < maxLen; pos++) {
     for (let i = 0; i < dModel; i += 2) {
       // torch tutorials compute exp(-(ln 10000)·i/dModel); the same number, kept in float64 here.
-      const angle = pos / Math.pow(10000, i / dModel);
+      const angle = pos / 10000 ** (i / dModel);
       d[pos * dModel + i] = Math.sin(angle);
       if (i + 1 < dModel) d[pos * dModel + i + 1] = Math.cos(angle);
     }

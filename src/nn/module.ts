@@ -39,7 +39,8 @@ export class Module {
   protected registerParameter(name: string, t: null): null;
   protected registerParameter(name: string, t: Tensor | null): Tensor | null {
     if (t) {
-      if (t.dtype !== 'float32') throw new Error(`${this.constructor.name}: parameter '${name}' must be float32, got ${t.dtype}`);
+      if (t.dtype !== 'float32')
+        throw new Error(`${this.constructor.name}: parameter '${name}' must be float32, got ${t.dtype}`);
       if (hasPersistentStorage()) {
         const d = allocPersistentFloat32(t.size);
         d.set(t.data as Float32Array);
@@ -106,7 +107,8 @@ export class Module {
     for (const [name, b] of this.buffers) {
       if (!persistentOnly || b.persistent) out.push([prefix ? `${prefix}.${name}` : name, b.tensor]);
     }
-    for (const [name, m] of this.modules) out.push(...m.namedBuffers(prefix ? `${prefix}.${name}` : name, persistentOnly));
+    for (const [name, m] of this.modules)
+      out.push(...m.namedBuffers(prefix ? `${prefix}.${name}` : name, persistentOnly));
     return out;
   }
 
@@ -128,7 +130,10 @@ export class Module {
    * float16/bfloat16 checkpoints arrive as float32 from the safetensors reader. With strict, any
    * missing or unexpected key is an error that lists them.
    */
-  loadStateDict(stateDict: Record<string, Tensor> | Map<string, Tensor>, options: LoadStateDictOptions = {}): LoadResult {
+  loadStateDict(
+    stateDict: Record<string, Tensor> | Map<string, Tensor>,
+    options: LoadStateDictOptions = {},
+  ): LoadResult {
     const strict = options.strict ?? true;
     const source = stateDict instanceof Map ? stateDict : new Map(Object.entries(stateDict));
     const own = this.stateDict();
@@ -187,7 +192,9 @@ export class Module {
  * back in the mode it had. For code that yields in between (a generator); elsewhere use withEvalMode.
  */
 export function enterEvalMode(modules: Module | readonly Module[]): () => void {
-  const saved = (modules instanceof Module ? [modules] : modules).flatMap((m) => m.namedModules().map(([, s]) => [s, s.training] as const));
+  const saved = (modules instanceof Module ? [modules] : modules).flatMap((m) =>
+    m.namedModules().map(([, s]) => [s, s.training] as const),
+  );
   for (const [s] of saved) s.training = false;
   return () => {
     for (const [s, mode] of saved) s.training = mode;

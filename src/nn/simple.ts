@@ -28,7 +28,8 @@ export class SimpleSelfAttention extends Module {
     /** X·Xᵀ, scaled if asked (..., T, T). */
     scores: Tensor;
   } {
-    if (x.ndim < 2) throw new Error(`SimpleSelfAttention: input must be (..., T, d), got shape ${shapeToString(x.shape)}`);
+    if (x.ndim < 2)
+      throw new Error(`SimpleSelfAttention: input must be (..., T, d), got shape ${shapeToString(x.shape)}`);
     let scores = F.matmul(x, F.transpose(x, -2, -1)); // (..., T, T)
     if (this.options.scaled) scores = F.mul(scores, 1 / Math.sqrt(x.shape[x.ndim - 1]));
     const weights = F.softmax(scores, -1);

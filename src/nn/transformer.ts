@@ -1,3 +1,8 @@
+/**
+ * Over 500 lines: torch.nn's five Transformer classes (encoder and decoder layers, encoder, decoder,
+ * Transformer) in one file, as torch/nn/modules/transformer.py keeps them, with their options and the
+ * incremental decoding step; the KV cache lives in nn/kv-cache.ts.
+ */
 import * as F from '../ops/index.ts';
 import { causalBias, maskToBias } from '../ops/attention.ts';
 import { shapeToString } from '../tensor/shape.ts';
@@ -94,7 +99,10 @@ export class TransformerEncoderLayer extends Module {
   constructor(options: TransformerLayerOptions) {
     super();
     const o = (this.options = resolved(options));
-    this.selfAttn = this.registerModule('self_attn', new MultiheadAttention(o.dModel, o.nhead, { dropout: o.attentionDropout, batchFirst: o.batchFirst }));
+    this.selfAttn = this.registerModule(
+      'self_attn',
+      new MultiheadAttention(o.dModel, o.nhead, { dropout: o.attentionDropout, batchFirst: o.batchFirst }),
+    );
     this.linear1 = this.registerModule('linear1', new Linear(o.dModel, o.dimFeedforward));
     this.dropout = this.registerModule('dropout', new Dropout(o.activationDropout));
     this.linear2 = this.registerModule('linear2', new Linear(o.dimFeedforward, o.dModel));
@@ -119,14 +127,19 @@ export class TransformerEncoderLayer extends Module {
 
   private saBlock(x: Tensor, o: EncoderLayerForwardOptions): Tensor {
     const { output } = this.selfAttn.forward(x, x, x, {
-      attnMask: o.srcMask, keyPaddingMask: o.srcKeyPaddingMask, needWeights: false, isCausal: o.isCausal,
+      attnMask: o.srcMask,
+      keyPaddingMask: o.srcKeyPaddingMask,
+      needWeights: false,
+      isCausal: o.isCausal,
     });
     return this.dropout1.forward(output);
   }
 
   /** FFN(x) = max(0, x·W1 + b1)·W2 + b2 (§3.3). */
   private ffBlock(x: Tensor): Tensor {
-    return this.dropout2.forward(this.linear2.forward(this.dropout.forward(activate(this.linear1.forward(x), this.options.activation))));
+    return this.dropout2.forward(
+      this.linear2.forward(this.dropout.forward(activate(this.linear1.forward(x), this.options.activation))),
+    );
   }
 }
 
@@ -199,7 +212,8 @@ export class TransformerDecoderLayer extends Module {
   constructor(options: TransformerLayerOptions) {
     super();
     const o = (this.options = resolved(options));
-    const mha = () => new MultiheadAttention(o.dModel, o.nhead, { dropout: o.attentionDropout, batchFirst: o.batchFirst });
+    const mha = () =>
+      new MultiheadAttention(o.dModel, o.nhead, { dropout: o.attentionDropout, batchFirst: o.batchFirst });
     this.selfAttn = this.registerModule('self_attn', mha());
     this.multiheadAttn = this.registerModule('multihead_attn', mha());
     this.linear1 = this.registerModule('linear1', new Linear(o.dModel, o.dimFeedforward));
@@ -256,12 +270,19 @@ export class TransformerDecoderLayer extends Module {
       const { q, k, v } = this.selfAttn.projectSelf(y);
       cache.selfK = cache.selfK ? F.cat([cache.selfK, k], 2) : k;
       cache.selfV = cache.selfV ? F.cat([cache.selfV, v], 2) : v;
-      const r = this.selfAttn.attendProjected(q, cache.selfK, cache.selfV, { keyPaddingMask: options.tgtKeyPaddingMask, isCausal: L > 1, needWeights });
+      const r = this.selfAttn.attendProjected(q, cache.selfK, cache.selfV, {
+        keyPaddingMask: options.tgtKeyPaddingMask,
+        isCausal: L > 1,
+        needWeights,
+      });
       selfW = r.weights;
       return this.dropout1.forward(r.output);
     };
     const mha = (y: Tensor): Tensor => {
-      const r = this.multiheadAttn.attendProjected(this.multiheadAttn.projectQuery(y), cache.memoryK, cache.memoryV, { keyPaddingMask: options.memoryKeyPaddingMask, needWeights });
+      const r = this.multiheadAttn.attendProjected(this.multiheadAttn.projectQuery(y), cache.memoryK, cache.memoryV, {
+        keyPaddingMask: options.memoryKeyPaddingMask,
+        needWeights,
+      });
       crossW = r.weights;
       return this.dropout2.forward(r.output);
     };
@@ -283,20 +304,28 @@ export class TransformerDecoderLayer extends Module {
 
   private saBlock(x: Tensor, o: DecoderLayerForwardOptions): Tensor {
     const { output } = this.selfAttn.forward(x, x, x, {
-      attnMask: o.tgtMask, keyPaddingMask: o.tgtKeyPaddingMask, needWeights: false, isCausal: o.tgtIsCausal,
+      attnMask: o.tgtMask,
+      keyPaddingMask: o.tgtKeyPaddingMask,
+      needWeights: false,
+      isCausal: o.tgtIsCausal,
     });
     return this.dropout1.forward(output);
   }
 
   private mhaBlock(x: Tensor, mem: Tensor, o: DecoderLayerForwardOptions): Tensor {
     const { output } = this.multiheadAttn.forward(x, mem, mem, {
-      attnMask: o.memoryMask, keyPaddingMask: o.memoryKeyPaddingMask, needWeights: false, isCausal: o.memoryIsCausal,
+      attnMask: o.memoryMask,
+      keyPaddingMask: o.memoryKeyPaddingMask,
+      needWeights: false,
+      isCausal: o.memoryIsCausal,
     });
     return this.dropout2.forward(output);
   }
 
   private ffBlock(x: Tensor): Tensor {
-    return this.dropout3.forward(this.linear2.forward(this.dropout.forward(activate(this.linear1.forward(x), this.options.activation))));
+    return this.dropout3.forward(
+      this.linear2.forward(this.dropout.forward(activate(this.linear1.forward(x), this.options.activation))),
+    );
   }
 }
 
@@ -321,7 +350,10 @@ export class TransformerEncoder extends Module {
 
   constructor(encoderLayer: TransformerEncoderLayer, numLayers: number, norm: LayerNorm | null = null) {
     super();
-    this.layers = this.registerModule('layers', new ModuleList(clones(encoderLayer, numLayers, () => new TransformerEncoderLayer(encoderLayer.options))));
+    this.layers = this.registerModule(
+      'layers',
+      new ModuleList(clones(encoderLayer, numLayers, () => new TransformerEncoderLayer(encoderLayer.options))),
+    );
     this.norm = norm ? this.registerModule('norm', norm) : null;
   }
 
@@ -330,10 +362,17 @@ export class TransformerEncoder extends Module {
    * `mask`, `srcKeyPaddingMask`, `isCausal` go to each layer as EncoderLayerForwardOptions' srcMask,
    * srcKeyPaddingMask, isCausal.
    */
-  forward(src: Tensor, options: { mask?: Tensor | null; srcKeyPaddingMask?: Tensor | null; isCausal?: boolean } = {}): Tensor {
+  forward(
+    src: Tensor,
+    options: { mask?: Tensor | null; srcKeyPaddingMask?: Tensor | null; isCausal?: boolean } = {},
+  ): Tensor {
     let x = src;
     for (const layer of this.layers) {
-      x = layer.forward(x, { srcMask: options.mask, srcKeyPaddingMask: options.srcKeyPaddingMask, isCausal: options.isCausal });
+      x = layer.forward(x, {
+        srcMask: options.mask,
+        srcKeyPaddingMask: options.srcKeyPaddingMask,
+        isCausal: options.isCausal,
+      });
     }
     return this.norm ? this.norm.forward(x) : x;
   }
@@ -348,7 +387,10 @@ export class TransformerDecoder extends Module {
 
   constructor(decoderLayer: TransformerDecoderLayer, numLayers: number, norm: LayerNorm | null = null) {
     super();
-    this.layers = this.registerModule('layers', new ModuleList(clones(decoderLayer, numLayers, () => new TransformerDecoderLayer(decoderLayer.options))));
+    this.layers = this.registerModule(
+      'layers',
+      new ModuleList(clones(decoderLayer, numLayers, () => new TransformerDecoderLayer(decoderLayer.options))),
+    );
     this.norm = norm ? this.registerModule('norm', norm) : null;
   }
 
@@ -373,20 +415,31 @@ export class TransformerDecoder extends Module {
    */
   initCache(memory: Tensor, options: { memoryKeyPaddingMask?: Tensor | null } = {}): TransformerDecoderCache {
     const bf = this.batchFirst;
-    if (memory.ndim !== 3) throw new Error(`TransformerDecoder.initCache: memory must be ${bf ? '(N, S, E)' : '(S, N, E)'}, got ${shapeToString(memory.shape)}`);
+    if (memory.ndim !== 3)
+      throw new Error(
+        `TransformerDecoder.initCache: memory must be ` +
+          `${bf ? '(N, S, E)' : '(S, N, E)'}, got ${shapeToString(memory.shape)}`,
+      );
     const N = memory.shape[bf ? 0 : 1];
     const S = memory.shape[bf ? 1 : 0];
     let bias: Tensor | null = null;
     const kpm = options.memoryKeyPaddingMask ?? null;
     if (kpm) {
       if (kpm.ndim !== 2 || kpm.shape[0] !== N || kpm.shape[1] !== S) {
-        throw new Error(`TransformerDecoder.initCache: memoryKeyPaddingMask must have shape [${N}, ${S}], got ${shapeToString(kpm.shape)}`);
+        throw new Error(
+          `TransformerDecoder.initCache: memoryKeyPaddingMask must have shape ` +
+            `[${N}, ${S}], got ${shapeToString(kpm.shape)}`,
+        );
       }
       bias = maskToBias(kpm, 'block', 'TransformerDecoder.initCache', 'memoryKeyPaddingMask');
       if (!(bias.data as Float32Array).some((x) => x !== 0)) bias = null;
       else if (bias === kpm) bias = new Tensor((kpm.data as Float32Array).slice(), kpm.shape, 'float32');
     }
-    return new TransformerDecoderCache([...this.layers].map((l) => l.initCache(memory)), bias, N);
+    return new TransformerDecoderCache(
+      [...this.layers].map((l) => l.initCache(memory)),
+      bias,
+      N,
+    );
   }
 
   /**
@@ -394,15 +447,26 @@ export class TransformerDecoder extends Module {
    * every layer attends over the cached prefix plus the new positions, the cache grows by L.
    * tgtKeyPaddingMask (N, L) marks new positions that are padding (masked as keys from now on).
    */
-  forwardStep(tgt: Tensor, cache: TransformerDecoderCache, options: { tgtKeyPaddingMask?: Tensor | null; needWeights?: boolean } = {}): DecoderStepResult {
+  forwardStep(
+    tgt: Tensor,
+    cache: TransformerDecoderCache,
+    options: { tgtKeyPaddingMask?: Tensor | null; needWeights?: boolean } = {},
+  ): DecoderStepResult {
     const bf = this.batchFirst;
     const N = tgt.shape[bf ? 0 : 1];
     const L = tgt.shape[bf ? 1 : 0];
     if (tgt.ndim !== 3 || N !== cache.batchSize) {
-      throw new Error(`TransformerDecoder.forwardStep: tgt must be ${bf ? '(N, L, E)' : '(L, N, E)'} with N = ${cache.batchSize} (the cache's rows), got ${shapeToString(tgt.shape)}`);
+      throw new Error(
+        `TransformerDecoder.forwardStep: tgt must be ` +
+          `${bf ? '(N, L, E)' : '(L, N, E)'} with N = ${cache.batchSize} (the ` +
+          `cache's rows), got ${shapeToString(tgt.shape)}`,
+      );
     }
     if (cache.layers.length !== this.layers.length) {
-      throw new Error(`TransformerDecoder.forwardStep: the cache has ${cache.layers.length} layers, the decoder ${this.layers.length}`);
+      throw new Error(
+        `TransformerDecoder.forwardStep: the cache has ${cache.layers.length} ` +
+          `layers, the decoder ${this.layers.length}`,
+      );
     }
     cache.appendTargetPadding(options.tgtKeyPaddingMask ?? null, L);
     const needWeights = options.needWeights ?? false;
@@ -412,7 +476,9 @@ export class TransformerDecoder extends Module {
     let i = 0;
     for (const layer of this.layers) {
       const r = layer.forwardStep(x, cache.layers[i++], {
-        tgtKeyPaddingMask: cache.tgtKeyPaddingMask, memoryKeyPaddingMask: cache.memoryKeyPaddingMask, needWeights,
+        tgtKeyPaddingMask: cache.tgtKeyPaddingMask,
+        memoryKeyPaddingMask: cache.memoryKeyPaddingMask,
+        needWeights,
       });
       x = r.output;
       if (needWeights) {
@@ -497,8 +563,22 @@ export class Transformer extends Module {
     this.nhead = layer.nhead;
     this.batchFirst = layer.batchFirst!;
     const eps = { eps: layer.layerNormEps };
-    this.encoder = this.registerModule('encoder', new TransformerEncoder(new TransformerEncoderLayer(layer), options.numEncoderLayers ?? 6, new LayerNorm(layer.dModel, eps)));
-    this.decoder = this.registerModule('decoder', new TransformerDecoder(new TransformerDecoderLayer(layer), options.numDecoderLayers ?? 6, new LayerNorm(layer.dModel, eps)));
+    this.encoder = this.registerModule(
+      'encoder',
+      new TransformerEncoder(
+        new TransformerEncoderLayer(layer),
+        options.numEncoderLayers ?? 6,
+        new LayerNorm(layer.dModel, eps),
+      ),
+    );
+    this.decoder = this.registerModule(
+      'decoder',
+      new TransformerDecoder(
+        new TransformerDecoderLayer(layer),
+        options.numDecoderLayers ?? 6,
+        new LayerNorm(layer.dModel, eps),
+      ),
+    );
     // torch.nn.Transformer._reset_parameters: Xavier-uniform on every matrix.
     for (const p of this.parameters()) if (p.ndim > 1) xavierUniform_(p);
   }
@@ -507,12 +587,22 @@ export class Transformer extends Module {
   forward(src: Tensor, tgt: Tensor, options: TransformerForwardOptions = {}): Tensor {
     const bd = this.batchFirst ? 0 : 1;
     if (src.ndim === 3 && tgt.ndim === 3 && src.shape[bd] !== tgt.shape[bd]) {
-      throw new Error(`Transformer: the batch number of src and tgt must be equal, got src ${src.shape[bd]} and tgt ${tgt.shape[bd]}`);
+      throw new Error(
+        `Transformer: the batch number of src and tgt must be equal, got src ${src.shape[bd]} and tgt ${tgt.shape[bd]}`,
+      );
     }
     if (src.shape[src.ndim - 1] !== this.dModel || tgt.shape[tgt.ndim - 1] !== this.dModel) {
-      throw new Error(`Transformer: the feature number of src and tgt must be equal to dModel ${this.dModel}, got src [${src.shape.join(', ')}] and tgt [${tgt.shape.join(', ')}]`);
+      throw new Error(
+        `Transformer: the feature number of src and tgt must be equal to ` +
+          `dModel ${this.dModel}, got src [${src.shape.join(', ')}] and tgt ` +
+          `[${tgt.shape.join(', ')}]`,
+      );
     }
-    const memory = this.encoder.forward(src, { mask: options.srcMask, srcKeyPaddingMask: options.srcKeyPaddingMask, isCausal: options.srcIsCausal });
+    const memory = this.encoder.forward(src, {
+      mask: options.srcMask,
+      srcKeyPaddingMask: options.srcKeyPaddingMask,
+      isCausal: options.srcIsCausal,
+    });
     return this.decoder.forward(tgt, memory, {
       tgtMask: options.tgtMask,
       memoryMask: options.memoryMask,

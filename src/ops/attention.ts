@@ -52,24 +52,37 @@ export interface AttentionResult {
  * as visible, differentiable steps: scores, softmax, product with V. They agree to float rounding.
  */
 export function attention(
-  q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions & { needWeights?: boolean } = {},
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  options: AttentionOptions & { needWeights?: boolean } = {},
 ): AttentionResult {
   const op = 'scaledDotProductAttention';
   f32(q, op, 'query');
   f32(k, op, 'key');
   f32(v, op, 'value');
   if (q.ndim < 2 || k.ndim !== q.ndim || v.ndim !== q.ndim) {
-    throw new Error(`${op}: query, key and value must have the same rank >= 2, got ${shapeToString(q.shape)}, ${shapeToString(k.shape)}, ${shapeToString(v.shape)}`);
+    throw new Error(
+      `${op}: query, key and value must have the same rank >= 2, got ` +
+        `${shapeToString(q.shape)}, ${shapeToString(k.shape)}, ` +
+        `${shapeToString(v.shape)}`,
+    );
   }
   const lead = q.shape.slice(0, -2);
   const [L, D] = q.shape.slice(-2);
   const [S, Dk] = k.shape.slice(-2);
   const [Sv, Dv] = v.shape.slice(-2);
   if (Dk !== D) throw new Error(`${op}: key last dim must equal query's ${D}, got key shape ${shapeToString(k.shape)}`);
-  if (Sv !== S) throw new Error(`${op}: value must have ${S} positions like key, got value shape ${shapeToString(v.shape)}`);
-  for (const [name, t] of [['key', k], ['value', v]] as const) {
+  if (Sv !== S)
+    throw new Error(`${op}: value must have ${S} positions like key, got value shape ${shapeToString(v.shape)}`);
+  for (const [name, t] of [
+    ['key', k],
+    ['value', v],
+  ] as const) {
     if (t.shape.slice(0, -2).some((d, i) => d !== lead[i])) {
-      throw new Error(`${op}: ${name} batch dims ${shapeToString(t.shape.slice(0, -2))} must equal query's ${shapeToString(lead)}`);
+      throw new Error(
+        `${op}: ${name} batch dims ${shapeToString(t.shape.slice(0, -2))} must equal query's ${shapeToString(lead)}`,
+      );
     }
   }
   const H = lead.length >= 1 ? lead[lead.length - 1] : 1;
@@ -79,9 +92,17 @@ export function attention(
   const scale = options.scale ?? 1 / Math.sqrt(D);
   const geometry = { B, H, L, S, lead };
   return attentionCore(
-    q.reshape(B, H, L, D), k.reshape(B, H, S, D), v.reshape(B, H, S, Dv),
+    q.reshape(B, H, L, D),
+    k.reshape(B, H, S, D),
+    v.reshape(B, H, S, Dv),
     bias ? alignBias(bias, geometry, op, 'attnMask') : null,
-    { causal: options.isCausal ?? false, scale, dropoutP: options.dropoutP ?? 0, needWeights: options.needWeights ?? false, generator: options.generator },
+    {
+      causal: options.isCausal ?? false,
+      scale,
+      dropoutP: options.dropoutP ?? 0,
+      needWeights: options.needWeights ?? false,
+      generator: options.generator,
+    },
     lead,
   );
 }
@@ -117,12 +138,17 @@ interface Geometry {
 export function alignBias(bias: Tensor, g: Geometry, op: string, arg: string): Tensor {
   const full4 = [...g.lead, g.L, g.S];
   const n = g.lead.length;
-  const fits = bias.ndim <= full4.length && bias.shape.every((d, i) => {
-    const t = full4[full4.length - bias.ndim + i];
-    return d === t || d === 1;
-  });
+  const fits =
+    bias.ndim <= full4.length &&
+    bias.shape.every((d, i) => {
+      const t = full4[full4.length - bias.ndim + i];
+      return d === t || d === 1;
+    });
   if (!fits) {
-    throw new Error(`${op}: ${arg} of shape ${shapeToString(bias.shape)} cannot be broadcast to the attention shape ${shapeToString(full4)}`);
+    throw new Error(
+      `${op}: ${arg} of shape ${shapeToString(bias.shape)} cannot be ` +
+        `broadcast to the attention shape ${shapeToString(full4)}`,
+    );
   }
   const padded = [...new Array<number>(full4.length - bias.ndim).fill(1), ...bias.shape];
   const leadM = padded.slice(0, n);
@@ -176,7 +202,12 @@ export interface CoreOptions {
  * F.scaledDotProductAttention and nn.MultiheadAttention; `lead` restores the caller's batch dims.
  */
 export function attentionCore(
-  q: Tensor, k: Tensor, v: Tensor, bias: Tensor | null, o: CoreOptions, lead: readonly number[],
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  bias: Tensor | null,
+  o: CoreOptions,
+  lead: readonly number[],
 ): AttentionResult {
   const [B, H, L, D] = q.shape;
   const S = k.shape[2];
@@ -198,7 +229,17 @@ export function attentionCore(
   }
 
   // Fused path.
-  const p: AttentionParams = { b: B, h: H, l: L, s: S, d: D, dv: Dv, scale: o.scale, causal: o.causal, bias: kernelBias(bias) };
+  const p: AttentionParams = {
+    b: B,
+    h: H,
+    l: L,
+    s: S,
+    d: D,
+    dv: Dv,
+    scale: o.scale,
+    causal: o.causal,
+    bias: kernelBias(bias),
+  };
   const out = empty([B, H, L, Dv]);
   const lse = new Float32Array(B * H * L);
   const weights = o.needWeights ? empty([B, H, L, S]) : null;
@@ -210,9 +251,19 @@ export function attentionCore(
     const dq = empty(q.shape);
     const dk = empty(k.shape);
     const dv = empty(v.shape);
-    K().attentionBackward(qd, kd, vd, out.data as Float32Array, g.data as Float32Array, lse, dq.data as Float32Array, dk.data as Float32Array, dv.data as Float32Array, p);
+    K().attentionBackward(
+      qd,
+      kd,
+      vd,
+      out.data as Float32Array,
+      g.data as Float32Array,
+      lse,
+      dq.data as Float32Array,
+      dk.data as Float32Array,
+      dv.data as Float32Array,
+      p,
+    );
     return [dq, dk, dv];
   });
   return { output: out.reshape(outShape), weights: weights ? weights.reshape(wShape) : null };
 }
-

@@ -2,7 +2,7 @@ import { record } from '../autograd/engine.ts';
 import { getBackend } from '../backend/backend.ts';
 import { stridesOf } from '../tensor/shape.ts';
 import { defaultGenerator, type Generator } from '../tensor/random.ts';
-import { Tensor } from '../tensor/tensor.ts';
+import type { Tensor } from '../tensor/tensor.ts';
 import { empty, f32 } from './util.ts';
 
 let draws = new Uint32Array(0);

@@ -1,7 +1,7 @@
 import { record } from '../autograd/engine.ts';
 import type { BinaryOp, UnaryOp } from '../backend/backend.ts';
 import { broadcastShapes, broadcastStrides, type Shape, sameShape } from '../tensor/shape.ts';
-import { Tensor, full } from '../tensor/tensor.ts';
+import { type Tensor, full } from '../tensor/tensor.ts';
 import { sumToShape } from './reduce.ts';
 import { empty, f32, K } from './util.ts';
 
@@ -13,7 +13,15 @@ function rawBinary(op: BinaryOp, a: Tensor, b: Tensor, name: string): Tensor {
   const bd = f32(b, name, 'other');
   const shape = sameShape(a.shape, b.shape) ? a.shape.slice() : broadcastShapes(a.shape, b.shape, name);
   const out = empty(shape);
-  K().binary(op, ad, broadcastStrides(a.shape, shape), bd, broadcastStrides(b.shape, shape), out.data as Float32Array, shape);
+  K().binary(
+    op,
+    ad,
+    broadcastStrides(a.shape, shape),
+    bd,
+    broadcastStrides(b.shape, shape),
+    out.data as Float32Array,
+    shape,
+  );
   return out;
 }
 
@@ -119,13 +127,17 @@ export function sqrt(x: Tensor): Tensor {
 /** The hyperbolic tangent, elementwise. */
 export function tanh(x: Tensor): Tensor {
   // 1 − tanh²
-  return unaryOp('tanh', x, (_x, y, g) => rawBinary('mul', g, rawScalar('sub', rawBinary('mul', y, y, 'tanh'), 1, true, 'tanh'), 'tanh'));
+  return unaryOp('tanh', x, (_x, y, g) =>
+    rawBinary('mul', g, rawScalar('sub', rawBinary('mul', y, y, 'tanh'), 1, true, 'tanh'), 'tanh'),
+  );
 }
 
 /** The logistic function 1 / (1 + e⁻ˣ), elementwise. */
 export function sigmoid(x: Tensor): Tensor {
   // σ(1 − σ)
-  return unaryOp('sigmoid', x, (_x, y, g) => rawBinary('mul', g, rawBinary('mul', y, rawScalar('sub', y, 1, true, 'sigmoid'), 'sigmoid'), 'sigmoid'));
+  return unaryOp('sigmoid', x, (_x, y, g) =>
+    rawBinary('mul', g, rawBinary('mul', y, rawScalar('sub', y, 1, true, 'sigmoid'), 'sigmoid'), 'sigmoid'),
+  );
 }
 
 /** xᵖ elementwise, for a number p. */
@@ -165,7 +177,8 @@ export function gelu(x: Tensor, approximate: 'none' | 'tanh' = 'none'): Tensor {
     const inner = mul(add(x, mul(pow(x, 3), 0.044715)), Math.sqrt(2 / Math.PI));
     return mul(mul(x, 0.5), add(tanh(inner), 1));
   }
-  if (approximate !== 'none') throw new Error(`gelu: approximate must be 'none' or 'tanh', got '${String(approximate)}'`);
+  if (approximate !== 'none')
+    throw new Error(`gelu: approximate must be 'none' or 'tanh', got '${String(approximate)}'`);
   return activation('gelu', x);
 }
 
@@ -178,7 +191,9 @@ export function maskedFill(x: Tensor, mask: Tensor, value: number): Tensor {
   if (mask.dtype === 'float32') throw new Error(`maskedFill: mask must be bool or int32, got float32`);
   const shape = broadcastShapes(x.shape, mask.shape, 'maskedFill');
   if (!sameShape(shape, x.shape)) {
-    throw new Error(`maskedFill: mask of shape [${mask.shape.join(', ')}] must broadcast to input shape [${x.shape.join(', ')}]`);
+    throw new Error(
+      `maskedFill: mask of shape [${mask.shape.join(', ')}] must broadcast to input shape [${x.shape.join(', ')}]`,
+    );
   }
   // keep = 1 where the mask is false, broadcast to x's shape.
   const keepSmall = full(mask.shape, 0);
@@ -197,7 +212,15 @@ function broadcastRaw(x: Tensor, shape: Shape): Tensor {
   if (sameShape(x.shape, shape)) return x;
   const zero = full([1], 0);
   const out = empty(shape);
-  K().binary('add', x.data as Float32Array, broadcastStrides(x.shape, shape), zero.data as Float32Array, shape.map(() => 0), out.data as Float32Array, shape);
+  K().binary(
+    'add',
+    x.data as Float32Array,
+    broadcastStrides(x.shape, shape),
+    zero.data as Float32Array,
+    shape.map(() => 0),
+    out.data as Float32Array,
+    shape,
+  );
   return out;
 }
 

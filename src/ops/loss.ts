@@ -21,11 +21,17 @@ export interface CrossEntropyOptions {
 export function crossEntropy(logits: Tensor, target: Tensor, options: CrossEntropyOptions = {}): Tensor {
   const { ignoreIndex = -100, labelSmoothing = 0, reduction = 'mean' } = options;
   const ld = f32(logits, 'crossEntropy', 'input');
-  if (target.dtype !== 'int32') throw new Error(`crossEntropy: target must be int32 class indices, got ${target.dtype}`);
+  if (target.dtype !== 'int32')
+    throw new Error(`crossEntropy: target must be int32 class indices, got ${target.dtype}`);
   if (logits.ndim < 1 || target.ndim !== logits.ndim - 1 || target.shape.some((d, i) => d !== logits.shape[i])) {
-    throw new Error(`crossEntropy: target shape ${shapeToString(target.shape)} must equal input shape ${shapeToString(logits.shape)} without its last (class) dim`);
+    throw new Error(
+      `crossEntropy: target shape ${shapeToString(target.shape)} must equal ` +
+        `input shape ${shapeToString(logits.shape)} without its last (class) ` +
+        `dim`,
+    );
   }
-  if (!(labelSmoothing >= 0 && labelSmoothing <= 1)) throw new Error(`crossEntropy: labelSmoothing must be in [0, 1], got ${labelSmoothing}`);
+  if (!(labelSmoothing >= 0 && labelSmoothing <= 1))
+    throw new Error(`crossEntropy: labelSmoothing must be in [0, 1], got ${labelSmoothing}`);
   const c = logits.shape[logits.ndim - 1];
   const rows = target.size;
   const td = target.data as Int32Array;
@@ -61,7 +67,10 @@ export function crossEntropy(logits: Tensor, target: Tensor, options: CrossEntro
 export function mseLoss(input: Tensor, target: Tensor): Tensor {
   const a = f32(input, 'mseLoss', 'input');
   const b = f32(target, 'mseLoss', 'target');
-  if (a.length !== b.length) throw new Error(`mseLoss: input shape ${shapeToString(input.shape)} and target shape ${shapeToString(target.shape)} differ`);
+  if (a.length !== b.length)
+    throw new Error(
+      `mseLoss: input shape ${shapeToString(input.shape)} and target shape ${shapeToString(target.shape)} differ`,
+    );
   let s = 0;
   for (let i = 0; i < a.length; i++) s += (a[i] - b[i]) ** 2;
   const out = full([], s / a.length);

@@ -1,6 +1,6 @@
 import { record } from '../autograd/engine.ts';
 import { broadcastShapes, shapeToString, sizeOf, stridesOf } from '../tensor/shape.ts';
-import { Tensor } from '../tensor/tensor.ts';
+import type { Tensor } from '../tensor/tensor.ts';
 import { sumToShape } from './reduce.ts';
 import { empty, f32, K } from './util.ts';
 
@@ -12,14 +12,20 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
   f32(a, 'matmul', 'input');
   f32(b, 'matmul', 'other');
   if (a.ndim === 0 || b.ndim === 0) throw new Error('matmul: both arguments need at least 1 dimension, got a scalar');
-  if (a.ndim === 1) return matmul(a.reshape(1, a.shape[0]), b).reshape(b.ndim === 1 ? [] : [...b.shape.slice(0, -2), b.shape[b.ndim - 1]]);
+  if (a.ndim === 1)
+    return matmul(a.reshape(1, a.shape[0]), b).reshape(
+      b.ndim === 1 ? [] : [...b.shape.slice(0, -2), b.shape[b.ndim - 1]],
+    );
   if (b.ndim === 1) return matmul(a, b.reshape(b.shape[0], 1)).reshape(a.shape.slice(0, -1));
   const m = a.shape[a.ndim - 2];
   const k = a.shape[a.ndim - 1];
   const k2 = b.shape[b.ndim - 2];
   const n = b.shape[b.ndim - 1];
   if (k !== k2) {
-    throw new Error(`matmul: input shape ${shapeToString(a.shape)} and other shape ${shapeToString(b.shape)} cannot be multiplied (${k} != ${k2})`);
+    throw new Error(
+      `matmul: input shape ${shapeToString(a.shape)} and other shape ` +
+        `${shapeToString(b.shape)} cannot be multiplied (${k} != ${k2})`,
+    );
   }
   const batchShape = broadcastShapes(a.shape.slice(0, -2), b.shape.slice(0, -2), 'matmul');
   const outShape = [...batchShape, m, n];
@@ -49,8 +55,16 @@ export function matmul(a: Tensor, b: Tensor): Tensor {
  * (the usual case) go to the kernel in one batched call; irregular broadcasts loop over matrices.
  */
 function bmm(
-  x: Tensor, y: Tensor, out: Tensor, batchShape: number[], m: number, n: number, k: number,
-  transX: boolean, transY: boolean, accumulate: boolean,
+  x: Tensor,
+  y: Tensor,
+  out: Tensor,
+  batchShape: number[],
+  m: number,
+  n: number,
+  k: number,
+  transX: boolean,
+  transY: boolean,
+  accumulate: boolean,
 ): void {
   const batch = sizeOf(batchShape);
   const xm = x.shape[x.ndim - 2] * x.shape[x.ndim - 1];
@@ -68,7 +82,12 @@ function bmm(
   const xs = batchOffsets(x.shape.slice(0, -2), batchShape, xm);
   const ys = batchOffsets(y.shape.slice(0, -2), batchShape, ym);
   for (let i = 0; i < batch; i++) {
-    K().gemm(xd.subarray(xs[i]), yd.subarray(ys[i]), od.subarray(i * m * n), { ...base, batch: 1, strideA: 0, strideB: 0 });
+    K().gemm(xd.subarray(xs[i]), yd.subarray(ys[i]), od.subarray(i * m * n), {
+      ...base,
+      batch: 1,
+      strideA: 0,
+      strideB: 0,
+    });
   }
 }
 
@@ -98,10 +117,15 @@ function batchOffsets(shape: number[], batchShape: number[], matSize: number): n
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
   const xd = f32(x, 'linear', 'input');
   const wd = f32(weight, 'linear', 'weight');
-  if (weight.ndim !== 2) throw new Error(`linear: weight must be 2-D (out, in), got shape ${shapeToString(weight.shape)}`);
+  if (weight.ndim !== 2)
+    throw new Error(`linear: weight must be 2-D (out, in), got shape ${shapeToString(weight.shape)}`);
   const [outF, inF] = weight.shape;
   if (x.ndim < 1 || x.shape[x.ndim - 1] !== inF) {
-    throw new Error(`linear: input last dim must be ${inF} (weight shape ${shapeToString(weight.shape)}), got input shape ${shapeToString(x.shape)}`);
+    throw new Error(
+      `linear: input last dim must be ${inF} (weight shape ` +
+        `${shapeToString(weight.shape)}), got input shape ` +
+        `${shapeToString(x.shape)}`,
+    );
   }
   if (bias && (bias.ndim !== 1 || bias.shape[0] !== outF)) {
     throw new Error(`linear: bias must have shape [${outF}], got ${shapeToString(bias.shape)}`);
@@ -114,7 +138,18 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
     const bd = f32(bias, 'linear', 'bias');
     K().copyRows(bd, 0, 0, od, 0, outF, rows, outF);
   }
-  K().gemm(xd, wd, od, { batch: 1, m: rows, n: outF, k: inF, transA: false, transB: true, strideA: 0, strideB: 0, strideC: 0, accumulate: !!bias });
+  K().gemm(xd, wd, od, {
+    batch: 1,
+    m: rows,
+    n: outF,
+    k: inF,
+    transA: false,
+    transB: true,
+    strideA: 0,
+    strideB: 0,
+    strideC: 0,
+    accumulate: !!bias,
+  });
   const inputs = bias ? [x, weight, bias] : [x, weight];
   return record(out, 'linear', inputs, (g) => {
     const gd = g.data as Float32Array;
@@ -123,13 +158,35 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
     let db: Tensor | null = null;
     if (x.requiresGrad) {
       dx = empty(x.shape); // (R, out)·(out, in)
-      K().gemm(gd, wd, dx.data as Float32Array, { batch: 1, m: rows, n: inF, k: outF, transA: false, transB: false, strideA: 0, strideB: 0, strideC: 0, accumulate: false });
+      K().gemm(gd, wd, dx.data as Float32Array, {
+        batch: 1,
+        m: rows,
+        n: inF,
+        k: outF,
+        transA: false,
+        transB: false,
+        strideA: 0,
+        strideB: 0,
+        strideC: 0,
+        accumulate: false,
+      });
     }
     if (weight.requiresGrad) {
       dw = empty(weight.shape); // (R, out)ᵀ·(R, in)
-      K().gemm(gd, xd, dw.data as Float32Array, { batch: 1, m: outF, n: inF, k: rows, transA: true, transB: false, strideA: 0, strideB: 0, strideC: 0, accumulate: false });
+      K().gemm(gd, xd, dw.data as Float32Array, {
+        batch: 1,
+        m: outF,
+        n: inF,
+        k: rows,
+        transA: true,
+        transB: false,
+        strideA: 0,
+        strideB: 0,
+        strideC: 0,
+        accumulate: false,
+      });
     }
-    if (bias && bias.requiresGrad) {
+    if (bias?.requiresGrad) {
       db = empty([outF]);
       K().reduceSum(gd, [rows, outF], db.data as Float32Array, [1, outF]);
     }

@@ -5,7 +5,23 @@
 import { backward } from '../autograd/engine.ts';
 import { Tensor } from '../tensor/tensor.ts';
 // Straight from the op files, not through ./index.ts, which imports this module (no import circle).
-import { add, sub, mul, div, neg, exp, log, sqrt, tanh, sigmoid, pow, relu, gelu, maskedFill, expand } from './elementwise.ts';
+import {
+  add,
+  sub,
+  mul,
+  div,
+  neg,
+  exp,
+  log,
+  sqrt,
+  tanh,
+  sigmoid,
+  pow,
+  relu,
+  gelu,
+  maskedFill,
+  expand,
+} from './elementwise.ts';
 import { matmul } from './matmul.ts';
 import { argmax, mean, sum } from './reduce.ts';
 import { chunk, narrow, permute, squeeze, transpose, unsqueeze } from './shape.ts';
@@ -94,37 +110,93 @@ declare module '../tensor/tensor.ts' {
 }
 
 const P = Tensor.prototype;
-P.add = function (o) { return add(this, o); };
-P.sub = function (o) { return sub(this, o); };
-P.mul = function (o) { return mul(this, o); };
-P.div = function (o) { return div(this, o); };
-P.neg = function () { return neg(this); };
-P.exp = function () { return exp(this); };
-P.log = function () { return log(this); };
-P.sqrt = function () { return sqrt(this); };
-P.tanh = function () { return tanh(this); };
-P.sigmoid = function () { return sigmoid(this); };
-P.pow = function (p) { return pow(this, p); };
-P.relu = function () { return relu(this); };
-P.gelu = function (approximate?: 'none' | 'tanh') { return gelu(this, approximate); };
-P.matmul = function (o) { return matmul(this, o); };
-P.sum = function (dim, keepdim) { return sum(this, dim, keepdim); };
-P.mean = function (dim, keepdim) { return mean(this, dim, keepdim); };
-P.argmax = function () { return argmax(this); };
-P.softmax = function (dim) { return softmax(this, dim); };
-P.logSoftmax = function (dim) { return logSoftmax(this, dim); };
-P.permute = function (...perm) { return permute(this, perm); };
-P.transpose = function (a, b) { return transpose(this, a, b); };
+P.add = function (o) {
+  return add(this, o);
+};
+P.sub = function (o) {
+  return sub(this, o);
+};
+P.mul = function (o) {
+  return mul(this, o);
+};
+P.div = function (o) {
+  return div(this, o);
+};
+P.neg = function () {
+  return neg(this);
+};
+P.exp = function () {
+  return exp(this);
+};
+P.log = function () {
+  return log(this);
+};
+P.sqrt = function () {
+  return sqrt(this);
+};
+P.tanh = function () {
+  return tanh(this);
+};
+P.sigmoid = function () {
+  return sigmoid(this);
+};
+P.pow = function (p) {
+  return pow(this, p);
+};
+P.relu = function () {
+  return relu(this);
+};
+P.gelu = function (approximate?: 'none' | 'tanh') {
+  return gelu(this, approximate);
+};
+P.matmul = function (o) {
+  return matmul(this, o);
+};
+P.sum = function (dim, keepdim) {
+  return sum(this, dim, keepdim);
+};
+P.mean = function (dim, keepdim) {
+  return mean(this, dim, keepdim);
+};
+P.argmax = function () {
+  return argmax(this);
+};
+P.softmax = function (dim) {
+  return softmax(this, dim);
+};
+P.logSoftmax = function (dim) {
+  return logSoftmax(this, dim);
+};
+P.permute = function (...perm) {
+  return permute(this, perm);
+};
+P.transpose = function (a, b) {
+  return transpose(this, a, b);
+};
 Object.defineProperty(P, 'T', {
   get(this: Tensor) {
     if (this.ndim !== 2) throw new Error(`T: expected a 2-D tensor, got ${this.ndim}-D; use transpose(dim0, dim1)`);
     return transpose(this, 0, 1);
   },
 });
-P.unsqueeze = function (d) { return unsqueeze(this, d); };
-P.squeeze = function (d) { return squeeze(this, d); };
-P.narrow = function (d, s, l) { return narrow(this, d, s, l); };
-P.chunk = function (c, d) { return chunk(this, c, d); };
-P.maskedFill = function (m, v) { return maskedFill(this, m, v); };
-P.expand = function (...shape) { return expand(this, shape); };
-P.backward = function (g) { backward(this, g); };
+P.unsqueeze = function (d) {
+  return unsqueeze(this, d);
+};
+P.squeeze = function (d) {
+  return squeeze(this, d);
+};
+P.narrow = function (d, s, l) {
+  return narrow(this, d, s, l);
+};
+P.chunk = function (c, d) {
+  return chunk(this, c, d);
+};
+P.maskedFill = function (m, v) {
+  return maskedFill(this, m, v);
+};
+P.expand = function (...shape) {
+  return expand(this, shape);
+};
+P.backward = function (g) {
+  backward(this, g);
+};

@@ -8,18 +8,30 @@ import { empty, f32, K } from './util.ts';
  * LayerNorm(x + Sublayer(x)), §3.1). Fused forward and backward: mean and 1/σ per row are saved.
  */
 export function layerNorm(
-  x: Tensor, normalizedShape: readonly number[], weight?: Tensor | null, bias?: Tensor | null, eps = 1e-5,
+  x: Tensor,
+  normalizedShape: readonly number[],
+  weight?: Tensor | null,
+  bias?: Tensor | null,
+  eps = 1e-5,
 ): Tensor {
   const xd = f32(x, 'layerNorm', 'input');
   const n = normalizedShape.length;
   const tail = x.shape.slice(x.ndim - n);
   if (x.ndim < n || tail.some((d, i) => d !== normalizedShape[i])) {
-    throw new Error(`layerNorm: input shape ${shapeToString(x.shape)} does not end with normalizedShape ${shapeToString(normalizedShape)}`);
+    throw new Error(
+      `layerNorm: input shape ${shapeToString(x.shape)} does not end with ` +
+        `normalizedShape ${shapeToString(normalizedShape)}`,
+    );
   }
   const cols = sizeOf(normalizedShape);
-  for (const [name, p] of [['weight', weight], ['bias', bias]] as const) {
+  for (const [name, p] of [
+    ['weight', weight],
+    ['bias', bias],
+  ] as const) {
     if (p && sizeOf(p.shape) !== cols) {
-      throw new Error(`layerNorm: ${name} must have shape ${shapeToString(normalizedShape)}, got ${shapeToString(p.shape)}`);
+      throw new Error(
+        `layerNorm: ${name} must have shape ${shapeToString(normalizedShape)}, got ${shapeToString(p.shape)}`,
+      );
     }
   }
   const rows = cols === 0 ? 0 : x.size / cols;

@@ -17,12 +17,23 @@ export function sumToShape(g: Tensor, shape: Shape): Tensor {
 function broadcastBack(g: Tensor, keepShape: Shape, shape: Shape, factor: number): Tensor {
   const out = empty(shape);
   const scale = full([1], factor);
-  K().binary('mul', g.data as Float32Array, broadcastStrides(keepShape, shape), scale.data as Float32Array, shape.map(() => 0), out.data as Float32Array, shape);
+  K().binary(
+    'mul',
+    g.data as Float32Array,
+    broadcastStrides(keepShape, shape),
+    scale.data as Float32Array,
+    shape.map(() => 0),
+    out.data as Float32Array,
+    shape,
+  );
   return out;
 }
 
 function reduceShapes(x: Tensor, dim: number | number[] | undefined, keepdim: boolean, op: string) {
-  const dims = dim === undefined ? x.shape.map((_, i) => i) : (Array.isArray(dim) ? dim : [dim]).map((d) => normAxis(d, x.ndim, op));
+  const dims =
+    dim === undefined
+      ? x.shape.map((_, i) => i)
+      : (Array.isArray(dim) ? dim : [dim]).map((d) => normAxis(d, x.ndim, op));
   const keepShape = x.shape.map((d, i) => (dims.includes(i) ? 1 : d));
   const outShape = keepdim ? keepShape : x.shape.filter((_, i) => !dims.includes(i));
   const count = dims.reduce((n, d) => n * x.shape[d], 1);

@@ -7,7 +7,10 @@ import { empty, K, zerosF } from './util.ts';
 /** Reorder dims (a copy: storage stays contiguous). out dim i = x dim perm[i]. */
 export function permute(x: Tensor, perm: readonly number[]): Tensor {
   if (perm.length !== x.ndim) {
-    throw new Error(`permute: perm [${perm.join(', ')}] has ${perm.length} dims, input has ${x.ndim} (shape ${shapeToString(x.shape)})`);
+    throw new Error(
+      `permute: perm [${perm.join(', ')}] has ${perm.length} dims, input has ` +
+        `${x.ndim} (shape ${shapeToString(x.shape)})`,
+    );
   }
   const p = perm.map((d) => normAxis(d, x.ndim, 'permute'));
   if (new Set(p).size !== p.length) throw new Error(`permute: perm [${perm.join(', ')}] repeats a dim`);
@@ -68,7 +71,16 @@ export function squeeze(x: Tensor, dim: number): Tensor {
  * Copy between x (outer, size, inner) and a slab (outer, length, inner) of it starting at
  * `start` along the middle dim: out of x when `fromX`, else into it.
  */
-function copySlab(x: TypedData, slab: TypedData, outer: number, size: number, start: number, length: number, inner: number, fromX: boolean): void {
+function copySlab(
+  x: TypedData,
+  slab: TypedData,
+  outer: number,
+  size: number,
+  start: number,
+  length: number,
+  inner: number,
+  fromX: boolean,
+): void {
   const w = length * inner;
   if (x instanceof Float32Array && slab instanceof Float32Array) {
     if (fromX) K().copyRows(x, start * inner, size * inner, slab, 0, w, outer, w);
@@ -94,7 +106,16 @@ function slab(x: Tensor, d: number, start: number, length: number): Tensor {
   const shape = x.shape.slice();
   shape[d] = length;
   const out = x.dtype === 'float32' ? empty(shape) : new Tensor(allocData(x.dtype, sizeOf(shape)), shape, x.dtype);
-  copySlab(x.data, out.data, sizeOf(x.shape.slice(0, d)), x.shape[d], start, length, sizeOf(x.shape.slice(d + 1)), true);
+  copySlab(
+    x.data,
+    out.data,
+    sizeOf(x.shape.slice(0, d)),
+    x.shape[d],
+    start,
+    length,
+    sizeOf(x.shape.slice(d + 1)),
+    true,
+  );
   return out;
 }
 
@@ -106,7 +127,16 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
   if (x.dtype !== 'float32') return out;
   return record(out, 'narrow', [x], (g) => {
     const dx = zerosF(x.shape);
-    copySlab(dx.data, g.data, sizeOf(x.shape.slice(0, d)), x.shape[d], start, length, sizeOf(x.shape.slice(d + 1)), false);
+    copySlab(
+      dx.data,
+      g.data,
+      sizeOf(x.shape.slice(0, d)),
+      x.shape[d],
+      start,
+      length,
+      sizeOf(x.shape.slice(d + 1)),
+      false,
+    );
     return [dx];
   });
 }
@@ -164,7 +194,11 @@ export function cat(xs: Tensor[], dim = 0): Tensor {
   const d = normAxis(dim, first.ndim, 'cat');
   for (const [i, t] of xs.entries()) {
     if (t.ndim !== first.ndim || t.dtype !== first.dtype || t.shape.some((s, j) => j !== d && s !== first.shape[j])) {
-      throw new Error(`cat: tensor ${i} has shape ${shapeToString(t.shape)} (${t.dtype}), incompatible with ${shapeToString(first.shape)} (${first.dtype}) along dim ${dim}`);
+      throw new Error(
+        `cat: tensor ${i} has shape ${shapeToString(t.shape)} (${t.dtype}), ` +
+          `incompatible with ${shapeToString(first.shape)} (${first.dtype}) ` +
+          `along dim ${dim}`,
+      );
     }
   }
   const outer = sizeOf(first.shape.slice(0, d));
@@ -172,12 +206,16 @@ export function cat(xs: Tensor[], dim = 0): Tensor {
   const total = xs.reduce((n, t) => n + t.shape[d], 0);
   const shape = first.shape.slice();
   shape[d] = total;
-  const out = first.dtype === 'float32' ? empty(shape) : new Tensor(allocData(first.dtype, sizeOf(shape)), shape, first.dtype);
+  const out =
+    first.dtype === 'float32' ? empty(shape) : new Tensor(allocData(first.dtype, sizeOf(shape)), shape, first.dtype);
   let off = 0;
   for (const t of xs) {
     const w = t.shape[d] * inner;
-    if (out.data instanceof Float32Array) K().copyRows(t.data as Float32Array, 0, w, out.data, off, total * inner, outer, w);
-    else for (let o = 0; o < outer; o++) out.data.set(t.data.subarray(o * w, (o + 1) * w) as never, o * total * inner + off);
+    if (out.data instanceof Float32Array)
+      K().copyRows(t.data as Float32Array, 0, w, out.data, off, total * inner, outer, w);
+    else
+      for (let o = 0; o < outer; o++)
+        out.data.set(t.data.subarray(o * w, (o + 1) * w) as never, o * total * inner + off);
     off += w;
   }
   if (first.dtype !== 'float32') return out;
@@ -199,5 +237,8 @@ export function cat(xs: Tensor[], dim = 0): Tensor {
 export function stack(xs: Tensor[], dim = 0): Tensor {
   if (xs.length === 0) throw new Error('stack: expected a non-empty list of tensors');
   const d = normAxis(dim, xs[0].ndim + 1, 'stack');
-  return cat(xs.map((t) => unsqueeze(t, d)), d);
+  return cat(
+    xs.map((t) => unsqueeze(t, d)),
+    d,
+  );
 }

@@ -1,7 +1,7 @@
 import { record } from '../autograd/engine.ts';
 import type { Backend } from '../backend/backend.ts';
 import { normAxis } from '../tensor/shape.ts';
-import { Tensor } from '../tensor/tensor.ts';
+import type { Tensor } from '../tensor/tensor.ts';
 import { transpose } from './shape.ts';
 import { empty, f32, K } from './util.ts';
 
@@ -12,7 +12,13 @@ type RowBackward = (y: Float32Array, dy: Float32Array, dx: Float32Array, rows: n
  * A row-wise op along `dim`: kernels work on contiguous rows of the last dim, so any other dim is
  * moved last and back. The backward needs only the output y.
  */
-function rowwise(x: Tensor, dim: number, op: string, fwd: (k: Backend) => RowKernel, bwd: (k: Backend) => RowBackward): Tensor {
+function rowwise(
+  x: Tensor,
+  dim: number,
+  op: string,
+  fwd: (k: Backend) => RowKernel,
+  bwd: (k: Backend) => RowBackward,
+): Tensor {
   f32(x, op, 'input');
   if (x.ndim === 0) throw new Error(`${op}: input must have at least 1 dimension`);
   const d = normAxis(dim, x.ndim, op);
@@ -30,10 +36,22 @@ function rowwise(x: Tensor, dim: number, op: string, fwd: (k: Backend) => RowKer
 
 /** softmax along `dim` (default last), max-subtracted for stability. */
 export function softmax(x: Tensor, dim = -1): Tensor {
-  return rowwise(x, dim, 'softmax', (k) => k.softmax, (k) => k.softmaxBackward);
+  return rowwise(
+    x,
+    dim,
+    'softmax',
+    (k) => k.softmax,
+    (k) => k.softmaxBackward,
+  );
 }
 
 /** log(softmax(x)) along `dim`, computed as x − logsumexp(x) (no log of a tiny probability). */
 export function logSoftmax(x: Tensor, dim = -1): Tensor {
-  return rowwise(x, dim, 'logSoftmax', (k) => k.logSoftmax, (k) => k.logSoftmaxBackward);
+  return rowwise(
+    x,
+    dim,
+    'logSoftmax',
+    (k) => k.logSoftmax,
+    (k) => k.logSoftmaxBackward,
+  );
 }

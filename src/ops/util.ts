@@ -39,7 +39,8 @@ export function describe(v: unknown): string {
 /** Throws `OP: ARG must be 2-D or 3-D, got shape [...]` unless t has one of `ranks`. */
 export function expectRank(t: Tensor, ranks: number[], op: string, arg: string): void {
   if (!ranks.includes(t.ndim)) {
-    const want = ranks.length === 1 ? `${ranks[0]}-D` : `${ranks.slice(0, -1).join('-D, ')}-D or ${ranks[ranks.length - 1]}-D`;
+    const want =
+      ranks.length === 1 ? `${ranks[0]}-D` : `${ranks.slice(0, -1).join('-D, ')}-D or ${ranks[ranks.length - 1]}-D`;
     throw new Error(`${op}: ${arg} must be ${want}, got shape ${shapeToString(t.shape)}`);
   }
 }
@@ -48,6 +49,8 @@ export function expectRank(t: Tensor, ranks: number[], op: string, arg: string):
 export function expectDim(t: Tensor, dim: number, size: number, op: string, arg: string, what?: string): void {
   const d = dim < 0 ? t.ndim + dim : dim;
   if (t.shape[d] !== size) {
-    throw new Error(`${op}: ${arg} must have ${what ?? `size ${size}`} in dim ${dim}, got shape ${shapeToString(t.shape)}`);
+    throw new Error(
+      `${op}: ${arg} must have ${what ?? `size ${size}`} in dim ${dim}, got shape ${shapeToString(t.shape)}`,
+    );
   }
 }

@@ -52,13 +52,18 @@ export class Adam {
     this.weightDecay = options.weightDecay ?? 0;
     const [b1, b2] = this.betas;
     if (!(this.lr >= 0)) throw new Error(`Adam: lr must be >= 0, got ${this.lr}`);
-    if (!(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1)) throw new Error(`Adam: betas must be in [0, 1), got [${b1}, ${b2}]`);
+    if (!(b1 >= 0 && b1 < 1) || !(b2 >= 0 && b2 < 1))
+      throw new Error(`Adam: betas must be in [0, 1), got [${b1}, ${b2}]`);
     if (!(this.eps >= 0)) throw new Error(`Adam: eps must be >= 0, got ${this.eps}`);
     for (const [i, p] of this.params.entries()) {
       if (!p.requiresGrad) throw new Error(`Adam: parameter ${i} does not require grad`);
     }
     // Long-lived blocks (wasm memory under the wasm backend, where Adam then runs in place).
-    this.state = { step: 0, m: this.params.map((p) => allocPersistentFloat32(p.size)), v: this.params.map((p) => allocPersistentFloat32(p.size)) };
+    this.state = {
+      step: 0,
+      m: this.params.map((p) => allocPersistentFloat32(p.size)),
+      v: this.params.map((p) => allocPersistentFloat32(p.size)),
+    };
   }
 
   /** One update of every parameter that has a gradient. */
@@ -67,7 +72,19 @@ export class Adam {
     const [b1, b2] = this.betas;
     for (const [i, p] of this.params.entries()) {
       if (!p.grad) continue;
-      getBackend().adam(p.data as Float32Array, p.grad.data as Float32Array, this.state.m[i], this.state.v[i], this.lr, b1, b2, this.eps, this.weightDecay, this.decoupled, this.state.step);
+      getBackend().adam(
+        p.data as Float32Array,
+        p.grad.data as Float32Array,
+        this.state.m[i],
+        this.state.v[i],
+        this.lr,
+        b1,
+        b2,
+        this.eps,
+        this.weightDecay,
+        this.decoupled,
+        this.state.step,
+      );
     }
   }
 

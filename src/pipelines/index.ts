@@ -34,9 +34,21 @@ export interface PipelineOptions {
 }
 
 /** A pipeline for `task` over the model folder `folder`. */
-export function pipeline(task: 'translation', folder: FolderInput, options?: PipelineOptions): Promise<TranslationPipeline>;
-export function pipeline(task: 'text-generation', folder: FolderInput, options?: PipelineOptions): Promise<TextGenerationPipeline>;
-export async function pipeline(task: Task, folder: FolderInput, options: PipelineOptions = {}): Promise<TranslationPipeline | TextGenerationPipeline> {
+export function pipeline(
+  task: 'translation',
+  folder: FolderInput,
+  options?: PipelineOptions,
+): Promise<TranslationPipeline>;
+export function pipeline(
+  task: 'text-generation',
+  folder: FolderInput,
+  options?: PipelineOptions,
+): Promise<TextGenerationPipeline>;
+export async function pipeline(
+  task: Task,
+  folder: FolderInput,
+  options: PipelineOptions = {},
+): Promise<TranslationPipeline | TextGenerationPipeline> {
   if (task === 'translation') return translationPipeline(await openTranslation(folder, options.ensemble ?? true));
   if (task === 'text-generation') return textGenerationPipeline(await openLanguageModel(folder));
   throw new Error(`pipeline: unknown task '${String(task)}' (expected 'translation' or 'text-generation')`);

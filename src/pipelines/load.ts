@@ -22,10 +22,17 @@ async function nodeFolder(): Promise<NodeFolder> {
   return (await import(/* @vite-ignore */ /* webpackIgnore: true */ spec)) as NodeFolder;
 }
 
-const KIND_NAMES: Record<FolderKind, string> = { seq2seq: 'a translation model', gpt: 'a qkv language model', 'hf-gpt2': 'a Hugging Face GPT-2 model' };
+const KIND_NAMES: Record<FolderKind, string> = {
+  seq2seq: 'a translation model',
+  gpt: 'a qkv language model',
+  'hf-gpt2': 'a Hugging Face GPT-2 model',
+};
 
 function wrongKind(task: string, kind: FolderKind, where: string, wanted: string): FolderError {
-  return new FolderError(FILES.config, `pipeline('${task}'): ${where}/${FILES.config} describes ${KIND_NAMES[kind]}; '${task}' takes ${wanted}`);
+  return new FolderError(
+    FILES.config,
+    `pipeline('${task}'): ${where}/${FILES.config} describes ${KIND_NAMES[kind]}; '${task}' takes ${wanted}`,
+  );
 }
 
 function label(source: FolderInput): string {
@@ -37,12 +44,14 @@ export async function openTranslation(source: FolderInput, ensemble = true): Pro
   if (isNodePath(source)) {
     const node = await nodeFolder();
     const kind = node.folderKindOf(source);
-    if (kind !== 'seq2seq') throw wrongKind('translation', kind, label(source), "a translation model folder (format 'qkv-seq2seq')");
+    if (kind !== 'seq2seq')
+      throw wrongKind('translation', kind, label(source), "a translation model folder (format 'qkv-seq2seq')");
     const e = node.readEnsemble(source, [], { own: ensemble });
     return { kind: 'seq2seq', ...e };
   }
   const opened = await openFolder(source, { ensemble });
-  if (opened.kind !== 'seq2seq') throw wrongKind('translation', opened.kind, label(source), "a translation model folder (format 'qkv-seq2seq')");
+  if (opened.kind !== 'seq2seq')
+    throw wrongKind('translation', opened.kind, label(source), "a translation model folder (format 'qkv-seq2seq')");
   return opened;
 }
 
@@ -51,10 +60,22 @@ export async function openLanguageModel(source: FolderInput): Promise<LoadedLm &
   if (isNodePath(source)) {
     const node = await nodeFolder();
     const kind = node.folderKindOf(source);
-    if (kind === 'seq2seq') throw wrongKind('text-generation', kind, label(source), "a language model folder (format 'qkv-gpt', or Hugging Face GPT-2)");
+    if (kind === 'seq2seq')
+      throw wrongKind(
+        'text-generation',
+        kind,
+        label(source),
+        "a language model folder (format 'qkv-gpt', or Hugging Face GPT-2)",
+      );
     return { kind, ...node.readLm(source) };
   }
   const opened = await openFolder(source);
-  if (opened.kind === 'seq2seq') throw wrongKind('text-generation', opened.kind, label(source), "a language model folder (format 'qkv-gpt', or Hugging Face GPT-2)");
+  if (opened.kind === 'seq2seq')
+    throw wrongKind(
+      'text-generation',
+      opened.kind,
+      label(source),
+      "a language model folder (format 'qkv-gpt', or Hugging Face GPT-2)",
+    );
   return opened;
 }

@@ -55,15 +55,26 @@ export interface TextGenerationPipeline {
 
 /** Each generated token's id and the text it adds, exactly as `qkv generate` writes it. */
 function* pieces(lm: LoadedLm, prompt: string, o: GenerationOptions): Generator<{ id: number; piece: string }> {
-  if (typeof prompt !== 'string' || prompt === '') throw new Error('text-generation: the prompt is empty: give some text to continue');
+  if (typeof prompt !== 'string' || prompt === '')
+    throw new Error('text-generation: the prompt is empty: give some text to continue');
   const { model, tokenizer, separatorId } = lm;
   const ids = promptIds(tokenizer, prompt, separatorId);
-  if (ids.length > model.config.blockSize) throw new Error(`text-generation: the prompt is ${ids.length} tokens long; this model's context holds ${model.config.blockSize}`);
+  if (ids.length > model.config.blockSize)
+    throw new Error(
+      `text-generation: the prompt is ${ids.length} tokens long; this model's context holds ${model.config.blockSize}`,
+    );
   const maxTokens = o.maxNewTokens ?? 200;
   const seed = o.seed ?? Math.floor(Math.random() * 2 ** 31);
   const all = ids.slice();
   let shown = idsText(tokenizer, all, separatorId);
-  const options = { maxTokens, temperature: o.temperature ?? 0.8, topK: o.topK, topP: o.topP, seed, useCache: o.useCache ?? true };
+  const options = {
+    maxTokens,
+    temperature: o.temperature ?? 0.8,
+    topK: o.topK,
+    topP: o.topP,
+    seed,
+    useCache: o.useCache ?? true,
+  };
   for (const t of generateStream(model, promptContext(lm, prompt), options)) {
     all.push(t.id);
     const text = idsText(tokenizer, all, separatorId);
@@ -89,5 +100,12 @@ export function textGenerationPipeline(lm: LoadedLm): TextGenerationPipeline {
       if (piece !== '') yield piece;
     }
   }
-  return Object.assign(run, { stream, task: 'text-generation' as const, model: lm.model, tokenizer: lm.tokenizer, separatorId: lm.separatorId, config: lm.config });
+  return Object.assign(run, {
+    stream,
+    task: 'text-generation' as const,
+    model: lm.model,
+    tokenizer: lm.tokenizer,
+    separatorId: lm.separatorId,
+    config: lm.config,
+  });
 }

@@ -61,7 +61,13 @@ export interface DecodingNames {
   error: (message: string) => Error;
 }
 
-const PIPELINE_NAMES: DecodingNames = { beam: 'beam', alpha: 'alpha', mbr: 'mbr', prefix: 'translation: ', error: (m) => new Error(m) };
+const PIPELINE_NAMES: DecodingNames = {
+  beam: 'beam',
+  alpha: 'alpha',
+  mbr: 'mbr',
+  prefix: 'translation: ',
+  error: (m) => new Error(m),
+};
 
 /**
  * Beam, α and MBR, for this pipeline and for `qkv translate` / `qkv eval` alike (one
@@ -69,14 +75,23 @@ const PIPELINE_NAMES: DecodingNames = { beam: 'beam', alpha: 'alpha', mbr: 'mbr'
  * defaults, else the paper's (no MBR). The folder's MBR applies to beam search only; an explicit
  * `mbr: true` with beam 1 is an error.
  */
-export function decodingFor(o: Pick<TranslationOptions, 'beam' | 'alpha' | 'mbr'>, config: ModelConfigFile, names: DecodingNames = PIPELINE_NAMES): Decoding {
+export function decodingFor(
+  o: Pick<TranslationOptions, 'beam' | 'alpha' | 'mbr'>,
+  config: ModelConfigFile,
+  names: DecodingNames = PIPELINE_NAMES,
+): Decoding {
   const d = config.decoding ?? DEFAULT_DECODING;
   const fail = (m: string) => names.error(`${names.prefix}${m}`);
   const beam = o.beam ?? d.beam;
   if (!Number.isInteger(beam) || beam < 1) throw fail(`${names.beam} must be a positive integer, got ${beam}`);
   const alpha = o.alpha ?? d.alpha;
-  if (typeof alpha !== 'number' || !(alpha >= 0) || !Number.isFinite(alpha)) throw fail(`${names.alpha} must be a number >= 0, got ${alpha}`);
-  if (o.mbr && beam < 2) throw fail(`${names.mbr} chooses among beam search's hypotheses: it needs ${names.beam} 2 or more, got ${names.beam} ${beam}`);
+  if (typeof alpha !== 'number' || !(alpha >= 0) || !Number.isFinite(alpha))
+    throw fail(`${names.alpha} must be a number >= 0, got ${alpha}`);
+  if (o.mbr && beam < 2)
+    throw fail(
+      `${names.mbr} chooses among beam search's hypotheses: it needs ` +
+        `${names.beam} 2 or more, got ${names.beam} ${beam}`,
+    );
   const mbr = beam > 1 && (o.mbr ?? d.mbr ?? false);
   return { beam, alpha, ...(mbr && { mbr }) };
 }
@@ -84,10 +99,14 @@ export function decodingFor(o: Pick<TranslationOptions, 'beam' | 'alpha' | 'mbr'
 /** The translation pipeline of an opened folder. */
 export function translationPipeline(opened: OpenedSeq2Seq): TranslationPipeline {
   const { model, members, tokenizer, targetTokenizer, config } = opened;
-  const run = async (input: string | readonly string[], options: TranslationOptions = {}): Promise<string | string[]> => {
+  const run = async (
+    input: string | readonly string[],
+    options: TranslationOptions = {},
+  ): Promise<string | string[]> => {
     const one = typeof input === 'string';
     const lines = one ? [input] : input;
-    if (!one && !Array.isArray(input)) throw new Error(`translation: expected a string or an array of strings, got ${typeof input}`);
+    if (!one && !Array.isArray(input))
+      throw new Error(`translation: expected a string or an array of strings, got ${typeof input}`);
     lines.forEach((l, i) => {
       if (typeof l !== 'string') throw new Error(`translation: input ${i} is ${typeof l}, expected a string`);
     });
@@ -97,8 +116,18 @@ export function translationPipeline(opened: OpenedSeq2Seq): TranslationPipeline 
     const dec = decodingFor(options, config);
     // As the CLI: an empty line translates to '', a line longer than the model reads is cut to what it reads.
     const { ids } = encodeLines(members, tokenizer, [...lines]);
-    const out = translateIds(members, targetTokenizer, ids, { ...dec, ...(options.maxLength !== undefined && { maxLen: options.maxLength }) });
+    const out = translateIds(members, targetTokenizer, ids, {
+      ...dec,
+      ...(options.maxLength !== undefined && { maxLen: options.maxLength }),
+    });
     return one ? out[0] : out;
   };
-  return Object.assign(run, { task: 'translation' as const, model, members, tokenizer, targetTokenizer, config }) as TranslationPipeline;
+  return Object.assign(run, {
+    task: 'translation' as const,
+    model,
+    members,
+    tokenizer,
+    targetTokenizer,
+    config,
+  }) as TranslationPipeline;
 }

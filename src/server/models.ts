@@ -15,11 +15,17 @@ export interface ServedFolder {
   dir: string;
   /** The folder's name, for the switcher. */
   name: string;
-  /** From config.json; null when the folder cannot be read as a model (the page then opens it and shows the folder module's error). */
+  /**
+   * From config.json; null when the folder cannot be read as a model (the page then opens it and shows the folder
+   * module's error).
+   */
   kind: FolderKind | null;
   /** One line: 'translation en→fr, 4 + 4 layers, dModel 128', 'language model (characters), 4 layers, nEmbd 128'. */
   description: string;
-  /** The model files the folder has (of SERVED_FILES): the page asks for no other, so a missing optional file costs no 404. */
+  /**
+   * The model files the folder has (of SERVED_FILES): the page asks for no other, so a missing optional file costs no
+   * 404.
+   */
   files: string[];
 }
 
@@ -27,7 +33,14 @@ export interface ServedFolder {
 export type ServedFolderInfo = Omit<ServedFolder, 'dir'>;
 
 /** The files of a folder the server hands out (never pytorch_model.bin, never anything else). */
-export const SERVED_FILES: readonly string[] = [FILES.config, FILES.tokenizer, FILES.targetTokenizer, FILES.weights, FILES.vocab, FILES.merges];
+export const SERVED_FILES: readonly string[] = [
+  FILES.config,
+  FILES.tokenizer,
+  FILES.targetTokenizer,
+  FILES.weights,
+  FILES.vocab,
+  FILES.merges,
+];
 
 const ID = /^[A-Za-z0-9._-]+$/;
 
@@ -43,10 +56,19 @@ function describe(kind: FolderKind, config: unknown): string {
   const m = (k: string) => field(config, 'model', k);
   if (kind === 'seq2seq') {
     const dir = field(config, 'training', 'direction');
-    const lang = typeof dir === 'string' && /^[a-z]+-[a-z]+$/.test(dir) ? ` ${dir.toUpperCase().replace('-', '→')}` : '';
-    return `translation${lang}, ${String(m('numEncoderLayers'))} + ${String(m('numDecoderLayers'))} layers, dModel ${String(m('dModel'))}`;
+    const lang =
+      typeof dir === 'string' && /^[a-z]+-[a-z]+$/.test(dir) ? ` ${dir.toUpperCase().replace('-', '→')}` : '';
+    return (
+      `translation${lang}, ${String(m('numEncoderLayers'))} + ` +
+      `${String(m('numDecoderLayers'))} layers, dModel ${String(m('dModel'))}`
+    );
   }
-  if (kind === 'gpt') return `language model (${TOKENIZERS[String(field(config, 'tokenizer'))] ?? String(field(config, 'tokenizer'))}), ${String(m('nLayer'))} layers, nEmbd ${String(m('nEmbd'))}`;
+  if (kind === 'gpt')
+    return (
+      `language model ` +
+      `(${TOKENIZERS[String(field(config, 'tokenizer'))] ?? String(field(config, 'tokenizer'))}), ` +
+      `${String(m('nLayer'))} layers, nEmbd ${String(m('nEmbd'))}`
+    );
   return `Hugging Face GPT-2, ${String(field(config, 'n_layer'))} layers, n_embd ${String(field(config, 'n_embd'))}`;
 }
 
@@ -72,7 +94,10 @@ export function describeFolder(dir: string, id: string = basename(resolve(dir)),
 export function folderIds(dirs: readonly string[]): string[] {
   const seen = new Set<string>();
   return dirs.map((d) => {
-    const base = basename(resolve(d)).replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_') || 'model';
+    const base =
+      basename(resolve(d))
+        .replace(/[^A-Za-z0-9._-]/g, '_')
+        .replace(/^\.+/, '_') || 'model';
     let id = base;
     for (let i = 2; seen.has(id); i++) id = `${base}-${i}`;
     seen.add(id);

@@ -6,7 +6,8 @@
  * words of its error messages.
  *
  * The page's files are listed once at start, the folders' ids and file names are fixed (the folder
- * module's FILES), every other path (and any path with `..`) is refused. It binds 127.0.0.1 unless told otherwise, answers only to
+ * module's FILES), every other path (and any path with `..`) is refused. It binds 127.0.0.1 unless told otherwise,
+ * answers only to
  * local host names when bound to a loopback address (no DNS rebinding), and sends the cross-origin
  * isolation headers (COOP same-origin, COEP require-corp) that shared WebAssembly memory needs.
  * Errors (no index.html, a port in use, an address that cannot be bound) are plain Errors whose
@@ -21,7 +22,10 @@ import { describeFolder, SERVED_FILES, type ServedFolder, type ServedFolderInfo 
 
 export { describeFolder, folderIds, SERVED_FILES, type ServedFolder, type ServedFolderInfo } from './models.ts';
 
-/** The files of a model folder the page may fetch (those the folder has; else 404): the folder module's FILES but PyTorch's pickle. */
+/**
+ * The files of a model folder the page may fetch (those the folder has; else 404): the folder module's FILES but
+ * PyTorch's pickle.
+ */
 export const MODEL_FILES = SERVED_FILES;
 
 const TYPES: Record<string, string> = {
@@ -45,7 +49,10 @@ const SECURITY_HEADERS: Record<string, string> = {
   'Cross-Origin-Resource-Policy': 'same-origin',
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
-  'Content-Security-Policy': "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+  'Content-Security-Policy':
+    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src " +
+    "'self'; img-src 'self' data: blob:; connect-src 'self'; object-src " +
+    "'none'; base-uri 'none'; frame-ancestors 'none'",
   'Cache-Control': 'no-cache',
 };
 
@@ -75,7 +82,10 @@ export interface ExploreServerOptions {
   webDir: string;
   /** The model folders served under /models/<id>/ (the first also under /model/), described by describeFolder. */
   models?: readonly ServedFolder[];
-  /** One model folder (described leniently: a folder that fails is left to the page to report), or null; used when `models` is not given. */
+  /**
+   * One model folder (described leniently: a folder that fails is left to the page to report), or null; used when
+   * `models` is not given.
+   */
   modelDir?: string | null;
   /** Default 127.0.0.1. */
   host?: string;
@@ -139,31 +149,46 @@ function refusal(rawPath: string): { status: number; reason: string } | null {
     return { status: 400, reason: 'bad URL encoding' };
   }
   if (!decoded.startsWith('/')) return { status: 400, reason: 'bad path' };
-  if (decoded.includes('\0') || decoded.includes('\\') || decoded.split('/').some((s) => s === '..' || s === '.')) return { status: 403, reason: 'forbidden path' };
+  if (decoded.includes('\0') || decoded.includes('\\') || decoded.split('/').some((s) => s === '..' || s === '.'))
+    return { status: 403, reason: 'forbidden path' };
   return null;
 }
 
 export function startExploreServer(o: ExploreServerOptions): Promise<ExploreServer> {
   const host = o.host ?? '127.0.0.1';
   const files = listFiles(o.webDir);
-  if (!files.has('/index.html')) throw new Error(`${o.webDir} has no index.html: build the page with \`npm run build:web\``);
+  if (!files.has('/index.html'))
+    throw new Error(`${o.webDir} has no index.html: build the page with \`npm run build:web\``);
   files.set('/', files.get('/index.html')!);
   const models: readonly ServedFolder[] = o.models ?? (o.modelDir ? [describeFolder(o.modelDir, undefined, true)] : []);
   const byId = new Map(models.map((m) => [m.id, m]));
-  if (byId.size !== models.length) throw new Error(`served folders need distinct ids, got ${models.map((m) => m.id).join(', ')}`);
-  const list: ServedFolderInfo[] = models.map(({ id, name, kind, description, files }) => ({ id, name, kind, description, files }));
+  if (byId.size !== models.length)
+    throw new Error(`served folders need distinct ids, got ${models.map((m) => m.id).join(', ')}`);
+  const list: ServedFolderInfo[] = models.map(({ id, name, kind, description, files }) => ({
+    id,
+    name,
+    kind,
+    description,
+    files,
+  }));
   const listBody = Buffer.from(`${JSON.stringify(list, null, 2)}\n`);
   const listTag = `"${createHash('sha256').update(listBody).digest('hex').slice(0, 32)}"`;
   const listTime = new Date(Math.floor(Date.now() / 1000) * 1000);
   const checkHost = isLoopback(host);
 
   const send = (res: ServerResponse, status: number, text: string, extra: Record<string, string> = {}) => {
-    res.writeHead(status, { ...SECURITY_HEADERS, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': String(Buffer.byteLength(text)), ...extra });
+    res.writeHead(status, {
+      ...SECURITY_HEADERS,
+      'Content-Type': 'text/plain; charset=utf-8',
+      'Content-Length': String(Buffer.byteLength(text)),
+      ...extra,
+    });
     res.end(text);
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return send(res, 405, 'method not allowed\n', { Allow: 'GET, HEAD' });
     if (checkHost) {
       const h = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
       if (!LOCAL_NAMES.has(h) && h !== host) return send(res, 403, 'forbidden host\n');
@@ -173,7 +198,12 @@ export function startExploreServer(o: ExploreServerOptions): Promise<ExploreServ
     if (bad) return send(res, bad.status, `${bad.reason}\n`);
     const path = decodeURIComponent(raw);
     if (path === '/models.json') {
-      const headers = { ...SECURITY_HEADERS, 'Content-Type': TYPES['.json'], ETag: listTag, 'Last-Modified': listTime.toUTCString() };
+      const headers = {
+        ...SECURITY_HEADERS,
+        'Content-Type': TYPES['.json'],
+        ETag: listTag,
+        'Last-Modified': listTime.toUTCString(),
+      };
       if (notModified(req, listTag, listTime)) {
         res.writeHead(304, headers);
         return res.end();
@@ -183,7 +213,8 @@ export function startExploreServer(o: ExploreServerOptions): Promise<ExploreServ
     }
     let file: string | undefined;
     let model: ServedFolder | undefined;
-    // /models/<id>/<file>, or /model/<file> for the first folder; only the folder's own model files (404 where it has none).
+    // /models/<id>/<file>, or /model/<file> for the first folder; only the folder's own model files (404 where it has
+    // none).
     const m = /^\/models\/([^/]+)\/([^/]+)$/.exec(path) ?? /^\/model\/()([^/]+)$/.exec(path);
     if (m) {
       model = m[1] === '' && path.startsWith('/model/') ? models[0] : byId.get(m[1]);
@@ -244,8 +275,10 @@ export function startExploreServer(o: ExploreServerOptions): Promise<ExploreServ
   });
   return new Promise((resolvePromise, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'EADDRINUSE') reject(new Error(`port ${o.port ?? 8080} on ${host} is in use: pass --port N (0 = any free port)`));
-      else if (e.code === 'EADDRNOTAVAIL' || e.code === 'ENOTFOUND') reject(new Error(`cannot bind --host ${host}: ${e.message}`));
+      if (e.code === 'EADDRINUSE')
+        reject(new Error(`port ${o.port ?? 8080} on ${host} is in use: pass --port N (0 = any free port)`));
+      else if (e.code === 'EADDRNOTAVAIL' || e.code === 'ENOTFOUND')
+        reject(new Error(`cannot bind --host ${host}: ${e.message}`));
       else reject(e);
     });
     server.listen(o.port ?? 8080, host, () => {
@@ -255,10 +288,11 @@ export function startExploreServer(o: ExploreServerOptions): Promise<ExploreServ
         server,
         port,
         url: `http://${shown}:${port}/`,
-        close: () => new Promise<void>((r) => {
-          server.closeAllConnections();
-          server.close(() => r());
-        }),
+        close: () =>
+          new Promise<void>((r) => {
+            server.closeAllConnections();
+            server.close(() => r());
+          }),
       });
     });
   });

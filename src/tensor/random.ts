@@ -52,7 +52,10 @@ export class Generator {
    * held in locals for the loop: the bulk path for dropout masks (tens of millions per step).
    */
   fillUint32(out: Uint32Array): void {
-    let s0 = this.s0 | 0, s1 = this.s1 | 0, s2 = this.s2 | 0, s3 = this.s3 | 0;
+    let s0 = this.s0 | 0,
+      s1 = this.s1 | 0,
+      s2 = this.s2 | 0,
+      s3 = this.s3 | 0;
     const n = out.length;
     for (let i = 0; i < n; i++) {
       const r = Math.imul(s1, 5);

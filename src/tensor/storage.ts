@@ -69,7 +69,8 @@ interface Frame {
   blocks: Float32Array[];
 }
 const frames: Frame[] = [];
-let poison = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QKV_POISON_SCOPES === '1';
+let poison =
+  (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QKV_POISON_SCOPES === '1';
 
 /**
  * Fill released scope blocks, and uninitialised ones when handed out, with NaN, so that a tensor
@@ -89,11 +90,16 @@ function heldArrays(value: unknown, out: Float32Array[], depth = 0): void {
     return;
   }
   if (Array.isArray(value)) for (const v of value) heldArrays(v, out, depth + 1);
-  else if (Object.getPrototypeOf(value) === Object.prototype) for (const v of Object.values(value)) heldArrays(v, out, depth + 1);
+  else if (Object.getPrototypeOf(value) === Object.prototype)
+    for (const v of Object.values(value)) heldArrays(v, out, depth + 1);
 }
 
 function inside(view: Float32Array, block: Float32Array): boolean {
-  return view.buffer === block.buffer && view.byteOffset >= block.byteOffset && view.byteOffset + view.byteLength <= block.byteOffset + block.byteLength;
+  return (
+    view.buffer === block.buffer &&
+    view.byteOffset >= block.byteOffset &&
+    view.byteOffset + view.byteLength <= block.byteOffset + block.byteLength
+  );
 }
 
 /**

@@ -140,8 +140,7 @@ export class Tensor {
 }
 
 /** Hook filled in by the autograd layer so reshape records itself without importing upward. */
-export let reshapeImpl: (t: Tensor, shape: number[]) => Tensor = (t, shape) =>
-  new Tensor(t.data, shape, t.dtype);
+export let reshapeImpl: (t: Tensor, shape: number[]) => Tensor = (t, shape) => new Tensor(t.data, shape, t.dtype);
 
 export function setReshapeImpl(fn: (t: Tensor, shape: number[]) => Tensor): void {
   reshapeImpl = fn;
@@ -160,7 +159,9 @@ function flatten(data: Nested, out: number[], shape: number[], depth: number): v
   if (Array.isArray(data)) {
     if (shape.length <= depth) shape.push(data.length);
     else if (shape[depth] !== data.length) {
-      throw new Error(`tensor: ragged nested array (dimension ${depth} has lengths ${shape[depth]} and ${data.length})`);
+      throw new Error(
+        `tensor: ragged nested array (dimension ${depth} has lengths ${shape[depth]} and ${data.length})`,
+      );
     }
     for (const d of data) flatten(d, out, shape, depth + 1);
   } else {
@@ -264,14 +265,23 @@ function randomArgs(name: string, args: readonly unknown[]): { shape: number[]; 
   if (args.length === 0) return { shape: [], rest: [] }; // a scalar, as zeros()
   if (typeof args[0] === 'number') {
     const bad = args.findIndex((a) => typeof a !== 'number');
-    if (bad >= 0) throw new Error(`${name}: with dimensions as numbers (${name}(2, 3)) every argument is a dimension; argument ${bad} is ${typeof args[bad]} (pass the shape as an array for a generator: ${name}([2, 3], generator))`);
+    if (bad >= 0)
+      throw new Error(
+        `${name}: with dimensions as numbers (${name}(2, 3)) every argument is ` +
+          `a dimension; argument ${bad} is ${typeof args[bad]} (pass the shape ` +
+          `as an array for a generator: ${name}([2, 3], generator))`,
+      );
     return { shape: shapeArg(args as number[]), rest: [] };
   }
-  if (!Array.isArray(args[0])) throw new Error(`${name}: expected a shape (${name}(2, 3) or ${name}([2, 3])), got ${typeof args[0]}`);
+  if (!Array.isArray(args[0]))
+    throw new Error(`${name}: expected a shape (${name}(2, 3) or ${name}([2, 3])), got ${typeof args[0]}`);
   return { shape: shapeArg([args[0] as number[]]), rest: args.slice(1) };
 }
 
-/** Standard normal samples from `generator` (the default, seeded by manualSeed, if omitted): randn(2, 3) or randn([2, 3], generator). */
+/**
+ * Standard normal samples from `generator` (the default, seeded by manualSeed, if omitted): randn(2, 3) or randn([2,
+ * 3], generator).
+ */
 export function randn(...shape: number[]): Tensor;
 export function randn(shape: Shape, generator?: Generator): Tensor;
 export function randn(...args: unknown[]): Tensor {

@@ -4,6 +4,9 @@
  * equal what `sacrebleu.corpus_bleu` / `sacrebleu.sentence_bleu` give with the same options.
  *
  * Pure string and number code: runs in Node and in browsers.
+ *
+ * Over 500 lines: sacreBLEU's tokenizer, n-gram statistics, corpus and sentence BLEU and its printed
+ * strings in one file, in the order of sacreBLEU's own, so each function can be checked against its original.
  */
 
 /** The sacreBLEU version whose behaviour (and signature string) this module reproduces. */
@@ -23,7 +26,9 @@ export type BleuTokenize = '13a' | 'none';
 
 /** Options of {@link corpusBleu} and {@link sentenceBleu}, with sacreBLEU's defaults. */
 export interface BleuOptions {
-  /** Lowercase hypotheses and references before tokenizing (sacreBLEU `lowercase`, signature `case:lc`). Default false. */
+  /**
+   * Lowercase hypotheses and references before tokenizing (sacreBLEU `lowercase`, signature `case:lc`). Default false.
+   */
   lowercase?: boolean;
   /** '13a' (mteval-v13a, the default) or 'none' (split on whitespace only). */
   tokenize?: BleuTokenize;
@@ -60,7 +65,10 @@ export interface BleuScore {
   ratio: number;
   /** sacreBLEU's signature, e.g. `nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.0`. */
   signature: string;
-  /** sacreBLEU's `str(score)`, e.g. `BLEU = 48.53 82.4/50.0/45.5/37.5 (BP = 0.943 ratio = 0.944 hyp_len = 17 ref_len = 18)`. */
+  /**
+   * sacreBLEU's `str(score)`, e.g. `BLEU = 48.53 82.4/50.0/45.5/37.5 (BP = 0.943 ratio = 0.944 hyp_len = 17 ref_len =
+   * 18)`.
+   */
   toString(): string;
 }
 
@@ -74,7 +82,10 @@ const SMOOTH_DEFAULTS: Record<SmoothMethod, number | null> = {
 // ---------------------------------------------------------------------------------------------
 // Python-compatible helpers
 
-/** Python's `str.isspace()` set (what `str.split()` and `str.rstrip()` use); JS `\s` differs (adds U+FEFF, lacks U+001C-1F and U+0085). */
+/**
+ * Python's `str.isspace()` set (what `str.split()` and `str.rstrip()` use); JS `\s` differs (adds U+FEFF, lacks
+ * U+001C-1F and U+0085).
+ */
 const PY_WS = '\\t\\n\\v\\f\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
 const PY_WS_RUN = new RegExp(`[${PY_WS}]+`, 'g');
 const PY_WS_TRAILING = new RegExp(`[${PY_WS}]+$`);
@@ -260,7 +271,13 @@ export function computeBleu(
   total: readonly number[],
   sysLen: number,
   refLen: number,
-  opts: { smoothMethod?: SmoothMethod; smoothValue?: number | null; effectiveOrder?: boolean; maxNgramOrder?: number; signature?: string } = {},
+  opts: {
+    smoothMethod?: SmoothMethod;
+    smoothValue?: number | null;
+    effectiveOrder?: boolean;
+    maxNgramOrder?: number;
+    signature?: string;
+  } = {},
 ): BleuScore {
   const smoothMethod = opts.smoothMethod ?? 'none';
   const maxOrder = opts.maxNgramOrder ?? 4;
@@ -337,7 +354,11 @@ export interface SegmentStats {
 }
 
 /** Per-segment statistics and the set of reference counts seen (for the signature's nrefs). */
-function segmentScores(hypotheses: readonly string[], streams: readonly (readonly (string | null)[])[], o: ResolvedOptions): { segments: SegmentStats[]; numRefs: Set<number> } {
+function segmentScores(
+  hypotheses: readonly string[],
+  streams: readonly (readonly (string | null)[])[],
+  o: ResolvedOptions,
+): { segments: SegmentStats[]; numRefs: Set<number> } {
   if (streams.length === 0) throw new Error('BLEU: no references given');
   const maxOrder = o.maxNgramOrder;
   const segments: SegmentStats[] = [];
@@ -365,7 +386,12 @@ function segmentScores(hypotheses: readonly string[], streams: readonly (readonl
 
 /** A hypothesis's clipped n-gram matches against a reference's (max) counts: one segment's statistics. */
 function matchStats(hyp: { counts: Map<string, number>; len: number }, ref: RefInfo, maxOrder: number): SegmentStats {
-  const seg: SegmentStats = { correct: new Array<number>(maxOrder).fill(0), total: new Array<number>(maxOrder).fill(0), sysLen: hyp.len, refLen: closestRefLen(hyp.len, ref.lens) };
+  const seg: SegmentStats = {
+    correct: new Array<number>(maxOrder).fill(0),
+    total: new Array<number>(maxOrder).fill(0),
+    sysLen: hyp.len,
+    refLen: closestRefLen(hyp.len, ref.lens),
+  };
   for (const [g, c] of hyp.counts) {
     const n = ngramOrder(g) - 1;
     seg.total[n] += c;
@@ -376,7 +402,12 @@ function matchStats(hyp: { counts: Map<string, number>; len: number }, ref: RefI
 }
 
 /** Corpus BLEU from summed segment statistics: all segments, or those at `indices` (repeats allowed). */
-function scoreSegments(segments: readonly SegmentStats[], o: ResolvedOptions, signature: string, indices?: ArrayLike<number>): BleuScore {
+function scoreSegments(
+  segments: readonly SegmentStats[],
+  o: ResolvedOptions,
+  signature: string,
+  indices?: ArrayLike<number>,
+): BleuScore {
   const maxOrder = o.maxNgramOrder;
   const correct = new Array<number>(maxOrder).fill(0);
   const total = new Array<number>(maxOrder).fill(0);
@@ -402,7 +433,11 @@ function scoreSegments(segments: readonly SegmentStats[], o: ResolvedOptions, si
 }
 
 /** Reference streams (sacreBLEU `refs`); `null` entries allow a variable number of references per segment. */
-function corpusScore(hypotheses: readonly string[], streams: readonly (readonly (string | null)[])[], o: ResolvedOptions): BleuScore {
+function corpusScore(
+  hypotheses: readonly string[],
+  streams: readonly (readonly (string | null)[])[],
+  o: ResolvedOptions,
+): BleuScore {
   const { segments, numRefs } = segmentScores(hypotheses, streams, o);
   return scoreSegments(segments, o, signatureOf(o, nrefsOf(numRefs, streams.length)));
 }
@@ -416,15 +451,22 @@ export function nrefsOf(numRefs: ReadonlySet<number>, streams: number): number |
  * sacreBLEU's reference streams from either form a metric accepts: one string per hypothesis, or
  * streams; each stream must have a line per hypothesis (`metric` names the caller in the error).
  */
-export function toStreams(metric: string, hypotheses: readonly string[], references: readonly string[] | readonly (readonly (string | null)[])[]): readonly (readonly (string | null)[])[] {
-  const streams = references.length > 0 && Array.isArray(references[0])
-    ? (references as readonly (readonly (string | null)[])[])
-    : references.length === 0 && hypotheses.length > 0
-      ? []
-      : [references as readonly string[]];
+export function toStreams(
+  metric: string,
+  hypotheses: readonly string[],
+  references: readonly string[] | readonly (readonly (string | null)[])[],
+): readonly (readonly (string | null)[])[] {
+  const streams =
+    references.length > 0 && Array.isArray(references[0])
+      ? (references as readonly (readonly (string | null)[])[])
+      : references.length === 0 && hypotheses.length > 0
+        ? []
+        : [references as readonly string[]];
   for (const [k, s] of streams.entries()) {
     if (s.length !== hypotheses.length) {
-      throw new Error(`${metric}: reference stream ${k} has ${s.length} lines but there are ${hypotheses.length} hypotheses`);
+      throw new Error(
+        `${metric}: reference stream ${k} has ${s.length} lines but there are ${hypotheses.length} hypotheses`,
+      );
     }
   }
   return streams;
@@ -448,7 +490,11 @@ export function segmentStatistics(
  * {@link segmentStatistics} made with the same options. The signature is empty: the statistics do
  * not carry the number of references.
  */
-export function segmentsBleu(segments: readonly SegmentStats[], indices?: ArrayLike<number>, options?: BleuOptions): BleuScore {
+export function segmentsBleu(
+  segments: readonly SegmentStats[],
+  indices?: ArrayLike<number>,
+  options?: BleuOptions,
+): BleuScore {
   if (segments.length === 0) throw new Error('BLEU: no segment statistics given');
   return scoreSegments(segments, resolve(options, false), '', indices);
 }
@@ -479,7 +525,11 @@ export function pairwiseSentenceBleu(sentences: readonly string[], options?: Ble
   const o = resolve(options, true);
   const grams = sentences.map((s) => extractNgrams(preprocess(o, s), o.maxNgramOrder));
   return grams.map((hyp, i) =>
-    grams.map((ref, j) => (i === j ? 0 : scoreSegments([matchStats(hyp, { ngrams: ref.counts, lens: [ref.len] }, o.maxNgramOrder)], o, '').score)),
+    grams.map((ref, j) =>
+      i === j
+        ? 0
+        : scoreSegments([matchStats(hyp, { ngrams: ref.counts, lens: [ref.len] }, o.maxNgramOrder)], o, '').score,
+    ),
   );
 }
 
@@ -487,8 +537,16 @@ export function pairwiseSentenceBleu(sentences: readonly string[], options?: Ble
  * Sentence BLEU, equal to `sacrebleu.sentence_bleu(hypothesis, references)` (smooth 'exp',
  * effective order on). `references` is one string or several references for this sentence.
  */
-export function sentenceBleu(hypothesis: string, references: string | readonly string[], options?: BleuOptions): BleuScore {
+export function sentenceBleu(
+  hypothesis: string,
+  references: string | readonly string[],
+  options?: BleuOptions,
+): BleuScore {
   const o = resolve(options, true);
   const refs = typeof references === 'string' ? [references] : references;
-  return corpusScore([hypothesis], refs.map((r) => [r]), o);
+  return corpusScore(
+    [hypothesis],
+    refs.map((r) => [r]),
+    o,
+  );
 }

@@ -33,13 +33,29 @@
  * string. `encode` adds no BOS/EOS (the saved JSON has no post-processor, so HF adds none either).
  *
  * Pure TypeScript: runs in Node and in browsers.
+ *
+ * Over 500 lines: one tokenizer, learned (the merge heap), applied (encode with its cache) and
+ * inverted (decode), with the round-trip guarantee that ties the three together.
  */
 
-import { bpeTokenizerJson, METASPACE, parseBpeTokenizerJson, PUNCTUATION_PATTERN, type HfTokenizerJson } from './tokenizer-json.ts';
+import {
+  bpeTokenizerJson,
+  METASPACE,
+  parseBpeTokenizerJson,
+  PUNCTUATION_PATTERN,
+  type HfTokenizerJson,
+} from './tokenizer-json.ts';
 import { Vocabulary } from './vocabulary.ts';
 
 export { METASPACE, PUNCTUATION_PATTERN } from './tokenizer-json.ts';
-export type { HfAddedToken, HfBpeModel, HfMetaspace, HfPreTokenizerSequence, HfPunctuationSplit, HfTokenizerJson } from './tokenizer-json.ts';
+export type {
+  HfAddedToken,
+  HfBpeModel,
+  HfMetaspace,
+  HfPreTokenizerSequence,
+  HfPunctuationSplit,
+  HfTokenizerJson,
+} from './tokenizer-json.ts';
 
 const METASPACE_CODE = 0x2581;
 const PUNCTUATION_RE = new RegExp(PUNCTUATION_PATTERN, 'gu');
@@ -206,15 +222,22 @@ export class BpeTokenizer extends Vocabulary {
   /** Id of the end-of-sentence token (the fourth special token, `</s>` by default). */
   readonly eosId: number;
 
-  private constructor(vocab: string[], merges: [number, number][], specialTokens: readonly string[], splitPunct = false) {
-    if (vocab.length >= MAX_VOCAB) throw new RangeError(`BpeTokenizer: vocabulary of ${vocab.length} tokens is too large`);
+  private constructor(
+    vocab: string[],
+    merges: [number, number][],
+    specialTokens: readonly string[],
+    splitPunct = false,
+  ) {
+    if (vocab.length >= MAX_VOCAB)
+      throw new RangeError(`BpeTokenizer: vocabulary of ${vocab.length} tokens is too large`);
     if (specialTokens.length < 4) throw new Error('BpeTokenizer: need at least 4 special tokens (pad, unk, bos, eos)');
     super(vocab, 'BpeTokenizer');
     this.splitPunctuation = splitPunct;
     this.specials = [...specialTokens];
     const sid = this.specials.map((t) => {
       const id = this.ids.get(t);
-      if (id === undefined) throw new Error(`BpeTokenizer: special token ${JSON.stringify(t)} is not in the vocabulary`);
+      if (id === undefined)
+        throw new Error(`BpeTokenizer: special token ${JSON.stringify(t)} is not in the vocabulary`);
       return id;
     });
     this.specialIds = new Set(sid);
@@ -226,7 +249,9 @@ export class BpeTokenizer extends Vocabulary {
       const [a, b] = merges[r];
       const merged = this.ids.get(vocab[a] + vocab[b]);
       if (merged === undefined) {
-        throw new Error(`BpeTokenizer: merge ${JSON.stringify([vocab[a], vocab[b]])} yields a token missing from the vocabulary`);
+        throw new Error(
+          `BpeTokenizer: merge ${JSON.stringify([vocab[a], vocab[b]])} yields a token missing from the vocabulary`,
+        );
       }
       // A repeated pair takes its last rank, as in HF `tokenizers` (Rust and JS).
       this.ranks.set(pairKey(a, b), r);
@@ -247,8 +272,10 @@ export class BpeTokenizer extends Vocabulary {
     const vocabSize = options.vocabSize;
     const minFrequency = options.minFrequency ?? 2;
     const specialTokens = options.specialTokens ?? DEFAULT_SPECIAL_TOKENS;
-    if (!Number.isInteger(vocabSize) || vocabSize < 1) throw new RangeError('BpeTokenizer.learn: vocabSize must be a positive integer');
-    if (new Set(specialTokens).size !== specialTokens.length) throw new Error('BpeTokenizer.learn: special tokens must be distinct');
+    if (!Number.isInteger(vocabSize) || vocabSize < 1)
+      throw new RangeError('BpeTokenizer.learn: vocabSize must be a positive integer');
+    if (new Set(specialTokens).size !== specialTokens.length)
+      throw new Error('BpeTokenizer.learn: special tokens must be distinct');
 
     // Word frequency table.
     const wordFreq = new Map<string, number>();
@@ -436,7 +463,8 @@ export class BpeTokenizer extends Vocabulary {
     let first = true;
     for (const id of ids) {
       const tok = this.vocab[id];
-      if (tok === undefined) throw new RangeError(`BpeTokenizer.decode: id ${id} outside the vocabulary of ${this.vocab.length}`);
+      if (tok === undefined)
+        throw new RangeError(`BpeTokenizer.decode: id ${id} outside the vocabulary of ${this.vocab.length}`);
       if (skip && id !== this.unkId && this.specialIds.has(id)) continue;
       let t = tok;
       if (first && t.charCodeAt(0) === METASPACE_CODE) t = t.slice(1);
@@ -449,9 +477,16 @@ export class BpeTokenizer extends Vocabulary {
   // -------------------------------------------------------------------------------------------
   // Hugging Face tokenizer.json
 
-  /** A Hugging Face `tokenizer.json` object (so `JSON.stringify(tokenizer)` writes the file; text/tokenizer-json.ts). */
+  /**
+   * A Hugging Face `tokenizer.json` object (so `JSON.stringify(tokenizer)` writes the file; text/tokenizer-json.ts).
+   */
   toJSON(): HfTokenizerJson {
-    return bpeTokenizerJson({ vocab: this.vocab, merges: this.mergePairs, specials: this.specials, splitPunctuation: this.splitPunctuation });
+    return bpeTokenizerJson({
+      vocab: this.vocab,
+      merges: this.mergePairs,
+      specials: this.specials,
+      splitPunctuation: this.splitPunctuation,
+    });
   }
 
   /**

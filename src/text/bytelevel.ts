@@ -79,7 +79,13 @@ export class ByteLevelBpeTokenizer {
   /** Number of ids: one more than the largest id of the vocabulary and the added tokens (50257 for GPT-2). */
   readonly vocabSize: number;
 
-  private constructor(vocab: Map<string, number>, merges: [string, string][], added: AddedToken[], addPrefixSpace: boolean, useRegex: boolean) {
+  private constructor(
+    vocab: Map<string, number>,
+    merges: [string, string][],
+    added: AddedToken[],
+    addPrefixSpace: boolean,
+    useRegex: boolean,
+  ) {
     this.vocab = vocab;
     this.merges = merges;
     this.ranks = new Map(merges.map(([a, b], i) => [`${a} ${b}`, i]));
@@ -102,36 +108,58 @@ export class ByteLevelBpeTokenizer {
    */
   static fromJSON(json: unknown): ByteLevelBpeTokenizer {
     const j = json as Record<string, unknown> | null;
-    if (!j || typeof j !== 'object') throw new Error(`tokenizer.json: expected an object, got ${j === null ? 'null' : typeof j}`);
+    if (!j || typeof j !== 'object')
+      throw new Error(`tokenizer.json: expected an object, got ${j === null ? 'null' : typeof j}`);
     const pre = byteLevelStep(j.pre_tokenizer);
     if (!pre) throw new Error(`tokenizer.json: pre_tokenizer must be ByteLevel, got ${kindOf(j.pre_tokenizer)}`);
     const model = j.model as Record<string, unknown> | null;
-    if (!model || model.type !== 'BPE') throw new Error(`tokenizer.json: model.type must be 'BPE', got ${kindOf(model)}`);
-    for (const [name, part] of [['decoder', j.decoder], ['post_processor', j.post_processor]] as const) {
-      if (part !== null && part !== undefined && (part as { type?: unknown }).type !== 'ByteLevel') throw new Error(`tokenizer.json: ${name} must be ByteLevel${name === 'post_processor' ? ' or null' : ''}, got ${kindOf(part)}`);
+    if (model?.type !== 'BPE') throw new Error(`tokenizer.json: model.type must be 'BPE', got ${kindOf(model)}`);
+    for (const [name, part] of [
+      ['decoder', j.decoder],
+      ['post_processor', j.post_processor],
+    ] as const) {
+      if (part !== null && part !== undefined && (part as { type?: unknown }).type !== 'ByteLevel')
+        throw new Error(
+          `tokenizer.json: ${name} must be ` +
+            `ByteLevel${name === 'post_processor' ? ' or null' : ''}, got ` +
+            `${kindOf(part)}`,
+        );
     }
-    if (j.normalizer !== null && j.normalizer !== undefined) throw new Error(`tokenizer.json: a byte-level tokenizer with a normalizer (${kindOf(j.normalizer)}) is not supported`);
-    if (model.continuing_subword_prefix || model.end_of_word_suffix) throw new Error('tokenizer.json: continuing_subword_prefix / end_of_word_suffix are not supported with ByteLevel');
+    if (j.normalizer !== null && j.normalizer !== undefined)
+      throw new Error(
+        `tokenizer.json: a byte-level tokenizer with a normalizer (${kindOf(j.normalizer)}) is not supported`,
+      );
+    if (model.continuing_subword_prefix || model.end_of_word_suffix)
+      throw new Error(
+        'tokenizer.json: continuing_subword_prefix / end_of_word_suffix are not supported with ByteLevel',
+      );
     const rawVocab = model.vocab as Record<string, unknown> | null;
-    if (!rawVocab || typeof rawVocab !== 'object') throw new Error('tokenizer.json: model.vocab must be an object of token -> id');
+    if (!rawVocab || typeof rawVocab !== 'object')
+      throw new Error('tokenizer.json: model.vocab must be an object of token -> id');
     const vocab = new Map<string, number>();
     for (const [tok, id] of Object.entries(rawVocab)) {
-      if (!Number.isInteger(id) || (id as number) < 0) throw new Error(`tokenizer.json: vocab id of ${JSON.stringify(tok)} must be a non-negative integer, got ${String(id)}`);
+      if (!Number.isInteger(id) || (id as number) < 0)
+        throw new Error(
+          `tokenizer.json: vocab id of ${JSON.stringify(tok)} must be a non-negative integer, got ${String(id)}`,
+        );
       vocab.set(tok, id as number);
     }
     if (!Array.isArray(model.merges)) throw new Error('tokenizer.json: model.merges must be an array');
     const merges: [string, string][] = model.merges.map((m: unknown, i: number) => {
       if (typeof m === 'string') {
         const k = m.indexOf(' ');
-        if (k <= 0 || k !== m.lastIndexOf(' ')) throw new Error(`tokenizer.json: merge ${i} must be "a b", got ${JSON.stringify(m)}`);
+        if (k <= 0 || k !== m.lastIndexOf(' '))
+          throw new Error(`tokenizer.json: merge ${i} must be "a b", got ${JSON.stringify(m)}`);
         return [m.slice(0, k), m.slice(k + 1)];
       }
-      if (Array.isArray(m) && m.length === 2 && typeof m[0] === 'string' && typeof m[1] === 'string') return [m[0], m[1]];
+      if (Array.isArray(m) && m.length === 2 && typeof m[0] === 'string' && typeof m[1] === 'string')
+        return [m[0], m[1]];
       throw new Error(`tokenizer.json: merge ${i} must be "a b" or [a, b], got ${JSON.stringify(m)}`);
     });
     const added: AddedToken[] = [];
     for (const t of (j.added_tokens as { id: number; content: string; special?: boolean }[] | undefined) ?? []) {
-      if (!Number.isInteger(t.id) || typeof t.content !== 'string' || t.content === '') throw new Error(`tokenizer.json: bad added token ${JSON.stringify(t)}`);
+      if (!Number.isInteger(t.id) || typeof t.content !== 'string' || t.content === '')
+        throw new Error(`tokenizer.json: bad added token ${JSON.stringify(t)}`);
       added.push({ id: t.id, content: t.content, special: t.special ?? false });
     }
     return new ByteLevelBpeTokenizer(vocab, merges, added, pre.add_prefix_space === true, pre.use_regex !== false);
@@ -139,14 +167,40 @@ export class ByteLevelBpeTokenizer {
 
   /** A tokenizer.json that @huggingface/tokenizers (and fromJSON) read back to the same ids. */
   toJSON(): unknown {
-    const byteLevel = { type: 'ByteLevel', add_prefix_space: this.addPrefixSpace, trim_offsets: true, use_regex: this.useRegex };
+    const byteLevel = {
+      type: 'ByteLevel',
+      add_prefix_space: this.addPrefixSpace,
+      trim_offsets: true,
+      use_regex: this.useRegex,
+    };
     return {
-      version: '1.0', truncation: null, padding: null,
-      added_tokens: [...this.addedById.values()].map((t) => ({ id: t.id, content: t.content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: t.special })),
-      normalizer: null, pre_tokenizer: byteLevel, post_processor: byteLevel, decoder: byteLevel,
+      version: '1.0',
+      truncation: null,
+      padding: null,
+      added_tokens: [...this.addedById.values()].map((t) => ({
+        id: t.id,
+        content: t.content,
+        single_word: false,
+        lstrip: false,
+        rstrip: false,
+        normalized: false,
+        special: t.special,
+      })),
+      normalizer: null,
+      pre_tokenizer: byteLevel,
+      post_processor: byteLevel,
+      decoder: byteLevel,
       model: {
-        type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false,
-        vocab: Object.fromEntries(this.vocab), merges: this.merges.map(([a, b]) => [a, b]),
+        type: 'BPE',
+        dropout: null,
+        unk_token: null,
+        continuing_subword_prefix: null,
+        end_of_word_suffix: null,
+        fuse_unk: false,
+        byte_fallback: false,
+        ignore_merges: false,
+        vocab: Object.fromEntries(this.vocab),
+        merges: this.merges.map(([a, b]) => [a, b]),
       },
     };
   }
@@ -164,7 +218,9 @@ export class ByteLevelBpeTokenizer {
     return this.vocab.get(token) ?? this.added.find((t) => t.content === token)?.id;
   }
 
-  /** The end-of-text token (`<|endoftext|>` in GPT-2), which also starts a document; else the last special added token. */
+  /**
+   * The end-of-text token (`<|endoftext|>` in GPT-2), which also starts a document; else the last special added token.
+   */
   get eosId(): number {
     const eot = this.added.find((t) => t.content === '<|endoftext|>') ?? this.added.filter((t) => t.special).at(-1);
     if (!eot) throw new Error('tokenizer.json: no end-of-text token (no special added token)');
@@ -222,7 +278,10 @@ export class ByteLevelBpeTokenizer {
       if (tok === undefined) throw new Error(`decode: id ${id} is not in the vocabulary of ${this.vocabSize}`);
       for (const ch of tok) {
         const b = BYTES.decoder.get(ch);
-        if (b === undefined) throw new Error(`decode: token ${JSON.stringify(tok)} holds ${JSON.stringify(ch)}, not a byte-level character`);
+        if (b === undefined)
+          throw new Error(
+            `decode: token ${JSON.stringify(tok)} holds ${JSON.stringify(ch)}, not a byte-level character`,
+          );
         bytes.push(b);
       }
     }
@@ -253,7 +312,7 @@ export class ByteLevelBpeTokenizer {
   private preTokenize(text: string): string[] {
     if (text === '') return [];
     if (this.addPrefixSpace && !text.startsWith(' ')) text = ` ${text}`;
-    const words = this.useRegex ? text.match(GPT2_PATTERN) ?? [] : [text];
+    const words = this.useRegex ? (text.match(GPT2_PATTERN) ?? []) : [text];
     return words.map((w) => {
       let s = '';
       for (const b of utf8.encode(w)) s += BYTES.encoder[b];
@@ -291,7 +350,11 @@ export class ByteLevelBpeTokenizer {
     }
     const ids = parts.map((p) => {
       const id = this.vocab.get(p);
-      if (id === undefined) throw new Error(`encode: the piece ${JSON.stringify(p)} is not in the vocabulary (tokenizer.json lacks a base byte or a merge result)`);
+      if (id === undefined)
+        throw new Error(
+          `encode: the piece ${JSON.stringify(p)} is not in the vocabulary ` +
+            `(tokenizer.json lacks a base byte or a merge result)`,
+        );
       return id;
     });
     if (this.cache.size < 100_000) this.cache.set(word, ids);
@@ -310,7 +373,8 @@ function byteLevelStep(p: unknown): ByteLevelStep | null {
   const o = p as { type?: string; pretokenizers?: unknown[] } | null;
   if (!o || typeof o !== 'object') return null;
   if (o.type === 'ByteLevel') return o as ByteLevelStep;
-  if (o.type === 'Sequence' && Array.isArray(o.pretokenizers) && o.pretokenizers.length === 1) return byteLevelStep(o.pretokenizers[0]);
+  if (o.type === 'Sequence' && Array.isArray(o.pretokenizers) && o.pretokenizers.length === 1)
+    return byteLevelStep(o.pretokenizers[0]);
   return null;
 }
 

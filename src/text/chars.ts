@@ -40,7 +40,8 @@ export class CharTokenizer extends Vocabulary {
 
   private constructor(vocab: string[]) {
     super(vocab, 'CharTokenizer', (t, i) => {
-      if (i > 0 && Array.from(t).length !== 1) throw new Error(`CharTokenizer: token ${i} ${JSON.stringify(t)} is not one character`);
+      if (i > 0 && Array.from(t).length !== 1)
+        throw new Error(`CharTokenizer: token ${i} ${JSON.stringify(t)} is not one character`);
     });
   }
 
@@ -66,7 +67,8 @@ export class CharTokenizer extends Vocabulary {
     let out = '';
     for (const id of ids) {
       const t = this.vocab[id];
-      if (t === undefined) throw new RangeError(`CharTokenizer.decode: id ${id} outside the vocabulary of ${this.vocab.length}`);
+      if (t === undefined)
+        throw new RangeError(`CharTokenizer.decode: id ${id} outside the vocabulary of ${this.vocab.length}`);
       out += t;
     }
     return out;
@@ -87,9 +89,15 @@ export class CharTokenizer extends Vocabulary {
         throw new Error(`CharTokenizer.fromJSON: not valid JSON (${(e as Error).message})`);
       }
     }
-    if (j === null || typeof j !== 'object' || j.type !== 'qkv-chars') throw new Error('CharTokenizer.fromJSON: not a qkv-chars tokenizer (expected "type": "qkv-chars")');
-    if (!Array.isArray(j.vocab) || j.vocab.length === 0 || j.vocab.some((t) => typeof t !== 'string')) throw new Error('CharTokenizer.fromJSON: vocab must be a non-empty array of strings');
-    if (j.unk_token !== j.vocab[0]) throw new Error(`CharTokenizer.fromJSON: unk_token ${JSON.stringify(j.unk_token)} must be vocab[0] (${JSON.stringify(j.vocab[0])})`);
+    if (j === null || typeof j !== 'object' || j.type !== 'qkv-chars')
+      throw new Error('CharTokenizer.fromJSON: not a qkv-chars tokenizer (expected "type": "qkv-chars")');
+    if (!Array.isArray(j.vocab) || j.vocab.length === 0 || j.vocab.some((t) => typeof t !== 'string'))
+      throw new Error('CharTokenizer.fromJSON: vocab must be a non-empty array of strings');
+    if (j.unk_token !== j.vocab[0])
+      throw new Error(
+        `CharTokenizer.fromJSON: unk_token ${JSON.stringify(j.unk_token)} must ` +
+          `be vocab[0] (${JSON.stringify(j.vocab[0])})`,
+      );
     return new CharTokenizer(j.vocab.slice());
   }
 }

@@ -114,7 +114,9 @@ function ngrams(sent: string, o: Resolved): Map<string, number>[] {
   return out;
 }
 
-/** sacreBLEU's `_get_match_statistics`: [hypothesis n-grams (0 if the reference has none), reference n-grams, matches]. */
+/**
+ * sacreBLEU's `_get_match_statistics`: [hypothesis n-grams (0 if the reference has none), reference n-grams, matches].
+ */
 function matchStatistics(hyp: Map<string, number>, ref: Map<string, number>): [number, number, number] {
   let match = 0;
   let hypCount = 0;
@@ -181,7 +183,16 @@ function makeScore(stats: number[], o: Resolved, signature: string): ChrfScore {
   const score = fScore(stats, o);
   const name = `chrF${o.beta}${'+'.repeat(o.wordOrder)}`;
   const text = `${name} = ${formatFixed(score, 2)}`;
-  return { score, name, charOrder: o.charOrder, wordOrder: o.wordOrder, beta: o.beta, statistics: stats, signature, toString: () => text };
+  return {
+    score,
+    name,
+    charOrder: o.charOrder,
+    wordOrder: o.wordOrder,
+    beta: o.beta,
+    statistics: stats,
+    signature,
+    toString: () => text,
+  };
 }
 
 /**
@@ -224,7 +235,15 @@ export function corpusChrf(
 }
 
 /** Sentence chrF, equal to `sacrebleu.sentence_chrf(hypothesis, references, ...)`. */
-export function sentenceChrf(hypothesis: string, references: string | readonly string[], options?: ChrfOptions): ChrfScore {
+export function sentenceChrf(
+  hypothesis: string,
+  references: string | readonly string[],
+  options?: ChrfOptions,
+): ChrfScore {
   const refs = typeof references === 'string' ? [references] : references;
-  return corpusChrf([hypothesis], refs.map((r) => [r]), options);
+  return corpusChrf(
+    [hypothesis],
+    refs.map((r) => [r]),
+    options,
+  );
 }

@@ -17,7 +17,14 @@ export { pairedBootstrap } from './significance.ts';
 export type { PairedBootstrapOptions, PairedBootstrapResult } from './significance.ts';
 export { mbrSelect } from './mbr.ts';
 export type { MbrChoice, MbrOptions } from './mbr.ts';
-export { BpeTokenizer, DEFAULT_SPECIAL_TOKENS, METASPACE, PUNCTUATION_PATTERN, metaspacePreTokenize, splitPunctuation } from './bpe.ts';
+export {
+  BpeTokenizer,
+  DEFAULT_SPECIAL_TOKENS,
+  METASPACE,
+  PUNCTUATION_PATTERN,
+  metaspacePreTokenize,
+  splitPunctuation,
+} from './bpe.ts';
 export type {
   BpeDecodeOptions,
   BpeLearnOptions,

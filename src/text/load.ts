@@ -19,15 +19,26 @@ export type TokenizerKind = 'char' | 'bpe' | 'bytelevel';
 
 /** Which class reads this tokenizer.json, or an error naming the unsupported kind. */
 export function tokenizerKind(json: unknown): TokenizerKind {
-  if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new Error(`tokenizer.json: expected a JSON object, got ${json === null ? 'null' : Array.isArray(json) ? 'an array' : typeof json}`);
+  if (json === null || typeof json !== 'object' || Array.isArray(json))
+    throw new Error(
+      `tokenizer.json: expected a JSON object, got ` +
+        `${json === null ? 'null' : Array.isArray(json) ? 'an array' : typeof json}`,
+    );
   const j = json as { type?: unknown; pre_tokenizer?: unknown; model?: unknown };
   if (j.type === 'qkv-chars') return 'char';
   const model = j.model as { type?: unknown } | null | undefined;
-  if (!model || model.type !== 'BPE') throw new Error(`tokenizer.json: unsupported model type ${describeKind(model)} (supported: BPE, or a qkv-chars tokenizer)`);
+  if (model?.type !== 'BPE')
+    throw new Error(
+      `tokenizer.json: unsupported model type ${describeKind(model)} (supported: BPE, or a qkv-chars tokenizer)`,
+    );
   const pre = preTokenizerType(j.pre_tokenizer);
   if (pre === 'Metaspace') return 'bpe';
   if (pre === 'ByteLevel') return 'bytelevel';
-  throw new Error(`tokenizer.json: unsupported pre_tokenizer ${describeKind(j.pre_tokenizer)} (supported: Metaspace, as qkv's BPE writes, and ByteLevel, as GPT-2's)`);
+  throw new Error(
+    `tokenizer.json: unsupported pre_tokenizer ` +
+      `${describeKind(j.pre_tokenizer)} (supported: Metaspace, as qkv's BPE ` +
+      `writes, and ByteLevel, as GPT-2's)`,
+  );
 }
 
 /** The tokenizer a tokenizer.json describes. */
@@ -43,7 +54,8 @@ function preTokenizerType(p: unknown): string | null {
   if (!o || typeof o !== 'object') return null;
   // A Sequence is named by its first step: [Metaspace, Split(punctuation)] is what qkv's BPE writes with
   // --split-punctuation, [ByteLevel] what some GPT-2 files hold; the class then checks the whole sequence.
-  if (o.type === 'Sequence' && Array.isArray(o.pretokenizers) && o.pretokenizers.length >= 1) return preTokenizerType(o.pretokenizers[0]);
+  if (o.type === 'Sequence' && Array.isArray(o.pretokenizers) && o.pretokenizers.length >= 1)
+    return preTokenizerType(o.pretokenizers[0]);
   return typeof o.type === 'string' ? o.type : null;
 }
 

@@ -37,13 +37,16 @@ export function mbrSelect(candidates: readonly string[], options: MbrOptions = {
   const n = candidates.length;
   if (n === 0) throw new Error('mbrSelect: candidates is empty; expected at least one candidate');
   for (let i = 0; i < n; i++) {
-    if (typeof candidates[i] !== 'string') throw new Error(`mbrSelect: candidates[${i}] must be a string, got ${typeof candidates[i]}`);
+    if (typeof candidates[i] !== 'string')
+      throw new Error(`mbrSelect: candidates[${i}] must be a string, got ${typeof candidates[i]}`);
   }
   const expected = new Array<number>(n).fill(0);
   if (n === 1) return { index: 0, expected };
   const { utility } = options;
   // The default utility's matrix tokenizes each candidate once, not once per pair.
-  const u = utility ? candidates.map((h, i) => candidates.map((r, j) => (i === j ? 0 : utility(h, r)))) : pairwiseSentenceBleu(candidates, options.bleu);
+  const u = utility
+    ? candidates.map((h, i) => candidates.map((r, j) => (i === j ? 0 : utility(h, r))))
+    : pairwiseSentenceBleu(candidates, options.bleu);
   for (let i = 0; i < n; i++) expected[i] = u[i].reduce((sum, x) => sum + x, 0) / (n - 1); // u[i][i] is 0
   let index = 0;
   for (let i = 1; i < n; i++) if (expected[i] > expected[index]) index = i;

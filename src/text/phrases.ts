@@ -15,7 +15,32 @@ export interface Phrase {
 }
 
 /** Words that may repeat in a correct translation (articles, prepositions, "und"). */
-const MAY_REPEAT = new Set(['der', 'die', 'das', 'den', 'dem', 'des', 'ein', 'eine', 'einen', 'einem', 'einer', 'eines', 'und', 'mit', 'in', 'im', 'auf', 'an', 'am', 'zu', 'zum', 'zur', 'von', 'vom']);
+const MAY_REPEAT = new Set([
+  'der',
+  'die',
+  'das',
+  'den',
+  'dem',
+  'des',
+  'ein',
+  'eine',
+  'einen',
+  'einem',
+  'einer',
+  'eines',
+  'und',
+  'mit',
+  'in',
+  'im',
+  'auf',
+  'an',
+  'am',
+  'zu',
+  'zum',
+  'zur',
+  'von',
+  'vom',
+]);
 
 /** Parse the TSV: `phrase<TAB>group; group`, alternatives in a group split by `|`, `#` comments. */
 export function parsePhrases(text: string, name = 'phrases'): Phrase[] {
@@ -26,8 +51,14 @@ export function parsePhrases(text: string, name = 'phrases'): Phrase[] {
     if (cols.length !== 2 || cols[0].trim() === '') {
       throw new Error(`${name}:${i + 1}: expected "phrase<TAB>required words", got ${JSON.stringify(line)}`);
     }
-    const required = cols[1].split(';').map((g) => g.split('|').map((w) => w.trim()).filter((w) => w !== ''));
-    if (required.some((g) => g.length === 0)) throw new Error(`${name}:${i + 1}: an empty group of required words in ${JSON.stringify(cols[1])}`);
+    const required = cols[1].split(';').map((g) =>
+      g
+        .split('|')
+        .map((w) => w.trim())
+        .filter((w) => w !== ''),
+    );
+    if (required.some((g) => g.length === 0))
+      throw new Error(`${name}:${i + 1}: an empty group of required words in ${JSON.stringify(cols[1])}`);
     out.push({ source: cols[0].trim(), required });
   });
   return out;

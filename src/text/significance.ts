@@ -64,7 +64,8 @@ export function pairedBootstrap(
   options: PairedBootstrapOptions = {},
 ): PairedBootstrapResult {
   const samples = options.samples ?? 1000;
-  if (!Number.isInteger(samples) || samples < 1) throw new Error(`pairedBootstrap: samples must be a positive integer, got ${samples}`);
+  if (!Number.isInteger(samples) || samples < 1)
+    throw new Error(`pairedBootstrap: samples must be a positive integer, got ${samples}`);
   if (baseline.length !== system.length) {
     throw new Error(`pairedBootstrap: the baseline has ${baseline.length} lines but the system has ${system.length}`);
   }

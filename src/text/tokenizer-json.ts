@@ -133,7 +133,12 @@ export interface BpeParts {
 
 /** The tokenizer.json of a BPE tokenizer's parts. */
 export function bpeTokenizerJson(p: BpeParts): HfTokenizerJson {
-  const metaspace = (): HfMetaspace => ({ type: 'Metaspace', replacement: METASPACE, prepend_scheme: 'always', split: true });
+  const metaspace = (): HfMetaspace => ({
+    type: 'Metaspace',
+    replacement: METASPACE,
+    prepend_scheme: 'always',
+    split: true,
+  });
   const ids = new Map<string, number>();
   p.vocab.forEach((t, i) => ids.set(t, i));
   return {
@@ -151,7 +156,13 @@ export function bpeTokenizerJson(p: BpeParts): HfTokenizerJson {
     })),
     normalizer: null,
     pre_tokenizer: p.splitPunctuation
-      ? { type: 'Sequence', pretokenizers: [metaspace(), { type: 'Split', pattern: { Regex: PUNCTUATION_PATTERN }, behavior: 'Isolated', invert: false }] }
+      ? {
+          type: 'Sequence',
+          pretokenizers: [
+            metaspace(),
+            { type: 'Split', pattern: { Regex: PUNCTUATION_PATTERN }, behavior: 'Isolated', invert: false },
+          ],
+        }
       : metaspace(),
     post_processor: null,
     decoder: metaspace(),
@@ -194,7 +205,8 @@ export function parseBpeTokenizerJson(json: unknown): BpeParts {
   const m = t.model;
   if (!m || typeof m !== 'object' || m.type !== 'BPE') fail('model.type must be "BPE"');
   const model = m as HfBpeModel;
-  if (model.continuing_subword_prefix || model.end_of_word_suffix) fail('continuing_subword_prefix / end_of_word_suffix are not supported');
+  if (model.continuing_subword_prefix || model.end_of_word_suffix)
+    fail('continuing_subword_prefix / end_of_word_suffix are not supported');
   if (model.byte_fallback) fail('byte_fallback is not supported');
   if (model.ignore_merges) fail('ignore_merges is not supported');
   if (model.dropout) fail('dropout is not supported');
@@ -206,9 +218,20 @@ export function parseBpeTokenizerJson(json: unknown): BpeParts {
   if (pre && typeof pre === 'object' && (pre as { type?: unknown }).type === 'Sequence') {
     const parts = (pre as { pretokenizers?: unknown }).pretokenizers;
     const sp = Array.isArray(parts) ? (parts[1] as Partial<HfPunctuationSplit> | undefined) : undefined;
-    if (!Array.isArray(parts) || parts.length !== 2 || !sp || sp.type !== 'Split' || sp.pattern?.Regex !== PUNCTUATION_PATTERN
-      || sp.behavior !== 'Isolated' || sp.invert !== false) {
-      fail(`pre_tokenizer: a Sequence must be [Metaspace, Split {Regex: ${JSON.stringify(PUNCTUATION_PATTERN)}, behavior: "Isolated", invert: false}]`);
+    if (
+      !Array.isArray(parts) ||
+      parts.length !== 2 ||
+      !sp ||
+      sp.type !== 'Split' ||
+      sp.pattern?.Regex !== PUNCTUATION_PATTERN ||
+      sp.behavior !== 'Isolated' ||
+      sp.invert !== false
+    ) {
+      fail(
+        `pre_tokenizer: a Sequence must be [Metaspace, Split {Regex: ` +
+          `${JSON.stringify(PUNCTUATION_PATTERN)}, behavior: "Isolated", invert: ` +
+          `false}]`,
+      );
     }
     pre = (parts as unknown[])[0];
     splitPunct = true;
@@ -217,16 +240,20 @@ export function parseBpeTokenizerJson(json: unknown): BpeParts {
     ['pre_tokenizer', pre as HfMetaspace | undefined],
     ['decoder', t.decoder],
   ] as const) {
-    if (!part || typeof part !== 'object' || part.type !== 'Metaspace' || (part.replacement ?? METASPACE) !== METASPACE) fail(`${name} must be Metaspace with replacement "▁"`);
-    if ((part as HfMetaspace).prepend_scheme !== undefined && (part as HfMetaspace).prepend_scheme !== 'always') fail(`${name}.prepend_scheme must be "always"`);
+    if (!part || typeof part !== 'object' || part.type !== 'Metaspace' || (part.replacement ?? METASPACE) !== METASPACE)
+      fail(`${name} must be Metaspace with replacement "▁"`);
+    if ((part as HfMetaspace).prepend_scheme !== undefined && (part as HfMetaspace).prepend_scheme !== 'always')
+      fail(`${name}.prepend_scheme must be "always"`);
     if ((part as HfMetaspace).split === false && name === 'pre_tokenizer') fail('pre_tokenizer.split must be true');
   }
   const vocabObj = model.vocab;
-  if (!vocabObj || typeof vocabObj !== 'object' || Array.isArray(vocabObj)) fail('model.vocab must be an object of token: id');
+  if (!vocabObj || typeof vocabObj !== 'object' || Array.isArray(vocabObj))
+    fail('model.vocab must be an object of token: id');
   const entries = Object.entries(vocabObj);
   const vocab = new Array<string>(entries.length);
   for (const [tok, id] of entries) {
-    if (!Number.isInteger(id) || id < 0 || id >= entries.length || vocab[id] !== undefined) fail('model.vocab ids must be 0..n-1, each once');
+    if (!Number.isInteger(id) || id < 0 || id >= entries.length || vocab[id] !== undefined)
+      fail('model.vocab ids must be 0..n-1, each once');
     vocab[id] = tok;
   }
   // Added tokens not in the model vocab (HF allows that) are appended at their ids.
@@ -248,7 +275,11 @@ export function parseBpeTokenizerJson(json: unknown): BpeParts {
   }
   const specials = added.filter((a) => a.special).map((a) => a.content);
   if (specials.length < 4) fail('need at least 4 special added_tokens (pad, unk, bos, eos)');
-  if (model.unk_token !== specials[1]) fail(`model.unk_token ${JSON.stringify(model.unk_token)} must be the second special token (${JSON.stringify(specials[1])})`);
+  if (model.unk_token !== specials[1])
+    fail(
+      `model.unk_token ${JSON.stringify(model.unk_token)} must be the second ` +
+        `special token (${JSON.stringify(specials[1])})`,
+    );
   const ids = new Map<string, number>();
   vocab.forEach((tok, i) => ids.set(tok, i));
   if (model.merges != null && !Array.isArray(model.merges)) fail('model.merges must be an array');
@@ -261,7 +292,8 @@ export function parseBpeTokenizerJson(json: unknown): BpeParts {
     if (!Array.isArray(pair) || pair.length !== 2) return fail(`bad merge ${JSON.stringify(mg)}`);
     const a = ids.get(pair[0] as string);
     const b = ids.get(pair[1] as string);
-    if (a === undefined || b === undefined) return fail(`merge ${JSON.stringify(mg)} uses a token missing from the vocabulary`);
+    if (a === undefined || b === undefined)
+      return fail(`merge ${JSON.stringify(mg)} uses a token missing from the vocabulary`);
     return [a, b] as [number, number];
   });
   return { vocab, merges, specials, splitPunctuation: splitPunct };

@@ -10,7 +10,8 @@ export function averageWeights(sets: readonly Record<string, Tensor>[]): Record<
     const acc = new Float32Array(first.size);
     for (const [i, s] of sets.entries()) {
       const t = s[name];
-      if (!t || t.size !== first.size) throw new Error(`averageWeights: checkpoint ${i} lacks '${name}' or its shape differs`);
+      if (!t || t.size !== first.size)
+        throw new Error(`averageWeights: checkpoint ${i} lacks '${name}' or its shape differs`);
       const d = t.data as Float32Array;
       for (let j = 0; j < acc.length; j++) acc[j] += d[j];
     }

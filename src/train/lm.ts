@@ -86,7 +86,16 @@ export interface LmTrainerOptions extends CommonTrainerOptions {
 
 /** nanoGPT's defaults for small models (β2 0.99 as its Shakespeare config, clip 1, decay 0.1). */
 export const LM_RECIPE: LmTrainerOptions = {
-  batchSize: 16, lr: 1e-3, minLr: 1e-4, warmup: 100, decaySteps: 5000, weightDecay: 0.1, betas: [0.9, 0.99], eps: 1e-8, clipNorm: 1, seed: 1,
+  batchSize: 16,
+  lr: 1e-3,
+  minLr: 1e-4,
+  warmup: 100,
+  decaySteps: 5000,
+  weightDecay: 0.1,
+  betas: [0.9, 0.99],
+  eps: 1e-8,
+  clipNorm: 1,
+  seed: 1,
 };
 
 /**
@@ -152,15 +161,25 @@ export class LmTrainer {
     if (!Number.isInteger(seqLen) || seqLen < 1 || seqLen > model.config.blockSize) {
       throw new Error(`${name}: seqLen must be an integer in [1, blockSize ${model.config.blockSize}], got ${seqLen}`);
     }
-    if (!Number.isInteger(o.batchSize) || o.batchSize < 1) throw new Error(`${name}: batchSize must be a positive integer, got ${o.batchSize}`);
-    if (data.length < seqLen + 1) throw new Error(`${name}: the corpus has ${data.length} tokens, fewer than one window of seqLen + 1 = ${seqLen + 1}`);
+    if (!Number.isInteger(o.batchSize) || o.batchSize < 1)
+      throw new Error(`${name}: batchSize must be a positive integer, got ${o.batchSize}`);
+    if (data.length < seqLen + 1)
+      throw new Error(
+        `${name}: the corpus has ${data.length} tokens, fewer than one window of seqLen + 1 = ${seqLen + 1}`,
+      );
     const named = model.namedParameters();
     const dec = named.filter(([, p]) => p.ndim >= 2);
     const undec = named.filter(([, p]) => p.ndim < 2);
     this.names = { decayed: dec.map(([n]) => n), undecayed: undec.map(([n]) => n) };
     const common = { lr: 0, betas: o.betas, eps: o.eps };
-    this.decayed = new AdamW(dec.map(([, p]) => p), { ...common, weightDecay: o.weightDecay });
-    this.undecayed = new AdamW(undec.map(([, p]) => p), { ...common, weightDecay: 0 });
+    this.decayed = new AdamW(
+      dec.map(([, p]) => p),
+      { ...common, weightDecay: o.weightDecay },
+    );
+    this.undecayed = new AdamW(
+      undec.map(([, p]) => p),
+      { ...common, weightDecay: 0 },
+    );
     defaultGenerator.manualSeed(o.seed);
     this.position = { step: 0, rng: defaultGenerator.getState() };
   }
@@ -202,7 +221,8 @@ export class LmTrainer {
       this.decayed.zeroGrad(false);
       this.undecayed.zeroGrad(false);
       loss.backward();
-      if (this.options.clipNorm > 0) clipGradNorm([...this.decayed.params, ...this.undecayed.params], this.options.clipNorm);
+      if (this.options.clipNorm > 0)
+        clipGradNorm([...this.decayed.params, ...this.undecayed.params], this.options.clipNorm);
       const lr = this.lrAt(step);
       this.decayed.lr = lr;
       this.undecayed.lr = lr;
@@ -217,7 +237,10 @@ export class LmTrainer {
   /** Weights, AdamW moments and position in one safetensors file (write it atomically). */
   saveState(extra: Record<string, string> = {}): Uint8Array {
     const tensors: Record<string, Tensor> = {};
-    for (const [opt, names] of [[this.decayed, this.names.decayed], [this.undecayed, this.names.undecayed]] as const) {
+    for (const [opt, names] of [
+      [this.decayed, this.names.decayed],
+      [this.undecayed, this.names.undecayed],
+    ] as const) {
       names.forEach((n, i) => {
         const p = opt.params[i];
         tensors[`model.${n}`] = p;
@@ -225,26 +248,45 @@ export class LmTrainer {
         tensors[`adam.v.${n}`] = new Tensor(opt.state.v[i], p.shape, 'float32');
       });
     }
-    const meta = { position: this.position, adamStep: this.decayed.state.step, options: this.options, corpusTokens: this.data.length };
+    const meta = {
+      position: this.position,
+      adamStep: this.decayed.state.step,
+      options: this.options,
+      corpusTokens: this.data.length,
+    };
     return writeSafetensors(tensors, { metadata: { ...extra, lmTrainer: JSON.stringify(meta) } });
   }
 
   /** Continue exactly where saveState() left off (same model shape, corpus, seed and batch shape). */
   loadState(bytes: Uint8Array): Record<string, string> {
     const { tensors, metadata } = readSafetensors(bytes);
-    if (!metadata.lmTrainer) throw new Error('LmTrainer.loadState: file has no lmTrainer metadata (not a language-model training state)');
-    const meta = JSON.parse(metadata.lmTrainer) as { position: LmTrainerPosition; adamStep: number; options: Required<LmTrainerOptions>; corpusTokens: number };
+    if (!metadata.lmTrainer)
+      throw new Error('LmTrainer.loadState: file has no lmTrainer metadata (not a language-model training state)');
+    const meta = JSON.parse(metadata.lmTrainer) as {
+      position: LmTrainerPosition;
+      adamStep: number;
+      options: Required<LmTrainerOptions>;
+      corpusTokens: number;
+    };
     const o = this.options;
     if (meta.corpusTokens !== this.data.length) {
-      throw new Error(`LmTrainer.loadState: the run was trained on a corpus of ${meta.corpusTokens} tokens, this one has ${this.data.length} (same --data and tokenizer?)`);
+      throw new Error(
+        `LmTrainer.loadState: the run was trained on a corpus of ` +
+          `${meta.corpusTokens} tokens, this one has ${this.data.length} (same ` +
+          `--data and tokenizer?)`,
+      );
     }
     for (const k of ['seed', 'batchSize', 'seqLen'] as const) {
-      if (meta.options[k] !== o[k]) throw new Error(`LmTrainer.loadState: saved ${k} ${meta.options[k]} differs from ${o[k]}`);
+      if (meta.options[k] !== o[k])
+        throw new Error(`LmTrainer.loadState: saved ${k} ${meta.options[k]} differs from ${o[k]}`);
     }
     const weights: Record<string, Tensor> = {};
     for (const n of [...this.names.decayed, ...this.names.undecayed]) weights[n] = tensors[`model.${n}`];
     this.model.loadStateDict(weights, { strict: true });
-    for (const [opt, names] of [[this.decayed, this.names.decayed], [this.undecayed, this.names.undecayed]] as const) {
+    for (const [opt, names] of [
+      [this.decayed, this.names.decayed],
+      [this.undecayed, this.names.undecayed],
+    ] as const) {
       names.forEach((n, i) => {
         const m = tensors[`adam.m.${n}`];
         const v = tensors[`adam.v.${n}`];
@@ -255,7 +297,12 @@ export class LmTrainer {
       opt.state.step = meta.adamStep;
     }
     // The schedule is the saved one (a resumed run keeps its warmup and decay).
-    Object.assign(this.options, { lr: meta.options.lr, minLr: meta.options.minLr, warmup: meta.options.warmup, decaySteps: meta.options.decaySteps });
+    Object.assign(this.options, {
+      lr: meta.options.lr,
+      minLr: meta.options.minLr,
+      warmup: meta.options.warmup,
+      decaySteps: meta.options.decaySteps,
+    });
     this.position = meta.position;
     defaultGenerator.setState(meta.position.rng);
     return metadata;
@@ -267,7 +314,11 @@ export class LmTrainer {
  * `data` (at most `maxTokens` targets; default all), in eval mode without gradients (the model's mode
  * is restored after). evaluateSeq2Seq is its translation twin.
  */
-export function evaluateLm(model: GPT, data: Int32Array, options: { seqLen?: number; batchSize?: number; maxTokens?: number } = {}): number {
+export function evaluateLm(
+  model: GPT,
+  data: Int32Array,
+  options: { seqLen?: number; batchSize?: number; maxTokens?: number } = {},
+): number {
   const T = Math.min(options.seqLen ?? model.config.blockSize, data.length - 1);
   if (T < 1) throw new Error(`evaluateLm: need at least 2 tokens, got ${data.length}`);
   const B = options.batchSize ?? 16;
@@ -276,19 +327,21 @@ export function evaluateLm(model: GPT, data: Int32Array, options: { seqLen?: num
   for (let s = 0; s + T < data.length && starts.length * T < limit; s += T) starts.push(s);
   let total = 0;
   let count = 0;
-  withEvalMode(model, () => noGrad(() => {
-    for (let i = 0; i < starts.length; i += B) {
-      const rows = starts.slice(i, i + B);
-      const x = new Int32Array(rows.length * T);
-      const y = new Int32Array(rows.length * T);
-      rows.forEach((s, b) => {
-        x.set(data.subarray(s, s + T), b * T);
-        y.set(data.subarray(s + 1, s + T + 1), b * T);
-      });
-      const logits = model.forward(new Tensor(x, [rows.length, T], 'int32'));
-      total += F.crossEntropy(logits, new Tensor(y, [rows.length, T], 'int32'), { reduction: 'sum' }).item();
-      count += y.length;
-    }
-  }));
+  withEvalMode(model, () =>
+    noGrad(() => {
+      for (let i = 0; i < starts.length; i += B) {
+        const rows = starts.slice(i, i + B);
+        const x = new Int32Array(rows.length * T);
+        const y = new Int32Array(rows.length * T);
+        rows.forEach((s, b) => {
+          x.set(data.subarray(s, s + T), b * T);
+          y.set(data.subarray(s + 1, s + T + 1), b * T);
+        });
+        const logits = model.forward(new Tensor(x, [rows.length, T], 'int32'));
+        total += F.crossEntropy(logits, new Tensor(y, [rows.length, T], 'int32'), { reduction: 'sum' }).item();
+        count += y.length;
+      }
+    }),
+  );
   return total / count;
 }

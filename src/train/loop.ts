@@ -85,7 +85,9 @@ export interface ProgressBar {
 export interface EvalTime {
   /** Seconds since the previous evaluation (or the start of this session). */
   sinceEval: number;
-  /** Seconds since the start of this session, read when called (after the evaluation, as the LM history counts them). */
+  /**
+   * Seconds since the start of this session, read when called (after the evaluation, as the LM history counts them).
+   */
   sinceStart(): number;
   /** Training minutes from the start of the run, over all sessions. */
   minutes: number;
@@ -109,7 +111,10 @@ export interface TrainingRun<R extends LoopStepResult, H extends HistoryEntry> {
    * floating point.
    */
   smoothing: readonly [previous: number, current: number];
-  /** The smoothed loss and training minutes where the run resumes (resumeState's answer; NaN and undefined for a new run). */
+  /**
+   * The smoothed loss and training minutes where the run resumes (resumeState's answer; NaN and undefined for a new
+   * run).
+   */
   resumed: ResumedState;
   metric: Metric<H>;
   /** Stop after this many evaluations without a better score (0: never). */
@@ -141,7 +146,8 @@ export function checkRunFolder(out: string, resume: boolean): string {
   if (!resume && existsSync(statePath)) {
     throw new Error(`${out} already holds a training run; pass --resume to continue it, or choose another --out`);
   }
-  if (resume && !existsSync(statePath)) throw new Error(`--resume: no training state in ${out} (${STATE_FILE} not found)`);
+  if (resume && !existsSync(statePath))
+    throw new Error(`--resume: no training state in ${out} (${STATE_FILE} not found)`);
   removeStaleTemps(out); // left by a process killed mid-write
   return statePath;
 }
@@ -169,7 +175,9 @@ export const FRESH: ResumedState = { ema: Number.NaN };
  * the average's entry, if any). Entries written after the state being resumed (a run killed between
  * an evaluation and its state) are redone, as is the final averaging.
  */
-export async function trainLoop<R extends LoopStepResult, H extends HistoryEntry>(run: TrainingRun<R, H>): Promise<H[]> {
+export async function trainLoop<R extends LoopStepResult, H extends HistoryEntry>(
+  run: TrainingRun<R, H>,
+): Promise<H[]> {
   const { out, trainer, maxSteps, evalEvery, saveEvery, metric, patience, checkpoints, bar } = run;
   const model = trainer.model;
   const statePath = join(out, STATE_FILE);
@@ -180,7 +188,8 @@ export async function trainLoop<R extends LoopStepResult, H extends HistoryEntry
   let minutesAtT0 = run.resumed.minutes ?? priorMinutes(history); // training minutes when t0 was last set
   const stopped = () => patience > 0 && evalsSinceBest(history, metric) >= patience;
   if (stopped()) run.log(`early stop: ${metric.name} has not improved for ${patience} evaluations`);
-  else if (trainer.position.step < maxSteps) bar.start(maxSteps, trainer.position.step, { loss: '-', lr: '-', tps: '-', ...run.barFields() });
+  else if (trainer.position.step < maxSteps)
+    bar.start(maxSteps, trainer.position.step, { loss: '-', lr: '-', tps: '-', ...run.barFields() });
   let tokens = 0;
   let t0 = performance.now();
   const started = t0;
@@ -192,7 +201,12 @@ export async function trainLoop<R extends LoopStepResult, H extends HistoryEntry
     ema = Number.isNaN(ema) ? r.loss : run.smoothing[0] * ema + run.smoothing[1] * r.loss;
     tokens += r.tokens;
     const dt = (performance.now() - t0) / 1000;
-    bar.update(r.step, { loss: ema.toFixed(3), lr: r.lr.toExponential(2), tps: (tokens / dt).toFixed(0), ...run.barFields() });
+    bar.update(r.step, {
+      loss: ema.toFixed(3),
+      lr: r.lr.toExponential(2),
+      tps: (tokens / dt).toFixed(0),
+      ...run.barFields(),
+    });
     // The training state is written last: it is the commit point. A run killed before it resumes
     // from the previous state and redoes these steps, rewriting the same checkpoints and history.
     const last = r.step === maxSteps;
@@ -202,7 +216,11 @@ export async function trainLoop<R extends LoopStepResult, H extends HistoryEntry
     if (evalNow) {
       const best = bestScore(history, metric);
       const minutes = minutesAtT0 + dt / 60;
-      const { entry, detail } = run.evaluate(r, ema, { sinceEval: dt, sinceStart: () => (performance.now() - started) / 1000, minutes });
+      const { entry, detail } = run.evaluate(r, ema, {
+        sinceEval: dt,
+        sinceStart: () => (performance.now() - started) / 1000,
+        minutes,
+      });
       history.push(entry);
       const score = entry[metric.key] as number;
       const improved = better(score, best, metric);
@@ -210,10 +228,16 @@ export async function trainLoop<R extends LoopStepResult, H extends HistoryEntry
       if (checkpoints?.average === 'best') keepBest(out, model.stateDict(), history, checkpoints.keep, metric);
       writeHistory(out, history);
       bar.stop();
-      run.log(`step ${r.step}: train loss ${ema.toFixed(3)}, val loss ${entry.valLoss.toFixed(3)}${detail}${improved ? ' (best, saved)' : ''}`);
+      run.log(
+        `step ${r.step}: train loss ${ema.toFixed(3)}, val loss ` +
+          `${entry.valLoss.toFixed(3)}${detail}${improved ? ' (best, saved)' : ''}`,
+      );
       if (stopped()) {
         const top = metric.higherIsBetter ? Math.max(best, score) : Math.min(best, score);
-        run.log(`early stop at step ${r.step}: ${metric.name} has not improved for ${patience} evaluations (best ${top.toFixed(metric.digits)})`);
+        run.log(
+          `early stop at step ${r.step}: ${metric.name} has not improved for ` +
+            `${patience} evaluations (best ${top.toFixed(metric.digits)})`,
+        );
       } else if (!last) {
         bar.start(maxSteps, r.step, { loss: ema.toFixed(3), lr: r.lr.toExponential(2), tps: '-', ...run.barFields() });
       }
@@ -240,19 +264,31 @@ export async function trainLoop<R extends LoopStepResult, H extends HistoryEntry
 }
 
 /** §6.1: the final model averages the last (or the best) checkpoints; keep it if it scores at least as well. */
-function averageCheckpoints<R extends LoopStepResult, H extends HistoryEntry>(run: TrainingRun<R, H>, history: H[], ema: number): void {
+function averageCheckpoints<R extends LoopStepResult, H extends HistoryEntry>(
+  run: TrainingRun<R, H>,
+  history: H[],
+  ema: number,
+): void {
   const { out, metric, checkpoints } = run;
   const ckpts = checkpoints!.average === 'best' ? listBest(out) : pruneCheckpoints(out, checkpoints!.keep);
   if (ckpts.length <= 1) return;
-  if (!run.score || !run.averagedEntry) throw new Error('trainLoop: a run that keeps checkpoints needs score() and averagedEntry()');
+  if (!run.score || !run.averagedEntry)
+    throw new Error('trainLoop: a run that keeps checkpoints needs score() and averagedEntry()');
   const model = run.trainer.model;
   const avg = averageWeights(ckpts.map((f) => readSafetensors(readFileSync(f)).tensors));
   const current = model.stateDict();
   const saved = Object.fromEntries(Object.entries(current).map(([k, v]) => [k, v.clone()])) as Record<string, Tensor>;
   model.loadStateDict(avg);
   const score = run.score();
-  const best = bestScore(history.filter((h) => h.averaged === undefined), metric);
-  run.log(`average of the ${checkpoints!.average} ${ckpts.length} checkpoints: ${metric.name} ${score.toFixed(metric.digits)} (best single: ${best.toFixed(metric.digits)})`);
+  const best = bestScore(
+    history.filter((h) => h.averaged === undefined),
+    metric,
+  );
+  run.log(
+    `average of the ${checkpoints!.average} ${ckpts.length} checkpoints: ` +
+      `${metric.name} ${score.toFixed(metric.digits)} (best single: ` +
+      `${best.toFixed(metric.digits)})`,
+  );
   const kept = !better(best, score, metric); // at least as good
   history.push(run.averagedEntry(score, ckpts.length, kept, ema));
   if (kept) saveFolderWeights(out, model);
@@ -273,7 +309,12 @@ export function writeHistory(dir: string, history: readonly HistoryEntry[]): voi
 }
 
 /** A run's evaluations up to `step` (without its final averaging): what a resumed or --init-from run goes on from. */
-export function readHistory<H extends HistoryEntry>(dir: string, step: number, metric: Metric<H>, command: string): H[] {
+export function readHistory<H extends HistoryEntry>(
+  dir: string,
+  step: number,
+  metric: Metric<H>,
+  command: string,
+): H[] {
   const p = join(dir, 'history.json');
   if (!existsSync(p)) return [];
   let h: unknown;
@@ -282,7 +323,10 @@ export function readHistory<H extends HistoryEntry>(dir: string, step: number, m
   } catch (e) {
     throw new Error(`training history is not valid JSON: ${p} (${(e as Error).message})`);
   }
-  if (!Array.isArray(h) || h.some((e) => e === null || typeof e !== 'object' || !Number.isInteger(e.step) || typeof e[metric.key] !== 'number')) {
+  if (
+    !Array.isArray(h) ||
+    h.some((e) => e === null || typeof e !== 'object' || !Number.isInteger(e.step) || typeof e[metric.key] !== 'number')
+  ) {
     throw new Error(`${p}: expected a list of evaluations ({"step": ..., "${metric.key}": ...}), as ${command} writes`);
   }
   return (h as H[]).filter((e) => e.step <= step && e.averaged === undefined);
@@ -313,12 +357,22 @@ function evalsSinceBest<H extends HistoryEntry>(history: readonly H[], metric: M
 }
 
 /** Keep the weights of the `keep` best evaluations by the metric in checkpoints/best-STEP.safetensors. */
-export function keepBest<H extends HistoryEntry>(dir: string, weights: Record<string, Tensor>, history: readonly H[], keep: number, metric: Metric<H>): void {
+export function keepBest<H extends HistoryEntry>(
+  dir: string,
+  weights: Record<string, Tensor>,
+  history: readonly H[],
+  keep: number,
+  metric: Metric<H>,
+): void {
   const evals = history.filter((h) => h.averaged === undefined);
   const sign = metric.higherIsBetter ? 1 : -1;
-  const ranked = [...evals].sort((x, y) => sign * ((y[metric.key] as number) - (x[metric.key] as number)) || y.step - x.step).slice(0, keep).map((h) => h.step);
+  const ranked = [...evals]
+    .sort((x, y) => sign * ((y[metric.key] as number) - (x[metric.key] as number)) || y.step - x.step)
+    .slice(0, keep)
+    .map((h) => h.step);
   const cur = evals[evals.length - 1];
-  if (ranked.includes(cur.step)) saveWeights(join(dir, 'checkpoints', `best-${String(cur.step).padStart(7, '0')}.safetensors`), weights);
+  if (ranked.includes(cur.step))
+    saveWeights(join(dir, 'checkpoints', `best-${String(cur.step).padStart(7, '0')}.safetensors`), weights);
   for (const f of listBest(dir)) {
     const step = Number(/best-(\d+)/.exec(f)![1]);
     if (!ranked.includes(step)) rmSync(f);
@@ -328,13 +382,19 @@ export function keepBest<H extends HistoryEntry>(dir: string, weights: Record<st
 function listBest(dir: string): string[] {
   const d = join(dir, 'checkpoints');
   if (!existsSync(d)) return [];
-  return readdirSync(d).filter((f) => /^best-\d+\.safetensors$/.test(f)).sort().map((f) => join(d, f));
+  return readdirSync(d)
+    .filter((f) => /^best-\d+\.safetensors$/.test(f))
+    .sort()
+    .map((f) => join(d, f));
 }
 
 function listCheckpoints(dir: string): string[] {
   const d = join(dir, 'checkpoints');
   if (!existsSync(d)) return [];
-  return readdirSync(d).filter((f) => /^step-\d+\.safetensors$/.test(f)).sort().map((f) => join(d, f));
+  return readdirSync(d)
+    .filter((f) => /^step-\d+\.safetensors$/.test(f))
+    .sort()
+    .map((f) => join(d, f));
 }
 
 function checkpointPath(dir: string, step: number): string {

@@ -50,9 +50,13 @@ const SEQ2SEQ: Record<string, Seq2SeqPreset> = {
    * lrFactor 0.5 peaks at 1.1e-3 (post-norm at this size is unstable near the 2.2e-3 of factor 1).
    */
   'multi30k-small': {
-    model: MULTI30K_SMALL, vocabSize: 8000,
+    model: MULTI30K_SMALL,
+    vocabSize: 8000,
     recipe: { maxTokens: 4096, warmup: 800, lrFactor: 0.5, labelSmoothing: 0.1, seed: 1 },
-    maxSteps: 3000, evalEvery: 250, saveEvery: 125, keep: 5,
+    maxSteps: 3000,
+    evalEvery: 250,
+    saveEvery: 125,
+    keep: 5,
   },
   /**
    * The recipe chosen on val in issue 12 (the README's `r2-wu`), which trained both shipped
@@ -63,38 +67,66 @@ const SEQ2SEQ: Record<string, Seq2SeqPreset> = {
    * val BLEU, and the 5 best checkpoints averaged, kept if that scores at least as well.
    */
   'multi30k-wu': {
-    model: { ...MULTI30K_SMALL, dModel: 128, numEncoderLayers: 4, numDecoderLayers: 4, dimFeedforward: 512, dropout: 0.3, attentionDropout: 0, activationDropout: 0 },
-    vocabSize: 8000, splitPunctuation: true,
+    model: {
+      ...MULTI30K_SMALL,
+      dModel: 128,
+      numEncoderLayers: 4,
+      numDecoderLayers: 4,
+      dimFeedforward: 512,
+      dropout: 0.3,
+      attentionDropout: 0,
+      activationDropout: 0,
+    },
+    vocabSize: 8000,
+    splitPunctuation: true,
     recipe: { maxTokens: 4096, warmup: 800, lrFactor: 0.5, labelSmoothing: 0.1, seed: 1, weightDecay: 1e-4 },
-    maxSteps: 8000, evalEvery: 250, saveEvery: 125, keep: 5, patience: 8, average: 'best',
+    maxSteps: 8000,
+    evalEvery: 250,
+    saveEvery: 125,
+    keep: 5,
+    patience: 8,
+    average: 'best',
   },
   /** The paper's base model (§6.1, Table 3): 100k steps of ~25k tokens, warmup 4000. */
   'paper-base': {
-    model: PAPER_BASE, vocabSize: 37000,
+    model: PAPER_BASE,
+    vocabSize: 37000,
     recipe: { maxTokens: 25000, warmup: 4000, lrFactor: 1, labelSmoothing: 0.1, seed: 1 },
-    maxSteps: 100000, evalEvery: 5000, saveEvery: 1000, keep: 5,
+    maxSteps: 100000,
+    evalEvery: 5000,
+    saveEvery: 1000,
+    keep: 5,
   },
   /** Seconds-long smoke test of the whole pipeline. */
   tiny: {
     model: { ...MULTI30K_SMALL, dModel: 32, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 1, dimFeedforward: 64 },
     vocabSize: 400,
     recipe: { maxTokens: 1024, warmup: 20, lrFactor: 1, labelSmoothing: 0.1, seed: 1 },
-    maxSteps: 20, evalEvery: 10, saveEvery: 10, keep: 2,
+    maxSteps: 20,
+    evalEvery: 10,
+    saveEvery: 10,
+    keep: 2,
   },
 };
 
 const LM: Record<string, LmPreset> = {
   /** Seconds-long smoke test of the whole pipeline. */
   tiny: {
-    model: GPT_TINY, bpeVocabSize: 500,
+    model: GPT_TINY,
+    bpeVocabSize: 500,
     recipe: { batchSize: 8, lr: 3e-3, minLr: 3e-4, warmup: 10, seed: 1 },
-    maxSteps: 100, evalEvery: 50, saveEvery: 50,
+    maxSteps: 100,
+    evalEvery: 50,
+    saveEvery: 50,
   },
   /** Character-level Multi30K English on a 2-core CPU: 2,000 steps of 16 × 128 characters (~2 epochs). */
   small: {
-    model: GPT_SMALL, bpeVocabSize: 2000,
+    model: GPT_SMALL,
+    bpeVocabSize: 2000,
     recipe: { batchSize: 16, lr: 2e-3, minLr: 2e-4, warmup: 100, seed: 1 },
-    maxSteps: 2000, evalEvery: 250, saveEvery: 100,
+    maxSteps: 2000,
+    evalEvery: 250,
+    saveEvery: 100,
   },
 };
 

@@ -1,6 +1,7 @@
 /**
  * The paper's training recipe (§5) for a translation model as a resumable step machine. It holds no
- * files: the training loop (loop.ts) decides when to evaluate and where to save. Everything random is either derived from (seed, epoch) —
+ * files: the training loop (loop.ts) decides when to evaluate and where to save. Everything random is either derived
+ * from (seed, epoch) —
  * the batch order — or saved — the dropout stream — so a resumed run continues with exactly the
  * losses the uninterrupted run would have had.
  */
@@ -48,7 +49,16 @@ export interface Seq2SeqTrainerOptions extends CommonTrainerOptions {
  * or weight decay.
  */
 export const PAPER_RECIPE: Seq2SeqTrainerOptions = {
-  maxTokens: 4096, warmup: 4000, lrFactor: 1, labelSmoothing: 0.1, seed: 1, clipNorm: 0, betas: [0.9, 0.98], eps: 1e-9, accum: 1, weightDecay: 0,
+  maxTokens: 4096,
+  warmup: 4000,
+  lrFactor: 1,
+  labelSmoothing: 0.1,
+  seed: 1,
+  clipNorm: 0,
+  betas: [0.9, 0.98],
+  eps: 1e-9,
+  accum: 1,
+  weightDecay: 0,
 };
 
 /**
@@ -123,7 +133,8 @@ export class Seq2SeqTrainer {
     this.options = { ...PAPER_RECIPE, ...options };
     if (pairs.length === 0) throw new Error('Seq2SeqTrainer: no training pairs');
     const { accum, weightDecay } = this.options;
-    if (!Number.isInteger(accum) || accum < 1) throw new Error(`Seq2SeqTrainer: accum must be a positive integer, got ${accum}`);
+    if (!Number.isInteger(accum) || accum < 1)
+      throw new Error(`Seq2SeqTrainer: accum must be a positive integer, got ${accum}`);
     if (!(weightDecay >= 0)) throw new Error(`Seq2SeqTrainer: weightDecay must be >= 0, got ${weightDecay}`);
     this.batches = planBatches(pairs, this.options.maxTokens);
     const named = model.namedParameters();
@@ -167,7 +178,10 @@ export class Seq2SeqTrainer {
       memoryScope(() => {
         const batch = this.nextBatch();
         const logits = this.model.forward(batch.src, batch.tgtIn); // (B, T, vocab)
-        const l = F.crossEntropy(logits, batch.tgtOut, { ignoreIndex: this.ids.padId, labelSmoothing: this.options.labelSmoothing });
+        const l = F.crossEntropy(logits, batch.tgtOut, {
+          ignoreIndex: this.ids.padId,
+          labelSmoothing: this.options.labelSmoothing,
+        });
         (K === 1 ? l : F.mul(l, 1 / K)).backward();
         loss += l.item() / K;
         tokens += batch.targetTokens;
@@ -190,15 +204,20 @@ export class Seq2SeqTrainer {
    * learning rate and its place in the data order), with the optimiser's moments still empty.
    */
   startAt(step: number): void {
-    if (!Number.isInteger(step) || step < 0) throw new Error(`Seq2SeqTrainer.startAt: step must be an integer >= 0, got ${step}`);
-    if (this.position.step !== 0) throw new Error(`Seq2SeqTrainer.startAt: the run is already at step ${this.position.step}`);
+    if (!Number.isInteger(step) || step < 0)
+      throw new Error(`Seq2SeqTrainer.startAt: step must be an integer >= 0, got ${step}`);
+    if (this.position.step !== 0)
+      throw new Error(`Seq2SeqTrainer.startAt: the run is already at step ${this.position.step}`);
     const consumed = step * this.options.accum;
     const epoch = Math.floor(consumed / this.batches.length);
     this.position = { ...this.position, step, epoch, batchInEpoch: consumed % this.batches.length };
     this.order = epochOrder(this.batches.length, this.options.seed, epoch);
   }
 
-  /** Weights, Adam moments and position in one safetensors file (write it atomically); `extra`: the caller's own metadata. */
+  /**
+   * Weights, Adam moments and position in one safetensors file (write it atomically); `extra`: the caller's own
+   * metadata.
+   */
   saveState(extra: Record<string, string> = {}): Uint8Array {
     const tensors: Record<string, Tensor> = {};
     const params = this.optimizer.params;
@@ -214,12 +233,18 @@ export class Seq2SeqTrainer {
   /** Continue exactly where saveState() left off; returns the file's metadata (with the caller's `extra`). */
   loadState(bytes: Uint8Array): Record<string, string> {
     const { tensors, metadata } = readSafetensors(bytes);
-    if (!metadata.trainer) throw new Error('Seq2SeqTrainer.loadState: file has no trainer metadata (not a training state)');
-    const meta = JSON.parse(metadata.trainer) as { position: Seq2SeqTrainerPosition; adamStep: number; options: Seq2SeqTrainerOptions };
+    if (!metadata.trainer)
+      throw new Error('Seq2SeqTrainer.loadState: file has no trainer metadata (not a training state)');
+    const meta = JSON.parse(metadata.trainer) as {
+      position: Seq2SeqTrainerPosition;
+      adamStep: number;
+      options: Seq2SeqTrainerOptions;
+    };
     for (const k of ['seed', 'maxTokens', 'accum', 'weightDecay'] as const) {
       // Files from before accum/weightDecay existed were written with 1 and 0.
       const saved = meta.options[k] ?? PAPER_RECIPE[k];
-      if (saved !== this.options[k]) throw new Error(`Seq2SeqTrainer.loadState: saved ${k} ${saved} differs from ${this.options[k]}`);
+      if (saved !== this.options[k])
+        throw new Error(`Seq2SeqTrainer.loadState: saved ${k} ${saved} differs from ${this.options[k]}`);
     }
     const weights: Record<string, Tensor> = {};
     for (const n of this.names) weights[n] = tensors[`model.${n}`];
@@ -243,16 +268,30 @@ export class Seq2SeqTrainer {
  * Mean label-smoothed loss per target token over `pairs`, in eval mode without gradients (the
  * model's mode is restored after). evaluateLm is its language-model twin.
  */
-export function evaluateSeq2Seq(model: Seq2Seq, pairs: readonly Pair[], ids: SpecialIds, maxTokens: number, labelSmoothing = 0): number {
+export function evaluateSeq2Seq(
+  model: Seq2Seq,
+  pairs: readonly Pair[],
+  ids: SpecialIds,
+  maxTokens: number,
+  labelSmoothing = 0,
+): number {
   let total = 0;
   let count = 0;
-  withEvalMode(model, () => noGrad(() => {
-    for (const idx of planBatches(pairs, maxTokens)) {
-      const b = makeBatch(pairs, idx, ids);
-      total += memoryScope(() => F.crossEntropy(model.forward(b.src, b.tgtIn), b.tgtOut, { ignoreIndex: ids.padId, labelSmoothing, reduction: 'sum' }).item());
-      count += b.targetTokens;
-    }
-  }));
+  withEvalMode(model, () =>
+    noGrad(() => {
+      for (const idx of planBatches(pairs, maxTokens)) {
+        const b = makeBatch(pairs, idx, ids);
+        total += memoryScope(() =>
+          F.crossEntropy(model.forward(b.src, b.tgtIn), b.tgtOut, {
+            ignoreIndex: ids.padId,
+            labelSmoothing,
+            reduction: 'sum',
+          }).item(),
+        );
+        count += b.targetTokens;
+      }
+    }),
+  );
   return total / count;
 }
 

@@ -26,12 +26,16 @@ interface Fault {
 /** Parse QKV_FAULT (exported for its test); throws on a malformed spec, naming the variable. */
 export function parseFault(spec: string): Fault {
   const [point, ...pairs] = spec.split(':');
-  if (!/^[\w-]+$/.test(point)) throw new Error(`QKV_FAULT: expected <point>[:<key>=<value>]..., got ${JSON.stringify(spec)}`);
+  if (!/^[\w-]+$/.test(point))
+    throw new Error(`QKV_FAULT: expected <point>[:<key>=<value>]..., got ${JSON.stringify(spec)}`);
   const want: [string, string][] = [];
   let group = false;
   for (const p of pairs) {
     const m = /^([\w-]+)=(.+)$/.exec(p);
-    if (!m) throw new Error(`QKV_FAULT: expected <key>=<value> after "${point}:", got ${JSON.stringify(p)} in ${JSON.stringify(spec)}`);
+    if (!m)
+      throw new Error(
+        `QKV_FAULT: expected <key>=<value> after "${point}:", got ${JSON.stringify(p)} in ${JSON.stringify(spec)}`,
+      );
     if (m[1] === 'group') group = m[2] === '1';
     else want.push([m[1], m[2]]);
   }

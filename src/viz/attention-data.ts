@@ -71,7 +71,9 @@ export interface TranslateOptions {
 export function headsOf(w: Tensor): number[][][] {
   const [, h, L, S] = w.shape;
   const d = w.data as Float32Array;
-  return Array.from({ length: h }, (_, a) => Array.from({ length: L }, (_, i) => Array.from(d.subarray((a * L + i) * S, (a * L + i + 1) * S))));
+  return Array.from({ length: h }, (_, a) =>
+    Array.from({ length: L }, (_, i) => Array.from(d.subarray((a * L + i) * S, (a * L + i + 1) * S))),
+  );
 }
 
 /** The query and key labels of a kind of map. */
@@ -126,7 +128,12 @@ export function encoderAttention(
  * Translate one sentence and collect every attention map. `tokenizer` encodes the source;
  * `options.targetTokenizer` names and decodes the target when the vocabularies are separate.
  */
-export function translateWithAttention(model: Seq2Seq, tokenizer: BpeTokenizer, sentence: string, options: TranslateOptions & { targetTokenizer?: BpeTokenizer } = {}): TranslationAttention {
+export function translateWithAttention(
+  model: Seq2Seq,
+  tokenizer: BpeTokenizer,
+  sentence: string,
+  options: TranslateOptions & { targetTokenizer?: BpeTokenizer } = {},
+): TranslationAttention {
   const text = sentence.trim();
   if (text === '') throw new Error('translate: the sentence is empty');
   // As `qkv translate` does: a sentence longer than the model reads is cut to its first maxLen tokens.
@@ -136,12 +143,20 @@ export function translateWithAttention(model: Seq2Seq, tokenizer: BpeTokenizer, 
   const beam = options.beam ?? 1;
   const target = options.targetTokenizer ?? tokenizer;
   if ((model.config.tgtVocabSize !== undefined) !== (target !== tokenizer)) {
-    throw new Error(`translate: ${target === tokenizer ? 'a model with separate vocabularies needs options.targetTokenizer' : 'a shared-vocabulary model takes no targetTokenizer'}`);
+    throw new Error(
+      'translate: ' +
+        (target === tokenizer
+          ? 'a model with separate vocabularies needs options.targetTokenizer'
+          : 'a shared-vocabulary model takes no targetTokenizer'),
+    );
   }
   const ids = { bosId: target.bosId, eosId: target.eosId, maxLen: options.maxLen };
   return noGrad(() => {
     const src = new Tensor(Int32Array.from(srcIds), [1, srcIds.length], 'int32');
-    const res = beam > 1 ? beamSearch(model, src, { ...ids, beamSize: beam, lengthPenalty: options.alpha ?? 0.6 }) : greedy(model, src, ids);
+    const res =
+      beam > 1
+        ? beamSearch(model, src, { ...ids, beamSize: beam, lengthPenalty: options.alpha ?? 0.6 })
+        : greedy(model, src, ids);
     const tokens = res.tokens[0];
     const finished = res.finished[0];
     const outIds = finished ? [...tokens, target.eosId] : tokens.slice();
@@ -151,7 +166,9 @@ export function translateWithAttention(model: Seq2Seq, tokenizer: BpeTokenizer, 
     const inIds = [target.bosId, ...outIds.slice(0, -1)];
     if (outIds.length > 0) {
       const cache = model.initCache(memory, model.paddingMask(src));
-      const r = model.decodeIncremental(new Tensor(Int32Array.from(inIds), [1, inIds.length], 'int32'), cache, { needWeights: true });
+      const r = model.decodeIncremental(new Tensor(Int32Array.from(inIds), [1, inIds.length], 'int32'), cache, {
+        needWeights: true,
+      });
       decoder = r.selfWeights!.map(headsOf);
       cross = r.crossWeights!.map(headsOf);
     }
@@ -174,12 +191,18 @@ export function translateWithAttention(model: Seq2Seq, tokenizer: BpeTokenizer, 
   });
 }
 
-/** What a model folder's config.json says it holds: a translation model (qkv train) or a language model (qkv train-lm, or Hugging Face GPT-2). */
+/**
+ * What a model folder's config.json says it holds: a translation model (qkv train) or a language model (qkv train-lm,
+ * or Hugging Face GPT-2).
+ */
 export type ModelKind = 'seq2seq' | 'gpt';
 
 export { MODEL_FORMATS } from '../folder/spec.ts';
 
-/** The kind of model a config.json describes (folder/spec.ts folderKind, a GPT-2 folder being a 'gpt'); a clear error naming `file` when it is neither. */
+/**
+ * The kind of model a config.json describes (folder/spec.ts folderKind, a GPT-2 folder being a 'gpt'); a clear error
+ * naming `file` when it is neither.
+ */
 export function modelKind(configJson: unknown, file: string = FILES.config): ModelKind {
   const kind = folderKind(configJson, file);
   return kind === 'hf-gpt2' ? 'gpt' : kind;
@@ -203,6 +226,11 @@ export function loadModelFromFiles(
   /** The target tokenizer: its own with separate vocabularies, else `tokenizer` itself. */
   targetTokenizer: BpeTokenizer;
 } {
-  const { model, tokenizer, targetTokenizer } = seq2seqFromFiles({ config: configJson, tokenizer: tokenizerJson, weights, targetTokenizer: targetTokenizerJson });
+  const { model, tokenizer, targetTokenizer } = seq2seqFromFiles({
+    config: configJson,
+    tokenizer: tokenizerJson,
+    weights,
+    targetTokenizer: targetTokenizerJson,
+  });
   return { model, tokenizer, targetTokenizer };
 }

@@ -64,12 +64,19 @@ function nothingToDraw(m: AttentionMaps): Error {
 function check(m: AttentionMaps, layer: number, head: number | 'mean'): void {
   const { layers, heads } = mapsSize(m);
   if (layers === 0) throw nothingToDraw(m);
-  if (!Number.isInteger(layer) || layer < 0 || layer >= layers) throw new Error(`layer ${layer + 1} does not exist: the ${m.name} has layers 1..${layers}`);
-  if (head !== 'mean' && (!Number.isInteger(head) || head < 0 || head >= heads)) throw new Error(`head ${head + 1} does not exist: layers have heads 1..${heads}`);
+  if (!Number.isInteger(layer) || layer < 0 || layer >= layers)
+    throw new Error(`layer ${layer + 1} does not exist: the ${m.name} has layers 1..${layers}`);
+  if (head !== 'mean' && (!Number.isInteger(head) || head < 0 || head >= heads))
+    throw new Error(`head ${head + 1} does not exist: layers have heads 1..${heads}`);
 }
 
 /** One head's map (0-based layer and head; 'mean' averages the heads), tokens on both axes. */
-export function mapsHeatmapSvg(m: AttentionMaps, layer: number, head: number | 'mean', o: AttentionHeatmapOptions = {}): string {
+export function mapsHeatmapSvg(
+  m: AttentionMaps,
+  layer: number,
+  head: number | 'mean',
+  o: AttentionHeatmapOptions = {},
+): string {
   check(m, layer, head);
   const heads = m.maps[layer];
   const values = head === 'mean' ? averageHeads(heads) : heads[head];
@@ -92,7 +99,12 @@ export function mapsHeatmapSvg(m: AttentionMaps, layer: number, head: number | '
 }
 
 /** bertviz's head view of one layer: every head's lines (or only `heads`). */
-export function mapsHeadViewSvg(m: AttentionMaps, layer: number, heads?: readonly number[], highlight: number | null = null): string {
+export function mapsHeadViewSvg(
+  m: AttentionMaps,
+  layer: number,
+  heads?: readonly number[],
+  highlight: number | null = null,
+): string {
   check(m, layer, 'mean');
   const all = m.maps[layer];
   const ids = heads ?? all.map((_, h) => h);
@@ -108,18 +120,29 @@ export function mapsHeadViewSvg(m: AttentionMaps, layer: number, heads?: readonl
 }
 
 /** Every layer × head as thumbnails. */
-export function mapsModelViewSvg(m: AttentionMaps, selected: { layer: number; head: number } | null = null, thumbSize = 96): string {
+export function mapsModelViewSvg(
+  m: AttentionMaps,
+  selected: { layer: number; head: number } | null = null,
+  thumbSize = 96,
+): string {
   if (mapsSize(m).layers === 0) throw nothingToDraw(m);
   return modelViewSvg({ maps: m.maps, title: `${m.name}: layers × heads`, selected, thumbSize, masked: causalMask(m) });
 }
 
 /** Labelled heatmaps of the chosen layers × heads (all by default), one row per layer. */
-export function mapsGridSvg(m: AttentionMaps, title: string, layers?: readonly number[], heads?: readonly number[]): string {
+export function mapsGridSvg(
+  m: AttentionMaps,
+  title: string,
+  layers?: readonly number[],
+  heads?: readonly number[],
+): string {
   const size = mapsSize(m);
   const ls = layers ?? Array.from({ length: size.layers }, (_, i) => i);
   const hs = heads ?? Array.from({ length: size.heads }, (_, i) => i);
   const parts: string[] = [];
-  for (const l of ls) for (const h of hs) parts.push(mapsHeatmapSvg(m, l, h, { title: `layer ${l + 1} · head ${h + 1}`, cellSize: 22, showValues: false }));
+  for (const l of ls)
+    for (const h of hs)
+      parts.push(mapsHeatmapSvg(m, l, h, { title: `layer ${l + 1} · head ${h + 1}`, cellSize: 22, showValues: false }));
   return gridSvg(parts, { columns: hs.length, title });
 }
 

@@ -8,10 +8,32 @@
 export type ColorScale = (t: number) => string;
 
 /** ColorBrewer Blues, 9 classes (matplotlib's "Blues"). Every channel falls from stop to stop. */
-export const BLUES_STOPS: readonly string[] = ['#f7fbff', '#deebf7', '#c6dbef', '#9ecae1', '#6baed6', '#4292c6', '#2171b5', '#08519c', '#08306b'];
+export const BLUES_STOPS: readonly string[] = [
+  '#f7fbff',
+  '#deebf7',
+  '#c6dbef',
+  '#9ecae1',
+  '#6baed6',
+  '#4292c6',
+  '#2171b5',
+  '#08519c',
+  '#08306b',
+];
 
 /** ColorBrewer RdBu, 11 classes (matplotlib's "RdBu": red at the low end). */
-export const RDBU_STOPS: readonly string[] = ['#67001f', '#b2182b', '#d6604d', '#f4a582', '#fddbc7', '#f7f7f7', '#d1e5f0', '#92c5de', '#4393c3', '#2166ac', '#053061'];
+export const RDBU_STOPS: readonly string[] = [
+  '#67001f',
+  '#b2182b',
+  '#d6604d',
+  '#f4a582',
+  '#fddbc7',
+  '#f7f7f7',
+  '#d1e5f0',
+  '#92c5de',
+  '#4393c3',
+  '#2166ac',
+  '#053061',
+];
 
 export function parseHex(hex: string): [number, number, number] {
   const m = /^#([0-9a-f]{6})$/i.exec(hex);
@@ -21,7 +43,10 @@ export function parseHex(hex: string): [number, number, number] {
 }
 
 export function toHex(r: number, g: number, b: number): string {
-  const c = (x: number) => Math.max(0, Math.min(255, Math.round(x))).toString(16).padStart(2, '0');
+  const c = (x: number) =>
+    Math.max(0, Math.min(255, Math.round(x)))
+      .toString(16)
+      .padStart(2, '0');
   return `#${c(r)}${c(g)}${c(b)}`;
 }
 
@@ -71,7 +96,18 @@ export function textColorOn(background: string): string {
 }
 
 /** Distinct colours for heads (Tableau 10), cycled. */
-export const HEAD_COLORS: readonly string[] = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
+export const HEAD_COLORS: readonly string[] = [
+  '#1f77b4',
+  '#ff7f0e',
+  '#2ca02c',
+  '#d62728',
+  '#9467bd',
+  '#8c564b',
+  '#e377c2',
+  '#7f7f7f',
+  '#bcbd22',
+  '#17becf',
+];
 
 /** Colour of head h (0-based) in {@link HEAD_COLORS}, cycled past 10 heads. */
 export function headColor(h: number): string {

@@ -12,7 +12,13 @@
 import { noGrad } from '../autograd/grad-mode.ts';
 import { generate } from '../decode/gpt.ts';
 import {
-  checkedHf as folderCheckedHf, hfTokenizer as folderHfTokenizer, idsText, lmFromFiles, promptIds, type GptTokenizer, type LoadedGpt,
+  checkedHf as folderCheckedHf,
+  hfTokenizer as folderHfTokenizer,
+  idsText,
+  lmFromFiles,
+  promptIds,
+  type GptTokenizer,
+  type LoadedGpt,
 } from '../folder/gpt.ts';
 import type { GPT } from '../models/gpt.ts';
 import { withEvalMode } from '../nn/module.ts';
@@ -25,7 +31,9 @@ import { clip, type AttentionMaps } from './attention-maps.ts';
 export type { GptTokenizer, LoadedGpt } from '../folder/gpt.ts';
 export { idsText, lineSeparatorId, promptIds } from '../folder/gpt.ts';
 
-/** The model (in eval mode) and tokenizer of a language-model folder's three files, from their contents (folder/gpt.ts). */
+/**
+ * The model (in eval mode) and tokenizer of a language-model folder's three files, from their contents (folder/gpt.ts).
+ */
 export function loadGptFromFiles(configJson: unknown, tokenizerJson: unknown, weights: Uint8Array): LoadedGpt {
   const { model, tokenizer, separatorId } = lmFromFiles({ config: configJson, tokenizer: tokenizerJson, weights });
   return { model, tokenizer, separatorId };
@@ -45,11 +53,14 @@ export function checkedHf(model: GPT, tokenizer: GptTokenizer): LoadedGpt {
 /** Every block's attention (per head) of one pass over ids: [layer][head][T][T], causal. */
 export function causalAttention(model: GPT, ids: readonly number[]): AttentionStack {
   if (ids.length === 0) throw new Error('causalAttention: no tokens');
-  if (ids.length > model.config.blockSize) throw new Error(`causalAttention: ${ids.length} tokens, more than the context of ${model.config.blockSize}`);
-  return withEvalMode(model, () => noGrad(() => {
-    const x = new Tensor(Int32Array.from(ids), [1, ids.length], 'int32');
-    return model.forwardCached(x, model.initCache(), { needWeights: true }).weights!.map(headsOf);
-  }));
+  if (ids.length > model.config.blockSize)
+    throw new Error(`causalAttention: ${ids.length} tokens, more than the context of ${model.config.blockSize}`);
+  return withEvalMode(model, () =>
+    noGrad(() => {
+      const x = new Tensor(Int32Array.from(ids), [1, ids.length], 'int32');
+      return model.forwardCached(x, model.initCache(), { needWeights: true }).weights!.map(headsOf);
+    }),
+  );
 }
 
 /** A token as a label: characters with ' ' as '␣' and the line end as '⏎'; BPE pieces as they are. */
@@ -111,21 +122,35 @@ export interface GptAttention {
 }
 
 /** Continue a prompt and collect the causal self-attention of every layer and head over prompt + continuation. */
-export function generateWithAttention(lm: LoadedGpt, prompt: string, options: GenerateAttentionOptions = {}): GptAttention {
+export function generateWithAttention(
+  lm: LoadedGpt,
+  prompt: string,
+  options: GenerateAttentionOptions = {},
+): GptAttention {
   const { model, tokenizer, separatorId } = lm;
   if (prompt.trim() === '') throw new Error('generate: the prompt is empty');
   const blockSize = model.config.blockSize;
   // As `qkv generate`: every line of the prompt but the last ends with the separator, and a line
   // start (the separator) comes first when there is room.
   const promptIds = promptIdsOf(tokenizer, prompt, separatorId);
-  if (promptIds.length >= blockSize) throw new Error(`generate: the prompt is ${promptIds.length} tokens long; this model's context holds ${blockSize}, with room for at least one more`);
+  if (promptIds.length >= blockSize)
+    throw new Error(
+      `generate: the prompt is ${promptIds.length} tokens long; this model's ` +
+        `context holds ${blockSize}, with room for at least one more`,
+    );
   const fed = promptIds.length + 1 < blockSize ? [separatorId, ...promptIds] : promptIds;
   const want = options.maxTokens ?? 40;
-  if (!Number.isInteger(want) || want < 1) throw new Error(`generate: maxTokens must be a positive integer, got ${want}`);
+  if (!Number.isInteger(want) || want < 1)
+    throw new Error(`generate: maxTokens must be a positive integer, got ${want}`);
   const maxTokens = Math.min(want, blockSize - fed.length);
   const stop = options.stopAtLineEnd ?? true;
   const { ids: generated } = generate(model, fed, {
-    maxTokens, temperature: options.temperature ?? 0, topK: options.topK, topP: options.topP, seed: options.seed ?? 0, stopIds: stop ? [separatorId] : [],
+    maxTokens,
+    temperature: options.temperature ?? 0,
+    topK: options.topK,
+    topP: options.topP,
+    seed: options.seed ?? 0,
+    stopIds: stop ? [separatorId] : [],
   });
   const ids = [...fed, ...generated];
   const lineEnded = generated.length > 0 && generated[generated.length - 1] === separatorId;
@@ -133,7 +158,9 @@ export function generateWithAttention(lm: LoadedGpt, prompt: string, options: Ge
   const full = idsText(tokenizer, [...promptIds, ...(lineEnded ? generated.slice(0, -1) : generated)], separatorId);
   return {
     prompt,
-    continuation: full.startsWith(shownPrompt) ? full.slice(shownPrompt.length) : idsText(tokenizer, generated, separatorId),
+    continuation: full.startsWith(shownPrompt)
+      ? full.slice(shownPrompt.length)
+      : idsText(tokenizer, generated, separatorId),
     ids,
     tokens: ids.map((id) => tokenLabel(tokenizer, id, separatorId)),
     promptLength: fed.length,

@@ -43,10 +43,13 @@ export function headViewSvg(o: HeadViewOptions): string {
   const shapes = o.heads.map((h, i) => checkMatrix(h, `headViewSvg: head ${i}`));
   const { rows, cols } = shapes[0];
   shapes.forEach((s, i) => {
-    if (s.rows !== rows || s.cols !== cols) throw new Error(`headViewSvg: head ${i} is ${s.rows}×${s.cols}, head 0 is ${rows}×${cols}`);
+    if (s.rows !== rows || s.cols !== cols)
+      throw new Error(`headViewSvg: head ${i} is ${s.rows}×${s.cols}, head 0 is ${rows}×${cols}`);
   });
-  if (o.leftLabels.length !== rows) throw new Error(`headViewSvg: ${o.leftLabels.length} left labels for ${rows} query rows`);
-  if (o.rightLabels.length !== cols) throw new Error(`headViewSvg: ${o.rightLabels.length} right labels for ${cols} key columns`);
+  if (o.leftLabels.length !== rows)
+    throw new Error(`headViewSvg: ${o.leftLabels.length} left labels for ${rows} query rows`);
+  if (o.rightLabels.length !== cols)
+    throw new Error(`headViewSvg: ${o.rightLabels.length} right labels for ${cols} key columns`);
   const ids = o.headIds ?? o.heads.map((_, i) => i);
   if (ids.length !== o.heads.length) throw new Error(`headViewSvg: ${ids.length} head ids for ${o.heads.length} heads`);
   const rh = o.rowHeight ?? 22;
@@ -65,13 +68,25 @@ export function headViewSvg(o: HeadViewOptions): string {
   const yOf = (i: number) => top + (i + 0.5) * rh;
 
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" class="qkv-headview${o.className ? ` ${esc(o.className)}` : ''}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="${FONT}" data-rows="${rows}" data-cols="${cols}" role="img"${o.title ? ` aria-label="${esc(o.title)}"` : ''}>`);
-  if (o.background !== null) out.push(`<rect class="background" width="${width}" height="${height}" fill="${o.background ?? '#ffffff'}"/>`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" ` +
+      `class="qkv-headview${o.className ? ` ${esc(o.className)}` : ''}" ` +
+      `width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ` +
+      `font-family="system-ui, sans-serif" font-size="${FONT}" ` +
+      `data-rows="${rows}" data-cols="${cols}" ` +
+      `role="img"${o.title ? ` aria-label="${esc(o.title)}"` : ''}>`,
+  );
+  if (o.background !== null)
+    out.push(`<rect class="background" width="${width}" height="${height}" fill="${o.background ?? '#ffffff'}"/>`);
   if (o.title) out.push(`<text class="title" x="8" y="18" font-size="14" font-weight="600">${esc(o.title)}</text>`);
   const ly = (o.title ? 26 : 6) + 8;
   out.push(`<g class="head-legend">`);
   ids.forEach((h, k) => {
-    out.push(`<rect x="${8 + k * 70}" y="${ly - 6}" width="12" height="12" fill="${headColor(h)}"/><text x="${8 + k * 70 + 16}" y="${ly}" dominant-baseline="central">head ${h + 1}</text>`);
+    out.push(
+      `<rect x="${8 + k * 70}" y="${ly - 6}" width="12" height="12" ` +
+        `fill="${headColor(h)}"/><text x="${8 + k * 70 + 16}" y="${ly}" ` +
+        `dominant-baseline="central">head ${h + 1}</text>`,
+    );
   });
   out.push(`</g>`);
   out.push(`<g class="links" stroke-linecap="round">`);
@@ -83,15 +98,29 @@ export function headViewSvg(o: HeadViewOptions): string {
         const v = w[i][j];
         if (!(v > minW)) continue;
         const a = Math.min(1, v) * (dim ? 0.12 : 1);
-        out.push(`<line class="link" data-head="${ids[k]}" data-row="${i}" data-col="${j}" x1="${x1}" y1="${px(yOf(i))}" x2="${x2}" y2="${px(yOf(j))}" stroke="${c}" stroke-opacity="${px(a)}" stroke-width="${px(1 + 3 * Math.min(1, v))}"><title>head ${ids[k] + 1}: ${esc(o.leftLabels[i])} → ${esc(o.rightLabels[j])}: ${formatValue(v, 4)}</title></line>`);
+        out.push(
+          `<line class="link" data-head="${ids[k]}" data-row="${i}" ` +
+            `data-col="${j}" x1="${x1}" y1="${px(yOf(i))}" x2="${x2}" ` +
+            `y2="${px(yOf(j))}" stroke="${c}" stroke-opacity="${px(a)}" ` +
+            `stroke-width="${px(1 + 3 * Math.min(1, v))}"><title>head ` +
+            `${ids[k] + 1}: ${esc(o.leftLabels[i])} → ${esc(o.rightLabels[j])}: ` +
+            `${formatValue(v, 4)}</title></line>`,
+        );
       }
     }
   });
   out.push(`</g>`);
   out.push(`<g class="left-labels" text-anchor="end" dominant-baseline="central">`);
-  o.leftLabels.forEach((l, i) => out.push(`<text class="token" data-row="${i}" x="${x0}" y="${px(yOf(i))}"${hl === i ? ' font-weight="700"' : ''}>${esc(l)}</text>`));
+  o.leftLabels.forEach((l, i) =>
+    out.push(
+      `<text class="token" data-row="${i}" x="${x0}" ` +
+        `y="${px(yOf(i))}"${hl === i ? ' font-weight="700"' : ''}>${esc(l)}</text>`,
+    ),
+  );
   out.push(`</g><g class="right-labels" dominant-baseline="central">`);
-  o.rightLabels.forEach((l, j) => out.push(`<text class="token" data-col="${j}" x="${x3}" y="${px(yOf(j))}">${esc(l)}</text>`));
+  o.rightLabels.forEach((l, j) =>
+    out.push(`<text class="token" data-col="${j}" x="${x3}" y="${px(yOf(j))}">${esc(l)}</text>`),
+  );
   out.push(`</g></svg>`);
   return out.join('');
 }

@@ -85,8 +85,14 @@ export function heatmapSvg(o: HeatmapOptions): string {
   const colShown = labelled(cols, colEvery);
   const t = (v: number) => (hi === lo ? 0.5 : (v - lo) / (hi - lo));
 
-  const rowW = maxTextWidth(rowLabels.filter((_, i) => rowShown(i)), FONT);
-  const colW = maxTextWidth(colLabels.filter((_, i) => colShown(i)), FONT);
+  const rowW = maxTextWidth(
+    rowLabels.filter((_, i) => rowShown(i)),
+    FONT,
+  );
+  const colW = maxTextWidth(
+    colLabels.filter((_, i) => colShown(i)),
+    FONT,
+  );
   const colVertical = colW > cw * colEvery - 4;
   const left = Math.ceil((o.yLabel ? 20 : 0) + rowW + 8);
   const top = o.title ? 28 : 8;
@@ -101,8 +107,15 @@ export function heatmapSvg(o: HeatmapOptions): string {
 
   const out: string[] = [];
   const cls = `qkv-heatmap${o.className ? ` ${esc(o.className)}` : ''}`;
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" class="${cls}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="${FONT}" data-rows="${rows}" data-cols="${cols}" role="img"${o.title ? ` aria-label="${esc(o.title)}"` : ''}>`);
-  if (o.background !== null) out.push(`<rect class="background" width="${width}" height="${height}" fill="${o.background ?? '#ffffff'}"/>`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" class="${cls}" ` +
+      `width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ` +
+      `font-family="system-ui, sans-serif" font-size="${FONT}" ` +
+      `data-rows="${rows}" data-cols="${cols}" ` +
+      `role="img"${o.title ? ` aria-label="${esc(o.title)}"` : ''}>`,
+  );
+  if (o.background !== null)
+    out.push(`<rect class="background" width="${width}" height="${height}" fill="${o.background ?? '#ffffff'}"/>`);
   if (o.title) out.push(`<text class="title" x="8" y="18" font-size="14" font-weight="600">${esc(o.title)}</text>`);
 
   out.push(`<g class="cells">`);
@@ -113,11 +126,23 @@ export function heatmapSvg(o: HeatmapOptions): string {
       const fill = isMasked ? MASKED_FILL : Number.isFinite(v) ? color(t(v)) : MASKED_FILL;
       const x = left + j * cw;
       const y = top + i * ch;
-      const title = titles ? `<title>${esc(rowLabels[i])} → ${esc(colLabels[j])}: ${formatValue(v, titleDigits)}${isMasked ? ' (masked)' : ''}</title>` : '';
-      out.push(`<rect class="cell${isMasked ? ' masked' : ''}" data-row="${i}" data-col="${j}" x="${px(x)}" y="${px(y)}" width="${px(cw)}" height="${px(ch)}" fill="${fill}">${title}</rect>`);
+      const title = titles
+        ? `<title>${esc(rowLabels[i])} → ${esc(colLabels[j])}: ` +
+          `${formatValue(v, titleDigits)}${isMasked ? ' (masked)' : ''}</title>`
+        : '';
+      out.push(
+        `<rect class="cell${isMasked ? ' masked' : ''}" data-row="${i}" ` +
+          `data-col="${j}" x="${px(x)}" y="${px(y)}" width="${px(cw)}" ` +
+          `height="${px(ch)}" fill="${fill}">${title}</rect>`,
+      );
       if (showValues && !isMasked) {
         const fs = Math.min(11, Math.max(6, Math.floor(Math.min(cw, ch) * 0.34)));
-        out.push(`<text class="value" x="${px(x + cw / 2)}" y="${px(y + ch / 2)}" font-size="${fs}" text-anchor="middle" dominant-baseline="central" fill="${textColorOn(fill)}" pointer-events="none">${formatValue(v, digits)}</text>`);
+        out.push(
+          `<text class="value" x="${px(x + cw / 2)}" y="${px(y + ch / 2)}" ` +
+            `font-size="${fs}" text-anchor="middle" dominant-baseline="central" ` +
+            `fill="${textColorOn(fill)}" ` +
+            `pointer-events="none">${formatValue(v, digits)}</text>`,
+        );
       }
     }
   }
@@ -125,23 +150,36 @@ export function heatmapSvg(o: HeatmapOptions): string {
 
   out.push(`<g class="row-labels" text-anchor="end" dominant-baseline="central">`);
   for (let i = 0; i < rows; i++) {
-    if (rowShown(i)) out.push(`<text class="row-label" x="${left - 6}" y="${px(top + (i + 0.5) * ch)}">${esc(rowLabels[i])}</text>`);
+    if (rowShown(i))
+      out.push(`<text class="row-label" x="${left - 6}" y="${px(top + (i + 0.5) * ch)}">${esc(rowLabels[i])}</text>`);
   }
   out.push(`</g>`);
-  out.push(`<g class="col-labels"${colVertical ? ' text-anchor="end" dominant-baseline="central"' : ' text-anchor="middle"'}>`);
+  out.push(
+    `<g class="col-labels"${colVertical ? ' text-anchor="end" dominant-baseline="central"' : ' text-anchor="middle"'}>`,
+  );
   for (let j = 0; j < cols; j++) {
     if (!colShown(j)) continue;
     const x = px(left + (j + 0.5) * cw);
     const y = top + gh + 6;
-    out.push(colVertical
-      ? `<text class="col-label" x="${x}" y="${y}" transform="rotate(-90 ${x} ${y})">${esc(colLabels[j])}</text>`
-      : `<text class="col-label" x="${x}" y="${y + FONT}">${esc(colLabels[j])}</text>`);
+    out.push(
+      colVertical
+        ? `<text class="col-label" x="${x}" y="${y}" transform="rotate(-90 ${x} ${y})">${esc(colLabels[j])}</text>`
+        : `<text class="col-label" x="${x}" y="${y + FONT}">${esc(colLabels[j])}</text>`,
+    );
   }
   out.push(`</g>`);
-  if (o.xLabel) out.push(`<text class="x-label" x="${px(left + gw / 2)}" y="${px(top + gh + colBand + 14)}" text-anchor="middle" fill="#555">${esc(o.xLabel)}</text>`);
+  if (o.xLabel)
+    out.push(
+      `<text class="x-label" x="${px(left + gw / 2)}" ` +
+        `y="${px(top + gh + colBand + 14)}" text-anchor="middle" ` +
+        `fill="#555">${esc(o.xLabel)}</text>`,
+    );
   if (o.yLabel) {
     const cy = px(top + gh / 2);
-    out.push(`<text class="y-label" x="12" y="${cy}" text-anchor="middle" fill="#555" transform="rotate(-90 12 ${cy})">${esc(o.yLabel)}</text>`);
+    out.push(
+      `<text class="y-label" x="12" y="${cy}" text-anchor="middle" ` +
+        `fill="#555" transform="rotate(-90 12 ${cy})">${esc(o.yLabel)}</text>`,
+    );
   }
   if (legend) out.push(colorBar(left + gw + 16, top, Math.max(60, Math.min(gh, 240)), lo, hi, color, digits));
   out.push(`</svg>`);
@@ -149,17 +187,37 @@ export function heatmapSvg(o: HeatmapOptions): string {
 }
 
 /** A vertical colour bar (max at the top) made of bands, no gradient ids (so many SVGs can share a page). */
-export function colorBar(x: number, y: number, h: number, lo: number, hi: number, color: ColorScale, digits = 2): string {
+export function colorBar(
+  x: number,
+  y: number,
+  h: number,
+  lo: number,
+  hi: number,
+  color: ColorScale,
+  digits = 2,
+): string {
   const bands = 24;
   const parts = [`<g class="legend">`];
   for (let b = 0; b < bands; b++) {
     const tTop = 1 - b / bands;
-    parts.push(`<rect x="${px(x)}" y="${px(y + (b * h) / bands)}" width="12" height="${px(h / bands + 0.5)}" fill="${color(tTop - 0.5 / bands)}"/>`);
+    parts.push(
+      `<rect x="${px(x)}" y="${px(y + (b * h) / bands)}" width="12" ` +
+        `height="${px(h / bands + 0.5)}" fill="${color(tTop - 0.5 / bands)}"/>`,
+    );
   }
-  parts.push(`<rect x="${px(x)}" y="${px(y)}" width="12" height="${px(h)}" fill="none" stroke="#999" stroke-width="0.5"/>`);
+  parts.push(
+    `<rect x="${px(x)}" y="${px(y)}" width="12" height="${px(h)}" fill="none" stroke="#999" stroke-width="0.5"/>`,
+  );
   const mid = (lo + hi) / 2;
-  for (const [v, yy] of [[hi, y], [mid, y + h / 2], [lo, y + h]] as const) {
-    parts.push(`<text x="${px(x + 16)}" y="${px(yy)}" font-size="11" dominant-baseline="central">${formatValue(v, digits)}</text>`);
+  for (const [v, yy] of [
+    [hi, y],
+    [mid, y + h / 2],
+    [lo, y + h],
+  ] as const) {
+    parts.push(
+      `<text x="${px(x + 16)}" y="${px(yy)}" font-size="11" ` +
+        `dominant-baseline="central">${formatValue(v, digits)}</text>`,
+    );
   }
   parts.push(`</g>`);
   return parts.join('');

@@ -48,7 +48,8 @@ export function niceTicks(lo: number, hi: number, n = 5): number[] {
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? 10 * mag;
   const out: number[] = [];
-  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step)
+    out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
   return out;
 }
 
@@ -67,13 +68,19 @@ export function lineChartSvg(o: LineChartOptions): string {
   const n = o.series[0].values.length;
   if (n === 0) throw new Error('lineChartSvg: series must have at least one value');
   o.series.forEach((s, i) => {
-    if (s.values.length !== n) throw new Error(`lineChartSvg: series ${i} ('${s.label}') has ${s.values.length} values, series 0 has ${n}`);
+    if (s.values.length !== n)
+      throw new Error(`lineChartSvg: series ${i} ('${s.label}') has ${s.values.length} values, series 0 has ${n}`);
   });
   const xs = o.x ?? Array.from({ length: n }, (_, i) => i);
   if (xs.length !== n) throw new Error(`lineChartSvg: ${xs.length} x values for ${n} points`);
   let ylo = Infinity;
   let yhi = -Infinity;
-  for (const s of o.series) for (const v of s.values) if (Number.isFinite(v)) { ylo = Math.min(ylo, v); yhi = Math.max(yhi, v); }
+  for (const s of o.series)
+    for (const v of s.values)
+      if (Number.isFinite(v)) {
+        ylo = Math.min(ylo, v);
+        yhi = Math.max(yhi, v);
+      }
   if (!(ylo <= yhi)) [ylo, yhi] = [0, 1];
   if (ylo === yhi) [ylo, yhi] = [ylo - 1, yhi + 1];
   ylo = o.yMin ?? ylo;
@@ -86,37 +93,86 @@ export function lineChartSvg(o: LineChartOptions): string {
   const xTicks = niceTicks(xlo, xhi, 8);
   const yd = decimalsFor(yTicks);
   const xd = decimalsFor(xTicks);
-  const left = 14 + (o.yLabel ? 16 : 0) + maxTextWidth(yTicks.map((v) => formatValue(v, yd)), 11);
+  const left =
+    14 +
+    (o.yLabel ? 16 : 0) +
+    maxTextWidth(
+      yTicks.map((v) => formatValue(v, yd)),
+      11,
+    );
   const top = o.title ? 30 : 10;
-  const legendW = 24 + maxTextWidth(o.series.map((s) => s.label), 12);
-  const width = Math.ceil(Math.max(left + pw + 16 + legendW + 8, left + 8 + (o.title ? maxTextWidth([o.title], 14) * 1.12 : 0)));
+  const legendW =
+    24 +
+    maxTextWidth(
+      o.series.map((s) => s.label),
+      12,
+    );
+  const width = Math.ceil(
+    Math.max(left + pw + 16 + legendW + 8, left + 8 + (o.title ? maxTextWidth([o.title], 14) * 1.12 : 0)),
+  );
   const height = Math.ceil(top + ph + 22 + (o.xLabel ? 18 : 0) + 4);
   const X = (v: number) => left + ((v - xlo) / (xhi - xlo)) * pw;
   const Y = (v: number) => top + (1 - (v - ylo) / (yhi - ylo)) * ph;
 
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" class="qkv-linechart${o.className ? ` ${esc(o.className)}` : ''}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="12" role="img"${o.title ? ` aria-label="${esc(o.title)}"` : ''}>`);
-  if (o.background !== null) out.push(`<rect class="background" width="${width}" height="${height}" fill="${o.background ?? '#ffffff'}"/>`);
-  if (o.title) out.push(`<text class="title" x="${px(left)}" y="18" font-size="14" font-weight="600">${esc(o.title)}</text>`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" ` +
+      `class="qkv-linechart${o.className ? ` ${esc(o.className)}` : ''}" ` +
+      `width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ` +
+      `font-family="system-ui, sans-serif" font-size="12" ` +
+      `role="img"${o.title ? ` aria-label="${esc(o.title)}"` : ''}>`,
+  );
+  if (o.background !== null)
+    out.push(`<rect class="background" width="${width}" height="${height}" fill="${o.background ?? '#ffffff'}"/>`);
+  if (o.title)
+    out.push(`<text class="title" x="${px(left)}" y="18" font-size="14" font-weight="600">${esc(o.title)}</text>`);
   out.push(`<g class="grid" stroke="#e5e5e5">`);
-  for (const v of yTicks) if (v >= ylo && v <= yhi) out.push(`<line x1="${px(left)}" x2="${px(left + pw)}" y1="${px(Y(v))}" y2="${px(Y(v))}"/>`);
-  for (const v of xTicks) if (v >= xlo && v <= xhi) out.push(`<line x1="${px(X(v))}" x2="${px(X(v))}" y1="${px(top)}" y2="${px(top + ph)}"/>`);
+  for (const v of yTicks)
+    if (v >= ylo && v <= yhi)
+      out.push(`<line x1="${px(left)}" x2="${px(left + pw)}" y1="${px(Y(v))}" y2="${px(Y(v))}"/>`);
+  for (const v of xTicks)
+    if (v >= xlo && v <= xhi)
+      out.push(`<line x1="${px(X(v))}" x2="${px(X(v))}" y1="${px(top)}" y2="${px(top + ph)}"/>`);
   out.push(`</g><g class="axes" font-size="11" fill="#444">`);
   out.push(`<rect x="${px(left)}" y="${px(top)}" width="${pw}" height="${ph}" fill="none" stroke="#999"/>`);
-  for (const v of yTicks) if (v >= ylo && v <= yhi) out.push(`<text x="${px(left - 4)}" y="${px(Y(v))}" text-anchor="end" dominant-baseline="central">${formatValue(v, yd)}</text>`);
-  for (const v of xTicks) if (v >= xlo && v <= xhi) out.push(`<text x="${px(X(v))}" y="${px(top + ph + 14)}" text-anchor="middle">${formatValue(v, xd)}</text>`);
+  for (const v of yTicks)
+    if (v >= ylo && v <= yhi)
+      out.push(
+        `<text x="${px(left - 4)}" y="${px(Y(v))}" text-anchor="end" ` +
+          `dominant-baseline="central">${formatValue(v, yd)}</text>`,
+      );
+  for (const v of xTicks)
+    if (v >= xlo && v <= xhi)
+      out.push(`<text x="${px(X(v))}" y="${px(top + ph + 14)}" text-anchor="middle">${formatValue(v, xd)}</text>`);
   out.push(`</g>`);
-  if (o.xLabel) out.push(`<text class="x-label" x="${px(left + pw / 2)}" y="${px(top + ph + 32)}" text-anchor="middle" fill="#555">${esc(o.xLabel)}</text>`);
+  if (o.xLabel)
+    out.push(
+      `<text class="x-label" x="${px(left + pw / 2)}" ` +
+        `y="${px(top + ph + 32)}" text-anchor="middle" ` +
+        `fill="#555">${esc(o.xLabel)}</text>`,
+    );
   if (o.yLabel) {
     const cy = px(top + ph / 2);
-    out.push(`<text class="y-label" x="12" y="${cy}" text-anchor="middle" fill="#555" transform="rotate(-90 12 ${cy})">${esc(o.yLabel)}</text>`);
+    out.push(
+      `<text class="y-label" x="12" y="${cy}" text-anchor="middle" ` +
+        `fill="#555" transform="rotate(-90 12 ${cy})">${esc(o.yLabel)}</text>`,
+    );
   }
   o.series.forEach((s, k) => {
     const c = s.color ?? headColor(k);
     const pts = s.values.map((v, i) => `${px(X(xs[i]))},${px(Y(Math.max(ylo, Math.min(yhi, v))))}`).join(' ');
-    out.push(`<polyline class="series" data-label="${esc(s.label)}" points="${pts}" fill="none" stroke="${c}" stroke-width="1.5"><title>${esc(s.label)}</title></polyline>`);
+    out.push(
+      `<polyline class="series" data-label="${esc(s.label)}" points="${pts}" ` +
+        `fill="none" stroke="${c}" ` +
+        `stroke-width="1.5"><title>${esc(s.label)}</title></polyline>`,
+    );
     const ly = top + 8 + k * 18;
-    out.push(`<line x1="${px(left + pw + 16)}" x2="${px(left + pw + 32)}" y1="${ly}" y2="${ly}" stroke="${c}" stroke-width="2"/><text class="legend-label" x="${px(left + pw + 36)}" y="${ly}" dominant-baseline="central">${esc(s.label)}</text>`);
+    out.push(
+      `<line x1="${px(left + pw + 16)}" x2="${px(left + pw + 32)}" ` +
+        `y1="${ly}" y2="${ly}" stroke="${c}" stroke-width="2"/><text ` +
+        `class="legend-label" x="${px(left + pw + 36)}" y="${ly}" ` +
+        `dominant-baseline="central">${esc(s.label)}</text>`,
+    );
   });
   out.push(`</svg>`);
   return out.join('');

@@ -53,7 +53,8 @@ export function modelViewSvg(o: ModelViewOptions): string {
     layer.forEach((m, h) => {
       const s = checkMatrix(m, `modelViewSvg: layer ${l} head ${h}`);
       if (l === 0 && h === 0) ({ rows, cols } = s);
-      else if (s.rows !== rows || s.cols !== cols) throw new Error(`modelViewSvg: layer ${l} head ${h} is ${s.rows}×${s.cols}, layer 0 head 0 is ${rows}×${cols}`);
+      else if (s.rows !== rows || s.cols !== cols)
+        throw new Error(`modelViewSvg: layer ${l} head ${h} is ${s.rows}×${s.cols}, layer 0 head 0 is ${rows}×${cols}`);
     });
   });
   const size = o.thumbSize ?? 96;
@@ -74,26 +75,51 @@ export function modelViewSvg(o: ModelViewOptions): string {
   const t = (v: number) => (hi === lo ? 0.5 : (v - lo) / (hi - lo));
 
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" class="qkv-modelview${o.className ? ` ${esc(o.className)}` : ''}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="12" data-layers="${L}" data-heads="${H}" role="img"${o.title ? ` aria-label="${esc(o.title)}"` : ''}>`);
-  if (o.background !== null) out.push(`<rect class="background" width="${width}" height="${height}" fill="${o.background ?? '#ffffff'}"/>`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" ` +
+      `class="qkv-modelview${o.className ? ` ${esc(o.className)}` : ''}" ` +
+      `width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ` +
+      `font-family="system-ui, sans-serif" font-size="12" data-layers="${L}" ` +
+      `data-heads="${H}" ` +
+      `role="img"${o.title ? ` aria-label="${esc(o.title)}"` : ''}>`,
+  );
+  if (o.background !== null)
+    out.push(`<rect class="background" width="${width}" height="${height}" fill="${o.background ?? '#ffffff'}"/>`);
   if (o.title) out.push(`<text class="title" x="8" y="18" font-size="14" font-weight="600">${esc(o.title)}</text>`);
-  for (let h = 0; h < H; h++) out.push(`<text class="head-label" x="${px(left + h * (tw + pad) + tw / 2)}" y="${top - 6}" text-anchor="middle">head ${h + 1}</text>`);
+  for (let h = 0; h < H; h++)
+    out.push(
+      `<text class="head-label" x="${px(left + h * (tw + pad) + tw / 2)}" ` +
+        `y="${top - 6}" text-anchor="middle">head ${h + 1}</text>`,
+    );
   for (let l = 0; l < L; l++) {
-    out.push(`<text class="layer-label" x="${left - 8}" y="${px(top + l * (th + pad) + th / 2)}" text-anchor="end" dominant-baseline="central">layer ${l + 1}</text>`);
+    out.push(
+      `<text class="layer-label" x="${left - 8}" ` +
+        `y="${px(top + l * (th + pad) + th / 2)}" text-anchor="end" ` +
+        `dominant-baseline="central">layer ${l + 1}</text>`,
+    );
     for (let h = 0; h < H; h++) {
       const x0 = left + h * (tw + pad);
       const y0 = top + l * (th + pad);
       const m = o.maps[l][h];
       const sel = o.selected && o.selected.layer === l && o.selected.head === h;
-      out.push(`<g class="thumb${sel ? ' selected' : ''}" data-layer="${l}" data-head="${h}"><title>layer ${l + 1}, head ${h + 1}</title>`);
+      out.push(
+        `<g class="thumb${sel ? ' selected' : ''}" data-layer="${l}" ` +
+          `data-head="${h}"><title>layer ${l + 1}, head ${h + 1}</title>`,
+      );
       for (let i = 0; i < rows; i++) {
         for (let j = 0; j < cols; j++) {
           const v = m[i][j];
           const fill = o.masked?.(i, j) || !Number.isFinite(v) ? MASKED_FILL : color(t(v));
-          out.push(`<rect x="${px(x0 + j * cw)}" y="${px(y0 + i * ch)}" width="${px(cw)}" height="${px(ch)}" fill="${fill}"/>`);
+          out.push(
+            `<rect x="${px(x0 + j * cw)}" y="${px(y0 + i * ch)}" width="${px(cw)}" height="${px(ch)}" fill="${fill}"/>`,
+          );
         }
       }
-      out.push(`<rect class="frame" x="${px(x0)}" y="${px(y0)}" width="${px(tw)}" height="${px(th)}" fill="none" stroke="${sel ? '#d62728' : '#bbb'}" stroke-width="${sel ? 2.5 : 0.75}"/></g>`);
+      out.push(
+        `<rect class="frame" x="${px(x0)}" y="${px(y0)}" width="${px(tw)}" ` +
+          `height="${px(th)}" fill="none" stroke="${sel ? '#d62728' : '#bbb'}" ` +
+          `stroke-width="${sel ? 2.5 : 0.75}"/></g>`,
+      );
     }
   }
   out.push(`</svg>`);
@@ -105,6 +131,7 @@ export function averageHeads(heads: readonly (readonly (readonly number[])[])[])
   if (heads.length === 0) throw new Error('averageHeads: no heads');
   const { rows, cols } = checkMatrix(heads[0], 'averageHeads');
   const out = Array.from({ length: rows }, () => new Array<number>(cols).fill(0));
-  for (const m of heads) for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) out[i][j] += m[i][j] / heads.length;
+  for (const m of heads)
+    for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) out[i][j] += m[i][j] / heads.length;
   return out;
 }

@@ -32,9 +32,12 @@ export interface NeuronView {
 export function neuronView(model: GPT, ids: readonly number[], layer: number, head: number, query: number): NeuronView {
   const { nLayer, nHead, nEmbd } = model.config;
   const T = ids.length;
-  if (!Number.isInteger(layer) || layer < 0 || layer >= nLayer) throw new Error(`neuronView: layer ${layer} does not exist (0..${nLayer - 1})`);
-  if (!Number.isInteger(head) || head < 0 || head >= nHead) throw new Error(`neuronView: head ${head} does not exist (0..${nHead - 1})`);
-  if (!Number.isInteger(query) || query < 0 || query >= T) throw new Error(`neuronView: query ${query} is not a position of the ${T} tokens`);
+  if (!Number.isInteger(layer) || layer < 0 || layer >= nLayer)
+    throw new Error(`neuronView: layer ${layer} does not exist (0..${nLayer - 1})`);
+  if (!Number.isInteger(head) || head < 0 || head >= nHead)
+    throw new Error(`neuronView: head ${head} does not exist (0..${nHead - 1})`);
+  if (!Number.isInteger(query) || query < 0 || query >= T)
+    throw new Error(`neuronView: query ${query} is not a position of the ${T} tokens`);
   const d = nEmbd / nHead;
   return noGrad(() => {
     let x = model.embed(new Tensor(Int32Array.from(ids), [1, T], 'int32')); // (1, T, E)
@@ -42,7 +45,8 @@ export function neuronView(model: GPT, ids: readonly number[], layer: number, he
     for (let l = 0; l < layer; l++) x = blocks[l].forward(x);
     const block = blocks[layer];
     const { q, k } = block.attn.projectSelf(block.ln1.forward(x)); // (1, h, T, d) each
-    const row = (t: Tensor, j: number) => Array.from((t.data as Float32Array).subarray((head * T + j) * d, (head * T + j + 1) * d));
+    const row = (t: Tensor, j: number) =>
+      Array.from((t.data as Float32Array).subarray((head * T + j) * d, (head * T + j + 1) * d));
     const qi = row(q, query);
     const keys = Array.from({ length: query + 1 }, (_, j) => row(k, j));
     const products = keys.map((kj) => kj.map((v, c) => v * qi[c]));

@@ -34,9 +34,13 @@ export interface NextTokenView {
 /** Logits (vocabSize) at the last of `ids`: one forward pass, no gradients. */
 export function lastLogits(model: GPT, ids: readonly number[]): Float32Array {
   if (ids.length === 0) throw new Error('lastLogits: no tokens');
-  if (ids.length > model.config.blockSize) throw new Error(`lastLogits: ${ids.length} tokens, more than the context of ${model.config.blockSize}`);
+  if (ids.length > model.config.blockSize)
+    throw new Error(`lastLogits: ${ids.length} tokens, more than the context of ${model.config.blockSize}`);
   return noGrad(() => {
-    const logits = model.forwardCached(new Tensor(Int32Array.from(ids), [1, ids.length], 'int32'), model.initCache()).logits;
+    const logits = model.forwardCached(
+      new Tensor(Int32Array.from(ids), [1, ids.length], 'int32'),
+      model.initCache(),
+    ).logits;
     const V = model.config.vocabSize;
     return (logits.data as Float32Array).slice((ids.length - 1) * V, ids.length * V);
   });
@@ -46,7 +50,11 @@ export function lastLogits(model: GPT, ids: readonly number[]): Float32Array {
  * The next-token view of logits under sampling options; `top` entries (default 20). With `greedy`
  * the distribution is still shown (at the given temperature) and the pick is the argmax.
  */
-export function nextTokenView(logits: ArrayLike<number>, options: SamplingOptions & { seed?: number; greedy?: boolean }, top = 20): NextTokenView {
+export function nextTokenView(
+  logits: ArrayLike<number>,
+  options: SamplingOptions & { seed?: number; greedy?: boolean },
+  top = 20,
+): NextTokenView {
   const p = samplingDistribution(logits, options);
   const p0 = samplingDistribution(logits, {});
   const order = Array.from({ length: p.length }, (_, i) => i).sort((a, b) => p[b] - p[a] || p0[b] - p0[a] || a - b);

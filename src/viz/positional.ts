@@ -7,7 +7,8 @@ import { heatmapSvg } from './heatmap.ts';
 import { lineChartSvg, type Series } from './linechart.ts';
 
 function checkSize(name: string, v: number): void {
-  if (!Number.isInteger(v) || v < 1) throw new Error(`positionalEncoding: ${name} must be a positive integer, got ${v}`);
+  if (!Number.isInteger(v) || v < 1)
+    throw new Error(`positionalEncoding: ${name} must be a positive integer, got ${v}`);
 }
 
 /** The (length × dModel) table: row = position, column = dimension. */
@@ -99,9 +100,21 @@ export function positionalCurvesSvg(o: PositionalCurvesOptions): string {
     const dimensions = (o.dimensions ?? [4, 5, 6, 7]).filter((d) => Number.isInteger(d) && d >= 0 && d < o.dModel);
     if (dimensions.length === 0) throw new Error(`positionalCurvesSvg: no dimension in 0..${o.dModel - 1} to draw`);
     x = Array.from({ length: o.length }, (_, i) => i);
-    series = dimensions.map((d) => ({ label: `dim ${d} (${d % 2 === 0 ? 'sin' : 'cos'})`, values: pe.map((row) => row[d]) }));
+    series = dimensions.map((d) => ({
+      label: `dim ${d} (${d % 2 === 0 ? 'sin' : 'cos'})`,
+      values: pe.map((row) => row[d]),
+    }));
     title = o.title ?? 'Positional encoding of several dimensions over the positions';
     xLabel = 'position';
   }
-  return lineChartSvg({ series, x, title, xLabel, yLabel: 'value', yMin: -1.05, yMax: 1.05, className: 'qkv-positional-curves' });
+  return lineChartSvg({
+    series,
+    x,
+    title,
+    xLabel,
+    yLabel: 'value',
+    yMin: -1.05,
+    yMax: 1.05,
+    className: 'qkv-positional-curves',
+  });
 }

@@ -7,7 +7,8 @@
 export type Matrix = number[][];
 
 function shape(m: Matrix, what: string): [number, number] {
-  if (!Array.isArray(m) || m.length === 0 || !Array.isArray(m[0]) || m[0].length === 0) throw new Error(`${what} must be a non-empty matrix`);
+  if (!Array.isArray(m) || m.length === 0 || !Array.isArray(m[0]) || m[0].length === 0)
+    throw new Error(`${what} must be a non-empty matrix`);
   const c = m[0].length;
   m.forEach((row, i) => {
     if (row.length !== c) throw new Error(`${what}: row ${i} has ${row.length} values, row 0 has ${c}`);
@@ -88,10 +89,11 @@ export function attentionSteps(q: Matrix, k: Matrix, v: Matrix, options: Attenti
   if (dk !== dk2) throw new Error(`attention: Q has ${dk} columns, K has ${dk2}; they must match (dk)`);
   if (nv !== nk) throw new Error(`attention: K has ${nk} rows, V has ${nv}; they must match (one value per key)`);
   const causal = options.causal ?? false;
-  if (causal && nq !== nk) throw new Error(`attention: the causal mask needs as many queries as keys, got ${nq} and ${nk}`);
+  if (causal && nq !== nk)
+    throw new Error(`attention: the causal mask needs as many queries as keys, got ${nq} and ${nk}`);
   const kt = transpose(k);
   const scores = matmul(q, kt);
-  const factor = options.scale ?? true ? 1 / Math.sqrt(dk) : 1;
+  const factor = (options.scale ?? true) ? 1 / Math.sqrt(dk) : 1;
   const scaled = scores.map((row) => row.map((x) => x * factor));
   const mask = causal ? scores.map((row, i) => row.map((_, j) => j > i)) : null;
   const masked = mask ? scaled.map((row, i) => row.map((x, j) => (mask[i][j] ? -Infinity : x))) : scaled;
@@ -102,7 +104,8 @@ export function attentionSteps(q: Matrix, k: Matrix, v: Matrix, options: Attenti
 /** Columns [h·d/h, (h+1)·d/h) of m for each head h: the split of §3.2.2 (with identity projections). */
 export function splitHeads(m: Matrix, heads: number): Matrix[] {
   const [, d] = shape(m, 'splitHeads');
-  if (!Number.isInteger(heads) || heads < 1 || d % heads !== 0) throw new Error(`splitHeads: ${d} columns do not split into ${heads} heads`);
+  if (!Number.isInteger(heads) || heads < 1 || d % heads !== 0)
+    throw new Error(`splitHeads: ${d} columns do not split into ${heads} heads`);
   const w = d / heads;
   return Array.from({ length: heads }, (_, h) => m.map((row) => row.slice(h * w, (h + 1) * w)));
 }
@@ -126,7 +129,13 @@ export interface MultiHeadSteps {
 }
 
 /** Multi-head attention with identity projections: split Q, K, V by columns, attend per head, concatenate. */
-export function multiHeadSteps(q: Matrix, k: Matrix, v: Matrix, heads: number, options: AttentionStepsOptions = {}): MultiHeadSteps {
+export function multiHeadSteps(
+  q: Matrix,
+  k: Matrix,
+  v: Matrix,
+  heads: number,
+  options: AttentionStepsOptions = {},
+): MultiHeadSteps {
   const qs = splitHeads(q, heads);
   const ks = splitHeads(k, heads);
   const vs = splitHeads(v, heads);
@@ -167,9 +176,18 @@ export const SEED_003: WorkedExample = {
   name: 'Seed 003: "The cat" (2 × 2)',
   source: 'Q = K = I₂, V = [[2, 3], [4, 5]], dk = 2: softmax(QKᵀ/√2)·V = [[2.66, 3.66], [3.34, 4.34]]',
   tokens: ['The', 'cat'],
-  q: [[1, 0], [0, 1]],
-  k: [[1, 0], [0, 1]],
-  v: [[2, 3], [4, 5]],
+  q: [
+    [1, 0],
+    [0, 1],
+  ],
+  k: [
+    [1, 0],
+    [0, 1],
+  ],
+  v: [
+    [2, 3],
+    [4, 5],
+  ],
   scale: true,
   digits: 2,
 };
@@ -178,11 +196,34 @@ export const SEED_003: WorkedExample = {
 export const SEED_002: WorkedExample = {
   id: 'seed-002',
   name: 'Seed 002: "Your journey starts with one step" (6 × 3)',
-  source: 'simple self-attention without trainable weights: scores = inputs·inputsᵀ, weights = softmax(scores), context = weights·inputs',
+  source:
+    'simple self-attention without trainable weights: scores = ' +
+    'inputs·inputsᵀ, weights = softmax(scores), context = weights·inputs',
   tokens: ['Your', 'journey', 'starts', 'with', 'one', 'step'],
-  q: [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64], [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]],
-  k: [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64], [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]],
-  v: [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64], [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]],
+  q: [
+    [0.43, 0.15, 0.89],
+    [0.55, 0.87, 0.66],
+    [0.57, 0.85, 0.64],
+    [0.22, 0.58, 0.33],
+    [0.77, 0.25, 0.1],
+    [0.05, 0.8, 0.55],
+  ],
+  k: [
+    [0.43, 0.15, 0.89],
+    [0.55, 0.87, 0.66],
+    [0.57, 0.85, 0.64],
+    [0.22, 0.58, 0.33],
+    [0.77, 0.25, 0.1],
+    [0.05, 0.8, 0.55],
+  ],
+  v: [
+    [0.43, 0.15, 0.89],
+    [0.55, 0.87, 0.66],
+    [0.57, 0.85, 0.64],
+    [0.22, 0.58, 0.33],
+    [0.77, 0.25, 0.1],
+    [0.05, 0.8, 0.55],
+  ],
   scale: false,
   digits: 4,
 };

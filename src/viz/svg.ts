@@ -26,7 +26,8 @@ export function formatValue(v: number, digits = 2): string {
 /** Rough width in px of `text` in a sans-serif font of `fontSize` px (for layout only). */
 export function textWidth(text: string, fontSize: number): number {
   let w = 0;
-  for (const ch of text) w += /[il.,:;'|!\u2581]/.test(ch) ? 0.3 : /[mwMW@]/.test(ch) ? 0.85 : /[A-Z]/.test(ch) ? 0.66 : 0.56;
+  for (const ch of text)
+    w += /[il.,:;'|!\u2581]/.test(ch) ? 0.3 : /[mwMW@]/.test(ch) ? 0.85 : /[A-Z]/.test(ch) ? 0.66 : 0.56;
   return w * fontSize;
 }
 
@@ -37,7 +38,8 @@ export function maxTextWidth(labels: readonly string[], fontSize: number): numbe
 
 /** A rows × cols array check with a message naming the argument. */
 export function checkMatrix(values: readonly (readonly number[])[], what: string): { rows: number; cols: number } {
-  if (!Array.isArray(values) || values.length === 0) throw new Error(`${what}: values must be a non-empty rows × cols array`);
+  if (!Array.isArray(values) || values.length === 0)
+    throw new Error(`${what}: values must be a non-empty rows × cols array`);
   const cols = values[0].length;
   if (cols === 0) throw new Error(`${what}: values must have at least one column`);
   values.forEach((row, i) => {

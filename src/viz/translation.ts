@@ -5,7 +5,14 @@
  */
 import { KIND_NAMES, axisTokens, mapsOf, type AttentionKind, type TranslationAttention } from './attention-data.ts';
 import {
-  clip, mapsGridSvg, mapsHeadViewSvg, mapsHeatmapSvg, mapsModelViewSvg, mapsSize, type AttentionHeatmapOptions, type AttentionMaps,
+  clip,
+  mapsGridSvg,
+  mapsHeadViewSvg,
+  mapsHeatmapSvg,
+  mapsModelViewSvg,
+  mapsSize,
+  type AttentionHeatmapOptions,
+  type AttentionMaps,
 } from './attention-maps.ts';
 
 export type { AttentionHeatmapOptions } from './attention-maps.ts';
@@ -44,21 +51,48 @@ export function kindMask(kind: AttentionKind): ((i: number, j: number) => boolea
 }
 
 /** One head's map (0-based layer and head; 'mean' averages the heads), tokens on both axes. */
-export function attentionHeatmapSvg(t: TranslationAttention, kind: AttentionKind, layer: number, head: number | 'mean', o: AttentionHeatmapOptions = {}): string {
+export function attentionHeatmapSvg(
+  t: TranslationAttention,
+  kind: AttentionKind,
+  layer: number,
+  head: number | 'mean',
+  o: AttentionHeatmapOptions = {},
+): string {
   return mapsHeatmapSvg(translationMaps(t, kind), layer, head, o);
 }
 
 /** bertviz's head view of one layer: every head's lines (or only `heads`). */
-export function attentionHeadViewSvg(t: TranslationAttention, kind: AttentionKind, layer: number, heads?: readonly number[], highlight: number | null = null): string {
+export function attentionHeadViewSvg(
+  t: TranslationAttention,
+  kind: AttentionKind,
+  layer: number,
+  heads?: readonly number[],
+  highlight: number | null = null,
+): string {
   return mapsHeadViewSvg(translationMaps(t, kind), layer, heads, highlight);
 }
 
 /** Every layer × head of a kind as thumbnails. */
-export function attentionModelViewSvg(t: TranslationAttention, kind: AttentionKind, selected: { layer: number; head: number } | null = null, thumbSize = 96): string {
+export function attentionModelViewSvg(
+  t: TranslationAttention,
+  kind: AttentionKind,
+  selected: { layer: number; head: number } | null = null,
+  thumbSize = 96,
+): string {
   return mapsModelViewSvg(translationMaps(t, kind), selected, thumbSize);
 }
 
 /** Labelled heatmaps of the chosen layers × heads (all by default), one row per layer. */
-export function attentionGridSvg(t: TranslationAttention, kind: AttentionKind, layers?: readonly number[], heads?: readonly number[]): string {
-  return mapsGridSvg(translationMaps(t, kind), `${KIND_NAMES[kind]}: "${clip(t.source)}" → "${clip(t.translation)}"`, layers, heads);
+export function attentionGridSvg(
+  t: TranslationAttention,
+  kind: AttentionKind,
+  layers?: readonly number[],
+  heads?: readonly number[],
+): string {
+  return mapsGridSvg(
+    translationMaps(t, kind),
+    `${KIND_NAMES[kind]}: "${clip(t.source)}" → "${clip(t.translation)}"`,
+    layers,
+    heads,
+  );
 }

@@ -33,7 +33,10 @@ test('backward errors: no grad required, non-scalar without gradOutput, wrong gr
   assert.throws(() => tensor([1]).backward(), /does not require grad/);
   const x = tensor([1, 2], undefined, { requiresGrad: true });
   assert.throws(() => F.mul(x, 2).backward(), /one-element outputs, got shape \[2\]/);
-  assert.throws(() => F.mul(x, 2).backward(tensor([1, 2, 3])), /gradOutput shape \[3\] does not match output shape \[2\]/);
+  assert.throws(
+    () => F.mul(x, 2).backward(tensor([1, 2, 3])),
+    /gradOutput shape \[3\] does not match output shape \[2\]/,
+  );
 });
 
 test('gradcheck catches a wrong backward rule', () => {

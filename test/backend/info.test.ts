@@ -17,7 +17,9 @@ test('backendInfo says which backend runs, on how many threads, and why not more
     }
     setBackend('js');
     assert.deepEqual(backendInfo(), {
-      backend: 'js', wasmVariant: wasmVariant(), threads: 1,
+      backend: 'js',
+      wasmVariant: wasmVariant(),
+      threads: 1,
       reason: 'the js backend was chosen (QKV_BACKEND=js or setBackend); js runs on one thread',
     });
     setBackend('wasm');

@@ -9,7 +9,18 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backendNames, F, getBackend, Generator, manualSeed, memoryScope, models, optim, setBackend, tensor } from '../../src/index.ts';
+import {
+  backendNames,
+  F,
+  getBackend,
+  Generator,
+  manualSeed,
+  memoryScope,
+  models,
+  optim,
+  setBackend,
+  tensor,
+} from '../../src/index.ts';
 import { setScopePoisoning } from '../../src/tensor/storage.ts';
 import { bytesInUse, memory } from '../../src/backend/wasm/memory.ts';
 import { wasmLoadError } from '../../src/backend/wasm/index.ts';
@@ -31,19 +42,38 @@ test('2,000 training steps of a small Seq2Seq (attention, layer norm, gelu, cros
   setScopePoisoning(true);
   try {
     manualSeed(11);
-    const cfg = { ...models.MULTI30K_SMALL, vocabSize: 16, dModel: 16, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 1, dimFeedforward: 32, dropout: 0, activation: 'gelu' as const, maxLen: 16 };
+    const cfg = {
+      ...models.MULTI30K_SMALL,
+      vocabSize: 16,
+      dModel: 16,
+      nhead: 2,
+      numEncoderLayers: 1,
+      numDecoderLayers: 1,
+      dimFeedforward: 32,
+      dropout: 0,
+      activation: 'gelu' as const,
+      maxLen: 16,
+    };
     const m = new models.Seq2Seq(cfg);
     const opt = new optim.Adam(m.parameters(), { lr: 0.01, betas: [0.9, 0.98], eps: 1e-9 });
     const gen = new Generator(2);
-    const B = 4, T = 6;
+    const B = 4,
+      T = 6;
     const ids = (n: number) => Int32Array.from({ length: n }, () => 4 + gen.int(12));
-    let bytes = 0, pages = 0, first = 0, last = 0, during = 0;
+    let bytes = 0,
+      pages = 0,
+      first = 0,
+      last = 0,
+      during = 0;
     for (let step = 0; step < 2000; step++) {
       const src = ids(B * T);
       // Variable lengths with padding (id 0) exercise the key padding masks and ignored targets.
-      for (let b = 0; b < B; b++) for (let t = T - (step + b) % 3; t < T; t++) src[b * T + t] = 0;
+      for (let b = 0; b < B; b++) for (let t = T - ((step + b) % 3); t < T; t++) src[b * T + t] = 0;
       const l = memoryScope(() => {
-        const loss = F.crossEntropy(m.forward(tensor(src, [B, T]), tensor(src, [B, T])), tensor(src, [B, T]), { ignoreIndex: 0, labelSmoothing: 0.1 });
+        const loss = F.crossEntropy(m.forward(tensor(src, [B, T]), tensor(src, [B, T])), tensor(src, [B, T]), {
+          ignoreIndex: 0,
+          labelSmoothing: 0.1,
+        });
         // As the trainers: one long-lived gradient block per parameter, zeroed each step.
         opt.zeroGrad(false);
         loss.backward();
@@ -62,7 +92,8 @@ test('2,000 training steps of a small Seq2Seq (attention, layer norm, gelu, cros
     assert.equal(bytesInUse(), bytes, 'wasm bytes in use after step 10 and after step 2000');
     // With wasm as the default backend, the step's activations were in wasm memory (under
     // QKV_BACKEND=js the allocator is the plain one and the scope only runs the step).
-    if ((process.env.QKV_BACKEND ?? 'wasm') === 'wasm') assert.ok(during > bytes + 10_000, `bytes in use during a step ${during}, after ${bytes}`);
+    if ((process.env.QKV_BACKEND ?? 'wasm') === 'wasm')
+      assert.ok(during > bytes + 10_000, `bytes in use during a step ${during}, after ${bytes}`);
     assert.equal(memory.buffer.byteLength, pages, 'wasm memory size');
     assert.ok(last < 0.8 * first, `loss ${first.toFixed(3)} -> ${last.toFixed(3)}`);
   } finally {

@@ -16,11 +16,31 @@ const root = new URL('../../', import.meta.url).pathname;
 const LAUNCHES = 3000;
 
 function soak(args: string[], timeout: number) {
-  return spawnSync(process.execPath, ['--import', 'tsx', join(root, 'scripts/soak-threads.ts'), ...args], { cwd: root, encoding: 'utf8', timeout });
+  return spawnSync(process.execPath, ['--import', 'tsx', join(root, 'scripts/soak-threads.ts'), ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout,
+  });
 }
 
-test('soak: every launch of the pool completes and computes its output, with pauses injected, beside ONNX Runtime and a second pool', { timeout: 150_000 }, () => {
-  const r = soak(['--launches', String(LAUNCHES), '--threads', '2,3', '--jitter-us', '0,20,200', '--ort-every', '1000', '--stall-ms', '20000'], 140_000);
+test('soak: every launch of the pool completes and computes its output, with pauses injected, beside ONNX Runtime and a second pool', {
+  timeout: 150_000,
+}, () => {
+  const r = soak(
+    [
+      '--launches',
+      String(LAUNCHES),
+      '--threads',
+      '2,3',
+      '--jitter-us',
+      '0,20,200',
+      '--ort-every',
+      '1000',
+      '--stall-ms',
+      '20000',
+    ],
+    140_000,
+  );
   assert.equal(r.error, undefined, `the soak did not finish: ${r.error}\n${r.stdout}\n${r.stderr}`);
   assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
   const m = r.stdout.match(/^soak: (\{.*\})$/m);
@@ -31,11 +51,31 @@ test('soak: every launch of the pool completes and computes its output, with pau
   assert.ok(s.secondPoolLaunches > 0, 'the second pool ran');
 });
 
-test('soak: the stall watchdog reports a hang with the phase and every counter, and ends the process', { timeout: 60_000 }, () => {
-  const r = soak(['--launches', '500', '--threads', '2', '--jitter-us', '0', '--no-ort', '--hang-after', '300', '--stall-ms', '2000'], 50_000);
+test('soak: the stall watchdog reports a hang with the phase and every counter, and ends the process', {
+  timeout: 60_000,
+}, () => {
+  const r = soak(
+    [
+      '--launches',
+      '500',
+      '--threads',
+      '2',
+      '--jitter-us',
+      '0',
+      '--no-ort',
+      '--hang-after',
+      '300',
+      '--stall-ms',
+      '2000',
+    ],
+    50_000,
+  );
   assert.equal(r.error, undefined, `the watchdog did not end the soak: ${r.error}`);
   assert.equal(r.signal, 'SIGKILL', r.stderr);
-  assert.match(r.stderr, /^soak: STALL: no progress for \d+ ms in phase a hang injected by --hang-after after 500 steps \(second pool: \d+ launches\) \[.*\]$/m);
+  assert.match(
+    r.stderr,
+    /^soak: STALL: no progress for \d+ ms in phase a hang injected by --hang-after after 500 steps \(second pool: \d+ launches\) \[.*\]$/m,
+  );
   assert.match(r.stderr, /main pool: generation 500, running 0, ready 1, gone 0; workers: 0 started 500 done 500/);
   assert.match(r.stderr, /second pool: generation \d+, running [01], ready 1, gone 0; workers: 0 started \d+ done \d+/);
 });

@@ -60,7 +60,8 @@ export const prod = (s: readonly number[]) => s.reduce((a, b) => a * b, 1);
 export function sameBits(actual: Float32Array, expected: Float32Array, what: string): void {
   assert.equal(actual.length, expected.length, `${what}: length`);
   for (let i = 0; i < expected.length; i++) {
-    if (!Object.is(actual[i], expected[i])) assert.fail(`${what}: element ${i} is ${actual[i]}, expected ${expected[i]}`);
+    if (!Object.is(actual[i], expected[i]))
+      assert.fail(`${what}: element ${i} is ${actual[i]}, expected ${expected[i]}`);
   }
 }
 
@@ -68,7 +69,8 @@ export function sameBits(actual: Float32Array, expected: Float32Array, what: str
 export function routed<T>(expect: 'wasm' | 'js', what: string, f: () => T): T {
   const before = { ...routeCounts };
   const r = f();
-  const dw = routeCounts.wasm - before.wasm, dj = routeCounts.js - before.js;
+  const dw = routeCounts.wasm - before.wasm,
+    dj = routeCounts.js - before.js;
   if (expect === 'wasm') assert.ok(dw > 0 && dj === 0, `${what}: expected the wasm kernel (wasm ${dw}, js ${dj})`);
   else assert.ok(dj > 0 && dw === 0, `${what}: expected the js twin (wasm ${dw}, js ${dj})`);
   return r;

@@ -18,10 +18,15 @@ const h = F.gelu(F.layerNorm(F.matmul(x, w), [256], g)); // (256, 256): 67 Mflop
 const qkv = h.reshape([2, 4, 32, 256]); // (B, H, L, D) = (2, 4, 32, 256)
 const a = F.scaledDotProductAttention(qkv, qkv, qkv, { isCausal: true }); // (2, 4, 32, 256)
 const logits = F.matmul(a.reshape([256, 256]), w.transpose(0, 1)).reshape([2048, 64]); // 2048 rows
-const targets = tensor(Int32Array.from({ length: 2048 }, (_, i) => (i * 7) % 64), [2048]);
+const targets = tensor(
+  Int32Array.from({ length: 2048 }, (_, i) => (i * 7) % 64),
+  [2048],
+);
 const loss = F.crossEntropy(logits, targets, { labelSmoothing: 0.1 });
 loss.backward();
 
 const parts = [h, a, logits, loss, x.grad!, w.grad!, g.grad!].map((t) => t.data as Float32Array);
 const bytes = Buffer.concat(parts.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength)));
-process.stdout.write(JSON.stringify({ backend: getBackend().name, memoryShared, info: backendInfo(), bytes: bytes.toString('base64') }));
+process.stdout.write(
+  JSON.stringify({ backend: getBackend().name, memoryShared, info: backendInfo(), bytes: bytes.toString('base64') }),
+);

@@ -27,41 +27,55 @@ for (const variant of variants) {
       [1, 1, 9, 130, 64, 64],
     ];
     let n = 0;
-    for (const [B, H, L, S, D, DV] of shapes) for (const causal of [false, true]) for (const biasKind of ['none', 'full', 'keys', 'heads'] as const) {
-      const q = randn(B * H * L * D, 1.5);
-      const k = randn(B * H * S * D, 1.5);
-      const v = randn(B * H * S * DV);
-      let bias: AttentionParams['bias'] = null;
-      if (biasKind === 'full') {
-        // Per (b, h, i, j), with some masked cells, a fully masked first row and (when S > 64) a
-        // fully masked first key block for row 1.
-        const data = randn(B * H * L * S, 2);
-        for (let i = 0; i < data.length; i += 5) data[i] = -Infinity;
-        for (let j = 0; j < S; j++) data[j] = -Infinity;
-        if (L > 1 && S > 64) for (let j = 0; j < 64; j++) data[S + j] = -Infinity;
-        bias = { data, strideB: H * L * S, strideH: L * S, strideL: S };
-      } else if (biasKind === 'keys') {
-        // Key padding: (B, 1, 1, S), last key of each batch masked.
-        const data = new Float32Array(B * S);
-        for (let b = 0; b < B; b++) data[b * S + S - 1] = S > 1 ? -Infinity : 0;
-        bias = { data, strideB: S, strideH: 0, strideL: 0 };
-      } else if (biasKind === 'heads') {
-        bias = { data: randn(H * L * S), strideB: 0, strideH: L * S, strideL: S };
-      }
-      const p: AttentionParams = { b: B, h: H, l: L, s: S, d: D, dv: DV, scale: 1 / Math.sqrt(D), causal, bias };
-      const what = `attention B${B} H${H} L${L} S${S} D${D} Dv${DV} causal=${causal} bias=${biasKind}`;
-      const f = both([B * H * L * DV, B * H * L, B * H * L * S], (be, [out, lse, w]) => be.attention(q, k, v, out!, lse!, w!, p), 1);
-      close(f.wasm[0]!, f.js[0]!, `${what}: output`);
-      close(f.wasm[1]!, f.js[1]!, `${what}: lse`);
-      close(f.wasm[2]!, f.js[2]!, `${what}: weights`);
-      const g = both([B * H * L * DV, B * H * L], (be, [out, lse]) => be.attention(q, k, v, out!, lse!, null, p), 1);
-      close(g.wasm[0]!, f.js[0]!, `${what}: output without weights`);
-      const [out, lse] = f.js;
-      const dout = randn(B * H * L * DV);
-      const b = both([B * H * L * D, B * H * S * D, B * H * S * DV], (be, [dq, dk, dv]) => be.attentionBackward(q, k, v, out!, dout, lse!, dq!, dk!, dv!, p), 1);
-      for (let i = 0; i < 3; i++) close(b.wasm[i]!, b.js[i]!, `${what}: ${['dq', 'dk', 'dv'][i]}`);
-      n++;
-    }
+    for (const [B, H, L, S, D, DV] of shapes)
+      for (const causal of [false, true])
+        for (const biasKind of ['none', 'full', 'keys', 'heads'] as const) {
+          const q = randn(B * H * L * D, 1.5);
+          const k = randn(B * H * S * D, 1.5);
+          const v = randn(B * H * S * DV);
+          let bias: AttentionParams['bias'] = null;
+          if (biasKind === 'full') {
+            // Per (b, h, i, j), with some masked cells, a fully masked first row and (when S > 64) a
+            // fully masked first key block for row 1.
+            const data = randn(B * H * L * S, 2);
+            for (let i = 0; i < data.length; i += 5) data[i] = -Infinity;
+            for (let j = 0; j < S; j++) data[j] = -Infinity;
+            if (L > 1 && S > 64) for (let j = 0; j < 64; j++) data[S + j] = -Infinity;
+            bias = { data, strideB: H * L * S, strideH: L * S, strideL: S };
+          } else if (biasKind === 'keys') {
+            // Key padding: (B, 1, 1, S), last key of each batch masked.
+            const data = new Float32Array(B * S);
+            for (let b = 0; b < B; b++) data[b * S + S - 1] = S > 1 ? -Infinity : 0;
+            bias = { data, strideB: S, strideH: 0, strideL: 0 };
+          } else if (biasKind === 'heads') {
+            bias = { data: randn(H * L * S), strideB: 0, strideH: L * S, strideL: S };
+          }
+          const p: AttentionParams = { b: B, h: H, l: L, s: S, d: D, dv: DV, scale: 1 / Math.sqrt(D), causal, bias };
+          const what = `attention B${B} H${H} L${L} S${S} D${D} Dv${DV} causal=${causal} bias=${biasKind}`;
+          const f = both(
+            [B * H * L * DV, B * H * L, B * H * L * S],
+            (be, [out, lse, w]) => be.attention(q, k, v, out!, lse!, w!, p),
+            1,
+          );
+          close(f.wasm[0]!, f.js[0]!, `${what}: output`);
+          close(f.wasm[1]!, f.js[1]!, `${what}: lse`);
+          close(f.wasm[2]!, f.js[2]!, `${what}: weights`);
+          const g = both(
+            [B * H * L * DV, B * H * L],
+            (be, [out, lse]) => be.attention(q, k, v, out!, lse!, null, p),
+            1,
+          );
+          close(g.wasm[0]!, f.js[0]!, `${what}: output without weights`);
+          const [out, lse] = f.js;
+          const dout = randn(B * H * L * DV);
+          const b = both(
+            [B * H * L * D, B * H * S * D, B * H * S * DV],
+            (be, [dq, dk, dv]) => be.attentionBackward(q, k, v, out!, dout, lse!, dq!, dk!, dv!, p),
+            1,
+          );
+          for (let i = 0; i < 3; i++) close(b.wasm[i]!, b.js[i]!, `${what}: ${['dq', 'dk', 'dv'][i]}`);
+          n++;
+        }
     assert.equal(n, shapes.length * 8);
   });
 }

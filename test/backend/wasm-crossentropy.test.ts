@@ -15,15 +15,21 @@ const ROWS = [1, 3, 17];
 for (const variant of variants) {
   test(`wasm (${variant}) crossEntropy with label smoothing and ignored rows matches js`, () => {
     setWasmVariant(variant);
-    for (const r of ROWS) for (const c of [1, 2, 5, 64, 1003]) for (const eps of [0, 0.1]) {
-      const logits = randn(r * c, 5);
-      const targets = Int32Array.from({ length: r }, (_, i) => (i % 3 === 2 ? -100 : Math.floor(rand() * c)));
-      const f = both([r], (be, [losses]) => be.crossEntropy(logits, targets, losses!, r, c, -100, eps), 1);
-      assert.equal(f.rw, f.rj, 'count');
-      close(f.wasm[0]!, f.js[0]!, `crossEntropy ${r}x${c} eps ${eps}`);
-      const scale = randn(r);
-      const b = both([r * c], (be, [dl]) => be.crossEntropyBackward(logits, targets, scale, dl!, r, c, -100, eps), 1);
-      close(b.wasm[0]!, b.js[0]!, `crossEntropyBackward ${r}x${c} eps ${eps}`);
-    }
+    for (const r of ROWS)
+      for (const c of [1, 2, 5, 64, 1003])
+        for (const eps of [0, 0.1]) {
+          const logits = randn(r * c, 5);
+          const targets = Int32Array.from({ length: r }, (_, i) => (i % 3 === 2 ? -100 : Math.floor(rand() * c)));
+          const f = both([r], (be, [losses]) => be.crossEntropy(logits, targets, losses!, r, c, -100, eps), 1);
+          assert.equal(f.rw, f.rj, 'count');
+          close(f.wasm[0]!, f.js[0]!, `crossEntropy ${r}x${c} eps ${eps}`);
+          const scale = randn(r);
+          const b = both(
+            [r * c],
+            (be, [dl]) => be.crossEntropyBackward(logits, targets, scale, dl!, r, c, -100, eps),
+            1,
+          );
+          close(b.wasm[0]!, b.js[0]!, `crossEntropyBackward ${r}x${c} eps ${eps}`);
+        }
   });
 }

@@ -13,14 +13,25 @@ import { KERNEL_NAMES, KernelTable } from '../../src/backend/backend.ts';
 import { jsBackend } from '../../src/backend/js/index.ts';
 import { jsKernels } from '../../src/backend/js/registry.ts';
 import { wasmBackend } from '../../src/backend/wasm/index.ts';
-import { declaredExports, declareExports, kernels, sig, unsharedMemoryImport, wasmModule } from '../../src/backend/wasm/loader.ts';
+import {
+  declaredExports,
+  declareExports,
+  kernels,
+  sig,
+  unsharedMemoryImport,
+  wasmModule,
+} from '../../src/backend/wasm/loader.ts';
 import { wasmKernels } from '../../src/backend/wasm/registry.ts';
 
 const root = (p: string) => fileURLToPath(new URL(`../../${p}`, import.meta.url));
 
-test('every function the module exports is declared by one binding file, with its parameter count', { skip: !kernels() }, () => {
+test('every function the module exports is declared by one binding file, with its parameter count', {
+  skip: !kernels(),
+}, () => {
   const declared = declaredExports();
-  const exported = WebAssembly.Module.exports(wasmModule()).filter((e) => e.kind === 'function').map((e) => e.name);
+  const exported = WebAssembly.Module.exports(wasmModule())
+    .filter((e) => e.kind === 'function')
+    .map((e) => e.name);
   assert.deepEqual([...declared.keys()].sort(), [...exported].sort());
   const k = kernels()!;
   for (const [name, { file, arity }] of declared) {
@@ -29,16 +40,20 @@ test('every function the module exports is declared by one binding file, with it
 });
 
 test('a second declaration of an export is refused, naming both files', () => {
-  assert.throws(() => declareExports('elsewhere.ts', { softmax: sig<[x: number]>(1) }), /export 'softmax' declared by both softmax\.ts and elsewhere\.ts/);
+  assert.throws(
+    () => declareExports('elsewhere.ts', { softmax: sig<[x: number]>(1) }),
+    /export 'softmax' declared by both softmax\.ts and elsewhere\.ts/,
+  );
 });
 
-test('the wasm backend has the js backend\'s kernel families, each a file on both sides and in assembly/', () => {
+test("the wasm backend has the js backend's kernel families, each a file on both sides and in assembly/", () => {
   const js = jsKernels.families();
   const wasm = wasmKernels.families();
   assert.deepEqual(wasm, js);
   assert.deepEqual(Object.keys(js).sort(), [...KERNEL_NAMES].sort());
   for (const family of new Set(Object.values(js))) {
-    for (const dir of ['src/backend/js', 'src/backend/wasm', 'assembly']) assert.ok(existsSync(root(`${dir}/${family}.ts`)), `${dir}/${family}.ts`);
+    for (const dir of ['src/backend/js', 'src/backend/wasm', 'assembly'])
+      assert.ok(existsSync(root(`${dir}/${family}.ts`)), `${dir}/${family}.ts`);
   }
   for (const name of KERNEL_NAMES) {
     assert.equal(typeof jsBackend[name], 'function', `js ${name}`);
@@ -49,16 +64,31 @@ test('the wasm backend has the js backend\'s kernel families, each a file on bot
 test('a backend missing a kernel, or registering one twice, is refused by name', () => {
   const t = new KernelTable('test');
   t.register('softmax', { softmax: jsBackend.softmax });
-  assert.throws(() => t.register('other', { softmax: jsBackend.softmax }), /test backend: kernel 'softmax' registered by both softmax and other/);
+  assert.throws(
+    () => t.register('other', { softmax: jsBackend.softmax }),
+    /test backend: kernel 'softmax' registered by both softmax and other/,
+  );
   assert.throws(() => t.build(), /test backend: no kernel registered for gemm, binary, /);
 });
 
 test('unsharedMemoryImport clears only the shared flag of the memory import', { skip: !kernels() }, () => {
   // A module importing a shared memory (limits flag 3: shared, with maximum) and exporting nothing.
-  const shared = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 2, 16, 1, 3, 101, 110, 118, 6, 109, 101, 109, 111, 114, 121, 2, 3, 1, 2]);
+  const shared = new Uint8Array([
+    0, 97, 115, 109, 1, 0, 0, 0, 2, 16, 1, 3, 101, 110, 118, 6, 109, 101, 109, 111, 114, 121, 2, 3, 1, 2,
+  ]);
   const plain = unsharedMemoryImport(shared);
-  assert.deepEqual([...plain.keys()].filter((i) => plain[i] !== shared[i]), [23]);
+  assert.deepEqual(
+    [...plain.keys()].filter((i) => plain[i] !== shared[i]),
+    [23],
+  );
   assert.equal(plain[23], 1);
-  new WebAssembly.Instance(new WebAssembly.Module(plain as Uint8Array<ArrayBuffer>), { env: { memory: new WebAssembly.Memory({ initial: 1, maximum: 2 }) } });
-  assert.throws(() => new WebAssembly.Instance(new WebAssembly.Module(shared), { env: { memory: new WebAssembly.Memory({ initial: 1, maximum: 2 }) } }));
+  new WebAssembly.Instance(new WebAssembly.Module(plain as Uint8Array<ArrayBuffer>), {
+    env: { memory: new WebAssembly.Memory({ initial: 1, maximum: 2 }) },
+  });
+  assert.throws(
+    () =>
+      new WebAssembly.Instance(new WebAssembly.Module(shared), {
+        env: { memory: new WebAssembly.Memory({ initial: 1, maximum: 2 }) },
+      }),
+  );
 });

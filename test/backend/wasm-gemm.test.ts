@@ -66,7 +66,7 @@ function check(p: Case, what: string): void {
   // Error bound: js GEMM of |A|, |B| (+ |C₀| when accumulating), see the header comment.
   const bound = p.accumulate ? c.map(Math.abs) : new Float32Array(c.length);
   jsGemm(a.map(Math.abs), b.map(Math.abs), bound, p);
-  const gamma = 2 * ((k + 2) * U) / (1 - (k + 2) * U);
+  const gamma = (2 * ((k + 2) * U)) / (1 - (k + 2) * U);
   wasmGemm(a, b, c, p);
   for (let i = 0; i < c.length; i++) {
     const err = Math.abs(c[i]! - expected[i]!);
@@ -84,17 +84,30 @@ for (const variant of variants) {
     setGemmVariant(variant);
     const sizes = [1, 3, 7, 17, 64, 65, 129];
     let i = 0;
-    for (const m of sizes) for (const n of sizes) for (const k of sizes) for (const transA of [false, true]) for (const transB of [false, true]) {
-      const accumulate = i % 3 === 1;
-      const inWasm = i % 2 === 0;
-      check({ batch: 1, m, n, k, transA, transB, strideA: 0, strideB: 0, strideC: 0, accumulate, inWasm }, `${m}x${n}x${k} ${tr(transA)}${tr(transB)} acc=${accumulate} inWasm=${inWasm}`);
-      i++;
-    }
+    for (const m of sizes)
+      for (const n of sizes)
+        for (const k of sizes)
+          for (const transA of [false, true])
+            for (const transB of [false, true]) {
+              const accumulate = i % 3 === 1;
+              const inWasm = i % 2 === 0;
+              check(
+                { batch: 1, m, n, k, transA, transB, strideA: 0, strideB: 0, strideC: 0, accumulate, inWasm },
+                `${m}x${n}x${k} ${tr(transA)}${tr(transB)} acc=${accumulate} inWasm=${inWasm}`,
+              );
+              i++;
+            }
   });
 
   test(`wasm gemm (${variant}): batch 3 with broadcast (stride 0) on either operand, gaps between batches, accumulate, in/out of wasm memory`, () => {
     setGemmVariant(variant);
-    const shapes = [[7, 17, 65], [64, 65, 129], [1, 129, 3], [65, 7, 1], [17, 1, 64]] as const;
+    const shapes = [
+      [7, 17, 65],
+      [64, 65, 129],
+      [1, 129, 3],
+      [65, 7, 1],
+      [17, 1, 64],
+    ] as const;
     for (const [m, n, k] of shapes) {
       const strides: [number, number, number][] = [
         [m * k, k * n, m * n], // plain
@@ -102,39 +115,126 @@ for (const variant of variants) {
         [m * k, 0, m * n], // B broadcast (folded into one tall GEMM when A is not transposed)
         [m * k + 5, k * n + 3, m * n + 7], // gaps, which must survive in C
       ];
-      for (const [strideA, strideB, strideC] of strides) for (const transA of [false, true]) for (const transB of [false, true]) for (const accumulate of [false, true]) for (const inWasm of [false, true]) {
-        check({ batch: 3, m, n, k, transA, transB, strideA, strideB, strideC, accumulate, inWasm }, `batch 3 ${m}x${n}x${k} strides ${strideA},${strideB},${strideC} ${tr(transA)}${tr(transB)} acc=${accumulate} inWasm=${inWasm}`);
-      }
+      for (const [strideA, strideB, strideC] of strides)
+        for (const transA of [false, true])
+          for (const transB of [false, true])
+            for (const accumulate of [false, true])
+              for (const inWasm of [false, true]) {
+                check(
+                  { batch: 3, m, n, k, transA, transB, strideA, strideB, strideC, accumulate, inWasm },
+                  `batch 3 ${m}x${n}x${k} strides ${strideA},${strideB},${strideC} ${tr(transA)}${tr(transB)} acc=${accumulate} inWasm=${inWasm}`,
+                );
+              }
     }
   });
 
   test(`wasm gemm (${variant}): misaligned views in wasm memory`, () => {
     setGemmVariant(variant);
-    for (const transA of [false, true]) for (const transB of [false, true]) {
-      check({ batch: 2, m: 33, n: 41, k: 29, transA, transB, strideA: 33 * 29, strideB: 41 * 29, strideC: 33 * 41, accumulate: transA, inWasm: true, pad: 1 }, `misaligned ${tr(transA)}${tr(transB)}`);
-    }
+    for (const transA of [false, true])
+      for (const transB of [false, true]) {
+        check(
+          {
+            batch: 2,
+            m: 33,
+            n: 41,
+            k: 29,
+            transA,
+            transB,
+            strideA: 33 * 29,
+            strideB: 41 * 29,
+            strideC: 33 * 41,
+            accumulate: transA,
+            inWasm: true,
+            pad: 1,
+          },
+          `misaligned ${tr(transA)}${tr(transB)}`,
+        );
+      }
   });
 
   test(`wasm gemm (${variant}): shapes past the cache blocks (m > 256, n > 2048, k > 256)`, () => {
     setGemmVariant(variant);
-    check({ batch: 1, m: 259, n: 2053, k: 263, transA: false, transB: false, strideA: 0, strideB: 0, strideC: 0, accumulate: false, inWasm: true }, 'large NN');
-    check({ batch: 1, m: 259, n: 2053, k: 263, transA: true, transB: true, strideA: 0, strideB: 0, strideC: 0, accumulate: true, inWasm: false }, 'large TT');
+    check(
+      {
+        batch: 1,
+        m: 259,
+        n: 2053,
+        k: 263,
+        transA: false,
+        transB: false,
+        strideA: 0,
+        strideB: 0,
+        strideC: 0,
+        accumulate: false,
+        inWasm: true,
+      },
+      'large NN',
+    );
+    check(
+      {
+        batch: 1,
+        m: 259,
+        n: 2053,
+        k: 263,
+        transA: true,
+        transB: true,
+        strideA: 0,
+        strideB: 0,
+        strideC: 0,
+        accumulate: true,
+        inWasm: false,
+      },
+      'large TT',
+    );
   });
 
   test(`wasm gemm (${variant}): a few rows against a transposed B (a decoding step: dot products, columns split over threads)`, () => {
     setGemmVariant(variant);
     let i = 0;
-    for (const m of [1, 2, 3, 4, 5]) for (const [n, k] of [[4099, 771], [257, 3], [3, 16], [1, 17]]) {
-      const accumulate = i % 2 === 1;
-      check({ batch: 1, m, n, k, transA: false, transB: true, strideA: 0, strideB: 0, strideC: 0, accumulate, inWasm: i % 3 !== 0, pad: i % 4 === 2 ? 1 : 0 }, `${m}x${n}x${k} NT acc=${accumulate}`);
-      i++;
-    }
+    for (const m of [1, 2, 3, 4, 5])
+      for (const [n, k] of [
+        [4099, 771],
+        [257, 3],
+        [3, 16],
+        [1, 17],
+      ]) {
+        const accumulate = i % 2 === 1;
+        check(
+          {
+            batch: 1,
+            m,
+            n,
+            k,
+            transA: false,
+            transB: true,
+            strideA: 0,
+            strideB: 0,
+            strideC: 0,
+            accumulate,
+            inWasm: i % 3 !== 0,
+            pad: i % 4 === 2 ? 1 : 0,
+          },
+          `${m}x${n}x${k} NT acc=${accumulate}`,
+        );
+        i++;
+      }
   });
 
   test(`wasm gemm (${variant}): k = 0, empty shapes, short arrays`, () => {
     setGemmVariant(variant);
     const c = new Float32Array([1, 2, 3, 4]);
-    const p: GemmParams = { batch: 1, m: 2, n: 2, k: 0, transA: false, transB: false, strideA: 0, strideB: 0, strideC: 0, accumulate: true };
+    const p: GemmParams = {
+      batch: 1,
+      m: 2,
+      n: 2,
+      k: 0,
+      transA: false,
+      transB: false,
+      strideA: 0,
+      strideB: 0,
+      strideC: 0,
+      accumulate: true,
+    };
     wasmGemm(new Float32Array(0), new Float32Array(0), c, p);
     assert.deepEqual([...c], [1, 2, 3, 4]);
     wasmGemm(new Float32Array(0), new Float32Array(0), c, { ...p, accumulate: false });
@@ -159,7 +259,10 @@ test('allocator: 16-byte alignment, zeroed, reuse after free, no overlap, growth
   free(views[5]!);
   const again = alloc(17);
   assert.equal(again.byteOffset, off);
-  assert.ok(again.every((x) => x === 0), 'reused block is zeroed');
+  assert.ok(
+    again.every((x) => x === 0),
+    'reused block is zeroed',
+  );
   views[5] = again;
   for (const v of views) free(v);
   assert.equal(bytesInUse(), base);
@@ -172,7 +275,10 @@ test('allocator: 16-byte alignment, zeroed, reuse after free, no overlap, growth
   for (let step = 0; step < 2000; step++) {
     if (live.length > 0 && r() < 0.45) {
       const [{ v, tag }] = live.splice(Math.floor(r() * live.length), 1);
-      assert.ok(v!.every((x) => x === tag!), 'contents intact until free');
+      assert.ok(
+        v!.every((x) => x === tag!),
+        'contents intact until free',
+      );
       free(v!);
     } else {
       const v = alloc(Math.floor(r() ** 3 * 5000));
@@ -180,7 +286,9 @@ test('allocator: 16-byte alignment, zeroed, reuse after free, no overlap, growth
       live.push({ v, tag: step });
     }
   }
-  const spans = live.map(({ v }) => [v.byteOffset, v.byteOffset + Math.max(16, v.byteLength)] as const).sort((x, y) => x[0] - y[0]);
+  const spans = live
+    .map(({ v }) => [v.byteOffset, v.byteOffset + Math.max(16, v.byteLength)] as const)
+    .sort((x, y) => x[0] - y[0]);
   for (let i = 1; i < spans.length; i++) assert.ok(spans[i - 1]![1] <= spans[i]![0], 'no overlap');
   for (const { v, tag } of live) assert.ok(v.every((x) => x === tag));
 

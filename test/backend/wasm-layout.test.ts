@@ -21,7 +21,13 @@ for (const variant of variants) {
     setWasmVariant(variant);
     // [rows, width, srcOffset, srcStride, dstOffset, dstStride]
     const cases: [number, number, number, number, number, number][] = [
-      [1, 1, 0, 1, 0, 1], [7, 3, 2, 9, 1, 3], [5, 13, 0, 13, 4, 40], [6, 5, 3, 0, 0, 5], [4, 8, 8, 24, 0, 8], [0, 5, 0, 5, 0, 5], [3, 0, 0, 1, 0, 1],
+      [1, 1, 0, 1, 0, 1],
+      [7, 3, 2, 9, 1, 3],
+      [5, 13, 0, 13, 4, 40],
+      [6, 5, 3, 0, 0, 5],
+      [4, 8, 8, 24, 0, 8],
+      [0, 5, 0, 5, 0, 5],
+      [3, 0, 0, 1, 0, 1],
     ];
     for (const [rows, width, so, ss, dof, ds] of cases) {
       const src = spiky(so + Math.max(0, rows - 1) * ss + width + 3);
@@ -31,7 +37,9 @@ for (const variant of variants) {
       jsBackend.copyRows(src, so, ss, ref, dof, ds, rows, width);
       const what = `copyRows ${rows}x${width} src +${so}/${ss} dst +${dof}/${ds}`;
       const dst = w(init);
-      routed(rows * width > 0 ? 'wasm' : 'js', what, () => wasmBackend.copyRows(w(src), so, ss, dst, dof, ds, rows, width));
+      routed(rows * width > 0 ? 'wasm' : 'js', what, () =>
+        wasmBackend.copyRows(w(src), so, ss, dst, dof, ds, rows, width),
+      );
       sameBits(dst, ref, what);
       const plain = init.slice();
       routed('js', `${what} (plain arrays)`, () => wasmBackend.copyRows(src, so, ss, plain, dof, ds, rows, width));
@@ -76,7 +84,10 @@ for (const variant of variants) {
     const x = randn(4 * 9);
     x[5] = NaN;
     x[13] = Infinity;
-    for (const outShape of [[1, 9], [4, 1]]) {
+    for (const outShape of [
+      [1, 9],
+      [4, 1],
+    ]) {
       const ref = new Float32Array(prod(outShape));
       jsBackend.reduceSum(x, [4, 9], ref, outShape);
       const out = w(new Float32Array(prod(outShape)));

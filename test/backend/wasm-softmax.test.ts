@@ -20,18 +20,22 @@ const COLS = [1, 3, 4, 5, 17, 64, 131];
 for (const variant of variants) {
   test(`wasm (${variant}) softmax, logSoftmax and their backward match js`, () => {
     setWasmVariant(variant);
-    for (const r of ROWS) for (const c of COLS) {
-      const x = randn(r * c, 8);
-      if (c > 3) x[1] = -Infinity; // a masked score
-      const dy = randn(r * c);
-      for (const [fwd, bwd] of [['softmax', 'softmaxBackward'], ['logSoftmax', 'logSoftmaxBackward']] as const) {
-        const f = both([r * c], (be, [o]) => be[fwd](x, o!, r, c));
-        close(f.wasm[0]!, f.js[0]!, `${fwd} ${r}x${c}`);
-        const y = f.js[0]!;
-        const b = both([r * c], (be, [dx]) => be[bwd](y, dy, dx!, r, c), 1);
-        close(b.wasm[0]!, b.js[0]!, `${bwd} ${r}x${c}`);
+    for (const r of ROWS)
+      for (const c of COLS) {
+        const x = randn(r * c, 8);
+        if (c > 3) x[1] = -Infinity; // a masked score
+        const dy = randn(r * c);
+        for (const [fwd, bwd] of [
+          ['softmax', 'softmaxBackward'],
+          ['logSoftmax', 'logSoftmaxBackward'],
+        ] as const) {
+          const f = both([r * c], (be, [o]) => be[fwd](x, o!, r, c));
+          close(f.wasm[0]!, f.js[0]!, `${fwd} ${r}x${c}`);
+          const y = f.js[0]!;
+          const b = both([r * c], (be, [dx]) => be[bwd](y, dy, dx!, r, c), 1);
+          close(b.wasm[0]!, b.js[0]!, `${bwd} ${r}x${c}`);
+        }
       }
-    }
   });
 
   test(`wasm (${variant}) kernels work in place on arrays in wasm memory, and on subarray views`, () => {
@@ -47,7 +51,11 @@ for (const variant of variants) {
     const big = new Float32Array(r * c + 10);
     wasmBackend.softmax(xw, big.subarray(3, 3 + r * c), r, c);
     close(big.subarray(3, 3 + r * c), ref, 'softmax into a subarray');
-    assert.deepEqual([...big.subarray(0, 3), ...big.subarray(3 + r * c)], new Array(10).fill(0), 'nothing written outside the view');
+    assert.deepEqual(
+      [...big.subarray(0, 3), ...big.subarray(3 + r * c)],
+      new Array(10).fill(0),
+      'nothing written outside the view',
+    );
     free(ow);
     free(new Float32Array(xw.buffer, xw.byteOffset - 4, 1));
   });

@@ -8,7 +8,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { GemmParams } from '../../src/backend/backend.ts';
 import { wasmGemm } from '../../src/backend/wasm/gemm.ts';
-import { PARALLEL_KERNELS, SYNC_INTS, WORKER_SOURCE, numThreads, setNumThreads } from '../../src/backend/wasm/threads.ts';
+import {
+  PARALLEL_KERNELS,
+  SYNC_INTS,
+  WORKER_SOURCE,
+  numThreads,
+  setNumThreads,
+} from '../../src/backend/wasm/threads.ts';
 import { requireKernels, wasmModule } from '../../src/backend/wasm/loader.ts';
 import { memory } from '../../src/backend/wasm/memory.ts';
 
@@ -23,20 +29,44 @@ function rand(n: number, seed: number): Float32Array {
 test('threaded wasm gemm equals single-threaded bit for bit (2, 3 and 4 threads; all layouts; batched; accumulate)', () => {
   const before = numThreads();
   try {
-    const shapes: [number, number, number, number][] = [[1, 257, 129, 300], [1, 33, 1000, 200], [3, 100, 70, 90], [1, 1000, 8, 700]];
-    for (const [batch, m, n, k] of shapes) for (const transA of [false, true]) for (const transB of [false, true]) for (const accumulate of [false, true]) {
-      const p: GemmParams = { batch, m, n, k, transA, transB, strideA: m * k, strideB: k * n, strideC: m * n, accumulate };
-      const a = rand(batch * m * k, 1), b = rand(batch * k * n, 2), c0 = rand(batch * m * n, 3);
-      setNumThreads(1);
-      const ref = c0.slice();
-      wasmGemm(a, b, ref, p);
-      for (const t of [2, 3, 4]) {
-        setNumThreads(t);
-        const c = c0.slice();
-        wasmGemm(a, b, c, p);
-        assert.ok(c.every((x, i) => Object.is(x, ref[i])), `${t} threads, batch ${batch} ${m}x${n}x${k} transA=${transA} transB=${transB} acc=${accumulate}`);
-      }
-    }
+    const shapes: [number, number, number, number][] = [
+      [1, 257, 129, 300],
+      [1, 33, 1000, 200],
+      [3, 100, 70, 90],
+      [1, 1000, 8, 700],
+    ];
+    for (const [batch, m, n, k] of shapes)
+      for (const transA of [false, true])
+        for (const transB of [false, true])
+          for (const accumulate of [false, true]) {
+            const p: GemmParams = {
+              batch,
+              m,
+              n,
+              k,
+              transA,
+              transB,
+              strideA: m * k,
+              strideB: k * n,
+              strideC: m * n,
+              accumulate,
+            };
+            const a = rand(batch * m * k, 1),
+              b = rand(batch * k * n, 2),
+              c0 = rand(batch * m * n, 3);
+            setNumThreads(1);
+            const ref = c0.slice();
+            wasmGemm(a, b, ref, p);
+            for (const t of [2, 3, 4]) {
+              setNumThreads(t);
+              const c = c0.slice();
+              wasmGemm(a, b, c, p);
+              assert.ok(
+                c.every((x, i) => Object.is(x, ref[i])),
+                `${t} threads, batch ${batch} ${m}x${n}x${k} transA=${transA} transB=${transB} acc=${accumulate}`,
+              );
+            }
+          }
   } finally {
     setNumThreads(before);
   }
@@ -52,14 +82,31 @@ test('threaded fused attention (split over batch × heads) equals single-threade
   const before = numThreads();
   try {
     const [B, H, L, S, D, DV] = [2, 3, 130, 200, 64, 48];
-    const q = rand(B * H * L * D, 4), k = rand(B * H * S * D, 5), v = rand(B * H * S * DV, 6), dout = rand(B * H * L * DV, 7);
+    const q = rand(B * H * L * D, 4),
+      k = rand(B * H * S * D, 5),
+      v = rand(B * H * S * DV, 6),
+      dout = rand(B * H * L * DV, 7);
     const biasData = rand(B * S, 8).map((x) => (x > 0.8 ? -Infinity : x));
     for (const causal of [false, true]) {
-      const p = { b: B, h: H, l: L, s: S, d: D, dv: DV, scale: 0.125, causal, bias: { data: biasData, strideB: S, strideH: 0, strideL: 0 } };
+      const p = {
+        b: B,
+        h: H,
+        l: L,
+        s: S,
+        d: D,
+        dv: DV,
+        scale: 0.125,
+        causal,
+        bias: { data: biasData, strideB: S, strideH: 0, strideL: 0 },
+      };
       const run = () => {
-        const out = new Float32Array(B * H * L * DV), lse = new Float32Array(B * H * L), w = new Float32Array(B * H * L * S);
+        const out = new Float32Array(B * H * L * DV),
+          lse = new Float32Array(B * H * L),
+          w = new Float32Array(B * H * L * S);
         wasmBackend.attention(q, k, v, out, lse, w, p);
-        const dq = new Float32Array(q.length), dk = new Float32Array(k.length), dv = new Float32Array(v.length);
+        const dq = new Float32Array(q.length),
+          dk = new Float32Array(k.length),
+          dv = new Float32Array(v.length);
         wasmBackend.attentionBackward(q, k, v, out, dout, lse, dq, dk, dv, p);
         return [out, lse, w, dq, dk, dv];
       };
@@ -68,7 +115,12 @@ test('threaded fused attention (split over batch × heads) equals single-threade
       for (const t of [2, 3, 4]) {
         setNumThreads(t);
         const got = run();
-        got.forEach((x, i) => assert.ok(x.every((y, j) => Object.is(y, ref[i]![j])), `${t} threads causal=${causal}: ${['out', 'lse', 'weights', 'dq', 'dk', 'dv'][i]}`));
+        got.forEach((x, i) =>
+          assert.ok(
+            x.every((y, j) => Object.is(y, ref[i]![j])),
+            `${t} threads causal=${causal}: ${['out', 'lse', 'weights', 'dq', 'dk', 'dv'][i]}`,
+          ),
+        );
       }
     }
   } finally {
@@ -82,15 +134,22 @@ test('a worker woken late for a launch it already ran does not run it again (the
   // before the worker starts makes that order certain.
   const { Worker } = await import('node:worker_threads');
   requireKernels();
-  const sync = new SharedArrayBuffer(4 * SYNC_INTS), args = new SharedArrayBuffer(8 * 32);
-  const s = new Int32Array(sync), a = new Float64Array(args);
+  const sync = new SharedArrayBuffer(4 * SYNC_INTS),
+    args = new SharedArrayBuffer(8 * 32);
+  const s = new Int32Array(sync),
+    a = new Float64Array(args);
   a[0] = -1; // this worker sits the launch out: it only counts itself done
   Atomics.store(s, 1, 1); // workers still running
   Atomics.store(s, 0, 1); // generation 1, not notified
-  const w = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { module: wasmModule(), memory, sync, args, id: 0, names: [...PARALLEL_KERNELS] } });
+  const w = new Worker(WORKER_SOURCE, {
+    eval: true,
+    execArgv: [],
+    workerData: { module: wasmModule(), memory, sync, args, id: 0, names: [...PARALLEL_KERNELS] },
+  });
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   const until = async (what: string, ok: () => boolean) => {
-    for (const t0 = Date.now(); !ok(); await sleep(5)) if (Date.now() - t0 > 10_000) assert.fail(`${what}: still ${Atomics.load(s, 1)} workers running after 10 s`);
+    for (const t0 = Date.now(); !ok(); await sleep(5))
+      if (Date.now() - t0 > 10_000) assert.fail(`${what}: still ${Atomics.load(s, 1)} workers running after 10 s`);
   };
   try {
     await until('launch 1', () => Atomics.load(s, 1) === 0);

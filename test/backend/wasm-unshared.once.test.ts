@@ -49,6 +49,10 @@ test('without cross-origin isolation: wasm on one thread, the same numbers as wi
   const a = Buffer.from(unshared.bytes, 'base64');
   assert.equal(a.length, Buffer.from(threaded.bytes, 'base64').length);
   assert.ok(new Float32Array(a.buffer, a.byteOffset, a.length / 4).every(Number.isFinite), 'results are finite');
-  assert.equal(unshared.bytes, threaded.bytes, 'single-threaded on a plain memory = threaded on the shared one, bit for bit');
+  assert.equal(
+    unshared.bytes,
+    threaded.bytes,
+    'single-threaded on a plain memory = threaded on the shared one, bit for bit',
+  );
   assert.equal(single.bytes, threaded.bytes, 'one thread = several threads, bit for bit');
 });

@@ -13,18 +13,56 @@ import { qkv, writeCorpus } from '../helpers/cli.ts';
 // 300 real Multi30K pairs for training, 20 for validation and test.
 const work = tempDir('qkv-cli-');
 const data = join(work, 'data');
-writeCorpus(data, [['train', 0, 300], ['val', 300, 320], ['test_2016_flickr', 320, 340]]);
+writeCorpus(data, [
+  ['train', 0, 300],
+  ['val', 300, 320],
+  ['test_2016_flickr', 320, 340],
+]);
 const out = join(work, 'run');
 
 test('qkv train (tiny preset) writes a model folder and checkpoints; --resume continues', () => {
-  const r = qkv(['train', '--preset', 'tiny', '--out', out, '--data', data, '--max-steps', '6', '--save-every', '3', '--eval-every', '6', '--bleu-sentences', '5']);
+  const r = qkv([
+    'train',
+    '--preset',
+    'tiny',
+    '--out',
+    out,
+    '--data',
+    data,
+    '--max-steps',
+    '6',
+    '--save-every',
+    '3',
+    '--eval-every',
+    '6',
+    '--bleu-sentences',
+    '5',
+  ]);
   assert.equal(r.status, 0, r.stderr);
-  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors', 'train-state.safetensors', 'history.json']) assert.ok(existsSync(join(out, f)), f);
+  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors', 'train-state.safetensors', 'history.json'])
+    assert.ok(existsSync(join(out, f)), f);
   assert.match(r.stderr, /step 6: train loss [\d.]+, val loss [\d.]+, val BLEU/);
   const again = qkv(['train', '--preset', 'tiny', '--out', out, '--data', data]);
   assert.equal(again.status, 1);
   assert.match(again.stderr, /already holds a training run; pass --resume/);
-  const resumed = qkv(['train', '--preset', 'tiny', '--out', out, '--data', data, '--resume', '--max-steps', '9', '--save-every', '3', '--eval-every', '9', '--bleu-sentences', '5']);
+  const resumed = qkv([
+    'train',
+    '--preset',
+    'tiny',
+    '--out',
+    out,
+    '--data',
+    data,
+    '--resume',
+    '--max-steps',
+    '9',
+    '--save-every',
+    '3',
+    '--eval-every',
+    '9',
+    '--bleu-sentences',
+    '5',
+  ]);
   assert.equal(resumed.status, 0, resumed.stderr);
   assert.match(resumed.stderr, /resumed at step 6/);
   const history = JSON.parse(readFileSync(join(out, 'history.json'), 'utf8')) as { step: number }[];
@@ -72,42 +110,65 @@ test('qkv eval --lowercase scores case-insensitively (sacreBLEU -lc) and says so
   assert.match(t.stderr, /--tune-alpha and --lowercase both given: α is chosen on the cased score/);
 });
 
-test('qkv eval --tune-alpha on val keeps the paper\'s α unless another beats it significantly; translate and eval then default to the choice', () => {
+test("qkv eval --tune-alpha on val keeps the paper's α unless another beats it significantly; translate and eval then default to the choice", () => {
   const tuned = join(work, 'tuned');
   mkdirSync(tuned);
-  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) writeFileSync(join(tuned, f), readFileSync(join(out, f)));
+  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors'])
+    writeFileSync(join(tuned, f), readFileSync(join(out, f)));
   const r = qkv(['eval', '--model', tuned, '--data', data, '--split', 'val', '--beam', '2', '--tune-alpha', '0,2']);
   assert.equal(r.status, 0, r.stderr);
-  const scores = [...r.stderr.matchAll(/\(beam 2, α ([\d.]+)\): BLEU ([\d.]+)/g)].map((m) => ({ alpha: Number(m[1]), bleu: Number(m[2]) }));
-  assert.deepEqual(scores.map((x) => x.alpha), [0.6, 0, 2], "the paper's α first, then the list");
+  const scores = [...r.stderr.matchAll(/\(beam 2, α ([\d.]+)\): BLEU ([\d.]+)/g)].map((m) => ({
+    alpha: Number(m[1]),
+    bleu: Number(m[2]),
+  }));
+  assert.deepEqual(
+    scores.map((x) => x.alpha),
+    [0.6, 0, 2],
+    "the paper's α first, then the list",
+  );
   const top = scores.slice(1).reduce((a, b) => (b.bleu > a.bleu ? b : a));
-  const test = r.stderr.match(/α ([\d.]+) against α 0\.6: won (\d+) of 1000 paired bootstrap resamples, p ([\d.]+) \(needs < 0\.025\)/);
+  const test = r.stderr.match(
+    /α ([\d.]+) against α 0\.6: won (\d+) of 1000 paired bootstrap resamples, p ([\d.]+) \(needs < 0\.025\)/,
+  );
   assert.ok(test, r.stderr);
   assert.equal(Number(test[1]), top.alpha, 'the best other α is the one tested');
   const best = top.bleu > scores[0].bleu && Number(test[3]) < 0.025 ? top : scores[0];
   const config = JSON.parse(readFileSync(join(tuned, 'config.json'), 'utf8'));
   assert.equal(config.decoding.beam, 2);
   assert.equal(config.decoding.alpha, best.alpha);
-  assert.match(config.decoding.chosen, /^val BLEU [\d.]+ with α [\d.]+ \(tried 0\.6, 0, 2; .*paired bootstrap.*needed < 0\.025\)$/);
+  assert.match(
+    config.decoding.chosen,
+    /^val BLEU [\d.]+ with α [\d.]+ \(tried 0\.6, 0, 2; .*paired bootstrap.*needed < 0\.025\)$/,
+  );
   assert.ok(r.stdout.startsWith(`BLEU = ${best.bleu.toFixed(2)} `), `the printed score is the chosen α's: ${r.stdout}`);
   // Without flags, eval uses the model's decoding; a flag still wins.
   const d = qkv(['eval', '--model', tuned, '--data', data, '--split', 'val']);
   assert.match(d.stderr, new RegExp(`\\(beam 2, α ${best.alpha}\\)`));
-  assert.match(qkv(['eval', '--model', tuned, '--data', data, '--split', 'val', '--beam', '1', '--alpha', '0.6']).stderr, /\(beam 1, α 0\.6\)/);
+  assert.match(
+    qkv(['eval', '--model', tuned, '--data', data, '--split', 'val', '--beam', '1', '--alpha', '0.6']).stderr,
+    /\(beam 1, α 0\.6\)/,
+  );
   // Never on a test set; a broken decoding section is named.
   const t = qkv(['eval', '--model', tuned, '--data', data, '--tune-alpha', '1']);
   assert.equal(t.status, 1);
-  assert.match(t.stderr, /--tune-alpha chooses α on the validation set: use --split val \(got --split test_2016_flickr/);
+  assert.match(
+    t.stderr,
+    /--tune-alpha chooses α on the validation set: use --split val \(got --split test_2016_flickr/,
+  );
   writeFileSync(join(tuned, 'config.json'), JSON.stringify({ ...config, decoding: { beam: 0, alpha: 1 } }));
   const b = qkv(['translate', '--model', tuned], 'A dog.\n');
   assert.equal(b.status, 1);
-  assert.match(b.stderr, /config\.json: 'decoding' must be \{"beam": a positive integer, "alpha": a number >= 0\}, got \{"beam":0,"alpha":1\}/);
+  assert.match(
+    b.stderr,
+    /config\.json: 'decoding' must be \{"beam": a positive integer, "alpha": a number >= 0\}, got \{"beam":0,"alpha":1\}/,
+  );
 });
 
-test('qkv eval/translate --mbr: MBR among the beam pool, from the flag or the folder\'s decoding; --no-mbr and greedy turn it off', () => {
+test("qkv eval/translate --mbr: MBR among the beam pool, from the flag or the folder's decoding; --no-mbr and greedy turn it off", () => {
   const folder = join(work, 'mbr');
   mkdirSync(folder);
-  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors']) writeFileSync(join(folder, f), readFileSync(join(out, f)));
+  for (const f of ['config.json', 'tokenizer.json', 'model.safetensors'])
+    writeFileSync(join(folder, f), readFileSync(join(out, f)));
   const flag = qkv(['eval', '--model', folder, '--data', data, '--split', 'val', '--beam', '3', '--mbr']);
   assert.equal(flag.status, 0, flag.stderr);
   assert.match(flag.stderr, /\(beam 3, α 0\.6, MBR\): BLEU/);
@@ -115,13 +176,25 @@ test('qkv eval/translate --mbr: MBR among the beam pool, from the flag or the fo
   assert.equal(bad.status, 1);
   assert.match(bad.stderr, /--mbr chooses among beam search's hypotheses: it needs --beam 2 or more, got --beam 1/);
   const config = JSON.parse(readFileSync(join(folder, 'config.json'), 'utf8'));
-  writeFileSync(join(folder, 'config.json'), JSON.stringify({ ...config, decoding: { beam: 3, alpha: 0.6, mbr: true } }));
+  writeFileSync(
+    join(folder, 'config.json'),
+    JSON.stringify({ ...config, decoding: { beam: 3, alpha: 0.6, mbr: true } }),
+  );
   const byFolder = qkv(['eval', '--model', folder, '--data', data, '--split', 'val']);
   assert.equal(byFolder.stdout, flag.stdout, "the folder's MBR scores as the flag's");
   assert.match(byFolder.stderr, /\(beam 3, α 0\.6, MBR\)/);
-  assert.match(qkv(['eval', '--model', folder, '--data', data, '--split', 'val', '--no-mbr']).stderr, /\(beam 3, α 0\.6\): BLEU/);
-  assert.match(qkv(['eval', '--model', folder, '--data', data, '--split', 'val', '--beam', '1']).stderr, /\(beam 1, α 0\.6\): BLEU/);
-  writeFileSync(join(folder, 'config.json'), JSON.stringify({ ...config, decoding: { beam: 3, alpha: 0.6, mbr: 'yes' } }));
+  assert.match(
+    qkv(['eval', '--model', folder, '--data', data, '--split', 'val', '--no-mbr']).stderr,
+    /\(beam 3, α 0\.6\): BLEU/,
+  );
+  assert.match(
+    qkv(['eval', '--model', folder, '--data', data, '--split', 'val', '--beam', '1']).stderr,
+    /\(beam 1, α 0\.6\): BLEU/,
+  );
+  writeFileSync(
+    join(folder, 'config.json'),
+    JSON.stringify({ ...config, decoding: { beam: 3, alpha: 0.6, mbr: 'yes' } }),
+  );
   const broken = qkv(['translate', '--model', folder], 'A dog.\n');
   assert.equal(broken.status, 1);
   assert.match(broken.stderr, /config\.json: 'decoding\.mbr' must be true or false, got "yes"/);
@@ -138,16 +211,30 @@ test('qkv eval/translate --ensemble: a model with itself translates as the model
   const other = join(work, 'other-tokenizer');
   mkdirSync(other, { recursive: true });
   for (const f of ['config.json', 'model.safetensors']) writeFileSync(join(other, f), readFileSync(join(out, f)));
-  const tok = JSON.parse(readFileSync(join(out, 'tokenizer.json'), 'utf8')) as { model: { vocab: Record<string, number> } };
+  const tok = JSON.parse(readFileSync(join(out, 'tokenizer.json'), 'utf8')) as {
+    model: { vocab: Record<string, number> };
+  };
   const [a, b] = Object.keys(tok.model.vocab).slice(-2);
   [tok.model.vocab[a], tok.model.vocab[b]] = [tok.model.vocab[b], tok.model.vocab[a]];
   writeFileSync(join(other, 'tokenizer.json'), JSON.stringify(tok));
   const cases: [string[], RegExp][] = [
-    [['eval', '--model', out, '--ensemble', other, '--data', data], /--ensemble .*other-tokenizer: its tokenizer\.json differs from --model .*: ensemble members must share their tokenizers/],
+    [
+      ['eval', '--model', out, '--ensemble', other, '--data', data],
+      /--ensemble .*other-tokenizer: its tokenizer\.json differs from --model .*: ensemble members must share their tokenizers/,
+    ],
     [['eval', '--model', out, '--ensemble', join(work, 'nope'), '--data', data], /model folder not found: .*nope/],
-    [['eval', '--model', out, '--ensemble', `${out},`, '--data', data], /--ensemble must be comma-separated folders \(e\.g\. runs\/a,runs\/b\), got '.*,'/],
-    [['eval', '--model', out, '--ensemble', out, '--data', data, '--split', 'val', '--tune-alpha', '1'], /--tune-alpha and --ensemble both given/],
-    [['translate', '--model', out, '--ensemble', out, '--engine', 'onnxruntime'], /--ensemble runs on the qkv engine only/],
+    [
+      ['eval', '--model', out, '--ensemble', `${out},`, '--data', data],
+      /--ensemble must be comma-separated folders \(e\.g\. runs\/a,runs\/b\), got '.*,'/,
+    ],
+    [
+      ['eval', '--model', out, '--ensemble', out, '--data', data, '--split', 'val', '--tune-alpha', '1'],
+      /--tune-alpha and --ensemble both given/,
+    ],
+    [
+      ['translate', '--model', out, '--ensemble', out, '--engine', 'onnxruntime'],
+      /--ensemble runs on the qkv engine only/,
+    ],
   ];
   for (const [args, re] of cases) {
     const r = qkv(args, 'A dog.\n');
@@ -161,9 +248,17 @@ test('bad input: unknown flag, bad number, missing model folder — one clear li
     [['translate', '--model', out, '--bogus'], '', /unknown option '--bogus'/],
     [['translate', '--model', out, '--beam', 'zero'], '', /--beam must be a positive integer, got 'zero'/],
     [['translate', '--model', out, '--alpha', '-1'], '', /--alpha must be a number >= 0, got '-1'/],
-    [['eval', '--model', out, '--split', 'val', '--tune-alpha', '0.6,x'], '', /--tune-alpha must be comma-separated numbers >= 0 \(e\.g\. 0\.6,1,1\.4\), got '0\.6,x'/],
+    [
+      ['eval', '--model', out, '--split', 'val', '--tune-alpha', '0.6,x'],
+      '',
+      /--tune-alpha must be comma-separated numbers >= 0 \(e\.g\. 0\.6,1,1\.4\), got '0\.6,x'/,
+    ],
     [['translate', '--model', join(work, 'nope')], 'hi\n', /model folder not found/],
-    [['train', '--preset', 'huge', '--out', join(work, 'x'), '--data', data], undefined, /unknown preset 'huge', expected one of: multi30k-small, multi30k-wu, paper-base, tiny/],
+    [
+      ['train', '--preset', 'huge', '--out', join(work, 'x'), '--data', data],
+      undefined,
+      /unknown preset 'huge', expected one of: multi30k-small, multi30k-wu, paper-base, tiny/,
+    ],
   ];
   for (const [args, input, re] of cases) {
     const r = qkv(args, input);
@@ -204,7 +299,9 @@ test('qkv export --dtype int8 writes int8 weights with their scales, smaller tha
   assert.equal(dtypes.get('transformer.encoder.layers.0.linear1.weight'), 'I8');
   assert.equal(dtypes.get('transformer.encoder.layers.0.linear1.bias'), 'F16');
   // The values are the run's fp32 weights quantized, to the bit.
-  const expected = dequantizeInt8(quantizeInt8(readSafetensors(readFileSync(join(out, 'model.safetensors'))).tensors).tensors);
+  const expected = dequantizeInt8(
+    quantizeInt8(readSafetensors(readFileSync(join(out, 'model.safetensors'))).tensors).tensors,
+  );
   const got = dequantizeInt8(readSafetensors(bytes).tensors);
   for (const [k, v] of Object.entries(expected)) {
     if (v.shape.length === 2) assert.deepEqual(got[k].data, v.data, k);

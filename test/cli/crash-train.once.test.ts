@@ -17,22 +17,44 @@ import { multi30kLines, writeCorpus } from '../helpers/cli.ts';
 const KILLS = 30;
 const work = tempDir('qkv-crash-');
 const data = join(work, 'data');
-writeCorpus(data, [['train', 0, 200], ['val', 200, 210]]);
+writeCorpus(data, [
+  ['train', 0, 200],
+  ['val', 200, 210],
+]);
 writeFileSync(join(work, 'lm.txt'), `${multi30kLines('train.en.gz').slice(0, 300).join('\n')}\n`);
 
 const pad = (step: number) => String(step).padStart(7, '0');
 
-async function crashTest(name: string, args: (out: string, resume: boolean) => string[], seed: number, maxSteps: number, writesAt: (step: number) => string[]) {
+async function crashTest(
+  name: string,
+  args: (out: string, resume: boolean) => string[],
+  seed: number,
+  maxSteps: number,
+  writesAt: (step: number) => string[],
+) {
   ensureBuilt();
   const ref = join(work, `${name}-ref`);
   const r = await runToEnd(args(ref, false));
   assert.equal(r.status, 0, r.stderr);
   const out = join(work, `${name}-crashed`);
   const t0 = performance.now();
-  const report = await crashLoop({ out, stateFile: 'train-state.safetensors', args: (resume) => args(out, resume), kills: KILLS, seed, maxSteps, writesAt, startFiles: ['config.json', 'tokenizer.json'] });
+  const report = await crashLoop({
+    out,
+    stateFile: 'train-state.safetensors',
+    args: (resume) => args(out, resume),
+    kills: KILLS,
+    seed,
+    maxSteps,
+    writesAt,
+    startFiles: ['config.json', 'tokenizer.json'],
+  });
   const seconds = (performance.now() - t0) / 1000;
   assert.equal(report.kills, KILLS);
-  assert.deepEqual(listTree(out).filter((f) => /\.tmp-\d+$/.test(f)), [], 'no temporary file left');
+  assert.deepEqual(
+    listTree(out).filter((f) => /\.tmp-\d+$/.test(f)),
+    [],
+    'no temporary file left',
+  );
   const a = snapshot(ref);
   const b = snapshot(out);
   assert.deepEqual(Object.keys(b), Object.keys(a), 'the same files');
@@ -40,29 +62,80 @@ async function crashTest(name: string, args: (out: string, resume: boolean) => s
   // The plan is a function of the seed and the run's own steps: these counts hold on any machine.
   assert.equal(report.midWrite, report.plannedMidWrite, 'every mid-write kill left its temporary file');
   assert.ok(report.plannedMidWrite >= KILLS / 4, `${report.plannedMidWrite} kills mid-write`);
-  assert.ok(report.kills - report.beforeFirstState >= KILLS / 2, `only ${report.kills - report.beforeFirstState} kills after the first training state`);
+  assert.ok(
+    report.kills - report.beforeFirstState >= KILLS / 2,
+    `only ${report.kills - report.beforeFirstState} kills after the first training state`,
+  );
   assert.ok(report.reached >= maxSteps / 2, `the kills reached only step ${report.reached} of ${maxSteps}`);
-  process.stderr.write(`# ${name}: ${report.kills} kills (${report.midWrite} mid-write, ${report.beforeFirstState} before the first state, the last at step ${report.reached} of ${maxSteps}), ${report.runs} runs in ${seconds.toFixed(0)} s; uninterrupted ${(r.totalMs / 1000).toFixed(1)} s\n# ${report.faults.join(' ')}\n`);
+  process.stderr.write(
+    `# ${name}: ${report.kills} kills (${report.midWrite} mid-write, ${report.beforeFirstState} before the first state, the last at step ${report.reached} of ${maxSteps}), ${report.runs} runs in ${seconds.toFixed(0)} s; uninterrupted ${(r.totalMs / 1000).toFixed(1)} s\n# ${report.faults.join(' ')}\n`,
+  );
 }
 
-test(`qkv train: ${KILLS} SIGKILLs at seeded points of the run, resumed each time, end with the uninterrupted run's files`, { timeout: 600_000 }, async () => {
+test(`qkv train: ${KILLS} SIGKILLs at seeded points of the run, resumed each time, end with the uninterrupted run's files`, {
+  timeout: 600_000,
+}, async () => {
   const [steps, saveEvery, evalEvery] = [60, 2, 4];
-  await crashTest('train', (out, resume) => [
-    'train', '--preset', 'tiny', '--out', out, '--data', data, '--max-steps', String(steps), '--save-every', String(saveEvery), '--eval-every', String(evalEvery), '--bleu-sentences', '4',
-    ...(resume ? ['--resume'] : []),
-  ], 1, steps, (s) => [
-    ...(s % saveEvery === 0 || s === steps ? [`checkpoints/step-${pad(s)}.safetensors`, 'train-state.safetensors'] : []),
-    ...(s % evalEvery === 0 || s === steps ? ['history.json'] : []),
-  ]);
+  await crashTest(
+    'train',
+    (out, resume) => [
+      'train',
+      '--preset',
+      'tiny',
+      '--out',
+      out,
+      '--data',
+      data,
+      '--max-steps',
+      String(steps),
+      '--save-every',
+      String(saveEvery),
+      '--eval-every',
+      String(evalEvery),
+      '--bleu-sentences',
+      '4',
+      ...(resume ? ['--resume'] : []),
+    ],
+    1,
+    steps,
+    (s) => [
+      ...(s % saveEvery === 0 || s === steps
+        ? [`checkpoints/step-${pad(s)}.safetensors`, 'train-state.safetensors']
+        : []),
+      ...(s % evalEvery === 0 || s === steps ? ['history.json'] : []),
+    ],
+  );
 });
 
-test(`qkv train-lm: ${KILLS} SIGKILLs at seeded points of the run, resumed each time, end with the uninterrupted run's files`, { timeout: 600_000 }, async () => {
+test(`qkv train-lm: ${KILLS} SIGKILLs at seeded points of the run, resumed each time, end with the uninterrupted run's files`, {
+  timeout: 600_000,
+}, async () => {
   const [steps, saveEvery, evalEvery] = [80, 2, 4];
-  await crashTest('train-lm', (out, resume) => [
-    'train-lm', '--preset', 'tiny', '--out', out, '--data', join(work, 'lm.txt'), '--max-steps', String(steps), '--save-every', String(saveEvery), '--eval-every', String(evalEvery), '--eval-tokens', '512',
-    ...(resume ? ['--resume'] : []),
-  ], 2, steps, (s) => [
-    ...(s % saveEvery === 0 || s === steps ? ['train-state.safetensors'] : []),
-    ...(s % evalEvery === 0 || s === steps ? ['history.json'] : []),
-  ]);
+  await crashTest(
+    'train-lm',
+    (out, resume) => [
+      'train-lm',
+      '--preset',
+      'tiny',
+      '--out',
+      out,
+      '--data',
+      join(work, 'lm.txt'),
+      '--max-steps',
+      String(steps),
+      '--save-every',
+      String(saveEvery),
+      '--eval-every',
+      String(evalEvery),
+      '--eval-tokens',
+      '512',
+      ...(resume ? ['--resume'] : []),
+    ],
+    2,
+    steps,
+    (s) => [
+      ...(s % saveEvery === 0 || s === steps ? ['train-state.safetensors'] : []),
+      ...(s % evalEvery === 0 || s === steps ? ['history.json'] : []),
+    ],
+  );
 });

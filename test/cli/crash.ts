@@ -19,11 +19,15 @@ const CLI = [MAIN];
 
 /** Build dist/ when it is missing or older than a source file. */
 export function ensureBuilt(): void {
-  const newest = (d: string): number => Math.max(0, ...readdirSync(d).map((n) => {
-    const p = join(d, n);
-    const st = statSync(p);
-    return st.isDirectory() ? newest(p) : st.mtimeMs;
-  }));
+  const newest = (d: string): number =>
+    Math.max(
+      0,
+      ...readdirSync(d).map((n) => {
+        const p = join(d, n);
+        const st = statSync(p);
+        return st.isDirectory() ? newest(p) : st.mtimeMs;
+      }),
+    );
   if (existsSync(MAIN) && statSync(MAIN).mtimeMs >= newest(join(root, 'src'))) return;
   const r = spawnSync('npm', ['run', 'build'], { cwd: root, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`npm run build failed: ${r.stdout}${r.stderr}`);
@@ -32,9 +36,16 @@ export function ensureBuilt(): void {
 /**
  * Run the command to its end (no kill, no fault armed).
  */
-export async function runToEnd(args: string[], command: string[] = [process.execPath, ...CLI]): Promise<{ status: number | null; stderr: string; totalMs: number }> {
+export async function runToEnd(
+  args: string[],
+  command: string[] = [process.execPath, ...CLI],
+): Promise<{ status: number | null; stderr: string; totalMs: number }> {
   const t0 = performance.now();
-  const child = spawn(command[0], [...command.slice(1), ...args], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env: withoutFault() });
+  const child = spawn(command[0], [...command.slice(1), ...args], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: withoutFault(),
+  });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const status = await new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
@@ -141,19 +152,29 @@ function savedStep(path: string): number {
  * share of the steps left), so the run moves forward between kills and every kill lands before
  * its end (the report's `reached` says how far they got).
  */
-export function planFault(o: Pick<CrashOptions, 'maxSteps' | 'writesAt' | 'startFiles' | 'kills' | 'midWriteEvery'>, n: number, saved: number, fresh: boolean, random: () => number): { spec: string; midWrite: boolean } {
+export function planFault(
+  o: Pick<CrashOptions, 'maxSteps' | 'writesAt' | 'startFiles' | 'kills' | 'midWriteEvery'>,
+  n: number,
+  saved: number,
+  fresh: boolean,
+  random: () => number,
+): { spec: string; midWrite: boolean } {
   const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)];
   const left = o.maxSteps - saved;
-  if (left <= 0) throw new Error(`planFault: the saved state is already at step ${saved} of ${o.maxSteps}: give the run more steps`);
+  if (left <= 0)
+    throw new Error(`planFault: the saved state is already at step ${saved} of ${o.maxSteps}: give the run more steps`);
   const span = Math.max(1, Math.min(8, Math.floor((2 * left) / (o.kills - n + 1))));
   if (n % 5 === 0) {
-    return fresh ? { spec: `after-tmp-write:file=${pick(o.startFiles)}`, midWrite: true } : { spec: `step:step=${saved + 1}`, midWrite: false };
+    return fresh
+      ? { spec: `after-tmp-write:file=${pick(o.startFiles)}`, midWrite: true }
+      : { spec: `step:step=${saved + 1}`, midWrite: false };
   }
   const every = o.midWriteEvery ?? 3;
   if (n % every === every - 1) {
     // The first steps after the saved state at which the run writes something, a random one of them.
     const candidates: number[] = [];
-    for (let s = saved + 1; s <= o.maxSteps && candidates.length < 3; s++) if (o.writesAt(s).length > 0) candidates.push(s);
+    for (let s = saved + 1; s <= o.maxSteps && candidates.length < 3; s++)
+      if (o.writesAt(s).length > 0) candidates.push(s);
     if (candidates.length === 0) throw new Error(`planFault: no write after step ${saved}`);
     const step = pick(candidates.slice(0, Math.max(1, Math.min(candidates.length, span))));
     return { spec: `after-tmp-write:step=${step}:file=${pick(o.writesAt(step))}`, midWrite: true };
@@ -170,19 +191,39 @@ export function planFault(o: Pick<CrashOptions, 'maxSteps' | 'writesAt' | 'start
 export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
   const random = seeded(o.seed);
   const { command = [process.execPath, ...CLI], stateStep = savedStep } = o;
-  const report: CrashReport = { kills: 0, plannedMidWrite: 0, midWrite: 0, beforeFirstState: 0, runs: 0, reached: 0, faults: [], finalStderr: '' };
+  const report: CrashReport = {
+    kills: 0,
+    plannedMidWrite: 0,
+    midWrite: 0,
+    beforeFirstState: 0,
+    runs: 0,
+    reached: 0,
+    faults: [],
+    finalStderr: '',
+  };
   for (;;) {
     const statePath = join(o.out, o.stateFile);
     const resume = existsSync(statePath);
     const saved = resume ? stateStep(statePath) : 0;
     const last = report.kills === o.kills;
     const fault = last ? null : planFault(o, report.kills, saved, !resume, random);
-    const env = { ...withoutFault(), ...o.env, ...(fault ? { QKV_FAULT: fault.spec + (o.group ? ':group=1' : '') } : {}) };
-    const child = spawn(command[0], [...command.slice(1), ...o.args(resume)], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env, detached: o.group });
+    const env = {
+      ...withoutFault(),
+      ...o.env,
+      ...(fault ? { QKV_FAULT: fault.spec + (o.group ? ':group=1' : '') } : {}),
+    };
+    const child = spawn(command[0], [...command.slice(1), ...o.args(resume)], {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env,
+      detached: o.group,
+    });
     report.runs++;
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const r = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
+    const r = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+      child.once('exit', (code, signal) => res({ code, signal })),
+    );
     if (fault === null) {
       report.reached = saved;
       report.finalStderr = stderr;
@@ -191,7 +232,9 @@ export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
     }
     // Under a launcher (group) the launcher itself is SIGKILLed with its ranks.
     if (r.signal !== 'SIGKILL') {
-      throw new Error(`run ${report.runs} (QKV_FAULT=${fault.spec}, resumed from step ${saved}) ended (${r.code}) instead of killing itself: ${stderr}`);
+      throw new Error(
+        `run ${report.runs} (QKV_FAULT=${fault.spec}, resumed from step ${saved}) ended (${r.code}) instead of killing itself: ${stderr}`,
+      );
     }
     report.kills++;
     report.faults.push(fault.spec);
@@ -217,8 +260,13 @@ export function snapshot(dir: string): Record<string, string> {
       const h = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>[];
       out[f] = JSON.stringify(h.map(({ seconds: _s, minutes: _m, ...rest }) => rest));
     } else if (f === 'train-state.safetensors') {
-      const { tensors, metadata: { trainingMinutes, ...metadata } } = readSafetensors(bytes);
-      out[f] = createHash('sha256').update(trainingMinutes === undefined ? bytes : writeSafetensors(tensors, { metadata })).digest('hex');
+      const {
+        tensors,
+        metadata: { trainingMinutes, ...metadata },
+      } = readSafetensors(bytes);
+      out[f] = createHash('sha256')
+        .update(trainingMinutes === undefined ? bytes : writeSafetensors(tensors, { metadata }))
+        .digest('hex');
     } else {
       out[f] = createHash('sha256').update(bytes).digest('hex');
     }

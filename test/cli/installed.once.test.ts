@@ -14,12 +14,15 @@ import { qkv, root } from '../helpers/cli.ts';
 
 /** `qkv ARGS` run from `cwd` (tsx found from here, not from cwd). */
 function qkvIn(cwd: string, args: string[]) {
-  return spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), join(root, 'src/cli/main.ts'), ...args], { encoding: 'utf8', cwd });
+  return spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), join(root, 'src/cli/main.ts'), ...args], {
+    encoding: 'utf8',
+    cwd,
+  });
 }
 
 const empty = tempDir('qkv-no-data-');
 
-test('qkv --version prints package.json\'s version, also from another folder', () => {
+test("qkv --version prints package.json's version, also from another folder", () => {
   const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
   for (const r of [qkv(['--version']), qkvIn(empty, ['--version']), qkvIn(empty, ['-V'])]) {
     assert.equal(r.status, 0, r.stderr);
@@ -33,7 +36,10 @@ test('train, train-lm and eval without --data and without data/multi30k/ say wha
     [['train', '--out', join(empty, 'run'), '--direction', 'en-fr'], 'train.en.gz, train.fr.gz, val.en.gz, val.fr.gz'],
     [['train-lm', '--out', join(empty, 'lm')], 'train.en.gz, val.en.gz'],
     [['eval', '--model', join(root, 'models/multi30k-en-de'), '--split', 'val', '--tgt', 'de'], 'val.en.gz, val.de.gz'],
-    [['data', 'encode', '--model', join(root, 'models/multi30k-en-de'), '--out', join(empty, 'x')], 'train.en.gz, train.de.gz'],
+    [
+      ['data', 'encode', '--model', join(root, 'models/multi30k-en-de'), '--out', join(empty, 'x')],
+      'train.en.gz, train.de.gz',
+    ],
   ];
   for (const [args, files] of cases) {
     const r = qkvIn(empty, args);
@@ -43,7 +49,10 @@ test('train, train-lm and eval without --data and without data/multi30k/ say wha
     assert.ok(r.stderr.includes(empty), 'names the working directory');
     assert.match(r.stderr, /Multi30K/);
     assert.ok(r.stderr.includes(`this needs ${files}.`), `${args.join(' ')}: ${r.stderr}`);
-    assert.match(r.stderr, /qkv's repository \(its data\/multi30k\/ folder\) or from https:\/\/github\.com\/multi30k\/dataset/);
+    assert.match(
+      r.stderr,
+      /qkv's repository \(its data\/multi30k\/ folder\) or from https:\/\/github\.com\/multi30k\/dataset/,
+    );
     assert.match(r.stderr, /or pass --data DIR$/m);
     assert.doesNotMatch(r.stderr, /\.gz\.gz/);
   }
@@ -60,7 +69,10 @@ test('a missing corpus file is named once: no .gz.gz for a path that already end
   const plain = qkvIn(empty, ['train-lm', '--out', join(empty, 'lm3'), '--data', 'nosuch.txt']);
   assert.equal(plain.stderr, 'qkv: corpus file not found: nosuch.txt (or nosuch.txt.gz)\n');
   const dir = qkvIn(empty, ['train', '--out', join(empty, 'run2'), '--data', 'nodata']);
-  assert.equal(dir.stderr, `qkv: corpus file not found: ${join('nodata', 'train.en')} (or ${join('nodata', 'train.en.gz')})\n`);
+  assert.equal(
+    dir.stderr,
+    `qkv: corpus file not found: ${join('nodata', 'train.en')} (or ${join('nodata', 'train.en.gz')})\n`,
+  );
 });
 
 test('qkv generate: the text on stdout ends its line, the statistics are one line of their own on stderr, with a seed only when sampling', () => {
@@ -69,10 +81,34 @@ test('qkv generate: the text on stdout ends its line, the statistics are one lin
   assert.equal(greedy.status, 0, greedy.stderr);
   assert.ok(greedy.stdout.startsWith('A man') && greedy.stdout.endsWith('\n'), JSON.stringify(greedy.stdout));
   assert.match(greedy.stderr, /^12 tokens in [\d.]+ s \([\d.]+ ms\/token, KV cache\)\n$/);
-  const again = qkv(['generate', '--model', gpt, '--prompt', 'A man', '--max-tokens', '12', '--temperature', '0', '--seed', '5']);
+  const again = qkv([
+    'generate',
+    '--model',
+    gpt,
+    '--prompt',
+    'A man',
+    '--max-tokens',
+    '12',
+    '--temperature',
+    '0',
+    '--seed',
+    '5',
+  ]);
   assert.equal(again.stdout, greedy.stdout, 'greedy: the seed changes nothing');
   assert.doesNotMatch(again.stderr, /seed/);
-  const sampled = qkv(['generate', '--model', gpt, '--prompt', 'A man', '--max-tokens', '12', '--temperature', '1', '--seed', '5']);
+  const sampled = qkv([
+    'generate',
+    '--model',
+    gpt,
+    '--prompt',
+    'A man',
+    '--max-tokens',
+    '12',
+    '--temperature',
+    '1',
+    '--seed',
+    '5',
+  ]);
   assert.equal(sampled.status, 0, sampled.stderr);
   assert.match(sampled.stderr, /^12 tokens in [\d.]+ s \([\d.]+ ms\/token, KV cache\), seed 5\n$/);
   const random = qkv(['generate', '--model', gpt, '--prompt', 'A man', '--max-tokens', '4']);
@@ -81,7 +117,10 @@ test('qkv generate: the text on stdout ends its line, the statistics are one lin
 
 test('--ensemble and --no-ensemble are refused in either order', () => {
   const model = join(root, 'models/multi30k-en-de');
-  for (const args of [['--ensemble', model, '--no-ensemble'], ['--no-ensemble', `--ensemble=${model}`]]) {
+  for (const args of [
+    ['--ensemble', model, '--no-ensemble'],
+    ['--no-ensemble', `--ensemble=${model}`],
+  ]) {
     const r = qkv(['translate', '--model', model, ...args], 'A dog.\n');
     assert.equal(r.status, 1, r.stderr);
     assert.equal(r.stderr, 'qkv: --ensemble and --no-ensemble both given: pass one\n');

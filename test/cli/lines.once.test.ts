@@ -57,7 +57,13 @@ test('translate: an over-long line is reported and empty lines are not, the othe
   const sOut = readFileSync(outFile, 'utf8').split('\n');
   assert.equal(sOut.length, input.length + 1);
   assert.equal(sOut[3], '');
-  assert.match(s.stderr, new RegExp(`^qkv: line 4: ${n} tokens, more than the 24 this model reads: left untranslated \\(--skip-long\\)$`, 'm'));
+  assert.match(
+    s.stderr,
+    new RegExp(
+      `^qkv: line 4: ${n} tokens, more than the 24 this model reads: left untranslated \\(--skip-long\\)$`,
+      'm',
+    ),
+  );
   assert.match(s.stderr, /1 skipped/);
 });
 
@@ -87,7 +93,10 @@ test('eval: degraded source lines are counted in the report; BLEU is still print
   const data = tempDir('qkv-lines-data-');
   mkdirSync(data, { recursive: true });
   writeFileSync(join(data, 'test_2016_flickr.en'), `${[good[0], '', LONG, good[1]].join('\n')}\n`);
-  writeFileSync(join(data, 'test_2016_flickr.de'), 'Ein Hund rennt im Park.\nLeer.\nLang.\nZwei Männer spielen Fußball.\n');
+  writeFileSync(
+    join(data, 'test_2016_flickr.de'),
+    'Ein Hund rennt im Park.\nLeer.\nLang.\nZwei Männer spielen Fußball.\n',
+  );
   const r = qkv(['eval', '--model', dir, '--data', data, '--beam', '1']);
   assert.equal(r.status, 2, r.stderr);
   assert.match(r.stdout, /^BLEU = [\d.]+ /);

@@ -17,7 +17,11 @@ const LONG = 'A dog runs in the park. '.repeat(6).trim();
 
 /** A `qkv translate --stream` child: send a line, then read the one line that answers it. */
 function streamingTranslator(args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), 'translate', '--stream', ...args], { cwd: root });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(root, 'src/cli/main.ts'), 'translate', '--stream', ...args],
+    { cwd: root },
+  );
   let out = '';
   let err = '';
   const waiting: ((line: string) => void)[] = [];
@@ -36,7 +40,9 @@ function streamingTranslator(args: string[]) {
     ask(line: string): Promise<string> {
       return new Promise((resolve, reject) => {
         waiting.push(resolve);
-        void ended.then((status) => reject(new Error(`qkv exited (status ${status}) before answering '${line}': ${err}`)));
+        void ended.then((status) =>
+          reject(new Error(`qkv exited (status ${status}) before answering '${line}': ${err}`)),
+        );
         child.stdin.write(`${line}\n`);
       });
     },
@@ -48,7 +54,9 @@ function streamingTranslator(args: string[]) {
   };
 }
 
-test('translate --stream answers each line before the next is sent, as the batch translation does; an empty line is an empty line, exit 0', { timeout: 300_000 }, async () => {
+test('translate --stream answers each line before the next is sent, as the batch translation does; an empty line is an empty line, exit 0', {
+  timeout: 300_000,
+}, async () => {
   const batch = qkv(['translate', '--model', dir, '--beam', '1'], `${good.join('\n')}\n`);
   assert.equal(batch.status, 0, batch.stderr);
   const expected = batch.stdout.split('\n');
@@ -65,7 +73,9 @@ test('translate --stream answers each line before the next is sent, as the batch
   assert.equal(r.stderr, '', 'empty lines are not reported');
 });
 
-test('translate --stream reports an over-long line when it comes (truncated, as in batch mode) and exits 2', { timeout: 300_000 }, async () => {
+test('translate --stream reports an over-long line when it comes (truncated, as in batch mode) and exits 2', {
+  timeout: 300_000,
+}, async () => {
   const n = tokenizer.encode(LONG).length;
   assert.ok(n > 24, `${n} tokens`);
   const first24 = tokenizer.decode(tokenizer.encode(LONG).slice(0, 24));

@@ -20,7 +20,10 @@ test('qkv translate on weights with NaN in the embedding: one line naming the fi
   const r = qkv(['translate', '--model', dir, '--beam', '1'], 'A dog runs.\n');
   assert.equal(r.status, 1, r.stderr);
   assert.equal(r.stdout, '');
-  assert.equal(r.stderr, `qkv: ${wpath}: tensor 'embedding.weight' holds NaN at index 80 (row 5) of [120, 16]: the weights are corrupt (a diverged training run or a damaged file)\n`);
+  assert.equal(
+    r.stderr,
+    `qkv: ${wpath}: tensor 'embedding.weight' holds NaN at index 80 (row 5) of [120, 16]: the weights are corrupt (a diverged training run or a damaged file)\n`,
+  );
 });
 
 test('qkv generate with a config.json whose nEmbd disagrees with the weights: one line naming the field', () => {
@@ -33,5 +36,8 @@ test('qkv generate with a config.json whose nEmbd disagrees with the weights: on
   assert.equal(r.status, 1, r.stderr);
   const lines = r.stderr.trimEnd().split('\n');
   assert.equal(lines.length, 1, r.stderr);
-  assert.match(lines[0], /^qkv: \S+model\.safetensors: the weights do not match config\.json: nEmbd 32 in config\.json, the weights have 16 \(\d+ of \d+ tensors differ in shape \(wte\.weight \[36, 32\] in config\.json, \[36, 16\] in the weights; /);
+  assert.match(
+    lines[0],
+    /^qkv: \S+model\.safetensors: the weights do not match config\.json: nEmbd 32 in config\.json, the weights have 16 \(\d+ of \d+ tensors differ in shape \(wte\.weight \[36, 32\] in config\.json, \[36, 16\] in the weights; /,
+  );
 });

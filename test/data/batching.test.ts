@@ -34,7 +34,10 @@ test('makeBatch: BOS-shifted decoder input, EOS-terminated target, padding, toke
 
 test('epochOrder: a permutation, repeatable per (seed, epoch), different across epochs', () => {
   const a = epochOrder(50, 1, 0);
-  assert.deepEqual([...a].sort((x, y) => x - y), Array.from({ length: 50 }, (_, i) => i));
+  assert.deepEqual(
+    [...a].sort((x, y) => x - y),
+    Array.from({ length: 50 }, (_, i) => i),
+  );
   assert.deepEqual(epochOrder(50, 1, 0), a);
   assert.notDeepEqual(epochOrder(50, 1, 1), a);
   assert.notDeepEqual(epochOrder(50, 2, 0), a);

@@ -2,14 +2,24 @@
 // the same results, the same steps and reorders, on a hand-made random distribution and on a model.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { beamSearchAsync, beamSearchSteps, greedySearch, greedySearchAsync, type AsyncStepper, type Stepper } from '../../src/decode/index.ts';
+import {
+  beamSearchAsync,
+  beamSearchSteps,
+  greedySearch,
+  greedySearchAsync,
+  type AsyncStepper,
+  type Stepper,
+} from '../../src/decode/index.ts';
 import { generate, generateStreamAsync } from '../../src/decode/gpt.ts';
 import { GPT, GPT_TINY } from '../../src/models/gpt.ts';
 import { manualSeed } from '../../src/tensor/random.ts';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 
-const PAD = 0, BOS = 1, EOS = 2, V = 9;
+const PAD = 0,
+  BOS = 1,
+  EOS = 2,
+  V = 9;
 
 /** Pseudo-random log-probabilities from each row's prefix; logs every call. */
 class HashStepper implements Stepper {
@@ -47,7 +57,9 @@ class HashStepper implements Stepper {
 /** The same stepper behind a promise that resolves on a later turn of the event loop. */
 function later(s: HashStepper): AsyncStepper {
   return {
-    get rows() { return s.rows; },
+    get rows() {
+      return s.rows;
+    },
     vocabSize: s.vocabSize,
     step: (last) => new Promise((ok) => setImmediate(() => ok(s.step(last)))),
     reorder: (rows) => s.reorder(rows),
@@ -69,7 +81,10 @@ test('greedySearchAsync and beamSearchAsync equal greedySearch and beamSearchSte
     const sync = beamSearchSteps(c, maxLens, o);
     assert.deepEqual(await beamSearchAsync(later(d), maxLens, o), sync, `beam ${beamSize}`);
     assert.deepEqual(d.calls, c.calls, `beam ${beamSize}: the same steps and reorders`);
-    assert.ok(c.calls.some((x) => x.startsWith('reorder')), 'beams were reordered');
+    assert.ok(
+      c.calls.some((x) => x.startsWith('reorder')),
+      'beams were reordered',
+    );
   }
 });
 
@@ -80,16 +95,24 @@ test('generateStreamAsync on an asynchronous engine draws what generate draws (c
   // An engine that answers from qkv's model without a cache (the whole context each run), later.
   const ctx: number[] = [];
   const engine = {
-    vocabSize: 30, blockSize: 16,
-    run: (fed: number[], fresh: boolean) => new Promise<Float32Array>((ok) => setImmediate(() => {
-      calls++;
-      if (fresh) ctx.length = 0;
-      ctx.push(...fed);
-      const logits = noGrad(() => model.forward(new Tensor(Int32Array.from(ctx), [1, ctx.length], 'int32'))).data as Float32Array;
-      ok(logits.slice((ctx.length - 1) * 30, ctx.length * 30));
-    })),
+    vocabSize: 30,
+    blockSize: 16,
+    run: (fed: number[], fresh: boolean) =>
+      new Promise<Float32Array>((ok) =>
+        setImmediate(() => {
+          calls++;
+          if (fresh) ctx.length = 0;
+          ctx.push(...fed);
+          const logits = noGrad(() => model.forward(new Tensor(Int32Array.from(ctx), [1, ctx.length], 'int32')))
+            .data as Float32Array;
+          ok(logits.slice((ctx.length - 1) * 30, ctx.length * 30));
+        }),
+      ),
   };
-  for (const o of [{ maxTokens: 40, temperature: 0 }, { maxTokens: 25, temperature: 0.9, topK: 8, seed: 5 }]) {
+  for (const o of [
+    { maxTokens: 40, temperature: 0 },
+    { maxTokens: 25, temperature: 0.9, topK: 8, seed: 5 },
+  ]) {
     const want = generate(model, [3, 4, 5], o).ids;
     const got: number[] = [];
     for await (const t of generateStreamAsync(engine, [3, 4, 5], o)) got.push(t.id);

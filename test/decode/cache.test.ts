@@ -3,26 +3,50 @@ import assert from 'node:assert/strict';
 import { F, manualSeed, models, noGrad, tensor, type Tensor } from '../../src/index.ts';
 import { assertClose } from '../helpers/assert.ts';
 
-const PAD = 0, BOS = 1;
+const PAD = 0,
+  BOS = 1;
 
 function tiny(normFirst: boolean, activation: 'relu' | 'gelu', seed: number): models.Seq2Seq {
   manualSeed(seed);
   const m = new models.Seq2Seq({
-    ...models.MULTI30K_SMALL, vocabSize: 13, dModel: 16, nhead: 4, numEncoderLayers: 2, numDecoderLayers: 2,
-    dimFeedforward: 24, dropout: 0.1, activation, normFirst, maxLen: 32, padId: PAD,
+    ...models.MULTI30K_SMALL,
+    vocabSize: 13,
+    dModel: 16,
+    nhead: 4,
+    numEncoderLayers: 2,
+    numDecoderLayers: 2,
+    dimFeedforward: 24,
+    dropout: 0.1,
+    activation,
+    normFirst,
+    maxLen: 32,
+    padId: PAD,
   });
   return m.eval();
 }
 
 const ids = (rows: number[][]): Tensor => tensor(new Int32Array(rows.flat()), [rows.length, rows[0].length]);
 // Padded sources of different lengths; a target row that ends in padding.
-const SRC = ids([[4, 5, 6, 7, 8, 9], [10, 11, 0, 0, 0, 0], [3, 12, 7, 0, 0, 0]]);
-const TGT = ids([[BOS, 4, 5, 6, 7, 8, 9], [BOS, 10, 2, 0, 0, 0, 0], [BOS, 3, 3, 12, 11, 4, 2]]);
+const SRC = ids([
+  [4, 5, 6, 7, 8, 9],
+  [10, 11, 0, 0, 0, 0],
+  [3, 12, 7, 0, 0, 0],
+]);
+const TGT = ids([
+  [BOS, 4, 5, 6, 7, 8, 9],
+  [BOS, 10, 2, 0, 0, 0, 0],
+  [BOS, 3, 3, 12, 11, 4, 2],
+]);
 
 /** Column t of (B, T) ids as (B, 1). */
 const column = (t: Tensor, j: number): Tensor => F.narrow(t, 1, j, 1);
 
-for (const [normFirst, act] of [[false, 'relu'], [true, 'gelu'], [false, 'gelu'], [true, 'relu']] as const) {
+for (const [normFirst, act] of [
+  [false, 'relu'],
+  [true, 'gelu'],
+  [false, 'gelu'],
+  [true, 'relu'],
+] as const) {
   test(`KV cache (${normFirst ? 'pre' : 'post'}-norm, ${act}): step-by-step logits equal the teacher-forced forward at every position`, () => {
     const m = tiny(normFirst, act, 11);
     noGrad(() => {
@@ -65,7 +89,11 @@ test('KV cache: reorder keeps, repeats and drops rows like running the selected 
     cache.reorder([1, 0, 2]); // beams swapped within the same sources: cross keys untouched
     assert.equal(cache.layers[0].memoryK, memK);
     const picked = [2, 2, 0];
-    const sel = (t: Tensor): Tensor => F.cat(picked.map((r) => F.narrow(t, 0, r, 1)), 0);
+    const sel = (t: Tensor): Tensor =>
+      F.cat(
+        picked.map((r) => F.narrow(t, 0, r, 1)),
+        0,
+      );
     const full = m.forward(sel(SRC), sel(TGT));
     const step = m.decodeIncremental(F.narrow(sel(TGT), 1, 3, 4), cache).logits;
     assertClose(step, F.narrow(full, 1, 3, 4), 'after reorder', 1e-5, 1e-4);

@@ -5,20 +5,27 @@ import assert from 'node:assert/strict';
 import { F, manualSeed, models, noGrad, tensor, type Tensor } from '../../src/index.ts';
 import { beamSearch, EnsembleStepper, greedy, greedySearch, type Stepper } from '../../src/decode/index.ts';
 
-const PAD = 0, BOS = 1, EOS = 2;
+const PAD = 0,
+  BOS = 1,
+  EOS = 2;
 
 /** One row of fixed distributions per step (rows beyond the first copy it). */
 class FixedStepper implements Stepper {
   rows: number;
   steps = 0;
   reorders: number[][] = [];
-  constructor(readonly vocabSize: number, private readonly probs: number[][], rows = 1) {
+  constructor(
+    readonly vocabSize: number,
+    private readonly probs: number[][],
+    rows = 1,
+  ) {
     this.rows = rows;
   }
   step(): Float32Array {
     const p = this.probs[Math.min(this.steps++, this.probs.length - 1)];
     const out = new Float32Array(this.rows * this.vocabSize);
-    for (let r = 0; r < this.rows; r++) for (let v = 0; v < this.vocabSize; v++) out[r * this.vocabSize + v] = v === PAD ? -Infinity : Math.log(p[v]);
+    for (let r = 0; r < this.rows; r++)
+      for (let v = 0; v < this.vocabSize; v++) out[r * this.vocabSize + v] = v === PAD ? -Infinity : Math.log(p[v]);
     return out;
   }
   reorder(rows: Int32Array): void {
@@ -52,8 +59,14 @@ test('EnsembleStepper: the log of the mean probability, −∞ where every membe
 
 test('EnsembleStepper: greedy follows the mean, which neither member alone would choose', () => {
   // Step 1: a prefers 3 and b prefers 4 (0.38 each), both give 5 0.37: on the mean (0.29, 0.29, 0.37) 5 wins.
-  const a = [[0, 0, 0.05, 0.38, 0.2, 0.37], [0, 0, 1, 0, 0, 0]];
-  const b = [[0, 0, 0.05, 0.2, 0.38, 0.37], [0, 0, 1, 0, 0, 0]];
+  const a = [
+    [0, 0, 0.05, 0.38, 0.2, 0.37],
+    [0, 0, 1, 0, 0, 0],
+  ];
+  const b = [
+    [0, 0, 0.05, 0.2, 0.38, 0.37],
+    [0, 0, 1, 0, 0, 0],
+  ];
   const opts = { bosId: BOS, eosId: EOS, padId: PAD };
   assert.deepEqual(greedySearch(new FixedStepper(6, a), [5], opts).tokens, [[3]]);
   assert.deepEqual(greedySearch(new FixedStepper(6, b), [5], opts).tokens, [[4]]);
@@ -64,20 +77,40 @@ test('EnsembleStepper: greedy follows the mean, which neither member alone would
 
 test('EnsembleStepper: members must agree on vocabulary and rows, and there must be one', () => {
   assert.throws(() => new EnsembleStepper([]), /at least one stepper, got none/);
-  assert.throws(() => new EnsembleStepper([new FixedStepper(5, [[]]), new FixedStepper(6, [[]])]), /member 2 has a vocabulary of 6, member 1 of 5/);
-  assert.throws(() => new EnsembleStepper([new FixedStepper(5, [[]], 2), new FixedStepper(5, [[]], 3)]), /member 2 decodes 3 rows, member 1 2/);
+  assert.throws(
+    () => new EnsembleStepper([new FixedStepper(5, [[]]), new FixedStepper(6, [[]])]),
+    /member 2 has a vocabulary of 6, member 1 of 5/,
+  );
+  assert.throws(
+    () => new EnsembleStepper([new FixedStepper(5, [[]], 2), new FixedStepper(5, [[]], 3)]),
+    /member 2 decodes 3 rows, member 1 2/,
+  );
 });
 
 function tiny(seed: number, extra: Partial<models.Seq2SeqConfig> = {}): models.Seq2Seq {
   manualSeed(seed);
   return new models.Seq2Seq({
-    ...models.MULTI30K_SMALL, vocabSize: 9, dModel: 16, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 2,
-    dimFeedforward: 24, dropout: 0.1, maxLen: 64, padId: PAD, ...extra,
+    ...models.MULTI30K_SMALL,
+    vocabSize: 9,
+    dModel: 16,
+    nhead: 2,
+    numEncoderLayers: 1,
+    numDecoderLayers: 2,
+    dimFeedforward: 24,
+    dropout: 0.1,
+    maxLen: 64,
+    padId: PAD,
+    ...extra,
   });
 }
 
 const ids = (rows: number[][]): Tensor => tensor(new Int32Array(rows.flat()), [rows.length, rows[0].length]);
-const SRC = ids([[3, 4, 5, 6, 7], [8, 3, 0, 0, 0], [5, 5, 6, 0, 0], [7, 0, 0, 0, 0]]);
+const SRC = ids([
+  [3, 4, 5, 6, 7],
+  [8, 3, 0, 0, 0],
+  [5, 5, 6, 0, 0],
+  [7, 0, 0, 0, 0],
+]);
 const opts = { bosId: BOS, eosId: EOS, maxLen: 12 };
 
 test('an ensemble of one model is that model; of a model with itself, the same search', () => {
@@ -114,7 +147,9 @@ test('a two-model ensemble: greedy picks the argmax of the mean of teacher-force
       const V = 9;
       let sum = 0;
       for (let t = 0; t < n; t++) {
-        const mean = Array.from({ length: V }, (_, v) => (v === PAD ? -1 : (Math.exp(lps[0][t * V + v]) + Math.exp(lps[1][t * V + v])) / 2));
+        const mean = Array.from({ length: V }, (_, v) =>
+          v === PAD ? -1 : (Math.exp(lps[0][t * V + v]) + Math.exp(lps[1][t * V + v])) / 2,
+        );
         if (t === 0) mean[EOS] = -1; // minLen 1
         const best = mean.indexOf(Math.max(...mean));
         assert.equal(out[t], best, `sentence ${b} step ${t + 1}`);
@@ -126,7 +161,13 @@ test('a two-model ensemble: greedy picks the argmax of the mean of teacher-force
 });
 
 test('ensemble members must share vocabularies and padding', () => {
-  assert.throws(() => greedy([tiny(1), tiny(2, { vocabSize: 10 })], SRC, opts), /ensemble member 2 has a source vocabulary of 10, member 1 9/);
-  assert.throws(() => greedy([tiny(1), tiny(2, { tgtVocabSize: 7 })], SRC, opts), /ensemble member 2 has a target vocabulary of 7, member 1 9/);
+  assert.throws(
+    () => greedy([tiny(1), tiny(2, { vocabSize: 10 })], SRC, opts),
+    /ensemble member 2 has a source vocabulary of 10, member 1 9/,
+  );
+  assert.throws(
+    () => greedy([tiny(1), tiny(2, { tgtVocabSize: 7 })], SRC, opts),
+    /ensemble member 2 has a target vocabulary of 7, member 1 9/,
+  );
   assert.throws(() => greedy([], SRC, opts), /at least one model, got an empty list/);
 });

@@ -33,43 +33,74 @@ setNumThreads(2);
 const OPTIONS = { ...SESSION_OPTIONS, intraOpNumThreads: 2, interOpNumThreads: 1 };
 const TIMEOUT = { timeout: 12 * 60_000 };
 
-test('translation: ONNX Runtime gives qkv\'s greedy and beam-4 translations of all 1,000 test_2016_flickr sentences', TIMEOUT, async () => {
-  const { model, tokenizer, targetTokenizer, config } = loadModelDir(join(root, 'models/multi30k-en-de'));
-  const exp = exportSeq2SeqOnnx(model.config, model.stateDict(), { dtype: 'fp32', withAttention: false });
-  const s = (f: string) => ort.InferenceSession.create(exp.files[f], OPTIONS);
-  const engine = new OrtSeq2Seq(ort, { encoder: await s(exp.manifest.graphs.encoder), decoder: await s(exp.manifest.graphs.decoder), decoderWithPast: await s(exp.manifest.graphs.decoderWithPast) }, exp.manifest);
-  const lines = gunzipSync(readFileSync(join(root, 'data/multi30k/test_2016_flickr.en.gz'))).toString('utf8').split('\n').filter((l) => l !== '');
-  assert.equal(lines.length, 1000);
-  const srcIds = encodeLines(model, tokenizer, lines).ids;
-  const alpha = (config.decoding ?? DEFAULT_DECODING).alpha;
-  for (const beam of [1, 4]) {
-    const o = { beam, alpha };
-    const qkv = translateIds(model, targetTokenizer, srcIds, o);
-    const onnx = await translateIdsOnnx(engine, targetTokenizer, srcIds, o);
-    const differ = qkv.map((q, i) => i).filter((i) => qkv[i] !== onnx[i]);
-    assert.deepEqual(differ.map((i) => `${i}: qkv '${qkv[i]}' / ONNX Runtime '${onnx[i]}'`), [], `beam ${beam}: ${differ.length} of 1000 differ`);
-    assert.ok(qkv.every((t) => t.length > 0));
-  }
-});
-
-test('language model: ONNX Runtime continues prompts as qkv does (greedy, and sampling with a seed, past the context)', TIMEOUT, async () => {
-  const { model, tokenizer } = loadLmDir(join(root, 'models/gpt-multi30k-char'));
-  const exp = exportGptOnnx(model.config, model.stateDict(), { dtype: 'fp32', withAttention: false });
-  const lm = new OrtGpt(ort, await ort.InferenceSession.create(exp.files[exp.manifest.graphs.decoder], OPTIONS), exp.manifest);
-  const prompts = ['A man', 'Two dogs are', 'A little girl in a pink dress', 'People'];
-  const cases: GenerateOptions[] = [
-    { maxTokens: 60, temperature: 0 },
-    { maxTokens: 200, temperature: 0 }, // beyond blockSize 128: the context is cut and the cache rebuilt
-    { maxTokens: 60, temperature: 0.8, topK: 20, seed: 4 },
-  ];
-  for (const p of prompts) {
-    const ids = [...tokenizer.encode(p)];
-    for (const o of cases) {
-      const want = generate(model, ids, o).ids;
-      const got: number[] = [];
-      for await (const t of generateStreamAsync(lm, ids, o)) got.push(t.id);
-      assert.equal(want.length, o.maxTokens);
-      assert.deepEqual(got, want, `'${p}' ${JSON.stringify(o)}: ONNX Runtime '${tokenizer.decode(got)}' vs qkv '${tokenizer.decode(want)}'`);
+test(
+  "translation: ONNX Runtime gives qkv's greedy and beam-4 translations of all 1,000 test_2016_flickr sentences",
+  TIMEOUT,
+  async () => {
+    const { model, tokenizer, targetTokenizer, config } = loadModelDir(join(root, 'models/multi30k-en-de'));
+    const exp = exportSeq2SeqOnnx(model.config, model.stateDict(), { dtype: 'fp32', withAttention: false });
+    const s = (f: string) => ort.InferenceSession.create(exp.files[f], OPTIONS);
+    const engine = new OrtSeq2Seq(
+      ort,
+      {
+        encoder: await s(exp.manifest.graphs.encoder),
+        decoder: await s(exp.manifest.graphs.decoder),
+        decoderWithPast: await s(exp.manifest.graphs.decoderWithPast),
+      },
+      exp.manifest,
+    );
+    const lines = gunzipSync(readFileSync(join(root, 'data/multi30k/test_2016_flickr.en.gz')))
+      .toString('utf8')
+      .split('\n')
+      .filter((l) => l !== '');
+    assert.equal(lines.length, 1000);
+    const srcIds = encodeLines(model, tokenizer, lines).ids;
+    const alpha = (config.decoding ?? DEFAULT_DECODING).alpha;
+    for (const beam of [1, 4]) {
+      const o = { beam, alpha };
+      const qkv = translateIds(model, targetTokenizer, srcIds, o);
+      const onnx = await translateIdsOnnx(engine, targetTokenizer, srcIds, o);
+      const differ = qkv.map((_q, i) => i).filter((i) => qkv[i] !== onnx[i]);
+      assert.deepEqual(
+        differ.map((i) => `${i}: qkv '${qkv[i]}' / ONNX Runtime '${onnx[i]}'`),
+        [],
+        `beam ${beam}: ${differ.length} of 1000 differ`,
+      );
+      assert.ok(qkv.every((t) => t.length > 0));
     }
-  }
-});
+  },
+);
+
+test(
+  'language model: ONNX Runtime continues prompts as qkv does (greedy, and sampling with a seed, past the context)',
+  TIMEOUT,
+  async () => {
+    const { model, tokenizer } = loadLmDir(join(root, 'models/gpt-multi30k-char'));
+    const exp = exportGptOnnx(model.config, model.stateDict(), { dtype: 'fp32', withAttention: false });
+    const lm = new OrtGpt(
+      ort,
+      await ort.InferenceSession.create(exp.files[exp.manifest.graphs.decoder], OPTIONS),
+      exp.manifest,
+    );
+    const prompts = ['A man', 'Two dogs are', 'A little girl in a pink dress', 'People'];
+    const cases: GenerateOptions[] = [
+      { maxTokens: 60, temperature: 0 },
+      { maxTokens: 200, temperature: 0 }, // beyond blockSize 128: the context is cut and the cache rebuilt
+      { maxTokens: 60, temperature: 0.8, topK: 20, seed: 4 },
+    ];
+    for (const p of prompts) {
+      const ids = [...tokenizer.encode(p)];
+      for (const o of cases) {
+        const want = generate(model, ids, o).ids;
+        const got: number[] = [];
+        for await (const t of generateStreamAsync(lm, ids, o)) got.push(t.id);
+        assert.equal(want.length, o.maxTokens);
+        assert.deepEqual(
+          got,
+          want,
+          `'${p}' ${JSON.stringify(o)}: ONNX Runtime '${tokenizer.decode(got)}' vs qkv '${tokenizer.decode(want)}'`,
+        );
+      }
+    }
+  },
+);

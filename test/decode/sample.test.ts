@@ -38,7 +38,10 @@ for (const [name, opts, want] of cases) {
       else {
         // Binomial count: within 5 standard deviations (a false alarm has probability < 1e-6).
         const sd = Math.sqrt(n * want[id] * (1 - want[id]));
-        assert.ok(Math.abs(c - n * want[id]) <= 5 * sd + 1, `id ${id}: ${c} draws, expected ${(n * want[id]).toFixed(0)} ± ${(5 * sd).toFixed(0)}`);
+        assert.ok(
+          Math.abs(c - n * want[id]) <= 5 * sd + 1,
+          `id ${id}: ${c} draws, expected ${(n * want[id]).toFixed(0)} ± ${(5 * sd).toFixed(0)}`,
+        );
       }
     });
   });
@@ -61,12 +64,24 @@ test('sampling is deterministic under a seed: same seed, same tokens; another se
   assert.deepEqual(draw(7), draw(7));
   assert.notDeepEqual(draw(7), draw(8));
   manualSeed(5);
-  const m = new models.GPT({ vocabSize: 17, blockSize: 16, nLayer: 1, nHead: 2, nEmbd: 8, dropout: 0, positions: 'learned' });
+  const m = new models.GPT({
+    vocabSize: 17,
+    blockSize: 16,
+    nLayer: 1,
+    nHead: 2,
+    nEmbd: 8,
+    dropout: 0,
+    positions: 'learned',
+  });
   const run = (seed: number) => generate(m, [1, 2], { maxTokens: 20, temperature: 1, topP: 0.95, seed }).ids;
   assert.deepEqual(run(3), run(3));
   assert.notDeepEqual(run(3), run(4));
   const g = new Generator(3);
-  assert.deepEqual(generate(m, [1, 2], { maxTokens: 20, temperature: 1, topP: 0.95, generator: g }).ids, run(3), 'seed = a fresh Generator(seed)');
+  assert.deepEqual(
+    generate(m, [1, 2], { maxTokens: 20, temperature: 1, topP: 0.95, generator: g }).ids,
+    run(3),
+    'seed = a fresh Generator(seed)',
+  );
 });
 
 test('bad sampling options are named', () => {

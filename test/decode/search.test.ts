@@ -3,22 +3,39 @@ import assert from 'node:assert/strict';
 import { F, manualSeed, models, noGrad, tensor, type Tensor } from '../../src/index.ts';
 import { beamSearch, greedy, lengthPenalty } from '../../src/decode/index.ts';
 
-const PAD = 0, BOS = 1, EOS = 2;
+const PAD = 0,
+  BOS = 1,
+  EOS = 2;
 
 function tiny(seed: number, vocabSize = 9, extra: Partial<models.Seq2SeqConfig> = {}): models.Seq2Seq {
   manualSeed(seed);
   return new models.Seq2Seq({
-    ...models.MULTI30K_SMALL, vocabSize, dModel: 16, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 2,
-    dimFeedforward: 24, dropout: 0.1, maxLen: 64, padId: PAD, ...extra,
+    ...models.MULTI30K_SMALL,
+    vocabSize,
+    dModel: 16,
+    nhead: 2,
+    numEncoderLayers: 1,
+    numDecoderLayers: 2,
+    dimFeedforward: 24,
+    dropout: 0.1,
+    maxLen: 64,
+    padId: PAD,
+    ...extra,
   });
 }
 
 const ids = (rows: number[][]): Tensor => tensor(new Int32Array(rows.flat()), [rows.length, rows[0].length]);
-const SRC = ids([[3, 4, 5, 6, 7], [8, 3, 0, 0, 0], [5, 5, 6, 0, 0], [7, 0, 0, 0, 0]]);
+const SRC = ids([
+  [3, 4, 5, 6, 7],
+  [8, 3, 0, 0, 0],
+  [5, 5, 6, 0, 0],
+  [7, 0, 0, 0, 0],
+]);
 const opts = { bosId: BOS, eosId: EOS, maxLen: 12 };
 
 test('greedy: identical tokens with and without the KV cache, over seeds; a mix of EOS and maxLen stops', () => {
-  let eos = 0, cut = 0;
+  let eos = 0,
+    cut = 0;
   for (const seed of [1, 2, 3, 4]) {
     const m = tiny(seed);
     const a = greedy(m, SRC, opts);
@@ -38,7 +55,10 @@ test('beam search: identical with and without the KV cache; beam 1 equals greedy
     const a = beamSearch(m, SRC, { ...opts, beamSize: 4 });
     const b = beamSearch(m, SRC, { ...opts, beamSize: 4, useCache: false });
     assert.deepEqual(a.tokens, b.tokens, `seed ${seed}`);
-    assert.deepEqual(a.hypotheses.map((p) => p.map((h) => h.tokens)), b.hypotheses.map((p) => p.map((h) => h.tokens)));
+    assert.deepEqual(
+      a.hypotheses.map((p) => p.map((h) => h.tokens)),
+      b.hypotheses.map((p) => p.map((h) => h.tokens)),
+    );
     a.scores.forEach((x, i) => assert.ok(Math.abs(x - b.scores[i]) < 1e-4));
     const g = greedy(m, SRC, opts);
     const b1 = beamSearch(m, SRC, { ...opts, beamSize: 1 });
@@ -87,7 +107,14 @@ test('beam search with a beam wider than the search space returns the exact opti
   let emptyWouldWin = 0;
   // Random models, two with the shared embedding scaled up: peaked distributions, where pruning by
   // the best reachable score matters.
-  for (const [seed, sharpen, row] of [[21, 1, [3, 4, 3]], [22, 1, [4, 4, 1, 3]], [23, 3, [3]], [24, 3, [4, 3, 3, 4, 1]], [25, 5, [3, 3]], [26, 5, [4, 1]]] as const) {
+  for (const [seed, sharpen, row] of [
+    [21, 1, [3, 4, 3]],
+    [22, 1, [4, 4, 1, 3]],
+    [23, 3, [3]],
+    [24, 3, [4, 3, 3, 4, 1]],
+    [25, 5, [3, 3]],
+    [26, 5, [4, 1]],
+  ] as const) {
     const m = tiny(seed, 5);
     m.embedding.weight.data.forEach((x, i, a) => (a[i] = x * sharpen));
     const src = ids([[...row]]);
@@ -147,20 +174,38 @@ function constant(tok: number, maxLen = 64): models.Seq2Seq {
 }
 
 test('maxLen: default is each source length + 50, capped by the position table; an explicit maxLen is respected', () => {
-  const src = ids([[3, 4, 5], [3, 4, 0]]);
+  const src = ids([
+    [3, 4, 5],
+    [3, 4, 0],
+  ]);
   const m = constant(6);
   for (const useCache of [true, false]) {
     const g = greedy(m, src, { bosId: BOS, eosId: EOS, useCache });
-    assert.deepEqual(g.tokens.map((t) => t.length), [53, 52]);
+    assert.deepEqual(
+      g.tokens.map((t) => t.length),
+      [53, 52],
+    );
     assert.deepEqual(g.finished, [false, false]);
     assert.ok(g.tokens[0].every((t) => t === 6));
     assert.deepEqual([...g.ids.data.subarray(2 * 53 - 1)], [PAD], 'the shorter row is padded');
   }
   const b = beamSearch(m, src, { bosId: BOS, eosId: EOS, beamSize: 2 });
-  assert.deepEqual(b.tokens.map((t) => t.length), [53, 52]);
-  assert.deepEqual(greedy(constant(6, 40), src, { bosId: BOS, eosId: EOS }).tokens.map((t) => t.length), [40, 40]);
-  assert.deepEqual(greedy(m, src, { bosId: BOS, eosId: EOS, maxLen: 3 }).tokens, [[6, 6, 6], [6, 6, 6]]);
-  assert.deepEqual(beamSearch(tiny(3), SRC, { ...opts, maxLen: 5 }).tokens.map((t) => t.length <= 5), [true, true, true, true]);
+  assert.deepEqual(
+    b.tokens.map((t) => t.length),
+    [53, 52],
+  );
+  assert.deepEqual(
+    greedy(constant(6, 40), src, { bosId: BOS, eosId: EOS }).tokens.map((t) => t.length),
+    [40, 40],
+  );
+  assert.deepEqual(greedy(m, src, { bosId: BOS, eosId: EOS, maxLen: 3 }).tokens, [
+    [6, 6, 6],
+    [6, 6, 6],
+  ]);
+  assert.deepEqual(
+    beamSearch(tiny(3), SRC, { ...opts, maxLen: 5 }).tokens.map((t) => t.length <= 5),
+    [true, true, true, true],
+  );
   const none = greedy(m, src, { bosId: BOS, eosId: EOS, maxLen: 0 });
   assert.deepEqual(none.tokens, [[], []]);
   assert.deepEqual(none.ids.shape, [2, 0]);
@@ -198,17 +243,20 @@ test('beam search: the pool is sorted by length-penalised score, lengths counted
     for (let j = 1; j < pool.length; j++) assert.ok(pool[j - 1].score >= pool[j].score);
     for (const h of pool) {
       const len = h.tokens.length + (h.finished ? 1 : 0);
-      assert.ok(Math.abs(h.score - h.logProb / Math.pow((5 + len) / 6, 0.6)) < 1e-9);
+      assert.ok(Math.abs(h.score - h.logProb / ((5 + len) / 6) ** 0.6) < 1e-9);
     }
     assert.deepEqual(r.tokens[i], pool[0].tokens);
   }
   assert.equal(lengthPenalty(1, 0.6), 1);
-  assert.ok(Math.abs(lengthPenalty(7, 0.6) - Math.pow(2, 0.6)) < 1e-12);
+  assert.ok(Math.abs(lengthPenalty(7, 0.6) - 2 ** 0.6) < 1e-12);
 });
 
 test('decode input errors', () => {
   const m = tiny(1);
-  assert.throws(() => greedy(m, tensor([[1, 2]]), opts), /src must be int32 token ids of shape \(B, S\), got float32 \[1, 2\]/);
+  assert.throws(
+    () => greedy(m, tensor([[1, 2]]), opts),
+    /src must be int32 token ids of shape \(B, S\), got float32 \[1, 2\]/,
+  );
   assert.throws(() => greedy(m, SRC, { ...opts, eosId: 9 }), /eosId must be an id in \[0, 9\), got 9/);
   assert.throws(() => greedy(m, SRC, { ...opts, eosId: PAD }), /eosId must differ from the padding id 0/);
   assert.throws(() => greedy(m, SRC, { ...opts, maxLen: -1 }), /maxLen must be a non-negative integer, got -1/);

@@ -3,13 +3,19 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { beamSearchSteps, greedySearch, lengthPenalty, type Stepper } from '../../src/decode/index.ts';
 
-const PAD = 0, BOS = 1, EOS = 2;
+const PAD = 0,
+  BOS = 1,
+  EOS = 2;
 
 /** Distribution over ids given the generated prefix (BOS excluded); counts steps. */
 class TableStepper implements Stepper {
   private prefixes: number[][];
   steps = 0;
-  constructor(readonly vocabSize: number, private readonly dist: (prefix: number[], sentence: number) => number[], sentences = 1) {
+  constructor(
+    readonly vocabSize: number,
+    private readonly dist: (prefix: number[], sentence: number) => number[],
+    sentences = 1,
+  ) {
     this.prefixes = Array.from({ length: sentences }, (_, s) => [-1 - s]); // a sentence marker, then the ids
   }
   get rows(): number {
@@ -44,16 +50,27 @@ test('by default (minLen 1) EOS cannot come first, in greedy and beam search; mi
   for (const k of [1, 4]) {
     const b = beamSearchSteps(new TableStepper(4, dist), [10], { ...plain, beamSize: k, lengthPenalty: 0.6 });
     assert.ok(b.tokens[0].length >= 1, `beam ${k}: not empty`);
-    assert.ok(b.hypotheses[0].every((h) => h.tokens.length >= 1), `beam ${k}: no empty hypothesis in the pool`);
+    assert.ok(
+      b.hypotheses[0].every((h) => h.tokens.length >= 1),
+      `beam ${k}: no empty hypothesis in the pool`,
+    );
   }
-  assert.deepEqual(beamSearchSteps(new TableStepper(4, dist), [10], { ...ids, beamSize: 4, lengthPenalty: 0.6 }).tokens, [[]], 'minLen 0: empty wins');
+  assert.deepEqual(
+    beamSearchSteps(new TableStepper(4, dist), [10], { ...ids, beamSize: 4, lengthPenalty: 0.6 }).tokens,
+    [[]],
+    'minLen 0: empty wins',
+  );
   assert.deepEqual(greedySearch(new TableStepper(4, dist), [10], { ...plain, minLen: 2 }).tokens, [[1, 3]]);
 });
 
 test('beam beats greedy on a constructed case: the likelier first word leads nowhere', () => {
   // Step 1: 4 (0.5) or 3 (0.4). After 3, EOS is near certain; after 4, EOS has 0.3.
   const dist = (p: number[]): number[] =>
-    p.length === 0 ? [0, 0.05, 0.05, 0.4, 0.5] : p[0] === 3 ? [0, 0.005, 0.985, 0.005, 0.005] : [0, 0.25, 0.3, 0.2, 0.25];
+    p.length === 0
+      ? [0, 0.05, 0.05, 0.4, 0.5]
+      : p[0] === 3
+        ? [0, 0.005, 0.985, 0.005, 0.005]
+        : [0, 0.25, 0.3, 0.2, 0.25];
   const g = greedySearch(new TableStepper(5, dist), [10], ids);
   assert.deepEqual(g.tokens, [[4]]);
   assert.ok(Math.abs(g.logProbs[0] - Math.log(0.5 * 0.3)) < 1e-6);
@@ -61,7 +78,11 @@ test('beam beats greedy on a constructed case: the likelier first word leads now
   assert.deepEqual(b.tokens, [[3]]);
   assert.ok(Math.abs(b.scores[0] - Math.log(0.4 * 0.985)) < 1e-6);
   assert.ok(b.scores[0] > g.logProbs[0]);
-  assert.deepEqual(beamSearchSteps(new TableStepper(5, dist), [10], { ...ids, beamSize: 1, lengthPenalty: 0 }).tokens, [[4]], 'beam 1 = greedy');
+  assert.deepEqual(
+    beamSearchSteps(new TableStepper(5, dist), [10], { ...ids, beamSize: 1, lengthPenalty: 0 }).tokens,
+    [[4]],
+    'beam 1 = greedy',
+  );
 });
 
 test('beam search stops early once no live hypothesis can beat the best finished one', () => {
@@ -84,14 +105,21 @@ test('the stopping bound uses the largest penalty up to maxLen: a long hypothesi
   assert.deepEqual(r.tokens, [[3, 3, 3]]);
   assert.equal(r.finished[0], true);
   assert.ok(Math.abs(r.scores[0] - Math.log(0.2 * 0.99 ** 3) / lengthPenalty(4, 5)) < 1e-6);
-  assert.deepEqual(r.hypotheses[0].slice(0, 2).map((h) => h.tokens), [[3, 3, 3], []], 'the pool, best first');
+  assert.deepEqual(
+    r.hypotheses[0].slice(0, 2).map((h) => h.tokens),
+    [[3, 3, 3], []],
+    'the pool, best first',
+  );
 });
 
 test('sentences in a batch are searched independently; maxLen per sentence; ids padded', () => {
   // Sentence 0 says EOS at once; sentence 1 never does.
   const dist = (_p: number[], s: number): number[] => (s === 0 ? [0, 0.1, 0.8, 0.1] : [0, 0.1, 0.1, 0.8]);
   for (const k of [1, 3]) {
-    const r = k === 1 ? greedySearch(new TableStepper(4, dist, 2), [5, 3], ids) : beamSearchSteps(new TableStepper(4, dist, 2), [5, 3], { ...ids, beamSize: k });
+    const r =
+      k === 1
+        ? greedySearch(new TableStepper(4, dist, 2), [5, 3], ids)
+        : beamSearchSteps(new TableStepper(4, dist, 2), [5, 3], { ...ids, beamSize: k });
     assert.deepEqual(r.tokens, [[], [3, 3, 3]], `beam ${k}`);
     assert.deepEqual(r.finished, [true, false]);
     assert.deepEqual([...r.ids.data], [EOS, PAD, PAD, 3, 3, 3]);

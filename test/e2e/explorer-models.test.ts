@@ -18,7 +18,15 @@ import { generateWithAttention } from '../../src/viz/gpt-attention.ts';
 import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
 import { ensureWebBuild } from './web-build.ts';
 
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BACKEND = process.env.QKV_BACKEND === 'wasm' ? 'wasm' : 'js';
 const SENTENCE = 'A man in a blue shirt is riding a bike.';
@@ -32,7 +40,19 @@ const logs: string[] = [];
 
 /** `qkv translate` on one sentence, from src through tsx. */
 function cliTranslate(model: string, ...flags: string[]): string {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), 'translate', '--model', join(ROOT, 'models', model), ...flags], { cwd: ROOT, input: `${SENTENCE}\n`, encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(ROOT, 'src', 'cli', 'main.ts'),
+      'translate',
+      '--model',
+      join(ROOT, 'models', model),
+      ...flags,
+    ],
+    { cwd: ROOT, input: `${SENTENCE}\n`, encoding: 'utf8' },
+  );
   assert.equal(r.status, 0, r.stderr);
   return r.stdout.trim();
 }
@@ -69,32 +89,59 @@ const modelOf = (view: string) => page.locator(`#view-${view}`).getAttribute('da
 async function translate(n: number): Promise<string> {
   await page.getByTestId('src').fill(SENTENCE);
   await page.getByTestId('translate').click();
-  await page.waitForFunction((k) => document.querySelector('#view-translate')?.getAttribute('data-translated') === String(k), n, { timeout: 60000 });
+  await page.waitForFunction(
+    (k) => document.querySelector('#view-translate')?.getAttribute('data-translated') === String(k),
+    n,
+    { timeout: 60000 },
+  );
   return (await page.getByTestId('translation').textContent()) ?? '';
 }
 
-test('the switcher lists the three shipped folders by name and kind; Translate starts with EN→DE', { skip }, async () => {
+test('the switcher lists the three shipped folders by name and kind; Translate starts with EN→DE', {
+  skip,
+}, async () => {
   assert.equal(logs.filter((l) => l.startsWith('qkv explore: model models/')).length, 3, logs.join('\n'));
-  assert.deepEqual(await page.locator('#model-select option').allTextContents(), ['gpt-multi30k-char · GPT', 'multi30k-en-de · translation', 'multi30k-en-fr · translation']);
-  assert.deepEqual(await page.locator('#model-select option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).title)), [
-    'language model (characters), 4 layers, nEmbd 128', 'translation EN→DE, 4 + 4 layers, dModel 128', 'translation EN→FR, 4 + 4 layers, dModel 128',
+  assert.deepEqual(await page.locator('#model-select option').allTextContents(), [
+    'gpt-multi30k-char · GPT',
+    'multi30k-en-de · translation',
+    'multi30k-en-fr · translation',
   ]);
+  assert.deepEqual(
+    await page.locator('#model-select option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).title)),
+    [
+      'language model (characters), 4 layers, nEmbd 128',
+      'translation EN→DE, 4 + 4 layers, dModel 128',
+      'translation EN→FR, 4 + 4 layers, dModel 128',
+    ],
+  );
   assert.equal(await page.locator('#view-translate').isVisible(), true);
   assert.equal(await modelOf('translate'), 'multi30k-en-de');
   assert.equal(await page.locator('#model-select').inputValue(), 'multi30k-en-de');
-  assert.match(await page.getByTestId('model-info').textContent() ?? '', /^Model multi30k-en-de: dModel 128, 4 encoder \+ 4 decoder layers, 4 heads, vocabulary 8000, /);
-  assert.match(await page.getByTestId('status').textContent() ?? '', new RegExp(`^model: multi30k-en-de · backend: ${BACKEND}`));
+  assert.match(
+    (await page.getByTestId('model-info').textContent()) ?? '',
+    /^Model multi30k-en-de: dModel 128, 4 encoder \+ 4 decoder layers, 4 heads, vocabulary 8000, /,
+  );
+  assert.match(
+    (await page.getByTestId('status').textContent()) ?? '',
+    new RegExp(`^model: multi30k-en-de · backend: ${BACKEND}`),
+  );
 });
 
-test('EN→DE, then EN→FR from the switcher: each translates as qkv translate --beam 1 does with that folder', { skip }, async () => {
+test('EN→DE, then EN→FR from the switcher: each translates as qkv translate --beam 1 does with that folder', {
+  skip,
+}, async () => {
   const de = await translate(1);
   assert.equal(de, cliTranslate('multi30k-en-de', '--beam', '1', '--no-ensemble'));
   assert.equal(await page.locator('#view-translate .result .label').textContent(), 'German: ');
 
   await page.selectOption('#model-select', 'multi30k-en-fr');
-  await page.waitForFunction(() => document.querySelector('#view-translate')?.getAttribute('data-model') === 'multi30k-en-fr', undefined, { timeout: 60000 });
+  await page.waitForFunction(
+    () => document.querySelector('#view-translate')?.getAttribute('data-model') === 'multi30k-en-fr',
+    undefined,
+    { timeout: 60000 },
+  );
   assert.equal(await page.locator('#view-translate').isVisible(), true);
-  assert.match(await page.getByTestId('model-info').textContent() ?? '', /^Model multi30k-en-fr: /);
+  assert.match((await page.getByTestId('model-info').textContent()) ?? '', /^Model multi30k-en-fr: /);
   assert.equal(await page.getByTestId('translation').textContent(), '', 'the German translation is cleared');
   const fr = await translate(2);
   const cli = cliTranslate('multi30k-en-fr', '--beam', '1');
@@ -106,16 +153,27 @@ test('EN→DE, then EN→FR from the switcher: each translates as qkv translate 
 
 test('Generate continues a prompt with the shipped GPT at once, without a folder pick', { skip }, async () => {
   await page.locator('#tabs [data-view="generate"]').click();
-  await page.waitForFunction(() => document.querySelector('#view-generate')?.getAttribute('data-model') === 'gpt-multi30k-char', undefined, { timeout: 60000 });
+  await page.waitForFunction(
+    () => document.querySelector('#view-generate')?.getAttribute('data-model') === 'gpt-multi30k-char',
+    undefined,
+    { timeout: 60000 },
+  );
   assert.equal(await page.locator('#model-select').inputValue(), 'gpt-multi30k-char', 'the switcher follows the view');
-  assert.match(await page.getByTestId('generate-info').textContent() ?? '', /^Model gpt-multi30k-char: GPT, 4 layers, 4 heads, nEmbd 128, context 128 tokens, vocabulary 82 \(characters\), [\d,]+ parameters\.$/);
+  assert.match(
+    (await page.getByTestId('generate-info').textContent()) ?? '',
+    /^Model gpt-multi30k-char: GPT, 4 layers, 4 heads, nEmbd 128, context 128 tokens, vocabulary 82 \(characters\), [\d,]+ parameters\.$/,
+  );
   assert.equal(await page.locator('#view-generate').getAttribute('data-opened'), null, 'no folder was picked');
   const PROMPT = 'A man in a blue shirt';
   const ref = generateWithAttention(readLm(join(ROOT, 'models', 'gpt-multi30k-char')), PROMPT, { maxTokens: 30 });
   await page.getByTestId('prompt').fill(PROMPT);
   await page.getByTestId('max-tokens').fill('30');
   await page.getByTestId('generate').click();
-  await page.waitForFunction(() => document.querySelector('#view-generate')?.getAttribute('data-generated') === '1', undefined, { timeout: 60000 });
+  await page.waitForFunction(
+    () => document.querySelector('#view-generate')?.getAttribute('data-generated') === '1',
+    undefined,
+    { timeout: 60000 },
+  );
   const shown = (await page.getByTestId('continuation').textContent()) ?? '';
   assert.ok(shown.trim().length > 0);
   assert.equal(shown, ref.continuation, 'the browser generates as Node does');

@@ -17,7 +17,15 @@ import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
 import { makeTinyModel } from './tiny-model.ts';
 import { ensureWebBuild } from './web-build.ts';
 
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 const skip = toolSkip('chromium');
 let browser: Browser;
 const servers: ExploreServer[] = [];
@@ -51,36 +59,69 @@ test('weights with NaN: the page refuses them, naming the tensor and index', { s
   (t['embedding.weight'].data as Float32Array)[40] = Number.NaN;
   writeFileSync(wpath, writeSafetensors(t));
   const { page } = await open(dir);
-  await page.waitForFunction(() => /Could not load/.test(document.querySelector('#model-info')?.textContent ?? ''), undefined, { timeout: 30000 });
+  await page.waitForFunction(
+    () => /Could not load/.test(document.querySelector('#model-info')?.textContent ?? ''),
+    undefined,
+    { timeout: 30000 },
+  );
   // The file is named by its URL, as the folder module names a file read over HTTP.
-  assert.equal(await page.getByTestId('model-info').textContent(),
-    `Could not load the model: models/${basename(dir)}/model.safetensors: tensor 'embedding.weight' holds NaN at index 40 (row 2) of [120, 16]: the weights are corrupt (a diverged training run or a damaged file)`);
+  assert.equal(
+    await page.getByTestId('model-info').textContent(),
+    `Could not load the model: models/${basename(dir)}/model.safetensors: tensor 'embedding.weight' holds NaN at index 40 (row 2) of [120, 16]: the weights are corrupt (a diverged training run or a damaged file)`,
+  );
   assert.equal(await page.getByTestId('translate').isDisabled(), true);
 });
 
-test('an over-long sentence: translated from its first maxLen tokens, and the page says so; a reload gets 304s', { skip }, async () => {
+test('an over-long sentence: translated from its first maxLen tokens, and the page says so; a reload gets 304s', {
+  skip,
+}, async () => {
   const tiny = makeTinyModel();
   const { page, server } = await open(tiny.dir);
   // What the server answered, seen from the server: Chromium reports a revalidated response as its cached 200.
   const answered: { url: string; status: number; conditional: boolean }[] = [];
-  server.server.on('request', (req, res) => res.on('finish', () => answered.push({ url: req.url ?? '', status: res.statusCode, conditional: req.headers['if-none-match'] !== undefined })));
-  await page.waitForFunction(() => !(document.querySelector('#translate') as HTMLButtonElement).disabled, undefined, { timeout: 30000 });
+  server.server.on('request', (req, res) =>
+    res.on('finish', () =>
+      answered.push({
+        url: req.url ?? '',
+        status: res.statusCode,
+        conditional: req.headers['if-none-match'] !== undefined,
+      }),
+    ),
+  );
+  await page.waitForFunction(() => !(document.querySelector('#translate') as HTMLButtonElement).disabled, undefined, {
+    timeout: 30000,
+  });
   const long = 'A dog runs in the park. '.repeat(6).trim();
   const ref = translateWithAttention(tiny.model, tiny.tokenizer, long);
   assert.ok(ref.truncatedFrom! > 24);
   await page.getByTestId('src').fill(long);
   await page.getByTestId('translate').click();
   await page.waitForFunction(() => document.querySelector('#view-translate')?.getAttribute('data-translated') === '1');
-  assert.equal(await page.getByTestId('translation').textContent(), ref.translation === '' ? '(empty)' : ref.translation);
-  assert.match(await page.locator('#timing').textContent() ?? '', new RegExp(`the sentence has ${ref.truncatedFrom} tokens, this model reads 24: only the first 24 were translated$`));
+  assert.equal(
+    await page.getByTestId('translation').textContent(),
+    ref.translation === '' ? '(empty)' : ref.translation,
+  );
+  assert.match(
+    (await page.locator('#timing').textContent()) ?? '',
+    new RegExp(`the sentence has ${ref.truncatedFrom} tokens, this model reads 24: only the first 24 were translated$`),
+  );
   assert.equal(await page.locator('#translate-error').isHidden(), true, 'no error shown');
 
   answered.length = 0;
   await page.reload();
   await page.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
-  await page.waitForFunction(() => !(document.querySelector('#translate') as HTMLButtonElement).disabled, undefined, { timeout: 30000 });
+  await page.waitForFunction(() => !(document.querySelector('#translate') as HTMLButtonElement).disabled, undefined, {
+    timeout: 30000,
+  });
   const url = `/models/${basename(tiny.dir)}/model.safetensors`;
   const weights = answered.filter((s) => s.url === url);
-  assert.deepEqual(weights, [{ url, status: 304, conditional: true }], 'the weights were revalidated, not downloaded again');
-  assert.ok(answered.every((a) => a.status === 304), JSON.stringify(answered));
+  assert.deepEqual(
+    weights,
+    [{ url, status: 304, conditional: true }],
+    'the weights were revalidated, not downloaded again',
+  );
+  assert.ok(
+    answered.every((a) => a.status === 304),
+    JSON.stringify(answered),
+  );
 });

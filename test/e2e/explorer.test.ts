@@ -20,17 +20,33 @@ import { generateWithAttention, lineSeparatorId, type LoadedGpt } from '../../sr
 import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
 import { get } from './http.ts';
 import { ensureWebBuild } from './web-build.ts';
-import { GPT_HEADS, GPT_LAYERS, HEADS, LAYERS, makeTinyGpt, makeTinyModel, makeTinySeparateModel, tempDir } from './tiny-model.ts';
+import {
+  GPT_HEADS,
+  GPT_LAYERS,
+  HEADS,
+  LAYERS,
+  makeTinyGpt,
+  makeTinyModel,
+  makeTinySeparateModel,
+  tempDir,
+} from './tiny-model.ts';
 import { exportModel } from '../../src/cli/commands/export.ts';
 
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+const _ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const SENTENCE = 'A dog runs in the park.';
 const BACKEND = process.env.QKV_BACKEND === 'wasm' ? 'wasm' : 'js';
 // Skips on a developer machine without Chromium; under CI=true the first test fails instead.
 const skip = toolSkip('chromium');
-
 
 let browser: Browser;
 let page: Page;
@@ -68,10 +84,15 @@ test('the page is cross-origin isolated and runs on the chosen backend', { skip 
   assert.equal(await page.evaluate(() => crossOriginIsolated), true);
   const status = await page.getByTestId('status').textContent();
   assert.match(status ?? '', new RegExp(`backend: ${BACKEND}`));
-  assert.match(await page.getByTestId('model-info').textContent() ?? '', /Model qkv-tiny-\w+: dModel 16, 2 encoder \+ 2 decoder layers, 2 heads/);
+  assert.match(
+    (await page.getByTestId('model-info').textContent()) ?? '',
+    /Model qkv-tiny-\w+: dModel 16, 2 encoder \+ 2 decoder layers, 2 heads/,
+  );
 });
 
-test('translate: the translation appears, the heatmap has query × key cells, layer and head change it', { skip }, async () => {
+test('translate: the translation appears, the heatmap has query × key cells, layer and head change it', {
+  skip,
+}, async () => {
   const ref = translateWithAttention(tiny!.model, tiny!.tokenizer, SENTENCE);
   const S = ref.srcTokens.length;
   const T = ref.tgtTokens.length;
@@ -86,8 +107,8 @@ test('translate: the translation appears, the heatmap has query × key cells, la
   assert.equal(await page.locator('#kind').inputValue(), 'cross');
   assert.equal(await page.locator('#head').inputValue(), '0');
   assert.equal(await cells('heatmap'), T * S);
-  assert.equal(await page.locator('[data-testid="fig-heatmap"] .row-label').count() <= T, true);
-  assert.ok(await page.locator('[data-testid="fig-heatmap"] .col-label').count() >= Math.min(S, 2));
+  assert.equal((await page.locator('[data-testid="fig-heatmap"] .row-label').count()) <= T, true);
+  assert.ok((await page.locator('[data-testid="fig-heatmap"] .col-label').count()) >= Math.min(S, 2));
   const title = await page.locator('[data-testid="fig-heatmap"] rect.cell title').first().textContent();
   assert.match(title ?? '', /^<s> → .+: \d\.\d{4}$/, 'value on hover');
 
@@ -110,7 +131,7 @@ test('translate: the translation appears, the heatmap has query × key cells, la
   assert.equal(await page.locator('[data-testid="fig-heatmap"] rect.cell.masked').count(), (T * (T - 1)) / 2);
 
   // Head view lines and the model view grid; clicking a thumbnail selects that layer and head.
-  assert.ok(await page.locator('[data-testid="fig-headview"] line.link').count() > 0);
+  assert.ok((await page.locator('[data-testid="fig-headview"] line.link').count()) > 0);
   assert.equal(await page.locator('[data-testid="fig-modelview"] g.thumb').count(), LAYERS * HEADS);
   await page.locator('[data-testid="fig-modelview"] g.thumb[data-layer="0"][data-head="1"]').click();
   assert.equal(await page.locator('#layer').inputValue(), '0');
@@ -126,7 +147,10 @@ test('beam search from the page', { skip }, async () => {
   await page.getByTestId('beam').fill('3');
   await page.getByTestId('translate').click();
   await page.waitForFunction(() => document.querySelector('#view-translate')?.getAttribute('data-translated') === '2');
-  assert.equal(await page.getByTestId('translation').textContent(), ref.translation === '' ? '(empty)' : ref.translation);
+  assert.equal(
+    await page.getByTestId('translation').textContent(),
+    ref.translation === '' ? '(empty)' : ref.translation,
+  );
   assert.equal(await cells('heatmap'), ref.tgtTokens.length * ref.srcTokens.length);
 });
 
@@ -157,7 +181,11 @@ test('positional encoding: heatmap cells follow dModel and length', { skip }, as
   await page.getByTestId('pe-dmodel').fill('32');
   await page.getByTestId('pe-length').fill('20');
   assert.equal(await cells('pe-heatmap'), 32 * 20);
-  assert.equal(await page.locator('[data-testid="fig-pe-positions"] polyline.series').count(), 2, 'positions 0 and 10 (20, 30, 40 are out of range)');
+  assert.equal(
+    await page.locator('[data-testid="fig-pe-positions"] polyline.series').count(),
+    2,
+    'positions 0 and 10 (20, 30, 40 are out of range)',
+  );
 });
 
 test('export: SVG and PNG of a heatmap, a view as standalone HTML', { skip }, async () => {
@@ -182,7 +210,11 @@ test('requests outside the served files are refused', { skip }, async () => {
   assert.equal((await get(server.port, '/../package.json')).status, 403);
   assert.equal((await get(server.port, '/src/index.ts')).status, 404);
   assert.equal(await page.evaluate(async () => (await fetch('/package.json')).status), 404);
-  assert.equal(await page.evaluate(async () => (await fetch('/model/../../package.json')).status), 404, 'the browser normalises .., the server still has nothing there');
+  assert.equal(
+    await page.evaluate(async () => (await fetch('/model/../../package.json')).status),
+    404,
+    'the browser normalises .., the server still has nothing there',
+  );
 });
 
 test('without a model the page says how to start with one; the other views still work', { skip }, async () => {
@@ -191,7 +223,10 @@ test('without a model the page says how to start with one; the other views still
     const p = await browser.newPage();
     await p.goto(`${bare.url}?backend=js#steps`);
     await p.waitForSelector('body[data-ready="true"]');
-    assert.match((await p.getByTestId('model-info').textContent()) ?? '', /No model is being served\. Start the explorer with a model folder: qkv explore --model DIR/);
+    assert.match(
+      (await p.getByTestId('model-info').textContent()) ?? '',
+      /No model is being served\. Start the explorer with a model folder: qkv explore --model DIR/,
+    );
     assert.ok(((await p.locator('#view-steps').textContent()) ?? '').includes('4.34'));
     await p.close();
   } finally {
@@ -218,7 +253,9 @@ function readHeatmap(p: Page): Promise<{ rows: number; cols: number; values: num
   });
 }
 
-test('a GPT folder: the Generate view continues a prompt and shows causal attention for every layer × head', { skip }, async () => {
+test('a GPT folder: the Generate view continues a prompt and shows causal attention for every layer × head', {
+  skip,
+}, async () => {
   const gpt = makeTinyGpt();
   const lm: LoadedGpt = { model: gpt.model, tokenizer: gpt.tokenizer, separatorId: lineSeparatorId(gpt.tokenizer) };
   const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: gpt.dir, port: 0 });
@@ -236,8 +273,14 @@ test('a GPT folder: the Generate view continues a prompt and shows causal attent
     assert.equal(await p.locator('#view-translate').isVisible(), false);
     assert.equal(await p.locator('#tab-translate').isVisible(), false);
     assert.equal(await p.locator('#tab-generate').getAttribute('aria-selected'), 'true');
-    assert.match(await p.getByTestId('status').textContent() ?? '', new RegExp(`model: qkv-tiny-gpt-\\w+ · backend: ${BACKEND}`));
-    assert.match(await p.getByTestId('model-info').textContent() ?? '', /^Model qkv-tiny-gpt-\w+: GPT, 2 layers, 2 heads, nEmbd 16, context 48 tokens, vocabulary \d+ \(characters\), [\d,]+ parameters\.$/);
+    assert.match(
+      (await p.getByTestId('status').textContent()) ?? '',
+      new RegExp(`model: qkv-tiny-gpt-\\w+ · backend: ${BACKEND}`),
+    );
+    assert.match(
+      (await p.getByTestId('model-info').textContent()) ?? '',
+      /^Model qkv-tiny-gpt-\w+: GPT, 2 layers, 2 heads, nEmbd 16, context 48 tokens, vocabulary \d+ \(characters\), [\d,]+ parameters\.$/,
+    );
 
     // Greedy: the continuation Node draws, and T × T maps with nothing above the diagonal.
     const PROMPT = 'A dog';
@@ -247,7 +290,11 @@ test('a GPT folder: the Generate view continues a prompt and shows causal attent
     await p.getByTestId('max-tokens').fill('12');
     await p.getByTestId('generate').click();
     await p.waitForFunction(() => document.querySelector('#view-generate')?.getAttribute('data-generated') === '1');
-    assert.equal(await p.getByTestId('continuation').textContent(), ref.continuation, 'the browser generates as Node does');
+    assert.equal(
+      await p.getByTestId('continuation').textContent(),
+      ref.continuation,
+      'the browser generates as Node does',
+    );
     assert.equal(await p.getByTestId('generated').textContent(), `${PROMPT}${ref.continuation}`);
     assert.ok(ref.continuation.length > 0);
     assert.equal(await p.locator('#tokens .chip').count(), T);
@@ -270,7 +317,10 @@ test('a GPT folder: the Generate view continues a prompt and shows causal attent
           let sum = 0;
           for (let j = 0; j < T; j++) {
             const v = values[i][j];
-            assert.ok(Math.abs(v - ref.attention[l][h][i][j]) < 2e-4, `layer ${l + 1} head ${h + 1} (${i}, ${j}): ${v} vs ${ref.attention[l][h][i][j]}`);
+            assert.ok(
+              Math.abs(v - ref.attention[l][h][i][j]) < 2e-4,
+              `layer ${l + 1} head ${h + 1} (${i}, ${j}): ${v} vs ${ref.attention[l][h][i][j]}`,
+            );
             assert.equal(masked[i][j], j > i, `(${i}, ${j}) masked iff above the diagonal`);
             if (j > i) assert.equal(v, 0, `(${i}, ${j}) above the diagonal is 0`);
             sum += v;
@@ -282,8 +332,13 @@ test('a GPT folder: the Generate view continues a prompt and shows causal attent
     assert.equal(seen.size, GPT_LAYERS * GPT_HEADS, 'each layer × head has its own map');
     // The model view: every layer × head, each with its upper triangle grey; the head view: no line to a later token.
     assert.equal(await p.locator('[data-testid="fig-modelview"] g.thumb').count(), GPT_LAYERS * GPT_HEADS);
-    assert.equal(await p.locator(`[data-testid="fig-modelview"] g.thumb rect[fill="${MASKED_FILL}"]`).count(), (GPT_LAYERS * GPT_HEADS * T * (T - 1)) / 2);
-    const links = await p.locator('[data-testid="fig-headview"] line.link').evaluateAll((ls) => ls.map((x) => [Number(x.getAttribute('data-row')), Number(x.getAttribute('data-col'))]));
+    assert.equal(
+      await p.locator(`[data-testid="fig-modelview"] g.thumb rect[fill="${MASKED_FILL}"]`).count(),
+      (GPT_LAYERS * GPT_HEADS * T * (T - 1)) / 2,
+    );
+    const links = await p
+      .locator('[data-testid="fig-headview"] line.link')
+      .evaluateAll((ls) => ls.map((x) => [Number(x.getAttribute('data-row')), Number(x.getAttribute('data-col'))]));
     assert.ok(links.length >= T);
     for (const [r, c] of links) assert.ok(c <= r, `head view line ${r} → ${c}`);
     await p.locator('[data-testid="fig-modelview"] g.thumb[data-layer="0"][data-head="1"]').click();
@@ -319,7 +374,7 @@ test('a GPT folder: the Generate view continues a prompt and shows causal attent
   }
 });
 
-test('a folder that names an ensemble: the page says so and runs the folder\'s own model alone', { skip }, async () => {
+test("a folder that names an ensemble: the page says so and runs the folder's own model alone", { skip }, async () => {
   const [a, b] = [makeTinyModel(4), makeTinyModel(5)];
   const dir = join(tempDir('qkv-explorer-ens-'), 'ens');
   exportModel({ model: a.dir, out: dir, dtype: 'f32', ensemble: [b.dir], log: () => {} });
@@ -329,19 +384,31 @@ test('a folder that names an ensemble: the page says so and runs the folder\'s o
   try {
     await p.goto(`${srv.url}?backend=${BACKEND}#translate`);
     await p.waitForSelector('body[data-ready="true"]');
-    await p.waitForFunction(() => /alone, so its translations can differ from theirs\.$/.test(document.querySelector('[data-testid="model-info"]')?.textContent ?? ''));
-    assert.match(await p.getByTestId('model-info').textContent() ?? '', /parameters\. Its folder names an ensemble \(member-2\) that qkv translate and qkv eval decode with as well; this page runs and shows this model alone/);
+    await p.waitForFunction(() =>
+      /alone, so its translations can differ from theirs\.$/.test(
+        document.querySelector('[data-testid="model-info"]')?.textContent ?? '',
+      ),
+    );
+    assert.match(
+      (await p.getByTestId('model-info').textContent()) ?? '',
+      /parameters\. Its folder names an ensemble \(member-2\) that qkv translate and qkv eval decode with as well; this page runs and shows this model alone/,
+    );
     await p.getByTestId('src').fill(SENTENCE);
     await p.getByTestId('translate').click();
     await p.waitForFunction(() => document.querySelector('#view-translate')?.getAttribute('data-translated') === '1');
-    assert.equal(await p.getByTestId('translation').textContent(), ref.translation === '' ? '(empty)' : ref.translation);
+    assert.equal(
+      await p.getByTestId('translation').textContent(),
+      ref.translation === '' ? '(empty)' : ref.translation,
+    );
   } finally {
     await p.close();
     await srv.close();
   }
 });
 
-test('a model with separate vocabularies: the page fetches target_tokenizer.json and translates as Node does', { skip }, async () => {
+test('a model with separate vocabularies: the page fetches target_tokenizer.json and translates as Node does', {
+  skip,
+}, async () => {
   const sep = makeTinySeparateModel(3);
   const ref = translateWithAttention(sep.model, sep.tokenizer, SENTENCE, { targetTokenizer: sep.targetTokenizer });
   const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: sep.dir, port: 0 });
@@ -349,17 +416,33 @@ test('a model with separate vocabularies: the page fetches target_tokenizer.json
   try {
     await p.goto(`${srv.url}?backend=${BACKEND}#translate`);
     await p.waitForSelector('body[data-ready="true"]');
-    await p.waitForFunction(() => /parameters\.$/.test(document.querySelector('[data-testid="model-info"]')?.textContent ?? ''));
-    assert.match(await p.getByTestId('model-info').textContent() ?? '', new RegExp(`vocabularies ${sep.tokenizer.vocabSize} \\(source\\) and ${sep.targetTokenizer.vocabSize} \\(target\\)`));
+    await p.waitForFunction(() =>
+      /parameters\.$/.test(document.querySelector('[data-testid="model-info"]')?.textContent ?? ''),
+    );
+    assert.match(
+      (await p.getByTestId('model-info').textContent()) ?? '',
+      new RegExp(
+        `vocabularies ${sep.tokenizer.vocabSize} \\(source\\) and ${sep.targetTokenizer.vocabSize} \\(target\\)`,
+      ),
+    );
     await p.getByTestId('src').fill(SENTENCE);
     await p.getByTestId('translate').click();
     await p.waitForFunction(() => document.querySelector('#view-translate')?.getAttribute('data-translated') === '1');
-    assert.equal(await p.getByTestId('translation').textContent(), ref.translation === '' ? '(empty)' : ref.translation);
-    assert.equal(await p.locator('[data-testid="fig-heatmap"] rect.cell').count(), ref.tgtTokens.length * ref.srcTokens.length);
+    assert.equal(
+      await p.getByTestId('translation').textContent(),
+      ref.translation === '' ? '(empty)' : ref.translation,
+    );
+    assert.equal(
+      await p.locator('[data-testid="fig-heatmap"] rect.cell').count(),
+      ref.tgtTokens.length * ref.srcTokens.length,
+    );
     // Rows are named from the target vocabulary, columns from the source's (a cell's title: "target → source: weight").
     assert.ok(ref.tgtTokens.length >= 3, 'the random model writes a few tokens before EOS');
     const titles = await p.locator('[data-testid="fig-heatmap"] rect.cell title').allTextContents();
-    assert.deepEqual(titles.map((t) => t.replace(/: [\d.]+$/, '')), ref.tgtTokens.flatMap((q) => ref.srcTokens.map((k) => `${q} → ${k}`)));
+    assert.deepEqual(
+      titles.map((t) => t.replace(/: [\d.]+$/, '')),
+      ref.tgtTokens.flatMap((q) => ref.srcTokens.map((k) => `${q} → ${k}`)),
+    );
   } finally {
     await p.close();
     await srv.close();
@@ -375,9 +458,14 @@ test('a config.json of another format: the page names the file, what it expected
     await p.goto(`${srv.url}?backend=js`);
     await p.waitForSelector('body[data-ready="true"]');
     // The file is named by its URL (models/<id>/), as the folder module names a file read over HTTP.
-    assert.equal(await p.getByTestId('model-info').textContent(),
-      `Could not load the model: models/${basename(gpt.dir)}/config.json: expected format 'qkv-seq2seq' (a translation model from qkv train) or 'qkv-gpt' (a language model from qkv train-lm), got format 'qkv-bert'`);
-    assert.equal(await p.getByTestId('status').evaluate((e) => e.textContent?.startsWith('model failed to load')), true);
+    assert.equal(
+      await p.getByTestId('model-info').textContent(),
+      `Could not load the model: models/${basename(gpt.dir)}/config.json: expected format 'qkv-seq2seq' (a translation model from qkv train) or 'qkv-gpt' (a language model from qkv train-lm), got format 'qkv-bert'`,
+    );
+    assert.equal(
+      await p.getByTestId('status').evaluate((e) => e.textContent?.startsWith('model failed to load')),
+      true,
+    );
   } finally {
     await p.close();
     await srv.close();

@@ -24,8 +24,16 @@ import { lastLogits, nextTokenView } from '../../src/viz/next-token.ts';
 import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
 import { ensureWebBuild } from './web-build.ts';
 
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+const _ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const FIX = fileURLToPath(new URL('../fixtures/hf-gpt2-tiny/', import.meta.url));
 const BACKEND = process.env.QKV_BACKEND === 'wasm' ? 'wasm' : 'js';
 const PROMPT = 'A man is riding a bike';
@@ -116,10 +124,14 @@ async function open(dir: string): Promise<{ ok: boolean; status: string }> {
     return Number(d.opened ?? 0) + Number(d.openFailed ?? 0);
   });
   await page.locator('#folder-input').setInputFiles(dir);
-  await page.waitForFunction((n) => {
-    const d = document.querySelector<HTMLElement>('#view-generate')!.dataset;
-    return Number(d.opened ?? 0) + Number(d.openFailed ?? 0) > n;
-  }, before, { timeout: 30000 });
+  await page.waitForFunction(
+    (n) => {
+      const d = document.querySelector<HTMLElement>('#view-generate')!.dataset;
+      return Number(d.opened ?? 0) + Number(d.openFailed ?? 0) > n;
+    },
+    before,
+    { timeout: 30000 },
+  );
   const status = (await page.getByTestId('folder-status').textContent()) ?? '';
   return { ok: !status.startsWith('Could not'), status };
 }
@@ -127,20 +139,34 @@ async function open(dir: string): Promise<{ ok: boolean; status: string }> {
 async function generate(n: number): Promise<void> {
   const before = Number((await page.locator('#view-generate').getAttribute('data-generated')) ?? 0);
   await page.getByTestId('generate').click();
-  await page.waitForFunction((k) => Number(document.querySelector('#view-generate')?.getAttribute('data-generated') ?? 0) > k, before);
-  assert.equal(Number(await page.locator('#view-generate').getAttribute('data-generated')), before + 1, `generation ${n}`);
+  await page.waitForFunction(
+    (k) => Number(document.querySelector('#view-generate')?.getAttribute('data-generated') ?? 0) > k,
+    before,
+  );
+  assert.equal(
+    Number(await page.locator('#view-generate').getAttribute('data-generated')),
+    before + 1,
+    `generation ${n}`,
+  );
 }
 
-test('open the PyTorch GPT-2 fixture folder with the picker; attention, next token and neuron view match', { skip }, async () => {
+test('open the PyTorch GPT-2 fixture folder with the picker; attention, next token and neuron view match', {
+  skip,
+}, async () => {
   assert.equal(await page.evaluate(() => crossOriginIsolated), true);
   assert.match((await page.getByTestId('status').textContent()) ?? '', new RegExp(`backend: ${BACKEND}`));
-  assert.match((await page.getByTestId('model-info').textContent()) ?? '', /No model is being served\..* Or open a GPT folder above/);
+  assert.match(
+    (await page.getByTestId('model-info').textContent()) ?? '',
+    /No model is being served\..* Or open a GPT folder above/,
+  );
 
   const r = await open(FIX);
   assert.ok(r.ok, r.status);
   assert.match(r.status, /^opened hf-gpt2-tiny: 0\.2 MB in [\d.]+ s$/);
-  assert.match((await page.getByTestId('model-info').textContent()) ?? '',
-    /^Model hf-gpt2-tiny: Hugging Face GPT-2 from a local folder, 2 layers, 4 heads, nEmbd 32, context 32 tokens, vocabulary 317 \(byte-level BPE\), [\d,]+ parameters\.$/);
+  assert.match(
+    (await page.getByTestId('model-info').textContent()) ?? '',
+    /^Model hf-gpt2-tiny: Hugging Face GPT-2 from a local folder, 2 layers, 4 heads, nEmbd 32, context 32 tokens, vocabulary 317 \(byte-level BPE\), [\d,]+ parameters\.$/,
+  );
   assert.match((await page.getByTestId('status').textContent()) ?? '', /^model: hf-gpt2-tiny · backend: /);
 
   // Node's model from the same files: the page must generate what Node generates.
@@ -154,7 +180,11 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
   await page.getByTestId('max-tokens').fill('6');
   await page.locator('#stop-line').uncheck();
   await generate(1);
-  assert.equal(await page.getByTestId('continuation').textContent(), ref.continuation, 'the browser samples as Node does');
+  assert.equal(
+    await page.getByTestId('continuation').textContent(),
+    ref.continuation,
+    'the browser samples as Node does',
+  );
   const T = ref.ids.length;
 
   // The prompt's attention, every layer × head, is PyTorch's (cells show 4 decimals).
@@ -168,19 +198,26 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
       for (let i = 0; i < T0; i++) {
         for (let j = 0; j < T0; j++) {
           const want = torch[(hd * T0 + i) * T0 + j];
-          assert.ok(Math.abs(values[i][j] - want) < 1.5e-4, `layer ${l + 1} head ${hd + 1} (${i}, ${j}): ${values[i][j]} vs PyTorch ${want}`);
+          assert.ok(
+            Math.abs(values[i][j] - want) < 1.5e-4,
+            `layer ${l + 1} head ${hd + 1} (${i}, ${j}): ${values[i][j]} vs PyTorch ${want}`,
+          );
         }
       }
     }
   }
 
   // Next token after the prompt: softmax of PyTorch's last logits, summing to the shown mass.
-  const readNext = () => page.evaluate(() => ({
-    rows: Array.from(document.querySelectorAll('#next-token-table tbody tr')).map((r) => ({ id: Number(r.getAttribute('data-id')), p: Number(r.getAttribute('data-p')) })),
-    mass: Number(document.querySelector('#next-token-mass')!.getAttribute('data-mass')),
-    kept: Number(document.querySelector('#next-token-mass')!.getAttribute('data-kept')),
-    sampled: Number(document.querySelector('#next-token-sampled')!.getAttribute('data-id')),
-  }));
+  const readNext = () =>
+    page.evaluate(() => ({
+      rows: Array.from(document.querySelectorAll('#next-token-table tbody tr')).map((r) => ({
+        id: Number(r.getAttribute('data-id')),
+        p: Number(r.getAttribute('data-p')),
+      })),
+      mass: Number(document.querySelector('#next-token-mass')!.getAttribute('data-mass')),
+      kept: Number(document.querySelector('#next-token-mass')!.getAttribute('data-kept')),
+      sampled: Number(document.querySelector('#next-token-sampled')!.getAttribute('data-id')),
+    }));
   const torchP = softmax((expected.logits.data as Float32Array).subarray((T0 - 1) * V, T0 * V));
   const node = nextTokenView(lastLogits(lm.model, inputIds), { temperature: 1, seed: 5 });
   let shown = await readNext();
@@ -200,22 +237,38 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
   assert.equal(shown.kept, 5);
   assert.ok(Math.abs(shown.mass - 1) < 1e-9);
   assert.equal(shown.rows.filter((r) => r.p > 0).length, 5);
-  const top5 = torchP.map((p, id) => ({ p, id })).sort((a, b) => b.p - a.p).slice(0, 5);
+  const top5 = torchP
+    .map((p, id) => ({ p, id }))
+    .sort((a, b) => b.p - a.p)
+    .slice(0, 5);
   const z = top5.reduce((s, t) => s + t.p, 0);
   top5.forEach((t, i) => assert.ok(Math.abs(shown.rows[i].p - t.p / z) < 1e-4));
   await page.getByTestId('top-k').fill('0');
 
   // Neuron view: its softmax is the heatmap's row, for the last prompt token and the last token.
-  for (const [l, hd, q] of [[1, 2, T0 - 1], [0, 3, T - 1]]) {
+  for (const [l, hd, q] of [
+    [1, 2, T0 - 1],
+    [0, 3, T - 1],
+  ]) {
     await page.selectOption('#neuron-layer', String(l));
     await page.selectOption('#neuron-head', String(hd));
     await page.selectOption('#neuron-query', String(q));
     await page.selectOption('#view-generate #layer', String(l));
     await page.selectOption('#view-generate #head', String(hd));
-    const nv = await page.evaluate(() => Array.from(document.querySelectorAll('#neuron-out tbody tr')).map((r) => ({ score: Number(r.getAttribute('data-score')), weight: Number(r.getAttribute('data-weight')) })));
+    const nv = await page.evaluate(() =>
+      Array.from(document.querySelectorAll('#neuron-out tbody tr')).map((r) => ({
+        score: Number(r.getAttribute('data-score')),
+        weight: Number(r.getAttribute('data-weight')),
+      })),
+    );
     assert.equal(nv.length, q + 1);
     const { values } = await readHeatmap(page);
-    nv.forEach((x, j) => assert.ok(Math.abs(x.weight - values[q][j]) < 1e-4, `neuron ${l}/${hd}/${q} key ${j}: ${x.weight} vs heatmap ${values[q][j]}`));
+    nv.forEach((x, j) =>
+      assert.ok(
+        Math.abs(x.weight - values[q][j]) < 1e-4,
+        `neuron ${l}/${hd}/${q} key ${j}: ${x.weight} vs heatmap ${values[q][j]}`,
+      ),
+    );
     const z2 = nv.reduce((s, x) => s + Math.exp(x.score), 0);
     nv.forEach((x) => assert.ok(Math.abs(Math.exp(x.score) / z2 - x.weight) < 1e-6, 'softmax of the scores'));
     if (q === T0 - 1) {
@@ -224,7 +277,10 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
     }
   }
   assert.equal(await page.locator('#neuron-out > p .strip .cell').count(), 8, 'q has headDim = 8 numbers');
-  await page.screenshot({ path: join(fileURLToPath(new URL('.', import.meta.url)), 'screenshots', 'explorer-gpt2.png'), fullPage: true });
+  await page.screenshot({
+    path: join(fileURLToPath(new URL('.', import.meta.url)), 'screenshots', 'explorer-gpt2.png'),
+    fullPage: true,
+  });
   assert.deepEqual(errors, []);
 });
 
@@ -232,16 +288,45 @@ test('bad folders: one message each, the open model keeps working', { skip }, as
   const cfg = fixJson('config.json');
   const weights = readFix('model.safetensors');
   const cases: [string, string, RegExp][] = [
-    ['bert', folder('bert', { 'config.json': JSON.stringify({ ...cfg, model_type: 'bert' }) }),
-      /^Could not open the folder: config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, \.\.\.\)$/],
-    ['wordpiece', folder('wordpiece', { 'tokenizer.json': JSON.stringify({ model: { type: 'WordPiece', vocab: {} }, pre_tokenizer: { type: 'BertPreTokenizer' } }) }),
-      /^Could not open the folder: tokenizer\.json: unsupported model type 'WordPiece' \(supported: BPE, or a qkv-chars tokenizer\)$/],
-    ['truncated', folder('truncated', { 'model.safetensors': weights.subarray(0, weights.length - 5000) }),
-      /^Could not open the folder: model\.safetensors: safetensors: tensor '.+' has data_offsets \[\d+, \d+\] but the data buffer after the header is only \d+ bytes$/],
-    ['gpt2-xl', folder('gpt2-xl', { 'config.json': JSON.stringify({ ...cfg, n_layer: 48, n_embd: 1600, n_head: 25, n_positions: 1024, vocab_size: 50257 }) }),
-      /^Could not open the folder: config\.json: this model has 1,557,611,200 parameters, 6230 MB in fp32, more than the page can hold \(\d+ MB with the (js|wasm) backend.*\); gpt2, distilgpt2, gpt2-medium and gpt2-large fit$/],
-    ['missing', folder('missing', { 'model.safetensors': null }),
-      /^Could not open the folder: the folder lacks model\.safetensors \(a model folder holds config\.json, tokenizer\.json and model\.safetensors\)$/],
+    [
+      'bert',
+      folder('bert', { 'config.json': JSON.stringify({ ...cfg, model_type: 'bert' }) }),
+      /^Could not open the folder: config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, \.\.\.\)$/,
+    ],
+    [
+      'wordpiece',
+      folder('wordpiece', {
+        'tokenizer.json': JSON.stringify({
+          model: { type: 'WordPiece', vocab: {} },
+          pre_tokenizer: { type: 'BertPreTokenizer' },
+        }),
+      }),
+      /^Could not open the folder: tokenizer\.json: unsupported model type 'WordPiece' \(supported: BPE, or a qkv-chars tokenizer\)$/,
+    ],
+    [
+      'truncated',
+      folder('truncated', { 'model.safetensors': weights.subarray(0, weights.length - 5000) }),
+      /^Could not open the folder: model\.safetensors: safetensors: tensor '.+' has data_offsets \[\d+, \d+\] but the data buffer after the header is only \d+ bytes$/,
+    ],
+    [
+      'gpt2-xl',
+      folder('gpt2-xl', {
+        'config.json': JSON.stringify({
+          ...cfg,
+          n_layer: 48,
+          n_embd: 1600,
+          n_head: 25,
+          n_positions: 1024,
+          vocab_size: 50257,
+        }),
+      }),
+      /^Could not open the folder: config\.json: this model has 1,557,611,200 parameters, 6230 MB in fp32, more than the page can hold \(\d+ MB with the (js|wasm) backend.*\); gpt2, distilgpt2, gpt2-medium and gpt2-large fit$/,
+    ],
+    [
+      'missing',
+      folder('missing', { 'model.safetensors': null }),
+      /^Could not open the folder: the folder lacks model\.safetensors \(a model folder holds config\.json, tokenizer\.json and model\.safetensors\)$/,
+    ],
   ];
   for (const [what, dir, re] of cases) {
     const r = await open(dir);
@@ -260,13 +345,18 @@ test('bad folders: one message each, the open model keeps working', { skip }, as
   assert.deepEqual(errors, []);
 });
 
-test('qkv explore --model on a Hugging Face GPT-2 folder: the page loads it from the server and generates as Node', { skip }, async () => {
+test('qkv explore --model on a Hugging Face GPT-2 folder: the page loads it from the server and generates as Node', {
+  skip,
+}, async () => {
   const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: FIX, port: 0 });
   const { p, errs } = await openPage(srv.url);
   try {
     assert.equal(await p.locator('#view-generate').isVisible(), true);
     assert.equal(await p.locator('#tab-translate').isVisible(), false);
-    assert.match((await p.getByTestId('model-info').textContent()) ?? '', /^Model hf-gpt2-tiny: Hugging Face GPT-2, 2 layers, 4 heads, nEmbd 32, context 32 tokens, vocabulary 317 \(byte-level BPE\)/);
+    assert.match(
+      (await p.getByTestId('model-info').textContent()) ?? '',
+      /^Model hf-gpt2-tiny: Hugging Face GPT-2, 2 layers, 4 heads, nEmbd 32, context 32 tokens, vocabulary 317 \(byte-level BPE\)/,
+    );
     const lm = loadGptFromFiles(fixJson('config.json'), fixJson('tokenizer.json'), readFix('model.safetensors'));
     const ref = generateWithAttention(lm, 'A dog', { maxTokens: 5, stopAtLineEnd: false });
     await p.getByTestId('prompt').fill('A dog');
@@ -292,10 +382,16 @@ test('with a translation model served, the Generate tab still opens a GPT folder
     await p.locator('#tabs [data-view="generate"]').click();
     assert.equal(await p.locator('#view-generate').isVisible(), true);
     await p.getByTestId('generate-info').waitFor();
-    assert.match((await p.getByTestId('generate-info').textContent()) ?? '', /serves a translation model \(see Translate\)\. Open a GPT folder above/);
+    assert.match(
+      (await p.getByTestId('generate-info').textContent()) ?? '',
+      /serves a translation model \(see Translate\)\. Open a GPT folder above/,
+    );
     await p.locator('#folder-input').setInputFiles(FIX);
     await p.waitForFunction(() => document.querySelector('#view-generate')?.getAttribute('data-opened') === '1');
-    assert.match((await p.getByTestId('generate-info').textContent()) ?? '', /^Model hf-gpt2-tiny: Hugging Face GPT-2 from a local folder/);
+    assert.match(
+      (await p.getByTestId('generate-info').textContent()) ?? '',
+      /^Model hf-gpt2-tiny: Hugging Face GPT-2 from a local folder/,
+    );
     await p.getByTestId('prompt').fill('A dog');
     await p.getByTestId('max-tokens').fill('2');
     await p.getByTestId('generate').click();

@@ -22,7 +22,15 @@ import { startServer } from '../../examples/onnx-web/serve.mjs';
 import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 const skip = toolSkip('chromium');
 const work = tempDir('qkv-onnx-web-');
 
@@ -36,7 +44,8 @@ function writeExport(exp: OnnxExport, from: string, to: string): void {
 /** The same export opened in onnxruntime-node, for decode.js in Node. */
 async function nodeModel(exp: OnnxExport): Promise<ExportModel> {
   const sessions: ExportModel['sessions'] = {};
-  for (const [role, f] of Object.entries(exp.manifest.graphs)) sessions[role] = await ort.InferenceSession.create(exp.files[f]) as unknown as ExportModel['sessions'][string];
+  for (const [role, f] of Object.entries(exp.manifest.graphs))
+    sessions[role] = (await ort.InferenceSession.create(exp.files[f])) as unknown as ExportModel['sessions'][string];
   return { manifest: exp.manifest, sessions };
 }
 
@@ -52,8 +61,16 @@ before(async () => {
   requireTool('chromium');
   const mt = loadModelDir(mtDir).model;
   const lm = loadLmDir(lmDir).model;
-  writeExport(exportSeq2SeqOnnx(mt.config, mt.stateDict(), { dtype: 'fp16', withAttention: false }), mtDir, join(work, 'mt'));
-  writeExport(exportGptOnnx(lm.config, lm.stateDict(), { dtype: 'fp16', withAttention: false }), lmDir, join(work, 'gpt'));
+  writeExport(
+    exportSeq2SeqOnnx(mt.config, mt.stateDict(), { dtype: 'fp16', withAttention: false }),
+    mtDir,
+    join(work, 'mt'),
+  );
+  writeExport(
+    exportGptOnnx(lm.config, lm.stateDict(), { dtype: 'fp16', withAttention: false }),
+    lmDir,
+    join(work, 'gpt'),
+  );
   const { server, url } = await startServer({ models: { mt: join(work, 'mt'), gpt: join(work, 'gpt') } });
   close = () => server.close();
   const { chromium } = await import('playwright-core');
@@ -69,50 +86,82 @@ after(async () => {
   close?.();
 });
 
-test('GPT in ONNX Runtime Web (wasm): greedy continuations equal qkv\'s and onnxruntime-node\'s', { skip }, async () => {
+test("GPT in ONNX Runtime Web (wasm): greedy continuations equal qkv's and onnxruntime-node's", { skip }, async () => {
   const { model, tokenizer, separatorId } = loadLmDir(lmDir);
   const exp = exportGptOnnx(model.config, model.stateDict(), { dtype: 'fp16', withAttention: false });
   const inNode = await nodeModel(exp);
   const texts = ['A man', 'Two dogs are running', 'A woman in a blue'];
   const prompts = texts.map((t) => [separatorId, ...tokenizer.encode(t)]);
   const t0 = performance.now();
-  const web = await page.evaluate(async ([all, sep]) => {
-    const w = window as unknown as { ort: unknown; greedyGpt: typeof greedyGpt; openExport: (o: unknown, b: string) => Promise<ExportModel> };
-    const m = await w.openExport(w.ort, './models/gpt/');
-    const out: number[][] = [];
-    for (const p of all) out.push(await w.greedyGpt(w.ort, m, p, 50, sep));
-    return out;
-  }, [prompts, separatorId] as const);
+  const web = await page.evaluate(
+    async ([all, sep]) => {
+      const w = window as unknown as {
+        ort: unknown;
+        greedyGpt: typeof greedyGpt;
+        openExport: (o: unknown, b: string) => Promise<ExportModel>;
+      };
+      const m = await w.openExport(w.ort, './models/gpt/');
+      const out: number[][] = [];
+      for (const p of all) out.push(await w.greedyGpt(w.ort, m, p, 50, sep));
+      return out;
+    },
+    [prompts, separatorId] as const,
+  );
   console.log(`page: ${texts.length} continuations in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   for (let i = 0; i < texts.length; i++) {
     const qkv = generate(model, prompts[i], { maxTokens: 50, temperature: 0, stopIds: [separatorId] }).ids;
     assert.ok(qkv.length > 5);
-    assert.deepEqual(web[i], qkv, `'${texts[i]}': page '${tokenizer.decode(web[i])}' vs qkv '${tokenizer.decode(qkv)}'`);
-    assert.deepEqual(await greedyGpt(ort, inNode, prompts[i], 50, separatorId), qkv, `'${texts[i]}' in onnxruntime-node`);
+    assert.deepEqual(
+      web[i],
+      qkv,
+      `'${texts[i]}': page '${tokenizer.decode(web[i])}' vs qkv '${tokenizer.decode(qkv)}'`,
+    );
+    assert.deepEqual(
+      await greedyGpt(ort, inNode, prompts[i], 50, separatorId),
+      qkv,
+      `'${texts[i]}' in onnxruntime-node`,
+    );
   }
   assert.deepEqual(pageErrors, []);
 });
 
-test('translation model in ONNX Runtime Web (wasm): greedy translations equal qkv\'s and onnxruntime-node\'s', { skip }, async () => {
+test("translation model in ONNX Runtime Web (wasm): greedy translations equal qkv's and onnxruntime-node's", {
+  skip,
+}, async () => {
   const { model, tokenizer, targetTokenizer } = loadModelDir(mtDir);
   const exp = exportSeq2SeqOnnx(model.config, model.stateDict(), { dtype: 'fp16', withAttention: false });
   const inNode = await nodeModel(exp);
-  const sentences = ['A man is riding a bike.', 'Two dogs play in the snow.', 'A little girl in a pink dress is climbing the stairs.'];
+  const sentences = [
+    'A man is riding a bike.',
+    'Two dogs play in the snow.',
+    'A little girl in a pink dress is climbing the stairs.',
+  ];
   const srcs = sentences.map((s) => tokenizer.encode(s));
   const ids = { bosId: targetTokenizer.bosId, eosId: targetTokenizer.eosId };
   const t0 = performance.now();
-  const web = await page.evaluate(async ([all, o]) => {
-    const w = window as unknown as { ort: unknown; greedySeq2Seq: typeof greedySeq2Seq; openExport: (o: unknown, b: string) => Promise<ExportModel> };
-    const m = await w.openExport(w.ort, './models/mt/');
-    const out: number[][] = [];
-    for (const src of all) out.push(await w.greedySeq2Seq(w.ort, m, src, o));
-    return out;
-  }, [srcs, ids] as const);
+  const web = await page.evaluate(
+    async ([all, o]) => {
+      const w = window as unknown as {
+        ort: unknown;
+        greedySeq2Seq: typeof greedySeq2Seq;
+        openExport: (o: unknown, b: string) => Promise<ExportModel>;
+      };
+      const m = await w.openExport(w.ort, './models/mt/');
+      const out: number[][] = [];
+      for (const src of all) out.push(await w.greedySeq2Seq(w.ort, m, src, o));
+      return out;
+    },
+    [srcs, ids] as const,
+  );
   console.log(`page: ${srcs.length} translations in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   for (let i = 0; i < srcs.length; i++) {
     const qkv = greedy(model, new Tensor(Int32Array.from(srcs[i]), [1, srcs[i].length], 'int32'), ids).tokens[0];
     assert.ok(qkv.length > 3);
-    assert.deepEqual(web[i], qkv, `'${sentences[i]}': page '${targetTokenizer.decode(web[i])}' vs qkv '${targetTokenizer.decode(qkv)}'`);
+    assert.deepEqual(
+      web[i],
+      qkv,
+      `'${sentences[i]}': page '${targetTokenizer.decode(web[i])}' vs qkv '${targetTokenizer.decode(qkv)}'`,
+    );
     assert.deepEqual(await greedySeq2Seq(ort, inNode, srcs[i], ids), qkv, `'${sentences[i]}' in onnxruntime-node`);
   }
   assert.deepEqual(pageErrors, []);

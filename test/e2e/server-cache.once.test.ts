@@ -17,7 +17,11 @@ let server: ExploreServer;
 let modelDir: string;
 let weights: Buffer;
 
-interface Reply { status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }
+interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
 
 function get(path: string, headers: Record<string, string> = {}, keepBody = true, method = 'GET'): Promise<Reply> {
   return new Promise((resolve, reject) => {
@@ -25,7 +29,13 @@ function get(path: string, headers: Record<string, string> = {}, keepBody = true
       const chunks: Buffer[] = [];
       let n = 0;
       res.on('data', (c: Buffer) => (keepBody ? chunks.push(c) : (n += c.length)));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: keepBody ? Buffer.concat(chunks) : Buffer.alloc(0) }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: keepBody ? Buffer.concat(chunks) : Buffer.alloc(0),
+        }),
+      );
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -60,14 +70,29 @@ test('ETag and Last-Modified on every file; If-None-Match and If-Modified-Since 
   assert.match(etag, /^"[0-9a-f]+-[0-9a-f]+"$/);
   assert.equal(r.headers['last-modified'], 'Sun, 01 Nov 2026 10:00:00 GMT');
   assert.equal(r.headers['accept-ranges'], 'bytes');
-  for (const h of <Record<string, string>[]>[{ 'If-None-Match': etag }, { 'If-None-Match': `"other", W/${etag}` }, { 'If-None-Match': '*' }, { 'If-Modified-Since': 'Sun, 01 Nov 2026 10:00:00 GMT' }, { 'If-Modified-Since': 'Mon, 02 Nov 2026 00:00:00 GMT' }]) {
+  for (const h of <Record<string, string>[]>[
+    { 'If-None-Match': etag },
+    { 'If-None-Match': `"other", W/${etag}` },
+    { 'If-None-Match': '*' },
+    { 'If-Modified-Since': 'Sun, 01 Nov 2026 10:00:00 GMT' },
+    { 'If-Modified-Since': 'Mon, 02 Nov 2026 00:00:00 GMT' },
+  ]) {
     const c = await get('/model/model.safetensors', h);
     assert.equal(c.status, 304, JSON.stringify(h));
     assert.equal(c.body.length, 0);
     assert.equal(c.headers.etag, etag);
-    assert.equal(c.headers['cross-origin-embedder-policy'], 'require-corp', 'the isolation headers come with a 304 too');
+    assert.equal(
+      c.headers['cross-origin-embedder-policy'],
+      'require-corp',
+      'the isolation headers come with a 304 too',
+    );
   }
-  for (const h of <Record<string, string>[]>[{ 'If-None-Match': '"other"' }, { 'If-Modified-Since': 'Sat, 31 Oct 2026 00:00:00 GMT' }, { 'If-None-Match': '"other"', 'If-Modified-Since': 'Mon, 02 Nov 2026 00:00:00 GMT' }, { 'If-Modified-Since': 'garbage' }]) {
+  for (const h of <Record<string, string>[]>[
+    { 'If-None-Match': '"other"' },
+    { 'If-Modified-Since': 'Sat, 31 Oct 2026 00:00:00 GMT' },
+    { 'If-None-Match': '"other"', 'If-Modified-Since': 'Mon, 02 Nov 2026 00:00:00 GMT' },
+    { 'If-Modified-Since': 'garbage' },
+  ]) {
     const c = await get('/model/model.safetensors', h);
     assert.equal(c.status, 200, JSON.stringify(h));
     assert.deepEqual(c.body, weights);
@@ -88,7 +113,13 @@ test('ETag and Last-Modified on every file; If-None-Match and If-Modified-Since 
 test('single byte ranges: 206 with Content-Range, 416 past the end, the whole file for what is not one plain range', async () => {
   const n = weights.length;
   const etag = String((await get('/model/model.safetensors', {}, false, 'HEAD')).headers.etag);
-  const cases: [string, number, number][] = [['bytes=0-99', 0, 99], ['bytes=1000-', 1000, n - 1], ['bytes=-500', n - 500, n - 1], [`bytes=${n - 10}-${n + 100}`, n - 10, n - 1], ['bytes=-99999999', 0, n - 1]];
+  const cases: [string, number, number][] = [
+    ['bytes=0-99', 0, 99],
+    ['bytes=1000-', 1000, n - 1],
+    ['bytes=-500', n - 500, n - 1],
+    [`bytes=${n - 10}-${n + 100}`, n - 10, n - 1],
+    ['bytes=-99999999', 0, n - 1],
+  ];
   for (const [range, a, b] of cases) {
     const r = await get('/model/model.safetensors', { Range: range });
     assert.equal(r.status, 206, range);
@@ -121,7 +152,9 @@ const serverSide = new Map<number, Socket>();
 
 /** Resolves when the server's end of every connection open now has closed (an event, not a timer). */
 function allClosed(): Promise<void> {
-  return Promise.all([...serverSide.values()].map((s) => (s.closed ? undefined : new Promise((r) => s.once('close', r))))).then(() => undefined);
+  return Promise.all(
+    [...serverSide.values()].map((s) => (s.closed ? undefined : new Promise((r) => s.once('close', r)))),
+  ).then(() => undefined);
 }
 
 /**
@@ -146,10 +179,19 @@ function stalledClient(): Promise<Socket> {
   });
 }
 
-test('load: 600 concurrent downloads beside slow and vanishing clients; all answered, no files left open, memory flat', { timeout: 120_000 }, async () => {
+test('load: 600 concurrent downloads beside slow and vanishing clients; all answered, no files left open, memory flat', {
+  timeout: 120_000,
+}, async () => {
   const round = async (count: number) => {
-    const replies = await Promise.all(Array.from({ length: count }, (_, i) =>
-      get(i % 3 === 0 ? '/model/config.json' : i % 3 === 1 ? '/model/model.safetensors' : '/', i % 3 === 1 ? {} : { 'If-None-Match': '"x"' }, i % 3 !== 1)));
+    const replies = await Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        get(
+          i % 3 === 0 ? '/model/config.json' : i % 3 === 1 ? '/model/model.safetensors' : '/',
+          i % 3 === 1 ? {} : { 'If-None-Match': '"x"' },
+          i % 3 !== 1,
+        ),
+      ),
+    );
     for (const r of replies) assert.equal(r.status, 200);
   };
   await round(60); // warm up
@@ -169,12 +211,17 @@ test('load: 600 concurrent downloads beside slow and vanishing clients; all answ
   const fds1 = openFiles();
   const rss1 = process.memoryUsage().rss;
   const grew = (rss1 - rss0) / 2 ** 20;
-  assert.ok(fds1 <= fds0 + 2, `open files ${fds0} before, ${fds1} after: the reads of clients that left were not closed`);
+  assert.ok(
+    fds1 <= fds0 + 2,
+    `open files ${fds0} before, ${fds1} after: the reads of clients that left were not closed`,
+  );
   assert.ok(grew < 48, `RSS grew ${grew.toFixed(1)} MiB over 600 requests`);
   const still = await get('/model/model.safetensors');
   assert.deepEqual(still.body, weights, 'still serving after the load');
   await allClosed();
   const conns = await new Promise<number>((r) => server.server.getConnections((_, n) => r(n)));
   assert.ok(conns <= 1, `${conns} connections left open`);
-  process.stderr.write(`# load: 600 requests in ${seconds.toFixed(1)} s with 4 stalled readers; RSS ${(rss0 / 2 ** 20).toFixed(0)} → ${(rss1 / 2 ** 20).toFixed(0)} MiB; open files ${fds0} → ${fds1}\n`);
+  process.stderr.write(
+    `# load: 600 requests in ${seconds.toFixed(1)} s with 4 stalled readers; RSS ${(rss0 / 2 ** 20).toFixed(0)} → ${(rss1 / 2 ** 20).toFixed(0)} MiB; open files ${fds0} → ${fds1}\n`,
+  );
 });

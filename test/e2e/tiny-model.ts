@@ -43,8 +43,17 @@ export function makeTinyModel(seed = 1): { dir: string; model: Seq2Seq; tokenize
   const tokenizer = BpeTokenizer.learn(SENTENCES, { vocabSize: 120, minFrequency: 1 });
   manualSeed(seed);
   const model = new Seq2Seq({
-    vocabSize: tokenizer.vocabSize, dModel: 16, nhead: HEADS, numEncoderLayers: LAYERS, numDecoderLayers: LAYERS,
-    dimFeedforward: 32, dropout: 0, activation: 'relu', normFirst: false, maxLen: 24, padId: tokenizer.padId,
+    vocabSize: tokenizer.vocabSize,
+    dModel: 16,
+    nhead: HEADS,
+    numEncoderLayers: LAYERS,
+    numDecoderLayers: LAYERS,
+    dimFeedforward: 32,
+    dropout: 0,
+    activation: 'relu',
+    normFirst: false,
+    maxLen: 24,
+    padId: tokenizer.padId,
   });
   model.eval();
   saveModelDir(dir, model, tokenizer, { preset: 'test-tiny' });
@@ -53,14 +62,29 @@ export function makeTinyModel(seed = 1): { dir: string; model: Seq2Seq; tokenize
 }
 
 /** The same with separate vocabularies: English BPE for the source, German for the target (target_tokenizer.json). */
-export function makeTinySeparateModel(seed = 1): { dir: string; model: Seq2Seq; tokenizer: BpeTokenizer; targetTokenizer: BpeTokenizer } {
+export function makeTinySeparateModel(seed = 1): {
+  dir: string;
+  model: Seq2Seq;
+  tokenizer: BpeTokenizer;
+  targetTokenizer: BpeTokenizer;
+} {
   const dir = tempDir('qkv-tiny-sep-');
   const tokenizer = BpeTokenizer.learn(SENTENCES.slice(0, 3), { vocabSize: 90, minFrequency: 1 });
   const targetTokenizer = BpeTokenizer.learn(SENTENCES.slice(3), { vocabSize: 100, minFrequency: 1 });
   manualSeed(seed);
   const model = new Seq2Seq({
-    vocabSize: tokenizer.vocabSize, tgtVocabSize: targetTokenizer.vocabSize, dModel: 16, nhead: HEADS, numEncoderLayers: LAYERS, numDecoderLayers: LAYERS,
-    dimFeedforward: 32, dropout: 0, activation: 'relu', normFirst: false, maxLen: 24, padId: tokenizer.padId,
+    vocabSize: tokenizer.vocabSize,
+    tgtVocabSize: targetTokenizer.vocabSize,
+    dModel: 16,
+    nhead: HEADS,
+    numEncoderLayers: LAYERS,
+    numDecoderLayers: LAYERS,
+    dimFeedforward: 32,
+    dropout: 0,
+    activation: 'relu',
+    normFirst: false,
+    maxLen: 24,
+    padId: tokenizer.padId,
   });
   model.eval();
   saveModelDir(dir, model, tokenizer, { preset: 'test-tiny' }, targetTokenizer);
@@ -76,7 +100,15 @@ export function makeTinyGpt(seed = 1): { dir: string; model: GPT; tokenizer: Cha
   const dir = tempDir('qkv-tiny-gpt-');
   const tokenizer = CharTokenizer.learn(SENTENCES);
   manualSeed(seed);
-  const model = new GPT({ vocabSize: tokenizer.vocabSize, blockSize: 48, nLayer: GPT_LAYERS, nHead: GPT_HEADS, nEmbd: 16, dropout: 0, positions: 'learned' });
+  const model = new GPT({
+    vocabSize: tokenizer.vocabSize,
+    blockSize: 48,
+    nLayer: GPT_LAYERS,
+    nHead: GPT_HEADS,
+    nEmbd: 16,
+    dropout: 0,
+    positions: 'learned',
+  });
   model.eval();
   saveLmDir(dir, model, tokenizer, 'char', { preset: 'test-tiny' });
   saveWeights(join(dir, 'model.safetensors'), model.stateDict());

@@ -18,7 +18,15 @@ import { packedTarball, ROOT } from '../helpers/packed.ts';
 import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
 import { tempDir } from './tiny-model.ts';
 
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const MODEL = join(ROOT, 'models', 'multi30k-en-de');
 const skip = toolSkip('chromium');
@@ -40,7 +48,9 @@ function serve(app: string, model: string): Promise<{ server: Server; url: strin
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
     const prefix = '/models/multi30k-en-de/';
-    const [root, rel] = path.startsWith(prefix) ? [model, path.slice(prefix.length)] : [app, path === '/' ? 'index.html' : path.slice(1)];
+    const [root, rel] = path.startsWith(prefix)
+      ? [model, path.slice(prefix.length)]
+      : [app, path === '/' ? 'index.html' : path.slice(1)];
     const file = normalize(join(root, rel));
     if (!file.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) {
       // As `vite preview` and many static hosts do for a single-page app: a path that is not there
@@ -52,17 +62,27 @@ function serve(app: string, model: string): Promise<{ server: Server; url: strin
     res.writeHead(200, { 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream' });
     createReadStream(file).pipe(res);
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` }),
+    ),
+  );
 }
 
 /** The .wasm files under `dir`, but for the folders named in `skip` (at its top). */
 function wasmFilesUnder(dir: string, skip: string[] = []): string[] {
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.wasm') && !skip.includes(f.split(/[\\/]/)[0]));
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter(
+    (f) => f.endsWith('.wasm') && !skip.includes(f.split(/[\\/]/)[0]),
+  );
 }
 
 /** `qkv translate --model models/multi30k-en-de` of these lines, from the built checkout's CLI. */
 function cliTranslate(lines: string[]): string[] {
-  const r = spawnSync(process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), 'translate', '--model', MODEL], { cwd: ROOT, input: `${lines.join('\n')}\n`, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), 'translate', '--model', MODEL], {
+    cwd: ROOT,
+    input: `${lines.join('\n')}\n`,
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 0, `qkv translate failed:\n${r.stderr}`);
   const out = r.stdout.split('\n');
   assert.equal(out.pop(), '', 'qkv translate ends its output with a line end');
@@ -85,19 +105,42 @@ before(async () => {
   app = join(tempDir('qkv-web-app-'), 'web-app');
   // The app's sources, without what its README's steps leave in a checkout (examples/web-app/.gitignore).
   const source = join(ROOT, 'examples', 'web-app');
-  cpSync(source, app, { recursive: true, filter: (src) => !/^(node_modules|dist|public[\\/]models|package-lock\.json)$/.test(relative(source, src)) });
+  cpSync(source, app, {
+    recursive: true,
+    filter: (src) => !/^(node_modules|dist|public[\\/]models|package-lock\.json)$/.test(relative(source, src)),
+  });
   // The app's own package.json, pointed at this tarball instead of ../../qkv-<version>.tgz.
   const manifestPath = join(app, 'package.json');
-  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
-  assert.match(manifest.dependencies.qkv, /^file:.*qkv-[0-9.]+\.tgz$/, 'examples/web-app depends on the packed tarball');
-  const repoVite = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies.vite;
-  assert.equal(manifest.devDependencies.vite.match(/\d+/)?.[0], repoVite.match(/\d+/)?.[0], `the app's vite (${manifest.devDependencies.vite}) has the repository's major (${repoVite})`);
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as {
+    dependencies: Record<string, string>;
+    devDependencies: Record<string, string>;
+  };
+  assert.match(
+    manifest.dependencies.qkv,
+    /^file:.*qkv-[0-9.]+\.tgz$/,
+    'examples/web-app depends on the packed tarball',
+  );
+  const repoVite = (
+    JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }
+  ).devDependencies.vite;
+  assert.equal(
+    manifest.devDependencies.vite.match(/\d+/)?.[0],
+    repoVite.match(/\d+/)?.[0],
+    `the app's vite (${manifest.devDependencies.vite}) has the repository's major (${repoVite})`,
+  );
   manifest.dependencies.qkv = `file:${tarball}`;
   writeFileSync(manifestPath, JSON.stringify(manifest, null, 2));
-  const install = spawnSync(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app, encoding: 'utf8', env: { ...process.env, npm_config_loglevel: 'warn' } });
+  const install = spawnSync(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund'], {
+    cwd: app,
+    encoding: 'utf8',
+    env: { ...process.env, npm_config_loglevel: 'warn' },
+  });
   assert.equal(install.status, 0, `npm install in the web app failed:\n${install.stdout}\n${install.stderr}`);
   assert.ok(!existsSync(join(app, 'node_modules', 'qkv', 'src')), 'qkv is installed from the tarball (dist/ only)');
-  const build = spawnSync(process.execPath, [join(app, 'node_modules', 'vite', 'bin', 'vite.js'), 'build'], { cwd: app, encoding: 'utf8' });
+  const build = spawnSync(process.execPath, [join(app, 'node_modules', 'vite', 'bin', 'vite.js'), 'build'], {
+    cwd: app,
+    encoding: 'utf8',
+  });
   buildLog = `${build.stdout}\n${build.stderr}`;
   assert.equal(build.status, 0, `vite build failed:\n${buildLog}`);
 
@@ -119,19 +162,31 @@ after(async () => {
   server?.close();
 });
 
-test('vite build emits both wasm kernels from the installed package, and the page fetches one of them', { skip }, () => {
+test('vite build emits both wasm kernels from the installed package, and the page fetches one of them', {
+  skip,
+}, () => {
   const assets = readdirSync(join(app, 'dist', 'assets'));
   for (const name of ['qkv-simd', 'qkv-relaxed']) {
     const emitted = assets.find((f) => f.startsWith(`${name}-`) && f.endsWith('.wasm'));
     assert.ok(emitted, `dist/assets/ has no ${name}-<hash>.wasm: ${assets.join(', ')}\n${buildLog}`);
     // The very bytes the package ships next to its loader.
     const shipped = readFileSync(join(app, 'node_modules', 'qkv', 'dist', 'backend', 'wasm', `${name}.wasm`));
-    assert.ok(readFileSync(join(app, 'dist', 'assets', emitted)).equals(shipped), `${emitted} is the package's ${name}.wasm`);
+    assert.ok(
+      readFileSync(join(app, 'dist', 'assets', emitted)).equals(shipped),
+      `${emitted} is the package's ${name}.wasm`,
+    );
   }
   // Emitted by the bundler, not copied by hand: the app's sources hold no .wasm, its config no plugin.
   assert.deepEqual(wasmFilesUnder(app, ['node_modules', 'dist']), [], 'the example app copies no kernel by hand');
-  assert.doesNotMatch(readFileSync(join(app, 'vite.config.ts'), 'utf8'), /plugins\s*:|emitFile|publicDir/, 'vite.config.ts is plain: no plugin, no copied folder');
-  assert.ok(requests.some((p) => /^\/assets\/qkv-(simd|relaxed)-[^/]+\.wasm$/.test(p)), `the page fetched an emitted kernel: ${requests.join(', ')}`);
+  assert.doesNotMatch(
+    readFileSync(join(app, 'vite.config.ts'), 'utf8'),
+    /plugins\s*:|emitFile|publicDir/,
+    'vite.config.ts is plain: no plugin, no copied folder',
+  );
+  assert.ok(
+    requests.some((p) => /^\/assets\/qkv-(simd|relaxed)-[^/]+\.wasm$/.test(p)),
+    `the page fetched an emitted kernel: ${requests.join(', ')}`,
+  );
 });
 
 test('without cross-origin isolation the page runs the wasm backend on one thread and says why', { skip }, async () => {
@@ -142,17 +197,25 @@ test('without cross-origin isolation the page runs the wasm backend on one threa
   assert.equal(info.backend, 'wasm');
   assert.equal(info.threads, 1);
   assert.match(info.reason, /cross-origin isolated/);
-  assert.ok(info.wasmVariant === 'simd' || info.wasmVariant === 'relaxed-simd', `a wasm build loaded: ${info.wasmVariant}`);
+  assert.ok(
+    info.wasmVariant === 'simd' || info.wasmVariant === 'relaxed-simd',
+    `a wasm build loaded: ${info.wasmVariant}`,
+  );
   assert.match((await page.textContent('#backend')) ?? '', /wasm.*1 thread.*cross-origin isolated/);
   assert.deepEqual(pageErrors, []);
 });
 
 test("the page's translations are byte-identical to `qkv translate`'s", { skip }, async () => {
-  const items = await page.$$eval('#examples li', (lis) => lis.map((li) => ({ source: li.dataset.source ?? '', translation: li.dataset.translation ?? '' })));
+  const items = await page.$$eval('#examples li', (lis) =>
+    lis.map((li) => ({ source: li.dataset.source ?? '', translation: li.dataset.translation ?? '' })),
+  );
   assert.equal(items.length, 2, 'two example sentences');
   const expected = cliTranslate(items.map((i) => i.source));
   assert.ok(expected.every((t) => t.length > 0));
-  assert.deepEqual(items.map((i) => i.translation), expected);
+  assert.deepEqual(
+    items.map((i) => i.translation),
+    expected,
+  );
 
   // The text box: type a sentence, press the button, wait for the output to name it.
   const sentence = 'A woman in a red coat is walking her dog in the park.';

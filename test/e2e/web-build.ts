@@ -20,9 +20,14 @@ function newest(dir: string): number {
 
 export function ensureWebBuild(): string {
   const index = join(ROOT, 'dist', 'web', 'index.html');
-  const stale = !existsSync(index) || statSync(index).mtimeMs < Math.max(newest(join(ROOT, 'web')), newest(join(ROOT, 'src')));
+  const stale =
+    !existsSync(index) || statSync(index).mtimeMs < Math.max(newest(join(ROOT, 'web')), newest(join(ROOT, 'src')));
   if (stale) {
-    const r = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'web/vite.config.ts'], { cwd: ROOT, encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--config', 'web/vite.config.ts'],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
     assert.equal(r.status, 0, `vite build failed:\n${r.stdout}\n${r.stderr}`);
   }
   const dir = findWebDir();

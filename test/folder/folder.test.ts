@@ -8,7 +8,15 @@ import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { join } from 'node:path';
 import { test } from 'node:test';
 import {
-  contentsSource, FolderError, folderKind, urlSource, gpt2TokenizerJson, hfTokenizer, openFolder, seq2seqFromFiles, type OpenedFolder,
+  contentsSource,
+  FolderError,
+  folderKind,
+  urlSource,
+  gpt2TokenizerJson,
+  hfTokenizer,
+  openFolder,
+  seq2seqFromFiles,
+  type OpenedFolder,
 } from '../../src/folder/index.ts';
 import { atomicWrite, dirSource, folderKindOf, readEnsemble, readLm, readSeq2Seq } from '../../src/folder/node.ts';
 import { ByteLevelBpeTokenizer } from '../../src/text/bytelevel.ts';
@@ -51,9 +59,17 @@ test('kind detection: seq2seq, gpt, hf-gpt2 from config.json; anything else name
   assert.equal(folderKind(json(join(root, 'models/gpt-multi30k-char'), 'config.json')), 'gpt');
   assert.equal(folderKind(json(HF, 'config.json')), 'hf-gpt2');
   assert.equal(folderKindOf(HF), 'hf-gpt2');
-  assert.throws(() => folderKind({ model_type: 'bert' }, 'x/config.json'), (e: Error) => e instanceof FolderError && e.file === 'x/config.json'
-    && /^x\/config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2'/.test(e.message));
-  assert.throws(() => folderKind({ format: 'qkv-bert' }), /^Error: config\.json: expected format 'qkv-seq2seq' \(a translation model from qkv train\) or 'qkv-gpt' \(a language model from qkv train-lm\), got format 'qkv-bert'$/);
+  assert.throws(
+    () => folderKind({ model_type: 'bert' }, 'x/config.json'),
+    (e: Error) =>
+      e instanceof FolderError &&
+      e.file === 'x/config.json' &&
+      /^x\/config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2'/.test(e.message),
+  );
+  assert.throws(
+    () => folderKind({ format: 'qkv-bert' }),
+    /^Error: config\.json: expected format 'qkv-seq2seq' \(a translation model from qkv train\) or 'qkv-gpt' \(a language model from qkv train-lm\), got format 'qkv-bert'$/,
+  );
   assert.throws(() => folderKind(null), /got not a JSON object \(null\)/);
   assert.throws(() => folderKindOf(join(root, 'no-such')), /^Error: model folder not found: .*no-such$/);
   assert.throws(() => folderKindOf(join(root, 'src')), /^Error: model config not found: .*src\/config\.json$/);
@@ -66,7 +82,9 @@ test('a translation folder opens to the same model from a path, from contents an
   const fromContents = await openFolder(contents(dir));
   assert.equal(fromContents.kind, 'seq2seq');
   sameWeights(fromContents.model, model);
-  const files = [...contents(dir)].map(([name, bytes]) => Object.assign(new File([bytes as Uint8Array<ArrayBuffer>], name), { webkitRelativePath: `tiny/${name}` }));
+  const files = [...contents(dir)].map(([name, bytes]) =>
+    Object.assign(new File([bytes as Uint8Array<ArrayBuffer>], name), { webkitRelativePath: `tiny/${name}` }),
+  );
   const fromFiles = await openFolder(files);
   sameWeights(fromFiles.model, model);
   const fromDir = await openFolder(dirSource(dir));
@@ -78,34 +96,71 @@ test('separate vocabularies: target_tokenizer.json is required, and refused besi
   const sep = makeTinySeparateModel(2);
   const opened = readSeq2Seq(sep.dir);
   assert.notEqual(opened.targetTokenizer, opened.tokenizer);
-  assert.throws(() => readSeq2Seq(copyOf(sep.dir, { 'target_tokenizer.json': null })), /^Error: target tokenizer not found: .*target_tokenizer\.json \(.*config\.json describes a model with separate source and target vocabularies: model\.tgtVocabSize\)$/);
+  assert.throws(
+    () => readSeq2Seq(copyOf(sep.dir, { 'target_tokenizer.json': null })),
+    /^Error: target tokenizer not found: .*target_tokenizer\.json \(.*config\.json describes a model with separate source and target vocabularies: model\.tgtVocabSize\)$/,
+  );
   const shared = makeTinyModel(2);
   const extra = copyOf(shared.dir, { 'target_tokenizer.json': readFileSync(join(shared.dir, 'tokenizer.json')) });
-  assert.throws(() => readSeq2Seq(extra), /target_tokenizer\.json: a target tokenizer, but .*config\.json describes a model with one shared vocabulary/);
+  assert.throws(
+    () => readSeq2Seq(extra),
+    /target_tokenizer\.json: a target tokenizer, but .*config\.json describes a model with one shared vocabulary/,
+  );
   const m = contents(extra);
-  await assert.rejects(openFolder(m), /^Error: target_tokenizer\.json: a target tokenizer, but config\.json describes a model with one shared vocabulary/);
+  await assert.rejects(
+    openFolder(m),
+    /^Error: target_tokenizer\.json: a target tokenizer, but config\.json describes a model with one shared vocabulary/,
+  );
 });
 
 test('each error path of a translation folder names the file and what was expected', async () => {
   const { dir } = makeTinyModel(4);
   const cfg = json(dir, 'config.json');
   const bad = (edit: Record<string, string | Uint8Array | null>, re: RegExp) => {
-    assert.throws(() => readSeq2Seq(copyOf(dir, edit)), (e: Error) => e instanceof FolderError && re.test(e.message) && !e.message.includes('\n'), re.source);
+    assert.throws(
+      () => readSeq2Seq(copyOf(dir, edit)),
+      (e: Error) => e instanceof FolderError && re.test(e.message) && !e.message.includes('\n'),
+      re.source,
+    );
   };
   bad({ 'config.json': null }, /^model config not found: .*\/config\.json$/);
   bad({ 'config.json': '{"format": ' }, /^model config is not valid JSON: .*\/config\.json \(/);
-  bad({ 'config.json': JSON.stringify({ ...cfg, format: 'qkv-gpt' }) }, /config\.json: expected format 'qkv-seq2seq' with a 'model' section, got format 'qkv-gpt'$/);
-  bad({ 'config.json': JSON.stringify({ ...cfg, decoding: { beam: 0, alpha: 0.6 } }) }, /config\.json: 'decoding' must be \{"beam": a positive integer, "alpha": a number >= 0\}, got \{"beam":0,"alpha":0\.6\}$/);
-  bad({ 'config.json': JSON.stringify({ ...cfg, decoding: { beam: 4, alpha: 0.6, mbr: 'yes' } }) }, /'decoding\.mbr' must be true or false, got "yes"$/);
-  bad({ 'config.json': JSON.stringify({ ...cfg, decoding: { beam: 4, alpha: 0.6, ensemble: ['../x'] } }) }, /'decoding\.ensemble' must be a non-empty list of distinct subfolders of the model folder/);
-  bad({ 'config.json': JSON.stringify({ ...cfg, model: { ...(cfg.model as object), nhead: 3 } }) }, /config\.json: .*nhead/);
+  bad(
+    { 'config.json': JSON.stringify({ ...cfg, format: 'qkv-gpt' }) },
+    /config\.json: expected format 'qkv-seq2seq' with a 'model' section, got format 'qkv-gpt'$/,
+  );
+  bad(
+    { 'config.json': JSON.stringify({ ...cfg, decoding: { beam: 0, alpha: 0.6 } }) },
+    /config\.json: 'decoding' must be \{"beam": a positive integer, "alpha": a number >= 0\}, got \{"beam":0,"alpha":0\.6\}$/,
+  );
+  bad(
+    { 'config.json': JSON.stringify({ ...cfg, decoding: { beam: 4, alpha: 0.6, mbr: 'yes' } }) },
+    /'decoding\.mbr' must be true or false, got "yes"$/,
+  );
+  bad(
+    { 'config.json': JSON.stringify({ ...cfg, decoding: { beam: 4, alpha: 0.6, ensemble: ['../x'] } }) },
+    /'decoding\.ensemble' must be a non-empty list of distinct subfolders of the model folder/,
+  );
+  bad(
+    { 'config.json': JSON.stringify({ ...cfg, model: { ...(cfg.model as object), nhead: 3 } }) },
+    /config\.json: .*nhead/,
+  );
   bad({ 'tokenizer.json': null }, /^tokenizer not found: .*\/tokenizer\.json$/);
-  bad({ 'tokenizer.json': '{"model": {"type": "WordPiece"}}' }, /tokenizer\.json: BpeTokenizer\.fromJSON: model\.type must be "BPE"$/);
+  bad(
+    { 'tokenizer.json': '{"model": {"type": "WordPiece"}}' },
+    /tokenizer\.json: BpeTokenizer\.fromJSON: model\.type must be "BPE"$/,
+  );
   bad({ 'model.safetensors': null }, /^model weights not found: .*\/model\.safetensors$/);
   bad({ 'model.safetensors': new Uint8Array(4) }, /model\.safetensors: .*/);
   // From contents, the same checks, files named as given.
-  assert.throws(() => seq2seqFromFiles({ config: cfg, tokenizer: json(dir, 'tokenizer.json') }), /^Error: model weights not found: model\.safetensors$/);
-  await assert.rejects(openFolder(new Map([['tokenizer.json', '{}']])), /^Error: model config not found: config\.json$/);
+  assert.throws(
+    () => seq2seqFromFiles({ config: cfg, tokenizer: json(dir, 'tokenizer.json') }),
+    /^Error: model weights not found: model\.safetensors$/,
+  );
+  await assert.rejects(
+    openFolder(new Map([['tokenizer.json', '{}']])),
+    /^Error: model config not found: config\.json$/,
+  );
 });
 
 test('ensembles: members from subfolders (path and contents), each checked to share the tokenizers', async () => {
@@ -113,7 +168,10 @@ test('ensembles: members from subfolders (path and contents), each checked to sh
   const member = makeTinyModel(6);
   const cfg = json(dir, 'config.json');
   cpSync(member.dir, join(dir, 'member-2'), { recursive: true });
-  writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...cfg, decoding: { beam: 2, alpha: 0.6, ensemble: ['member-2'] } }));
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({ ...cfg, decoding: { beam: 2, alpha: 0.6, ensemble: ['member-2'] } }),
+  );
   const e = readEnsemble(dir);
   assert.equal(e.members.length, 2);
   sameWeights(e.members[1], member.model);
@@ -126,8 +184,14 @@ test('ensembles: members from subfolders (path and contents), each checked to sh
   assert.ok(alone.kind === 'seq2seq');
   assert.equal(alone.members.length, 1);
   // A member with its own ensemble, a different tokenizer, a missing member.
-  writeFileSync(join(dir, 'member-2', 'config.json'), JSON.stringify({ ...json(dir, 'member-2/config.json'), decoding: { beam: 2, alpha: 0.6, ensemble: ['x'] } }));
-  assert.throws(() => readEnsemble(dir), /decoding\.ensemble member member-2: its config\.json names an ensemble of its own/);
+  writeFileSync(
+    join(dir, 'member-2', 'config.json'),
+    JSON.stringify({ ...json(dir, 'member-2/config.json'), decoding: { beam: 2, alpha: 0.6, ensemble: ['x'] } }),
+  );
+  assert.throws(
+    () => readEnsemble(dir),
+    /decoding\.ensemble member member-2: its config\.json names an ensemble of its own/,
+  );
   writeFileSync(join(dir, 'member-2', 'config.json'), JSON.stringify(json(member.dir, 'config.json')));
   const tok = json(dir, 'member-2/tokenizer.json') as { added_tokens: { content: string }[] };
   tok.added_tokens[0].content = '<PAD>';
@@ -135,7 +199,10 @@ test('ensembles: members from subfolders (path and contents), each checked to sh
   delete vocab['<pad>'];
   vocab['<PAD>'] = 0;
   writeFileSync(join(dir, 'member-2', 'tokenizer.json'), JSON.stringify(tok));
-  assert.throws(() => readEnsemble(dir), /member member-2: its tokenizer\.json differs from --model .*'s: ensemble members must share their tokenizers/);
+  assert.throws(
+    () => readEnsemble(dir),
+    /member member-2: its tokenizer\.json differs from --model .*'s: ensemble members must share their tokenizers/,
+  );
   await assert.rejects(openFolder(contents(dir)), /member member-2: its tokenizer\.json differs/);
   rmSync(join(dir, 'member-2'), { recursive: true });
   assert.throws(() => readEnsemble(dir), /decoding\.ensemble member member-2: model folder not found: .*member-2$/);
@@ -150,9 +217,16 @@ test('a qkv GPT folder: path and contents give the same model; its error paths',
   assert.equal(opened.kind, 'gpt');
   sameWeights(opened.model, model);
   const cfg = json(dir, 'config.json');
-  const bad = (edit: Record<string, string | null>, re: RegExp) => assert.throws(() => readLm(copyOf(dir, edit)), re, re.source);
-  bad({ 'config.json': JSON.stringify({ ...cfg, tokenizer: 'word' }) }, /config\.json: expected "tokenizer": "char" or "bpe", got 'word'$/);
-  bad({ 'config.json': JSON.stringify({ ...cfg, model: { ...(cfg.model as object), vocabSize: 7 } }) }, /tokenizer\.json: \d+ tokens, but .*config\.json's model\.vocabSize is 7$/);
+  const bad = (edit: Record<string, string | null>, re: RegExp) =>
+    assert.throws(() => readLm(copyOf(dir, edit)), re, re.source);
+  bad(
+    { 'config.json': JSON.stringify({ ...cfg, tokenizer: 'word' }) },
+    /config\.json: expected "tokenizer": "char" or "bpe", got 'word'$/,
+  );
+  bad(
+    { 'config.json': JSON.stringify({ ...cfg, model: { ...(cfg.model as object), vocabSize: 7 } }) },
+    /tokenizer\.json: \d+ tokens, but .*config\.json's model\.vocabSize is 7$/,
+  );
   bad({ 'tokenizer.json': null }, /^Error: tokenizer not found: .*tokenizer\.json$/);
   bad({ 'model.safetensors': null }, /^Error: model weights not found: .*model\.safetensors$/);
 });
@@ -163,7 +237,9 @@ test('a Hugging Face GPT-2 folder: tokenizer.json, or vocab.json + merges.txt; p
   assert.equal(opened.kind, 'hf-gpt2');
   sameWeights(opened.model, lm.model);
   // vocab.json + merges.txt, as the slow GPT2Tokenizer's files: the same ids as tokenizer.json.
-  const tj = json(HF, 'tokenizer.json') as { model: { vocab: Record<string, number>; merges: string[] | [string, string][] } };
+  const tj = json(HF, 'tokenizer.json') as {
+    model: { vocab: Record<string, number>; merges: string[] | [string, string][] };
+  };
   const merges = `#version: 0.2\n${tj.model.merges.map((m) => (Array.isArray(m) ? m.join(' ') : m)).join('\n')}\n`;
   const vocab = { ...tj.model.vocab, '<|endoftext|>': 316 };
   const slow = copyOf(HF, { 'tokenizer.json': null, 'vocab.json': JSON.stringify(vocab), 'merges.txt': merges });
@@ -173,18 +249,34 @@ test('a Hugging Face GPT-2 folder: tokenizer.json, or vocab.json + merges.txt; p
   assert.equal(fromSlow.separatorId, lm.separatorId);
   assert.equal((await openFolder(contents(slow))).tokenizer.encode(text).join(), lm.tokenizer.encode(text).join());
   assert.ok(hfTokenizer({ tokenizer: gpt2TokenizerJson(vocab, merges) }) instanceof ByteLevelBpeTokenizer);
-  assert.throws(() => gpt2TokenizerJson(vocab, '#version: 0.2\na b c\n'), /^Error: merges\.txt: line 2: expected two tokens separated by one space, got "a b c"$/);
-  assert.throws(() => gpt2TokenizerJson([1], merges), /^Error: vocab\.json: expected an object of token: id, got an array$/);
-  assert.throws(() => readLm(copyOf(HF, { 'tokenizer.json': null })), /^Error: tokenizer not found: .*tokenizer\.json \(a Hugging Face GPT-2 folder holds tokenizer\.json, or vocab\.json and merges\.txt\)$/);
+  assert.throws(
+    () => gpt2TokenizerJson(vocab, '#version: 0.2\na b c\n'),
+    /^Error: merges\.txt: line 2: expected two tokens separated by one space, got "a b c"$/,
+  );
+  assert.throws(
+    () => gpt2TokenizerJson([1], merges),
+    /^Error: vocab\.json: expected an object of token: id, got an array$/,
+  );
+  assert.throws(
+    () => readLm(copyOf(HF, { 'tokenizer.json': null })),
+    /^Error: tokenizer not found: .*tokenizer\.json \(a Hugging Face GPT-2 folder holds tokenizer\.json, or vocab\.json and merges\.txt\)$/,
+  );
   // PyTorch's pickle alone: one line that says how to get model.safetensors.
   const pt = copyOf(HF, { 'model.safetensors': null, 'pytorch_model.bin': new Uint8Array(16) });
-  const oneLine = /^Error: model weights not found: .*model\.safetensors \(the folder holds pytorch_model\.bin, a PyTorch pickle qkv does not read: download model\.safetensors .*save_pretrained.*\)$/;
-  assert.throws(() => readLm(pt), (e: Error) => oneLine.test(String(e)) && !e.message.includes('\n'));
+  const oneLine =
+    /^Error: model weights not found: .*model\.safetensors \(the folder holds pytorch_model\.bin, a PyTorch pickle qkv does not read: download model\.safetensors .*save_pretrained.*\)$/;
+  assert.throws(
+    () => readLm(pt),
+    (e: Error) => oneLine.test(String(e)) && !e.message.includes('\n'),
+  );
   await assert.rejects(openFolder(contents(pt)), oneLine);
   await assert.rejects(openFolder(dirSource(pt)), oneLine);
   // Weights cut short: named.
   const w = readFileSync(join(HF, 'model.safetensors'));
-  assert.throws(() => readLm(copyOf(HF, { 'model.safetensors': w.subarray(0, w.length - 4096) })), /model\.safetensors: .*data/);
+  assert.throws(
+    () => readLm(copyOf(HF, { 'model.safetensors': w.subarray(0, w.length - 4096) })),
+    /model\.safetensors: .*data/,
+  );
 });
 
 test('atomicWrite replaces a file whole and leaves no temporary file', () => {
@@ -221,6 +313,12 @@ test('a folder served over HTTP: files fetched under the base URL, 404 a missing
   sameWeights(opened.model, model);
   assert.ok(asked.includes('https://host/m/config.json') && asked.includes('https://host/m/model.safetensors'));
   files.delete('model.safetensors');
-  await assert.rejects(openFolder(urlSource('https://host/m/', fetchFn)), /^Error: model weights not found: https:\/\/host\/m\/model\.safetensors$/);
-  await assert.rejects(urlSource('https://host/m/', fetchFn).read('broken.json'), /^Error: https:\/\/host\/m\/broken\.json: HTTP 500$/);
+  await assert.rejects(
+    openFolder(urlSource('https://host/m/', fetchFn)),
+    /^Error: model weights not found: https:\/\/host\/m\/model\.safetensors$/,
+  );
+  await assert.rejects(
+    urlSource('https://host/m/', fetchFn).read('broken.json'),
+    /^Error: https:\/\/host\/m\/broken\.json: HTTP 500$/,
+  );
 });

@@ -110,10 +110,15 @@ export function namesUsedAsCode(src: string): string[] {
 
 test('the scanner: whole literals and hand-built paths count; comments and prose do not', () => {
   assert.deepEqual(namesUsedAsCode("join(dir, 'config.json')"), ['config.json']);
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the scanner's input is source text.
   assert.deepEqual(namesUsedAsCode('readFileSync(`${dir}/model.safetensors`)'), ['/model.safetensors']);
-  assert.deepEqual(namesUsedAsCode('x = "tokenizer.json"; y = `target_tokenizer.json`'), ['tokenizer.json', 'target_tokenizer.json']);
+  assert.deepEqual(namesUsedAsCode('x = "tokenizer.json"; y = `target_tokenizer.json`'), [
+    'tokenizer.json',
+    'target_tokenizer.json',
+  ]);
   assert.deepEqual(namesUsedAsCode("// join(dir, 'config.json')\n/* 'model.safetensors' */ f()"), []);
-  assert.deepEqual(namesUsedAsCode("throw new Error(`${path}: its config.json names an ensemble`)"), []);
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the scanner's input is source text.
+  assert.deepEqual(namesUsedAsCode('throw new Error(`${path}: its config.json names an ensemble`)'), []);
   assert.deepEqual(namesUsedAsCode(".option('--model <dir>', 'folder whose tokenizer.json encodes the text')"), []);
   assert.deepEqual(namesUsedAsCode("s.replace(/'/g, '') + join(d, 'config.json')"), ['config.json']);
   assert.deepEqual(namesUsedAsCode("const a = 'it\\'s'; join(d, \"model.safetensors\")"), ['model.safetensors']);
@@ -129,7 +134,11 @@ test('no file outside src/folder/ names a model folder file as code (config.json
       if (used.length > 0) offenders.push(`${rel}: ${used.map((u) => JSON.stringify(u)).join(', ')}`);
     }
   }
-  assert.deepEqual(offenders, [], `open or write these through src/folder (FILES, folder/node.ts):\n${offenders.join('\n')}`);
+  assert.deepEqual(
+    offenders,
+    [],
+    `open or write these through src/folder (FILES, folder/node.ts):\n${offenders.join('\n')}`,
+  );
 });
 
 test('the listed exceptions exist (a renamed file must not keep an exception it no longer needs by accident)', () => {

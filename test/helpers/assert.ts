@@ -5,7 +5,13 @@ import type { Tensor } from '../../src/index.ts';
  * Elementwise |a − b| <= atol + rtol·|b| with equal shapes (NaN matches NaN, ±∞ must match exactly).
  * The default is the project's PyTorch-parity tolerance, 1e-4 + 1e-4·|b|.
  */
-export function assertClose(actual: Tensor | ArrayLike<number>, expected: Tensor | ArrayLike<number>, what: string, atol = 1e-4, rtol = 1e-4): void {
+export function assertClose(
+  actual: Tensor | ArrayLike<number>,
+  expected: Tensor | ArrayLike<number>,
+  what: string,
+  atol = 1e-4,
+  rtol = 1e-4,
+): void {
   const a = 'data' in actual ? actual.data : actual;
   const b = 'data' in expected ? expected.data : expected;
   if ('shape' in actual && 'shape' in expected) {
@@ -17,7 +23,10 @@ export function assertClose(actual: Tensor | ArrayLike<number>, expected: Tensor
   for (let i = 0; i < a.length; i++) {
     const x = a[i];
     const y = b[i];
-    if (Number.isNaN(y) ? Number.isNaN(x) : !Number.isFinite(y) ? x === y : Math.abs(x - y) <= atol + rtol * Math.abs(y)) continue;
+    if (
+      Number.isNaN(y) ? Number.isNaN(x) : !Number.isFinite(y) ? x === y : Math.abs(x - y) <= atol + rtol * Math.abs(y)
+    )
+      continue;
     const err = Math.abs(x - y);
     if (worst < 0 || !(err <= worstErr)) {
       worst = i;
@@ -25,6 +34,8 @@ export function assertClose(actual: Tensor | ArrayLike<number>, expected: Tensor
     }
   }
   if (worst >= 0) {
-    assert.fail(`${what}: element ${worst} is ${a[worst]}, expected ${b[worst]} (|diff| ${worstErr}, tolerance ${atol} + ${rtol}·|expected|)`);
+    assert.fail(
+      `${what}: element ${worst} is ${a[worst]}, expected ${b[worst]} (|diff| ${worstErr}, tolerance ${atol} + ${rtol}·|expected|)`,
+    );
   }
 }

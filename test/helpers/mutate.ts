@@ -7,9 +7,45 @@
 import { rng } from './random.ts';
 
 const ODD: unknown[] = [
-  null, true, false, 0, -1, 1, 2, 3, 0.5, -0.5, 7, 255, 1e9, 2 ** 31, 2 ** 53, 1e308, -1e308,
-  '', 'x', '<unk>', '<pad>', '▁', '▁a', 'a b', ' ', '\n', 'BPE', 'Metaspace', 'relu', 'gelu', 'qkv-chars', '__proto__',
-  [], [1, 2], ['a', 'b'], [null], {}, { a: 1 }, { type: 'BPE' },
+  null,
+  true,
+  false,
+  0,
+  -1,
+  1,
+  2,
+  3,
+  0.5,
+  -0.5,
+  7,
+  255,
+  1e9,
+  2 ** 31,
+  2 ** 53,
+  1e308,
+  -1e308,
+  '',
+  'x',
+  '<unk>',
+  '<pad>',
+  '▁',
+  '▁a',
+  'a b',
+  ' ',
+  '\n',
+  'BPE',
+  'Metaspace',
+  'relu',
+  'gelu',
+  'qkv-chars',
+  '__proto__',
+  [],
+  [1, 2],
+  ['a', 'b'],
+  [null],
+  {},
+  { a: 1 },
+  { type: 'BPE' },
 ];
 
 type Json = unknown;
@@ -18,8 +54,16 @@ type Json = unknown;
 function slots(doc: Json): [Record<string, unknown> | unknown[], string | number][] {
   const out: [Record<string, unknown> | unknown[], string | number][] = [];
   const walk = (v: Json) => {
-    if (Array.isArray(v)) v.forEach((x, i) => { out.push([v, i]); walk(x); });
-    else if (v !== null && typeof v === 'object') for (const k of Object.keys(v)) { out.push([v as Record<string, unknown>, k]); walk((v as Record<string, unknown>)[k]); }
+    if (Array.isArray(v))
+      v.forEach((x, i) => {
+        out.push([v, i]);
+        walk(x);
+      });
+    else if (v !== null && typeof v === 'object')
+      for (const k of Object.keys(v)) {
+        out.push([v as Record<string, unknown>, k]);
+        walk((v as Record<string, unknown>)[k]);
+      }
   };
   walk(doc);
   return out;
@@ -62,7 +106,8 @@ export function mutator(seed: number): Mutator {
         } else if (kind < 0.95) {
           // A numeric leaf nudged: off by one, negated, scaled.
           const v = (box as Record<string | number, unknown>)[key];
-          if (typeof v === 'number') (box as Record<string | number, unknown>)[key] = pick([v + 1, v - 1, -v, v * 1000, v / 2]);
+          if (typeof v === 'number')
+            (box as Record<string | number, unknown>)[key] = pick([v + 1, v - 1, -v, v * 1000, v / 2]);
           else (box as Record<string | number, unknown>)[key] = odd();
         } else {
           // Two slots swap values.
@@ -81,7 +126,13 @@ export function mutator(seed: number): Mutator {
 }
 
 /** Run `body` on `count` mutations of `doc`; returns how many gave a result and how many a clear error, and the slowest input. */
-export function fuzz(count: number, seed: number, doc: Json, body: (input: Json | string) => void, clear: RegExp): { ok: number; errors: number; slowestMs: number } {
+export function fuzz(
+  count: number,
+  seed: number,
+  doc: Json,
+  body: (input: Json | string) => void,
+  clear: RegExp,
+): { ok: number; errors: number; slowestMs: number } {
   const m = mutator(seed);
   let ok = 0;
   let errors = 0;
@@ -95,7 +146,9 @@ export function fuzz(count: number, seed: number, doc: Json, body: (input: Json 
     } catch (e) {
       const msg = e instanceof Error ? `${e.constructor.name}: ${e.message}` : String(e);
       if (!(e instanceof Error) || !clear.test(e.message)) {
-        throw new Error(`input ${i} (seed ${seed}) gave an unclear error: ${msg}\ninput: ${JSON.stringify(input).slice(0, 600)}`);
+        throw new Error(
+          `input ${i} (seed ${seed}) gave an unclear error: ${msg}\ninput: ${JSON.stringify(input).slice(0, 600)}`,
+        );
       }
       errors++;
     }

@@ -33,11 +33,21 @@ let packed: string | undefined;
 /** The release tarball of this checkout (packed once per process), in a temporary folder of its own. */
 export function packedTarball(): string {
   if (packed) return packed;
-  assert.ok(existsSync(join(ROOT, 'dist', 'index.js')), 'dist/index.js is missing: run `npm run build` (and `npm run build:wasm`) before the package tests');
+  assert.ok(
+    existsSync(join(ROOT, 'dist', 'index.js')),
+    'dist/index.js is missing: run `npm run build` (and `npm run build:wasm`) before the package tests',
+  );
   const wasm = ['qkv-simd.wasm', 'qkv-relaxed.wasm'];
   if (wasm.some((f) => !existsSync(join(ROOT, 'dist', 'backend', 'wasm', f)))) {
-    const r = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build-wasm.mjs'), '--copy'], { cwd: ROOT, encoding: 'utf8' });
-    assert.equal(r.status, 0, `the wasm kernels are not in dist/backend/wasm/ and could not be copied there (run \`npm run build:wasm\`):\n${r.stdout}${r.stderr}`);
+    const r = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build-wasm.mjs'), '--copy'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
+    assert.equal(
+      r.status,
+      0,
+      `the wasm kernels are not in dist/backend/wasm/ and could not be copied there (run \`npm run build:wasm\`):\n${r.stdout}${r.stderr}`,
+    );
   }
   const dir = mkdtempSync(join(tmpdir(), 'qkv-packed-'));
   process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
@@ -51,7 +61,10 @@ export function packedInstall(): PackedInstall {
   const dir = dirname(tarball);
   const project = join(dir, 'app');
   spawnSync('mkdir', [project]);
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', type: 'module', private: true }));
+  writeFileSync(
+    join(project, 'package.json'),
+    JSON.stringify({ name: 'app', version: '1.0.0', type: 'module', private: true }),
+  );
   const r = spawnSync(NPM, ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball], {
     cwd: project,
     encoding: 'utf8',

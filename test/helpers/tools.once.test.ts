@@ -16,7 +16,14 @@ test('toolsRequired: CI=1 requires the tools, as CI=true does', () => {
   const saved = { CI: process.env.CI, Q: process.env.QKV_REQUIRE_TOOLS };
   try {
     delete process.env.QKV_REQUIRE_TOOLS;
-    for (const [ci, want] of [['1', true], ['true', true], ['yes', true], ['0', false], ['false', false], [undefined, false]] as const) {
+    for (const [ci, want] of [
+      ['1', true],
+      ['true', true],
+      ['yes', true],
+      ['0', false],
+      ['false', false],
+      [undefined, false],
+    ] as const) {
       if (ci === undefined) delete process.env.CI;
       else process.env.CI = ci;
       assert.equal(toolsRequired(), want, `CI=${ci}`);

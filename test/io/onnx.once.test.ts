@@ -26,8 +26,32 @@ import { PYTHON, requireTool, toolSkip } from '../helpers/tools.ts';
 
 const PAD = 0;
 const S2S: Record<string, Seq2SeqConfig> = {
-  'post-norm relu': { vocabSize: 61, dModel: 32, nhead: 4, numEncoderLayers: 2, numDecoderLayers: 2, dimFeedforward: 48, dropout: 0.1, activation: 'relu', normFirst: false, maxLen: 40, padId: PAD },
-  'pre-norm gelu': { vocabSize: 37, dModel: 24, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 3, dimFeedforward: 40, dropout: 0, activation: 'gelu', normFirst: true, maxLen: 30, padId: PAD },
+  'post-norm relu': {
+    vocabSize: 61,
+    dModel: 32,
+    nhead: 4,
+    numEncoderLayers: 2,
+    numDecoderLayers: 2,
+    dimFeedforward: 48,
+    dropout: 0.1,
+    activation: 'relu',
+    normFirst: false,
+    maxLen: 40,
+    padId: PAD,
+  },
+  'pre-norm gelu': {
+    vocabSize: 37,
+    dModel: 24,
+    nhead: 2,
+    numEncoderLayers: 1,
+    numDecoderLayers: 3,
+    dimFeedforward: 40,
+    dropout: 0,
+    activation: 'gelu',
+    normFirst: true,
+    maxLen: 30,
+    padId: PAD,
+  },
 };
 const GPTS: Record<string, GPTConfig> = {
   learned: { vocabSize: 45, blockSize: 32, nLayer: 2, nHead: 4, nEmbd: 32, dropout: 0.1, positions: 'learned' },
@@ -35,7 +59,10 @@ const GPTS: Record<string, GPTConfig> = {
 };
 
 let rng = 12345;
-const rand = (n: number) => ((rng = (rng * 1103515245 + 12345) % 2 ** 31), rng % n);
+const rand = (n: number) => {
+  rng = (rng * 1103515245 + 12345) % 2 ** 31;
+  return rng % n;
+};
 
 /** (B, T) random ids in [1, V); row b keeps lens[b] tokens, then padding. */
 function ids(B: number, T: number, V: number, lens: number[] = Array(B).fill(T)): Tensor {
@@ -44,8 +71,18 @@ function ids(B: number, T: number, V: number, lens: number[] = Array(B).fill(T))
   return new Tensor(d, [B, T], 'int32');
 }
 
-const i64 = (t: Tensor) => new ort.Tensor('int64', BigInt64Array.from(t.data as Int32Array, (x) => BigInt(x)), t.shape);
-const keep = (t: Tensor) => new ort.Tensor('int64', BigInt64Array.from(t.data as Int32Array, (x) => (x === PAD ? 0n : 1n)), t.shape);
+const i64 = (t: Tensor) =>
+  new ort.Tensor(
+    'int64',
+    BigInt64Array.from(t.data as Int32Array, (x) => BigInt(x)),
+    t.shape,
+  );
+const keep = (t: Tensor) =>
+  new ort.Tensor(
+    'int64',
+    BigInt64Array.from(t.data as Int32Array, (x) => (x === PAD ? 0n : 1n)),
+    t.shape,
+  );
 const empty = (B: number, h: number, dK: number) => new ort.Tensor('float32', new Float32Array(0), [B, h, 0, dK]);
 
 /** |a − b| ≤ 1e-4 + 1e-4·|b| everywhere (b: qkv), with the shapes equal. */
@@ -91,32 +128,66 @@ for (const [name, cfg] of Object.entries(S2S)) {
       const dec = await session(keepFile(`dec ${name} ${dtype}`, seq2seqDecoderGraph(cfg, sd, false, o)));
       const decPast = await session(keepFile(`decpast ${name} ${dtype}`, seq2seqDecoderGraph(cfg, sd, true, o)));
       const h = cfg.nhead;
-      for (const [B, S, T] of [[1, 1, 1], [3, 7, 4], [5, 13, 9]]) {
-        const src = ids(B, S, cfg.vocabSize, Array.from({ length: B }, (_, b) => (b === 0 ? S : 1 + rand(S))));
-        const tgt = ids(B, T, cfg.vocabSize, Array.from({ length: B }, (_, b) => (b === 0 ? T : 1 + rand(T))));
+      for (const [B, S, T] of [
+        [1, 1, 1],
+        [3, 7, 4],
+        [5, 13, 9],
+      ]) {
+        const src = ids(
+          B,
+          S,
+          cfg.vocabSize,
+          Array.from({ length: B }, (_, b) => (b === 0 ? S : 1 + rand(S))),
+        );
+        const tgt = ids(
+          B,
+          T,
+          cfg.vocabSize,
+          Array.from({ length: B }, (_, b) => (b === 0 ? T : 1 + rand(T))),
+        );
         const what = `B ${B}, S ${S}, T ${T}`;
         const e = await enc.run({ input_ids: i64(src), attention_mask: keep(src) });
         const { memory, full } = noGrad(() => ({ memory: m.encode(src), full: m.forward(src, tgt) }));
         assertClose(e.last_hidden_state, memory, `${what}: encoder output`);
-        const d = await dec.run({ input_ids: i64(tgt), encoder_attention_mask: keep(src), encoder_hidden_states: e.last_hidden_state });
+        const d = await dec.run({
+          input_ids: i64(tgt),
+          encoder_attention_mask: keep(src),
+          encoder_hidden_states: e.last_hidden_state,
+        });
         assertClose(d.logits, full, `${what}: teacher-forced logits`);
         // Incremental: the first p positions, then the rest in steps of up to 2 (targets without padding).
         const tgtFull = ids(B, T, cfg.vocabSize);
         const ref = noGrad(() => m.forward(src, tgtFull));
         const p = Math.max(1, T >> 1);
-        let out = await dec.run({ input_ids: i64(F.narrow(tgtFull, 1, 0, p)), encoder_attention_mask: keep(src), encoder_hidden_states: e.last_hidden_state });
+        let out = await dec.run({
+          input_ids: i64(F.narrow(tgtFull, 1, 0, p)),
+          encoder_attention_mask: keep(src),
+          encoder_hidden_states: e.last_hidden_state,
+        });
         assertClose(out.logits, F.narrow(ref, 1, 0, p), `${what}: first ${p} positions`);
-        const cross = Object.fromEntries(Object.entries(out).filter(([k]) => k.includes('.encoder.')).map(([k, v]) => [k.replace('present', 'past_key_values'), v]));
+        const cross = Object.fromEntries(
+          Object.entries(out)
+            .filter(([k]) => k.includes('.encoder.'))
+            .map(([k, v]) => [k.replace('present', 'past_key_values'), v]),
+        );
         for (let t = p; t < T; t += 2) {
           const L = Math.min(2, T - t);
-          const feeds: Record<string, ort.Tensor> = { input_ids: i64(F.narrow(tgtFull, 1, t, L)), encoder_attention_mask: keep(src), ...cross };
+          const feeds: Record<string, ort.Tensor> = {
+            input_ids: i64(F.narrow(tgtFull, 1, t, L)),
+            encoder_attention_mask: keep(src),
+            ...cross,
+          };
           for (let i = 0; i < cfg.numDecoderLayers; i++) {
             feeds[`past_key_values.${i}.decoder.key`] = out[`present.${i}.decoder.key`];
             feeds[`past_key_values.${i}.decoder.value`] = out[`present.${i}.decoder.value`];
           }
           out = await decPast.run(feeds);
           assertClose(out.logits, F.narrow(ref, 1, t, L), `${what}: positions ${t}..${t + L - 1} with past`);
-          assert.deepEqual([...out['present.0.decoder.key'].dims], [B, h, t + L, cfg.dModel / h], 'present keys (B, h, T, dK)');
+          assert.deepEqual(
+            [...out['present.0.decoder.key'].dims],
+            [B, h, t + L, cfg.dModel / h],
+            'present keys (B, h, T, dK)',
+          );
         }
       }
     });
@@ -129,12 +200,17 @@ for (const [name, cfg] of Object.entries(GPTS)) {
     const m = new GPT(cfg).eval();
     const s = await session(keepFile(`gpt ${name}`, gptDecoderGraph(cfg, m.stateDict())));
     const dK = cfg.nEmbd / cfg.nHead;
-    for (const [B, T] of [[1, 1], [2, 5], [4, 12]]) {
+    for (const [B, T] of [
+      [1, 1],
+      [2, 5],
+      [4, 12],
+    ]) {
       const x = ids(B, T, cfg.vocabSize);
       const ref = noGrad(() => m.forward(x));
       const p = Math.max(1, T - 3);
       const feeds: Record<string, ort.Tensor> = { input_ids: i64(F.narrow(x, 1, 0, p)) };
-      for (let i = 0; i < cfg.nLayer; i++) feeds[`past_key_values.${i}.key`] = feeds[`past_key_values.${i}.value`] = empty(B, cfg.nHead, dK);
+      for (let i = 0; i < cfg.nLayer; i++)
+        feeds[`past_key_values.${i}.key`] = feeds[`past_key_values.${i}.value`] = empty(B, cfg.nHead, dK);
       let out = await s.run(feeds);
       assertClose(out.logits, F.narrow(ref, 1, 0, p), `B ${B}: first ${p} positions`);
       for (let t = p; t < T; t++) {
@@ -150,7 +226,7 @@ for (const [name, cfg] of Object.entries(GPTS)) {
   });
 }
 
-test('--with-attention: every layer\'s per-head weights equal qkv\'s (encoder, decoder self and cross, GPT)', async () => {
+test("--with-attention: every layer's per-head weights equal qkv's (encoder, decoder self and cross, GPT)", async () => {
   const cfg = S2S['post-norm relu'];
   manualSeed(5);
   const m = new Seq2Seq(cfg).eval();
@@ -168,14 +244,21 @@ test('--with-attention: every layer\'s per-head weights equal qkv\'s (encoder, d
     const pad = m.paddingMask(src);
     let i = 0;
     for (const layer of m.transformer.encoder.layers) {
-      const w = layer.selfAttn.forward(x, x, x, { keyPaddingMask: pad, needWeights: true, averageAttnWeights: false }).weights!;
+      const w = layer.selfAttn.forward(x, x, x, { keyPaddingMask: pad, needWeights: true, averageAttnWeights: false })
+        .weights!;
       assertClose(e[`encoder_attentions.${i}`], w, `encoder layer ${i}`);
       x = layer.forward(x, { srcKeyPaddingMask: pad });
       i++;
     }
   });
-  const d = await dec.run({ input_ids: i64(tgt), encoder_attention_mask: keep(src), encoder_hidden_states: e.last_hidden_state });
-  const r = noGrad(() => m.decodeIncremental(tgt, m.initCache(m.encode(src), m.paddingMask(src)), { needWeights: true }));
+  const d = await dec.run({
+    input_ids: i64(tgt),
+    encoder_attention_mask: keep(src),
+    encoder_hidden_states: e.last_hidden_state,
+  });
+  const r = noGrad(() =>
+    m.decodeIncremental(tgt, m.initCache(m.encode(src), m.paddingMask(src)), { needWeights: true }),
+  );
   for (let i = 0; i < cfg.numDecoderLayers; i++) {
     assertClose(d[`decoder_attentions.${i}`], r.selfWeights![i], `decoder self-attention layer ${i}`);
     assertClose(d[`cross_attentions.${i}`], r.crossWeights![i], `cross-attention layer ${i}`);
@@ -185,7 +268,8 @@ test('--with-attention: every layer\'s per-head weights equal qkv\'s (encoder, d
   const gs = await session(keepFile('gpt attn', gptDecoderGraph(gc, g.stateDict(), o)));
   const x = ids(2, 5, gc.vocabSize);
   const feeds: Record<string, ort.Tensor> = { input_ids: i64(x) };
-  for (let i = 0; i < gc.nLayer; i++) feeds[`past_key_values.${i}.key`] = feeds[`past_key_values.${i}.value`] = empty(2, gc.nHead, gc.nEmbd / gc.nHead);
+  for (let i = 0; i < gc.nLayer; i++)
+    feeds[`past_key_values.${i}.key`] = feeds[`past_key_values.${i}.value`] = empty(2, gc.nHead, gc.nEmbd / gc.nHead);
   const out = await gs.run(feeds);
   const ref = noGrad(() => g.forwardCached(x, g.initCache(), { needWeights: true }));
   for (let i = 0; i < gc.nLayer; i++) assertClose(out[`attentions.${i}`], ref.weights![i], `GPT layer ${i}`);
@@ -198,13 +282,19 @@ test('fp16 weights are stored as FLOAT16 (half the bytes) and rounded to nearest
   const f16 = gptDecoderGraph(cfg, m.stateDict(), { dtype: 'fp16' }).length;
   assert.ok(f16 < 0.55 * f32, `${f16} vs ${f32} bytes`);
   // IEEE half: 1, 65504 (max), 2^-24 (smallest subnormal), ties to even, overflow to inf.
-  assert.deepEqual([1, -2, 65504, 2 ** -24, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 1e6, 0].map(toHalfBits), [0x3c00, 0xc000, 0x7bff, 0x0001, 0x3c00, 0x3c02, 0x7c00, 0]);
+  assert.deepEqual(
+    [1, -2, 65504, 2 ** -24, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 1e6, 0].map(toHalfBits),
+    [0x3c00, 0xc000, 0x7bff, 0x0001, 0x3c00, 0x3c02, 0x7c00, 0],
+  );
 });
 
-test('ONNX checker (onnx.checker.check_model, full_check=True) accepts every exported graph', { skip: toolSkip('onnx') }, () => {
+test('ONNX checker (onnx.checker.check_model, full_check=True) accepts every exported graph', {
+  skip: toolSkip('onnx'),
+}, () => {
   requireTool('onnx');
   assert.ok(written.length >= 13, `${written.length} graphs written by the tests above`);
-  const script = 'import sys, onnx\nfor p in sys.argv[1:]:\n    onnx.checker.check_model(p, full_check=True)\n    print("ok", p)';
+  const script =
+    'import sys, onnx\nfor p in sys.argv[1:]:\n    onnx.checker.check_model(p, full_check=True)\n    print("ok", p)';
   const r = spawnSync(PYTHON, ['-c', script, ...written], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout.trim().split('\n').length, written.length, r.stdout);

@@ -19,7 +19,15 @@ test('quantizeInt8: scale max|row|/127, values rounded half to even, a zero row 
   // Row 0's largest magnitude is 127, so its scale is exactly 1 and the rounding shows as it is.
   const b = new Tensor(Float32Array.from([1, 2]), [2], 'float32');
   const n = new Tensor(Int32Array.from([7]), [1], 'int32');
-  const { tensors, dtype } = quantizeInt8({ w: f32([[127, 2.5, -3.5, 0.49], [0, 0, 0, 0], [-0.5, 0.25, 0.125, 0]]), b, n });
+  const { tensors, dtype } = quantizeInt8({
+    w: f32([
+      [127, 2.5, -3.5, 0.49],
+      [0, 0, 0, 0],
+      [-0.5, 0.25, 0.125, 0],
+    ]),
+    b,
+    n,
+  });
   assert.deepEqual(dtype, { w: 'I8', w_scale: 'F32', b: 'F16' });
   assert.equal(tensors.w.dtype, 'int32');
   assert.deepEqual(tensors.w_scale.shape, [3, 1]);
@@ -48,11 +56,15 @@ test('dequantizeInt8(quantizeInt8(w)) is q·s as one float32 product, within s/2
   for (let i = 0; i < wd.length; i++) {
     const r = Math.floor(i / 48);
     assert.equal(bd[i], Math.fround(qd[i] * sd[r]), `element ${i}`);
-    assert.ok(Math.abs(bd[i] - wd[i]) <= sd[r] * 0.5 * (1 + 1e-6), `element ${i}: ${bd[i]} vs ${wd[i]} (scale ${sd[r]})`);
+    assert.ok(
+      Math.abs(bd[i] - wd[i]) <= sd[r] * 0.5 * (1 + 1e-6),
+      `element ${i}: ${bd[i]} vs ${wd[i]} (scale ${sd[r]})`,
+    );
     assert.ok(qd[i] >= -127 && qd[i] <= 127);
   }
   // Each row's largest magnitude is exactly ±127 steps.
-  for (let r = 0; r < 64; r++) assert.equal(Math.max(...[...qd.subarray(r * 48, r * 48 + 48)].map(Math.abs)), 127, `row ${r}`);
+  for (let r = 0; r < 64; r++)
+    assert.equal(Math.max(...[...qd.subarray(r * 48, r * 48 + 48)].map(Math.abs)), 127, `row ${r}`);
 });
 
 test('on disk: I8 weights with F32 scales [rows, 1], F16 for the rest; read back and dequantized as in memory', () => {
@@ -67,14 +79,29 @@ test('on disk: I8 weights with F32 scales [rows, 1], F16 for the rest; read back
   assert.deepEqual(entry('lin.weight_scale')?.shape, [6, 1]);
   assert.equal(entry('lin.bias')?.dtype, 'F16');
   const read = dequantizeInt8(readSafetensors(bytes).tensors);
-  assert.deepEqual([...(read['lin.weight'].data as Float32Array)], [...(dequantizeInt8(q.tensors)['lin.weight'].data as Float32Array)]);
+  assert.deepEqual(
+    [...(read['lin.weight'].data as Float32Array)],
+    [...(dequantizeInt8(q.tensors)['lin.weight'].data as Float32Array)],
+  );
   // 30 int8 values, 6 float32 scales and 6 fp16 biases: the data is 30 + 24 + 12 bytes.
   assert.equal(bytes.length - header.dataStart, 30 + 24 + 12);
 });
 
 test('a Seq2Seq loads its int8 weights through loadWeights and gives logits close to fp32 (int8 error only)', () => {
   manualSeed(13);
-  const config = { vocabSize: 40, dModel: 16, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 1, dimFeedforward: 32, dropout: 0, activation: 'relu' as const, normFirst: false, maxLen: 16, padId: 0 };
+  const config = {
+    vocabSize: 40,
+    dModel: 16,
+    nhead: 2,
+    numEncoderLayers: 1,
+    numDecoderLayers: 1,
+    dimFeedforward: 32,
+    dropout: 0,
+    activation: 'relu' as const,
+    normFirst: false,
+    maxLen: 16,
+    padId: 0,
+  };
   const m = new Seq2Seq(config);
   m.eval();
   const q = quantizeInt8(m.stateDict(), { rest: 'F32' });
@@ -82,7 +109,10 @@ test('a Seq2Seq loads its int8 weights through loadWeights and gives logits clos
   loadWeights(m2, readSafetensors(writeSafetensors(q.tensors, { dtype: q.dtype })).tensors, config, SEQ2SEQ_FIELDS);
   m2.eval();
   const ids = (xs: number[]) => new Tensor(Int32Array.from(xs), [1, xs.length], 'int32');
-  const [a, b] = noGrad(() => [m.forward(ids([3, 7, 9, 2]), ids([1, 5, 6])), m2.forward(ids([3, 7, 9, 2]), ids([1, 5, 6]))]);
+  const [a, b] = noGrad(() => [
+    m.forward(ids([3, 7, 9, 2]), ids([1, 5, 6])),
+    m2.forward(ids([3, 7, 9, 2]), ids([1, 5, 6])),
+  ]);
   const ad = a.data as Float32Array;
   const bd = b.data as Float32Array;
   let worst = 0;
@@ -98,15 +128,27 @@ test('a Seq2Seq loads its int8 weights through loadWeights and gives logits clos
 test('refusals name the tensor: bad scale shape, negative or NaN scale, values outside int8, a name taken, I8 overflow on write', () => {
   const q = new Tensor(Int32Array.from([1, -2, 3, 4]), [2, 2], 'int32');
   const scales = (xs: number[], shape = [xs.length, 1]) => new Tensor(Float32Array.from(xs), shape, 'float32');
-  assert.throws(() => dequantizeInt8({ w: q, w_scale: scales([1, 1], [2]) }), /int8 weight 'w' \[2, 2\] needs 'w_scale' of shape \[2, 1\].*got \[2\]/);
+  assert.throws(
+    () => dequantizeInt8({ w: q, w_scale: scales([1, 1], [2]) }),
+    /int8 weight 'w' \[2, 2\] needs 'w_scale' of shape \[2, 1\].*got \[2\]/,
+  );
   assert.throws(() => dequantizeInt8({ w: q, w_scale: scales([1, 1, 1]) }), /needs 'w_scale' of shape \[2, 1\]/);
-  assert.throws(() => dequantizeInt8({ w: q, w_scale: scales([1, -1]) }), /int8 weight 'w': scale -1 at row 1 of 'w_scale' \(expected a finite scale ≥ 0\)/);
+  assert.throws(
+    () => dequantizeInt8({ w: q, w_scale: scales([1, -1]) }),
+    /int8 weight 'w': scale -1 at row 1 of 'w_scale' \(expected a finite scale ≥ 0\)/,
+  );
   assert.throws(() => dequantizeInt8({ w: q, w_scale: scales([NaN, 1]) }), /scale NaN at row 0/);
   const big = new Tensor(Int32Array.from([1, 300, 3, 4]), [2, 2], 'int32');
-  assert.throws(() => dequantizeInt8({ w: big, w_scale: scales([1, 1]) }), /int8 weight 'w' holds 300 at row 0, column 1, outside int8/);
+  assert.throws(
+    () => dequantizeInt8({ w: big, w_scale: scales([1, 1]) }),
+    /int8 weight 'w' holds 300 at row 0, column 1, outside int8/,
+  );
   assert.throws(() => quantizeInt8({ w: f32([[1, 2]]), w_scale: f32([[1]]) }), /'w_scale' is already a tensor/);
   assert.throws(() => quantizeInt8({ w: f32([[1, NaN]]) }), /'w' holds NaN at row 0, column 1/);
-  assert.throws(() => writeSafetensors({ w: big }, { dtype: { w: 'I8' } }), /tensor 'w' element 1 = 300 does not fit in I8 \[-128, 127\]/);
+  assert.throws(
+    () => writeSafetensors({ w: big }, { dtype: { w: 'I8' } }),
+    /tensor 'w' element 1 = 300 does not fit in I8 \[-128, 127\]/,
+  );
   // A float tensor beside an int one is not a quantized pair unless the int one is the weight.
   const plain = { w: f32([[1, 2]]), w_scale: f32([[1]]) };
   assert.equal(dequantizeInt8(plain), plain);

@@ -44,7 +44,8 @@ function throwsWith(fn: () => unknown, ...needles: string[]): void {
   assert.throws(fn, (e: unknown) => {
     assert.ok(e instanceof Error, 'expected an Error');
     assert.ok(e.message.startsWith('safetensors: '), `message should start with 'safetensors: ': ${e.message}`);
-    for (const n of needles) assert.ok(e.message.includes(n), `message should mention ${JSON.stringify(n)}: ${e.message}`);
+    for (const n of needles)
+      assert.ok(e.message.includes(n), `message should mention ${JSON.stringify(n)}: ${e.message}`);
     return true;
   });
 }
@@ -91,7 +92,9 @@ test('round trip: float32, int32, bool, scalar and empty tensors with metadata',
   assert.equal(back.tensors.scale.item(), 0.125);
   assert.deepEqual(
     { ...back.dtypes },
-    JSON.parse('{"__proto__":"F32","empty":"F32","emptyInt":"I32","ids":"I32","layer.0.weight":"F32","mask":"BOOL","scale":"F32"}'),
+    JSON.parse(
+      '{"__proto__":"F32","empty":"F32","emptyInt":"I32","ids":"I32","layer.0.weight":"F32","mask":"BOOL","scale":"F32"}',
+    ),
   );
   assert.equal(Object.getPrototypeOf(back.tensors), Object.prototype);
 });
@@ -133,24 +136,45 @@ test('F16 write: exact encodings (round to nearest even, subnormals, overflow, i
     1e-3, // 0x1419
   ];
   const expectedBits = [
-    0x3c00, 0xc000, 0x7bff, 0x7bff, 0x7c00, 0x03ff, 0x0400, 0x0001, 0x0000, 0x0001, 0x0000, 0x7c00, 0xfc00,
-    0x8000, 0x2e66, 0x3c00, 0x3c02, 0x7e00, 0x1419,
+    0x3c00, 0xc000, 0x7bff, 0x7bff, 0x7c00, 0x03ff, 0x0400, 0x0001, 0x0000, 0x0001, 0x0000, 0x7c00, 0xfc00, 0x8000,
+    0x2e66, 0x3c00, 0x3c02, 0x7e00, 0x1419,
   ];
   const t = new Tensor(new Float32Array(values), [values.length], 'float32');
   const file = writeSafetensors({ h: t }, { dtype: 'F16' });
-  assert.equal(headerText(file).trimEnd(), `{"h":{"dtype":"F16","shape":[${values.length}],"data_offsets":[0,${values.length * 2}]}}`);
+  assert.equal(
+    headerText(file).trimEnd(),
+    `{"h":{"dtype":"F16","shape":[${values.length}],"data_offsets":[0,${values.length * 2}]}}`,
+  );
   assert.deepEqual(u16s(dataOf(file)), expectedBits);
 
   const back = readSafetensors(file);
   assert.equal(back.dtypes.h, 'F16');
   assert.equal(back.tensors.h.dtype, 'float32');
   const expectedValues = [
-    1, -2, 65504, 65504, Infinity, 1023 * 2 ** -24, 2 ** -14, 2 ** -24, 0, 2 ** -24, 0, Infinity, -Infinity, -0,
-    0.0999755859375, 1, 1 + 2 ** -9, NaN, 0.0010004043579101562,
+    1,
+    -2,
+    65504,
+    65504,
+    Infinity,
+    1023 * 2 ** -24,
+    2 ** -14,
+    2 ** -24,
+    0,
+    2 ** -24,
+    0,
+    Infinity,
+    -Infinity,
+    -0,
+    0.0999755859375,
+    1,
+    1 + 2 ** -9,
+    NaN,
+    0.0010004043579101562,
   ];
   const got = Array.from(back.tensors.h.data);
   assert.equal(got.length, expectedValues.length);
-  for (let i = 0; i < got.length; i++) assert.ok(Object.is(got[i], expectedValues[i]), `index ${i}: ${got[i]} vs ${expectedValues[i]}`);
+  for (let i = 0; i < got.length; i++)
+    assert.ok(Object.is(got[i], expectedValues[i]), `index ${i}: ${got[i]} vs ${expectedValues[i]}`);
 });
 
 test('F16 read: every subnormal/special pattern decodes exactly', () => {
@@ -159,7 +183,18 @@ test('F16 read: every subnormal/special pattern decodes exactly', () => {
   bits.forEach((b, i) => new DataView(data.buffer).setUint16(i * 2, b, true));
   const file = build(`{"x":{"dtype":"F16","shape":[${bits.length}],"data_offsets":[0,${data.length}]}}`, data);
   const got = Array.from(readSafetensors(file).tensors.x.data);
-  const want = [2 ** -24, 512 * 2 ** -24, 1023 * 2 ** -24, -(2 ** -24), Infinity, -Infinity, NaN, NaN, 0.333251953125, -65504];
+  const want = [
+    2 ** -24,
+    512 * 2 ** -24,
+    1023 * 2 ** -24,
+    -(2 ** -24),
+    Infinity,
+    -Infinity,
+    NaN,
+    NaN,
+    0.333251953125,
+    -65504,
+  ];
   for (let i = 0; i < want.length; i++) assert.ok(Object.is(got[i], want[i]), `index ${i}: ${got[i]} vs ${want[i]}`);
 });
 
@@ -251,7 +286,10 @@ test('hand-built file: I64, U8, BOOL, F64, I8, I16, U16, U32, F32 with unaligned
   const r = readSafetensors(host.subarray(1));
 
   assert.deepEqual(r.metadata, { source: 'hand' });
-  assert.deepEqual({ ...r.dtypes }, { b: 'U8', d: 'F64', a: 'I64', m: 'BOOL', i8: 'I8', i16: 'I16', u16: 'U16', u32: 'U32', f: 'F32' });
+  assert.deepEqual(
+    { ...r.dtypes },
+    { b: 'U8', d: 'F64', a: 'I64', m: 'BOOL', i8: 'I8', i16: 'I16', u16: 'U16', u32: 'U32', f: 'F32' },
+  );
   const exp: Record<string, [string, number[], number[]]> = {
     b: ['int32', [3], [7, 0, 255]],
     d: ['float32', [2], [Math.fround(0.1), -2.5]],
@@ -335,7 +373,7 @@ test('exact byte layout: key order (dtype alignment descending, then name) and 8
     '"b":{"dtype":"BOOL","shape":[3],"data_offsets":[18,21]}}';
   assert.equal(text.length, 298);
   assert.equal(headerLen(file), 304); // 298 rounded up to a multiple of 8 with spaces
-  assert.equal(headerText(file), text + '      ');
+  assert.equal(headerText(file), `${text}      `);
   assert.equal(file.length, 8 + 304 + 21);
   assert.deepEqual(Array.from(file.subarray(0, 8)), [0x30, 0x01, 0, 0, 0, 0, 0, 0]);
   assert.deepEqual(
@@ -403,7 +441,12 @@ test('error: entry with wrong types (dtype, shape dims, data_offsets)', () => {
 });
 
 test('error: unknown dtype', () => {
-  throwsWith(() => readSafetensors(oneEntry('{"dtype":"F8_E4M3","shape":[4],"data_offsets":[0,4]}')), "tensor 'w'", 'unknown or unsupported dtype "F8_E4M3"', 'F32');
+  throwsWith(
+    () => readSafetensors(oneEntry('{"dtype":"F8_E4M3","shape":[4],"data_offsets":[0,4]}')),
+    "tensor 'w'",
+    'unknown or unsupported dtype "F8_E4M3"',
+    'F32',
+  );
   throwsWith(() => readSafetensors(oneEntry('{"dtype":"f32","shape":[1],"data_offsets":[0,4]}')), 'dtype "f32"');
 });
 
@@ -413,7 +456,10 @@ test('error: data_offsets past the end of the data buffer', () => {
     "tensor 'w' has data_offsets [0, 40]",
     'only 4 bytes',
   );
-  throwsWith(() => readSafetensors(oneEntry('{"dtype":"U8","shape":[0],"data_offsets":[9,9]}')), "tensor 'w' has data_offsets [9, 9]");
+  throwsWith(
+    () => readSafetensors(oneEntry('{"dtype":"U8","shape":[0],"data_offsets":[9,9]}')),
+    "tensor 'w' has data_offsets [9, 9]",
+  );
 });
 
 test('error: overlapping tensors', () => {
@@ -446,7 +492,11 @@ test('error: shape byte size does not equal end - begin', () => {
 });
 
 test('error: metadata values that are not strings, or metadata not an object', () => {
-  throwsWith(() => readSafetensors(build('{"__metadata__":{"format":"pt","n":3}}')), "__metadata__ value for key 'n'", 'number 3');
+  throwsWith(
+    () => readSafetensors(build('{"__metadata__":{"format":"pt","n":3}}')),
+    "__metadata__ value for key 'n'",
+    'number 3',
+  );
   throwsWith(() => readSafetensors(build('{"__metadata__":{"x":null}}')), "key 'x'", 'null');
   throwsWith(() => readSafetensors(build('{"__metadata__":["a"]}')), '__metadata__ must be an object', 'array');
 });
@@ -460,9 +510,15 @@ test('error: I64 / U32 values outside the int32 range name the tensor', () => {
     'int32 range',
   );
   new DataView(d.buffer).setBigInt64(0, -(2n ** 40n), true);
-  throwsWith(() => readSafetensors(build('{"big":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}}', d)), 'element 0 = -1099511627776');
+  throwsWith(
+    () => readSafetensors(build('{"big":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}}', d)),
+    'element 0 = -1099511627776',
+  );
   const u = new Uint8Array([0, 0, 0, 0x80]);
-  throwsWith(() => readSafetensors(build('{"u":{"dtype":"U32","shape":[1],"data_offsets":[0,4]}}', u)), "tensor 'u' (U32) element 0 = 2147483648");
+  throwsWith(
+    () => readSafetensors(build('{"u":{"dtype":"U32","shape":[1],"data_offsets":[0,4]}}', u)),
+    "tensor 'u' (U32) element 0 = 2147483648",
+  );
 });
 
 test('writer errors: non-string metadata, reserved name, incompatible or unknown dtype option, U8 range', () => {
@@ -474,7 +530,10 @@ test('writer errors: non-string metadata, reserved name, incompatible or unknown
     'number 3',
   );
   throwsWith(() => writeSafetensors({ __metadata__: f }), "'__metadata__' is reserved");
-  throwsWith(() => writeSafetensors({ f }, { dtype: { f: 'I64' } }), "tensor 'f' is float32 and cannot be written as \"I64\"");
+  throwsWith(
+    () => writeSafetensors({ f }, { dtype: { f: 'I64' } }),
+    'tensor \'f\' is float32 and cannot be written as "I64"',
+  );
   throwsWith(() => writeSafetensors({ i }, { dtype: { i: 'BF16' } }), "tensor 'i' is int32");
   throwsWith(() => writeSafetensors({ f }, { dtype: { g: 'F16' } }), "options.dtype names tensor 'g'");
   throwsWith(() => writeSafetensors({ i }, { dtype: { i: 'U8' } }), "tensor 'i' element 0 = 300 does not fit in U8");
@@ -510,13 +569,17 @@ test('fuzz: corrupted files give a safetensors: error or a valid result, never a
       const text = dec.decode(f.subarray(8, 8 + headerLen(f)));
       const digits = [...text.matchAll(/\d+/g)];
       const pick = digits[Math.floor(rand() * digits.length)];
-      const repl = rand() < 0.5 ? String(Math.floor(rand() * 40)) : '1' + '0'.repeat(Math.floor(rand() * 30));
+      const repl = rand() < 0.5 ? String(Math.floor(rand() * 40)) : `1${'0'.repeat(Math.floor(rand() * 30))}`;
       const newText = text.slice(0, pick.index) + repl + text.slice(pick.index! + pick[0].length);
       f = build(newText, dataOf(base));
     }
     try {
       const r = readSafetensors(f);
-      for (const t of Object.values(r.tensors)) assert.equal(t.size, t.shape.reduce((p, d) => p * d, 1));
+      for (const t of Object.values(r.tensors))
+        assert.equal(
+          t.size,
+          t.shape.reduce((p, d) => p * d, 1),
+        );
       ok++;
     } catch (e) {
       assert.ok(e instanceof Error && e.message.startsWith('safetensors: '), String(e));

@@ -28,7 +28,8 @@ const seq = makeTinyModel();
 const gpt = makeTinyGpt();
 const s = read(seq.dir);
 const g = read(gpt.dir);
-const PAGE_ERROR = /^(config\.json|tokenizer\.json|model\.safetensors|BpeTokenizer\.fromJSON|CharTokenizer\.fromJSON)[: ]/;
+const PAGE_ERROR =
+  /^(config\.json|tokenizer\.json|model\.safetensors|BpeTokenizer\.fromJSON|CharTokenizer\.fromJSON)[: ]/;
 
 /**
  * The work of a load is bounded by its input, not by a clock: a model the page builds from a
@@ -36,7 +37,10 @@ const PAGE_ERROR = /^(config\.json|tokenizer\.json|model\.safetensors|BpeTokeniz
  * describes a larger model is refused before anything that size is allocated.
  */
 function boundedBy(model: { numParameters(): number }, weights: Uint8Array): void {
-  assert.ok(model.numParameters() <= weights.length / 4, `a model of ${model.numParameters()} floats was built from ${weights.length} bytes of weights`);
+  assert.ok(
+    model.numParameters() <= weights.length / 4,
+    `a model of ${model.numParameters()} floats was built from ${weights.length} bytes of weights`,
+  );
 }
 
 function parsed(input: unknown): unknown {
@@ -49,40 +53,85 @@ function parsed(input: unknown): unknown {
 }
 
 test(`the page's loader on ${FUZZ_INPUTS} mutated qkv-seq2seq config.json files: a model or a clear error`, () => {
-  const r = fuzz(FUZZ_INPUTS, 303, s.config, (input) => boundedBy(loadModelFromFiles(parsed(input), s.tokenizer, s.weights).model, s.weights), PAGE_ERROR);
+  const r = fuzz(
+    FUZZ_INPUTS,
+    303,
+    s.config,
+    (input) => boundedBy(loadModelFromFiles(parsed(input), s.tokenizer, s.weights).model, s.weights),
+    PAGE_ERROR,
+  );
   assert.ok(r.ok > 100 && r.errors > 1000, `${r.ok} loaded, ${r.errors} refused`);
-  process.stderr.write(`# ${r.ok} loaded, ${r.errors} refused with a clear error, slowest ${r.slowestMs.toFixed(0)} ms\n`);
+  process.stderr.write(
+    `# ${r.ok} loaded, ${r.errors} refused with a clear error, slowest ${r.slowestMs.toFixed(0)} ms\n`,
+  );
 });
 
 test(`the page's loader on ${FUZZ_INPUTS} mutated qkv-gpt config.json files: a model or a clear error`, () => {
-  const r = fuzz(FUZZ_INPUTS, 404, g.config, (input) => boundedBy(loadGptFromFiles(parsed(input), g.tokenizer, g.weights).model, g.weights), PAGE_ERROR);
+  const r = fuzz(
+    FUZZ_INPUTS,
+    404,
+    g.config,
+    (input) => boundedBy(loadGptFromFiles(parsed(input), g.tokenizer, g.weights).model, g.weights),
+    PAGE_ERROR,
+  );
   assert.ok(r.ok > 100 && r.errors > 1000, `${r.ok} loaded, ${r.errors} refused`);
-  process.stderr.write(`# ${r.ok} loaded, ${r.errors} refused with a clear error, slowest ${r.slowestMs.toFixed(0)} ms\n`);
+  process.stderr.write(
+    `# ${r.ok} loaded, ${r.errors} refused with a clear error, slowest ${r.slowestMs.toFixed(0)} ms\n`,
+  );
 });
 
 test(`the CLI's loaders on ${CLI_INPUTS} mutated config.json files of each format: a model or one clear line naming the file`, () => {
-  for (const [dir, doc, load, seed] of [[seq.dir, s.config, loadModelShape, 505], [gpt.dir, g.config, loadLmShape, 606]] as const) {
+  for (const [dir, doc, load, seed] of [
+    [seq.dir, s.config, loadModelShape, 505],
+    [gpt.dir, g.config, loadLmShape, 606],
+  ] as const) {
     const path = join(dir, 'config.json');
     const file = new RegExp(`^${dir.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}(/config\\.json|/tokenizer\\.json)?: `);
-    const r = fuzz(CLI_INPUTS, seed, doc, (input) => {
-      writeFileSync(path, typeof input === 'string' ? input : JSON.stringify(input));
-      const { model } = load(dir);
-      // No weights are read here: the size check (config-check.ts) is the bound.
-      assert.ok(model.numParameters() <= MAX_MODEL_FLOATS, `a model of ${model.numParameters()} floats was built`);
-    }, new RegExp(`${file.source}|^model config is not valid JSON: `));
+    const r = fuzz(
+      CLI_INPUTS,
+      seed,
+      doc,
+      (input) => {
+        writeFileSync(path, typeof input === 'string' ? input : JSON.stringify(input));
+        const { model } = load(dir);
+        // No weights are read here: the size check (config-check.ts) is the bound.
+        assert.ok(model.numParameters() <= MAX_MODEL_FLOATS, `a model of ${model.numParameters()} floats was built`);
+      },
+      new RegExp(`${file.source}|^model config is not valid JSON: `),
+    );
     assert.ok(r.ok > 20 && r.errors > 300, `${r.ok} loaded, ${r.errors} refused`);
-  process.stderr.write(`# ${r.ok} loaded, ${r.errors} refused with a clear error, slowest ${r.slowestMs.toFixed(0)} ms\n`);
+    process.stderr.write(
+      `# ${r.ok} loaded, ${r.errors} refused with a clear error, slowest ${r.slowestMs.toFixed(0)} ms\n`,
+    );
   }
 });
 
 test('sizes: a config past 2^29 floats is refused before allocation; one just under it is not', () => {
   const base = seq.model.config;
-  assert.throws(() => checkSeq2SeqConfig({ ...base, dModel: 65536, nhead: 2 }), /^Error: model describes a model of [\d.]+e\+\d+ floats; qkv holds at most 536,870,912 \(2 GiB\)$/);
+  assert.throws(
+    () => checkSeq2SeqConfig({ ...base, dModel: 65536, nhead: 2 }),
+    /^Error: model describes a model of [\d.]+e\+\d+ floats; qkv holds at most 536,870,912 \(2 GiB\)$/,
+  );
   assert.throws(() => checkSeq2SeqConfig({ ...base, maxLen: 2 ** 31 - 1 }), /floats; qkv holds at most/);
   assert.throws(() => checkGptConfig({ ...gpt.model.config, vocabSize: 2 ** 30 }), /floats; qkv holds at most/);
-  assert.equal(checkSeq2SeqConfig({ ...base, maxLen: Math.floor(MAX_MODEL_FLOATS / base.dModel) - 10_000 }).dModel, base.dModel);
-  assert.throws(() => checkSeq2SeqConfig({ ...base, dModel: 10, nhead: 4 }), /^Error: model\.dModel 10 is not divisible by nhead 4$/);
-  assert.throws(() => checkSeq2SeqConfig({ ...base, dropout: 1 }), /^Error: model\.dropout must be a number in \[0, 1\), got 1$/);
-  assert.throws(() => checkGptConfig({ ...gpt.model.config, positions: 'rope' }), /^Error: model\.positions must be one of "learned", "sinusoidal", got "rope"$/);
-  assert.throws(() => checkSeq2SeqConfig({ ...base, padId: base.vocabSize }), /padId 120 is outside the vocabulary of 120/);
+  assert.equal(
+    checkSeq2SeqConfig({ ...base, maxLen: Math.floor(MAX_MODEL_FLOATS / base.dModel) - 10_000 }).dModel,
+    base.dModel,
+  );
+  assert.throws(
+    () => checkSeq2SeqConfig({ ...base, dModel: 10, nhead: 4 }),
+    /^Error: model\.dModel 10 is not divisible by nhead 4$/,
+  );
+  assert.throws(
+    () => checkSeq2SeqConfig({ ...base, dropout: 1 }),
+    /^Error: model\.dropout must be a number in \[0, 1\), got 1$/,
+  );
+  assert.throws(
+    () => checkGptConfig({ ...gpt.model.config, positions: 'rope' }),
+    /^Error: model\.positions must be one of "learned", "sinusoidal", got "rope"$/,
+  );
+  assert.throws(
+    () => checkSeq2SeqConfig({ ...base, padId: base.vocabSize }),
+    /padId 120 is outside the vocabulary of 120/,
+  );
 });

@@ -8,7 +8,14 @@ const { GPT, gptParameterCount } = models;
 type GPTConfig = models.GPTConfig;
 
 const cfg = (over: Partial<GPTConfig> = {}): GPTConfig => ({
-  vocabSize: 23, blockSize: 12, nLayer: 2, nHead: 2, nEmbd: 16, dropout: 0, positions: 'learned', ...over,
+  vocabSize: 23,
+  blockSize: 12,
+  nLayer: 2,
+  nHead: 2,
+  nEmbd: 16,
+  dropout: 0,
+  positions: 'learned',
+  ...over,
 });
 const ids = (rows: number[][]): Tensor => tensor(new Int32Array(rows.flat()), [rows.length, rows[0].length]);
 /** Rows 0..t−1 of position-major logits (B, T, V) of batch row b, as a flat array. */
@@ -20,7 +27,11 @@ const prefix = (logits: Tensor, b: number, t: number): Float32Array => {
 test('GPT-2 124M has 124,439,808 parameters; the formula matches numParameters() for both position kinds', () => {
   assert.equal(gptParameterCount(models.GPT2_124M), 124439808);
   for (const positions of ['learned', 'sinusoidal'] as const) {
-    for (const c of [cfg({ positions }), { ...models.GPT_TINY, positions }, { ...models.GPT_SMALL, vocabSize: 91, positions }]) {
+    for (const c of [
+      cfg({ positions }),
+      { ...models.GPT_TINY, positions },
+      { ...models.GPT_SMALL, vocabSize: 91, positions },
+    ]) {
       assert.equal(new GPT(c).numParameters(), gptParameterCount(c), `${positions} ${c.nEmbd}`);
     }
   }
@@ -29,10 +40,22 @@ test('GPT-2 124M has 124,439,808 parameters; the formula matches numParameters()
 test('state-dict names are GPT-2 module paths with torch.nn layers inside; no lm_head (tied)', () => {
   const m = new GPT(cfg({ nLayer: 1 }));
   assert.deepEqual(Object.keys(m.stateDict()), [
-    'wte.weight', 'wpe.weight',
-    'h.0.ln_1.weight', 'h.0.ln_1.bias', 'h.0.attn.in_proj_weight', 'h.0.attn.in_proj_bias', 'h.0.attn.out_proj.weight', 'h.0.attn.out_proj.bias',
-    'h.0.ln_2.weight', 'h.0.ln_2.bias', 'h.0.mlp.c_fc.weight', 'h.0.mlp.c_fc.bias', 'h.0.mlp.c_proj.weight', 'h.0.mlp.c_proj.bias',
-    'ln_f.weight', 'ln_f.bias',
+    'wte.weight',
+    'wpe.weight',
+    'h.0.ln_1.weight',
+    'h.0.ln_1.bias',
+    'h.0.attn.in_proj_weight',
+    'h.0.attn.in_proj_bias',
+    'h.0.attn.out_proj.weight',
+    'h.0.attn.out_proj.bias',
+    'h.0.ln_2.weight',
+    'h.0.ln_2.bias',
+    'h.0.mlp.c_fc.weight',
+    'h.0.mlp.c_fc.bias',
+    'h.0.mlp.c_proj.weight',
+    'h.0.mlp.c_proj.bias',
+    'ln_f.weight',
+    'ln_f.bias',
   ]);
   assert.ok(!('wpe.weight' in new GPT(cfg({ positions: 'sinusoidal' })).stateDict()), 'sinusoids are not saved');
 });
@@ -41,7 +64,10 @@ for (const positions of ['learned', 'sinusoidal'] as const) {
   test(`causal (${positions} positions): changing a later token leaves every earlier position's logits unchanged`, () => {
     manualSeed(1);
     const m = new GPT(cfg({ positions })).eval();
-    const a = [[3, 7, 1, 9, 4, 4, 12, 5], [8, 2, 2, 6, 0, 11, 3, 1]];
+    const a = [
+      [3, 7, 1, 9, 4, 4, 12, 5],
+      [8, 2, 2, 6, 0, 11, 3, 1],
+    ];
     noGrad(() => {
       const base = m.forward(ids(a));
       for (const t of [1, 4, 7]) {
@@ -64,14 +90,20 @@ test('the output projection is wte: its gradient collects the rows that appear o
   F.sum(m.forward(ids([[1, 2, 3]]))).backward();
   const g = m.wte.weight.grad!.data as Float32Array;
   const row = (r: number) => g.slice(r * 16, (r + 1) * 16);
-  assert.ok(row(20).some((x) => x !== 0), 'id 20 is never an input');
+  assert.ok(
+    row(20).some((x) => x !== 0),
+    'id 20 is never an input',
+  );
 });
 
 for (const positions of ['learned', 'sinusoidal'] as const) {
   test(`KV cache (${positions}): prefill + one token per call gives the logits of the full forward`, () => {
     manualSeed(3);
     const m = new GPT(cfg({ positions, dropout: 0.1 })).eval();
-    const seq = [[4, 9, 2, 17, 8, 1, 1, 13, 22, 0], [5, 5, 6, 7, 2, 19, 3, 3, 8, 10]];
+    const seq = [
+      [4, 9, 2, 17, 8, 1, 1, 13, 22, 0],
+      [5, 5, 6, 7, 2, 19, 3, 3, 8, 10],
+    ];
     noGrad(() => {
       const full = m.forward(ids(seq)); // (2, 10, 23)
       const cache = m.initCache();
@@ -83,7 +115,17 @@ for (const positions of ['learned', 'sinusoidal'] as const) {
       }
       assert.equal(cache.length, 10);
       assert.deepEqual(cache.layers[1].k!.shape, [2, 2, 10, 8], 'keys (B, nHead, t, headDim)');
-      assert.throws(() => m.forwardCached(ids([[1, 2, 3], [1, 2, 3]]), cache), /positions 10\.\.12 exceed the context of blockSize 12/);
+      assert.throws(
+        () =>
+          m.forwardCached(
+            ids([
+              [1, 2, 3],
+              [1, 2, 3],
+            ]),
+            cache,
+          ),
+        /positions 10\.\.12 exceed the context of blockSize 12/,
+      );
     });
   });
 }
@@ -100,7 +142,10 @@ test('attention weights for inspection: a prefill with needWeights gives per-blo
       for (let h = 0; h < 2; h++) {
         for (let i = 0; i < 6; i++) {
           const row = d.slice((h * 6 + i) * 6, (h * 6 + i + 1) * 6);
-          assert.ok(row.slice(i + 1).every((x) => x === 0), `head ${h} row ${i} sees no later position`);
+          assert.ok(
+            row.slice(i + 1).every((x) => x === 0),
+            `head ${h} row ${i} sees no later position`,
+          );
           assert.ok(Math.abs(row.reduce((a, b) => a + b, 0) - 1) < 1e-5, 'rows sum to 1');
         }
       }
@@ -112,7 +157,11 @@ test('generation: the KV cache gives the same tokens and logits as recomputing, 
   manualSeed(4);
   const m = new GPT(cfg());
   // 30 tokens from a 3-token prompt with blockSize 12: the context is cut to its last 6 tokens twice.
-  for (const opts of [{ temperature: 0 }, { temperature: 1.3, topK: 10, seed: 7 }, { temperature: 1, topP: 0.9, seed: 8 }]) {
+  for (const opts of [
+    { temperature: 0 },
+    { temperature: 1.3, topK: 10, seed: 7 },
+    { temperature: 1, topP: 0.9, seed: 8 },
+  ]) {
     const cached = generate(m, [1, 2, 3], { maxTokens: 30, ...opts });
     const full = generate(m, [1, 2, 3], { maxTokens: 30, ...opts, useCache: false });
     assert.deepEqual(cached.ids, full.ids, JSON.stringify(opts));
@@ -125,9 +174,20 @@ test('bad configs and inputs are named', () => {
   assert.throws(() => new GPT(cfg({ nEmbd: 10, nHead: 4 })), /GPT: nEmbd 10 is not divisible by nHead 4/);
   assert.throws(() => new GPT(cfg({ positions: 'rotary' as never })), /positions must be 'learned' or 'sinusoidal'/);
   const m = new GPT(cfg());
-  assert.throws(() => m.forward(ids([Array.from({ length: 13 }, () => 1)])), /positions 0\.\.12 exceed the context of blockSize 12/);
+  assert.throws(
+    () => m.forward(ids([Array.from({ length: 13 }, () => 1)])),
+    /positions 0\.\.12 exceed the context of blockSize 12/,
+  );
   assert.throws(() => m.forward(tensor([[1, 2]])), /ids must be int32 token ids of shape \(B, T\), got float32/);
   assert.throws(() => generate(m, [], { maxTokens: 3 }), /the prompt is empty/);
-  assert.throws(() => generate(m, Array.from({ length: 13 }, () => 1), { maxTokens: 3 }), /the prompt has 13 tokens, more than the context of 12/);
+  assert.throws(
+    () =>
+      generate(
+        m,
+        Array.from({ length: 13 }, () => 1),
+        { maxTokens: 3 },
+      ),
+    /the prompt has 13 tokens, more than the context of 12/,
+  );
   assert.throws(() => generate(m, [1, 99], { maxTokens: 3 }), /prompt token 99 is not an id in \[0, 23\)/);
 });

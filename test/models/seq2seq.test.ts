@@ -10,7 +10,16 @@ test('paper-base: 63,084,544 parameters with a shared 37k vocabulary (paper: ~65
 
 test('the output projection is the embedding matrix (§3.4): its gradient collects both uses', () => {
   manualSeed(1);
-  const m = new models.Seq2Seq({ ...models.MULTI30K_SMALL, vocabSize: 11, dModel: 8, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 1, dimFeedforward: 16, dropout: 0 });
+  const m = new models.Seq2Seq({
+    ...models.MULTI30K_SMALL,
+    vocabSize: 11,
+    dModel: 8,
+    nhead: 2,
+    numEncoderLayers: 1,
+    numDecoderLayers: 1,
+    dimFeedforward: 16,
+    dropout: 0,
+  });
   const src = tensor(new Int32Array([4, 5, 6, 0]), [1, 4]);
   const tgt = tensor(new Int32Array([2, 7, 8]), [1, 3]);
   const logits = m.forward(src, tgt);
@@ -18,18 +27,36 @@ test('the output projection is the embedding matrix (§3.4): its gradient collec
   assert.equal(Object.keys(m.stateDict()).filter((k) => k.includes('embedding')).length, 1);
   F.sum(logits).backward();
   const g = m.embedding.weight.grad!.toArray();
-  assert.ok(g.slice(10 * 8).some((x) => x !== 0), 'row 10 never appears as input, only as an output class');
+  assert.ok(
+    g.slice(10 * 8).some((x) => x !== 0),
+    'row 10 never appears as input, only as an output class',
+  );
 });
 
 test('a tiny model learns to copy sequences: loss falls by more than half in 200 Adam steps', () => {
   manualSeed(3);
-  const cfg = { ...models.MULTI30K_SMALL, vocabSize: 12, dModel: 16, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 1, dimFeedforward: 32, dropout: 0, maxLen: 16 };
+  const cfg = {
+    ...models.MULTI30K_SMALL,
+    vocabSize: 12,
+    dModel: 16,
+    nhead: 2,
+    numEncoderLayers: 1,
+    numDecoderLayers: 1,
+    dimFeedforward: 32,
+    dropout: 0,
+    maxLen: 16,
+  };
   const m = new models.Seq2Seq(cfg);
   const opt = new optim.Adam(m.parameters(), { lr: 0.01, betas: [0.9, 0.98], eps: 1e-9 });
   const gen = new Generator(5);
-  const B = 8, T = 5, BOS = 2, EOS = 3;
+  const B = 8,
+    T = 5,
+    BOS = 2,
+    EOS = 3;
   const batch = () => {
-    const src = new Int32Array(B * T), tin = new Int32Array(B * (T + 1)), tout = new Int32Array(B * (T + 1));
+    const src = new Int32Array(B * T),
+      tin = new Int32Array(B * (T + 1)),
+      tout = new Int32Array(B * (T + 1));
     for (let b = 0; b < B; b++) {
       tin[b * (T + 1)] = BOS;
       for (let t = 0; t < T; t++) {
@@ -57,13 +84,34 @@ test('a tiny model learns to copy sequences: loss falls by more than half in 200
 });
 
 test('Seq2Seq input errors', () => {
-  const m = new models.Seq2Seq({ ...models.MULTI30K_SMALL, vocabSize: 10, dModel: 8, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 1, dimFeedforward: 8 });
-  assert.throws(() => m.encode(tensor([[1, 2]])), /src must be int32 token ids of shape \(B, T\), got float32 \[1, 2\]/);
+  const m = new models.Seq2Seq({
+    ...models.MULTI30K_SMALL,
+    vocabSize: 10,
+    dModel: 8,
+    nhead: 2,
+    numEncoderLayers: 1,
+    numDecoderLayers: 1,
+    dimFeedforward: 8,
+  });
+  assert.throws(
+    () => m.encode(tensor([[1, 2]])),
+    /src must be int32 token ids of shape \(B, T\), got float32 \[1, 2\]/,
+  );
 });
 
 // Separate vocabularies (issue 12's "joint vs separate"): the source has its own table; the
 // target's table embeds target ids and is the output projection.
-const SEP = { ...models.MULTI30K_SMALL, vocabSize: 11, tgtVocabSize: 7, dModel: 8, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 1, dimFeedforward: 16, dropout: 0 };
+const SEP = {
+  ...models.MULTI30K_SMALL,
+  vocabSize: 11,
+  tgtVocabSize: 7,
+  dModel: 8,
+  nhead: 2,
+  numEncoderLayers: 1,
+  numDecoderLayers: 1,
+  dimFeedforward: 16,
+  dropout: 0,
+};
 
 test('separate vocabularies: two tables, logits over the target vocabulary, and a shared model draws the same numbers', () => {
   manualSeed(1);
@@ -105,7 +153,8 @@ test('separate vocabularies: the encoder reads only the source table, the decode
   // Gradients: the source table only on the source ids' rows, the target table on every output class.
   F.sum(F.logSoftmax(m.forward(src, tgt), -1)).backward();
   const gs = m.embedding.weight.grad!.toArray();
-  const rowsWithGrad = (g: number[], n: number) => Array.from({ length: n }, (_, r) => r).filter((r) => g.slice(r * 8, r * 8 + 8).some((x) => x !== 0));
+  const rowsWithGrad = (g: number[], n: number) =>
+    Array.from({ length: n }, (_, r) => r).filter((r) => g.slice(r * 8, r * 8 + 8).some((x) => x !== 0));
   assert.deepEqual(rowsWithGrad(gs, 11), [4, 5, 6]);
   assert.deepEqual(rowsWithGrad(m.tgtEmbedding!.weight.grad!.toArray(), 7), [0, 1, 2, 3, 4, 5, 6]);
 });
@@ -123,5 +172,8 @@ test('separate vocabularies: incremental decoding gives the teacher-forced logit
   steps.forEach((x, i) => assert.ok(Math.abs(x - full[i]) < 1e-5, `logit ${i}: ${x} vs ${full[i]}`));
   const r = decode.greedy(m, src, { bosId: 2, eosId: 6, maxLen: 5 });
   assert.ok(r.tokens[0].every((id) => id >= 0 && id < 7));
-  assert.throws(() => decode.greedy(m, src, { bosId: 2, eosId: 9, maxLen: 5 }), /eosId must be an id in \[0, 7\), got 9/);
+  assert.throws(
+    () => decode.greedy(m, src, { bosId: 2, eosId: 9, maxLen: 5 }),
+    /eosId must be an id in \[0, 7\), got 9/,
+  );
 });

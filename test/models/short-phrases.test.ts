@@ -32,25 +32,47 @@ test('checker: required words (any alternative, whole words, any case), repeats,
   assert.deepEqual(checkPhrase(cat, 'Eine Katze rennt.'), []);
   assert.deepEqual(checkPhrase(cat, 'Eine katze LÄUFT.'), []);
   assert.deepEqual(checkPhrase(cat, 'Eine Katze läuft durch eine Katze.'), ['repeats katze']); // 6 words: not more than twice 3
-  assert.deepEqual(checkPhrase(cat, 'Eine Katze läuft und läuft und springt.'), ['repeats läuft', '7 words for a phrase of 3']);
+  assert.deepEqual(checkPhrase(cat, 'Eine Katze läuft und läuft und springt.'), [
+    'repeats läuft',
+    '7 words for a phrase of 3',
+  ]);
   assert.deepEqual(checkPhrase(cat, 'Ein Hund.'), ['no Katze', 'no läuft or rennt']);
   // Articles and prepositions may repeat.
-  assert.deepEqual(checkPhrase({ source: 'A cat on a cat.', required: [['Katze']] }, 'Eine Katze auf einer Katze auf'), ['repeats katze']);
+  assert.deepEqual(
+    checkPhrase({ source: 'A cat on a cat.', required: [['Katze']] }, 'Eine Katze auf einer Katze auf'),
+    ['repeats katze'],
+  );
 });
 
 test('the set parses: 12 phrases; a malformed line is named', () => {
   assert.equal(phrases.length, 12);
   assert.deepEqual(phrases[1], { source: 'A cat runs.', required: [['Katze'], ['läuft', 'rennt']] });
-  assert.throws(() => parsePhrases('# c\nA dog. Hund\n', 'x.tsv'), /x\.tsv:2: expected "phrase<TAB>required words", got "A dog\. Hund"/);
+  assert.throws(
+    () => parsePhrases('# c\nA dog. Hund\n', 'x.tsv'),
+    /x\.tsv:2: expected "phrase<TAB>required words", got "A dog\. Hund"/,
+  );
   assert.throws(() => parsePhrases('A dog.\tHund; \n', 'x.tsv'), /x\.tsv:1: an empty group/);
 });
 
 for (const how of ['ensemble', 'alone'] as const) {
   test(`shipped EN→DE model (${how === 'ensemble' ? 'its ensemble, the default' : '--no-ensemble'}): the short phrases it gets wrong are exactly the known ones`, () => {
-    const { members: model, tokenizer, targetTokenizer, config } = loadEnsemble(join(root, 'models/multi30k-en-de'), [], { own: how === 'ensemble' });
+    const {
+      members: model,
+      tokenizer,
+      targetTokenizer,
+      config,
+    } = loadEnsemble(join(root, 'models/multi30k-en-de'), [], { own: how === 'ensemble' });
     assert.equal(model.length, how === 'ensemble' ? 2 : 1);
-    const { ids } = encodeLines(model, tokenizer, phrases.map((p) => p.source), {});
-    const out = translateIds(model, targetTokenizer, ids, { beam: config.decoding!.beam, alpha: config.decoding!.alpha });
+    const { ids } = encodeLines(
+      model,
+      tokenizer,
+      phrases.map((p) => p.source),
+      {},
+    );
+    const out = translateIds(model, targetTokenizer, ids, {
+      beam: config.decoding!.beam,
+      alpha: config.decoding!.alpha,
+    });
     const failures: Record<string, string> = {};
     phrases.forEach((p, i) => {
       const problems = checkPhrase(p, out[i]);

@@ -5,7 +5,11 @@ import { gatherRows } from '../../src/nn/kv-cache.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 
 test('gatherRows keeps, repeats and drops rows along dim 0, for float32 and int32 alike', () => {
-  const f = new Tensor(Float32Array.from({ length: 3 * 2 * 2 }, (_, i) => i + 0.5), [3, 2, 2], 'float32');
+  const f = new Tensor(
+    Float32Array.from({ length: 3 * 2 * 2 }, (_, i) => i + 0.5),
+    [3, 2, 2],
+    'float32',
+  );
   const g = gatherRows(f, Int32Array.from([2, 2, 0]));
   assert.deepEqual(g.shape, [3, 2, 2]);
   assert.equal(g.dtype, 'float32');

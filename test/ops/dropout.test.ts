@@ -14,8 +14,15 @@ test('dropout drops a fraction p (within 5σ), scales survivors by 1/(1 − p), 
     const sigma = Math.sqrt(n * p * (1 - p));
     assert.ok(Math.abs(dropped - n * p) < 5 * sigma, `p=${p}: dropped ${dropped} of ${n}`);
   }
-  assert.ok(F.dropout(ones(7), 1, true).toArray().every((v) => v === 0));
+  assert.ok(
+    F.dropout(ones(7), 1, true)
+      .toArray()
+      .every((v) => v === 0),
+  );
   const x = ones(5);
   assert.equal(F.dropout(x, 0.5, false), x);
-  assert.deepEqual(F.dropout(ones(64), 0.3, true, new Generator(9)).toArray(), F.dropout(ones(64), 0.3, true, new Generator(9)).toArray());
+  assert.deepEqual(
+    F.dropout(ones(64), 0.3, true, new Generator(9)).toArray(),
+    F.dropout(ones(64), 0.3, true, new Generator(9)).toArray(),
+  );
 });

@@ -50,17 +50,49 @@ check('reshape view', (a) => a.reshape(6, -1).mul(a.reshape(6, 2)), [r(3, 4)]);
 check('maskedFill', (a) => F.maskedFill(a, tensor([true, false, true]), -2), [r(2, 3)]);
 check('expand', (a) => F.expand(a, [3, 2, 4]), [r(2, 1)]);
 check('embedding (repeated ids)', (w) => F.embedding(tensor(new Int32Array([1, 3, 3, 0]), [2, 2]), w), [r(5, 3)]);
-check('crossEntropy smoothing + ignore', (x) => F.crossEntropy(x, tensor(new Int32Array([2, 0, 4, 1]), [4]), { ignoreIndex: 1, labelSmoothing: 0.1 }), [r(4, 6)]);
-check('crossEntropy sum, 3-D', (x) => F.crossEntropy(x, tensor(new Int32Array([0, 1, 2, 3, 4, 0]), [2, 3]), { reduction: 'sum' }), [r(2, 3, 5)]);
-check('crossEntropy none', (x) => F.crossEntropy(x, tensor(new Int32Array([3, 1]), [2]), { reduction: 'none' }), [r(2, 4)]);
+check(
+  'crossEntropy smoothing + ignore',
+  (x) => F.crossEntropy(x, tensor(new Int32Array([2, 0, 4, 1]), [4]), { ignoreIndex: 1, labelSmoothing: 0.1 }),
+  [r(4, 6)],
+);
+check(
+  'crossEntropy sum, 3-D',
+  (x) => F.crossEntropy(x, tensor(new Int32Array([0, 1, 2, 3, 4, 0]), [2, 3]), { reduction: 'sum' }),
+  [r(2, 3, 5)],
+);
+check('crossEntropy none', (x) => F.crossEntropy(x, tensor(new Int32Array([3, 1]), [2]), { reduction: 'none' }), [
+  r(2, 4),
+]);
 check('dropout (fixed stream)', (x) => F.dropout(x, 0.3, true, new Generator(3)), [r(4, 5)]);
-check('attention fused', (q, k, v) => F.scaledDotProductAttention(q, k, v), [r(2, 2, 3, 4), r(2, 2, 5, 4), r(2, 2, 5, 3)]);
-check('attention fused causal + float mask', (q, k, v, m) => F.scaledDotProductAttention(q, k, v, { isCausal: true, attnMask: m.detach() }), [r(1, 2, 4, 4), r(1, 2, 6, 4), r(1, 2, 6, 2), randn([4, 6], gen)]);
-check('attention fused bool mask', (q, k, v) => F.scaledDotProductAttention(q, k, v, { attnMask: tensor([[true, false, true], [true, true, false]]) }), [r(3, 2, 4), r(3, 3, 4), r(3, 3, 4)]);
-check('attention with weights', (q, k, v) => {
-  const { output, weights } = F.attention(q, k, v, { needWeights: true, isCausal: true });
-  return F.cat([output, weights!], -1);
-}, [r(2, 4, 3), r(2, 4, 3), r(2, 4, 5)]);
+check('attention fused', (q, k, v) => F.scaledDotProductAttention(q, k, v), [
+  r(2, 2, 3, 4),
+  r(2, 2, 5, 4),
+  r(2, 2, 5, 3),
+]);
+check(
+  'attention fused causal + float mask',
+  (q, k, v, m) => F.scaledDotProductAttention(q, k, v, { isCausal: true, attnMask: m.detach() }),
+  [r(1, 2, 4, 4), r(1, 2, 6, 4), r(1, 2, 6, 2), randn([4, 6], gen)],
+);
+check(
+  'attention fused bool mask',
+  (q, k, v) =>
+    F.scaledDotProductAttention(q, k, v, {
+      attnMask: tensor([
+        [true, false, true],
+        [true, true, false],
+      ]),
+    }),
+  [r(3, 2, 4), r(3, 3, 4), r(3, 3, 4)],
+);
+check(
+  'attention with weights',
+  (q, k, v) => {
+    const { output, weights } = F.attention(q, k, v, { needWeights: true, isCausal: true });
+    return F.cat([output, weights!], -1);
+  },
+  [r(2, 4, 3), r(2, 4, 3), r(2, 4, 5)],
+);
 
 test("gelu approximate 'tanh' is GPT-2's gelu_new, value for value", () => {
   const xs = [-5, -2.5, -1, -0.3, 0, 0.2, 1, 1.7, 4];
@@ -69,5 +101,8 @@ test("gelu approximate 'tanh' is GPT-2's gelu_new, value for value", () => {
     const want = 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
     assert.ok(Math.abs(y[i] - want) < 1e-6, `gelu_new(${x}) = ${y[i]}, expected ${want}`);
   });
-  assert.throws(() => F.gelu(tensor([1]), 'fast' as never), /^Error: gelu: approximate must be 'none' or 'tanh', got 'fast'$/);
+  assert.throws(
+    () => F.gelu(tensor([1]), 'fast' as never),
+    /^Error: gelu: approximate must be 'none' or 'tanh', got 'fast'$/,
+  );
 });

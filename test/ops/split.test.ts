@@ -26,7 +26,9 @@ function layout(shape: number[], d: number, sizes: number[], ws: (Float32Array |
   let start = 0;
   sizes.forEach((s, i) => {
     const w = ws[i];
-    if (w) for (let o = 0; o < outer; o++) for (let j = 0; j < s * inner; j++) out[(o * size + start) * inner + j] = w[o * s * inner + j]!;
+    if (w)
+      for (let o = 0; o < outer; o++)
+        for (let j = 0; j < s * inner; j++) out[(o * size + start) * inner + j] = w[o * s * inner + j]!;
     start += s;
   });
   return out;
@@ -42,12 +44,31 @@ for (const [shape, d, sizes] of [
       const x = randn(shape, gen).requiresGrad_();
       const pieces = F.split(x, sizes, d);
       pieces.forEach((p, i) => {
-        assert.deepEqual([...p.data], [...F.narrow(x, d, sizes.slice(0, i).reduce((a, b) => a + b, 0), sizes[i]!).data], `piece ${i} values`);
+        assert.deepEqual(
+          [...p.data],
+          [
+            ...F.narrow(
+              x,
+              d,
+              sizes.slice(0, i).reduce((a, b) => a + b, 0),
+              sizes[i]!,
+            ).data,
+          ],
+          `piece ${i} values`,
+        );
       });
       const parts = pieces.map((p, i) => (i === unused ? null : weighted(p)));
-      const loss = parts.filter((p) => p !== null).map((p) => p!.loss).reduce((a, b) => F.add(a, b));
+      const loss = parts
+        .filter((p) => p !== null)
+        .map((p) => p!.loss)
+        .reduce((a, b) => F.add(a, b));
       loss.backward();
-      const want = layout(shape, d, sizes, parts.map((p) => p?.w ?? null));
+      const want = layout(
+        shape,
+        d,
+        sizes,
+        parts.map((p) => p?.w ?? null),
+      );
       assert.deepEqual([...(x.grad!.data as Float32Array)], [...want], `unused piece ${unused}`);
     }
   });
@@ -58,7 +79,8 @@ test('split: an input with another consumer sums both; a second backward pass ad
   const step = () =>
     memoryScope(() => {
       const [a, b] = F.chunk(x, 2, -1);
-      const wa = weighted(a!), wb = weighted(b!);
+      const wa = weighted(a!),
+        wb = weighted(b!);
       const loss = F.add(F.add(wa.loss, wb.loss), F.sum(F.mul(x, 0.5)));
       loss.backward();
       return layout([3, 8], 1, [4, 4], [wa.w, wb.w]).map((v) => Math.fround(v + 0.5));
@@ -71,7 +93,8 @@ test('split: an input with another consumer sums both; a second backward pass ad
   // The same graph backpropagated twice: each pass gets its own buffer.
   const y = randn([2, 6], gen).requiresGrad_();
   const [p, q] = F.split(y, [2, 4], 1);
-  const wp = weighted(p!), wq = weighted(q!);
+  const wp = weighted(p!),
+    wq = weighted(q!);
   const loss = F.add(wp.loss, wq.loss);
   loss.backward();
   loss.backward();

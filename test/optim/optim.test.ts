@@ -16,15 +16,19 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.safetensors'))) {
     const opt = new Opt(params, { lr: cfg.lr, betas: cfg.betas, eps: cfg.eps, weightDecay: cfg.weightDecay });
     for (let step = 1; step <= 5; step++) {
       names.forEach((n, i) => (params[i].grad = tensors[`grad.${step}.${n}`].clone()));
-      if (cfg.clip) assertClose([optim.clipGradNorm(params, cfg.clip)], tensors[`norm.${step}`].data, `norm at step ${step}`);
+      if (cfg.clip)
+        assertClose([optim.clipGradNorm(params, cfg.clip)], tensors[`norm.${step}`].data, `norm at step ${step}`);
       opt.step();
-      names.forEach((n, i) => assertClose(params[i], tensors[`param.${step}.${n}`], `${n} after step ${step}`, 1e-6, 1e-5));
+      names.forEach((n, i) =>
+        assertClose(params[i], tensors[`param.${step}.${n}`], `${n} after step ${step}`, 1e-6, 1e-5),
+      );
     }
   });
 }
 
-test('the paper\'s schedule: linear warmup, peak at warmup, inverse-sqrt decay', () => {
-  const d = 512, w = 4000;
+test("the paper's schedule: linear warmup, peak at warmup, inverse-sqrt decay", () => {
+  const d = 512,
+    w = 4000;
   assert.equal(optim.noamLr(1, d, w), d ** -0.5 * w ** -1.5);
   assert.equal(optim.noamLr(w, d, w), d ** -0.5 * w ** -0.5);
   assertClose([optim.noamLr(2 * w, d, w)], [d ** -0.5 * (2 * w) ** -0.5], 'decay');

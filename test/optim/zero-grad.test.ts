@@ -26,7 +26,13 @@ class Tiny extends nn.Module {
   loss(ids: Int32Array): Tensor {
     const x = this.emb.forward(tensor(ids, [3, 5]));
     const logits = this.fc2.forward(F.gelu(this.fc1.forward(x)));
-    return F.crossEntropy(logits.reshape(15, 13), tensor(ids.map((i) => (i + 1) % 13), [15]));
+    return F.crossEntropy(
+      logits.reshape(15, 13),
+      tensor(
+        ids.map((i) => (i + 1) % 13),
+        [15],
+      ),
+    );
   }
 }
 
@@ -42,21 +48,33 @@ test('zeroGrad(true) drops gradients; zeroGrad() zeroes them in place and keeps 
   const opt = new optim.Adam(m.parameters());
   m.loss(ids).backward();
   const blocks = m.parameters().map((p) => p.grad!.data);
-  assert.ok(blocks.every((g) => g.some((v) => v !== 0)), 'every parameter got a gradient');
+  assert.ok(
+    blocks.every((g) => g.some((v) => v !== 0)),
+    'every parameter got a gradient',
+  );
   opt.zeroGrad();
   m.parameters().forEach((p, i) => {
     assert.ok(p.grad !== null, 'kept');
     assert.equal(p.grad.data, blocks[i], 'the same block');
-    assert.ok(p.grad.data.every((v) => v === 0), 'zeroed');
+    assert.ok(
+      p.grad.data.every((v) => v === 0),
+      'zeroed',
+    );
   });
   m.loss(ids).backward();
   m.zeroGrad(); // the module's twin
   assert.ok(m.parameters().every((p, i) => p.grad!.data === blocks[i] && p.grad!.data.every((v) => v === 0)));
   m.zeroGrad(true);
-  assert.ok(m.parameters().every((p) => p.grad === null), 'module zeroGrad(true) sets to none');
+  assert.ok(
+    m.parameters().every((p) => p.grad === null),
+    'module zeroGrad(true) sets to none',
+  );
   m.loss(ids).backward();
   opt.zeroGrad(true);
-  assert.ok(m.parameters().every((p) => p.grad === null), 'optimizer zeroGrad(true) sets to none');
+  assert.ok(
+    m.parameters().every((p) => p.grad === null),
+    'optimizer zeroGrad(true) sets to none',
+  );
   // zeroGrad() with no gradients yet leaves them null.
   opt.zeroGrad();
   assert.ok(m.parameters().every((p) => p.grad === null));
@@ -71,11 +89,27 @@ test('after zeroGrad(), two backward calls accumulate, exactly as with fresh gra
   m.loss(ids).backward();
   grads(m).forEach((g, i) => assertClose(g!, once[i]!, `param ${i}: one backward after zeroGrad()`, 0, 0));
   m.loss(ids).backward();
-  grads(m).forEach((g, i) => assertClose(g!, once[i]!.map((v) => 2 * v), `param ${i}: two backward calls`, 1e-7, 1e-6));
+  grads(m).forEach((g, i) =>
+    assertClose(
+      g!,
+      once[i]!.map((v) => 2 * v),
+      `param ${i}: two backward calls`,
+      1e-7,
+      1e-6,
+    ),
+  );
   m.zeroGrad(true);
   m.loss(ids).backward();
   m.loss(ids).backward();
-  grads(m).forEach((g, i) => assertClose(g!, once[i]!.map((v) => 2 * v), `param ${i}: two backward calls from none`, 1e-7, 1e-6));
+  grads(m).forEach((g, i) =>
+    assertClose(
+      g!,
+      once[i]!.map((v) => 2 * v),
+      `param ${i}: two backward calls from none`,
+      1e-7,
+      1e-6,
+    ),
+  );
 });
 
 test('training in memoryScope with zeroGrad() equals training with zeroGrad(true); gradients and Adam state outlive the scope', () => {
@@ -89,13 +123,15 @@ test('training in memoryScope with zeroGrad() equals training with zeroGrad(true
       let wasmAccumulations = 0;
       for (let step = 0; step < 6; step++) {
         const before = routeCounts.wasm;
-        losses.push(memoryScope(() => {
-          const loss = m.loss(ids);
-          opt.zeroGrad(setToNone);
-          loss.backward();
-          opt.step();
-          return loss.item();
-        }));
+        losses.push(
+          memoryScope(() => {
+            const loss = m.loss(ids);
+            opt.zeroGrad(setToNone);
+            loss.backward();
+            opt.step();
+            return loss.item();
+          }),
+        );
         wasmAccumulations += routeCounts.wasm - before;
         // After the scope: gradients are intact (a released scoped block would be NaN here).
         for (const p of m.parameters()) assert.ok(p.grad!.data.every(Number.isFinite), 'gradient outlives the step');

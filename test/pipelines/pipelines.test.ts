@@ -16,7 +16,11 @@ const HF = join(root, 'test/fixtures/hf-gpt2-tiny');
 const EN_DE = join(root, 'models/multi30k-en-de');
 
 /** What `qkv generate` writes on stdout for these flags. */
-async function cliText(model: string, prompt: string, f: { maxTokens: number; temperature: number; topK?: number; topP?: number; seed: number }): Promise<string> {
+async function cliText(
+  model: string,
+  prompt: string,
+  f: { maxTokens: number; temperature: number; topK?: number; topP?: number; seed: number },
+): Promise<string> {
   let out = '';
   await generateText({ model, prompt, cache: true, log: () => {}, write: (s) => (out += s), ...f });
   return out;
@@ -38,7 +42,13 @@ for (const c of CASES) {
     const opts = { maxNewTokens: maxTokens, ...rest };
     const pieces: string[] = [];
     const ids: number[] = [];
-    const text = await generate(prompt, { ...opts, onToken: (p, id) => (pieces.push(p), ids.push(id)) });
+    const text = await generate(prompt, {
+      ...opts,
+      onToken: (p, id) => {
+        pieces.push(p);
+        ids.push(id);
+      },
+    });
     // The CLI writes the prompt (each of these reads back as itself), the continuation, and a final line end.
     assert.ok(text.length > 0);
     assert.equal(`${prompt}${text}${text.endsWith('\n') ? '' : '\n'}`, expected);
@@ -56,7 +66,10 @@ test('the char GPT: the continuation follows the prompt read back, the pipeline 
   assert.equal(generate.config.format, 'qkv-gpt');
   assert.equal(generate.tokenizer.vocabSize, generate.model.config.vocabSize);
   const expected = await cliText(GPT, 'A dog', { maxTokens: 30, temperature: 0.8, seed: 5 });
-  assert.equal(`A dog${await generate('A dog', { maxNewTokens: 30, seed: 5 })}\n`, expected.endsWith('\n') ? expected : `${expected}\n`);
+  assert.equal(
+    `A dog${await generate('A dog', { maxNewTokens: 30, seed: 5 })}\n`,
+    expected.endsWith('\n') ? expected : `${expected}\n`,
+  );
   await assert.rejects(generate(''), /text-generation: the prompt is empty/);
   await assert.rejects(generate('A dog', { topP: 2 }), /topP must be in \(0, 1\], got 2/);
 });
@@ -72,17 +85,32 @@ test('translation: a string gives a string, an array an array in order, empty in
   assert.deepEqual(many, ['', one, '']);
   assert.equal(await translate(''), '');
   assert.deepEqual(await translate([]), []);
-  await assert.rejects(translate('A dog.', { beam: 1, mbr: true }), /mbr chooses among beam search's hypotheses: it needs beam 2 or more, got beam 1/);
+  await assert.rejects(
+    translate('A dog.', { beam: 1, mbr: true }),
+    /mbr chooses among beam search's hypotheses: it needs beam 2 or more, got beam 1/,
+  );
   await assert.rejects(translate('A dog.', { maxLength: 0 }), /maxLength must be a positive integer, got 0/);
   // maxLength bounds the output tokens.
-  const short = await translate('A man in a blue shirt is riding a bike down a long street.', { beam: 1, maxLength: 3 });
+  const short = await translate('A man in a blue shirt is riding a bike down a long street.', {
+    beam: 1,
+    maxLength: 3,
+  });
   assert.ok(translate.targetTokenizer.encode(short).length <= 3, short);
 });
 
 test('a folder of the other kind is refused by name', async () => {
-  await assert.rejects(pipeline('translation', GPT), /pipeline\('translation'\): .*gpt-multi30k-char\/config\.json describes a qkv language model; 'translation' takes a translation model folder/);
-  await assert.rejects(pipeline('text-generation', EN_DE), /pipeline\('text-generation'\): .*multi30k-en-de\/config\.json describes a translation model/);
-  await assert.rejects(pipeline('text-generation', join(root, 'no-such-folder')), /model folder not found: .*no-such-folder/);
+  await assert.rejects(
+    pipeline('translation', GPT),
+    /pipeline\('translation'\): .*gpt-multi30k-char\/config\.json describes a qkv language model; 'translation' takes a translation model folder/,
+  );
+  await assert.rejects(
+    pipeline('text-generation', EN_DE),
+    /pipeline\('text-generation'\): .*multi30k-en-de\/config\.json describes a translation model/,
+  );
+  await assert.rejects(
+    pipeline('text-generation', join(root, 'no-such-folder')),
+    /model folder not found: .*no-such-folder/,
+  );
   // @ts-expect-error an unknown task
   await assert.rejects(pipeline('summarization', GPT), /pipeline: unknown task 'summarization'/);
 });

@@ -38,5 +38,8 @@ test('overrides match the CLI flags: beam 1 (greedy), and beam 2 with α 1 witho
   assert.equal((await translate(cut, { beam: 1 })).map((l) => `${l}\n`).join(''), cli(cut, ['--beam', '1']));
   const alone = await pipeline('translation', MODEL, { ensemble: false });
   assert.equal(alone.members.length, 1);
-  assert.equal((await alone(cut, { beam: 2, alpha: 1 })).map((l) => `${l}\n`).join(''), cli(cut, ['--beam', '2', '--alpha', '1', '--no-ensemble']));
+  assert.equal(
+    (await alone(cut, { beam: 2, alpha: 1 })).map((l) => `${l}\n`).join(''),
+    cli(cut, ['--beam', '2', '--alpha', '1', '--no-ensemble']),
+  );
 });

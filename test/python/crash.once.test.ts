@@ -23,15 +23,31 @@ const STEPS = 40;
 
 /** Every file under a folder, recursively. */
 function files(d: string): string[] {
-  return readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(d, e.name)) : [join(d, e.name)]));
+  return readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? files(join(d, e.name)) : [join(d, e.name)],
+  );
 }
 
-test(`torchrun train.py killed ${KILLS} times at seeded points of its run resumes to exactly the uninterrupted run`, { skip: toolSkip('torch'), timeout: 900_000 }, async (t) => {
+test(`torchrun train.py killed ${KILLS} times at seeded points of its run resumes to exactly the uninterrupted run`, {
+  skip: toolSkip('torch'),
+  timeout: 900_000,
+}, async (t) => {
   requireTool('torch');
   const dir = mkdtempSync(join(tmpdir(), 'qkv-torch-crash-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const fx = makeRun(dir, makeCorpus(join(dir, 'corpus')), { dropout: 0.1 }); // dropout on: its masks must resume too
-  const common = ['--data', fx.trainIds, '--max-steps', String(STEPS), '--save-every', '1', '--keep', '3', '--log-every', '1000'];
+  const common = [
+    '--data',
+    fx.trainIds,
+    '--max-steps',
+    String(STEPS),
+    '--save-every',
+    '1',
+    '--keep',
+    '3',
+    '--log-every',
+    '1000',
+  ];
   const base = join(dir, 'base');
   const b = torchrun(2, ['--init-from', fx.run, '--out', base, ...common]);
   assert.equal(b.status, 0, b.stderr);
@@ -50,10 +66,16 @@ test(`torchrun train.py killed ${KILLS} times at seeded points of its run resume
     maxSteps: STEPS,
     midWriteEvery: 2,
     // Every step (--save-every 1): its checkpoint, the training state, then model.safetensors.
-    writesAt: (s) => [`checkpoints/step-${String(s).padStart(7, '0')}.safetensors`, 'train-state.safetensors', 'model.safetensors'],
+    writesAt: (s) => [
+      `checkpoints/step-${String(s).padStart(7, '0')}.safetensors`,
+      'train-state.safetensors',
+      'model.safetensors',
+    ],
     startFiles: ['config.json', 'tokenizer.json', 'train-log.jsonl'],
   });
-  t.diagnostic(`${report.kills} kills, ${report.midWrite} of them during a file write (a temporary file was left): ${report.faults.join(' ')}`);
+  t.diagnostic(
+    `${report.kills} kills, ${report.midWrite} of them during a file write (a temporary file was left): ${report.faults.join(' ')}`,
+  );
   assert.equal(report.kills, KILLS);
   assert.equal(report.midWrite, report.plannedMidWrite, 'every mid-write kill left its temporary file');
   assert.ok(report.midWrite >= KILLS / 2, `only ${report.midWrite} kills landed during a write`);
@@ -63,17 +85,25 @@ test(`torchrun train.py killed ${KILLS} times at seeded points of its run resume
   assert.deepEqual(readLog(out), readLog(base));
   assert.equal(readLog(out).length, STEPS);
   // Same weights, Adam moments, position; same checkpoints; same averaged model.
-  const names = ['train-state.safetensors', 'model.safetensors', ...readdirSync(join(base, 'checkpoints')).map((f) => join('checkpoints', f))];
+  const names = [
+    'train-state.safetensors',
+    'model.safetensors',
+    ...readdirSync(join(base, 'checkpoints')).map((f) => join('checkpoints', f)),
+  ];
   assert.deepEqual(readdirSync(join(out, 'checkpoints')), readdirSync(join(base, 'checkpoints')));
   for (const f of names) {
     const x = readSafetensors(readFileSync(join(out, f)));
     const y = readSafetensors(readFileSync(join(base, f)));
     assert.deepEqual(Object.keys(x.tensors).sort(), Object.keys(y.tensors).sort(), f);
     for (const k of Object.keys(y.tensors)) assert.deepEqual(x.tensors[k].data, y.tensors[k].data, `${f}: ${k}`);
-    if (f === 'train-state.safetensors') assert.deepEqual(JSON.parse(x.metadata.trainer), JSON.parse(y.metadata.trainer));
+    if (f === 'train-state.safetensors')
+      assert.deepEqual(JSON.parse(x.metadata.trainer), JSON.parse(y.metadata.trainer));
   }
   // Nothing half-written: no temporary files; every safetensors file on disk loads.
   const all = files(out);
-  assert.deepEqual(all.filter((f) => f.includes('.tmp-')), []);
+  assert.deepEqual(
+    all.filter((f) => f.includes('.tmp-')),
+    [],
+  );
   for (const f of all.filter((p) => p.endsWith('.safetensors'))) readSafetensors(readFileSync(f));
 });

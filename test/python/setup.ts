@@ -31,7 +31,13 @@ export const RUN_LIMIT_S = 300;
 
 /** spawnSync with the limit: throws, naming the command and the tail of its stderr, when it is hit. */
 function bounded(cmd: string, args: string[]): SpawnSyncReturns<string> {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', cwd: root, env: pyEnv, timeout: RUN_LIMIT_S * 1000, killSignal: 'SIGKILL' });
+  const r = spawnSync(cmd, args, {
+    encoding: 'utf8',
+    cwd: root,
+    env: pyEnv,
+    timeout: RUN_LIMIT_S * 1000,
+    killSignal: 'SIGKILL',
+  });
   if (r.error) {
     // spawnSync reports its time limit as an ETIMEDOUT error; anything else (ENOENT: no such
     // program) is not about time.
@@ -52,7 +58,17 @@ export function python(args: string[]): SpawnSyncReturns<string> {
 export function torchrunArgs(nproc: number, script: string[]): [string, string[]] {
   const launcher = existsSync('/usr/bin/torchrun') ? ['/usr/bin/torchrun'] : [PYTHON, '-m', 'torch.distributed.run'];
   // The agent checks its workers every monitor_interval seconds (default 5): 0.2 ends a finished run sooner.
-  const args = ['--standalone', '--nproc_per_node', String(nproc), '--monitor_interval', '0.2', '--redirects', '9:1', '--tee', '9:1'];
+  const args = [
+    '--standalone',
+    '--nproc_per_node',
+    String(nproc),
+    '--monitor_interval',
+    '0.2',
+    '--redirects',
+    '9:1',
+    '--tee',
+    '9:1',
+  ];
   return [launcher[0], [...launcher.slice(1), ...args, join(root, 'python/qkv_torch/train.py'), ...script]];
 }
 
@@ -65,16 +81,33 @@ export { spawn };
 
 /** n training pairs and 20 validation pairs of real Multi30K text in `dir`. */
 export function makeCorpus(dir: string, n = 160): string {
-  writeCorpus(dir, [['train', 0, n], ['val', n, n + 20]]);
+  writeCorpus(dir, [
+    ['train', 0, n],
+    ['val', n, n + 20],
+  ]);
   return dir;
 }
 
 export const TINY: Omit<Seq2SeqConfig, 'vocabSize' | 'padId'> = {
-  dModel: 32, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 1, dimFeedforward: 64, dropout: 0, activation: 'relu', normFirst: false, maxLen: 64,
+  dModel: 32,
+  nhead: 2,
+  numEncoderLayers: 1,
+  numDecoderLayers: 1,
+  dimFeedforward: 64,
+  dropout: 0,
+  activation: 'relu',
+  normFirst: false,
+  maxLen: 64,
 };
 
 /** The tiny preset's recipe, so that `qkv train --preset tiny --resume` continues these runs. */
-export const RECIPE: Partial<TrainerOptions> = { maxTokens: 1024, warmup: 20, lrFactor: 1, labelSmoothing: 0.1, seed: 1 };
+export const RECIPE: Partial<TrainerOptions> = {
+  maxTokens: 1024,
+  warmup: 20,
+  lrFactor: 1,
+  labelSmoothing: 0.1,
+  seed: 1,
+};
 
 export interface Fixture {
   run: string;
@@ -91,8 +124,17 @@ export interface Fixture {
  * A qkv run folder at step 0 (config.json, tokenizer.json, model.safetensors, train-state.safetensors
  * as `qkv train` writes them) and the encoded train/val splits, plus the in-process Trainer.
  */
-export function makeRun(dir: string, corpus: string, model: Partial<Seq2SeqConfig> = {}, recipe: Partial<TrainerOptions> = RECIPE, o: { separate?: boolean } = {}): Fixture {
-  const text = (split: string, lang: string) => readFileSync(join(corpus, `${split}.${lang}`), 'utf8').trimEnd().split('\n');
+export function makeRun(
+  dir: string,
+  corpus: string,
+  model: Partial<Seq2SeqConfig> = {},
+  recipe: Partial<TrainerOptions> = RECIPE,
+  o: { separate?: boolean } = {},
+): Fixture {
+  const text = (split: string, lang: string) =>
+    readFileSync(join(corpus, `${split}.${lang}`), 'utf8')
+      .trimEnd()
+      .split('\n');
   const [en, de] = [text('train', 'en'), text('train', 'de')];
   // Separate vocabularies (qkv train --separate-vocab): one BPE per language, as train.ts learns them.
   const tokenizer = BpeTokenizer.learn(o.separate ? en : [...en, ...de], { vocabSize: 300 });
@@ -126,7 +168,11 @@ export interface LogEntry {
 
 /** The per-step lines of a train.py run's train-log.jsonl. */
 export function readLog(run: string): LogEntry[] {
-  return readFileSync(join(run, 'train-log.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as LogEntry).filter((e) => 'loss' in e);
+  return readFileSync(join(run, 'train-log.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as LogEntry)
+    .filter((e) => 'loss' in e);
 }
 
 /**
@@ -140,7 +186,13 @@ export function isKeyBias(name: string, i: number, dModel: number): boolean {
 }
 
 /** Largest |a − b| − (atol + rtol·|b|) over every tensor of two weight sets (≤ 0: within tolerance), and where. */
-export function worstExcess(a: Record<string, Tensor>, b: Record<string, Tensor>, atol: number, rtol: number, skip: (name: string, i: number) => boolean = () => false): { excess: number; where: string } {
+export function worstExcess(
+  a: Record<string, Tensor>,
+  b: Record<string, Tensor>,
+  atol: number,
+  rtol: number,
+  skip: (name: string, i: number) => boolean = () => false,
+): { excess: number; where: string } {
   let excess = -Infinity;
   let where = '';
   for (const name of Object.keys(b)) {

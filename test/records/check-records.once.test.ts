@@ -15,7 +15,11 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const claimsFile = join(root, 'records', 'claims.json');
 
 function check(claims?: string) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/check-records.ts', ...(claims ? ['--claims', claims] : [])], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'scripts/check-records.ts', ...(claims ? ['--claims', claims] : [])],
+    { cwd: root, encoding: 'utf8' },
+  );
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 }
 
@@ -23,21 +27,33 @@ test('check-records: every quoted figure recomputes from its committed file', ()
   const { claims } = JSON.parse(readFileSync(claimsFile, 'utf8')) as { claims: unknown[] };
   const r = check();
   assert.equal(r.status, 0, r.out);
-  assert.match(r.out, new RegExp(`check-records: ${claims.length} of ${claims.length} figures recomputed from their files\\n`));
+  assert.match(
+    r.out,
+    new RegExp(`check-records: ${claims.length} of ${claims.length} figures recomputed from their files\\n`),
+  );
 });
 
 test('docs/evidence.md lists every claim: its table is check-records --table', () => {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/check-records.ts', '--table'], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/check-records.ts', '--table'], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 0, r.stderr);
   const doc = readFileSync(join(root, 'docs', 'evidence.md'), 'utf8');
-  assert.ok(doc.includes(r.stdout), 'docs/evidence.md: regenerate its table with `npx tsx scripts/check-records.ts --table`');
+  assert.ok(
+    doc.includes(r.stdout),
+    'docs/evidence.md: regenerate its table with `npx tsx scripts/check-records.ts --table`',
+  );
 });
 
 test('check-records fails on a changed figure, a deleted output and a misquoted speed ratio', () => {
   const doc = JSON.parse(readFileSync(claimsFile, 'utf8')) as { claims: Record<string, unknown>[] };
   const byId = (id: string) => ({ ...doc.claims.find((c) => c.id === id)! });
   const dir = tempDir('qkv-claims-');
-  const changed = { ...byId('en-de-pair-val'), expect: String(byId('en-de-pair-val').expect).replace('41.02', '41.03') };
+  const changed = {
+    ...byId('en-de-pair-val'),
+    expect: String(byId('en-de-pair-val').expect).replace('41.02', '41.03'),
+  };
   const gone = { ...byId('candidate-E-val'), output: 'records/r8-w256-s31/decision/no-such.val.de' };
   const ratio = { ...byId('zen5-train-step'), expect: '0.75' };
   const history = { ...byId('r8-w256-s31-best'), expect: '40.09' };
@@ -47,7 +63,10 @@ test('check-records fails on a changed figure, a deleted output and a misquoted 
   assert.equal(r.status, 1, r.out);
   assert.match(r.out, /^ok {3}r8-greedy-val: /m);
   assert.match(r.out, /^FAIL en-de-pair-val: quoted "BLEU = 41\.03 .*", the file gives "BLEU = 41\.02 72\.0\/49\.4/m);
-  assert.match(r.out, /^FAIL candidate-E-val: .*output records\/r8-w256-s31\/decision\/no-such\.val\.de is missing: the figure has no file behind it/m);
+  assert.match(
+    r.out,
+    /^FAIL candidate-E-val: .*output records\/r8-w256-s31\/decision\/no-such\.val\.de is missing: the figure has no file behind it/m,
+  );
   assert.match(r.out, /^FAIL zen5-train-step: quoted "0\.75", the file gives "0\.76 \(3623 \/ 4784; /m);
   assert.match(r.out, /^FAIL r8-w256-s31-best: quoted "40\.09", the file gives "40\.08"/m);
   assert.match(r.out, /check-records: 1 of 5 figures recomputed from their files, 4 differ/);

@@ -24,8 +24,11 @@ test('randn(2, 3) and rand(2, 3) give the shape zeros(2, 3) gives, with the same
 
 test('bad shapes are named', () => {
   assert.throws(() => randn(2, -1), /shape: invalid dimension -1 in \[2, -1\]/);
-  // @ts-expect-error a generator after dimensions given as numbers
-  assert.throws(() => randn(2, new Generator(1)), /randn: with dimensions as numbers \(randn\(2, 3\)\) every argument is a dimension; argument 1 is object/);
+  assert.throws(
+    // @ts-expect-error a generator after dimensions given as numbers
+    () => randn(2, new Generator(1)),
+    /randn: with dimensions as numbers \(randn\(2, 3\)\) every argument is a dimension; argument 1 is object/,
+  );
   // @ts-expect-error not a shape
   assert.throws(() => rand('2'), /rand: expected a shape \(rand\(2, 3\) or rand\(\[2, 3\]\)\), got string/);
 });

@@ -47,7 +47,10 @@ test('memoryScope: nested scopes hand what they return to the outer scope; array
     const sum = F.add(inner.y, inner.z[0]!); // both still valid after the inner scope
     return [sum.reshape([2, 2]), 7] as const;
   });
-  assert.deepEqual(r[0].tolist(), [[4, 7], [10, 13]]);
+  assert.deepEqual(r[0].tolist(), [
+    [4, 7],
+    [10, 13],
+  ]);
   assert.equal(r[1], 7);
   if (scoped) assert.equal(bytesInUse(), before + 16, 'only the returned tensor (4 floats, one 16-byte block) is held');
 });

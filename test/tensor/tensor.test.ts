@@ -3,10 +3,16 @@ import assert from 'node:assert/strict';
 import { Generator, manualSeed, ones, rand, randn, tensor, zeros, arange } from '../../src/index.ts';
 
 test('tensor() infers shape and dtype from nested arrays; flat data with a shape', () => {
-  const t = tensor([[1, 2, 3], [4, 5, 6]]);
+  const t = tensor([
+    [1, 2, 3],
+    [4, 5, 6],
+  ]);
   assert.deepEqual(t.shape, [2, 3]);
   assert.equal(t.dtype, 'float32');
-  assert.deepEqual(t.tolist(), [[1, 2, 3], [4, 5, 6]]);
+  assert.deepEqual(t.tolist(), [
+    [1, 2, 3],
+    [4, 5, 6],
+  ]);
   const b = tensor([[true, false]]);
   assert.equal(b.dtype, 'bool');
   assert.deepEqual(b.toArray(), [1, 0]);
@@ -74,5 +80,8 @@ test('fillUint32 continues the same stream as nextUint32 (dropout masks use it)'
 });
 
 test('requiresGrad only on float tensors', () => {
-  assert.throws(() => tensor(new Int32Array([1]), [1]).requiresGrad_(), /only float32 tensors can require gradients, this one is int32/);
+  assert.throws(
+    () => tensor(new Int32Array([1]), [1]).requiresGrad_(),
+    /only float32 tensors can require gradients, this one is int32/,
+  );
 });

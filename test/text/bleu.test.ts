@@ -6,10 +6,20 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { computeBleu, corpusBleu, formatFixed, pairwiseSentenceBleu, sentenceBleu, tokenize13a } from '../../src/text/index.ts';
+import {
+  computeBleu,
+  corpusBleu,
+  formatFixed,
+  pairwiseSentenceBleu,
+  sentenceBleu,
+  tokenize13a,
+} from '../../src/text/index.ts';
 
 function close(actual: number, expected: number, what = 'value'): void {
-  assert.ok(Math.abs(actual - expected) <= 1e-12 * Math.max(1, Math.abs(expected)), `${what}: ${actual} != ${expected}`);
+  assert.ok(
+    Math.abs(actual - expected) <= 1e-12 * Math.max(1, Math.abs(expected)),
+    `${what}: ${actual} != ${expected}`,
+  );
 }
 
 test('sacreBLEU README example: two reference streams', () => {
@@ -63,7 +73,10 @@ test('tokenizer 13a', () => {
 
 test('perfect match is 100 and no overlap is 0', () => {
   const perfect = corpusBleu(['a b c d e'], ['a b c d e']);
-  assert.equal(String(perfect), 'BLEU = 100.00 100.0/100.0/100.0/100.0 (BP = 1.000 ratio = 1.000 hyp_len = 5 ref_len = 5)');
+  assert.equal(
+    String(perfect),
+    'BLEU = 100.00 100.0/100.0/100.0/100.0 (BP = 1.000 ratio = 1.000 hyp_len = 5 ref_len = 5)',
+  );
   close(perfect.score, 100);
   const none = corpusBleu(['a b c d e'], ['f g h i j']);
   assert.equal(none.score, 0);
@@ -81,10 +94,22 @@ test('brevity penalty', () => {
 
 test('closest reference length, ties to the shorter; null drops a reference (nrefs:var)', () => {
   // Segment 1: hyp_len 3, refs 4 and 2 are equally close -> 2. Segment 2: only "x y z" (3) -> 3.
-  const s = corpusBleu(['a b c', 'x y'], [['a b c d', null], ['a b', 'x y z']]);
+  const s = corpusBleu(
+    ['a b c', 'x y'],
+    [
+      ['a b c d', null],
+      ['a b', 'x y z'],
+    ],
+  );
   assert.equal(String(s), 'BLEU = 0.00 100.0/100.0/100.0/0.0 (BP = 1.000 ratio = 1.000 hyp_len = 5 ref_len = 5)');
   assert.equal(s.signature, 'nrefs:var|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.0');
-  const t = corpusBleu(['a b c d', 'e f'], [['a b c d e f', 'e f'], ['a b', 'e f g h']]);
+  const t = corpusBleu(
+    ['a b c d', 'e f'],
+    [
+      ['a b c d e f', 'e f'],
+      ['a b', 'e f g h'],
+    ],
+  );
   assert.equal(String(t), 'BLEU = 100.00 100.0/100.0/100.0/100.0 (BP = 1.000 ratio = 1.500 hyp_len = 6 ref_len = 4)');
 });
 
@@ -93,7 +118,10 @@ test('smoothing methods on hyp "a b c d" vs ref "a b d c"', () => {
   const h = ['a b c d'];
   const r = ['a b d c'];
   // none: a zero precision makes BLEU 0.
-  assert.equal(String(corpusBleu(h, r, { smoothMethod: 'none' })), 'BLEU = 0.00 100.0/33.3/0.0/0.0 (BP = 1.000 ratio = 1.000 hyp_len = 4 ref_len = 4)');
+  assert.equal(
+    String(corpusBleu(h, r, { smoothMethod: 'none' })),
+    'BLEU = 0.00 100.0/33.3/0.0/0.0 (BP = 1.000 ratio = 1.000 hyp_len = 4 ref_len = 4)',
+  );
   // floor 0.1: p3 = 100*0.1/2 = 5, p4 = 100*0.1/1 = 10; BLEU = (100 * 33.33 * 5 * 10)^(1/4) = 20.205...
   const floor = corpusBleu(h, r, { smoothMethod: 'floor' });
   assert.equal(String(floor), 'BLEU = 20.21 100.0/33.3/5.0/10.0 (BP = 1.000 ratio = 1.000 hyp_len = 4 ref_len = 4)');
@@ -110,7 +138,7 @@ test('smoothing methods on hyp "a b c d" vs ref "a b d c"', () => {
   const exp = corpusBleu(h, r);
   assert.equal(String(exp), 'BLEU = 37.99 100.0/33.3/25.0/25.0 (BP = 1.000 ratio = 1.000 hyp_len = 4 ref_len = 4)');
   close(exp.score, 37.99178428257963);
-  close(exp.score, 100 * Math.pow(1 * (1 / 3) * 0.25 * 0.25, 1 / 4), 'hand formula');
+  close(exp.score, 100 * (1 * (1 / 3) * 0.25 * 0.25) ** (1 / 4), 'hand formula');
   assert.equal(
     corpusBleu(h, r, { smoothMethod: 'floor', smoothValue: 0.5 }).signature,
     'nrefs:1|case:mixed|eff:no|tok:13a|smooth:floor[0.50]|version:2.4.0',
@@ -134,7 +162,10 @@ test('sentence BLEU: exp smoothing with effective order, by hand', () => {
   assert.equal(String(s), 'BLEU = 70.71 100.0/50.0/0.0/0.0 (BP = 1.000 ratio = 1.000 hyp_len = 2 ref_len = 2)');
   assert.equal(s.signature, 'nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp|version:2.4.0');
   // Without smoothing the zero bigram precision gives 0.
-  assert.equal(String(sentenceBleu('cat the', 'the cat', { smoothMethod: 'none' })), 'BLEU = 0.00 100.0/0.0/0.0/0.0 (BP = 1.000 ratio = 1.000 hyp_len = 2 ref_len = 2)');
+  assert.equal(
+    String(sentenceBleu('cat the', 'the cat', { smoothMethod: 'none' })),
+    'BLEU = 0.00 100.0/0.0/0.0/0.0 (BP = 1.000 ratio = 1.000 hyp_len = 2 ref_len = 2)',
+  );
 
   // "the cat" vs "the cat sat": 2/2, 1/1, then totals 0 -> effective order 2, precisions 100, 100;
   // BP = exp(1 - 3/2) = 0.60653 -> BLEU 60.65.
@@ -146,11 +177,14 @@ test('sentence BLEU: exp smoothing with effective order, by hand', () => {
   // BLEU = 100 * (6/7 * 4/6 * 2/5 * 1/4)^(1/4) = 48.89.
   const u = sentenceBleu('The cat sat on the mat.', ['The cat is on the mat.']);
   assert.equal(String(u), 'BLEU = 48.89 85.7/66.7/40.0/25.0 (BP = 1.000 ratio = 1.000 hyp_len = 7 ref_len = 7)');
-  close(u.score, 100 * Math.pow((6 / 7) * (4 / 6) * (2 / 5) * (1 / 4), 1 / 4), 'hand formula');
+  close(u.score, 100 * ((6 / 7) * (4 / 6) * (2 / 5) * (1 / 4)) ** (1 / 4), 'hand formula');
   close(u.score, 48.892302243490086);
 
   // Two references, closest length tie (4 vs 2 for hyp_len 3) -> the shorter: ratio 1.5.
-  assert.equal(String(sentenceBleu('a b c', ['a b c d', 'a b'])), 'BLEU = 100.00 100.0/100.0/100.0/0.0 (BP = 1.000 ratio = 1.500 hyp_len = 3 ref_len = 2)');
+  assert.equal(
+    String(sentenceBleu('a b c', ['a b c d', 'a b'])),
+    'BLEU = 100.00 100.0/100.0/100.0/0.0 (BP = 1.000 ratio = 1.500 hyp_len = 3 ref_len = 2)',
+  );
 
   const v = sentenceBleu(
     'It is a guide to action which ensures that the military always obeys the commands of the party.',
@@ -161,13 +195,31 @@ test('sentence BLEU: exp smoothing with effective order, by hand', () => {
 });
 
 test('pairwiseSentenceBleu: every ordered pair equals sentenceBleu to the bit, options included; the diagonal is 0', () => {
-  const sents = ['Ein Hund läuft.', 'Ein Hund rennt über die Wiese.', 'ein hund rennt über die Wiese!', '', 'Zwei Hunde, ein Ball.'];
-  for (const options of [undefined, { lowercase: true }, { tokenize: 'none' as const, smoothMethod: 'floor' as const }]) {
+  const sents = [
+    'Ein Hund läuft.',
+    'Ein Hund rennt über die Wiese.',
+    'ein hund rennt über die Wiese!',
+    '',
+    'Zwei Hunde, ein Ball.',
+  ];
+  for (const options of [
+    undefined,
+    { lowercase: true },
+    { tokenize: 'none' as const, smoothMethod: 'floor' as const },
+  ]) {
     const m = pairwiseSentenceBleu(sents, options);
     assert.equal(m.length, sents.length);
-    sents.forEach((h, i) => sents.forEach((r, j) => assert.equal(m[i][j], i === j ? 0 : sentenceBleu(h, r, options).score, `${i} against ${j}`)));
+    sents.forEach((h, i) =>
+      sents.forEach((r, j) =>
+        assert.equal(m[i][j], i === j ? 0 : sentenceBleu(h, r, options).score, `${i} against ${j}`),
+      ),
+    );
   }
-  assert.notEqual(pairwiseSentenceBleu(sents)[1][2], pairwiseSentenceBleu(sents, { lowercase: true })[1][2], 'lowercase is applied');
+  assert.notEqual(
+    pairwiseSentenceBleu(sents)[1][2],
+    pairwiseSentenceBleu(sents, { lowercase: true })[1][2],
+    'lowercase is applied',
+  );
   assert.deepEqual(pairwiseSentenceBleu([]), []);
 });
 
@@ -189,6 +241,9 @@ test('computeBleu from statistics and input validation', () => {
   const s = computeBleu([14, 7, 5, 3], [17, 14, 11, 8], 17, 18, { smoothMethod: 'exp' });
   assert.equal(String(s), 'BLEU = 48.53 82.4/50.0/45.5/37.5 (BP = 0.943 ratio = 0.944 hyp_len = 17 ref_len = 18)');
   // empty hypothesis: BP 0, score 0
-  assert.equal(String(corpusBleu([''], ['a b'])), 'BLEU = 0.00 0.0/0.0/0.0/0.0 (BP = 0.000 ratio = 0.000 hyp_len = 0 ref_len = 2)');
+  assert.equal(
+    String(corpusBleu([''], ['a b'])),
+    'BLEU = 0.00 0.0/0.0/0.0/0.0 (BP = 0.000 ratio = 0.000 hyp_len = 0 ref_len = 2)',
+  );
   assert.throws(() => corpusBleu(['a', 'b'], [['a']]), /reference stream 0 has 1 lines/);
 });

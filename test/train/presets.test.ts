@@ -17,6 +17,9 @@ for (const name of ['multi30k-en-de', 'multi30k-en-fr']) {
     assert.deepEqual({ ...PAPER_RECIPE, ...p.recipe }, config.training.recipe);
     assert.deepEqual({ vocabSize: p.vocabSize, splitPunctuation: p.splitPunctuation }, config.training.bpe);
     const t = config.training;
-    assert.deepEqual([p.evalEvery, p.saveEvery, p.patience, p.average, p.keep], [t.evalEvery, t.saveEvery, t.patience, t.average, t.keep]);
+    assert.deepEqual(
+      [p.evalEvery, p.saveEvery, p.patience, p.average, p.keep],
+      [t.evalEvery, t.saveEvery, t.patience, t.average, t.keep],
+    );
   });
 }

@@ -7,7 +7,17 @@ import { Seq2SeqTrainer, evaluateSeq2Seq } from '../../src/train/trainer.ts';
 import { Generator } from '../../src/tensor/random.ts';
 
 const ids = { padId: 0, bosId: 2, eosId: 3 };
-const cfg = { ...models.MULTI30K_SMALL, vocabSize: 14, dModel: 16, nhead: 2, numEncoderLayers: 1, numDecoderLayers: 1, dimFeedforward: 32, dropout: 0.1, maxLen: 16 };
+const cfg = {
+  ...models.MULTI30K_SMALL,
+  vocabSize: 14,
+  dModel: 16,
+  nhead: 2,
+  numEncoderLayers: 1,
+  numDecoderLayers: 1,
+  dimFeedforward: 32,
+  dropout: 0.1,
+  maxLen: 16,
+};
 
 function corpus(n: number, seed: number): Pair[] {
   const g = new Generator(seed);
@@ -34,7 +44,12 @@ test('a killed run resumes with --resume and continues with the same losses (dro
   const saved = first.saveState();
   // "Kill": a new process would rebuild everything from the config, with other random weights.
   manualSeed(999);
-  const resumed = new Seq2SeqTrainer(new models.Seq2Seq(cfg), pairs, ids, { maxTokens: 48, warmup: 10, lrFactor: 0.2, seed: 5 });
+  const resumed = new Seq2SeqTrainer(new models.Seq2Seq(cfg), pairs, ids, {
+    maxTokens: 48,
+    warmup: 10,
+    lrFactor: 0.2,
+    seed: 5,
+  });
   resumed.loadState(saved);
   const rest = Array.from({ length: 5 }, () => resumed.step().loss);
   assert.deepEqual(rest, losses.slice(7));
@@ -51,13 +66,19 @@ test('training lowers the validation loss on a reversal task', () => {
   // The model's mode comes back as it was (dropout stays on for the next step, off for a model in eval).
   t.model.train();
   evaluateSeq2Seq(t.model, val, ids, 64);
-  assert.ok(t.model.namedModules().every(([, m]) => m.training), 'train mode restored');
+  assert.ok(
+    t.model.namedModules().every(([, m]) => m.training),
+    'train mode restored',
+  );
   t.model.eval();
   evaluateSeq2Seq(t.model, val, ids, 64);
-  assert.ok(t.model.namedModules().every(([, m]) => !m.training), 'eval mode kept');
+  assert.ok(
+    t.model.namedModules().every(([, m]) => !m.training),
+    'eval mode kept',
+  );
 });
 
-test('the learning rate follows the paper\'s schedule', () => {
+test("the learning rate follows the paper's schedule", () => {
   const t = fresh(corpus(20, 4));
   const lrs = Array.from({ length: 12 }, () => t.step().lr);
   const expected = (s: number) => 0.2 * 16 ** -0.5 * Math.min(s ** -0.5, s * 10 ** -1.5);
@@ -70,11 +91,14 @@ test('averageWeights is the element-wise mean; loadState rejects a foreign file'
   const b = Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v.mul(3)]));
   const avg = averageWeights([a, b]);
   const k = 'embedding.weight';
-  assert.deepEqual(avg[k].toArray(), a[k].toArray().map((x) => Math.fround((x + Math.fround(3 * x)) / 2)));
+  assert.deepEqual(
+    avg[k].toArray(),
+    a[k].toArray().map((x) => Math.fround((x + Math.fround(3 * x)) / 2)),
+  );
   assert.throws(() => t.loadState(new Uint8Array(16)), /safetensors:/);
 });
 
-test('accum K: one Adam step on the mean of K batches\' gradients, the loss their mean; same batches as K steps', () => {
+test("accum K: one Adam step on the mean of K batches' gradients, the loss their mean; same batches as K steps", () => {
   const pairs = corpus(60, 7);
   const opts = { maxTokens: 48, warmup: 10, lrFactor: 0.2, seed: 5, accum: 2 };
   manualSeed(21);
@@ -85,7 +109,8 @@ test('accum K: one Adam step on the mean of K batches\' gradients, the loss thei
   const grads: Float32Array[][] = [];
   const losses: number[] = [];
   const realStep = ref.optimizer.step.bind(ref.optimizer);
-  ref.optimizer.step = () => grads.push(ref.optimizer.params.map((p) => Float32Array.from(p.grad!.data as Float32Array)));
+  ref.optimizer.step = () =>
+    grads.push(ref.optimizer.params.map((p) => Float32Array.from(p.grad!.data as Float32Array)));
   for (let k = 0; k < 2; k++) losses.push(ref.step().loss);
   ref.optimizer.step = realStep;
   let seen: Float32Array[] = [];
@@ -132,8 +157,14 @@ test('weightDecay > 0 is AdamW (decoupled); 0 is Adam; a resumed run must keep a
   manualSeed(1);
   const other = new Seq2SeqTrainer(new models.Seq2Seq(cfg), pairs, ids, { maxTokens: 48, seed: 5, accum: 2 });
   assert.throws(() => other.loadState(saved), /saved accum 1 differs from 2/);
-  assert.throws(() => new Seq2SeqTrainer(new models.Seq2Seq(cfg), pairs, ids, { accum: 0 }), /accum must be a positive integer, got 0/);
-  assert.throws(() => new Seq2SeqTrainer(new models.Seq2Seq(cfg), pairs, ids, { weightDecay: -1 }), /weightDecay must be >= 0, got -1/);
+  assert.throws(
+    () => new Seq2SeqTrainer(new models.Seq2Seq(cfg), pairs, ids, { accum: 0 }),
+    /accum must be a positive integer, got 0/,
+  );
+  assert.throws(
+    () => new Seq2SeqTrainer(new models.Seq2Seq(cfg), pairs, ids, { weightDecay: -1 }),
+    /weightDecay must be >= 0, got -1/,
+  );
 });
 
 test('attentionDropout and activationDropout reach the layers; each defaults to dropout, as torch.nn', () => {
@@ -151,7 +182,7 @@ test('attentionDropout and activationDropout reach the layers; each defaults to 
   assert.equal(d.transformer.decoder.layers.at(0).dropout.p, 0.2);
 });
 
-test('startAt(N): a new run at step N of the schedule takes the batch and learning rate step N+1 of a run from 0 would, with Adam\'s moments empty', () => {
+test("startAt(N): a new run at step N of the schedule takes the batch and learning rate step N+1 of a run from 0 would, with Adam's moments empty", () => {
   const pairs = corpus(60, 3);
   for (const accum of [1, 2]) {
     const opts = { maxTokens: 48, warmup: 10, lrFactor: 0.2, seed: 5, accum };

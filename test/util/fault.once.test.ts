@@ -8,9 +8,19 @@ import { spawnSync } from 'node:child_process';
 import { parseFault } from '../../src/util/fault.ts';
 
 test('parseFault: a point and key=value pairs; group=1; malformed specs refused naming QKV_FAULT', () => {
-  assert.deepEqual(parseFault('after-tmp-write:step=40:file=train-state.safetensors'), { point: 'after-tmp-write', want: [['step', '40'], ['file', 'train-state.safetensors']], group: false });
+  assert.deepEqual(parseFault('after-tmp-write:step=40:file=train-state.safetensors'), {
+    point: 'after-tmp-write',
+    want: [
+      ['step', '40'],
+      ['file', 'train-state.safetensors'],
+    ],
+    group: false,
+  });
   assert.deepEqual(parseFault('step:step=3:group=1'), { point: 'step', want: [['step', '3']], group: true });
-  assert.throws(() => parseFault('step:step'), /^Error: QKV_FAULT: expected <key>=<value> after "step:", got "step" in "step:step"$/);
+  assert.throws(
+    () => parseFault('step:step'),
+    /^Error: QKV_FAULT: expected <key>=<value> after "step:", got "step" in "step:step"$/,
+  );
   assert.throws(() => parseFault(':x=1'), /^Error: QKV_FAULT: expected <point>/);
 });
 
@@ -26,7 +36,11 @@ for (let step = 1; step <= 5; step++) {
 function run(fault: string | undefined) {
   const env = { ...process.env, QKV_FAULT: fault };
   if (fault === undefined) delete env.QKV_FAULT;
-  return spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env, encoding: 'utf8', cwd: new URL('../../', import.meta.url).pathname });
+  return spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    env,
+    encoding: 'utf8',
+    cwd: new URL('../../', import.meta.url).pathname,
+  });
 }
 
 test('faultPoint: a child dies by SIGKILL at the named point, its details remembered; without QKV_FAULT it runs through', () => {

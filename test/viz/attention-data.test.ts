@@ -5,7 +5,12 @@ import { test } from 'node:test';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { encoderAttention, loadModelFromFiles, translateWithAttention } from '../../src/viz/attention-data.ts';
-import { attentionGridSvg, attentionHeadViewSvg, attentionHeatmapSvg, attentionModelViewSvg } from '../../src/viz/translation.ts';
+import {
+  attentionGridSvg,
+  attentionHeadViewSvg,
+  attentionHeatmapSvg,
+  attentionModelViewSvg,
+} from '../../src/viz/translation.ts';
 import { HEADS, LAYERS, makeTinyModel } from '../e2e/tiny-model.ts';
 
 const { dir, model, tokenizer } = makeTinyModel();
@@ -19,7 +24,11 @@ test('every map of a translation: shapes, rows summing to 1, the causal mask', (
   assert.equal(T, t.outTokens.length);
   assert.ok(T >= 1);
   assert.equal(t.tgtTokens[0], '<s>');
-  for (const [maps, rows, cols] of [[t.encoder, S, S], [t.decoder, T, T], [t.cross, T, S]] as const) {
+  for (const [maps, rows, cols] of [
+    [t.encoder, S, S],
+    [t.decoder, T, T],
+    [t.cross, T, S],
+  ] as const) {
     assert.equal(maps.length, LAYERS);
     for (const layer of maps) {
       assert.equal(layer.length, HEADS);
@@ -32,7 +41,8 @@ test('every map of a translation: shapes, rows summing to 1, the causal mask', (
       }
     }
   }
-  for (const layer of t.decoder) for (const m of layer) for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) assert.equal(m[i][j], 0);
+  for (const layer of t.decoder)
+    for (const m of layer) for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) assert.equal(m[i][j], 0);
   assert.equal(t.translation, tokenizer.decode(t.outIds));
 });
 
@@ -47,7 +57,7 @@ test('the encoder pass that collects weights gives the same memory as Seq2Seq.en
   for (let i = 0; i < a.length; i++) assert.ok(Math.abs(a[i] - b[i]) < 1e-5);
 });
 
-test('beam search works too, and loading from the folder\'s bytes gives the same model', () => {
+test("beam search works too, and loading from the folder's bytes gives the same model", () => {
   const loaded = loadModelFromFiles(
     JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')),
     JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')),
@@ -84,6 +94,9 @@ test('pictures of a translation', () => {
   assert.ok(attentionHeadViewSvg(t, 'encoder', 0).includes('head 2'));
   assert.equal(count(attentionModelViewSvg(t, 'cross'), /<g class="thumb/g), LAYERS * HEADS);
   assert.equal(count(attentionGridSvg(t, 'encoder'), /<svg /g), 1 + LAYERS * HEADS);
-  assert.throws(() => attentionHeatmapSvg(t, 'cross', 2, 0), /layer 3 does not exist: the decoder → encoder cross-attention has layers 1..2/);
+  assert.throws(
+    () => attentionHeatmapSvg(t, 'cross', 2, 0),
+    /layer 3 does not exist: the decoder → encoder cross-attention has layers 1..2/,
+  );
   assert.throws(() => attentionHeatmapSvg(t, 'cross', 0, 5), /head 6 does not exist/);
 });

@@ -8,7 +8,15 @@ import { Tensor } from '../../src/tensor/tensor.ts';
 import { decodeLines } from '../../src/train/lm.ts';
 import { headsOf, modelKind } from '../../src/viz/attention-data.ts';
 import { mapsGridSvg, mapsHeadViewSvg, mapsHeatmapSvg, mapsModelViewSvg } from '../../src/viz/attention-maps.ts';
-import { causalAttention, generateWithAttention, gptMaps, gptTitle, lineSeparatorId, loadGptFromFiles, type LoadedGpt } from '../../src/viz/gpt-attention.ts';
+import {
+  causalAttention,
+  generateWithAttention,
+  gptMaps,
+  gptTitle,
+  lineSeparatorId,
+  loadGptFromFiles,
+  type LoadedGpt,
+} from '../../src/viz/gpt-attention.ts';
 import { GPT_HEADS, GPT_LAYERS, makeTinyGpt } from '../e2e/tiny-model.ts';
 
 const { dir, model, tokenizer } = makeTinyGpt();
@@ -51,7 +59,7 @@ test('the continuation is what qkv generate draws, and its text', () => {
   assert.deepEqual(s1.attention, s2.attention);
 });
 
-test('the weights are those of the model\'s own forward pass, block by block', () => {
+test("the weights are those of the model's own forward pass, block by block", () => {
   const ids = tokenizer.encode('A little girl climbs a tree.');
   const got = causalAttention(model, ids);
   noGrad(() => {
@@ -59,9 +67,13 @@ test('the weights are those of the model\'s own forward pass, block by block', (
     let l = 0;
     for (const block of model.h) {
       const a = block.ln1.forward(x);
-      const ref = headsOf(block.attn.forward(a, a, a, { isCausal: true, needWeights: true, averageAttnWeights: false }).weights!);
+      const ref = headsOf(
+        block.attn.forward(a, a, a, { isCausal: true, needWeights: true, averageAttnWeights: false }).weights!,
+      );
       for (let h = 0; h < GPT_HEADS; h++) {
-        for (let i = 0; i < ids.length; i++) for (let j = 0; j < ids.length; j++) assert.ok(Math.abs(got[l][h][i][j] - ref[h][i][j]) < 1e-5, `layer ${l} head ${h} (${i}, ${j})`);
+        for (let i = 0; i < ids.length; i++)
+          for (let j = 0; j < ids.length; j++)
+            assert.ok(Math.abs(got[l][h][i][j] - ref[h][i][j]) < 1e-5, `layer ${l} head ${h} (${i}, ${j})`);
       }
       x = block.forward(x);
       l++;
@@ -88,11 +100,14 @@ test('stopping at the line end, and the context limit', () => {
   assert.equal(long.ids.length, model.config.blockSize, 'cut to the context');
   assert.equal(long.cut, true);
   assert.throws(() => generateWithAttention(lm, '  '), /generate: the prompt is empty/);
-  assert.throws(() => generateWithAttention(lm, 'a'.repeat(48)), /the prompt is 48 tokens long; this model's context holds 48/);
+  assert.throws(
+    () => generateWithAttention(lm, 'a'.repeat(48)),
+    /the prompt is 48 tokens long; this model's context holds 48/,
+  );
   assert.throws(() => generateWithAttention(lm, 'A', { maxTokens: 0 }), /maxTokens must be a positive integer, got 0/);
 });
 
-test('loading a folder\'s files gives the same model; bad files are named', () => {
+test("loading a folder's files gives the same model; bad files are named", () => {
   const cfg = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
   const tok = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8'));
   const weights = readFileSync(join(dir, 'model.safetensors'));
@@ -102,12 +117,30 @@ test('loading a folder\'s files gives the same model; bad files are named', () =
   const b = generateWithAttention(loaded, 'A man', { maxTokens: 8 });
   assert.deepEqual(b.ids, a.ids);
   assert.deepEqual(b.attention, a.attention);
-  assert.throws(() => loadGptFromFiles({ ...cfg, format: 'qkv-seq2seq' }, tok, weights), /config\.json: expected format 'qkv-gpt' with a 'model' section, got format 'qkv-seq2seq'/);
-  assert.throws(() => loadGptFromFiles({ ...cfg, tokenizer: 'word' }, tok, weights), /config\.json: expected "tokenizer": "char" or "bpe", got 'word'/);
-  assert.throws(() => loadGptFromFiles(cfg, { type: 'other' }, weights), /^Error: tokenizer\.json: CharTokenizer\.fromJSON/);
-  assert.throws(() => loadGptFromFiles({ ...cfg, model: { ...cfg.model, vocabSize: 7 } }, tok, weights), /^Error: tokenizer\.json: \d+ tokens, but config\.json's model\.vocabSize is 7$/);
-  assert.throws(() => loadGptFromFiles({ ...cfg, model: { ...cfg.model, nEmbd: 32 } }, tok, weights), /^Error: model\.safetensors: /);
-  assert.throws(() => modelKind({ format: 'qkv-bert' }, 'model/config.json'), /^Error: model\/config\.json: expected format 'qkv-seq2seq' \(a translation model from qkv train\) or 'qkv-gpt' \(a language model from qkv train-lm\), got format 'qkv-bert'$/);
+  assert.throws(
+    () => loadGptFromFiles({ ...cfg, format: 'qkv-seq2seq' }, tok, weights),
+    /config\.json: expected format 'qkv-gpt' with a 'model' section, got format 'qkv-seq2seq'/,
+  );
+  assert.throws(
+    () => loadGptFromFiles({ ...cfg, tokenizer: 'word' }, tok, weights),
+    /config\.json: expected "tokenizer": "char" or "bpe", got 'word'/,
+  );
+  assert.throws(
+    () => loadGptFromFiles(cfg, { type: 'other' }, weights),
+    /^Error: tokenizer\.json: CharTokenizer\.fromJSON/,
+  );
+  assert.throws(
+    () => loadGptFromFiles({ ...cfg, model: { ...cfg.model, vocabSize: 7 } }, tok, weights),
+    /^Error: tokenizer\.json: \d+ tokens, but config\.json's model\.vocabSize is 7$/,
+  );
+  assert.throws(
+    () => loadGptFromFiles({ ...cfg, model: { ...cfg.model, nEmbd: 32 } }, tok, weights),
+    /^Error: model\.safetensors: /,
+  );
+  assert.throws(
+    () => modelKind({ format: 'qkv-bert' }, 'model/config.json'),
+    /^Error: model\/config\.json: expected format 'qkv-seq2seq' \(a translation model from qkv train\) or 'qkv-gpt' \(a language model from qkv train-lm\), got format 'qkv-bert'$/,
+  );
   assert.throws(() => modelKind([1], 'x.json'), /got format 'undefined'/);
   assert.throws(() => modelKind(null), /config\.json: .*got not a JSON object \(null\)/);
   assert.throws(() => modelKind({ format: 'toString' }), /got format 'toString'/);
@@ -126,7 +159,8 @@ test('pictures of a generation: masked upper triangle, every layer × head', () 
   assert.equal(count(mapsGridSvg(m, gptTitle(g)), /<svg /g), 1 + GPT_LAYERS * GPT_HEADS);
   // No line from a query to a later key in the head view.
   const hv = mapsHeadViewSvg(m, 0);
-  for (const [, r, c] of hv.matchAll(/data-row="(\d+)" data-col="(\d+)"/g)) assert.ok(Number(c) <= Number(r), `line ${r} → ${c}`);
+  for (const [, r, c] of hv.matchAll(/data-row="(\d+)" data-col="(\d+)"/g))
+    assert.ok(Number(c) <= Number(r), `line ${r} → ${c}`);
   assert.throws(() => mapsHeatmapSvg(m, 2, 0), /layer 3 does not exist: the causal self-attention has layers 1\.\.2/);
   assert.throws(() => mapsModelViewSvg({ ...m, maps: [] }), /no causal self-attention to draw/);
 });

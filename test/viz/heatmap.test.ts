@@ -7,9 +7,19 @@ import { formatValue } from '../../src/viz/svg.ts';
 const count = (s: string, re: RegExp) => (s.match(re) ?? []).length;
 
 /** Each cell of an SVG heatmap: its indices, title, fill, and printed value with its colour. */
-function cells(svg: string): { row: number; col: number; title: string; fill: string; text?: string; textFill?: string }[] {
-  const re = /<rect class="cell[^"]*" data-row="(\d+)" data-col="(\d+)"[^>]* fill="(#[0-9a-f]{6})"><title>([^<]*)<\/title><\/rect>(?:<text class="value"[^>]* fill="(#[0-9a-f]{6})"[^>]*>([^<]*)<\/text>)?/g;
-  return [...svg.matchAll(re)].map((m) => ({ row: Number(m[1]), col: Number(m[2]), fill: m[3], title: m[4], textFill: m[5], text: m[6] }));
+function cells(
+  svg: string,
+): { row: number; col: number; title: string; fill: string; text?: string; textFill?: string }[] {
+  const re =
+    /<rect class="cell[^"]*" data-row="(\d+)" data-col="(\d+)"[^>]* fill="(#[0-9a-f]{6})"><title>([^<]*)<\/title><\/rect>(?:<text class="value"[^>]* fill="(#[0-9a-f]{6})"[^>]*>([^<]*)<\/text>)?/g;
+  return [...svg.matchAll(re)].map((m) => ({
+    row: Number(m[1]),
+    col: Number(m[2]),
+    fill: m[3],
+    title: m[4],
+    textFill: m[5],
+    text: m[6],
+  }));
 }
 
 // Issue 40: each cell's colour and value from the input numbers, worked by hand, not a golden SVG
@@ -26,8 +36,18 @@ function cells(svg: string): { row: number; col: number; title: string; fill: st
 //   0 → the first stop #f7fbff; 1 → the last #08306b (luminance ≈ 0.03: white text);
 //   0.5: x = 4 exactly, the fifth stop #6baed6 (luminance ≈ 0.38: dark text).
 //   With min −1, max 3: v = 1 gives t = 0.5 (#6baed6 again), v = −3 is clamped to t = 0 (#f7fbff).
-test('each cell\'s colour, title and printed value follow from the input numbers (hand-worked Blues)', () => {
-  const svg = heatmapSvg({ values: [[0.6698, 0.3302, 0], [1, 0.5, 0.3302]], rowLabels: ['The', 'cat'], colLabels: ['The', 'cat', 'sat'], min: 0, max: 1, legend: false });
+test("each cell's colour, title and printed value follow from the input numbers (hand-worked Blues)", () => {
+  const svg = heatmapSvg({
+    values: [
+      [0.6698, 0.3302, 0],
+      [1, 0.5, 0.3302],
+    ],
+    rowLabels: ['The', 'cat'],
+    colLabels: ['The', 'cat', 'sat'],
+    min: 0,
+    max: 1,
+    legend: false,
+  });
   assert.deepEqual(cells(svg), [
     { row: 0, col: 0, title: 'The → The: 0.6698', fill: '#3686c0', text: '0.67', textFill: '#ffffff' },
     { row: 0, col: 1, title: 'The → cat: 0.3302', fill: '#acd0e6', text: '0.33', textFill: '#1a1a1a' },
@@ -37,7 +57,10 @@ test('each cell\'s colour, title and printed value follow from the input numbers
     { row: 1, col: 2, title: 'cat → sat: 0.3302', fill: '#acd0e6', text: '0.33', textFill: '#1a1a1a' },
   ]);
   const shifted = heatmapSvg({ values: [[1, -3]], min: -1, max: 3, legend: false });
-  assert.deepEqual(cells(shifted).map((c) => c.fill), ['#6baed6', '#f7fbff']);
+  assert.deepEqual(
+    cells(shifted).map((c) => c.fill),
+    ['#6baed6', '#f7fbff'],
+  );
   // The cells tile the grid row by row (32 px each by default, the first at x 30, y 8 here).
   assert.match(svg, /data-row="1" data-col="2" x="94" y="40" width="32" height="32"/);
 });
@@ -48,19 +71,32 @@ test('cells = rows × cols, with row/col indices', () => {
   const values = Array.from({ length: rows }, (_, i) => Array.from({ length: cols }, (_, j) => (i + j) / 10));
   const svg = heatmapSvg({ values });
   assert.equal(count(svg, /<rect class="cell/g), rows * cols);
-  for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) assert.ok(svg.includes(`data-row="${i}" data-col="${j}"`));
+  for (let i = 0; i < rows; i++)
+    for (let j = 0; j < cols; j++) assert.ok(svg.includes(`data-row="${i}" data-col="${j}"`));
   assert.match(svg, /data-rows="3" data-cols="5"/);
 });
 
 test('token labels on both axes, escaped', () => {
-  const svg = heatmapSvg({ values: [[0.5, 0.5], [1, 0]], rowLabels: ['<s>', '▁Ein'], colLabels: ['▁A', 'dog&cat'], xLabel: 'key', yLabel: 'query', title: 'Layer 1 · head 2' });
+  const svg = heatmapSvg({
+    values: [
+      [0.5, 0.5],
+      [1, 0],
+    ],
+    rowLabels: ['<s>', '▁Ein'],
+    colLabels: ['▁A', 'dog&cat'],
+    xLabel: 'key',
+    yLabel: 'query',
+    title: 'Layer 1 · head 2',
+  });
   assert.equal(count(svg, /class="row-label"/g), 2);
   assert.equal(count(svg, /class="col-label"/g), 2);
   assert.ok(svg.includes('>&lt;s&gt;</text>'));
   assert.ok(svg.includes('>▁Ein</text>'));
   assert.ok(svg.includes('>▁A</text>'));
   assert.ok(svg.includes('>dog&amp;cat</text>'));
-  assert.ok(svg.includes('class="x-label"') && svg.includes('class="y-label"') && svg.includes('>Layer 1 · head 2</text>'));
+  assert.ok(
+    svg.includes('class="x-label"') && svg.includes('class="y-label"') && svg.includes('>Layer 1 · head 2</text>'),
+  );
   assert.ok(!svg.includes('<s>'), 'raw < must not leak into the SVG');
 });
 
@@ -100,7 +136,15 @@ test('RdBu: red below, near-white at 0, blue above', () => {
 });
 
 test('masked cells are grey and say so', () => {
-  const svg = heatmapSvg({ values: [[1, 0], [0.4, 0.6]], rowLabels: ['a', 'b'], colLabels: ['a', 'b'], masked: (i, j) => j > i });
+  const svg = heatmapSvg({
+    values: [
+      [1, 0],
+      [0.4, 0.6],
+    ],
+    rowLabels: ['a', 'b'],
+    colLabels: ['a', 'b'],
+    masked: (i, j) => j > i,
+  });
   assert.equal(count(svg, /class="cell masked"/g), 1);
   assert.ok(svg.includes('a → b: 0.0000 (masked)'));
   assert.equal(count(svg, /class="value"/g), 3, 'no value printed in the masked cell');

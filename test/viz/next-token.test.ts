@@ -8,14 +8,17 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { io } from '../../src/index.ts';
-import { ByteLevelBpeTokenizer, tokenizerFromJSON } from '../../src/text/index.ts';
+import { type ByteLevelBpeTokenizer, tokenizerFromJSON } from '../../src/text/index.ts';
 import { causalAttention, tokenLabel } from '../../src/viz/gpt-attention.ts';
 import { lastLogits, nextTokenView } from '../../src/viz/next-token.ts';
 import { neuronView } from '../../src/viz/neuron.ts';
 import { assertClose } from '../helpers/assert.ts';
 
 const DIR = new URL('../fixtures/hf-gpt2-tiny/', import.meta.url);
-const model = io.readHfGpt2(JSON.parse(readFileSync(new URL('config.json', DIR), 'utf8')), new Uint8Array(readFileSync(new URL('model.safetensors', DIR))));
+const model = io.readHfGpt2(
+  JSON.parse(readFileSync(new URL('config.json', DIR), 'utf8')),
+  new Uint8Array(readFileSync(new URL('model.safetensors', DIR))),
+);
 const expected = io.readSafetensors(new Uint8Array(readFileSync(new URL('expected.safetensors', DIR)))).tensors;
 const ids = Array.from(expected.input_ids.data as Int32Array);
 const [, T, V] = expected.logits.shape;
@@ -28,7 +31,7 @@ function softmax(x: number[], t = 1): number[] {
   return e.map((v) => v / z);
 }
 
-test('next-token view: the softmax of the last position\'s logits, top 20 in order, summing to the shown mass', () => {
+test("next-token view: the softmax of the last position's logits, top 20 in order, summing to the shown mass", () => {
   const logits = lastLogits(model, ids);
   assertClose(logits, torchLast, 'last logits vs PyTorch');
   const v = nextTokenView(logits, { temperature: 1, seed: 3 });
@@ -71,22 +74,41 @@ test('temperature, top-k and top-p reshape the distribution as sampling does', (
   assert.equal(shownGreedy.top[0].p, nextTokenView(logits, { temperature: 1 }).top[0].p);
   assert.ok(shownGreedy.top[0].p < 1);
   // The draw follows the seed.
-  const draws = new Set(Array.from({ length: 40 }, (_, s) => nextTokenView(logits, { temperature: 2, seed: s }).sampled));
+  const draws = new Set(
+    Array.from({ length: 40 }, (_, s) => nextTokenView(logits, { temperature: 2, seed: s }).sampled),
+  );
   assert.ok(draws.size > 1);
-  assert.equal(nextTokenView(logits, { temperature: 2, seed: 7 }).sampled, nextTokenView(logits, { temperature: 2, seed: 7 }).sampled);
+  assert.equal(
+    nextTokenView(logits, { temperature: 2, seed: 7 }).sampled,
+    nextTokenView(logits, { temperature: 2, seed: 7 }).sampled,
+  );
 });
 
 test('neuron view: q ⊙ k summed and scaled are the scores whose softmax is the attention row (qkv and PyTorch)', () => {
   const attn = causalAttention(model, ids);
-  for (const [layer, head, query] of [[0, 0, 0], [0, 3, T - 1], [1, 2, 4], [1, 1, T - 1]]) {
+  for (const [layer, head, query] of [
+    [0, 0, 0],
+    [0, 3, T - 1],
+    [1, 2, 4],
+    [1, 1, T - 1],
+  ]) {
     const nv = neuronView(model, ids, layer, head, query);
     assert.equal(nv.keys.length, query + 1);
     assert.equal(nv.q.length, 8);
     assert.equal(nv.scale, 1 / Math.sqrt(8));
     nv.products.forEach((p, j) => p.forEach((x, c) => assert.equal(x, nv.q[c] * nv.keys[j][c])));
     nv.scores.forEach((s, j) => assert.ok(Math.abs(s - nv.products[j].reduce((a, b) => a + b, 0) * nv.scale) < 1e-9));
-    assertClose(nv.weights, attn[layer][head][query].slice(0, query + 1), `qkv row ${layer}/${head}/${query}`, 1e-5, 1e-5);
-    const torchRow = (expected[`attn.${layer}`].data as Float32Array).subarray((head * T + query) * T, (head * T + query) * T + query + 1);
+    assertClose(
+      nv.weights,
+      attn[layer][head][query].slice(0, query + 1),
+      `qkv row ${layer}/${head}/${query}`,
+      1e-5,
+      1e-5,
+    );
+    const torchRow = (expected[`attn.${layer}`].data as Float32Array).subarray(
+      (head * T + query) * T,
+      (head * T + query) * T + query + 1,
+    );
     assertClose(nv.weights, torchRow, `PyTorch row ${layer}/${head}/${query}`);
   }
   assert.throws(() => neuronView(model, ids, 2, 0, 0), /^Error: neuronView: layer 2 does not exist \(0\.\.1\)$/);
@@ -94,7 +116,9 @@ test('neuron view: q ⊙ k summed and scaled are the scores whose softmax is the
 });
 
 test('byte-level token labels: spaces as ␣, a lone byte of a character as its hex, <|endoftext|> by name', () => {
-  const tok = tokenizerFromJSON(JSON.parse(readFileSync(new URL('tokenizer.json', DIR), 'utf8'))) as ByteLevelBpeTokenizer;
+  const tok = tokenizerFromJSON(
+    JSON.parse(readFileSync(new URL('tokenizer.json', DIR), 'utf8')),
+  ) as ByteLevelBpeTokenizer;
   const label = (s: string) => tok.encode(s).map((id) => tokenLabel(tok, id, tok.eosId));
   assert.deepEqual(label(' man'), ['␣man']);
   assert.deepEqual(label('a\tb\n'), ['a', '⇥', 'b', '⏎']);

@@ -11,28 +11,54 @@ const count = (s: string, re: RegExp) => (s.match(re) ?? []).length;
 const close = (a: number, b: number, tol = 5e-5) => assert.ok(Math.abs(a - b) <= tol, `${a} vs ${b}`);
 
 test('head view: one line per (head, query, key) with positive weight, opacity = weight', () => {
-  const h0 = [[1, 0], [0.25, 0.75], [0.5, 0.5]];
-  const h1 = [[0.5, 0.5], [0.5, 0.5], [0.9, 0.1]];
+  const h0 = [
+    [1, 0],
+    [0.25, 0.75],
+    [0.5, 0.5],
+  ];
+  const h1 = [
+    [0.5, 0.5],
+    [0.5, 0.5],
+    [0.9, 0.1],
+  ];
   const svg = headViewSvg({ heads: [h0, h1], leftLabels: ['<s>', 'Ein', 'Hund'], rightLabels: ['A', 'dog'] });
   assert.equal(count(svg, /<line class="link"/g), 5 + 6);
   assert.ok(svg.includes('data-head="0" data-row="1" data-col="1"') && svg.includes('stroke-opacity="0.75"'));
   assert.equal(count(svg, /class="token"/g), 5);
   assert.ok(svg.includes('>&lt;s&gt;</text>'));
   assert.ok(svg.includes('head 1: Ein → dog: 0.7500'));
-  const one = headViewSvg({ heads: [h1], headIds: [3], leftLabels: ['a', 'b', 'c'], rightLabels: ['x', 'y'], highlight: 2 });
+  const one = headViewSvg({
+    heads: [h1],
+    headIds: [3],
+    leftLabels: ['a', 'b', 'c'],
+    rightLabels: ['x', 'y'],
+    highlight: 2,
+  });
   assert.ok(one.includes('data-head="3"') && one.includes('>head 4</text>'));
-  assert.throws(() => headViewSvg({ heads: [h0], leftLabels: ['a'], rightLabels: ['x', 'y'] }), /1 left labels for 3 query rows/);
+  assert.throws(
+    () => headViewSvg({ heads: [h0], leftLabels: ['a'], rightLabels: ['x', 'y'] }),
+    /1 left labels for 3 query rows/,
+  );
 });
 
 test('model view: layers × heads thumbnails with data attributes', () => {
-  const m = (v: number) => [[v, 1 - v], [1 - v, v]];
-  const maps = [[m(0.1), m(0.2), m(0.3)], [m(0.4), m(0.5), m(0.6)]];
+  const m = (v: number) => [
+    [v, 1 - v],
+    [1 - v, v],
+  ];
+  const maps = [
+    [m(0.1), m(0.2), m(0.3)],
+    [m(0.4), m(0.5), m(0.6)],
+  ];
   const svg = modelViewSvg({ maps, selected: { layer: 1, head: 2 } });
   assert.equal(count(svg, /<g class="thumb/g), 6);
   assert.ok(svg.includes('class="thumb selected" data-layer="1" data-head="2"'));
   assert.equal(count(svg, /class="layer-label"/g), 2);
   assert.equal(count(svg, /class="head-label"/g), 3);
-  assert.deepEqual(averageHeads([m(0), m(1)]), [[0.5, 0.5], [0.5, 0.5]]);
+  assert.deepEqual(averageHeads([m(0), m(1)]), [
+    [0.5, 0.5],
+    [0.5, 0.5],
+  ]);
 });
 
 test('positional encoding: the seed-004 formula, equal to nn.PositionalEncoding', () => {
@@ -70,17 +96,35 @@ test('positional heatmap and curves', () => {
 test('line chart ticks', () => {
   assert.deepEqual(niceTicks(-1, 1, 4), [-1, -0.5, 0, 0.5, 1]);
   assert.deepEqual(niceTicks(0, 49, 8), [0, 10, 20, 30, 40]);
-  assert.throws(() => lineChartSvg({ series: [{ label: 'a', values: [1, 2] }, { label: 'b', values: [1] }] }), /series 1/);
+  assert.throws(
+    () =>
+      lineChartSvg({
+        series: [
+          { label: 'a', values: [1, 2] },
+          { label: 'b', values: [1] },
+        ],
+      }),
+    /series 1/,
+  );
 });
 
 test('step by step: seed 003 gives 2.66 / 3.66 / 3.34 / 4.34', () => {
   const s = attentionSteps(SEED_003.q, SEED_003.k, SEED_003.v);
-  assert.deepEqual(s.scores, [[1, 0], [0, 1]]);
+  assert.deepEqual(s.scores, [
+    [1, 0],
+    [0, 1],
+  ]);
   close(s.factor, 1 / Math.SQRT2);
-  close(s.scaled[0][0], 0.7071);
+  close(s.scaled[0][0], Math.SQRT1_2);
   close(s.weights[0][0], 0.6698);
   close(s.weights[0][1], 0.3302);
-  assert.deepEqual(s.output.map((r) => r.map((v) => v.toFixed(2))), [['2.66', '3.66'], ['3.34', '4.34']]);
+  assert.deepEqual(
+    s.output.map((r) => r.map((v) => v.toFixed(2))),
+    [
+      ['2.66', '3.66'],
+      ['3.34', '4.34'],
+    ],
+  );
 });
 
 test('step by step: seed 002 scores, weights and context vectors to the printed 4 decimals', () => {
@@ -94,12 +138,27 @@ test('step by step: seed 002 scores, weights and context vectors to the printed 
 
 test('causal mask and multi-head split/concat', () => {
   const s = attentionSteps(SEED_003.q, SEED_003.k, SEED_003.v, { causal: true });
-  assert.deepEqual(s.mask, [[false, true], [false, false]]);
+  assert.deepEqual(s.mask, [
+    [false, true],
+    [false, false],
+  ]);
   assert.equal(s.masked[0][1], -Infinity);
   assert.deepEqual(s.weights[0], [1, 0]);
   assert.deepEqual(s.output[0], [2, 3]);
-  const x = [[1, 2, 3, 4], [5, 6, 7, 8]];
-  assert.deepEqual(splitHeads(x, 2), [[[1, 2], [5, 6]], [[3, 4], [7, 8]]]);
+  const x = [
+    [1, 2, 3, 4],
+    [5, 6, 7, 8],
+  ];
+  assert.deepEqual(splitHeads(x, 2), [
+    [
+      [1, 2],
+      [5, 6],
+    ],
+    [
+      [3, 4],
+      [7, 8],
+    ],
+  ]);
   assert.deepEqual(concatHeads(splitHeads(x, 2)), x);
   const mh = multiHeadSteps(SEED_003.q, SEED_003.k, SEED_003.v, 2);
   assert.equal(mh.heads.length, 2);

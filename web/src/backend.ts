@@ -5,7 +5,16 @@
  * cross-origin isolated, and it is used when it agrees with the js reference on a small check;
  * else js. `backendInfo()` says which, on how many threads, and why not more.
  */
-import { F, backendInfo, loadWasmKernels, manualSeed, noGrad, randn, setBackend, type BackendInfo } from '../../src/index.ts';
+import {
+  F,
+  backendInfo,
+  loadWasmKernels,
+  manualSeed,
+  noGrad,
+  randn,
+  setBackend,
+  type BackendInfo,
+} from '../../src/index.ts';
 
 export interface BackendChoice {
   name: string;
@@ -44,7 +53,12 @@ async function ensureWasm(): Promise<boolean> {
 function choice(note: string | null): BackendChoice {
   const info = backendInfo();
   const threads = `${info.threads} thread${info.threads === 1 ? '' : 's'}`;
-  return { name: info.backend, note: note ?? `${info.backend} backend${info.wasmVariant ? ` (${info.wasmVariant})` : ''}, ${threads}: ${info.reason}`, info };
+  return {
+    name: info.backend,
+    note:
+      note ?? `${info.backend} backend${info.wasmVariant ? ` (${info.wasmVariant})` : ''}, ${threads}: ${info.reason}`,
+    info,
+  };
 }
 
 /** 'auto' = wasm if it works here, else js. */

@@ -24,7 +24,13 @@ export function onFiguresChange(f: () => void): void {
 }
 
 function slug(s: string): string {
-  return s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 60) || 'figure';
+  return (
+    s
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '')
+      .slice(0, 60) || 'figure'
+  );
 }
 
 export function download(name: string, data: Blob): void {
@@ -37,7 +43,10 @@ export function download(name: string, data: Blob): void {
 }
 
 export function downloadSvg(f: FigureEntry): void {
-  download(`${slug(f.title)}.svg`, new Blob([`<?xml version="1.0" encoding="UTF-8"?>\n${f.svg}\n`], { type: 'image/svg+xml' }));
+  download(
+    `${slug(f.title)}.svg`,
+    new Blob([`<?xml version="1.0" encoding="UTF-8"?>\n${f.svg}\n`], { type: 'image/svg+xml' }),
+  );
 }
 
 /** Rasterise an SVG string at `scale` × its size. */
@@ -61,7 +70,9 @@ export async function svgToPng(svg: string, scale = 2): Promise<Blob> {
     ctx.fillStyle = '#fff';
     ctx.fillRect(0, 0, canvas.width, canvas.height);
     ctx.drawImage(img, 0, 0, canvas.width, canvas.height);
-    return await new Promise<Blob>((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('PNG encoding failed'))), 'image/png'));
+    return await new Promise<Blob>((resolve, reject) =>
+      canvas.toBlob((b) => (b ? resolve(b) : reject(new Error('PNG encoding failed'))), 'image/png'),
+    );
   } finally {
     URL.revokeObjectURL(url);
   }
@@ -96,9 +107,12 @@ export function hideFigure(el: HTMLElement, id: string): void {
 export function figureBox(id: string): HTMLElement {
   const svgBtn = h('button', { type: 'button', class: 'small', text: 'SVG', title: 'download as SVG' });
   const pngBtn = h('button', { type: 'button', class: 'small', text: 'PNG', title: 'download as PNG' });
-  const fig = h('figure', { class: 'fig', id: `fig-${id}`, 'data-figure': id, hidden: true },
+  const fig = h(
+    'figure',
+    { class: 'fig', id: `fig-${id}`, 'data-figure': id, hidden: true },
     h('div', { class: 'fig-svg', 'data-testid': `fig-${id}` }),
-    h('figcaption', {}, h('span', { class: 'fig-title' }), ' ', svgBtn, pngBtn));
+    h('figcaption', {}, h('span', { class: 'fig-title' }), ' ', svgBtn, pngBtn),
+  );
   svgBtn.addEventListener('click', () => {
     const f = registry.get(id);
     if (f) downloadSvg(f);
@@ -130,7 +144,9 @@ export function pageCss(): string {
 export function viewAsHtml(section: HTMLElement, title: string): string {
   const clone = section.cloneNode(true) as HTMLElement;
   clone.hidden = false;
-  const live = section.querySelectorAll<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement>('input, select, textarea');
+  const live = section.querySelectorAll<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement>(
+    'input, select, textarea',
+  );
   const copies = clone.querySelectorAll<HTMLElement>('input, select, textarea');
   copies.forEach((el, i) => {
     const src = live[i];

@@ -64,9 +64,18 @@ function route(): void {
 
 /** The switcher: one option per served folder, "name · kind". */
 function modelSwitcher(models: readonly ServedEntry[]): HTMLSelectElement {
-  const sel = h('select', { id: 'model-select', 'data-testid': 'model-select', 'aria-label': 'Model', title: 'the model folders qkv explore serves' });
+  const sel = h('select', {
+    id: 'model-select',
+    'data-testid': 'model-select',
+    'aria-label': 'Model',
+    title: 'the model folders qkv explore serves',
+  });
   for (const m of models) {
-    const o = h('option', { value: m.id, text: `${m.name} · ${m.kind ? KIND_LABELS[m.kind] : 'unreadable'}`, title: m.description });
+    const o = h('option', {
+      value: m.id,
+      text: `${m.name} · ${m.kind ? KIND_LABELS[m.kind] : 'unreadable'}`,
+      title: m.description,
+    });
     o.dataset.kind = m.kind ?? '';
     sel.append(o);
   }
@@ -89,16 +98,25 @@ async function start(): Promise<void> {
   status.backend = backend;
   const { models } = served;
   const asked = models.find((m) => m.id === params.get('model'));
-  const first = (view: ModelView) => (asked && viewOf(asked) === view ? asked : models.find((m) => viewOf(m) === view)) ?? null;
+  const first = (view: ModelView) =>
+    (asked && viewOf(asked) === view ? asked : models.find((m) => viewOf(m) === view)) ?? null;
   const firstTranslation = first('translate');
   const firstGpt = first('generate');
-  // A translation model: Translate first (unless ?model= names a GPT). A GPT, none, or a config that fails: Generate, where a GPT folder can be opened too.
+  // A translation model: Translate first (unless ?model= names a GPT). A GPT, none, or a config that fails: Generate,
+  // where a GPT folder can be opened too.
   modelView = firstTranslation ? 'translate' : 'generate';
   const startView: ModelView = asked ? viewOf(asked) : modelView;
   byId('tab-translate').hidden = !firstTranslation;
   byId('tab-generate').hidden = false;
 
-  const deps = { setModelStatus, backend: () => status.backend, served, onModel: (id: string) => { inView.generate = id; } };
+  const deps = {
+    setModelStatus,
+    backend: () => status.backend,
+    served,
+    onModel: (id: string) => {
+      inView.generate = id;
+    },
+  };
   let generate: GenerateView | null = null;
   const translate: TranslateView | null = firstTranslation ? initTranslate(byId('view-translate'), deps) : null;
   const openGenerate = (): GenerateView => {
@@ -130,7 +148,10 @@ async function start(): Promise<void> {
   renderStatus();
   initPositional(byId('view-positional'));
   initSteps(byId('view-steps'));
-  initExport(byId('view-export'), firstTranslation ? (firstGpt ? ['translate', 'generate'] : ['translate']) : ['generate']);
+  initExport(
+    byId('view-export'),
+    firstTranslation ? (firstGpt ? ['translate', 'generate'] : ['translate']) : ['generate'],
+  );
   if (startView === 'generate') await openGenerate().use(firstGpt);
   if (translate) {
     const load = translate.use(firstTranslation);

@@ -4,7 +4,15 @@
  * same checks and messages as the CLI (a file named by its URL). A Hugging Face GPT-2's weights are
  * fetched as a Blob (which the browser may keep on disk) and read one tensor at a time.
  */
-import { FILES, openFolder, readKind, urlSource, type FolderKind, type FolderSource, type OpenedFolder } from '../../src/folder/index.ts';
+import {
+  FILES,
+  openFolder,
+  readKind,
+  urlSource,
+  type FolderKind,
+  type FolderSource,
+  type OpenedFolder,
+} from '../../src/folder/index.ts';
 import type { BackendChoice } from './backend.ts';
 import { checkPageLimit } from './local-model.ts';
 
@@ -38,7 +46,10 @@ export async function fetchServedModels(): Promise<Served> {
   }
 }
 
-/** The view that shows a served folder: Translate for a translation model, Generate for the rest (GPTs, and a folder that fails, whose message Generate shows). */
+/**
+ * The view that shows a served folder: Translate for a translation model, Generate for the rest (GPTs, and a folder
+ * that fails, whose message Generate shows).
+ */
 export function viewOf(m: ServedEntry): 'translate' | 'generate' {
   return m.kind === 'seq2seq' ? 'translate' : 'generate';
 }
@@ -51,14 +62,20 @@ export function servedBase(m: ServedEntry): string {
   return `models/${encodeURIComponent(m.id)}/`;
 }
 
-/** The folder module's URL source, asking only for the files the server lists (a missing optional file: undefined, no 404). */
+/**
+ * The folder module's URL source, asking only for the files the server lists (a missing optional file: undefined, no
+ * 404).
+ */
 function listedSource(m: ServedEntry): FolderSource {
   const src = urlSource(servedBase(m));
   const has = new Set(m.files);
   return { ...src, read: async (f) => (has.has(f) ? src.read(f) : undefined) };
 }
 
-/** The listed URL source, plus byte ranges of model.safetensors from a Blob fetched once (GPT-2 is read tensor by tensor). */
+/**
+ * The listed URL source, plus byte ranges of model.safetensors from a Blob fetched once (GPT-2 is read tensor by
+ * tensor).
+ */
 function servedSource(m: ServedEntry): FolderSource {
   const src = listedSource(m);
   const base = servedBase(m);
@@ -66,11 +83,16 @@ function servedSource(m: ServedEntry): FolderSource {
   const blobs = new Map<string, Promise<Blob | undefined>>();
   const blob = (f: string) => {
     if (!blobs.has(f)) {
-      blobs.set(f, !has.has(f) ? Promise.resolve(undefined) : fetch(`${base}${f}`).then((r) => {
-        if (r.status === 404) return undefined;
-        if (!r.ok) throw new Error(`${base}${f}: HTTP ${r.status}`);
-        return r.blob();
-      }));
+      blobs.set(
+        f,
+        !has.has(f)
+          ? Promise.resolve(undefined)
+          : fetch(`${base}${f}`).then((r) => {
+              if (r.status === 404) return undefined;
+              if (!r.ok) throw new Error(`${base}${f}: HTTP ${r.status}`);
+              return r.blob();
+            }),
+      );
     }
     return blobs.get(f)!;
   };
@@ -78,7 +100,9 @@ function servedSource(m: ServedEntry): FolderSource {
     ...src,
     range: async (f) => {
       const b = await blob(f);
-      return b ? { size: b.size, read: async (begin, end) => new Uint8Array(await b.slice(begin, end).arrayBuffer()) } : undefined;
+      return b
+        ? { size: b.size, read: async (begin, end) => new Uint8Array(await b.slice(begin, end).arrayBuffer()) }
+        : undefined;
     },
   };
 }
@@ -88,13 +112,21 @@ function servedSource(m: ServedEntry): FolderSource {
  * model alone (its ensemble members are for qkv translate and eval). A Hugging Face GPT-2 too large
  * for the page is refused before any weight is read.
  */
-export async function openServed(m: ServedEntry, backend: string, progress: (s: string) => void): Promise<OpenedFolder> {
+export async function openServed(
+  m: ServedEntry,
+  backend: string,
+  progress: (s: string) => void,
+): Promise<OpenedFolder> {
   progress(`loading ${m.name}…`);
   const src = listedSource(m);
   const { kind, config } = await readKind(src);
   if (kind === 'hf-gpt2') {
     checkPageLimit(config, backend, src.name(FILES.config));
-    return openFolder(servedSource(m), { ensemble: false, progress: (done, total) => progress(`reading ${m.name}/${FILES.weights}: ${(done / 1e6).toFixed(1)} / ${(total / 1e6).toFixed(1)} MB`) });
+    return openFolder(servedSource(m), {
+      ensemble: false,
+      progress: (done, total) =>
+        progress(`reading ${m.name}/${FILES.weights}: ${(done / 1e6).toFixed(1)} / ${(total / 1e6).toFixed(1)} MB`),
+    });
   }
   return openFolder(src, { ensemble: false });
 }
@@ -118,4 +150,8 @@ export interface ModelViewDeps {
 }
 
 /** The message of a view when no folder of its kind is served. */
-export const NO_MODEL = 'No model is being served. Start the explorer with a model folder: qkv explore --model DIR (a folder with config.json, tokenizer.json, model.safetensors, e.g. from qkv train or qkv train-lm; repeat --model to serve several). The other views work without one.';
+export const NO_MODEL =
+  'No model is being served. Start the explorer with a model folder: qkv ' +
+  'explore --model DIR (a folder with config.json, tokenizer.json, ' +
+  'model.safetensors, e.g. from qkv train or qkv train-lm; repeat ' +
+  '--model to serve several). The other views work without one.';

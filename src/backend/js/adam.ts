@@ -13,10 +13,15 @@ export interface AdamConstants {
 }
 
 export function adamConstants(
-  lr: number, beta1: number, beta2: number, weightDecay: number, decoupled: boolean, step: number,
+  lr: number,
+  beta1: number,
+  beta2: number,
+  weightDecay: number,
+  decoupled: boolean,
+  step: number,
 ): AdamConstants {
-  const bc1 = 1 - Math.pow(beta1, step);
-  const bc2 = 1 - Math.pow(beta2, step);
+  const bc1 = 1 - beta1 ** step;
+  const bc2 = 1 - beta2 ** step;
   return {
     stepSize: lr / bc1,
     bc2Sqrt: Math.sqrt(bc2),
@@ -30,8 +35,17 @@ export function adamConstants(
  * decoupled = AdamW: weight decay shrinks the parameter directly instead of adding to the gradient.
  */
 export function adam(
-  param: Float32Array, grad: Float32Array, m: Float32Array, v: Float32Array, lr: number, beta1: number,
-  beta2: number, eps: number, weightDecay: number, decoupled: boolean, step: number,
+  param: Float32Array,
+  grad: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  lr: number,
+  beta1: number,
+  beta2: number,
+  eps: number,
+  weightDecay: number,
+  decoupled: boolean,
+  step: number,
 ): void {
   const { stepSize, bc2Sqrt, shrink, l2 } = adamConstants(lr, beta1, beta2, weightDecay, decoupled, step);
   for (let i = 0; i < param.length; i++) {

@@ -3,8 +3,16 @@ import { jsKernels } from './registry.ts';
 
 /** row[j] = scale·(q_i · k_j) + bias[i, j] for the first `limit` keys; returns the row maximum. */
 function scoreRow(
-  q: Float32Array, qi: number, k: Float32Array, kBase: number, D: number, limit: number, scale: number,
-  bias: AttentionBias | null, biasRow: number, row: Float64Array,
+  q: Float32Array,
+  qi: number,
+  k: Float32Array,
+  kBase: number,
+  D: number,
+  limit: number,
+  scale: number,
+  bias: AttentionBias | null,
+  biasRow: number,
+  row: Float64Array,
 ): number {
   let max = -Infinity;
   for (let j = 0; j < limit; j++) {
@@ -35,7 +43,10 @@ interface QueryRow {
  * their maximum. The one loop forward and backward share, so both see the same rows and scores.
  */
 function forEachScoredRow(
-  q: Float32Array, k: Float32Array, p: AttentionParams, scores: Float64Array,
+  q: Float32Array,
+  k: Float32Array,
+  p: AttentionParams,
+  scores: Float64Array,
   visit: (row: QueryRow, max: number) => void,
 ): void {
   const { b: B, h: H, l: L, s: S, d: D, dv: DV, scale, causal, bias } = p;
@@ -65,8 +76,13 @@ function forEachScoredRow(
  * q (B,H,L,D), k (B,H,S,D), v (B,H,S,Dv), out (B,H,L,Dv), lse (B,H,L), weights (B,H,L,S) or null.
  */
 export function attention(
-  q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, lse: Float32Array,
-  weights: Float32Array | null, p: AttentionParams,
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  out: Float32Array,
+  lse: Float32Array,
+  weights: Float32Array | null,
+  p: AttentionParams,
 ): void {
   const { l: L, s: S, dv: DV } = p;
   const row = new Float64Array(S);
@@ -103,8 +119,16 @@ export function attention(
  *   dV = Pᵀ·dO,  dP = dO·Vᵀ,  dS = P∘(dP − Δ),  dQ = scale·dS·K,  dK = scale·dSᵀ·Q.
  */
 export function attentionBackward(
-  q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, dout: Float32Array, lse: Float32Array,
-  dq: Float32Array, dk: Float32Array, dv: Float32Array, p: AttentionParams,
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  out: Float32Array,
+  dout: Float32Array,
+  lse: Float32Array,
+  dq: Float32Array,
+  dk: Float32Array,
+  dv: Float32Array,
+  p: AttentionParams,
 ): void {
   const { l: L, s: S, d: D, dv: DV, scale } = p;
   dq.fill(0);

@@ -5,8 +5,13 @@ import { jsKernels } from './registry.ts';
  * distribution is (1 − ε)·onehot + ε/C, so loss = (1 − ε)·(−log p_t) + ε/C·Σ_c (−log p_c).
  */
 export function crossEntropy(
-  logits: Float32Array, targets: Int32Array, losses: Float32Array, rows: number, cols: number,
-  ignoreIndex: number, labelSmoothing: number,
+  logits: Float32Array,
+  targets: Int32Array,
+  losses: Float32Array,
+  rows: number,
+  cols: number,
+  ignoreIndex: number,
+  labelSmoothing: number,
 ): number {
   let count = 0;
   for (let r = 0; r < rows; r++) {
@@ -35,8 +40,14 @@ export function crossEntropy(
 
 /** dlogits = scale_r·(softmax − (1 − ε)·onehot − ε/C); zero for ignored rows. */
 export function crossEntropyBackward(
-  logits: Float32Array, targets: Int32Array, rowScale: Float32Array, dlogits: Float32Array, rows: number,
-  cols: number, ignoreIndex: number, labelSmoothing: number,
+  logits: Float32Array,
+  targets: Int32Array,
+  rowScale: Float32Array,
+  dlogits: Float32Array,
+  rows: number,
+  cols: number,
+  ignoreIndex: number,
+  labelSmoothing: number,
 ): void {
   const uniform = labelSmoothing / cols;
   for (let r = 0; r < rows; r++) {

@@ -31,10 +31,18 @@ export function binary(
   const bFull = b.length === n;
   if (aFull && bFull) {
     switch (op) {
-      case 'add': for (let i = 0; i < n; i++) out[i] = a[i] + b[i]; return;
-      case 'sub': for (let i = 0; i < n; i++) out[i] = a[i] - b[i]; return;
-      case 'mul': for (let i = 0; i < n; i++) out[i] = a[i] * b[i]; return;
-      case 'div': for (let i = 0; i < n; i++) out[i] = a[i] / b[i]; return;
+      case 'add':
+        for (let i = 0; i < n; i++) out[i] = a[i] + b[i];
+        return;
+      case 'sub':
+        for (let i = 0; i < n; i++) out[i] = a[i] - b[i];
+        return;
+      case 'mul':
+        for (let i = 0; i < n; i++) out[i] = a[i] * b[i];
+        return;
+      case 'div':
+        for (let i = 0; i < n; i++) out[i] = a[i] / b[i];
+        return;
     }
   }
   // b broadcast along leading dims only (bias add): b repeats every b.length elements.
@@ -91,23 +99,37 @@ export function binaryScalar(op: BinaryOp, a: Float32Array, s: number, out: Floa
 export function unary(op: UnaryOp, x: Float32Array, out: Float32Array): void {
   const n = x.length;
   switch (op) {
-    case 'exp': for (let i = 0; i < n; i++) out[i] = Math.exp(x[i]); return;
-    case 'log': for (let i = 0; i < n; i++) out[i] = Math.log(x[i]); return;
-    case 'neg': for (let i = 0; i < n; i++) out[i] = -x[i]; return;
-    case 'sqrt': for (let i = 0; i < n; i++) out[i] = Math.sqrt(x[i]); return;
-    case 'tanh': for (let i = 0; i < n; i++) out[i] = Math.tanh(x[i]); return;
-    case 'sigmoid': for (let i = 0; i < n; i++) out[i] = 1 / (1 + Math.exp(-x[i])); return;
-    case 'abs': for (let i = 0; i < n; i++) out[i] = Math.abs(x[i]); return;
+    case 'exp':
+      for (let i = 0; i < n; i++) out[i] = Math.exp(x[i]);
+      return;
+    case 'log':
+      for (let i = 0; i < n; i++) out[i] = Math.log(x[i]);
+      return;
+    case 'neg':
+      for (let i = 0; i < n; i++) out[i] = -x[i];
+      return;
+    case 'sqrt':
+      for (let i = 0; i < n; i++) out[i] = Math.sqrt(x[i]);
+      return;
+    case 'tanh':
+      for (let i = 0; i < n; i++) out[i] = Math.tanh(x[i]);
+      return;
+    case 'sigmoid':
+      for (let i = 0; i < n; i++) out[i] = 1 / (1 + Math.exp(-x[i]));
+      return;
+    case 'abs':
+      for (let i = 0; i < n; i++) out[i] = Math.abs(x[i]);
+      return;
   }
 }
 
 export function pow(x: Float32Array, p: number, out: Float32Array): void {
   if (p === 2) for (let i = 0; i < x.length; i++) out[i] = x[i] * x[i];
-  else for (let i = 0; i < x.length; i++) out[i] = Math.pow(x[i], p);
+  else for (let i = 0; i < x.length; i++) out[i] = x[i] ** p;
 }
 
 export function relu(x: Float32Array, out: Float32Array): void {
-  for (let i = 0; i < x.length; i++) out[i] = x[i] > 0 ? x[i] : 0;
+  for (let i = 0; i < x.length; i++) out[i] = Math.max(x[i], 0);
 }
 
 /** PyTorch defines relu'(0) = 0. */
@@ -125,9 +147,18 @@ export function erf(x: number): number {
   const r =
     t *
     Math.exp(
-      -z * z - 1.26551223 +
-        t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
-        t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
+      -z * z -
+        1.26551223 +
+        t *
+          (1.00002368 +
+            t *
+              (0.37409196 +
+                t *
+                  (0.09678418 +
+                    t *
+                      (-0.18628806 +
+                        t *
+                          (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
     );
   return x >= 0 ? 1 - r : r - 1;
 }
@@ -154,7 +185,14 @@ export function geluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array
 }
 
 /** Dropout's mask and output from the random words in `bits` (see Backend.dropoutMask). */
-export function dropoutMask(bits: Uint32Array, threshold: number, scale: number, x: Float32Array, keep: Float32Array, out: Float32Array): void {
+export function dropoutMask(
+  bits: Uint32Array,
+  threshold: number,
+  scale: number,
+  x: Float32Array,
+  keep: Float32Array,
+  out: Float32Array,
+): void {
   const n = keep.length;
   for (let i = 0, j = 0; i < n; i += 2, j++) {
     const u = bits[j]!;
@@ -169,4 +207,14 @@ export function dropoutMask(bits: Uint32Array, threshold: number, scale: number,
   }
 }
 
-jsKernels.register('elementwise', { binary, binaryScalar, unary, pow, dropoutMask, relu, reluBackward, gelu, geluBackward });
+jsKernels.register('elementwise', {
+  binary,
+  binaryScalar,
+  unary,
+  pow,
+  dropoutMask,
+  relu,
+  reluBackward,
+  gelu,
+  geluBackward,
+});

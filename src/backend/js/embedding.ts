@@ -8,7 +8,13 @@ export function embedding(weight: Float32Array, ids: Int32Array, out: Float32Arr
 }
 
 /** Scatter-add of the output gradient into the rows that were gathered; the padding row gets none. */
-export function embeddingBackward(dy: Float32Array, ids: Int32Array, dweight: Float32Array, dim: number, paddingIdx: number): void {
+export function embeddingBackward(
+  dy: Float32Array,
+  ids: Int32Array,
+  dweight: Float32Array,
+  dim: number,
+  paddingIdx: number,
+): void {
   for (let i = 0; i < ids.length; i++) {
     const id = ids[i];
     if (id === paddingIdx) continue;

@@ -2,8 +2,15 @@ import { jsKernels } from './registry.ts';
 
 /** LayerNorm over rows of C: y = (x − μ)/√(σ² + ε)·w + b, biased variance as in PyTorch. */
 export function layerNorm(
-  x: Float32Array, weight: Float32Array | null, bias: Float32Array | null, out: Float32Array,
-  mean: Float32Array, rstd: Float32Array, rows: number, cols: number, eps: number,
+  x: Float32Array,
+  weight: Float32Array | null,
+  bias: Float32Array | null,
+  out: Float32Array,
+  mean: Float32Array,
+  rstd: Float32Array,
+  rows: number,
+  cols: number,
+  eps: number,
 ): void {
   for (let r = 0; r < rows; r++) {
     const o = r * cols;
@@ -32,8 +39,16 @@ export function layerNorm(
  * dweight += Σ_rows dy·x̂, dbias += Σ_rows dy.
  */
 export function layerNormBackward(
-  x: Float32Array, weight: Float32Array | null, mean: Float32Array, rstd: Float32Array, dy: Float32Array,
-  dx: Float32Array, dweight: Float32Array | null, dbias: Float32Array | null, rows: number, cols: number,
+  x: Float32Array,
+  weight: Float32Array | null,
+  mean: Float32Array,
+  rstd: Float32Array,
+  dy: Float32Array,
+  dx: Float32Array,
+  dweight: Float32Array | null,
+  dbias: Float32Array | null,
+  rows: number,
+  cols: number,
 ): void {
   for (let r = 0; r < rows; r++) {
     const o = r * cols;

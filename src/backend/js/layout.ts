@@ -5,7 +5,12 @@ import { jsKernels } from './registry.ts';
  * Sum over the axes where outShape has 1 and shape does not (outShape has shape's rank).
  * Accumulates in float64 per output element for accuracy on long reductions.
  */
-export function reduceSum(x: Float32Array, shape: readonly number[], out: Float32Array, outShape: readonly number[]): void {
+export function reduceSum(
+  x: Float32Array,
+  shape: readonly number[],
+  out: Float32Array,
+  outShape: readonly number[],
+): void {
   const nd = shape.length;
   const n = x.length;
   if (out.length === 1) {
@@ -85,7 +90,16 @@ export function permute(x: Float32Array, shape: readonly number[], perm: readonl
 }
 
 /** Runs of `width` floats from src to dst with their own strides (see Backend.copyRows). */
-export function copyRows(src: Float32Array, srcOffset: number, srcStride: number, dst: Float32Array, dstOffset: number, dstStride: number, rows: number, width: number): void {
+export function copyRows(
+  src: Float32Array,
+  srcOffset: number,
+  srcStride: number,
+  dst: Float32Array,
+  dstOffset: number,
+  dstStride: number,
+  rows: number,
+  width: number,
+): void {
   if (srcStride === 0) {
     const run = src.subarray(srcOffset, srcOffset + width);
     for (let r = 0; r < rows; r++) dst.set(run, dstOffset + r * dstStride);

@@ -38,7 +38,13 @@ export function logSoftmax(x: Float32Array, out: Float32Array, rows: number, col
   }
 }
 
-export function logSoftmaxBackward(y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number): void {
+export function logSoftmaxBackward(
+  y: Float32Array,
+  dy: Float32Array,
+  dx: Float32Array,
+  rows: number,
+  cols: number,
+): void {
   for (let r = 0; r < rows; r++) {
     const o = r * cols;
     let sum = 0;

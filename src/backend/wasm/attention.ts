@@ -10,8 +10,49 @@ import { wasmKernels } from './registry.ts';
 import { staged } from './stage.ts';
 
 /** The arguments before scratch: the arrays, the sizes, and the bias with its strides. */
-type Head = [q: Ptr, k: Ptr, v: Ptr, out: Ptr, lse: Ptr, weights: Ptr, B: I32, H: I32, L: I32, S: I32, D: I32, DV: I32, scale: F32, causal: I32, bias: Ptr, bsB: I32, bsH: I32, bsL: I32];
-type BackHead = [q: Ptr, k: Ptr, v: Ptr, out: Ptr, dout: Ptr, lse: Ptr, dq: Ptr, dk: Ptr, dv: Ptr, B: I32, H: I32, L: I32, S: I32, D: I32, DV: I32, scale: F32, causal: I32, bias: Ptr, bsB: I32, bsH: I32, bsL: I32];
+type Head = [
+  q: Ptr,
+  k: Ptr,
+  v: Ptr,
+  out: Ptr,
+  lse: Ptr,
+  weights: Ptr,
+  B: I32,
+  H: I32,
+  L: I32,
+  S: I32,
+  D: I32,
+  DV: I32,
+  scale: F32,
+  causal: I32,
+  bias: Ptr,
+  bsB: I32,
+  bsH: I32,
+  bsL: I32,
+];
+type BackHead = [
+  q: Ptr,
+  k: Ptr,
+  v: Ptr,
+  out: Ptr,
+  dout: Ptr,
+  lse: Ptr,
+  dq: Ptr,
+  dk: Ptr,
+  dv: Ptr,
+  B: I32,
+  H: I32,
+  L: I32,
+  S: I32,
+  D: I32,
+  DV: I32,
+  scale: F32,
+  causal: I32,
+  bias: Ptr,
+  bsB: I32,
+  bsH: I32,
+  bsL: I32,
+];
 
 const K = declareExports('attention.ts', {
   attentionScratchFloats: sig<[l: I32, d: I32, dv: I32], I32>(3),
@@ -36,22 +77,36 @@ function attentionParts(p: AttentionParams, backward: boolean): number {
  * Run an attention range kernel over (batch, head) pairs split into `parts` (the caller takes
  * the first); `head` is the kernel's arguments before scratch, each part gets its own scratch.
  */
-function splitHeads(kernel: ParallelKernel, own: (...a: number[]) => void, head: number[], scratch: number, perPart: number, bh: number, parts: number): void {
+function splitHeads(
+  kernel: ParallelKernel,
+  own: (...a: number[]) => void,
+  head: number[],
+  scratch: number,
+  perPart: number,
+  bh: number,
+  parts: number,
+): void {
   const chunk = Math.ceil(bh / parts);
   if (parts === 1) {
     own(...head, scratch, 0, bh);
     return;
   }
   const args = Array.from({ length: parts - 1 }, (_, w) => {
-    const b0 = Math.min(bh, (w + 1) * chunk), b1 = Math.min(bh, (w + 2) * chunk);
+    const b0 = Math.min(bh, (w + 1) * chunk),
+      b1 = Math.min(bh, (w + 2) * chunk);
     return b1 > b0 ? [...head, scratch + (w + 1) * perPart, b0, b1] : null;
   });
   runParallel(kernel, args, () => own(...head, scratch, 0, Math.min(bh, chunk)));
 }
 
 export function attention(
-  q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, lse: Float32Array,
-  weights: Float32Array | null, p: AttentionParams,
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  out: Float32Array,
+  lse: Float32Array,
+  weights: Float32Array | null,
+  p: AttentionParams,
 ): void {
   const { b: B, h: H, l: L, s: S, d: D, dv: DV, bias } = p;
   if (B * H * L === 0) return;
@@ -64,21 +119,60 @@ export function attention(
   const parts = attentionParts(p, false);
   staged(
     [
-      { x: q.subarray(0, B * H * L * D), mode: 'in' }, { x: k.subarray(0, B * H * S * D), mode: 'in' }, { x: v.subarray(0, B * H * S * DV), mode: 'in' },
-      { x: out.subarray(0, B * H * L * DV), mode: 'out' }, { x: lse.subarray(0, B * H * L), mode: 'out' },
-      { x: weights ? weights.subarray(0, B * H * L * S) : null, mode: 'out' }, { x: bias ? bias.data : null, mode: 'in' },
+      { x: q.subarray(0, B * H * L * D), mode: 'in' },
+      { x: k.subarray(0, B * H * S * D), mode: 'in' },
+      { x: v.subarray(0, B * H * S * DV), mode: 'in' },
+      { x: out.subarray(0, B * H * L * DV), mode: 'out' },
+      { x: lse.subarray(0, B * H * L), mode: 'out' },
+      { x: weights ? weights.subarray(0, B * H * L * S) : null, mode: 'out' },
+      { x: bias ? bias.data : null, mode: 'in' },
     ],
     scratchBytes(p) * parts,
     ([pq, pk, pv, po, pl, pw, pb, scratch]) => {
-      const head = [pq!, pk!, pv!, po!, pl!, pw!, B, H, L, S, D, DV, p.scale, p.causal ? 1 : 0, pb!, bias?.strideB ?? 0, bias?.strideH ?? 0, bias?.strideL ?? 0];
-      splitHeads('attentionRange', K().attentionRange as (...a: number[]) => void, head, scratch!, scratchBytes(p), B * H, parts);
+      const head = [
+        pq!,
+        pk!,
+        pv!,
+        po!,
+        pl!,
+        pw!,
+        B,
+        H,
+        L,
+        S,
+        D,
+        DV,
+        p.scale,
+        p.causal ? 1 : 0,
+        pb!,
+        bias?.strideB ?? 0,
+        bias?.strideH ?? 0,
+        bias?.strideL ?? 0,
+      ];
+      splitHeads(
+        'attentionRange',
+        K().attentionRange as (...a: number[]) => void,
+        head,
+        scratch!,
+        scratchBytes(p),
+        B * H,
+        parts,
+      );
     },
   );
 }
 
 export function attentionBackward(
-  q: Float32Array, k: Float32Array, v: Float32Array, out: Float32Array, dout: Float32Array, lse: Float32Array,
-  dq: Float32Array, dk: Float32Array, dv: Float32Array, p: AttentionParams,
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  out: Float32Array,
+  dout: Float32Array,
+  lse: Float32Array,
+  dq: Float32Array,
+  dk: Float32Array,
+  dv: Float32Array,
+  p: AttentionParams,
 ): void {
   const { b: B, h: H, l: L, s: S, d: D, dv: DV, bias } = p;
   dq.fill(0, 0, B * H * L * D);
@@ -88,15 +182,51 @@ export function attentionBackward(
   const parts = attentionParts(p, true);
   staged(
     [
-      { x: q.subarray(0, B * H * L * D), mode: 'in' }, { x: k.subarray(0, B * H * S * D), mode: 'in' }, { x: v.subarray(0, B * H * S * DV), mode: 'in' },
-      { x: out.subarray(0, B * H * L * DV), mode: 'in' }, { x: dout.subarray(0, B * H * L * DV), mode: 'in' }, { x: lse.subarray(0, B * H * L), mode: 'in' },
-      { x: dq.subarray(0, B * H * L * D), mode: 'out' }, { x: dk.subarray(0, B * H * S * D), mode: 'out' }, { x: dv.subarray(0, B * H * S * DV), mode: 'out' },
+      { x: q.subarray(0, B * H * L * D), mode: 'in' },
+      { x: k.subarray(0, B * H * S * D), mode: 'in' },
+      { x: v.subarray(0, B * H * S * DV), mode: 'in' },
+      { x: out.subarray(0, B * H * L * DV), mode: 'in' },
+      { x: dout.subarray(0, B * H * L * DV), mode: 'in' },
+      { x: lse.subarray(0, B * H * L), mode: 'in' },
+      { x: dq.subarray(0, B * H * L * D), mode: 'out' },
+      { x: dk.subarray(0, B * H * S * D), mode: 'out' },
+      { x: dv.subarray(0, B * H * S * DV), mode: 'out' },
       { x: bias ? bias.data : null, mode: 'in' },
     ],
     scratchBytes(p) * parts,
     ([pq, pk, pv, po, pdo, pl, pdq, pdk, pdv, pb, scratch]) => {
-      const head = [pq!, pk!, pv!, po!, pdo!, pl!, pdq!, pdk!, pdv!, B, H, L, S, D, DV, p.scale, p.causal ? 1 : 0, pb!, bias?.strideB ?? 0, bias?.strideH ?? 0, bias?.strideL ?? 0];
-      splitHeads('attentionBackwardRange', K().attentionBackwardRange as (...a: number[]) => void, head, scratch!, scratchBytes(p), B * H, parts);
+      const head = [
+        pq!,
+        pk!,
+        pv!,
+        po!,
+        pdo!,
+        pl!,
+        pdq!,
+        pdk!,
+        pdv!,
+        B,
+        H,
+        L,
+        S,
+        D,
+        DV,
+        p.scale,
+        p.causal ? 1 : 0,
+        pb!,
+        bias?.strideB ?? 0,
+        bias?.strideH ?? 0,
+        bias?.strideL ?? 0,
+      ];
+      splitHeads(
+        'attentionBackwardRange',
+        K().attentionBackwardRange as (...a: number[]) => void,
+        head,
+        scratch!,
+        scratchBytes(p),
+        B * H,
+        parts,
+      );
     },
   );
 }

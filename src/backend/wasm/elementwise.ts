@@ -9,7 +9,12 @@
  */
 import type { BinaryOp } from '../backend.ts';
 import {
-  binary as jsBinary, binaryScalar as jsBinaryScalar, dropoutMask as jsDropoutMask, isTrailingBlock, pow, unary,
+  binary as jsBinary,
+  binaryScalar as jsBinaryScalar,
+  dropoutMask as jsDropoutMask,
+  isTrailingBlock,
+  pow,
+  unary,
 } from '../js/elementwise.ts';
 import { declareExports, sig, type F64, type I32, type Ptr } from './loader.ts';
 import { splitUnits } from './parallel.ts';
@@ -38,7 +43,15 @@ const K = declareExports('elementwise.ts', {
  * shapes, and one operand a contiguous block broadcast along leading dims (a bias, a scalar);
  * other broadcasts go to the twin. `out` may be the same array as `a` or `b` (a += b in place).
  */
-export function binary(op: BinaryOp, a: Float32Array, aStrides: readonly number[], b: Float32Array, bStrides: readonly number[], out: Float32Array, outShape: readonly number[]): void {
+export function binary(
+  op: BinaryOp,
+  a: Float32Array,
+  aStrides: readonly number[],
+  b: Float32Array,
+  bStrides: readonly number[],
+  out: Float32Array,
+  outShape: readonly number[],
+): void {
   const n = out.length;
   const code = OPS[op];
   if (!inWasm(n > 0 && code !== undefined, a, b, out)) return jsBinary(op, a, aStrides, b, bStrides, out, outShape);
@@ -59,7 +72,13 @@ export function binary(op: BinaryOp, a: Float32Array, aStrides: readonly number[
   }
 }
 
-export function binaryScalar(op: BinaryOp, a: Float32Array, scalar: number, out: Float32Array, scalarFirst: boolean): void {
+export function binaryScalar(
+  op: BinaryOp,
+  a: Float32Array,
+  scalar: number,
+  out: Float32Array,
+  scalarFirst: boolean,
+): void {
   const code = OPS[op];
   if (!inWasm(a.length > 0 && code !== undefined, a, out)) return jsBinaryScalar(op, a, scalar, out, scalarFirst);
   // A float32 scalar: float32 arithmetic rounds exactly as the twin's float64 one; else float64.
@@ -72,34 +91,89 @@ export function binaryScalar(op: BinaryOp, a: Float32Array, scalar: number, out:
  * random words are copied in. Split among the threads by words: each element depends only on its
  * own word, so the result does not depend on the thread count.
  */
-export function dropoutMask(bits: Uint32Array, threshold: number, scale: number, x: Float32Array, keep: Float32Array, out: Float32Array): void {
+export function dropoutMask(
+  bits: Uint32Array,
+  threshold: number,
+  scale: number,
+  x: Float32Array,
+  keep: Float32Array,
+  out: Float32Array,
+): void {
   const n = keep.length;
   if (!inWasm(n > 0, x, keep, out)) return jsDropoutMask(bits, threshold, scale, x, keep, out);
   const words = (n + 1) >> 1;
   const [px, pk, po] = [x.byteOffset, keep.byteOffset, out.byteOffset];
   staged([{ x: new Int32Array(bits.buffer, bits.byteOffset, words), mode: 'in' }], 0, ([pb]) => {
-    splitUnits('dropoutMask', words, 12, (w0, w1) => [pb! + 4 * w0, px + 8 * w0, pk + 8 * w0, po + 8 * w0, Math.min(n, 2 * w1) - 2 * w0, threshold, scale]);
+    splitUnits('dropoutMask', words, 12, (w0, w1) => [
+      pb! + 4 * w0,
+      px + 8 * w0,
+      pk + 8 * w0,
+      po + 8 * w0,
+      Math.min(n, 2 * w1) - 2 * w0,
+      threshold,
+      scale,
+    ]);
   });
 }
 
 export function relu(x: Float32Array, out: Float32Array): void {
   if (x.length === 0) return;
-  staged([{ x, mode: 'in' }, { x: out, mode: 'out' }], 0, ([a, o]) => K().relu(a!, o!, x.length));
+  staged(
+    [
+      { x, mode: 'in' },
+      { x: out, mode: 'out' },
+    ],
+    0,
+    ([a, o]) => K().relu(a!, o!, x.length),
+  );
 }
 
 export function reluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array): void {
   if (x.length === 0) return;
-  staged([{ x, mode: 'in' }, { x: dy, mode: 'in' }, { x: dx, mode: 'out' }], 0, ([a, d, o]) => K().reluBackward(a!, d!, o!, x.length));
+  staged(
+    [
+      { x, mode: 'in' },
+      { x: dy, mode: 'in' },
+      { x: dx, mode: 'out' },
+    ],
+    0,
+    ([a, d, o]) => K().reluBackward(a!, d!, o!, x.length),
+  );
 }
 
 export function gelu(x: Float32Array, out: Float32Array): void {
   if (x.length === 0) return;
-  staged([{ x, mode: 'in' }, { x: out, mode: 'out' }], 0, ([a, o]) => K().gelu(a!, o!, x.length));
+  staged(
+    [
+      { x, mode: 'in' },
+      { x: out, mode: 'out' },
+    ],
+    0,
+    ([a, o]) => K().gelu(a!, o!, x.length),
+  );
 }
 
 export function geluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array): void {
   if (x.length === 0) return;
-  staged([{ x, mode: 'in' }, { x: dy, mode: 'in' }, { x: dx, mode: 'out' }], 0, ([a, d, o]) => K().geluBackward(a!, d!, o!, x.length));
+  staged(
+    [
+      { x, mode: 'in' },
+      { x: dy, mode: 'in' },
+      { x: dx, mode: 'out' },
+    ],
+    0,
+    ([a, d, o]) => K().geluBackward(a!, d!, o!, x.length),
+  );
 }
 
-wasmKernels.register('elementwise', { binary, binaryScalar, dropoutMask, relu, reluBackward, gelu, geluBackward, unary, pow });
+wasmKernels.register('elementwise', {
+  binary,
+  binaryScalar,
+  dropoutMask,
+  relu,
+  reluBackward,
+  gelu,
+  geluBackward,
+  unary,
+  pow,
+});

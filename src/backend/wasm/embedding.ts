@@ -16,12 +16,22 @@ const K = declareExports('embedding.ts', {
 
 export function embedding(weight: Float32Array, ids: Int32Array, out: Float32Array, dim: number): void {
   if (!inWasm(ids.length * dim > 0, weight, out)) return jsEmbedding(weight, ids, out, dim);
-  staged([{ x: ids, mode: 'in' }], 0, ([pid]) => K().embedding(weight.byteOffset, pid!, out.byteOffset, ids.length, dim));
+  staged([{ x: ids, mode: 'in' }], 0, ([pid]) =>
+    K().embedding(weight.byteOffset, pid!, out.byteOffset, ids.length, dim),
+  );
 }
 
-export function embeddingBackward(dy: Float32Array, ids: Int32Array, dweight: Float32Array, dim: number, paddingIdx: number): void {
+export function embeddingBackward(
+  dy: Float32Array,
+  ids: Int32Array,
+  dweight: Float32Array,
+  dim: number,
+  paddingIdx: number,
+): void {
   if (!inWasm(ids.length * dim > 0, dy, dweight)) return jsEmbeddingBackward(dy, ids, dweight, dim, paddingIdx);
-  staged([{ x: ids, mode: 'in' }], 0, ([pid]) => K().embeddingBackward(dy.byteOffset, pid!, dweight.byteOffset, ids.length, dim, paddingIdx));
+  staged([{ x: ids, mode: 'in' }], 0, ([pid]) =>
+    K().embeddingBackward(dy.byteOffset, pid!, dweight.byteOffset, ids.length, dim, paddingIdx),
+  );
 }
 
 wasmKernels.register('embedding', { embedding, embeddingBackward });

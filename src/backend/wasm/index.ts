@@ -53,7 +53,8 @@ export async function loadWasmKernels(base?: string | URL): Promise<boolean> {
   if (!(await loadKernelsAsync(base))) return false;
   registerBackend(wasmBackend);
   // QKV_BACKEND=js (Node) keeps js, as at import (register.ts).
-  const requested = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QKV_BACKEND;
+  const requested = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env
+    ?.QKV_BACKEND;
   if (requested === undefined || requested === 'wasm') setBackend('wasm');
   return true;
 }

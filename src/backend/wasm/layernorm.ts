@@ -8,28 +8,60 @@ import { staged } from './stage.ts';
 
 const K = declareExports('layernorm.ts', {
   layerNorm: sig<[x: Ptr, w: Ptr, b: Ptr, out: Ptr, mean: Ptr, rstd: Ptr, rows: I32, cols: I32, eps: F32]>(9),
-  layerNormBackward: sig<[x: Ptr, w: Ptr, mean: Ptr, rstd: Ptr, dy: Ptr, dx: Ptr, dw: Ptr, db: Ptr, rows: I32, cols: I32]>(10),
+  layerNormBackward:
+    sig<[x: Ptr, w: Ptr, mean: Ptr, rstd: Ptr, dy: Ptr, dx: Ptr, dw: Ptr, db: Ptr, rows: I32, cols: I32]>(10),
 });
 
 export function layerNorm(
-  x: Float32Array, weight: Float32Array | null, bias: Float32Array | null, out: Float32Array,
-  mean: Float32Array, rstd: Float32Array, rows: number, cols: number, eps: number,
+  x: Float32Array,
+  weight: Float32Array | null,
+  bias: Float32Array | null,
+  out: Float32Array,
+  mean: Float32Array,
+  rstd: Float32Array,
+  rows: number,
+  cols: number,
+  eps: number,
 ): void {
   if (rows * cols === 0) return;
   staged(
-    [{ x, mode: 'in' }, { x: weight, mode: 'in' }, { x: bias, mode: 'in' }, { x: out, mode: 'out' }, { x: mean, mode: 'out' }, { x: rstd, mode: 'out' }],
+    [
+      { x, mode: 'in' },
+      { x: weight, mode: 'in' },
+      { x: bias, mode: 'in' },
+      { x: out, mode: 'out' },
+      { x: mean, mode: 'out' },
+      { x: rstd, mode: 'out' },
+    ],
     0,
     ([a, w, b, o, m, r]) => K().layerNorm(a!, w!, b!, o!, m!, r!, rows, cols, eps),
   );
 }
 
 export function layerNormBackward(
-  x: Float32Array, weight: Float32Array | null, mean: Float32Array, rstd: Float32Array, dy: Float32Array,
-  dx: Float32Array, dweight: Float32Array | null, dbias: Float32Array | null, rows: number, cols: number,
+  x: Float32Array,
+  weight: Float32Array | null,
+  mean: Float32Array,
+  rstd: Float32Array,
+  dy: Float32Array,
+  dx: Float32Array,
+  dweight: Float32Array | null,
+  dbias: Float32Array | null,
+  rows: number,
+  cols: number,
 ): void {
   if (rows * cols === 0) return;
   staged(
-    [{ x, mode: 'in' }, { x: weight, mode: 'in' }, { x: mean, mode: 'in' }, { x: rstd, mode: 'in' }, { x: dy, mode: 'in' }, { x: dx, mode: 'out' }, { x: dweight, mode: 'inout' }, { x: dbias, mode: 'inout' }],
+    [
+      { x, mode: 'in' },
+      { x: weight, mode: 'in' },
+      { x: mean, mode: 'in' },
+      { x: rstd, mode: 'in' },
+      { x: dy, mode: 'in' },
+      { x: dx, mode: 'out' },
+      { x: dweight, mode: 'inout' },
+      { x: dbias, mode: 'inout' },
+    ],
     0,
     ([a, w, m, r, d, o, dw, db]) => K().layerNormBackward(a!, w!, m!, r!, d!, o!, dw!, db!, rows, cols),
   );

@@ -26,7 +26,12 @@ const K = declareExports('layout.ts', {
  * Sums over leading dims (column sums: bias gradients) or trailing dims (row sums, and the sum of
  * everything) in wasm, with float64 accumulators as the twin; other layouts go to the twin.
  */
-export function reduceSum(x: Float32Array, shape: readonly number[], out: Float32Array, outShape: readonly number[]): void {
+export function reduceSum(
+  x: Float32Array,
+  shape: readonly number[],
+  out: Float32Array,
+  outShape: readonly number[],
+): void {
   const n = x.length;
   if (!inWasm(n > 0 && out.length > 0, x, out)) return jsReduceSum(x, shape, out, outShape);
   const nd = shape.length;
@@ -72,9 +77,26 @@ export function permute(x: Float32Array, shape: readonly number[], perm: readonl
 }
 
 /** Strided runs copied in wasm (memory.copy per run) when both arrays are wasm views. */
-export function copyRows(src: Float32Array, srcOffset: number, srcStride: number, dst: Float32Array, dstOffset: number, dstStride: number, rows: number, width: number): void {
-  if (!inWasm(rows * width > 0, src, dst)) return jsCopyRows(src, srcOffset, srcStride, dst, dstOffset, dstStride, rows, width);
-  K().copyRows(src.byteOffset + 4 * srcOffset, 4 * srcStride, dst.byteOffset + 4 * dstOffset, 4 * dstStride, rows, 4 * width);
+export function copyRows(
+  src: Float32Array,
+  srcOffset: number,
+  srcStride: number,
+  dst: Float32Array,
+  dstOffset: number,
+  dstStride: number,
+  rows: number,
+  width: number,
+): void {
+  if (!inWasm(rows * width > 0, src, dst))
+    return jsCopyRows(src, srcOffset, srcStride, dst, dstOffset, dstStride, rows, width);
+  K().copyRows(
+    src.byteOffset + 4 * srcOffset,
+    4 * srcStride,
+    dst.byteOffset + 4 * dstOffset,
+    4 * dstStride,
+    rows,
+    4 * width,
+  );
 }
 
 wasmKernels.register('layout', { reduceSum, permute, copyRows });

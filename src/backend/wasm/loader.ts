@@ -33,13 +33,16 @@ export interface Signature<A extends readonly number[] = readonly number[], R = 
 }
 
 /** `sig<[x: Ptr, n: I32]>(2)`: the count must equal the tuple's length (a compile error otherwise). */
+// biome-ignore lint/suspicious/noConfusingVoidType: R is an export's result, void when it returns nothing.
 export function sig<A extends readonly number[], R extends number | void = void>(arity: A['length']): Signature<A, R> {
   return { arity };
 }
 
 type Table = Record<string, Signature<readonly number[], unknown>>;
 /** The functions a table declares, as JavaScript calls them. */
-export type Bound<T extends Table> = { readonly [K in keyof T]: T[K] extends Signature<infer A, infer R> ? (...args: A) => R : never };
+export type Bound<T extends Table> = {
+  readonly [K in keyof T]: T[K] extends Signature<infer A, infer R> ? (...args: A) => R : never;
+};
 
 const declared = new Map<string, { file: string; arity: number }>();
 
@@ -47,8 +50,17 @@ function verify(exports: WebAssembly.Exports, names: Iterable<string>, file: str
   for (const name of names) {
     const want = declared.get(name)!;
     const f = exports[name];
-    if (typeof f !== 'function') throw new Error(`wasm backend: ${want.file} declares export '${name}', which ${file} lacks; rebuild it with \`npm run build:wasm\``);
-    if (f.length !== want.arity) throw new Error(`wasm backend: ${want.file} declares '${name}' with ${want.arity} parameters, ${file} has ${f.length}; rebuild it with \`npm run build:wasm\``);
+    if (typeof f !== 'function')
+      throw new Error(
+        `wasm backend: ${want.file} declares export '${name}', which ${file} ` +
+          `lacks; rebuild it with \`npm run build:wasm\``,
+      );
+    if (f.length !== want.arity)
+      throw new Error(
+        `wasm backend: ${want.file} declares '${name}' with ${want.arity} ` +
+          `parameters, ${file} has ${f.length}; rebuild it with \`npm run ` +
+          `build:wasm\``,
+      );
   }
 }
 
@@ -83,17 +95,74 @@ const FILE_NAMES: Record<WasmVariant, string> = { 'relaxed-simd': 'qkv-relaxed.w
  * dist/backend/wasm/loader.js (scripts/build-wasm.mjs copies the builds there).
  */
 function wasmUrl(variant: WasmVariant): URL {
-  return variant === 'relaxed-simd' ? new URL('./qkv-relaxed.wasm', import.meta.url) : new URL('./qkv-simd.wasm', import.meta.url);
+  return variant === 'relaxed-simd'
+    ? new URL('./qkv-relaxed.wasm', import.meta.url)
+    : new URL('./qkv-simd.wasm', import.meta.url);
 }
 
 // (module (func (result v128) v128.const 0 ×3 f32x4.relaxed_madd))
 const RELAXED_PROBE = new Uint8Array([
-  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 61, 1, 59, 0,
+  0,
+  97,
+  115,
+  109,
+  1,
+  0,
+  0,
+  0,
+  1,
+  5,
+  1,
+  96,
+  0,
+  1,
+  123,
+  3,
+  2,
+  1,
+  0,
+  10,
+  61,
+  1,
+  59,
+  0,
   ...[0, 1, 2].flatMap(() => [0xfd, 0x0c, ...new Array<number>(16).fill(0)]),
-  0xfd, 0x85, 0x02, 0x0b,
+  0xfd,
+  0x85,
+  0x02,
+  0x0b,
 ]);
 // (module (func (result v128) v128.const 0))
-const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 0xfd, 0x0c, ...new Array<number>(16).fill(0), 0x0b]);
+const SIMD_PROBE = new Uint8Array([
+  0,
+  97,
+  115,
+  109,
+  1,
+  0,
+  0,
+  0,
+  1,
+  5,
+  1,
+  96,
+  0,
+  1,
+  123,
+  3,
+  2,
+  1,
+  0,
+  10,
+  22,
+  1,
+  20,
+  0,
+  0xfd,
+  0x0c,
+  ...new Array<number>(16).fill(0),
+  0x0b,
+]);
 
 interface NodeProcess {
   getBuiltinModule?: (id: string) => unknown;
@@ -183,24 +252,35 @@ export function unsharedMemoryImport(bytes: Uint8Array): Uint8Array {
   return out;
 }
 
-function instantiate(bytes: Uint8Array, variant: WasmVariant): { exports: WebAssembly.Exports; variant: WasmVariant; module: WebAssembly.Module } {
-  const module = new WebAssembly.Module((memoryShared ? bytes : unsharedMemoryImport(bytes)) as Uint8Array<ArrayBuffer>);
+function instantiate(
+  bytes: Uint8Array,
+  variant: WasmVariant,
+): { exports: WebAssembly.Exports; variant: WasmVariant; module: WebAssembly.Module } {
+  const module = new WebAssembly.Module(
+    (memoryShared ? bytes : unsharedMemoryImport(bytes)) as Uint8Array<ArrayBuffer>,
+  );
   const instance = new WebAssembly.Instance(module, { env: { memory } });
   const exports = instance.exports;
   verify(exports, declared.keys(), FILE_NAMES[variant]);
   const heapBase = (exports.heapBase as () => number)();
-  if (heapBase > RESERVED_BYTES) throw new Error(`wasm backend: module static data (${heapBase} bytes) exceeds the reserved ${RESERVED_BYTES}`);
+  if (heapBase > RESERVED_BYTES)
+    throw new Error(`wasm backend: module static data (${heapBase} bytes) exceeds the reserved ${RESERVED_BYTES}`);
   return { exports, variant, module };
 }
 
 function readNode(variant: WasmVariant): Uint8Array {
   const fs = nodeBuiltin<{ readFileSync(p: URL): Uint8Array }>('node:fs');
-  if (!fs) throw new Error('wasm backend: not running under Node >= 20.16 (no process.getBuiltinModule); use loadWasmKernels()');
+  if (!fs)
+    throw new Error(
+      'wasm backend: not running under Node >= 20.16 (no process.getBuiltinModule); use loadWasmKernels()',
+    );
   const url = wasmUrl(variant);
   try {
     return new Uint8Array(fs.readFileSync(url));
   } catch (e) {
-    throw new Error(`wasm backend: cannot read ${url.pathname}; build it with \`npm run build:wasm\` (${(e as Error).message})`);
+    throw new Error(
+      `wasm backend: cannot read ${url.pathname}; build it with \`npm run build:wasm\` (${(e as Error).message})`,
+    );
   }
 }
 
@@ -276,7 +356,8 @@ export function wasmVariant(): WasmVariant {
 export function setWasmVariant(variant: WasmVariant): void {
   requireKernels();
   if (loaded!.variant === variant) return;
-  if (variant === 'relaxed-simd' && !relaxedSimdSupported()) throw new Error('wasm backend: this engine does not support relaxed SIMD');
+  if (variant === 'relaxed-simd' && !relaxedSimdSupported())
+    throw new Error('wasm backend: this engine does not support relaxed SIMD');
   loaded = instantiate(readNode(variant), variant);
 }
 

@@ -37,7 +37,10 @@ const ALIGN = 16;
  * takes the same path.
  */
 function sharedAllowed(): boolean {
-  return typeof SharedArrayBuffer !== 'undefined' && (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated !== false;
+  return (
+    typeof SharedArrayBuffer !== 'undefined' &&
+    (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated !== false
+  );
 }
 
 function createMemory(): { memory: WebAssembly.Memory; shared: boolean } | null {
@@ -86,7 +89,9 @@ interface Block {
 }
 
 /** Free blocks, sorted by offset, never adjacent (coalesced on free). */
-const freeList: Block[] = memoryAvailable ? [{ offset: RESERVED_BYTES, size: memory.buffer.byteLength - RESERVED_BYTES }] : [];
+const freeList: Block[] = memoryAvailable
+  ? [{ offset: RESERVED_BYTES, size: memory.buffer.byteLength - RESERVED_BYTES }]
+  : [];
 /** Allocated blocks: offset → size in bytes (rounded up to ALIGN). */
 const allocated = new Map<number, number>();
 let inUse = 0;
@@ -100,7 +105,10 @@ function grow(bytes: number): void {
   const havePages = end / PAGE_BYTES;
   const room = MAX_PAGES - havePages;
   if (needPages > room) {
-    throw new RangeError(`wasm memory: cannot allocate ${bytes} bytes (${end} in memory, ${inUse} in use, maximum ${MAX_PAGES * PAGE_BYTES})`);
+    throw new RangeError(
+      `wasm memory: cannot allocate ${bytes} bytes (${end} in memory, ` +
+        `${inUse} in use, maximum ${MAX_PAGES * PAGE_BYTES})`,
+    );
   }
   const pages = Math.min(room, Math.max(needPages, havePages));
   memory.grow(pages);
@@ -142,7 +150,8 @@ export function alloc(n: number, zero = true): Float32Array {
 export function free(view: Float32Array): void {
   const offset = view.byteOffset;
   const size = allocated.get(offset);
-  if (size === undefined || !isWasmView(view)) throw new Error(`wasm free: ${offset} is not an allocated block (double free, or not from alloc)`);
+  if (size === undefined || !isWasmView(view))
+    throw new Error(`wasm free: ${offset} is not an allocated block (double free, or not from alloc)`);
   allocated.delete(offset);
   inUse -= size;
   // Insert sorted, merging with the neighbours it touches.

@@ -18,7 +18,12 @@ export function threadsFor(flops: number): number {
  * kernel's arguments for units [u0, u1). Parts compute disjoint ranges, each element exactly as
  * one thread would, so the result does not depend on the thread count.
  */
-export function splitUnits(kernel: ParallelKernel, units: number, costPerUnit: number, args: (u0: number, u1: number) => number[]): void {
+export function splitUnits(
+  kernel: ParallelKernel,
+  units: number,
+  costPerUnit: number,
+  args: (u0: number, u1: number) => number[],
+): void {
   const f = requireKernels()[kernel] as (...a: number[]) => void;
   const parts = Math.min(units, threadsFor(units * costPerUnit));
   if (parts <= 1) {
@@ -27,7 +32,8 @@ export function splitUnits(kernel: ParallelKernel, units: number, costPerUnit: n
   }
   const chunk = Math.ceil(units / parts);
   const list = Array.from({ length: parts - 1 }, (_, w) => {
-    const u0 = Math.min(units, (w + 1) * chunk), u1 = Math.min(units, (w + 2) * chunk);
+    const u0 = Math.min(units, (w + 1) * chunk),
+      u1 = Math.min(units, (w + 2) * chunk);
     return u1 > u0 ? args(u0, u1) : null;
   });
   runParallel(kernel, list, () => f(...args(0, Math.min(units, chunk))));

@@ -16,22 +16,58 @@ const K = declareExports('softmax.ts', {
 
 export function softmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void {
   if (rows * cols === 0) return;
-  staged([{ x, mode: 'in' }, { x: out, mode: 'out' }], 0, ([px, po]) => K().softmax(px!, po!, rows, cols));
+  staged(
+    [
+      { x, mode: 'in' },
+      { x: out, mode: 'out' },
+    ],
+    0,
+    ([px, po]) => K().softmax(px!, po!, rows, cols),
+  );
 }
 
 export function softmaxBackward(y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number): void {
   if (rows * cols === 0) return;
-  staged([{ x: y, mode: 'in' }, { x: dy, mode: 'in' }, { x: dx, mode: 'out' }], 0, ([a, b, c]) => K().softmaxBackward(a!, b!, c!, rows, cols));
+  staged(
+    [
+      { x: y, mode: 'in' },
+      { x: dy, mode: 'in' },
+      { x: dx, mode: 'out' },
+    ],
+    0,
+    ([a, b, c]) => K().softmaxBackward(a!, b!, c!, rows, cols),
+  );
 }
 
 export function logSoftmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void {
   if (rows * cols === 0) return;
-  staged([{ x, mode: 'in' }, { x: out, mode: 'out' }], 0, ([px, po]) => K().logSoftmax(px!, po!, rows, cols));
+  staged(
+    [
+      { x, mode: 'in' },
+      { x: out, mode: 'out' },
+    ],
+    0,
+    ([px, po]) => K().logSoftmax(px!, po!, rows, cols),
+  );
 }
 
-export function logSoftmaxBackward(y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number): void {
+export function logSoftmaxBackward(
+  y: Float32Array,
+  dy: Float32Array,
+  dx: Float32Array,
+  rows: number,
+  cols: number,
+): void {
   if (rows * cols === 0) return;
-  staged([{ x: y, mode: 'in' }, { x: dy, mode: 'in' }, { x: dx, mode: 'out' }], 0, ([a, b, c]) => K().logSoftmaxBackward(a!, b!, c!, rows, cols));
+  staged(
+    [
+      { x: y, mode: 'in' },
+      { x: dy, mode: 'in' },
+      { x: dx, mode: 'out' },
+    ],
+    0,
+    ([a, b, c]) => K().logSoftmaxBackward(a!, b!, c!, rows, cols),
+  );
 }
 
 wasmKernels.register('softmax', { softmax, softmaxBackward, logSoftmax, logSoftmaxBackward });

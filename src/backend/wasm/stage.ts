@@ -59,7 +59,8 @@ export function staged<T>(args: readonly Arg[], scratchBytes: number, fn: (addr:
   const after = new Uint8Array(memory.buffer);
   for (let i = 0; i < args.length; i++) {
     const { x, mode } = args[i]!;
-    if (x && mode !== 'in' && !isWasmView(x)) new Uint8Array(x.buffer, x.byteOffset, x.byteLength).set(after.subarray(addr[i]!, addr[i]! + x.byteLength));
+    if (x && mode !== 'in' && !isWasmView(x))
+      new Uint8Array(x.buffer, x.byteOffset, x.byteLength).set(after.subarray(addr[i]!, addr[i]! + x.byteLength));
   }
   return r;
 }

@@ -35,7 +35,8 @@
  * threads, and beside a second qkv pool in another thread (V8 keeps one futex wait list for all of
  * a process's threads): about 5.4 million launches in the runs recorded in
  * records/thread-pool-soak/, on this code and on the code before it, without a stall, and with
- * pauses injected no join ever waited a second. The stall's cause stays unknown (ONNX Runtime's own join, where the main
+ * pauses injected no join ever waited a second. The stall's cause stays unknown (ONNX Runtime's own join, where the
+ * main
  * thread also blocks inside `session.run`, was not instrumented). What the pool does now so that
  * a process cannot hang on it anyway, whoever loses a wake-up: the join's wait is bounded
  * (RECHECK_MS), re-reads the counters and re-sends the launch's notify to a worker that has not
@@ -44,8 +45,14 @@
  *
  * Threads: QKV_THREADS in the environment, else the available parallelism (at most 8);
  * `setNumThreads(n)` changes it (1 = no workers).
+ *
+ * Over 500 lines: the launch protocol, its failure handling (bounded join, dead workers) and the
+ * test-only hooks that prove it (pauses, dropped notifies, deaths) are one argument and are read together.
  */
 import { alloc, memory } from './memory.ts';
+
+/** Test hook source: a worker that waits forever (the 'terminate' and 'hang' deaths). */
+const HANG_FOREVER = 'for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);';
 
 interface WorkerLike {
   unref(): void;
@@ -56,7 +63,10 @@ interface PortLike {
   close(): void;
 }
 interface WorkerThreads {
-  Worker: new (code: string, opts: { eval: true; workerData: unknown; execArgv: string[]; transferList?: unknown[] }) => WorkerLike;
+  Worker: new (
+    code: string,
+    opts: { eval: true; workerData: unknown; execArgv: string[]; transferList?: unknown[] },
+  ) => WorkerLike;
   MessageChannel: new () => { port1: PortLike; port2: PortLike };
   receiveMessageOnPort(port: PortLike): { message: unknown } | undefined;
 }
@@ -74,7 +84,18 @@ function nodeBuiltin<T>(id: string): T | null {
  * Kernels a worker can run (exports of assembly/index.ts that take a range of the work; the
  * elementwise ones take a part of their arrays through offset addresses and a smaller count).
  */
-export const PARALLEL_KERNELS = ['gemmRows', 'attentionRange', 'attentionBackwardRange', 'adam', 'binaryFull', 'binaryRows', 'gemvNTRange', 'dropoutMask', 'crossEntropy', 'crossEntropyBackward'] as const;
+export const PARALLEL_KERNELS = [
+  'gemmRows',
+  'attentionRange',
+  'attentionBackwardRange',
+  'adam',
+  'binaryFull',
+  'binaryRows',
+  'gemvNTRange',
+  'dropoutMask',
+  'crossEntropy',
+  'crossEntropyBackward',
+] as const;
 export type ParallelKernel = (typeof PARALLEL_KERNELS)[number];
 
 /** Float64 cells per worker: kernel index, argument count, arguments (addresses up to 4 GiB are exact). */
@@ -87,8 +108,15 @@ const MAX_THREADS = 8;
  * it started, the last it finished, and 1 once it has exited. The per-worker cells cost two stores
  * per launch; they are what a failure or the soak's watchdog prints.
  */
-const GENERATION = 0, RUNNING = 1, READY = 2, GONE = 3, PER_WORKER = 4;
-const STARTED = 0, DONE = 1, EXITED = 2, CELLS = 3;
+const GENERATION = 0,
+  RUNNING = 1,
+  READY = 2,
+  GONE = 3,
+  PER_WORKER = 4;
+const STARTED = 0,
+  DONE = 1,
+  EXITED = 2,
+  CELLS = 3;
 /** Int32 cells of the counters' SharedArrayBuffer. */
 export const SYNC_INTS = PER_WORKER + CELLS * MAX_THREADS;
 
@@ -154,7 +182,7 @@ function workerSource(h: PoolTestHooks | null): string {
   if (dying) {
     ${h.die.how === 'exit' ? 'process.exit(3);' : ''}
     ${h.die.how === 'terminate' ? "require('node:worker_threads').parentPort.postMessage('terminate me');" : ''}
-    ${h.die.how === 'terminate' || h.die.how === 'hang' ? 'for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);' : ''}
+    ${h.die.how === 'terminate' || h.die.how === 'hang' ? HANG_FOREVER : ''}
     ${h.die.how === 'oom' ? 'const hog = []; for (;;) hog.push(new Array(1 << 16).fill(generation + 0.5));' : ''}
   }`
     : '';
@@ -212,7 +240,8 @@ const { n, source, port, oomWorker, shared } = workerData;
 const s = new Int32Array(shared.sync);
 for (let id = 0; id < n; id++) {
   let error = '';
-  const w = new Worker(source, { eval: true, execArgv: [], workerData: { ...shared, id }, ...(id === oomWorker ? { resourceLimits: { maxOldGenerationSizeMb: 32 } } : {}) });
+  const limits = id === oomWorker ? { resourceLimits: { maxOldGenerationSizeMb: 32 } } : {};
+  const w = new Worker(source, { eval: true, execArgv: [], workerData: { ...shared, id }, ...limits });
   w.on('message', () => void w.terminate()); // only the test hook's 'terminate me'
   w.on('error', (e) => { error = String((e && e.message) || e); });
   w.on('exit', (code) => {
@@ -258,7 +287,8 @@ let dropNotifies = false;
  * Joins whose bounded wait timed out and then found every worker done (a notify lost, or only late:
  * the last worker descheduled between its decrement and its notify), and re-sent notifies.
  */
-let recovered = 0, renotified = 0;
+let recovered = 0,
+  renotified = 0;
 let launchCount = 0;
 
 /** Threads used by the GEMM (the caller included). */
@@ -287,23 +317,44 @@ export function setNumThreads(n: number): void {
 export function setPoolTestHooks(h: PoolTestHooks | null): void {
   hooks = h;
   dropNotifies = h?.dropNotifies ?? false;
-  jitter = h?.jitterUs ? (new Function(`${JITTER_SOURCE(h.jitterUs, String(h.seed ?? 1))} return jitter;`)() as () => void) : null;
+  jitter = h?.jitterUs
+    ? (new Function(`${JITTER_SOURCE(h.jitterUs, String(h.seed ?? 1))} return jitter;`)() as () => void)
+    : null;
   closePool();
   broken = false;
 }
 
 /** Launches since load, joins the re-check completed, re-sent notifies, and the pool's counters (null: no pool). */
-export function poolStats(): { launches: number; recovered: number; renotified: number; sync: SharedArrayBuffer | null; workers: number } {
-  return { launches: launchCount, recovered, renotified, sync: pool ? (pool.sync.buffer as SharedArrayBuffer) : null, workers: pool?.n ?? 0 };
+export function poolStats(): {
+  launches: number;
+  recovered: number;
+  renotified: number;
+  sync: SharedArrayBuffer | null;
+  workers: number;
+} {
+  return {
+    launches: launchCount,
+    recovered,
+    renotified,
+    sync: pool ? (pool.sync.buffer as SharedArrayBuffer) : null,
+    workers: pool?.n ?? 0,
+  };
 }
 
 /** Every counter, on one line: what a failed launch and the watchdog report. */
 export function describeCounters(s: Int32Array, n: number): string {
   const workers = Array.from({ length: n }, (_, w) => {
     const c = PER_WORKER + w * CELLS;
-    return `${w} started ${Atomics.load(s, c + STARTED)} done ${Atomics.load(s, c + DONE)}${Atomics.load(s, c + EXITED) ? ' exited' : ''}`;
+    return (
+      `${w} started ${Atomics.load(s, c + STARTED)} done ` +
+      `${Atomics.load(s, c + DONE)}${Atomics.load(s, c + EXITED) ? ' exited' : ''}`
+    );
   });
-  return `generation ${Atomics.load(s, GENERATION)}, running ${Atomics.load(s, RUNNING)}, ready ${Atomics.load(s, READY)}, gone ${Atomics.load(s, GONE)}; workers: ${workers.join(', ')}`;
+  return (
+    `generation ${Atomics.load(s, GENERATION)}, running ` +
+    `${Atomics.load(s, RUNNING)}, ready ${Atomics.load(s, READY)}, gone ` +
+    `${Atomics.load(s, GONE)}; workers: ${workers.join(', ')}`
+  );
 }
 
 /**
@@ -329,9 +380,25 @@ function getPool(module: WebAssembly.Module, scratchFloats: number): Pool | null
     const oomWorker = hooks?.die?.how === 'oom' ? hooks.die.worker : -1;
     // execArgv: [] — the threads run plain JS; inheriting loader flags (e.g. tsx's --import) can
     // make their start-up wait on the main thread, which is blocked in Atomics.wait below.
-    const supervisor = new wt.Worker(SUPERVISOR_SOURCE, { eval: true, execArgv: [], workerData: { n, source: workerSource(hooks), port: port2, oomWorker, shared }, transferList: [port2] });
+    const supervisor = new wt.Worker(SUPERVISOR_SOURCE, {
+      eval: true,
+      execArgv: [],
+      workerData: { n, source: workerSource(hooks), port: port2, oomWorker, shared },
+      transferList: [port2],
+    });
     supervisor.unref();
-    const p: Pool = { supervisor, supervisorGone: null, port: port1, wt, n, sync: new Int32Array(sync), args: new Float64Array(args), scratch, module, exits: new Map() };
+    const p: Pool = {
+      supervisor,
+      supervisorGone: null,
+      port: port1,
+      wt,
+      n,
+      sync: new Int32Array(sync),
+      args: new Float64Array(args),
+      scratch,
+      module,
+      exits: new Map(),
+    };
     supervisor.on('error', (e) => {
       p.supervisorGone = `the pool's supervisor thread failed (${String((e as Error)?.message ?? e)})`;
     });
@@ -388,15 +455,21 @@ function failGone(p: Pool, kernel: ParallelKernel, generation: number, during: b
   const alive = (w: number) => Atomics.load(s, PER_WORKER + w * CELLS + EXITED) === 0;
   if (during) Atomics.notify(s, GENERATION);
   for (let w = 0; w < p.n; w++) {
-    while (during && alive(w) && Atomics.load(s, PER_WORKER + w * CELLS + DONE) < generation) Atomics.wait(s, RUNNING, Atomics.load(s, RUNNING), RECHECK_MS);
+    while (during && alive(w) && Atomics.load(s, PER_WORKER + w * CELLS + DONE) < generation)
+      Atomics.wait(s, RUNNING, Atomics.load(s, RUNNING), RECHECK_MS);
   }
   for (let m = p.wt.receiveMessageOnPort(p.port); m; m = p.wt.receiveMessageOnPort(p.port)) {
     const { id, code, error } = m.message as { id: number; code: number; error: string };
     p.exits.set(id, { code, error });
   }
-  const why = p.supervisorGone && Atomics.load(s, GONE) === 0
-    ? p.supervisorGone
-    : [...p.exits].map(([w, e]) => `wasm worker ${w} exited (code ${e.code}${e.error ? `, ${e.error.replace(/\s+/g, ' ')}` : ''})`).join('; ') || 'a wasm worker exited';
+  const why =
+    p.supervisorGone && Atomics.load(s, GONE) === 0
+      ? p.supervisorGone
+      : [...p.exits]
+          .map(
+            ([w, e]) => `wasm worker ${w} exited (code ${e.code}${e.error ? `, ${e.error.replace(/\s+/g, ' ')}` : ''})`,
+          )
+          .join('; ') || 'a wasm worker exited';
   const state = describeCounters(s, p.n);
   if (pool === p) closePool();
   throw new Error(`runParallel: ${kernel} ${during ? 'failed' : 'not launched'}: ${why} [${state}]`);
@@ -454,7 +527,11 @@ function join(p: Pool, kernel: ParallelKernel, generation: number): void {
     if (Atomics.load(s, GONE) > 0) failGone(p, kernel, generation, true);
     if (Atomics.wait(s, RUNNING, left, watchdog ?? RECHECK_MS) !== 'timed-out') continue;
     if (watchdog) {
-      throw new Error(`runParallel: watchdog: the join of ${kernel} (generation ${generation}) waited over ${watchdog} ms [${describeCounters(s, p.n)}]`);
+      throw new Error(
+        `runParallel: watchdog: the join of ${kernel} (generation ` +
+          `${generation}) waited over ${watchdog} ms ` +
+          `[${describeCounters(s, p.n)}]`,
+      );
     }
     if (Atomics.load(s, RUNNING) === 0) recovered++;
     for (let w = 0; w < p.n; w++) {

@@ -18,11 +18,18 @@ import { log, modelOption, type FlagsOf, type Optional } from '../options.ts';
 
 function flags() {
   const cmd = new Command('attention')
-    .description('translate a sentence (or continue a prompt, with a language model) and draw its attention heatmaps as SVG (no browser needed)')
+    .description(
+      'translate a sentence (or continue a prompt, with a language model) ' +
+        'and draw its attention heatmaps as SVG (no browser needed)',
+    )
     .argument('<sentence>', 'the sentence to translate (a language model: the prompt)');
   return modelOption(cmd)
     .requiredOption('--out <file>', 'SVG file to write (or .html: a page holding the SVG)')
-    .option('--kind <kind>', 'enc (encoder self-attention) | dec (decoder masked self-attention) | cross (decoder to encoder)', 'cross')
+    .option(
+      '--kind <kind>',
+      'enc (encoder self-attention) | dec (decoder masked self-attention) | cross (decoder to encoder)',
+      'cross',
+    )
     .option('--layer <n>', 'layer, counted from 1 (default: every layer)', int('--layer'))
     .option('--head <n>', 'head, counted from 1 (default: every head)', int('--head'))
     .option('--beam <n>', 'beam size (1 = greedy)', int('--beam'), 1)
@@ -38,9 +45,18 @@ export function attentionCommand() {
  * attention's options: the flags' (`kind` enc | dec | cross, or encoder | decoder; `layer` and `head`
  * counted from 1; `maxTokens` for language models, 20 when left out) and the sentence.
  */
-export type AttentionCommandOptions = Optional<FlagsOf<typeof flags>, 'maxTokens'> & { sentence: string; log: (line: string) => void };
+export type AttentionCommandOptions = Optional<FlagsOf<typeof flags>, 'maxTokens'> & {
+  sentence: string;
+  log: (line: string) => void;
+};
 
-const KINDS: Record<string, AttentionKind> = { enc: 'encoder', encoder: 'encoder', dec: 'decoder', decoder: 'decoder', cross: 'cross' };
+const KINDS: Record<string, AttentionKind> = {
+  enc: 'encoder',
+  encoder: 'encoder',
+  dec: 'decoder',
+  decoder: 'decoder',
+  cross: 'cross',
+};
 
 export function parseKind(kind: string): AttentionKind {
   const k = KINDS[kind];
@@ -54,13 +70,20 @@ export function attention(o: AttentionCommandOptions): void {
   if (modelDirKind(o.model) === 'gpt') return languageModelAttention(o);
   const kind = parseKind(o.kind);
   const { model, tokenizer, targetTokenizer } = loadModelDir(o.model);
-  const t = translateWithAttention(model, tokenizer, o.sentence, { beam: o.beam, alpha: o.alpha, ...(targetTokenizer !== tokenizer && { targetTokenizer }) });
-  if (t.truncatedFrom !== undefined) o.log(`qkv: the sentence has ${t.truncatedFrom} tokens, truncated to the ${t.srcIds.length} this model reads`);
+  const t = translateWithAttention(model, tokenizer, o.sentence, {
+    beam: o.beam,
+    alpha: o.alpha,
+    ...(targetTokenizer !== tokenizer && { targetTokenizer }),
+  });
+  if (t.truncatedFrom !== undefined)
+    o.log(`qkv: the sentence has ${t.truncatedFrom} tokens, truncated to the ${t.srcIds.length} this model reads`);
   o.log(`"${t.source}" → "${t.translation}"`);
   const { layers, heads } = stackSize(t, kind);
   if (layers === 0) throw new UserError(`the translation is empty: there is no ${KIND_NAMES[kind]} to draw`);
-  if (o.layer !== undefined && (o.layer < 1 || o.layer > layers)) throw new UserError(`--layer ${o.layer} does not exist: the ${KIND_NAMES[kind]} has layers 1..${layers}`);
-  if (o.head !== undefined && (o.head < 1 || o.head > heads)) throw new UserError(`--head ${o.head} does not exist: this model has heads 1..${heads}`);
+  if (o.layer !== undefined && (o.layer < 1 || o.layer > layers))
+    throw new UserError(`--layer ${o.layer} does not exist: the ${KIND_NAMES[kind]} has layers 1..${layers}`);
+  if (o.head !== undefined && (o.head < 1 || o.head > heads))
+    throw new UserError(`--head ${o.head} does not exist: this model has heads 1..${heads}`);
   let svg: string;
   let what: string;
   if (o.layer !== undefined && o.head !== undefined) {
@@ -70,9 +93,13 @@ export function attention(o: AttentionCommandOptions): void {
     const ls = o.layer !== undefined ? [o.layer - 1] : undefined;
     const hs = o.head !== undefined ? [o.head - 1] : undefined;
     svg = attentionGridSvg(t, kind, ls, hs);
-    what = `${o.layer !== undefined ? `layer ${o.layer}` : `${layers} layers`} × ${o.head !== undefined ? `head ${o.head}` : `${heads} heads`}`;
+    what =
+      `${o.layer !== undefined ? `layer ${o.layer}` : `${layers} layers`} × ` +
+      `${o.head !== undefined ? `head ${o.head}` : `${heads} heads`}`;
   }
-  const body = /\.html?$/i.test(o.out) ? standaloneHtml(`${KIND_NAMES[kind]}: ${t.source}`, svg) : `<?xml version="1.0" encoding="UTF-8"?>\n${svg}\n`;
+  const body = /\.html?$/i.test(o.out)
+    ? standaloneHtml(`${KIND_NAMES[kind]}: ${t.source}`, svg)
+    : `<?xml version="1.0" encoding="UTF-8"?>\n${svg}\n`;
   atomicWrite(o.out, body);
   o.log(`wrote ${o.out}: ${KIND_NAMES[kind]}, ${what}`);
   process.stdout.write(`${t.translation}\n`);
@@ -82,24 +109,38 @@ export function attention(o: AttentionCommandOptions): void {
 function languageModelAttention(o: AttentionCommandOptions): void {
   const maxTokens = o.maxTokens ?? 20;
   const { model, tokenizer, separatorId } = loadLmDir(o.model);
-  let g;
+  let g: ReturnType<typeof generateWithAttention>;
   try {
     // loadLmDir builds a CharTokenizer or a BpeTokenizer, per config.json.
     g = generateWithAttention({ model, tokenizer: tokenizer as GptTokenizer, separatorId }, o.sentence, { maxTokens });
   } catch (e) {
     throw new UserError((e as Error).message);
   }
-  o.log(`"${g.prompt}" → "${g.continuation}"${g.cut ? ` (cut to fit the model's context of ${model.config.blockSize})` : ''}`);
+  o.log(
+    `"${g.prompt}" → ` +
+      `"${g.continuation}"${g.cut ? ` (cut to fit the model's context of ${model.config.blockSize})` : ''}`,
+  );
   const maps: AttentionMaps = gptMaps(g);
   const { layers, heads } = mapsSize(maps);
-  if (o.layer !== undefined && (o.layer < 1 || o.layer > layers)) throw new UserError(`--layer ${o.layer} does not exist: this model has layers 1..${layers}`);
-  if (o.head !== undefined && (o.head < 1 || o.head > heads)) throw new UserError(`--head ${o.head} does not exist: this model has heads 1..${heads}`);
+  if (o.layer !== undefined && (o.layer < 1 || o.layer > layers))
+    throw new UserError(`--layer ${o.layer} does not exist: this model has layers 1..${layers}`);
+  if (o.head !== undefined && (o.head < 1 || o.head > heads))
+    throw new UserError(`--head ${o.head} does not exist: this model has heads 1..${heads}`);
   const svg =
     o.layer !== undefined && o.head !== undefined
       ? mapsHeatmapSvg(maps, o.layer - 1, o.head - 1)
-      : mapsGridSvg(maps, gptTitle(g), o.layer !== undefined ? [o.layer - 1] : undefined, o.head !== undefined ? [o.head - 1] : undefined);
-  const what = `${o.layer !== undefined ? `layer ${o.layer}` : `${layers} layers`} × ${o.head !== undefined ? `head ${o.head}` : `${heads} heads`}`;
-  const body = /\.html?$/i.test(o.out) ? standaloneHtml(`${maps.name}: ${g.prompt}`, svg) : `<?xml version="1.0" encoding="UTF-8"?>\n${svg}\n`;
+      : mapsGridSvg(
+          maps,
+          gptTitle(g),
+          o.layer !== undefined ? [o.layer - 1] : undefined,
+          o.head !== undefined ? [o.head - 1] : undefined,
+        );
+  const what =
+    `${o.layer !== undefined ? `layer ${o.layer}` : `${layers} layers`} × ` +
+    `${o.head !== undefined ? `head ${o.head}` : `${heads} heads`}`;
+  const body = /\.html?$/i.test(o.out)
+    ? standaloneHtml(`${maps.name}: ${g.prompt}`, svg)
+    : `<?xml version="1.0" encoding="UTF-8"?>\n${svg}\n`;
   atomicWrite(o.out, body);
   o.log(`wrote ${o.out}: ${maps.name}, ${what}`);
   process.stdout.write(`${g.prompt}${g.continuation}\n`);

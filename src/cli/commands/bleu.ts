@@ -17,21 +17,40 @@ import { dataOption, type FlagsOf, type Optional } from '../options.ts';
 
 function flags() {
   const cmd = new Command('bleu')
-    .description('score translation files against references with BLEU (and chrF; sacreBLEU-compatible), and compare them with a paired bootstrap; no decoding')
-    .argument('<files...>', 'translations, one sentence a line (e.g. from qkv eval --output); with --paired-bs the first is the baseline')
+    .description(
+      'score translation files against references with BLEU (and chrF; ' +
+        'sacreBLEU-compatible), and compare them with a paired bootstrap; no ' +
+        'decoding',
+    )
+    .argument(
+      '<files...>',
+      'translations, one sentence a line (e.g. from qkv eval --output); with --paired-bs the first is the baseline',
+    )
     .option('--ref <file>', 'reference translations, one sentence a line (plain or .gz)')
     .option('--split <name>', 'or the references of a corpus split: DATA/SPLIT.TGT (e.g. val)');
-  return dataOption(cmd, 'corpus folder, with --split', (o) => (o.split === undefined ? null : [`${o.split}.${(o.direction as { tgt: string } | undefined)?.tgt ?? o.tgt ?? 'de'}.gz`]))
+  return dataOption(cmd, 'corpus folder, with --split', (o) =>
+    o.split === undefined
+      ? null
+      : [`${o.split}.${(o.direction as { tgt: string } | undefined)?.tgt ?? o.tgt ?? 'de'}.gz`],
+  )
     .option('--tgt <lang>', 'target language, with --split (default: de)')
     .option('--direction <src-tgt>', 'or the target language as a direction, e.g. en-fr', direction('--direction'))
-    .option('--paired-bs', "compare each file with the first by paired bootstrap resampling (Koehn 2004; sacreBLEU's --paired-bs)", false)
+    .option(
+      '--paired-bs',
+      "compare each file with the first by paired bootstrap resampling (Koehn 2004; sacreBLEU's --paired-bs)",
+      false,
+    )
     .option('--samples <n>', 'bootstrap resamples, with --paired-bs (default: 1000)', int('--samples'))
     .option('--chrf', "also chrF2, the character n-gram F-score (sacreBLEU's -m chrf), of each file", false)
     .option('--lowercase', "score case-insensitively (sacreBLEU's -lc, signature case:lc)", false)
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Prints sacreBLEU's line (BLEU = score, 1- to 4-gram precisions, brevity penalty, lengths) for each
-file and its signature; with --chrf then each file's chrF2 and its signature. The paired bootstrap's p is Koehn's one-sided count: the share of resamples
-(plus one) in which a file does not score above the first; small means its lead holds.`);
+file and its signature; with --chrf then each file's chrF2 and its signature. The paired bootstrap's p
+is Koehn's one-sided count: the share of resamples (plus one) in which a file does not score above
+the first; small means its lead holds.`,
+    );
 }
 
 export function bleuCommand() {
@@ -42,19 +61,30 @@ export function bleuCommand() {
  * `qkv bleu`'s options and its hypothesis files (with pairedBs the first is the baseline); the
  * references come from `ref` or from DATA/SPLIT.TGT[.gz].
  */
-export type BleuCommandOptions = Optional<FlagsOf<typeof flags>, 'data' | 'pairedBs' | 'chrf' | 'lowercase'> & { files: string[] };
+export type BleuCommandOptions = Optional<FlagsOf<typeof flags>, 'data' | 'pairedBs' | 'chrf' | 'lowercase'> & {
+  files: string[];
+};
 
-/** `won 98 of 1000 paired bootstrap resamples, p 0.9021 (needs < 0.05), Δ BLEU 95% [-1.05, 0.28]`: how every comparison is reported. */
+/**
+ * `won 98 of 1000 paired bootstrap resamples, p 0.9021 (needs < 0.05), Δ BLEU 95% [-1.05, 0.28]`: how every comparison
+ * is reported.
+ */
 export function bootstrapSummary(t: PairedBootstrapResult, needed?: number): string {
-  return `won ${t.wins} of ${t.samples} paired bootstrap resamples, p ${t.p.toFixed(4)}${needed === undefined ? '' : ` (needs < ${needed})`}, ` +
-    `Δ BLEU 95% [${t.delta95[0].toFixed(2)}, ${t.delta95[1].toFixed(2)}]`;
+  return (
+    `won ${t.wins} of ${t.samples} paired bootstrap resamples, p ` +
+    `${t.p.toFixed(4)}${needed === undefined ? '' : ` (needs < ${needed})`}, ` +
+    `Δ BLEU 95% [${t.delta95[0].toFixed(2)}, ${t.delta95[1].toFixed(2)}]`
+  );
 }
 
 /** The reference lines and where they came from, from --ref or --split. */
 function references(o: BleuCommandOptions): { refs: string[]; from: string } {
-  if (o.ref !== undefined && o.split !== undefined) throw new UserError('--ref and --split both given: the references come from one of them');
-  if (o.ref === undefined && o.split === undefined) throw new UserError('no references: pass --ref FILE or --split NAME (e.g. --split val)');
-  if (o.tgt !== undefined && o.direction !== undefined) throw new UserError('--tgt and --direction both given: pass one');
+  if (o.ref !== undefined && o.split !== undefined)
+    throw new UserError('--ref and --split both given: the references come from one of them');
+  if (o.ref === undefined && o.split === undefined)
+    throw new UserError('no references: pass --ref FILE or --split NAME (e.g. --split val)');
+  if (o.tgt !== undefined && o.direction !== undefined)
+    throw new UserError('--tgt and --direction both given: pass one');
   if (o.ref !== undefined) {
     if (!existsSync(o.ref)) throw new UserError(`--ref: file not found: ${o.ref}`);
     return { refs: readLines(o.ref), from: o.ref };
@@ -66,14 +96,19 @@ function references(o: BleuCommandOptions): { refs: string[]; from: string } {
 
 export function bleu(o: BleuCommandOptions): void {
   if (o.files.length === 0) throw new UserError('no hypothesis files: pass one or more files to score');
-  if (o.pairedBs && o.files.length < 2) throw new UserError(`--paired-bs needs two or more files (the first is the baseline), got ${o.files.length}`);
-  if (o.samples !== undefined && !o.pairedBs) throw new UserError('--samples without --paired-bs: it is the number of bootstrap resamples');
+  if (o.pairedBs && o.files.length < 2)
+    throw new UserError(`--paired-bs needs two or more files (the first is the baseline), got ${o.files.length}`);
+  if (o.samples !== undefined && !o.pairedBs)
+    throw new UserError('--samples without --paired-bs: it is the number of bootstrap resamples');
   const { refs, from } = references(o);
   const systems = o.files.map((file) => {
     if (!existsSync(file)) throw new UserError(`hypothesis file not found: ${file}`);
     const hyps = readLines(file);
     if (hyps.length !== refs.length) {
-      throw new UserError(`${file} has ${hyps.length} lines but the references (${from}) have ${refs.length}: one translation a line, in the references' order`);
+      throw new UserError(
+        `${file} has ${hyps.length} lines but the references (${from}) have ` +
+          `${refs.length}: one translation a line, in the references' order`,
+      );
     }
     return { file, hyps };
   });
@@ -87,8 +122,9 @@ export function bleu(o: BleuCommandOptions): void {
     for (const s of others) {
       const t = pairedBootstrap(base.hyps, s.hyps, refs, { samples: o.samples ?? 1000, bleu: options });
       lines.push(
-        `${s.file} against ${base.file}: ${t.system >= t.baseline ? '+' : ''}${(t.system - t.baseline).toFixed(2)} BLEU, ` +
-        bootstrapSummary(t),
+        `${s.file} against ${base.file}: ` +
+          `${t.system >= t.baseline ? '+' : ''}${(t.system - t.baseline).toFixed(2)} BLEU, ` +
+          bootstrapSummary(t),
       );
     }
   }

@@ -20,19 +20,25 @@ import { dataOption, log, modelOption, type FlagsOf } from '../options.ts';
 import { encodePairs } from '../train.ts';
 
 function encodeFlags() {
-  const encode = new Command('encode')
-    .description("write a split's token ids (qkv train's encoding) to a flat file for python/qkv_torch/train.py");
+  const encode = new Command('encode').description(
+    "write a split's token ids (qkv train's encoding) to a flat file for python/qkv_torch/train.py",
+  );
   const withModel = modelOption(encode, 'model or run folder whose tokenizer.json encodes the text')
     .requiredOption('--out <file>', 'file to write (safetensors: src.ids, src.offsets, tgt.ids, tgt.offsets)')
     .option('--split <name>', 'train | val | test_2016_flickr', 'train');
-  return dataOption(withModel, 'corpus folder with SPLIT.LANG[.gz] files', (o) => [`${o.split}.${o.src}.gz`, `${o.split}.${o.tgt}.gz`])
+  return dataOption(withModel, 'corpus folder with SPLIT.LANG[.gz] files', (o) => [
+    `${o.split}.${o.src}.gz`,
+    `${o.split}.${o.tgt}.gz`,
+  ])
     .option('--src <lang>', 'source language', 'en')
     .option('--tgt <lang>', 'target language', 'de');
 }
 
 export function dataCommand() {
   const encode = encodeFlags().action((o) => encodeSplit({ ...o, log }));
-  return new Command('data').description('prepare data for other trainers (python/qkv_torch/train.py)').addCommand(encode);
+  return new Command('data')
+    .description('prepare data for other trainers (python/qkv_torch/train.py)')
+    .addCommand(encode);
 }
 
 /** encodeSplit's options: `qkv data encode`'s flags. */
@@ -54,14 +60,40 @@ export function encodeSplit(a: EncodeArgs): void {
   const pairs = encodePairs(tokenizer, text.src, text.tgt, model.config.maxLen, targetTokenizer);
   const src = flatten(pairs.map((p) => p.src));
   const tgt = flatten(pairs.map((p) => p.tgt));
-  const sha256 = (f: string) => createHash('sha256').update(readFileIn(a.model, f)!).digest('hex'); // loadModelShape read it
+  // loadModelShape read it
+  const sha256 = (f: string) => createHash('sha256').update(readFileIn(a.model, f)!).digest('hex');
   const metadata = {
-    format: 'qkv-encoded-pairs', version: '1', split: a.split, src: a.src, tgt: a.tgt, pairs: String(pairs.length),
-    padId: String(tokenizer.padId), bosId: String(tokenizer.bosId), eosId: String(tokenizer.eosId),
-    vocabSize: String(tokenizer.vocabSize), maxLen: String(model.config.maxLen), tokenizerSha256: sha256(FILES.tokenizer),
+    format: 'qkv-encoded-pairs',
+    version: '1',
+    split: a.split,
+    src: a.src,
+    tgt: a.tgt,
+    pairs: String(pairs.length),
+    padId: String(tokenizer.padId),
+    bosId: String(tokenizer.bosId),
+    eosId: String(tokenizer.eosId),
+    vocabSize: String(tokenizer.vocabSize),
+    maxLen: String(model.config.maxLen),
+    tokenizerSha256: sha256(FILES.tokenizer),
     // Separate vocabularies: the target side's size and tokenizer, which train.py checks against the model.
-    ...(separate && { tgtVocabSize: String(targetTokenizer.vocabSize), targetTokenizerSha256: sha256(FILES.targetTokenizer) }),
+    ...(separate && {
+      tgtVocabSize: String(targetTokenizer.vocabSize),
+      targetTokenizerSha256: sha256(FILES.targetTokenizer),
+    }),
   };
-  atomicWrite(a.out, writeSafetensors({ 'src.ids': src.ids, 'src.offsets': src.offsets, 'tgt.ids': tgt.ids, 'tgt.offsets': tgt.offsets }, { metadata }));
-  a.log(`wrote ${a.out}: ${pairs.length} pairs, ${src.ids.size} source and ${tgt.ids.size} target ids (${a.split}.${a.src}-${a.tgt}, ${separate ? `vocabularies ${tokenizer.vocabSize} and ${targetTokenizer.vocabSize}` : `vocabulary ${tokenizer.vocabSize}`})`);
+  atomicWrite(
+    a.out,
+    writeSafetensors(
+      { 'src.ids': src.ids, 'src.offsets': src.offsets, 'tgt.ids': tgt.ids, 'tgt.offsets': tgt.offsets },
+      { metadata },
+    ),
+  );
+  a.log(
+    `wrote ${a.out}: ${pairs.length} pairs, ${src.ids.size} source and ` +
+      `${tgt.ids.size} target ids (${a.split}.${a.src}-${a.tgt}, ` +
+      (separate
+        ? `vocabularies ${tokenizer.vocabSize} and ${targetTokenizer.vocabSize}`
+        : `vocabulary ${tokenizer.vocabSize}`) +
+      ')',
+  );
 }

@@ -9,9 +9,26 @@ import { readParallel } from '../corpus.ts';
 import { decodingFor, describe, openEngine, reportDegraded } from '../decoding.ts';
 import { encodeLines, type DegradedLine } from '../evaluate.ts';
 import { FILES } from '../../folder/spec.ts';
-import { atomicWrite, DEFAULT_DECODING, UserError, writeModelConfig, type Decoding, type ModelConfigFile } from '../files.ts';
+import {
+  atomicWrite,
+  DEFAULT_DECODING,
+  UserError,
+  writeModelConfig,
+  type Decoding,
+  type ModelConfigFile,
+} from '../files.ts';
 import { parseEngine } from '../onnxruntime.ts';
-import { dataOption, decodingOptions, directionOption, engineOption, ensembleOptions, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
+import {
+  dataOption,
+  decodingOptions,
+  directionOption,
+  engineOption,
+  ensembleOptions,
+  log,
+  modelOption,
+  type FlagsOf,
+  type Optional,
+} from '../options.ts';
 import { progressBar } from '../progress.ts';
 import { bootstrapSummary } from './bleu.ts';
 import { LINES_HELP } from './translate.ts';
@@ -32,10 +49,20 @@ function flags() {
     .option('--src <lang>', "source language (default: the model's training direction, else en)")
     .option('--tgt <lang>', "target language (default: the model's training direction, else de)");
   const scoring = decodingOptions(directionOption(corpus))
-    .option('--tune-alpha <list>', "with --split val: also try these α (comma-separated); the best replaces the paper's 0.6 in the model's config.json only if it wins a paired bootstrap (p < 0.05, Bonferroni)", numList('--tune-alpha'))
+    .option(
+      '--tune-alpha <list>',
+      'with --split val: also try these α (comma-separated); the best ' +
+        "replaces the paper's 0.6 in the model's config.json only if it wins a " +
+        'paired bootstrap (p < 0.05, Bonferroni)',
+      numList('--tune-alpha'),
+    )
     .option('--output <file>', 'also write the translations here')
     .option('--skip-long', 'leave source lines longer than the model reads untranslated instead of truncating them')
-    .option('--lowercase', "score case-insensitively (sacreBLEU's -lc, signature case:lc), as much of the Multi30K literature reports", false)
+    .option(
+      '--lowercase',
+      "score case-insensitively (sacreBLEU's -lc, signature case:lc), as much of the Multi30K literature reports",
+      false,
+    )
     .option('--chrf', "also chrF2, the character n-gram F-score (sacreBLEU's -m chrf)", false);
   return engineOption(scoring).addHelpText('after', LINES_HELP);
 }
@@ -53,7 +80,10 @@ export type EvalArgs = Optional<EvalFlags, 'engine' | 'lowercase' | 'chrf'> & { 
  * The languages to score: --direction, else --src/--tgt, each else the model's own training
  * direction (config.json `training.direction`, e.g. en-fr), else en-de.
  */
-function languages(o: { src?: string; tgt?: string; direction?: { src: string; tgt: string } }, config: ModelConfigFile): { src: string; tgt: string } {
+function languages(
+  o: { src?: string; tgt?: string; direction?: { src: string; tgt: string } },
+  config: ModelConfigFile,
+): { src: string; tgt: string } {
   if (o.direction && (o.src || o.tgt)) throw new UserError('--direction and --src/--tgt both given: pass one');
   if (o.direction) return o.direction;
   const trained = typeof config.training?.direction === 'string' ? config.training.direction.split('-') : [];
@@ -62,20 +92,37 @@ function languages(o: { src?: string; tgt?: string; direction?: { src: string; t
 
 export async function evaluate(o: EvalArgs): Promise<void> {
   if (o.tuneAlpha && parseEngine(o.engine) === 'onnxruntime') {
-    throw new UserError("--tune-alpha writes α to a qkv model folder's config.json: tune on the qkv engine, then export to ONNX (drop --engine onnxruntime)");
+    throw new UserError(
+      "--tune-alpha writes α to a qkv model folder's config.json: tune on " +
+        'the qkv engine, then export to ONNX (drop --engine onnxruntime)',
+    );
   }
   const engine = await openEngine(o);
   const { tokenizer, config } = engine.loaded;
   const lang = languages(o, config);
   if (o.tuneAlpha && o.split !== 'val') {
-    throw new UserError(`--tune-alpha chooses α on the validation set: use --split val (got --split ${o.split}; choosing on a test set would overstate its score)`);
+    throw new UserError(
+      `--tune-alpha chooses α on the validation set: use --split val (got ` +
+        `--split ${o.split}; choosing on a test set would overstate its score)`,
+    );
   }
   if (o.tuneAlpha && o.alpha !== undefined) throw new UserError('--tune-alpha and --alpha both given: pass one');
-  if (o.tuneAlpha && o.ensemble) throw new UserError("--tune-alpha and --ensemble both given: α is written to --model's config.json, for that model alone; pass one");
+  if (o.tuneAlpha && o.ensemble)
+    throw new UserError(
+      "--tune-alpha and --ensemble both given: α is written to --model's config.json, for that model alone; pass one",
+    );
   if (o.tuneAlpha && o.ensemble === false && config.decoding?.ensemble) {
-    throw new UserError(`--tune-alpha and --no-ensemble both given: α is written to --model's config.json, for the ensemble it names (${config.decoding.ensemble.join(', ')}); pass one`);
+    throw new UserError(
+      `--tune-alpha and --no-ensemble both given: α is written to --model's ` +
+        `config.json, for the ensemble it names ` +
+        `(${config.decoding.ensemble.join(', ')}); pass one`,
+    );
   }
-  if (o.tuneAlpha && o.lowercase) throw new UserError('--tune-alpha and --lowercase both given: α is chosen on the cased score, which the model is shipped by; pass one');
+  if (o.tuneAlpha && o.lowercase)
+    throw new UserError(
+      '--tune-alpha and --lowercase both given: α is chosen on the cased ' +
+        'score, which the model is shipped by; pass one',
+    );
   const { src, tgt } = readParallel(o.data, o.split, lang.src, lang.tgt);
   const { ids: srcIds, degraded } = encodeLines(engine.model, tokenizer, src, { skipLong: o.skipLong });
   const dec = decodingFor(o, config);
@@ -86,7 +133,12 @@ export async function evaluate(o: EvalArgs): Promise<void> {
     const hyps = await engine.run(srcIds, { beam: dec.beam, alpha, mbr: dec.mbr, onProgress: (d) => bar.update(d) });
     bar.stop();
     const score = corpusBleu(hyps, tgt, { lowercase: o.lowercase ?? false });
-    o.log(`${src.length} sentences in ${((performance.now() - t0) / 1000).toFixed(1)} s (${describe(dec, alpha)}${engine.label}): BLEU ${score.score.toFixed(2)}`);
+    o.log(
+      `${src.length} sentences in ` +
+        `${((performance.now() - t0) / 1000).toFixed(1)} s ` +
+        `(${describe(dec, alpha)}${engine.label}): BLEU ` +
+        `${score.score.toFixed(2)}`,
+    );
     return { hyps, score };
   };
   if (!o.tuneAlpha) {
@@ -102,7 +154,10 @@ export async function evaluate(o: EvalArgs): Promise<void> {
     beam: dec.beam,
     alpha: chosen.alpha,
     ...(dec.mbr && { mbr: true }),
-    chosen: `${o.split} BLEU ${chosen.score.score.toFixed(2)} with α ${chosen.alpha}${dec.mbr ? ' (MBR)' : ''} (tried ${tried.join(', ')}; ${why})`,
+    chosen:
+      `${o.split} BLEU ${chosen.score.score.toFixed(2)} with α ` +
+      `${chosen.alpha}${dec.mbr ? ' (MBR)' : ''} (tried ${tried.join(', ')}; ` +
+      `${why})`,
     ...(config.decoding?.ensemble && { ensemble: config.decoding.ensemble }),
   };
   writeModelConfig(o.model, { ...config, decoding });
@@ -123,7 +178,11 @@ export interface AlphaRun {
  * The top of a grid by a fraction of a point is noise, and such an α did not carry over to the
  * held-out test sets.
  */
-export function chooseAlpha(runs: readonly AlphaRun[], references: readonly string[], log: (s: string) => void): { chosen: AlphaRun; why: string } {
+export function chooseAlpha(
+  runs: readonly AlphaRun[],
+  references: readonly string[],
+  log: (s: string) => void,
+): { chosen: AlphaRun; why: string } {
   const baseline = runs[0];
   if (runs.length === 1) return { chosen: baseline, why: 'nothing else tried' };
   const top = runs.slice(1).reduce((a, b) => (b.score.score > a.score.score ? b : a));
@@ -132,13 +191,28 @@ export function chooseAlpha(runs: readonly AlphaRun[], references: readonly stri
   const p = test.p.toFixed(4);
   log(`α ${top.alpha} against α ${baseline.alpha}: ${bootstrapSummary(test, needed)}`);
   if (top.score.score > baseline.score.score && test.p < needed) {
-    return { chosen: top, why: `beats α ${baseline.alpha} (${baseline.score.score.toFixed(2)}) with p ${p} in a paired bootstrap, needed < ${needed}` };
+    return {
+      chosen: top,
+      why:
+        `beats α ${baseline.alpha} (${baseline.score.score.toFixed(2)}) with p ` +
+        `${p} in a paired bootstrap, needed < ${needed}`,
+    };
   }
-  return { chosen: baseline, why: `α ${top.alpha} scored ${top.score.score.toFixed(2)}, but p ${p} in a paired bootstrap against α ${baseline.alpha}, needed < ${needed}` };
+  return {
+    chosen: baseline,
+    why:
+      `α ${top.alpha} scored ${top.score.score.toFixed(2)}, but p ${p} in a ` +
+      `paired bootstrap against α ${baseline.alpha}, needed < ${needed}`,
+  };
 }
 
 /** Writes the translations (--output), BLEU with its signature, and with --chrf chrF2 with its own. */
-function finishEval(o: EvalArgs, best: { hyps: string[]; score: BleuScore }, refs: readonly string[], degraded: DegradedLine[]): void {
+function finishEval(
+  o: EvalArgs,
+  best: { hyps: string[]; score: BleuScore },
+  refs: readonly string[],
+  degraded: DegradedLine[],
+): void {
   if (o.output) atomicWrite(o.output, best.hyps.map((l) => `${l}\n`).join(''));
   const out = [best.score.toString(), best.score.signature];
   if (o.chrf) {

@@ -5,7 +5,9 @@ import { generateText, type GenerateArgs } from '../lm.ts';
 import { engineOption, handledBy, log, modelOption } from '../options.ts';
 
 export function generateCommand() {
-  const cmd = new Command('generate').description('continue a prompt with a language model from train-lm, streaming to stdout');
+  const cmd = new Command('generate').description(
+    'continue a prompt with a language model from train-lm, streaming to stdout',
+  );
   const options = modelOption(cmd)
     .requiredOption('--prompt <text>', 'text to continue')
     .option('--max-tokens <n>', 'tokens to generate', int('--max-tokens'), 200)

@@ -11,7 +11,7 @@ import { log, type FlagsOf } from '../options.ts';
 
 function flags() {
   return new Command('info')
-    .description('print a model\'s configuration and parameter count')
+    .description("print a model's configuration and parameter count")
     .option('--model <dir>', 'model folder')
     .option('--preset <name>', 'a preset instead of a folder (e.g. paper-base)');
 }
@@ -26,16 +26,19 @@ export function info(o: FlagsOf<typeof flags> & { log: (s: string) => void }): v
   const out: Record<string, unknown> = {};
   if (o.preset) {
     const p = PRESETS.seq2seq[o.preset];
-    if (!p) throw new UserError(`unknown preset '${o.preset}', expected one of: ${Object.keys(PRESETS.seq2seq).join(', ')}`);
+    if (!p)
+      throw new UserError(`unknown preset '${o.preset}', expected one of: ${Object.keys(PRESETS.seq2seq).join(', ')}`);
     model = new Seq2Seq({ ...p.model, vocabSize: p.vocabSize });
     out.preset = o.preset;
   } else {
     const kind = folderKindOfDir(o.model!);
-    const loaded = kind === 'hf-gpt2' ? loadLmDir(o.model!) : kind === 'gpt' ? loadLmShape(o.model!) : loadModelShape(o.model!);
+    const loaded =
+      kind === 'hf-gpt2' ? loadLmDir(o.model!) : kind === 'gpt' ? loadLmShape(o.model!) : loadModelShape(o.model!);
     model = loaded.model;
     out.model = o.model;
     out.vocabulary = loaded.tokenizer.vocabSize;
-    if ('targetTokenizer' in loaded && loaded.targetTokenizer !== loaded.tokenizer) out.targetVocabulary = loaded.targetTokenizer.vocabSize;
+    if ('targetTokenizer' in loaded && loaded.targetTokenizer !== loaded.tokenizer)
+      out.targetVocabulary = loaded.targetTokenizer.vocabSize;
     if (loaded.config.training) out.training = loaded.config.training;
     if ('decoding' in loaded.config && loaded.config.decoding) out.decoding = loaded.config.decoding;
     const hist = join(o.model!, 'history.json');

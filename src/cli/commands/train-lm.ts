@@ -14,7 +14,7 @@ export function trainLmCommand() {
     .option('--data <file>', `training text, plain or .gz (default: ${DEFAULT_LM_DATA}, validated on val.en.gz)`)
     .option('--val <file>', 'validation text (default: the last 10% of the lines of --data)')
     .option('--tokenizer <kind>', 'char | bpe', 'char')
-    .option('--vocab-size <n>', 'BPE vocabulary size (default: the preset\'s)', int('--vocab-size'))
+    .option('--vocab-size <n>', "BPE vocabulary size (default: the preset's)", int('--vocab-size'))
     .option('--preset <name>', 'small | tiny', 'small')
     .option('--resume', 'continue the run in --out from its last checkpoint', false)
     .option('--max-steps <n>', 'stop after this many steps (the cosine decay ends there)', int('--max-steps'))
@@ -27,7 +27,8 @@ export function trainLmCommand() {
     .option('--seed <n>', 'random seed', int('--seed'))
     .action(async (o) => {
       // Without --data the text is Multi30K's English side: say what that is when it is not here.
-      if (o.data === undefined) requireDefaultCorpus(o.val === undefined ? ['train.en.gz', 'val.en.gz'] : ['train.en.gz']);
+      if (o.data === undefined)
+        requireDefaultCorpus(o.val === undefined ? ['train.en.gz', 'val.en.gz'] : ['train.en.gz']);
       await trainLm({ ...handledBy<TrainLmArgs>()(o), log });
     });
 }

@@ -12,7 +12,15 @@ import { Command } from '@commander-js/extra-typings';
 import { degradedSummary, encodeLines, EXIT_DEGRADED, type DegradedLine } from '../evaluate.ts';
 import { atomicWrite, UserError, type Decoding } from '../files.ts';
 import { decodingFor, openEngine, reportDegraded, type Engine } from '../decoding.ts';
-import { decodingOptions, engineOption, ensembleOptions, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
+import {
+  decodingOptions,
+  engineOption,
+  ensembleOptions,
+  log,
+  modelOption,
+  type FlagsOf,
+  type Optional,
+} from '../options.ts';
 
 /** What eval says about bad source lines in --help. */
 export const LINES_HELP = `
@@ -34,13 +42,23 @@ From a terminal, or with --stream, each line is translated as it arrives, and wi
 file is written line by line.`;
 
 function flags() {
-  const cmd = new Command('translate').description('translate one sentence per line (stdin to stdout, or --input/--output)');
+  const cmd = new Command('translate').description(
+    'translate one sentence per line (stdin to stdout, or --input/--output)',
+  );
   const files = decodingOptions(ensembleOptions(modelOption(cmd)))
     .option('--input <file>', 'read sentences from a file instead of stdin')
     .option('--output <file>', 'write translations to a file instead of stdout');
   return engineOption(files)
-    .option('--skip-long', "leave lines longer than the model reads untranslated (an empty output line) instead of truncating them")
-    .option('--stream', 'translate each line as it arrives (the default when stdin is a terminal) instead of reading all lines first and batching them by length')
+    .option(
+      '--skip-long',
+      'leave lines longer than the model reads untranslated (an empty output line) instead of truncating them',
+    )
+    .option(
+      '--stream',
+      'translate each line as it arrives (the default when stdin is a ' +
+        'terminal) instead of reading all lines first and batching them by ' +
+        'length',
+    )
     .addHelpText('after', TRANSLATE_LINES_HELP);
 }
 
@@ -68,7 +86,10 @@ export async function translate(o: TranslateArgs): Promise<void> {
     text = await readStdin();
   }
   const lines = splitLines(text);
-  const { ids, degraded } = encodeLines(engine.model, engine.loaded.tokenizer, lines, { skipLong: o.skipLong, reportEmpty: false });
+  const { ids, degraded } = encodeLines(engine.model, engine.loaded.tokenizer, lines, {
+    skipLong: o.skipLong,
+    reportEmpty: false,
+  });
   const out = await engine.run(ids, dec);
   const result = out.map((l) => `${l}\n`).join('');
   if (o.output) atomicWrite(o.output, result);

@@ -12,9 +12,27 @@ import { AttributeProtoAttributeType as A, TensorProtoDataType as DT, writeModel
 
 // The messages the builder writes, with onnx.proto's field names (the generated writers read these).
 // Fields left out are the schema's defaults (proto2 optional: absent reads as 0 / empty).
-interface TensorProto { name: string; data_type: number; dims: number[]; raw_data: Uint8Array }
-interface AttributeProto { name: string; type: number; i?: number; f?: number; s?: Uint8Array; ints?: number[] }
-interface NodeProto { op_type: string; input: string[]; output: string[]; name: string; attribute?: AttributeProto[] }
+interface TensorProto {
+  name: string;
+  data_type: number;
+  dims: number[];
+  raw_data: Uint8Array;
+}
+interface AttributeProto {
+  name: string;
+  type: number;
+  i?: number;
+  f?: number;
+  s?: Uint8Array;
+  ints?: number[];
+}
+interface NodeProto {
+  op_type: string;
+  input: string[];
+  output: string[];
+  name: string;
+  attribute?: AttributeProto[];
+}
 interface ValueInfoProto {
   name: string;
   type: { tensor_type: { elem_type: number; shape: { dim: ({ dim_value: number } | { dim_param: string })[] } } };
@@ -51,12 +69,12 @@ export function toHalfBits(x: number): number {
     let half = mant >>> shift;
     const rem = mant & ((1 << shift) - 1);
     const mid = 1 << (shift - 1);
-    if (rem > mid || (rem === mid && (half & 1))) half++;
+    if (rem > mid || (rem === mid && half & 1)) half++;
     return sign | half;
   }
   let half = (e << 10) | (mant >>> 13);
   const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && (half & 1))) half++;
+  if (rem > 0x1000 || (rem === 0x1000 && half & 1)) half++;
   return sign | half;
 }
 
@@ -69,7 +87,10 @@ export class GraphBuilder {
   private readonly consts = new Map<string, string>();
   private counter = 0;
 
-  constructor(readonly name: string, readonly weightDType: WeightDType = 'fp32') {}
+  constructor(
+    readonly name: string,
+    readonly weightDType: WeightDType = 'fp32',
+  ) {}
 
   /** A fresh value name from a readable stem. */
   fresh(stem: string): string {
@@ -107,7 +128,13 @@ export class GraphBuilder {
     this.initializers.push({ name: stored, data_type: DT.FLOAT16, dims, raw_data: bytesOf(half) });
     this.names.add(stored);
     this.names.add(name);
-    this.nodes.push({ op_type: 'Cast', input: [stored], output: [name], name: `${name}_cast`, attribute: [attr('to', DT.FLOAT)] });
+    this.nodes.push({
+      op_type: 'Cast',
+      input: [stored],
+      output: [name],
+      name: `${name}_cast`,
+      attribute: [attr('to', DT.FLOAT)],
+    });
     return name;
   }
 
@@ -125,7 +152,12 @@ export class GraphBuilder {
     if (!n) {
       n = this.fresh(scalar ? `const_${values[0]}` : `const_[${values.join(',')}]`);
       const data = BigInt64Array.from(values.map((v) => BigInt(v)));
-      this.initializers.push({ name: n, data_type: DT.INT64, dims: scalar ? [] : [values.length], raw_data: bytesOf(data) });
+      this.initializers.push({
+        name: n,
+        data_type: DT.INT64,
+        dims: scalar ? [] : [values.length],
+        raw_data: bytesOf(data),
+      });
       this.consts.set(key, n);
     }
     return n;
@@ -146,7 +178,10 @@ export class GraphBuilder {
   node(opType: string, inputs: string[], out: string | string[], attrs: Record<string, AttrValue> = {}): string[] {
     const outputs = (Array.isArray(out) ? out : [out]).map((o) => this.fresh(o));
     this.nodes.push({
-      op_type: opType, input: inputs, output: outputs, name: `${opType}_${this.nodes.length}`,
+      op_type: opType,
+      input: inputs,
+      output: outputs,
+      name: `${opType}_${this.nodes.length}`,
       attribute: Object.entries(attrs).map(([k, v]) => attr(k, v)),
     });
     return outputs;
@@ -160,12 +195,19 @@ export class GraphBuilder {
   /** The serialised ModelProto. */
   toBytes(docString = ''): Uint8Array {
     const graph = {
-      name: this.name, node: this.nodes, initializer: this.initializers, input: this.inputs, output: this.outputs,
+      name: this.name,
+      node: this.nodes,
+      initializer: this.initializers,
+      input: this.inputs,
+      output: this.outputs,
       doc_string: docString,
     };
     const model = {
-      ir_version: IR_VERSION, producer_name: 'qkv', producer_version: '0.1.0',
-      opset_import: [{ domain: '', version: OPSET }], graph,
+      ir_version: IR_VERSION,
+      producer_name: 'qkv',
+      producer_version: '0.1.0',
+      opset_import: [{ domain: '', version: OPSET }],
+      graph,
     };
     const pbf = new PbfWriter();
     writeModelProto(model, pbf);

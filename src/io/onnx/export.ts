@@ -54,13 +54,32 @@ export interface OnnxExport {
 }
 
 /** The three graphs of a translation model and their manifest. */
-export function exportSeq2SeqOnnx(config: Seq2SeqConfig, weights: Record<string, Tensor>, o: { dtype: WeightDType; withAttention: boolean }): OnnxExport {
-  const graphs = { encoder: 'encoder_model.onnx', decoder: 'decoder_model.onnx', decoderWithPast: 'decoder_with_past_model.onnx' };
+export function exportSeq2SeqOnnx(
+  config: Seq2SeqConfig,
+  weights: Record<string, Tensor>,
+  o: { dtype: WeightDType; withAttention: boolean },
+): OnnxExport {
+  const graphs = {
+    encoder: 'encoder_model.onnx',
+    decoder: 'decoder_model.onnx',
+    decoderWithPast: 'decoder_with_past_model.onnx',
+  };
   return {
     manifest: {
-      format: 'qkv-onnx', version: 1, kind: 'seq2seq', opset: OPSET, dtype: o.dtype, withAttention: o.withAttention, graphs,
-      numLayers: config.numDecoderLayers, numEncoderLayers: config.numEncoderLayers, numHeads: config.nhead,
-      headDim: config.dModel / config.nhead, vocabSize: config.tgtVocabSize ?? config.vocabSize, maxPositions: config.maxLen, padId: config.padId,
+      format: 'qkv-onnx',
+      version: 1,
+      kind: 'seq2seq',
+      opset: OPSET,
+      dtype: o.dtype,
+      withAttention: o.withAttention,
+      graphs,
+      numLayers: config.numDecoderLayers,
+      numEncoderLayers: config.numEncoderLayers,
+      numHeads: config.nhead,
+      headDim: config.dModel / config.nhead,
+      vocabSize: config.tgtVocabSize ?? config.vocabSize,
+      maxPositions: config.maxLen,
+      padId: config.padId,
     },
     files: {
       [graphs.encoder]: seq2seqEncoderGraph(config, weights, o),
@@ -71,13 +90,26 @@ export function exportSeq2SeqOnnx(config: Seq2SeqConfig, weights: Record<string,
 }
 
 /** The graph of a GPT and its manifest. */
-export function exportGptOnnx(config: GPTConfig, weights: Record<string, Tensor>, o: { dtype: WeightDType; withAttention: boolean }): OnnxExport {
+export function exportGptOnnx(
+  config: GPTConfig,
+  weights: Record<string, Tensor>,
+  o: { dtype: WeightDType; withAttention: boolean },
+): OnnxExport {
   const graphs = { decoder: 'decoder_model.onnx' };
   return {
     manifest: {
-      format: 'qkv-onnx', version: 1, kind: 'gpt', opset: OPSET, dtype: o.dtype, withAttention: o.withAttention, graphs,
-      numLayers: config.nLayer, numHeads: config.nHead, headDim: config.nEmbd / config.nHead,
-      vocabSize: config.vocabSize, maxPositions: config.blockSize,
+      format: 'qkv-onnx',
+      version: 1,
+      kind: 'gpt',
+      opset: OPSET,
+      dtype: o.dtype,
+      withAttention: o.withAttention,
+      graphs,
+      numLayers: config.nLayer,
+      numHeads: config.nHead,
+      headDim: config.nEmbd / config.nHead,
+      vocabSize: config.vocabSize,
+      maxPositions: config.blockSize,
     },
     files: { [graphs.decoder]: gptDecoderGraph(config, weights, o) },
   };

@@ -38,8 +38,15 @@ export function gptDecoderGraph(c: GPTConfig, weights: Record<string, Tensor>, o
   }));
   const pastLen = c.nLayer > 0 ? dim(g, past[0].k, 2) : g.constInt([0]);
   const { bias, positions } = causalBias(g, pastLen, g.op('Add', [pastLen, dim(g, ids, 1)], 'total'));
-  const table = c.positions === 'learned' ? w.get('wpe.weight') : g.table('pe', sinusoidalTable(c.blockSize, E).data as Float32Array, [c.blockSize, E]);
-  let x = g.op('Add', [g.op('Gather', [w.get('wte.weight'), ids], 'tok_emb'), g.op('Gather', [table, positions], 'pos_emb')], 'embedded');
+  const table =
+    c.positions === 'learned'
+      ? w.get('wpe.weight')
+      : g.table('pe', sinusoidalTable(c.blockSize, E).data as Float32Array, [c.blockSize, E]);
+  let x = g.op(
+    'Add',
+    [g.op('Gather', [w.get('wte.weight'), ids], 'tok_emb'), g.op('Gather', [table, positions], 'pos_emb')],
+    'embedded',
+  );
   const attn: string[] = [];
   for (let i = 0; i < c.nLayer; i++) {
     const p = `h.${i}`;
@@ -51,7 +58,11 @@ export function gptDecoderGraph(c: GPTConfig, weights: Record<string, Tensor>, o
     const r = attend(g, w, `${p}.attn`, cur.q, k, v, bias, E, h);
     attn.push(r.weights);
     x = g.op('Add', [x, r.out], `${p}.res1`);
-    x = g.op('Add', [x, feedForward(g, w, layerNorm(g, w, x, `${p}.ln_2`, EPS), `${p}.mlp.c_fc`, `${p}.mlp.c_proj`, 'gelu')], `${p}.res2`);
+    x = g.op(
+      'Add',
+      [x, feedForward(g, w, layerNorm(g, w, x, `${p}.ln_2`, EPS), `${p}.mlp.c_fc`, `${p}.mlp.c_proj`, 'gelu')],
+      `${p}.res2`,
+    );
   }
   x = layerNorm(g, w, x, 'ln_f', EPS);
   g.output('logits', g.op('MatMul', [x, w.transposed('wte.weight')], 'logits_mm'), 'float32', [Bd, Ld, c.vocabSize]);

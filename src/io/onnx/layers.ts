@@ -12,7 +12,11 @@ import type { GraphBuilder } from './builder.ts';
 export class Weights {
   private readonly added = new Map<string, string>();
 
-  constructor(private readonly g: GraphBuilder, private readonly tensors: Record<string, Tensor>, private readonly owner: string) {}
+  constructor(
+    private readonly g: GraphBuilder,
+    private readonly tensors: Record<string, Tensor>,
+    private readonly owner: string,
+  ) {}
 
   get(name: string): string {
     let v = this.added.get(name);
@@ -40,7 +44,11 @@ export class Weights {
     const key = `${name}[${i}]`;
     let v = this.added.get(key);
     if (!v) {
-      v = this.g.op('Slice', [this.get(name), this.g.constInt([i * n]), this.g.constInt([(i + 1) * n]), this.g.constInt([0])], key);
+      v = this.g.op(
+        'Slice',
+        [this.get(name), this.g.constInt([i * n]), this.g.constInt([(i + 1) * n]), this.g.constInt([0])],
+        key,
+      );
       this.added.set(key, v);
     }
     return v;
@@ -55,7 +63,10 @@ export function linear(g: GraphBuilder, w: Weights, x: string, prefix: string, h
 
 /** LayerNormalization over the last axis with `${prefix}.weight` and `.bias` (opset 17's op). */
 export function layerNorm(g: GraphBuilder, w: Weights, x: string, prefix: string, eps: number): string {
-  return g.op('LayerNormalization', [x, w.get(`${prefix}.weight`), w.get(`${prefix}.bias`)], `${prefix}.out`, { axis: -1, epsilon: { float: eps } });
+  return g.op('LayerNormalization', [x, w.get(`${prefix}.weight`), w.get(`${prefix}.bias`)], `${prefix}.out`, {
+    axis: -1,
+    epsilon: { float: eps },
+  });
 }
 
 /** GELU, exact: x · ½ · (1 + erf(x / √2)) (torch's default, qkv's F.gelu). */
@@ -67,7 +78,9 @@ export function gelu(g: GraphBuilder, x: string): string {
 
 /** (B, T, E) → (B, h, T, dK). */
 export function splitHeads(g: GraphBuilder, x: string, h: number, dK: number): string {
-  return g.op('Transpose', [g.op('Reshape', [x, g.constInt([0, 0, h, dK])], 'heads')], 'heads.t', { perm: [0, 2, 1, 3] });
+  return g.op('Transpose', [g.op('Reshape', [x, g.constInt([0, 0, h, dK])], 'heads')], 'heads.t', {
+    perm: [0, 2, 1, 3],
+  });
 }
 
 /** (B, h, L, dK) → (B, L, E). */
@@ -76,18 +89,43 @@ export function mergeHeads(g: GraphBuilder, x: string, E: number): string {
 }
 
 /** Projections of a packed in_proj (3E, E): q, k, v each (B, h, T, dK). */
-export function projectSelf(g: GraphBuilder, w: Weights, x: string, prefix: string, h: number, E: number): { q: string; k: string; v: string } {
+export function projectSelf(
+  g: GraphBuilder,
+  w: Weights,
+  x: string,
+  prefix: string,
+  h: number,
+  E: number,
+): { q: string; k: string; v: string } {
   // One GEMM for all three, then three chunks along E (as qkv's projectSelf).
-  const qkv = g.op('Add', [g.op('MatMul', [x, w.transposed(`${prefix}.in_proj_weight`)], `${prefix}.qkv`), w.get(`${prefix}.in_proj_bias`)], `${prefix}.qkv_b`);
-  const [q, k, v] = g.node('Split', [qkv, g.constInt([E, E, E])], [`${prefix}.q`, `${prefix}.k`, `${prefix}.v`], { axis: -1 });
+  const qkv = g.op(
+    'Add',
+    [g.op('MatMul', [x, w.transposed(`${prefix}.in_proj_weight`)], `${prefix}.qkv`), w.get(`${prefix}.in_proj_bias`)],
+    `${prefix}.qkv_b`,
+  );
+  const [q, k, v] = g.node('Split', [qkv, g.constInt([E, E, E])], [`${prefix}.q`, `${prefix}.k`, `${prefix}.v`], {
+    axis: -1,
+  });
   const dK = E / h;
   return { q: splitHeads(g, q, h, dK), k: splitHeads(g, k, h, dK), v: splitHeads(g, v, h, dK) };
 }
 
 /** Rows i of a packed projection applied to x: (B, h, T, dK). */
-export function projectPart(g: GraphBuilder, w: Weights, x: string, prefix: string, i: number, h: number, E: number): string {
+export function projectPart(
+  g: GraphBuilder,
+  w: Weights,
+  x: string,
+  prefix: string,
+  i: number,
+  h: number,
+  E: number,
+): string {
   const Wt = g.op('Transpose', [w.part(`${prefix}.in_proj_weight`, i, E)], `${prefix}.W${i}ᵀ`, { perm: [1, 0] });
-  const y = g.op('Add', [g.op('MatMul', [x, Wt], `${prefix}.p${i}`), w.part(`${prefix}.in_proj_bias`, i, E)], `${prefix}.p${i}_b`);
+  const y = g.op(
+    'Add',
+    [g.op('MatMul', [x, Wt], `${prefix}.p${i}`), w.part(`${prefix}.in_proj_bias`, i, E)],
+    `${prefix}.p${i}_b`,
+  );
   return splitHeads(g, y, h, E / h);
 }
 
@@ -95,9 +133,23 @@ export function projectPart(g: GraphBuilder, w: Weights, x: string, prefix: stri
  * softmax(q·kᵀ·scale + bias)·v and the output projection: q (B, h, L, dK), k and v (B, h, T, dK),
  * bias broadcastable to (B, h, L, T) or null. Returns the output (B, L, E) and the weights (B, h, L, T).
  */
-export function attend(g: GraphBuilder, w: Weights, prefix: string, q: string, k: string, v: string, bias: string | null, E: number, h: number): { out: string; weights: string } {
+export function attend(
+  g: GraphBuilder,
+  w: Weights,
+  prefix: string,
+  q: string,
+  k: string,
+  v: string,
+  bias: string | null,
+  E: number,
+  h: number,
+): { out: string; weights: string } {
   const kT = g.op('Transpose', [k], `${prefix}.kT`, { perm: [0, 1, 3, 2] });
-  let scores = g.op('Mul', [g.op('MatMul', [q, kT], `${prefix}.qk`), g.constFloat(1 / Math.sqrt(E / h))], `${prefix}.scores`);
+  let scores = g.op(
+    'Mul',
+    [g.op('MatMul', [q, kT], `${prefix}.qk`), g.constFloat(1 / Math.sqrt(E / h))],
+    `${prefix}.scores`,
+  );
   if (bias) scores = g.op('Add', [scores, bias], `${prefix}.masked`);
   const weights = g.op('Softmax', [scores], `${prefix}.weights`, { axis: -1 });
   const ctx = g.op('MatMul', [weights, v], `${prefix}.ctx`);
@@ -125,12 +177,23 @@ export function causalBias(g: GraphBuilder, past: string, total: string): { bias
   const one = g.constInt([1], true);
   const keys = g.op('Range', [g.constInt([0], true), scalar(total), one], 'key_positions'); // (T)
   const positions = g.op('Range', [scalar(past), scalar(total), one], 'query_positions'); // (L)
-  const later = g.op('Greater', [g.op('Unsqueeze', [keys, g.constInt([0])], 'kp'), g.op('Unsqueeze', [positions, g.constInt([1])], 'qp')], 'later'); // (L, T)
+  const later = g.op(
+    'Greater',
+    [g.op('Unsqueeze', [keys, g.constInt([0])], 'kp'), g.op('Unsqueeze', [positions, g.constInt([1])], 'qp')],
+    'later',
+  ); // (L, T)
   return { bias: g.op('Where', [later, g.constFloat(-Infinity), g.constFloat(0)], 'causal_bias'), positions };
 }
 
 /** The position-wise feed-forward block: linear2(act(linear1(x))). */
-export function feedForward(g: GraphBuilder, w: Weights, x: string, fc1: string, fc2: string, activation: 'relu' | 'gelu'): string {
+export function feedForward(
+  g: GraphBuilder,
+  w: Weights,
+  x: string,
+  fc1: string,
+  fc2: string,
+  activation: 'relu' | 'gelu',
+): string {
   const a = linear(g, w, x, fc1);
   return linear(g, w, activation === 'relu' ? g.op('Relu', [a], `${fc1}.relu`) : gelu(g, a), fc2);
 }

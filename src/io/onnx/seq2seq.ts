@@ -23,7 +23,17 @@ import type { Seq2SeqConfig } from '../../models/seq2seq.ts';
 import { sinusoidalTable } from '../../nn/layers.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { GraphBuilder, type WeightDType } from './builder.ts';
-import { attend, causalBias, dim, feedForward, keepMaskBias, layerNorm, projectPart, projectSelf, Weights } from './layers.ts';
+import {
+  attend,
+  causalBias,
+  dim,
+  feedForward,
+  keepMaskBias,
+  layerNorm,
+  projectPart,
+  projectSelf,
+  Weights,
+} from './layers.ts';
 
 /** Options of the graph writers. */
 export interface ExportOptions {
@@ -41,7 +51,14 @@ function targetTable(c: Seq2SeqConfig): string {
 }
 
 /** Token embedding (of `table`) · √dModel + the sinusoids of positions `positions` (L): (B, L, E). */
-function embed(g: GraphBuilder, w: Weights, c: Seq2SeqConfig, ids: string, positions: string, table = 'embedding.weight'): string {
+function embed(
+  g: GraphBuilder,
+  w: Weights,
+  c: Seq2SeqConfig,
+  ids: string,
+  positions: string,
+  table = 'embedding.weight',
+): string {
   const tok = g.op('Gather', [w.get(table), ids], 'tok_emb');
   const scaled = g.op('Mul', [tok, g.constFloat(Math.sqrt(c.dModel))], 'tok_emb_scaled');
   const pe = g.table('positions.pe', sinusoidalTable(c.maxLen, c.dModel).data as Float32Array, [c.maxLen, c.dModel]);
@@ -49,7 +66,14 @@ function embed(g: GraphBuilder, w: Weights, c: Seq2SeqConfig, ids: string, posit
 }
 
 /** Post-norm LayerNorm(x + f(x)) or pre-norm x + f(LayerNorm(x)). */
-function residual(g: GraphBuilder, w: Weights, c: Seq2SeqConfig, x: string, norm: string, f: (y: string) => string): string {
+function residual(
+  g: GraphBuilder,
+  w: Weights,
+  c: Seq2SeqConfig,
+  x: string,
+  norm: string,
+  f: (y: string) => string,
+): string {
   if (c.normFirst) return g.op('Add', [x, f(layerNorm(g, w, x, norm, EPS))], `${norm}.res`);
   return layerNorm(g, w, g.op('Add', [x, f(x)], `${norm}.res`), norm, EPS);
 }
@@ -58,13 +82,21 @@ function residual(g: GraphBuilder, w: Weights, c: Seq2SeqConfig, x: string, norm
  * `encoder_model.onnx`: input_ids and attention_mask (B, S) int64 in, last_hidden_state (B, S, E)
  * out (and encoder_attentions.N with `withAttention`). Returns the serialised ModelProto.
  */
-export function seq2seqEncoderGraph(c: Seq2SeqConfig, weights: Record<string, Tensor>, o: ExportOptions = {}): Uint8Array {
+export function seq2seqEncoderGraph(
+  c: Seq2SeqConfig,
+  weights: Record<string, Tensor>,
+  o: ExportOptions = {},
+): Uint8Array {
   const g = new GraphBuilder('qkv_seq2seq_encoder', o.dtype ?? 'fp32');
   const w = new Weights(g, weights, 'ONNX export');
   const E = c.dModel;
   const ids = g.input('input_ids', 'int64', ['batch_size', 'encoder_sequence_length']);
   const mask = g.input('attention_mask', 'int64', ['batch_size', 'encoder_sequence_length']);
-  const positions = g.op('Range', [g.constInt([0], true), g.op('Squeeze', [dim(g, ids, 1), g.constInt([0])], 'S'), g.constInt([1], true)], 'positions');
+  const positions = g.op(
+    'Range',
+    [g.constInt([0], true), g.op('Squeeze', [dim(g, ids, 1), g.constInt([0])], 'S'), g.constInt([1], true)],
+    'positions',
+  );
   const bias = keepMaskBias(g, mask);
   let x = embed(g, w, c, ids, positions);
   const attn: string[] = [];
@@ -80,19 +112,38 @@ export function seq2seqEncoderGraph(c: Seq2SeqConfig, weights: Record<string, Te
   }
   x = layerNorm(g, w, x, 'transformer.encoder.norm', EPS);
   g.output('last_hidden_state', x, 'float32', ['batch_size', 'encoder_sequence_length', E]);
-  if (o.withAttention) attn.forEach((a, i) => g.output(`encoder_attentions.${i}`, a, 'float32', ['batch_size', c.nhead, 'encoder_sequence_length', 'encoder_sequence_length']));
+  if (o.withAttention)
+    attn.forEach((a, i) =>
+      g.output(`encoder_attentions.${i}`, a, 'float32', [
+        'batch_size',
+        c.nhead,
+        'encoder_sequence_length',
+        'encoder_sequence_length',
+      ]),
+    );
   return g.toBytes('qkv Seq2Seq encoder');
 }
 
 /** decoder_model.onnx (withPast false: the first step, from encoder_hidden_states) or decoder_with_past_model.onnx. */
-export function seq2seqDecoderGraph(c: Seq2SeqConfig, weights: Record<string, Tensor>, withPast: boolean, o: ExportOptions = {}): Uint8Array {
+export function seq2seqDecoderGraph(
+  c: Seq2SeqConfig,
+  weights: Record<string, Tensor>,
+  withPast: boolean,
+  o: ExportOptions = {},
+): Uint8Array {
   const g = new GraphBuilder(withPast ? 'qkv_seq2seq_decoder_with_past' : 'qkv_seq2seq_decoder', o.dtype ?? 'fp32');
   const w = new Weights(g, weights, 'ONNX export');
   const E = c.dModel;
   const h = c.nhead;
   const dK = E / h;
   const N = c.numDecoderLayers;
-  const [Bd, Ld, Sd, Pd, Td] = ['batch_size', 'decoder_sequence_length', 'encoder_sequence_length', 'past_decoder_sequence_length', 'total_decoder_sequence_length'];
+  const [Bd, Ld, Sd, Pd, Td] = [
+    'batch_size',
+    'decoder_sequence_length',
+    'encoder_sequence_length',
+    'past_decoder_sequence_length',
+    'total_decoder_sequence_length',
+  ];
   const ids = g.input('input_ids', 'int64', [Bd, Ld]);
   const memMask = g.input('encoder_attention_mask', 'int64', [Bd, Sd]);
   const memory = withPast ? null : g.input('encoder_hidden_states', 'float32', [Bd, Sd, E]);
@@ -112,9 +163,21 @@ export function seq2seqDecoderGraph(c: Seq2SeqConfig, weights: Record<string, Te
   const pastLen = withPast && N > 0 ? dim(g, past[0].k, 2) : g.constInt([0]);
   const total = g.op('Add', [pastLen, dim(g, ids, 1)], 'total');
   const { bias: causal, positions } = causalBias(g, pastLen, total);
-  const newPad = g.op('Where', [g.op('Equal', [ids, g.constInt([c.padId], true)], 'is_pad'), g.constFloat(-Infinity), g.constFloat(0)], 'pad_bias_new'); // (B, L)
-  const pastZeros = g.op('ConstantOfShape', [g.op('Concat', [dim(g, ids, 0), pastLen], 'past_shape', { axis: 0 })], 'pad_bias_past'); // (B, P) of 0
-  const padBias = g.op('Unsqueeze', [g.op('Concat', [pastZeros, newPad], 'pad_bias', { axis: 1 }), g.constInt([1, 2])], 'pad_bias4'); // (B, 1, 1, T)
+  const newPad = g.op(
+    'Where',
+    [g.op('Equal', [ids, g.constInt([c.padId], true)], 'is_pad'), g.constFloat(-Infinity), g.constFloat(0)],
+    'pad_bias_new',
+  ); // (B, L)
+  const pastZeros = g.op(
+    'ConstantOfShape',
+    [g.op('Concat', [dim(g, ids, 0), pastLen], 'past_shape', { axis: 0 })],
+    'pad_bias_past',
+  ); // (B, P) of 0
+  const padBias = g.op(
+    'Unsqueeze',
+    [g.op('Concat', [pastZeros, newPad], 'pad_bias', { axis: 1 }), g.constInt([1, 2])],
+    'pad_bias4',
+  ); // (B, 1, 1, T)
   const selfBias = g.op('Add', [causal, padBias], 'self_bias');
   const crossBias = keepMaskBias(g, memMask);
 
@@ -155,7 +218,11 @@ export function seq2seqDecoderGraph(c: Seq2SeqConfig, weights: Record<string, Te
   }
   x = layerNorm(g, w, x, 'transformer.decoder.norm', EPS);
   // The pre-softmax projection shares the (target) embedding matrix (§3.4): logits = x·Eᵀ.
-  g.output('logits', g.op('MatMul', [x, w.transposed(targetTable(c))], 'logits_mm'), 'float32', [Bd, Ld, c.tgtVocabSize ?? c.vocabSize]);
+  g.output('logits', g.op('MatMul', [x, w.transposed(targetTable(c))], 'logits_mm'), 'float32', [
+    Bd,
+    Ld,
+    c.tgtVocabSize ?? c.vocabSize,
+  ]);
   if (o.withAttention) {
     const T = withPast ? Td : Ld;
     selfW.forEach((a, i) => g.output(`decoder_attentions.${i}`, a, 'float32', [Bd, h, Ld, T]));

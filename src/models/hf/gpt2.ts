@@ -59,7 +59,10 @@ export interface HfGpt2Config {
 
 /** HF's activation names that are GPT-2's tanh GELU, and the exact one. */
 const ACTIVATIONS: Record<string, GPTConfig['activation']> = {
-  gelu_new: 'gelu_tanh', gelu_pytorch_tanh: 'gelu_tanh', gelu_fast: 'gelu_tanh', gelu: 'gelu',
+  gelu_new: 'gelu_tanh',
+  gelu_pytorch_tanh: 'gelu_tanh',
+  gelu_fast: 'gelu_tanh',
+  gelu: 'gelu',
 };
 
 /** A Hugging Face config.json (it has model_type; qkv's own have format). */
@@ -70,21 +73,36 @@ export function isHfConfig(json: unknown): boolean {
 /** qkv's GPTConfig for an HF GPT-2 config.json, or one line naming the key that does not fit. */
 export function gptConfigFromHf(json: unknown): GPTConfig {
   const c = json as Partial<HfGpt2Config> | null;
-  if (!c || typeof c !== 'object') throw new Error(`config.json: expected a JSON object, got ${c === null ? 'null' : typeof c}`);
-  if (c.model_type !== 'gpt2') throw new Error(`config.json: model_type '${String(c.model_type)}' is not supported (expected 'gpt2': GPT-2, distilgpt2, gpt2-medium/large/xl)`);
+  if (!c || typeof c !== 'object')
+    throw new Error(`config.json: expected a JSON object, got ${c === null ? 'null' : typeof c}`);
+  if (c.model_type !== 'gpt2')
+    throw new Error(
+      `config.json: model_type '${String(c.model_type)}' is not supported ` +
+        `(expected 'gpt2': GPT-2, distilgpt2, gpt2-medium/large/xl)`,
+    );
   for (const k of ['vocab_size', 'n_positions', 'n_embd', 'n_layer', 'n_head'] as const) {
-    if (!Number.isInteger(c[k]) || (c[k] as number) <= 0) throw new Error(`config.json: ${k} must be a positive integer, got ${JSON.stringify(c[k])}`);
+    if (!Number.isInteger(c[k]) || (c[k] as number) <= 0)
+      throw new Error(`config.json: ${k} must be a positive integer, got ${JSON.stringify(c[k])}`);
   }
   const E = c.n_embd as number;
-  if (c.n_inner != null && c.n_inner !== 4 * E) throw new Error(`config.json: n_inner ${c.n_inner} is not supported (qkv's MLP is 4·n_embd = ${4 * E} wide)`);
+  if (c.n_inner != null && c.n_inner !== 4 * E)
+    throw new Error(`config.json: n_inner ${c.n_inner} is not supported (qkv's MLP is 4·n_embd = ${4 * E} wide)`);
   const act = c.activation_function ?? 'gelu_new';
   const activation = Object.hasOwn(ACTIVATIONS, act) ? ACTIVATIONS[act] : undefined;
-  if (!activation) throw new Error(`config.json: activation_function '${act}' is not supported (expected one of ${Object.keys(ACTIVATIONS).join(', ')})`);
-  if (c.scale_attn_weights === false) throw new Error('config.json: scale_attn_weights false is not supported (qkv scales scores by 1/√headDim)');
-  if (c.scale_attn_by_inverse_layer_idx === true) throw new Error('config.json: scale_attn_by_inverse_layer_idx true is not supported');
+  if (!activation)
+    throw new Error(
+      `config.json: activation_function '${act}' is not supported (expected ` +
+        `one of ${Object.keys(ACTIVATIONS).join(', ')})`,
+    );
+  if (c.scale_attn_weights === false)
+    throw new Error('config.json: scale_attn_weights false is not supported (qkv scales scores by 1/√headDim)');
+  if (c.scale_attn_by_inverse_layer_idx === true)
+    throw new Error('config.json: scale_attn_by_inverse_layer_idx true is not supported');
   if (c.reorder_and_upcast_attn === true) throw new Error('config.json: reorder_and_upcast_attn true is not supported');
-  if (c.add_cross_attention === true) throw new Error('config.json: add_cross_attention true is not supported (qkv reads decoder-only GPT-2)');
-  if (c.tie_word_embeddings === false) throw new Error('config.json: tie_word_embeddings false is not supported (qkv ties the output projection to wte)');
+  if (c.add_cross_attention === true)
+    throw new Error('config.json: add_cross_attention true is not supported (qkv reads decoder-only GPT-2)');
+  if (c.tie_word_embeddings === false)
+    throw new Error('config.json: tie_word_embeddings false is not supported (qkv ties the output projection to wte)');
   const eps = c.layer_norm_epsilon ?? 1e-5;
   return {
     vocabSize: c.vocab_size as number,
@@ -144,25 +162,48 @@ export interface HfCopy<E> {
  * Check an HF checkpoint's tensor list against the model's state dict (names, shapes) before any
  * data is read, and return what to copy where. Errors name the tensor.
  */
-export function planHfGpt2Load<E extends { name: string; shape: readonly number[] }>(entries: readonly E[], own: Record<string, Tensor>): HfCopy<E>[] {
+export function planHfGpt2Load<E extends { name: string; shape: readonly number[] }>(
+  entries: readonly E[],
+  own: Record<string, Tensor>,
+): HfCopy<E>[] {
   const plan: HfCopy<E>[] = [];
   const seen = new Set<string>();
   for (const e of entries) {
     const target = hfGpt2Target(e.name);
-    if (target === undefined) throw new Error(`model.safetensors: tensor '${e.name}' is not part of GPT-2's layout (another architecture?)`);
+    if (target === undefined)
+      throw new Error(`model.safetensors: tensor '${e.name}' is not part of GPT-2's layout (another architecture?)`);
     if (target === null) {
-      if (e.name.endsWith('lm_head.weight') && own['wte.weight'] && shapeToString(e.shape) !== shapeToString(own['wte.weight'].shape)) {
-        throw new Error(`model.safetensors: 'lm_head.weight' has shape ${shapeToString(e.shape)}, wte ${shapeToString(own['wte.weight'].shape)}: an untied head is not supported`);
+      if (
+        e.name.endsWith('lm_head.weight') &&
+        own['wte.weight'] &&
+        shapeToString(e.shape) !== shapeToString(own['wte.weight'].shape)
+      ) {
+        throw new Error(
+          `model.safetensors: 'lm_head.weight' has shape ` +
+            `${shapeToString(e.shape)}, wte ` +
+            `${shapeToString(own['wte.weight'].shape)}: an untied head is not ` +
+            `supported`,
+        );
       }
       continue;
     }
     const dst = own[target.name];
-    if (!dst) throw new Error(`model.safetensors: tensor '${e.name}' does not fit config.json (no '${target.name}' in a model of ${countLayers(own)} layers)`);
-    if (seen.has(target.name)) throw new Error(`model.safetensors: tensor '${e.name}' appears twice (with and without the 'transformer.' prefix)`);
+    if (!dst)
+      throw new Error(
+        `model.safetensors: tensor '${e.name}' does not fit config.json (no ` +
+          `'${target.name}' in a model of ${countLayers(own)} layers)`,
+      );
+    if (seen.has(target.name))
+      throw new Error(
+        `model.safetensors: tensor '${e.name}' appears twice (with and without the 'transformer.' prefix)`,
+      );
     seen.add(target.name);
     const want = target.transpose ? [dst.shape[1], dst.shape[0]] : dst.shape;
     if (e.shape.length !== want.length || e.shape.some((d, k) => d !== want[k])) {
-      throw new Error(`model.safetensors: '${e.name}' has shape ${shapeToString(e.shape)}, config.json implies ${shapeToString(want)}`);
+      throw new Error(
+        `model.safetensors: '${e.name}' has shape ${shapeToString(e.shape)}, ` +
+          `config.json implies ${shapeToString(want)}`,
+      );
     }
     plan.push({ hfName: e.name, entry: e, target });
   }

@@ -14,15 +14,23 @@ import { PYTHON, requireTool } from '../../helpers/tools.ts';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
-test('hf-gpt2-tiny: OpenAI\'s GPT-2 equations in NumPy give the stored logits (within 1e-5) and attention weights (5e-6)', () => {
+test("hf-gpt2-tiny: OpenAI's GPT-2 equations in NumPy give the stored logits (within 1e-5) and attention weights (5e-6)", () => {
   requireTool('numpy');
   const r = spawnSync(PYTHON, ['scripts/fixtures/check_hf_gpt2_numpy.py'], { cwd: root, encoding: 'utf8' });
   assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
-  const got = JSON.parse(r.stdout) as { tokens: number; logits: number; maxAbsLogits: number; maxAbsAttention: number; sameArgmax: boolean };
+  const got = JSON.parse(r.stdout) as {
+    tokens: number;
+    logits: number;
+    maxAbsLogits: number;
+    maxAbsAttention: number;
+    sameArgmax: boolean;
+  };
   assert.equal(got.tokens, 10);
   assert.equal(got.logits, 10 * 317);
   assert.ok(got.maxAbsLogits <= 1e-5 && got.maxAbsAttention <= 5e-6 && got.sameArgmax, r.stdout);
-  process.stderr.write(`# NumPy GPT-2 vs the fixture: max |Δlogit| ${got.maxAbsLogits.toExponential(2)}, max |Δattention| ${got.maxAbsAttention.toExponential(2)}\n`);
+  process.stderr.write(
+    `# NumPy GPT-2 vs the fixture: max |Δlogit| ${got.maxAbsLogits.toExponential(2)}, max |Δattention| ${got.maxAbsAttention.toExponential(2)}\n`,
+  );
 });
 
 test('the check fails when the fixture is wrong: a changed weight moves the logits past its limit', () => {
@@ -39,7 +47,10 @@ test('the check fails when the fixture is wrong: a changed weight moves the logi
   ].join('\n');
   const mk = spawnSync(PYTHON, ['-c', script, 'test/fixtures/hf-gpt2-tiny'], { cwd: root, encoding: 'utf8' });
   assert.equal(mk.status, 0, mk.stderr);
-  const r = spawnSync(PYTHON, ['scripts/fixtures/check_hf_gpt2_numpy.py', mk.stdout.trim()], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync(PYTHON, ['scripts/fixtures/check_hf_gpt2_numpy.py', mk.stdout.trim()], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 1, `${r.stdout}${r.stderr}`);
   assert.match(r.stderr, /differs from the stored expected outputs: logits/);
 });

@@ -3,7 +3,13 @@
  * heatmap of one head (values on hover; click a row to follow that token in the head view), the
  * head view of a layer and the model view of every layer × head (click a thumbnail to open it).
  */
-import { mapsHeadViewSvg, mapsHeatmapSvg, mapsModelViewSvg, mapsSize, type AttentionMaps } from '../../../src/viz/attention-maps.ts';
+import {
+  mapsHeadViewSvg,
+  mapsHeatmapSvg,
+  mapsModelViewSvg,
+  mapsSize,
+  type AttentionMaps,
+} from '../../../src/viz/attention-maps.ts';
 import { field, h, select, setOptions } from '../dom.ts';
 import { figureBox, hideFigure, showFigure } from '../figures.ts';
 
@@ -19,12 +25,24 @@ export function attentionPanel(view: string, extra: HTMLElement[] = []): Attenti
   const layer = select('layer', []);
   const head = select('head', []);
   const allHeads = h('input', { type: 'checkbox', id: 'all-heads', checked: true });
-  const controls = h('div', { class: 'row controls', id: 'attn-controls', hidden: true },
-    ...extra, field('Layer', layer), field('Head', head), field('Head view: all heads', allHeads));
+  const controls = h(
+    'div',
+    { class: 'row controls', id: 'attn-controls', hidden: true },
+    ...extra,
+    field('Layer', layer),
+    field('Head', head),
+    field('Head view: all heads', allHeads),
+  );
   const figHeat = figureBox('heatmap');
   const figHead = figureBox('headview');
   const figModel = figureBox('modelview');
-  const hint = h('p', { class: 'muted hint', hidden: true, text: 'Hover a cell for its value. Click a row to follow that token in the head view; click a thumbnail of the model view to open that head.' });
+  const hint = h('p', {
+    class: 'muted hint',
+    hidden: true,
+    text:
+      'Hover a cell for its value. Click a row to follow that token in the ' +
+      'head view; click a thumbnail of the model view to open that head.',
+  });
 
   let current: AttentionMaps | null = null;
   let highlight: number | null = null;
@@ -32,23 +50,49 @@ export function attentionPanel(view: string, extra: HTMLElement[] = []): Attenti
   const fillSelectors = (m: AttentionMaps) => {
     const { layers, heads } = mapsSize(m);
     const first = head.options.length === 0;
-    setOptions(layer, Array.from({ length: layers }, (_, i) => [String(i), `layer ${i + 1}`] as const));
-    setOptions(head, [['mean', 'mean of heads'] as const, ...Array.from({ length: heads }, (_, i) => [String(i), `head ${i + 1}`] as const)]);
+    setOptions(
+      layer,
+      Array.from({ length: layers }, (_, i) => [String(i), `layer ${i + 1}`] as const),
+    );
+    setOptions(head, [
+      ['mean', 'mean of heads'] as const,
+      ...Array.from({ length: heads }, (_, i) => [String(i), `head ${i + 1}`] as const),
+    ]);
     if (first && heads > 0) head.value = '0';
   };
 
   const draw = () => {
     const m = current;
     if (!m || mapsSize(m).layers === 0) {
-      for (const [el, id] of [[figHeat, 'heatmap'], [figHead, 'headview'], [figModel, 'modelview']] as const) hideFigure(el, id);
+      for (const [el, id] of [
+        [figHeat, 'heatmap'],
+        [figHead, 'headview'],
+        [figModel, 'modelview'],
+      ] as const)
+        hideFigure(el, id);
       return;
     }
     const l = Number(layer.value);
     const hd = head.value === 'mean' ? 'mean' : Number(head.value);
-    showFigure(figHeat, { id: 'heatmap', view, title: `${m.name}, layer ${l + 1}, ${hd === 'mean' ? 'mean of heads' : `head ${hd + 1}`}`, svg: mapsHeatmapSvg(m, l, hd) });
+    showFigure(figHeat, {
+      id: 'heatmap',
+      view,
+      title: `${m.name}, layer ${l + 1}, ${hd === 'mean' ? 'mean of heads' : `head ${hd + 1}`}`,
+      svg: mapsHeatmapSvg(m, l, hd),
+    });
     const ids = allHeads.checked || hd === 'mean' ? undefined : [hd];
-    showFigure(figHead, { id: 'headview', view, title: `head view: ${m.name}, layer ${l + 1}`, svg: mapsHeadViewSvg(m, l, ids, highlight) });
-    showFigure(figModel, { id: 'modelview', view, title: `model view: ${m.name}`, svg: mapsModelViewSvg(m, hd === 'mean' ? null : { layer: l, head: hd }) });
+    showFigure(figHead, {
+      id: 'headview',
+      view,
+      title: `head view: ${m.name}, layer ${l + 1}`,
+      svg: mapsHeadViewSvg(m, l, ids, highlight),
+    });
+    showFigure(figModel, {
+      id: 'modelview',
+      view,
+      title: `model view: ${m.name}`,
+      svg: mapsModelViewSvg(m, hd === 'mean' ? null : { layer: l, head: hd }),
+    });
   };
 
   layer.addEventListener('change', draw);

@@ -27,25 +27,107 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
   // The served model's line is #model-info, unless a translation model is served (the Translate view owns #model-info).
   const ownsInfo = !deps.served.models.some((m) => m.kind === 'seq2seq');
   const infoId = ownsInfo ? 'model-info' : 'generate-info';
-  const info = h('p', { class: 'model-info', id: infoId, 'data-testid': infoId, text: ownsInfo ? 'Loading the model…' : '' });
-  const prompt = h('input', { id: 'prompt', 'data-testid': 'prompt', type: 'text', size: 48, value: 'A man in a blue shirt', autocomplete: 'off', spellcheck: false });
-  const decoding = select('sampling', [['greedy', 'greedy'], ['sample', 'sampling']], 'greedy');
-  const temperature = h('input', { id: 'temperature', 'data-testid': 'temperature', type: 'number', min: 0.05, max: 5, step: 0.05, value: 0.8 });
+  const info = h('p', {
+    class: 'model-info',
+    id: infoId,
+    'data-testid': infoId,
+    text: ownsInfo ? 'Loading the model…' : '',
+  });
+  const prompt = h('input', {
+    id: 'prompt',
+    'data-testid': 'prompt',
+    type: 'text',
+    size: 48,
+    value: 'A man in a blue shirt',
+    autocomplete: 'off',
+    spellcheck: false,
+  });
+  const decoding = select(
+    'sampling',
+    [
+      ['greedy', 'greedy'],
+      ['sample', 'sampling'],
+    ],
+    'greedy',
+  );
+  const temperature = h('input', {
+    id: 'temperature',
+    'data-testid': 'temperature',
+    type: 'number',
+    min: 0.05,
+    max: 5,
+    step: 0.05,
+    value: 0.8,
+  });
   const seed = h('input', { id: 'seed', 'data-testid': 'seed', type: 'number', min: 0, step: 1, value: 1 });
-  const topK = h('input', { id: 'top-k', 'data-testid': 'top-k', type: 'number', min: 0, step: 1, value: 0, title: '0 = all tokens' });
-  const topP = h('input', { id: 'top-p', 'data-testid': 'top-p', type: 'number', min: 0.01, max: 1, step: 0.01, value: 1 });
-  const maxTokens = h('input', { id: 'max-tokens', 'data-testid': 'max-tokens', type: 'number', min: 1, max: 64, value: 40 });
+  const topK = h('input', {
+    id: 'top-k',
+    'data-testid': 'top-k',
+    type: 'number',
+    min: 0,
+    step: 1,
+    value: 0,
+    title: '0 = all tokens',
+  });
+  const topP = h('input', {
+    id: 'top-p',
+    'data-testid': 'top-p',
+    type: 'number',
+    min: 0.01,
+    max: 1,
+    step: 0.01,
+    value: 1,
+  });
+  const maxTokens = h('input', {
+    id: 'max-tokens',
+    'data-testid': 'max-tokens',
+    type: 'number',
+    min: 1,
+    max: 64,
+    value: 40,
+  });
   const stopLine = h('input', { type: 'checkbox', id: 'stop-line', checked: true });
-  const go = h('button', { type: 'submit', id: 'generate', 'data-testid': 'generate', text: 'Generate', disabled: true });
-  const form = h('form', { id: 'generate-form', class: 'row' },
-    field('Prompt', prompt), field('Decoding', decoding), field('Temperature', temperature), field('Top-k', topK), field('Top-p', topP), field('Seed', seed),
-    field('Max tokens', maxTokens), field('Stop at the line end', stopLine), go);
-  const folderInput = h('input', { type: 'file', id: 'folder-input', 'data-testid': 'folder-input', webkitdirectory: true, multiple: true });
+  const go = h('button', {
+    type: 'submit',
+    id: 'generate',
+    'data-testid': 'generate',
+    text: 'Generate',
+    disabled: true,
+  });
+  const form = h(
+    'form',
+    { id: 'generate-form', class: 'row' },
+    field('Prompt', prompt),
+    field('Decoding', decoding),
+    field('Temperature', temperature),
+    field('Top-k', topK),
+    field('Top-p', topP),
+    field('Seed', seed),
+    field('Max tokens', maxTokens),
+    field('Stop at the line end', stopLine),
+    go,
+  );
+  const folderInput = h('input', {
+    type: 'file',
+    id: 'folder-input',
+    'data-testid': 'folder-input',
+    webkitdirectory: true,
+    multiple: true,
+  });
   const folderStatus = h('span', { id: 'folder-status', 'data-testid': 'folder-status', class: 'muted' });
-  const drop = h('div', { class: 'dropzone', id: 'dropzone' },
+  const drop = h(
+    'div',
+    { class: 'dropzone', id: 'dropzone' },
     field('Open a model folder', folderInput),
-    h('span', { class: 'muted', text: ' or drop its files here (config.json, tokenizer.json, model.safetensors: a Hugging Face GPT-2 download such as gpt2 or distilgpt2, or a qkv train-lm folder). Nothing leaves this page. ' }),
-    folderStatus);
+    h('span', {
+      class: 'muted',
+      text:
+        ' or drop its files here (config.json, tokenizer.json, ' +
+        'model.safetensors: a Hugging Face GPT-2 download such as gpt2 or ' +
+        'distilgpt2, or a qkv train-lm folder). Nothing leaves this page. ',
+    }),
+    folderStatus,
+  );
   const promptOut = h('span', { class: 'prompt-text' });
   const continuation = h('strong', { id: 'continuation', 'data-testid': 'continuation' });
   const out = h('output', { id: 'generated', 'data-testid': 'generated' }, promptOut, continuation);
@@ -57,12 +139,14 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     const sample = decoding.value === 'sample';
     const k = Number(topK.value);
     const p = Number(topP.value);
-    if (!Number.isInteger(k) || k < 0) throw new Error(`top-k must be a whole number >= 0 (0 = all), got '${topK.value}'`);
+    if (!Number.isInteger(k) || k < 0)
+      throw new Error(`top-k must be a whole number >= 0 (0 = all), got '${topK.value}'`);
     if (!(p > 0 && p <= 1)) throw new Error(`top-p must be in (0, 1], got '${topP.value}'`);
     const t = Number(temperature.value);
     if (sample && !(t > 0)) throw new Error(`the temperature must be a number > 0, got '${temperature.value}'`);
     const s = Number(seed.value);
-    if (sample && (!Number.isInteger(s) || s < 0)) throw new Error(`the seed must be a whole number >= 0, got '${seed.value}'`);
+    if (sample && (!Number.isInteger(s) || s < 0))
+      throw new Error(`the seed must be a whole number >= 0, got '${seed.value}'`);
     return { temperature: sample ? t : 0, topK: k > 0 ? k : undefined, topP: p, seed: sample ? s : 0 };
   };
   // Greedy decoding still shows the model's distribution (temperature 1), and marks its argmax.
@@ -73,7 +157,16 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
   const neuron = neuronPanel();
 
   root.append(
-    h('div', { class: 'panel' }, drop, info, form, h('p', { class: 'result' }, h('span', { class: 'label', text: 'Text: ' }), out, ' ', timing), err, tokens),
+    h(
+      'div',
+      { class: 'panel' },
+      drop,
+      info,
+      form,
+      h('p', { class: 'result' }, h('span', { class: 'label', text: 'Text: ' }), out, ' ', timing),
+      err,
+      tokens,
+    ),
     nextToken.element,
     ...panel.elements,
     neuron.element,
@@ -98,11 +191,21 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     lm = loaded;
     const c = loaded.model.config;
     maxTokens.max = String(c.blockSize - 1);
-    const kind = loaded.tokenizer instanceof CharTokenizer ? 'characters' : loaded.tokenizer instanceof ByteLevelBpeTokenizer ? 'byte-level BPE' : 'BPE';
-    info.textContent = `Model ${name}: ${source}, ${c.nLayer} layers, ${c.nHead} heads, nEmbd ${c.nEmbd}, context ${c.blockSize} tokens, vocabulary ${loaded.tokenizer.vocabSize} (${kind}), ${loaded.model.numParameters().toLocaleString('en')} parameters.`;
+    const kind =
+      loaded.tokenizer instanceof CharTokenizer
+        ? 'characters'
+        : loaded.tokenizer instanceof ByteLevelBpeTokenizer
+          ? 'byte-level BPE'
+          : 'BPE';
+    info.textContent =
+      `Model ${name}: ${source}, ${c.nLayer} layers, ${c.nHead} heads, nEmbd ` +
+      `${c.nEmbd}, context ${c.blockSize} tokens, vocabulary ` +
+      `${loaded.tokenizer.vocabSize} (${kind}), ` +
+      `${loaded.model.numParameters().toLocaleString('en')} parameters.`;
     info.classList.remove('error', 'warning');
     // GPT-2 ends a document with <|endoftext|>, not at a line end.
-    stopLine.parentElement!.querySelector('span')!.textContent = loaded.tokenizer instanceof ByteLevelBpeTokenizer ? 'Stop at <|endoftext|>' : 'Stop at the line end';
+    stopLine.parentElement!.querySelector('span')!.textContent =
+      loaded.tokenizer instanceof ByteLevelBpeTokenizer ? 'Stop at <|endoftext|>' : 'Stop at the line end';
     deps.setModelStatus(`model: ${name}`);
     panel.show(null);
     nextToken.clear();
@@ -152,8 +255,18 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
   const showTokens = (g: GptAttention) => {
     const chips = (xs: string[], cls: string) => xs.map((x) => h('span', { class: cls, text: x }));
     tokens.replaceChildren(
-      h('div', {}, h('span', { class: 'label', text: `prompt (${g.promptLength}): ` }), ...chips(g.tokens.slice(0, g.promptLength), 'chip')),
-      h('div', {}, h('span', { class: 'label', text: `generated (${g.ids.length - g.promptLength}): ` }), ...chips(g.tokens.slice(g.promptLength), 'chip generated')),
+      h(
+        'div',
+        {},
+        h('span', { class: 'label', text: `prompt (${g.promptLength}): ` }),
+        ...chips(g.tokens.slice(0, g.promptLength), 'chip'),
+      ),
+      h(
+        'div',
+        {},
+        h('span', { class: 'label', text: `generated (${g.ids.length - g.promptLength}): ` }),
+        ...chips(g.tokens.slice(g.promptLength), 'chip generated'),
+      ),
     );
   };
 
@@ -171,15 +284,27 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       const t = o.temperature;
       const s = o.seed;
       const n = Number(maxTokens.value);
-      if (!Number.isInteger(n) || n < 1) throw new Error(`max tokens must be a whole number >= 1, got '${maxTokens.value}'`);
+      if (!Number.isInteger(n) || n < 1)
+        throw new Error(`max tokens must be a whole number >= 1, got '${maxTokens.value}'`);
       const t0 = performance.now();
-      const g = generateWithAttention(lm!, prompt.value, { maxTokens: n, temperature: t, topK: o.topK, topP: o.topP, seed: s, stopAtLineEnd: stopLine.checked });
+      const g = generateWithAttention(lm!, prompt.value, {
+        maxTokens: n,
+        temperature: t,
+        topK: o.topK,
+        topP: o.topP,
+        seed: s,
+        stopAtLineEnd: stopLine.checked,
+      });
       const ms = performance.now() - t0;
       promptOut.textContent = g.prompt;
       continuation.textContent = g.continuation;
       const generated = g.ids.length - g.promptLength;
-      timing.textContent = `${generated} tokens in ${ms.toFixed(0)} ms, ${sample ? `sampled at temperature ${t}, seed ${s}` : 'greedy'}, ${deps.backend()?.name ?? ''} backend` +
-        `${g.lineEnded ? ', ended the line' : ''}${g.cut ? `, cut to fit the context of ${lm!.model.config.blockSize} tokens` : ''}`;
+      timing.textContent =
+        `${generated} tokens in ${ms.toFixed(0)} ms, ` +
+        `${sample ? `sampled at temperature ${t}, seed ${s}` : 'greedy'}, ` +
+        `${deps.backend()?.name ?? ''} backend` +
+        (g.lineEnded ? ', ended the line' : '') +
+        (g.cut ? `, cut to fit the context of ${lm!.model.config.blockSize} tokens` : '');
       showTokens(g);
       panel.show(gptMaps(g));
       nextToken.show(lm!, g.ids.slice(0, g.promptLength));
@@ -203,17 +328,22 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     if (deps.served.error) return fail(deps.served.error.message);
     if (!entry) {
       if (!ownsInfo) {
-        info.textContent = 'The explorer serves a translation model (see Translate). Open a GPT folder above: a Hugging Face GPT-2 download (gpt2, distilgpt2, ...) or a qkv train-lm folder.';
+        info.textContent =
+          'The explorer serves a translation model (see Translate). Open a GPT ' +
+          'folder above: a Hugging Face GPT-2 download (gpt2, distilgpt2, ...) ' +
+          'or a qkv train-lm folder.';
         info.classList.add('warning');
         return;
       }
-      info.textContent = `${NO_MODEL} Or open a GPT folder above: a Hugging Face GPT-2 download (gpt2, distilgpt2, ...) or a qkv train-lm folder.`;
+      info.textContent =
+        `${NO_MODEL} Or open a GPT folder above: a Hugging Face GPT-2 download ` +
+        `(gpt2, distilgpt2, ...) or a qkv train-lm folder.`;
       info.classList.add('warning');
       deps.setModelStatus('no model');
       return;
     }
     info.textContent = `Loading ${entry.name}…`;
-    let opened;
+    let opened: Awaited<ReturnType<typeof openServed>>;
     try {
       opened = await openServed(entry, deps.backend()?.name ?? 'js', (s) => {
         if (mine === opening) info.textContent = s;
@@ -224,7 +354,11 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       return;
     }
     if (mine !== opening) return; // another model was chosen meanwhile
-    setModel({ model: opened.model, tokenizer: opened.tokenizer, separatorId: opened.separatorId }, entry.name, opened.kind === 'hf-gpt2' ? 'Hugging Face GPT-2' : 'GPT');
+    setModel(
+      { model: opened.model, tokenizer: opened.tokenizer, separatorId: opened.separatorId },
+      entry.name,
+      opened.kind === 'hf-gpt2' ? 'Hugging Face GPT-2' : 'GPT',
+    );
     root.dataset.model = entry.id;
   };
   return { use };

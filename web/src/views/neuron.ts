@@ -32,16 +32,21 @@ export function neuronPanel(): NeuronPanel {
   const caption = h('p', { class: 'muted', id: 'neuron-caption' });
   const out = h('div', { id: 'neuron-out', 'data-testid': 'neuron-view' });
   const err = h('p', { class: 'error', hidden: true });
-  const element = h('section', { class: 'panel', id: 'neuron', hidden: true },
+  const element = h(
+    'section',
+    { class: 'panel', id: 'neuron', hidden: true },
     h('h3', { text: 'Neuron view' }),
     h('div', { class: 'row controls' }, field('Layer', layer), field('Head', head), field('Query token', query)),
-    caption, out, err);
+    caption,
+    out,
+    err,
+  );
   let state: { lm: LoadedGpt; ids: number[]; tokens: string[] } | null = null;
 
   const draw = () => {
     if (!state) return;
     err.hidden = true;
-    let nv;
+    let nv: ReturnType<typeof neuronView>;
     try {
       nv = neuronView(state.lm.model, state.ids, Number(layer.value), Number(head.value), Number(query.value));
     } catch (e) {
@@ -53,16 +58,47 @@ export function neuronPanel(): NeuronPanel {
     const big = (xs: number[][]) => Math.max(1e-6, ...xs.flat().map(Math.abs));
     const vScale = big([nv.q, ...nv.keys]);
     const pScale = big(nv.products);
-    const rows = nv.keys.map((k, j) => h('tr', { 'data-key': j, 'data-score': nv.scores[j], 'data-weight': nv.weights[j] },
-      h('td', { class: 'tok', text: toks[j] }), h('td', {}, strip(k, vScale)), h('td', {}, strip(nv.products[j], pScale)),
-      h('td', { text: nv.scores[j].toFixed(3) }), h('td', { text: nv.weights[j].toFixed(3) })));
-    out.replaceChildren(
-      h('p', {}, h('span', { class: 'label', text: `q (query of "${toks[nv.query]}", ${nv.q.length} numbers): ` }), strip(nv.q, vScale)),
-      h('table', { class: 'neuron' },
-        h('thead', {}, h('tr', {}, h('th', { text: 'key token' }), h('th', { text: 'k' }), h('th', { text: 'q ⊙ k' }), h('th', { text: `score = Σ(q ⊙ k) · ${nv.scale.toFixed(4)}` }), h('th', { text: 'softmax' }))),
-        h('tbody', {}, ...rows)),
+    const rows = nv.keys.map((k, j) =>
+      h(
+        'tr',
+        { 'data-key': j, 'data-score': nv.scores[j], 'data-weight': nv.weights[j] },
+        h('td', { class: 'tok', text: toks[j] }),
+        h('td', {}, strip(k, vScale)),
+        h('td', {}, strip(nv.products[j], pScale)),
+        h('td', { text: nv.scores[j].toFixed(3) }),
+        h('td', { text: nv.weights[j].toFixed(3) }),
+      ),
     );
-    caption.textContent = `Layer ${nv.layer + 1}, head ${nv.head + 1}, query "${toks[nv.query]}" (position ${nv.query + 1}): it attends to itself and the ${nv.query} token(s) before it; 1/√d = ${nv.scale.toFixed(4)}.`;
+    out.replaceChildren(
+      h(
+        'p',
+        {},
+        h('span', { class: 'label', text: `q (query of "${toks[nv.query]}", ${nv.q.length} numbers): ` }),
+        strip(nv.q, vScale),
+      ),
+      h(
+        'table',
+        { class: 'neuron' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            h('th', { text: 'key token' }),
+            h('th', { text: 'k' }),
+            h('th', { text: 'q ⊙ k' }),
+            h('th', { text: `score = Σ(q ⊙ k) · ${nv.scale.toFixed(4)}` }),
+            h('th', { text: 'softmax' }),
+          ),
+        ),
+        h('tbody', {}, ...rows),
+      ),
+    );
+    caption.textContent =
+      `Layer ${nv.layer + 1}, head ${nv.head + 1}, query "${toks[nv.query]}" ` +
+      `(position ${nv.query + 1}): it attends to itself and the ${nv.query} ` +
+      `token(s) before it; 1/√d = ${nv.scale.toFixed(4)}.`;
   };
   for (const s of [layer, head, query]) s.addEventListener('change', draw);
 
@@ -71,9 +107,19 @@ export function neuronPanel(): NeuronPanel {
     show(lm, ids, tokens) {
       const c = lm.model.config;
       state = { lm, ids: ids.slice(), tokens: tokens.slice() };
-      setOptions(layer, Array.from({ length: c.nLayer }, (_, i) => [String(i), `layer ${i + 1}`] as const));
-      setOptions(head, Array.from({ length: c.nHead }, (_, i) => [String(i), `head ${i + 1}`] as const));
-      setOptions(query, tokens.map((t, i) => [String(i), `${i + 1}: ${t}`] as const), false);
+      setOptions(
+        layer,
+        Array.from({ length: c.nLayer }, (_, i) => [String(i), `layer ${i + 1}`] as const),
+      );
+      setOptions(
+        head,
+        Array.from({ length: c.nHead }, (_, i) => [String(i), `head ${i + 1}`] as const),
+      );
+      setOptions(
+        query,
+        tokens.map((t, i) => [String(i), `${i + 1}: ${t}`] as const),
+        false,
+      );
       query.value = String(tokens.length - 1);
       element.hidden = false;
       draw();

@@ -24,21 +24,45 @@ const pct = (p: number) => `${(100 * p).toFixed(2)}%`;
 export function nextTokenPanel(options: () => SamplingOptions & { seed: number; greedy?: boolean }): NextTokenPanel {
   const caption = h('p', { class: 'muted', id: 'next-token-caption' });
   const body = h('tbody');
-  const table = h('table', { class: 'next-token', id: 'next-token-table', 'data-testid': 'next-token-table' },
-    h('thead', {}, h('tr', {}, h('th', { text: '#' }), h('th', { text: 'token' }), h('th', { text: 'id' }), h('th', { text: 'probability' }), h('th', { text: '' }), h('th', { text: 'softmax (T = 1)' }))),
-    body);
+  const table = h(
+    'table',
+    { class: 'next-token', id: 'next-token-table', 'data-testid': 'next-token-table' },
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', { text: '#' }),
+        h('th', { text: 'token' }),
+        h('th', { text: 'id' }),
+        h('th', { text: 'probability' }),
+        h('th', { text: '' }),
+        h('th', { text: 'softmax (T = 1)' }),
+      ),
+    ),
+    body,
+  );
   const mass = h('p', { id: 'next-token-mass', 'data-testid': 'next-token-mass' });
   const sampled = h('p', { id: 'next-token-sampled', 'data-testid': 'next-token-sampled' });
   const err = h('p', { class: 'error', hidden: true });
-  const element = h('section', { class: 'panel', id: 'next-token', hidden: true },
-    h('h3', { text: 'Next token' }), caption, table, mass, sampled, err);
+  const element = h(
+    'section',
+    { class: 'panel', id: 'next-token', hidden: true },
+    h('h3', { text: 'Next token' }),
+    caption,
+    table,
+    mass,
+    sampled,
+    err,
+  );
   let state: { lm: LoadedGpt; ids: number[]; logits: Float32Array } | null = null;
 
   const update = () => {
     if (!state) return;
     const { lm, ids, logits } = state;
     err.hidden = true;
-    let v;
+    let v: ReturnType<typeof nextTokenView>;
     try {
       v = nextTokenView(logits, options());
     } catch (e) {
@@ -47,21 +71,38 @@ export function nextTokenPanel(options: () => SamplingOptions & { seed: number; 
       return;
     }
     const label = (id: number) => tokenLabel(lm.tokenizer, id, lm.separatorId);
-    body.replaceChildren(...v.top.map((t, i) => {
-      const bar = h('span', { class: 'bar' });
-      bar.style.width = `${(100 * t.p).toFixed(1)}%`;
-      return h('tr', { 'data-id': t.id, 'data-p': t.p, 'data-p0': t.p0, class: t.id === v.sampled ? 'sampled' : undefined },
-        h('td', { text: String(i + 1) }), h('td', { class: 'tok', text: label(t.id) }), h('td', { text: String(t.id) }),
-        h('td', { text: pct(t.p) }), h('td', { class: 'barcell' }, bar), h('td', { class: 'muted', text: pct(t.p0) }));
-    }));
+    body.replaceChildren(
+      ...v.top.map((t, i) => {
+        const bar = h('span', { class: 'bar' });
+        bar.style.width = `${(100 * t.p).toFixed(1)}%`;
+        return h(
+          'tr',
+          { 'data-id': t.id, 'data-p': t.p, 'data-p0': t.p0, class: t.id === v.sampled ? 'sampled' : undefined },
+          h('td', { text: String(i + 1) }),
+          h('td', { class: 'tok', text: label(t.id) }),
+          h('td', { text: String(t.id) }),
+          h('td', { text: pct(t.p) }),
+          h('td', { class: 'barcell' }, bar),
+          h('td', { class: 'muted', text: pct(t.p0) }),
+        );
+      }),
+    );
     mass.dataset.mass = String(v.shownMass);
     mass.dataset.kept = String(v.kept);
-    mass.textContent = `These ${v.top.length} tokens hold ${pct(v.shownMass)} of the probability; ${v.kept.toLocaleString('en')} of ${logits.length.toLocaleString('en')} tokens can be drawn.`;
+    mass.textContent =
+      `These ${v.top.length} tokens hold ${pct(v.shownMass)} of the ` +
+      `probability; ${v.kept.toLocaleString('en')} of ` +
+      `${logits.length.toLocaleString('en')} tokens can be drawn.`;
     sampled.dataset.id = String(v.sampled);
     const o = options();
-    sampled.textContent = `${o.greedy || o.temperature === 0 ? 'Greedy decoding picks the most probable' : `A draw with seed ${o.seed} picks`} "${label(v.sampled)}" (id ${v.sampled}, ${pct(v.sampledP)}).`;
-    caption.textContent = `What the model predicts after the ${ids.length} tokens of the prompt, for the first token it generates` +
-      ` (temperature ${o.temperature ?? 1}${o.topK ? `, top-k ${o.topK}` : ''}${o.topP !== undefined && o.topP < 1 ? `, top-p ${o.topP}` : ''}).`;
+    const how =
+      o.greedy || o.temperature === 0 ? 'Greedy decoding picks the most probable' : `A draw with seed ${o.seed} picks`;
+    sampled.textContent = `${how} "${label(v.sampled)}" (id ${v.sampled}, ${pct(v.sampledP)}).`;
+    caption.textContent =
+      `What the model predicts after the ${ids.length} tokens of the prompt, for the first token it generates` +
+      ` (temperature ` +
+      `${o.temperature ?? 1}${o.topK ? `, top-k ${o.topK}` : ''}` +
+      `${o.topP !== undefined && o.topP < 1 ? `, top-p ${o.topP}` : ''}).`;
   };
 
   return {

@@ -5,7 +5,12 @@
  * cross-attention, per layer and head (heatmap with tokens on both axes, values on hover), the
  * head view (lines weighted by attention) and the model view (all layers × heads).
  */
-import { KIND_NAMES, translateWithAttention, type AttentionKind, type TranslationAttention } from '../../../src/viz/attention-data.ts';
+import {
+  KIND_NAMES,
+  translateWithAttention,
+  type AttentionKind,
+  type TranslationAttention,
+} from '../../../src/viz/attention-data.ts';
 import { translationMaps } from '../../../src/viz/translation.ts';
 import type { Seq2Seq } from '../../../src/models/seq2seq.ts';
 import type { BpeTokenizer } from '../../../src/text/bpe.ts';
@@ -36,19 +41,56 @@ export interface TranslateView {
 }
 
 export function initTranslate(root: HTMLElement, deps: ModelViewDeps): TranslateView {
-  const info = h('p', { class: 'model-info', id: 'model-info', 'data-testid': 'model-info', text: 'Loading the model…' });
-  const src = h('input', { id: 'src', 'data-testid': 'src', type: 'text', size: 64, value: 'Two young men are playing soccer in a park.', autocomplete: 'off', spellcheck: false });
-  const decoding = select('decoding', [['greedy', 'greedy'], ['beam', 'beam search']], 'greedy');
+  const info = h('p', {
+    class: 'model-info',
+    id: 'model-info',
+    'data-testid': 'model-info',
+    text: 'Loading the model…',
+  });
+  const src = h('input', {
+    id: 'src',
+    'data-testid': 'src',
+    type: 'text',
+    size: 64,
+    value: 'Two young men are playing soccer in a park.',
+    autocomplete: 'off',
+    spellcheck: false,
+  });
+  const decoding = select(
+    'decoding',
+    [
+      ['greedy', 'greedy'],
+      ['beam', 'beam search'],
+    ],
+    'greedy',
+  );
   const beam = h('input', { id: 'beam', type: 'number', min: 2, max: 16, value: 4, 'data-testid': 'beam' });
-  const go = h('button', { type: 'submit', id: 'translate', 'data-testid': 'translate', text: 'Translate', disabled: true });
-  const form = h('form', { id: 'translate-form', class: 'row' }, field('English', src), field('Decoding', decoding), field('Beam size', beam), go);
+  const go = h('button', {
+    type: 'submit',
+    id: 'translate',
+    'data-testid': 'translate',
+    text: 'Translate',
+    disabled: true,
+  });
+  const form = h(
+    'form',
+    { id: 'translate-form', class: 'row' },
+    field('English', src),
+    field('Decoding', decoding),
+    field('Beam size', beam),
+    go,
+  );
   const out = h('output', { id: 'translation', 'data-testid': 'translation' });
   const timing = h('small', { id: 'timing', class: 'muted' });
   const err = h('p', { class: 'error', id: 'translate-error', hidden: true });
   const tokens = h('div', { id: 'tokens', class: 'tokens' });
   const outLabel = h('span', { class: 'label', text: 'Translation: ' });
 
-  const kind = select('kind', (Object.keys(KIND_NAMES) as AttentionKind[]).map((k) => [k, KIND_NAMES[k]] as const), 'cross');
+  const kind = select(
+    'kind',
+    (Object.keys(KIND_NAMES) as AttentionKind[]).map((k) => [k, KIND_NAMES[k]] as const),
+    'cross',
+  );
   const panel = attentionPanel('Translate', [field('Attention', kind)]);
 
   root.append(
@@ -91,12 +133,21 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
       const t0 = performance.now();
       const useBeam = decoding.value === 'beam';
       const separate = loaded!.targetTokenizer !== loaded!.tokenizer;
-      const t = translateWithAttention(loaded!.model, loaded!.tokenizer, src.value, { beam: useBeam ? Math.max(2, Number(beam.value) || 4) : 1, ...(separate && { targetTokenizer: loaded!.targetTokenizer }) });
+      const t = translateWithAttention(loaded!.model, loaded!.tokenizer, src.value, {
+        beam: useBeam ? Math.max(2, Number(beam.value) || 4) : 1,
+        ...(separate && { targetTokenizer: loaded!.targetTokenizer }),
+      });
       const ms = performance.now() - t0;
       current = t;
       out.textContent = t.translation === '' ? '(empty)' : t.translation;
-      timing.textContent = `${ms.toFixed(0)} ms, ${useBeam ? `beam ${beam.value}` : 'greedy'}, ${deps.backend()?.name ?? ''} backend${t.finished ? '' : ', cut at the length limit'}`;
-      if (t.truncatedFrom !== undefined) timing.textContent += `; the sentence has ${t.truncatedFrom} tokens, this model reads ${t.srcIds.length}: only the first ${t.srcIds.length} were translated`;
+      timing.textContent =
+        `${ms.toFixed(0)} ms, ${useBeam ? `beam ${beam.value}` : 'greedy'}, ` +
+        `${deps.backend()?.name ?? ''} ` +
+        `backend${t.finished ? '' : ', cut at the length limit'}`;
+      if (t.truncatedFrom !== undefined)
+        timing.textContent +=
+          `; the sentence has ${t.truncatedFrom} tokens, this model reads ` +
+          `${t.srcIds.length}: only the first ${t.srcIds.length} were translated`;
       showTokens(t);
       showMaps();
       root.dataset.translated = String(Number(root.dataset.translated ?? 0) + 1);
@@ -122,23 +173,40 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     }
     info.textContent = `Loading ${entry.name}…`;
     deps.setModelStatus(`loading ${entry.name}…`);
-    let opened;
+    let opened: Awaited<ReturnType<typeof openServed>>;
     try {
       opened = await openServed(entry, deps.backend()?.name ?? 'js', (s) => {
         if (mine === opening) info.textContent = s;
       });
-      if (opened.kind !== 'seq2seq') throw new Error(`${entry.name} is a ${opened.kind === 'gpt' ? 'GPT' : 'GPT-2'}, not a translation model: see Generate`);
+      if (opened.kind !== 'seq2seq')
+        throw new Error(
+          `${entry.name} is a ${opened.kind === 'gpt' ? 'GPT' : 'GPT-2'}, not a translation model: see Generate`,
+        );
     } catch (e) {
       if (mine === opening) fail((e as Error).message);
       return;
     }
     if (mine !== opening) return; // another model was chosen meanwhile
-    loaded = { model: opened.model, tokenizer: opened.tokenizer, targetTokenizer: opened.targetTokenizer, name: entry.name };
+    loaded = {
+      model: opened.model,
+      tokenizer: opened.tokenizer,
+      targetTokenizer: opened.targetTokenizer,
+      name: entry.name,
+    };
     const c = loaded.model.config;
-    info.textContent = `Model ${loaded.name}: dModel ${c.dModel}, ${c.numEncoderLayers} encoder + ${c.numDecoderLayers} decoder layers, ${c.nhead} heads, ${loaded.targetTokenizer === loaded.tokenizer ? `vocabulary ${loaded.tokenizer.vocabSize}` : `vocabularies ${loaded.tokenizer.vocabSize} (source) and ${loaded.targetTokenizer.vocabSize} (target)`}, ${loaded.model.numParameters().toLocaleString('en')} parameters.`;
+    info.textContent =
+      `Model ${loaded.name}: dModel ${c.dModel}, ${c.numEncoderLayers} ` +
+      `encoder + ${c.numDecoderLayers} decoder layers, ${c.nhead} heads, ` +
+      (loaded.targetTokenizer === loaded.tokenizer
+        ? `vocabulary ${loaded.tokenizer.vocabSize}`
+        : `vocabularies ${loaded.tokenizer.vocabSize} (source) and ${loaded.targetTokenizer.vocabSize} (target)`) +
+      `, ${loaded.model.numParameters().toLocaleString('en')} parameters.`;
     const members = namedEnsemble(opened.config);
     if (members.length > 0) {
-      info.textContent += ` Its folder names an ensemble (${members.join(', ')}) that qkv translate and qkv eval decode with as well; this page runs and shows this model alone, so its translations can differ from theirs.`;
+      info.textContent +=
+        ` Its folder names an ensemble (${members.join(', ')}) that qkv ` +
+        `translate and qkv eval decode with as well; this page runs and shows ` +
+        `this model alone, so its translations can differ from theirs.`;
     }
     outLabel.textContent = `${targetLanguage(opened.config)}: `;
     // The last translation was another model's: cleared.
