@@ -22,7 +22,8 @@ test('seed 003: Q = K = I2, V = [[2,3],[4,5]] -> weights [[0.67,0.33],[0.33,0.67
   assert.deepEqual(round2(weights!.toArray()), [0.67, 0.33, 0.33, 0.67]);
   assert.deepEqual(round2(output.toArray()), [2.66, 3.66, 3.34, 4.34]);
   // Step 2 of the seed: scores scaled by √2 -> 0.707.
-  assert.equal(Math.round((1 / Math.sqrt(2)) * 1000) / 1000, Math.SQRT1_2);
+  // biome-ignore lint/suspicious/noApproximativeNumericConstant: the seed prints 0.707.
+  assert.equal(Math.round((1 / Math.sqrt(2)) * 1000) / 1000, 0.707);
   // The fused path (no weights) gives the same numbers.
   assert.deepEqual(round2(F.scaledDotProductAttention(I, I, V).toArray()), [2.66, 3.66, 3.34, 4.34]);
 });
@@ -43,10 +44,12 @@ test('seed 002: unscaled dot-product scores', () => {
     scores,
     [
       [0.9995, 0.9544, 0.9422, 0.4753, 0.4576, 0.631],
-      [0.9544, 1.495, 1.4754, 0.8434, Math.SQRT1_2, 1.0865],
+      // biome-ignore lint/suspicious/noApproximativeNumericConstant: the seed's printed score.
+      [0.9544, 1.495, 1.4754, 0.8434, 0.707, 1.0865],
       [0.9422, 1.4754, 1.457, 0.8296, 0.7154, 1.0605],
       [0.4753, 0.8434, 0.8296, 0.4937, 0.3474, 0.6565],
-      [0.4576, Math.SQRT1_2, 0.7154, 0.3474, 0.6654, 0.2935],
+      // biome-ignore lint/suspicious/noApproximativeNumericConstant: the seed's printed score.
+      [0.4576, 0.707, 0.7154, 0.3474, 0.6654, 0.2935],
       [0.631, 1.0865, 1.0605, 0.6565, 0.2935, 0.945],
     ],
     'scores',

@@ -129,6 +129,7 @@ export function pow(x: Float32Array, p: number, out: Float32Array): void {
 }
 
 export function relu(x: Float32Array, out: Float32Array): void {
+  // biome-ignore lint/complexity/useMathMinMax: not Math.max, which differs from this select on NaN and -0.
   for (let i = 0; i < x.length; i++) out[i] = x[i] > 0 ? x[i] : 0;
 }
 
