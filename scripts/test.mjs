@@ -51,7 +51,7 @@ function run(backend, last) {
     let tail = '';
     child.stdout.on('data', (chunk) => {
       process.stdout.write(chunk);
-      tail = (tail + chunk.toString()).slice(-4000);
+      tail = (tail + chunk.toString()).slice(-200_000); // the summary comes before the list of failures
     });
     child.on('close', (code) => {
       const counts = {};
