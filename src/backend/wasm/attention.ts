@@ -63,6 +63,12 @@ const K = declareExports('attention.ts', {
   attentionBackwardRange: sig<[...BackHead, scratch: Ptr, bh0: I32, bh1: I32]>(24),
 });
 
+/** What both kernels take after their pointers: the shape, scale, causal flag, bias pointer and bias strides. */
+function shapeArgs(p: AttentionParams, pb: number): number[] {
+  const { b, h, l, s, d, dv, bias } = p;
+  return [b, h, l, s, d, dv, p.scale, p.causal ? 1 : 0, pb, bias?.strideB ?? 0, bias?.strideH ?? 0, bias?.strideL ?? 0];
+}
+
 function scratchBytes(p: AttentionParams): number {
   return Math.ceil((K().attentionScratchFloats(p.l, p.d, p.dv) * 4) / 16) * 16;
 }
@@ -129,26 +135,7 @@ export function attention(
     ],
     scratchBytes(p) * parts,
     ([pq, pk, pv, po, pl, pw, pb, scratch]) => {
-      const head = [
-        pq!,
-        pk!,
-        pv!,
-        po!,
-        pl!,
-        pw!,
-        B,
-        H,
-        L,
-        S,
-        D,
-        DV,
-        p.scale,
-        p.causal ? 1 : 0,
-        pb!,
-        bias?.strideB ?? 0,
-        bias?.strideH ?? 0,
-        bias?.strideL ?? 0,
-      ];
+      const head = [pq!, pk!, pv!, po!, pl!, pw!, ...shapeArgs(p, pb!)];
       splitHeads(
         'attentionRange',
         K().attentionRange as (...a: number[]) => void,
@@ -195,29 +182,7 @@ export function attentionBackward(
     ],
     scratchBytes(p) * parts,
     ([pq, pk, pv, po, pdo, pl, pdq, pdk, pdv, pb, scratch]) => {
-      const head = [
-        pq!,
-        pk!,
-        pv!,
-        po!,
-        pdo!,
-        pl!,
-        pdq!,
-        pdk!,
-        pdv!,
-        B,
-        H,
-        L,
-        S,
-        D,
-        DV,
-        p.scale,
-        p.causal ? 1 : 0,
-        pb!,
-        bias?.strideB ?? 0,
-        bias?.strideH ?? 0,
-        bias?.strideL ?? 0,
-      ];
+      const head = [pq!, pk!, pv!, po!, pdo!, pl!, pdq!, pdk!, pdv!, ...shapeArgs(p, pb!)];
       splitHeads(
         'attentionBackwardRange',
         K().attentionBackwardRange as (...a: number[]) => void,
