@@ -9,9 +9,13 @@ import { load2d, store2d } from './simd';
 // (else 1), l2 = wd for Adam (else 0).
 
 // @ts-ignore: decorator
-@inline function adamLoop(hasL2: bool, p: usize, g: usize, m: usize, v: usize, n: i32, b1: f64, c1: f64, b2: f64, c2: f64, stepSize: f64, bc2Sqrt: f64, eps: f64, shrink: f64, l2: f64): void {
+@inline function adamLoop(
+  hasL2: bool, p: usize, g: usize, m: usize, v: usize, n: i32,
+  b1: f64, c1: f64, b2: f64, c2: f64, stepSize: f64, bc2Sqrt: f64, eps: f64, shrink: f64, l2: f64,
+): void {
   const b1v = f64x2.splat(b1), c1v = f64x2.splat(c1), b2v = f64x2.splat(b2), c2v = f64x2.splat(c2);
-  const sv = f64x2.splat(stepSize), bcv = f64x2.splat(bc2Sqrt), ev = f64x2.splat(eps), shv = f64x2.splat(shrink), l2v = f64x2.splat(l2);
+  const sv = f64x2.splat(stepSize), bcv = f64x2.splat(bc2Sqrt), ev = f64x2.splat(eps);
+  const shv = f64x2.splat(shrink), l2v = f64x2.splat(l2);
   let j = 0;
   for (; j + 2 <= n; j += 2) {
     const q = <usize>j * 4;
@@ -39,7 +43,10 @@ import { load2d, store2d } from './simd';
 }
 
 /** One Adam step in place over n parameters (a part of a block: the caller offsets the addresses). */
-export function adam(p: usize, g: usize, m: usize, v: usize, n: i32, b1: f64, c1: f64, b2: f64, c2: f64, stepSize: f64, bc2Sqrt: f64, eps: f64, shrink: f64, l2: f64): void {
+export function adam(
+  p: usize, g: usize, m: usize, v: usize, n: i32,
+  b1: f64, c1: f64, b2: f64, c2: f64, stepSize: f64, bc2Sqrt: f64, eps: f64, shrink: f64, l2: f64,
+): void {
   if (l2 != 0) adamLoop(true, p, g, m, v, n, b1, c1, b2, c2, stepSize, bc2Sqrt, eps, shrink, l2);
   else adamLoop(false, p, g, m, v, n, b1, c1, b2, c2, stepSize, bc2Sqrt, eps, shrink, l2);
 }

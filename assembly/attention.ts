@@ -1,4 +1,5 @@
-// Fused attention, forward and backward, for the wasm backend. Same contract as the js twin (src/backend/js/attention.ts), with byte
+// Fused attention, forward and backward, for the wasm backend.
+// Same contract as the js twin (src/backend/js/attention.ts), with byte
 // addresses instead of arrays; optional arrays are passed as address 0. Float32 arithmetic with
 // 128-bit SIMD throughout; exp is a vectorised Cephes polynomial (≈1 ulp), so results agree with the
 // js twin (which accumulates in float64 in places) to float32 rounding.
@@ -101,12 +102,16 @@ function accumRows(y: usize, c: usize, rows: usize, cnt: i32, n: i32): void {
  * j in [cnt, roundup4(cnt)) so 4-wide passes over the row see no stray keys.
  */
 // @ts-ignore: decorator
-@inline function blockScores(qi: usize, panel: usize, d: i32, cnt: i32, s: usize, scale: f32, biasRow: usize, j0: i32): void {
+@inline function blockScores(
+  qi: usize, panel: usize, d: i32, cnt: i32, s: usize, scale: f32, biasRow: usize, j0: i32,
+): void {
   panelScores(qi, panel, d, (cnt + 15) >> 4, s, scale);
   if (biasRow != 0) {
     const br = biasRow + <usize>j0 * 4;
     let j = 0;
-    for (; j + 4 <= cnt; j += 4) v128.store(s + <usize>j * 4, f32x4.add(v128.load(s + <usize>j * 4), v128.load(br + <usize>j * 4)));
+    for (; j + 4 <= cnt; j += 4) {
+      v128.store(s + <usize>j * 4, f32x4.add(v128.load(s + <usize>j * 4), v128.load(br + <usize>j * 4)));
+    }
     for (; j < cnt; j++) store<f32>(s + <usize>j * 4, load<f32>(s + <usize>j * 4) + load<f32>(br + <usize>j * 4));
   }
   const end = (cnt + 3) & ~3;
@@ -211,7 +216,9 @@ export function attentionBackward(
   B: i32, H: i32, L: i32, S: i32, D: i32, DV: i32, scale: f32, causal: i32,
   bias: usize, bsB: i32, bsH: i32, bsL: i32, scratch: usize,
 ): void {
-  attentionBackwardRange(q, k, v, out, dout, lse, dq, dk, dv, B, H, L, S, D, DV, scale, causal, bias, bsB, bsH, bsL, scratch, 0, B * H);
+  attentionBackwardRange(
+    q, k, v, out, dout, lse, dq, dk, dv, B, H, L, S, D, DV, scale, causal, bias, bsB, bsH, bsL, scratch, 0, B * H,
+  );
 }
 
 /** `attentionBackward` for the (batch, head) pairs [bh0, bh1) only: one thread's share. */
@@ -267,7 +274,8 @@ export function attentionBackwardRange(
         const dl = f32x4.splat(load<f32>(delta + <usize>i * 4));
         for (let j = 0; j < cnt4; j += 4) {
           const pj = v128.load(prow + <usize>j * 4);
-          v128.store(dsrow + <usize>j * 4, f32x4.mul(f32x4.mul(pj, f32x4.sub(v128.load(dsrow + <usize>j * 4), dl)), sv));
+          const dsj = f32x4.mul(f32x4.mul(pj, f32x4.sub(v128.load(dsrow + <usize>j * 4), dl)), sv);
+          v128.store(dsrow + <usize>j * 4, dsj);
         }
         // dq_i += Σ_j ds_j·k_j; dk_j += ds_j·q_i; dv_j += p_j·dO_i.
         accumRows(dqb + <usize>i * <usize>D * 4, dsrow, kj, cnt, D);

@@ -1,4 +1,5 @@
-// Cross-entropy with label smoothing, forward and backward, for the wasm backend. Same contract as the js twin (src/backend/js/crossentropy.ts), with byte
+// Cross-entropy with label smoothing, forward and backward, for the wasm backend.
+// Same contract as the js twin (src/backend/js/crossentropy.ts), with byte
 // addresses instead of arrays; optional arrays are passed as address 0. Float32 arithmetic with
 // 128-bit SIMD throughout; exp is a vectorised Cephes polynomial (≈1 ulp), so results agree with the
 // js twin (which accumulates in float64 in places) to float32 rounding.
@@ -7,7 +8,9 @@ import { exp1, exp4, rowMax, rowSum, rowSumExp } from './simd';
 // ---------------------------------------------------------------------------------------------
 // Cross-entropy with label smoothing (targets: i32). Returns the number of counted rows.
 
-export function crossEntropy(logits: usize, targets: usize, losses: usize, rows: i32, cols: i32, ignoreIndex: i32, eps: f32): i32 {
+export function crossEntropy(
+  logits: usize, targets: usize, losses: usize, rows: i32, cols: i32, ignoreIndex: i32, eps: f32,
+): i32 {
   let count = 0;
   for (let r = 0; r < rows; r++) {
     const t = load<i32>(targets + <usize>r * 4);
@@ -26,7 +29,9 @@ export function crossEntropy(logits: usize, targets: usize, losses: usize, rows:
   return count;
 }
 
-export function crossEntropyBackward(logits: usize, targets: usize, rowScale: usize, dlogits: usize, rows: i32, cols: i32, ignoreIndex: i32, eps: f32): void {
+export function crossEntropyBackward(
+  logits: usize, targets: usize, rowScale: usize, dlogits: usize, rows: i32, cols: i32, ignoreIndex: i32, eps: f32,
+): void {
   const uniform = eps / <f32>cols;
   for (let r = 0; r < rows; r++) {
     const o = <usize>r * <usize>cols * 4;

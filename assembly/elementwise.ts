@@ -296,13 +296,19 @@ export function gelu(x: usize, out: usize, n: i32): void {
   }
   for (; j < n; j++) {
     const v = f32x4.splat(load<f32>(x + <usize>j * 4));
-    store<f32>(out + <usize>j * 4, f32x4.extract_lane(f32x4.mul(f32x4.mul(half, v), f32x4.add(one, erf4(f32x4.mul(v, s)))), 0));
+    store<f32>(
+      out + <usize>j * 4,
+      f32x4.extract_lane(f32x4.mul(f32x4.mul(half, v), f32x4.add(one, erf4(f32x4.mul(v, s)))), 0),
+    );
   }
 }
 
 // @ts-ignore: decorator
 @inline function geluGrad4(v: v128, d: v128): v128 {
-  const cdf = f32x4.mul(f32x4.splat(0.5), f32x4.add(f32x4.splat(1), erf4(f32x4.mul(v, f32x4.splat(0.7071067811865476)))));
+  const cdf = f32x4.mul(
+    f32x4.splat(0.5),
+    f32x4.add(f32x4.splat(1), erf4(f32x4.mul(v, f32x4.splat(0.7071067811865476)))),
+  );
   const pdf = f32x4.mul(f32x4.splat(0.3989422804014327), exp4(f32x4.mul(f32x4.splat(-0.5), f32x4.mul(v, v))));
   return f32x4.mul(d, fma(v, pdf, cdf));
 }

@@ -189,7 +189,9 @@ function packB(b: usize, n: i32, k: i32, transB: bool, p0: i32, kc: i32, j0: i32
  * The 4×8 micro-kernel: acc = Σ_p Apanel[p][0..3] ⊗ Bpanel[p][0..7] over kc steps, then
  * C[0..mr)[0..nr) = acc (overwrite) or += acc. `ldc` is C's row pitch in bytes.
  */
-function kernel(pa: usize, pb: usize, kc: i32, c: usize, ldc: usize, mr: i32, nr: i32, overwrite: bool, tile: usize): void {
+function kernel(
+  pa: usize, pb: usize, kc: i32, c: usize, ldc: usize, mr: i32, nr: i32, overwrite: bool, tile: usize,
+): void {
   let c00 = f32x4.splat(0), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
   for (let p = 0; p < kc; p++) {
     const b0 = v128.load(pb);
@@ -293,7 +295,8 @@ export function gemmRows(
             const pb = packedB + <usize>(jr * kc) * 4;
             const cj = cb + (<usize>ic * <usize>n + <usize>(jc + jr)) * 4;
             for (let ir = 0; ir < mc; ir += MR) {
-              kernel(packedA + <usize>(ir * kc) * 4, pb, kc, cj + <usize>ir * ldc, ldc, min(MR, mc - ir), nr, overwrite, tile);
+              const pa = packedA + <usize>(ir * kc) * 4;
+              kernel(pa, pb, kc, cj + <usize>ir * ldc, ldc, min(MR, mc - ir), nr, overwrite, tile);
             }
           }
         }
@@ -314,7 +317,9 @@ export function gemmRows(
  * Columns [j0, j1) of C (m, n) = A (m, k) · Bᵀ, B stored (n, k) row-major; all row-major, no batch.
  * With `accumulate`, C += A·Bᵀ.
  */
-export function gemvNTRange(a: usize, b: usize, c: usize, m: i32, n: i32, k: i32, accumulate: i32, j0: i32, j1: i32): void {
+export function gemvNTRange(
+  a: usize, b: usize, c: usize, m: i32, n: i32, k: i32, accumulate: i32, j0: i32, j1: i32,
+): void {
   const rowBytes = <usize>k * 4;
   for (let j = j0; j < j1; j++) {
     const bj = b + <usize>j * rowBytes;
@@ -337,7 +342,8 @@ export function gemvNTRange(a: usize, b: usize, c: usize, m: i32, n: i32, k: i32
         s0 = madd(v128.load(ai + o), v128.load(bj + o), s0);
       }
       const s = f32x4.add(f32x4.add(s0, s1), f32x4.add(s2, s3));
-      let sum = f32x4.extract_lane(s, 0) + f32x4.extract_lane(s, 1) + f32x4.extract_lane(s, 2) + f32x4.extract_lane(s, 3);
+      let sum =
+        f32x4.extract_lane(s, 0) + f32x4.extract_lane(s, 1) + f32x4.extract_lane(s, 2) + f32x4.extract_lane(s, 3);
       for (; p < k; p++) sum += load<f32>(ai + <usize>p * 4) * load<f32>(bj + <usize>p * 4);
       const cp = c + (<usize>i * <usize>n + <usize>j) * 4;
       store<f32>(cp, accumulate != 0 ? load<f32>(cp) + sum : sum);

@@ -1,4 +1,5 @@
-// Layer norm, forward and backward, for the wasm backend. Same contract as the js twin (src/backend/js/layernorm.ts), with byte
+// Layer norm, forward and backward, for the wasm backend.
+// Same contract as the js twin (src/backend/js/layernorm.ts), with byte
 // addresses instead of arrays; optional arrays are passed as address 0. Float32 arithmetic with
 // 128-bit SIMD throughout; exp is a vectorised Cephes polynomial (≈1 ulp), so results agree with the
 // js twin (which accumulates in float64 in places) to float32 rounding.
@@ -7,7 +8,9 @@ import { fma, hsum, rowSum } from './simd';
 // ---------------------------------------------------------------------------------------------
 // Layer norm. mean and rstd: rows floats each.
 
-export function layerNorm(x: usize, w: usize, b: usize, out: usize, mean: usize, rstd: usize, rows: i32, cols: i32, eps: f32): void {
+export function layerNorm(
+  x: usize, w: usize, b: usize, out: usize, mean: usize, rstd: usize, rows: i32, cols: i32, eps: f32,
+): void {
   for (let r = 0; r < rows; r++) {
     const o = <usize>r * <usize>cols * 4;
     const mu = rowSum(x + o, cols) / <f32>cols;
@@ -45,7 +48,9 @@ export function layerNorm(x: usize, w: usize, b: usize, out: usize, mean: usize,
   }
 }
 
-export function layerNormBackward(x: usize, w: usize, mean: usize, rstd: usize, dy: usize, dx: usize, dw: usize, db: usize, rows: i32, cols: i32): void {
+export function layerNormBackward(
+  x: usize, w: usize, mean: usize, rstd: usize, dy: usize, dx: usize, dw: usize, db: usize, rows: i32, cols: i32,
+): void {
   const one = f32x4.splat(1);
   for (let r = 0; r < rows; r++) {
     const o = <usize>r * <usize>cols * 4;

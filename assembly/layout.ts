@@ -89,8 +89,16 @@ export function transposeLast(x: usize, out: usize, batch: i32, R: i32, C: i32):
       }
     }
     // Edges: the last R % 4 rows and the last C % 4 columns.
-    for (let r = R4; r < R; r++) for (let c = 0; c < C; c++) store<f32>(ob + <usize>c * orow + <usize>r * 4, load<f32>(xb + <usize>r * xr + <usize>c * 4));
-    for (let r = 0; r < R4; r++) for (let c = C4; c < C; c++) store<f32>(ob + <usize>c * orow + <usize>r * 4, load<f32>(xb + <usize>r * xr + <usize>c * 4));
+    for (let r = R4; r < R; r++) {
+      for (let c = 0; c < C; c++) {
+        store<f32>(ob + <usize>c * orow + <usize>r * 4, load<f32>(xb + <usize>r * xr + <usize>c * 4));
+      }
+    }
+    for (let r = 0; r < R4; r++) {
+      for (let c = C4; c < C; c++) {
+        store<f32>(ob + <usize>c * orow + <usize>r * 4, load<f32>(xb + <usize>r * xr + <usize>c * 4));
+      }
+    }
   }
 }
 

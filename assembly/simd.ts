@@ -18,7 +18,8 @@
 
 // @ts-ignore: decorator
 @inline export function hmax(v: v128): f32 {
-  return max(max(f32x4.extract_lane(v, 0), f32x4.extract_lane(v, 1)), max(f32x4.extract_lane(v, 2), f32x4.extract_lane(v, 3)));
+  const lo = max(f32x4.extract_lane(v, 0), f32x4.extract_lane(v, 1));
+  return max(lo, max(f32x4.extract_lane(v, 2), f32x4.extract_lane(v, 3)));
 }
 
 /**
@@ -163,6 +164,8 @@ export function rowAxpy(y: usize, x: usize, n: i32, a: f32): void {
     v128.store(y + o, fma(av, v128.load(x + o), v128.load(y + o)));
     v128.store(y + o, fma(av, v128.load(x + o, 16), v128.load(y + o, 16)), 16);
   }
-  for (; j + 4 <= n; j += 4) v128.store(y + <usize>j * 4, fma(av, v128.load(x + <usize>j * 4), v128.load(y + <usize>j * 4)));
+  for (; j + 4 <= n; j += 4) {
+    v128.store(y + <usize>j * 4, fma(av, v128.load(x + <usize>j * 4), v128.load(y + <usize>j * 4)));
+  }
   for (; j < n; j++) store<f32>(y + <usize>j * 4, load<f32>(y + <usize>j * 4) + a * load<f32>(x + <usize>j * 4));
 }

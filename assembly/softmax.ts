@@ -1,4 +1,5 @@
-// Softmax and log-softmax, forward and backward, for the wasm backend. Same contract as the js twin (src/backend/js/softmax.ts), with byte
+// Softmax and log-softmax, forward and backward, for the wasm backend.
+// Same contract as the js twin (src/backend/js/softmax.ts), with byte
 // addresses instead of arrays; optional arrays are passed as address 0. Float32 arithmetic with
 // 128-bit SIMD throughout; exp is a vectorised Cephes polynomial (≈1 ulp), so results agree with the
 // js twin (which accumulates in float64 in places) to float32 rounding.
