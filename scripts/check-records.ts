@@ -241,7 +241,10 @@ function main(): number {
     console.log('| --- | --- | --- | --- |');
     for (const c of claims) {
       const quoted = quotedIn(c)
-        .map((f) => (c.as?.[f] ? `${f} (as "${c.as[f]}")` : f))
+        .map((f) => {
+          const form = c.as?.[f];
+          return form ? `${f} (as "${form}")` : f;
+        })
         .join(', ');
       console.log(
         `| ${c.expect.replace(/\|/g, '\\|')} | ${quoted} | \`${files(c)}\` | \`${c.id}\`: ${what(c)} |`,
@@ -268,7 +271,7 @@ function main(): number {
     if (ok && problems.length === 0) console.log(`ok   ${c.id}: ${c.expect}`);
   }
   console.log(
-    `check-records: ${claims.length - failed} of ${claims.length} figures recomputed from their files${failed ? `, ${failed} differ` : ''}${misquoted ? `, ${misquoted} not where they are quoted` : ''}`,
+    `check-records: ${claims.length - failed} of ${claims.length} figures recomputed from their files${failed ? `, ${failed} differ` : ''}${misquoted ? `, ${misquoted} not found in a file said to quote them` : ''}`,
   );
   return failed || misquoted ? 1 : 0;
 }
