@@ -246,9 +246,7 @@ function main(): number {
           return form ? `${f} (as "${form}")` : f;
         })
         .join(', ');
-      console.log(
-        `| ${c.expect.replace(/\|/g, '\\|')} | ${quoted} | \`${files(c)}\` | \`${c.id}\`: ${what(c)} |`,
-      );
+      console.log(`| ${c.expect.replace(/\|/g, '\\|')} | ${quoted} | \`${files(c)}\` | \`${c.id}\`: ${what(c)} |`);
     }
     return 0;
   }

@@ -103,5 +103,8 @@ test('check-records fails where a file said to quote a figure does not hold it, 
     /^FAIL r8-w256-s31-minutes: quoted in records\/recipe-search\.md, which does not hold "342 training minutes"$/m,
   );
   assert.match(r.out, /^FAIL zen5-gpt2: quoted in docs\/no-such\.md, which is missing$/m);
-  assert.match(r.out, /check-records: 5 of 5 figures recomputed from their files, 4 not found in a file said to quote them\n/);
+  assert.match(
+    r.out,
+    /check-records: 5 of 5 figures recomputed from their files, 4 not found in a file said to quote them\n/,
+  );
 });
