@@ -47,7 +47,7 @@ test('docs/evidence.md lists every claim: its table is check-records --table', (
   );
 });
 
-test('check-records fails on a changed figure, a deleted output and a misquoted speed ratio', () => {
+test('check-records fails on a changed figure, a deleted output, a misquoted speed ratio and a part of a cell', () => {
   const doc = JSON.parse(readFileSync(claimsFile, 'utf8')) as { claims: Record<string, unknown>[] };
   const byId = (id: string) => ({ ...doc.claims.find((c) => c.id === id)! });
   const dir = tempDir('qkv-claims-');
@@ -58,8 +58,9 @@ test('check-records fails on a changed figure, a deleted output and a misquoted 
   const gone = { ...byId('candidate-E-val'), output: 'records/r8-w256-s31/decision/no-such.val.de' };
   const ratio = { ...byId('zen5-train-step'), expect: '0.75' };
   const history = { ...byId('r8-w256-s31-best'), expect: '40.09' };
+  const cell = { ...byId('zen5-mha-8192-peak-qkv'), expect: '22', quoted: undefined };
   const path = join(dir, 'claims.json');
-  writeFileSync(path, JSON.stringify({ claims: [byId('r8-greedy-val'), changed, gone, ratio, history] }));
+  writeFileSync(path, JSON.stringify({ claims: [byId('r8-greedy-val'), changed, gone, ratio, history, cell] }));
   const r = check(path);
   assert.equal(r.status, 1, r.out);
   assert.match(r.out, /^ok {3}r8-greedy-val: /m);
@@ -70,7 +71,8 @@ test('check-records fails on a changed figure, a deleted output and a misquoted 
   );
   assert.match(r.out, /^FAIL zen5-train-step: quoted "0\.75", the file gives "0\.76 \(3623 \/ 4784; /m);
   assert.match(r.out, /^FAIL r8-w256-s31-best: quoted "40\.09", the file gives "40\.08"/m);
-  assert.match(r.out, /check-records: 1 of 5 figures recomputed from their files, 4 differ/);
+  assert.match(r.out, /^FAIL zen5-mha-8192-peak-qkv: quoted "22", the file gives "222 \/ — \/ 4173"$/m);
+  assert.match(r.out, /check-records: 1 of 6 figures recomputed from their files, 5 differ/);
 });
 
 test('check-records fails where a file said to quote a figure does not hold it, or its "as" form is not the figure', () => {
