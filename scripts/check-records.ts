@@ -10,7 +10,14 @@
  *   history  a run's history.json: the value of a field at a step (or of its averaged entry)
  *   ratio    a benchmark results file (bench/results/): the ratio of two columns of one table row,
  *            recomputed from the measurements and rounded as quoted
- *   value    a benchmark results file: one cell, as quoted
+ *   value    a benchmark results file: one cell, or one part of a cell that holds several ("222 / — /
+ *            4173", peak MB of qkv / tfjs / torch), as quoted
+ *
+ * Each claim also names the files that quote it (`quoted`, "README" for README.md), and each of them
+ * must hold the figure: a BLEU or chrF claim's score, a paired claim's difference (without its "+"),
+ * any other claim's `expect`. Where a file writes it in another form ("341 training minutes" for
+ * 341.3), the claim's `as` gives that form for that file; a form must be the figure rounded or a
+ * part of the claim's line.
  *
  *   npx tsx scripts/check-records.ts            check every claim; exit 1 on any difference
  *   npx tsx scripts/check-records.ts --table    print the claims as docs/evidence.md's table
@@ -29,7 +36,10 @@ const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
 interface Base {
   id: string;
+  /** The files that quote the figure, comma-separated; "README" is README.md. */
   quoted?: string;
+  /** The form a quoted file writes the figure in, where it is not the figure itself. */
+  as?: Record<string, string>;
   note?: string;
 }
 type Claim = Base &
@@ -136,6 +146,58 @@ function recompute(c: Claim): string {
   }
 }
 
+/** The figure that a file quoting the claim must hold. */
+function figure(c: Claim): string {
+  switch (c.kind) {
+    case 'bleu':
+    case 'chrf':
+      return c.expect.match(/= (\S+)/)?.[1] ?? c.expect;
+    case 'paired':
+      return c.expect.split(' ')[0].replace(/^\+/, '');
+    default:
+      return c.expect;
+  }
+}
+
+const quotedIn = (c: Claim) =>
+  (c.quoted ?? '')
+    .split(',')
+    .map((f) => f.trim())
+    .filter((f) => f !== '');
+
+/** The text as one line: Markdown wraps a figure and its words anywhere. */
+const oneLine = (s: string) => s.replace(/\s+/g, ' ');
+
+/** Whether `text` holds `form` as a figure of its own: 41.02 is not in 141.02 or 41.025, 673 not in 1,673. */
+function holds(text: string, form: string): boolean {
+  const escaped = oneLine(form).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(?<![\\d.]|\\d,)${escaped}(?!\\d|[.,]\\d)`).test(oneLine(text));
+}
+
+/** What is wrong with the files that quote a claim: one line each, none when every one holds its figure. */
+function quoteProblems(c: Claim): string[] {
+  const fig = figure(c);
+  const files = quotedIn(c);
+  const problems: string[] = [];
+  for (const [file, form] of Object.entries(c.as ?? {})) {
+    if (!files.includes(file)) problems.push(`"as" gives a form for ${file}, which is not in "quoted"`);
+    // The form's first number must be the figure rounded to that number's decimals (341 for 341.3),
+    // or the form a piece of the claim's line (a paired bootstrap's interval).
+    const n = form.replace(/,/g, '').match(/-?\d+(\.\d+)?/)?.[0];
+    const rounded = n !== undefined && Number(fig).toFixed(decimals(n)) === n;
+    if (!rounded && !oneLine(c.expect).includes(oneLine(form)))
+      problems.push(`${file}'s form ${JSON.stringify(form)} is neither ${fig} rounded nor a part of the claim`);
+  }
+  for (const file of files) {
+    const path = join(ROOT, file === 'README' ? 'README.md' : file);
+    const form = c.as?.[file] ?? fig;
+    if (!existsSync(path)) problems.push(`quoted in ${file}, which is missing`);
+    else if (!holds(readFileSync(path, 'utf8'), form))
+      problems.push(`quoted in ${file}, which does not hold ${JSON.stringify(form)}`);
+  }
+  return problems;
+}
+
 /** The file (or files) behind a claim. */
 function files(c: Claim): string {
   switch (c.kind) {
@@ -178,13 +240,19 @@ function main(): number {
   if (args.includes('--table')) {
     console.log('| figure | quoted in | file | recomputed (check-records claim) |');
     console.log('| --- | --- | --- | --- |');
-    for (const c of claims)
-      console.log(
-        `| ${c.expect.replace(/\|/g, '\\|')} | ${c.quoted ?? ''} | \`${files(c)}\` | \`${c.id}\`: ${what(c)} |`,
-      );
+    for (const c of claims) {
+      const quoted = quotedIn(c)
+        .map((f) => {
+          const form = c.as?.[f];
+          return form ? `${f} (as "${form}")` : f;
+        })
+        .join(', ');
+      console.log(`| ${c.expect.replace(/\|/g, '\\|')} | ${quoted} | \`${files(c)}\` | \`${c.id}\`: ${what(c)} |`);
+    }
     return 0;
   }
   let failed = 0;
+  let misquoted = 0;
   for (const c of claims) {
     let got: string;
     try {
@@ -192,17 +260,20 @@ function main(): number {
     } catch (e) {
       got = `error: ${(e as Error).message}`;
     }
-    // BLEU/chrF lines must match exactly; other kinds as the quoted figure is written.
-    const ok = c.kind === 'value' ? got.includes(c.expect) : got === c.expect;
+    // BLEU/chrF lines must match exactly; other kinds as the quoted figure is written (a value claim
+    // is a whole cell or a whole part of one: 22 is not in "222 / — / 4173").
+    const ok = c.kind === 'value' ? got.split(' / ').includes(c.expect) : got === c.expect;
+    const problems = quoteProblems(c);
     if (!ok) failed++;
-    console.log(
-      `${ok ? 'ok  ' : 'FAIL'} ${c.id}: ${ok ? c.expect : `quoted ${JSON.stringify(c.expect)}, the file gives ${JSON.stringify(got)}`}`,
-    );
+    if (problems.length > 0) misquoted++;
+    if (!ok) console.log(`FAIL ${c.id}: quoted ${JSON.stringify(c.expect)}, the file gives ${JSON.stringify(got)}`);
+    for (const p of problems) console.log(`FAIL ${c.id}: ${p}`);
+    if (ok && problems.length === 0) console.log(`ok   ${c.id}: ${c.expect}`);
   }
   console.log(
-    `check-records: ${claims.length - failed} of ${claims.length} figures recomputed from their files${failed ? `, ${failed} differ` : ''}`,
+    `check-records: ${claims.length - failed} of ${claims.length} figures recomputed from their files${failed ? `, ${failed} differ` : ''}${misquoted ? `, ${misquoted} not found in a file said to quote them` : ''}`,
   );
-  return failed ? 1 : 0;
+  return failed || misquoted ? 1 : 0;
 }
 
 process.exitCode = main();
