@@ -301,7 +301,7 @@ SCALE_SUFFIX = '_scale'
 
 
 def dequantize_int8(tensors, where):
-    """qkv's int8 weights (src/io/quantize.ts) as float32: each int8 NAME with a float NAME_scale of
+    """qkv's int8 weights (src/tensor/quantize.ts) as float32: each int8 NAME with a float NAME_scale of
     shape [rows, 1] beside it becomes NAME * NAME_scale, and the scale is dropped."""
     out = dict(tensors)
     for name, q in tensors.items():

@@ -18,13 +18,13 @@ import {
 import { join } from 'node:path';
 import { atomicWrite } from '../io/atomic.ts';
 import { readHfGpt2Sync } from '../io/hf.ts';
-import { quantizeInt8 } from '../io/quantize.ts';
+import { quantizeInt8 } from '../tensor/quantize.ts';
 import { writeSafetensors } from '../io/safetensors.ts';
 import type { GPT } from '../models/gpt.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import type { Module } from '../nn/module.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
-import type { LmTokenizer } from '../train/lm.ts';
+import type { LmTokenizer } from '../text/lines.ts';
 import { isHfConfig } from '../models/hf/gpt2.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { checkedHf, gptFromFiles, gptShape, hfTokenizer, hfWeightsError, type LoadedLm } from './gpt.ts';
@@ -46,7 +46,7 @@ export { atomicWrite };
 
 /**
  * The on-disk precisions of saveWeights: fp32, fp16 (half the size), or int8 per row with fp16 for the rest (a quarter;
- * io/quantize.ts).
+ * tensor/quantize.ts).
  */
 export type WeightsDType = 'F32' | 'F16' | 'I8';
 

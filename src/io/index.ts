@@ -10,4 +10,4 @@ export {
   type WriteOptions,
 } from './safetensors.ts';
 export { readHfGpt2, readHfGpt2Streaming, readHfGpt2Sync, type RangeReader, type RangeReaderSync } from './hf.ts';
-export { quantizeInt8, dequantizeInt8, SCALE_SUFFIX } from './quantize.ts';
+export { quantizeInt8, dequantizeInt8, SCALE_SUFFIX } from '../tensor/quantize.ts';

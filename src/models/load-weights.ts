@@ -10,7 +10,7 @@
 import type { Module } from '../nn/module.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import type { Tensor } from '../tensor/tensor.ts';
-import { dequantizeInt8 } from '../io/quantize.ts';
+import { dequantizeInt8 } from '../tensor/quantize.ts';
 
 /** A config field whose value is one dimension of one tensor (e.g. dModel = embedding.weight's columns). */
 export interface ShapeField {
@@ -134,7 +134,7 @@ export function checkFinite(weights: Record<string, Tensor>): void {
 
 /**
  * Check the weights against the model and its config (one line), check they are finite, then load
- * them. Int8 weights (io/quantize.ts: `NAME` int8 and `NAME_scale`) are dequantized first.
+ * them. Int8 weights (tensor/quantize.ts: `NAME` int8 and `NAME_scale`) are dequantized first.
  */
 export function loadWeights(
   model: Module,

@@ -6,7 +6,7 @@ import { tempDir } from '../e2e/tiny-model.ts';
 import { join } from 'node:path';
 import { corpusBleu } from '../../src/text/bleu.ts';
 import { corpusChrf } from '../../src/text/chrf.ts';
-import { dequantizeInt8, quantizeInt8 } from '../../src/io/quantize.ts';
+import { dequantizeInt8, quantizeInt8 } from '../../src/tensor/quantize.ts';
 import { readSafetensors, readSafetensorsHeader } from '../../src/io/safetensors.ts';
 import { qkv, writeCorpus } from '../helpers/cli.ts';
 

@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
-import { dequantizeInt8, quantizeInt8 } from '../../src/io/quantize.ts';
+import { dequantizeInt8, quantizeInt8 } from '../../src/tensor/quantize.ts';
 import { readSafetensors, writeSafetensors } from '../../src/io/safetensors.ts';
 import { GPT, type GPTConfig } from '../../src/models/gpt.ts';
 import { Seq2Seq } from '../../src/models/seq2seq.ts';
@@ -73,7 +73,7 @@ interface Case {
   expected: Tensor;
 }
 
-/** The bytes of a state dict in `dtype`: fp32, fp16, bf16, or qkv's int8 rows with scales (io/quantize.ts). */
+/** The bytes of a state dict in `dtype`: fp32, fp16, bf16, or qkv's int8 rows with scales (tensor/quantize.ts). */
 function weightBytes(state: Record<string, Tensor>, dtype?: 'F16' | 'BF16' | 'I8'): Uint8Array {
   if (dtype !== 'I8') return writeSafetensors(state, dtype ? { dtype } : {});
   const q = quantizeInt8(state);

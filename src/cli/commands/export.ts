@@ -61,7 +61,7 @@ export type ExportArgs = Optional<FlagsOf<typeof flags>, 'format' | 'withAttenti
   log: (s: string) => void;
 };
 
-/** --dtype's values: fp16 (the default), fp32, or int8 rows with their scales (io/quantize.ts). */
+/** --dtype's values: fp16 (the default), fp32, or int8 rows with their scales (tensor/quantize.ts). */
 const WEIGHT_DTYPES: Partial<Record<string, WeightsDType>> = { f16: 'F16', f32: 'F32', int8: 'I8' };
 
 export function exportModel(o: ExportArgs): void {

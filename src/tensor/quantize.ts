@@ -12,8 +12,8 @@
  * (`q · s` is one correctly rounded float32 product, the same in PyTorch), and every kernel runs
  * in float32 as before.
  */
-import { Tensor } from '../tensor/tensor.ts';
-import { shapeToString } from '../tensor/shape.ts';
+import { Tensor } from './tensor.ts';
+import { shapeToString } from './shape.ts';
 
 /** The scales of weight `NAME` are the tensor `NAME` + this suffix. */
 export const SCALE_SUFFIX = '_scale';

@@ -1,11 +1,11 @@
 /**
- * Int8 weight storage (src/io/quantize.ts): exact expected values on hand-made rows (scale, rounding
+ * Int8 weight storage (src/tensor/quantize.ts): exact expected values on hand-made rows (scale, rounding
  * half to even, zero rows), the error bound on random weights, the safetensors layout (I8 + F32
  * scales [rows, 1], F16 for 1-D), and refusals that name the tensor.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dequantizeInt8, quantizeInt8 } from '../../src/io/quantize.ts';
+import { dequantizeInt8, quantizeInt8 } from '../../src/tensor/quantize.ts';
 import { readSafetensors, readSafetensorsHeader, writeSafetensors } from '../../src/io/safetensors.ts';
 import { loadWeights, SEQ2SEQ_FIELDS } from '../../src/models/load-weights.ts';
 import { Seq2Seq } from '../../src/models/seq2seq.ts';
