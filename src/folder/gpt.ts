@@ -16,7 +16,7 @@ import { BpeTokenizer } from '../text/bpe.ts';
 import { ByteLevelBpeTokenizer } from '../text/bytelevel.ts';
 import { CharTokenizer } from '../text/chars.ts';
 import { tokenizerFromJSON } from '../text/load.ts';
-import { decodeLines, encodeLines, type LmTokenizer } from '../train/lm.ts';
+import { decodeLines, encodeLines, type LmTokenizer } from '../text/lines.ts';
 import { loadInto, notFound, weightsOf, type Weights } from './seq2seq.ts';
 import { bareNames, FILES, FolderError, type FileNamer, type LmConfigFile } from './spec.ts';
 

@@ -15,13 +15,12 @@ export {
   LmTrainer,
   LM_RECIPE,
   evaluateLm,
-  encodeLines,
-  decodeLines,
   type LmTrainerOptions,
   type LmStepResult,
   type LmTrainerPosition,
-  type LmTokenizer,
 } from './lm.ts';
+// Text as a token stream lives in text/ (the model folders use it too); the trainer's users find it here.
+export { encodeLines, decodeLines, type LmTokenizer } from '../text/lines.ts';
 export { averageWeights } from './average.ts';
 // The training loop (loop.ts) writes a run folder with node:fs, so it is imported from its file, not
 // from here (this index is the browser-safe library).

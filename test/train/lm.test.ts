@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { manualSeed, models } from '../../src/index.ts';
 import { CharTokenizer } from '../../src/text/chars.ts';
 import { BpeTokenizer } from '../../src/text/bpe.ts';
-import { LmTrainer, decodeLines, encodeLines, evaluateLm } from '../../src/train/lm.ts';
+import { LmTrainer, evaluateLm } from '../../src/train/lm.ts';
+import { decodeLines, encodeLines } from '../../src/text/lines.ts';
 
 const lines = [
   'a cat sits on the mat.',

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
 import { generate } from '../../src/decode/gpt.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { decodeLines } from '../../src/train/lm.ts';
+import { decodeLines } from '../../src/text/lines.ts';
 import { headsOf, modelKind } from '../../src/viz/attention-data.ts';
 import { mapsGridSvg, mapsHeadViewSvg, mapsHeatmapSvg, mapsModelViewSvg } from '../../src/viz/attention-maps.ts';
 import {
