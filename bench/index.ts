@@ -20,7 +20,7 @@ import { spawnSync } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { acquireBenchLock } from './lock.ts';
-import { cpuName, writeNewResults } from './results.ts';
+import { codeVersion, cpuName, writeNewResults } from './results.ts';
 import type { GemmParams } from '../src/backend/backend.ts';
 import { gemm as jsGemm } from '../src/backend/js/gemm.ts';
 import { wasmGemm } from '../src/backend/wasm/gemm.ts';
@@ -443,7 +443,7 @@ log(`\n${machine}\n${torchNote}\n\n${table}\n\n(${minutes} min)`);
 // One file per run, never overwritten (bench/torchrun.ts writes its own).
 const written = writeNewResults(`# Benchmark results
 
-Written by \`npm run bench\` (bench/index.ts) on ${new Date().toISOString().slice(0, 10)}, in ${minutes} minutes.
+Written by \`npm run bench\` (bench/index.ts) on ${new Date().toISOString().slice(0, 10)}, in ${minutes} minutes, ${codeVersion()}.
 
 Machine: ${machine}.
 Peers: TensorFlow.js with @tensorflow/tfjs-backend-wasm (SIMD, one thread under Node); ${torchNote || 'PyTorch not run'}.

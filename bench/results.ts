@@ -4,6 +4,7 @@
  * exists (issue 40: every quoted speed figure has the file of its own run behind it). The markers
  * of bench:torchrun's section are kept for reading the older bench/RESULTS.md of git history.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 
@@ -38,6 +39,20 @@ export function cpuName(): string {
     return `${name} (cpu family ${field('cpu family')}, model ${field('model')}, ${simd})`;
   } catch {
     return name;
+  }
+}
+
+/**
+ * The code a run measured: the commit, and whether the work tree had changes beside it (a results
+ * file can then be tied to the code it timed, and two runs compared knowing what changed between them).
+ */
+export function codeVersion(): string {
+  try {
+    const git = (...args: string[]) => execFileSync('git', args, { encoding: 'utf8' }).trim();
+    const dirty = git('status', '--porcelain', '--untracked-files=no') !== '';
+    return `commit ${git('rev-parse', '--short', 'HEAD')}${dirty ? ' with uncommitted changes' : ''}`;
+  } catch {
+    return 'commit unknown (not a git checkout)';
   }
 }
 

@@ -27,7 +27,7 @@ import { manualSeed } from '../src/tensor/random.ts';
 import { PRESETS } from '../src/train/presets.ts';
 import { Seq2SeqTrainer } from '../src/train/trainer.ts';
 import { acquireBenchLock } from './lock.ts';
-import { cpuName, writeNewResults } from './results.ts';
+import { codeVersion, cpuName, writeNewResults } from './results.ts';
 
 acquireBenchLock();
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -137,7 +137,7 @@ const table = [
   `## Training under torchrun (\`npm run bench:torchrun\`${smoke ? ' --smoke' : ''})`,
   '',
   `${presetName} preset, ${n} Multi30K pairs, --max-tokens ${trainer.options.maxTokens}, ${steps} steps from the same weights on qkv's batches (2 processes: 2 batches a step); ` +
-    `${new Date().toISOString().slice(0, 10)}, ${cpuName()}, ${cores} cores, load ${loadavg()
+    `${new Date().toISOString().slice(0, 10)}, ${codeVersion()}, ${cpuName()}, ${cores} cores, load ${loadavg()
       .map((x) => x.toFixed(2))
       .join(' ')} at the end.`,
   '',
