@@ -1,3 +1,4 @@
+import type { Backend } from '../backend.ts';
 import { jsKernels } from './registry.ts';
 
 /** The per-step constants of the update below, computed once for every element (and by the wasm binding). */
@@ -34,19 +35,7 @@ export function adamConstants(
  * Adam (Kingma & Ba) as torch.optim.Adam/AdamW compute it, in place. `step` counts from 1.
  * decoupled = AdamW: weight decay shrinks the parameter directly instead of adding to the gradient.
  */
-export function adam(
-  param: Float32Array,
-  grad: Float32Array,
-  m: Float32Array,
-  v: Float32Array,
-  lr: number,
-  beta1: number,
-  beta2: number,
-  eps: number,
-  weightDecay: number,
-  decoupled: boolean,
-  step: number,
-): void {
+export const adam: Backend['adam'] = (param, grad, m, v, lr, beta1, beta2, eps, weightDecay, decoupled, step) => {
   const { stepSize, bc2Sqrt, shrink, l2 } = adamConstants(lr, beta1, beta2, weightDecay, decoupled, step);
   for (let i = 0; i < param.length; i++) {
     let g = grad[i];
@@ -57,6 +46,6 @@ export function adam(
     v[i] = vi;
     param[i] = param[i] * shrink - stepSize * (mi / (Math.sqrt(vi) / bc2Sqrt + eps));
   }
-}
+};
 
 jsKernels.register('adam', { adam });

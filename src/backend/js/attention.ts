@@ -1,4 +1,4 @@
-import type { AttentionBias, AttentionParams } from '../backend.ts';
+import type { Backend, AttentionBias, AttentionParams } from '../backend.ts';
 import { jsKernels } from './registry.ts';
 
 /** row[j] = scale·(q_i · k_j) + bias[i, j] for the first `limit` keys; returns the row maximum. */
@@ -75,15 +75,7 @@ function forEachScoredRow(
  *
  * q (B,H,L,D), k (B,H,S,D), v (B,H,S,Dv), out (B,H,L,Dv), lse (B,H,L), weights (B,H,L,S) or null.
  */
-export function attention(
-  q: Float32Array,
-  k: Float32Array,
-  v: Float32Array,
-  out: Float32Array,
-  lse: Float32Array,
-  weights: Float32Array | null,
-  p: AttentionParams,
-): void {
+export const attention: Backend['attention'] = (q, k, v, out, lse, weights, p) => {
   const { l: L, s: S, dv: DV } = p;
   const row = new Float64Array(S);
   const acc = new Float64Array(DV);
@@ -112,24 +104,13 @@ export function attention(
       for (let j = Math.max(limit, 0); j < S; j++) weights[wi + j] = 0;
     }
   });
-}
+};
 
 /**
  * With P = softmax(S) rebuilt from lse, and Δ_i = dO_i·O_i:
  *   dV = Pᵀ·dO,  dP = dO·Vᵀ,  dS = P∘(dP − Δ),  dQ = scale·dS·K,  dK = scale·dSᵀ·Q.
  */
-export function attentionBackward(
-  q: Float32Array,
-  k: Float32Array,
-  v: Float32Array,
-  out: Float32Array,
-  dout: Float32Array,
-  lse: Float32Array,
-  dq: Float32Array,
-  dk: Float32Array,
-  dv: Float32Array,
-  p: AttentionParams,
-): void {
+export const attentionBackward: Backend['attentionBackward'] = (q, k, v, out, dout, lse, dq, dk, dv, p) => {
   const { l: L, s: S, d: D, dv: DV, scale } = p;
   dq.fill(0);
   dk.fill(0);
@@ -158,6 +139,6 @@ export function attentionBackward(
       }
     }
   });
-}
+};
 
 jsKernels.register('attention', { attention, attentionBackward });

@@ -1,4 +1,4 @@
-import type { BinaryOp, UnaryOp } from '../backend.ts';
+import type { Backend, BinaryOp } from '../backend.ts';
 import { jsKernels } from './registry.ts';
 
 function apply(op: BinaryOp, x: number, y: number): number {
@@ -15,15 +15,7 @@ function apply(op: BinaryOp, x: number, y: number): number {
 }
 
 /** Broadcasting binary op over an N-d output, with fast paths for the shapes training hits most. */
-export function binary(
-  op: BinaryOp,
-  a: Float32Array,
-  aStrides: readonly number[],
-  b: Float32Array,
-  bStrides: readonly number[],
-  out: Float32Array,
-  outShape: readonly number[],
-): void {
+export const binary: Backend['binary'] = (op, a, aStrides, b, bStrides, out, outShape) => {
   const n = out.length;
   const nd = outShape.length;
   if (n === 0) return;
@@ -75,7 +67,7 @@ export function binary(
       idx[d] = 0;
     }
   }
-}
+};
 
 /** True if `strides` describe a contiguous block of size `len` at the end, repeated over leading dims. */
 export function isTrailingBlock(strides: readonly number[], shape: readonly number[], len: number): boolean {
@@ -90,13 +82,13 @@ export function isTrailingBlock(strides: readonly number[], shape: readonly numb
   return true;
 }
 
-export function binaryScalar(op: BinaryOp, a: Float32Array, s: number, out: Float32Array, scalarFirst: boolean): void {
+export const binaryScalar: Backend['binaryScalar'] = (op, a, s, out, scalarFirst) => {
   const n = a.length;
   if (scalarFirst) for (let i = 0; i < n; i++) out[i] = apply(op, s, a[i]);
   else for (let i = 0; i < n; i++) out[i] = apply(op, a[i], s);
-}
+};
 
-export function unary(op: UnaryOp, x: Float32Array, out: Float32Array): void {
+export const unary: Backend['unary'] = (op, x, out) => {
   const n = x.length;
   switch (op) {
     case 'exp':
@@ -121,22 +113,22 @@ export function unary(op: UnaryOp, x: Float32Array, out: Float32Array): void {
       for (let i = 0; i < n; i++) out[i] = Math.abs(x[i]);
       return;
   }
-}
+};
 
-export function pow(x: Float32Array, p: number, out: Float32Array): void {
+export const pow: Backend['pow'] = (x, p, out) => {
   if (p === 2) for (let i = 0; i < x.length; i++) out[i] = x[i] * x[i];
   else for (let i = 0; i < x.length; i++) out[i] = x[i] ** p;
-}
+};
 
-export function relu(x: Float32Array, out: Float32Array): void {
+export const relu: Backend['relu'] = (x, out) => {
   // biome-ignore lint/complexity/useMathMinMax: not Math.max, which differs from this select on NaN and -0.
   for (let i = 0; i < x.length; i++) out[i] = x[i] > 0 ? x[i] : 0;
-}
+};
 
 /** PyTorch defines relu'(0) = 0. */
-export function reluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array): void {
+export const reluBackward: Backend['reluBackward'] = (x, dy, dx) => {
   for (let i = 0; i < x.length; i++) dx[i] = x[i] > 0 ? dy[i] : 0;
-}
+};
 
 /**
  * erf with relative error below 1.2e-7 everywhere (Numerical Recipes' Chebyshev fit of erfc),
@@ -168,32 +160,25 @@ const SQRT1_2 = Math.SQRT1_2;
 const INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
 
 /** gelu(x) = x·Φ(x) = x/2·(1 + erf(x/√2)), the exact form torch uses by default. */
-export function gelu(x: Float32Array, out: Float32Array): void {
+export const gelu: Backend['gelu'] = (x, out) => {
   for (let i = 0; i < x.length; i++) {
     const v = x[i];
     out[i] = 0.5 * v * (1 + erf(v * SQRT1_2));
   }
-}
+};
 
 /** gelu'(x) = Φ(x) + x·φ(x). */
-export function geluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array): void {
+export const geluBackward: Backend['geluBackward'] = (x, dy, dx) => {
   for (let i = 0; i < x.length; i++) {
     const v = x[i];
     const cdf = 0.5 * (1 + erf(v * SQRT1_2));
     const pdf = INV_SQRT_2PI * Math.exp(-0.5 * v * v);
     dx[i] = dy[i] * (cdf + v * pdf);
   }
-}
+};
 
 /** Dropout's mask and output from the random words in `bits` (see Backend.dropoutMask). */
-export function dropoutMask(
-  bits: Uint32Array,
-  threshold: number,
-  scale: number,
-  x: Float32Array,
-  keep: Float32Array,
-  out: Float32Array,
-): void {
+export const dropoutMask: Backend['dropoutMask'] = (bits, threshold, scale, x, keep, out) => {
   const n = keep.length;
   for (let i = 0, j = 0; i < n; i += 2, j++) {
     const u = bits[j]!;
@@ -206,7 +191,7 @@ export function dropoutMask(
       out[i + 1] = x[i + 1]! * k1;
     }
   }
-}
+};
 
 jsKernels.register('elementwise', {
   binary,

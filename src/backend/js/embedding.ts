@@ -1,20 +1,15 @@
+import type { Backend } from '../backend.ts';
 import { jsKernels } from './registry.ts';
 
-export function embedding(weight: Float32Array, ids: Int32Array, out: Float32Array, dim: number): void {
+export const embedding: Backend['embedding'] = (weight, ids, out, dim) => {
   for (let i = 0; i < ids.length; i++) {
     const src = ids[i] * dim;
     out.set(weight.subarray(src, src + dim), i * dim);
   }
-}
+};
 
 /** Scatter-add of the output gradient into the rows that were gathered; the padding row gets none. */
-export function embeddingBackward(
-  dy: Float32Array,
-  ids: Int32Array,
-  dweight: Float32Array,
-  dim: number,
-  paddingIdx: number,
-): void {
+export const embeddingBackward: Backend['embeddingBackward'] = (dy, ids, dweight, dim, paddingIdx) => {
   for (let i = 0; i < ids.length; i++) {
     const id = ids[i];
     if (id === paddingIdx) continue;
@@ -22,6 +17,6 @@ export function embeddingBackward(
     const src = i * dim;
     for (let j = 0; j < dim; j++) dweight[dst + j] += dy[src + j];
   }
-}
+};
 
 jsKernels.register('embedding', { embedding, embeddingBackward });

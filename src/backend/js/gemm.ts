@@ -1,4 +1,4 @@
-import type { GemmParams } from '../backend.ts';
+import type { Backend } from '../backend.ts';
 import { jsKernels } from './registry.ts';
 
 /**
@@ -6,7 +6,7 @@ import { jsKernels } from './registry.ts';
  * transpose case keeps the innermost loop on contiguous memory (the classic i-k-j trick), which is
  * all the speed plain JavaScript can get; the wasm backend has the packed, register-blocked kernel.
  */
-export function gemm(a: Float32Array, b: Float32Array, c: Float32Array, p: GemmParams): void {
+export const gemm: Backend['gemm'] = (a, b, c, p) => {
   const { batch, m, n, k, transA, transB, strideA, strideB, strideC, accumulate } = p;
   for (let bi = 0; bi < batch; bi++) {
     const ao = bi * strideA;
@@ -62,6 +62,6 @@ export function gemm(a: Float32Array, b: Float32Array, c: Float32Array, p: GemmP
       }
     }
   }
-}
+};
 
 jsKernels.register('gemm', { gemm });

@@ -1,3 +1,4 @@
+import type { Backend } from '../backend.ts';
 import { stridesOf } from '../../tensor/shape.ts';
 import { jsKernels } from './registry.ts';
 
@@ -5,12 +6,7 @@ import { jsKernels } from './registry.ts';
  * Sum over the axes where outShape has 1 and shape does not (outShape has shape's rank).
  * Accumulates in float64 per output element for accuracy on long reductions.
  */
-export function reduceSum(
-  x: Float32Array,
-  shape: readonly number[],
-  out: Float32Array,
-  outShape: readonly number[],
-): void {
+export const reduceSum: Backend['reduceSum'] = (x, shape, out, outShape) => {
   const nd = shape.length;
   const n = x.length;
   if (out.length === 1) {
@@ -63,10 +59,10 @@ export function reduceSum(
     }
   }
   for (let j = 0; j < out.length; j++) out[j] = acc[j];
-}
+};
 
 /** out = x with dims permuted (out dim i = x dim perm[i]); contiguous copy. */
-export function permute(x: Float32Array, shape: readonly number[], perm: readonly number[], out: Float32Array): void {
+export const permute: Backend['permute'] = (x, shape, perm, out) => {
   const nd = shape.length;
   const xst = stridesOf(shape);
   const oshape = perm.map((p) => shape[p]);
@@ -87,19 +83,10 @@ export function permute(x: Float32Array, shape: readonly number[], perm: readonl
       idx[d] = 0;
     }
   }
-}
+};
 
 /** Runs of `width` floats from src to dst with their own strides (see Backend.copyRows). */
-export function copyRows(
-  src: Float32Array,
-  srcOffset: number,
-  srcStride: number,
-  dst: Float32Array,
-  dstOffset: number,
-  dstStride: number,
-  rows: number,
-  width: number,
-): void {
+export const copyRows: Backend['copyRows'] = (src, srcOffset, srcStride, dst, dstOffset, dstStride, rows, width) => {
   if (srcStride === 0) {
     const run = src.subarray(srcOffset, srcOffset + width);
     for (let r = 0; r < rows; r++) dst.set(run, dstOffset + r * dstStride);
@@ -109,6 +96,6 @@ export function copyRows(
     const at = srcOffset + r * srcStride;
     dst.set(src.subarray(at, at + width), dstOffset + r * dstStride);
   }
-}
+};
 
 jsKernels.register('layout', { reduceSum, permute, copyRows });

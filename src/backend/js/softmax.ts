@@ -1,7 +1,8 @@
+import type { Backend } from '../backend.ts';
 import { jsKernels } from './registry.ts';
 
 /** Row-wise softmax, max-subtracted for stability. */
-export function softmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void {
+export const softmax: Backend['softmax'] = (x, out, rows, cols) => {
   for (let r = 0; r < rows; r++) {
     const o = r * cols;
     let max = -Infinity;
@@ -15,18 +16,18 @@ export function softmax(x: Float32Array, out: Float32Array, rows: number, cols: 
     const inv = 1 / sum;
     for (let j = 0; j < cols; j++) out[o + j] *= inv;
   }
-}
+};
 
-export function softmaxBackward(y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number): void {
+export const softmaxBackward: Backend['softmaxBackward'] = (y, dy, dx, rows, cols) => {
   for (let r = 0; r < rows; r++) {
     const o = r * cols;
     let dot = 0;
     for (let j = 0; j < cols; j++) dot += dy[o + j] * y[o + j];
     for (let j = 0; j < cols; j++) dx[o + j] = y[o + j] * (dy[o + j] - dot);
   }
-}
+};
 
-export function logSoftmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void {
+export const logSoftmax: Backend['logSoftmax'] = (x, out, rows, cols) => {
   for (let r = 0; r < rows; r++) {
     const o = r * cols;
     let max = -Infinity;
@@ -36,21 +37,15 @@ export function logSoftmax(x: Float32Array, out: Float32Array, rows: number, col
     const lse = max + Math.log(sum);
     for (let j = 0; j < cols; j++) out[o + j] = x[o + j] - lse;
   }
-}
+};
 
-export function logSoftmaxBackward(
-  y: Float32Array,
-  dy: Float32Array,
-  dx: Float32Array,
-  rows: number,
-  cols: number,
-): void {
+export const logSoftmaxBackward: Backend['logSoftmaxBackward'] = (y, dy, dx, rows, cols) => {
   for (let r = 0; r < rows; r++) {
     const o = r * cols;
     let sum = 0;
     for (let j = 0; j < cols; j++) sum += dy[o + j];
     for (let j = 0; j < cols; j++) dx[o + j] = dy[o + j] - Math.exp(y[o + j]) * sum;
   }
-}
+};
 
 jsKernels.register('softmax', { softmax, softmaxBackward, logSoftmax, logSoftmaxBackward });

@@ -3,7 +3,7 @@
  * split among the threads by (batch, head) pairs when the work pays. Arrays are used in place
  * when they live in wasm memory, copied in and out otherwise (`staged`).
  */
-import type { AttentionParams } from '../backend.ts';
+import type { Backend, AttentionParams } from '../backend.ts';
 import { declareExports, sig, type F32, type I32, type Ptr } from './loader.ts';
 import { runParallel, threadsFor, type ParallelKernel } from './parallel.ts';
 import { wasmKernels } from './registry.ts';
@@ -105,15 +105,7 @@ function splitHeads(
   runParallel(kernel, args, () => own(...head, scratch, 0, Math.min(bh, chunk)));
 }
 
-export function attention(
-  q: Float32Array,
-  k: Float32Array,
-  v: Float32Array,
-  out: Float32Array,
-  lse: Float32Array,
-  weights: Float32Array | null,
-  p: AttentionParams,
-): void {
+export const attention: Backend['attention'] = (q, k, v, out, lse, weights, p) => {
   const { b: B, h: H, l: L, s: S, d: D, dv: DV, bias } = p;
   if (B * H * L === 0) return;
   if (S === 0) {
@@ -147,20 +139,9 @@ export function attention(
       );
     },
   );
-}
+};
 
-export function attentionBackward(
-  q: Float32Array,
-  k: Float32Array,
-  v: Float32Array,
-  out: Float32Array,
-  dout: Float32Array,
-  lse: Float32Array,
-  dq: Float32Array,
-  dk: Float32Array,
-  dv: Float32Array,
-  p: AttentionParams,
-): void {
+export const attentionBackward: Backend['attentionBackward'] = (q, k, v, out, dout, lse, dq, dk, dv, p) => {
   const { b: B, h: H, l: L, s: S, d: D, dv: DV, bias } = p;
   dq.fill(0, 0, B * H * L * D);
   dk.fill(0, 0, B * H * S * D);
@@ -194,6 +175,6 @@ export function attentionBackward(
       );
     },
   );
-}
+};
 
 wasmKernels.register('attention', { attention, attentionBackward });

@@ -4,6 +4,7 @@
  * would), when the work pays: the logits of a translation batch are thousands of rows of the
  * vocabulary's width. Arrays are used in place or copied in and out (`staged`).
  */
+import type { Backend } from '../backend.ts';
 import { declareExports, sig, type F32, type I32, type Ptr } from './loader.ts';
 import { splitUnits } from './parallel.ts';
 import { wasmKernels } from './registry.ts';
@@ -17,70 +18,57 @@ declareExports('crossentropy.ts', {
     sig<[logits: Ptr, targets: Ptr, rowScale: Ptr, dlogits: Ptr, rows: I32, cols: I32, ignoreIndex: I32, eps: F32]>(8),
 });
 
-export function crossEntropy(
-  logits: Float32Array,
-  targets: Int32Array,
-  losses: Float32Array,
-  rows: number,
-  cols: number,
-  ignoreIndex: number,
-  labelSmoothing: number,
-): number {
-  if (rows === 0) return 0;
-  let count = 0;
-  for (let r = 0; r < rows; r++) if (targets[r] !== ignoreIndex) count++;
-  staged(
-    [
-      { x: logits, mode: 'in' },
-      { x: targets, mode: 'in' },
-      { x: losses, mode: 'out' },
-    ],
-    0,
-    ([l, t, o]) =>
-      splitUnits('crossEntropy', rows, 4 * cols, (r0, r1) => [
-        l! + 4 * r0 * cols,
-        t! + 4 * r0,
-        o! + 4 * r0,
-        r1 - r0,
-        cols,
-        ignoreIndex,
-        labelSmoothing,
-      ]),
-  );
-  return count;
-}
+const kernels = {
+  crossEntropy(logits, targets, losses, rows, cols, ignoreIndex, labelSmoothing) {
+    if (rows === 0) return 0;
+    let count = 0;
+    for (let r = 0; r < rows; r++) if (targets[r] !== ignoreIndex) count++;
+    staged(
+      [
+        { x: logits, mode: 'in' },
+        { x: targets, mode: 'in' },
+        { x: losses, mode: 'out' },
+      ],
+      0,
+      ([l, t, o]) =>
+        splitUnits('crossEntropy', rows, 4 * cols, (r0, r1) => [
+          l! + 4 * r0 * cols,
+          t! + 4 * r0,
+          o! + 4 * r0,
+          r1 - r0,
+          cols,
+          ignoreIndex,
+          labelSmoothing,
+        ]),
+    );
+    return count;
+  },
 
-export function crossEntropyBackward(
-  logits: Float32Array,
-  targets: Int32Array,
-  rowScale: Float32Array,
-  dlogits: Float32Array,
-  rows: number,
-  cols: number,
-  ignoreIndex: number,
-  labelSmoothing: number,
-): void {
-  if (rows === 0) return;
-  staged(
-    [
-      { x: logits, mode: 'in' },
-      { x: targets, mode: 'in' },
-      { x: rowScale, mode: 'in' },
-      { x: dlogits, mode: 'out' },
-    ],
-    0,
-    ([l, t, s, o]) =>
-      splitUnits('crossEntropyBackward', rows, 4 * cols, (r0, r1) => [
-        l! + 4 * r0 * cols,
-        t! + 4 * r0,
-        s! + 4 * r0,
-        o! + 4 * r0 * cols,
-        r1 - r0,
-        cols,
-        ignoreIndex,
-        labelSmoothing,
-      ]),
-  );
-}
+  crossEntropyBackward(logits, targets, rowScale, dlogits, rows, cols, ignoreIndex, labelSmoothing) {
+    if (rows === 0) return;
+    staged(
+      [
+        { x: logits, mode: 'in' },
+        { x: targets, mode: 'in' },
+        { x: rowScale, mode: 'in' },
+        { x: dlogits, mode: 'out' },
+      ],
+      0,
+      ([l, t, s, o]) =>
+        splitUnits('crossEntropyBackward', rows, 4 * cols, (r0, r1) => [
+          l! + 4 * r0 * cols,
+          t! + 4 * r0,
+          s! + 4 * r0,
+          o! + 4 * r0 * cols,
+          r1 - r0,
+          cols,
+          ignoreIndex,
+          labelSmoothing,
+        ]),
+    );
+  },
+} satisfies Pick<Backend, 'crossEntropy' | 'crossEntropyBackward'>;
+
+export const { crossEntropy, crossEntropyBackward } = kernels;
 
 wasmKernels.register('crossentropy', { crossEntropy, crossEntropyBackward });

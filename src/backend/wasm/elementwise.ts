@@ -7,7 +7,7 @@
  *   every float array is already a wasm view, else they call their js twin (route.ts).
  * - unary and pow have no wasm kernel: the js twins are registered as they are.
  */
-import type { BinaryOp } from '../backend.ts';
+import type { Backend, BinaryOp } from '../backend.ts';
 import {
   binary as jsBinary,
   binaryScalar as jsBinaryScalar,
@@ -43,15 +43,7 @@ const K = declareExports('elementwise.ts', {
  * shapes, and one operand a contiguous block broadcast along leading dims (a bias, a scalar);
  * other broadcasts go to the twin. `out` may be the same array as `a` or `b` (a += b in place).
  */
-export function binary(
-  op: BinaryOp,
-  a: Float32Array,
-  aStrides: readonly number[],
-  b: Float32Array,
-  bStrides: readonly number[],
-  out: Float32Array,
-  outShape: readonly number[],
-): void {
+export const binary: Backend['binary'] = (op, a, aStrides, b, bStrides, out, outShape) => {
   const n = out.length;
   const code = OPS[op];
   if (!inWasm(n > 0 && code !== undefined, a, b, out)) return jsBinary(op, a, aStrides, b, bStrides, out, outShape);
@@ -70,35 +62,22 @@ export function binary(
     layoutToJs();
     jsBinary(op, a, aStrides, b, bStrides, out, outShape);
   }
-}
+};
 
-export function binaryScalar(
-  op: BinaryOp,
-  a: Float32Array,
-  scalar: number,
-  out: Float32Array,
-  scalarFirst: boolean,
-): void {
+export const binaryScalar: Backend['binaryScalar'] = (op, a, scalar, out, scalarFirst) => {
   const code = OPS[op];
   if (!inWasm(a.length > 0 && code !== undefined, a, out)) return jsBinaryScalar(op, a, scalar, out, scalarFirst);
   // A float32 scalar: float32 arithmetic rounds exactly as the twin's float64 one; else float64.
   const exact = Object.is(Math.fround(scalar), scalar) || Number.isNaN(scalar) ? 1 : 0;
   K().binaryScalar(code, a.byteOffset, out.byteOffset, a.length, scalar, scalarFirst ? 1 : 0, exact);
-}
+};
 
 /**
  * Dropout's mask in wasm when x, keep and out are wasm views (a training step's activations); the
  * random words are copied in. Split among the threads by words: each element depends only on its
  * own word, so the result does not depend on the thread count.
  */
-export function dropoutMask(
-  bits: Uint32Array,
-  threshold: number,
-  scale: number,
-  x: Float32Array,
-  keep: Float32Array,
-  out: Float32Array,
-): void {
+export const dropoutMask: Backend['dropoutMask'] = (bits, threshold, scale, x, keep, out) => {
   const n = keep.length;
   if (!inWasm(n > 0, x, keep, out)) return jsDropoutMask(bits, threshold, scale, x, keep, out);
   const words = (n + 1) >> 1;
@@ -114,9 +93,9 @@ export function dropoutMask(
       scale,
     ]);
   });
-}
+};
 
-export function relu(x: Float32Array, out: Float32Array): void {
+export const relu: Backend['relu'] = (x, out) => {
   if (x.length === 0) return;
   staged(
     [
@@ -126,9 +105,9 @@ export function relu(x: Float32Array, out: Float32Array): void {
     0,
     ([a, o]) => K().relu(a!, o!, x.length),
   );
-}
+};
 
-export function reluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array): void {
+export const reluBackward: Backend['reluBackward'] = (x, dy, dx) => {
   if (x.length === 0) return;
   staged(
     [
@@ -139,9 +118,9 @@ export function reluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array
     0,
     ([a, d, o]) => K().reluBackward(a!, d!, o!, x.length),
   );
-}
+};
 
-export function gelu(x: Float32Array, out: Float32Array): void {
+export const gelu: Backend['gelu'] = (x, out) => {
   if (x.length === 0) return;
   staged(
     [
@@ -151,9 +130,9 @@ export function gelu(x: Float32Array, out: Float32Array): void {
     0,
     ([a, o]) => K().gelu(a!, o!, x.length),
   );
-}
+};
 
-export function geluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array): void {
+export const geluBackward: Backend['geluBackward'] = (x, dy, dx) => {
   if (x.length === 0) return;
   staged(
     [
@@ -164,7 +143,7 @@ export function geluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array
     0,
     ([a, d, o]) => K().geluBackward(a!, d!, o!, x.length),
   );
-}
+};
 
 wasmKernels.register('elementwise', {
   binary,

@@ -3,7 +3,7 @@
  * transposed B) behind the Backend interface, split among the threads by rows (or by columns for
  * the few-row path) when the work pays.
  */
-import type { GemmParams } from '../backend.ts';
+import type { Backend } from '../backend.ts';
 import {
   declareExports,
   gemmScratchFloats,
@@ -65,7 +65,7 @@ function extent(batch: number, stride: number, size: number): number {
  * Same contract as the js `gemm` (src/backend/backend.ts). Arrays that are views into the wasm
  * memory (see memory.ts) are used in place; others are copied into wasm memory and back.
  */
-export function wasmGemm(a: Float32Array, b: Float32Array, c: Float32Array, p: GemmParams): void {
+export const wasmGemm: Backend['gemm'] = (a, b, c, p) => {
   const wasm = K();
   let { batch, m, strideA, strideC } = p;
   const { n, k, transA, transB, strideB, accumulate } = p;
@@ -156,6 +156,6 @@ export function wasmGemm(a: Float32Array, b: Float32Array, c: Float32Array, p: G
       runParallel('gemmRows', args, () => wasm.gemmRows(...head, scratch!, 0, Math.min(m, chunk)));
     },
   );
-}
+};
 
 wasmKernels.register('gemm', { gemm: wasmGemm });

@@ -2,6 +2,7 @@
  * Layer norm, forward and backward (assembly/layernorm.ts), behind the Backend interface. Arrays
  * are used in place when they live in wasm memory, copied in and out otherwise (`staged`).
  */
+import type { Backend } from '../backend.ts';
 import { declareExports, sig, type F32, type I32, type Ptr } from './loader.ts';
 import { wasmKernels } from './registry.ts';
 import { staged } from './stage.ts';
@@ -12,59 +13,42 @@ const K = declareExports('layernorm.ts', {
     sig<[x: Ptr, w: Ptr, mean: Ptr, rstd: Ptr, dy: Ptr, dx: Ptr, dw: Ptr, db: Ptr, rows: I32, cols: I32]>(10),
 });
 
-export function layerNorm(
-  x: Float32Array,
-  weight: Float32Array | null,
-  bias: Float32Array | null,
-  out: Float32Array,
-  mean: Float32Array,
-  rstd: Float32Array,
-  rows: number,
-  cols: number,
-  eps: number,
-): void {
-  if (rows * cols === 0) return;
-  staged(
-    [
-      { x, mode: 'in' },
-      { x: weight, mode: 'in' },
-      { x: bias, mode: 'in' },
-      { x: out, mode: 'out' },
-      { x: mean, mode: 'out' },
-      { x: rstd, mode: 'out' },
-    ],
-    0,
-    ([a, w, b, o, m, r]) => K().layerNorm(a!, w!, b!, o!, m!, r!, rows, cols, eps),
-  );
-}
+const kernels = {
+  layerNorm(x, weight, bias, out, mean, rstd, rows, cols, eps) {
+    if (rows * cols === 0) return;
+    staged(
+      [
+        { x, mode: 'in' },
+        { x: weight, mode: 'in' },
+        { x: bias, mode: 'in' },
+        { x: out, mode: 'out' },
+        { x: mean, mode: 'out' },
+        { x: rstd, mode: 'out' },
+      ],
+      0,
+      ([a, w, b, o, m, r]) => K().layerNorm(a!, w!, b!, o!, m!, r!, rows, cols, eps),
+    );
+  },
 
-export function layerNormBackward(
-  x: Float32Array,
-  weight: Float32Array | null,
-  mean: Float32Array,
-  rstd: Float32Array,
-  dy: Float32Array,
-  dx: Float32Array,
-  dweight: Float32Array | null,
-  dbias: Float32Array | null,
-  rows: number,
-  cols: number,
-): void {
-  if (rows * cols === 0) return;
-  staged(
-    [
-      { x, mode: 'in' },
-      { x: weight, mode: 'in' },
-      { x: mean, mode: 'in' },
-      { x: rstd, mode: 'in' },
-      { x: dy, mode: 'in' },
-      { x: dx, mode: 'out' },
-      { x: dweight, mode: 'inout' },
-      { x: dbias, mode: 'inout' },
-    ],
-    0,
-    ([a, w, m, r, d, o, dw, db]) => K().layerNormBackward(a!, w!, m!, r!, d!, o!, dw!, db!, rows, cols),
-  );
-}
+  layerNormBackward(x, weight, mean, rstd, dy, dx, dweight, dbias, rows, cols) {
+    if (rows * cols === 0) return;
+    staged(
+      [
+        { x, mode: 'in' },
+        { x: weight, mode: 'in' },
+        { x: mean, mode: 'in' },
+        { x: rstd, mode: 'in' },
+        { x: dy, mode: 'in' },
+        { x: dx, mode: 'out' },
+        { x: dweight, mode: 'inout' },
+        { x: dbias, mode: 'inout' },
+      ],
+      0,
+      ([a, w, m, r, d, o, dw, db]) => K().layerNormBackward(a!, w!, m!, r!, d!, o!, dw!, db!, rows, cols),
+    );
+  },
+} satisfies Pick<Backend, 'layerNorm' | 'layerNormBackward'>;
+
+export const { layerNorm, layerNormBackward } = kernels;
 
 wasmKernels.register('layernorm', { layerNorm, layerNormBackward });

@@ -3,6 +3,7 @@
  * copyRows run in wasm only when every float array is already a wasm view (route.ts), and only
  * for the layouts below; everything else calls the js twin.
  */
+import type { Backend } from '../backend.ts';
 import { copyRows as jsCopyRows, permute as jsPermute, reduceSum as jsReduceSum } from '../js/layout.ts';
 import { declareExports, sig, type I32, type Ptr } from './loader.ts';
 import { wasmKernels } from './registry.ts';
@@ -26,12 +27,7 @@ const K = declareExports('layout.ts', {
  * Sums over leading dims (column sums: bias gradients) or trailing dims (row sums, and the sum of
  * everything) in wasm, with float64 accumulators as the twin; other layouts go to the twin.
  */
-export function reduceSum(
-  x: Float32Array,
-  shape: readonly number[],
-  out: Float32Array,
-  outShape: readonly number[],
-): void {
+export const reduceSum: Backend['reduceSum'] = (x, shape, out, outShape) => {
   const n = x.length;
   if (!inWasm(n > 0 && out.length > 0, x, out)) return jsReduceSum(x, shape, out, outShape);
   const nd = shape.length;
@@ -52,14 +48,14 @@ export function reduceSum(
   if (headSame) return K().sumRows(x.byteOffset, out.byteOffset, out.length, n / out.length);
   layoutToJs();
   jsReduceSum(x, shape, out, outShape);
-}
+};
 
 /**
  * Permutes in wasm: [0, 2, 1, 3] on 4-D and [1, 0, 2] on 3-D (attention's head split and merge),
  * and any swap of the last two dims that keeps the others in place (2-D transpose, batched
  * transposes); others go to the twin.
  */
-export function permute(x: Float32Array, shape: readonly number[], perm: readonly number[], out: Float32Array): void {
+export const permute: Backend['permute'] = (x, shape, perm, out) => {
   const nd = shape.length;
   if (!inWasm(x.length > 0, x, out)) return jsPermute(x, shape, perm, out);
   const is = (...p: number[]) => p.length === nd && p.every((d, i) => perm[i] === d);
@@ -74,19 +70,10 @@ export function permute(x: Float32Array, shape: readonly number[], perm: readonl
   }
   layoutToJs();
   jsPermute(x, shape, perm, out);
-}
+};
 
 /** Strided runs copied in wasm (memory.copy per run) when both arrays are wasm views. */
-export function copyRows(
-  src: Float32Array,
-  srcOffset: number,
-  srcStride: number,
-  dst: Float32Array,
-  dstOffset: number,
-  dstStride: number,
-  rows: number,
-  width: number,
-): void {
+export const copyRows: Backend['copyRows'] = (src, srcOffset, srcStride, dst, dstOffset, dstStride, rows, width) => {
   if (!inWasm(rows * width > 0, src, dst))
     return jsCopyRows(src, srcOffset, srcStride, dst, dstOffset, dstStride, rows, width);
   K().copyRows(
@@ -97,6 +84,6 @@ export function copyRows(
     rows,
     4 * width,
   );
-}
+};
 
 wasmKernels.register('layout', { reduceSum, permute, copyRows });

@@ -3,6 +3,7 @@
  * interface. Arrays are used in place when they live in wasm memory, copied in and out otherwise
  * (`staged`: the work per element repays the copy).
  */
+import type { Backend } from '../backend.ts';
 import { declareExports, sig, type I32, type Ptr } from './loader.ts';
 import { wasmKernels } from './registry.ts';
 import { staged } from './stage.ts';
@@ -14,7 +15,7 @@ const K = declareExports('softmax.ts', {
   logSoftmaxBackward: sig<[y: Ptr, dy: Ptr, dx: Ptr, rows: I32, cols: I32]>(5),
 });
 
-export function softmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void {
+export const softmax: Backend['softmax'] = (x, out, rows, cols) => {
   if (rows * cols === 0) return;
   staged(
     [
@@ -24,9 +25,9 @@ export function softmax(x: Float32Array, out: Float32Array, rows: number, cols: 
     0,
     ([px, po]) => K().softmax(px!, po!, rows, cols),
   );
-}
+};
 
-export function softmaxBackward(y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number): void {
+export const softmaxBackward: Backend['softmaxBackward'] = (y, dy, dx, rows, cols) => {
   if (rows * cols === 0) return;
   staged(
     [
@@ -37,9 +38,9 @@ export function softmaxBackward(y: Float32Array, dy: Float32Array, dx: Float32Ar
     0,
     ([a, b, c]) => K().softmaxBackward(a!, b!, c!, rows, cols),
   );
-}
+};
 
-export function logSoftmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void {
+export const logSoftmax: Backend['logSoftmax'] = (x, out, rows, cols) => {
   if (rows * cols === 0) return;
   staged(
     [
@@ -49,15 +50,9 @@ export function logSoftmax(x: Float32Array, out: Float32Array, rows: number, col
     0,
     ([px, po]) => K().logSoftmax(px!, po!, rows, cols),
   );
-}
+};
 
-export function logSoftmaxBackward(
-  y: Float32Array,
-  dy: Float32Array,
-  dx: Float32Array,
-  rows: number,
-  cols: number,
-): void {
+export const logSoftmaxBackward: Backend['logSoftmaxBackward'] = (y, dy, dx, rows, cols) => {
   if (rows * cols === 0) return;
   staged(
     [
@@ -68,6 +63,6 @@ export function logSoftmaxBackward(
     0,
     ([a, b, c]) => K().logSoftmaxBackward(a!, b!, c!, rows, cols),
   );
-}
+};
 
 wasmKernels.register('softmax', { softmax, softmaxBackward, logSoftmax, logSoftmaxBackward });
