@@ -192,6 +192,16 @@ export const SEED_003: WorkedExample = {
   digits: 2,
 };
 
+/** Seed 002's inputs, one 3-d embedding per token: its queries, keys and values alike. */
+const SEED_002_INPUTS: Matrix = [
+  [0.43, 0.15, 0.89],
+  [0.55, 0.87, 0.66],
+  [0.57, 0.85, 0.64],
+  [0.22, 0.58, 0.33],
+  [0.77, 0.25, 0.1],
+  [0.05, 0.8, 0.55],
+];
+
 /** Seed 002: "Your journey starts with one step", 3-d embeddings, Q = K = V = the inputs, no scaling. */
 export const SEED_002: WorkedExample = {
   id: 'seed-002',
@@ -200,30 +210,9 @@ export const SEED_002: WorkedExample = {
     'simple self-attention without trainable weights: scores = ' +
     'inputs·inputsᵀ, weights = softmax(scores), context = weights·inputs',
   tokens: ['Your', 'journey', 'starts', 'with', 'one', 'step'],
-  q: [
-    [0.43, 0.15, 0.89],
-    [0.55, 0.87, 0.66],
-    [0.57, 0.85, 0.64],
-    [0.22, 0.58, 0.33],
-    [0.77, 0.25, 0.1],
-    [0.05, 0.8, 0.55],
-  ],
-  k: [
-    [0.43, 0.15, 0.89],
-    [0.55, 0.87, 0.66],
-    [0.57, 0.85, 0.64],
-    [0.22, 0.58, 0.33],
-    [0.77, 0.25, 0.1],
-    [0.05, 0.8, 0.55],
-  ],
-  v: [
-    [0.43, 0.15, 0.89],
-    [0.55, 0.87, 0.66],
-    [0.57, 0.85, 0.64],
-    [0.22, 0.58, 0.33],
-    [0.77, 0.25, 0.1],
-    [0.05, 0.8, 0.55],
-  ],
+  q: SEED_002_INPUTS,
+  k: SEED_002_INPUTS,
+  v: SEED_002_INPUTS,
   scale: false,
   digits: 4,
 };

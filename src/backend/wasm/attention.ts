@@ -9,14 +9,8 @@ import { runParallel, threadsFor, type ParallelKernel } from './parallel.ts';
 import { wasmKernels } from './registry.ts';
 import { staged } from './stage.ts';
 
-/** The arguments before scratch: the arrays, the sizes, and the bias with its strides. */
-type Head = [
-  q: Ptr,
-  k: Ptr,
-  v: Ptr,
-  out: Ptr,
-  lse: Ptr,
-  weights: Ptr,
+/** What both kernels take after their arrays: the sizes, scale, causal flag, and the bias with its strides. */
+type Shape = [
   B: I32,
   H: I32,
   L: I32,
@@ -30,29 +24,9 @@ type Head = [
   bsH: I32,
   bsL: I32,
 ];
-type BackHead = [
-  q: Ptr,
-  k: Ptr,
-  v: Ptr,
-  out: Ptr,
-  dout: Ptr,
-  lse: Ptr,
-  dq: Ptr,
-  dk: Ptr,
-  dv: Ptr,
-  B: I32,
-  H: I32,
-  L: I32,
-  S: I32,
-  D: I32,
-  DV: I32,
-  scale: F32,
-  causal: I32,
-  bias: Ptr,
-  bsB: I32,
-  bsH: I32,
-  bsL: I32,
-];
+/** The arguments before scratch: the arrays, then the shape. */
+type Head = [q: Ptr, k: Ptr, v: Ptr, out: Ptr, lse: Ptr, weights: Ptr, ...shape: Shape];
+type BackHead = [q: Ptr, k: Ptr, v: Ptr, out: Ptr, dout: Ptr, lse: Ptr, dq: Ptr, dk: Ptr, dv: Ptr, ...shape: Shape];
 
 const K = declareExports('attention.ts', {
   attentionScratchFloats: sig<[l: I32, d: I32, dv: I32], I32>(3),
@@ -63,7 +37,7 @@ const K = declareExports('attention.ts', {
   attentionBackwardRange: sig<[...BackHead, scratch: Ptr, bh0: I32, bh1: I32]>(24),
 });
 
-/** What both kernels take after their pointers: the shape, scale, causal flag, bias pointer and bias strides. */
+/** The `Shape` arguments of both kernels for `p`, with the bias at `pb`. */
 function shapeArgs(p: AttentionParams, pb: number): number[] {
   const { b, h, l, s, d, dv, bias } = p;
   return [b, h, l, s, d, dv, p.scale, p.causal ? 1 : 0, pb, bias?.strideB ?? 0, bias?.strideH ?? 0, bias?.strideL ?? 0];

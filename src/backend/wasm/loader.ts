@@ -100,69 +100,22 @@ function wasmUrl(variant: WasmVariant): URL {
     : new URL('./qkv-simd.wasm', import.meta.url);
 }
 
+/**
+ * The bytes of a module with one function `(result v128)` whose code is `body` (no locals); small
+ * enough that every size is one LEB128 byte. For WebAssembly.validate: what the engine can compile.
+ */
+function probeModule(body: number[]): Uint8Array {
+  const code = [0, ...body, 0x0b]; // no locals, the body, end
+  // \0asm, version 1; type section: () -> v128; function section: one function of that type.
+  const head = [0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0];
+  return new Uint8Array([...head, 10, code.length + 2, 1, code.length, ...code]); // code section: one body
+}
+/** `v128.const 0`. */
+const V128_ZERO = [0xfd, 0x0c, ...new Array<number>(16).fill(0)];
 // (module (func (result v128) v128.const 0 ×3 f32x4.relaxed_madd))
-const RELAXED_PROBE = new Uint8Array([
-  0,
-  97,
-  115,
-  109,
-  1,
-  0,
-  0,
-  0,
-  1,
-  5,
-  1,
-  96,
-  0,
-  1,
-  123,
-  3,
-  2,
-  1,
-  0,
-  10,
-  61,
-  1,
-  59,
-  0,
-  ...[0, 1, 2].flatMap(() => [0xfd, 0x0c, ...new Array<number>(16).fill(0)]),
-  0xfd,
-  0x85,
-  0x02,
-  0x0b,
-]);
+const RELAXED_PROBE = probeModule([...V128_ZERO, ...V128_ZERO, ...V128_ZERO, 0xfd, 0x85, 0x02]);
 // (module (func (result v128) v128.const 0))
-const SIMD_PROBE = new Uint8Array([
-  0,
-  97,
-  115,
-  109,
-  1,
-  0,
-  0,
-  0,
-  1,
-  5,
-  1,
-  96,
-  0,
-  1,
-  123,
-  3,
-  2,
-  1,
-  0,
-  10,
-  22,
-  1,
-  20,
-  0,
-  0xfd,
-  0x0c,
-  ...new Array<number>(16).fill(0),
-  0x0b,
-]);
+const SIMD_PROBE = probeModule(V128_ZERO);
 
 interface NodeProcess {
   getBuiltinModule?: (id: string) => unknown;
