@@ -4,7 +4,7 @@
  * Several heads overlay in their own colours. Returns an SVG string.
  */
 import { headColor } from './color.ts';
-import { checkMatrix, esc, formatValue, maxTextWidth, px } from './svg.ts';
+import { chartOpening, checkMatrix, esc, formatValue, maxTextWidth, px } from './svg.ts';
 
 /** Options of {@link headViewSvg}: the weights, the token labels and the layout. */
 export interface HeadViewOptions {
@@ -67,18 +67,13 @@ export function headViewSvg(o: HeadViewOptions): string {
   const height = Math.ceil(top + Math.max(rows, cols) * rh + 6);
   const yOf = (i: number) => top + (i + 0.5) * rh;
 
-  const out: string[] = [];
-  out.push(
-    `<svg xmlns="http://www.w3.org/2000/svg" ` +
-      `class="qkv-headview${o.className ? ` ${esc(o.className)}` : ''}" ` +
-      `width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ` +
-      `font-family="system-ui, sans-serif" font-size="${FONT}" ` +
-      `data-rows="${rows}" data-cols="${cols}" ` +
-      `role="img"${o.title ? ` aria-label="${esc(o.title)}"` : ''}>`,
+  const out = chartOpening(
+    'qkv-headview',
+    width,
+    height,
+    `font-size="${FONT}" data-rows="${rows}" data-cols="${cols}"`,
+    o,
   );
-  if (o.background !== null)
-    out.push(`<rect class="background" width="${width}" height="${height}" fill="${o.background ?? '#ffffff'}"/>`);
-  if (o.title) out.push(`<text class="title" x="8" y="18" font-size="14" font-weight="600">${esc(o.title)}</text>`);
   const ly = (o.title ? 26 : 6) + 8;
   out.push(`<g class="head-legend">`);
   ids.forEach((h, k) => {

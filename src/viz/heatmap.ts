@@ -4,7 +4,7 @@
  * (shown on hover), optionally printed in the cell, and a colour bar. Returns an SVG string.
  */
 import { blues, scaleByName, textColorOn, type ColorScale, type ScaleName } from './color.ts';
-import { checkMatrix, esc, finiteRange, formatValue, maxTextWidth, px } from './svg.ts';
+import { chartOpening, checkMatrix, esc, finiteRange, formatValue, maxTextWidth, px } from './svg.ts';
 
 export interface HeatmapOptions {
   /** rows × cols values: row i = query i, column j = key j. */
@@ -105,18 +105,13 @@ export function heatmapSvg(o: HeatmapOptions): string {
   const width = Math.ceil(Math.max(left + gw + legendW + 8, titleW + 8));
   const height = Math.ceil(Math.max(bottom, top + 70));
 
-  const out: string[] = [];
-  const cls = `qkv-heatmap${o.className ? ` ${esc(o.className)}` : ''}`;
-  out.push(
-    `<svg xmlns="http://www.w3.org/2000/svg" class="${cls}" ` +
-      `width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ` +
-      `font-family="system-ui, sans-serif" font-size="${FONT}" ` +
-      `data-rows="${rows}" data-cols="${cols}" ` +
-      `role="img"${o.title ? ` aria-label="${esc(o.title)}"` : ''}>`,
+  const out = chartOpening(
+    'qkv-heatmap',
+    width,
+    height,
+    `font-size="${FONT}" data-rows="${rows}" data-cols="${cols}"`,
+    o,
   );
-  if (o.background !== null)
-    out.push(`<rect class="background" width="${width}" height="${height}" fill="${o.background ?? '#ffffff'}"/>`);
-  if (o.title) out.push(`<text class="title" x="8" y="18" font-size="14" font-weight="600">${esc(o.title)}</text>`);
 
   out.push(`<g class="cells">`);
   for (let i = 0; i < rows; i++) {

@@ -3,7 +3,7 @@
  * legend. Returns an SVG string; each series is a <polyline class="series" data-label>.
  */
 import { headColor } from './color.ts';
-import { esc, formatValue, maxTextWidth, px } from './svg.ts';
+import { chartOpening, esc, formatValue, maxTextWidth, px } from './svg.ts';
 
 /** One line of a chart. */
 export interface Series {
@@ -114,18 +114,7 @@ export function lineChartSvg(o: LineChartOptions): string {
   const X = (v: number) => left + ((v - xlo) / (xhi - xlo)) * pw;
   const Y = (v: number) => top + (1 - (v - ylo) / (yhi - ylo)) * ph;
 
-  const out: string[] = [];
-  out.push(
-    `<svg xmlns="http://www.w3.org/2000/svg" ` +
-      `class="qkv-linechart${o.className ? ` ${esc(o.className)}` : ''}" ` +
-      `width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ` +
-      `font-family="system-ui, sans-serif" font-size="12" ` +
-      `role="img"${o.title ? ` aria-label="${esc(o.title)}"` : ''}>`,
-  );
-  if (o.background !== null)
-    out.push(`<rect class="background" width="${width}" height="${height}" fill="${o.background ?? '#ffffff'}"/>`);
-  if (o.title)
-    out.push(`<text class="title" x="${px(left)}" y="18" font-size="14" font-weight="600">${esc(o.title)}</text>`);
+  const out = chartOpening('qkv-linechart', width, height, 'font-size="12"', o, px(left));
   out.push(`<g class="grid" stroke="#e5e5e5">`);
   for (const v of yTicks)
     if (v >= ylo && v <= yhi)

@@ -6,7 +6,7 @@
  */
 import { blues, scaleByName, type ColorScale, type ScaleName } from './color.ts';
 import { MASKED_FILL } from './heatmap.ts';
-import { checkMatrix, esc, maxTextWidth, px } from './svg.ts';
+import { chartOpening, checkMatrix, maxTextWidth, px } from './svg.ts';
 
 /** Options of {@link modelViewSvg}: the maps, the colour scale and the layout. */
 export interface ModelViewOptions {
@@ -74,18 +74,7 @@ export function modelViewSvg(o: ModelViewOptions): string {
   const color = o.scale === undefined ? blues : scaleByName(o.scale);
   const t = (v: number) => (hi === lo ? 0.5 : (v - lo) / (hi - lo));
 
-  const out: string[] = [];
-  out.push(
-    `<svg xmlns="http://www.w3.org/2000/svg" ` +
-      `class="qkv-modelview${o.className ? ` ${esc(o.className)}` : ''}" ` +
-      `width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ` +
-      `font-family="system-ui, sans-serif" font-size="12" data-layers="${L}" ` +
-      `data-heads="${H}" ` +
-      `role="img"${o.title ? ` aria-label="${esc(o.title)}"` : ''}>`,
-  );
-  if (o.background !== null)
-    out.push(`<rect class="background" width="${width}" height="${height}" fill="${o.background ?? '#ffffff'}"/>`);
-  if (o.title) out.push(`<text class="title" x="8" y="18" font-size="14" font-weight="600">${esc(o.title)}</text>`);
+  const out = chartOpening('qkv-modelview', width, height, `font-size="12" data-layers="${L}" data-heads="${H}"`, o);
   for (let h = 0; h < H; h++)
     out.push(
       `<text class="head-label" x="${px(left + h * (tw + pad) + tw / 2)}" ` +

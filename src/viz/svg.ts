@@ -62,3 +62,40 @@ export function finiteRange(values: readonly (readonly number[])[]): [number, nu
   }
   return lo <= hi ? [lo, hi] : [0, 1];
 }
+
+/** The options every chart's opening reads (a subset of each chart's own options). */
+export interface ChartFrame {
+  /** Extra class on the <svg>, after the chart's own. */
+  className?: string;
+  /** Drawn at the top and given as the aria-label. */
+  title?: string;
+  /** Fill of a background rect; null for none (transparent). Default white. */
+  background?: string | null;
+}
+
+/**
+ * A chart's first lines: the <svg> element of class `kind` (and `o.className`), `width` × `height`,
+ * with `attrs` (font size, data-*) before its role and aria-label; the background rect unless
+ * `o.background` is null; the title at x = `titleX`, y = 18.
+ */
+export function chartOpening(
+  kind: string,
+  width: number,
+  height: number,
+  attrs: string,
+  o: ChartFrame,
+  titleX = '8',
+): string[] {
+  const out = [
+    `<svg xmlns="http://www.w3.org/2000/svg" ` +
+      `class="${kind}${o.className ? ` ${esc(o.className)}` : ''}" ` +
+      `width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ` +
+      `font-family="system-ui, sans-serif" ${attrs} ` +
+      `role="img"${o.title ? ` aria-label="${esc(o.title)}"` : ''}>`,
+  ];
+  if (o.background !== null)
+    out.push(`<rect class="background" width="${width}" height="${height}" fill="${o.background ?? '#ffffff'}"/>`);
+  if (o.title)
+    out.push(`<text class="title" x="${titleX}" y="18" font-size="14" font-weight="600">${esc(o.title)}</text>`);
+  return out;
+}
