@@ -1,35 +1,3 @@
 /** The differentiable functions, torch.nn.functional style: `import { F } from 'qkv'`. */
 import './methods.ts'; // x.add(y), loss.backward(): method forms of these functions
-export {
-  add,
-  sub,
-  mul,
-  div,
-  neg,
-  exp,
-  log,
-  sqrt,
-  tanh,
-  sigmoid,
-  pow,
-  relu,
-  gelu,
-  maskedFill,
-  expand,
-} from './elementwise.ts';
-export { sum, mean, argmax, sumToShape } from './reduce.ts';
-export { permute, transpose, unsqueeze, squeeze, narrow, split, chunk, cat, stack } from './shape.ts';
-export { matmul, linear } from './matmul.ts';
-export { softmax, logSoftmax } from './softmax.ts';
-export { layerNorm } from './norm.ts';
-export { dropout } from './dropout.ts';
-export { embedding } from './embedding.ts';
-export { crossEntropy, mseLoss, type CrossEntropyOptions } from './loss.ts';
-export {
-  scaledDotProductAttention,
-  attention,
-  causalBias,
-  maskToBias,
-  type AttentionOptions,
-  type AttentionResult,
-} from './attention.ts';
+export * from './functional.ts';

@@ -4,28 +4,7 @@
  */
 import { backward } from '../autograd/engine.ts';
 import { Tensor } from '../tensor/tensor.ts';
-// Straight from the op files, not through ./index.ts, which imports this module (no import circle).
-import {
-  add,
-  sub,
-  mul,
-  div,
-  neg,
-  exp,
-  log,
-  sqrt,
-  tanh,
-  sigmoid,
-  pow,
-  relu,
-  gelu,
-  maskedFill,
-  expand,
-} from './elementwise.ts';
-import { matmul } from './matmul.ts';
-import { argmax, mean, sum } from './reduce.ts';
-import { chunk, narrow, permute, squeeze, transpose, unsqueeze } from './shape.ts';
-import { logSoftmax, softmax } from './softmax.ts';
+import * as F from './functional.ts';
 
 declare module '../tensor/tensor.ts' {
   interface Tensor {
@@ -111,91 +90,91 @@ declare module '../tensor/tensor.ts' {
 
 const P = Tensor.prototype;
 P.add = function (o) {
-  return add(this, o);
+  return F.add(this, o);
 };
 P.sub = function (o) {
-  return sub(this, o);
+  return F.sub(this, o);
 };
 P.mul = function (o) {
-  return mul(this, o);
+  return F.mul(this, o);
 };
 P.div = function (o) {
-  return div(this, o);
+  return F.div(this, o);
 };
 P.neg = function () {
-  return neg(this);
+  return F.neg(this);
 };
 P.exp = function () {
-  return exp(this);
+  return F.exp(this);
 };
 P.log = function () {
-  return log(this);
+  return F.log(this);
 };
 P.sqrt = function () {
-  return sqrt(this);
+  return F.sqrt(this);
 };
 P.tanh = function () {
-  return tanh(this);
+  return F.tanh(this);
 };
 P.sigmoid = function () {
-  return sigmoid(this);
+  return F.sigmoid(this);
 };
 P.pow = function (p) {
-  return pow(this, p);
+  return F.pow(this, p);
 };
 P.relu = function () {
-  return relu(this);
+  return F.relu(this);
 };
 P.gelu = function (approximate?: 'none' | 'tanh') {
-  return gelu(this, approximate);
+  return F.gelu(this, approximate);
 };
 P.matmul = function (o) {
-  return matmul(this, o);
+  return F.matmul(this, o);
 };
 P.sum = function (dim, keepdim) {
-  return sum(this, dim, keepdim);
+  return F.sum(this, dim, keepdim);
 };
 P.mean = function (dim, keepdim) {
-  return mean(this, dim, keepdim);
+  return F.mean(this, dim, keepdim);
 };
 P.argmax = function () {
-  return argmax(this);
+  return F.argmax(this);
 };
 P.softmax = function (dim) {
-  return softmax(this, dim);
+  return F.softmax(this, dim);
 };
 P.logSoftmax = function (dim) {
-  return logSoftmax(this, dim);
+  return F.logSoftmax(this, dim);
 };
 P.permute = function (...perm) {
-  return permute(this, perm);
+  return F.permute(this, perm);
 };
 P.transpose = function (a, b) {
-  return transpose(this, a, b);
+  return F.transpose(this, a, b);
 };
 Object.defineProperty(P, 'T', {
   get(this: Tensor) {
     if (this.ndim !== 2) throw new Error(`T: expected a 2-D tensor, got ${this.ndim}-D; use transpose(dim0, dim1)`);
-    return transpose(this, 0, 1);
+    return F.transpose(this, 0, 1);
   },
 });
 P.unsqueeze = function (d) {
-  return unsqueeze(this, d);
+  return F.unsqueeze(this, d);
 };
 P.squeeze = function (d) {
-  return squeeze(this, d);
+  return F.squeeze(this, d);
 };
 P.narrow = function (d, s, l) {
-  return narrow(this, d, s, l);
+  return F.narrow(this, d, s, l);
 };
 P.chunk = function (c, d) {
-  return chunk(this, c, d);
+  return F.chunk(this, c, d);
 };
 P.maskedFill = function (m, v) {
-  return maskedFill(this, m, v);
+  return F.maskedFill(this, m, v);
 };
 P.expand = function (...shape) {
-  return expand(this, shape);
+  return F.expand(this, shape);
 };
 P.backward = function (g) {
   backward(this, g);

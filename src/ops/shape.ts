@@ -68,19 +68,21 @@ export function squeeze(x: Tensor, dim: number): Tensor {
 }
 
 /**
- * Copy between x (outer, size, inner) and a slab (outer, length, inner) of it starting at
- * `start` along the middle dim: out of x when `fromX`, else into it.
+ * Copy between x, of `shape` seen as (outer, size, inner) around dim `d`, and a slab (outer,
+ * length, inner) of it starting at `start` along d: out of x when `fromX`, else into it.
  */
 function copySlab(
   x: TypedData,
+  shape: readonly number[],
+  d: number,
   slab: TypedData,
-  outer: number,
-  size: number,
   start: number,
   length: number,
-  inner: number,
   fromX: boolean,
 ): void {
+  const outer = sizeOf(shape.slice(0, d));
+  const size = shape[d];
+  const inner = sizeOf(shape.slice(d + 1));
   const w = length * inner;
   if (x instanceof Float32Array && slab instanceof Float32Array) {
     if (fromX) K().copyRows(x, start * inner, size * inner, slab, 0, w, outer, w);
@@ -106,16 +108,7 @@ function slab(x: Tensor, d: number, start: number, length: number): Tensor {
   const shape = x.shape.slice();
   shape[d] = length;
   const out = x.dtype === 'float32' ? empty(shape) : new Tensor(allocData(x.dtype, sizeOf(shape)), shape, x.dtype);
-  copySlab(
-    x.data,
-    out.data,
-    sizeOf(x.shape.slice(0, d)),
-    x.shape[d],
-    start,
-    length,
-    sizeOf(x.shape.slice(d + 1)),
-    true,
-  );
+  copySlab(x.data, x.shape, d, out.data, start, length, true);
   return out;
 }
 
@@ -127,16 +120,7 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
   if (x.dtype !== 'float32') return out;
   return record(out, 'narrow', [x], (g) => {
     const dx = zerosF(x.shape);
-    copySlab(
-      dx.data,
-      g.data,
-      sizeOf(x.shape.slice(0, d)),
-      x.shape[d],
-      start,
-      length,
-      sizeOf(x.shape.slice(d + 1)),
-      false,
-    );
+    copySlab(dx.data, x.shape, d, g.data, start, length, false);
     return [dx];
   });
 }
@@ -161,8 +145,6 @@ export function split(x: Tensor, sizes: number[], dim = 0): Tensor[] {
   if (x.dtype !== 'float32') return pieces;
   const hub = record(new Tensor(x.data, x.shape, 'float32'), 'split', [x], (g) => [g]);
   if (!hub.requiresGrad) return pieces;
-  const outer = sizeOf(x.shape.slice(0, d));
-  const inner = sizeOf(x.shape.slice(d + 1));
   let pass = -1;
   let buffer: Tensor | null = null;
   return pieces.map((piece, i) =>
@@ -172,7 +154,7 @@ export function split(x: Tensor, sizes: number[], dim = 0): Tensor[] {
         pass = backwardPass();
         buffer = zerosF(x.shape);
       }
-      copySlab(buffer!.data, g.data, outer, x.shape[d], starts[i]!, sizes[i]!, inner, false);
+      copySlab(buffer!.data, x.shape, d, g.data, starts[i]!, sizes[i]!, false);
       return [first ? buffer : null];
     }),
   );
