@@ -13,7 +13,7 @@ import { GPT_FIELDS } from '../models/load-weights.ts';
 import { readHfGpt2 } from '../io/hf.ts';
 import { isHfConfig } from '../models/hf/gpt2.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
-import { ByteLevelBpeTokenizer } from '../text/bytelevel.ts';
+import { ByteLevelBpeTokenizer, byteLevelBpeJson } from '../text/bytelevel.ts';
 import { CharTokenizer } from '../text/chars.ts';
 import { tokenizerFromJSON } from '../text/load.ts';
 import { decodeLines, encodeLines, type LmTokenizer } from '../text/lines.ts';
@@ -180,40 +180,14 @@ export function gpt2TokenizerJson(vocab: unknown, merges: string, name: FileName
     pairs.push([parts[0], parts[1]]);
   });
   const eot = (vocab as Record<string, unknown>)['<|endoftext|>'];
-  const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
-  return {
-    version: '1.0',
-    truncation: null,
-    padding: null,
-    added_tokens: Number.isInteger(eot)
-      ? [
-          {
-            id: eot,
-            content: '<|endoftext|>',
-            single_word: false,
-            lstrip: false,
-            rstrip: false,
-            normalized: true,
-            special: true,
-          },
-        ]
-      : [],
-    normalizer: null,
-    pre_tokenizer: byteLevel,
-    post_processor: byteLevel,
-    decoder: byteLevel,
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: null,
-      end_of_word_suffix: null,
-      fuse_unk: false,
-      byte_fallback: false,
-      vocab,
-      merges: pairs,
-    },
-  };
+  return byteLevelBpeJson({
+    addPrefixSpace: false,
+    useRegex: true,
+    added: Number.isInteger(eot) ? [{ id: eot as number, content: '<|endoftext|>', special: true }] : [],
+    addedNormalized: true,
+    vocab,
+    merges: pairs,
+  });
 }
 
 /** A Hugging Face folder's tokenizer (byte-level BPE, or another kind qkv reads), errors naming the file. */

@@ -167,42 +167,15 @@ export class ByteLevelBpeTokenizer {
 
   /** A tokenizer.json that @huggingface/tokenizers (and fromJSON) read back to the same ids. */
   toJSON(): unknown {
-    const byteLevel = {
-      type: 'ByteLevel',
-      add_prefix_space: this.addPrefixSpace,
-      trim_offsets: true,
-      use_regex: this.useRegex,
-    };
-    return {
-      version: '1.0',
-      truncation: null,
-      padding: null,
-      added_tokens: [...this.addedById.values()].map((t) => ({
-        id: t.id,
-        content: t.content,
-        single_word: false,
-        lstrip: false,
-        rstrip: false,
-        normalized: false,
-        special: t.special,
-      })),
-      normalizer: null,
-      pre_tokenizer: byteLevel,
-      post_processor: byteLevel,
-      decoder: byteLevel,
-      model: {
-        type: 'BPE',
-        dropout: null,
-        unk_token: null,
-        continuing_subword_prefix: null,
-        end_of_word_suffix: null,
-        fuse_unk: false,
-        byte_fallback: false,
-        ignore_merges: false,
-        vocab: Object.fromEntries(this.vocab),
-        merges: this.merges.map(([a, b]) => [a, b]),
-      },
-    };
+    return byteLevelBpeJson({
+      addPrefixSpace: this.addPrefixSpace,
+      useRegex: this.useRegex,
+      added: [...this.addedById.values()],
+      addedNormalized: false,
+      ignoreMerges: false,
+      vocab: Object.fromEntries(this.vocab),
+      merges: this.merges.map(([a, b]) => [a, b]),
+    });
   }
 
   /**
@@ -383,4 +356,65 @@ function kindOf(x: unknown): string {
   if (typeof x !== 'object') return typeof x;
   const t = (x as { type?: unknown }).type;
   return typeof t === 'string' ? `'${t}'` : 'an object without a type';
+}
+
+/** What {@link byteLevelBpeJson} writes into a tokenizer.json. */
+export interface ByteLevelBpeJsonParts {
+  /** The ByteLevel pre-tokenizer's add_prefix_space. */
+  addPrefixSpace: boolean;
+  /** The ByteLevel pre-tokenizer's use_regex (GPT-2's split before the byte mapping). */
+  useRegex: boolean;
+  /** The added tokens, in order. */
+  added: readonly { id: number; content: string; special: boolean }[];
+  /** The `normalized` flag of every added token. */
+  addedNormalized: boolean;
+  /** The BPE model's ignore_merges; the key is left out when undefined. */
+  ignoreMerges?: boolean;
+  /** The BPE model's vocab: token → id. */
+  vocab: unknown;
+  /** The BPE model's merges, in rank order. */
+  merges: readonly (readonly [string, string])[];
+}
+
+/**
+ * A byte-level BPE tokenizer.json in the layout @huggingface/tokenizers writes: ByteLevel
+ * pre-tokenizer, post-processor and decoder around a BPE model without unknown token or dropout.
+ */
+export function byteLevelBpeJson(p: ByteLevelBpeJsonParts): unknown {
+  const byteLevel = {
+    type: 'ByteLevel',
+    add_prefix_space: p.addPrefixSpace,
+    trim_offsets: true,
+    use_regex: p.useRegex,
+  };
+  return {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: p.added.map((t) => ({
+      id: t.id,
+      content: t.content,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: p.addedNormalized,
+      special: t.special,
+    })),
+    normalizer: null,
+    pre_tokenizer: byteLevel,
+    post_processor: byteLevel,
+    decoder: byteLevel,
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ...(p.ignoreMerges === undefined ? {} : { ignore_merges: p.ignoreMerges }),
+      vocab: p.vocab,
+      merges: p.merges,
+    },
+  };
 }
