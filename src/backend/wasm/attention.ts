@@ -5,9 +5,9 @@
  */
 import type { Backend, AttentionParams } from '../backend.ts';
 import { declareExports, sig, type F32, type I32, type Ptr } from './loader.ts';
-import { runParallel, threadsFor, type ParallelKernel } from './parallel.ts';
+import { runParallel, threadsFor } from './parallel.ts';
 import { wasmKernels } from './registry.ts';
-import { staged } from './stage.ts';
+import { staged, type Arg } from './stage.ts';
 
 /** What both kernels take after their arrays: the sizes, scale, causal flag, and the bias with its strides. */
 type Shape = [
@@ -47,6 +47,16 @@ function scratchBytes(p: AttentionParams): number {
   return Math.ceil((K().attentionScratchFloats(p.l, p.d, p.dv) * 4) / 16) * 16;
 }
 
+/** The first staged arguments of both kernels: q, k and v, as long as `p` says, read only. */
+function qkvArgs(q: Float32Array, k: Float32Array, v: Float32Array, p: AttentionParams): Arg[] {
+  const { b: B, h: H, l: L, s: S, d: D, dv: DV } = p;
+  return [
+    { x: q.subarray(0, B * H * L * D), mode: 'in' },
+    { x: k.subarray(0, B * H * S * D), mode: 'in' },
+    { x: v.subarray(0, B * H * S * DV), mode: 'in' },
+  ];
+}
+
 /** Threads for an attention call: one per part of the (batch, head) pairs, when the work pays. */
 function attentionParts(p: AttentionParams, backward: boolean): number {
   const flops = 2 * p.b * p.h * p.l * p.s * (p.d + p.dv) * (backward ? 2 : 1);
@@ -54,18 +64,19 @@ function attentionParts(p: AttentionParams, backward: boolean): number {
 }
 
 /**
- * Run an attention range kernel over (batch, head) pairs split into `parts` (the caller takes
- * the first); `head` is the kernel's arguments before scratch, each part gets its own scratch.
+ * Run an attention range kernel over the (batch, head) pairs of `p` split into `parts` (the caller
+ * takes the first); `head` is the kernel's arguments before scratch, each part gets its own scratch.
  */
 function splitHeads(
-  kernel: ParallelKernel,
-  own: (...a: number[]) => void,
+  kernel: 'attentionRange' | 'attentionBackwardRange',
   head: number[],
   scratch: number,
-  perPart: number,
-  bh: number,
+  p: AttentionParams,
   parts: number,
 ): void {
+  const own = K()[kernel] as (...a: number[]) => void;
+  const perPart = scratchBytes(p);
+  const bh = p.b * p.h;
   const chunk = Math.ceil(bh / parts);
   if (parts === 1) {
     own(...head, scratch, 0, bh);
@@ -80,7 +91,7 @@ function splitHeads(
 }
 
 export const attention: Backend['attention'] = (q, k, v, out, lse, weights, p) => {
-  const { b: B, h: H, l: L, s: S, d: D, dv: DV, bias } = p;
+  const { b: B, h: H, l: L, s: S, dv: DV, bias } = p;
   if (B * H * L === 0) return;
   if (S === 0) {
     // No keys: the js twin's empty softmax (0/0), written out directly.
@@ -91,9 +102,7 @@ export const attention: Backend['attention'] = (q, k, v, out, lse, weights, p) =
   const parts = attentionParts(p, false);
   staged(
     [
-      { x: q.subarray(0, B * H * L * D), mode: 'in' },
-      { x: k.subarray(0, B * H * S * D), mode: 'in' },
-      { x: v.subarray(0, B * H * S * DV), mode: 'in' },
+      ...qkvArgs(q, k, v, p),
       { x: out.subarray(0, B * H * L * DV), mode: 'out' },
       { x: lse.subarray(0, B * H * L), mode: 'out' },
       { x: weights ? weights.subarray(0, B * H * L * S) : null, mode: 'out' },
@@ -102,15 +111,7 @@ export const attention: Backend['attention'] = (q, k, v, out, lse, weights, p) =
     scratchBytes(p) * parts,
     ([pq, pk, pv, po, pl, pw, pb, scratch]) => {
       const head = [pq!, pk!, pv!, po!, pl!, pw!, ...shapeArgs(p, pb!)];
-      splitHeads(
-        'attentionRange',
-        K().attentionRange as (...a: number[]) => void,
-        head,
-        scratch!,
-        scratchBytes(p),
-        B * H,
-        parts,
-      );
+      splitHeads('attentionRange', head, scratch!, p, parts);
     },
   );
 };
@@ -124,9 +125,7 @@ export const attentionBackward: Backend['attentionBackward'] = (q, k, v, out, do
   const parts = attentionParts(p, true);
   staged(
     [
-      { x: q.subarray(0, B * H * L * D), mode: 'in' },
-      { x: k.subarray(0, B * H * S * D), mode: 'in' },
-      { x: v.subarray(0, B * H * S * DV), mode: 'in' },
+      ...qkvArgs(q, k, v, p),
       { x: out.subarray(0, B * H * L * DV), mode: 'in' },
       { x: dout.subarray(0, B * H * L * DV), mode: 'in' },
       { x: lse.subarray(0, B * H * L), mode: 'in' },
@@ -138,15 +137,7 @@ export const attentionBackward: Backend['attentionBackward'] = (q, k, v, out, do
     scratchBytes(p) * parts,
     ([pq, pk, pv, po, pdo, pl, pdq, pdk, pdv, pb, scratch]) => {
       const head = [pq!, pk!, pv!, po!, pdo!, pl!, pdq!, pdk!, pdv!, ...shapeArgs(p, pb!)];
-      splitHeads(
-        'attentionBackwardRange',
-        K().attentionBackwardRange as (...a: number[]) => void,
-        head,
-        scratch!,
-        scratchBytes(p),
-        B * H,
-        parts,
-      );
+      splitHeads('attentionBackwardRange', head, scratch!, p, parts);
     },
   );
 };
