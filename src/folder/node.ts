@@ -247,6 +247,18 @@ export function readLm(dir: string): LoadedLm {
   );
 }
 
+/** Bytes [begin, end) of an open file (fewer where the file ends first). */
+function readRange(fd: number, begin: number, end: number): Buffer {
+  const buf = Buffer.allocUnsafe(end - begin);
+  let got = 0;
+  while (got < buf.length) {
+    const n = readSync(fd, buf, got, buf.length - got, begin + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return buf.subarray(0, got);
+}
+
 /**
  * A Hugging Face GPT-2 folder, its model.safetensors read one tensor (or 16 MiB of one) at a time:
  * the file is never held whole beside the weights.
@@ -270,16 +282,7 @@ export function readHfGpt2Dir(dir: string, config: unknown = readJsonIn(dir, FIL
   let model: GPT;
   const fd = openSync(wpath, 'r');
   try {
-    model = readHfGpt2Sync(config, fstatSync(fd).size, (begin, end) => {
-      const buf = Buffer.allocUnsafe(end - begin);
-      let got = 0;
-      while (got < buf.length) {
-        const n = readSync(fd, buf, got, buf.length - got, begin + got);
-        if (n === 0) break;
-        got += n;
-      }
-      return buf.subarray(0, got);
-    });
+    model = readHfGpt2Sync(config, fstatSync(fd).size, (begin, end) => readRange(fd, begin, end));
   } catch (e) {
     throw hfWeightsError(e, name);
   } finally {
@@ -304,14 +307,7 @@ export function dirSource(dir: string): FolderSource {
         read: async (begin, end) => {
           const fd = openSync(path, 'r');
           try {
-            const buf = Buffer.allocUnsafe(end - begin);
-            let got = 0;
-            while (got < buf.length) {
-              const n = readSync(fd, buf, got, buf.length - got, begin + got);
-              if (n === 0) break;
-              got += n;
-            }
-            return buf.subarray(0, got);
+            return readRange(fd, begin, end);
           } finally {
             closeSync(fd);
           }
