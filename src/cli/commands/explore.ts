@@ -89,8 +89,7 @@ function servedFolders(given: readonly string[] | undefined, log: (line: string)
 
 export async function explore(o: ExploreArgs): Promise<ExploreServer> {
   const webDir = findWebDir();
-  if (!webDir)
-    throw new UserError(`the explorer page is not built (no ${webIndexPath()}): run \`npm run build:web\``);
+  if (!webDir) throw new UserError(`the explorer page is not built (no ${webIndexPath()}): run \`npm run build:web\``);
   const models = servedFolders(o.model, o.log);
   const s = await startExploreServer({ webDir, models, host: o.host, port: o.port });
   for (const m of models) {
