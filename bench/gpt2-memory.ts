@@ -11,7 +11,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { findWebDir, startExploreServer } from '../src/cli/explore.ts';
+import { findWebDir } from '../src/server/folders.ts';
+import { startExploreServer } from '../src/server/static.ts';
 import { FILES } from '../src/folder/spec.ts';
 
 const dir = process.argv[2];

@@ -240,7 +240,7 @@ async function main(): Promise<void> {
   if (o.ort) {
     const ortm = await import('onnxruntime-node');
     const { setBackend } = await import('../src/index.ts');
-    const { encodeLines, translateIds } = await import('../src/cli/evaluate.ts');
+    const { encodeLines, translateIds } = await import('../src/decode/batch.ts');
     const { DEFAULT_DECODING, loadModelDir } = await import('../src/cli/files.ts');
     const { SESSION_OPTIONS, translateIdsOnnx } = await import('../src/cli/onnxruntime.ts');
     const { OrtSeq2Seq } = await import('../src/decode/onnxruntime.ts');

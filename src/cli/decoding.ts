@@ -3,7 +3,13 @@
  * ONNX Runtime's graphs), the decoding settings from the flags and the model's config.json, and the
  * report of degraded lines.
  */
-import { degradedSummary, EXIT_DEGRADED, translateIds, type DegradedLine, type TranslateOptions } from './evaluate.ts';
+import {
+  degradedSummary,
+  EXIT_DEGRADED,
+  translateIds,
+  type DegradedLine,
+  type TranslateOptions,
+} from '../decode/batch.ts';
 import { decodingFor as sharedDecodingFor, type DecodingNames } from '../pipelines/translation.ts';
 import {
   loadEnsemble,

@@ -3,12 +3,19 @@
  * module (src/folder/, docs/model-folder.md), whose errors become the CLI's UserError.
  */
 import { readFileSync } from 'node:fs';
+import type { LoadedLm } from '../folder/gpt.ts';
 import type { LoadedModel } from '../folder/seq2seq.ts';
 import { atomicWrite, removeStaleTemps } from '../io/atomic.ts';
-import { folderKindOf, readEnsemble, readSeq2Seq, readSeq2SeqShape, type LoadedEnsemble } from '../folder/node.ts';
+import {
+  folderKindOf,
+  readEnsemble,
+  readGptShape,
+  readLm,
+  readSeq2Seq,
+  readSeq2SeqShape,
+  type LoadedEnsemble,
+} from '../folder/node.ts';
 import { FILES, FolderError, type FolderKind } from '../folder/spec.ts';
-import type { Seq2SeqConfig } from '../models/seq2seq.ts';
-import type { BpeTokenizer } from '../text/bpe.ts';
 
 export class UserError extends Error {}
 
@@ -65,19 +72,14 @@ export function loadModelDir(dir: string, weightsFile: string = FILES.weights): 
   return asUserError(() => readSeq2Seq(dir, weightsFile));
 }
 
-/**
- * A Seq2Seq config's vocabulary fields for its tokenizers: the source's size and padding id, and
- * tgtVocabSize only when the target has a tokenizer of its own (separate vocabularies).
- */
-export function vocabularyConfig(
-  tokenizer: BpeTokenizer,
-  targetTokenizer: BpeTokenizer = tokenizer,
-): Pick<Seq2SeqConfig, 'vocabSize' | 'padId' | 'tgtVocabSize'> {
-  return {
-    vocabSize: tokenizer.vocabSize,
-    padId: tokenizer.padId,
-    ...(targetTokenizer !== tokenizer && { tgtVocabSize: targetTokenizer.vocabSize }),
-  };
+/** The model (random weights) and tokenizer of a language-model folder. */
+export function loadLmShape(dir: string): LoadedLm {
+  return asUserError(() => readGptShape(dir));
+}
+
+/** Load a folder written by `qkv train-lm` (or a Hugging Face GPT-2 folder), weights included, in eval mode. */
+export function loadLmDir(dir: string): LoadedLm {
+  return asUserError(() => readLm(dir));
 }
 
 /**

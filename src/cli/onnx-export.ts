@@ -8,8 +8,15 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from
 import { basename, dirname, join, resolve } from 'node:path';
 import { exportGptOnnx, exportSeq2SeqOnnx, MANIFEST, type OnnxExport } from '../io/onnx/export.ts';
 import type { WeightDType } from '../io/onnx/builder.ts';
-import { asUserError, atomicWrite, copyFolderFiles, loadModelDir, UserError, type ModelConfigFile } from './files.ts';
-import { loadLmDir } from './lm.ts';
+import {
+  asUserError,
+  atomicWrite,
+  copyFolderFiles,
+  loadLmDir,
+  loadModelDir,
+  UserError,
+  type ModelConfigFile,
+} from './files.ts';
 
 export interface OnnxExportArgs {
   model: string;

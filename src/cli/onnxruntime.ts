@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { OrtGpt, OrtSeq2Seq, type OrtLike, type OrtSessionLike } from '../decode/onnxruntime.ts';
 import { MANIFEST, type OnnxManifest } from '../io/onnx/export.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
-import { outputText, sourceBatches, type TranslateOptions } from './evaluate.ts';
+import { outputText, sourceBatches, type TranslateOptions } from '../decode/batch.ts';
 import { readJson, UserError } from './files.ts';
 
 export type Engine = 'qkv' | 'onnxruntime';

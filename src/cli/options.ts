@@ -116,13 +116,3 @@ export function dataOption<A extends unknown[], O extends OptionValues, G extend
 export function requireDefaultCorpus(files: string[] | null): void {
   if (files && !existsSync(resolve(DEFAULT_DATA))) throw new UserError(missingCorpus(files));
 }
-
-/**
- * The parsed options of a command whose handler lives in another file (with its own options type
- * `H`), checked against it field by field: a flag the handler does not know (renamed on one side
- * only), or of another type, fails to compile. Spreading `o` into the handler's argument alone
- * would let an unknown flag through unnoticed.
- */
-export function handledBy<H>() {
-  return <F extends { [K in keyof F]: K extends keyof H ? H[K] : never }>(o: F): F => o;
-}

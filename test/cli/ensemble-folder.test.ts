@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { encodeLines, translateIds } from '../../src/cli/evaluate.ts';
+import { encodeLines, translateIds } from '../../src/decode/batch.ts';
 import { exportModel } from '../../src/cli/commands/export.ts';
 import { loadEnsemble, loadModelDir, UserError } from '../../src/cli/files.ts';
 import { evaluate } from '../../src/cli/commands/eval.ts';

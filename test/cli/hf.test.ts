@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { attention } from '../../src/cli/commands/attention.ts';
 import { exportModel } from '../../src/cli/commands/export.ts';
-import { UserError } from '../../src/cli/files.ts';
-import { isHfModelDir } from '../../src/cli/hf.ts';
-import { generateText, loadLmDir } from '../../src/cli/lm.ts';
+import { loadLmDir, UserError } from '../../src/cli/files.ts';
+import { generateText } from '../../src/cli/commands/generate.ts';
+import { folderKindOf } from '../../src/folder/node.ts';
 import { io } from '../../src/index.ts';
 import { argmax } from '../../src/decode/sample.ts';
 import { ByteLevelBpeTokenizer } from '../../src/text/index.ts';
@@ -31,7 +31,7 @@ function variant(name: string, contents: string | Uint8Array): string {
 }
 
 test("qkv generate: a Hugging Face folder continues a prompt; greedy starts with the argmax of PyTorch's logits", async () => {
-  assert.equal(isHfModelDir(FIX), true);
+  assert.equal(folderKindOf(FIX), 'hf-gpt2');
   const lm = loadLmDir(FIX);
   assert.ok(lm.tokenizer instanceof ByteLevelBpeTokenizer);
   assert.equal(lm.separatorId, 316);

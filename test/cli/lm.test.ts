@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { nonNegativeInt, nonNegativeNumber, probability } from '../../src/cli/args.ts';
-import { trainLm } from '../../src/cli/lm.ts';
+import { trainLm } from '../../src/cli/commands/train-lm.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
 const argv = (args: string[]) => ['--import', 'tsx', join(root, 'src/cli/main.ts'), ...args];

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import { greedy } from '../../src/decode/search.ts';
 import { loadModelDir } from '../../src/cli/files.ts';
-import { encodeLines, translateIds } from '../../src/cli/evaluate.ts';
+import { encodeLines, translateIds } from '../../src/decode/batch.ts';
 import { readSafetensors } from '../../src/io/safetensors.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { corpusBleu } from '../../src/text/bleu.ts';

@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { startExploreServer, type ExploreServer } from '../../src/cli/explore.ts';
+import { startExploreServer, type ExploreServer } from '../../src/server/static.ts';
 import { readSafetensors, writeSafetensors } from '../../src/io/safetensors.ts';
 import { translateWithAttention } from '../../src/viz/attention-data.ts';
 import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { saveModelDir, saveWeights } from '../../src/cli/files.ts';
-import { saveLmDir } from '../../src/cli/lm.ts';
+import { saveLmDir } from '../../src/folder/node.ts';
 import { GPT } from '../../src/models/gpt.ts';
 import { Seq2Seq } from '../../src/models/seq2seq.ts';
 import { manualSeed } from '../../src/tensor/random.ts';

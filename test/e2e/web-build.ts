@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { findWebDir } from '../../src/cli/explore.ts';
+import { findWebDir } from '../../src/server/folders.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 

@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { encodeLines, translateIds } from '../../src/cli/evaluate.ts';
+import { encodeLines, translateIds } from '../../src/decode/batch.ts';
 import { readLines, readParallel } from '../../src/cli/corpus.ts';
 import { loadEnsemble } from '../../src/cli/files.ts';
 import { corpusBleu } from '../../src/text/bleu.ts';

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { encodeLines, translateIds } from '../../src/cli/evaluate.ts';
+import { encodeLines, translateIds } from '../../src/decode/batch.ts';
 import { loadEnsemble } from '../../src/cli/files.ts';
 import { checkPhrase, parsePhrases } from '../../src/text/index.ts';
 

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { generateText } from '../../src/cli/lm.ts';
+import { generateText } from '../../src/cli/commands/generate.ts';
 import { pipeline } from '../../src/index.ts';
 import { root } from '../helpers/cli.ts';
 

@@ -10,7 +10,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeSplit } from '../../src/cli/commands/data.ts';
-import { encodeLines, translateIds } from '../../src/cli/evaluate.ts';
+import { encodeLines, translateIds } from '../../src/decode/batch.ts';
 import { loadModelDir } from '../../src/cli/files.ts';
 import { corpusBleu } from '../../src/text/bleu.ts';
 import { requireTool, toolSkip } from '../helpers/tools.ts';

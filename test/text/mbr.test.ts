@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mbrSelect, sentenceBleu } from '../../src/text/index.ts';
-import { outputText, translateIds } from '../../src/cli/evaluate.ts';
+import { outputText, translateIds } from '../../src/decode/batch.ts';
 import { beamSearch } from '../../src/decode/search.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { makeTinyModel, SENTENCES } from '../e2e/tiny-model.ts';

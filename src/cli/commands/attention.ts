@@ -12,8 +12,7 @@ import { standaloneHtml } from '../../viz/compose.ts';
 import { mapsGridSvg, mapsHeatmapSvg, mapsSize, type AttentionMaps } from '../../viz/attention-maps.ts';
 import { generateWithAttention, gptMaps, gptTitle, type GptTokenizer } from '../../viz/gpt-attention.ts';
 import { attentionGridSvg, attentionHeatmapSvg, stackSize } from '../../viz/translation.ts';
-import { atomicWrite, loadModelDir, modelDirKind, UserError } from '../files.ts';
-import { loadLmDir } from '../lm.ts';
+import { atomicWrite, loadLmDir, loadModelDir, modelDirKind, UserError } from '../files.ts';
 import { log, modelOption, type FlagsOf, type Optional } from '../options.ts';
 
 function flags() {

@@ -17,7 +17,7 @@ import { readFileIn } from '../../folder/node.ts';
 import { FILES } from '../../folder/spec.ts';
 import { atomicWrite, loadModelShape } from '../files.ts';
 import { dataOption, log, modelOption, type FlagsOf } from '../options.ts';
-import { encodePairs } from '../train.ts';
+import { encodePairs } from '../../train/seq2seq-run.ts';
 
 function encodeFlags() {
   const encode = new Command('encode').description(

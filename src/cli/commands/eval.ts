@@ -7,7 +7,7 @@ import { pairedBootstrap } from '../../text/significance.ts';
 import { numList } from '../args.ts';
 import { readParallel } from '../corpus.ts';
 import { decodingFor, describe, openEngine, reportDegraded } from '../decoding.ts';
-import { encodeLines, type DegradedLine } from '../evaluate.ts';
+import { encodeLines, type DegradedLine } from '../../decode/batch.ts';
 import { FILES } from '../../folder/spec.ts';
 import {
   atomicWrite,

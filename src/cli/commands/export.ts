@@ -12,6 +12,7 @@ import {
   DEFAULT_DECODING,
   folderKindOfDir,
   loadEnsemble,
+  loadLmDir,
   saveFolderWeights,
   UserError,
   writeModelConfig,
@@ -19,7 +20,6 @@ import {
   type WeightsDType,
 } from '../files.ts';
 import type { Module } from '../../nn/module.ts';
-import { loadLmDir } from '../lm.ts';
 import { exportOnnx } from '../onnx-export.ts';
 import { ensembleOptions, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
 

@@ -5,8 +5,7 @@ import { Command } from '@commander-js/extra-typings';
 import type { Module } from '../../nn/module.ts';
 import { Seq2Seq } from '../../models/seq2seq.ts';
 import { PRESETS } from '../../train/presets.ts';
-import { folderKindOfDir, loadModelShape, UserError } from '../files.ts';
-import { loadLmDir, loadLmShape } from '../lm.ts';
+import { folderKindOfDir, loadLmDir, loadLmShape, loadModelShape, UserError } from '../files.ts';
 import { log, type FlagsOf } from '../options.ts';
 
 function flags() {

@@ -9,7 +9,7 @@ is an empty line, not an error; an over-long line is reported and makes the exit
 import { closeSync, createReadStream, existsSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Command } from '@commander-js/extra-typings';
-import { degradedSummary, encodeLines, EXIT_DEGRADED, type DegradedLine } from '../evaluate.ts';
+import { degradedSummary, encodeLines, EXIT_DEGRADED, type DegradedLine } from '../../decode/batch.ts';
 import { atomicWrite, UserError, type Decoding } from '../files.ts';
 import { decodingFor, openEngine, reportDegraded, type Engine } from '../decoding.ts';
 import {
