@@ -22,7 +22,11 @@ const text = readFileSync(source, 'utf8')
   .join('\n');
 const code = compileRaw(schema.parse(text), { noRead: true }).replace(
   /^(export const \w+ = )\{\n([\s\S]*?)\n\};$/gm,
-  (_, head, body) => `${head}{ ${body.split('\n').map((l) => l.trim()).join(' ')} };`,
+  (_, head, body) =>
+    `${head}{ ${body
+      .split('\n')
+      .map((l) => l.trim())
+      .join(' ')} };`,
 );
 const out = fileURLToPath(new URL('../src/io/onnx/onnx-pb.ts', import.meta.url));
 const header = `// @ts-nocheck

@@ -11,16 +11,8 @@ import { GPT } from '../models/gpt.ts';
 import { manualSeed } from '../tensor/random.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import { CharTokenizer } from '../text/chars.ts';
-import {
-  LM_SMOOTHING,
-  LmTrainer,
-  VAL_LOSS,
-  encodeLines,
-  evaluateLm,
-  type LmHistoryEntry,
-  type LmStepResult,
-  type LmTokenizer,
-} from './lm.ts';
+import { LM_SMOOTHING, LmTrainer, VAL_LOSS, evaluateLm, type LmHistoryEntry, type LmStepResult } from './lm.ts';
+import { encodeLines, type LmTokenizer } from '../text/lines.ts';
 import { FRESH, resumeState, trainLoop, type ProgressBar } from './loop.ts';
 import type { LmPreset } from './presets.ts';
 

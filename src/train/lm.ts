@@ -23,8 +23,6 @@ import type { HistoryEntry, Metric } from './loop.ts';
 import type { CommonTrainerOptions } from './options.ts';
 import { faultPoint } from '../util/fault.ts';
 
-export { decodeLines, encodeLines, type LmTokenizer } from '../text/lines.ts';
-
 // ---- The recipe ------------------------------------------------------------------------------
 
 /**

@@ -12,15 +12,8 @@ import { Command } from '@commander-js/extra-typings';
 import { degradedSummary, encodeLines, EXIT_DEGRADED, type DegradedLine } from '../../decode/batch.ts';
 import { atomicWrite, UserError, type Decoding } from '../files.ts';
 import { decodingFor, openEngine, reportDegraded, type Engine } from '../decoding.ts';
-import {
-  decodingOptions,
-  engineOption,
-  ensembleOptions,
-  log,
-  modelOption,
-  type FlagsOf,
-  type Optional,
-} from '../options.ts';
+import { decodingOptions, engineOption, ensembleOptions, log, modelOption } from '../options.ts';
+import type { FlagsOf, Optional } from '../options.ts';
 
 /** What eval says about bad source lines in --help. */
 export const LINES_HELP = `
