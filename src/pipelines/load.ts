@@ -17,8 +17,10 @@ function isNodePath(source: FolderInput): source is string {
 }
 
 async function nodeFolder(): Promise<NodeFolder> {
-  // A specifier built at run time: bundlers leave it alone; tsx runs the .ts file, dist the .js one.
-  const spec = import.meta.url.endsWith('.ts') ? '../folder/node.ts' : '../folder/node.js';
+  // A specifier built at run time, so that bundlers cannot follow it (a literal in either branch of a
+  // condition is followed: Vite then pulled node:fs into the explorer's bundle); tsx runs the .ts file,
+  // dist the .js one.
+  const spec = `${['..', 'folder', 'node'].join('/')}.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`;
   return (await import(/* @vite-ignore */ /* webpackIgnore: true */ spec)) as NodeFolder;
 }
 
