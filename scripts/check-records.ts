@@ -57,13 +57,20 @@ function need(path: string, what: string): string {
   return p;
 }
 
-function lines(path: string, what: string): string[] {
-  return readLines(need(path, what));
+const loaded = new Map<string, unknown>();
+/** `load()`'s result, computed once per key: many claims name the same outputs, references and quoting files. */
+function once<T>(key: string, load: () => T): T {
+  if (!loaded.has(key)) loaded.set(key, load());
+  return loaded.get(key) as T;
+}
+
+function lines(path: string, what: string): readonly string[] {
+  return once(`lines ${path}`, () => readLines(need(path, what)));
 }
 
 /** The cells of the row whose first cell is `row`, by the header of its table (the first table with that row, or the one whose header starts with `table`). */
 function tableRow(path: string, row: string, table?: string): Map<string, string> {
-  const text = readFileSync(need(path, 'results file'), 'utf8').split('\n');
+  const text = once(`rows ${path}`, () => readFileSync(need(path, 'results file'), 'utf8').split('\n'));
   const cells = (l: string) =>
     l
       .trim()
@@ -115,7 +122,9 @@ function recompute(c: Claim): string {
       return `${d >= 0 ? '+' : ''}${d.toFixed(2)} BLEU, ${bootstrapSummary(t)}`;
     }
     case 'history': {
-      const h = JSON.parse(readFileSync(need(c.file, 'history'), 'utf8')) as Record<string, unknown>[];
+      const h = once(`history ${c.file}`, (): Record<string, unknown>[] =>
+        JSON.parse(readFileSync(need(c.file, 'history'), 'utf8')),
+      );
       const e = h.find((x) => x.step === c.step && (x.averaged !== undefined) === (c.averaged ?? false));
       if (!e) throw new Error(`${c.file}: no ${c.averaged ? 'averaged ' : ''}entry at step ${c.step}`);
       const v = e[c.field];
@@ -168,10 +177,10 @@ const quotedIn = (c: Claim) =>
 /** The text as one line: Markdown wraps a figure and its words anywhere. */
 const oneLine = (s: string) => s.replace(/\s+/g, ' ');
 
-/** Whether `text` holds `form` as a figure of its own: 41.02 is not in 141.02 or 41.025, 673 not in 1,673. */
+/** Whether `text` (already one line) holds `form` as a figure of its own: 41.02 is not in 141.02 or 41.025, 673 not in 1,673. */
 function holds(text: string, form: string): boolean {
   const escaped = oneLine(form).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return new RegExp(`(?<![\\d.]|\\d,)${escaped}(?!\\d|[.,]\\d)`).test(oneLine(text));
+  return new RegExp(`(?<![\\d.]|\\d,)${escaped}(?!\\d|[.,]\\d)`).test(text);
 }
 
 /** What is wrong with the files that quote a claim: one line each, none when every one holds its figure. */
@@ -192,7 +201,12 @@ function quoteProblems(c: Claim): string[] {
     const path = join(ROOT, file === 'README' ? 'README.md' : file);
     const form = c.as?.[file] ?? fig;
     if (!existsSync(path)) problems.push(`quoted in ${file}, which is missing`);
-    else if (!holds(readFileSync(path, 'utf8'), form))
+    else if (
+      !holds(
+        once(`quoting ${path}`, () => oneLine(readFileSync(path, 'utf8'))),
+        form,
+      )
+    )
       problems.push(`quoted in ${file}, which does not hold ${JSON.stringify(form)}`);
   }
   return problems;
