@@ -27,7 +27,15 @@ import type { BpeTokenizer } from '../text/bpe.ts';
 import type { LmTokenizer } from '../text/lines.ts';
 import { isHfConfig } from '../models/hf/gpt2.ts';
 import type { Tensor } from '../tensor/tensor.ts';
-import { checkedHf, gptFromFiles, gptShape, hfTokenizer, hfWeightsError, type LoadedLm } from './gpt.ts';
+import {
+  checkedHf,
+  gptFromFiles,
+  gptShape,
+  hfTokenizer,
+  hfWeightsError,
+  type GptTokenizer,
+  type LoadedLm,
+} from './gpt.ts';
 import { checkEnsemble, pytorchOnly, type FolderSource, type MemberCheck } from './open.ts';
 import { notFound, seq2seqFromFiles, seq2seqShape, type LoadedModel } from './seq2seq.ts';
 import {
@@ -260,25 +268,36 @@ function readRange(fd: number, begin: number, end: number): Buffer {
 }
 
 /**
+ * A Hugging Face GPT-2 folder's tokenizer (tokenizer.json, else vocab.json + merges.txt) and the path
+ * of its weights, checked before any weight is read: a bad tokenizer, or a folder with only
+ * pytorch_model.bin, is named before 500 MB of weights are read.
+ */
+export function hfGpt2Files(
+  dir: string,
+  name: FileNamer = pathNamer(dir),
+): { tokenizer: GptTokenizer; weights: string } {
+  const tokenizerJson = readJsonIn(dir, FILES.tokenizer);
+  const merges = readFileIn(dir, FILES.merges);
+  const tokenizer = hfTokenizer(
+    tokenizerJson !== undefined
+      ? { tokenizer: tokenizerJson }
+      : { vocab: readJsonIn(dir, FILES.vocab), merges: merges && Buffer.from(merges).toString('utf8') },
+    name,
+  );
+  const weights = join(dir, FILES.weights);
+  if (!existsSync(weights))
+    throw existsSync(join(dir, FILES.pytorchWeights)) ? pytorchOnly(name) : notFound(FILES.weights, name);
+  return { tokenizer, weights };
+}
+
+/**
  * A Hugging Face GPT-2 folder, its model.safetensors read one tensor (or 16 MiB of one) at a time:
  * the file is never held whole beside the weights.
  */
 export function readHfGpt2Dir(dir: string, config: unknown = readJsonIn(dir, FILES.config)): LoadedLm {
   const name = pathNamer(dir);
   if (config === undefined) throw notFound(FILES.config, name);
-  const tokenizerJson = readJsonIn(dir, FILES.tokenizer);
-  const tokenizer = hfTokenizer(
-    tokenizerJson !== undefined
-      ? { tokenizer: tokenizerJson }
-      : {
-          vocab: readJsonIn(dir, FILES.vocab),
-          merges: readFileIn(dir, FILES.merges) && readFileSync(join(dir, FILES.merges), 'utf8'),
-        },
-    name,
-  ); // a bad tokenizer is named before 500 MB of weights are read
-  const wpath = join(dir, FILES.weights);
-  if (!existsSync(wpath))
-    throw existsSync(join(dir, FILES.pytorchWeights)) ? pytorchOnly(name) : notFound(FILES.weights, name);
+  const { tokenizer, weights: wpath } = hfGpt2Files(dir, name);
   let model: GPT;
   const fd = openSync(wpath, 'r');
   try {

@@ -4,10 +4,10 @@
  * naming the file.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FILES, hfTokenizer, pytorchOnly, type FolderKind } from '../folder/index.ts';
-import { folderKindOf, pathNamer, readFileIn, readGptShape, readJsonIn, readSeq2SeqShape } from '../folder/node.ts';
+import { FILES, type FolderKind } from '../folder/index.ts';
+import { folderKindOf, hfGpt2Files, pathNamer, readGptShape, readSeq2SeqShape } from '../folder/node.ts';
 import { notFound } from '../folder/seq2seq.ts';
 
 /** The package root (two levels above this file, in src/server or dist/server). */
@@ -22,8 +22,8 @@ export function webIndexPath(): string {
 
 /** The built page: dist/web under the package root, if it has an index.html. */
 export function findWebDir(): string | null {
-  const dir = join(packageRoot(), 'dist', 'web');
-  return existsSync(join(dir, 'index.html')) ? dir : null;
+  const index = webIndexPath();
+  return existsSync(index) ? dirname(index) : null;
 }
 
 export function isDir(p: string): boolean {
@@ -74,18 +74,7 @@ export function checkFolder(dir: string): FolderKind {
   const name = pathNamer(dir);
   if (kind === 'seq2seq') readSeq2SeqShape(dir);
   else if (kind === 'gpt') readGptShape(dir);
-  else {
-    const tokenizer = readJsonIn(dir, FILES.tokenizer);
-    hfTokenizer(
-      tokenizer !== undefined
-        ? { tokenizer }
-        : { vocab: readJsonIn(dir, FILES.vocab), merges: textOf(readFileIn(dir, FILES.merges)) },
-      name,
-    );
-    if (!existsSync(join(dir, FILES.weights)) && existsSync(join(dir, FILES.pytorchWeights))) throw pytorchOnly(name);
-  }
+  else hfGpt2Files(dir, name);
   if (!existsSync(join(dir, FILES.weights))) throw notFound(FILES.weights, name);
   return kind;
 }
-
-const textOf = (b: Uint8Array | undefined) => (b === undefined ? undefined : Buffer.from(b).toString('utf8'));
