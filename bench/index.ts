@@ -20,6 +20,7 @@ import { spawnSync } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { acquireBenchLock } from './lock.ts';
+import { batchIds, RECIPE, SMALL, trainer, type TrainShape } from './train-step.ts';
 import { codeVersion, cpuName, writeNewResults } from './results.ts';
 import type { GemmParams } from '../src/backend/backend.ts';
 import { gemm as jsGemm } from '../src/backend/js/gemm.ts';
@@ -27,7 +28,7 @@ import { wasmGemm } from '../src/backend/wasm/gemm.ts';
 import { wasmVariant } from '../src/backend/wasm/loader.ts';
 import { numThreads } from '../src/backend/wasm/threads.ts';
 import { alloc } from '../src/backend/wasm/memory.ts';
-import { F, manualSeed, memoryScope, models, nn, noGrad, optim, randn, setBackend, tensor } from '../src/index.ts';
+import { manualSeed, memoryScope, nn, noGrad, randn, setBackend } from '../src/index.ts';
 
 acquireBenchLock();
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -222,64 +223,7 @@ for (const L of [2048, 8192]) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// One training step of a translation model, 128 sentence pairs of 32 tokens (4,096 target
-// positions, some padded), cross-entropy with label smoothing 0.1, Adam, at two shapes:
-// - the small model: Seq2Seq dModel 256, 4 heads, 3+3 layers, dFf 1024, vocabulary 8000, dropout 0.1;
-// - the shipped EN→DE recipe (issue 12's r2-wu): dModel 128, 4 heads, 4+4 layers, dFf 512,
-//   vocabulary 8000, dropout 0.3 on sub-layer outputs and embeddings only (attention and
-//   activation dropout 0), AdamW weight decay 1e-4.
-type TrainShape = models.Seq2SeqConfig & { weightDecay: number };
-const SMALL: TrainShape = {
-  ...models.MULTI30K_SMALL,
-  vocabSize: 8000,
-  dModel: 256,
-  nhead: 4,
-  numEncoderLayers: 3,
-  numDecoderLayers: 3,
-  dimFeedforward: 1024,
-  dropout: 0.1,
-  weightDecay: 0,
-};
-const RECIPE: TrainShape = {
-  ...models.MULTI30K_SMALL,
-  vocabSize: 8000,
-  dModel: 128,
-  nhead: 4,
-  numEncoderLayers: 4,
-  numDecoderLayers: 4,
-  dimFeedforward: 512,
-  dropout: 0.3,
-  attentionDropout: 0,
-  activationDropout: 0,
-  weightDecay: 1e-4,
-};
-function batchIds(vocab: number, B: number, Tn: number): number[] {
-  const ids: number[] = [];
-  for (let b = 0; b < B; b++)
-    for (let t = 0; t < Tn; t++) ids.push(t < Tn - (b % 8) ? 4 + ((b * 31 + t * 17) % (vocab - 4)) : 0);
-  return ids;
-}
-function trainer(be: string, shape: TrainShape, B: number, Tn: number): { step: () => number; model: models.Seq2Seq } {
-  setBackend(be);
-  manualSeed(1);
-  const { weightDecay, ...cfg } = shape;
-  const model = new models.Seq2Seq(cfg);
-  const opt = new (weightDecay > 0 ? optim.AdamW : optim.Adam)(model.parameters(), {
-    lr: 1e-4,
-    betas: [0.9, 0.98],
-    eps: 1e-9,
-    weightDecay,
-  });
-  const ids = tensor(new Int32Array(batchIds(cfg.vocabSize, B, Tn)), [B, Tn]);
-  const step = () => {
-    const loss = F.crossEntropy(model.forward(ids, ids), ids, { ignoreIndex: 0, labelSmoothing: 0.1 });
-    opt.zeroGrad();
-    loss.backward();
-    opt.step();
-    return loss.item();
-  };
-  return { step, model };
-}
+// One training step of a translation model at two shapes (bench/train-step.ts).
 for (const [label, shape] of [
   ['', SMALL],
   [', shipped EN→DE recipe', RECIPE],
