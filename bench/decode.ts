@@ -18,7 +18,7 @@ const src = new Tensor(
 );
 // A zero output row for EOS gives it logit 0, below the maximum of 8,000 random logits: every run
 // makes exactly N tokens.
-model.embedding.weight.data.fill(0, 3 * 256, 4 * 256);
+model.embedding.weight.dataSync().fill(0, 3 * 256, 4 * 256);
 const opts = { bosId: 2, eosId: 3, maxLen: N };
 
 function median(fn: () => void, runs = 7): number {

@@ -173,7 +173,7 @@ function mhaRun(
   const fwd = () => mha.forward(x, x, x, { needWeights: false }).output;
   if (!backward) {
     const fn = () => void noGrad(fwd);
-    return { out: noGrad(fwd).data as Float32Array, dx: null, fn };
+    return { out: noGrad(fwd).dataSync() as Float32Array, dx: null, fn };
   }
   x.requiresGrad_();
   const fn = () => {
@@ -182,7 +182,7 @@ function mhaRun(
     fwd().mul(r).sum().backward();
   };
   fn();
-  return { out: noGrad(fwd).data as Float32Array, dx: x.grad!.data as Float32Array, fn };
+  return { out: noGrad(fwd).dataSync() as Float32Array, dx: x.grad!.dataSync<Float32Array>(), fn };
 }
 for (const [N, L] of [
   [32, 32],
@@ -232,7 +232,7 @@ for (const [label, shape] of [
     const t = trainer(be, shape, 4, 12);
     manualSeed(9);
     const l = [t.step(), t.step()];
-    return { l, w: t.model.embedding.weight.data as Float32Array };
+    return { l, w: t.model.embedding.weight.dataSync<Float32Array>() };
   });
   close(losses[0]!.l, losses[1]!.l, `Seq2Seq training${label}, losses of 2 steps (batch 4×12)`);
   close(losses[0]!.w, losses[1]!.w, `Seq2Seq training${label}, embedding after 2 Adam steps`);

@@ -1,7 +1,8 @@
 import { getBackend } from '../backend/backend.ts';
 import { type GradFn, Tensor, setReshapeImpl, full } from '../tensor/tensor.ts';
 import { sameShape, shapeToString, stridesOf } from '../tensor/shape.ts';
-import { allocFloat32, allocPersistentFloat32, isPersistentStorage } from '../tensor/storage.ts';
+import { allocFloat32 } from '../tensor/storage.ts';
+import type { F32 } from '../backend/backend.ts';
 import { isGradEnabled } from './grad-mode.ts';
 
 /**
@@ -30,14 +31,9 @@ export function record(
  * parameter's long-lived gradient, a step's gradients), it runs in wasm.
  */
 function accumulate(acc: Tensor, g: Tensor): void {
-  const a = acc.data as Float32Array;
-  const b = g.data as Float32Array;
-  if (a.length === b.length) {
-    const st = stridesOf(acc.shape);
-    getBackend().binary('add', a, st, b, st, a, acc.shape);
-    return;
-  }
-  for (let i = 0; i < a.length; i++) a[i] += b[i];
+  const st = stridesOf(acc.shape);
+  const a = acc.storage as F32;
+  getBackend().binary('add', a, st, g.storage as F32, st, a, acc.shape);
 }
 
 /**
@@ -48,9 +44,10 @@ function accumulate(acc: Tensor, g: Tensor): void {
  * freed only by the garbage collector). Other leaves get an ordinary array.
  */
 function newGrad(t: Tensor, g: Tensor): Tensor {
-  const data = isPersistentStorage(t.data) ? allocPersistentFloat32(t.size) : new Float32Array(t.size);
-  data.set((g.data as Float32Array).subarray(0, t.size));
-  return new Tensor(data, t.shape, 'float32');
+  const d = t.device;
+  const data = d.alloc('float32', t.size, { persistent: d.isPersistent?.(t.storage) ?? false });
+  d.copy(g.storage, data, 'float32', t.size);
+  return Tensor.fromStorage(d, data, t.shape, 'float32');
 }
 
 let passes = 0;
@@ -153,24 +150,15 @@ const ownedGrads = new WeakSet<Tensor>();
  * under the wasm backend, so this add and the later in-place ones run there), in one pass.
  */
 function ownedSum(prev: Tensor, g: Tensor): Tensor {
-  const sum = new Tensor(allocFloat32(prev.size, false), prev.shape, 'float32');
+  const sum = Tensor.fromStorage(prev.device, allocFloat32(prev.device, prev.size, false), prev.shape, 'float32');
   const st = stridesOf(prev.shape);
-  const n = prev.size;
-  getBackend().binary(
-    'add',
-    (prev.data as Float32Array).subarray(0, n),
-    st,
-    (g.data as Float32Array).subarray(0, n),
-    st,
-    sum.data as Float32Array,
-    prev.shape,
-  );
+  getBackend().binary('add', prev.storage as F32, st, g.storage as F32, st, sum.storage as F32, prev.shape);
   ownedGrads.add(sum);
   return sum;
 }
 
 // reshape is a view; its gradient is the output gradient viewed back in the input's shape.
 setReshapeImpl((t, shape) => {
-  const out = new Tensor(t.data, shape, t.dtype);
-  return record(out, 'reshape', [t], (g) => [new Tensor(g.data, t.shape, 'float32')]);
+  const out = new Tensor(t.dataSync(), shape, t.dtype);
+  return record(out, 'reshape', [t], (g) => [new Tensor(g.dataSync(), t.shape, 'float32')]);
 });

@@ -43,7 +43,7 @@ export function gradcheck(
   for (let i = 0; i < r.length; i++) r[i] = gen.uniform() * 2 - 1;
   const loss = (t: Tensor): number => {
     let s = 0;
-    for (let i = 0; i < t.size; i++) s += t.data[i] * r[i];
+    for (let i = 0; i < t.size; i++) s += t.dataSync()[i] * r[i];
     return s;
   };
   for (const x of inputs) x.grad = null;
@@ -53,8 +53,8 @@ export function gradcheck(
     if (!x.requiresGrad) continue;
     if (!x.grad)
       throw new Error(`gradcheck: input ${ii} (shape ${shapeToString(x.shape)}) requires grad but received none`);
-    const analytic = x.grad.data;
-    const d = x.data as Float32Array;
+    const analytic = x.grad.dataSync();
+    const d = x.dataSync<Float32Array>();
     for (let i = 0; i < d.length; i++) {
       const orig = d[i];
       const [plus, minus] = noGrad(() => {

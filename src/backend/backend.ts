@@ -1,8 +1,12 @@
+import type { Device, Storage, TypedData } from '../tensor/storage.ts';
+import { registerDeviceName, setDefaultDevice } from '../tensor/storage.ts';
+
 /**
  * The kernel interface. Ops (src/ops) are written once against it; each backend registers an
- * implementation. Kernels take typed arrays (already offset: pass `subarray`s) and plain sizes,
- * write into caller-allocated outputs, and never allocate tensors themselves, so a WebAssembly
- * backend can run them in place on its linear memory.
+ * implementation. Kernels take the backend's storage handles (`F32`, `I32`, `Storage`: typed arrays on the
+ * CPU backends, buffers on a GPU) and plain sizes, write into caller-allocated outputs, and never allocate
+ * tensors themselves, so a WebAssembly backend runs them in place on its linear memory. A kernel never
+ * hands a value back to the host: what it computes goes into storage.
  *
  * Dimension letters: B batch, H heads, L query length, S key length, D head size, R rows, C columns.
  */
@@ -22,7 +26,16 @@ export interface GemmParams {
   strideC: number;
   /** C += A·B instead of C = A·B. */
   accumulate: boolean;
+  /** Elements of A, B, C to skip before the first matrix (0 when absent). */
+  offsetA?: number;
+  offsetB?: number;
+  offsetC?: number;
 }
+
+/** Float32 storage of the backend in use (a Float32Array on js and wasm). */
+export type F32 = Storage<'float32'>;
+/** Int32 storage (token ids, targets). */
+export type I32 = Storage<'int32'>;
 
 export type BinaryOp = 'add' | 'sub' | 'mul' | 'div';
 export type UnaryOp = 'exp' | 'log' | 'neg' | 'sqrt' | 'tanh' | 'sigmoid' | 'abs';
@@ -32,7 +45,7 @@ export type UnaryOp = 'exp' | 'log' | 'neg' | 'sqrt' | 'tanh' | 'sigmoid' | 'abs
  * S is always contiguous. Masks of every kind are turned into this by the attention op.
  */
 export interface AttentionBias {
-  data: Float32Array;
+  data: F32;
   strideB: number;
   strideH: number;
   strideL: number;
@@ -58,131 +71,154 @@ export interface AttentionParams {
  * caller-allocated outputs written. `backend/js/` is the reference; wasm must agree with it.
  */
 export interface Backend {
-  /** The name {@link setBackend} selects it by: `'js'` or `'wasm'`. */
+  /** The name {@link setBackend} selects it by: `'js'`, `'wasm'`, ... */
   readonly name: string;
+  /**
+   * Where its tensors live: storage, uploads and reads (the js and wasm backends share the host device
+   * `cpu`; the wasm backend's places long-lived and scoped blocks in WebAssembly memory).
+   */
+  readonly device: Device;
 
   /**
    * Batched C = op(A) · op(B) (row-major) for each of `p.batch` matrices, as `GemmParams` describes;
    * writes c.
    */
-  gemm(a: Float32Array, b: Float32Array, c: Float32Array, p: GemmParams): void;
+  gemm(a: F32, b: F32, c: F32, p: GemmParams): void;
 
   /** out = a ∘ b with broadcasting: `aStrides`/`bStrides` are per output dim, 0 where broadcast. */
   binary(
     op: BinaryOp,
-    a: Float32Array,
+    a: F32,
     aStrides: readonly number[],
-    b: Float32Array,
+    b: F32,
     bStrides: readonly number[],
-    out: Float32Array,
+    out: F32,
     outShape: readonly number[],
   ): void;
   /** out = a ∘ scalar (or scalar ∘ a when `scalarFirst`). */
-  binaryScalar(op: BinaryOp, a: Float32Array, scalar: number, out: Float32Array, scalarFirst: boolean): void;
+  binaryScalar(op: BinaryOp, a: F32, scalar: number, out: F32, scalarFirst: boolean): void;
   /** out = op(x) elementwise; x and out have the same length. */
-  unary(op: UnaryOp, x: Float32Array, out: Float32Array): void;
+  unary(op: UnaryOp, x: F32, out: F32): void;
   /**
    * Dropout's mask from `bits`, ceil(n/2) random words (element 2j takes the low 16 bits of word j,
    * element 2j + 1 the high 16): keep[i] = scale (as float32) where those bits are >= threshold,
    * else 0; out[i] = x[i]·scale rounded once to float32 (0·x where dropped).
    */
   dropoutMask(
-    bits: Uint32Array,
+    bits: Uint32Array /* host words, drawn on the host */,
     threshold: number,
     scale: number,
-    x: Float32Array,
-    keep: Float32Array,
-    out: Float32Array,
+    x: F32,
+    keep: F32,
+    out: F32,
   ): void;
   /**
-   * Copy `rows` runs of `width` floats: dst[dstOffset + r·dstStride + j] = src[srcOffset +
-   * r·srcStride + j] (srcStride 0 repeats one run: a bias into every row). Runs must not overlap.
+   * Copy `rows` runs of `width` elements of any one dtype but q4: dst[dstOffset + r·dstStride + j] =
+   * src[srcOffset + r·srcStride + j] (srcStride 0 repeats one run: a bias into every row). Runs must not
+   * overlap.
    */
   copyRows(
-    src: Float32Array,
+    src: Storage,
     srcOffset: number,
     srcStride: number,
-    dst: Float32Array,
+    dst: Storage,
     dstOffset: number,
     dstStride: number,
     rows: number,
     width: number,
   ): void;
   /** out = x^p elementwise. */
-  pow(x: Float32Array, p: number, out: Float32Array): void;
+  pow(x: F32, p: number, out: F32): void;
   /** Sum over the axes where `outShape` is 1 and `shape` is not (keepdim layout); `out` is overwritten. */
-  reduceSum(x: Float32Array, shape: readonly number[], out: Float32Array, outShape: readonly number[]): void;
-  /** Copy x (shape) into out with dims permuted: out dim i = x dim perm[i]. */
-  permute(x: Float32Array, shape: readonly number[], perm: readonly number[], out: Float32Array): void;
+  reduceSum(x: F32, shape: readonly number[], out: F32, outShape: readonly number[]): void;
+  /** Copy x (shape; any dtype but q4) into out with dims permuted: out dim i = x dim perm[i]. */
+  permute(x: Storage, shape: readonly number[], perm: readonly number[], out: Storage): void;
+  /** out[r] = the index of the largest of row r's C values (the first of equals). */
+  argmax(x: F32, out: I32, rows: number, cols: number): void;
+  /**
+   * An additive attention bias from a bool/uint8 or int32 mask of n elements: out[i] = −∞ where
+   * (mask[i] ≠ 0) equals `blockWhen` (1: true blocks, as nn.MultiheadAttention; 0: true allows, as
+   * F.scaled_dot_product_attention), else 0.
+   */
+  maskToBias(mask: Storage, out: F32, n: number, blockWhen: 0 | 1): void;
 
   /** Row-wise softmax over the last dim of an (R, C) matrix. */
-  softmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void;
+  softmax(x: F32, out: F32, rows: number, cols: number): void;
   /** dx = y ∘ (dy − Σ dy∘y), rows of C. */
-  softmaxBackward(y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number): void;
+  softmaxBackward(y: F32, dy: F32, dx: F32, rows: number, cols: number): void;
   /** Row-wise log-softmax over the last dim of an (R, C) matrix, x − logsumexp(x) per row. */
-  logSoftmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void;
+  logSoftmax(x: F32, out: F32, rows: number, cols: number): void;
   /** dx = dy − softmax(x)·Σ dy, with softmax recovered from y = logSoftmax(x). */
-  logSoftmaxBackward(y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number): void;
+  logSoftmaxBackward(y: F32, dy: F32, dx: F32, rows: number, cols: number): void;
 
   /** Normalise each row of C; saves mean and 1/σ per row for the backward pass. Affine if weight given. */
   layerNorm(
-    x: Float32Array,
-    weight: Float32Array | null,
-    bias: Float32Array | null,
-    out: Float32Array,
-    mean: Float32Array,
-    rstd: Float32Array,
+    x: F32,
+    weight: F32 | null,
+    bias: F32 | null,
+    out: F32,
+    mean: F32,
+    rstd: F32,
     rows: number,
     cols: number,
     eps: number,
   ): void;
   /** dx, and (accumulated into) dweight and dbias when given. */
   layerNormBackward(
-    x: Float32Array,
-    weight: Float32Array | null,
-    mean: Float32Array,
-    rstd: Float32Array,
-    dy: Float32Array,
-    dx: Float32Array,
-    dweight: Float32Array | null,
-    dbias: Float32Array | null,
+    x: F32,
+    weight: F32 | null,
+    mean: F32,
+    rstd: F32,
+    dy: F32,
+    dx: F32,
+    dweight: F32 | null,
+    dbias: F32 | null,
     rows: number,
     cols: number,
   ): void;
 
   /** out = max(x, 0) elementwise. */
-  relu(x: Float32Array, out: Float32Array): void;
+  relu(x: F32, out: F32): void;
   /** dx = dy where x > 0, else 0 (0 at x = 0, as PyTorch). */
-  reluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array): void;
+  reluBackward(x: F32, dy: F32, dx: F32): void;
   /** PyTorch's exact gelu: x·Φ(x) with the erf form. */
-  gelu(x: Float32Array, out: Float32Array): void;
+  gelu(x: F32, out: F32): void;
   /** dx = dy · (Φ(x) + x·φ(x)), the derivative of the exact (erf) gelu. */
-  geluBackward(x: Float32Array, dy: Float32Array, dx: Float32Array): void;
+  geluBackward(x: F32, dy: F32, dx: F32): void;
 
   /** out[i, :] = weight[ids[i], :]. Ids are validated by the op. */
-  embedding(weight: Float32Array, ids: Int32Array, out: Float32Array, dim: number): void;
+  embedding(weight: F32, ids: I32, out: F32, dim: number): void;
   /** dweight[ids[i], :] += dy[i, :], skipping ids equal to paddingIdx. */
-  embeddingBackward(dy: Float32Array, ids: Int32Array, dweight: Float32Array, dim: number, paddingIdx: number): void;
+  embeddingBackward(dy: F32, ids: I32, dweight: F32, dim: number, paddingIdx: number): void;
 
   /**
-   * Cross-entropy with label smoothing per row of logits (R, C): writes each row's loss into
-   * `losses` (0 for ignored rows) and returns the number of counted rows.
+   * Cross-entropy with label smoothing per row of logits (R, C): writes each row's loss into `losses` (0
+   * for ignored rows), and into `reduced` [total, count]: the number of counted rows, and their losses'
+   * sum (accumulated in float64), divided by the count when `mean`. No value goes back to the host.
    */
   crossEntropy(
-    logits: Float32Array,
-    targets: Int32Array,
-    losses: Float32Array,
+    logits: F32,
+    targets: I32,
+    losses: F32,
+    reduced: F32,
     rows: number,
     cols: number,
     ignoreIndex: number,
     labelSmoothing: number,
-  ): number;
-  /** dlogits for each row given the upstream scale per row (e.g. 1/count for a mean). */
+    mean: boolean,
+  ): void;
+  /**
+   * dlogits for each row, scaled by the upstream gradient: `gradOut` has one value per row when `perRow`
+   * (reduction 'none'), else one for all, divided by `reduced`[1] (the count) when `reduced` is given
+   * (reduction 'mean': scale = fround(fround(1/count)·g)).
+   */
   crossEntropyBackward(
-    logits: Float32Array,
-    targets: Int32Array,
-    rowScale: Float32Array,
-    dlogits: Float32Array,
+    logits: F32,
+    targets: I32,
+    gradOut: F32,
+    perRow: boolean,
+    reduced: F32 | null,
+    dlogits: F32,
     rows: number,
     cols: number,
     ignoreIndex: number,
@@ -194,35 +230,27 @@ export interface Backend {
    * than a row of scores; writes the log-sum-exp of each row (B,H,L) for the backward pass and,
    * when `weights` is given, the probabilities (B,H,L,S).
    */
-  attention(
-    q: Float32Array,
-    k: Float32Array,
-    v: Float32Array,
-    out: Float32Array,
-    lse: Float32Array,
-    weights: Float32Array | null,
-    p: AttentionParams,
-  ): void;
+  attention(q: F32, k: F32, v: F32, out: F32, lse: F32, weights: F32 | null, p: AttentionParams): void;
   /** dq, dk, dv (overwritten) from dout, recomputing probabilities from lse. */
   attentionBackward(
-    q: Float32Array,
-    k: Float32Array,
-    v: Float32Array,
-    out: Float32Array,
-    dout: Float32Array,
-    lse: Float32Array,
-    dq: Float32Array,
-    dk: Float32Array,
-    dv: Float32Array,
+    q: F32,
+    k: F32,
+    v: F32,
+    out: F32,
+    dout: F32,
+    lse: F32,
+    dq: F32,
+    dk: F32,
+    dv: F32,
     p: AttentionParams,
   ): void;
 
   /** One Adam/AdamW step in place over a flat block of parameters. */
   adam(
-    param: Float32Array,
-    grad: Float32Array,
-    m: Float32Array,
-    v: Float32Array,
+    param: F32,
+    grad: F32,
+    m: F32,
+    v: F32,
     lr: number,
     beta1: number,
     beta2: number,
@@ -233,8 +261,8 @@ export interface Backend {
   ): void;
 }
 
-/** A backend's kernels: every member of the contract but its name. */
-export type Kernels = Omit<Backend, 'name'>;
+/** A backend's kernels: every member of the contract but its name and device. */
+export type Kernels = Omit<Backend, 'name' | 'device'>;
 export type KernelName = keyof Kernels;
 
 /** Every kernel of the contract, by name: what each backend must register (checked by `build`). */
@@ -248,6 +276,8 @@ export const KERNEL_NAMES = [
   'pow',
   'reduceSum',
   'permute',
+  'argmax',
+  'maskToBias',
   'softmax',
   'softmaxBackward',
   'logSoftmax',
@@ -270,17 +300,43 @@ export const KERNEL_NAMES = [
 const listed: Exclude<KernelName, (typeof KERNEL_NAMES)[number]> extends never ? true : never = true;
 void listed;
 
+/** What a host backend's kernel takes for each handle type: the typed array it is. */
+type HostArg<T> = T extends F32
+  ? Float32Array
+  : T extends I32
+    ? Int32Array
+    : T extends Storage
+      ? TypedData
+      : T extends AttentionParams
+        ? HostAttentionParams
+        : T;
+type HostArgs<A extends readonly unknown[]> = { [I in keyof A]: HostArg<A[I]> };
+
+/** {@link AttentionParams} with the bias as the host array it is on the CPU backends. */
+export interface HostAttentionParams extends Omit<AttentionParams, 'bias'> {
+  bias: (Omit<AttentionBias, 'data'> & { data: Float32Array }) | null;
+}
+
+/**
+ * The kernels as a backend whose storage is host typed arrays (js, wasm) writes them: the contract with
+ * every handle replaced by its array, so the kernel bodies index arrays while ops only ever hold handles.
+ */
+export type HostKernels = {
+  [K in KernelName]: Kernels[K] extends (...a: infer A) => infer R ? (...a: HostArgs<A>) => R : never;
+};
+
 /**
  * A backend assembled from its files (tfjs style): each kernel-family file of a backend
  * (`backend/<name>/<family>.ts`) ends by registering its kernels here, and the backend's index
  * imports the family files and calls `build`, which checks that every kernel of the contract is
  * there exactly once. A new backend is a set of such files; a new kernel touches its family file.
+ * `T` is the form its kernels are written in: {@link HostKernels} for backends on host memory.
  */
-export class KernelTable {
+export class KernelTable<T extends Record<KernelName, unknown> = Kernels> {
   private readonly kernels = new Map<KernelName, { family: string; fn: unknown }>();
   constructor(readonly backend: string) {}
 
-  register(family: string, kernels: Partial<Kernels>): void {
+  register(family: string, kernels: Partial<T>): void {
     for (const [name, fn] of Object.entries(kernels) as [KernelName, unknown][]) {
       const prev = this.kernels.get(name);
       if (prev)
@@ -291,11 +347,11 @@ export class KernelTable {
     }
   }
 
-  /** The backend, once every family has registered; throws naming the kernels still missing. */
-  build(): Backend {
+  /** The backend on `device`, once every family has registered; throws naming the kernels still missing. */
+  build(device: Device): Backend {
     const missing = KERNEL_NAMES.filter((k) => !this.kernels.has(k));
     if (missing.length > 0) throw new Error(`${this.backend} backend: no kernel registered for ${missing.join(', ')}`);
-    const b: Record<string, unknown> = { name: this.backend };
+    const b: Record<string, unknown> = { name: this.backend, device };
     for (const k of KERNEL_NAMES) b[k] = this.kernels.get(k)!.fn;
     return b as unknown as Backend;
   }
@@ -312,23 +368,94 @@ let current: Backend | null = null;
 /** Add a backend to the registry under its name; the first one registered becomes the current backend. */
 export function registerBackend(backend: Backend): void {
   registry.set(backend.name, backend);
-  current ??= backend;
+  registerDeviceName(backend.name, backend.device);
+  if (current === null) use(backend);
 }
 
-/** Switch backends by name ('js', later 'wasm'). */
+function use(b: Backend): void {
+  current = b;
+  setDefaultDevice(b.device);
+}
+
+/**
+ * Switch backends by name ('js', 'wasm', or one registered later): ops on tensors of its device run its
+ * kernels, and new tensors are made on its device. Tensors made before stay where they are (`t.to(name)`,
+ * `module.to(name)` move them). Synchronous for backends that are registered; see {@link loadBackend}
+ * for those that load asynchronously.
+ */
 export function setBackend(name: string): void {
   const b = registry.get(name);
   if (!b) throw new Error(`setBackend: unknown backend '${name}', registered: ${[...registry.keys()].join(', ')}`);
-  current = b;
+  use(b);
 }
 
-/** The backend ops run on now; throws if none is registered. */
+/** The backend ops run on now; throws if none is registered, or QKV_BACKEND named a backend that cannot run. */
 export function getBackend(): Backend {
+  if (envError !== null) throw new Error(envError);
   if (current === null) throw new Error('getBackend: no backend registered');
   return current;
+}
+
+let envError: string | null = null;
+
+/**
+ * QKV_BACKEND from the environment (Node), read here only: the backend the process should start on, or
+ * undefined for the default (the fastest that loads).
+ */
+export function requestedBackend(): string | undefined {
+  return (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QKV_BACKEND;
+}
+
+/**
+ * After the backends of `names` registered themselves (src/backend/backends.ts): start on QKV_BACKEND's choice,
+ * else on the first of `preferred` that is registered. A bad QKV_BACKEND is one line, thrown by the first
+ * op (so the CLI prints it as an error, not a stack trace at import).
+ */
+export function chooseStartingBackend(
+  names: readonly string[],
+  preferred: readonly string[],
+  why: (name: string) => string | null,
+): void {
+  const requested = requestedBackend();
+  if (requested !== undefined && requested !== '') {
+    if (!names.includes(requested)) {
+      envError = `QKV_BACKEND=${requested}: unknown backend (expected one of ${names.join(', ')})`;
+      return;
+    }
+    if (!registry.has(requested)) {
+      const reason = why(requested) ?? 'not loaded';
+      envError = `QKV_BACKEND=${requested}, but the ${requested} backend did not load: ${reason}`;
+      return;
+    }
+    setBackend(requested);
+    return;
+  }
+  const first = preferred.find((n) => registry.has(n));
+  if (first) setBackend(first);
+}
+
+/**
+ * The backend an op on tensors of `device` runs on: the current backend where it computes on that device
+ * (js or wasm for `cpu`), else the first registered backend of that device.
+ */
+export function backendFor(device: Device): Backend {
+  const cur = getBackend();
+  if (cur.device.name === device.name) return cur;
+  for (const b of registry.values()) if (b.device.name === device.name) return b;
+  throw new Error(`no backend registered for device '${device.name}'`);
 }
 
 /** Names of the registered backends, in registration order. */
 export function backendNames(): string[] {
   return [...registry.keys()];
+}
+
+/** A host backend (js, wasm) seen with its kernels on typed arrays, for kernel tests and benchmarks. */
+export type HostBackend = HostKernels & { readonly name: string; readonly device: Device };
+
+/** `b`'s kernels on typed arrays: only for backends whose storage is host arrays (js, wasm). */
+export function hostBackend(b: Backend): HostBackend {
+  if (b.device.name !== 'cpu')
+    throw new Error(`hostBackend: backend '${b.name}' does not keep its tensors on the host`);
+  return b as unknown as HostBackend;
 }

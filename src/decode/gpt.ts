@@ -136,7 +136,7 @@ export function* generateStream(
           if (fresh) cache = model.initCache();
           logits = model.forwardCached(x, cache!).logits;
         }
-        return (logits.data as Float32Array).slice((fed.length - 1) * vocabSize, fed.length * vocabSize);
+        return logits.dataSync<Float32Array>().slice((fed.length - 1) * vocabSize, fed.length * vocabSize);
       });
     const g = generation(vocabSize, blockSize, prompt, options);
     for (let r = g.next(); !r.done; ) {

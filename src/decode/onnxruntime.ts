@@ -68,7 +68,7 @@ interface KV {
 
 function gatherKV(kv: KV, rows: Int32Array): KV {
   const t = gatherRows(new Tensor(kv.data, kv.dims.slice(), 'float32'), rows);
-  return { data: t.data as Float32Array, dims: t.shape.slice() };
+  return { data: t.dataSync<Float32Array>(), dims: t.shape.slice() };
 }
 
 /** A translation model exported to ONNX: encoder, first decoder step, and decoder steps with past. */
@@ -100,9 +100,9 @@ export class OrtSeq2Seq {
   }> {
     const [B, S] = src.shape;
     const mask = new BigInt64Array(B * S);
-    for (let i = 0; i < B * S; i++) mask[i] = src.data[i] === this.info.padId ? 0n : 1n;
+    for (let i = 0; i < B * S; i++) mask[i] = src.dataSync()[i] === this.info.padId ? 0n : 1n;
     const out = await this.sessions.encoder.run({
-      input_ids: new this.ort.Tensor('int64', int64(src.data as Int32Array), [B, S]),
+      input_ids: new this.ort.Tensor('int64', int64(src.dataSync<Int32Array>()), [B, S]),
       attention_mask: new this.ort.Tensor('int64', mask, [B, S]),
     });
     return { memory: out.last_hidden_state, mask };
@@ -218,7 +218,7 @@ export class OrtSeq2SeqStepper implements AsyncStepper {
     if (!sameSource) {
       this.cross = this.cross.map(({ k, v }) => ({ k: gatherKV(k, rows), v: gatherKV(v, rows) }));
       if (this.memory) this.memory = gatherKV(this.memory, rows);
-      this.mask = gatherRows(new Tensor(this.mask, [N, this.S], 'int32'), rows).data as Int32Array;
+      this.mask = gatherRows(new Tensor(this.mask, [N, this.S], 'int32'), rows).dataSync() as Int32Array;
     }
     this.rowSource = source;
   }

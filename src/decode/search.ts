@@ -400,7 +400,7 @@ export function maxLengths(src: Tensor, padId: number, positions: number, maxLen
   const [B, S] = src.shape;
   return Array.from({ length: B }, (_, b) => {
     let len = 0;
-    for (let j = 0; j < S; j++) if (src.data[b * S + j] !== padId) len++;
+    for (let j = 0; j < S; j++) if (src.dataSync()[b * S + j] !== padId) len++;
     return Math.min(maxLen ?? len + 50, positions);
   });
 }

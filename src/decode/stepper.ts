@@ -57,7 +57,7 @@ export async function driveAsync<R>(search: Generator<Int32Array, R, Float32Arra
  * it would return garbage with no word of why. −∞ is fine (a masked token).
  */
 export function logProbs(logits: Tensor, padId: number, step: number): Float32Array {
-  const lp = F.logSoftmax(logits, -1).data as Float32Array;
+  const lp = F.logSoftmax(logits, -1).dataSync() as Float32Array;
   const V = logits.shape[logits.shape.length - 1];
   for (let i = 0; i < lp.length; i++) {
     const v = lp[i];

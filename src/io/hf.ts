@@ -91,7 +91,7 @@ function* loadSteps(
             `(${at - e.begin + bytes.length} of ${e.end - e.begin} bytes): the ` +
             `file is truncated`,
         );
-      if (chunked) (dst.data as Float32Array).set(float32View(bytes), (at - e.begin) / 4);
+      if (chunked) dst.write(float32View(bytes), (at - e.begin) / 4);
       else copyHfTensor(dst, float32Tensor(bytes, e), step.target.transpose);
       done += bytes.length;
       progress?.(done, size);

@@ -15,7 +15,6 @@
  * and the integer types), kept together so each branch of the reader has its writer beside it.
  */
 import { Tensor } from '../tensor/tensor.ts';
-import { allocFloat32 } from '../tensor/storage.ts';
 import { shapeToString } from '../tensor/shape.ts';
 
 /** The element types of the safetensors format, by its names. */
@@ -391,24 +390,24 @@ function decodeTensor(bytes: Uint8Array, dataStart: number, e: Entry): Tensor {
   const dv = new DataView(bytes.buffer, bytes.byteOffset + start, e.end - e.begin);
   switch (e.dtype) {
     case 'F32': {
-      const out = allocFloat32(n);
+      const out = new Float32Array(n);
       if (HOST_LITTLE_ENDIAN) new Uint8Array(out.buffer, out.byteOffset, n * 4).set(src);
       else for (let i = 0; i < n; i++) out[i] = dv.getFloat32(i * 4, true);
       return new Tensor(out, e.shape, 'float32');
     }
     case 'F64': {
-      const out = allocFloat32(n);
+      const out = new Float32Array(n);
       for (let i = 0; i < n; i++) out[i] = dv.getFloat64(i * 8, true);
       return new Tensor(out, e.shape, 'float32');
     }
     case 'F16': {
-      const out = allocFloat32(n);
+      const out = new Float32Array(n);
       const table = getF16Table();
       for (let i = 0; i < n; i++) out[i] = table[dv.getUint16(i * 2, true)];
       return new Tensor(out, e.shape, 'float32');
     }
     case 'BF16': {
-      const out = allocFloat32(n);
+      const out = new Float32Array(n);
       const bits = new Uint32Array(out.buffer, out.byteOffset, n);
       for (let i = 0; i < n; i++) bits[i] = dv.getUint16(i * 2, true) << 16;
       return new Tensor(out, e.shape, 'float32');
@@ -485,9 +484,20 @@ const ALLOWED_WRITE: Record<Tensor['dtype'], readonly WriteDType[]> = {
   float32: ['F32', 'F16', 'BF16'],
   int32: ['I32', 'I64', 'I8', 'U8'],
   bool: ['BOOL', 'U8'],
+  uint8: ['U8'],
+  int8: ['I8'],
+  // A q4 tensor is packed bytes: written as its int8 values or by a quantized writer, never raw.
+  q4: [],
 };
 
-const DEFAULT_WRITE: Record<Tensor['dtype'], WriteDType> = { float32: 'F32', int32: 'I32', bool: 'BOOL' };
+const DEFAULT_WRITE: Record<Tensor['dtype'], WriteDType> = {
+  float32: 'F32',
+  int32: 'I32',
+  bool: 'BOOL',
+  uint8: 'U8',
+  int8: 'I8',
+  q4: 'U8',
+};
 
 interface Planned {
   name: string;
@@ -586,8 +596,8 @@ export function writeSafetensors(tensors: Record<string, Tensor>, options: Write
 }
 
 function encodeTensor(out: Uint8Array, dv: DataView, at: number, p: Planned): void {
-  const data = p.tensor.data;
-  const n = data.length;
+  const data = p.tensor.dataSync();
+  const n = p.tensor.size;
   switch (p.dtype) {
     case 'F32':
     case 'I32':

@@ -296,7 +296,7 @@ export class GPT extends Module {
         ),
       );
     } else {
-      pos = new Tensor((this.pe!.data as Float32Array).subarray(offset * E, (offset + T) * E), [T, E], 'float32');
+      pos = new Tensor(this.pe!.dataSync<Float32Array>().subarray(offset * E, (offset + T) * E), [T, E], 'float32');
     }
     return this.drop.forward(F.add(this.wte.forward(ids), pos));
   }

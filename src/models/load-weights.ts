@@ -116,7 +116,7 @@ export function describeMismatch(
 export function checkFinite(weights: Record<string, Tensor>): void {
   for (const [k, t] of Object.entries(weights)) {
     if (t.dtype !== 'float32') continue;
-    const d = t.data as Float32Array;
+    const d = t.dataSync<Float32Array>();
     for (let i = 0; i < d.length; i++) {
       const v = d[i];
       if (v - v !== 0) {

@@ -88,6 +88,12 @@ export const MULTI30K_SMALL: Seq2SeqConfig = {
  * The encoder-decoder translation model (see the file comment): embeddings scaled by √dModel,
  * positions, {@link nn.Transformer}, and the tied output projection.
  */
+/** Row `r` of a 2-D weight set to 0, on its device (the padding embedding, as nn.Embedding's padding_idx). */
+function zeroRow(w: Tensor, r: number): void {
+  const cols = w.shape[1];
+  w.device.fill(w.storage, 'float32', 0, cols, r * cols);
+}
+
 export class Seq2Seq extends Module {
   /** The config it was built from (saved as config.json beside the weights). */
   readonly config: Seq2SeqConfig;
@@ -127,7 +133,7 @@ export class Seq2Seq extends Module {
     );
     // Tied input/output embedding: N(0, dModel^-0.5) keeps logits O(1) at the start.
     normal_(this.embedding.weight, 0, c.dModel ** -0.5);
-    this.embedding.weight.data.fill(0, c.padId * c.dModel, (c.padId + 1) * c.dModel);
+    zeroRow(this.embedding.weight, c.padId);
     // Created last, so a shared-vocabulary model draws exactly the numbers it always did.
     this.tgtEmbedding = null;
     if (c.tgtVocabSize !== undefined) {
@@ -136,7 +142,7 @@ export class Seq2Seq extends Module {
         new Embedding(c.tgtVocabSize, c.dModel, { paddingIdx: c.padId }),
       );
       normal_(this.tgtEmbedding.weight, 0, c.dModel ** -0.5);
-      this.tgtEmbedding.weight.data.fill(0, c.padId * c.dModel, (c.padId + 1) * c.dModel);
+      zeroRow(this.tgtEmbedding.weight, c.padId);
     }
   }
 
@@ -165,14 +171,14 @@ export class Seq2Seq extends Module {
     if (!Number.isInteger(offset) || offset < 0 || offset + T > pos.shape[0]) {
       throw new Error(`Seq2Seq: positions ${offset}..${offset + T - 1} exceed maxLen ${pos.shape[0]}`);
     }
-    const pe = new Tensor((pos.data as Float32Array).subarray(offset * d, (offset + T) * d), [T, d], 'float32');
+    const pe = new Tensor(pos.dataSync<Float32Array>().subarray(offset * d, (offset + T) * d), [T, d], 'float32');
     return this.positions.dropout.forward(F.add(x, pe));
   }
 
   /** Padding mask (B, T) for key positions: TRUE where the id is padding. */
   paddingMask(ids: Tensor): Tensor {
     const out = new Uint8Array(ids.size);
-    for (let i = 0; i < ids.size; i++) out[i] = ids.data[i] === this.config.padId ? 1 : 0;
+    for (let i = 0; i < ids.size; i++) out[i] = ids.dataSync()[i] === this.config.padId ? 1 : 0;
     return new Tensor(out, ids.shape, 'bool');
   }
 

@@ -3,21 +3,21 @@ import type { Tensor } from '../tensor/tensor.ts';
 
 /** Parameter initialisers, as torch.nn.init (same distributions; our own seeded stream). */
 export function uniform_(t: Tensor, low: number, high: number, g: Generator = defaultGenerator): Tensor {
-  const d = t.data;
+  const d = new Float32Array(t.size);
   for (let i = 0; i < d.length; i++) d[i] = low + (high - low) * g.uniform();
-  return t;
+  return t.write(d);
 }
 
 /** Fill `t` in place with draws from N(mean, std²), as torch.nn.init.normal_; returns `t`. */
 export function normal_(t: Tensor, mean = 0, std = 1, g: Generator = defaultGenerator): Tensor {
-  const d = t.data;
+  const d = new Float32Array(t.size);
   for (let i = 0; i < d.length; i++) d[i] = mean + std * g.normal();
-  return t;
+  return t.write(d);
 }
 
 /** Fill `t` in place with `v`, as torch.nn.init.constant_; returns `t`. */
 export function constant_(t: Tensor, v: number): Tensor {
-  t.data.fill(v);
+  t.device.fill(t.storage, t.dtype, v, t.size);
   return t;
 }
 

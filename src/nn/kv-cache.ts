@@ -5,17 +5,17 @@
  * cache (qkv's and ONNX Runtime's).
  */
 import { maskToBias } from '../ops/attention.ts';
+import { K, zerosOf } from '../ops/util.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
 
 /** Copy of rows `rows` (repeats allowed) along dim 0 of a contiguous tensor of any dtype. Not differentiable. */
 export function gatherRows(t: Tensor, rows: Int32Array): Tensor {
   const inner = t.shape.slice(1).reduce((a, b) => a * b, 1);
-  const Ctor = t.data.constructor as new (n: number) => typeof t.data;
-  const out = new Ctor(rows.length * inner);
-  for (let i = 0; i < rows.length; i++)
-    out.set(t.data.subarray(rows[i] * inner, (rows[i] + 1) * inner) as never, i * inner);
-  return new Tensor(out, [rows.length, ...t.shape.slice(1)], t.dtype);
+  const k = K(t);
+  const out = zerosOf([rows.length, ...t.shape.slice(1)], t.dtype, k);
+  for (let i = 0; i < rows.length; i++) k.copyRows(t.storage, rows[i] * inner, 0, out.storage, i * inner, 0, 1, inner);
+  return out;
 }
 
 /**
@@ -104,13 +104,13 @@ export class TransformerDecoderCache {
       );
     }
     const add = mask ? maskToBias(mask, 'block', 'TransformerDecoder.forwardStep', 'tgtKeyPaddingMask') : null;
-    const addAny = add !== null && (add.data as Float32Array).some((x) => x !== 0);
+    const addAny = add?.dataSync<Float32Array>().some((x) => x !== 0) ?? false;
     if (!addAny && !this.tgtKeyPaddingMask) return;
     const out = new Float32Array(N * (t + L));
-    const old = this.tgtKeyPaddingMask?.data as Float32Array | undefined;
+    const old = this.tgtKeyPaddingMask?.dataSync<Float32Array>();
     for (let n = 0; n < N; n++) {
       if (old) out.set(old.subarray(n * t, (n + 1) * t), n * (t + L));
-      if (addAny) out.set((add!.data as Float32Array).subarray(n * L, (n + 1) * L), n * (t + L) + t);
+      if (addAny) out.set(add!.dataSync<Float32Array>().subarray(n * L, (n + 1) * L), n * (t + L) + t);
     }
     this.tgtKeyPaddingMask = new Tensor(out, [N, t + L], 'float32');
   }

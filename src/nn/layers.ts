@@ -61,7 +61,7 @@ export class Embedding extends Module {
     }
     this.paddingIdx = pad;
     this.weight = this.registerParameter('weight', normal_(zeros(numEmbeddings, embeddingDim)));
-    if (pad !== null) this.weight.data.fill(0, pad * embeddingDim, (pad + 1) * embeddingDim);
+    if (pad !== null) this.weight.device.fill(this.weight.storage, 'float32', 0, embeddingDim, pad * embeddingDim);
   }
 
   /** Integer ids (...) -> their rows (..., embeddingDim). */
@@ -177,7 +177,11 @@ export class PositionalEncoding extends Module {
     const T = this.batchFirst ? x.shape[1] : x.shape[0];
     const maxLen = this.pe.shape[0];
     if (T > maxLen) throw new Error(`PositionalEncoding: sequence length ${T} exceeds maxLen ${maxLen}`);
-    const table = new Tensor(this.pe.data.subarray(0, T * this.dModel) as Float32Array, [T, this.dModel], 'float32');
+    const table = new Tensor(
+      this.pe.dataSync().subarray(0, T * this.dModel) as Float32Array,
+      [T, this.dModel],
+      'float32',
+    );
     const pe = this.batchFirst ? table : table.reshape(T, 1, this.dModel);
     return this.dropout.forward(F.add(x, pe));
   }
@@ -185,8 +189,7 @@ export class PositionalEncoding extends Module {
 
 /** The (maxLen, dModel) sinusoid table; odd dModel keeps the last sine column. */
 export function sinusoidalTable(maxLen: number, dModel: number): Tensor {
-  const t = full([maxLen, dModel], 0);
-  const d = t.data as Float32Array;
+  const d = new Float32Array(maxLen * dModel);
   for (let pos = 0; pos < maxLen; pos++) {
     for (let i = 0; i < dModel; i += 2) {
       // torch tutorials compute exp(-(ln 10000)·i/dModel); the same number, kept in float64 here.
@@ -195,7 +198,7 @@ export function sinusoidalTable(maxLen: number, dModel: number): Tensor {
       if (i + 1 < dModel) d[pos * dModel + i + 1] = Math.cos(angle);
     }
   }
-  return t;
+  return new Tensor(d, [maxLen, dModel], 'float32');
 }
 
 /** Throws `OWNER: ARG must be a positive integer, got V` unless v is one. */

@@ -1,6 +1,6 @@
 import { noGrad } from '../autograd/grad-mode.ts';
 import { shapeToString } from '../tensor/shape.ts';
-import { allocPersistentFloat32, hasPersistentStorage } from '../tensor/storage.ts';
+import { type Device, deviceNamed, type TypedData } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
 
 export interface LoadStateDictOptions {
@@ -23,6 +23,26 @@ export interface LoadResult {
  * give the dotted state-dict names PyTorch uses (`encoder.layers.0.self_attn.in_proj_weight`), so
  * weights move between the two unchanged. Properties are camelCase; registered names are torch's.
  */
+/**
+ * A parameter's or buffer's storage as long-lived storage of its device (with the wasm backend: WebAssembly
+ * memory, where kernels read weights in place instead of copying them at every call); itself where its
+ * device keeps no separate long-lived storage, or it is already there.
+ */
+function longLived(t: Tensor): Tensor {
+  const d = t.device;
+  if (d.isPersistent === undefined || d.isPersistent(t.storage)) return t;
+  const s = d.alloc('float32', t.size, { persistent: true });
+  d.copy(t.storage, s, 'float32', t.size);
+  return Tensor.fromStorage(d, s, t.shape, 'float32');
+}
+
+function moveTo(t: Tensor, target: Device, values: TypedData): void {
+  const s = target.alloc(t.dtype, t.size, { persistent: true });
+  target.write(s, t.dtype, values);
+  t.moveStorage_(target, s);
+  t.grad = null;
+}
+
 export class Module {
   /** Training mode (dropout active) or eval mode; set for the whole tree by train() and eval(). */
   training = true;
@@ -41,11 +61,7 @@ export class Module {
     if (t) {
       if (t.dtype !== 'float32')
         throw new Error(`${this.constructor.name}: parameter '${name}' must be float32, got ${t.dtype}`);
-      if (hasPersistentStorage()) {
-        const d = allocPersistentFloat32(t.size);
-        d.set(t.data as Float32Array);
-        t = new Tensor(d, t.shape, 'float32');
-      }
+      t = longLived(t);
       t.requiresGrad = true;
     }
     this.params.set(name, t);
@@ -55,11 +71,7 @@ export class Module {
   /** Register non-trainable state; persistent buffers are saved in the state dict. */
   protected registerBuffer(name: string, t: Tensor, persistent = true): Tensor {
     // Long-lived storage, like parameters: a buffer made inside a memoryScope must outlive it.
-    if (t.dtype === 'float32' && hasPersistentStorage()) {
-      const d = allocPersistentFloat32(t.size);
-      d.set(t.data as Float32Array);
-      t = new Tensor(d, t.shape, 'float32');
-    }
+    if (t.dtype === 'float32') t = longLived(t);
     this.buffers.set(name, { tensor: t, persistent });
     return t;
   }
@@ -161,10 +173,41 @@ export class Module {
     noGrad(() => {
       for (const [k, dst] of Object.entries(own)) {
         const src = source.get(k);
-        if (src) dst.data.set(src.data as never);
+        if (!src) continue;
+        if (src.device.name === dst.device.name) dst.device.copy(src.storage, dst.storage, dst.dtype, dst.size);
+        else dst.write(src.dataSync());
       }
     });
     return { missingKeys, unexpectedKeys };
+  }
+
+  /**
+   * Move every parameter and buffer to the device of backend `name` ('js', 'wasm', ...), in place (the
+   * tensors keep their identity, so optimizers made before still hold them; their state does not move),
+   * values identical; gradients are dropped. As torch's `module.to(device)`. Reading off a device that reads
+   * back only asynchronously needs {@link Module.toAsync}.
+   */
+  to(name: string): this {
+    const target = deviceNamed(name, 'Module.to');
+    for (const t of this.ownTensors()) {
+      if (t.device.name === target.name) continue;
+      moveTo(t, target, t.dataSync());
+    }
+    return this;
+  }
+
+  /** As {@link Module.to}, reading values back asynchronously (from any device). */
+  async toAsync(name: string): Promise<this> {
+    const target = deviceNamed(name, 'Module.toAsync');
+    for (const t of this.ownTensors()) {
+      if (t.device.name === target.name) continue;
+      moveTo(t, target, await t.data());
+    }
+    return this;
+  }
+
+  private ownTensors(): Tensor[] {
+    return [...this.parameters(), ...this.namedBuffers('', false).map(([, t]) => t)];
   }
 
   /** Training mode (dropout on) for this module and every submodule. */
@@ -182,7 +225,7 @@ export class Module {
   zeroGrad(setToNone = false): void {
     for (const p of this.parameters()) {
       if (setToNone) p.grad = null;
-      else p.grad?.data.fill(0);
+      else if (p.grad) p.grad.device.fill(p.grad.storage, 'float32', 0, p.grad.size);
     }
   }
 }

@@ -432,8 +432,8 @@ export class TransformerDecoder extends Module {
         );
       }
       bias = maskToBias(kpm, 'block', 'TransformerDecoder.initCache', 'memoryKeyPaddingMask');
-      if (!(bias.data as Float32Array).some((x) => x !== 0)) bias = null;
-      else if (bias === kpm) bias = new Tensor((kpm.data as Float32Array).slice(), kpm.shape, 'float32');
+      if (!bias.dataSync<Float32Array>().some((x) => x !== 0)) bias = null;
+      else if (bias === kpm) bias = new Tensor(kpm.dataSync<Float32Array>().slice(), kpm.shape, 'float32');
     }
     return new TransformerDecoderCache(
       [...this.layers].map((l) => l.initCache(memory)),

@@ -3,13 +3,13 @@ import { isGradEnabled } from '../autograd/grad-mode.ts';
 import type { AttentionBias, AttentionParams } from '../backend/backend.ts';
 import type { Generator } from '../tensor/random.ts';
 import { shapeToString, sizeOf } from '../tensor/shape.ts';
-import { Tensor, full } from '../tensor/tensor.ts';
+import { Tensor } from '../tensor/tensor.ts';
 import { dropout } from './dropout.ts';
 import { add, expand, mul } from './elementwise.ts';
 import { matmul } from './matmul.ts';
 import { softmax } from './softmax.ts';
 import { transpose } from './shape.ts';
-import { describe, empty, f32, K } from './util.ts';
+import { describe, empty, f32, K, st, upload } from './util.ts';
 
 /**
  * Scaled dot-product attention (§3.2.1): softmax(Q·Kᵀ/√dK + mask)·V.
@@ -114,11 +114,9 @@ export function attention(
 export function maskToBias(mask: Tensor, meaning: 'allow' | 'block', op: string, arg: string): Tensor {
   if (!(mask instanceof Tensor)) throw new Error(`${op}: ${arg} must be a Tensor, got ${describe(mask)}`);
   if (mask.dtype === 'float32') return mask;
-  const out = full(mask.shape, 0);
-  const od = out.data as Float32Array;
-  const md = mask.data;
-  const blockWhen = meaning === 'block' ? 1 : 0;
-  for (let i = 0; i < md.length; i++) if ((md[i] !== 0 ? 1 : 0) === blockWhen) od[i] = -Infinity;
+  const k = K(mask);
+  const out = empty(mask.shape, k);
+  k.maskToBias(mask.storage, st(out), mask.size, meaning === 'block' ? 1 : 0);
   return out;
 }
 
@@ -168,7 +166,7 @@ function kernelBias(bias: Tensor | null): AttentionBias | null {
   if (!bias) return null;
   const [bm, hm, lm, s] = bias.shape;
   return {
-    data: bias.data as Float32Array,
+    data: st(bias),
     strideB: bm === 1 ? 0 : hm * lm * s,
     strideH: hm === 1 ? 0 : lm * s,
     strideL: lm === 1 ? 0 : s,
@@ -177,10 +175,9 @@ function kernelBias(bias: Tensor | null): AttentionBias | null {
 
 /** Causal mask as an additive bias (L, S): −∞ where key j is after query i (end-aligned). */
 export function causalBias(L: number, S: number): Tensor {
-  const t = full([L, S], 0);
-  const d = t.data as Float32Array;
+  const d = new Float32Array(L * S);
   for (let i = 0; i < L; i++) for (let j = i + (S - L) + 1; j < S; j++) d[i * S + j] = -Infinity;
-  return t;
+  return upload(d, [L, S]);
 }
 
 /** Options of {@link attentionCore}, resolved by its callers. */
@@ -241,28 +238,17 @@ export function attentionCore(
     bias: kernelBias(bias),
   };
   const out = empty([B, H, L, Dv]);
-  const lse = new Float32Array(B * H * L);
+  const lse = st(empty([B, H, L]));
   const weights = o.needWeights ? empty([B, H, L, S]) : null;
-  const qd = q.data as Float32Array;
-  const kd = k.data as Float32Array;
-  const vd = v.data as Float32Array;
-  K().attention(qd, kd, vd, out.data as Float32Array, lse, weights ? (weights.data as Float32Array) : null, p);
+  const qd = st(q);
+  const kd = st(k);
+  const vd = st(v);
+  K().attention(qd, kd, vd, st(out), lse, weights ? st(weights) : null, p);
   record(out, 'attention', [q, k, v], (g) => {
     const dq = empty(q.shape);
     const dk = empty(k.shape);
     const dv = empty(v.shape);
-    K().attentionBackward(
-      qd,
-      kd,
-      vd,
-      out.data as Float32Array,
-      g.data as Float32Array,
-      lse,
-      dq.data as Float32Array,
-      dk.data as Float32Array,
-      dv.data as Float32Array,
-      p,
-    );
+    K().attentionBackward(qd, kd, vd, st(out), st(g), lse, st(dq), st(dk), st(dv), p);
     return [dq, dk, dv];
   });
   return { output: out.reshape(outShape), weights: weights ? weights.reshape(wShape) : null };

@@ -3,7 +3,7 @@ import { getBackend } from '../backend/backend.ts';
 import { stridesOf } from '../tensor/shape.ts';
 import { defaultGenerator, type Generator } from '../tensor/random.ts';
 import type { Tensor } from '../tensor/tensor.ts';
-import { empty, f32 } from './util.ts';
+import { empty, f32, st } from './util.ts';
 
 let draws = new Uint32Array(0);
 /** A reused buffer for the random words of one mask (grows to the largest call's need). */
@@ -24,15 +24,15 @@ export function dropout(x: Tensor, p = 0.5, training = true, generator: Generato
   const xd = f32(x, 'dropout', 'input');
   const keep = empty(x.shape);
   const out = empty(x.shape);
-  const kd = keep.data as Float32Array;
-  const bits = drawBuffer((kd.length + 1) >> 1);
+  const kd = st(keep);
+  const bits = drawBuffer((x.size + 1) >> 1);
   generator.fillUint32(bits);
   const threshold = Math.round(p * 65536); // keep when the 16 random bits are >= threshold
-  getBackend().dropoutMask(bits, threshold, p === 1 ? 0 : 1 / (1 - p), xd, kd, out.data as Float32Array);
+  getBackend().dropoutMask(bits, threshold, p === 1 ? 0 : 1 / (1 - p), xd, kd, st(out));
   return record(out, 'dropout', [x], (g) => {
     const dx = empty(x.shape);
-    const st = stridesOf(x.shape);
-    getBackend().binary('mul', g.data as Float32Array, st, kd, st, dx.data as Float32Array, x.shape);
+    const strides = stridesOf(x.shape);
+    getBackend().binary('mul', st(g), strides, kd, strides, st(dx), x.shape);
     return [dx];
   });
 }

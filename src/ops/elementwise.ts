@@ -3,7 +3,7 @@ import type { BinaryOp, UnaryOp } from '../backend/backend.ts';
 import { broadcastShapes, broadcastStrides, type Shape, sameShape } from '../tensor/shape.ts';
 import { type Tensor, full } from '../tensor/tensor.ts';
 import { sumToShape } from './reduce.ts';
-import { empty, f32, K } from './util.ts';
+import { empty, f32, K, st, upload } from './util.ts';
 
 /** An operand of the arithmetic ops: a tensor, or a number that acts as a scalar tensor. */
 export type TensorLike = Tensor | number;
@@ -13,21 +13,13 @@ function rawBinary(op: BinaryOp, a: Tensor, b: Tensor, name: string): Tensor {
   const bd = f32(b, name, 'other');
   const shape = sameShape(a.shape, b.shape) ? a.shape.slice() : broadcastShapes(a.shape, b.shape, name);
   const out = empty(shape);
-  K().binary(
-    op,
-    ad,
-    broadcastStrides(a.shape, shape),
-    bd,
-    broadcastStrides(b.shape, shape),
-    out.data as Float32Array,
-    shape,
-  );
+  K().binary(op, ad, broadcastStrides(a.shape, shape), bd, broadcastStrides(b.shape, shape), st(out), shape);
   return out;
 }
 
 function rawScalar(op: BinaryOp, a: Tensor, s: number, scalarFirst: boolean, name: string): Tensor {
   const out = empty(a.shape);
-  K().binaryScalar(op, f32(a, name, 'input'), s, out.data as Float32Array, scalarFirst);
+  K().binaryScalar(op, f32(a, name, 'input'), s, st(out), scalarFirst);
   return out;
 }
 
@@ -100,7 +92,7 @@ function divisorGrad(out: Tensor, b: Tensor): Tensor {
 
 function unaryOp(op: UnaryOp, x: Tensor, grad: (x: Tensor, y: Tensor, g: Tensor) => Tensor): Tensor {
   const out = empty(x.shape);
-  K().unary(op, f32(x, op, 'input'), out.data as Float32Array);
+  K().unary(op, f32(x, op, 'input'), st(out));
   return record(out, op, [x], (g) => [grad(x, out, g)]);
 }
 
@@ -143,10 +135,10 @@ export function sigmoid(x: Tensor): Tensor {
 /** xᵖ elementwise, for a number p. */
 export function pow(x: Tensor, p: number): Tensor {
   const out = empty(x.shape);
-  K().pow(f32(x, 'pow', 'input'), p, out.data as Float32Array);
+  K().pow(f32(x, 'pow', 'input'), p, st(out));
   return record(out, 'pow', [x], (g) => {
     const d = empty(x.shape);
-    K().pow(x.data as Float32Array, p - 1, d.data as Float32Array);
+    K().pow(st(x), p - 1, st(d));
     return [rawBinary('mul', g, rawScalar('mul', d, p, false, 'pow'), 'pow')];
   });
 }
@@ -154,10 +146,10 @@ export function pow(x: Tensor, p: number): Tensor {
 /** An activation with a kernel each way: `op` forward, `${op}Backward` (which reads x) for the gradient. */
 function activation(op: 'relu' | 'gelu', x: Tensor): Tensor {
   const out = empty(x.shape);
-  K()[op](f32(x, op, 'input'), out.data as Float32Array);
+  K()[op](f32(x, op, 'input'), st(out));
   return record(out, op, [x], (g) => {
     const dx = empty(x.shape);
-    K()[`${op}Backward` as const](x.data as Float32Array, g.data as Float32Array, dx.data as Float32Array);
+    K()[`${op}Backward` as const](st(x), st(g), st(dx));
     return [dx];
   });
 }
@@ -196,14 +188,17 @@ export function maskedFill(x: Tensor, mask: Tensor, value: number): Tensor {
     );
   }
   // keep = 1 where the mask is false, broadcast to x's shape.
-  const keepSmall = full(mask.shape, 0);
-  const ks = keepSmall.data as Float32Array;
-  for (let i = 0; i < ks.length; i++) ks[i] = mask.data[i] !== 0 ? 0 : 1;
-  const keep = broadcastRaw(keepSmall, shape);
-  const kd = keep.data as Float32Array;
-  const out = empty(shape);
-  const o = out.data as Float32Array;
-  for (let i = 0; i < o.length; i++) o[i] = kd[i] !== 0 ? xd[i] : value; // not x·keep: inf·0 is NaN
+  // Computed on the host (no kernel yet): an explicit synchronous read, refused on devices without one.
+  const md = mask.dataSync();
+  const ks = new Float32Array(mask.size);
+  for (let i = 0; i < ks.length; i++) ks[i] = md[i] !== 0 ? 0 : 1;
+  const keep = broadcastRaw(upload(ks, mask.shape), shape);
+  const kd = keep.dataSync<Float32Array>();
+  const xv = x.dataSync<Float32Array>();
+  void xd;
+  const o = new Float32Array(x.size);
+  for (let i = 0; i < o.length; i++) o[i] = kd[i] !== 0 ? xv[i] : value; // not x·keep: inf·0 is NaN
+  const out = upload(o, shape);
   return record(out, 'maskedFill', [x], (g) => [rawBinary('mul', g, keep, 'maskedFill')]);
 }
 
@@ -214,11 +209,11 @@ function broadcastRaw(x: Tensor, shape: Shape): Tensor {
   const out = empty(shape);
   K().binary(
     'add',
-    x.data as Float32Array,
+    st(x),
     broadcastStrides(x.shape, shape),
-    zero.data as Float32Array,
+    st(zero),
     shape.map(() => 0),
-    out.data as Float32Array,
+    st(out),
     shape,
   );
   return out;

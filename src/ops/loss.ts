@@ -1,7 +1,7 @@
 import { record } from '../autograd/engine.ts';
 import { shapeToString } from '../tensor/shape.ts';
-import { Tensor, full } from '../tensor/tensor.ts';
-import { empty, f32, K } from './util.ts';
+import { type Tensor, full } from '../tensor/tensor.ts';
+import { empty, f32, i32, K, st, upload } from './util.ts';
 
 /** Options of {@link crossEntropy}, torch's names. */
 export interface CrossEntropyOptions {
@@ -34,39 +34,52 @@ export function crossEntropy(logits: Tensor, target: Tensor, options: CrossEntro
     throw new Error(`crossEntropy: labelSmoothing must be in [0, 1], got ${labelSmoothing}`);
   const c = logits.shape[logits.ndim - 1];
   const rows = target.size;
-  const td = target.data as Int32Array;
-  for (let i = 0; i < rows; i++) {
-    if (td[i] !== ignoreIndex && (td[i] < 0 || td[i] >= c)) {
-      throw new Error(`crossEntropy: target ${td[i]} at position ${i} is out of range for ${c} classes`);
+  const td = i32(target, 'crossEntropy', 'target');
+  // Targets come from the host (the data); checked where they can be read at once (see embedding).
+  const host = target.device.readSync ? target.dataSync<Int32Array>() : null;
+  if (host) {
+    for (let i = 0; i < rows; i++) {
+      if (host[i] !== ignoreIndex && (host[i] < 0 || host[i] >= c)) {
+        throw new Error(`crossEntropy: target ${host[i]} at position ${i} is out of range for ${c} classes`);
+      }
     }
   }
-  const losses = new Float32Array(rows);
-  const count = K().crossEntropy(ld, td, losses, rows, c, ignoreIndex, labelSmoothing);
-  let out: Tensor;
-  const rowScale = new Float32Array(rows);
-  if (reduction === 'none') {
-    out = new Tensor(losses, target.shape, 'float32');
-  } else {
-    let s = 0;
-    for (let i = 0; i < rows; i++) s += losses[i];
-    // torch returns NaN for a mean over zero counted targets; so do we (0/0).
-    out = full([], reduction === 'mean' ? s / count : s);
-    rowScale.fill(reduction === 'mean' ? 1 / count : 1);
+  const losses = empty(target.shape);
+  // [total, count]: the reduction happens in the kernel, so no value comes back to the host.
+  const reduced = empty([2]);
+  const mean = reduction === 'mean';
+  K().crossEntropy(ld, td, st(losses), st(reduced), rows, c, ignoreIndex, labelSmoothing, mean);
+  let out = losses;
+  if (reduction !== 'none') {
+    out = empty([]);
+    K().copyRows(reduced.storage, 0, 0, out.storage, 0, 0, 1, 1); // the total, as a scalar
   }
   return record(out, 'crossEntropy', [logits], (g) => {
-    const gd = g.data as Float32Array;
-    if (reduction === 'none') for (let i = 0; i < rows; i++) rowScale[i] = gd[i];
-    else for (let i = 0; i < rows; i++) rowScale[i] *= gd[0];
     const dl = empty(logits.shape);
-    K().crossEntropyBackward(ld, td, rowScale, dl.data as Float32Array, rows, c, ignoreIndex, labelSmoothing);
+    const perRow = reduction === 'none';
+    K().crossEntropyBackward(
+      ld,
+      td,
+      st(g),
+      perRow,
+      mean ? st(reduced) : null,
+      st(dl),
+      rows,
+      c,
+      ignoreIndex,
+      labelSmoothing,
+    );
     return [dl];
   });
 }
 
 /** Mean squared error. */
 export function mseLoss(input: Tensor, target: Tensor): Tensor {
-  const a = f32(input, 'mseLoss', 'input');
-  const b = f32(target, 'mseLoss', 'target');
+  f32(input, 'mseLoss', 'input');
+  f32(target, 'mseLoss', 'target');
+  // Computed on the host (no kernel yet): explicit synchronous reads, refused on devices without them.
+  const a = input.dataSync<Float32Array>();
+  const b = target.dataSync<Float32Array>();
   if (a.length !== b.length)
     throw new Error(
       `mseLoss: input shape ${shapeToString(input.shape)} and target shape ${shapeToString(target.shape)} differ`,
@@ -75,10 +88,9 @@ export function mseLoss(input: Tensor, target: Tensor): Tensor {
   for (let i = 0; i < a.length; i++) s += (a[i] - b[i]) ** 2;
   const out = full([], s / a.length);
   return record(out, 'mseLoss', [input], (g) => {
-    const dx = empty(input.shape);
-    const dd = dx.data as Float32Array;
-    const k = (2 * g.data[0]) / a.length;
+    const dd = new Float32Array(a.length);
+    const k = (2 * g.item()) / a.length;
     for (let i = 0; i < a.length; i++) dd[i] = k * (a[i] - b[i]);
-    return [dx];
+    return [upload(dd, input.shape)];
   });
 }

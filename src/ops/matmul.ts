@@ -2,7 +2,7 @@ import { record } from '../autograd/engine.ts';
 import { broadcastShapes, shapeToString, sizeOf, stridesOf } from '../tensor/shape.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { sumToShape } from './reduce.ts';
-import { empty, f32, K } from './util.ts';
+import { empty, f32, K, st } from './util.ts';
 
 /**
  * C = A·B for the last two dims, broadcasting the batch dims (torch.matmul for rank >= 2; a 1-D
@@ -71,9 +71,9 @@ function bmm(
   const ym = y.shape[y.ndim - 2] * y.shape[y.ndim - 1];
   const xb = sizeOf(x.shape.slice(0, -2));
   const yb = sizeOf(y.shape.slice(0, -2));
-  const xd = x.data as Float32Array;
-  const yd = y.data as Float32Array;
-  const od = out.data as Float32Array;
+  const xd = st(x);
+  const yd = st(y);
+  const od = st(out);
   const base = { m, n, k, transA: transX, transB: transY, strideC: m * n, accumulate };
   if ((xb === batch || xb === 1) && (yb === batch || yb === 1)) {
     K().gemm(xd, yd, od, { ...base, batch, strideA: xb === 1 ? 0 : xm, strideB: yb === 1 ? 0 : ym });
@@ -82,11 +82,14 @@ function bmm(
   const xs = batchOffsets(x.shape.slice(0, -2), batchShape, xm);
   const ys = batchOffsets(y.shape.slice(0, -2), batchShape, ym);
   for (let i = 0; i < batch; i++) {
-    K().gemm(xd.subarray(xs[i]), yd.subarray(ys[i]), od.subarray(i * m * n), {
+    K().gemm(xd, yd, od, {
       ...base,
       batch: 1,
       strideA: 0,
       strideB: 0,
+      offsetA: xs[i],
+      offsetB: ys[i],
+      offsetC: i * m * n,
     });
   }
 }
@@ -133,7 +136,7 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
   const rows = x.size / inF;
   const outShape = [...x.shape.slice(0, -1), outF];
   const out = empty(outShape);
-  const od = out.data as Float32Array;
+  const od = st(out);
   if (bias) {
     const bd = f32(bias, 'linear', 'bias');
     K().copyRows(bd, 0, 0, od, 0, outF, rows, outF);
@@ -152,13 +155,13 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
   });
   const inputs = bias ? [x, weight, bias] : [x, weight];
   return record(out, 'linear', inputs, (g) => {
-    const gd = g.data as Float32Array;
+    const gd = st(g);
     let dx: Tensor | null = null;
     let dw: Tensor | null = null;
     let db: Tensor | null = null;
     if (x.requiresGrad) {
       dx = empty(x.shape); // (R, out)·(out, in)
-      K().gemm(gd, wd, dx.data as Float32Array, {
+      K().gemm(gd, wd, st(dx), {
         batch: 1,
         m: rows,
         n: inF,
@@ -173,7 +176,7 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
     }
     if (weight.requiresGrad) {
       dw = empty(weight.shape); // (R, out)ᵀ·(R, in)
-      K().gemm(gd, xd, dw.data as Float32Array, {
+      K().gemm(gd, xd, st(dw), {
         batch: 1,
         m: outF,
         n: inF,
@@ -188,7 +191,7 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
     }
     if (bias?.requiresGrad) {
       db = empty([outF]);
-      K().reduceSum(gd, [rows, outF], db.data as Float32Array, [1, outF]);
+      K().reduceSum(gd, [rows, outF], st(db), [1, outF]);
     }
     return [dx, dw, db];
   });

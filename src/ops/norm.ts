@@ -1,7 +1,7 @@
 import { record } from '../autograd/engine.ts';
 import { shapeToString, sizeOf } from '../tensor/shape.ts';
-import { Tensor } from '../tensor/tensor.ts';
-import { empty, f32, K } from './util.ts';
+import type { Tensor } from '../tensor/tensor.ts';
+import { empty, f32, K, st, zerosF } from './util.ts';
 
 /**
  * Layer normalisation over the trailing `normalizedShape` dims (Ba et al. 2016; the paper's
@@ -36,20 +36,20 @@ export function layerNorm(
   }
   const rows = cols === 0 ? 0 : x.size / cols;
   const out = empty(x.shape);
-  const mean = new Float32Array(rows);
-  const rstd = new Float32Array(rows);
+  const mean = st(empty([rows]));
+  const rstd = st(empty([rows]));
   const wd = weight ? f32(weight, 'layerNorm', 'weight') : null;
   const bd = bias ? f32(bias, 'layerNorm', 'bias') : null;
-  K().layerNorm(xd, wd, bd, out.data as Float32Array, mean, rstd, rows, cols, eps);
+  K().layerNorm(xd, wd, bd, st(out), mean, rstd, rows, cols, eps);
   const inputs = [x, ...(weight ? [weight] : []), ...(bias ? [bias] : [])];
   return record(out, 'layerNorm', inputs, (g) => {
     const dx = empty(x.shape);
-    const dw = weight ? new Float32Array(cols) : null;
-    const db = bias ? new Float32Array(cols) : null;
-    K().layerNormBackward(xd, wd, mean, rstd, g.data as Float32Array, dx.data as Float32Array, dw, db, rows, cols);
+    const dw = weight ? zerosF(weight.shape) : null;
+    const db = bias ? zerosF(bias.shape) : null;
+    K().layerNormBackward(xd, wd, mean, rstd, st(g), st(dx), dw && st(dw), db && st(db), rows, cols);
     const res: (Tensor | null)[] = [dx];
-    if (weight) res.push(new Tensor(dw!, weight.shape, 'float32'));
-    if (bias) res.push(new Tensor(db!, bias.shape, 'float32'));
+    if (dw) res.push(dw);
+    if (db) res.push(db);
     return res;
   });
 }

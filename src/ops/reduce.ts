@@ -1,7 +1,8 @@
 import { record } from '../autograd/engine.ts';
 import { broadcastStrides, normAxis, type Shape, sameShape, sizeOf } from '../tensor/shape.ts';
-import { Tensor, full } from '../tensor/tensor.ts';
-import { empty, f32, K } from './util.ts';
+import { type Tensor, full } from '../tensor/tensor.ts';
+import type { I32 } from '../backend/backend.ts';
+import { empty, f32, K, st, zerosOf } from './util.ts';
 
 /** Sum a broadcast gradient back down to `shape` (the rule every broadcasting op's backward needs). */
 export function sumToShape(g: Tensor, shape: Shape): Tensor {
@@ -9,8 +10,8 @@ export function sumToShape(g: Tensor, shape: Shape): Tensor {
   const lead = g.ndim - shape.length;
   const keep = g.shape.map((d, i) => (i < lead ? 1 : shape[i - lead] === 1 ? 1 : d));
   const out = empty(keep);
-  K().reduceSum(g.data as Float32Array, g.shape, out.data as Float32Array, keep);
-  return new Tensor(out.data, shape, 'float32');
+  K().reduceSum(st(g), g.shape, st(out), keep);
+  return out.detach().reshape(shape);
 }
 
 /** Copy g (reduced shape, keepdim layout) back to `shape` by broadcasting. */
@@ -19,11 +20,11 @@ function broadcastBack(g: Tensor, keepShape: Shape, shape: Shape, factor: number
   const scale = full([1], factor);
   K().binary(
     'mul',
-    g.data as Float32Array,
+    st(g),
     broadcastStrides(keepShape, shape),
-    scale.data as Float32Array,
+    st(scale),
     shape.map(() => 0),
-    out.data as Float32Array,
+    st(out),
     shape,
   );
   return out;
@@ -45,8 +46,8 @@ export function sum(x: Tensor, dim?: number | number[], keepdim = false): Tensor
   const xd = f32(x, 'sum', 'input');
   const { keepShape, outShape } = reduceShapes(x, dim, keepdim, 'sum');
   const out = empty(keepShape);
-  K().reduceSum(xd, x.shape, out.data as Float32Array, keepShape);
-  const res = new Tensor(out.data, outShape, 'float32');
+  K().reduceSum(xd, x.shape, st(out), keepShape);
+  const res = out.reshape(outShape);
   return record(res, 'sum', [x], (g) => [broadcastBack(g, keepShape, x.shape, 1)]);
 }
 
@@ -55,10 +56,9 @@ export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tenso
   const xd = f32(x, 'mean', 'input');
   const { keepShape, outShape, count } = reduceShapes(x, dim, keepdim, 'mean');
   const out = empty(keepShape);
-  K().reduceSum(xd, x.shape, out.data as Float32Array, keepShape);
-  const od = out.data as Float32Array;
-  for (let i = 0; i < od.length; i++) od[i] /= count;
-  const res = new Tensor(out.data, outShape, 'float32');
+  K().reduceSum(xd, x.shape, st(out), keepShape);
+  K().binaryScalar('div', st(out), count, st(out), false); // in place, rounded once to float32
+  const res = out.reshape(outShape);
   return record(res, 'mean', [x], (g) => [broadcastBack(g, keepShape, x.shape, 1 / count)]);
 }
 
@@ -67,11 +67,7 @@ export function argmax(x: Tensor): Tensor {
   const xd = f32(x, 'argmax', 'input');
   const c = x.shape[x.ndim - 1];
   const rows = sizeOf(x.shape) / c;
-  const out = full(x.shape.slice(0, -1), 0, { dtype: 'int32' });
-  for (let r = 0; r < rows; r++) {
-    let best = 0;
-    for (let j = 1; j < c; j++) if (xd[r * c + j] > xd[r * c + best]) best = j;
-    out.data[r] = best;
-  }
+  const out = zerosOf(x.shape.slice(0, -1), 'int32');
+  K().argmax(xd, out.storage as I32, rows, c);
   return out;
 }

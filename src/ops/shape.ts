@@ -1,8 +1,8 @@
 import { backwardPass, record } from '../autograd/engine.ts';
 import { normAxis, shapeToString, sizeOf } from '../tensor/shape.ts';
-import { allocData, type TypedData } from '../tensor/storage.ts';
-import { Tensor } from '../tensor/tensor.ts';
-import { empty, K, zerosF } from './util.ts';
+import type { Storage } from '../tensor/storage.ts';
+import type { Tensor } from '../tensor/tensor.ts';
+import { empty, K, st, zerosF, zerosOf } from './util.ts';
 
 /** Reorder dims (a copy: storage stays contiguous). out dim i = x dim perm[i]. */
 export function permute(x: Tensor, perm: readonly number[]): Tensor {
@@ -17,25 +17,15 @@ export function permute(x: Tensor, perm: readonly number[]): Tensor {
   const identity = p.every((d, i) => d === i);
   const shape = p.map((d) => x.shape[d]);
   if (identity) return x.reshape(shape);
-  let out: Tensor;
-  if (x.dtype === 'float32') {
-    out = empty(shape);
-    K().permute(x.data as Float32Array, x.shape, p, out.data as Float32Array);
-  } else {
-    // Integer/bool tensors go through a float copy: ids and masks are small and exact in float32
-    // up to 2^24, far beyond any vocabulary.
-    const tmp = new Float32Array(x.data);
-    const o = new Float32Array(tmp.length);
-    K().permute(tmp, x.shape, p, o);
-    const data = allocData(x.dtype, o.length);
-    for (let i = 0; i < o.length; i++) data[i] = o[i];
-    return new Tensor(data, shape, x.dtype);
-  }
+  noPacked(x, 'permute');
+  const out = zerosOf(shape, x.dtype, K(x));
+  K().permute(x.storage, x.shape, p, out.storage);
+  if (x.dtype !== 'float32') return out;
   const inverse = new Array<number>(p.length);
   p.forEach((d, i) => (inverse[d] = i));
   return record(out, 'permute', [x], (g) => {
     const dx = empty(x.shape);
-    K().permute(g.data as Float32Array, g.shape, inverse, dx.data as Float32Array);
+    K().permute(st(g), g.shape, inverse, st(dx));
     return [dx];
   });
 }
@@ -72,10 +62,10 @@ export function squeeze(x: Tensor, dim: number): Tensor {
  * length, inner) of it starting at `start` along d: out of x when `fromX`, else into it.
  */
 function copySlab(
-  x: TypedData,
+  x: Storage,
   shape: readonly number[],
   d: number,
-  slab: TypedData,
+  slab: Storage,
   start: number,
   length: number,
   fromX: boolean,
@@ -84,16 +74,14 @@ function copySlab(
   const size = shape[d];
   const inner = sizeOf(shape.slice(d + 1));
   const w = length * inner;
-  if (x instanceof Float32Array && slab instanceof Float32Array) {
-    if (fromX) K().copyRows(x, start * inner, size * inner, slab, 0, w, outer, w);
-    else K().copyRows(slab, 0, w, x, start * inner, size * inner, outer, w);
-    return;
-  }
-  for (let o = 0; o < outer; o++) {
-    const at = (o * size + start) * inner;
-    if (fromX) slab.set(x.subarray(at, at + w) as never, o * w);
-    else x.set(slab.subarray(o * w, (o + 1) * w) as never, at);
-  }
+  if (fromX) K().copyRows(x, start * inner, size * inner, slab, 0, w, outer, w);
+  else K().copyRows(slab, 0, w, x, start * inner, size * inner, outer, w);
+}
+
+/** Layout ops move whole elements: a packed 4-bit tensor has none to move. */
+function noPacked(x: Tensor, op: string): void {
+  if (x.dtype === 'q4')
+    throw new Error(`${op}: q4 tensors are packed two to a byte and cannot be ${op}d; unpack them first`);
 }
 
 function checkRange(op: string, x: Tensor, dim: number, start: number, length: number): void {
@@ -107,8 +95,9 @@ function checkRange(op: string, x: Tensor, dim: number, start: number, length: n
 function slab(x: Tensor, d: number, start: number, length: number): Tensor {
   const shape = x.shape.slice();
   shape[d] = length;
-  const out = x.dtype === 'float32' ? empty(shape) : new Tensor(allocData(x.dtype, sizeOf(shape)), shape, x.dtype);
-  copySlab(x.data, x.shape, d, out.data, start, length, true);
+  noPacked(x, 'slice');
+  const out = x.dtype === 'float32' ? empty(shape, K(x)) : zerosOf(shape, x.dtype, K(x));
+  copySlab(x.storage, x.shape, d, out.storage, start, length, true);
   return out;
 }
 
@@ -120,7 +109,7 @@ export function narrow(x: Tensor, dim: number, start: number, length: number): T
   if (x.dtype !== 'float32') return out;
   return record(out, 'narrow', [x], (g) => {
     const dx = zerosF(x.shape);
-    copySlab(dx.data, x.shape, d, g.data, start, length, false);
+    copySlab(dx.storage, x.shape, d, g.storage, start, length, false);
     return [dx];
   });
 }
@@ -143,7 +132,7 @@ export function split(x: Tensor, sizes: number[], dim = 0): Tensor[] {
   const starts = sizes.map((_, i) => sizes.slice(0, i).reduce((a, b) => a + b, 0));
   const pieces = sizes.map((s, i) => slab(x, d, starts[i]!, s));
   if (x.dtype !== 'float32') return pieces;
-  const hub = record(new Tensor(x.data, x.shape, 'float32'), 'split', [x], (g) => [g]);
+  const hub = record(x.detach(), 'split', [x], (g) => [g]);
   if (!hub.requiresGrad) return pieces;
   let pass = -1;
   let buffer: Tensor | null = null;
@@ -154,7 +143,7 @@ export function split(x: Tensor, sizes: number[], dim = 0): Tensor[] {
         pass = backwardPass();
         buffer = zerosF(x.shape);
       }
-      copySlab(buffer!.data, x.shape, d, g.data, starts[i]!, sizes[i]!, false);
+      copySlab(buffer!.storage, x.shape, d, g.storage, starts[i]!, sizes[i]!, false);
       return [first ? buffer : null];
     }),
   );
@@ -188,26 +177,23 @@ export function cat(xs: Tensor[], dim = 0): Tensor {
   const total = xs.reduce((n, t) => n + t.shape[d], 0);
   const shape = first.shape.slice();
   shape[d] = total;
-  const out =
-    first.dtype === 'float32' ? empty(shape) : new Tensor(allocData(first.dtype, sizeOf(shape)), shape, first.dtype);
+  noPacked(first, 'concatenate');
+  const k = K(...xs);
+  const out = first.dtype === 'float32' ? empty(shape, k) : zerosOf(shape, first.dtype, k);
   let off = 0;
   for (const t of xs) {
     const w = t.shape[d] * inner;
-    if (out.data instanceof Float32Array)
-      K().copyRows(t.data as Float32Array, 0, w, out.data, off, total * inner, outer, w);
-    else
-      for (let o = 0; o < outer; o++)
-        out.data.set(t.data.subarray(o * w, (o + 1) * w) as never, o * total * inner + off);
+    k.copyRows(t.storage, 0, w, out.storage, off, total * inner, outer, w);
     off += w;
   }
   if (first.dtype !== 'float32') return out;
   return record(out, 'cat', xs, (g) => {
-    const gd = g.data as Float32Array;
+    const gd = st(g);
     let o2 = 0;
     return xs.map((t) => {
       const w = t.shape[d] * inner;
       const dx = empty(t.shape);
-      const dd = dx.data as Float32Array;
+      const dd = st(dx);
       K().copyRows(gd, o2, total * inner, dd, 0, w, outer, w);
       o2 += w;
       return dx;

@@ -1,12 +1,12 @@
 import { record } from '../autograd/engine.ts';
-import type { Backend } from '../backend/backend.ts';
+import type { Backend, F32 } from '../backend/backend.ts';
 import { normAxis } from '../tensor/shape.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { transpose } from './shape.ts';
-import { empty, f32, K } from './util.ts';
+import { empty, f32, K, st } from './util.ts';
 
-type RowKernel = (x: Float32Array, out: Float32Array, rows: number, cols: number) => void;
-type RowBackward = (y: Float32Array, dy: Float32Array, dx: Float32Array, rows: number, cols: number) => void;
+type RowKernel = (x: F32, out: F32, rows: number, cols: number) => void;
+type RowBackward = (y: F32, dy: F32, dx: F32, rows: number, cols: number) => void;
 
 /**
  * A row-wise op along `dim`: kernels work on contiguous rows of the last dim, so any other dim is
@@ -26,10 +26,10 @@ function rowwise(
   const c = x.shape[x.ndim - 1];
   const rows = x.size / c;
   const out = empty(x.shape);
-  fwd(K())(x.data as Float32Array, out.data as Float32Array, rows, c);
+  fwd(K())(st(x), st(out), rows, c);
   return record(out, op, [x], (g) => {
     const dx = empty(x.shape);
-    bwd(K())(out.data as Float32Array, g.data as Float32Array, dx.data as Float32Array, rows, c);
+    bwd(K())(st(out), st(g), st(dx), rows, c);
     return [dx];
   });
 }

@@ -1,31 +1,78 @@
-import { getBackend, type Backend } from '../backend/backend.ts';
-import '../backend/register.ts';
-import { allocFloat32 } from '../tensor/storage.ts';
+import { type Backend, type F32, getBackend, type I32 } from '../backend/backend.ts';
+import '../backend/backends.ts';
+import { allocFloat32, type DType, type Storage } from '../tensor/storage.ts';
 import { type Shape, shapeToString, sizeOf } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
 
-/** The active backend: ops make exactly one hop from here to a kernel. */
-export function K(): Backend {
-  return getBackend();
+/**
+ * The backend ops run on: the current one (setBackend). Ops make exactly one hop from here to a kernel.
+ * Tensors given are checked to live on its device: a tensor of another device is refused in one line naming
+ * both devices.
+ */
+export function K(...ts: (Tensor | null | undefined)[]): Backend {
+  const k = getBackend();
+  for (const t of ts) if (t) onDevice(t, k, 'op', 'input');
+  return k;
 }
 
-/** An uninitialised float32 tensor from the backend's allocator: the caller writes every element. */
-export function empty(shape: Shape): Tensor {
-  return new Tensor(allocFloat32(sizeOf(shape), false), shape, 'float32');
+/** Throws `OP: ARG is on device 'x' but the current backend 'b' computes on 'y'` unless t is on k's device. */
+export function onDevice(t: Tensor, k: Backend, op: string, arg: string): void {
+  if (t.device.name !== k.device.name) {
+    throw new Error(
+      `${op}: ${arg} is on device '${t.device.name}' but backend '${k.name}' computes on '${k.device.name}' ` +
+        `(move tensors with t.to('${k.name}') or module.to('${k.name}'), or setBackend to theirs)`,
+    );
+  }
 }
 
-/** A zero-filled float32 tensor from the backend's allocator. */
-export function zerosF(shape: Shape): Tensor {
-  const t = empty(shape);
-  t.data.fill(0);
-  return t;
+/** An uninitialised float32 tensor on backend `k`'s device: the caller writes every element. */
+export function empty(shape: Shape, k: Backend = getBackend()): Tensor {
+  return Tensor.fromStorage(k.device, allocFloat32(k.device, sizeOf(shape), false), shape, 'float32');
+}
+
+/** A zero-filled float32 tensor on backend `k`'s device. */
+export function zerosF(shape: Shape, k: Backend = getBackend()): Tensor {
+  return Tensor.fromStorage(k.device, allocFloat32(k.device, sizeOf(shape), true), shape, 'float32');
+}
+
+/** A zero-filled tensor of any dtype on backend `k`'s device. */
+export function zerosOf(shape: Shape, dtype: DType, k: Backend = getBackend()): Tensor {
+  if (dtype === 'float32') return zerosF(shape, k);
+  return Tensor.fromStorage(k.device, k.device.alloc(dtype, sizeOf(shape)), shape, dtype);
+}
+
+/** A tensor of host values on backend `k`'s device (small inputs made on the host: biases, scales). */
+export function upload(values: Float32Array | Int32Array, shape: Shape, k: Backend = getBackend()): Tensor {
+  const dtype = values instanceof Float32Array ? 'float32' : 'int32';
+  const storage = k.device.alloc(dtype, values.length);
+  k.device.write(storage, dtype, values);
+  return Tensor.fromStorage(k.device, storage, shape, dtype);
 }
 
 /** The float32 storage of `t`, or an error naming the op and argument. */
-export function f32(t: Tensor, op: string, arg: string): Float32Array {
+export function f32(t: Tensor, op: string, arg: string): F32 {
   if (!(t instanceof Tensor)) throw new Error(`${op}: ${arg} must be a Tensor, got ${describe(t)}`);
   if (t.dtype !== 'float32') throw new Error(`${op}: ${arg} must be float32, got ${t.dtype}`);
-  return t.data as Float32Array;
+  onDevice(t, getBackend(), op, arg);
+  return t.storage as F32;
+}
+
+/** The int32 storage of `t`, or an error naming the op and argument. */
+export function i32(t: Tensor, op: string, arg: string): I32 {
+  if (!(t instanceof Tensor)) throw new Error(`${op}: ${arg} must be a Tensor, got ${describe(t)}`);
+  if (t.dtype !== 'int32') throw new Error(`${op}: ${arg} must be int32, got ${t.dtype}`);
+  onDevice(t, getBackend(), op, arg);
+  return t.storage as I32;
+}
+
+/** The storage of a float32 tensor an op made itself (no check). */
+export function st(t: Tensor): F32 {
+  return t.storage as F32;
+}
+
+/** Any storage (for dtype-generic kernels: copyRows, permute). */
+export function raw(t: Tensor): Storage {
+  return t.storage;
 }
 
 /** What a value is, for error messages: `float32 tensor of shape [2, 3]`, `null`, `an array`, `number`. */

@@ -1,6 +1,10 @@
-import { getBackend } from '../backend/backend.ts';
-import { allocPersistentFloat32 } from '../tensor/storage.ts';
-import type { Tensor } from '../tensor/tensor.ts';
+import { type F32, getBackend } from '../backend/backend.ts';
+import { Tensor } from '../tensor/tensor.ts';
+
+/** Zeros beside parameter p: on its device, long-lived (wasm memory under wasm, where Adam runs in place). */
+function longLivedZeros(p: Tensor): Tensor {
+  return Tensor.fromStorage(p.device, p.device.alloc('float32', p.size, { persistent: true }), p.shape, 'float32');
+}
 
 /** Options of {@link Adam} and {@link AdamW}, with torch.optim's names and defaults. */
 export interface AdamOptions {
@@ -19,9 +23,9 @@ export interface AdamState {
   /** Steps taken so far (bias correction uses it). */
   step: number;
   /** First moments (running mean of the gradients), one array per parameter, in `params` order. */
-  m: Float32Array[];
+  m: Tensor[];
   /** Second moments (running mean of the squared gradients), one array per parameter. */
-  v: Float32Array[];
+  v: Tensor[];
 }
 
 /**
@@ -61,8 +65,8 @@ export class Adam {
     // Long-lived blocks (wasm memory under the wasm backend, where Adam then runs in place).
     this.state = {
       step: 0,
-      m: this.params.map((p) => allocPersistentFloat32(p.size)),
-      v: this.params.map((p) => allocPersistentFloat32(p.size)),
+      m: this.params.map((p) => longLivedZeros(p)),
+      v: this.params.map((p) => longLivedZeros(p)),
     };
   }
 
@@ -73,10 +77,10 @@ export class Adam {
     for (const [i, p] of this.params.entries()) {
       if (!p.grad) continue;
       getBackend().adam(
-        p.data as Float32Array,
-        p.grad.data as Float32Array,
-        this.state.m[i],
-        this.state.v[i],
+        p.storage as F32,
+        p.grad.storage as F32,
+        this.state.m[i].storage as F32,
+        this.state.v[i].storage as F32,
         this.lr,
         b1,
         b2,
@@ -99,7 +103,7 @@ export class Adam {
   zeroGrad(setToNone = false): void {
     for (const p of this.params) {
       if (setToNone) p.grad = null;
-      else p.grad?.data.fill(0);
+      else if (p.grad) p.grad.device.fill(p.grad.storage, 'float32', 0, p.grad.size);
     }
   }
 }

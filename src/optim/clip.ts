@@ -6,7 +6,7 @@ import type { Tensor } from '../tensor/tensor.ts';
  * Returns the norm before clipping.
  */
 export function clipGradNorm(params: Iterable<Tensor>, maxNorm: number): number {
-  const grads = [...params].flatMap((p) => (p.grad ? [p.grad.data as Float32Array] : []));
+  const grads = [...params].flatMap((p) => (p.grad ? [p.grad.dataSync<Float32Array>()] : []));
   let sq = 0;
   for (const g of grads) for (let i = 0; i < g.length; i++) sq += g[i] * g[i];
   const norm = Math.sqrt(sq);

@@ -54,7 +54,7 @@ export function quantizeInt8(
     if (Object.hasOwn(weights, scaleName))
       throw new Error(`quantizeInt8: '${scaleName}' is already a tensor, so '${name}' cannot take its scales there`);
     const [rows, cols] = t.shape;
-    const w = t.data as Float32Array;
+    const w = t.dataSync<Float32Array>();
     const q = new Int32Array(rows * cols);
     const s = new Float32Array(rows);
     for (let r = 0; r < rows; r++) {
@@ -102,8 +102,8 @@ export function dequantizeInt8(tensors: Record<string, Tensor>): Record<string, 
       );
     }
     const cols = t.shape[1];
-    const q = t.data as Int32Array;
-    const s = st.data as Float32Array;
+    const q = t.dataSync<Int32Array>();
+    const s = st.dataSync<Float32Array>();
     const w = new Float32Array(q.length);
     for (let r = 0; r < rows; r++) {
       const scale = s[r];

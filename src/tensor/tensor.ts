@@ -1,4 +1,15 @@
-import { allocData, type DType, type TypedData } from './storage.ts';
+import {
+  allocFloat32,
+  type Device,
+  type DType,
+  defaultDevice,
+  deviceNamed,
+  hostArray,
+  hostArrayFits,
+  type Storage,
+  storageLength,
+  type TypedData,
+} from './storage.ts';
 import { inferShape, type Shape, shapeToString, sizeOf } from './shape.ts';
 import { defaultGenerator, type Generator } from './random.ts';
 
@@ -14,21 +25,30 @@ export interface GradFn {
   backward(gradOutput: Tensor): (Tensor | null)[];
 }
 
+/** A tensor's place: its device and the device's handle to its memory (see {@link Tensor.fromStorage}). */
+export interface Placed {
+  device: Device;
+  storage: Storage;
+}
+
 /**
- * A dense, row-major tensor. float32 for values, int32 for token ids and indices, bool (one byte per
- * element, 0 or 1) for masks. Storage is always contiguous: `reshape` shares it, every other layout
- * change (transpose, permute, slicing) copies, which keeps kernels simple and fast.
+ * A dense, row-major tensor. float32 for values, int32 for token ids and indices, bool for masks, and the
+ * byte dtypes (uint8, int8, packed q4). Its memory belongs to its device (`device`, `storage`): values are
+ * read explicitly, `await t.data()` on every device or `t.dataSync()` where the device can answer at once
+ * (the CPU backends). Storage is always contiguous: `reshape` shares it, every other layout change
+ * (transpose, permute, slicing) copies, which keeps kernels simple and fast.
  */
 export class Tensor {
-  /**
-   * The elements, contiguous in row-major order (Float32Array, Int32Array or Uint8Array by dtype); ops treat
-   * it as read-only.
-   */
-  readonly data: TypedData;
+  /** The device the storage belongs to; ops on this tensor run there. */
+  device: Device;
+  /** The device's handle to the elements (row-major, contiguous); opaque outside the backends. */
+  storage: Storage;
   /** Size of each dim, outermost first (frozen); `[]` for a scalar. */
   readonly shape: readonly number[];
-  /** Element type: `float32`, `int32` (token ids, indices) or `bool` (masks). */
+  /** Element type: `float32`, `int32` (token ids, indices), `bool` (masks), `uint8`, `int8`, `q4`. */
   readonly dtype: DType;
+  /** Number of elements (the product of the shape; 1 for a scalar). */
+  readonly size: number;
   /** Set on tensors whose gradient backward() should compute and store in `.grad`. */
   requiresGrad: boolean;
   /** Accumulated gradient (leaves only, or any tensor after retainGrad()). */
@@ -38,24 +58,44 @@ export class Tensor {
   /** Keep `.grad` on this non-leaf tensor after backward(). */
   retainsGrad = false;
 
-  constructor(data: TypedData, shape: Shape, dtype?: DType, requiresGrad = false) {
-    const dt = dtype ?? dtypeOfData(data);
+  /**
+   * A tensor of host values on the default device (the current backend's): `data` holds the elements
+   * row-major (Float32Array for float32, Int32Array for int32, Uint8Array for bool/uint8 and packed q4,
+   * Int8Array for int8). A CPU device keeps the array itself; others copy it.
+   */
+  constructor(data: TypedData | Placed, shape: Shape, dtype?: DType, requiresGrad = false) {
     const n = sizeOf(shape);
-    if (data.length !== n) {
-      throw new Error(`Tensor: data has ${data.length} elements but shape ${shapeToString(shape)} needs ${n}`);
+    if (ArrayBuffer.isView(data)) {
+      const dt = dtype ?? dtypeOfData(data);
+      if (!hostArrayFits(dt, data)) {
+        throw new Error(`Tensor: dtype '${dt}' does not match data of type ${data.constructor.name}`);
+      }
+      const want = storageLength(dt, n);
+      if (data.length !== want) {
+        throw new Error(`Tensor: data has ${data.length} elements but shape ${shapeToString(shape)} needs ${want}`);
+      }
+      this.device = defaultDevice();
+      this.storage = this.device.fromHost(data, dt);
+      this.dtype = dt;
+    } else {
+      if (dtype === undefined) throw new Error('Tensor: a tensor made from storage needs its dtype');
+      this.device = data.device;
+      this.storage = data.storage;
+      this.dtype = dtype;
     }
-    if (dtypeOfData(data) !== dt) {
-      throw new Error(`Tensor: dtype '${dt}' does not match data of type ${data.constructor.name}`);
-    }
-    this.data = data;
     this.shape = Object.freeze(shape.slice());
-    this.dtype = dt;
+    this.size = n;
     this.requiresGrad = requiresGrad;
   }
 
-  /** Number of elements (the product of the shape; 1 for a scalar). */
-  get size(): number {
-    return this.data.length;
+  /** A tensor over existing storage of `device` (for backends and ops: no copy, no check of the contents). */
+  static fromStorage(device: Device, storage: Storage, shape: Shape, dtype: DType, requiresGrad = false): Tensor {
+    return new Tensor({ device, storage }, shape, dtype, requiresGrad);
+  }
+
+  /** The name of the device the tensor lives on (`cpu` for the js and wasm backends, `webgpu`, ...). */
+  get deviceName(): string {
+    return this.device.name;
   }
 
   /** Number of dims (0 for a scalar). */
@@ -68,20 +108,48 @@ export class Tensor {
     return this.gradFn === null;
   }
 
+  /**
+   * The values now: on the CPU backends the storage itself (treat it as read-only; write with
+   * {@link Tensor.write}), on a device that reads back asynchronously an error naming `await t.data()`.
+   */
+  dataSync<T extends TypedData = TypedData>(): T {
+    const read = this.device.readSync;
+    if (read === undefined) {
+      throw new Error(
+        `dataSync: a ${this.dtype} tensor on device '${this.device.name}' can only be read asynchronously: ` +
+          'use await t.data()',
+      );
+    }
+    return read.call(this.device, this.storage, this.dtype, this.size) as T;
+  }
+
+  /** The values, as a host array the caller owns (a copy), on every device. */
+  data<T extends TypedData = TypedData>(): Promise<T> {
+    return this.device.read(this.storage, this.dtype, this.size) as Promise<T>;
+  }
+
+  /** Overwrite the elements from host values (length = size; q4 packed), in place. */
+  write(values: TypedData | ArrayLike<number>, offset = 0): this {
+    const arr = ArrayBuffer.isView(values) ? (values as TypedData) : fromNumbers(this.dtype, values);
+    this.device.write(this.storage, this.dtype, arr, offset);
+    return this;
+  }
+
   /** The values as a flat array of numbers (a copy). */
   toArray(): number[] {
-    return Array.from(this.data);
+    return Array.from(this.dataSync());
   }
 
   /** The values as nested arrays, like torch's tolist(). */
   tolist(): unknown {
-    if (this.ndim === 0) return this.data[0];
+    const data = this.dataSync();
+    if (this.ndim === 0) return data[0];
     const build = (dim: number, offset: number): unknown[] => {
       const n = this.shape[dim];
       const stride = sizeOf(this.shape.slice(dim + 1));
       const out: unknown[] = [];
       for (let i = 0; i < n; i++) {
-        out.push(dim === this.ndim - 1 ? this.data[offset + i] : build(dim + 1, offset + i * stride));
+        out.push(dim === this.ndim - 1 ? data[offset + i] : build(dim + 1, offset + i * stride));
       }
       return out;
     };
@@ -91,7 +159,13 @@ export class Tensor {
   /** The single value of a one-element tensor. */
   item(): number {
     if (this.size !== 1) throw new Error(`item: tensor has ${this.size} elements, expected 1`);
-    return this.data[0];
+    return this.dataSync()[0];
+  }
+
+  /** The single value of a one-element tensor, on every device. */
+  async itemAsync(): Promise<number> {
+    if (this.size !== 1) throw new Error(`itemAsync: tensor has ${this.size} elements, expected 1`);
+    return (await this.data())[0];
   }
 
   /** A view with a new shape over the same storage (one dim may be -1). Differentiable. */
@@ -106,16 +180,48 @@ export class Tensor {
     return this.reshape(...shape);
   }
 
-  /** A copy that is not part of any graph. */
+  /** A tensor over the same storage that is not part of any graph. */
   detach(): Tensor {
-    return new Tensor(this.data, this.shape, this.dtype);
+    return Tensor.fromStorage(this.device, this.storage, this.shape, this.dtype);
   }
 
-  /** A deep copy of the values (not part of any graph). */
+  /** A deep copy of the values on the same device (not part of any graph). */
   clone(): Tensor {
-    const t = new Tensor(allocData(this.dtype, this.size), this.shape, this.dtype);
-    t.data.set(this.data as never);
-    return t;
+    const storage =
+      this.dtype === 'float32' ? allocFloat32(this.device, this.size) : this.device.alloc(this.dtype, this.size);
+    this.device.copy(this.storage, storage, this.dtype, this.size);
+    return Tensor.fromStorage(this.device, storage, this.shape, this.dtype);
+  }
+
+  /**
+   * This tensor on the device of backend `name` ('js', 'wasm', ...): itself when it is there already (js and
+   * wasm share the `cpu` device), else a copy (values identical, not part of any graph, requiresGrad kept).
+   * Reading off a device that reads back only asynchronously needs {@link Tensor.toAsync}.
+   */
+  to(name: string): Tensor {
+    const target = deviceNamed(name, 'to');
+    if (target.name === this.device.name) return this;
+    return this.placedOn(target, this.dataSync());
+  }
+
+  /** As {@link Tensor.to}, reading the values back asynchronously (from any device). */
+  async toAsync(name: string): Promise<Tensor> {
+    const target = deviceNamed(name, 'toAsync');
+    if (target.name === this.device.name) return this;
+    return this.placedOn(target, await this.data());
+  }
+
+  private placedOn(target: Device, values: TypedData): Tensor {
+    const storage = target.alloc(this.dtype, this.size, { persistent: this.device.isPersistent?.(this.storage) });
+    target.write(storage, this.dtype, values);
+    return Tensor.fromStorage(target, storage, this.shape, this.dtype, this.requiresGrad);
+  }
+
+  /** In place: the storage moves to `device` (module.to: parameters keep their identity). */
+  moveStorage_(device: Device, storage: Storage): this {
+    this.device = device;
+    this.storage = storage;
+    return this;
   }
 
   /** In-place: mark as a leaf that collects gradients. Returns this, like torch's requires_grad_(). */
@@ -139,8 +245,15 @@ export class Tensor {
   }
 }
 
+function fromNumbers(dtype: DType, values: ArrayLike<number>): TypedData {
+  const out = hostArray(dtype, values.length);
+  for (let i = 0; i < values.length; i++) out[i] = Number(values[i]);
+  return out;
+}
+
 /** Hook filled in by the autograd layer so reshape records itself without importing upward. */
-export let reshapeImpl: (t: Tensor, shape: number[]) => Tensor = (t, shape) => new Tensor(t.data, shape, t.dtype);
+export let reshapeImpl: (t: Tensor, shape: number[]) => Tensor = (t, shape) =>
+  Tensor.fromStorage(t.device, t.storage, shape, t.dtype);
 
 export function setReshapeImpl(fn: (t: Tensor, shape: number[]) => Tensor): void {
   reshapeImpl = fn;
@@ -150,6 +263,7 @@ export function dtypeOfData(data: TypedData): DType {
   if (data instanceof Float32Array) return 'float32';
   if (data instanceof Int32Array) return 'int32';
   if (data instanceof Uint8Array) return 'bool';
+  if (data instanceof Int8Array) return 'int8';
   throw new Error(`Tensor: unsupported storage ${(data as object).constructor.name}`);
 }
 
@@ -211,9 +325,9 @@ export function tensor(
   }
   dtype ??= 'float32';
   const target = shape ? inferShape(shape, flat.length, 'tensor') : inferred;
-  const storage = allocData(dtype, flat.length);
-  for (let i = 0; i < flat.length; i++) storage[i] = Number(flat[i]);
-  return new Tensor(storage, target, dtype, options.requiresGrad ?? false);
+  const values = hostArray(dtype, flat.length);
+  for (let i = 0; i < flat.length; i++) values[i] = Number(flat[i]);
+  return new Tensor(values, target, dtype, options.requiresGrad ?? false);
 }
 
 function containsBoolean(d: Nested): boolean {
@@ -232,9 +346,9 @@ function shapeArg(shape: number[] | [Shape]): number[] {
 /** A tensor of `shape` with every element `value` (float32 unless `options.dtype` says otherwise). */
 export function full(shape: Shape, value: number, options: TensorOptions = {}): Tensor {
   const dtype = options.dtype ?? 'float32';
-  const t = new Tensor(allocData(dtype, sizeOf(shape)), shapeArg([shape]), dtype, options.requiresGrad ?? false);
-  if (value !== 0) t.data.fill(value);
-  return t;
+  const values = hostArray(dtype, sizeOf(shape));
+  if (value !== 0) values.fill(value);
+  return new Tensor(values, shapeArg([shape]), dtype, options.requiresGrad ?? false);
 }
 
 /** A float32 tensor of zeros: `zeros(2, 3)` or `zeros([2, 3])`. */
@@ -287,10 +401,9 @@ export function randn(shape: Shape, generator?: Generator): Tensor;
 export function randn(...args: unknown[]): Tensor {
   const { shape, rest } = randomArgs('randn', args);
   const generator = (rest[0] as Generator | undefined) ?? defaultGenerator;
-  const t = full(shape, 0);
-  const d = t.data;
+  const d = new Float32Array(sizeOf(shape));
   for (let i = 0; i < d.length; i++) d[i] = generator.normal();
-  return t;
+  return new Tensor(d, shape, 'float32');
 }
 
 /** Uniform samples in [low, high): rand(2, 3) or rand([2, 3], generator, low, high). */
@@ -301,24 +414,23 @@ export function rand(...args: unknown[]): Tensor {
   const generator = (rest[0] as Generator | undefined) ?? defaultGenerator;
   const low = (rest[1] as number | undefined) ?? 0;
   const high = (rest[2] as number | undefined) ?? 1;
-  const t = full(shape, 0);
-  const d = t.data;
+  const d = new Float32Array(sizeOf(shape));
   for (let i = 0; i < d.length; i++) d[i] = low + (high - low) * generator.uniform();
-  return t;
+  return new Tensor(d, shape, 'float32');
 }
 
 /** Integers in [low, high) as an int32 tensor. */
 export function randint(low: number, high: number, shape: Shape, generator: Generator = defaultGenerator): Tensor {
-  const t = full(shape, 0, { dtype: 'int32' });
-  for (let i = 0; i < t.size; i++) t.data[i] = low + generator.int(high - low);
-  return t;
+  const d = new Int32Array(sizeOf(shape));
+  for (let i = 0; i < d.length; i++) d[i] = low + generator.int(high - low);
+  return new Tensor(d, shapeArg([shape]), 'int32');
 }
 
 /** 0, 1, ..., n-1 (or start..end by step) as float32. */
 export function arange(start: number, end?: number, step = 1): Tensor {
   if (end === undefined) [start, end] = [0, start];
   const n = Math.max(0, Math.ceil((end - start) / step));
-  const t = full([n], 0);
-  for (let i = 0; i < n; i++) t.data[i] = start + i * step;
-  return t;
+  const d = new Float32Array(n);
+  for (let i = 0; i < n; i++) d[i] = start + i * step;
+  return new Tensor(d, [n], 'float32');
 }

@@ -12,7 +12,7 @@ export function averageWeights(sets: readonly Record<string, Tensor>[]): Record<
       const t = s[name];
       if (!t || t.size !== first.size)
         throw new Error(`averageWeights: checkpoint ${i} lacks '${name}' or its shape differs`);
-      const d = t.data as Float32Array;
+      const d = t.dataSync<Float32Array>();
       for (let j = 0; j < acc.length; j++) acc[j] += d[j];
     }
     for (let j = 0; j < acc.length; j++) acc[j] /= sets.length;

@@ -204,8 +204,8 @@ export class LmTrainer {
       names.forEach((n, i) => {
         const p = opt.params[i];
         tensors[`model.${n}`] = p;
-        tensors[`adam.m.${n}`] = new Tensor(opt.state.m[i], p.shape, 'float32');
-        tensors[`adam.v.${n}`] = new Tensor(opt.state.v[i], p.shape, 'float32');
+        tensors[`adam.m.${n}`] = opt.state.m[i];
+        tensors[`adam.v.${n}`] = opt.state.v[i];
       });
     }
     const meta = {
@@ -251,8 +251,8 @@ export class LmTrainer {
         const m = tensors[`adam.m.${n}`];
         const v = tensors[`adam.v.${n}`];
         if (!m || !v) throw new Error(`LmTrainer.loadState: missing AdamW state for '${n}'`);
-        opt.state.m[i].set(m.data as Float32Array);
-        opt.state.v[i].set(v.data as Float32Array);
+        opt.state.m[i].write(m.dataSync<Float32Array>());
+        opt.state.v[i].write(v.dataSync<Float32Array>());
       });
       opt.state.step = meta.adamStep;
     }

@@ -16,7 +16,7 @@ import { clipGradNorm } from '../optim/clip.ts';
 import { memoryScope } from '../tensor/storage.ts';
 import { noamLr } from '../optim/schedule.ts';
 import { defaultGenerator } from '../tensor/random.ts';
-import { Tensor } from '../tensor/tensor.ts';
+import type { Tensor } from '../tensor/tensor.ts';
 import type { HistoryEntry, Metric } from './loop.ts';
 import type { CommonTrainerOptions } from './options.ts';
 import { faultPoint } from '../util/fault.ts';
@@ -223,8 +223,8 @@ export class Seq2SeqTrainer {
     const params = this.optimizer.params;
     this.names.forEach((n, i) => {
       tensors[`model.${n}`] = params[i];
-      tensors[`adam.m.${n}`] = new Tensor(this.optimizer.state.m[i], params[i].shape, 'float32');
-      tensors[`adam.v.${n}`] = new Tensor(this.optimizer.state.v[i], params[i].shape, 'float32');
+      tensors[`adam.m.${n}`] = this.optimizer.state.m[i];
+      tensors[`adam.v.${n}`] = this.optimizer.state.v[i];
     });
     const meta = { position: this.position, adamStep: this.optimizer.state.step, options: this.options };
     return writeSafetensors(tensors, { metadata: { ...extra, trainer: JSON.stringify(meta) } });
@@ -253,8 +253,8 @@ export class Seq2SeqTrainer {
       const m = tensors[`adam.m.${n}`];
       const v = tensors[`adam.v.${n}`];
       if (!m || !v) throw new Error(`Seq2SeqTrainer.loadState: missing Adam state for '${n}'`);
-      this.optimizer.state.m[i].set(m.data as Float32Array);
-      this.optimizer.state.v[i].set(v.data as Float32Array);
+      this.optimizer.state.m[i].write(m.dataSync<Float32Array>());
+      this.optimizer.state.v[i].write(v.dataSync<Float32Array>());
     });
     this.optimizer.state.step = meta.adamStep;
     this.position = meta.position;

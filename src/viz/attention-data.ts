@@ -70,7 +70,7 @@ export interface TranslateOptions {
 /** (1, h, L, S) float32 tensor → [head][query][key]. */
 export function headsOf(w: Tensor): number[][][] {
   const [, h, L, S] = w.shape;
-  const d = w.data as Float32Array;
+  const d = w.dataSync<Float32Array>();
   return Array.from({ length: h }, (_, a) =>
     Array.from({ length: L }, (_, i) => Array.from(d.subarray((a * L + i) * S, (a * L + i + 1) * S))),
   );

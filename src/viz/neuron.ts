@@ -46,7 +46,7 @@ export function neuronView(model: GPT, ids: readonly number[], layer: number, he
     const block = blocks[layer];
     const { q, k } = block.attn.projectSelf(block.ln1.forward(x)); // (1, h, T, d) each
     const row = (t: Tensor, j: number) =>
-      Array.from((t.data as Float32Array).subarray((head * T + j) * d, (head * T + j + 1) * d));
+      Array.from(t.dataSync<Float32Array>().subarray((head * T + j) * d, (head * T + j + 1) * d));
     const qi = row(q, query);
     const keys = Array.from({ length: query + 1 }, (_, j) => row(k, j));
     const products = keys.map((kj) => kj.map((v, c) => v * qi[c]));

@@ -42,7 +42,7 @@ export function lastLogits(model: GPT, ids: readonly number[]): Float32Array {
       model.initCache(),
     ).logits;
     const V = model.config.vocabSize;
-    return (logits.data as Float32Array).slice((ids.length - 1) * V, ids.length * V);
+    return logits.dataSync<Float32Array>().slice((ids.length - 1) * V, ids.length * V);
   });
 }
 

@@ -3,14 +3,17 @@
  * (test/backend/wasm-<family>.test.ts, mirroring src/backend/wasm/<family>.ts).
  */
 import assert from 'node:assert/strict';
-import type { Backend, BinaryOp } from '../../src/backend/backend.ts';
-import { jsBackend } from '../../src/backend/js/index.ts';
-import { wasmBackend } from '../../src/backend/wasm/index.ts';
+import type { BinaryOp, HostBackend } from '../../src/backend/backend.ts';
+import { hostBackend } from '../../src/backend/backend.ts';
+import { jsBackend as jsB } from '../../src/backend/js/index.ts';
+import { wasmBackend as wasmB } from '../../src/backend/wasm/index.ts';
 import { kernels, wasmVariant, type WasmVariant } from '../../src/backend/wasm/loader.ts';
 import { alloc } from '../../src/backend/wasm/memory.ts';
 import { routeCounts } from '../../src/backend/wasm/route.ts';
 import { assertClose } from '../helpers/assert.ts';
 import { rng, uniformArray } from '../helpers/random.ts';
+const jsBackend = hostBackend(jsB);
+const wasmBackend = hostBackend(wasmB);
 
 assert.ok(kernels(), 'the wasm module loads (npm run build:wasm)');
 /** Both builds where relaxed SIMD is available, else the plain-SIMD one. */
@@ -38,7 +41,7 @@ export interface Both {
 
 /** `both(outs, f, fill)`: run `f` on both backends with fresh copies of the outputs (pre-filled, to catch unwritten cells). */
 export function twinRunner(randn: (n: number, scale?: number) => Float32Array) {
-  return (outs: number[], f: (be: Backend, o: Float32Array[]) => unknown, fill = 0): Both => {
+  return (outs: number[], f: (be: HostBackend, o: Float32Array[]) => unknown, fill = 0): Both => {
     const init = outs.map((n) => randn(n, fill));
     const js = init.map((x) => x.slice());
     const wasm = init.map((x) => x.slice());

@@ -25,7 +25,7 @@ const targets = tensor(
 const loss = F.crossEntropy(logits, targets, { labelSmoothing: 0.1 });
 loss.backward();
 
-const parts = [h, a, logits, loss, x.grad!, w.grad!, g.grad!].map((t) => t.data as Float32Array);
+const parts = [h, a, logits, loss, x.grad!, w.grad!, g.grad!].map((t) => t.dataSync<Float32Array>());
 const bytes = Buffer.concat(parts.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength)));
 process.stdout.write(
   JSON.stringify({ backend: getBackend().name, memoryShared, info: backendInfo(), bytes: bytes.toString('base64') }),

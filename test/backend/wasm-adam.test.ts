@@ -3,12 +3,15 @@
  * several steps, bit for bit, on arrays in wasm memory; ordinary arrays take the twin.
  */
 import { test } from 'node:test';
-import { jsBackend } from '../../src/backend/js/index.ts';
-import { wasmBackend } from '../../src/backend/wasm/index.ts';
+import { hostBackend } from '../../src/backend/backend.ts';
+import { jsBackend as jsB } from '../../src/backend/js/index.ts';
+import { wasmBackend as wasmB } from '../../src/backend/wasm/index.ts';
 import { setWasmVariant } from '../../src/backend/wasm/loader.ts';
 import { alloc } from '../../src/backend/wasm/memory.ts';
 import { assertClose } from '../helpers/assert.ts';
 import { randomSource, routed, sameBits, variants, w } from './twins.ts';
+const jsBackend = hostBackend(jsB);
+const wasmBackend = hostBackend(wasmB);
 
 const { randn } = randomSource(11);
 

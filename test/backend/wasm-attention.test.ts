@@ -7,7 +7,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AttentionParams } from '../../src/backend/backend.ts';
+import type { HostAttentionParams } from '../../src/backend/backend.ts';
 import { close, randomSource, twinRunner, variants } from './twins.ts';
 import { setWasmVariant } from '../../src/backend/wasm/loader.ts';
 
@@ -33,7 +33,7 @@ for (const variant of variants) {
           const q = randn(B * H * L * D, 1.5);
           const k = randn(B * H * S * D, 1.5);
           const v = randn(B * H * S * DV);
-          let bias: AttentionParams['bias'] = null;
+          let bias: HostAttentionParams['bias'] = null;
           if (biasKind === 'full') {
             // Per (b, h, i, j), with some masked cells, a fully masked first row and (when S > 64) a
             // fully masked first key block for row 1.
@@ -50,7 +50,17 @@ for (const variant of variants) {
           } else if (biasKind === 'heads') {
             bias = { data: randn(H * L * S), strideB: 0, strideH: L * S, strideL: S };
           }
-          const p: AttentionParams = { b: B, h: H, l: L, s: S, d: D, dv: DV, scale: 1 / Math.sqrt(D), causal, bias };
+          const p: HostAttentionParams = {
+            b: B,
+            h: H,
+            l: L,
+            s: S,
+            d: D,
+            dv: DV,
+            scale: 1 / Math.sqrt(D),
+            causal,
+            bias,
+          };
           const what = `attention B${B} H${H} L${L} S${S} D${D} Dv${DV} causal=${causal} bias=${biasKind}`;
           const f = both(
             [B * H * L * DV, B * H * L, B * H * L * S],

@@ -20,13 +20,17 @@ for (const variant of variants) {
         for (const eps of [0, 0.1]) {
           const logits = randn(r * c, 5);
           const targets = Int32Array.from({ length: r }, (_, i) => (i % 3 === 2 ? -100 : Math.floor(rand() * c)));
-          const f = both([r], (be, [losses]) => be.crossEntropy(logits, targets, losses!, r, c, -100, eps), 1);
-          assert.equal(f.rw, f.rj, 'count');
+          const f = both(
+            [r, 2],
+            (be, [losses, red]) => be.crossEntropy(logits, targets, losses!, red!, r, c, -100, eps, true),
+            1,
+          );
+          assert.deepEqual([...f.wasm[1]!], [...f.js[1]!], 'total and count');
           close(f.wasm[0]!, f.js[0]!, `crossEntropy ${r}x${c} eps ${eps}`);
           const scale = randn(r);
           const b = both(
             [r * c],
-            (be, [dl]) => be.crossEntropyBackward(logits, targets, scale, dl!, r, c, -100, eps),
+            (be, [dl]) => be.crossEntropyBackward(logits, targets, scale, true, null, dl!, r, c, -100, eps),
             1,
           );
           close(b.wasm[0]!, b.js[0]!, `crossEntropyBackward ${r}x${c} eps ${eps}`);

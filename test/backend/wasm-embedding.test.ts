@@ -3,10 +3,13 @@
  * assembly/embedding.ts) against the js twins, bit for bit: repeated ids, padding, empty.
  */
 import { test } from 'node:test';
-import { jsBackend } from '../../src/backend/js/index.ts';
-import { wasmBackend } from '../../src/backend/wasm/index.ts';
+import { hostBackend } from '../../src/backend/backend.ts';
+import { jsBackend as jsB } from '../../src/backend/js/index.ts';
+import { wasmBackend as wasmB } from '../../src/backend/wasm/index.ts';
 import { setWasmVariant } from '../../src/backend/wasm/loader.ts';
 import { randomSource, routed, sameBits, variants, w } from './twins.ts';
+const jsBackend = hostBackend(jsB);
+const wasmBackend = hostBackend(wasmB);
 
 const { rand, randn } = randomSource(11);
 

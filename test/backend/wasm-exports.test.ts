@@ -9,10 +9,12 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { KERNEL_NAMES, KernelTable } from '../../src/backend/backend.ts';
-import { jsBackend } from '../../src/backend/js/index.ts';
+import { type HostKernels, KERNEL_NAMES, KernelTable } from '../../src/backend/backend.ts';
+import { plainHost } from '../../src/tensor/storage.ts';
+import { hostBackend } from '../../src/backend/backend.ts';
+import { jsBackend as jsB } from '../../src/backend/js/index.ts';
 import { jsKernels } from '../../src/backend/js/registry.ts';
-import { wasmBackend } from '../../src/backend/wasm/index.ts';
+import { wasmBackend as wasmB } from '../../src/backend/wasm/index.ts';
 import {
   declaredExports,
   declareExports,
@@ -22,6 +24,8 @@ import {
   wasmModule,
 } from '../../src/backend/wasm/loader.ts';
 import { wasmKernels } from '../../src/backend/wasm/registry.ts';
+const jsBackend = hostBackend(jsB);
+const wasmBackend = hostBackend(wasmB);
 
 const root = (p: string) => fileURLToPath(new URL(`../../${p}`, import.meta.url));
 
@@ -62,13 +66,13 @@ test("the wasm backend has the js backend's kernel families, each a file on both
 });
 
 test('a backend missing a kernel, or registering one twice, is refused by name', () => {
-  const t = new KernelTable('test');
+  const t = new KernelTable<HostKernels>('test');
   t.register('softmax', { softmax: jsBackend.softmax });
   assert.throws(
     () => t.register('other', { softmax: jsBackend.softmax }),
     /test backend: kernel 'softmax' registered by both softmax and other/,
   );
-  assert.throws(() => t.build(), /test backend: no kernel registered for gemm, binary, /);
+  assert.throws(() => t.build(plainHost), /test backend: no kernel registered for gemm, binary, /);
 });
 
 test('unsharedMemoryImport clears only the shared flag of the memory import', { skip: !kernels() }, () => {

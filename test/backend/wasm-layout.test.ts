@@ -7,11 +7,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { jsBackend } from '../../src/backend/js/index.ts';
-import { wasmBackend } from '../../src/backend/wasm/index.ts';
+import { hostBackend } from '../../src/backend/backend.ts';
+import { jsBackend as jsB } from '../../src/backend/js/index.ts';
+import { wasmBackend as wasmB } from '../../src/backend/wasm/index.ts';
 import { setWasmVariant } from '../../src/backend/wasm/loader.ts';
 import { assertClose } from '../helpers/assert.ts';
 import { prod, randomSource, routed, sameBits, spikyFrom, variants, w } from './twins.ts';
+const jsBackend = hostBackend(jsB);
+const wasmBackend = hostBackend(wasmB);
 
 const { randn } = randomSource(11);
 const spiky = spikyFrom(randn);

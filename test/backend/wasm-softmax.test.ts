@@ -7,9 +7,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { close, randomSource, twinRunner, variants } from './twins.ts';
 import { setWasmVariant } from '../../src/backend/wasm/loader.ts';
-import { jsBackend } from '../../src/backend/js/index.ts';
-import { wasmBackend } from '../../src/backend/wasm/index.ts';
+import { hostBackend } from '../../src/backend/backend.ts';
+import { jsBackend as jsB } from '../../src/backend/js/index.ts';
+import { wasmBackend as wasmB } from '../../src/backend/wasm/index.ts';
 import { alloc, free } from '../../src/backend/wasm/memory.ts';
+const jsBackend = hostBackend(jsB);
+const wasmBackend = hostBackend(wasmB);
 
 const { randn } = randomSource(7);
 const both = twinRunner(randn);

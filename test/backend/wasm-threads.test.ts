@@ -78,7 +78,8 @@ test('setNumThreads validates its argument', () => {
 });
 
 test('threaded fused attention (split over batch × heads) equals single-threaded bit for bit, forward with weights and backward', async () => {
-  const { wasmBackend } = await import('../../src/backend/wasm/index.ts');
+  const { hostBackend } = await import('../../src/backend/backend.ts');
+  const wasmBackend = hostBackend((await import('../../src/backend/wasm/index.ts')).wasmBackend);
   const before = numThreads();
   try {
     const [B, H, L, S, D, DV] = [2, 3, 130, 200, 64, 48];

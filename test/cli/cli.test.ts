@@ -304,7 +304,7 @@ test('qkv export --dtype int8 writes int8 weights with their scales, smaller tha
   );
   const got = dequantizeInt8(readSafetensors(bytes).tensors);
   for (const [k, v] of Object.entries(expected)) {
-    if (v.shape.length === 2) assert.deepEqual(got[k].data, v.data, k);
+    if (v.shape.length === 2) assert.deepEqual(got[k].dataSync(), v.dataSync(), k);
   }
   const size = (d: string) => readFileSync(join(d, 'model.safetensors')).length;
   assert.ok(size(i8) < 0.75 * size(f16), `int8 ${size(i8)} bytes vs fp16 ${size(f16)}`);

@@ -300,8 +300,8 @@ test('--init-from: a new run from a model folder (weights, shape, tokenizer, rec
   let moved = 0;
   let exact = 0;
   for (const [name, t] of Object.entries(w0)) {
-    const a = t.data as Float32Array;
-    const b = w1[name].data as Float32Array;
+    const a = t.dataSync<Float32Array>();
+    const b = w1[name].dataSync<Float32Array>();
     for (let i = 0; i < a.length; i++) {
       const d = Math.abs(b[i] - a[i]);
       if (d === 0) continue;

@@ -15,7 +15,7 @@ test('qkv translate on weights with NaN in the embedding: one line naming the fi
   const { dir } = makeTinyModel();
   const wpath = join(dir, 'model.safetensors');
   const t = readSafetensors(readFileSync(wpath)).tensors;
-  (t['embedding.weight'].data as Float32Array).fill(Number.NaN, 16 * 5, 16 * 6);
+  t['embedding.weight'].dataSync<Float32Array>().fill(Number.NaN, 16 * 5, 16 * 6);
   writeFileSync(wpath, writeSafetensors(t));
   const r = qkv(['translate', '--model', dir, '--beam', '1'], 'A dog runs.\n');
   assert.equal(r.status, 1, r.stderr);

@@ -103,8 +103,9 @@ test('generateStreamAsync on an asynchronous engine draws what generate draws (c
           calls++;
           if (fresh) ctx.length = 0;
           ctx.push(...fed);
-          const logits = noGrad(() => model.forward(new Tensor(Int32Array.from(ctx), [1, ctx.length], 'int32')))
-            .data as Float32Array;
+          const logits = noGrad(() =>
+            model.forward(new Tensor(Int32Array.from(ctx), [1, ctx.length], 'int32')),
+          ).dataSync() as Float32Array;
           ok(logits.slice((ctx.length - 1) * 30, ctx.length * 30));
         }),
       ),

@@ -111,7 +111,7 @@ test('KV cache: optional per-layer, per-head attention weights of the new positi
     assert.equal(r.selfWeights!.length, 2);
     assert.deepEqual(r.selfWeights![1].shape, [3, 4, 1, 3]);
     assert.deepEqual(r.crossWeights![0].shape, [3, 4, 1, 6]);
-    const cw = r.crossWeights![0].data;
+    const cw = r.crossWeights![0].dataSync();
     for (let h = 0; h < 4; h++) {
       const row = (b: number) => [...cw.subarray((b * 4 + h) * 6, (b * 4 + h + 1) * 6)];
       assert.ok(Math.abs(row(1).reduce((x, y) => x + y) - 1) < 1e-5);

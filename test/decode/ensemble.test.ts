@@ -136,13 +136,13 @@ test('a two-model ensemble: greedy picks the argmax of the mean of teacher-force
     for (const m of members) m.eval();
     for (let b = 0; b < SRC.shape[0]; b++) {
       const src = F.narrow(SRC, 0, b, 1);
-      const out = [...g.ids.data.subarray(b * g.ids.shape[1], (b + 1) * g.ids.shape[1])];
+      const out = [...g.ids.dataSync().subarray(b * g.ids.shape[1], (b + 1) * g.ids.shape[1])];
       const n = g.tokens[b].length + (g.finished[b] ? 1 : 0);
       const tgtIn = ids([[BOS, ...out.slice(0, n - 1)]]);
       // Per member: log-probabilities of every position, from the whole prefix at once.
       const lps = members.map((m) => {
         const pad = m.paddingMask(src);
-        return F.logSoftmax(m.generator(m.decode(tgtIn, m.encode(src, pad), pad)), -1).data as Float32Array;
+        return F.logSoftmax(m.generator(m.decode(tgtIn, m.encode(src, pad), pad)), -1).dataSync() as Float32Array;
       });
       const V = 9;
       let sum = 0;

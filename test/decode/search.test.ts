@@ -41,7 +41,7 @@ test('greedy: identical tokens with and without the KV cache, over seeds; a mix 
     const a = greedy(m, SRC, opts);
     const b = greedy(m, SRC, { ...opts, useCache: false });
     assert.deepEqual(a.tokens, b.tokens, `seed ${seed}`);
-    assert.deepEqual([...a.ids.data], [...b.ids.data]);
+    assert.deepEqual([...a.ids.dataSync()], [...b.ids.dataSync()]);
     a.logProbs.forEach((x, i) => assert.ok(Math.abs(x - b.logProbs[i]) < 1e-4));
     for (const f of a.finished) f ? eos++ : cut++;
     assert.equal(m.training, true, 'training mode restored');
@@ -64,7 +64,7 @@ test('beam search: identical with and without the KV cache; beam 1 equals greedy
     const b1 = beamSearch(m, SRC, { ...opts, beamSize: 1 });
     assert.deepEqual(b1.tokens, g.tokens, `seed ${seed}: beam 1`);
     assert.deepEqual(b1.finished, g.finished);
-    assert.deepEqual([...b1.ids.data], [...g.ids.data]);
+    assert.deepEqual([...b1.ids.dataSync()], [...g.ids.dataSync()]);
     b1.logProbs.forEach((x, i) => assert.equal(x, g.logProbs[i]));
   }
 });
@@ -76,7 +76,7 @@ function scoreAll(m: models.Seq2Seq, src: Tensor, seqs: number[][]): number[] {
     const out: number[] = [];
     for (const y of seqs) {
       const tin = ids([[BOS, ...y.slice(0, -1)]]);
-      const lp = F.logSoftmax(m.forward(src, tin), -1).data;
+      const lp = F.logSoftmax(m.forward(src, tin), -1).dataSync();
       const V = m.config.vocabSize;
       out.push(y.reduce((s, tok, t) => s + lp[t * V + tok], 0));
     }
@@ -116,7 +116,7 @@ test('beam search with a beam wider than the search space returns the exact opti
     [26, 5, [4, 1]],
   ] as const) {
     const m = tiny(seed, 5);
-    m.embedding.weight.data.forEach((x, i, a) => (a[i] = x * sharpen));
+    m.embedding.weight.dataSync().forEach((x, i, a) => (a[i] = x * sharpen));
     const src = ids([[...row]]);
     const lps = scoreAll(m, src, seqs);
     for (const alpha of [0, 0.6, 2, 5]) {
@@ -151,7 +151,7 @@ test('decoding a sentence alone equals decoding it in a padded batch (greedy and
   const g = greedy(m, SRC, opts);
   const b = beamSearch(m, SRC, { ...opts, beamSize: 3 });
   for (let i = 0; i < SRC.shape[0]; i++) {
-    const row = [...SRC.data.subarray(i * 5, (i + 1) * 5)].filter((x) => x !== PAD);
+    const row = [...SRC.dataSync().subarray(i * 5, (i + 1) * 5)].filter((x) => x !== PAD);
     const alone = ids([row]);
     assert.deepEqual(greedy(m, alone, opts).tokens[0], g.tokens[i], `greedy row ${i}`);
     const bi = beamSearch(m, alone, { ...opts, beamSize: 3 });
@@ -167,9 +167,9 @@ test('decoding a sentence alone equals decoding it in a padded batch (greedy and
 function constant(tok: number, maxLen = 64): models.Seq2Seq {
   const m = tiny(7, 9, { maxLen });
   const norm = m.transformer.decoder.norm!;
-  norm.weight!.data.fill(0);
+  norm.weight!.dataSync().fill(0);
   const d = m.config.dModel;
-  for (let j = 0; j < d; j++) norm.bias!.data[j] = 10 * m.embedding.weight.data[tok * d + j];
+  for (let j = 0; j < d; j++) norm.bias!.dataSync()[j] = 10 * m.embedding.weight.dataSync()[tok * d + j];
   return m;
 }
 
@@ -187,7 +187,7 @@ test('maxLen: default is each source length + 50, capped by the position table; 
     );
     assert.deepEqual(g.finished, [false, false]);
     assert.ok(g.tokens[0].every((t) => t === 6));
-    assert.deepEqual([...g.ids.data.subarray(2 * 53 - 1)], [PAD], 'the shorter row is padded');
+    assert.deepEqual([...g.ids.dataSync().subarray(2 * 53 - 1)], [PAD], 'the shorter row is padded');
   }
   const b = beamSearch(m, src, { bosId: BOS, eosId: EOS, beamSize: 2 });
   assert.deepEqual(
@@ -217,7 +217,7 @@ test('EOS: a sentence that emits EOS stops; its ids end in EOS then padding, its
     assert.deepEqual(r.tokens, [[], [], [], []]);
     assert.deepEqual(r.finished, [true, true, true, true]);
     assert.deepEqual(r.ids.shape, [4, 1]);
-    assert.deepEqual([...r.ids.data], [EOS, EOS, EOS, EOS]);
+    assert.deepEqual([...r.ids.dataSync()], [EOS, EOS, EOS, EOS]);
   }
   // The default minLen 1 holds EOS off for one id, then it comes.
   for (const r of [greedy(m, SRC, opts), beamSearch(m, SRC, { ...opts, beamSize: 4 })]) {
@@ -228,7 +228,7 @@ test('EOS: a sentence that emits EOS stops; its ids end in EOS then padding, its
   const g = greedy(tiny(2), SRC, opts);
   const T = g.ids.shape[1];
   g.tokens.forEach((t, i) => {
-    const row = [...g.ids.data.subarray(i * T, (i + 1) * T)];
+    const row = [...g.ids.dataSync().subarray(i * T, (i + 1) * T)];
     const want = g.finished[i] ? [...t, EOS] : t;
     assert.deepEqual(row, [...want, ...new Array<number>(T - want.length).fill(PAD)]);
     assert.ok(!t.includes(EOS) && !t.includes(PAD));

@@ -122,6 +122,6 @@ test('sentences in a batch are searched independently; maxLen per sentence; ids 
         : beamSearchSteps(new TableStepper(4, dist, 2), [5, 3], { ...ids, beamSize: k });
     assert.deepEqual(r.tokens, [[], [3, 3, 3]], `beam ${k}`);
     assert.deepEqual(r.finished, [true, false]);
-    assert.deepEqual([...r.ids.data], [EOS, PAD, PAD, 3, 3, 3]);
+    assert.deepEqual([...r.ids.dataSync()], [EOS, PAD, PAD, 3, 3, 3]);
   }
 });

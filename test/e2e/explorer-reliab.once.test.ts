@@ -56,7 +56,7 @@ test('weights with NaN: the page refuses them, naming the tensor and index', { s
   const { dir } = makeTinyModel();
   const wpath = join(dir, 'model.safetensors');
   const t = readSafetensors(readFileSync(wpath)).tensors;
-  (t['embedding.weight'].data as Float32Array)[40] = Number.NaN;
+  t['embedding.weight'].dataSync<Float32Array>()[40] = Number.NaN;
   writeFileSync(wpath, writeSafetensors(t));
   const { page } = await open(dir);
   await page.waitForFunction(

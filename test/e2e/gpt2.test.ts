@@ -43,7 +43,7 @@ const skip = toolSkip('chromium');
 const readFix = (name: string) => new Uint8Array(readFileSync(join(FIX, name)));
 const fixJson = (name: string) => JSON.parse(readFileSync(join(FIX, name), 'utf8')) as Record<string, unknown>;
 const expected = io.readSafetensors(readFix('expected.safetensors')).tensors;
-const inputIds = Array.from(expected.input_ids.data as Int32Array);
+const inputIds = Array.from(expected.input_ids.dataSync<Int32Array>());
 const T0 = inputIds.length;
 const [, , V] = expected.logits.shape;
 const NH = 4;
@@ -195,7 +195,7 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
       await page.selectOption('#view-generate #head', String(hd));
       const { rows, cols, values } = await readHeatmap(page);
       assert.deepEqual([rows, cols], [T, T]);
-      const torch = expected[`attn.${l}`].data as Float32Array;
+      const torch = expected[`attn.${l}`].dataSync<Float32Array>();
       for (let i = 0; i < T0; i++) {
         for (let j = 0; j < T0; j++) {
           const want = torch[(hd * T0 + i) * T0 + j];
@@ -219,7 +219,7 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
       kept: Number(document.querySelector('#next-token-mass')!.getAttribute('data-kept')),
       sampled: Number(document.querySelector('#next-token-sampled')!.getAttribute('data-id')),
     }));
-  const torchP = softmax((expected.logits.data as Float32Array).subarray((T0 - 1) * V, T0 * V));
+  const torchP = softmax(expected.logits.dataSync<Float32Array>().subarray((T0 - 1) * V, T0 * V));
   const node = nextTokenView(lastLogits(lm.model, inputIds), { temperature: 1, seed: 5 });
   let shown = await readNext();
   assert.equal(shown.rows.length, 20);
@@ -273,7 +273,7 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
     const z2 = nv.reduce((s, x) => s + Math.exp(x.score), 0);
     nv.forEach((x) => assert.ok(Math.abs(Math.exp(x.score) / z2 - x.weight) < 1e-6, 'softmax of the scores'));
     if (q === T0 - 1) {
-      const torch = expected[`attn.${l}`].data as Float32Array;
+      const torch = expected[`attn.${l}`].dataSync<Float32Array>();
       nv.forEach((x, j) => assert.ok(Math.abs(x.weight - torch[(hd * T0 + q) * T0 + j]) < 1e-4, 'PyTorch row'));
     }
   }

@@ -51,7 +51,7 @@ function sameWeights(a: OpenedFolder['model'], b: OpenedFolder['model']): void {
   const sa = a.stateDict();
   const sb = b.stateDict();
   assert.deepEqual(Object.keys(sa), Object.keys(sb));
-  for (const k of Object.keys(sa)) assert.deepEqual(sa[k].data, sb[k].data, k);
+  for (const k of Object.keys(sa)) assert.deepEqual(sa[k].dataSync(), sb[k].dataSync(), k);
 }
 
 test('kind detection: seq2seq, gpt, hf-gpt2 from config.json; anything else named', () => {

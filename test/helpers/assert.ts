@@ -12,8 +12,8 @@ export function assertClose(
   atol = 1e-4,
   rtol = 1e-4,
 ): void {
-  const a = 'data' in actual ? actual.data : actual;
-  const b = 'data' in expected ? expected.data : expected;
+  const a = 'dataSync' in actual ? actual.dataSync() : actual;
+  const b = 'dataSync' in expected ? expected.dataSync() : expected;
   if ('shape' in actual && 'shape' in expected) {
     assert.deepEqual([...actual.shape], [...expected.shape], `${what}: shape`);
   }

@@ -74,13 +74,13 @@ function ids(B: number, T: number, V: number, lens: number[] = Array(B).fill(T))
 const i64 = (t: Tensor) =>
   new ort.Tensor(
     'int64',
-    BigInt64Array.from(t.data as Int32Array, (x) => BigInt(x)),
+    BigInt64Array.from(t.dataSync<Int32Array>(), (x) => BigInt(x)),
     t.shape,
   );
 const keep = (t: Tensor) =>
   new ort.Tensor(
     'int64',
-    BigInt64Array.from(t.data as Int32Array, (x) => (x === PAD ? 0n : 1n)),
+    BigInt64Array.from(t.dataSync<Int32Array>(), (x) => (x === PAD ? 0n : 1n)),
     t.shape,
   );
 const empty = (B: number, h: number, dK: number) => new ort.Tensor('float32', new Float32Array(0), [B, h, 0, dK]);
@@ -89,7 +89,7 @@ const empty = (B: number, h: number, dK: number) => new ort.Tensor('float32', ne
 function assertClose(got: ort.Tensor, want: Tensor, what: string): void {
   assert.deepEqual([...got.dims], want.shape, `${what}: shape`);
   const a = got.data as Float32Array;
-  const b = want.data as Float32Array;
+  const b = want.dataSync<Float32Array>();
   let worst = 0;
   for (let i = 0; i < b.length; i++) {
     const err = Math.abs(a[i] - b[i]) - 1e-4 * Math.abs(b[i]);

@@ -84,10 +84,10 @@ test('round trip: float32, int32, bool, scalar and empty tensors with metadata',
     const r = back.tensors[name];
     assert.equal(r.dtype, t.dtype, name);
     assert.deepEqual([...r.shape], [...t.shape], name);
-    assert.deepEqual(Array.from(r.data), Array.from(t.data), name);
-    assert.equal(r.data.constructor, t.data.constructor, name);
+    assert.deepEqual(Array.from(r.dataSync()), Array.from(t.dataSync()), name);
+    assert.equal(r.dataSync().constructor, t.dataSync().constructor, name);
   }
-  assert.ok(Object.is(back.tensors['layer.0.weight'].data[4], -0));
+  assert.ok(Object.is(back.tensors['layer.0.weight'].dataSync()[4], -0));
   assert.equal(back.tensors.scale.ndim, 0);
   assert.equal(back.tensors.scale.item(), 0.125);
   assert.deepEqual(
@@ -171,7 +171,7 @@ test('F16 write: exact encodings (round to nearest even, subnormals, overflow, i
     NaN,
     0.0010004043579101562,
   ];
-  const got = Array.from(back.tensors.h.data);
+  const got = Array.from(back.tensors.h.dataSync());
   assert.equal(got.length, expectedValues.length);
   for (let i = 0; i < got.length; i++)
     assert.ok(Object.is(got[i], expectedValues[i]), `index ${i}: ${got[i]} vs ${expectedValues[i]}`);
@@ -182,7 +182,7 @@ test('F16 read: every subnormal/special pattern decodes exactly', () => {
   const data = new Uint8Array(bits.length * 2);
   bits.forEach((b, i) => new DataView(data.buffer).setUint16(i * 2, b, true));
   const file = build(`{"x":{"dtype":"F16","shape":[${bits.length}],"data_offsets":[0,${data.length}]}}`, data);
-  const got = Array.from(readSafetensors(file).tensors.x.data);
+  const got = Array.from(readSafetensors(file).tensors.x.dataSync());
   const want = [
     2 ** -24,
     512 * 2 ** -24,
@@ -209,7 +209,7 @@ test('BF16 write: exact encodings (RNE) and exact read back', () => {
   assert.deepEqual([...back.tensors.b.shape], [3, 3]);
   // 0x0001 as bf16 is the float32 bit pattern 0x00010000 = 2^16 * 2^-149 = 2^-133
   const want = [1, 3.140625, 1, 1.015625, -Infinity, Infinity, -0, NaN, 2 ** -133];
-  const got = Array.from(back.tensors.b.data);
+  const got = Array.from(back.tensors.b.dataSync());
   for (let i = 0; i < want.length; i++) assert.ok(Object.is(got[i], want[i]), `index ${i}: ${got[i]} vs ${want[i]}`);
 });
 
@@ -224,9 +224,9 @@ test('dtype option: string applies to float tensors only; record picks per tenso
   const file = writeSafetensors({ f, g, i, m }, { dtype: { f: 'F16', i: 'I64', m: 'U8' } });
   back = readSafetensors(file);
   assert.deepEqual({ ...back.dtypes }, { f: 'F16', g: 'F32', i: 'I64', m: 'U8' });
-  assert.deepEqual(Array.from(back.tensors.i.data), [-3, 4]);
+  assert.deepEqual(Array.from(back.tensors.i.dataSync()), [-3, 4]);
   assert.equal(back.tensors.m.dtype, 'int32'); // U8 reads back as int32
-  assert.deepEqual(Array.from(back.tensors.m.data), [1, 0]);
+  assert.deepEqual(Array.from(back.tensors.m.dataSync()), [1, 0]);
   // I64 bytes: two's complement sign extension
   const h = headerText(file);
   const info = JSON.parse(h).i as { data_offsets: [number, number] };
@@ -305,7 +305,7 @@ test('hand-built file: I64, U8, BOOL, F64, I8, I16, U16, U32, F32 with unaligned
     const t = r.tensors[name];
     assert.equal(t.dtype, dtype, name);
     assert.deepEqual([...t.shape], shape, name);
-    assert.deepEqual(Array.from(t.data), values, name);
+    assert.deepEqual(Array.from(t.dataSync()), values, name);
   }
 });
 

@@ -21,7 +21,7 @@ const ids = (rows: number[][]): Tensor => tensor(new Int32Array(rows.flat()), [r
 /** Rows 0..t−1 of position-major logits (B, T, V) of batch row b, as a flat array. */
 const prefix = (logits: Tensor, b: number, t: number): Float32Array => {
   const [, T, V] = logits.shape;
-  return (logits.data as Float32Array).slice(b * T * V, b * T * V + t * V);
+  return logits.dataSync<Float32Array>().slice(b * T * V, b * T * V + t * V);
 };
 
 test('GPT-2 124M has 124,439,808 parameters; the formula matches numParameters() for both position kinds', () => {
@@ -77,7 +77,7 @@ for (const positions of ['learned', 'sinusoidal'] as const) {
         assert.deepEqual(prefix(changed, 0, t), prefix(base, 0, t), `positions < ${t} of the changed row`);
         assert.deepEqual(prefix(changed, 1, 8), prefix(base, 1, 8), 'the other row');
         const V = 23;
-        const at = (l: Tensor) => (l.data as Float32Array).slice(t * V, (t + 1) * V);
+        const at = (l: Tensor) => l.dataSync<Float32Array>().slice(t * V, (t + 1) * V);
         assert.notDeepEqual(at(changed), at(base), `position ${t} itself does see the change`);
       }
     });
@@ -88,7 +88,7 @@ test('the output projection is wte: its gradient collects the rows that appear o
   manualSeed(2);
   const m = new GPT(cfg());
   F.sum(m.forward(ids([[1, 2, 3]]))).backward();
-  const g = m.wte.weight.grad!.data as Float32Array;
+  const g = m.wte.weight.grad!.dataSync<Float32Array>();
   const row = (r: number) => g.slice(r * 16, (r + 1) * 16);
   assert.ok(
     row(20).some((x) => x !== 0),
@@ -138,7 +138,7 @@ test('attention weights for inspection: a prefill with needWeights gives per-blo
     assert.equal(weights!.length, 2);
     for (const w of weights!) {
       assert.deepEqual(w.shape, [1, 2, 6, 6]);
-      const d = w.data as Float32Array;
+      const d = w.dataSync<Float32Array>();
       for (let h = 0; h < 2; h++) {
         for (let i = 0; i < 6; i++) {
           const row = d.slice((h * 6 + i) * 6, (h * 6 + i + 1) * 6);

@@ -28,7 +28,7 @@ const files = (dir: string) => ({
 
 function withValue(weights: Uint8Array, key: string, index: number, value: number): Uint8Array {
   const t = readSafetensors(weights).tensors;
-  (t[key].data as Float32Array)[index] = value;
+  t[key].dataSync<Float32Array>()[index] = value;
   return writeSafetensors(t);
 }
 
@@ -116,7 +116,7 @@ test('decoding stops at the first step whose output is not finite, naming it (gr
   // Finite weights that overflow: a final layer-norm gain of 3e38 makes the logits infinite.
   const f = files(tiny.dir);
   const { model, tokenizer } = loadModelFromFiles(f.config, f.tokenizer, f.weights);
-  (model.stateDict()['transformer.decoder.norm.weight'].data as Float32Array).fill(3e38);
+  (model.stateDict()['transformer.decoder.norm.weight'].dataSync() as Float32Array).fill(3e38);
   const src = new Tensor(
     Int32Array.from(tokenizer.encode('A dog runs.')),
     [1, tokenizer.encode('A dog runs.').length],
@@ -137,7 +137,7 @@ test('decoding stops at the first step whose output is not finite, naming it (gr
   );
   const g = makeTinyGpt();
   // Layer norm keeps a GPT's stream finite; its last gain of 3e38 overflows the logits.
-  (g.model.stateDict()['ln_f.weight'].data as Float32Array).fill(3e38);
+  (g.model.stateDict()['ln_f.weight'].dataSync() as Float32Array).fill(3e38);
   assert.throws(
     () => generate(g.model, [1, 2], { maxTokens: 3, temperature: 0 }),
     /^Error: generate: step 1: logit \d+ is (NaN|-?Infinity): the model's weights or activations hold NaN or Infinity$/,

@@ -139,8 +139,8 @@ test('separate vocabularies: the encoder reads only the source table, the decode
   const memory = m.encode(src).toArray();
   const logits = m.forward(src, tgt).toArray();
   // A source row no source id uses (8), and every target row: the encoder output does not move.
-  const e = m.embedding.weight.data as Float32Array;
-  const t = m.tgtEmbedding!.weight.data as Float32Array;
+  const e = m.embedding.weight.dataSync<Float32Array>();
+  const t = m.tgtEmbedding!.weight.dataSync<Float32Array>();
   e.fill(5, 8 * 8, 9 * 8);
   t.fill(5, 4 * 8, 7 * 8);
   assert.deepEqual(m.encode(src).toArray(), memory);
@@ -148,7 +148,7 @@ test('separate vocabularies: the encoder reads only the source table, the decode
   // Back to the first target table: source rows outside the source ids change nothing at all.
   manualSeed(2);
   const fresh = new models.Seq2Seq(SEP);
-  t.set(fresh.tgtEmbedding!.weight.data as Float32Array);
+  t.set(fresh.tgtEmbedding!.weight.dataSync<Float32Array>());
   assert.deepEqual(m.forward(src, tgt).toArray(), logits);
   // Gradients: the source table only on the source ids' rows, the target table on every output class.
   F.sum(F.logSoftmax(m.forward(src, tgt), -1)).backward();

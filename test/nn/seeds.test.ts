@@ -96,7 +96,7 @@ test('seed 004: a transformer block (dModel 64, 8 heads, dFf 256) has 49,984 par
 
 test('seed 004: positional encoding formula PE(pos,2i)=sin(pos/10000^(2i/d)), PE(pos,2i+1)=cos(...)', () => {
   const pe = nn.sinusoidalTable(50, 16);
-  const at = (pos: number, j: number) => pe.data[pos * 16 + j];
+  const at = (pos: number, j: number) => pe.dataSync()[pos * 16 + j];
   assert.equal(at(0, 0), 0);
   assert.equal(at(0, 1), 1);
   assertClose([at(1, 0), at(1, 1)], [Math.sin(1), Math.cos(1)], 'pos 1, i 0');
@@ -114,7 +114,7 @@ test('seed 000: causal attention — changing a later token leaves earlier outpu
     [1, 3, 8],
   );
   const y = x.clone();
-  for (let j = 0; j < 8; j++) y.data[2 * 8 + j] += 1; // change token 3 only
+  for (let j = 0; j < 8; j++) y.dataSync()[2 * 8 + j] += 1; // change token 3 only
   const a = mha.forward(x, x, x, { isCausal: true }).output;
   const b = mha.forward(y, y, y, { isCausal: true }).output;
   assertClose(a.narrow(1, 0, 2), b.narrow(1, 0, 2), 'first two positions', 1e-6, 0);

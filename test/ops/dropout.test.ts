@@ -7,7 +7,7 @@ test('dropout drops a fraction p (within 5σ), scales survivors by 1/(1 − p), 
   for (const p of [0.1, 0.5, 0.9]) {
     const y = F.dropout(ones(n), p, true, new Generator(3));
     let dropped = 0;
-    for (const v of y.data) {
+    for (const v of y.dataSync()) {
       if (v === 0) dropped++;
       else assert.ok(Math.abs(v - 1 / (1 - p)) < 1e-6, `survivor ${v}`);
     }

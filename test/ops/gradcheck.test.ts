@@ -7,7 +7,7 @@ const gen = new Generator(7);
 const r = (...shape: number[]) => randn(shape, gen).requiresGrad_();
 const pos = (...shape: number[]) => {
   const t = randn(shape, gen);
-  for (let i = 0; i < t.size; i++) t.data[i] = 0.5 + Math.abs(t.data[i]);
+  for (let i = 0; i < t.size; i++) t.dataSync()[i] = 0.5 + Math.abs(t.dataSync()[i]);
   return t.requiresGrad_();
 };
 
@@ -96,7 +96,7 @@ check(
 
 test("gelu approximate 'tanh' is GPT-2's gelu_new, value for value", () => {
   const xs = [-5, -2.5, -1, -0.3, 0, 0.2, 1, 1.7, 4];
-  const y = F.gelu(tensor(xs), 'tanh').data;
+  const y = F.gelu(tensor(xs), 'tanh').dataSync();
   xs.forEach((x, i) => {
     const want = 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
     assert.ok(Math.abs(y[i] - want) < 1e-6, `gelu_new(${x}) = ${y[i]}, expected ${want}`);

@@ -14,7 +14,7 @@ const gen = new Generator(5);
 /** Σ weights·t, with weights of t's shape drawn here; returns the loss and the weights. */
 function weighted(t: Tensor): { loss: Tensor; w: Float32Array } {
   const w = randn(t.shape, gen);
-  return { loss: F.sum(F.mul(t, w)), w: w.data as Float32Array };
+  return { loss: F.sum(F.mul(t, w)), w: w.dataSync<Float32Array>() };
 }
 
 /** The weights of each piece (null: piece unused) laid back into x's layout, along dim d. */
@@ -45,14 +45,14 @@ for (const [shape, d, sizes] of [
       const pieces = F.split(x, sizes, d);
       pieces.forEach((p, i) => {
         assert.deepEqual(
-          [...p.data],
+          [...p.dataSync()],
           [
             ...F.narrow(
               x,
               d,
               sizes.slice(0, i).reduce((a, b) => a + b, 0),
               sizes[i]!,
-            ).data,
+            ).dataSync(),
           ],
           `piece ${i} values`,
         );
@@ -69,7 +69,7 @@ for (const [shape, d, sizes] of [
         sizes,
         parts.map((p) => p?.w ?? null),
       );
-      assert.deepEqual([...(x.grad!.data as Float32Array)], [...want], `unused piece ${unused}`);
+      assert.deepEqual([...x.grad!.dataSync<Float32Array>()], [...want], `unused piece ${unused}`);
     }
   });
 }
@@ -86,10 +86,10 @@ test('split: an input with another consumer sums both; a second backward pass ad
       return layout([3, 8], 1, [4, 4], [wa.w, wb.w]).map((v) => Math.fround(v + 0.5));
     });
   const g1 = step();
-  assert.deepEqual([...(x.grad!.data as Float32Array)], [...g1], 'one pass');
+  assert.deepEqual([...x.grad!.dataSync<Float32Array>()], [...g1], 'one pass');
   const g2 = step();
   const both = g1.map((v, i) => Math.fround(v + g2[i]!));
-  assert.deepEqual([...(x.grad!.data as Float32Array)], [...both], 'two passes accumulate');
+  assert.deepEqual([...x.grad!.dataSync<Float32Array>()], [...both], 'two passes accumulate');
   // The same graph backpropagated twice: each pass gets its own buffer.
   const y = randn([2, 6], gen).requiresGrad_();
   const [p, q] = F.split(y, [2, 4], 1);
@@ -99,5 +99,5 @@ test('split: an input with another consumer sums both; a second backward pass ad
   loss.backward();
   loss.backward();
   const once = layout([2, 6], 1, [2, 4], [wp.w, wq.w]);
-  assert.deepEqual([...(y.grad!.data as Float32Array)], [...once.map((v) => Math.fround(2 * v))], 'same graph twice');
+  assert.deepEqual([...y.grad!.dataSync<Float32Array>()], [...once.map((v) => Math.fround(2 * v))], 'same graph twice');
 });

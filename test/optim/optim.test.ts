@@ -17,7 +17,7 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.safetensors'))) {
     for (let step = 1; step <= 5; step++) {
       names.forEach((n, i) => (params[i].grad = tensors[`grad.${step}.${n}`].clone()));
       if (cfg.clip)
-        assertClose([optim.clipGradNorm(params, cfg.clip)], tensors[`norm.${step}`].data, `norm at step ${step}`);
+        assertClose([optim.clipGradNorm(params, cfg.clip)], tensors[`norm.${step}`].dataSync(), `norm at step ${step}`);
       opt.step();
       names.forEach((n, i) =>
         assertClose(params[i], tensors[`param.${step}.${n}`], `${n} after step ${step}`, 1e-6, 1e-5),

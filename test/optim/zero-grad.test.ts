@@ -39,7 +39,7 @@ class Tiny extends nn.Module {
 const ids = Int32Array.from({ length: 15 }, (_, i) => (i * 5) % 13);
 
 function grads(m: nn.Module): (Float32Array | null)[] {
-  return m.parameters().map((p) => (p.grad ? (p.grad.data as Float32Array).slice() : null));
+  return m.parameters().map((p) => (p.grad ? p.grad.dataSync<Float32Array>().slice() : null));
 }
 
 test('zeroGrad(true) drops gradients; zeroGrad() zeroes them in place and keeps the same blocks', () => {
@@ -47,7 +47,7 @@ test('zeroGrad(true) drops gradients; zeroGrad() zeroes them in place and keeps 
   const m = new Tiny();
   const opt = new optim.Adam(m.parameters());
   m.loss(ids).backward();
-  const blocks = m.parameters().map((p) => p.grad!.data);
+  const blocks = m.parameters().map((p) => p.grad!.dataSync());
   assert.ok(
     blocks.every((g) => g.some((v) => v !== 0)),
     'every parameter got a gradient',
@@ -55,15 +55,17 @@ test('zeroGrad(true) drops gradients; zeroGrad() zeroes them in place and keeps 
   opt.zeroGrad();
   m.parameters().forEach((p, i) => {
     assert.ok(p.grad !== null, 'kept');
-    assert.equal(p.grad.data, blocks[i], 'the same block');
+    assert.equal(p.grad.dataSync(), blocks[i], 'the same block');
     assert.ok(
-      p.grad.data.every((v) => v === 0),
+      p.grad.dataSync().every((v) => v === 0),
       'zeroed',
     );
   });
   m.loss(ids).backward();
   m.zeroGrad(); // the module's twin
-  assert.ok(m.parameters().every((p, i) => p.grad!.data === blocks[i] && p.grad!.data.every((v) => v === 0)));
+  assert.ok(
+    m.parameters().every((p, i) => p.grad!.dataSync() === blocks[i] && p.grad!.dataSync().every((v) => v === 0)),
+  );
   m.zeroGrad(true);
   assert.ok(
     m.parameters().every((p) => p.grad === null),
@@ -134,7 +136,8 @@ test('training in memoryScope with zeroGrad() equals training with zeroGrad(true
         );
         wasmAccumulations += routeCounts.wasm - before;
         // After the scope: gradients are intact (a released scoped block would be NaN here).
-        for (const p of m.parameters()) assert.ok(p.grad!.data.every(Number.isFinite), 'gradient outlives the step');
+        for (const p of m.parameters())
+          assert.ok(p.grad!.dataSync().every(Number.isFinite), 'gradient outlives the step');
       }
       return { m, opt, losses, wasmAccumulations };
     };
@@ -147,8 +150,14 @@ test('training in memoryScope with zeroGrad() equals training with zeroGrad(true
       // Parameters, their gradients and Adam's moments are wasm blocks, so Adam, the embedding
       // gradient, bias adds and gradient accumulation ran in wasm.
       for (const [i, p] of b.m.parameters().entries()) {
-        assert.ok(isWasmView(p.data) && isWasmView(p.grad!.data), `param ${i} and its gradient in wasm memory`);
-        assert.ok(isWasmView(b.opt.state.m[i]!) && isWasmView(b.opt.state.v[i]!), `Adam state ${i} in wasm memory`);
+        assert.ok(
+          isWasmView(p.dataSync()) && isWasmView(p.grad!.dataSync()),
+          `param ${i} and its gradient in wasm memory`,
+        );
+        assert.ok(
+          isWasmView(b.opt.state.m[i]!.dataSync()) && isWasmView(b.opt.state.v[i]!.dataSync()),
+          `Adam state ${i} in wasm memory`,
+        );
       }
       assert.ok(b.wasmAccumulations > 0, 'cheap kernels ran in wasm');
     }

@@ -137,8 +137,8 @@ test("Seq2Seq and GPT folders from qkv (fp32, fp16, bf16, int8) load strictly in
   for (const c of cases) {
     const got = readSafetensors(readFileSync(join(c.dir, 'logits.safetensors'))).tensors.logits;
     assert.deepEqual(got.shape, c.expected.shape, c.dir);
-    const a = got.data as Float32Array;
-    const b = c.expected.data as Float32Array;
+    const a = got.dataSync<Float32Array>();
+    const b = c.expected.dataSync<Float32Array>();
     let worst = 0;
     for (let i = 0; i < b.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]) - 1e-4 * (1 + Math.abs(b[i])));
     assert.ok(worst <= 0, `${c.dir}: logits differ by more than 1e-4·(1 + |x|)`);

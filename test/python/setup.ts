@@ -197,8 +197,8 @@ export function worstExcess(
   let where = '';
   for (const name of Object.keys(b)) {
     if (!a[name]) throw new Error(`missing ${name}`);
-    const x = a[name].data as Float32Array;
-    const y = b[name].data as Float32Array;
+    const x = a[name].dataSync<Float32Array>();
+    const y = b[name].dataSync<Float32Array>();
     if (x.length !== y.length) throw new Error(`${name}: ${x.length} vs ${y.length} elements`);
     for (let i = 0; i < y.length; i++) {
       if (skip(name, i)) continue;

@@ -77,7 +77,7 @@ function qkvLogits(model: Seq2Seq, weights: Record<string, Tensor>): Float32Arra
     bosId: fx.tokenizer.bosId,
     eosId: fx.tokenizer.eosId,
   });
-  return noGrad(() => model.forward(b.src, b.tgtIn).data.slice() as Float32Array);
+  return noGrad(() => model.forward(b.src, b.tgtIn).dataSync().slice() as Float32Array);
 }
 
 function maxRelDiff(a: ArrayLike<number>, b: ArrayLike<number>, atol: number): number {
@@ -243,7 +243,7 @@ test("torchrun --nproc_per_node 2 (gloo) ends with the weights of one process wi
   assert.equal(p.status, 0, p.stderr);
   const theirs = readTensors(logitsOut).logits;
   assert.deepEqual(theirs.shape, ours.shape);
-  assert.ok(maxRelDiff(ours.data as Float32Array, theirs.data as Float32Array, 1) < 1e-4);
+  assert.ok(maxRelDiff(ours.dataSync<Float32Array>(), theirs.dataSync<Float32Array>(), 1) < 1e-4);
 });
 
 test("train.py --accum 2 takes qkv's accum-2 steps: losses and weights of qkv's Trainer with accum 2", { skip }, () => {
@@ -275,7 +275,11 @@ test("train.py --accum 2 takes qkv's accum-2 steps: losses and weights of qkv's 
 function readPairsOf(path: string): Pair[] {
   const t = readTensors(path);
   const side = (k: string, i: number) =>
-    Array.from((t[`${k}.ids`].data as Int32Array).subarray(t[`${k}.offsets`].data[i], t[`${k}.offsets`].data[i + 1]));
+    Array.from(
+      t[`${k}.ids`]
+        .dataSync<Int32Array>()
+        .subarray(t[`${k}.offsets`].dataSync()[i], t[`${k}.offsets`].dataSync()[i + 1]),
+    );
   return Array.from({ length: t['src.offsets'].size - 1 }, (_, i) => ({ src: side('src', i), tgt: side('tgt', i) }));
 }
 
@@ -457,7 +461,7 @@ test("separate vocabularies (qkv train --separate-vocab): qkv data encode writes
       bosId: sx.targetTokenizer.bosId,
       eosId: sx.targetTokenizer.eosId,
     });
-    return noGrad(() => probe.forward(b.src, b.tgtIn).data.slice() as Float32Array);
+    return noGrad(() => probe.forward(b.src, b.tgtIn).dataSync().slice() as Float32Array);
   };
   assert.ok(maxRelDiff(logitsOf(w), logitsOf(qkvStep1), 1) < 1e-4, 'logits after step 1');
   assert.ok(existsSync(join(out, 'checkpoints', 'step-0000005.safetensors')), 'train.py took 5 steps');

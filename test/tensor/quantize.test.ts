@@ -31,11 +31,11 @@ test('quantizeInt8: scale max|row|/127, values rounded half to even, a zero row 
   assert.deepEqual(dtype, { w: 'I8', w_scale: 'F32', b: 'F16' });
   assert.equal(tensors.w.dtype, 'int32');
   assert.deepEqual(tensors.w_scale.shape, [3, 1]);
-  const s = tensors.w_scale.data as Float32Array;
+  const s = tensors.w_scale.dataSync<Float32Array>();
   assert.deepEqual([...s], [1, 0, Math.fround(0.5 / 127)]);
   // 2.5 → 2 and -3.5 → -4 (half to even: Math.round would give 3 and -3, half away from zero 3), 0.49 → 0;
   // row 2: -0.5/s = -127, 0.25/s ≈ 63.5 (not a tie in float32), 0.125/s ≈ 31.75.
-  const q = [...(tensors.w.data as Int32Array)];
+  const q = [...tensors.w.dataSync<Int32Array>()];
   assert.deepEqual(q.slice(0, 8), [127, 2, -4, 0, 0, 0, 0, 0]);
   assert.deepEqual(q.slice(8), [-127, Math.round(0.25 / s[2]), 32, 0]);
   assert.equal(tensors.b, b, 'a 1-D tensor passes through (written as F16)');
@@ -45,14 +45,14 @@ test('quantizeInt8: scale max|row|/127, values rounded half to even, a zero row 
 test('dequantizeInt8(quantizeInt8(w)) is q·s as one float32 product, within s/2 of w everywhere', () => {
   manualSeed(11);
   const w = randn([64, 48]);
-  (w.data as Float32Array)[5] = 9; // one outlier: its row's scale is larger, the others' are not
+  w.dataSync<Float32Array>()[5] = 9; // one outlier: its row's scale is larger, the others' are not
   const q = quantizeInt8({ w }).tensors;
   const back = dequantizeInt8(q).w;
   assert.deepEqual(Object.keys(dequantizeInt8(q)), ['w'], 'the scales are dropped');
-  const wd = w.data as Float32Array;
-  const qd = q.w.data as Int32Array;
-  const sd = q.w_scale.data as Float32Array;
-  const bd = back.data as Float32Array;
+  const wd = w.dataSync<Float32Array>();
+  const qd = q.w.dataSync<Int32Array>();
+  const sd = q.w_scale.dataSync<Float32Array>();
+  const bd = back.dataSync<Float32Array>();
   for (let i = 0; i < wd.length; i++) {
     const r = Math.floor(i / 48);
     assert.equal(bd[i], Math.fround(qd[i] * sd[r]), `element ${i}`);
@@ -80,8 +80,8 @@ test('on disk: I8 weights with F32 scales [rows, 1], F16 for the rest; read back
   assert.equal(entry('lin.bias')?.dtype, 'F16');
   const read = dequantizeInt8(readSafetensors(bytes).tensors);
   assert.deepEqual(
-    [...(read['lin.weight'].data as Float32Array)],
-    [...(dequantizeInt8(q.tensors)['lin.weight'].data as Float32Array)],
+    [...read['lin.weight'].dataSync<Float32Array>()],
+    [...(dequantizeInt8(q.tensors)['lin.weight'].dataSync() as Float32Array)],
   );
   // 30 int8 values, 6 float32 scales and 6 fp16 biases: the data is 30 + 24 + 12 bytes.
   assert.equal(bytes.length - header.dataStart, 30 + 24 + 12);
@@ -113,8 +113,8 @@ test('a Seq2Seq loads its int8 weights through loadWeights and gives logits clos
     m.forward(ids([3, 7, 9, 2]), ids([1, 5, 6])),
     m2.forward(ids([3, 7, 9, 2]), ids([1, 5, 6])),
   ]);
-  const ad = a.data as Float32Array;
-  const bd = b.data as Float32Array;
+  const ad = a.dataSync<Float32Array>();
+  const bd = b.dataSync<Float32Array>();
   let worst = 0;
   let differs = false;
   for (let i = 0; i < ad.length; i++) {

@@ -26,11 +26,11 @@ test('memoryScope: temporaries are released when the scope ends; the returned te
     });
     assert.deepEqual(out.toArray(), expected);
     if (scoped) {
-      assert.ok(isWasmView(out.data as Float32Array), 'scoped storage is wasm memory');
+      assert.ok(isWasmView(out.dataSync<Float32Array>()), 'scoped storage is wasm memory');
       assert.ok(inside >= before + 2 * 64 * 64 * 4, `in use inside ${inside}, before ${before}`);
       // The kept block is still in use; the temporary's is back (and poisoned).
       assert.equal(bytesInUse(), before + 64 * 64 * 4);
-      assert.ok(Number.isNaN((temp!.data as Float32Array)[0]), 'a released block is poisoned in tests');
+      assert.ok(Number.isNaN(temp!.dataSync<Float32Array>()[0]), 'a released block is poisoned in tests');
     } else {
       assert.equal(bytesInUse(), before);
     }

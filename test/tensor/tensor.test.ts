@@ -28,9 +28,9 @@ test('reshape is a view over the same storage; -1 is inferred', () => {
   const t = arange(12);
   const v = t.reshape(3, -1);
   assert.deepEqual(v.shape, [3, 4]);
-  assert.equal(v.data, t.data);
-  v.data[5] = 100;
-  assert.equal(t.data[5], 100);
+  assert.equal(v.dataSync(), t.dataSync());
+  v.dataSync()[5] = 100;
+  assert.equal(t.dataSync()[5], 100);
   assert.throws(() => t.reshape(5, -1), /shape \[5, -1\] is invalid for a tensor of 12 elements/);
   assert.throws(() => t.reshape(-1, -1), /only one dimension can be -1/);
 });

@@ -110,13 +110,13 @@ test("accum K: one Adam step on the mean of K batches' gradients, the loss their
   const losses: number[] = [];
   const realStep = ref.optimizer.step.bind(ref.optimizer);
   ref.optimizer.step = () =>
-    grads.push(ref.optimizer.params.map((p) => Float32Array.from(p.grad!.data as Float32Array)));
+    grads.push(ref.optimizer.params.map((p) => Float32Array.from(p.grad!.dataSync<Float32Array>())));
   for (let k = 0; k < 2; k++) losses.push(ref.step().loss);
   ref.optimizer.step = realStep;
   let seen: Float32Array[] = [];
   const step = t.optimizer.step.bind(t.optimizer);
   t.optimizer.step = () => {
-    seen = t.optimizer.params.map((p) => Float32Array.from(p.grad!.data as Float32Array));
+    seen = t.optimizer.params.map((p) => Float32Array.from(p.grad!.dataSync<Float32Array>()));
     step();
   };
   const r = t.step();
@@ -145,13 +145,13 @@ test('weightDecay > 0 is AdamW (decoupled); 0 is Adam; a resumed run must keep a
   assert.equal(wd.optimizer.weightDecay, 0.01);
   // With zero gradients, one AdamW step only decays: p ← p·(1 − lr·wd).
   const p = wd.optimizer.params[0];
-  const before = Float32Array.from(p.data as Float32Array);
+  const before = Float32Array.from(p.dataSync<Float32Array>());
   for (const q of wd.optimizer.params) q.grad = null;
   wd.optimizer.zeroGrad(true);
   for (const q of wd.optimizer.params) q.grad = q.clone().mul(0);
   wd.optimizer.lr = 0.5;
   wd.optimizer.step();
-  const after = p.data as Float32Array;
+  const after = p.dataSync<Float32Array>();
   for (let j = 0; j < 20; j++) assert.ok(Math.abs(after[j] - before[j] * (1 - 0.5 * 0.01)) < 1e-7);
   const saved = plain.saveState();
   manualSeed(1);

@@ -51,8 +51,8 @@ test('the encoder pass that collects weights gives the same memory as Seq2Seq.en
   const src = new Tensor(Int32Array.from(ids), [1, ids.length], 'int32');
   const { memory } = encoderAttention(model, src);
   const ref = noGrad(() => model.encode(src));
-  const a = memory.data as Float32Array;
-  const b = ref.data as Float32Array;
+  const a = memory.dataSync<Float32Array>();
+  const b = ref.dataSync<Float32Array>();
   assert.equal(a.length, b.length);
   for (let i = 0; i < a.length; i++) assert.ok(Math.abs(a[i] - b[i]) < 1e-5);
 });

@@ -20,9 +20,9 @@ const model = io.readHfGpt2(
   new Uint8Array(readFileSync(new URL('model.safetensors', DIR))),
 );
 const expected = io.readSafetensors(new Uint8Array(readFileSync(new URL('expected.safetensors', DIR)))).tensors;
-const ids = Array.from(expected.input_ids.data as Int32Array);
+const ids = Array.from(expected.input_ids.dataSync<Int32Array>());
 const [, T, V] = expected.logits.shape;
-const torchLast = Array.from((expected.logits.data as Float32Array).subarray((T - 1) * V, T * V));
+const torchLast = Array.from(expected.logits.dataSync<Float32Array>().subarray((T - 1) * V, T * V));
 
 function softmax(x: number[], t = 1): number[] {
   const m = Math.max(...x);
@@ -105,10 +105,9 @@ test('neuron view: q ⊙ k summed and scaled are the scores whose softmax is the
       1e-5,
       1e-5,
     );
-    const torchRow = (expected[`attn.${layer}`].data as Float32Array).subarray(
-      (head * T + query) * T,
-      (head * T + query) * T + query + 1,
-    );
+    const torchRow = expected[`attn.${layer}`]
+      .dataSync<Float32Array>()
+      .subarray((head * T + query) * T, (head * T + query) * T + query + 1);
     assertClose(nv.weights, torchRow, `PyTorch row ${layer}/${head}/${query}`);
   }
   assert.throws(() => neuronView(model, ids, 2, 0, 0), /^Error: neuronView: layer 2 does not exist \(0\.\.1\)$/);

@@ -70,7 +70,7 @@ test('positional encoding: the seed-004 formula, equal to nn.PositionalEncoding'
   close(pe[7][10], Math.sin(7 / 10000 ** (10 / 128)));
   close(pe[7][11], Math.cos(7 / 10000 ** (10 / 128)));
   const layer = new nn.PositionalEncoding(128, { maxLen: 50 });
-  const t = layer.pe.data as Float32Array;
+  const t = layer.pe.dataSync<Float32Array>();
   for (let i = 0; i < t.length; i++) close(pe[Math.floor(i / 128)][i % 128], t[i], 1e-5);
   const odd = positionalEncoding(4, 5);
   close(odd[2][4], Math.sin(2 / 10000 ** (4 / 5)));

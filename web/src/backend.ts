@@ -36,9 +36,9 @@ async function ensureWasm(): Promise<boolean> {
       const a = randn([33, 40]);
       const b = randn([40, 17]);
       setBackend('js');
-      const ref = F.softmax(F.matmul(a, b), -1).data as Float32Array;
+      const ref = F.softmax(F.matmul(a, b), -1).dataSync() as Float32Array;
       setBackend('wasm');
-      const got = F.softmax(F.matmul(a, b), -1).data as Float32Array;
+      const got = F.softmax(F.matmul(a, b), -1).dataSync() as Float32Array;
       return ref.reduce((m, x, i) => Math.max(m, Math.abs(x - got[i])), 0);
     });
     if (!(diff < 1e-4)) throw new Error(`the wasm backend disagrees with js (max difference ${diff})`);

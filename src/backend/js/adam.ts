@@ -1,4 +1,4 @@
-import type { Backend } from '../backend.ts';
+import type { HostKernels } from '../backend.ts';
 import { jsKernels } from './registry.ts';
 
 /** The per-step constants of the update below, computed once for every element (and by the wasm binding). */
@@ -35,7 +35,7 @@ export function adamConstants(
  * Adam (Kingma & Ba) as torch.optim.Adam/AdamW compute it, in place. `step` counts from 1.
  * decoupled = AdamW: weight decay shrinks the parameter directly instead of adding to the gradient.
  */
-export const adam: Backend['adam'] = (param, grad, m, v, lr, beta1, beta2, eps, weightDecay, decoupled, step) => {
+export const adam: HostKernels['adam'] = (param, grad, m, v, lr, beta1, beta2, eps, weightDecay, decoupled, step) => {
   const { stepSize, bc2Sqrt, shrink, l2 } = adamConstants(lr, beta1, beta2, weightDecay, decoupled, step);
   for (let i = 0; i < param.length; i++) {
     let g = grad[i];

@@ -1,4 +1,4 @@
-import type { Backend, AttentionBias, AttentionParams } from '../backend.ts';
+import type { HostAttentionParams, HostKernels } from '../backend.ts';
 import { jsKernels } from './registry.ts';
 
 /** row[j] = scale·(q_i · k_j) + bias[i, j] for the first `limit` keys; returns the row maximum. */
@@ -10,7 +10,7 @@ function scoreRow(
   D: number,
   limit: number,
   scale: number,
-  bias: AttentionBias | null,
+  bias: HostAttentionParams['bias'],
   biasRow: number,
   row: Float64Array,
 ): number {
@@ -45,7 +45,7 @@ interface QueryRow {
 function forEachScoredRow(
   q: Float32Array,
   k: Float32Array,
-  p: AttentionParams,
+  p: HostAttentionParams,
   scores: Float64Array,
   visit: (row: QueryRow, max: number) => void,
 ): void {
@@ -75,7 +75,7 @@ function forEachScoredRow(
  *
  * q (B,H,L,D), k (B,H,S,D), v (B,H,S,Dv), out (B,H,L,Dv), lse (B,H,L), weights (B,H,L,S) or null.
  */
-export const attention: Backend['attention'] = (q, k, v, out, lse, weights, p) => {
+export const attention: HostKernels['attention'] = (q, k, v, out, lse, weights, p) => {
   const { l: L, s: S, dv: DV } = p;
   const row = new Float64Array(S);
   const acc = new Float64Array(DV);
@@ -110,7 +110,7 @@ export const attention: Backend['attention'] = (q, k, v, out, lse, weights, p) =
  * With P = softmax(S) rebuilt from lse, and Δ_i = dO_i·O_i:
  *   dV = Pᵀ·dO,  dP = dO·Vᵀ,  dS = P∘(dP − Δ),  dQ = scale·dS·K,  dK = scale·dSᵀ·Q.
  */
-export const attentionBackward: Backend['attentionBackward'] = (q, k, v, out, dout, lse, dq, dk, dv, p) => {
+export const attentionBackward: HostKernels['attentionBackward'] = (q, k, v, out, dout, lse, dq, dk, dv, p) => {
   const { l: L, s: S, d: D, dv: DV, scale } = p;
   dq.fill(0);
   dk.fill(0);

@@ -1,4 +1,4 @@
-import type { Backend, BinaryOp } from '../backend.ts';
+import type { BinaryOp, HostKernels } from '../backend.ts';
 import { jsKernels } from './registry.ts';
 
 function apply(op: BinaryOp, x: number, y: number): number {
@@ -15,7 +15,7 @@ function apply(op: BinaryOp, x: number, y: number): number {
 }
 
 /** Broadcasting binary op over an N-d output, with fast paths for the shapes training hits most. */
-export const binary: Backend['binary'] = (op, a, aStrides, b, bStrides, out, outShape) => {
+export const binary: HostKernels['binary'] = (op, a, aStrides, b, bStrides, out, outShape) => {
   const n = out.length;
   const nd = outShape.length;
   if (n === 0) return;
@@ -82,13 +82,13 @@ export function isTrailingBlock(strides: readonly number[], shape: readonly numb
   return true;
 }
 
-export const binaryScalar: Backend['binaryScalar'] = (op, a, s, out, scalarFirst) => {
+export const binaryScalar: HostKernels['binaryScalar'] = (op, a, s, out, scalarFirst) => {
   const n = a.length;
   if (scalarFirst) for (let i = 0; i < n; i++) out[i] = apply(op, s, a[i]);
   else for (let i = 0; i < n; i++) out[i] = apply(op, a[i], s);
 };
 
-export const unary: Backend['unary'] = (op, x, out) => {
+export const unary: HostKernels['unary'] = (op, x, out) => {
   const n = x.length;
   switch (op) {
     case 'exp':
@@ -115,18 +115,18 @@ export const unary: Backend['unary'] = (op, x, out) => {
   }
 };
 
-export const pow: Backend['pow'] = (x, p, out) => {
+export const pow: HostKernels['pow'] = (x, p, out) => {
   if (p === 2) for (let i = 0; i < x.length; i++) out[i] = x[i] * x[i];
   else for (let i = 0; i < x.length; i++) out[i] = x[i] ** p;
 };
 
-export const relu: Backend['relu'] = (x, out) => {
+export const relu: HostKernels['relu'] = (x, out) => {
   // biome-ignore lint/complexity/useMathMinMax: not Math.max, which differs from this select on NaN and -0.
   for (let i = 0; i < x.length; i++) out[i] = x[i] > 0 ? x[i] : 0;
 };
 
 /** PyTorch defines relu'(0) = 0. */
-export const reluBackward: Backend['reluBackward'] = (x, dy, dx) => {
+export const reluBackward: HostKernels['reluBackward'] = (x, dy, dx) => {
   for (let i = 0; i < x.length; i++) dx[i] = x[i] > 0 ? dy[i] : 0;
 };
 
@@ -160,7 +160,7 @@ const SQRT1_2 = Math.SQRT1_2;
 const INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
 
 /** gelu(x) = x·Φ(x) = x/2·(1 + erf(x/√2)), the exact form torch uses by default. */
-export const gelu: Backend['gelu'] = (x, out) => {
+export const gelu: HostKernels['gelu'] = (x, out) => {
   for (let i = 0; i < x.length; i++) {
     const v = x[i];
     out[i] = 0.5 * v * (1 + erf(v * SQRT1_2));
@@ -168,7 +168,7 @@ export const gelu: Backend['gelu'] = (x, out) => {
 };
 
 /** gelu'(x) = Φ(x) + x·φ(x). */
-export const geluBackward: Backend['geluBackward'] = (x, dy, dx) => {
+export const geluBackward: HostKernels['geluBackward'] = (x, dy, dx) => {
   for (let i = 0; i < x.length; i++) {
     const v = x[i];
     const cdf = 0.5 * (1 + erf(v * SQRT1_2));
@@ -178,7 +178,7 @@ export const geluBackward: Backend['geluBackward'] = (x, dy, dx) => {
 };
 
 /** Dropout's mask and output from the random words in `bits` (see Backend.dropoutMask). */
-export const dropoutMask: Backend['dropoutMask'] = (bits, threshold, scale, x, keep, out) => {
+export const dropoutMask: HostKernels['dropoutMask'] = (bits, threshold, scale, x, keep, out) => {
   const n = keep.length;
   for (let i = 0, j = 0; i < n; i += 2, j++) {
     const u = bits[j]!;

@@ -1,7 +1,7 @@
-import type { Backend } from '../backend.ts';
+import type { HostKernels } from '../backend.ts';
 import { jsKernels } from './registry.ts';
 
-export const embedding: Backend['embedding'] = (weight, ids, out, dim) => {
+export const embedding: HostKernels['embedding'] = (weight, ids, out, dim) => {
   for (let i = 0; i < ids.length; i++) {
     const src = ids[i] * dim;
     out.set(weight.subarray(src, src + dim), i * dim);
@@ -9,7 +9,7 @@ export const embedding: Backend['embedding'] = (weight, ids, out, dim) => {
 };
 
 /** Scatter-add of the output gradient into the rows that were gathered; the padding row gets none. */
-export const embeddingBackward: Backend['embeddingBackward'] = (dy, ids, dweight, dim, paddingIdx) => {
+export const embeddingBackward: HostKernels['embeddingBackward'] = (dy, ids, dweight, dim, paddingIdx) => {
   for (let i = 0; i < ids.length; i++) {
     const id = ids[i];
     if (id === paddingIdx) continue;

@@ -1,4 +1,4 @@
-import type { Backend } from '../backend.ts';
+import type { HostKernels } from '../backend.ts';
 import { jsKernels } from './registry.ts';
 
 /**
@@ -6,7 +6,10 @@ import { jsKernels } from './registry.ts';
  * transpose case keeps the innermost loop on contiguous memory (the classic i-k-j trick), which is
  * all the speed plain JavaScript can get; the wasm backend has the packed, register-blocked kernel.
  */
-export const gemm: Backend['gemm'] = (a, b, c, p) => {
+export const gemm: HostKernels['gemm'] = (a0, b0, c0, p) => {
+  const a = p.offsetA ? a0.subarray(p.offsetA) : a0;
+  const b = p.offsetB ? b0.subarray(p.offsetB) : b0;
+  const c = p.offsetC ? c0.subarray(p.offsetC) : c0;
   const { batch, m, n, k, transA, transB, strideA, strideB, strideC, accumulate } = p;
   for (let bi = 0; bi < batch; bi++) {
     const ao = bi * strideA;

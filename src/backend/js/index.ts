@@ -2,7 +2,7 @@
  * The reference backend: plain TypeScript, one file per kernel family, the oracle for every fast
  * kernel. Each family file registers its kernels with `jsKernels`; importing them all builds it.
  */
-import type { Backend } from '../backend.ts';
+import { type Backend, registerBackend } from '../backend.ts';
 import './gemm.ts';
 import './softmax.ts';
 import './layernorm.ts';
@@ -12,6 +12,9 @@ import './crossentropy.ts';
 import './embedding.ts';
 import './layout.ts';
 import './adam.ts';
+import { plainHost } from '../../tensor/storage.ts';
 import { jsKernels } from './registry.ts';
 
-export const jsBackend: Backend = jsKernels.build();
+export const jsBackend: Backend = jsKernels.build(plainHost);
+
+registerBackend(jsBackend);

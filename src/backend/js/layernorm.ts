@@ -1,4 +1,4 @@
-import type { Backend } from '../backend.ts';
+import type { HostKernels } from '../backend.ts';
 import { jsKernels } from './registry.ts';
 
 const kernels = {
@@ -54,7 +54,7 @@ const kernels = {
       }
     }
   },
-} satisfies Pick<Backend, 'layerNorm' | 'layerNormBackward'>;
+} satisfies Pick<HostKernels, 'layerNorm' | 'layerNormBackward'>;
 
 export const { layerNorm, layerNormBackward } = kernels;
 

@@ -1,4 +1,4 @@
-import type { Backend } from '../backend.ts';
+import type { HostKernels } from '../backend.ts';
 import { stridesOf } from '../../tensor/shape.ts';
 import { jsKernels } from './registry.ts';
 
@@ -6,7 +6,7 @@ import { jsKernels } from './registry.ts';
  * Sum over the axes where outShape has 1 and shape does not (outShape has shape's rank).
  * Accumulates in float64 per output element for accuracy on long reductions.
  */
-export const reduceSum: Backend['reduceSum'] = (x, shape, out, outShape) => {
+export const reduceSum: HostKernels['reduceSum'] = (x, shape, out, outShape) => {
   const nd = shape.length;
   const n = x.length;
   if (out.length === 1) {
@@ -62,7 +62,9 @@ export const reduceSum: Backend['reduceSum'] = (x, shape, out, outShape) => {
 };
 
 /** out = x with dims permuted (out dim i = x dim perm[i]); contiguous copy. */
-export const permute: Backend['permute'] = (x, shape, perm, out) => {
+export const permute: HostKernels['permute'] = (x, shape, perm, o) => {
+  const out = o as Float32Array; // any dtype but q4: indexed as one array type
+
   const nd = shape.length;
   const xst = stridesOf(shape);
   const oshape = perm.map((p) => shape[p]);
@@ -85,8 +87,11 @@ export const permute: Backend['permute'] = (x, shape, perm, out) => {
   }
 };
 
-/** Runs of `width` floats from src to dst with their own strides (see Backend.copyRows). */
-export const copyRows: Backend['copyRows'] = (src, srcOffset, srcStride, dst, dstOffset, dstStride, rows, width) => {
+/** Runs of `width` elements from src to dst with their own strides (see Backend.copyRows). */
+export const copyRows: HostKernels['copyRows'] = (s, srcOffset, srcStride, d, dstOffset, dstStride, rows, width) => {
+  // One dtype on both sides (the op checks it): index them as one array type.
+  const src = s as Float32Array;
+  const dst = d as Float32Array;
   if (srcStride === 0) {
     const run = src.subarray(srcOffset, srcOffset + width);
     for (let r = 0; r < rows; r++) dst.set(run, dstOffset + r * dstStride);
@@ -98,4 +103,18 @@ export const copyRows: Backend['copyRows'] = (src, srcOffset, srcStride, dst, ds
   }
 };
 
-jsKernels.register('layout', { reduceSum, permute, copyRows });
+/** out[r] = argmax of row r (the first of equal maxima, as torch.argmax on CPU). */
+export const argmax: HostKernels['argmax'] = (x, out, rows, cols) => {
+  for (let r = 0; r < rows; r++) {
+    let best = 0;
+    for (let j = 1; j < cols; j++) if (x[r * cols + j] > x[r * cols + best]) best = j;
+    out[r] = best;
+  }
+};
+
+/** The additive bias of a mask (see Backend.maskToBias). */
+export const maskToBias: HostKernels['maskToBias'] = (mask, out, n, blockWhen) => {
+  for (let i = 0; i < n; i++) out[i] = (mask[i] !== 0 ? 1 : 0) === blockWhen ? -Infinity : 0;
+};
+
+jsKernels.register('layout', { reduceSum, permute, copyRows, argmax, maskToBias });

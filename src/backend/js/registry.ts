@@ -1,4 +1,4 @@
-import { KernelTable } from '../backend.ts';
+import { type HostKernels, KernelTable } from '../backend.ts';
 
 /** The js backend's kernels: each family file (gemm.ts, softmax.ts, ...) registers its own. */
-export const jsKernels = new KernelTable('js');
+export const jsKernels = new KernelTable<HostKernels>('js');

@@ -1,8 +1,8 @@
-import type { Backend } from '../backend.ts';
+import type { HostKernels } from '../backend.ts';
 import { jsKernels } from './registry.ts';
 
 /** Row-wise softmax, max-subtracted for stability. */
-export const softmax: Backend['softmax'] = (x, out, rows, cols) => {
+export const softmax: HostKernels['softmax'] = (x, out, rows, cols) => {
   for (let r = 0; r < rows; r++) {
     const o = r * cols;
     let max = -Infinity;
@@ -18,7 +18,7 @@ export const softmax: Backend['softmax'] = (x, out, rows, cols) => {
   }
 };
 
-export const softmaxBackward: Backend['softmaxBackward'] = (y, dy, dx, rows, cols) => {
+export const softmaxBackward: HostKernels['softmaxBackward'] = (y, dy, dx, rows, cols) => {
   for (let r = 0; r < rows; r++) {
     const o = r * cols;
     let dot = 0;
@@ -27,7 +27,7 @@ export const softmaxBackward: Backend['softmaxBackward'] = (y, dy, dx, rows, col
   }
 };
 
-export const logSoftmax: Backend['logSoftmax'] = (x, out, rows, cols) => {
+export const logSoftmax: HostKernels['logSoftmax'] = (x, out, rows, cols) => {
   for (let r = 0; r < rows; r++) {
     const o = r * cols;
     let max = -Infinity;
@@ -39,7 +39,7 @@ export const logSoftmax: Backend['logSoftmax'] = (x, out, rows, cols) => {
   }
 };
 
-export const logSoftmaxBackward: Backend['logSoftmaxBackward'] = (y, dy, dx, rows, cols) => {
+export const logSoftmaxBackward: HostKernels['logSoftmaxBackward'] = (y, dy, dx, rows, cols) => {
   for (let r = 0; r < rows; r++) {
     const o = r * cols;
     let sum = 0;

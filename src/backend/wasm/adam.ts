@@ -2,7 +2,7 @@
  * Adam/AdamW (assembly/adam.ts) behind the Backend interface, in wasm when the parameters, their
  * gradients and the moments are wasm views (route.ts; the case in training), else the js twin.
  */
-import type { Backend } from '../backend.ts';
+import type { HostKernels } from '../backend.ts';
 import { adamConstants, adam as jsAdam } from '../js/adam.ts';
 import { declareExports, sig, type F64, type I32, type Ptr } from './loader.ts';
 import { splitUnits } from './parallel.ts';
@@ -35,7 +35,7 @@ declareExports('adam.ts', {
  * Adam/AdamW in place, in float64 as the twin (bit-identical results), split among the threads
  * for large blocks. The step constants are the twin's own (adamConstants).
  */
-export const adam: Backend['adam'] = (param, grad, m, v, lr, beta1, beta2, eps, weightDecay, decoupled, step) => {
+export const adam: HostKernels['adam'] = (param, grad, m, v, lr, beta1, beta2, eps, weightDecay, decoupled, step) => {
   const n = param.length;
   if (!inWasm(n > 0, param, grad, m, v))
     return jsAdam(param, grad, m, v, lr, beta1, beta2, eps, weightDecay, decoupled, step);

@@ -3,7 +3,7 @@
  * split among the threads by (batch, head) pairs when the work pays. Arrays are used in place
  * when they live in wasm memory, copied in and out otherwise (`staged`).
  */
-import type { Backend, AttentionParams } from '../backend.ts';
+import type { HostAttentionParams, HostKernels } from '../backend.ts';
 import { declareExports, sig, type F32, type I32, type Ptr } from './loader.ts';
 import { runParallel, threadsFor } from './parallel.ts';
 import { wasmKernels } from './registry.ts';
@@ -38,17 +38,17 @@ const K = declareExports('attention.ts', {
 });
 
 /** The `Shape` arguments of both kernels for `p`, with the bias at `pb`. */
-function shapeArgs(p: AttentionParams, pb: number): number[] {
+function shapeArgs(p: HostAttentionParams, pb: number): number[] {
   const { b, h, l, s, d, dv, bias } = p;
   return [b, h, l, s, d, dv, p.scale, p.causal ? 1 : 0, pb, bias?.strideB ?? 0, bias?.strideH ?? 0, bias?.strideL ?? 0];
 }
 
-function scratchBytes(p: AttentionParams): number {
+function scratchBytes(p: HostAttentionParams): number {
   return Math.ceil((K().attentionScratchFloats(p.l, p.d, p.dv) * 4) / 16) * 16;
 }
 
 /** The first staged arguments of both kernels: q, k and v, as long as `p` says, read only. */
-function qkvArgs(q: Float32Array, k: Float32Array, v: Float32Array, p: AttentionParams): Arg[] {
+function qkvArgs(q: Float32Array, k: Float32Array, v: Float32Array, p: HostAttentionParams): Arg[] {
   const { b: B, h: H, l: L, s: S, d: D, dv: DV } = p;
   return [
     { x: q.subarray(0, B * H * L * D), mode: 'in' },
@@ -58,7 +58,7 @@ function qkvArgs(q: Float32Array, k: Float32Array, v: Float32Array, p: Attention
 }
 
 /** Threads for an attention call: one per part of the (batch, head) pairs, when the work pays. */
-function attentionParts(p: AttentionParams, backward: boolean): number {
+function attentionParts(p: HostAttentionParams, backward: boolean): number {
   const flops = 2 * p.b * p.h * p.l * p.s * (p.d + p.dv) * (backward ? 2 : 1);
   return Math.min(p.b * p.h, threadsFor(flops));
 }
@@ -71,7 +71,7 @@ function splitHeads(
   kernel: 'attentionRange' | 'attentionBackwardRange',
   head: number[],
   scratch: number,
-  p: AttentionParams,
+  p: HostAttentionParams,
   parts: number,
 ): void {
   const own = K()[kernel] as (...a: number[]) => void;
@@ -90,7 +90,7 @@ function splitHeads(
   runParallel(kernel, args, () => own(...head, scratch, 0, Math.min(bh, chunk)));
 }
 
-export const attention: Backend['attention'] = (q, k, v, out, lse, weights, p) => {
+export const attention: HostKernels['attention'] = (q, k, v, out, lse, weights, p) => {
   const { b: B, h: H, l: L, s: S, dv: DV, bias } = p;
   if (B * H * L === 0) return;
   if (S === 0) {
@@ -116,7 +116,7 @@ export const attention: Backend['attention'] = (q, k, v, out, lse, weights, p) =
   );
 };
 
-export const attentionBackward: Backend['attentionBackward'] = (q, k, v, out, dout, lse, dq, dk, dv, p) => {
+export const attentionBackward: HostKernels['attentionBackward'] = (q, k, v, out, dout, lse, dq, dk, dv, p) => {
   const { b: B, h: H, l: L, s: S, d: D, dv: DV, bias } = p;
   dq.fill(0, 0, B * H * L * D);
   dk.fill(0, 0, B * H * S * D);

@@ -4,9 +4,10 @@
  * would), when the work pays: the logits of a translation batch are thousands of rows of the
  * vocabulary's width. Arrays are used in place or copied in and out (`staged`).
  */
-import type { Backend } from '../backend.ts';
+import type { HostKernels } from '../backend.ts';
 import { declareExports, sig, type F32, type I32, type Ptr } from './loader.ts';
 import { splitUnits } from './parallel.ts';
+import { reduceLosses, rowScales } from '../js/crossentropy.ts';
 import { wasmKernels } from './registry.ts';
 import { staged } from './stage.ts';
 
@@ -19,10 +20,10 @@ declareExports('crossentropy.ts', {
 });
 
 const kernels = {
-  crossEntropy(logits, targets, losses, rows, cols, ignoreIndex, labelSmoothing) {
-    if (rows === 0) return 0;
+  crossEntropy(logits, targets, losses, reduced, rows, cols, ignoreIndex, labelSmoothing, mean) {
     let count = 0;
     for (let r = 0; r < rows; r++) if (targets[r] !== ignoreIndex) count++;
+    if (rows === 0) return reduceLosses(losses, rows, count, reduced, mean);
     staged(
       [
         { x: logits, mode: 'in' },
@@ -41,11 +42,12 @@ const kernels = {
           labelSmoothing,
         ]),
     );
-    return count;
+    reduceLosses(losses, rows, count, reduced, mean);
   },
 
-  crossEntropyBackward(logits, targets, rowScale, dlogits, rows, cols, ignoreIndex, labelSmoothing) {
+  crossEntropyBackward(logits, targets, gradOut, perRow, reduced, dlogits, rows, cols, ignoreIndex, labelSmoothing) {
     if (rows === 0) return;
+    const rowScale = rowScales(gradOut, perRow, reduced, rows);
     staged(
       [
         { x: logits, mode: 'in' },
@@ -67,7 +69,7 @@ const kernels = {
         ]),
     );
   },
-} satisfies Pick<Backend, 'crossEntropy' | 'crossEntropyBackward'>;
+} satisfies Pick<HostKernels, 'crossEntropy' | 'crossEntropyBackward'>;
 
 export const { crossEntropy, crossEntropyBackward } = kernels;
 

@@ -7,7 +7,7 @@
  *   every float array is already a wasm view, else they call their js twin (route.ts).
  * - unary and pow have no wasm kernel: the js twins are registered as they are.
  */
-import type { Backend, BinaryOp } from '../backend.ts';
+import type { BinaryOp, HostKernels } from '../backend.ts';
 import {
   binary as jsBinary,
   binaryScalar as jsBinaryScalar,
@@ -43,7 +43,7 @@ const K = declareExports('elementwise.ts', {
  * shapes, and one operand a contiguous block broadcast along leading dims (a bias, a scalar);
  * other broadcasts go to the twin. `out` may be the same array as `a` or `b` (a += b in place).
  */
-export const binary: Backend['binary'] = (op, a, aStrides, b, bStrides, out, outShape) => {
+export const binary: HostKernels['binary'] = (op, a, aStrides, b, bStrides, out, outShape) => {
   const n = out.length;
   const code = OPS[op];
   if (!inWasm(n > 0 && code !== undefined, a, b, out)) return jsBinary(op, a, aStrides, b, bStrides, out, outShape);
@@ -64,7 +64,7 @@ export const binary: Backend['binary'] = (op, a, aStrides, b, bStrides, out, out
   }
 };
 
-export const binaryScalar: Backend['binaryScalar'] = (op, a, scalar, out, scalarFirst) => {
+export const binaryScalar: HostKernels['binaryScalar'] = (op, a, scalar, out, scalarFirst) => {
   const code = OPS[op];
   if (!inWasm(a.length > 0 && code !== undefined, a, out)) return jsBinaryScalar(op, a, scalar, out, scalarFirst);
   // A float32 scalar: float32 arithmetic rounds exactly as the twin's float64 one; else float64.
@@ -77,7 +77,7 @@ export const binaryScalar: Backend['binaryScalar'] = (op, a, scalar, out, scalar
  * random words are copied in. Split among the threads by words: each element depends only on its
  * own word, so the result does not depend on the thread count.
  */
-export const dropoutMask: Backend['dropoutMask'] = (bits, threshold, scale, x, keep, out) => {
+export const dropoutMask: HostKernels['dropoutMask'] = (bits, threshold, scale, x, keep, out) => {
   const n = keep.length;
   if (!inWasm(n > 0, x, keep, out)) return jsDropoutMask(bits, threshold, scale, x, keep, out);
   const words = (n + 1) >> 1;
@@ -95,7 +95,7 @@ export const dropoutMask: Backend['dropoutMask'] = (bits, threshold, scale, x, k
   });
 };
 
-export const relu: Backend['relu'] = (x, out) => {
+export const relu: HostKernels['relu'] = (x, out) => {
   if (x.length === 0) return;
   staged(
     [
@@ -107,7 +107,7 @@ export const relu: Backend['relu'] = (x, out) => {
   );
 };
 
-export const reluBackward: Backend['reluBackward'] = (x, dy, dx) => {
+export const reluBackward: HostKernels['reluBackward'] = (x, dy, dx) => {
   if (x.length === 0) return;
   staged(
     [
@@ -120,7 +120,7 @@ export const reluBackward: Backend['reluBackward'] = (x, dy, dx) => {
   );
 };
 
-export const gelu: Backend['gelu'] = (x, out) => {
+export const gelu: HostKernels['gelu'] = (x, out) => {
   if (x.length === 0) return;
   staged(
     [
@@ -132,7 +132,7 @@ export const gelu: Backend['gelu'] = (x, out) => {
   );
 };
 
-export const geluBackward: Backend['geluBackward'] = (x, dy, dx) => {
+export const geluBackward: HostKernels['geluBackward'] = (x, dy, dx) => {
   if (x.length === 0) return;
   staged(
     [

@@ -3,7 +3,7 @@
  * when the float arrays are wasm views (route.ts), else the js twin. Int32 ids are ordinary
  * arrays and are copied in (they are small).
  */
-import type { Backend } from '../backend.ts';
+import type { HostKernels } from '../backend.ts';
 import { embedding as jsEmbedding, embeddingBackward as jsEmbeddingBackward } from '../js/embedding.ts';
 import { declareExports, sig, type I32, type Ptr } from './loader.ts';
 import { wasmKernels } from './registry.ts';
@@ -15,14 +15,14 @@ const K = declareExports('embedding.ts', {
   embeddingBackward: sig<[dy: Ptr, ids: Ptr, dweight: Ptr, n: I32, dim: I32, paddingIdx: I32]>(6),
 });
 
-export const embedding: Backend['embedding'] = (weight, ids, out, dim) => {
+export const embedding: HostKernels['embedding'] = (weight, ids, out, dim) => {
   if (!inWasm(ids.length * dim > 0, weight, out)) return jsEmbedding(weight, ids, out, dim);
   staged([{ x: ids, mode: 'in' }], 0, ([pid]) =>
     K().embedding(weight.byteOffset, pid!, out.byteOffset, ids.length, dim),
   );
 };
 
-export const embeddingBackward: Backend['embeddingBackward'] = (dy, ids, dweight, dim, paddingIdx) => {
+export const embeddingBackward: HostKernels['embeddingBackward'] = (dy, ids, dweight, dim, paddingIdx) => {
   if (!inWasm(ids.length * dim > 0, dy, dweight)) return jsEmbeddingBackward(dy, ids, dweight, dim, paddingIdx);
   staged([{ x: ids, mode: 'in' }], 0, ([pid]) =>
     K().embeddingBackward(dy.byteOffset, pid!, dweight.byteOffset, ids.length, dim, paddingIdx),

@@ -3,7 +3,7 @@
  * transposed B) behind the Backend interface, split among the threads by rows (or by columns for
  * the few-row path) when the work pays.
  */
-import type { Backend } from '../backend.ts';
+import type { HostKernels } from '../backend.ts';
 import {
   declareExports,
   gemmScratchFloats,
@@ -65,7 +65,10 @@ function extent(batch: number, stride: number, size: number): number {
  * Same contract as the js `gemm` (src/backend/backend.ts). Arrays that are views into the wasm
  * memory (see memory.ts) are used in place; others are copied into wasm memory and back.
  */
-export const wasmGemm: Backend['gemm'] = (a, b, c, p) => {
+export const wasmGemm: HostKernels['gemm'] = (a0, b0, c0, p) => {
+  const a = p.offsetA ? a0.subarray(p.offsetA) : a0;
+  const b = p.offsetB ? b0.subarray(p.offsetB) : b0;
+  const c = p.offsetC ? c0.subarray(p.offsetC) : c0;
   const wasm = K();
   let { batch, m, strideA, strideC } = p;
   const { n, k, transA, transB, strideB, accumulate } = p;

@@ -18,7 +18,7 @@
  * - Large kernels are split among worker threads (threads.ts) where the memory is shared; without
  *   cross-origin isolation it is not, and everything runs on the calling thread (parallel.ts).
  */
-import { registerBackend, setBackend, type Backend } from '../backend.ts';
+import { type Backend, registerBackend, requestedBackend, setBackend } from '../backend.ts';
 import './gemm.ts';
 import './softmax.ts';
 import './layernorm.ts';
@@ -28,36 +28,12 @@ import './crossentropy.ts';
 import './embedding.ts';
 import './layout.ts';
 import './adam.ts';
-import type { Allocator } from '../../tensor/storage.ts';
+import { type Device, hostDevice } from '../../tensor/storage.ts';
 import { kernels, loadKernelsAsync } from './loader.ts';
-import { alloc, free, memory } from './memory.ts';
+import { alloc, free, memory, memoryShared } from './memory.ts';
 import { wasmKernels } from './registry.ts';
 
 export { wasmLoadError } from './loader.ts';
-
-export const wasmBackend: Backend = wasmKernels.build();
-
-/** The backend if its module loads here (synchronously, under Node), else null. */
-export function tryWasmBackend(): Backend | null {
-  return kernels() ? wasmBackend : null;
-}
-
-/**
- * Load the wasm kernels asynchronously (browsers; under Node they load on import) and, when they
- * load, register the wasm backend and make it the current one, as it is on Node. The module comes
- * from next to the loader, where bundlers emit it (see loader.ts), or from `base`, a folder URL
- * holding qkv-simd.wasm and qkv-relaxed.wasm. Returns whether it loaded; if not,
- * `backendInfo().reason` says why. Without cross-origin isolation it loads and runs single-threaded.
- */
-export async function loadWasmKernels(base?: string | URL): Promise<boolean> {
-  if (!(await loadKernelsAsync(base))) return false;
-  registerBackend(wasmBackend);
-  // QKV_BACKEND=js (Node) keeps js, as at import (register.ts).
-  const requested = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env
-    ?.QKV_BACKEND;
-  if (requested === undefined || requested === 'wasm') setBackend('wasm');
-  return true;
-}
 
 /**
  * Long-lived blocks are freed when the arrays that use them are garbage-collected. The registry
@@ -78,20 +54,52 @@ function retainUntilCollected(block: Float32Array, views: Float32Array[]): void 
   for (const v of views) released.register(v, held);
 }
 
+const persistent = new WeakSet<object>();
+
 /**
- * Parameters in wasm memory (freed on GC), and the activations of a `memoryScope` too (freed when
- * the scope ends); other tensors stay plain arrays.
+ * The wasm backend's device: host memory (device `cpu`, shared with js) where parameters, gradients and
+ * optimizer state live in wasm memory (freed on GC), and so do the activations of a `memoryScope` (freed
+ * when the scope ends); other tensors stay plain arrays. With a plain (unshared) memory, which cannot
+ * hold long-lived views, every tensor is a plain array.
  */
-export const persistentAllocator: Allocator = {
-  float32: (n) => new Float32Array(n),
-  persistentFloat32: (n) => {
-    const view = alloc(n);
-    retainUntilCollected(view, [view]);
-    return view;
-  },
-  scoped: {
-    alloc: (n, zero) => alloc(n, zero),
-    release: (block) => free(block),
-    retain: retainUntilCollected,
-  },
-};
+const wasmDevice: Device = memoryShared
+  ? hostDevice({
+      persistentFloat32: (n) => {
+        const view = alloc(n);
+        retainUntilCollected(view, [view]);
+        persistent.add(view);
+        return view;
+      },
+      isPersistent: (s) => persistent.has(s),
+      scoped: {
+        alloc: (n, zero) => alloc(n, zero),
+        release: (block) => free(block),
+        retain: retainUntilCollected,
+      },
+    })
+  : hostDevice();
+
+export const wasmBackend: Backend = wasmKernels.build(wasmDevice);
+
+/** The backend if its module loads here (synchronously, under Node), else null. */
+export function tryWasmBackend(): Backend | null {
+  return kernels() ? wasmBackend : null;
+}
+
+/**
+ * Load the wasm kernels asynchronously (browsers; under Node they load on import) and, when they
+ * load, register the wasm backend and make it the current one, as it is on Node (unless QKV_BACKEND names
+ * another). The module comes from next to the loader, where bundlers emit it (see loader.ts), or from
+ * `base`, a folder URL holding qkv-simd.wasm and qkv-relaxed.wasm. Returns whether it loaded; if not,
+ * `backendInfo().reason` says why. Without cross-origin isolation it loads and runs single-threaded.
+ */
+export async function loadWasmKernels(base?: string | URL): Promise<boolean> {
+  if (!(await loadKernelsAsync(base))) return false;
+  registerBackend(wasmBackend);
+  const requested = requestedBackend();
+  if (requested === undefined || requested === 'wasm') setBackend('wasm');
+  return true;
+}
+
+// Registers itself where the module loads synchronously (Node); browsers call loadWasmKernels().
+if (kernels()) registerBackend(wasmBackend);

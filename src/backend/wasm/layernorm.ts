@@ -2,7 +2,7 @@
  * Layer norm, forward and backward (assembly/layernorm.ts), behind the Backend interface. Arrays
  * are used in place when they live in wasm memory, copied in and out otherwise (`staged`).
  */
-import type { Backend } from '../backend.ts';
+import type { HostKernels } from '../backend.ts';
 import { declareExports, sig, type F32, type I32, type Ptr } from './loader.ts';
 import { wasmKernels } from './registry.ts';
 import { staged } from './stage.ts';
@@ -47,7 +47,7 @@ const kernels = {
       ([a, w, m, r, d, o, dw, db]) => K().layerNormBackward(a!, w!, m!, r!, d!, o!, dw!, db!, rows, cols),
     );
   },
-} satisfies Pick<Backend, 'layerNorm' | 'layerNormBackward'>;
+} satisfies Pick<HostKernels, 'layerNorm' | 'layerNormBackward'>;
 
 export const { layerNorm, layerNormBackward } = kernels;
 

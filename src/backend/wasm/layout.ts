@@ -3,8 +3,14 @@
  * copyRows run in wasm only when every float array is already a wasm view (route.ts), and only
  * for the layouts below; everything else calls the js twin.
  */
-import type { Backend } from '../backend.ts';
-import { copyRows as jsCopyRows, permute as jsPermute, reduceSum as jsReduceSum } from '../js/layout.ts';
+import type { HostKernels } from '../backend.ts';
+import {
+  argmax,
+  copyRows as jsCopyRows,
+  maskToBias,
+  permute as jsPermute,
+  reduceSum as jsReduceSum,
+} from '../js/layout.ts';
 import { declareExports, sig, type I32, type Ptr } from './loader.ts';
 import { wasmKernels } from './registry.ts';
 import { inWasm, layoutToJs } from './route.ts';
@@ -27,7 +33,7 @@ const K = declareExports('layout.ts', {
  * Sums over leading dims (column sums: bias gradients) or trailing dims (row sums, and the sum of
  * everything) in wasm, with float64 accumulators as the twin; other layouts go to the twin.
  */
-export const reduceSum: Backend['reduceSum'] = (x, shape, out, outShape) => {
+export const reduceSum: HostKernels['reduceSum'] = (x, shape, out, outShape) => {
   const n = x.length;
   if (!inWasm(n > 0 && out.length > 0, x, out)) return jsReduceSum(x, shape, out, outShape);
   const nd = shape.length;
@@ -55,9 +61,11 @@ export const reduceSum: Backend['reduceSum'] = (x, shape, out, outShape) => {
  * and any swap of the last two dims that keeps the others in place (2-D transpose, batched
  * transposes); others go to the twin.
  */
-export const permute: Backend['permute'] = (x, shape, perm, out) => {
+export const permute: HostKernels['permute'] = (x, shape, perm, out) => {
   const nd = shape.length;
-  if (!inWasm(x.length > 0, x, out)) return jsPermute(x, shape, perm, out);
+  // Float storage only (ids and masks are permuted by the twin).
+  if (!(x instanceof Float32Array && out instanceof Float32Array && inWasm(x.length > 0, x, out)))
+    return jsPermute(x, shape, perm, out);
   const is = (...p: number[]) => p.length === nd && p.every((d, i) => perm[i] === d);
   if (is(0, 2, 1, 3)) return K().swapMiddle(x.byteOffset, out.byteOffset, shape[0]!, shape[1]!, shape[2]!, shape[3]!);
   if (is(1, 0, 2)) return K().swapMiddle(x.byteOffset, out.byteOffset, 1, shape[0]!, shape[1]!, shape[2]!);
@@ -73,8 +81,17 @@ export const permute: Backend['permute'] = (x, shape, perm, out) => {
 };
 
 /** Strided runs copied in wasm (memory.copy per run) when both arrays are wasm views. */
-export const copyRows: Backend['copyRows'] = (src, srcOffset, srcStride, dst, dstOffset, dstStride, rows, width) => {
-  if (!inWasm(rows * width > 0, src, dst))
+export const copyRows: HostKernels['copyRows'] = (
+  src,
+  srcOffset,
+  srcStride,
+  dst,
+  dstOffset,
+  dstStride,
+  rows,
+  width,
+) => {
+  if (!(src instanceof Float32Array && dst instanceof Float32Array && inWasm(rows * width > 0, src, dst)))
     return jsCopyRows(src, srcOffset, srcStride, dst, dstOffset, dstStride, rows, width);
   K().copyRows(
     src.byteOffset + 4 * srcOffset,
@@ -86,4 +103,5 @@ export const copyRows: Backend['copyRows'] = (src, srcOffset, srcStride, dst, ds
   );
 };
 
-wasmKernels.register('layout', { reduceSum, permute, copyRows });
+// argmax (a decoding step's last read) and maskToBias (made once per batch) are small: the js twins.
+wasmKernels.register('layout', { reduceSum, permute, copyRows, argmax, maskToBias });

@@ -3,7 +3,7 @@
  * interface. Arrays are used in place when they live in wasm memory, copied in and out otherwise
  * (`staged`: the work per element repays the copy).
  */
-import type { Backend } from '../backend.ts';
+import type { HostKernels } from '../backend.ts';
 import { declareExports, sig, type I32, type Ptr } from './loader.ts';
 import { wasmKernels } from './registry.ts';
 import { staged } from './stage.ts';
@@ -15,7 +15,7 @@ const K = declareExports('softmax.ts', {
   logSoftmaxBackward: sig<[y: Ptr, dy: Ptr, dx: Ptr, rows: I32, cols: I32]>(5),
 });
 
-export const softmax: Backend['softmax'] = (x, out, rows, cols) => {
+export const softmax: HostKernels['softmax'] = (x, out, rows, cols) => {
   if (rows * cols === 0) return;
   staged(
     [
@@ -27,7 +27,7 @@ export const softmax: Backend['softmax'] = (x, out, rows, cols) => {
   );
 };
 
-export const softmaxBackward: Backend['softmaxBackward'] = (y, dy, dx, rows, cols) => {
+export const softmaxBackward: HostKernels['softmaxBackward'] = (y, dy, dx, rows, cols) => {
   if (rows * cols === 0) return;
   staged(
     [
@@ -40,7 +40,7 @@ export const softmaxBackward: Backend['softmaxBackward'] = (y, dy, dx, rows, col
   );
 };
 
-export const logSoftmax: Backend['logSoftmax'] = (x, out, rows, cols) => {
+export const logSoftmax: HostKernels['logSoftmax'] = (x, out, rows, cols) => {
   if (rows * cols === 0) return;
   staged(
     [
@@ -52,7 +52,7 @@ export const logSoftmax: Backend['logSoftmax'] = (x, out, rows, cols) => {
   );
 };
 
-export const logSoftmaxBackward: Backend['logSoftmaxBackward'] = (y, dy, dx, rows, cols) => {
+export const logSoftmaxBackward: HostKernels['logSoftmaxBackward'] = (y, dy, dx, rows, cols) => {
   if (rows * cols === 0) return;
   staged(
     [

@@ -41,7 +41,7 @@ export function gptDecoderGraph(c: GPTConfig, weights: Record<string, Tensor>, o
   const table =
     c.positions === 'learned'
       ? w.get('wpe.weight')
-      : g.table('pe', sinusoidalTable(c.blockSize, E).data as Float32Array, [c.blockSize, E]);
+      : g.table('pe', sinusoidalTable(c.blockSize, E).dataSync() as Float32Array, [c.blockSize, E]);
   let x = g.op(
     'Add',
     [g.op('Gather', [w.get('wte.weight'), ids], 'tok_emb'), g.op('Gather', [table, positions], 'pos_emb')],

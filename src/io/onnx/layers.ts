@@ -23,7 +23,7 @@ export class Weights {
     if (v) return v;
     const t = this.tensors[name];
     if (!t) throw new Error(`${this.owner}: weight '${name}' is missing from the state dict`);
-    v = this.g.weight(name, t.data as Float32Array, t.shape.slice());
+    v = this.g.weight(name, t.dataSync<Float32Array>(), t.shape.slice());
     this.added.set(name, v);
     return v;
   }

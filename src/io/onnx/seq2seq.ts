@@ -61,7 +61,10 @@ function embed(
 ): string {
   const tok = g.op('Gather', [w.get(table), ids], 'tok_emb');
   const scaled = g.op('Mul', [tok, g.constFloat(Math.sqrt(c.dModel))], 'tok_emb_scaled');
-  const pe = g.table('positions.pe', sinusoidalTable(c.maxLen, c.dModel).data as Float32Array, [c.maxLen, c.dModel]);
+  const pe = g.table('positions.pe', sinusoidalTable(c.maxLen, c.dModel).dataSync() as Float32Array, [
+    c.maxLen,
+    c.dModel,
+  ]);
   return g.op('Add', [scaled, g.op('Gather', [pe, positions], 'pos_emb')], 'embedded');
 }
 

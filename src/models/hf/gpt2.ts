@@ -215,17 +215,18 @@ export function planHfGpt2Load<E extends { name: string; shape: readonly number[
 
 /** Copy one HF tensor (float32) into its qkv parameter's storage, transposing Conv1D weights. */
 export function copyHfTensor(dst: Tensor, src: Tensor, transpose: boolean): void {
-  const s = src.data as Float32Array;
-  const d = dst.data as Float32Array;
+  const s = src.dataSync<Float32Array>();
   if (!transpose) {
-    d.set(s);
+    dst.write(s);
     return;
   }
+  const d = new Float32Array(s.length);
   const [rows, cols] = src.shape; // HF (in, out) -> qkv (out, in)
   for (let r = 0; r < rows; r++) {
     const base = r * cols;
     for (let c = 0; c < cols; c++) d[c * rows + r] = s[base + c];
   }
+  dst.write(d);
 }
 
 function countLayers(own: Record<string, Tensor>): number {

@@ -16,7 +16,7 @@ const DIR = new URL('../../fixtures/hf-gpt2-tiny/', import.meta.url);
 const file = (name: string) => new Uint8Array(readFileSync(new URL(name, DIR)));
 const json = (name: string) => JSON.parse(readFileSync(new URL(name, DIR), 'utf8')) as Record<string, unknown>;
 const expected = io.readSafetensors(file('expected.safetensors')).tensors;
-const inputIds = Array.from(expected.input_ids.data as Int32Array);
+const inputIds = Array.from(expected.input_ids.dataSync<Int32Array>());
 const PROMPT = 'A man is riding a bike';
 
 /** qkv's logits (1, T, V) and per-layer attention (1, h, T, T) for the fixture's input. */

@@ -1,0 +1,15 @@
+/**
+ * The one list of backends: each folder registers itself from its own index.ts (its name, its device, how it
+ * loads, its line of backendInfo()); this file imports them in order and picks the one to start on. Adding a
+ * backend is a folder under src/backend/ and one line here (and its name in `BACKEND_NAMES`).
+ */
+import { chooseStartingBackend } from './backend.ts';
+import './js/index.ts';
+import { wasmLoadError } from './wasm/index.ts';
+
+/** Every backend qkv knows, whether or not it loaded here (what QKV_BACKEND may name). */
+export const BACKEND_NAMES = ['js', 'wasm'] as const;
+
+// js is always present (the reference and the fallback); wasm is preferred where its module loads (Node
+// >= 20.16 with WebAssembly SIMD; browsers load it with loadWasmKernels()). QKV_BACKEND overrides.
+chooseStartingBackend(BACKEND_NAMES, ['wasm', 'js'], (name) => (name === 'wasm' ? wasmLoadError() : null));
