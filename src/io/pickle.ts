@@ -7,9 +7,9 @@
  *
  * Values: None → null, bool → boolean, int → number (bigint past 2^53), float → number, str →
  * string, bytes → Uint8Array, tuple → PyTuple, list → PyList, dict → PyDict, a global → PyGlobal,
- * and whatever the caller's functions return. Reading is one pass over the bytes with no recursion,
- * so a hostile pickle can neither hang it nor overflow the stack; every error names the opcode and
- * its byte offset.
+ * and whatever the caller's functions return. Reading is one pass over the bytes with no recursion
+ * and at most MAX_OPCODES opcodes, so a hostile pickle can neither hang it, overflow the stack nor
+ * exhaust memory; every error names the opcode and its byte offset.
  */
 
 /** A Python tuple. */
@@ -59,6 +59,8 @@ export interface UnpickleOptions {
   globals: Record<string, GlobalRule>;
   /** BINPERSID's lookup (torch's storages); absent: persistent ids are refused. */
   persistentLoad?: (pid: unknown) => unknown;
+  /** At most this many opcodes are read (default MAX_OPCODES). */
+  maxOpcodes?: number;
   /** What the refusal of a global says in its parentheses (default: 'allowed: ' and the list). */
   allowedText?: string;
 }
@@ -137,6 +139,13 @@ const OPCODE_NAMES = new Map<number, string>([
 
 /** Integers wider than this many bytes (LONG1/LONG4) are refused: no state dict holds one. */
 const MAX_LONG_BYTES = 16;
+
+/**
+ * Pickles of more opcodes are refused: each opcode may make an object of about 100 bytes, so a
+ * hostile pickle of a few hundred MB could exhaust memory. torch.save spends about 40 opcodes on one
+ * tensor; this allows over 100,000 tensors.
+ */
+export const MAX_OPCODES = 5_000_000;
 
 /** A short description of a value for errors: its Python type, and a scalar's value. */
 export function describePy(v: unknown): string {
@@ -240,7 +249,13 @@ export function unpickle(bytes: Uint8Array, options: UnpickleOptions): unknown {
     return new PyGlobal(module, name);
   };
 
-  for (;;) {
+  const maxOpcodes = options.maxOpcodes ?? MAX_OPCODES;
+  for (let ops = 0; ; ops++) {
+    if (ops === maxOpcodes) {
+      opAt = pos;
+      op = bytes[pos];
+      fail(`more than ${maxOpcodes} opcodes, more than a state dict needs`);
+    }
     if (pos >= n) {
       opAt = pos;
       op = 0x2e;

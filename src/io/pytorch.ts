@@ -17,7 +17,7 @@
  */
 import { decodeSafetensorsTensor, type SafetensorsDType, type SafetensorsFile } from './safetensors.ts';
 import { describePy, type GlobalRule, PyDict, PyGlobal, PyTuple, unpickle } from './pickle.ts';
-import { readZip } from './zip.ts';
+import { readZip, type ZipArchive } from './zip.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 
 /** The storage types torch.save names, their safetensors dtype and element size. */
@@ -78,13 +78,15 @@ function setOwn<T>(obj: Record<string, T>, key: string, value: T): void {
   Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
+type Fail = (message: string) => never;
+
 /**
  * Every tensor of a torch.save zip archive holding a state dict (names to tensors), by name, in
  * readSafetensors' form; `file` names the file in errors. Refuses the legacy (pre-1.6) format, any
  * global a state dict does not need, compressed entries, and anything malformed, with one line.
  */
 export function readPytorch(bytes: Uint8Array, file = 'pytorch_model.bin'): SafetensorsFile {
-  const fail = (message: string): never => {
+  const fail: Fail = (message) => {
     throw new Error(`${file}: ${message}`);
   };
   if (!(bytes instanceof Uint8Array)) fail(`expected the file's bytes as a Uint8Array, got ${describe(bytes)}`);
@@ -96,9 +98,23 @@ export function readPytorch(bytes: Uint8Array, file = 'pytorch_model.bin'): Safe
     );
   }
   const zip = readZip(bytes, file);
-  const pkls = [...zip.entries.keys()].filter((k) => /^[^/]+\/data\.pkl$/.test(k));
+  const pkl = findPickle(zip, fail);
+  const globals = stateDictGlobals(fail);
+  const root = unpickle(zip.read(pkl), {
+    label: file,
+    entry: pkl,
+    globals,
+    persistentLoad: storageLoader(zip, pkl, fail),
+    allowedText: `only state-dict globals are allowed: ${Object.keys(globals).join(', ')}`,
+  });
+  return decodeStateDict(root, pkl, MAX_GROWTH * bytes.length + 2 ** 20, fail);
+}
+
+/** The archive's one `<name>/data.pkl`, its byteorder and version checked. */
+function findPickle(zip: ZipArchive, fail: Fail): string {
+  const names = [...zip.entries.keys()];
+  const pkls = names.filter((k) => /^[^/]+\/data\.pkl$/.test(k));
   if (pkls.length !== 1) {
-    const names = [...zip.entries.keys()];
     const shown = names.slice(0, 5).map((k) => `'${k}'`);
     if (names.length > 5) shown.push('...');
     fail(
@@ -106,20 +122,27 @@ export function readPytorch(bytes: Uint8Array, file = 'pytorch_model.bin'): Safe
         `${names.length} entries${shown.length ? ` (${shown.join(', ')})` : ''}`,
     );
   }
-  const pkl = pkls[0];
-  const prefix = pkl.slice(0, -'data.pkl'.length);
-  const ascii = (name: string): string => new TextDecoder().decode(zip.read(name)).trim();
+  const prefix = pkls[0].slice(0, -'data.pkl'.length);
+  const text = (name: string): string => new TextDecoder().decode(zip.read(name)).trim();
   if (zip.entries.has(`${prefix}byteorder`)) {
-    const order = ascii(`${prefix}byteorder`);
+    const order = text(`${prefix}byteorder`);
     if (order !== 'little') fail(`${prefix}byteorder is ${JSON.stringify(order)}: only 'little' is read`);
   }
   if (zip.entries.has(`${prefix}version`)) {
-    const version = ascii(`${prefix}version`);
+    const version = text(`${prefix}version`);
     if (!/^\d{1,4}$/.test(version)) fail(`${prefix}version is ${JSON.stringify(version)}, expected an integer`);
   }
+  return pkls[0];
+}
 
+/**
+ * BINPERSID's lookup: torch's persistent id `('storage', torch.FloatStorage, key, location, numel)`
+ * to the bytes of `<name>/data/<key>` (read and CRC-checked once, however many tensors share it).
+ */
+function storageLoader(zip: ZipArchive, pkl: string, fail: Fail): (pid: unknown) => Storage {
+  const prefix = pkl.slice(0, -'data.pkl'.length);
   const storages = new Map<string, Storage>();
-  const persistentLoad = (pid: unknown): Storage => {
+  return (pid) => {
     const want = "('storage', storage type, key, location, numel)";
     if (!(pid instanceof PyTuple) || pid.items.length !== 5 || pid.items[0] !== 'storage') {
       return fail(`${pkl}: persistent id ${describe(pid)}, expected ${want}`);
@@ -152,55 +175,15 @@ export function readPytorch(bytes: Uint8Array, file = 'pytorch_model.bin'): Safe
     storages.set(key, s);
     return s;
   };
+}
 
-  const counts = (v: unknown, what: string): number[] => {
-    if (!(v instanceof PyTuple)) return fail(`${what} is ${describe(v)}, expected a tuple of integers`);
-    for (const d of v.items) if (!isCount(d)) fail(`${what} holds ${describe(d)}, expected integers >= 0`);
-    return v.items as number[];
-  };
-  const rebuildTensor = (args: unknown[]): TensorRef => {
-    const what = 'torch._utils._rebuild_tensor_v2';
-    if (args.length < 4 || args.length > 7) {
-      return fail(`${what}: expected (storage, offset, size, stride, ...), got ${args.length} arguments`);
-    }
-    const [storage, offset, size, stride] = args;
-    if (!(storage instanceof Storage)) return fail(`${what}: expected a storage first, got ${describe(storage)}`);
-    if (!isCount(offset)) return fail(`${what}: storage offset is ${describe(offset)}, expected an integer >= 0`);
-    const dims = counts(size, `${what}: size`);
-    const steps = counts(stride, `${what}: stride`);
-    if (dims.length !== steps.length) {
-      fail(`${what}: size has ${dims.length} dimensions and stride ${steps.length}`);
-    }
-    let numel = 1;
-    for (const d of dims) {
-      numel *= d;
-      if (numel > Number.MAX_SAFE_INTEGER) fail(`${what}: size (${dims.join(', ')}) has more than 2^53 elements`);
-    }
-    if (dims.includes(0)) numel = 0;
-    const span = `size (${dims.join(', ')}), stride (${steps.join(', ')}) from offset ${offset}`;
-    if (numel === 0) {
-      if (offset > storage.numel) fail(`${what}: offset ${offset} is past storage '${storage.key}' (${storage.numel})`);
-    } else {
-      let last = offset;
-      for (let i = 0; i < dims.length; i++) last += (dims[i] - 1) * steps[i];
-      if (!(last < storage.numel)) {
-        fail(`${what}: ${span} reaches element ${last} of storage '${storage.key}', which has ${storage.numel}`);
-      }
-      if (numel > storage.numel) {
-        fail(
-          `${what}: ${span} has more elements than storage '${storage.key}' (${storage.numel}): ` +
-            'overlapping views are not read',
-        );
-      }
-    }
-    return new TensorRef(storage, offset, dims, steps, numel);
-  };
-
+/** The globals a state dict needs, each with the TypeScript that stands in for it; nothing else. */
+function stateDictGlobals(fail: Fail): Record<string, GlobalRule> {
   const globals: Record<string, GlobalRule> = {
     'collections.OrderedDict': {
       call: (args) => (args.length === 0 ? new PyDict() : fail(`collections.OrderedDict: expected no arguments`)),
     },
-    'torch._utils._rebuild_tensor_v2': { call: rebuildTensor },
+    'torch._utils._rebuild_tensor_v2': { call: (args) => rebuildTensor(args, fail) },
     'torch._utils._rebuild_parameter': {
       call: (args) =>
         args[0] instanceof TensorRef
@@ -208,24 +191,65 @@ export function readPytorch(bytes: Uint8Array, file = 'pytorch_model.bin'): Safe
           : fail(`torch._utils._rebuild_parameter: expected a tensor first, got ${describe(args[0])}`),
     },
   };
-  for (const s of Object.keys(STORAGES)) globals[s] = {};
-  const root = unpickle(zip.read(pkl), {
-    label: file,
-    entry: pkl,
-    globals,
-    persistentLoad,
-    allowedText: `only state-dict globals are allowed: ${Object.keys(globals).join(', ')}`,
-  });
+  for (const s of Object.keys(STORAGES)) globals[s] = {}; // values in persistent ids, never called
+  return globals;
+}
 
-  if (!(root instanceof PyDict)) fail(`${pkl} holds ${describe(root)}, expected a state dict (names to tensors)`);
-  const dict = root as PyDict;
+/**
+ * `_rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks[, metadata])`
+ * as a description of the view, checked to lie inside its storage.
+ */
+function rebuildTensor(args: unknown[], fail: Fail): TensorRef {
+  const what = 'torch._utils._rebuild_tensor_v2';
+  if (args.length < 4 || args.length > 7) {
+    return fail(`${what}: expected (storage, offset, size, stride, ...), got ${args.length} arguments`);
+  }
+  const [storage, offset, size, stride] = args;
+  if (!(storage instanceof Storage)) return fail(`${what}: expected a storage first, got ${describe(storage)}`);
+  if (!isCount(offset)) return fail(`${what}: storage offset is ${describe(offset)}, expected an integer >= 0`);
+  const counts = (v: unknown, name: string): number[] => {
+    if (!(v instanceof PyTuple)) return fail(`${what}: ${name} is ${describe(v)}, expected a tuple of integers`);
+    for (const d of v.items) if (!isCount(d)) fail(`${what}: ${name} holds ${describe(d)}, expected integers >= 0`);
+    return v.items as number[];
+  };
+  const dims = counts(size, 'size');
+  const steps = counts(stride, 'stride');
+  if (dims.length !== steps.length) fail(`${what}: size has ${dims.length} dimensions and stride ${steps.length}`);
+  let numel = 1;
+  for (const d of dims) {
+    numel *= d;
+    if (numel > Number.MAX_SAFE_INTEGER) fail(`${what}: size (${dims.join(', ')}) has more than 2^53 elements`);
+  }
+  if (dims.includes(0)) numel = 0;
+  const span = `size (${dims.join(', ')}), stride (${steps.join(', ')}) from offset ${offset}`;
+  if (numel === 0) {
+    if (offset > storage.numel) fail(`${what}: offset ${offset} is past storage '${storage.key}' (${storage.numel})`);
+  } else {
+    let last = offset;
+    for (let i = 0; i < dims.length; i++) last += (dims[i] - 1) * steps[i];
+    if (!(last < storage.numel)) {
+      fail(`${what}: ${span} reaches element ${last} of storage '${storage.key}', which has ${storage.numel}`);
+    }
+    if (numel > storage.numel) {
+      fail(
+        `${what}: ${span} has more elements than storage '${storage.key}' (${storage.numel}): ` +
+          'overlapping views are not read',
+      );
+    }
+  }
+  return new TensorRef(storage, offset, dims, steps, numel);
+}
+
+/** The unpickled root, a dict of names to tensor views, decoded (at most `budget` bytes in all). */
+function decodeStateDict(root: unknown, pkl: string, budget: number, fail: Fail): SafetensorsFile {
+  if (!(root instanceof PyDict))
+    return fail(`${pkl} holds ${describe(root)}, expected a state dict (names to tensors)`);
   const tensors: Record<string, Tensor> = {};
   const dtypes: Record<string, SafetensorsDType> = {};
-  const budget = MAX_GROWTH * bytes.length + 2 ** 20;
   let decoded = 0;
-  for (const [name, ref] of dict.map) {
-    if (typeof name !== 'string') fail(`${pkl}: state dict key ${describe(name)}, expected str keys`);
-    const q = `'${(name as string).length > 200 ? `${(name as string).slice(0, 200)}...` : name}'`;
+  for (const [name, ref] of root.map) {
+    if (typeof name !== 'string') return fail(`${pkl}: state dict key ${describe(name)}, expected str keys`);
+    const q = `'${name.length > 200 ? `${name.slice(0, 200)}...` : name}'`;
     if (!(ref instanceof TensorRef)) {
       const hint =
         ref instanceof PyDict ? ` (a checkpoint? save the state dict alone: torch.save(ckpt[${q}], path))` : '';
@@ -239,9 +263,9 @@ export function readPytorch(bytes: Uint8Array, file = 'pytorch_model.bin'): Safe
     }
     const raw = contiguousBytes(ref);
     if (ref.storage.dtype === 'I64') checkInt32(raw, (i, v) => fail(`${q} (int64) element ${i} = ${v} ${NOT_INT32}`));
-    const entry = { name: name as string, dtype: ref.storage.dtype, shape: ref.shape, numel: ref.numel };
-    setOwn(tensors, name as string, decodeSafetensorsTensor(raw, { ...entry, begin: 0, end: raw.length }));
-    setOwn(dtypes, name as string, ref.storage.dtype);
+    const entry = { name, dtype: ref.storage.dtype, shape: ref.shape, numel: ref.numel, begin: 0, end: raw.length };
+    setOwn(tensors, name, decodeSafetensorsTensor(raw, entry));
+    setOwn(dtypes, name, ref.storage.dtype);
   }
   return { tensors, metadata: {}, dtypes };
 }

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { readPytorch } from '../../src/io/pytorch.ts';
 import { crc32, readZip } from '../../src/io/zip.ts';
+import { MAX_OPCODES, PyDict, PyList, PyTuple, unpickle } from '../../src/io/pickle.ts';
 import type { SafetensorsFile } from '../../src/io/safetensors.ts';
 import { rng } from '../helpers/random.ts';
 
@@ -391,9 +392,56 @@ test('hand-made pickles: unknown and unread opcodes, calls and shapes a state di
     [P(0x7d, 0x58, 1, 0, 0, 0, 0x61, 0x88, 0x73, 0x2e), "archive/data.pkl: 'a' holds bool True, not a tensor"],
   ];
   for (const [pkl, message] of cases) throwsWith(() => readPytorch(archive(pkl), 'x.bin'), 'x.bin: ', message);
-  // What the reader does take beyond torch.save's own opcodes: protocol 4's names, integers and floats.
-  const ok = P(0x7d, 0x95, 0, 0, 0, 0, 0, 0, 0, 0, 0x2e);
-  assert.deepEqual(readPytorch(archive(ok)).tensors, {});
+  // More opcodes than any state dict needs (NONE, POP, over and over) are refused, not kept in memory.
+  const long = new Uint8Array([0x80, 2, ...new Array(100).fill([0x4e, 0x30]).flat(), 0x7d, 0x2e]);
+  const options = { label: 'x.bin', entry: 'p.pkl', globals: {} };
+  assert.ok(unpickle(long, { ...options, maxOpcodes: 203 }) instanceof PyDict);
+  throwsWith(() => unpickle(long, { ...options, maxOpcodes: 202 }), 'x.bin: p.pkl: ', 'more than 202 opcodes');
+  assert.equal(MAX_OPCODES, 5_000_000);
+});
+
+/** Python's own pickle.dumps (3.11) of plain data, protocols 2 and 4 (d: b'xy' in the second only). */
+const PY_PICKLES = [
+  '80027d71002858010000006171015d7102284b014afbffffff4d2c014a701101008a0500000080008a0900000000000000004' +
+    '08a090000000000000000c0473ff80000000000004780000000000000004e88895802000000c3a971034b018571044b014b02' +
+    '8671054b014b024b0387710629284b044b054b064b077471076558010000006271087d7109284b01580100000078710a4e4740' +
+    '0400000000000075580100000063710b6802752e',
+  '80049598000000000000007d94288c0161945d94284b014afbffffff4d2c014a701101008a0500000080008a0900000000000' +
+    '00000408a090000000000000000c0473ff80000000000004780000000000000004e88898c02c3a9944b0185944b014b028694' +
+    '4b014b024b03879429284b044b054b064b077494658c0162947d94284b018c0178944e474004000000000000758c01639468' +
+    '028c0164944302787994752e',
+];
+
+test('unpickle: plain data pickled by Python reads back as the same values, shared objects shared', () => {
+  const plain = (v: unknown): unknown =>
+    v instanceof PyDict
+      ? { dict: [...v.map].map(([k, x]) => [k, plain(x)]) }
+      : v instanceof PyList
+        ? { list: v.items.map(plain) }
+        : v instanceof PyTuple
+          ? { tuple: v.items.map(plain) }
+          : v;
+  const a = [1, -5, 300, 70000, 2 ** 31, 2n ** 70n, -(2n ** 70n), 1.5, -0, null, true, false, 'é'];
+  const tuples = [[1], [1, 2], [1, 2, 3], [], [4, 5, 6, 7]].map((t) => ({ tuple: t }));
+  const list = { list: [...a, ...tuples] };
+  const b = {
+    dict: [
+      [1, 'x'],
+      [null, 2.5],
+    ],
+  };
+  for (const [i, hex] of PY_PICKLES.entries()) {
+    const bytes = new Uint8Array(hex.match(/../g)!.map((h) => Number.parseInt(h, 16)));
+    const v = unpickle(bytes, { label: 'p', entry: 'p.pkl', globals: {} });
+    const entries: unknown[] = [
+      ['a', list],
+      ['b', b],
+      ['c', list],
+    ];
+    if (i === 1) entries.push(['d', new Uint8Array([0x78, 0x79])]);
+    assert.deepStrictEqual(plain(v), { dict: entries }, `protocol ${i === 0 ? 2 : 4}`);
+    assert.equal((v as PyDict).map.get('c'), (v as PyDict).map.get('a'), 'BINGET gives the object itself');
+  }
 });
 
 // ---------------------------------------------------------------------------------------------
