@@ -229,13 +229,15 @@ export function unpickle(bytes: Uint8Array, options: UnpickleOptions): unknown {
     if (k === null || ['string', 'number', 'bigint', 'boolean'].includes(typeof k)) return k as PyKey;
     return fail(`a dict key must be a str, int, float, bool or None, got ${describePy(k)}`);
   };
+  /** Python's unpickler cannot reach below the last MARK either. */
+  const fenced = (at: number): unknown => (at < (marks[marks.length - 1] ?? 0) ? undefined : stack[at]);
   const dictAt = (at: number): PyDict => {
-    const d = stack[at];
+    const d = fenced(at);
     if (!(d instanceof PyDict)) fail(`expected a dict to set items on, got ${describePy(d)}`);
     return d as PyDict;
   };
   const listAt = (at: number): PyList => {
-    const l = stack[at];
+    const l = fenced(at);
     if (!(l instanceof PyList)) fail(`expected a list to append to, got ${describePy(l)}`);
     return l as PyList;
   };

@@ -384,6 +384,7 @@ test('hand-made pickles: unknown and unread opcodes, calls and shapes a state di
     [P(0x74), 'TUPLE at byte 2: no MARK before it'],
     [P(0x5d, 0x4b, 1, 0x73), 'SETITEM at byte 5: a dict key must be a str, int, float, bool or None, got list of 0'],
     [P(0x4b, 1, 0x4b, 1, 0x61), 'APPEND at byte 6: expected a list to append to, got int 1'],
+    [P(0x5d, 0x28, 0x4b, 1, 0x61), 'APPEND at byte 6: expected a list to append to, got nothing'], // below a MARK
     [P(0x7d, 0x28, 0x5d, 0x4b, 1, 0x75), 'SETITEMS at byte 7: a dict key must be a str, int, float, bool or None'],
     [P(0x8a, 20, ...new Array(20).fill(0)), 'LONG1 at byte 2: a 20-byte integer is wider than the 16 bytes'],
     [P(0x4b, 1, 0x51), "archive/data.pkl: persistent id int 1, expected ('storage', storage type, key, location"],
