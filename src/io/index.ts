@@ -9,5 +9,6 @@ export {
   type SafetensorsDType,
   type WriteOptions,
 } from './safetensors.ts';
+export { readPytorch } from './pytorch.ts';
 export { readHfGpt2, readHfGpt2Streaming, readHfGpt2Sync, type RangeReader, type RangeReaderSync } from './hf.ts';
 export { quantizeInt8, dequantizeInt8, SCALE_SUFFIX } from '../tensor/quantize.ts';
