@@ -1,0 +1,152 @@
+/**
+ * SentencePiece and MarianTokenizer against sentencepiece itself (python3-sentencepiece 0.1.97):
+ * test/fixtures/spm/ holds three Unigram models trained on Multi30K by scripts/fixtures/make_spm.py
+ * (en: nmt_nfkc with user-defined `>>de<<` `>>fr<<`; de: identity; fr: nmt_nfkc_cf, byte fallback,
+ * extra whitespace kept, whitespace as suffix) and, for 377 texts each (held-out lines, edge cases,
+ * 300 seeded random Unicode strings), sentencepiece's pieces, ids, normalized text and decodings.
+ * Every one must be equal, character for character.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { SentencePiece, readSpmModel } from '../../src/text/sentencepiece.ts';
+
+const FIXTURES = new URL('../fixtures/spm/', import.meta.url);
+const MODELS = ['en', 'de', 'fr'] as const;
+
+interface Case {
+  text: string;
+  pieces: string[];
+  ids: number[];
+  normalized: string;
+  decoded: string;
+  decodedPieces: string;
+}
+interface Expected {
+  models: Record<string, { cases: Case[]; decodes: { ids?: number[]; pieces?: string[]; text: string }[] }>;
+}
+const expected = JSON.parse(readFileSync(new URL('expected.json', FIXTURES), 'utf8')) as Expected;
+
+function load(name: string): SentencePiece {
+  return SentencePiece.fromBytes(readFileSync(new URL(`${name}.spm`, FIXTURES)), `${name}.spm`);
+}
+
+/** Fails with the first texts that differ, so a wrong rule shows where it bites. */
+function assertAll<T>(what: string, cases: Case[], got: (c: Case) => T, want: (c: Case) => T): void {
+  const wrong = cases.filter((c) => JSON.stringify(got(c)) !== JSON.stringify(want(c)));
+  assert.deepEqual(
+    wrong.slice(0, 3).map((c) => ({ text: c.text, got: got(c), want: want(c) })),
+    [],
+    `${what}: ${wrong.length} of ${cases.length} differ`,
+  );
+}
+
+for (const name of MODELS) {
+  const cases = expected.models[name]!.cases;
+  test(`${name}.spm: pieces and ids equal sentencepiece's for ${cases.length} texts`, () => {
+    const sp = load(name);
+    assertAll(
+      `${name} pieces`,
+      cases,
+      (c) => sp.encode(c.text).pieces,
+      (c) => c.pieces,
+    );
+    assertAll(
+      `${name} ids`,
+      cases,
+      (c) => sp.encode(c.text).ids,
+      (c) => c.ids,
+    );
+  });
+  test(`${name}.spm: normalized text equals sentencepiece's`, () => {
+    const sp = load(name);
+    assertAll(
+      `${name} normalize`,
+      cases,
+      (c) => sp.normalize(c.text),
+      (c) => c.normalized,
+    );
+  });
+  test(`${name}.spm: decode(ids) and decodePieces(pieces) equal sentencepiece's`, () => {
+    const sp = load(name);
+    assertAll(
+      `${name} decode`,
+      cases,
+      (c) => sp.decode(c.ids),
+      (c) => c.decoded,
+    );
+    assertAll(
+      `${name} decodePieces`,
+      cases,
+      (c) => sp.decodePieces(c.pieces),
+      (c) => c.decodedPieces,
+    );
+    for (const d of expected.models[name]!.decodes) {
+      const got = d.ids ? sp.decode(d.ids) : sp.decodePieces(d.pieces!);
+      assert.equal(got, d.text, JSON.stringify(d));
+    }
+  });
+}
+
+test('the fixture covers what it claims: unknown runs, user-defined symbols, byte fallback, fuzz', () => {
+  const en = expected.models.en!.cases;
+  const fr = expected.models.fr!.cases;
+  // A run of unknown characters is one piece with the unk id.
+  assert.ok(en.some((c) => c.pieces.includes('😀🚀') && c.ids[c.pieces.indexOf('😀🚀')] === 0));
+  assert.ok(en.some((c) => c.text.startsWith('>>de<<') && c.pieces.includes('>>de<<')));
+  assert.ok(fr.some((c) => c.pieces.includes('<0xF0>')));
+  assert.ok(en.length >= 340);
+});
+
+test('examples, worked out: ligatures and full-width forms under nmt_nfkc, user-defined symbols', () => {
+  const en = load('en');
+  assert.equal(en.normalize('ﬁsh ﬂower'), '▁fish▁flower');
+  assert.equal(en.normalize('  ＡＢＣ１２３  x '), '▁ABC123▁x');
+  assert.equal(en.normalize(''), '');
+  assert.equal(en.normalize(' \t\n '), '');
+  assert.deepEqual(en.encode('>>de<<A man').pieces, ['▁', '>>de<<', 'A', '▁man']);
+  assert.deepEqual(en.encode('ﬁsh ﬂower').pieces, ['▁fish', '▁flower']);
+  // identity normalization keeps the ligature, an unknown character there.
+  const de = load('de');
+  assert.equal(de.normalize('ﬁsh'), '▁ﬁsh');
+  assert.equal(de.encode('ﬁ').ids[1], de.unkId);
+});
+
+test('model fields read from the protobuf', () => {
+  const m = readSpmModel(readFileSync(new URL('fr.spm', FIXTURES)), 'fr.spm');
+  assert.equal(m.trainerSpec.modelType, 1);
+  assert.equal(m.trainerSpec.byteFallback, true);
+  assert.equal(m.trainerSpec.treatWhitespaceAsSuffix, true);
+  assert.equal(m.normalizerSpec.name, 'nmt_nfkc_cf');
+  assert.equal(m.normalizerSpec.removeExtraWhitespaces, false);
+  assert.deepEqual(m.pieces.slice(0, 3), [
+    { piece: '<unk>', score: 0, type: 2 },
+    { piece: '<s>', score: 0, type: 3 },
+    { piece: '</s>', score: 0, type: 3 },
+  ]);
+  const en = readSpmModel(readFileSync(new URL('en.spm', FIXTURES)), 'en.spm');
+  assert.equal(en.normalizerSpec.name, 'nmt_nfkc');
+  assert.equal(en.pieces[3]!.piece, '>>de<<');
+  assert.equal(en.pieces[3]!.type, 4);
+});
+
+test('errors name the file, what was expected and what came', () => {
+  const m = readSpmModel(readFileSync(new URL('de.spm', FIXTURES)), 'de.spm');
+  assert.throws(
+    () => new SentencePiece({ ...m, trainerSpec: { ...m.trainerSpec, modelType: 2 } }, 'de.spm'),
+    /^Error: de\.spm: model_type BPE is not supported \(expected UNIGRAM/,
+  );
+  assert.throws(
+    () => new SentencePiece({ ...m, pieces: m.pieces.filter((p) => p.type !== 2) }, 'de.spm'),
+    /de\.spm: no unknown piece/,
+  );
+  assert.throws(
+    () => readSpmModel(new Uint8Array([0x0a, 0x05, 0x01]), 'bad.spm'),
+    /^Error: bad\.spm: not a SentencePiece/,
+  );
+  assert.throws(
+    () => readSpmModel(new Uint8Array(0), 'empty.spm'),
+    /empty\.spm: expected a SentencePiece model with pieces/,
+  );
+  assert.throws(() => load('de').decode([100000]), /de\.spm: decode: id 100000 is not in 0\.\.599/);
+});
