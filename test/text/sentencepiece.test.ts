@@ -3,8 +3,13 @@
  * test/fixtures/spm/ holds three Unigram models trained on Multi30K by scripts/fixtures/make_spm.py
  * (en: nmt_nfkc with user-defined `>>de<<` `>>fr<<`; de: identity; fr: nmt_nfkc_cf, byte fallback,
  * extra whitespace kept, whitespace as suffix) and, for 377 texts each (held-out lines, edge cases,
- * 300 seeded random Unicode strings), sentencepiece's pieces, ids, normalized text and decodings.
- * Every one must be equal, character for character.
+ * 300 seeded random Unicode strings), sentencepiece's pieces, ids, normalized text and decodings;
+ * and a hand-made model (crafted.spm) whose scores make the search's fine print decide: exact ties,
+ * float32 against double sums, the unknown penalty, user-defined scores (make_spm.py `crafted`).
+ * Every one must be equal, character for character. Each of those rules, changed in the code, fails
+ * a test here (checked by hand: unk penalty 9, ties kept by >=, path scores stored in double,
+ * compared in float32, user-defined −0.1 dropped, max_score without the FLT_MIN floor, unused pieces
+ * matched, user-defined pieces normalized).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import { SentencePiece, readSpmModel } from '../../src/text/sentencepiece.ts';
 
 const FIXTURES = new URL('../fixtures/spm/', import.meta.url);
-const MODELS = ['en', 'de', 'fr'] as const;
+const MODELS = ['en', 'de', 'fr', 'crafted'] as const;
 
 interface Case {
   text: string;
