@@ -14,6 +14,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { MarianTokenizer, cleanUpTokenization } from '../../src/text/marian-tokenizer.ts';
 import { SentencePiece, readSpmModel } from '../../src/text/sentencepiece.ts';
 
 const FIXTURES = new URL('../fixtures/spm/', import.meta.url);
@@ -27,8 +28,16 @@ interface Case {
   decoded: string;
   decodedPieces: string;
 }
+interface MarianCase {
+  text: string;
+  source: number[];
+  target: number[];
+  decoded: string;
+  decodedWithSpecials: string;
+}
 interface Expected {
   models: Record<string, { cases: Case[]; decodes: { ids?: number[]; pieces?: string[]; text: string }[] }>;
+  marian: { cases: MarianCase[]; decodes: { ids: number[]; text: string; textWithSpecials: string }[] };
 }
 const expected = JSON.parse(readFileSync(new URL('expected.json', FIXTURES), 'utf8')) as Expected;
 
@@ -154,4 +163,85 @@ test('errors name the file, what was expected and what came', () => {
     /empty\.spm: expected a SentencePiece model with pieces/,
   );
   assert.throws(() => load('de').decode([100000]), /de\.spm: decode: id 100000 is not in 0\.\.599/);
+});
+
+function marian(config: Record<string, unknown> | null = null): MarianTokenizer {
+  return MarianTokenizer.fromFiles({
+    sourceSpm: readFileSync(new URL('en.spm', FIXTURES)),
+    targetSpm: readFileSync(new URL('de.spm', FIXTURES)),
+    vocab: readFileSync(new URL('vocab.json', FIXTURES), 'utf8'),
+    tokenizerConfig: config,
+  });
+}
+
+test("MarianTokenizer: source and target ids equal Hugging Face's MarianTokenizer logic (make_spm.py's port)", () => {
+  const tok = marian();
+  const cases = expected.marian.cases;
+  const wrong = (side: 'source' | 'target') =>
+    cases
+      .filter(
+        (c) =>
+          JSON.stringify(side === 'source' ? tok.encode(c.text) : tok.encodeTarget(c.text)) !== JSON.stringify(c[side]),
+      )
+      .map((c) => c.text);
+  assert.deepEqual(wrong('source'), []);
+  assert.deepEqual(wrong('target'), []);
+  // vocab.json is ordered unlike the spm ids: the ids really go through it.
+  const en = load('en');
+  assert.notDeepEqual(tok.encode('A man rides a bike.').slice(0, -1), en.encodeAsIds('A man rides a bike.'));
+});
+
+test('MarianTokenizer: decode with and without special tokens', () => {
+  const tok = marian();
+  for (const c of expected.marian.cases) {
+    assert.equal(tok.decode(c.target), c.decoded, JSON.stringify(c.text));
+    assert.equal(tok.decode(c.target, { skipSpecialTokens: false }), c.decodedWithSpecials, JSON.stringify(c.text));
+  }
+  for (const d of expected.marian.decodes) {
+    assert.equal(tok.decode(d.ids), d.text, JSON.stringify(d.ids));
+    assert.equal(tok.decode(d.ids, { skipSpecialTokens: false }), d.textWithSpecials, JSON.stringify(d.ids));
+  }
+});
+
+test('MarianTokenizer: language codes, special tokens and the vocabulary, worked out', () => {
+  const tok = marian();
+  assert.deepEqual(tok.languageCodes, ['>>de<<', '>>fr<<']);
+  assert.deepEqual([tok.eosId, tok.unkId, tok.padId, tok.vocabSize], [0, 1, tok.vocabSize - 1, tok.vocabSize]);
+  assert.deepEqual(tok.tokenize('>>de<< A man'), ['>>de<<', '▁A', '▁man']);
+  // Every >>…<< goes, greedily; only one at the start is kept, as the whole match.
+  assert.deepEqual(tok.tokenize('>>de<< a >>fr<< man'), ['>>de<< a >>fr<<', '▁man']);
+  assert.deepEqual(tok.tokenize('a >>de<< man'), ['▁a', '▁man']);
+  assert.deepEqual(tok.tokenize('a</s>b'), ['▁a', '</s>', '▁b']);
+  assert.equal(tok.tokenToId('no such piece'), tok.unkId);
+  assert.equal(tok.idToToken(123456), '<unk>');
+  assert.deepEqual(tok.encode(''), [tok.eosId]);
+});
+
+test('MarianTokenizer: tokenizer_config.json tokens and clean-up; errors name the file', () => {
+  assert.equal(cleanUpTokenization("a , b . I 'm c ?"), "a, b. I'm c?");
+  const tok = marian({ clean_up_tokenization_spaces: true, unk_token: { content: '<unk>' } });
+  assert.equal(tok.cleanUpTokenizationSpaces, true);
+  assert.equal(tok.decode(tok.encodeTarget('a man .')), 'a man.');
+  assert.equal(marian().decode(marian().encodeTarget('a man .')), 'a man .');
+  assert.throws(
+    () => marian({ pad_token: '<nopad>' }),
+    /^Error: vocab\.json: pad_token "<nopad>" is not in the vocabulary/,
+  );
+  assert.throws(
+    () => marian({ separate_vocabs: true }),
+    /tokenizer_config\.json: separate_vocabs is true but no target_vocab\.json/,
+  );
+  assert.throws(
+    () => marian({ eos_token: 3 }),
+    /tokenizer_config\.json: eos_token must be a string or \{content: string\}, got 3/,
+  );
+  assert.throws(
+    () =>
+      MarianTokenizer.fromFiles({
+        sourceSpm: readFileSync(new URL('en.spm', FIXTURES)),
+        targetSpm: readFileSync(new URL('de.spm', FIXTURES)),
+        vocab: '{"<unk>": 0, "<pad>": "1"}',
+      }),
+    /vocab\.json: the id of "<pad>" must be an integer >= 0, got "1"/,
+  );
 });
