@@ -23,6 +23,7 @@
  */
 import { MODEL_TYPES, PieceType, readSpmModel, type SpmModel, type SpmNormalizerSpec } from './sentencepiece-model.ts';
 import { ByteTrie, oneCharLen, SpmNormalizer, validCharLen } from './sentencepiece-normalizer.ts';
+import { spmModelFromTokenizerJson } from './unigram-json.ts';
 
 export { PieceType, readSpmModel } from './sentencepiece-model.ts';
 export type { SpmModel, SpmNormalizerSpec, SpmPiece, SpmTrainerSpec } from './sentencepiece-model.ts';
@@ -137,6 +138,11 @@ export class SentencePiece {
   /** The model in a `.spm` file's bytes; `name` (the file) starts error messages. */
   static fromBytes(bytes: Uint8Array, name = 'sentencepiece model'): SentencePiece {
     return new SentencePiece(readSpmModel(bytes, name), name);
+  }
+
+  /** The model of a Unigram `tokenizer.json` (object or text; see unigram-json.ts for what is read). */
+  static fromTokenizerJson(json: unknown, name = 'tokenizer.json'): SentencePiece {
+    return new SentencePiece(spmModelFromTokenizerJson(json, name), name);
   }
 
   /** Number of pieces (ids are 0 .. vocabSize − 1). */

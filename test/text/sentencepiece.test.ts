@@ -245,3 +245,52 @@ test('MarianTokenizer: tokenizer_config.json tokens and clean-up; errors name th
     /vocab\.json: the id of "<pad>" must be an integer >= 0, got "1"/,
   );
 });
+
+test('a Unigram tokenizer.json (SpmConverter form) reads into the same model: en.spm pieces and ids for every text', () => {
+  const json = readFileSync(new URL('en.tokenizer.json', FIXTURES), 'utf8');
+  const sp = SentencePiece.fromTokenizerJson(json, 'en.tokenizer.json');
+  const cases = expected.models.en!.cases;
+  assertAll(
+    'tokenizer.json pieces',
+    cases,
+    (c) => sp.encode(c.text).pieces,
+    (c) => c.pieces,
+  );
+  assertAll(
+    'tokenizer.json ids',
+    cases,
+    (c) => sp.encode(c.text).ids,
+    (c) => c.ids,
+  );
+  assertAll(
+    'tokenizer.json decode',
+    cases,
+    (c) => sp.decode(c.ids),
+    (c) => c.decoded,
+  );
+  assert.equal(sp.pieceType(3), 4); // >>de<<, a non-special added token: user-defined
+  assert.equal(sp.pieceType(2), 3); // </s>: control
+});
+
+test('tokenizer.json: what is not read is refused by name', () => {
+  const j = JSON.parse(readFileSync(new URL('en.tokenizer.json', FIXTURES), 'utf8'));
+  assert.throws(
+    () => SentencePiece.fromTokenizerJson({ ...j, model: { type: 'BPE' } }, 'x/tokenizer.json'),
+    /^Error: x\/tokenizer\.json: model\.type must be "Unigram", got "BPE"/,
+  );
+  assert.throws(
+    () => SentencePiece.fromTokenizerJson({ ...j, normalizer: { type: 'NFKC' } }),
+    /tokenizer\.json: normalizer "NFKC" is not supported/,
+  );
+  assert.throws(
+    () => SentencePiece.fromTokenizerJson({ ...j, pre_tokenizer: { type: 'ByteLevel' } }),
+    /tokenizer\.json: pre_tokenizer "ByteLevel" is not supported/,
+  );
+  assert.throws(
+    () => SentencePiece.fromTokenizerJson({ ...j, model: { ...j.model, unk_id: 9999 } }),
+    /model\.unk_id must be an id of model\.vocab \(0\.\.499\), got 9999/,
+  );
+  // Without the Replace/Strip steps, spaces are kept as HF's Metaspace keeps them.
+  const plain = SentencePiece.fromTokenizerJson({ ...j, normalizer: j.normalizer.normalizers[0] });
+  assert.equal(plain.normalize('a  b'), '▁a▁▁b');
+});
