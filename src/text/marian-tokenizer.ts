@@ -36,6 +36,20 @@ export interface MarianTokenizerFiles {
   tokenizerConfig?: string | Record<string, unknown> | null;
 }
 
+/** Options of the {@link MarianTokenizer} constructor, as tokenizer_config.json gives them. */
+export interface MarianTokenizerOptions {
+  /** Default `<unk>`. */
+  unkToken?: string;
+  /** Default `</s>`. */
+  eosToken?: string;
+  /** Default `<pad>`. */
+  padToken?: string;
+  /** The target side's own vocabulary (`separate_vocabs`); default none: vocab.json serves both sides. */
+  targetVocab?: Record<string, number> | null;
+  /** Apply {@link cleanUpTokenization} when decoding. Default false. */
+  cleanUpTokenizationSpaces?: boolean;
+}
+
 /** Options of {@link MarianTokenizer.decode}. */
 export interface MarianDecodeOptions {
   /** Drop `</s>`, `<unk>` and `<pad>` (HF `skip_special_tokens`). Default true. */
@@ -53,11 +67,15 @@ const LANGUAGE_CODES = />>[^\n]+<</g;
 
 /** Hugging Face's MarianTokenizer. */
 export class MarianTokenizer {
+  /** The unknown token (`<unk>`), what pieces missing from the vocabulary become. */
   readonly unkToken: string;
+  /** The end-of-sentence token (`</s>`), appended to every encoding; Marian also starts decoding with pad. */
   readonly eosToken: string;
+  /** The padding token (`<pad>`, the decoder's start token in Marian). */
   readonly padToken: string;
   /** The language codes (`>>xx<<`) of the vocabulary, in its order (HF `supported_language_codes`). */
   readonly languageCodes: string[];
+  /** Whether decode applies {@link cleanUpTokenization} (tokenizer_config.json's `clean_up_tokenization_spaces`). */
   readonly cleanUpTokenizationSpaces: boolean;
   private readonly encoders: Record<Side, Map<string, number>>;
   /** id → piece: HF's one decoder, the target vocabulary's inverse when vocabularies are separate. */
@@ -66,16 +84,12 @@ export class MarianTokenizer {
 
   /** Checks that the vocabulary holds the unknown and padding tokens, as HF does. */
   constructor(
+    /** The source side's model (`source.spm`). */
     readonly source: SentencePiece,
+    /** The target side's model (`target.spm`). */
     readonly target: SentencePiece,
     vocab: Record<string, number>,
-    options: {
-      unkToken?: string;
-      eosToken?: string;
-      padToken?: string;
-      targetVocab?: Record<string, number> | null;
-      cleanUpTokenizationSpaces?: boolean;
-    } = {},
+    options: MarianTokenizerOptions = {},
   ) {
     this.unkToken = options.unkToken ?? '<unk>';
     this.eosToken = options.eosToken ?? '</s>';
@@ -134,14 +148,17 @@ export class MarianTokenizer {
     return this.encoders.source.size;
   }
 
+  /** Id of `</s>`. */
   get eosId(): number {
     return this.tokenToId(this.eosToken);
   }
 
+  /** Id of `<pad>`. */
   get padId(): number {
     return this.tokenToId(this.padToken);
   }
 
+  /** Id of `<unk>`. */
   get unkId(): number {
     return this.tokenToId(this.unkToken);
   }

@@ -8,20 +8,29 @@ import { PbfReader } from 'pbf';
 
 /** A piece's role (`ModelProto.SentencePiece.Type`, with the proto's numbers). */
 export const PieceType = {
+  /** A piece the segmentation scores by its log probability. */
   NORMAL: 1,
+  /** `<unk>`: what characters no piece covers become. */
   UNKNOWN: 2,
+  /** `<s>`, `</s>`: never produced by segmentation, invisible when decoded. */
   CONTROL: 3,
+  /** Kept whole, unnormalized, wherever it occurs (`user_defined_symbols`, e.g. `>>de<<`). */
   USER_DEFINED: 4,
+  /** In the vocabulary, never produced. */
   UNUSED: 5,
+  /** `<0xNN>`: one UTF-8 byte of an unknown character, with byte fallback. */
   BYTE: 6,
 } as const;
+/** One of the values of {@link PieceType}. */
 export type PieceType = (typeof PieceType)[keyof typeof PieceType];
 
 /** One entry of the vocabulary; its id is its index in {@link SpmModel.pieces}. */
 export interface SpmPiece {
+  /** The piece's text, spaces written as `▁`. */
   piece: string;
   /** Log probability (Unigram); a float32 in the file. */
   score: number;
+  /** Its role. */
   type: PieceType;
 }
 
@@ -47,8 +56,11 @@ export interface SpmTrainerSpec {
   treatWhitespaceAsSuffix: boolean;
   /** Unknown characters become `<0xNN>` pieces, one per UTF-8 byte. Default false. */
   byteFallback: boolean;
+  /** Id of `<unk>` as trained (the UNKNOWN piece is what encoding uses). Default 0. */
   unkId: number;
+  /** Id of `<s>`, −1 if none. Default 1. */
   bosId: number;
+  /** Id of `</s>`, −1 if none. Default 2. */
   eosId: number;
   /** −1 when the model has no padding piece. */
   padId: number;
@@ -58,8 +70,11 @@ export interface SpmTrainerSpec {
 
 /** A SentencePiece model: pieces by id, training options that matter, normalizer(s). */
 export interface SpmModel {
+  /** The vocabulary: piece i has id i. */
   pieces: SpmPiece[];
+  /** The training options that change encoding and decoding. */
   trainerSpec: SpmTrainerSpec;
+  /** How text is normalized before segmentation. */
   normalizerSpec: SpmNormalizerSpec;
   /** Applied to decoded text when present (rare). */
   denormalizerSpec: SpmNormalizerSpec | null;
@@ -68,6 +83,7 @@ export interface SpmModel {
 /** The names of `TrainerSpec.ModelType`, for messages. */
 export const MODEL_TYPES: Record<number, string> = { 1: 'UNIGRAM', 2: 'BPE', 3: 'WORD', 4: 'CHAR' };
 
+/** A NormalizerSpec with the proto's defaults and no rules (identity). */
 export function defaultNormalizerSpec(): SpmNormalizerSpec {
   return {
     name: '',
@@ -78,6 +94,7 @@ export function defaultNormalizerSpec(): SpmNormalizerSpec {
   };
 }
 
+/** A TrainerSpec with the proto's defaults. */
 export function defaultTrainerSpec(): SpmTrainerSpec {
   return {
     modelType: 1,

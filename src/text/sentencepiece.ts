@@ -30,7 +30,9 @@ export type { SpmModel, SpmNormalizerSpec, SpmPiece, SpmTrainerSpec } from './se
 
 /** The pieces of a text and their ids, one to one. */
 export interface SpmEncoding {
+  /** The pieces' texts (a run of unknown characters is one piece, its text the characters). */
   pieces: string[];
+  /** Their ids. */
   ids: number[];
 }
 
@@ -68,7 +70,9 @@ export class SentencePiece {
 
   /** Checks the model as sentencepiece's `InitializePieces` does; `name` (the file) starts every error. */
   constructor(
+    /** The model as read. */
     readonly model: SpmModel,
+    /** The model's file, for messages. */
     readonly name = 'sentencepiece model',
   ) {
     const type = model.trainerSpec.modelType;
