@@ -2,7 +2,7 @@
  * SentencePiece and MarianTokenizer against sentencepiece itself (python3-sentencepiece 0.1.97):
  * test/fixtures/spm/ holds three Unigram models trained on Multi30K by scripts/fixtures/make_spm.py
  * (en: nmt_nfkc with user-defined `>>de<<` `>>fr<<`; de: identity; fr: nmt_nfkc_cf, byte fallback,
- * extra whitespace kept, whitespace as suffix) and, for 377 texts each (held-out lines, edge cases,
+ * extra whitespace kept, whitespace as suffix) and, for 381 texts each (held-out lines, edge cases,
  * 300 seeded random Unicode strings), sentencepiece's pieces, ids, normalized text and decodings;
  * and a hand-made model (crafted.spm) whose scores make the search's fine print decide: exact ties,
  * float32 against double sums, the unknown penalty, user-defined scores (make_spm.py `crafted`).
