@@ -117,29 +117,40 @@ function readCharsmap(blob: Uint8Array, name: string): Charsmap {
 
 /**
  * The longest charsmap key starting `b` at `pos`, as darts-clone's `commonPrefixSearch` finds keys:
- * its length and its value (an offset into the strings), or length 0.
+ * its length, with its value (an offset into the strings) left in `found.value`; 0 when none.
  */
-function longestRule(units: Uint32Array, b: Uint8Array, pos: number): [length: number, value: number] {
+function longestRule(units: Uint32Array, b: Uint8Array, pos: number, found: { value: number }): number {
   // A unit packs: bit 8 "has a leaf child", bits 0-7 (and 31) the label, bits 10-31 the offset to the
   // children (shifted by 8 more when bit 9 is set); a leaf unit holds the value in bits 0-30.
-  const offset = (u: number): number => (u >>> 10) << ((u & 0x200) >>> 6);
-  let found: [number, number] = [0, 0];
-  let id = offset(units[0]!);
+  let length = 0;
+  let unit = units[0]!;
+  let id = (unit >>> 10) << ((unit & 0x200) >>> 6);
   for (let i = pos; i < b.length; i++) {
     const c = b[i]!;
     id ^= c;
     if (id >= units.length) break;
-    const unit = units[id]!;
+    unit = units[id]!;
     if ((unit & 0x800000ff) >>> 0 !== c) break;
-    id ^= offset(unit);
-    if ((unit >>> 8) & 1) found = [i + 1 - pos, units[id]! & 0x7fffffff];
+    id ^= (unit >>> 10) << ((unit & 0x200) >>> 6);
+    if ((unit >>> 8) & 1) {
+      length = i + 1 - pos;
+      found.value = units[id]! & 0x7fffffff;
+    }
   }
-  return found;
+  return length;
+}
+
+/** Where the replacement of one prefix lies: bytes `start` to `end` of `source`. */
+interface Span {
+  source: Uint8Array;
+  start: number;
+  end: number;
 }
 
 /** SentencePiece's `Normalizer` for one spec. */
 export class SpmNormalizer {
   private readonly charsmap: Charsmap | null;
+  private readonly rule = { value: 0 };
 
   /**
    * `userDefined`: the user-defined pieces, kept verbatim; `name` starts error messages (the file).
@@ -154,70 +165,89 @@ export class SpmNormalizer {
   }
 
   /**
-   * What the text at `pos` normalizes to, and how many input bytes that consumes (`NormalizePrefix`).
+   * What the text at `pos` normalizes to (written into `out`), and how many input bytes that consumes
+   * (`NormalizePrefix`). One span object is reused across a text: this runs once per character.
    */
-  normalizePrefix(b: Uint8Array, pos: number): [out: Uint8Array, consumed: number] {
+  normalizePrefix(b: Uint8Array, pos: number, out: Span): number {
     const user = this.userDefined?.longestPrefix(b, pos) ?? 0;
-    if (user > 0) return [b.subarray(pos, pos + user), user];
+    if (user > 0) return set(out, b, pos, pos + user, user);
     if (this.charsmap) {
-      const [length, value] = longestRule(this.charsmap.units, b, pos);
+      const length = longestRule(this.charsmap.units, b, pos, this.rule);
       if (length > 0) {
         const s = this.charsmap.strings;
-        let end = value;
+        let end = this.rule.value;
         while (end < s.length && s[end] !== 0) end++;
-        return [s.subarray(value, end), length];
+        return set(out, s, this.rule.value, end, length);
       }
     }
     const len = validCharLen(b, pos);
-    return len === 0 ? [REPLACEMENT_CHAR, 1] : [b.subarray(pos, pos + len), len];
+    return len === 0 ? set(out, REPLACEMENT_CHAR, 0, 3, 1) : set(out, b, pos, pos + len, len);
   }
 
   /** The normalized form of the UTF-8 text `input` (`Normalizer::Normalize`). */
   normalize(input: Uint8Array): Uint8Array {
     const { addDummyPrefix, removeExtraWhitespaces, escapeWhitespaces } = this.spec;
     const n = input.length;
+    const span: Span = { source: input, start: 0, end: 0 };
     let pos = 0;
     if (removeExtraWhitespaces) {
       // Leading characters that normalize to exactly one space are dropped.
       while (pos < n) {
-        const [out, consumed] = this.normalizePrefix(input, pos);
-        if (out.length !== 1 || out[0] !== 0x20) break;
+        const consumed = this.normalizePrefix(input, pos, span);
+        if (span.end - span.start !== 1 || span.source[span.start] !== 0x20) break;
         pos += consumed;
       }
     }
     if (pos === n) return new Uint8Array(0);
-    const out: number[] = [];
+    let out = new Uint8Array(n * 3 + 8);
+    let size = 0;
+    const push = (byte: number): void => {
+      if (size === out.length) {
+        const grown = new Uint8Array(out.length * 2);
+        grown.set(out);
+        out = grown;
+      }
+      out[size++] = byte;
+    };
     const space = escapeWhitespaces ? SPACE_SYMBOL : new Uint8Array([0x20]);
     const addSpace = (): void => {
-      for (const byte of space) out.push(byte);
+      for (const byte of space) push(byte);
     };
     if (!this.treatWhitespaceAsSuffix && addDummyPrefix) addSpace();
     let prevSpace = removeExtraWhitespaces;
     while (pos < n) {
-      const [piece, consumed] = this.normalizePrefix(input, pos);
-      let start = 0;
+      const consumed = this.normalizePrefix(input, pos, span);
+      const { source, end } = span;
+      let start = span.start;
       // After a space, the spaces that start the next replacement are dropped (runs squeeze to one).
-      while (prevSpace && start < piece.length && piece[start] === 0x20) start++;
-      if (start < piece.length) {
-        for (let i = start; i < piece.length; i++) {
-          if (piece[i] === 0x20) addSpace();
-          else out.push(piece[i]!);
+      while (prevSpace && start < end && source[start] === 0x20) start++;
+      if (start < end) {
+        for (let i = start; i < end; i++) {
+          if (source[i] === 0x20) addSpace();
+          else push(source[i]!);
         }
-        prevSpace = piece[piece.length - 1] === 0x20;
+        prevSpace = source[end - 1] === 0x20;
       }
       pos += consumed;
       if (!removeExtraWhitespaces) prevSpace = false;
     }
     if (removeExtraWhitespaces) {
-      while (endsWith(out, space)) out.length -= space.length;
+      while (endsWith(out, size, space)) size -= space.length;
     }
     if (this.treatWhitespaceAsSuffix && addDummyPrefix) addSpace();
-    return Uint8Array.from(out);
+    return out.slice(0, size);
   }
 }
 
-function endsWith(out: number[], tail: Uint8Array): boolean {
-  if (out.length < tail.length) return false;
-  for (let i = 0; i < tail.length; i++) if (out[out.length - tail.length + i] !== tail[i]) return false;
+function set(span: Span, source: Uint8Array, start: number, end: number, consumed: number): number {
+  span.source = source;
+  span.start = start;
+  span.end = end;
+  return consumed;
+}
+
+function endsWith(out: Uint8Array, size: number, tail: Uint8Array): boolean {
+  if (size < tail.length) return false;
+  for (let i = 0; i < tail.length; i++) if (out[size - tail.length + i] !== tail[i]) return false;
   return true;
 }

@@ -202,7 +202,8 @@ export class SentencePiece {
         pieces[pieces.length - 1] = decoder.decode(normalized.subarray(runStart, end));
       } else {
         if (unk) runStart = start;
-        pieces.push(decoder.decode(normalized.subarray(start, end)));
+        // A matched piece's text is the piece itself; only an unknown one needs the normalized bytes.
+        pieces.push(unk ? decoder.decode(normalized.subarray(start, end)) : this.pieceText[id]!);
         ids.push(id);
       }
       prevUnk = unk;
