@@ -14,6 +14,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { tokenizerFromJSON } from '../../src/text/load.ts';
 import { MarianTokenizer, cleanUpTokenization } from '../../src/text/marian-tokenizer.ts';
 import { SentencePiece, readSpmModel } from '../../src/text/sentencepiece.ts';
 
@@ -289,6 +290,10 @@ test('tokenizer.json: what is not read is refused by name', () => {
   assert.throws(
     () => SentencePiece.fromTokenizerJson({ ...j, model: { ...j.model, unk_id: 9999 } }),
     /model\.unk_id must be an id of model\.vocab \(0\.\.499\), got 9999/,
+  );
+  assert.throws(
+    () => tokenizerFromJSON(j),
+    /model type 'Unigram' is a SentencePiece model: read it with SentencePiece\.fromTokenizerJson/,
   );
   // Without the Replace/Strip steps, spaces are kept as HF's Metaspace keeps them.
   const plain = SentencePiece.fromTokenizerJson({ ...j, normalizer: j.normalizer.normalizers[0] });
