@@ -1,4 +1,7 @@
-/** Text layer: sacreBLEU-exact BLEU and a Hugging Face-compatible BPE tokenizer. */
+/**
+ * Text layer: sacreBLEU-exact BLEU and chrF, Hugging Face-compatible BPE tokenizers, SentencePiece
+ * Unigram models and Marian's tokenizer.
+ */
 export {
   SACREBLEU_VERSION,
   computeBleu,
@@ -38,6 +41,10 @@ export type { CharLearnOptions, CharTokenizerJson } from './chars.ts';
 export { ByteLevelBpeTokenizer, GPT2_PATTERN, bytesToUnicode } from './bytelevel.ts';
 export type { ByteLevelDecodeOptions } from './bytelevel.ts';
 export { tokenizerFromJSON, tokenizerKind } from './load.ts';
+export { PieceType, readSpmModel, SentencePiece } from './sentencepiece.ts';
+export type { SpmEncoding, SpmModel, SpmNormalizerSpec, SpmPiece, SpmTrainerSpec } from './sentencepiece.ts';
+export { cleanUpTokenization, MarianTokenizer } from './marian-tokenizer.ts';
+export type { MarianDecodeOptions, MarianTokenizerFiles, MarianTokenizerOptions } from './marian-tokenizer.ts';
 export { checkPhrase, parsePhrases } from './phrases.ts';
 export type { Phrase } from './phrases.ts';
 export type { AnyTokenizer, TokenizerKind } from './load.ts';

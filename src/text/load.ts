@@ -27,6 +27,11 @@ export function tokenizerKind(json: unknown): TokenizerKind {
   const j = json as { type?: unknown; pre_tokenizer?: unknown; model?: unknown };
   if (j.type === 'qkv-chars') return 'char';
   const model = j.model as { type?: unknown } | null | undefined;
+  if (model?.type === 'Unigram')
+    throw new Error(
+      "tokenizer.json: model type 'Unigram' is a SentencePiece model: read it with " +
+        'SentencePiece.fromTokenizerJson (tokenizerFromJSON reads BPE and qkv-chars tokenizers)',
+    );
   if (model?.type !== 'BPE')
     throw new Error(
       `tokenizer.json: unsupported model type ${describeKind(model)} (supported: BPE, or a qkv-chars tokenizer)`,
