@@ -31,7 +31,7 @@ test('held-out style case: MHA with kdim/vdim from a safetensors fixture, via th
   });
   output.mul(tensors['R.output']).sum().add(weights!.mul(tensors['R.weights']).sum()).backward();
   const close = (a: Tensor, b: Tensor) =>
-    a.toArray().every((x, i) => Math.abs(x - b.data[i]) <= 1e-4 + 1e-4 * Math.abs(b.data[i]));
+    a.toArray().every((x, i) => Math.abs(x - b.dataSync()[i]) <= 1e-4 + 1e-4 * Math.abs(b.dataSync()[i]));
   assert.ok(close(output, tensors['outputs.output']));
   for (const [name, p] of Object.entries(mha.stateDict()))
     assert.ok(close(p.grad!, tensors[`grads.params.${name}`]), name);
