@@ -2,6 +2,7 @@
  * Translating many sentences in length-sorted batches (`qkv translate`, `qkv eval`, the translation pipeline), and
  * scoring them with BLEU.
  */
+import { pause } from './stepper.ts';
 import { beamSearch, ensembleMembers, greedy, type DecodeResult, type Hypothesis, type Models } from './search.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { Tensor } from '../tensor/tensor.ts';
@@ -24,6 +25,11 @@ export interface TranslateOptions {
    */
   maxLen?: number;
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Checked before every decoding step: once aborted, translation stops with the signal's reason.
+   * translateIdsAsync also lets the event loop run between batches, so a timer or an event can abort it.
+   */
+  signal?: AbortSignal;
 }
 
 /** Exit status of translate/eval when every line was written but some were degraded (1 stays for errors). */
@@ -141,8 +147,48 @@ export function* sourceBatches(
  * `model` may be an ensemble.
  */
 export function translateIds(model: Models, tok: BpeTokenizer, srcIds: number[][], o: TranslateOptions): string[] {
+  const batches = translating(model, tok, srcIds, o);
+  let r = batches.next();
+  while (!r.done) r = batches.next();
+  return r.value;
+}
+
+/**
+ * translateIds, letting the event loop run between batches when `o.signal` is given (a timer or an
+ * event may abort it there); the same strings.
+ */
+export async function translateIdsAsync(
+  model: Models,
+  tok: BpeTokenizer,
+  srcIds: number[][],
+  o: TranslateOptions,
+): Promise<string[]> {
+  const batches = translating(model, tok, srcIds, o);
+  let r = batches.next();
+  while (!r.done) {
+    if (o.signal) {
+      await pause();
+      o.signal.throwIfAborted();
+    }
+    r = batches.next();
+  }
+  return r.value;
+}
+
+/** The translation itself, one batch per resumption; returns every line's text in input order. */
+function* translating(
+  model: Models,
+  tok: BpeTokenizer,
+  srcIds: number[][],
+  o: TranslateOptions,
+): Generator<void, string[]> {
   const out = srcIds.map(() => '');
-  const ids = { bosId: tok.bosId, eosId: tok.eosId, ...(o.maxLen !== undefined && { maxLen: o.maxLen }) };
+  const ids = {
+    bosId: tok.bosId,
+    eosId: tok.eosId,
+    ...(o.maxLen !== undefined && { maxLen: o.maxLen }),
+    ...(o.signal && { signal: o.signal }),
+  };
   for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
     const res =
       o.beam > 1
@@ -150,6 +196,7 @@ export function translateIds(model: Models, tok: BpeTokenizer, srcIds: number[][
         : greedy(model, src, ids);
     rows.forEach((r, b) => (out[r] = outputText(res, b, tok, o)));
     o.onProgress?.(done, srcIds.length);
+    yield;
   }
   return out;
 }

@@ -9,6 +9,7 @@ import { withEvalMode } from '../nn/module.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import {
+  abortable,
   CachedStepper,
   EnsembleStepper,
   FullStepper,
@@ -43,6 +44,8 @@ export interface DecodeOptions {
    * log-probability, while a full sentence's is a long sum only partly offset by the length penalty.
    */
   minLen?: number;
+  /** Checked before every step: once aborted, decoding stops with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface BeamSearchOptions extends DecodeOptions {
@@ -387,7 +390,8 @@ function run<R>(
           ? new CachedStepper(m, memory, srcPadding)
           : new FullStepper(m, memory, srcPadding);
       });
-      return search(steppers.length === 1 ? steppers[0] : new EnsembleStepper(steppers), maxLens, padId);
+      const stepper = steppers.length === 1 ? steppers[0] : new EnsembleStepper(steppers);
+      return search(abortable(stepper, options.signal), maxLens, padId);
     }),
   );
 }
