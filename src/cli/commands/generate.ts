@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { generateStream, generateStreamAsync } from '../../decode/gpt.ts';
 import { textGenerationPipeline, type GenerationOptions } from '../../pipelines/text-generation.ts';
 import { int, nonNegativeInt, nonNegativeNumber, probability } from '../args.ts';
-import { loadLmDir, loadLmShape } from '../files.ts';
+import { loadLmDir, loadLmShape, UserError } from '../files.ts';
 import { openOnnxGpt, parseEngine } from '../onnxruntime.ts';
 import { engineOption, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
 
@@ -41,6 +41,8 @@ export type GenerateArgs = Optional<FlagsOf<typeof flags>, 'engine'> & {
 
 export async function generateText(a: GenerateArgs): Promise<void> {
   const prompt = a.prompt === '-' ? readPrompt() : a.prompt;
+  // Before the model is read, so that nothing is loaded for nothing (the pipeline says the same).
+  if (prompt === '') throw new UserError('--prompt is empty: give some text to continue');
   const onnx = parseEngine(a.engine) === 'onnxruntime' ? await openOnnxGpt(a.model) : null;
   const lm = onnx ? loadLmShape(a.model) : loadLmDir(a.model);
   const write = a.write ?? ((s: string) => process.stdout.write(s));
