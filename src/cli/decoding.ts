@@ -13,20 +13,12 @@ import {
 } from '../decode/batch.ts';
 import type { PipelineWarning } from '../pipelines/options.ts';
 import {
-  decodingFor as sharedDecodingFor,
   translationPipeline,
   type DecodingNames,
   type TranslationOptions,
   type TranslationPipeline,
 } from '../pipelines/translation.ts';
-import {
-  loadEnsemble,
-  loadModelShape,
-  UserError,
-  type Decoding,
-  type LoadedEnsemble,
-  type ModelConfigFile,
-} from './files.ts';
+import { loadEnsemble, loadModelShape, UserError, type Decoding, type LoadedEnsemble } from './files.ts';
 import { openOnnxSeq2Seq, parseEngine, translateIdsOnnx } from './onnxruntime.ts';
 
 export interface Common {
@@ -58,16 +50,9 @@ function loadModels(o: Common): LoadedEnsemble {
 }
 
 /**
- * Beam, α and MBR: the flags, else the model's own decoding defaults, else the paper's (no MBR),
- * as the translation pipeline chooses them (src/pipelines/translation.ts decodingFor).
- * A folder's MBR applies to beam search only: with --beam 1 (greedy, one hypothesis) it is off;
- * an explicit --mbr with --beam 1 is an error.
+ * How the pipeline's decodingFor names the flags in its errors (beam, α and MBR: the flags, else
+ * the model's own decoding defaults, else the paper's; an explicit --mbr with --beam 1 is an error).
  */
-export function decodingFor(o: Common, config: ModelConfigFile): Decoding {
-  return sharedDecodingFor(o, config, FLAG_NAMES);
-}
-
-/** The pipeline's decodingFor (one implementation), its errors naming the flags. */
 const FLAG_NAMES: DecodingNames = {
   beam: '--beam',
   alpha: '--alpha',
