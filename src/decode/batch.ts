@@ -2,9 +2,9 @@
  * Translating many sentences in length-sorted batches (`qkv translate`, `qkv eval`, the translation pipeline), and
  * scoring them with BLEU.
  */
-import { pause } from './stepper.ts';
 import { beamSearch, ensembleMembers, greedy, type DecodeResult, type Hypothesis, type Models } from './search.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
+import { beamSearchPausing, greedyPausing } from './pausing.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { corpusBleu, type BleuScore } from '../text/bleu.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
@@ -27,7 +27,7 @@ export interface TranslateOptions {
   onProgress?: (done: number, total: number) => void;
   /**
    * Checked before every decoding step: once aborted, translation stops with the signal's reason.
-   * translateIdsAsync also lets the event loop run between batches, so a timer or an event can abort it.
+   * translateIdsAsync also lets the event loop run before each step, so a timer or an event can abort it.
    */
   signal?: AbortSignal;
 }
@@ -147,48 +147,8 @@ export function* sourceBatches(
  * `model` may be an ensemble.
  */
 export function translateIds(model: Models, tok: BpeTokenizer, srcIds: number[][], o: TranslateOptions): string[] {
-  const batches = translating(model, tok, srcIds, o);
-  let r = batches.next();
-  while (!r.done) r = batches.next();
-  return r.value;
-}
-
-/**
- * translateIds, letting the event loop run between batches when `o.signal` is given (a timer or an
- * event may abort it there); the same strings.
- */
-export async function translateIdsAsync(
-  model: Models,
-  tok: BpeTokenizer,
-  srcIds: number[][],
-  o: TranslateOptions,
-): Promise<string[]> {
-  const batches = translating(model, tok, srcIds, o);
-  let r = batches.next();
-  while (!r.done) {
-    if (o.signal) {
-      await pause();
-      o.signal.throwIfAborted();
-    }
-    r = batches.next();
-  }
-  return r.value;
-}
-
-/** The translation itself, one batch per resumption; returns every line's text in input order. */
-function* translating(
-  model: Models,
-  tok: BpeTokenizer,
-  srcIds: number[][],
-  o: TranslateOptions,
-): Generator<void, string[]> {
   const out = srcIds.map(() => '');
-  const ids = {
-    bosId: tok.bosId,
-    eosId: tok.eosId,
-    ...(o.maxLen !== undefined && { maxLen: o.maxLen }),
-    ...(o.signal && { signal: o.signal }),
-  };
+  const ids = searchIds(tok, o);
   for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
     const res =
       o.beam > 1
@@ -196,9 +156,42 @@ function* translating(
         : greedy(model, src, ids);
     rows.forEach((r, b) => (out[r] = outputText(res, b, tok, o)));
     o.onProgress?.(done, srcIds.length);
-    yield;
   }
   return out;
+}
+
+/**
+ * translateIds; with `o.signal`, the event loop runs before every decoding step (a timer or an
+ * event may abort it there). The same batches, steps and strings.
+ */
+export async function translateIdsAsync(
+  model: Models,
+  tok: BpeTokenizer,
+  srcIds: number[][],
+  o: TranslateOptions,
+): Promise<string[]> {
+  if (!o.signal) return translateIds(model, tok, srcIds, o);
+  const out = srcIds.map(() => '');
+  const ids = searchIds(tok, o);
+  for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
+    const res =
+      o.beam > 1
+        ? await beamSearchPausing(model, src, { ...ids, beamSize: o.beam, lengthPenalty: o.alpha })
+        : await greedyPausing(model, src, ids);
+    rows.forEach((r, b) => (out[r] = outputText(res, b, tok, o)));
+    o.onProgress?.(done, srcIds.length);
+  }
+  return out;
+}
+
+/** What the searches take from the tokenizer and the options: the ids, the length limit, the signal. */
+function searchIds(tok: BpeTokenizer, o: TranslateOptions) {
+  return {
+    bosId: tok.bosId,
+    eosId: tok.eosId,
+    ...(o.maxLen !== undefined && { maxLen: o.maxLen }),
+    ...(o.signal && { signal: o.signal }),
+  };
 }
 
 /**

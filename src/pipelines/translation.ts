@@ -42,8 +42,8 @@ export interface TranslationOptions {
   /** Called after each batch with the sentences done so far and their total. */
   onProgress?: (done: number, total: number) => void;
   /**
-   * Cancels the translation: checked before every decoding step, and between batches the call lets
-   * the event loop run so a timer or an event can abort it. The call rejects with the signal's reason.
+   * Cancels the translation: before every decoding step the call lets the event loop run (so a timer
+   * or an event can abort it), then checks the signal. The call rejects with the signal's reason.
    */
   signal?: AbortSignal;
 }
