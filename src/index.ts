@@ -43,6 +43,7 @@ export {
   type TranslationOptions,
   type TextGenerationPipeline,
   type GenerationOptions,
+  type PipelineWarning,
 } from './pipelines/index.ts';
 export { setNumThreads, numThreads } from './backend/wasm/threads.ts';
 export { loadWasmKernels } from './backend/wasm/index.ts';

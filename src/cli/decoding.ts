@@ -1,24 +1,24 @@
 /**
  * What `qkv translate` and `qkv eval` share: the models to decode with (qkv's, maybe an ensemble, or
- * ONNX Runtime's graphs), the decoding settings from the flags and the model's config.json, and the
+ * ONNX Runtime's graphs), the translation pipeline over them (the object library users call, so the
+ * CLI and the library decode by one path), the flags mapped onto its options in one place, and the
  * report of degraded lines.
  */
 import {
   degradedSummary,
   EXIT_DEGRADED,
-  translateIds,
+  translateIdsAsync,
   type DegradedLine,
   type TranslateOptions,
 } from '../decode/batch.ts';
-import { decodingFor as sharedDecodingFor, type DecodingNames } from '../pipelines/translation.ts';
+import type { PipelineWarning } from '../pipelines/options.ts';
 import {
-  loadEnsemble,
-  loadModelShape,
-  UserError,
-  type Decoding,
-  type LoadedEnsemble,
-  type ModelConfigFile,
-} from './files.ts';
+  translationPipeline,
+  type DecodingNames,
+  type TranslationOptions,
+  type TranslationPipeline,
+} from '../pipelines/translation.ts';
+import { loadEnsemble, loadModelShape, UserError, type Decoding, type LoadedEnsemble } from './files.ts';
 import { openOnnxSeq2Seq, parseEngine, translateIdsOnnx } from './onnxruntime.ts';
 
 export interface Common {
@@ -34,7 +34,14 @@ export interface Common {
   alpha?: number;
   /** MBR among the beam pool (--mbr / --no-mbr). Default: the model's config.json `decoding`, else off. */
   mbr?: boolean;
+  /** Leave over-long lines untranslated instead of truncating them (--skip-long). */
+  skipLong?: boolean;
   log: (s: string) => void;
+}
+
+/** The pipeline options the flags ask for: the one place where translate's and eval's flags become them. */
+export function translationOptions(o: Common): TranslationOptions {
+  return { beam: o.beam, alpha: o.alpha, mbr: o.mbr, skipLong: o.skipLong };
 }
 
 /** The models to decode with: --model, its config.json's ensemble (unless --no-ensemble), and --ensemble. */
@@ -43,16 +50,9 @@ function loadModels(o: Common): LoadedEnsemble {
 }
 
 /**
- * Beam, α and MBR: the flags, else the model's own decoding defaults, else the paper's (no MBR),
- * as the translation pipeline chooses them (src/pipelines/translation.ts decodingFor).
- * A folder's MBR applies to beam search only: with --beam 1 (greedy, one hypothesis) it is off;
- * an explicit --mbr with --beam 1 is an error.
+ * How the pipeline's decodingFor names the flags in its errors (beam, α and MBR: the flags, else
+ * the model's own decoding defaults, else the paper's; an explicit --mbr with --beam 1 is an error).
  */
-export function decodingFor(o: Common, config: ModelConfigFile): Decoding {
-  return sharedDecodingFor(o, config, FLAG_NAMES);
-}
-
-/** The pipeline's decodingFor (one implementation), its errors naming the flags. */
 const FLAG_NAMES: DecodingNames = {
   beam: '--beam',
   alpha: '--alpha',
@@ -66,12 +66,33 @@ export function describe(dec: Decoding, alpha = dec.alpha): string {
   return `beam ${dec.beam}, α ${alpha}${dec.mbr ? ', MBR' : ''}`;
 }
 
+/** A translation pipeline's warning as a degraded line (it warns of empty, truncated and skipped lines only). */
+export function asDegraded(w: PipelineWarning): DegradedLine {
+  return { line: w.line ?? 0, kind: w.kind as DegradedLine['kind'], message: w.message };
+}
+
+/** An onWarning that keeps each warning, as a degraded line, in `into` (reported after the output). */
+export function collect(into: DegradedLine[]): (w: PipelineWarning) => void {
+  return (w) => into.push(asDegraded(w));
+}
+
 /** Each degraded line on stderr, then a summary; the exit status says some lines were degraded. */
 export function reportDegraded(o: Common, degraded: readonly DegradedLine[], total: number): void {
   if (degraded.length === 0) return;
   for (const d of degraded) o.log(`qkv: ${d.message}`);
   o.log(`qkv: ${degradedSummary(degraded, total)}`);
   process.exitCode = EXIT_DEGRADED;
+}
+
+/**
+ * The translation pipeline over an engine: what translate and eval call, as library users call
+ * `pipeline('translation', dir)`, with errors naming the flags.
+ */
+export function enginePipeline(engine: Engine): TranslationPipeline {
+  return translationPipeline(
+    { kind: 'seq2seq', ...engine.loaded },
+    { model: engine.model, run: engine.run, names: FLAG_NAMES },
+  );
 }
 
 /** The models to decode with and how: qkv's (an ensemble, maybe) or ONNX Runtime's graphs. */
@@ -95,7 +116,7 @@ export async function openEngine(o: Common & { engine?: string }): Promise<Engin
     return {
       loaded,
       model: loaded.members,
-      run: async (ids, t) => translateIds(loaded.members, loaded.targetTokenizer, ids, t),
+      run: (ids, t) => translateIdsAsync(loaded.members, loaded.targetTokenizer, ids, t),
       label: n > 1 ? `, an ensemble of ${n} models` : '',
     };
   }

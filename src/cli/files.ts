@@ -2,7 +2,8 @@
  * Model folders for the CLI: the loaders' names the commands call, each delegating to the folder
  * module (src/folder/, docs/model-folder.md), whose errors become the CLI's UserError.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { LoadedLm } from '../folder/gpt.ts';
 import type { LoadedModel } from '../folder/seq2seq.ts';
 import { atomicWrite, removeStaleTemps } from '../io/atomic.ts';
@@ -27,6 +28,16 @@ export { DEFAULT_DECODING, TARGET_TOKENIZER } from '../folder/spec.ts';
 export type { LoadedModel } from '../folder/seq2seq.ts';
 export type { LoadedEnsemble, WeightsDType } from '../folder/node.ts';
 export { copyFolderFiles, saveFolderWeights, saveModelDir, saveWeights, writeModelConfig } from '../folder/node.ts';
+
+/**
+ * Refuses an output file whose folder is missing (`--output out/de.txt` without out/), before any
+ * work: the folder is not made on the user's behalf, where a typo would put it anywhere.
+ */
+export function checkOutputFolder(path: string, flag = '--output'): void {
+  const dir = dirname(path);
+  if (!existsSync(dir)) throw new UserError(`${flag}: folder not found: ${dir} (create it first)`);
+  if (!statSync(dir).isDirectory()) throw new UserError(`${flag}: not a folder: ${dir}`);
+}
 
 /** A JSON file's contents, or a UserError naming `what` and the path (missing, or not JSON). */
 export function readJson(path: string, what: string): unknown {

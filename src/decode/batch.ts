@@ -4,6 +4,7 @@
  */
 import { beamSearch, ensembleMembers, greedy, type DecodeResult, type Hypothesis, type Models } from './search.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
+import { beamSearchPausing, greedyPausing } from './pausing.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { corpusBleu, type BleuScore } from '../text/bleu.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
@@ -24,6 +25,11 @@ export interface TranslateOptions {
    */
   maxLen?: number;
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Checked before every decoding step: once aborted, translation stops with the signal's reason.
+   * translateIdsAsync also lets the event loop run before each step, so a timer or an event can abort it.
+   */
+  signal?: AbortSignal;
 }
 
 /** Exit status of translate/eval when every line was written but some were degraded (1 stays for errors). */
@@ -142,7 +148,7 @@ export function* sourceBatches(
  */
 export function translateIds(model: Models, tok: BpeTokenizer, srcIds: number[][], o: TranslateOptions): string[] {
   const out = srcIds.map(() => '');
-  const ids = { bosId: tok.bosId, eosId: tok.eosId, ...(o.maxLen !== undefined && { maxLen: o.maxLen }) };
+  const ids = searchIds(tok, o);
   for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
     const res =
       o.beam > 1
@@ -152,6 +158,40 @@ export function translateIds(model: Models, tok: BpeTokenizer, srcIds: number[][
     o.onProgress?.(done, srcIds.length);
   }
   return out;
+}
+
+/**
+ * translateIds; with `o.signal`, the event loop runs before every decoding step (a timer or an
+ * event may abort it there). The same batches, steps and strings.
+ */
+export async function translateIdsAsync(
+  model: Models,
+  tok: BpeTokenizer,
+  srcIds: number[][],
+  o: TranslateOptions,
+): Promise<string[]> {
+  if (!o.signal) return translateIds(model, tok, srcIds, o);
+  const out = srcIds.map(() => '');
+  const ids = searchIds(tok, o);
+  for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
+    const res =
+      o.beam > 1
+        ? await beamSearchPausing(model, src, { ...ids, beamSize: o.beam, lengthPenalty: o.alpha })
+        : await greedyPausing(model, src, ids);
+    rows.forEach((r, b) => (out[r] = outputText(res, b, tok, o)));
+    o.onProgress?.(done, srcIds.length);
+  }
+  return out;
+}
+
+/** What the searches take from the tokenizer and the options: the ids, the length limit, the signal. */
+function searchIds(tok: BpeTokenizer, o: TranslateOptions) {
+  return {
+    bosId: tok.bosId,
+    eosId: tok.eosId,
+    ...(o.maxLen !== undefined && { maxLen: o.maxLen }),
+    ...(o.signal && { signal: o.signal }),
+  };
 }
 
 /**

@@ -9,6 +9,7 @@ import { withEvalMode } from '../nn/module.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import {
+  abortable,
   CachedStepper,
   EnsembleStepper,
   FullStepper,
@@ -43,6 +44,8 @@ export interface DecodeOptions {
    * log-probability, while a full sentence's is a long sum only partly offset by the length penalty.
    */
   minLen?: number;
+  /** Checked before every step: once aborted, decoding stops with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface BeamSearchOptions extends DecodeOptions {
@@ -202,7 +205,7 @@ export function beamSearch(model: Models, src: Tensor, options: BeamSearchOption
   );
 }
 
-function checkBeamOptions(options: { beamSize?: number; lengthPenalty?: number }): void {
+export function checkBeamOptions(options: { beamSize?: number; lengthPenalty?: number }): void {
   const k = options.beamSize ?? 4;
   const alpha = options.lengthPenalty ?? 0.6;
   if (!Number.isInteger(k) || k < 1) throw new Error(`beamSearch: beamSize must be a positive integer, got ${k}`);
@@ -356,6 +359,18 @@ function run<R>(
   options: DecodeOptions,
   search: (stepper: Stepper, maxLens: number[], padId: number) => R,
 ): R {
+  const { members, maxLens, padId } = prepareSearch(model, src, options);
+  return withEvalMode(members, () =>
+    noGrad(() => search(abortable(encodeSources(members, src, options), options.signal), maxLens, padId)),
+  );
+}
+
+/** The members, checked, and each sentence's length limit, after the checks of src and the options (decode's). */
+export function prepareSearch(
+  model: Models,
+  src: Tensor,
+  options: DecodeOptions,
+): { members: readonly Seq2Seq[]; maxLens: number[]; padId: number } {
   const name = 'decode';
   const members = ensembleMembers(model);
   if (src.dtype !== 'int32' || src.ndim !== 2)
@@ -377,19 +392,19 @@ function run<R>(
   if (options.minLen !== undefined && (!Number.isInteger(options.minLen) || options.minLen < 0)) {
     throw new Error(`${name}: minLen must be a non-negative integer, got ${options.minLen}`);
   }
-  const maxLens = maxLengths(src, padId, positions, options.maxLen);
-  return withEvalMode(members, () =>
-    noGrad(() => {
-      const steppers = members.map((m): Stepper => {
-        const srcPadding = m.paddingMask(src);
-        const memory = m.encode(src, srcPadding);
-        return (options.useCache ?? true)
-          ? new CachedStepper(m, memory, srcPadding)
-          : new FullStepper(m, memory, srcPadding);
-      });
-      return search(steppers.length === 1 ? steppers[0] : new EnsembleStepper(steppers), maxLens, padId);
-    }),
-  );
+  return { members, maxLens: maxLengths(src, padId, positions, options.maxLen), padId };
+}
+
+/** The source encoded by every member, and the stepper over them (an ensemble's, for several). */
+export function encodeSources(members: readonly Seq2Seq[], src: Tensor, options: DecodeOptions): Stepper {
+  const steppers = members.map((m): Stepper => {
+    const srcPadding = m.paddingMask(src);
+    const memory = m.encode(src, srcPadding);
+    return (options.useCache ?? true)
+      ? new CachedStepper(m, memory, srcPadding)
+      : new FullStepper(m, memory, srcPadding);
+  });
+  return steppers.length === 1 ? steppers[0] : new EnsembleStepper(steppers);
 }
 
 /**

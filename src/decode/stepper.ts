@@ -52,6 +52,38 @@ export async function driveAsync<R>(search: Generator<Int32Array, R, Float32Arra
 }
 
 /**
+ * `stepper` checking `signal` before every step: an aborted signal stops decoding with its reason
+ * (an AbortError unless the caller gave another) between two steps. Without a signal, `stepper` itself.
+ */
+export function abortable<S extends Stepper>(stepper: S, signal: AbortSignal | undefined): Stepper {
+  if (!signal) return stepper;
+  return {
+    get rows() {
+      return stepper.rows;
+    },
+    get vocabSize() {
+      return stepper.vocabSize;
+    },
+    reorder: (rows) => stepper.reorder(rows),
+    step: (last) => {
+      signal.throwIfAborted();
+      return stepper.step(last);
+    },
+  };
+}
+
+/**
+ * A pause until the event loop has run (a macrotask: timers, I/O, events), so that an AbortSignal
+ * aborted by a timer or a click is seen at the next check. The pipelines take it between batches
+ * and between generated tokens, only when given a signal.
+ */
+export function pause(): Promise<void> {
+  return new Promise((resolve) =>
+    typeof setImmediate === 'function' ? setImmediate(resolve) : setTimeout(resolve, 0),
+  );
+}
+
+/**
  * Log-softmax of (N, V) logits, the padding id never chosen (as fairseq): what every stepper returns.
  * A NaN or +∞ (from non-finite logits) stops decoding with an error naming the step: searching on
  * it would return garbage with no word of why. −∞ is fine (a masked token).

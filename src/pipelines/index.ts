@@ -11,9 +11,11 @@
  */
 import type { FolderInput } from '../folder/open.ts';
 import { openLanguageModel, openTranslation } from './load.ts';
+import { checkOptions, describeValue, didYouMean } from './options.ts';
 import { textGenerationPipeline, type TextGenerationPipeline } from './text-generation.ts';
 import { translationPipeline, type TranslationPipeline } from './translation.ts';
 
+export type { PipelineWarning } from './options.ts';
 export type { GenerationOptions, TextGenerationPipeline } from './text-generation.ts';
 export type { TranslationOptions, TranslationPipeline } from './translation.ts';
 export { decodingFor } from './translation.ts';
@@ -24,7 +26,10 @@ export { decodingFor } from './translation.ts';
  */
 export type Task = 'translation' | 'text-generation';
 
-/** How {@link pipeline} opens the folder. */
+/**
+ * How {@link pipeline} opens the folder. An unknown name, or a value of the wrong kind, is an Error
+ * naming it (and the nearest known name: `unknown option 'ensembl' (did you mean 'ensemble'?)`).
+ */
 export interface PipelineOptions {
   /**
    * Translation: decode with the ensemble members the folder's config.json names (default true;
@@ -49,7 +54,34 @@ export async function pipeline(
   folder: FolderInput,
   options: PipelineOptions = {},
 ): Promise<TranslationPipeline | TextGenerationPipeline> {
+  if (task !== 'translation' && task !== 'text-generation') {
+    const near = typeof task === 'string' ? didYouMean(task, TASKS) : undefined;
+    throw new Error(
+      `pipeline: unknown task ${typeof task === 'string' ? `'${task}'` : describeValue(task)}` +
+        `${near ? ` (did you mean '${near}'?)` : ''} (expected 'translation' or 'text-generation')`,
+    );
+  }
+  checkFolder(task, folder);
+  checkOptions(`pipeline('${task}')`, options, PIPELINE_OPTIONS);
   if (task === 'translation') return translationPipeline(await openTranslation(folder, options.ensemble ?? true));
-  if (task === 'text-generation') return textGenerationPipeline(await openLanguageModel(folder));
-  throw new Error(`pipeline: unknown task '${String(task)}' (expected 'translation' or 'text-generation')`);
+  return textGenerationPipeline(await openLanguageModel(folder));
+}
+
+const TASKS: readonly Task[] = ['translation', 'text-generation'];
+
+const PIPELINE_OPTIONS = { ensemble: 'boolean' } as const;
+
+/** The folder argument is one of the kinds openFolder takes, or an Error naming what came. */
+function checkFolder(task: Task, folder: unknown): void {
+  const ok =
+    (typeof folder === 'string' && folder !== '') ||
+    folder instanceof URL ||
+    (typeof folder === 'object' && folder !== null && !Array.isArray(folder)) ||
+    (Array.isArray(folder) && folder.length > 0);
+  if (ok) return;
+  const came = folder === '' ? 'an empty string' : Array.isArray(folder) ? 'an empty array' : describeValue(folder);
+  throw new Error(
+    `pipeline('${task}'): folder: expected a model folder (a path, a URL, File objects or a map of ` +
+      `file contents), got ${came}`,
+  );
 }

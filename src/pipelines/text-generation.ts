@@ -4,17 +4,25 @@
  * model was trained), the same sampling (temperature, top-k, top-p, seeded), the same KV cache,
  * the same text for the ids. `generate.stream` yields the continuation piece by piece.
  */
-import { generateStream } from '../decode/gpt.ts';
+import { generateStream, type GeneratedToken, type GenerateOptions } from '../decode/gpt.ts';
+import { pause } from '../decode/stepper.ts';
 import { idsText, promptContext, promptIds, type GptTokenizer, type LoadedLm } from '../folder/gpt.ts';
 import type { LmConfigFile } from '../folder/spec.ts';
 import type { GPT } from '../models/gpt.ts';
+import { BpeTokenizer } from '../text/bpe.ts';
+import { CharTokenizer } from '../text/chars.ts';
+import { checkOptions, describeValue, warner, type OptionSpec, type PipelineWarning } from './options.ts';
 
 /**
- * Per-call options of a {@link TextGenerationPipeline}, those of `qkv generate`. A bad value is an Error
- * naming it (temperature finite and ≥ 0, topK a positive integer, topP in (0, 1], maxNewTokens a non-negative integer).
+ * Per-call options of a {@link TextGenerationPipeline}, those of `qkv generate`. An unknown name,
+ * or a value of the wrong kind, is an Error starting 'text-generation: ' that names it (and the
+ * nearest known name: `unknown option 'max_new_tokens' (did you mean 'maxNewTokens'?)`).
  */
 export interface GenerationOptions {
-  /** Tokens to generate (default 200, as `qkv generate --max-tokens`). */
+  /**
+   * Tokens to generate. Default 200 (as `qkv generate --max-tokens`), or fewer where the model's
+   * context ends first; more than the context holds is an Error unless `beyondContext`.
+   */
   maxNewTokens?: number;
   /** Softmax temperature, 0 = greedy (default 0.8, as the CLI). */
   temperature?: number;
@@ -22,19 +30,54 @@ export interface GenerationOptions {
   topK?: number;
   /** Sample among the most probable tokens that make up probability p. */
   topP?: number;
-  /** Seed of the sampling (default: a random one, as the CLI without --seed). */
+  /** Seed of the sampling, an integer >= 0 (default: a random one, as the CLI without --seed). */
   seed?: number;
   /** The KV cache (default true; false recomputes the context at every step, as --no-cache). */
   useCache?: boolean;
+  /**
+   * Generate past the model's context (`blockSize` tokens, the prompt's included): when it is full,
+   * the context is cut to its last half and generation goes on, as `qkv generate` does. Default
+   * false: at most `blockSize + 1` minus the prompt's tokens (and its leading line separator), so the
+   * model sees the whole prompt at every step.
+   */
+  beyondContext?: boolean;
   /** Called with each token's text (possibly '', when a token completes no character yet) and id. */
   onToken?: (piece: string, id: number) => void;
+  /**
+   * Called with each warning, what `qkv generate` prints on stderr: prompt characters the model's
+   * vocabulary does not hold (encoded as its unknown token). Default: console.warn.
+   */
+  onWarning?: (warning: PipelineWarning) => void;
+  /**
+   * Cancels generation: between two tokens the call lets the event loop run, then checks the
+   * signal; the promise rejects (the stream throws) with the signal's reason.
+   */
+  signal?: AbortSignal;
 }
+
+/** The names {@link GenerationOptions} knows and the kind of value each takes. */
+const GENERATION_OPTIONS: OptionSpec = {
+  maxNewTokens: 'nonNegativeInt',
+  temperature: 'nonNegativeNumber',
+  topK: 'positiveInt',
+  topP: 'probability',
+  seed: 'nonNegativeInt',
+  useCache: 'boolean',
+  beyondContext: 'boolean',
+  onToken: 'function',
+  onWarning: 'function',
+  signal: 'signal',
+};
+
+/** Default of maxNewTokens, `qkv generate --max-tokens`'s. */
+const DEFAULT_NEW_TOKENS = 200;
 
 /**
  * What `pipeline('text-generation', folder)` gives: a function continuing a prompt (the same text
  * `qkv generate --model folder` writes for it with the same options and seed), `stream` for the
- * continuation piece by piece, and the opened folder's model, tokenizer and config. An empty prompt,
- * or one longer than the model's context (`blockSize` tokens), is an Error (the promise rejects; `stream` throws).
+ * continuation piece by piece, and the opened folder's model, tokenizer and config. A prompt that
+ * is no string, an empty one, or one longer than the model's context (`blockSize` tokens) is an
+ * Error (the promise rejects; `stream` throws).
  */
 export interface TextGenerationPipeline {
   /** The continuation of `prompt` (the prompt itself not included). */
@@ -53,20 +96,69 @@ export interface TextGenerationPipeline {
   readonly config: LmConfigFile;
 }
 
+/**
+ * How a text-generation pipeline draws tokens: qkv's GPT (the default) or another engine (the
+ * CLI's ONNX Runtime), with the names its errors use and a hook the CLI writes the prompt from.
+ */
+export interface GenerationEngine {
+  /** The generated tokens after `context` (the prompt's ids as the model is fed them). */
+  tokens(context: number[], options: GenerateOptions): Iterable<GeneratedToken> | AsyncIterable<GeneratedToken>;
+  /** How errors name the prompt (`--prompt`) and what they start with ('' for the CLI). */
+  names?: GenerationNames;
+  /** Called once the prompt is checked, before the first step, with the prompt as its ids read back. */
+  onPrompt?: (shown: string) => void;
+}
+
+/** How the errors of a text-generation pipeline name things. */
+export interface GenerationNames {
+  /** The prompt, as the error about an empty one names it: 'the prompt', or '--prompt'. */
+  prompt: string;
+  /** Put before each message: 'text-generation: ', or '' for the CLI. */
+  prefix: string;
+}
+
+const PIPELINE_NAMES: GenerationNames = { prompt: 'the prompt', prefix: 'text-generation: ' };
+
 /** Each generated token's id and the text it adds, exactly as `qkv generate` writes it. */
-function* pieces(lm: LoadedLm, prompt: string, o: GenerationOptions): Generator<{ id: number; piece: string }> {
-  if (typeof prompt !== 'string' || prompt === '')
-    throw new Error('text-generation: the prompt is empty: give some text to continue');
+async function* pieces(
+  lm: LoadedLm,
+  engine: GenerationEngine,
+  prompt: string,
+  o: GenerationOptions,
+): AsyncGenerator<{ id: number; piece: string }> {
+  checkOptions('text-generation', o, GENERATION_OPTIONS);
+  const names = engine.names ?? PIPELINE_NAMES;
+  if (typeof prompt !== 'string')
+    throw new Error(`${names.prefix}prompt: expected a string, got ${describeValue(prompt)}`);
+  if (prompt === '') throw new Error(`${names.prefix}${names.prompt} is empty: give some text to continue`);
   const { model, tokenizer, separatorId } = lm;
+  const { blockSize } = model.config;
   const ids = promptIds(tokenizer, prompt, separatorId);
-  if (ids.length > model.config.blockSize)
+  if (ids.length > blockSize)
+    throw new Error(`${names.prefix}the prompt is ${ids.length} tokens long; this model's context holds ${blockSize}`);
+  const context = promptContext(lm, prompt);
+  // Without a cut, the model sees the whole prompt while drawing every token: the last token drawn is never fed.
+  const room = blockSize + 1 - context.length;
+  if (o.maxNewTokens !== undefined && o.maxNewTokens > room && !o.beyondContext)
     throw new Error(
-      `text-generation: the prompt is ${ids.length} tokens long; this model's context holds ${model.config.blockSize}`,
+      `${names.prefix}maxNewTokens ${o.maxNewTokens} goes past this model's context: it holds ${blockSize} ` +
+        `tokens, the prompt takes ${context.length}, which leaves ${room} to generate; ask for fewer, ` +
+        'or pass beyondContext: true to go on with the context cut as it fills (as qkv generate does)',
     );
-  const maxTokens = o.maxNewTokens ?? 200;
+  if (tokenizer instanceof CharTokenizer || tokenizer instanceof BpeTokenizer) {
+    const unknown = ids.filter((id) => id === tokenizer.unkId).length;
+    if (unknown > 0)
+      warner(o.onWarning)({
+        kind: 'unknown-tokens',
+        message: `${unknown} prompt token(s) are not in the model's vocabulary (encoded as unknown)`,
+      });
+  }
+  const maxTokens = o.maxNewTokens ?? (o.beyondContext ? DEFAULT_NEW_TOKENS : Math.min(DEFAULT_NEW_TOKENS, room));
   const seed = o.seed ?? Math.floor(Math.random() * 2 ** 31);
   const all = ids.slice();
   let shown = idsText(tokenizer, all, separatorId);
+  engine.onPrompt?.(shown);
+  o.signal?.throwIfAborted();
   const options = {
     maxTokens,
     temperature: o.temperature ?? 0.8,
@@ -75,27 +167,36 @@ function* pieces(lm: LoadedLm, prompt: string, o: GenerationOptions): Generator<
     seed,
     useCache: o.useCache ?? true,
   };
-  for (const t of generateStream(model, promptContext(lm, prompt), options)) {
+  for await (const t of engine.tokens(context, options)) {
     all.push(t.id);
     const text = idsText(tokenizer, all, separatorId);
     const piece = text.slice(shown.length);
     shown = text;
     yield { id: t.id, piece };
+    // Before the next step (which runs when the loop asks for the next token): let a timer or an event abort.
+    if (o.signal) {
+      await pause();
+      o.signal.throwIfAborted();
+    }
   }
 }
 
-/** The text-generation pipeline of an opened language-model folder. */
-export function textGenerationPipeline(lm: LoadedLm): TextGenerationPipeline {
+/**
+ * The text-generation pipeline of an opened language-model folder, drawing with its model, or
+ * with `engine` (how the CLI runs ONNX Runtime's graph through the same path).
+ */
+export function textGenerationPipeline(lm: LoadedLm, engine?: GenerationEngine): TextGenerationPipeline {
+  const draw: GenerationEngine = engine ?? { tokens: (context, o) => generateStream(lm.model, context, o) };
   const run = async (prompt: string, options: GenerationOptions = {}): Promise<string> => {
     let out = '';
-    for (const { id, piece } of pieces(lm, prompt, options)) {
+    for await (const { id, piece } of pieces(lm, draw, prompt, options)) {
       out += piece;
       options.onToken?.(piece, id);
     }
     return out;
   };
   async function* stream(prompt: string, options: GenerationOptions = {}): AsyncIterableIterator<string> {
-    for (const { id, piece } of pieces(lm, prompt, options)) {
+    for await (const { id, piece } of pieces(lm, draw, prompt, options)) {
       options.onToken?.(piece, id);
       if (piece !== '') yield piece;
     }

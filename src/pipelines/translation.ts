@@ -4,16 +4,19 @@
  * MBR (config.json `decoding`, else beam 4, α 0.6), the same length-sorted batches, so the strings
  * are byte for byte the CLI's for the same lines.
  */
-import { encodeLines, translateIds } from '../decode/batch.ts';
+import { encodeLines, translateIdsAsync, type TranslateOptions } from '../decode/batch.ts';
+import type { Models } from '../decode/search.ts';
 import type { OpenedSeq2Seq } from '../folder/open.ts';
 import { DEFAULT_DECODING, type Decoding, type ModelConfigFile } from '../folder/spec.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
+import { checkOptions, describeValue, warner, type OptionSpec, type PipelineWarning } from './options.ts';
 
 /**
- * Per-call decoding options of a {@link TranslationPipeline}. `beam`, `alpha` and `mbr` left out take
- * the folder's config.json `decoding`, else the paper's (beam 4, α 0.6, no MBR). A bad value makes
- * the call reject with an Error starting 'translation: ' that names the option.
+ * Per-call options of a {@link TranslationPipeline}. `beam`, `alpha` and `mbr` left out take the
+ * folder's config.json `decoding`, else the paper's (beam 4, α 0.6, no MBR). An unknown name, or a
+ * value of the wrong kind, makes the call reject with an Error starting 'translation: ' that names
+ * it (and the nearest known name: `unknown option 'beams' (did you mean 'beam'?)`).
  */
 export interface TranslationOptions {
   /** Beam size, 1 = greedy (default: the folder's config.json `decoding`, else 4). */
@@ -24,7 +27,39 @@ export interface TranslationOptions {
   maxLength?: number;
   /** Minimum Bayes risk among the beam pool (default: the folder's, else off; needs beam 2 or more). */
   mbr?: boolean;
+  /**
+   * A sentence longer than the model reads (its `maxLen` tokens) is left untranslated ('') instead
+   * of truncated to what it reads (default false; `qkv translate --skip-long`). Either way a warning says so.
+   */
+  skipLong?: boolean;
+  /** Also warn about empty (or blank) sentences, which translate to '' (default false; `qkv eval` does). */
+  warnEmpty?: boolean;
+  /**
+   * Called with each warning, what `qkv translate` prints on stderr: a sentence truncated or
+   * skipped (and with `warnEmpty` an empty one). Default: console.warn.
+   */
+  onWarning?: (warning: PipelineWarning) => void;
+  /** Called after each batch with the sentences done so far and their total. */
+  onProgress?: (done: number, total: number) => void;
+  /**
+   * Cancels the translation: before every decoding step the call lets the event loop run (so a timer
+   * or an event can abort it), then checks the signal. The call rejects with the signal's reason.
+   */
+  signal?: AbortSignal;
 }
+
+/** The names {@link TranslationOptions} knows and the kind of value each takes. */
+const TRANSLATION_OPTIONS: OptionSpec = {
+  beam: 'positiveInt',
+  alpha: 'nonNegativeNumber',
+  maxLength: 'positiveInt',
+  mbr: 'boolean',
+  skipLong: 'boolean',
+  warnEmpty: 'boolean',
+  onWarning: 'function',
+  onProgress: 'function',
+  signal: 'signal',
+};
 
 /**
  * What `pipeline('translation', folder)` gives: a function translating a sentence or an array of
@@ -49,6 +84,11 @@ export interface TranslationPipeline {
   readonly targetTokenizer: BpeTokenizer;
   /** The folder's config.json. */
   readonly config: ModelConfigFile;
+  /**
+   * The beam, α and MBR a call with these options decodes with (the options over the folder's
+   * `decoding`, over the paper's), checked as a call checks them.
+   */
+  decoding(options?: TranslationOptions): Decoding;
 }
 
 /** How decodingFor names the overrides in its errors, and the error it throws. */
@@ -96,29 +136,60 @@ export function decodingFor(
   return { beam, alpha, ...(mbr && { mbr }) };
 }
 
-/** The translation pipeline of an opened folder. */
-export function translationPipeline(opened: OpenedSeq2Seq): TranslationPipeline {
+/**
+ * How a translation pipeline decodes source ids: qkv's own models (the default), or another engine
+ * (the CLI's ONNX Runtime), with the names its errors use.
+ */
+export interface TranslationEngine {
+  /** What encodeLines reads the source length limit from: the members, or a model of the same shape. */
+  model: Models;
+  /** The target text of each line's source ids. */
+  run(ids: number[][], options: TranslateOptions): Promise<string[]>;
+  /** How decodingFor names the options (default: the pipeline's own names). */
+  names?: DecodingNames;
+}
+
+/**
+ * The translation pipeline of an opened folder, decoding with its members, or with `engine` (how
+ * the CLI runs ONNX Runtime's graphs through the same path).
+ */
+export function translationPipeline(opened: OpenedSeq2Seq, engine?: TranslationEngine): TranslationPipeline {
   const { model, members, tokenizer, targetTokenizer, config } = opened;
+  const names = engine?.names ?? PIPELINE_NAMES;
+  const decode: TranslationEngine = engine ?? {
+    model: members,
+    run: (ids, t) => translateIdsAsync(members, targetTokenizer, ids, t),
+  };
+  const decoding = (options: TranslationOptions = {}): Decoding => {
+    checkOptions('translation', options, TRANSLATION_OPTIONS);
+    return decodingFor(options, config, names);
+  };
   const run = async (
     input: string | readonly string[],
     options: TranslationOptions = {},
   ): Promise<string | string[]> => {
     const one = typeof input === 'string';
-    const lines = one ? [input] : input;
     if (!one && !Array.isArray(input))
-      throw new Error(`translation: expected a string or an array of strings, got ${typeof input}`);
+      throw new Error(`translation: expected a string or an array of strings, got ${describeValue(input)}`);
+    const lines: readonly string[] = one ? [input] : input;
     lines.forEach((l, i) => {
-      if (typeof l !== 'string') throw new Error(`translation: input ${i} is ${typeof l}, expected a string`);
+      if (typeof l !== 'string') throw new Error(`translation: input ${i}: expected a string, got ${describeValue(l)}`);
     });
-    if (options.maxLength !== undefined && (!Number.isInteger(options.maxLength) || options.maxLength < 1)) {
-      throw new Error(`translation: maxLength must be a positive integer, got ${options.maxLength}`);
-    }
-    const dec = decodingFor(options, config);
-    // As the CLI: an empty line translates to '', a line longer than the model reads is cut to what it reads.
-    const { ids } = encodeLines(members, tokenizer, [...lines]);
-    const out = translateIds(members, targetTokenizer, ids, {
+    const dec = decoding(options);
+    options.signal?.throwIfAborted();
+    // As the CLI: an empty line translates to '', a line longer than the model reads is cut to what
+    // it reads (or with skipLong left empty), and each such line is a warning.
+    const { ids, degraded } = encodeLines(decode.model, tokenizer, [...lines], {
+      skipLong: options.skipLong,
+      reportEmpty: options.warnEmpty ?? false,
+    });
+    const warn = warner(options.onWarning);
+    for (const d of degraded) warn(d);
+    const out = await decode.run(ids, {
       ...dec,
       ...(options.maxLength !== undefined && { maxLen: options.maxLength }),
+      ...(options.onProgress && { onProgress: options.onProgress }),
+      ...(options.signal && { signal: options.signal }),
     });
     return one ? out[0] : out;
   };
@@ -129,5 +200,6 @@ export function translationPipeline(opened: OpenedSeq2Seq): TranslationPipeline 
     tokenizer,
     targetTokenizer,
     config,
+    decoding,
   }) as TranslationPipeline;
 }

@@ -71,7 +71,7 @@ test('the char GPT: the continuation follows the prompt read back, the pipeline 
     expected.endsWith('\n') ? expected : `${expected}\n`,
   );
   await assert.rejects(generate(''), /text-generation: the prompt is empty/);
-  await assert.rejects(generate('A dog', { topP: 2 }), /topP must be in \(0, 1\], got 2/);
+  await assert.rejects(generate('A dog', { topP: 2 }), /topP: expected a number in \(0, 1\], got number 2/);
 });
 
 test('translation: a string gives a string, an array an array in order, empty input an empty string', async () => {
@@ -89,7 +89,10 @@ test('translation: a string gives a string, an array an array in order, empty in
     translate('A dog.', { beam: 1, mbr: true }),
     /mbr chooses among beam search's hypotheses: it needs beam 2 or more, got beam 1/,
   );
-  await assert.rejects(translate('A dog.', { maxLength: 0 }), /maxLength must be a positive integer, got 0/);
+  await assert.rejects(
+    translate('A dog.', { maxLength: 0 }),
+    /translation: maxLength: expected a positive integer, got number 0/,
+  );
   // maxLength bounds the output tokens.
   const short = await translate('A man in a blue shirt is riding a bike down a long street.', {
     beam: 1,

@@ -4,11 +4,11 @@
  * `--paired-bs`), without decoding anything: for output written by `qkv eval --output`, `qkv
  * translate`, or any other system.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from '@commander-js/extra-typings';
-import { corpusBleu } from '../../text/bleu.ts';
-import { corpusChrf } from '../../text/chrf.ts';
+import { corpusBleu, type BleuScore } from '../../text/bleu.ts';
+import { corpusChrf, type ChrfScore } from '../../text/chrf.ts';
 import { pairedBootstrap, type PairedBootstrapResult } from '../../text/significance.ts';
 import { direction, int } from '../args.ts';
 import { DEFAULT_DATA, readLines } from '../corpus.ts';
@@ -23,8 +23,9 @@ function flags() {
         'decoding',
     )
     .argument(
-      '<files...>',
-      'translations, one sentence a line (e.g. from qkv eval --output); with --paired-bs the first is the baseline',
+      '[files...]',
+      'translations, one sentence a line (e.g. from qkv eval --output); with --paired-bs the first is the ' +
+        'baseline; - reads stdin, as does giving none when stdin is not a terminal',
     )
     .option('--ref <file>', 'reference translations, one sentence a line (plain or .gz)')
     .option('--split <name>', 'or the references of a corpus split: DATA/SPLIT.TGT (e.g. val)');
@@ -43,13 +44,15 @@ function flags() {
     .option('--samples <n>', 'bootstrap resamples, with --paired-bs (default: 1000)', int('--samples'))
     .option('--chrf', "also chrF2, the character n-gram F-score (sacreBLEU's -m chrf), of each file", false)
     .option('--lowercase', "score case-insensitively (sacreBLEU's -lc, signature case:lc)", false)
+    .option('--json', 'print the scores as one JSON array, an object per file, instead of lines', false)
     .addHelpText(
       'after',
       `
 Prints sacreBLEU's line (BLEU = score, 1- to 4-gram precisions, brevity penalty, lengths) for each
 file and its signature; with --chrf then each file's chrF2 and its signature. The paired bootstrap's p
 is Koehn's one-sided count: the share of resamples (plus one) in which a file does not score above
-the first; small means its lead holds.`,
+the first; small means its lead holds. With --json: an array with an object per file (file, bleu,
+and with --chrf chrf, each with its score and signature; with --paired-bs pairedBs against the first).`,
     );
 }
 
@@ -61,7 +64,10 @@ export function bleuCommand() {
  * `qkv bleu`'s options and its hypothesis files (with pairedBs the first is the baseline); the
  * references come from `ref` or from DATA/SPLIT.TGT[.gz].
  */
-export type BleuCommandOptions = Optional<FlagsOf<typeof flags>, 'data' | 'pairedBs' | 'chrf' | 'lowercase'> & {
+export type BleuCommandOptions = Optional<
+  FlagsOf<typeof flags>,
+  'data' | 'pairedBs' | 'chrf' | 'lowercase' | 'json'
+> & {
   files: string[];
 };
 
@@ -94,19 +100,49 @@ function references(o: BleuCommandOptions): { refs: string[]; from: string } {
   return { refs: readLines(path), from: path };
 }
 
+/** BLEU as --json prints it: sacreBLEU's numbers under qkv's names, with the signature. */
+export function bleuJson(b: BleuScore): Record<string, unknown> {
+  const { score, precisions, bp, ratio, sysLen, refLen, counts, totals, signature } = b;
+  return { name: 'BLEU', score, precisions, bp, ratio, hypLen: sysLen, refLen, counts, totals, signature };
+}
+
+/** chrF as --json prints it. */
+export function chrfJson(c: ChrfScore): Record<string, unknown> {
+  return { name: c.name, score: c.score, signature: c.signature };
+}
+
+/** The hypothesis files, '-' (stdin) for none when stdin is not a terminal. */
+function hypothesisFiles(files: string[]): string[] {
+  if (files.length === 0 && !process.stdin.isTTY) return ['-'];
+  if (files.length === 0) throw new UserError('no hypothesis files: pass one or more files to score (or - for stdin)');
+  if (files.filter((f) => f === '-').length > 1)
+    throw new UserError('- (stdin) given more than once: it can be read once');
+  return files;
+}
+
+/** A hypothesis file's lines; '-' reads them from stdin. */
+function hypothesisLines(file: string): string[] {
+  if (file !== '-') {
+    if (!existsSync(file)) throw new UserError(`hypothesis file not found: ${file}`);
+    return readLines(file);
+  }
+  const lines = readFileSync(0, 'utf8').split('\n');
+  if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
 export function bleu(o: BleuCommandOptions): void {
-  if (o.files.length === 0) throw new UserError('no hypothesis files: pass one or more files to score');
-  if (o.pairedBs && o.files.length < 2)
-    throw new UserError(`--paired-bs needs two or more files (the first is the baseline), got ${o.files.length}`);
+  const files = hypothesisFiles(o.files);
+  if (o.pairedBs && files.length < 2)
+    throw new UserError(`--paired-bs needs two or more files (the first is the baseline), got ${files.length}`);
   if (o.samples !== undefined && !o.pairedBs)
     throw new UserError('--samples without --paired-bs: it is the number of bootstrap resamples');
   const { refs, from } = references(o);
-  const systems = o.files.map((file) => {
-    if (!existsSync(file)) throw new UserError(`hypothesis file not found: ${file}`);
-    const hyps = readLines(file);
+  const systems = files.map((file) => {
+    const hyps = hypothesisLines(file);
     if (hyps.length !== refs.length) {
       throw new UserError(
-        `${file} has ${hyps.length} lines but the references (${from}) have ` +
+        `${file === '-' ? 'stdin' : file} has ${hyps.length} lines but the references (${from}) have ` +
           `${refs.length}: one translation a line, in the references' order`,
       );
     }
@@ -116,22 +152,31 @@ export function bleu(o: BleuCommandOptions): void {
   // One file: sacreBLEU's lines as they are; several: each led by its file name.
   const named = (i: number, line: string) => (systems.length === 1 ? line : `${systems[i].file}: ${line}`);
   const scores = systems.map((s) => corpusBleu(s.hyps, refs, options));
+  const chrf = o.chrf ? systems.map((s) => corpusChrf(s.hyps, refs, options)) : null;
+  const [base, ...others] = systems;
+  const tests = o.pairedBs
+    ? others.map((s) => pairedBootstrap(base.hyps, s.hyps, refs, { samples: o.samples ?? 1000, bleu: options }))
+    : [];
+  if (o.json) {
+    const json = systems.map((s, i) => ({
+      file: s.file,
+      bleu: bleuJson(scores[i]),
+      ...(chrf && { chrf: chrfJson(chrf[i]) }),
+      ...(i > 0 && o.pairedBs && { pairedBs: { against: base.file, ...tests[i - 1] } }),
+    }));
+    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+    return;
+  }
   const lines = scores.map((b, i) => named(i, b.toString()));
-  if (o.pairedBs) {
-    const [base, ...others] = systems;
-    for (const s of others) {
-      const t = pairedBootstrap(base.hyps, s.hyps, refs, { samples: o.samples ?? 1000, bleu: options });
-      lines.push(
-        `${s.file} against ${base.file}: ` +
-          `${t.system >= t.baseline ? '+' : ''}${(t.system - t.baseline).toFixed(2)} BLEU, ` +
-          bootstrapSummary(t),
-      );
-    }
-  }
+  tests.forEach((t, i) => {
+    const s = others[i];
+    lines.push(
+      `${s.file} against ${base.file}: ` +
+        `${t.system >= t.baseline ? '+' : ''}${(t.system - t.baseline).toFixed(2)} BLEU, ` +
+        bootstrapSummary(t),
+    );
+  });
   lines.push(scores[0].signature);
-  if (o.chrf) {
-    const chrf = systems.map((s) => corpusChrf(s.hyps, refs, options));
-    lines.push(...chrf.map((c, i) => named(i, c.toString())), chrf[0].signature);
-  }
+  if (chrf) lines.push(...chrf.map((c, i) => named(i, c.toString())), chrf[0].signature);
   process.stdout.write(lines.map((l) => `${l}\n`).join(''));
 }

@@ -6,11 +6,12 @@ import { corpusChrf } from '../../text/chrf.ts';
 import { pairedBootstrap } from '../../text/significance.ts';
 import { numList } from '../args.ts';
 import { readParallel } from '../corpus.ts';
-import { decodingFor, describe, openEngine, reportDegraded } from '../decoding.ts';
-import { encodeLines, type DegradedLine } from '../../decode/batch.ts';
+import { asDegraded, describe, enginePipeline, openEngine, reportDegraded, translationOptions } from '../decoding.ts';
+import type { DegradedLine } from '../../decode/batch.ts';
 import { FILES } from '../../folder/spec.ts';
 import {
   atomicWrite,
+  checkOutputFolder,
   DEFAULT_DECODING,
   UserError,
   writeModelConfig,
@@ -30,7 +31,7 @@ import {
   type Optional,
 } from '../options.ts';
 import { progressBar } from '../progress.ts';
-import { bootstrapSummary } from './bleu.ts';
+import { bleuJson, bootstrapSummary, chrfJson } from './bleu.ts';
 import { LINES_HELP } from './translate.ts';
 
 function flags() {
@@ -56,14 +57,15 @@ function flags() {
         'paired bootstrap (p < 0.05, Bonferroni)',
       numList('--tune-alpha'),
     )
-    .option('--output <file>', 'also write the translations here')
+    .option('--output <file>', 'also write the translations here (in a folder that exists)')
     .option('--skip-long', 'leave source lines longer than the model reads untranslated instead of truncating them')
     .option(
       '--lowercase',
       "score case-insensitively (sacreBLEU's -lc, signature case:lc), as much of the Multi30K literature reports",
       false,
     )
-    .option('--chrf', "also chrF2, the character n-gram F-score (sacreBLEU's -m chrf)", false);
+    .option('--chrf', "also chrF2, the character n-gram F-score (sacreBLEU's -m chrf)", false)
+    .option('--json', 'print the scores as one JSON object (bleu, and with --chrf chrf) instead of lines', false);
   return engineOption(scoring).addHelpText('after', LINES_HELP);
 }
 
@@ -74,7 +76,7 @@ export function evalCommand() {
 }
 
 /** `qkv eval`'s options; what commander defaults may be left out when called from code. */
-export type EvalArgs = Optional<EvalFlags, 'engine' | 'lowercase' | 'chrf'> & { log: (line: string) => void };
+export type EvalArgs = Optional<EvalFlags, 'engine' | 'lowercase' | 'chrf' | 'json'> & { log: (line: string) => void };
 
 /**
  * The languages to score: --direction, else --src/--tgt, each else the model's own training
@@ -91,6 +93,7 @@ function languages(
 }
 
 export async function evaluate(o: EvalArgs): Promise<void> {
+  if (o.output !== undefined) checkOutputFolder(o.output);
   if (o.tuneAlpha && parseEngine(o.engine) === 'onnxruntime') {
     throw new UserError(
       "--tune-alpha writes α to a qkv model folder's config.json: tune on " +
@@ -98,7 +101,7 @@ export async function evaluate(o: EvalArgs): Promise<void> {
     );
   }
   const engine = await openEngine(o);
-  const { tokenizer, config } = engine.loaded;
+  const { config } = engine.loaded;
   const lang = languages(o, config);
   if (o.tuneAlpha && o.split !== 'val') {
     throw new UserError(
@@ -124,13 +127,24 @@ export async function evaluate(o: EvalArgs): Promise<void> {
         'score, which the model is shipped by; pass one',
     );
   const { src, tgt } = readParallel(o.data, o.split, lang.src, lang.tgt);
-  const { ids: srcIds, degraded } = encodeLines(engine.model, tokenizer, src, { skipLong: o.skipLong });
-  const dec = decodingFor(o, config);
+  const translator = enginePipeline(engine);
+  const options = translationOptions(o);
+  const dec = translator.decoding(options);
+  // Every run reads the same lines: their reports (empty, truncated, skipped) are kept from the first.
+  const degraded: DegradedLine[] = [];
+  let runs = 0;
   const run = async (alpha: number) => {
     const bar = progressBar(`${o.split} |{bar}| {value}/{total} sentences | ETA {eta_formatted}`);
     bar.start(src.length, 0);
     const t0 = performance.now();
-    const hyps = await engine.run(srcIds, { beam: dec.beam, alpha, mbr: dec.mbr, onProgress: (d) => bar.update(d) });
+    const first = runs++ === 0;
+    const hyps = await translator(src, {
+      ...options,
+      alpha,
+      warnEmpty: true,
+      onWarning: (w) => first && degraded.push(asDegraded(w)),
+      onProgress: (d) => bar.update(d),
+    });
     bar.stop();
     const score = corpusBleu(hyps, tgt, { lowercase: o.lowercase ?? false });
     o.log(
@@ -147,9 +161,9 @@ export async function evaluate(o: EvalArgs): Promise<void> {
     return;
   }
   const tried = [...new Set([DEFAULT_DECODING.alpha, ...o.tuneAlpha])];
-  const runs: AlphaRun[] = [];
-  for (const a of tried) runs.push({ alpha: a, ...(await run(a)) });
-  const { chosen, why } = chooseAlpha(runs, tgt, o.log);
+  const alphaRuns: AlphaRun[] = [];
+  for (const a of tried) alphaRuns.push({ alpha: a, ...(await run(a)) });
+  const { chosen, why } = chooseAlpha(alphaRuns, tgt, o.log);
   const decoding: Decoding = {
     beam: dec.beam,
     alpha: chosen.alpha,
@@ -214,11 +228,14 @@ function finishEval(
   degraded: DegradedLine[],
 ): void {
   if (o.output) atomicWrite(o.output, best.hyps.map((l) => `${l}\n`).join(''));
-  const out = [best.score.toString(), best.score.signature];
-  if (o.chrf) {
-    const c = corpusChrf(best.hyps, refs, { lowercase: o.lowercase ?? false });
-    out.push(c.toString(), c.signature);
+  const c = o.chrf ? corpusChrf(best.hyps, refs, { lowercase: o.lowercase ?? false }) : null;
+  if (o.json) {
+    const json = { bleu: bleuJson(best.score), ...(c && { chrf: chrfJson(c) }) };
+    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+  } else {
+    const out = [best.score.toString(), best.score.signature];
+    if (c) out.push(c.toString(), c.signature);
+    process.stdout.write(out.map((l) => `${l}\n`).join(''));
   }
-  process.stdout.write(out.map((l) => `${l}\n`).join(''));
   reportDegraded(o, degraded, refs.length);
 }

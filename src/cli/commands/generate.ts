@@ -1,9 +1,11 @@
-/** `qkv generate`: a prompt continued by a language model folder (qkv train-lm, or Hugging Face GPT-2), streamed. */
+/**
+ * `qkv generate`: a prompt continued by a language model folder (qkv train-lm, or Hugging Face
+ * GPT-2), streamed, through the text-generation pipeline library users call.
+ */
 import { Command } from '@commander-js/extra-typings';
+import { readFileSync } from 'node:fs';
 import { generateStream, generateStreamAsync } from '../../decode/gpt.ts';
-import { idsText, promptIds } from '../../folder/gpt.ts';
-import { BpeTokenizer } from '../../text/bpe.ts';
-import { CharTokenizer } from '../../text/chars.ts';
+import { textGenerationPipeline, type GenerationOptions } from '../../pipelines/text-generation.ts';
 import { int, nonNegativeInt, nonNegativeNumber, probability } from '../args.ts';
 import { loadLmDir, loadLmShape, UserError } from '../files.ts';
 import { openOnnxGpt, parseEngine } from '../onnxruntime.ts';
@@ -14,7 +16,7 @@ function flags() {
     'continue a prompt with a language model from train-lm, streaming to stdout',
   );
   const options = modelOption(cmd)
-    .requiredOption('--prompt <text>', 'text to continue')
+    .requiredOption('--prompt <text>', 'text to continue; - reads it from stdin')
     .option('--max-tokens <n>', 'tokens to generate', int('--max-tokens'), 200)
     .option('--temperature <t>', 'softmax temperature (0 = greedy)', nonNegativeNumber('--temperature'), 0.8)
     .option('--top-k <k>', 'sample among the k most probable tokens', int('--top-k'))
@@ -38,43 +40,36 @@ export type GenerateArgs = Optional<FlagsOf<typeof flags>, 'engine'> & {
 };
 
 export async function generateText(a: GenerateArgs): Promise<void> {
-  if (a.prompt === '') throw new UserError('--prompt is empty: give some text to continue');
+  const prompt = a.prompt === '-' ? readPrompt() : a.prompt;
+  // Before the model is read, so that nothing is loaded for nothing (the pipeline says the same).
+  if (prompt === '') throw new UserError('--prompt is empty: give some text to continue');
   const onnx = parseEngine(a.engine) === 'onnxruntime' ? await openOnnxGpt(a.model) : null;
-  const { model, tokenizer, separatorId } = onnx ? loadLmShape(a.model) : loadLmDir(a.model);
-  const blockSize = model.config.blockSize;
-  // Each line of the prompt ends with the separator, as in training; the first starts after one
-  // (a line start) when there is room for it.
-  const ids = promptIds(tokenizer, a.prompt, separatorId);
-  if (ids.length > blockSize)
-    throw new UserError(`the prompt is ${ids.length} tokens long; this model's context holds ${blockSize}`);
-  if (tokenizer instanceof CharTokenizer || tokenizer instanceof BpeTokenizer) {
-    const unknown = ids.filter((id) => id === tokenizer.unkId).length;
-    if (unknown > 0)
-      a.log(`warning: ${unknown} prompt token(s) are not in the model's vocabulary (encoded as unknown)`);
-  }
-  const prompt = ids.length < blockSize ? [separatorId, ...ids] : ids;
-  const seed = a.seed ?? Math.floor(Math.random() * 2 ** 31);
+  const lm = onnx ? loadLmShape(a.model) : loadLmDir(a.model);
   const write = a.write ?? ((s: string) => process.stdout.write(s));
-  const all = ids.slice(); // the prompt and what follows it, as shown
-  let shown = idsText(tokenizer, all, separatorId);
-  write(shown);
-  const t0 = performance.now();
+  let t0 = 0;
+  let shown = ''; // the prompt read back and what follows it, as written
+  // The pipeline users call (src/pipelines/), on ONNX Runtime's graph with --engine onnxruntime; it
+  // writes the prompt as its ids read back once the prompt is checked.
+  const generate = textGenerationPipeline(lm, {
+    tokens: (context, o) => (onnx ? generateStreamAsync(onnx, context, o) : generateStream(lm.model, context, o)),
+    names: { prompt: '--prompt', prefix: '' },
+    onPrompt: (text) => {
+      shown = text;
+      write(text);
+      t0 = performance.now();
+    },
+  });
+  const seed = a.seed ?? Math.floor(Math.random() * 2 ** 31);
   let n = 0;
-  const options = {
-    maxTokens: a.maxTokens,
-    temperature: a.temperature,
-    topK: a.topK,
-    topP: a.topP,
-    seed,
-    useCache: a.cache,
-  };
-  for await (const t of onnx ? generateStreamAsync(onnx, prompt, options) : generateStream(model, prompt, options)) {
-    all.push(t.id);
-    n++;
-    const text = idsText(tokenizer, all, separatorId);
-    write(text.slice(shown.length));
-    shown = text;
-  }
+  await generate(prompt, {
+    ...generationOptions(a, seed),
+    onWarning: (w) => a.log(`warning: ${w.message}`),
+    onToken: (piece) => {
+      n++;
+      shown += piece;
+      write(piece);
+    },
+  });
   if (!shown.endsWith('\n')) write('\n');
   const s = (performance.now() - t0) / 1000;
   a.log(
@@ -83,4 +78,25 @@ export async function generateText(a: GenerateArgs): Promise<void> {
       `${a.cache ? 'KV cache' : 'no cache'}${onnx ? ', ONNX Runtime' : ''})` +
       (a.temperature > 0 ? `, seed ${seed}` : ''),
   );
+}
+
+/**
+ * The pipeline options the flags ask for, in one place: past the model's context as the CLI always
+ * generated (the context cut as it fills), with a seed chosen here so that it can be printed.
+ */
+function generationOptions(a: GenerateArgs, seed: number): GenerationOptions {
+  return {
+    maxNewTokens: a.maxTokens,
+    temperature: a.temperature,
+    topK: a.topK,
+    topP: a.topP,
+    seed,
+    useCache: a.cache,
+    beyondContext: true,
+  };
+}
+
+/** `--prompt -`: the prompt from stdin, without its final line end (as `echo` writes it). */
+function readPrompt(): string {
+  return readFileSync(0, 'utf8').replace(/\r?\n$/, '');
 }

@@ -4,14 +4,17 @@
  * From a pipe or a file it reads everything, then translates in batches of similar length (fast);
  * from a terminal, or with --stream, it translates each line as it arrives and writes its translation
  * at once (a line typed, a line back). Either way one output line per input line, and an empty line
-is an empty line, not an error; an over-long line is reported and makes the exit status 2.
+ * is an empty line, not an error; an over-long line is reported and makes the exit status 2. The
+ * lines go through the translation pipeline (src/pipelines/), the object library users call.
  */
 import { closeSync, createReadStream, existsSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Command } from '@commander-js/extra-typings';
-import { degradedSummary, encodeLines, EXIT_DEGRADED, type DegradedLine } from '../../decode/batch.ts';
-import { atomicWrite, UserError, type Decoding } from '../files.ts';
-import { decodingFor, openEngine, reportDegraded, type Engine } from '../decoding.ts';
+import { degradedSummary, EXIT_DEGRADED, type DegradedLine } from '../../decode/batch.ts';
+import type { TranslationOptions, TranslationPipeline } from '../../pipelines/translation.ts';
+import { atomicWrite, checkOutputFolder, UserError } from '../files.ts';
+import { asDegraded, collect, enginePipeline, openEngine, reportDegraded, translationOptions } from '../decoding.ts';
+import { progressBar } from '../progress.ts';
 import { decodingOptions, engineOption, ensembleOptions, log, modelOption } from '../options.ts';
 import type { FlagsOf, Optional } from '../options.ts';
 
@@ -32,7 +35,7 @@ Exit status: 0 every line translated as given, ${EXIT_DEGRADED} all lines writte
 or skipped), 1 an error (nothing written).
 
 From a terminal, or with --stream, each line is translated as it arrives, and with --output the
-file is written line by line.`;
+file is written line by line; otherwise, when stderr is a terminal, a progress bar is drawn there.`;
 
 function flags() {
   const cmd = new Command('translate').description(
@@ -40,7 +43,7 @@ function flags() {
   );
   const files = decodingOptions(ensembleOptions(modelOption(cmd)))
     .option('--input <file>', 'read sentences from a file instead of stdin')
-    .option('--output <file>', 'write translations to a file instead of stdout');
+    .option('--output <file>', 'write translations to a file instead of stdout (in a folder that exists)');
   return engineOption(files)
     .option(
       '--skip-long',
@@ -65,9 +68,12 @@ export function translateCommand() {
 export type TranslateArgs = Optional<TranslateFlags, 'engine'> & { log: (line: string) => void };
 
 export async function translate(o: TranslateArgs): Promise<void> {
+  if (o.output !== undefined) checkOutputFolder(o.output);
   const engine = await openEngine(o);
-  const dec = decodingFor(o, engine.loaded.config);
-  if (o.stream || (o.input === undefined && process.stdin.isTTY)) return translateStream(o, engine, dec);
+  const translator = enginePipeline(engine);
+  const options = translationOptions(o);
+  translator.decoding(options); // the flags' errors before any input is read
+  if (o.stream || (o.input === undefined && process.stdin.isTTY)) return translateStream(o, translator, options);
   let text: string;
   if (o.input !== undefined) {
     try {
@@ -79,11 +85,18 @@ export async function translate(o: TranslateArgs): Promise<void> {
     text = await readStdin();
   }
   const lines = splitLines(text);
-  const { ids, degraded } = encodeLines(engine.model, engine.loaded.tokenizer, lines, {
-    skipLong: o.skipLong,
-    reportEmpty: false,
+  const degraded: DegradedLine[] = [];
+  // A bar on a terminal only: stderr that goes to a file or a pipe holds the reports alone.
+  const bar = process.stderr.isTTY
+    ? progressBar('translate |{bar}| {value}/{total} sentences | ETA {eta_formatted}')
+    : null;
+  bar?.start(lines.length, 0);
+  const out = await translator(lines, {
+    ...options,
+    onWarning: collect(degraded),
+    ...(bar && { onProgress: (done: number) => bar.update(done) }),
   });
-  const out = await engine.run(ids, dec);
+  bar?.stop();
   const result = out.map((l) => `${l}\n`).join('');
   if (o.output) atomicWrite(o.output, result);
   else process.stdout.write(result);
@@ -95,7 +108,11 @@ export async function translate(o: TranslateArgs): Promise<void> {
  * blank) line gives an empty line and is not reported; an over-long one is reported when it comes,
  * and the summary and exit status at the end are as in batch mode.
  */
-async function translateStream(o: TranslateArgs, engine: Engine, dec: Decoding): Promise<void> {
+async function translateStream(
+  o: TranslateArgs,
+  translator: TranslationPipeline,
+  options: TranslationOptions,
+): Promise<void> {
   if (o.input !== undefined && !existsSync(o.input)) throw new UserError(`input file not found: ${o.input}`);
   const input = o.input !== undefined ? createReadStream(o.input) : process.stdin;
   const fd = o.output !== undefined ? openSync(o.output, 'w') : null;
@@ -109,14 +126,15 @@ async function translateStream(o: TranslateArgs, engine: Engine, dec: Decoding):
         write('\n');
         continue;
       }
-      const one = encodeLines(engine.model, engine.loaded.tokenizer, [line], { skipLong: o.skipLong });
-      for (const d of one.degraded) {
-        // encodeLines numbers its one line 1: give it its place in the input.
-        const at = { ...d, line: n, message: d.message.replace(/^line 1:/, `line ${n}:`) };
-        degraded.push(at);
-        o.log(`qkv: ${at.message}`);
-      }
-      const [text] = await engine.run(one.ids, dec);
+      const text = await translator(line, {
+        ...options,
+        onWarning: (w) => {
+          // The pipeline numbers its one line 1: give it its place in the input.
+          const at = { ...asDegraded(w), line: n, message: w.message.replace(/^line 1:/, `line ${n}:`) };
+          degraded.push(at);
+          o.log(`qkv: ${at.message}`);
+        },
+      });
       write(`${text}\n`);
     }
   } finally {

@@ -1,0 +1,75 @@
+/**
+ * Greedy and beam search on qkv's models that let the event loop run before every step, so that an
+ * AbortSignal fired by a timer or an event is heard mid-batch (the translation pipeline's `signal`).
+ * The same checks, encoding, steps and results as search.ts's greedy and beamSearch, driven by the
+ * asynchronous drivers the ONNX Runtime engine uses.
+ */
+import { noGrad } from '../autograd/grad-mode.ts';
+import { enterEvalMode } from '../nn/module.ts';
+import type { Tensor } from '../tensor/tensor.ts';
+import {
+  beamSearchAsync,
+  checkBeamOptions,
+  encodeSources,
+  greedySearchAsync,
+  prepareSearch,
+  type BeamSearchOptions,
+  type BeamSearchResult,
+  type DecodeOptions,
+  type DecodeResult,
+  type Models,
+} from './search.ts';
+import { pause, type AsyncStepper } from './stepper.ts';
+
+/**
+ * greedy, letting the event loop run before every step (so that a timer or an event can abort it
+ * through `options.signal`): the same steps, the same result.
+ */
+export function greedyPausing(model: Models, src: Tensor, options: DecodeOptions): Promise<DecodeResult> {
+  return runPausing(model, src, options, (stepper, maxLens, padId) =>
+    greedySearchAsync(stepper, maxLens, { ...options, padId }),
+  );
+}
+
+/** beamSearch, letting the event loop run before every step, as greedyPausing. */
+export function beamSearchPausing(model: Models, src: Tensor, options: BeamSearchOptions): Promise<BeamSearchResult> {
+  checkBeamOptions(options);
+  return runPausing(model, src, options, (stepper, maxLens, padId) =>
+    beamSearchAsync(stepper, maxLens, { ...options, padId }),
+  );
+}
+
+/**
+ * search.ts run's checks and encoding, with every step an asynchronous one that first lets the event loop
+ * run, then checks the signal. The models stay in eval mode until the search ends; autograd is off
+ * around each model call (not across the pauses, where other code may run).
+ */
+async function runPausing<R>(
+  model: Models,
+  src: Tensor,
+  options: DecodeOptions,
+  search: (stepper: AsyncStepper, maxLens: number[], padId: number) => Promise<R>,
+): Promise<R> {
+  const { members, maxLens, padId } = prepareSearch(model, src, options);
+  const restore = enterEvalMode(members);
+  try {
+    const stepper = noGrad(() => encodeSources(members, src, options));
+    const pausing: AsyncStepper = {
+      get rows() {
+        return stepper.rows;
+      },
+      get vocabSize() {
+        return stepper.vocabSize;
+      },
+      reorder: (rows) => noGrad(() => stepper.reorder(rows)),
+      step: async (last) => {
+        await pause();
+        options.signal?.throwIfAborted();
+        return noGrad(() => stepper.step(last));
+      },
+    };
+    return await search(pausing, maxLens, padId);
+  } finally {
+    restore();
+  }
+}
