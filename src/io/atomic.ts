@@ -28,7 +28,7 @@ import {
   rmSync,
   writeSync,
 } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { faultPoint } from '../util/fault.ts';
 
 /** The file-system calls an atomic write makes: node:fs here; the unit test passes a simulated disk. */
@@ -95,6 +95,15 @@ export function atomicWrite(path: string, data: Uint8Array | string, fs: WriteFs
   } catch {
     // Some systems cannot fsync a folder (Windows); the rename is still atomic, if not yet durable.
   }
+}
+
+/** Remove the temporary files of atomicWrite that killed processes left beside `path` (`path`.tmp-PID). */
+export function removeStaleTempsOf(path: string): void {
+  const dir = dirname(path);
+  if (!existsSync(dir)) return;
+  const name = basename(path);
+  for (const f of readdirSync(dir))
+    if (f.startsWith(`${name}.tmp-`) && /^\d+$/.test(f.slice(name.length + 5))) rmSync(join(dir, f), { force: true });
 }
 
 /** Remove the temporary files of atomicWrite that a killed process left in `dir` and `dir`/checkpoints. */
