@@ -2,8 +2,9 @@
 at a named point of its own run, so a test's kill lands at the same place however fast the machine.
 Off unless QKV_FAULT is set; then it names one point, `<point>[:<key>=<value>]...`, e.g.
 `step:step=12` (rank 0 has finished optimiser step 12, before its log line and checkpoint) or
-`after-tmp-write:step=12:file=train-state.safetensors` (the temporary file of step 12's training
-state is written and flushed, not yet renamed). Details are remembered from point to point (the
+`write:at=flushed:step=12:file=train-state.safetensors` (the temporary file of step 12's training
+state is written and fsynced, not yet renamed; safetensors.atomic_write names its four stages).
+Details are remembered from point to point (the
 step stays set while its files are written); a value matches a detail equal to it or ending in
 `/<value>`. `group=1` kills the whole process group (torchrun's launcher and every rank, as a power
 cut would) instead of this process alone."""

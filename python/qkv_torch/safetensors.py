@@ -142,19 +142,30 @@ def dumps(tensors, metadata=None):
 
 
 def atomic_write(path, data):
-    """Write to a temporary file beside `path`, fsync it, rename it over `path`, fsync the folder:
-    a process killed at any moment leaves the old file or the new one, never half of one."""
+    """Write to a temporary file beside `path`, fsync it, rename it over `path`, fsync the folder,
+    as qkv's src/io/atomic.ts (whose comment says what each step is for): a reader never finds half
+    a file, and once this returns the new file survives a power cut. The fault points let the crash
+    tests kill the process with the temporary file half written (`part`), written but not fsynced
+    (`unflushed`), fsynced but not renamed (`flushed`), and renamed before the folder's fsync
+    (`renamed`): QKV_FAULT=write:at=<stage>:file=<name>."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     tmp = f'{path}.tmp-{os.getpid()}'
+    b = data if isinstance(data, (bytes, bytearray)) else data.encode('utf-8')
+    half = len(b) // 2
     with open(tmp, 'wb') as f:
-        f.write(data if isinstance(data, (bytes, bytearray)) else data.encode('utf-8'))
+        f.write(b[:half])
+        f.flush()
+        fault.point('write', file=path, at='part')
+        f.write(b[half:])
         if SLOW_WRITES:
             time.sleep(SLOW_WRITES)
         f.flush()
+        fault.point('write', file=path, at='unflushed')
         os.fsync(f.fileno())
-    fault.point('after-tmp-write', file=path)  # crash tests: die with the temporary file written, not renamed
+    fault.point('write', file=path, at='flushed')
     os.replace(tmp, path)
+    fault.point('write', file=path, at='renamed')
     fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)

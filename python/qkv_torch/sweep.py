@@ -117,11 +117,12 @@ def make_folder(job, out):
     tr['maxSteps'] = job['maxSteps']
     init = os.path.join(out, job['name'], 'init')
     os.makedirs(init, exist_ok=True)
-    with open(os.path.join(init, 'config.json'), 'w', encoding='utf-8') as f:
-        json.dump(cfg, f, indent=2)
+    # Atomic, as every file the bridge writes: a killed sweep leaves no half file.
+    safetensors.atomic_write(os.path.join(init, 'config.json'), json.dumps(cfg, indent=2))
     for name in ('tokenizer.json', 'target_tokenizer.json'):
         if os.path.exists(os.path.join(base, name)):
-            shutil.copyfile(os.path.join(base, name), os.path.join(init, name))
+            with open(os.path.join(base, name), 'rb') as f:
+                safetensors.atomic_write(os.path.join(init, name), f.read())
     return init
 
 

@@ -22,7 +22,6 @@ import glob
 import hashlib
 import json
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -411,7 +410,8 @@ class Run:
                     safetensors.atomic_write(os.path.join(out, name), f.read())
         hist = os.path.join(self.folder, 'history.json')
         if os.path.exists(hist):
-            shutil.copyfile(hist, os.path.join(out, 'history.json'))
+            with open(hist, 'rb') as f:
+                safetensors.atomic_write(os.path.join(out, 'history.json'), f.read())
         safetensors.atomic_write(os.path.join(out, LOG), '')
         if not os.path.exists(os.path.join(out, 'model.safetensors')):
             safetensors.write(os.path.join(out, 'model.safetensors'), self.weights())

@@ -6,7 +6,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { LoadedLm } from '../folder/gpt.ts';
 import type { LoadedModel } from '../folder/seq2seq.ts';
-import { atomicWrite, removeStaleTemps } from '../io/atomic.ts';
+import { atomicWrite, removeStaleTemps, removeStaleTempsOf } from '../io/atomic.ts';
 import {
   folderKindOf,
   readEnsemble,
@@ -21,7 +21,7 @@ import { FILES, FolderError, type FolderKind } from '../folder/spec.ts';
 export class UserError extends Error {}
 
 // Atomic writes live in io/atomic.ts, which the training loop (src/train) and the folder module use.
-export { atomicWrite, removeStaleTemps };
+export { atomicWrite, removeStaleTemps, removeStaleTempsOf };
 
 export type { Decoding, ModelConfigFile } from '../folder/spec.ts';
 export { DEFAULT_DECODING, TARGET_TOKENIZER } from '../folder/spec.ts';

@@ -1,11 +1,13 @@
 /**
  * `qkv export --format onnx`: a self-contained folder for ONNX Runtime: the graphs, onnx.json (which
  * graph is which), and the model's config.json and tokenizer.json. The folder is written beside
- * its destination under a temporary name and renamed into place, so a failed export leaves nothing
- * half-written; an existing non-empty destination is refused unless --force.
+ * its destination under a temporary name and renamed into place, so a failed or killed export
+ * leaves nothing half-written; an existing non-empty destination is refused unless --force.
  */
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { nodeWriteFs } from '../io/atomic.ts';
+import { faultPoint } from '../util/fault.ts';
 import { exportGptOnnx, exportSeq2SeqOnnx, MANIFEST, type OnnxExport } from '../io/onnx/export.ts';
 import type { WeightDType } from '../io/onnx/builder.ts';
 import {
@@ -66,17 +68,34 @@ export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt'): void {
     exp = exportSeq2SeqOnnx(model.config, model.stateDict(), o);
     params = model.numParameters();
   }
+  // What killed exports left beside the destination (a folder being written, an old one set aside).
+  const stale = new RegExp(`^\\.${basename(out).replace(/[^\w-]/g, '\\$&')}\\.(tmp|old)-\\d+$`);
+  if (existsSync(dirname(out)))
+    for (const f of readdirSync(dirname(out)))
+      if (stale.test(f)) rmSync(join(dirname(out), f), { recursive: true, force: true });
   const tmp = join(dirname(out), `.${basename(out)}.tmp-${process.pid}`);
-  rmSync(tmp, { recursive: true, force: true });
+  const old = join(dirname(out), `.${basename(out)}.old-${process.pid}`);
   mkdirSync(tmp, { recursive: true });
   try {
     for (const [name, bytes] of Object.entries(exp.files)) atomicWrite(join(tmp, name), bytes);
     atomicWrite(join(tmp, MANIFEST), `${JSON.stringify(exp.manifest, null, 2)}\n`);
     asUserError(() => copyFolderFiles(a.model, tmp, { ...(ownConfig && { config: ownConfig }) }));
-    if (existsSync(out)) rmSync(out, { recursive: true });
+    // A folder cannot be renamed over a full one: the old one is renamed aside first, so that a
+    // kill leaves under --out the old export whole, nothing (the old one beside it), or the new
+    // one whole; never a folder half removed (crash-writes.once.test.ts kills at each point).
+    if (existsSync(out)) renameSync(out, old);
+    faultPoint('export-swap', { file: out, at: 'aside' });
     renameSync(tmp, out);
+    faultPoint('export-swap', { file: out, at: 'renamed' });
+    try {
+      nodeWriteFs.syncDir(dirname(out));
+    } catch {
+      // Some systems cannot fsync a folder (Windows).
+    }
+    rmSync(old, { recursive: true, force: true });
   } catch (e) {
     rmSync(tmp, { recursive: true, force: true });
+    if (existsSync(old) && !existsSync(out)) renameSync(old, out);
     throw e;
   }
   const graphs = Object.keys(exp.files).join(', ');

@@ -4,17 +4,7 @@
  * write goes to a temporary file in the same folder, is flushed, then renamed over the target, so
  * a killed process leaves either the old file or the new one.
  */
-import {
-  closeSync,
-  copyFileSync,
-  existsSync,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  readSync,
-  statSync,
-} from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { atomicWrite } from '../io/atomic.ts';
 import { readHfGpt2Sync } from '../io/hf.ts';
@@ -125,6 +115,7 @@ export function saveLmDir(
  * Copy a folder's config.json (unless `config` is given: written instead), its tokenizers and,
  * with `extra`, other files it holds (e.g. history.json) into `to`; the weights are not copied.
  * A file `from` lacks is skipped, except config.json and tokenizer.json (a FolderError naming it).
+ * Each file is written with atomicWrite.
  */
 export function copyFolderFiles(
   from: string,
@@ -140,7 +131,7 @@ export function copyFolderFiles(
       if ((required as string[]).includes(f)) throw notFound(f, pathNamer(from));
       continue;
     }
-    copyFileSync(path, join(to, f));
+    atomicWrite(join(to, f), readFileSync(path)); // not copyFileSync: a kill mid-copy would leave half a file
   }
 }
 

@@ -6,12 +6,15 @@
  *   QKV_FAULT=<point>[:<key>=<value>]...
  *
  * e.g. `step:step=40` (the trainer has just finished optimiser step 40, before anything of it is
- * saved) or `after-tmp-write:step=40:file=train-state.safetensors` (atomicWrite has written and
- * flushed the temporary file of the step-40 training state and not yet renamed it: the process dies
- * mid-write). A point's details are remembered: `step` set by the trainer's `step` point still holds
- * when atomicWrite reaches `after-tmp-write`. A value matches a detail equal to it or ending in
- * `/<value>` (a file name matches its path). The process SIGKILLs itself (`group=1`: its whole
- * process group, as a power cut would) the first time every key matches.
+ * saved) or `write:at=part:step=40:file=train-state.safetensors` (atomicWrite has written half of
+ * the temporary file of the step-40 training state: the process dies mid-write; src/io/atomic.ts
+ * names the four stages of a write). A point's details are remembered: `step` set by the trainer's
+ * `step` point still holds when atomicWrite reaches `write`. A value matches a detail equal to it
+ * or ending in `/<value>` (a file name matches its path). The process SIGKILLs itself the first
+ * time every key matches (`group=1`: its whole process group, a launcher and its ranks at once).
+ * A SIGKILL ends the processes, not the machine: what they wrote stays in the page cache and
+ * reaches the disk, so a kill shows what a reader finds after a crash of the program, not what a
+ * power cut keeps (test/io/atomic.test.ts simulates that).
  *
  * Production code calls `faultPoint(name, details)` at a handful of places; with QKV_FAULT unset
  * that is one comparison with null.

@@ -12,12 +12,13 @@ import { alloc } from '../../src/backend/wasm/memory.ts';
 import { routeCounts } from '../../src/backend/wasm/route.ts';
 import { assertClose } from '../helpers/assert.ts';
 import { rng, uniformArray } from '../helpers/random.ts';
+import { wasmVariants } from '../helpers/wasm.ts';
 const jsBackend = hostBackend(jsB);
 const wasmBackend = hostBackend(wasmB);
 
 assert.ok(kernels(), 'the wasm module loads (npm run build:wasm)');
-/** Both builds where relaxed SIMD is available, else the plain-SIMD one. */
-export const variants: WasmVariant[] = wasmVariant() === 'simd' ? ['simd'] : ['relaxed-simd', 'simd'];
+/** Both builds where relaxed SIMD is available, else the plain-SIMD one (said; test/helpers/wasm.ts). */
+export const variants: WasmVariant[] = wasmVariants(wasmVariant(), 'test/backend/twins.ts');
 
 /** A seeded source of uniform values in [-scale, scale). */
 export function randomSource(seed: number): { rand: () => number; randn: (n: number, scale?: number) => Float32Array } {

@@ -19,19 +19,22 @@ import {
   declaredExports,
   declareExports,
   kernels,
+  relaxedSimdSupported,
   sig,
   unsharedMemoryImport,
   wasmModule,
 } from '../../src/backend/wasm/loader.ts';
 import { wasmKernels } from '../../src/backend/wasm/registry.ts';
+import { requireWasm, wasmSkip, wasmVariants } from '../helpers/wasm.ts';
 const jsBackend = hostBackend(jsB);
 const wasmBackend = hostBackend(wasmB);
 
 const root = (p: string) => fileURLToPath(new URL(`../../${p}`, import.meta.url));
 
 test('every function the module exports is declared by one binding file, with its parameter count', {
-  skip: !kernels(),
+  skip: wasmSkip(),
 }, () => {
+  requireWasm();
   const declared = declaredExports();
   const exported = WebAssembly.Module.exports(wasmModule())
     .filter((e) => e.kind === 'function')
@@ -75,7 +78,8 @@ test('a backend missing a kernel, or registering one twice, is refused by name',
   assert.throws(() => t.build(plainHost), /test backend: no kernel registered for gemm, binary, /);
 });
 
-test('unsharedMemoryImport clears only the shared flag of the memory import', { skip: !kernels() }, () => {
+test('unsharedMemoryImport clears only the shared flag of the memory import', { skip: wasmSkip() }, () => {
+  requireWasm();
   // A module importing a shared memory (limits flag 3: shared, with maximum) and exporting nothing.
   const shared = new Uint8Array([
     0, 97, 115, 109, 1, 0, 0, 0, 2, 16, 1, 3, 101, 110, 118, 6, 109, 101, 109, 111, 114, 121, 2, 3, 1, 2,
@@ -95,4 +99,17 @@ test('unsharedMemoryImport clears only the shared flag of the memory import', { 
         env: { memory: new WebAssembly.Memory({ initial: 1, maximum: 2 }) },
       }),
   );
+});
+
+test('the twin tests run both builds where relaxed SIMD loaded; a plain-SIMD load where the engine runs relaxed SIMD fails them', () => {
+  assert.deepEqual(wasmVariants('relaxed-simd', 'x.test.ts'), ['relaxed-simd', 'simd']);
+  if (relaxedSimdSupported()) {
+    assert.throws(
+      () => wasmVariants('simd', 'x.test.ts'),
+      /^Error: x\.test\.ts: this engine runs relaxed SIMD, yet the plain-SIMD build loaded/,
+    );
+  } else {
+    // Said on stderr (a `#` line), not failed: this engine cannot run the relaxed build.
+    assert.deepEqual(wasmVariants('simd', 'x.test.ts'), ['simd']);
+  }
 });

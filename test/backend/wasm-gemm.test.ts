@@ -20,6 +20,7 @@ import type { GemmParams } from '../../src/backend/backend.ts';
 import { gemm as jsGemm } from '../../src/backend/js/gemm.ts';
 import { alloc, bytesInUse, free, isWasmView, memory } from '../../src/backend/wasm/memory.ts';
 import { rng } from '../helpers/random.ts';
+import { wasmVariants } from '../helpers/wasm.ts';
 
 const wasmDir = new URL('../../src/backend/wasm/', import.meta.url);
 if (!['qkv-simd.wasm', 'qkv-relaxed.wasm'].every((f) => existsSync(new URL(f, wasmDir)))) {
@@ -29,8 +30,8 @@ if (!['qkv-simd.wasm', 'qkv-relaxed.wasm'].every((f) => existsSync(new URL(f, wa
 }
 const { wasmGemm, gemmVariant, setGemmVariant } = await import('../../src/backend/wasm/gemm.ts');
 type GemmVariant = ReturnType<typeof gemmVariant>;
-/** The default build first (relaxed SIMD where supported), then plain SIMD if that was not it. */
-const variants: GemmVariant[] = gemmVariant() === 'simd' ? ['simd'] : ['relaxed-simd', 'simd'];
+/** The default build first (relaxed SIMD where supported), then plain SIMD if that was not it (said; test/helpers/wasm.ts). */
+const variants: GemmVariant[] = wasmVariants(gemmVariant(), 'test/backend/wasm-gemm.test.ts');
 
 const U = 2 ** -24;
 

@@ -1,14 +1,20 @@
 /**
  * A crash harness for the training commands, the way databases test durability: run a training job
  * as a child process that SIGKILLs itself at a seeded random point of its own run (QKV_FAULT,
- * src/util/fault.ts: right after a step, or between an atomic write's temporary file and its
- * rename: mid-write), resume, and repeat; then compare with an uninterrupted run of the same
- * command. No timer or polling decides where a kill lands, so a loaded machine makes the same kills.
+ * src/util/fault.ts: right after a step, or inside an atomic write at one of its four stages:
+ * temporary file half written, written but not fsynced, fsynced but not renamed, renamed before the
+ * folder's fsync), resume, and repeat; then compare with an uninterrupted run of the same command.
+ * No timer or polling decides where a kill lands, so a loaded machine makes the same kills.
+ *
+ * What a kill shows: the files a reader (the resumed run) finds after the program dies at that
+ * point, page cache included. What it cannot show: what a power cut keeps, since a killed process's
+ * writes still reach the disk; whether atomicWrite fsyncs is held by test/io/atomic.test.ts instead.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { WRITE_STAGES } from '../../src/io/atomic.ts';
 import { readSafetensors, writeSafetensors } from '../../src/io/safetensors.ts';
 import { rng as seeded } from '../helpers/random.ts';
 
@@ -52,6 +58,30 @@ export async function runToEnd(
   return { status, stderr, totalMs: performance.now() - t0 };
 }
 
+/**
+ * Run the command with QKV_FAULT=`spec`; throws unless it dies by its own SIGKILL there. `env` is
+ * added to the environment (test/cli/broken-writer.mjs's NODE_OPTIONS and QKV_BROKEN_WRITE).
+ */
+export function killAt(args: string[], spec: string, env: NodeJS.ProcessEnv = {}): void {
+  const r = spawnSync(process.execPath, [...CLI, ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...withoutFault(), ...env, QKV_FAULT: spec },
+  });
+  if (r.signal !== 'SIGKILL')
+    throw new Error(
+      `qkv ${args.join(' ')} with QKV_FAULT=${spec} ended (${r.status}) instead of killing itself: ${r.stderr}`,
+    );
+}
+
+/** The environment that swaps the CLI's atomicWrite for an unsafe writer (test/cli/broken-writer.mjs). */
+export function brokenWriter(variant: 'in-place' | 'no-temp'): NodeJS.ProcessEnv {
+  return {
+    NODE_OPTIONS: `--import=${join(root, 'test/cli/broken-writer.mjs')}`,
+    QKV_BROKEN_WRITE: variant,
+  };
+}
+
 function withoutFault(): NodeJS.ProcessEnv {
   const { QKV_FAULT: _, ...env } = process.env;
   return env;
@@ -85,17 +115,25 @@ export function checkLoadable(dir: string): void {
         throw new Error(`${f} does not load after a kill: ${(e as Error).message}`);
       }
     } else if (f.endsWith('.json')) {
-      JSON.parse(bytes.toString('utf8'));
+      try {
+        JSON.parse(bytes.toString('utf8'));
+      } catch (e) {
+        throw new Error(`${f} does not load after a kill: ${(e as Error).message}`);
+      }
     }
   }
 }
 
+export type WriteStage = (typeof WRITE_STAGES)[number];
+
 export interface CrashReport {
   kills: number;
-  /** Kills aimed between an atomic write's temporary file and its rename (src/util/fault.ts). */
+  /** Kills aimed inside an atomic write, before its rename (src/io/atomic.ts: part, unflushed, flushed). */
   plannedMidWrite: number;
   /** Kills that left a temporary file on disk: the process died in the middle of a write. */
   midWrite: number;
+  /** Kills inside a write, by its stage. */
+  stages: Record<WriteStage, number>;
   /** Kills before the first checkpoint existed (the next run started afresh). */
   beforeFirstState: number;
   /** Runs started (the kills, then the one that finished). */
@@ -131,6 +169,8 @@ export interface CrashOptions {
   group?: boolean;
   /** Every how many kills one is mid-write (default 3). */
   midWriteEvery?: number;
+  /** The stages of a write a kill inside one may land at (default: all four, src/io/atomic.ts). */
+  stages?: readonly WriteStage[];
 }
 
 /** The step a training state holds (0 when there is none). */
@@ -145,29 +185,31 @@ function savedStep(path: string): number {
  * Where the n-th kill lands, chosen by a seeded generator from where the run stands (the step of
  * its saved state) and named to the run itself through QKV_FAULT: the process kills itself there,
  * so a machine ten times faster or slower makes exactly the same kills. One kill in five, the
- * first among them, during start-up (a fresh run dies with its first file half-written; a resumed
- * one right after its first step); every third kill mid-write (between the temporary file and the rename of a file the run
- * writes at a step it has not saved yet); the others right after a step, before anything of it is
- * saved. Each lands within a few steps of the saved state (at most 8, and at most twice an even
+ * first among them, during start-up (a fresh run dies inside the write of one of its first files;
+ * a resumed one right after its first step); every third kill inside the write of a file the run
+ * writes at a step it has not saved yet, at the stages of a write in turn; the others right after a
+ * step, before anything of it is saved. Each lands within a few steps of the saved state (at most 8, and at most twice an even
  * share of the steps left), so the run moves forward between kills and every kill lands before
  * its end (the report's `reached` says how far they got).
  */
 export function planFault(
-  o: Pick<CrashOptions, 'maxSteps' | 'writesAt' | 'startFiles' | 'kills' | 'midWriteEvery'>,
+  o: Pick<CrashOptions, 'maxSteps' | 'writesAt' | 'startFiles' | 'kills' | 'midWriteEvery' | 'stages'>,
   n: number,
   saved: number,
   fresh: boolean,
   random: () => number,
-): { spec: string; midWrite: boolean } {
+  writeKills = 0,
+): { spec: string; stage?: WriteStage } {
   const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)];
   const left = o.maxSteps - saved;
   if (left <= 0)
     throw new Error(`planFault: the saved state is already at step ${saved} of ${o.maxSteps}: give the run more steps`);
   const span = Math.max(1, Math.min(8, Math.floor((2 * left) / (o.kills - n + 1))));
+  // The stages in turn, so that a few kills inside writes reach each of them.
+  const stages = o.stages ?? WRITE_STAGES;
+  const stage = stages[writeKills % stages.length];
   if (n % 5 === 0) {
-    return fresh
-      ? { spec: `after-tmp-write:file=${pick(o.startFiles)}`, midWrite: true }
-      : { spec: `step:step=${saved + 1}`, midWrite: false };
+    return fresh ? { spec: `write:at=${stage}:file=${pick(o.startFiles)}`, stage } : { spec: `step:step=${saved + 1}` };
   }
   const every = o.midWriteEvery ?? 3;
   if (n % every === every - 1) {
@@ -177,9 +219,9 @@ export function planFault(
       if (o.writesAt(s).length > 0) candidates.push(s);
     if (candidates.length === 0) throw new Error(`planFault: no write after step ${saved}`);
     const step = pick(candidates.slice(0, Math.max(1, Math.min(candidates.length, span))));
-    return { spec: `after-tmp-write:step=${step}:file=${pick(o.writesAt(step))}`, midWrite: true };
+    return { spec: `write:at=${stage}:step=${step}:file=${pick(o.writesAt(step))}`, stage };
   }
-  return { spec: `step:step=${saved + 1 + Math.floor(random() * Math.min(span, left))}`, midWrite: false };
+  return { spec: `step:step=${saved + 1 + Math.floor(random() * Math.min(span, left))}` };
 }
 
 /**
@@ -195,6 +237,7 @@ export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
     kills: 0,
     plannedMidWrite: 0,
     midWrite: 0,
+    stages: { part: 0, unflushed: 0, flushed: 0, renamed: 0 },
     beforeFirstState: 0,
     runs: 0,
     reached: 0,
@@ -206,7 +249,8 @@ export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
     const resume = existsSync(statePath);
     const saved = resume ? stateStep(statePath) : 0;
     const last = report.kills === o.kills;
-    const fault = last ? null : planFault(o, report.kills, saved, !resume, random);
+    const writeKills = Object.values(report.stages).reduce((a, b) => a + b, 0);
+    const fault = last ? null : planFault(o, report.kills, saved, !resume, random, writeKills);
     const env = {
       ...withoutFault(),
       ...o.env,
@@ -238,12 +282,15 @@ export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
     }
     report.kills++;
     report.faults.push(fault.spec);
-    if (fault.midWrite) report.plannedMidWrite++;
+    // Before the rename the temporary file must be there; after it, the target is renamed and loads.
+    const beforeRename = fault.stage !== undefined && fault.stage !== 'renamed';
+    if (fault.stage) report.stages[fault.stage]++;
+    if (beforeRename) report.plannedMidWrite++;
     if (!existsSync(statePath)) report.beforeFirstState++;
     if (existsSync(o.out)) {
-      if (listTree(o.out).some(isTemp)) report.midWrite++;
-      else if (fault.midWrite) throw new Error(`QKV_FAULT=${fault.spec} left no temporary file`);
       checkLoadable(o.out);
+      if (listTree(o.out).some(isTemp)) report.midWrite++;
+      else if (beforeRename) throw new Error(`QKV_FAULT=${fault.spec} left no temporary file`);
     }
   }
 }

@@ -18,7 +18,7 @@ import {
   seq2seqFromFiles,
   type OpenedFolder,
 } from '../../src/folder/index.ts';
-import { atomicWrite, dirSource, folderKindOf, readEnsemble, readLm, readSeq2Seq } from '../../src/folder/node.ts';
+import { dirSource, folderKindOf, readEnsemble, readLm, readSeq2Seq } from '../../src/folder/node.ts';
 import { ByteLevelBpeTokenizer } from '../../src/text/bytelevel.ts';
 import { makeTinyGpt, makeTinyModel, makeTinySeparateModel, tempDir } from '../e2e/tiny-model.ts';
 import { root } from '../helpers/cli.ts';
@@ -277,15 +277,6 @@ test('a Hugging Face GPT-2 folder: tokenizer.json, or vocab.json + merges.txt; p
     () => readLm(copyOf(HF, { 'model.safetensors': w.subarray(0, w.length - 4096) })),
     /model\.safetensors: .*data/,
   );
-});
-
-test('atomicWrite replaces a file whole and leaves no temporary file', () => {
-  const dir = join(tempDir('qkv-atomic-'), 'a', 'b');
-  const f = join(dir, 'config.json');
-  atomicWrite(f, 'one');
-  atomicWrite(f, new TextEncoder().encode('two'));
-  assert.equal(readFileSync(f, 'utf8'), 'two');
-  assert.deepEqual(readdirSync(dir), ['config.json']);
 });
 
 test('contentsSource names files as given, members under their subfolder', async () => {

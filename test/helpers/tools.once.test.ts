@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { toolsRequired, truthy } from './tools.ts';
+import { featureSkip, requireFeature, toolsRequired, truthy } from './tools.ts';
 
 test('truthy: any value but empty, 0, false, no, off (any case)', () => {
   for (const v of ['true', '1', 'yes', 'TRUE', 'github', 'on']) assert.equal(truthy(v), true, v);
@@ -31,6 +31,28 @@ test('toolsRequired: CI=1 requires the tools, as CI=true does', () => {
     delete process.env.CI;
     process.env.QKV_REQUIRE_TOOLS = '1';
     assert.equal(toolsRequired(), true);
+  } finally {
+    if (saved.CI === undefined) delete process.env.CI;
+    else process.env.CI = saved.CI;
+    if (saved.Q === undefined) delete process.env.QKV_REQUIRE_TOOLS;
+    else process.env.QKV_REQUIRE_TOOLS = saved.Q;
+  }
+});
+
+test('featureSkip: a missing feature skips with its reason on a developer machine, runs (to fail) under CI', () => {
+  const saved = { CI: process.env.CI, Q: process.env.QKV_REQUIRE_TOOLS };
+  try {
+    delete process.env.QKV_REQUIRE_TOOLS;
+    delete process.env.CI;
+    assert.equal(featureSkip('the wasm module', null), false);
+    assert.equal(featureSkip('the wasm module', 'did not load: x'), 'the wasm module: did not load: x');
+    process.env.CI = 'true';
+    assert.equal(featureSkip('the wasm module', 'did not load: x'), false);
+    assert.throws(
+      () => requireFeature('the wasm module', 'did not load: x'),
+      /^Error: the wasm module: did not load: x$/,
+    );
+    requireFeature('the wasm module', null);
   } finally {
     if (saved.CI === undefined) delete process.env.CI;
     else process.env.CI = saved.CI;

@@ -62,6 +62,21 @@ export function toolSkip(...tools: Tool[]): false | string {
   return missing.map(missingToolMessage).join('; ');
 }
 
+/**
+ * The `skip` option for a test that needs a feature of this machine or engine (the wasm module, a
+ * second core): false when `missing` is null (the feature is there) or under CI, where the test
+ * must then fail by calling requireFeature; otherwise the reason, which node's runner prints.
+ */
+export function featureSkip(feature: string, missing: string | null): false | string {
+  if (missing === null || toolsRequired()) return false;
+  return `${feature}: ${missing}`;
+}
+
+/** Throws naming the feature and why it is missing (call it first in a test given featureSkip). */
+export function requireFeature(feature: string, missing: string | null): void {
+  if (missing !== null) throw new Error(`${feature}: ${missing}`);
+}
+
 /** Throws the install message when a tool is missing (call it first in a test that needs the tool). */
 export function requireTool(...tools: Tool[]): void {
   const missing = tools.filter((t) => !hasTool(t));

@@ -138,8 +138,11 @@ function validate(bytes: Uint8Array): boolean {
   }
 }
 
-/** Relaxed SIMD is on by default from V8 11.4 (Node 22); Node 20 has it behind a flag. */
-function relaxedSimdSupported(): boolean {
+/**
+ * Whether this engine runs relaxed SIMD (then the relaxed build is the one loaded). On by default
+ * from V8 11.4 (Node 22); Node 20 has it behind a flag, which this turns on.
+ */
+export function relaxedSimdSupported(): boolean {
   if (validate(RELAXED_PROBE)) return true;
   const v8 = nodeBuiltin<{ setFlagsFromString(flags: string): void }>('node:v8');
   if (!v8) return false;

@@ -15,7 +15,7 @@ import { Tensor } from '../../tensor/tensor.ts';
 import { readParallel } from '../corpus.ts';
 import { readFileIn } from '../../folder/node.ts';
 import { FILES } from '../../folder/spec.ts';
-import { atomicWrite, loadModelShape } from '../files.ts';
+import { atomicWrite, loadModelShape, removeStaleTempsOf } from '../files.ts';
 import { dataOption, log, modelOption, type FlagsOf } from '../options.ts';
 import { encodePairs } from '../../train/seq2seq-run.ts';
 
@@ -81,6 +81,7 @@ export function encodeSplit(a: EncodeArgs): void {
       targetTokenizerSha256: sha256(FILES.targetTokenizer),
     }),
   };
+  removeStaleTempsOf(a.out); // a killed earlier run's
   atomicWrite(
     a.out,
     writeSafetensors(

@@ -13,6 +13,7 @@ import {
   folderKindOfDir,
   loadEnsemble,
   loadLmDir,
+  removeStaleTemps,
   saveFolderWeights,
   UserError,
   writeModelConfig,
@@ -122,6 +123,7 @@ export function exportModel(o: ExportArgs): void {
 
 /** A model folder's config, tokenizers and history copied to `out`, and its weights written in `dtype`. */
 function copyModel(from: string, out: string, model: Module, dtype: WeightsDType): void {
+  removeStaleTemps(out); // a killed earlier export's
   asUserError(() => copyFolderFiles(from, out, { extra: ['history.json'] }));
   saveFolderWeights(out, model, dtype);
 }
