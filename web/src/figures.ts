@@ -103,6 +103,45 @@ export function hideFigure(el: HTMLElement, id: string): void {
   for (const f of listeners) f();
 }
 
+/**
+ * The cells of the heatmap shown in `el` made reachable by keyboard: one tab stop (the cell at
+ * `at`, else the first), the arrow keys (Home, End: the row's ends) move between cells, and each
+ * cell is read out as its title says (its tokens and value). Call after each showFigure.
+ */
+export function keyboardCells(el: HTMLElement, at: readonly [number, number] | null = null): void {
+  const cells = el.querySelectorAll<SVGElement>('rect.cell');
+  const stop = (at && el.querySelector(`rect.cell[data-row="${at[0]}"][data-col="${at[1]}"]`)) || cells[0];
+  for (const c of cells) {
+    c.setAttribute('tabindex', c === stop ? '0' : '-1');
+    c.setAttribute('role', 'img');
+    c.setAttribute('aria-label', c.querySelector('title')?.textContent ?? '');
+  }
+  if (el.dataset.keyboard) return;
+  el.dataset.keyboard = 'true';
+  el.addEventListener('keydown', (e) => {
+    const cell = (e.target as Element).closest('rect.cell');
+    const svg = cell?.closest('svg');
+    if (!cell || !svg) return;
+    const rows = Number(svg.getAttribute('data-rows'));
+    const cols = Number(svg.getAttribute('data-cols'));
+    let r = Number(cell.getAttribute('data-row'));
+    let c = Number(cell.getAttribute('data-col'));
+    if (e.key === 'ArrowRight') c = Math.min(cols - 1, c + 1);
+    else if (e.key === 'ArrowLeft') c = Math.max(0, c - 1);
+    else if (e.key === 'ArrowDown') r = Math.min(rows - 1, r + 1);
+    else if (e.key === 'ArrowUp') r = Math.max(0, r - 1);
+    else if (e.key === 'Home') c = 0;
+    else if (e.key === 'End') c = cols - 1;
+    else return;
+    e.preventDefault();
+    const next = svg.querySelector<SVGElement>(`rect.cell[data-row="${r}"][data-col="${c}"]`);
+    if (!next || next === cell) return;
+    cell.setAttribute('tabindex', '-1');
+    next.setAttribute('tabindex', '0');
+    next.focus();
+  });
+}
+
 /** An empty figure with download buttons; fill it with showFigure. */
 export function figureBox(id: string): HTMLElement {
   const svgBtn = h('button', { type: 'button', class: 'small', text: 'SVG', title: 'download as SVG' });

@@ -131,10 +131,11 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
   const promptOut = h('span', { class: 'prompt-text' });
   const continuation = h('strong', { id: 'continuation', 'data-testid': 'continuation' });
   const out = h('output', { id: 'generated', 'data-testid': 'generated' }, promptOut, continuation);
-  const timing = h('small', { id: 'timing', class: 'muted' });
-  const err = h('p', { class: 'error', id: 'generate-error', hidden: true });
-  const tokens = h('div', { id: 'tokens', class: 'tokens' });
-  const panel = attentionPanel('Generate');
+  // Ids apart from the Translate view's (both views can be on the page): gpt-…
+  const timing = h('small', { id: 'gpt-timing', class: 'muted' });
+  const err = h('p', { class: 'error', id: 'generate-error', role: 'alert', hidden: true });
+  const tokens = h('div', { id: 'gpt-tokens', class: 'tokens' });
+  const panel = attentionPanel('Generate', 'gpt-');
   const sampling = () => {
     const sample = decoding.value === 'sample';
     const k = Number(topK.value);
@@ -213,6 +214,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     promptOut.textContent = '';
     continuation.textContent = '';
     timing.textContent = '';
+    err.hidden = true;
     tokens.replaceChildren();
     go.disabled = false;
   };
@@ -312,8 +314,14 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       root.dataset.generated = String(Number(root.dataset.generated ?? 0) + 1);
     },
     fail() {
+      // Nothing of the previous run is left under the message.
+      promptOut.textContent = '';
       continuation.textContent = '';
       timing.textContent = '';
+      tokens.replaceChildren();
+      panel.show(null);
+      nextToken.clear();
+      neuron.clear();
     },
   });
 
@@ -333,6 +341,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
           'folder above: a Hugging Face GPT-2 download (gpt2, distilgpt2, ...) ' +
           'or a qkv train-lm folder.';
         info.classList.add('warning');
+        deps.setModelStatus('no GPT served');
         return;
       }
       info.textContent =

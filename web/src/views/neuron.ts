@@ -31,7 +31,7 @@ export function neuronPanel(): NeuronPanel {
   const query = select('neuron-query', []);
   const caption = h('p', { class: 'muted', id: 'neuron-caption' });
   const out = h('div', { id: 'neuron-out', 'data-testid': 'neuron-view' });
-  const err = h('p', { class: 'error', hidden: true });
+  const err = h('p', { class: 'error', role: 'alert', hidden: true });
   const element = h(
     'section',
     { class: 'panel', id: 'neuron', hidden: true },

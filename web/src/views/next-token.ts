@@ -45,7 +45,7 @@ export function nextTokenPanel(options: () => SamplingOptions & { seed: number; 
   );
   const mass = h('p', { id: 'next-token-mass', 'data-testid': 'next-token-mass' });
   const sampled = h('p', { id: 'next-token-sampled', 'data-testid': 'next-token-sampled' });
-  const err = h('p', { class: 'error', hidden: true });
+  const err = h('p', { class: 'error', role: 'alert', hidden: true });
   const element = h(
     'section',
     { class: 'panel', id: 'next-token', hidden: true },

@@ -82,7 +82,8 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
   );
   const out = h('output', { id: 'translation', 'data-testid': 'translation' });
   const timing = h('small', { id: 'timing', class: 'muted' });
-  const err = h('p', { class: 'error', id: 'translate-error', hidden: true });
+  const err = h('p', { class: 'error', id: 'translate-error', role: 'alert', hidden: true });
+  const warn = h('p', { class: 'warning', id: 'translate-warning', role: 'status', hidden: true });
   const tokens = h('div', { id: 'tokens', class: 'tokens' });
   const outLabel = h('span', { class: 'label', text: 'Translation: ' });
 
@@ -91,10 +92,19 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     (Object.keys(KIND_NAMES) as AttentionKind[]).map((k) => [k, KIND_NAMES[k]] as const),
     'cross',
   );
-  const panel = attentionPanel('Translate', [field('Attention', kind)]);
+  const panel = attentionPanel('Translate', '', [field('Attention', kind)]);
 
   root.append(
-    h('div', { class: 'panel' }, info, form, h('p', { class: 'result' }, outLabel, out, ' ', timing), err, tokens),
+    h(
+      'div',
+      { class: 'panel' },
+      info,
+      form,
+      h('p', { class: 'result' }, outLabel, out, ' ', timing),
+      err,
+      warn,
+      tokens,
+    ),
     ...panel.elements,
   );
 
@@ -128,33 +138,51 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     start() {
       out.textContent = '…';
       timing.textContent = 'translating';
+      warn.hidden = true;
     },
     work() {
       const t0 = performance.now();
       const useBeam = decoding.value === 'beam';
+      const size = Number(beam.value);
+      if (useBeam && (beam.value.trim() === '' || !Number.isInteger(size) || size < 2 || size > 16))
+        throw new Error(`the beam size must be a whole number from 2 to 16, got '${beam.value}'`);
       const separate = loaded!.targetTokenizer !== loaded!.tokenizer;
       const t = translateWithAttention(loaded!.model, loaded!.tokenizer, src.value, {
-        beam: useBeam ? Math.max(2, Number(beam.value) || 4) : 1,
+        beam: useBeam ? size : 1,
         ...(separate && { targetTokenizer: loaded!.targetTokenizer }),
       });
       const ms = performance.now() - t0;
       current = t;
       out.textContent = t.translation === '' ? '(empty)' : t.translation;
       timing.textContent =
-        `${ms.toFixed(0)} ms, ${useBeam ? `beam ${beam.value}` : 'greedy'}, ` +
+        `${ms.toFixed(0)} ms, ${useBeam ? `beam ${size}` : 'greedy'}, ` +
         `${deps.backend()?.name ?? ''} ` +
         `backend${t.finished ? '' : ', cut at the length limit'}`;
       if (t.truncatedFrom !== undefined)
         timing.textContent +=
           `; the sentence has ${t.truncatedFrom} tokens, this model reads ` +
           `${t.srcIds.length}: only the first ${t.srcIds.length} were translated`;
+      const tok = loaded!.tokenizer;
+      const unknown = unknownCharacters(tok, t.source, t.srcIds);
+      if (unknown.length > 0) {
+        warn.textContent =
+          `Not in this model's vocabulary: ${unknown.map((c) => `'${c}'`).join(', ')}; ` +
+          `the model read ${unknown.length === 1 ? 'it' : 'each'} as ${tok.idToToken(tok.unkId) ?? '<unk>'}, ` +
+          'so this translation says little about the sentence.';
+        warn.hidden = false;
+      }
       showTokens(t);
       showMaps();
       root.dataset.translated = String(Number(root.dataset.translated ?? 0) + 1);
     },
     fail() {
+      // Nothing of the previous run is left under the message.
+      current = null;
       out.textContent = '';
       timing.textContent = '';
+      warn.hidden = true;
+      tokens.replaceChildren();
+      panel.show(null);
     },
   });
 
@@ -213,6 +241,8 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     current = null;
     out.textContent = '';
     timing.textContent = '';
+    warn.hidden = true;
+    err.hidden = true;
     tokens.replaceChildren();
     panel.show(null);
     deps.setModelStatus(`model: ${loaded.name}`);
@@ -227,4 +257,11 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
   }
 
   return { use };
+}
+
+/** The characters of `text` that `tokenizer` reads as its unknown token (none when `ids` holds no unk). */
+function unknownCharacters(tokenizer: BpeTokenizer, text: string, ids: readonly number[]): string[] {
+  if (!ids.includes(tokenizer.unkId)) return [];
+  const chars = new Set(Array.from(text).filter((c) => c.trim() !== ''));
+  return [...chars].filter((c) => tokenizer.encode(c).includes(tokenizer.unkId));
 }

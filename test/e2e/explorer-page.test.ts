@@ -1,0 +1,368 @@
+/**
+ * The explorer page's own behaviour in headless Chromium (issue 47): what each view shows, keeps and
+ * clears, and how it is reached by keyboard and announced. One server serves two tiny translation
+ * models and a tiny GPT; each test opens the page in a fresh browser context (its own storage).
+ * Skips without Chromium on a developer machine; fails under CI=true. Runs once per backend pass.
+ */
+import assert from 'node:assert/strict';
+import { basename } from 'node:path';
+import { after, before, test } from 'node:test';
+import type { Browser, Page } from 'playwright-core';
+import { describeFolder, startExploreServer, type ExploreServer } from '../../src/server/static.ts';
+import { generateWithAttention, lineSeparatorId } from '../../src/viz/gpt-attention.ts';
+import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
+import { ensureWebBuild } from './web-build.ts';
+import { GPT_HEADS, GPT_LAYERS, HEADS, LAYERS, makeTinyGpt, makeTinyModel } from './tiny-model.ts';
+
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+const BACKEND = process.env.QKV_BACKEND === 'wasm' ? 'wasm' : 'js';
+const SENTENCE = 'A dog runs in the park.';
+const skip = toolSkip('chromium');
+
+let browser: Browser;
+let server: ExploreServer;
+const tr = skip ? null : makeTinyModel(1);
+const tr2 = skip ? null : makeTinyModel(2);
+const gpt = skip ? null : makeTinyGpt(1);
+/** The folders' names, as the page names them. */
+const NAME = skip
+  ? { tr: '', tr2: '', gpt: '' }
+  : { tr: basename(tr!.dir), tr2: basename(tr2!.dir), gpt: basename(gpt!.dir) };
+/** Each page's errors, checked at its end. */
+const errors = new Map<Page, string[]>();
+
+before(async () => {
+  if (skip) return;
+  requireTool('chromium');
+  const webDir = ensureWebBuild();
+  server = await startExploreServer({
+    webDir,
+    models: [
+      describeFolder(tr!.dir, 'tiny-tr'),
+      describeFolder(tr2!.dir, 'tiny-tr2'),
+      describeFolder(gpt!.dir, 'tiny-gpt'),
+    ],
+    port: 0,
+  });
+  const { chromium } = await import('playwright-core');
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** The page at `hash`, in a fresh context, once it says it is ready. */
+async function open(hash: string): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const p = await context.newPage();
+  const errs: string[] = [];
+  errors.set(p, errs);
+  p.on('pageerror', (e) => errs.push(e.message));
+  p.on('console', (m) => {
+    if (m.type() === 'error') errs.push(m.text());
+  });
+  await p.goto(`${server.url}?backend=${BACKEND}#${hash}`);
+  await p.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
+  return p;
+}
+
+async function close(p: Page): Promise<void> {
+  const errs = errors.get(p) ?? [];
+  await p.context().close();
+  assert.deepEqual(errs, [], 'no errors in the page');
+}
+
+/** Wait until view `view` has model `id` loaded. */
+const loaded = (p: Page, view: string, id: string) =>
+  p.waitForFunction(([v, m]) => document.querySelector(`#view-${v}`)?.getAttribute('data-model') === m, [view, id], {
+    timeout: 30000,
+  });
+
+async function translate(p: Page, text = SENTENCE): Promise<void> {
+  const n = Number((await p.locator('#view-translate').getAttribute('data-translated')) ?? 0);
+  await p.getByTestId('src').fill(text);
+  await p.getByTestId('translate').click();
+  await p.waitForFunction(
+    (k) => document.querySelector('#view-translate')?.getAttribute('data-translated') === String(k),
+    n + 1,
+    { timeout: 30000 },
+  );
+}
+
+async function generate(p: Page, prompt: string, maxTokens: number): Promise<void> {
+  const n = Number((await p.locator('#view-generate').getAttribute('data-generated')) ?? 0);
+  await p.locator('#view-generate [data-testid="prompt"]').fill(prompt);
+  await p.locator('#view-generate [data-testid="max-tokens"]').fill(String(maxTokens));
+  await p.locator('#view-generate #stop-line').setChecked(false);
+  await p.locator('#view-generate [data-testid="generate"]').click();
+  await p.waitForFunction(
+    (k) => document.querySelector('#view-generate')?.getAttribute('data-generated') === String(k),
+    n + 1,
+    { timeout: 30000 },
+  );
+}
+
+/** A view's attention figure: 'heatmap', 'headview' or 'modelview' (its box, whatever its id). */
+const fig = (p: Page, view: string, kind: string) => p.locator(`#view-${view} figure[data-figure$="${kind}"]`);
+const status = async (p: Page) => (await p.getByTestId('status').textContent()) ?? '';
+
+test('Export lists the pictures of every view; no element id is used twice', { skip }, async () => {
+  const p = await open('translate');
+  await translate(p);
+  await p.locator('#tabs [data-view="generate"]').click();
+  await loaded(p, 'generate', 'tiny-gpt');
+  await generate(p, 'A dog', 6);
+  await p.locator('#tabs [data-view="export"]').click();
+  const rows = await p
+    .locator('#export-list tr[data-figure]')
+    .evaluateAll((rs) => rs.map((r) => `${r.querySelector('td')?.textContent}: ${r.getAttribute('data-figure')}`));
+  for (const view of ['Translate', 'Generate'])
+    assert.equal(rows.filter((r) => r.startsWith(`${view}: `)).length, 3, `${view}'s three maps in ${rows}`);
+  const dup = await p.evaluate(() => {
+    const seen = new Map<string, number>();
+    for (const el of Array.from(document.querySelectorAll('[id]'))) seen.set(el.id, (seen.get(el.id) ?? 0) + 1);
+    return [...seen].filter(([, n]) => n > 1).map(([id]) => id);
+  });
+  assert.deepEqual(dup, [], 'ids used more than once');
+  await close(p);
+});
+
+test('the status line names the model of the view on screen', { skip }, async () => {
+  const p = await open('generate');
+  await loaded(p, 'generate', 'tiny-gpt');
+  await loaded(p, 'translate', 'tiny-tr');
+  await p.waitForTimeout(100);
+  assert.match(await status(p), new RegExp(`^model: ${NAME.gpt} · `), 'opened at #generate');
+  await p.locator('#tabs [data-view="translate"]').click();
+  assert.match(await status(p), new RegExp(`^model: ${NAME.tr} · `));
+  await p.locator('#tabs [data-view="generate"]').click();
+  assert.match(await status(p), new RegExp(`^model: ${NAME.gpt} · `));
+  await p.locator('#tabs [data-view="steps"]').click();
+  assert.match(await status(p), new RegExp(`^model: ${NAME.gpt} · `), 'the model view last shown');
+  await close(p);
+  const q = await open('steps');
+  await loaded(q, 'translate', 'tiny-tr');
+  assert.match(await status(q), new RegExp(`^model: ${NAME.tr} · `), 'opened at #steps');
+  await q.locator('#tabs [data-view="generate"]').click();
+  await loaded(q, 'generate', 'tiny-gpt');
+  assert.match(await status(q), new RegExp(`^model: ${NAME.gpt} · `));
+  await close(q);
+});
+
+test('the attention controls stay hidden until there are maps', { skip }, async () => {
+  const p = await open('translate');
+  assert.equal(await p.locator('#view-translate .controls').isVisible(), false, 'before the first translation');
+  assert.equal(await p.locator('#view-translate p.hint').isVisible(), false);
+  await translate(p);
+  assert.equal(await p.locator('#view-translate .controls').isVisible(), true);
+  await p.locator('#tabs [data-view="generate"]').click();
+  await loaded(p, 'generate', 'tiny-gpt');
+  assert.equal(await p.locator('#view-generate .controls').first().isVisible(), false, 'before the first generation');
+  await close(p);
+});
+
+test('positional encoding: a bad list or an odd dModel is refused by name, and the stale curves go', {
+  skip,
+}, async () => {
+  const p = await open('positional');
+  const err = p.locator('#view-positional .error');
+  const curves = p.locator('#view-positional figure[data-figure="pe-positions"]');
+  assert.equal(await curves.isVisible(), true);
+  await p.locator('#pe-positions').fill('abc, -5');
+  assert.equal(await err.isVisible(), true);
+  const msg = (await err.textContent()) ?? '';
+  assert.match(msg, /Curves of positions: 'abc' is not a whole number/);
+  assert.doesNotMatch(msg, /positionalCurvesSvg/);
+  assert.equal(await curves.isVisible(), false, 'the old curves are not left on screen');
+  await p.locator('#pe-positions').fill('0, 10');
+  assert.equal(await err.isVisible(), false);
+  assert.equal(await curves.isVisible(), true);
+  await p.getByTestId('pe-dmodel').fill('7');
+  assert.equal(await err.isVisible(), true);
+  assert.match((await err.textContent()) ?? '', /dModel must be an even whole number from 2 to 1024, got '7'/);
+  assert.equal(await p.locator('#view-positional figure[data-figure="pe-heatmap"]').isVisible(), false);
+  await close(p);
+});
+
+test('translate: an empty beam size is refused; an error clears the last results', { skip }, async () => {
+  const p = await open('translate');
+  await translate(p);
+  assert.equal(await fig(p, 'translate', 'heatmap').isVisible(), true);
+  await p.selectOption('#decoding', 'beam');
+  await p.getByTestId('beam').fill('');
+  await p.getByTestId('translate').click();
+  const err = p.locator('#translate-error');
+  await err.waitFor({ state: 'visible' });
+  assert.match((await err.textContent()) ?? '', /beam size must be a whole number from 2 to 16, got ''/);
+  assert.equal(await p.getByTestId('translation').textContent(), '');
+  assert.equal(await fig(p, 'translate', 'heatmap').isVisible(), false, "the last run's maps are cleared");
+  assert.equal(await p.locator('#view-translate .tokens .chip').count(), 0);
+  assert.equal(await p.locator('#view-translate .controls').isVisible(), false);
+  await close(p);
+});
+
+test('generate: an error clears the last results', { skip }, async () => {
+  const p = await open('generate');
+  await loaded(p, 'generate', 'tiny-gpt');
+  await generate(p, 'A dog', 4);
+  assert.equal(await fig(p, 'generate', 'heatmap').isVisible(), true);
+  await p.locator('#view-generate [data-testid="prompt"]').fill('   ');
+  await p.locator('#view-generate [data-testid="generate"]').click();
+  await p.locator('#generate-error').waitFor({ state: 'visible' });
+  assert.equal(await fig(p, 'generate', 'heatmap').isVisible(), false);
+  assert.equal(await p.getByTestId('continuation').textContent(), '');
+  assert.equal(await p.locator('#next-token').isVisible(), false);
+  assert.equal(await p.locator('#neuron').isVisible(), false);
+  assert.equal(await p.locator('#view-generate .tokens .chip').count(), 0);
+  await close(p);
+});
+
+test('step by step: tokens are separated by spaces as well as commas', { skip }, async () => {
+  const p = await open('steps');
+  await p.locator('#tokens-input').fill('The big');
+  const rows = await p.locator('#inputs table[data-matrix="Q (queries)"] tr th:first-child').allTextContents();
+  assert.deepEqual(rows.slice(1), ['The', 'big']);
+  await p.locator('#tokens-input').fill('one,two');
+  assert.deepEqual(
+    (await p.locator('#inputs table[data-matrix="Q (queries)"] tr th:first-child').allTextContents()).slice(1),
+    ['one', 'two'],
+  );
+  await close(p);
+});
+
+test('translate: characters outside the vocabulary are named in a warning', { skip }, async () => {
+  const p = await open('translate');
+  const warn = p.locator('#translate-warning');
+  await translate(p, 'A dog 中 runs ½.');
+  assert.equal(await warn.isVisible(), true);
+  const w = (await warn.textContent()) ?? '';
+  assert.match(w, /'中'/);
+  assert.match(w, /'½'/);
+  assert.match(w, /<unk>/);
+  await translate(p);
+  assert.equal(await warn.isVisible(), false, 'a sentence in the vocabulary: no warning');
+  await close(p);
+});
+
+test('the model chosen in the switcher is kept on reload', { skip }, async () => {
+  const p = await open('translate');
+  await loaded(p, 'translate', 'tiny-tr');
+  await p.selectOption('#model-select', 'tiny-tr2');
+  await loaded(p, 'translate', 'tiny-tr2');
+  await p.reload();
+  await p.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
+  await loaded(p, 'translate', 'tiny-tr2');
+  assert.equal(await p.locator('#model-select').inputValue(), 'tiny-tr2');
+  assert.match(await status(p), new RegExp(`^model: ${NAME.tr2} · `));
+  await close(p);
+});
+
+test('the GPT heatmap labels every token', { skip }, async () => {
+  const lm = { model: gpt!.model, tokenizer: gpt!.tokenizer, separatorId: lineSeparatorId(gpt!.tokenizer) };
+  const ref = generateWithAttention(lm, 'A dog', { maxTokens: 40, stopAtLineEnd: false });
+  const T = ref.ids.length;
+  const p = await open('generate');
+  await loaded(p, 'generate', 'tiny-gpt');
+  await generate(p, 'A dog', 40);
+  const heat = fig(p, 'generate', 'heatmap');
+  assert.equal(await heat.locator('rect.cell').count(), T * T);
+  assert.equal(await heat.locator('.row-label').count(), T, 'a label on every row');
+  assert.equal(await heat.locator('.col-label').count(), T, 'a label on every column');
+  await close(p);
+});
+
+test('the tabs are a tablist: roles, aria-selected, arrow keys', { skip }, async () => {
+  const p = await open('translate');
+  assert.equal(await p.locator('#tabs').getAttribute('role'), 'tablist');
+  const tabs = p.locator('#tabs [role="tab"]');
+  assert.equal(await tabs.count(), 5);
+  for (const v of ['translate', 'generate', 'positional', 'steps', 'export']) {
+    const tab = p.locator(`#tabs [data-view="${v}"]`);
+    assert.equal(await tab.getAttribute('aria-controls'), `view-${v}`);
+    const panel = p.locator(`#view-${v}`);
+    assert.equal(await panel.getAttribute('role'), 'tabpanel');
+    assert.equal(await panel.getAttribute('aria-labelledby'), await tab.getAttribute('id'));
+  }
+  const selected = () => p.locator('#tabs [aria-selected="true"]').getAttribute('data-view');
+  assert.equal(await selected(), 'translate');
+  assert.equal(await p.locator('#tabs [data-view="translate"]').getAttribute('tabindex'), '0');
+  assert.equal(await p.locator('#tabs [data-view="steps"]').getAttribute('tabindex'), '-1');
+  await p.locator('#tabs [data-view="translate"]').focus();
+  await p.keyboard.press('ArrowRight');
+  assert.equal(await selected(), 'generate');
+  assert.equal(await p.evaluate(() => document.activeElement?.getAttribute('data-view')), 'generate');
+  assert.equal(await p.locator('#view-generate').isVisible(), true);
+  await p.keyboard.press('End');
+  assert.equal(await selected(), 'export', 'End');
+  assert.equal(await p.evaluate(() => document.activeElement?.getAttribute('data-view')), 'export');
+  await p.keyboard.press('ArrowRight');
+  assert.equal(await selected(), 'translate', 'wraps around');
+  const focusedTab = () => p.evaluate(() => document.activeElement?.getAttribute('data-view'));
+  assert.equal(await focusedTab(), 'translate', 'the focus follows');
+  await p.keyboard.press('ArrowLeft');
+  assert.equal(await selected(), 'export', 'wraps back');
+  await p.keyboard.press('Home');
+  assert.equal(await selected(), 'translate', 'Home');
+  assert.equal(await p.locator('#view-translate').isVisible(), true);
+  await close(p);
+});
+
+test('the status is live; errors are alerts', { skip }, async () => {
+  const p = await open('translate');
+  assert.equal(await p.getByTestId('status').getAttribute('aria-live'), 'polite');
+  for (const sel of ['#translate-error', '#view-positional .error', '#view-steps .error'])
+    assert.equal(await p.locator(sel).first().getAttribute('role'), 'alert', sel);
+  await p.locator('#tabs [data-view="generate"]').click();
+  await loaded(p, 'generate', 'tiny-gpt');
+  assert.equal(await p.locator('#generate-error').getAttribute('role'), 'alert');
+  await close(p);
+});
+
+test('heatmap cells and model-view thumbnails are reachable and readable by keyboard', { skip }, async () => {
+  const p = await open('translate');
+  await translate(p);
+  const heat = fig(p, 'translate', 'heatmap');
+  const focusable = heat.locator('rect.cell[tabindex="0"]');
+  assert.equal(await focusable.count(), 1, 'one tab stop in the grid');
+  assert.equal(await heat.locator('rect.cell[tabindex="-1"]').count(), (await heat.locator('rect.cell').count()) - 1);
+  await focusable.focus();
+  const active = () =>
+    p.evaluate(() => {
+      const a = document.activeElement!;
+      return { row: a.getAttribute('data-row'), col: a.getAttribute('data-col'), label: a.getAttribute('aria-label') };
+    });
+  const a0 = await active();
+  assert.deepEqual([a0.row, a0.col], ['0', '0']);
+  assert.match(a0.label ?? '', /^<s> → .+: \d\.\d{4}$/, 'the tokens and the value');
+  await p.keyboard.press('ArrowRight');
+  assert.deepEqual(Object.values(await active()).slice(0, 2), ['0', '1']);
+  await p.keyboard.press('ArrowDown');
+  assert.deepEqual(Object.values(await active()).slice(0, 2), ['1', '1']);
+  // Enter follows the row's token in the head view, as a click does.
+  const before = await fig(p, 'translate', 'headview').innerHTML();
+  await p.keyboard.press('Enter');
+  assert.notEqual(await fig(p, 'translate', 'headview').innerHTML(), before);
+
+  const thumbs = fig(p, 'translate', 'modelview').locator('g.thumb');
+  assert.equal(await thumbs.count(), LAYERS * HEADS);
+  const t = fig(p, 'translate', 'modelview').locator('g.thumb[data-layer="1"][data-head="1"]');
+  assert.equal(await t.getAttribute('tabindex'), '0');
+  assert.equal(await t.getAttribute('role'), 'button');
+  assert.equal(await t.getAttribute('aria-label'), 'layer 2, head 2');
+  await t.focus();
+  await p.keyboard.press('Enter');
+  assert.equal(await p.locator('#view-translate select[id$="layer"]').inputValue(), '1');
+  assert.equal(await p.locator('#view-translate select[id$="head"]').first().inputValue(), '1');
+  assert.ok(GPT_LAYERS * GPT_HEADS > 0);
+  await close(p);
+});
