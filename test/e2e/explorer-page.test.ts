@@ -8,11 +8,17 @@ import assert from 'node:assert/strict';
 import { basename } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
+import { join } from 'node:path';
+import { saveWeights } from '../../src/cli/files.ts';
+import { saveLmDir } from '../../src/folder/node.ts';
+import { GPT } from '../../src/models/gpt.ts';
 import { describeFolder, startExploreServer, type ExploreServer } from '../../src/server/static.ts';
+import { manualSeed } from '../../src/tensor/random.ts';
+import { CharTokenizer } from '../../src/text/chars.ts';
 import { generateWithAttention, lineSeparatorId } from '../../src/viz/gpt-attention.ts';
 import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
 import { ensureWebBuild } from './web-build.ts';
-import { GPT_HEADS, GPT_LAYERS, HEADS, LAYERS, makeTinyGpt, makeTinyModel } from './tiny-model.ts';
+import { GPT_HEADS, GPT_LAYERS, HEADS, LAYERS, makeTinyGpt, makeTinyModel, SENTENCES, tempDir } from './tiny-model.ts';
 
 const FLAGS = [
   '--headless',
@@ -32,6 +38,30 @@ let server: ExploreServer;
 const tr = skip ? null : makeTinyModel(1);
 const tr2 = skip ? null : makeTinyModel(2);
 const gpt = skip ? null : makeTinyGpt(1);
+
+/**
+ * A GPT large enough that generating 100 characters takes the js backend about a second (4 layers,
+ * nEmbd 256, context 128): the page must stay responsive meanwhile, show progress and cancel.
+ */
+function makeSlowGpt(): string {
+  const dir = tempDir('qkv-slow-gpt-');
+  const tokenizer = CharTokenizer.learn(SENTENCES);
+  manualSeed(3);
+  const model = new GPT({
+    vocabSize: tokenizer.vocabSize,
+    blockSize: 128,
+    nLayer: 4,
+    nHead: 4,
+    nEmbd: 256,
+    dropout: 0,
+    positions: 'learned',
+  });
+  model.eval();
+  saveLmDir(dir, model, tokenizer, 'char', { preset: 'test-slow' });
+  saveWeights(join(dir, 'model.safetensors'), model.stateDict());
+  return dir;
+}
+const slow = skip ? null : makeSlowGpt();
 /** The folders' names, as the page names them. */
 const NAME = skip
   ? { tr: '', tr2: '', gpt: '' }
@@ -49,6 +79,7 @@ before(async () => {
       describeFolder(tr!.dir, 'tiny-tr'),
       describeFolder(tr2!.dir, 'tiny-tr2'),
       describeFolder(gpt!.dir, 'tiny-gpt'),
+      describeFolder(slow!, 'slow-gpt'),
     ],
     port: 0,
   });
@@ -62,7 +93,7 @@ after(async () => {
 });
 
 /** The page at `hash`, in a fresh context, once it says it is ready. */
-async function open(hash: string): Promise<Page> {
+async function open(hash: string, query = ''): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const p = await context.newPage();
   const errs: string[] = [];
@@ -71,7 +102,7 @@ async function open(hash: string): Promise<Page> {
   p.on('console', (m) => {
     if (m.type() === 'error') errs.push(m.text());
   });
-  await p.goto(`${server.url}?backend=${BACKEND}#${hash}`);
+  await p.goto(`${server.url}?backend=${BACKEND}${query}#${hash}`);
   await p.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
   return p;
 }
@@ -364,5 +395,62 @@ test('heatmap cells and model-view thumbnails are reachable and readable by keyb
   assert.equal(await p.locator('#view-translate select[id$="layer"]').inputValue(), '1');
   assert.equal(await p.locator('#view-translate select[id$="head"]').first().inputValue(), '1');
   assert.ok(GPT_LAYERS * GPT_HEADS > 0);
+  await close(p);
+});
+
+test('a model runs off the main thread: no long task while it runs, progress after half a second', {
+  skip,
+}, async () => {
+  const p = await open('generate', '&model=slow-gpt');
+  await loaded(p, 'generate', 'slow-gpt');
+  const t0 = await p.evaluate(() => {
+    const w = window as unknown as { longTasks: { start: number; duration: number }[] };
+    w.longTasks = [];
+    new PerformanceObserver((l) => {
+      for (const e of l.getEntries()) w.longTasks.push({ start: e.startTime, duration: e.duration });
+    }).observe({ type: 'longtask' });
+    return performance.now();
+  });
+  const progress = p.locator('#view-generate .progress');
+  const sawProgress = progress
+    .waitFor({ state: 'visible', timeout: 30000 })
+    .then(() => true)
+    .catch(() => false);
+  await generate(p, 'A dog', 100);
+  const run = await p.evaluate(() => performance.getEntriesByName('qkv:generate').at(-1)?.toJSON());
+  const end = run ? run.startTime + run.duration : Number.POSITIVE_INFINITY;
+  const tasks = await p.evaluate(
+    () => (window as unknown as { longTasks: { start: number; duration: number }[] }).longTasks,
+  );
+  const during = tasks.filter((t) => t.start >= t0 && t.start < end && t.duration > 100);
+  assert.deepEqual(during, [], 'no task over 100 ms on the main thread while the model runs');
+  assert.ok(run && run.duration > 500, `the run took ${run?.duration} ms: long enough to show progress`);
+  assert.equal(await sawProgress, true, 'a progress line while it ran');
+  assert.equal(await progress.isVisible(), false, 'gone when done');
+  await close(p);
+});
+
+test('a long run can be cancelled; the page goes on with the same model', { skip }, async () => {
+  const p = await open('generate', '&model=slow-gpt');
+  await loaded(p, 'generate', 'slow-gpt');
+  const form = p.locator('#view-generate');
+  await form.locator('[data-testid="prompt"]').fill('A dog');
+  await form.locator('[data-testid="max-tokens"]').fill('120');
+  await form.locator('#stop-line').setChecked(false);
+  await form.locator('[data-testid="generate"]').click();
+  const progress = form.locator('.progress');
+  await progress.waitFor({ state: 'visible', timeout: 30000 });
+  assert.match((await progress.textContent()) ?? '', /generating… \d+\.\d s/);
+  await progress.getByRole('button', { name: 'Cancel' }).click();
+  const err = p.locator('#generate-error');
+  await err.waitFor({ state: 'visible' });
+  assert.match((await err.textContent()) ?? '', /^Cancelled after \d+\.\d s\.$/);
+  assert.equal(await form.locator('[data-testid="generate"]').isEnabled(), true);
+  assert.equal(await progress.isVisible(), false);
+  assert.equal(await form.getAttribute('data-generated'), null, 'nothing was shown');
+  // The next run: the same model, opened again in a new worker.
+  await generate(p, 'A dog', 3);
+  assert.equal(((await p.getByTestId('continuation').textContent()) ?? '').length > 0, true);
+  assert.equal(await err.isVisible(), false);
   await close(p);
 });

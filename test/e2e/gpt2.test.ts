@@ -234,6 +234,8 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
   assert.equal(shown.sampled, node.sampled);
   // Live: top-k 5 keeps 5 tokens, renormalised; nothing is run again (same generation count).
   await page.getByTestId('top-k').fill('5');
+  // The view is drawn from the model worker's answer: waited for.
+  await page.waitForFunction(() => document.querySelector('#next-token-mass')?.getAttribute('data-kept') === '5');
   shown = await readNext();
   assert.equal(shown.kept, 5);
   assert.ok(Math.abs(shown.mass - 1) < 1e-9);
@@ -256,6 +258,10 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
     await page.selectOption('#neuron-query', String(q));
     await page.selectOption('#gpt-layer', String(l));
     await page.selectOption('#gpt-head', String(hd));
+    await page.waitForFunction((want) => {
+      const o = document.querySelector<HTMLElement>('#neuron-out');
+      return `${o?.dataset.layer}/${o?.dataset.head}/${o?.dataset.query}` === want;
+    }, `${l}/${hd}/${q}`);
     const nv = await page.evaluate(() =>
       Array.from(document.querySelectorAll('#neuron-out tbody tr')).map((r) => ({
         score: Number(r.getAttribute('data-score')),

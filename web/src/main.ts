@@ -8,18 +8,22 @@
  * from disk in the page too. The other views need no model. A model chosen in the switcher is
  * remembered (localStorage, per view) and opened again on the next visit.
  *
+ * Every model is opened and run in a Web Worker (model-worker.ts, through runner.ts), never on the
+ * page's main thread.
+ *
  * The tabs are a WAI-ARIA tablist: the selected tab is the one tab stop, the arrow keys (Home, End)
  * move between tabs and show their view. The status line (aria-live) names the model of the model
  * view on screen, or of the model view last on screen while another view is.
  */
 import './style.css';
-import { chooseBackend, type BackendChoice } from './backend.ts';
+import type { BackendChoice } from './backend.ts';
 import { byId, h } from './dom.ts';
 import { fetchServedModels, KIND_LABELS, viewOf, type ServedEntry } from './model.ts';
 import { initExport } from './views/export.ts';
 import { initGenerate, type GenerateView } from './views/generate.ts';
 import { initPositional } from './views/positional.ts';
 import { initSteps } from './views/steps.ts';
+import { runner } from './runner.ts';
 import { initTranslate, type TranslateView } from './views/translate.ts';
 
 const VIEWS = ['translate', 'generate', 'positional', 'steps', 'export'] as const;
@@ -163,7 +167,8 @@ async function start(): Promise<void> {
   renderStatus();
   const params = new URLSearchParams(location.search);
   const pref = (params.get('backend') ?? 'auto') as 'auto' | 'js' | 'wasm';
-  const [chosen, served] = await Promise.all([chooseBackend(pref), servedP]);
+  // The models live in the model worker: it chooses the backend they run on.
+  const [chosen, served] = await Promise.all([runner.call('init', { pref, pageUrl: location.href }), servedP]);
   backend = chosen;
   const { models } = served;
   const asked = models.find((m) => m.id === params.get('model'));

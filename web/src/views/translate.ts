@@ -3,26 +3,20 @@
  * the model switcher (EN→DE, EN→FR, ...; greedy or beam search, run in the browser by qkv),
  * then look at every attention map: encoder self-attention, decoder masked self-attention and
  * cross-attention, per layer and head (heatmap with tokens on both axes, values on hover), the
- * head view (lines weighted by attention) and the model view (all layers × heads).
+ * head view (lines weighted by attention) and the model view (all layers × heads). The model is
+ * opened and run in the model worker (runner.ts): the page stays responsive, and a long run can be
+ * cancelled.
  */
-import {
-  KIND_NAMES,
-  translateWithAttention,
-  type AttentionKind,
-  type TranslationAttention,
-} from '../../../src/viz/attention-data.ts';
+import { KIND_NAMES, type AttentionKind, type TranslationAttention } from '../../../src/viz/attention-data.ts';
 import { translationMaps } from '../../../src/viz/translation.ts';
-import type { Seq2Seq } from '../../../src/models/seq2seq.ts';
-import type { BpeTokenizer } from '../../../src/text/bpe.ts';
 import { field, h, onSubmit, select } from '../dom.ts';
-import { namedEnsemble, NO_MODEL, openServed, type ModelViewDeps, type ServedEntry } from '../model.ts';
+import { namedEnsemble, NO_MODEL, type ModelViewDeps, type ServedEntry } from '../model.ts';
+import type { TranslationInfo } from '../model-worker.ts';
+import { runner } from '../runner.ts';
 import { attentionPanel } from './attention-panel.ts';
 
 interface Loaded {
-  model: Seq2Seq;
-  tokenizer: BpeTokenizer;
-  /** The target side's: `tokenizer` itself unless the model has separate vocabularies. */
-  targetTokenizer: BpeTokenizer;
+  info: TranslationInfo;
   name: string;
 }
 
@@ -135,22 +129,20 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     button: go,
     error: err,
     ready: () => loaded !== null,
+    doing: 'translating',
+    cancel: () => runner.cancel(),
     start() {
       out.textContent = '…';
       timing.textContent = 'translating';
       warn.hidden = true;
     },
-    work() {
+    async work() {
       const t0 = performance.now();
       const useBeam = decoding.value === 'beam';
       const size = Number(beam.value);
       if (useBeam && (beam.value.trim() === '' || !Number.isInteger(size) || size < 2 || size > 16))
         throw new Error(`the beam size must be a whole number from 2 to 16, got '${beam.value}'`);
-      const separate = loaded!.targetTokenizer !== loaded!.tokenizer;
-      const t = translateWithAttention(loaded!.model, loaded!.tokenizer, src.value, {
-        beam: useBeam ? size : 1,
-        ...(separate && { targetTokenizer: loaded!.targetTokenizer }),
-      });
+      const { result: t, unknown } = await runner.call('translate', { text: src.value, beam: useBeam ? size : 1 });
       const ms = performance.now() - t0;
       current = t;
       out.textContent = t.translation === '' ? '(empty)' : t.translation;
@@ -162,12 +154,10 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
         timing.textContent +=
           `; the sentence has ${t.truncatedFrom} tokens, this model reads ` +
           `${t.srcIds.length}: only the first ${t.srcIds.length} were translated`;
-      const tok = loaded!.tokenizer;
-      const unknown = unknownCharacters(tok, t.source, t.srcIds);
       if (unknown.length > 0) {
         warn.textContent =
           `Not in this model's vocabulary: ${unknown.map((c) => `'${c}'`).join(', ')}; ` +
-          `the model read ${unknown.length === 1 ? 'it' : 'each'} as ${tok.idToToken(tok.unkId) ?? '<unk>'}, ` +
+          `the model read ${unknown.length === 1 ? 'it' : 'each'} as <unk>, ` +
           'so this translation says little about the sentence.';
         warn.hidden = false;
       }
@@ -201,34 +191,25 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     }
     info.textContent = `Loading ${entry.name}…`;
     deps.setModelStatus(`loading ${entry.name}…`);
-    let opened: Awaited<ReturnType<typeof openServed>>;
+    let opened: TranslationInfo;
     try {
-      opened = await openServed(entry, deps.backend()?.name ?? 'js', (s) => {
+      opened = (await runner.call('openServed', { view: 'translate', entry }, (s) => {
         if (mine === opening) info.textContent = s;
-      });
-      if (opened.kind !== 'seq2seq')
-        throw new Error(
-          `${entry.name} is a ${opened.kind === 'gpt' ? 'GPT' : 'GPT-2'}, not a translation model: see Generate`,
-        );
+      })) as TranslationInfo;
     } catch (e) {
       if (mine === opening) fail((e as Error).message);
       return;
     }
     if (mine !== opening) return; // another model was chosen meanwhile
-    loaded = {
-      model: opened.model,
-      tokenizer: opened.tokenizer,
-      targetTokenizer: opened.targetTokenizer,
-      name: entry.name,
-    };
-    const c = loaded.model.config;
+    loaded = { info: opened, name: entry.name };
+    const c = opened;
     info.textContent =
       `Model ${loaded.name}: dModel ${c.dModel}, ${c.numEncoderLayers} ` +
       `encoder + ${c.numDecoderLayers} decoder layers, ${c.nhead} heads, ` +
-      (loaded.targetTokenizer === loaded.tokenizer
-        ? `vocabulary ${loaded.tokenizer.vocabSize}`
-        : `vocabularies ${loaded.tokenizer.vocabSize} (source) and ${loaded.targetTokenizer.vocabSize} (target)`) +
-      `, ${loaded.model.numParameters().toLocaleString('en')} parameters.`;
+      (c.targetVocabSize === null
+        ? `vocabulary ${c.vocabSize}`
+        : `vocabularies ${c.vocabSize} (source) and ${c.targetVocabSize} (target)`) +
+      `, ${c.parameters.toLocaleString('en')} parameters.`;
     const members = namedEnsemble(opened.config);
     if (members.length > 0) {
       info.textContent +=
@@ -257,11 +238,4 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
   }
 
   return { use };
-}
-
-/** The characters of `text` that `tokenizer` reads as its unknown token (none when `ids` holds no unk). */
-function unknownCharacters(tokenizer: BpeTokenizer, text: string, ids: readonly number[]): string[] {
-  if (!ids.includes(tokenizer.unkId)) return [];
-  const chars = new Set(Array.from(text).filter((c) => c.trim() !== ''));
-  return [...chars].filter((c) => tokenizer.encode(c).includes(tokenizer.unkId));
 }
