@@ -9,11 +9,13 @@ import { basename } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { join } from 'node:path';
-import { saveWeights } from '../../src/cli/files.ts';
+import { saveModelDir, saveWeights } from '../../src/cli/files.ts';
 import { saveLmDir } from '../../src/folder/node.ts';
 import { GPT } from '../../src/models/gpt.ts';
+import { Seq2Seq } from '../../src/models/seq2seq.ts';
 import { describeFolder, startExploreServer, type ExploreServer } from '../../src/server/static.ts';
 import { manualSeed } from '../../src/tensor/random.ts';
+import { BpeTokenizer } from '../../src/text/bpe.ts';
 import { CharTokenizer } from '../../src/text/chars.ts';
 import { generateWithAttention, lineSeparatorId } from '../../src/viz/gpt-attention.ts';
 import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
@@ -62,6 +64,32 @@ function makeSlowGpt(): string {
   return dir;
 }
 const slow = skip ? null : makeSlowGpt();
+
+/** A translation model that takes the js backend over a second to translate SLOW_SENTENCE (to its maxLen 96). */
+function makeSlowTranslation(): string {
+  const dir = tempDir('qkv-slow-tr-');
+  const tokenizer = BpeTokenizer.learn(SENTENCES, { vocabSize: 120, minFrequency: 1 });
+  manualSeed(5);
+  const model = new Seq2Seq({
+    vocabSize: tokenizer.vocabSize,
+    dModel: 256,
+    nhead: 4,
+    numEncoderLayers: 4,
+    numDecoderLayers: 4,
+    dimFeedforward: 1024,
+    dropout: 0,
+    activation: 'relu',
+    normFirst: false,
+    maxLen: 96,
+    padId: tokenizer.padId,
+  });
+  model.eval();
+  saveModelDir(dir, model, tokenizer, { preset: 'test-slow' });
+  saveWeights(join(dir, 'model.safetensors'), model.stateDict());
+  return dir;
+}
+const SLOW_SENTENCE = [...SENTENCES.slice(0, 3), ...SENTENCES.slice(0, 3)].join(' ');
+const slowTr = skip ? null : makeSlowTranslation();
 /** The folders' names, as the page names them. */
 const NAME = skip
   ? { tr: '', tr2: '', gpt: '' }
@@ -80,6 +108,7 @@ before(async () => {
       describeFolder(tr2!.dir, 'tiny-tr2'),
       describeFolder(gpt!.dir, 'tiny-gpt'),
       describeFolder(slow!, 'slow-gpt'),
+      describeFolder(slowTr!, 'slow-tr'),
     ],
     port: 0,
   });
@@ -452,5 +481,32 @@ test('a long run can be cancelled; the page goes on with the same model', { skip
   await generate(p, 'A dog', 3);
   assert.equal(((await p.getByTestId('continuation').textContent()) ?? '').length > 0, true);
   assert.equal(await err.isVisible(), false);
+  await close(p);
+});
+
+test("a cancel in one view leaves the other's results working (the next-token view redraws)", { skip }, async () => {
+  const p = await open('generate', '&model=tiny-gpt');
+  await loaded(p, 'generate', 'tiny-gpt');
+  await generate(p, 'A dog', 4);
+  const kept = () => p.locator('#next-token-mass').getAttribute('data-kept');
+  assert.notEqual(await kept(), '3');
+  // A long translation, cancelled.
+  await p.selectOption('#model-select', 'slow-tr');
+  await loaded(p, 'translate', 'slow-tr');
+  await p.getByTestId('src').fill(SLOW_SENTENCE);
+  await p.getByTestId('translate').click();
+  const progress = p.locator('#view-translate .progress');
+  await progress.waitFor({ state: 'visible', timeout: 30000 });
+  assert.match((await progress.textContent()) ?? '', /translating… \d+\.\d s/);
+  await progress.getByRole('button', { name: 'Cancel' }).click();
+  await p.locator('#translate-error').waitFor({ state: 'visible' });
+  assert.match((await p.locator('#translate-error').textContent()) ?? '', /^Cancelled after /);
+  // Back in Generate: the next-token view still follows the sampling controls.
+  await p.locator('#tabs [data-view="generate"]').click();
+  await p.getByTestId('top-k').fill('3');
+  await p.waitForFunction(() => document.querySelector('#next-token-mass')?.getAttribute('data-kept') === '3', null, {
+    timeout: 10000,
+  });
+  assert.equal(await p.locator('#next-token .error').isVisible(), false);
   await close(p);
 });

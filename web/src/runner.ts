@@ -25,14 +25,15 @@ interface Pending {
   start: number;
 }
 
-type Slot = 'translate' | 'generate';
+/** What a new worker must be told again: each view's model, and the prompt the next-token view draws from. */
+type Slot = 'translate' | 'generate' | 'nextToken';
 
 class Runner {
   private worker: Worker | null = null;
   private next = 1;
   private readonly pending = new Map<number, Pending>();
   private init: RequestMessage<'init'> | null = null;
-  /** The last open of each view's model, sent again to a new worker after a cancel. */
+  /** Each view's last model open and the next-token prompt: sent again, in order, to a new worker after a cancel. */
   private readonly opens = new Map<Slot, RequestMessage>();
 
   private start(): Worker {
@@ -75,10 +76,18 @@ class Runner {
       this.pending.set(m.id, { resolve: resolve as (v: unknown) => void, reject, progress, op, start });
       this.send(m);
     }).then((v) => {
-      if (op === 'openServed') this.opens.set((args as Requests['openServed']['args']).view, m);
-      if (op === 'openLocal') this.opens.set('generate', m);
+      if (op === 'openServed') this.remember((args as Requests['openServed']['args']).view, m);
+      if (op === 'openLocal') this.remember('generate', m);
+      if (op === 'nextToken') this.remember('nextToken', m);
       return v;
     });
+  }
+
+  private remember(slot: Slot, m: RequestMessage): void {
+    // A new GPT has no prompt yet; what is remembered last is sent last (the prompt after its model).
+    if (slot === 'generate') this.opens.delete('nextToken');
+    this.opens.delete(slot);
+    this.opens.set(slot, m);
   }
 
   /** End the running work: its requests (and those after it) reject with Cancelled; the models are opened again. */
