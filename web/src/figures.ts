@@ -96,6 +96,17 @@ export function showFigure(el: HTMLElement, entry: FigureEntry): void {
   for (const f of listeners) f();
 }
 
+/**
+ * Register a new state of the figure shown in `el` whose picture on screen is already right (the
+ * page changed it in place): its title changes, the SVG is not parsed again. `entry.svg` may be a
+ * getter, computed when the picture is downloaded.
+ */
+export function updateFigure(el: HTMLElement, entry: FigureEntry): void {
+  registry.set(entry.id, entry);
+  el.querySelector<HTMLElement>('.fig-title')!.textContent = entry.title;
+  for (const f of listeners) f();
+}
+
 export function hideFigure(el: HTMLElement, id: string): void {
   registry.delete(id);
   el.hidden = true;
@@ -103,19 +114,24 @@ export function hideFigure(el: HTMLElement, id: string): void {
   for (const f of listeners) f();
 }
 
+/** Make `cell` the heatmap's one tab stop, read out as its title says (its tokens and value). */
+function tabStop(cell: SVGElement): void {
+  cell.setAttribute('tabindex', '0');
+  cell.setAttribute('role', 'img');
+  cell.setAttribute('aria-label', cell.querySelector('title')?.textContent ?? '');
+}
+
 /**
  * The cells of the heatmap shown in `el` made reachable by keyboard: one tab stop (the cell at
- * `at`, else the first), the arrow keys (Home, End: the row's ends) move between cells, and each
- * cell is read out as its title says (its tokens and value). Call after each showFigure.
+ * `at`, else the first), the arrow keys (Home, End: the row's ends) move it between cells, and the
+ * cell that has it is read out as its title says (its tokens and value). Only that cell carries the
+ * attributes: a long text's map has tens of thousands of cells. Call after each showFigure.
  */
 export function keyboardCells(el: HTMLElement, at: readonly [number, number] | null = null): void {
-  const cells = el.querySelectorAll<SVGElement>('rect.cell');
-  const stop = (at && el.querySelector(`rect.cell[data-row="${at[0]}"][data-col="${at[1]}"]`)) || cells[0];
-  for (const c of cells) {
-    c.setAttribute('tabindex', c === stop ? '0' : '-1');
-    c.setAttribute('role', 'img');
-    c.setAttribute('aria-label', c.querySelector('title')?.textContent ?? '');
-  }
+  const stop =
+    (at && el.querySelector<SVGElement>(`rect.cell[data-row="${at[0]}"][data-col="${at[1]}"]`)) ||
+    el.querySelector<SVGElement>('rect.cell');
+  if (stop) tabStop(stop);
   if (el.dataset.keyboard) return;
   el.dataset.keyboard = 'true';
   el.addEventListener('keydown', (e) => {
@@ -136,8 +152,8 @@ export function keyboardCells(el: HTMLElement, at: readonly [number, number] | n
     e.preventDefault();
     const next = svg.querySelector<SVGElement>(`rect.cell[data-row="${r}"][data-col="${c}"]`);
     if (!next || next === cell) return;
-    cell.setAttribute('tabindex', '-1');
-    next.setAttribute('tabindex', '0');
+    for (const a of ['tabindex', 'role', 'aria-label']) cell.removeAttribute(a);
+    tabStop(next);
     next.focus();
   });
 }

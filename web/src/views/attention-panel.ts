@@ -12,8 +12,9 @@ import {
   mapsSize,
   type AttentionMaps,
 } from '../../../src/viz/attention-maps.ts';
+import { THUMB_FRAME } from '../../../src/viz/modelview.ts';
 import { field, h, select, setOptions } from '../dom.ts';
-import { figureBox, hideFigure, keyboardCells, showFigure } from '../figures.ts';
+import { figureBox, hideFigure, keyboardCells, showFigure, updateFigure } from '../figures.ts';
 
 export interface AttentionPanel {
   /** What to append to the view, in order: the controls, a hint, the figures. */
@@ -53,6 +54,11 @@ export function attentionPanel(view: string, prefix = '', extra: HTMLElement[] =
 
   let current: AttentionMaps | null = null;
   let highlight: number | null = null;
+  /**
+   * The maps the model view on screen shows: every layer × head, tens of thousands of cells for a long
+   * text. Choosing another layer or head only moves its selection frame, in place.
+   */
+  let modelViewOf: AttentionMaps | null = null;
   /** The heatmap cell that has the keyboard (row, column), kept across redraws while it exists. */
   let focused: [number, number] | null = null;
 
@@ -73,6 +79,7 @@ export function attentionPanel(view: string, prefix = '', extra: HTMLElement[] =
   const draw = () => {
     const m = current;
     if (!m || mapsSize(m).layers === 0) {
+      modelViewOf = null;
       for (const [el, id] of [
         [figHeat, ids.heatmap],
         [figHead, ids.headview],
@@ -97,12 +104,35 @@ export function attentionPanel(view: string, prefix = '', extra: HTMLElement[] =
       title: `head view: ${m.name}, layer ${l + 1}`,
       svg: mapsHeadViewSvg(m, l, shown, highlight),
     });
+    const selected = hd === 'mean' ? null : { layer: l, head: hd };
+    if (modelViewOf === m) {
+      let svg: string | undefined;
+      updateFigure(figModel, {
+        id: ids.modelview,
+        view,
+        title: `model view: ${m.name}`,
+        get svg() {
+          svg ??= mapsModelViewSvg(m, selected);
+          return svg;
+        },
+      });
+      for (const g of figModel.querySelectorAll('.thumb')) {
+        const on =
+          selected !== null && g.getAttribute('data-layer') === String(l) && g.getAttribute('data-head') === String(hd);
+        g.classList.toggle('selected', on);
+        const frame = on ? THUMB_FRAME.selected : THUMB_FRAME.plain;
+        g.querySelector('.frame')?.setAttribute('stroke', frame.stroke);
+        g.querySelector('.frame')?.setAttribute('stroke-width', String(frame.width));
+      }
+      return;
+    }
     showFigure(figModel, {
       id: ids.modelview,
       view,
       title: `model view: ${m.name}`,
-      svg: mapsModelViewSvg(m, hd === 'mean' ? null : { layer: l, head: hd }),
+      svg: mapsModelViewSvg(m, selected),
     });
+    modelViewOf = m;
     for (const g of figModel.querySelectorAll('.thumb')) {
       g.setAttribute('tabindex', '0');
       g.setAttribute('role', 'button');
