@@ -29,6 +29,8 @@ export default defineConfig({
   publicDir: false,
   logLevel: 'warn',
   plugins: [wasmKernels()],
+  // The model worker (web/src/model-worker.ts) is an ES module: it imports qkv and loads the wasm kernels as the page did.
+  worker: { format: 'es' },
   build: {
     outDir: here('../dist/web'),
     emptyOutDir: true,

@@ -183,7 +183,8 @@ export function gptMaps(g: GptAttention): AttentionMaps {
     xLabel: 'key: earlier tokens',
     yLabel: 'query: position',
     causal: true,
-    minCell: 10,
+    // 12 px: the heatmap labels a row or column only where its cell is 12 px or more; every token is labelled.
+    minCell: 12,
   };
 }
 

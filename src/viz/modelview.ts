@@ -104,16 +104,23 @@ export function modelViewSvg(o: ModelViewOptions): string {
           );
         }
       }
+      const frame = sel ? THUMB_FRAME.selected : THUMB_FRAME.plain;
       out.push(
         `<rect class="frame" x="${px(x0)}" y="${px(y0)}" width="${px(tw)}" ` +
-          `height="${px(th)}" fill="none" stroke="${sel ? '#d62728' : '#bbb'}" ` +
-          `stroke-width="${sel ? 2.5 : 0.75}"/></g>`,
+          `height="${px(th)}" fill="none" stroke="${frame.stroke}" ` +
+          `stroke-width="${frame.width}"/></g>`,
       );
     }
   }
   out.push(`</svg>`);
   return out.join('');
 }
+
+/** A thumbnail's frame, selected or not (the explorer moves the selection without drawing the grid again). */
+export const THUMB_FRAME = {
+  selected: { stroke: '#d62728', width: 2.5 },
+  plain: { stroke: '#bbb', width: 0.75 },
+} as const;
 
 /** Mean over heads of one layer's maps (rows × cols), e.g. for an "all heads" heatmap. */
 export function averageHeads(heads: readonly (readonly (readonly number[])[])[]): number[][] {

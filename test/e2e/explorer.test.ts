@@ -238,7 +238,7 @@ test('without a model the page says how to start with one; the other views still
 /** The heatmap's values as the page shows them (cell titles, 4 decimals) and which cells are drawn masked. */
 function readHeatmap(p: Page): Promise<{ rows: number; cols: number; values: number[][]; masked: boolean[][] }> {
   return p.evaluate(() => {
-    const svg = document.querySelector('[data-testid="fig-heatmap"] svg')!;
+    const svg = document.querySelector('[data-testid="fig-gpt-heatmap"] svg')!;
     const rows = Number(svg.getAttribute('data-rows'));
     const cols = Number(svg.getAttribute('data-cols'));
     const values = Array.from({ length: rows }, () => new Array<number>(cols).fill(Number.NaN));
@@ -298,18 +298,18 @@ test('a GPT folder: the Generate view continues a prompt and shows causal attent
     );
     assert.equal(await p.getByTestId('generated').textContent(), `${PROMPT}${ref.continuation}`);
     assert.ok(ref.continuation.length > 0);
-    assert.equal(await p.locator('#tokens .chip').count(), T);
-    assert.equal(await p.locator('#tokens .chip.generated').count(), T - ref.promptLength);
+    assert.equal(await p.locator('#gpt-tokens .chip').count(), T);
+    assert.equal(await p.locator('#gpt-tokens .chip.generated').count(), T - ref.promptLength);
 
     // Every layer × head: its heatmap is the model's weights, rows sum to 1, the upper triangle is 0 and drawn masked.
-    assert.deepEqual(await p.locator('#layer option').allTextContents(), ['layer 1', 'layer 2']);
-    assert.deepEqual(await p.locator('#head option').allTextContents(), ['mean of heads', 'head 1', 'head 2']);
+    assert.deepEqual(await p.locator('#gpt-layer option').allTextContents(), ['layer 1', 'layer 2']);
+    assert.deepEqual(await p.locator('#gpt-head option').allTextContents(), ['mean of heads', 'head 1', 'head 2']);
     const seen = new Set<string>();
     for (let l = 0; l < GPT_LAYERS; l++) {
       for (let h = 0; h < GPT_HEADS; h++) {
-        await p.selectOption('#layer', String(l));
-        await p.selectOption('#head', String(h));
-        const svg = await svgOfPage(p, 'heatmap');
+        await p.selectOption('#gpt-layer', String(l));
+        await p.selectOption('#gpt-head', String(h));
+        const svg = await svgOfPage(p, 'gpt-heatmap');
         assert.match(svg, new RegExp(`causal self-attention · layer ${l + 1} · head ${h + 1}`));
         seen.add(svg);
         const { rows, cols, values, masked } = await readHeatmap(p);
@@ -332,19 +332,19 @@ test('a GPT folder: the Generate view continues a prompt and shows causal attent
     }
     assert.equal(seen.size, GPT_LAYERS * GPT_HEADS, 'each layer × head has its own map');
     // The model view: every layer × head, each with its upper triangle grey; the head view: no line to a later token.
-    assert.equal(await p.locator('[data-testid="fig-modelview"] g.thumb').count(), GPT_LAYERS * GPT_HEADS);
+    assert.equal(await p.locator('[data-testid="fig-gpt-modelview"] g.thumb').count(), GPT_LAYERS * GPT_HEADS);
     assert.equal(
-      await p.locator(`[data-testid="fig-modelview"] g.thumb rect[fill="${MASKED_FILL}"]`).count(),
+      await p.locator(`[data-testid="fig-gpt-modelview"] g.thumb rect[fill="${MASKED_FILL}"]`).count(),
       (GPT_LAYERS * GPT_HEADS * T * (T - 1)) / 2,
     );
     const links = await p
-      .locator('[data-testid="fig-headview"] line.link')
+      .locator('[data-testid="fig-gpt-headview"] line.link')
       .evaluateAll((ls) => ls.map((x) => [Number(x.getAttribute('data-row')), Number(x.getAttribute('data-col'))]));
     assert.ok(links.length >= T);
     for (const [r, c] of links) assert.ok(c <= r, `head view line ${r} → ${c}`);
-    await p.locator('[data-testid="fig-modelview"] g.thumb[data-layer="0"][data-head="1"]').click();
-    assert.equal(await p.locator('#layer').inputValue(), '0');
-    assert.equal(await p.locator('#head').inputValue(), '1');
+    await p.locator('[data-testid="fig-gpt-modelview"] g.thumb[data-layer="0"][data-head="1"]').click();
+    assert.equal(await p.locator('#gpt-layer').inputValue(), '0');
+    assert.equal(await p.locator('#gpt-head').inputValue(), '1');
     await p.screenshot({ path: join(HERE, 'screenshots', 'explorer-generate.png'), fullPage: true });
 
     // Seeded sampling: the same tokens as Node's for that seed.
@@ -356,18 +356,22 @@ test('a GPT folder: the Generate view continues a prompt and shows causal attent
     await p.waitForFunction(() => document.querySelector('#view-generate')?.getAttribute('data-generated') === '2');
     assert.equal(await p.getByTestId('continuation').textContent(), sampled.continuation);
     assert.equal((await readHeatmap(p)).rows, sampled.ids.length);
-    // Bad input: the message, and the last maps stay.
+    // Bad input: the message, and nothing of the last run under it.
     await p.getByTestId('prompt').fill('   ');
     await p.getByTestId('generate').click();
     await p.locator('#generate-error').waitFor({ state: 'visible' });
     assert.equal(await p.locator('#generate-error').textContent(), 'generate: the prompt is empty');
     assert.equal(await p.getByTestId('generate').isEnabled(), true);
+    assert.equal(await p.locator('#fig-gpt-heatmap').isVisible(), false);
 
     // The Export view offers the Generate view, and lists its pictures.
+    await p.getByTestId('prompt').fill(PROMPT);
+    await p.getByTestId('generate').click();
+    await p.waitForFunction(() => document.querySelector('#view-generate')?.getAttribute('data-generated') === '3');
     await p.locator('#tabs [data-view="export"]').click();
     assert.equal(await p.locator('[data-export-view="generate"]').count(), 1);
     assert.equal(await p.locator('[data-export-view="translate"]').count(), 0);
-    assert.equal(await p.locator('#export-list tr[data-figure="modelview"] td').first().textContent(), 'Generate');
+    assert.equal(await p.locator('#export-list tr[data-figure="gpt-modelview"] td').first().textContent(), 'Generate');
     assert.deepEqual(errors, []);
   } finally {
     await p.close();

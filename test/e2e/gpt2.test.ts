@@ -72,7 +72,7 @@ function folder(name: string, replace: Record<string, string | Uint8Array | null
 
 function readHeatmap(p: Page): Promise<{ rows: number; cols: number; values: number[][] }> {
   return p.evaluate(() => {
-    const svg = document.querySelector('#view-generate [data-testid="fig-heatmap"] svg')!;
+    const svg = document.querySelector('#view-generate [data-testid="fig-gpt-heatmap"] svg')!;
     const rows = Number(svg.getAttribute('data-rows'));
     const cols = Number(svg.getAttribute('data-cols'));
     const values = Array.from({ length: rows }, () => new Array<number>(cols).fill(Number.NaN));
@@ -191,8 +191,8 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
   // The prompt's attention, every layer × head, is PyTorch's (cells show 4 decimals).
   for (let l = 0; l < 2; l++) {
     for (let hd = 0; hd < NH; hd++) {
-      await page.selectOption('#view-generate #layer', String(l));
-      await page.selectOption('#view-generate #head', String(hd));
+      await page.selectOption('#gpt-layer', String(l));
+      await page.selectOption('#gpt-head', String(hd));
       const { rows, cols, values } = await readHeatmap(page);
       assert.deepEqual([rows, cols], [T, T]);
       const torch = expected[`attn.${l}`].dataSync<Float32Array>();
@@ -234,6 +234,8 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
   assert.equal(shown.sampled, node.sampled);
   // Live: top-k 5 keeps 5 tokens, renormalised; nothing is run again (same generation count).
   await page.getByTestId('top-k').fill('5');
+  // The view is drawn from the model worker's answer: waited for.
+  await page.waitForFunction(() => document.querySelector('#next-token-mass')?.getAttribute('data-kept') === '5');
   shown = await readNext();
   assert.equal(shown.kept, 5);
   assert.ok(Math.abs(shown.mass - 1) < 1e-9);
@@ -254,8 +256,12 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
     await page.selectOption('#neuron-layer', String(l));
     await page.selectOption('#neuron-head', String(hd));
     await page.selectOption('#neuron-query', String(q));
-    await page.selectOption('#view-generate #layer', String(l));
-    await page.selectOption('#view-generate #head', String(hd));
+    await page.selectOption('#gpt-layer', String(l));
+    await page.selectOption('#gpt-head', String(hd));
+    await page.waitForFunction((want) => {
+      const o = document.querySelector<HTMLElement>('#neuron-out');
+      return `${o?.dataset.layer}/${o?.dataset.head}/${o?.dataset.query}` === want;
+    }, `${l}/${hd}/${q}`);
     const nv = await page.evaluate(() =>
       Array.from(document.querySelectorAll('#neuron-out tbody tr')).map((r) => ({
         score: Number(r.getAttribute('data-score')),

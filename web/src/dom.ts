@@ -54,28 +54,56 @@ export interface FormWork {
   ready(): boolean;
   /** Before the work, e.g. a "working…" message (painted before the work starts). */
   start(): void;
-  /** The long synchronous task. */
-  work(): void;
-  /** When the work threw, before its message is shown. */
+  /** The work: a model run in the model worker, awaited. */
+  work(): Promise<void> | void;
+  /** When the work threw (or was cancelled), before its message is shown. */
   fail(): void;
+  /** What the progress line says while the work runs ('translating'). */
+  doing: string;
+  /** Stop the work (the Cancel button). */
+  cancel(): void;
 }
 
-/** Run a form's work on submit, its button disabled meanwhile, errors shown in `error`. */
+/** Work that runs longer than this shows its progress and a Cancel button. */
+export const PROGRESS_AFTER_MS = 500;
+
+/**
+ * Run a form's work on submit, its button disabled meanwhile, errors shown in `error`. After half
+ * a second a progress line (role=status) says how long the work has run, beside a Cancel button.
+ */
 export function onSubmit(form: HTMLFormElement, o: FormWork): void {
+  const cancel = h('button', { type: 'button', class: 'small cancel', text: 'Cancel' });
+  const text = h('span', { class: 'muted' });
+  const progress = h('span', { class: 'progress', role: 'status', hidden: true }, text, ' ', cancel);
+  o.button.after(progress);
+  cancel.addEventListener('click', () => o.cancel());
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
-    if (!o.ready()) return;
+    if (!o.ready() || o.button.disabled) return;
     o.error.hidden = true;
     o.button.disabled = true;
     o.start();
+    const t0 = performance.now();
+    const tick = () => {
+      const ms = performance.now() - t0;
+      if (ms < PROGRESS_AFTER_MS) return;
+      text.textContent = `${o.doing}… ${(ms / 1000).toFixed(1)} s`;
+      progress.hidden = false;
+    };
+    const timer = setInterval(tick, 100);
     await nextFrame();
     try {
-      o.work();
+      await o.work();
     } catch (x) {
       o.fail();
-      o.error.textContent = (x as Error).message;
+      const cancelled = (x as Error).name === 'Cancelled';
+      o.error.textContent = cancelled
+        ? `Cancelled after ${((performance.now() - t0) / 1000).toFixed(1)} s.`
+        : (x as Error).message;
       o.error.hidden = false;
     } finally {
+      clearInterval(timer);
+      progress.hidden = true;
       o.button.disabled = false;
     }
   });

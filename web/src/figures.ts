@@ -96,11 +96,66 @@ export function showFigure(el: HTMLElement, entry: FigureEntry): void {
   for (const f of listeners) f();
 }
 
+/**
+ * Register a new state of the figure shown in `el` whose picture on screen is already right (the
+ * page changed it in place): its title changes, the SVG is not parsed again. `entry.svg` may be a
+ * getter, computed when the picture is downloaded.
+ */
+export function updateFigure(el: HTMLElement, entry: FigureEntry): void {
+  registry.set(entry.id, entry);
+  el.querySelector<HTMLElement>('.fig-title')!.textContent = entry.title;
+  for (const f of listeners) f();
+}
+
 export function hideFigure(el: HTMLElement, id: string): void {
   registry.delete(id);
   el.hidden = true;
   el.querySelector<HTMLElement>('.fig-svg')!.innerHTML = '';
   for (const f of listeners) f();
+}
+
+/** Make `cell` the heatmap's one tab stop, read out as its title says (its tokens and value). */
+function tabStop(cell: SVGElement): void {
+  cell.setAttribute('tabindex', '0');
+  cell.setAttribute('role', 'img');
+  cell.setAttribute('aria-label', cell.querySelector('title')?.textContent ?? '');
+}
+
+/**
+ * The cells of the heatmap shown in `el` made reachable by keyboard: one tab stop (the cell at
+ * `at`, else the first), the arrow keys (Home, End: the row's ends) move it between cells, and the
+ * cell that has it is read out as its title says (its tokens and value). Only that cell carries the
+ * attributes: a long text's map has tens of thousands of cells. Call after each showFigure.
+ */
+export function keyboardCells(el: HTMLElement, at: readonly [number, number] | null = null): void {
+  const stop =
+    (at && el.querySelector<SVGElement>(`rect.cell[data-row="${at[0]}"][data-col="${at[1]}"]`)) ||
+    el.querySelector<SVGElement>('rect.cell');
+  if (stop) tabStop(stop);
+  if (el.dataset.keyboard) return;
+  el.dataset.keyboard = 'true';
+  el.addEventListener('keydown', (e) => {
+    const cell = (e.target as Element).closest('rect.cell');
+    const svg = cell?.closest('svg');
+    if (!cell || !svg) return;
+    const rows = Number(svg.getAttribute('data-rows'));
+    const cols = Number(svg.getAttribute('data-cols'));
+    let r = Number(cell.getAttribute('data-row'));
+    let c = Number(cell.getAttribute('data-col'));
+    if (e.key === 'ArrowRight') c = Math.min(cols - 1, c + 1);
+    else if (e.key === 'ArrowLeft') c = Math.max(0, c - 1);
+    else if (e.key === 'ArrowDown') r = Math.min(rows - 1, r + 1);
+    else if (e.key === 'ArrowUp') r = Math.max(0, r - 1);
+    else if (e.key === 'Home') c = 0;
+    else if (e.key === 'End') c = cols - 1;
+    else return;
+    e.preventDefault();
+    const next = svg.querySelector<SVGElement>(`rect.cell[data-row="${r}"][data-col="${c}"]`);
+    if (!next || next === cell) return;
+    for (const a of ['tabindex', 'role', 'aria-label']) cell.removeAttribute(a);
+    tabStop(next);
+    next.focus();
+  });
 }
 
 /** An empty figure with download buttons; fill it with showFigure. */

@@ -5,39 +5,75 @@
  * it (through the folder module, from its URL) in its view and shows that view. At start, Translate
  * has the first translation model and Generate the first GPT (or ?model=ID's); the Translate tab is
  * hidden when no translation model is served. Generate is always there: a GPT folder can be opened
- * from disk in the page too. The other views need no model.
+ * from disk in the page too. The other views need no model. A model chosen in the switcher is
+ * remembered (localStorage, per view) and opened again on the next visit.
+ *
+ * Every model is opened and run in a Web Worker (model-worker.ts, through runner.ts), never on the
+ * page's main thread.
+ *
+ * The tabs are a WAI-ARIA tablist: the selected tab is the one tab stop, the arrow keys (Home, End)
+ * move between tabs and show their view. The status line (aria-live) names the model of the model
+ * view on screen, or of the model view last on screen while another view is.
  */
 import './style.css';
-import { chooseBackend, type BackendChoice } from './backend.ts';
+import type { BackendChoice } from './backend.ts';
 import { byId, h } from './dom.ts';
 import { fetchServedModels, KIND_LABELS, viewOf, type ServedEntry } from './model.ts';
 import { initExport } from './views/export.ts';
 import { initGenerate, type GenerateView } from './views/generate.ts';
 import { initPositional } from './views/positional.ts';
 import { initSteps } from './views/steps.ts';
+import { runner } from './runner.ts';
 import { initTranslate, type TranslateView } from './views/translate.ts';
 
 const VIEWS = ['translate', 'generate', 'positional', 'steps', 'export'] as const;
 type View = (typeof VIEWS)[number];
 type ModelView = 'translate' | 'generate';
 
-const status: { backend: BackendChoice | null; model: string } = { backend: null, model: 'loading the model…' };
+let backend: BackendChoice | null = null;
+/** Each model view's part of the status line: its model, or why it has none. */
+const modelStatus: Record<ModelView, string> = { translate: 'loading the model…', generate: 'loading the model…' };
+/** The model view on screen, or last on screen (null: none yet, `modelView` stands in). */
+let shownModelView: ModelView | null = null;
 /** The model view a link to #translate opens (Generate when no translation model is served). */
 let modelView: ModelView = 'translate';
 /** The served folder each model view has (its id), for the switcher. */
 const inView: Record<ModelView, string> = { translate: '', generate: '' };
 let switcher: HTMLSelectElement | null = null;
 
-export function setModelStatus(text: string): void {
-  status.model = text;
-  renderStatus();
+/** Where the model chosen for a view is remembered. */
+const rememberKey = (view: ModelView) => `qkv-explorer.model.${view}`;
+
+function remembered(view: ModelView): string | null {
+  try {
+    return localStorage.getItem(rememberKey(view));
+  } catch {
+    return null; // storage blocked: nothing is remembered
+  }
+}
+
+function remember(view: ModelView, id: string): void {
+  try {
+    localStorage.setItem(rememberKey(view), id);
+  } catch {
+    /* storage blocked: the choice lasts this visit */
+  }
+}
+
+/** The status setter of one model view. */
+function modelStatusOf(view: ModelView): (text: string) => void {
+  return (text) => {
+    modelStatus[view] = text;
+    renderStatus();
+  };
 }
 
 function renderStatus(): void {
-  const b = status.backend;
   const el = byId('status');
-  el.textContent = `${status.model} · backend: ${b ? b.name : '…'}`;
-  el.title = b?.note ?? '';
+  const text = `${modelStatus[shownModelView ?? modelView]} · backend: ${backend ? backend.name : '…'}`;
+  // Written only when it changes: a live region reads every write.
+  if (el.textContent !== text) el.textContent = text;
+  el.title = backend?.note ?? '';
 }
 
 /** Set when the Generate view is not the first model view: it is built on its first visit. */
@@ -51,10 +87,47 @@ function show(view: View): void {
   }
   for (const v of VIEWS) {
     byId(`view-${v}`).hidden = v !== view;
-    document.querySelector(`#tabs [data-view="${v}"]`)?.setAttribute('aria-selected', String(v === view));
+    const tab = document.querySelector<HTMLElement>(`#tabs [data-view="${v}"]`);
+    tab?.setAttribute('aria-selected', String(v === view));
+    if (tab) tab.tabIndex = v === view ? 0 : -1;
   }
-  // The switcher shows the model of the model view on screen.
-  if (switcher && (view === 'translate' || view === 'generate') && inView[view]) switcher.value = inView[view];
+  if (view === 'translate' || view === 'generate') {
+    shownModelView = view;
+    // The switcher shows the model of the model view on screen.
+    if (switcher && inView[view]) switcher.value = inView[view];
+  }
+  renderStatus();
+}
+
+/**
+ * Show `view` now, and put it in the URL as a new history entry. Not by `location.hash`: a fragment
+ * navigation to #translate or #generate targets the button of that id and takes the focus from the tab.
+ */
+function go(view: View): void {
+  if (location.hash !== `#${view}`) history.pushState(null, '', `#${view}`);
+  route();
+}
+
+/** The tablist's keys: Left, Right (wrapping), Home, End move to a shown tab and open its view. */
+function onTabKey(e: KeyboardEvent): void {
+  const tabs = [...document.querySelectorAll<HTMLButtonElement>('#tabs [role="tab"]')].filter((t) => !t.hidden);
+  const at = tabs.indexOf(e.target as HTMLButtonElement);
+  if (at < 0) return;
+  const n = tabs.length;
+  const to =
+    e.key === 'ArrowRight'
+      ? (at + 1) % n
+      : e.key === 'ArrowLeft'
+        ? (at - 1 + n) % n
+        : e.key === 'Home'
+          ? 0
+          : e.key === 'End'
+            ? n - 1
+            : -1;
+  if (to < 0) return;
+  e.preventDefault();
+  tabs[to].focus();
+  go(tabs[to].dataset.view as View);
 }
 
 function route(): void {
@@ -85,21 +158,26 @@ function modelSwitcher(models: readonly ServedEntry[]): HTMLSelectElement {
 async function start(): Promise<void> {
   const servedP = fetchServedModels();
   for (const b of document.querySelectorAll<HTMLButtonElement>('#tabs [data-view]')) {
-    b.addEventListener('click', () => {
-      location.hash = b.dataset.view!;
-    });
+    b.addEventListener('click', () => go(b.dataset.view as View));
   }
+  byId('tabs').addEventListener('keydown', onTabKey);
   window.addEventListener('hashchange', route);
+  window.addEventListener('popstate', route);
   route();
   renderStatus();
   const params = new URLSearchParams(location.search);
   const pref = (params.get('backend') ?? 'auto') as 'auto' | 'js' | 'wasm';
-  const [backend, served] = await Promise.all([chooseBackend(pref), servedP]);
-  status.backend = backend;
+  // The models live in the model worker: it chooses the backend they run on.
+  const [chosen, served] = await Promise.all([runner.call('init', { pref, pageUrl: location.href }), servedP]);
+  backend = chosen;
   const { models } = served;
   const asked = models.find((m) => m.id === params.get('model'));
+  // ?model=ID, else the model last chosen for the view, else the view's first.
   const first = (view: ModelView) =>
-    (asked && viewOf(asked) === view ? asked : models.find((m) => viewOf(m) === view)) ?? null;
+    (asked && viewOf(asked) === view
+      ? asked
+      : (models.find((m) => m.id === remembered(view) && viewOf(m) === view) ??
+        models.find((m) => viewOf(m) === view))) ?? null;
   const firstTranslation = first('translate');
   const firstGpt = first('generate');
   // A translation model: Translate first (unless ?model= names a GPT). A GPT, none, or a config that fails: Generate,
@@ -109,19 +187,21 @@ async function start(): Promise<void> {
   byId('tab-translate').hidden = !firstTranslation;
   byId('tab-generate').hidden = false;
 
-  const deps = {
-    setModelStatus,
-    backend: () => status.backend,
+  const deps = (view: ModelView) => ({
+    setModelStatus: modelStatusOf(view),
+    backend: () => backend,
     served,
     onModel: (id: string) => {
-      inView.generate = id;
+      inView[view] = id;
     },
-  };
+  });
   let generate: GenerateView | null = null;
-  const translate: TranslateView | null = firstTranslation ? initTranslate(byId('view-translate'), deps) : null;
+  const translate: TranslateView | null = firstTranslation
+    ? initTranslate(byId('view-translate'), deps('translate'))
+    : null;
   const openGenerate = (): GenerateView => {
     lazyGenerate = null;
-    generate ??= initGenerate(byId('view-generate'), deps);
+    generate ??= initGenerate(byId('view-generate'), deps('generate'));
     return generate;
   };
   inView.translate = firstTranslation?.id ?? '';
@@ -132,9 +212,10 @@ async function start(): Promise<void> {
       const m = models.find((x) => x.id === switcher!.value)!;
       const view = viewOf(m);
       inView[view] = m.id;
+      remember(view, m.id);
       if (view === 'translate') void translate!.use(m);
       else void openGenerate().use(m);
-      location.hash = view;
+      go(view);
     });
     byId('status').before(h('label', { class: 'model-switcher' }, h('span', { text: 'Model ' }), switcher));
   }

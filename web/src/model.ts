@@ -26,6 +26,20 @@ export interface ServedEntry {
   files: string[];
 }
 
+/**
+ * The page's URL, where models.json and models/ are: set in the model worker, whose own URL (its
+ * script, under assets/) relative URLs would otherwise resolve against. Files keep their relative
+ * names (models/<id>/config.json) in messages.
+ */
+let pageBase: string | null = null;
+
+export function setPageBase(url: string): void {
+  pageBase = url;
+}
+
+const pageFetch: typeof fetch = (input, init) =>
+  fetch(pageBase && typeof input === 'string' ? new URL(input, pageBase) : input, init);
+
 /** What the server serves: its folders, or an error (network, a bad list). */
 export interface Served {
   models: ServedEntry[];
@@ -67,7 +81,7 @@ export function servedBase(m: ServedEntry): string {
  * 404).
  */
 function listedSource(m: ServedEntry): FolderSource {
-  const src = urlSource(servedBase(m));
+  const src = urlSource(servedBase(m), pageFetch);
   const has = new Set(m.files);
   return { ...src, read: async (f) => (has.has(f) ? src.read(f) : undefined) };
 }
@@ -87,7 +101,7 @@ function servedSource(m: ServedEntry): FolderSource {
         f,
         !has.has(f)
           ? Promise.resolve(undefined)
-          : fetch(`${base}${f}`).then((r) => {
+          : pageFetch(`${base}${f}`).then((r) => {
               if (r.status === 404) return undefined;
               if (!r.ok) throw new Error(`${base}${f}: HTTP ${r.status}`);
               return r.blob();

@@ -6,14 +6,14 @@
  * look at the causal self-attention of every layer and head over the prompt and the generated
  * tokens: each position attends only to itself and the tokens before it, so the upper triangle of
  * every map is empty (grey). Below: the next-token distribution after the prompt (live as the
- * sampling settings change) and the neuron view of one head.
+ * sampling settings change) and the neuron view of one head. The model is opened and run in the
+ * model worker (runner.ts): the page stays responsive, and a long run can be cancelled.
  */
-import { generateWithAttention, gptMaps, type GptAttention, type LoadedGpt } from '../../../src/viz/gpt-attention.ts';
-import { ByteLevelBpeTokenizer } from '../../../src/text/bytelevel.ts';
-import { CharTokenizer } from '../../../src/text/chars.ts';
+import { gptMaps, type GptAttention } from '../../../src/viz/gpt-attention.ts';
 import { field, h, nextFrame, onSubmit, select } from '../dom.ts';
-import { loadLocalModel } from '../local-model.ts';
-import { NO_MODEL, openServed, type ModelViewDeps, type ServedEntry } from '../model.ts';
+import { NO_MODEL, type ModelViewDeps, type ServedEntry } from '../model.ts';
+import type { GptInfo } from '../model-worker.ts';
+import { runner } from '../runner.ts';
 import { attentionPanel } from './attention-panel.ts';
 import { nextTokenPanel } from './next-token.ts';
 import { neuronPanel } from './neuron.ts';
@@ -131,10 +131,11 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
   const promptOut = h('span', { class: 'prompt-text' });
   const continuation = h('strong', { id: 'continuation', 'data-testid': 'continuation' });
   const out = h('output', { id: 'generated', 'data-testid': 'generated' }, promptOut, continuation);
-  const timing = h('small', { id: 'timing', class: 'muted' });
-  const err = h('p', { class: 'error', id: 'generate-error', hidden: true });
-  const tokens = h('div', { id: 'tokens', class: 'tokens' });
-  const panel = attentionPanel('Generate');
+  // Ids apart from the Translate view's (both views can be on the page): gpt-…
+  const timing = h('small', { id: 'gpt-timing', class: 'muted' });
+  const err = h('p', { class: 'error', id: 'generate-error', role: 'alert', hidden: true });
+  const tokens = h('div', { id: 'gpt-tokens', class: 'tokens' });
+  const panel = attentionPanel('Generate', 'gpt-');
   const sampling = () => {
     const sample = decoding.value === 'sample';
     const k = Number(topK.value);
@@ -172,7 +173,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     neuron.element,
   );
 
-  let lm: LoadedGpt | null = null;
+  let lm: GptInfo | null = null;
   /** Counts model loads: a load that finishes after a newer one started is dropped. */
   let opening = 0;
 
@@ -183,29 +184,23 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
   decoding.addEventListener('change', syncDecoding);
   syncDecoding();
   // The next-token view follows the sampling settings live.
-  for (const el of [decoding, temperature, topK, topP, seed]) el.addEventListener('input', () => nextToken.update());
-  decoding.addEventListener('change', () => nextToken.update());
+  for (const el of [decoding, temperature, topK, topP, seed])
+    el.addEventListener('input', () => void nextToken.update());
+  decoding.addEventListener('change', () => void nextToken.update());
 
   /** Use this model from now on: its description, the limits of the form, the views emptied. */
-  const setModel = (loaded: LoadedGpt, name: string, source: string) => {
-    lm = loaded;
-    const c = loaded.model.config;
+  const setModel = (c: GptInfo, name: string, source: string) => {
+    lm = c;
     maxTokens.max = String(c.blockSize - 1);
-    const kind =
-      loaded.tokenizer instanceof CharTokenizer
-        ? 'characters'
-        : loaded.tokenizer instanceof ByteLevelBpeTokenizer
-          ? 'byte-level BPE'
-          : 'BPE';
     info.textContent =
       `Model ${name}: ${source}, ${c.nLayer} layers, ${c.nHead} heads, nEmbd ` +
       `${c.nEmbd}, context ${c.blockSize} tokens, vocabulary ` +
-      `${loaded.tokenizer.vocabSize} (${kind}), ` +
-      `${loaded.model.numParameters().toLocaleString('en')} parameters.`;
+      `${c.vocabSize} (${c.tokenizer}), ` +
+      `${c.parameters.toLocaleString('en')} parameters.`;
     info.classList.remove('error', 'warning');
     // GPT-2 ends a document with <|endoftext|>, not at a line end.
     stopLine.parentElement!.querySelector('span')!.textContent =
-      loaded.tokenizer instanceof ByteLevelBpeTokenizer ? 'Stop at <|endoftext|>' : 'Stop at the line end';
+      c.tokenizer === 'byte-level BPE' ? 'Stop at <|endoftext|>' : 'Stop at the line end';
     deps.setModelStatus(`model: ${name}`);
     panel.show(null);
     nextToken.clear();
@@ -213,6 +208,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     promptOut.textContent = '';
     continuation.textContent = '';
     timing.textContent = '';
+    err.hidden = true;
     tokens.replaceChildren();
     go.disabled = false;
   };
@@ -222,11 +218,11 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     folderStatus.classList.remove('error');
     await nextFrame();
     try {
-      const r = await loadLocalModel(files, deps.backend()?.name ?? 'js', (s) => {
+      const r = await runner.call('openLocal', { files: [...files] }, (s) => {
         folderStatus.textContent = s;
       });
       opening++; // a served model still loading does not replace it
-      setModel(r.lm, r.name, `${r.source} from a local folder`);
+      setModel(r, r.name, `${r.source} from a local folder`);
       delete root.dataset.model;
       deps.onModel?.('');
       folderStatus.textContent = `opened ${r.name}: ${(r.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(1)} s`;
@@ -274,11 +270,13 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     button: go,
     error: err,
     ready: () => lm !== null,
+    doing: 'generating',
+    cancel: () => runner.cancel(),
     start() {
       continuation.textContent = '…';
       timing.textContent = 'generating';
     },
-    work() {
+    async work() {
       const sample = decoding.value === 'sample';
       const o = sampling();
       const t = o.temperature;
@@ -287,13 +285,9 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       if (!Number.isInteger(n) || n < 1)
         throw new Error(`max tokens must be a whole number >= 1, got '${maxTokens.value}'`);
       const t0 = performance.now();
-      const g = generateWithAttention(lm!, prompt.value, {
-        maxTokens: n,
-        temperature: t,
-        topK: o.topK,
-        topP: o.topP,
-        seed: s,
-        stopAtLineEnd: stopLine.checked,
+      const g = await runner.call('generate', {
+        prompt: prompt.value,
+        options: { maxTokens: n, temperature: t, topK: o.topK, topP: o.topP, seed: s, stopAtLineEnd: stopLine.checked },
       });
       const ms = performance.now() - t0;
       promptOut.textContent = g.prompt;
@@ -304,16 +298,22 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
         `${sample ? `sampled at temperature ${t}, seed ${s}` : 'greedy'}, ` +
         `${deps.backend()?.name ?? ''} backend` +
         (g.lineEnded ? ', ended the line' : '') +
-        (g.cut ? `, cut to fit the context of ${lm!.model.config.blockSize} tokens` : '');
+        (g.cut ? `, cut to fit the context of ${lm!.blockSize} tokens` : '');
       showTokens(g);
       panel.show(gptMaps(g));
-      nextToken.show(lm!, g.ids.slice(0, g.promptLength));
-      neuron.show(lm!, g.ids, g.tokens);
+      await nextToken.show(g.ids.slice(0, g.promptLength));
+      await neuron.show(lm!, g.ids, g.tokens);
       root.dataset.generated = String(Number(root.dataset.generated ?? 0) + 1);
     },
     fail() {
+      // Nothing of the previous run is left under the message.
+      promptOut.textContent = '';
       continuation.textContent = '';
       timing.textContent = '';
+      tokens.replaceChildren();
+      panel.show(null);
+      nextToken.clear();
+      neuron.clear();
     },
   });
 
@@ -333,6 +333,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
           'folder above: a Hugging Face GPT-2 download (gpt2, distilgpt2, ...) ' +
           'or a qkv train-lm folder.';
         info.classList.add('warning');
+        deps.setModelStatus('no GPT served');
         return;
       }
       info.textContent =
@@ -343,22 +344,17 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       return;
     }
     info.textContent = `Loading ${entry.name}…`;
-    let opened: Awaited<ReturnType<typeof openServed>>;
+    let opened: GptInfo;
     try {
-      opened = await openServed(entry, deps.backend()?.name ?? 'js', (s) => {
+      opened = (await runner.call('openServed', { view: 'generate', entry }, (s) => {
         if (mine === opening) info.textContent = s;
-      });
-      if (opened.kind === 'seq2seq') throw new Error(`${entry.name} is a translation model, not a GPT: see Translate`);
+      })) as GptInfo;
     } catch (e) {
       if (mine === opening) fail((e as Error).message);
       return;
     }
     if (mine !== opening) return; // another model was chosen meanwhile
-    setModel(
-      { model: opened.model, tokenizer: opened.tokenizer, separatorId: opened.separatorId },
-      entry.name,
-      opened.kind === 'hf-gpt2' ? 'Hugging Face GPT-2' : 'GPT',
-    );
+    setModel(opened, entry.name, entry.kind === 'hf-gpt2' ? 'Hugging Face GPT-2' : 'GPT');
     root.dataset.model = entry.id;
   };
   return { use };

@@ -1,16 +1,18 @@
 /**
  * bertviz's neuron view for one head: pick a query token, see its query vector q, every earlier
  * token's key vector k, their elementwise product q ⊙ k (red negative, blue positive), the score
- * Σ(q ⊙ k)/√d and the softmax of the scores, which is the row of the attention heatmap.
+ * Σ(q ⊙ k)/√d and the softmax of the scores, which is the row of the attention heatmap. The
+ * numbers come from the model worker.
  */
 import { rdbu } from '../../../src/viz/color.ts';
-import type { LoadedGpt } from '../../../src/viz/gpt-attention.ts';
-import { neuronView } from '../../../src/viz/neuron.ts';
+import type { NeuronView } from '../../../src/viz/neuron.ts';
 import { field, h, select, setOptions } from '../dom.ts';
+import type { GptInfo } from '../model-worker.ts';
+import { runner } from '../runner.ts';
 
 export interface NeuronPanel {
   element: HTMLElement;
-  show(lm: LoadedGpt, ids: readonly number[], tokens: readonly string[]): void;
+  show(lm: Pick<GptInfo, 'nLayer' | 'nHead'>, ids: readonly number[], tokens: readonly string[]): Promise<void>;
   clear(): void;
 }
 
@@ -31,7 +33,7 @@ export function neuronPanel(): NeuronPanel {
   const query = select('neuron-query', []);
   const caption = h('p', { class: 'muted', id: 'neuron-caption' });
   const out = h('div', { id: 'neuron-out', 'data-testid': 'neuron-view' });
-  const err = h('p', { class: 'error', hidden: true });
+  const err = h('p', { class: 'error', role: 'alert', hidden: true });
   const element = h(
     'section',
     { class: 'panel', id: 'neuron', hidden: true },
@@ -41,20 +43,31 @@ export function neuronPanel(): NeuronPanel {
     out,
     err,
   );
-  let state: { lm: LoadedGpt; ids: number[]; tokens: string[] } | null = null;
+  let state: { ids: number[]; tokens: string[] } | null = null;
+  /** Counts draws: an answer that comes after a newer draw was asked for is dropped. */
+  let asked = 0;
 
-  const draw = () => {
+  const draw = async () => {
     if (!state) return;
-    err.hidden = true;
-    let nv: ReturnType<typeof neuronView>;
+    const mine = ++asked;
+    const now = state;
+    let nv: NeuronView;
     try {
-      nv = neuronView(state.lm.model, state.ids, Number(layer.value), Number(head.value), Number(query.value));
+      nv = await runner.call('neuron', {
+        ids: now.ids,
+        layer: Number(layer.value),
+        head: Number(head.value),
+        query: Number(query.value),
+      });
     } catch (e) {
+      if (mine !== asked) return;
       err.textContent = (e as Error).message;
       err.hidden = false;
       return;
     }
-    const toks = state.tokens;
+    if (mine !== asked || state !== now) return;
+    err.hidden = true;
+    const toks = now.tokens;
     const big = (xs: number[][]) => Math.max(1e-6, ...xs.flat().map(Math.abs));
     const vScale = big([nv.q, ...nv.keys]);
     const pScale = big(nv.products);
@@ -95,18 +108,21 @@ export function neuronPanel(): NeuronPanel {
         h('tbody', {}, ...rows),
       ),
     );
+    // What is drawn (the numbers come from the worker, after the selectors changed).
+    out.dataset.layer = String(nv.layer);
+    out.dataset.head = String(nv.head);
+    out.dataset.query = String(nv.query);
     caption.textContent =
       `Layer ${nv.layer + 1}, head ${nv.head + 1}, query "${toks[nv.query]}" ` +
       `(position ${nv.query + 1}): it attends to itself and the ${nv.query} ` +
       `token(s) before it; 1/√d = ${nv.scale.toFixed(4)}.`;
   };
-  for (const s of [layer, head, query]) s.addEventListener('change', draw);
+  for (const s of [layer, head, query]) s.addEventListener('change', () => void draw());
 
   return {
     element,
-    show(lm, ids, tokens) {
-      const c = lm.model.config;
-      state = { lm, ids: ids.slice(), tokens: tokens.slice() };
+    show(c, ids, tokens) {
+      state = { ids: ids.slice(), tokens: tokens.slice() };
       setOptions(
         layer,
         Array.from({ length: c.nLayer }, (_, i) => [String(i), `layer ${i + 1}`] as const),
@@ -122,7 +138,7 @@ export function neuronPanel(): NeuronPanel {
       );
       query.value = String(tokens.length - 1);
       element.hidden = false;
-      draw();
+      return draw();
     },
     clear() {
       state = null;

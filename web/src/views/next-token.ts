@@ -3,19 +3,18 @@
  * distribution over the whole vocabulary for the next token, its 20 most probable tokens with
  * their probabilities (after temperature, top-k and top-p, beside the plain softmax), the mass
  * they hold, and the token a seeded draw picks. Live: it follows the sampling controls without
- * running the model again.
+ * running the model again (the model worker keeps the logits and draws from them).
  */
 import type { SamplingOptions } from '../../../src/decode/sample.ts';
-import { tokenLabel, type LoadedGpt } from '../../../src/viz/gpt-attention.ts';
-import { lastLogits, nextTokenView } from '../../../src/viz/next-token.ts';
 import { h } from '../dom.ts';
+import { runner } from '../runner.ts';
 
 export interface NextTokenPanel {
   element: HTMLElement;
   /** Run the model over `ids` (the prompt as fed) and show the next token's distribution. */
-  show(lm: LoadedGpt, ids: readonly number[]): void;
+  show(ids: readonly number[]): Promise<void>;
   /** Redraw for new sampling settings (no model run). */
-  update(): void;
+  update(): Promise<void>;
   clear(): void;
 }
 
@@ -45,7 +44,7 @@ export function nextTokenPanel(options: () => SamplingOptions & { seed: number; 
   );
   const mass = h('p', { id: 'next-token-mass', 'data-testid': 'next-token-mass' });
   const sampled = h('p', { id: 'next-token-sampled', 'data-testid': 'next-token-sampled' });
-  const err = h('p', { class: 'error', hidden: true });
+  const err = h('p', { class: 'error', role: 'alert', hidden: true });
   const element = h(
     'section',
     { class: 'panel', id: 'next-token', hidden: true },
@@ -56,21 +55,27 @@ export function nextTokenPanel(options: () => SamplingOptions & { seed: number; 
     sampled,
     err,
   );
-  let state: { lm: LoadedGpt; ids: number[]; logits: Float32Array } | null = null;
+  let state: { ids: number[] } | null = null;
+  /** Counts redraws: an answer that comes after a newer redraw was asked for is dropped. */
+  let asked = 0;
 
-  const update = () => {
+  const update = async () => {
     if (!state) return;
-    const { lm, ids, logits } = state;
-    err.hidden = true;
-    let v: ReturnType<typeof nextTokenView>;
+    const { ids } = state;
+    const mine = ++asked;
+    let answer: Awaited<ReturnType<typeof runner.call<'nextTokenView'>>>;
     try {
-      v = nextTokenView(logits, options());
+      answer = await runner.call('nextTokenView', { options: options() });
     } catch (e) {
+      if (mine !== asked) return;
       err.textContent = (e as Error).message;
       err.hidden = false;
       return;
     }
-    const label = (id: number) => tokenLabel(lm.tokenizer, id, lm.separatorId);
+    if (mine !== asked || !state) return;
+    err.hidden = true;
+    const { view: v, labels, vocabSize } = answer;
+    const label = (id: number) => labels[id] ?? String(id);
     body.replaceChildren(
       ...v.top.map((t, i) => {
         const bar = h('span', { class: 'bar' });
@@ -92,7 +97,7 @@ export function nextTokenPanel(options: () => SamplingOptions & { seed: number; 
     mass.textContent =
       `These ${v.top.length} tokens hold ${pct(v.shownMass)} of the ` +
       `probability; ${v.kept.toLocaleString('en')} of ` +
-      `${logits.length.toLocaleString('en')} tokens can be drawn.`;
+      `${vocabSize.toLocaleString('en')} tokens can be drawn.`;
     sampled.dataset.id = String(v.sampled);
     const o = options();
     const how =
@@ -107,10 +112,12 @@ export function nextTokenPanel(options: () => SamplingOptions & { seed: number; 
 
   return {
     element,
-    show(lm, ids) {
-      state = { lm, ids: ids.slice(), logits: lastLogits(lm.model, ids) };
+    async show(ids) {
+      state = null;
+      await runner.call('nextToken', { ids: ids.slice() });
+      state = { ids: ids.slice() };
       element.hidden = false;
-      update();
+      await update();
     },
     update,
     clear() {

@@ -96,7 +96,7 @@ export function initSteps(root: HTMLElement): void {
       ] as const
     ).map(([t, a]) => h('button', { type: 'button', class: 'small', 'data-action': a, text: t })),
   );
-  const err = h('p', { class: 'error', hidden: true });
+  const err = h('p', { class: 'error', role: 'alert', hidden: true });
   const steps = h('div', { id: 'steps-output' });
   const heads = select('heads', []);
   const multi = h('div', { id: 'multihead' });
@@ -318,7 +318,7 @@ export function initSteps(root: HTMLElement): void {
     try {
       mh = multiHeadSteps(state.q, state.k, state.v, nh, { scale: scale.checked });
     } catch (e) {
-      multi.append(h('p', { class: 'error', text: (e as Error).message }));
+      multi.append(h('p', { class: 'error', role: 'alert', text: (e as Error).message }));
       return;
     }
     const qs = tokenLabels(state.q.length);
@@ -390,7 +390,8 @@ export function initSteps(root: HTMLElement): void {
   scale.addEventListener('change', redraw);
   heads.addEventListener('change', drawMulti);
   tokensIn.addEventListener('input', () => {
-    state.tokens = tokensIn.value.split(',').map((s) => s.trim());
+    // Tokens are words: separated by spaces, commas or both.
+    state.tokens = tokensIn.value.split(/[\s,]+/).filter(Boolean);
     drawInputs();
     redraw();
   });

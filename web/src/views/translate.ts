@@ -3,26 +3,20 @@
  * the model switcher (EN→DE, EN→FR, ...; greedy or beam search, run in the browser by qkv),
  * then look at every attention map: encoder self-attention, decoder masked self-attention and
  * cross-attention, per layer and head (heatmap with tokens on both axes, values on hover), the
- * head view (lines weighted by attention) and the model view (all layers × heads).
+ * head view (lines weighted by attention) and the model view (all layers × heads). The model is
+ * opened and run in the model worker (runner.ts): the page stays responsive, and a long run can be
+ * cancelled.
  */
-import {
-  KIND_NAMES,
-  translateWithAttention,
-  type AttentionKind,
-  type TranslationAttention,
-} from '../../../src/viz/attention-data.ts';
+import { KIND_NAMES, type AttentionKind, type TranslationAttention } from '../../../src/viz/attention-data.ts';
 import { translationMaps } from '../../../src/viz/translation.ts';
-import type { Seq2Seq } from '../../../src/models/seq2seq.ts';
-import type { BpeTokenizer } from '../../../src/text/bpe.ts';
 import { field, h, onSubmit, select } from '../dom.ts';
-import { namedEnsemble, NO_MODEL, openServed, type ModelViewDeps, type ServedEntry } from '../model.ts';
+import { namedEnsemble, NO_MODEL, type ModelViewDeps, type ServedEntry } from '../model.ts';
+import type { TranslationInfo } from '../model-worker.ts';
+import { runner } from '../runner.ts';
 import { attentionPanel } from './attention-panel.ts';
 
 interface Loaded {
-  model: Seq2Seq;
-  tokenizer: BpeTokenizer;
-  /** The target side's: `tokenizer` itself unless the model has separate vocabularies. */
-  targetTokenizer: BpeTokenizer;
+  info: TranslationInfo;
   name: string;
 }
 
@@ -82,7 +76,8 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
   );
   const out = h('output', { id: 'translation', 'data-testid': 'translation' });
   const timing = h('small', { id: 'timing', class: 'muted' });
-  const err = h('p', { class: 'error', id: 'translate-error', hidden: true });
+  const err = h('p', { class: 'error', id: 'translate-error', role: 'alert', hidden: true });
+  const warn = h('p', { class: 'warning', id: 'translate-warning', role: 'status', hidden: true });
   const tokens = h('div', { id: 'tokens', class: 'tokens' });
   const outLabel = h('span', { class: 'label', text: 'Translation: ' });
 
@@ -91,10 +86,19 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     (Object.keys(KIND_NAMES) as AttentionKind[]).map((k) => [k, KIND_NAMES[k]] as const),
     'cross',
   );
-  const panel = attentionPanel('Translate', [field('Attention', kind)]);
+  const panel = attentionPanel('Translate', '', [field('Attention', kind)]);
 
   root.append(
-    h('div', { class: 'panel' }, info, form, h('p', { class: 'result' }, outLabel, out, ' ', timing), err, tokens),
+    h(
+      'div',
+      { class: 'panel' },
+      info,
+      form,
+      h('p', { class: 'result' }, outLabel, out, ' ', timing),
+      err,
+      warn,
+      tokens,
+    ),
     ...panel.elements,
   );
 
@@ -125,36 +129,50 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     button: go,
     error: err,
     ready: () => loaded !== null,
+    doing: 'translating',
+    cancel: () => runner.cancel(),
     start() {
       out.textContent = '…';
       timing.textContent = 'translating';
+      warn.hidden = true;
     },
-    work() {
+    async work() {
       const t0 = performance.now();
       const useBeam = decoding.value === 'beam';
-      const separate = loaded!.targetTokenizer !== loaded!.tokenizer;
-      const t = translateWithAttention(loaded!.model, loaded!.tokenizer, src.value, {
-        beam: useBeam ? Math.max(2, Number(beam.value) || 4) : 1,
-        ...(separate && { targetTokenizer: loaded!.targetTokenizer }),
-      });
+      const size = Number(beam.value);
+      if (useBeam && (beam.value.trim() === '' || !Number.isInteger(size) || size < 2 || size > 16))
+        throw new Error(`the beam size must be a whole number from 2 to 16, got '${beam.value}'`);
+      const { result: t, unknown } = await runner.call('translate', { text: src.value, beam: useBeam ? size : 1 });
       const ms = performance.now() - t0;
       current = t;
       out.textContent = t.translation === '' ? '(empty)' : t.translation;
       timing.textContent =
-        `${ms.toFixed(0)} ms, ${useBeam ? `beam ${beam.value}` : 'greedy'}, ` +
+        `${ms.toFixed(0)} ms, ${useBeam ? `beam ${size}` : 'greedy'}, ` +
         `${deps.backend()?.name ?? ''} ` +
         `backend${t.finished ? '' : ', cut at the length limit'}`;
       if (t.truncatedFrom !== undefined)
         timing.textContent +=
           `; the sentence has ${t.truncatedFrom} tokens, this model reads ` +
           `${t.srcIds.length}: only the first ${t.srcIds.length} were translated`;
+      if (unknown.length > 0) {
+        warn.textContent =
+          `Not in this model's vocabulary: ${unknown.map((c) => `'${c}'`).join(', ')}; ` +
+          `the model read ${unknown.length === 1 ? 'it' : 'each'} as <unk>, ` +
+          'so this translation says little about the sentence.';
+        warn.hidden = false;
+      }
       showTokens(t);
       showMaps();
       root.dataset.translated = String(Number(root.dataset.translated ?? 0) + 1);
     },
     fail() {
+      // Nothing of the previous run is left under the message.
+      current = null;
       out.textContent = '';
       timing.textContent = '';
+      warn.hidden = true;
+      tokens.replaceChildren();
+      panel.show(null);
     },
   });
 
@@ -173,34 +191,25 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     }
     info.textContent = `Loading ${entry.name}…`;
     deps.setModelStatus(`loading ${entry.name}…`);
-    let opened: Awaited<ReturnType<typeof openServed>>;
+    let opened: TranslationInfo;
     try {
-      opened = await openServed(entry, deps.backend()?.name ?? 'js', (s) => {
+      opened = (await runner.call('openServed', { view: 'translate', entry }, (s) => {
         if (mine === opening) info.textContent = s;
-      });
-      if (opened.kind !== 'seq2seq')
-        throw new Error(
-          `${entry.name} is a ${opened.kind === 'gpt' ? 'GPT' : 'GPT-2'}, not a translation model: see Generate`,
-        );
+      })) as TranslationInfo;
     } catch (e) {
       if (mine === opening) fail((e as Error).message);
       return;
     }
     if (mine !== opening) return; // another model was chosen meanwhile
-    loaded = {
-      model: opened.model,
-      tokenizer: opened.tokenizer,
-      targetTokenizer: opened.targetTokenizer,
-      name: entry.name,
-    };
-    const c = loaded.model.config;
+    loaded = { info: opened, name: entry.name };
+    const c = opened;
     info.textContent =
       `Model ${loaded.name}: dModel ${c.dModel}, ${c.numEncoderLayers} ` +
       `encoder + ${c.numDecoderLayers} decoder layers, ${c.nhead} heads, ` +
-      (loaded.targetTokenizer === loaded.tokenizer
-        ? `vocabulary ${loaded.tokenizer.vocabSize}`
-        : `vocabularies ${loaded.tokenizer.vocabSize} (source) and ${loaded.targetTokenizer.vocabSize} (target)`) +
-      `, ${loaded.model.numParameters().toLocaleString('en')} parameters.`;
+      (c.targetVocabSize === null
+        ? `vocabulary ${c.vocabSize}`
+        : `vocabularies ${c.vocabSize} (source) and ${c.targetVocabSize} (target)`) +
+      `, ${c.parameters.toLocaleString('en')} parameters.`;
     const members = namedEnsemble(opened.config);
     if (members.length > 0) {
       info.textContent +=
@@ -213,6 +222,8 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     current = null;
     out.textContent = '';
     timing.textContent = '';
+    warn.hidden = true;
+    err.hidden = true;
     tokens.replaceChildren();
     panel.show(null);
     deps.setModelStatus(`model: ${loaded.name}`);

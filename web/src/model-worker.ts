@@ -1,0 +1,212 @@
+/**
+ * The explorer's model worker: every model of the page lives and runs here, off the page's main
+ * thread (opening a folder, translating, generating, the next-token and neuron views). The page
+ * talks to it through runner.ts: one request at a time in arrival order (a request waits for the
+ * one before it, so a translation asked while its model loads runs on that model), each answered
+ * with its value or its error's message, with progress lines between. Cancelling is the page's:
+ * it ends this worker and starts another.
+ */
+import { translateWithAttention, type TranslationAttention } from '../../src/viz/attention-data.ts';
+import {
+  generateWithAttention,
+  tokenLabel,
+  type GenerateAttentionOptions,
+  type GptAttention,
+  type LoadedGpt,
+} from '../../src/viz/gpt-attention.ts';
+import { neuronView, type NeuronView } from '../../src/viz/neuron.ts';
+import { lastLogits, nextTokenView, type NextTokenView } from '../../src/viz/next-token.ts';
+import type { SamplingOptions } from '../../src/decode/sample.ts';
+import type { Seq2Seq } from '../../src/models/seq2seq.ts';
+import type { BpeTokenizer } from '../../src/text/bpe.ts';
+import { ByteLevelBpeTokenizer } from '../../src/text/bytelevel.ts';
+import { CharTokenizer } from '../../src/text/chars.ts';
+import { chooseBackend, type BackendChoice } from './backend.ts';
+import { loadLocalModel } from './local-model.ts';
+import { openServed, setPageBase, type ServedEntry } from './model.ts';
+
+/** A translation model as the Translate view describes it. */
+export interface TranslationInfo {
+  /** config.json (its training direction, its ensemble). */
+  config: unknown;
+  dModel: number;
+  numEncoderLayers: number;
+  numDecoderLayers: number;
+  nhead: number;
+  vocabSize: number;
+  /** The target vocabulary's size when the model has its own (null: shared). */
+  targetVocabSize: number | null;
+  parameters: number;
+}
+
+/** A GPT as the Generate view describes it. */
+export interface GptInfo {
+  nLayer: number;
+  nHead: number;
+  nEmbd: number;
+  blockSize: number;
+  vocabSize: number;
+  tokenizer: 'characters' | 'byte-level BPE' | 'BPE';
+  parameters: number;
+}
+
+/** The requests, by name: their arguments and what they answer. */
+export interface Requests {
+  init: { args: { pref: 'auto' | 'js' | 'wasm'; pageUrl: string }; value: BackendChoice };
+  openServed: { args: { view: 'translate' | 'generate'; entry: ServedEntry }; value: TranslationInfo | GptInfo };
+  openLocal: {
+    args: { files: File[] };
+    value: GptInfo & { name: string; source: string; bytes: number; seconds: number };
+  };
+  translate: { args: { text: string; beam: number }; value: { result: TranslationAttention; unknown: string[] } };
+  generate: { args: { prompt: string; options: GenerateAttentionOptions }; value: GptAttention };
+  nextToken: { args: { ids: number[] }; value: { vocabSize: number } };
+  nextTokenView: {
+    args: { options: SamplingOptions & { seed: number; greedy?: boolean } };
+    value: { view: NextTokenView; labels: Record<number, string>; vocabSize: number };
+  };
+  neuron: { args: { ids: number[]; layer: number; head: number; query: number }; value: NeuronView };
+}
+export type RequestName = keyof Requests;
+
+/** Page → worker. */
+export interface RequestMessage<K extends RequestName = RequestName> {
+  id: number;
+  op: K;
+  args: Requests[K]['args'];
+}
+
+/** Worker → page: a progress line, the value, or the error's message. */
+export type ReplyMessage =
+  | { id: number; progress: string }
+  | { id: number; value: unknown }
+  | { id: number; error: string };
+
+interface Translation {
+  model: Seq2Seq;
+  tokenizer: BpeTokenizer;
+  targetTokenizer: BpeTokenizer;
+}
+
+let backend: BackendChoice | null = null;
+let translation: Translation | null = null;
+let gpt: LoadedGpt | null = null;
+/** The logits after the prompt, for the next-token view's redraws. */
+let logits: Float32Array | null = null;
+
+function gptInfo(lm: LoadedGpt): GptInfo {
+  const c = lm.model.config;
+  return {
+    nLayer: c.nLayer,
+    nHead: c.nHead,
+    nEmbd: c.nEmbd,
+    blockSize: c.blockSize,
+    vocabSize: lm.tokenizer.vocabSize,
+    tokenizer:
+      lm.tokenizer instanceof CharTokenizer
+        ? 'characters'
+        : lm.tokenizer instanceof ByteLevelBpeTokenizer
+          ? 'byte-level BPE'
+          : 'BPE',
+    parameters: lm.model.numParameters(),
+  };
+}
+
+/** The characters of `text` that `tokenizer` reads as its unknown token (none when `ids` holds no unk). */
+function unknownCharacters(tokenizer: BpeTokenizer, text: string, ids: readonly number[]): string[] {
+  if (!ids.includes(tokenizer.unkId)) return [];
+  const chars = new Set(Array.from(text).filter((c) => c.trim() !== ''));
+  return [...chars].filter((c) => tokenizer.encode(c).includes(tokenizer.unkId));
+}
+
+const backendName = () => backend?.name ?? 'js';
+
+function needGpt(): LoadedGpt {
+  if (!gpt) throw new Error('no GPT is open');
+  return gpt;
+}
+
+const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: string) => void) => unknown } = {
+  async init({ pref, pageUrl }) {
+    setPageBase(pageUrl);
+    backend = await chooseBackend(pref);
+    return backend;
+  },
+  async openServed({ view, entry }, progress) {
+    const opened = await openServed(entry, backendName(), progress);
+    if (view === 'translate') {
+      if (opened.kind !== 'seq2seq')
+        throw new Error(
+          `${entry.name} is a ${opened.kind === 'gpt' ? 'GPT' : 'GPT-2'}, not a translation model: see Generate`,
+        );
+      translation = { model: opened.model, tokenizer: opened.tokenizer, targetTokenizer: opened.targetTokenizer };
+      const c = opened.model.config;
+      const separate = opened.targetTokenizer !== opened.tokenizer;
+      return {
+        config: opened.config,
+        dModel: c.dModel,
+        numEncoderLayers: c.numEncoderLayers,
+        numDecoderLayers: c.numDecoderLayers,
+        nhead: c.nhead,
+        vocabSize: opened.tokenizer.vocabSize,
+        targetVocabSize: separate ? opened.targetTokenizer.vocabSize : null,
+        parameters: opened.model.numParameters(),
+      } satisfies TranslationInfo;
+    }
+    if (opened.kind === 'seq2seq') throw new Error(`${entry.name} is a translation model, not a GPT: see Translate`);
+    gpt = { model: opened.model, tokenizer: opened.tokenizer, separatorId: opened.separatorId };
+    logits = null;
+    return gptInfo(gpt);
+  },
+  async openLocal({ files }, progress) {
+    const r = await loadLocalModel(files, backendName(), progress);
+    gpt = r.lm;
+    logits = null;
+    return { ...gptInfo(r.lm), name: r.name, source: r.source, bytes: r.bytes, seconds: r.seconds };
+  },
+  translate({ text, beam }) {
+    if (!translation) throw new Error('no translation model is open');
+    const { model, tokenizer, targetTokenizer } = translation;
+    const result = translateWithAttention(model, tokenizer, text, {
+      beam,
+      ...(targetTokenizer !== tokenizer && { targetTokenizer }),
+    });
+    return { result, unknown: unknownCharacters(tokenizer, result.source, result.srcIds) };
+  },
+  generate({ prompt, options }) {
+    return generateWithAttention(needGpt(), prompt, options);
+  },
+  nextToken({ ids }) {
+    logits = lastLogits(needGpt().model, ids);
+    return { vocabSize: logits.length };
+  },
+  nextTokenView({ options }) {
+    const lm = needGpt();
+    if (!logits) throw new Error('the next-token view has no prompt yet');
+    const view = nextTokenView(logits, options);
+    const labels: Record<number, string> = {};
+    for (const id of [...view.top.map((t) => t.id), view.sampled])
+      labels[id] = tokenLabel(lm.tokenizer, id, lm.separatorId);
+    return { view, labels, vocabSize: logits.length };
+  },
+  neuron({ ids, layer, head, query }) {
+    return neuronView(needGpt().model, ids, layer, head, query);
+  },
+};
+
+/** Requests run one after another, in the order they came. */
+let queue: Promise<void> = Promise.resolve();
+
+self.onmessage = (e: MessageEvent<RequestMessage>) => {
+  const { id, op, args } = e.data;
+  const post = (m: ReplyMessage) => self.postMessage(m);
+  queue = queue.then(async () => {
+    try {
+      const handler = handlers[op] as (a: unknown, p: (s: string) => void) => unknown;
+      const value = await handler(args, (progress) => post({ id, progress }));
+      post({ id, value });
+    } catch (x) {
+      post({ id, error: (x as Error).message ?? String(x) });
+    }
+  });
+};
