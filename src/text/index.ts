@@ -1,6 +1,7 @@
-/** Text layer: sacreBLEU-exact BLEU and a Hugging Face-compatible BPE tokenizer. */
+/** Text layer: BLEU and chrF ported from sacreBLEU, and a Hugging Face-compatible BPE tokenizer. */
 export {
   SACREBLEU_VERSION,
+  SIGNATURE_VERSION,
   computeBleu,
   corpusBleu,
   formatFixed,
