@@ -56,7 +56,7 @@ export const NOT_MEASUREMENTS: { pattern: RegExp; why: string }[] = [
   { pattern: /\d+\.\d+\.\d+/g, why: 'a version (major.minor.patch)' },
   {
     pattern:
-      /(?:α|alpha|default|factor|kept at|dropout|label smoothing|smoothing|temperature|top-p|weight decay|betas?|β[12]?|ε|lr|learning rate|clipping at|p <|p under|under) ?(?:(?:of the grid|grid|is kept at|kept at|=|:) )?\d*\.?\d+(?:(?:\/|, | and |, and )\d*\.?\d+)*/g,
+      /(?:α|alpha|default|factor|kept at|dropout|label smoothing|smoothing|temperature|top-p|weight decay|betas?|β[12]?|ε|lr|learning rate|clipping at|p <) ?(?:(?:of the grid|grid|is kept at|kept at|=|:) )?\d*\.?\d+(?:(?:\/|, | and |, and )\d*\.?\d+)*/g,
     why: 'a setting of a recipe or a decoder (an input, not a result), a list of them, or a significance level',
   },
   { pattern: /\d+% (?=\[)|Δ 95%/g, why: "a bootstrap interval's confidence level (a setting)" },
@@ -64,7 +64,7 @@ export const NOT_MEASUREMENTS: { pattern: RegExp; why: string }[] = [
   { pattern: /\d+(?:\.\d+)?e-?\d+/g, why: 'a tolerance or a learning rate in scientific notation (a setting)' },
   {
     pattern:
-      /\d+\^\d+ floats \(\d+ GiB\)|(?:slower than|faster than|within|past|exceeds?|after|every|outlives|open|at most|at least|memory is|up to|over the issue's|issue \d+'s|target of|≤|≥) \d[\d,.]*(?![\d^])|\d[\d,.]* ?(?:ms|s|MiB|GiB|KB|MB) (?:watchdog|timeout|for model configs|with js|downloads|at a time)/g,
+      /\d+\^\d+ floats \(\d+ GiB\)|(?:slower than|faster than|past|exceeds?|after|every|outlives|open|at most|at least|memory is|up to|over the issue's|issue \d+'s|target of|≤|≥) \d[\d,.]*(?![\d^])|\d[\d,.]* ?(?:ms|s|MiB|GiB|KB|MB) (?:watchdog|timeout|for model configs|with js|downloads|at a time)/g,
     why: 'a limit, a timeout or a target that the code, a test or an issue sets (not a result)',
   },
   { pattern: /\b(?:124M|355M|774M|1\.5B|1\.56B)/g, why: "the GPT-2 family's published sizes, used as names" },
