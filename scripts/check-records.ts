@@ -4,26 +4,40 @@
  * behind it:
  *
  *   bleu     a translation output and its references: sacreBLEU's line (score, precisions, BP,
- *            lengths), recomputed with qkv's sacreBLEU-exact scorer (src/text/bleu.ts)
+ *            lengths), recomputed with qkv's port of sacreBLEU (src/text/bleu.ts); and, where
+ *            records/sacrebleu-check/sacrebleu.json holds real sacreBLEU's line for the same two files
+ *            (scripts/sacrebleu-check.py, run where sacreBLEU is installed), equal to that line too
  *   chrf     the same for chrF2 (src/text/chrf.ts)
  *   paired   two outputs: the paired bootstrap line of `qkv bleu --paired-bs` (seeded, so exact)
  *   history  a run's history.json: the value of a field at a step (or of its averaged entry)
+ *   curve    a history.json: a field at every evaluation from one step to another ("2.9, 3.9, …")
+ *   params   a model.safetensors: its tensors' elements counted from the header, in millions ("2.88")
+ *   size     committed files' bytes together, in MB or KB (powers of 10), MiB or KiB, rounded as quoted
  *   ratio    a benchmark results file (bench/results/): the ratio of two columns of one table row,
- *            recomputed from the measurements and rounded as quoted
+ *            the two cells as printed divided and rounded to the quoted decimals, exactly
  *   value    a benchmark results file: one cell, or one part of a cell that holds several ("222 / — /
- *            4173", peak MB of qkv / tfjs / torch), as quoted
+ *            4173", peak MB of qkv / tfjs / torch), as printed (a ratio cell "3.13× time" is 3.13)
  *
- * Each claim also names the files that quote it (`quoted`, "README" for README.md), and each of them
- * must hold the figure: a BLEU or chrF claim's score, a paired claim's difference (without its "+"),
- * any other claim's `expect`. Where a file writes it in another form ("341 training minutes" for
- * 341.3), the claim's `as` gives that form for that file; a form must be the figure rounded or a
- * part of the claim's line.
+ * Each claim also names the files that quote it (`quoted`, "README" for README.md), and where in each
+ * the figure stands: `at` gives, per file, the text around each place it is quoted (one string, or a
+ * list where a file quotes it more than once); each must occur exactly once in that file (taken as one
+ * line, outside generated blocks) and hold the figure: a BLEU or chrF claim's score, a paired claim's
+ * difference (without its "+"), any other claim's `expect`. Where a file writes it in another form
+ * ("341 training minutes" for 341.3), the claim's `as` gives that form for that file; a form must be
+ * the figure rounded or a part of the claim's line.
+ *
+ * Then the reverse: every figure in the prose of README.md, docs/*.md and the model cards
+ * (models/*\/README.md) must be one that a claim's `at` names there, stand in a generated block, or be
+ * of a kind that is not a measurement (scripts/figures-in-prose.ts, with its short list). And the
+ * generated blocks must be fresh: the speed figures (scripts/speed-section.ts) and docs/evidence.md's
+ * table of the claims (`--table`).
  *
  *   npx tsx scripts/check-records.ts            check every claim; exit 1 on any difference
  *   npx tsx scripts/check-records.ts --table    print the claims as docs/evidence.md's table
  *   npx tsx scripts/check-records.ts --claims F  another claims file (the tests use this)
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bootstrapSummary } from '../src/cli/commands/bleu.ts';
@@ -31,8 +45,11 @@ import { readLines } from '../src/cli/corpus.ts';
 import { corpusBleu } from '../src/text/bleu.ts';
 import { corpusChrf } from '../src/text/chrf.ts';
 import { pairedBootstrap } from '../src/text/significance.ts';
+import { around, figuresIn, oneLine } from './figures-in-prose.ts';
+import { stalePieces } from './speed-section.ts';
 
-const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
+/** The repository (or, with --root, the tree the tests build). */
+let ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
 interface Base {
   id: string;
@@ -40,6 +57,8 @@ interface Base {
   quoted?: string;
   /** The form a quoted file writes the figure in, where it is not the figure itself. */
   as?: Record<string, string>;
+  /** Per quoted file, the text around the figure where it stands (a list where it stands in several places). */
+  at?: Record<string, string | string[]>;
   note?: string;
 }
 type Claim = Base &
@@ -47,6 +66,9 @@ type Claim = Base &
     | { kind: 'bleu' | 'chrf'; output: string; ref: string; expect: string; lowercase?: boolean }
     | { kind: 'paired'; baseline: string; system: string; ref: string; expect: string }
     | { kind: 'history'; file: string; step: number; averaged?: boolean; field: string; expect: string }
+    | { kind: 'curve'; file: string; from: number; to: number; field: string; expect: string }
+    | { kind: 'size'; files: string[]; unit: 'MB' | 'KB' | 'MiB' | 'KiB'; expect: string }
+    | { kind: 'params'; file: string; expect: string }
     | { kind: 'ratio'; file: string; row: string; num: string; den: string; expect: string; table?: string }
     | { kind: 'value'; file: string; row: string; column: string; expect: string; table?: string }
   );
@@ -102,6 +124,11 @@ function num(cell: string | undefined, what: string): number {
   return Number(m[0]);
 }
 
+/** A run's history.json, read once. */
+function history(file: string): Record<string, unknown>[] {
+  return once(`history ${file}`, () => JSON.parse(readFileSync(need(file, 'history'), 'utf8')));
+}
+
 const decimals = (s: string) => (s.split('.')[1] ?? '').length;
 
 /** What the claim's file gives now, in the claim's own format. */
@@ -122,36 +149,53 @@ function recompute(c: Claim): string {
       return `${d >= 0 ? '+' : ''}${d.toFixed(2)} BLEU, ${bootstrapSummary(t)}`;
     }
     case 'history': {
-      const h = once(`history ${c.file}`, (): Record<string, unknown>[] =>
-        JSON.parse(readFileSync(need(c.file, 'history'), 'utf8')),
-      );
+      const h = history(c.file);
       const e = h.find((x) => x.step === c.step && (x.averaged !== undefined) === (c.averaged ?? false));
       if (!e) throw new Error(`${c.file}: no ${c.averaged ? 'averaged ' : ''}entry at step ${c.step}`);
       const v = e[c.field];
       if (typeof v !== 'number') throw new Error(`${c.file}: step ${c.step} has no number ${c.field}`);
       return v.toFixed(decimals(c.expect));
     }
-    case 'ratio': {
-      // The file prints each measurement rounded (51.1 ms, 2,262 ms): the quoted ratio must be the
-      // rounding of a ratio those printed values allow (each ± half its last digit).
-      const r = tableRow(c.file, c.row, c.table);
-      const [a, b] = [r.get(c.num), r.get(c.den)];
-      const x = num(a, `${c.file} "${c.row}" ${c.num}`);
-      const y = num(b, `${c.file} "${c.row}" ${c.den}`);
-      const half = (cell: string | undefined) =>
-        0.5 * 10 ** -decimals(cell!.replace(/,/g, '').match(/-?\d+(\.\d+)?/)![0]);
-      const lo = (x - half(a)) / (y + half(b));
-      const hi = (x + half(a)) / (y - half(b));
-      const d = decimals(c.expect);
-      const q = Number(c.expect);
-      const unit = 0.5 * 10 ** -d;
-      const fits = q + unit >= lo && q - unit <= hi;
-      return fits
-        ? c.expect
-        : `${(x / y).toFixed(d)} (${x} / ${y}; ${lo.toFixed(d + 2)} to ${hi.toFixed(d + 2)} with the printed rounding)`;
+    case 'curve': {
+      // Every evaluation (not the averaged entry) from step `from` to step `to`, in step order, each
+      // rounded to the decimals the claim writes it with ("54.5, 55.45").
+      const written = c.expect.split(',').map((x) => x.trim());
+      const values = history(c.file)
+        .filter((e) => e.averaged === undefined && typeof e.step === 'number' && e.step >= c.from && e.step <= c.to)
+        .filter((e) => typeof e[c.field] === 'number')
+        .sort((a, b) => (a.step as number) - (b.step as number))
+        .map((e, i) => (e[c.field] as number).toFixed(decimals(written[i] ?? written[0])));
+      return values.join(', ');
     }
-    case 'value':
-      return tableRow(c.file, c.row, c.table).get(c.column) ?? `(no column ${c.column})`;
+    case 'params': {
+      // safetensors: an 8-byte little-endian header length, then the JSON header with every tensor's shape.
+      const bytes = readFileSync(need(c.file, 'weights'));
+      const n = Number(bytes.readBigUInt64LE(0));
+      const header = JSON.parse(bytes.subarray(8, 8 + n).toString('utf8')) as Record<string, { shape?: number[] }>;
+      let count = 0;
+      for (const [name, t] of Object.entries(header))
+        if (name !== '__metadata__') count += (t.shape ?? []).reduce((a, b) => a * b, 1);
+      return (count / 1e6).toFixed(decimals(c.expect));
+    }
+    case 'size': {
+      const bytes = c.files.reduce((sum, f) => sum + statSync(need(f, 'file')).size, 0);
+      const scale = { MB: 1e6, KB: 1e3, MiB: 2 ** 20, KiB: 2 ** 10 }[c.unit];
+      return (bytes / scale).toFixed(decimals(c.expect));
+    }
+    case 'ratio': {
+      // The two cells as the file prints them (51.1 ms, 2,262 ms), divided and rounded to the quoted
+      // decimals: the figure is exactly that, not any ratio the cells' rounding would allow.
+      const r = tableRow(c.file, c.row, c.table);
+      const x = num(r.get(c.num), `${c.file} "${c.row}" ${c.num}`);
+      const y = num(r.get(c.den), `${c.file} "${c.row}" ${c.den}`);
+      const got = (x / y).toFixed(decimals(c.expect));
+      return got === c.expect ? got : `${got} (${x} / ${y})`;
+    }
+    case 'value': {
+      // A ratio column's cell is its number as printed ("3.13× time", "41.10× faster").
+      const cell = tableRow(c.file, c.row, c.table).get(c.column);
+      return cell?.replace(/× (time|faster)$/, '') ?? `(no column ${c.column})`;
+    }
   }
 }
 
@@ -174,17 +218,55 @@ const quotedIn = (c: Claim) =>
     .map((f) => f.trim())
     .filter((f) => f !== '');
 
-/** The text as one line: Markdown wraps a figure and its words anywhere. */
-const oneLine = (s: string) => s.replace(/\s+/g, ' ');
+/** A quoted file's path from its name in `quoted` ("README" is README.md). */
+const pathOf = (file: string) => (file === 'README' ? 'README.md' : file);
 
-/** Whether `text` (already one line) holds `form` as a figure of its own: 41.02 is not in 141.02 or 41.025, 673 not in 1,673. */
-function holds(text: string, form: string): boolean {
-  const escaped = oneLine(form).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return new RegExp(`(?<![\\d.]|\\d,)${escaped}(?!\\d|[.,]\\d)`).test(text);
+/** A file's text as one line with its generated blocks blanked (offsets kept): no claim stands in generated text. */
+function quoting(file: string): string | null {
+  const path = join(ROOT, pathOf(file));
+  if (!existsSync(path)) return null;
+  return once(`quoting ${path}`, () =>
+    oneLine(readFileSync(path, 'utf8')).replace(/<!-- generated:([\w-]+) -->[\s\S]*?<!-- \/generated:\1 -->/g, (m) =>
+      ' '.repeat(m.length),
+    ),
+  );
 }
 
-/** What is wrong with the files that quote a claim: one line each, none when every one holds its figure. */
-function quoteProblems(c: Claim): string[] {
+/** Where `form` stands in `text` as a figure of its own: 41.02 is not in 141.02 or 41.025, 673 not in 1,673; -1 if nowhere. */
+function figureAt(text: string, form: string): number {
+  const escaped = oneLine(form).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return text.search(new RegExp(`(?<![\\d.]|\\d,)${escaped}(?!\\d|[.,]\\d)`));
+}
+
+/** Every place `needle` starts in `text`. */
+function occurrences(text: string, needle: string): number[] {
+  const at: number[] = [];
+  for (let i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + 1)) at.push(i);
+  return at;
+}
+
+/** The numbers a claim names: its figure, its form per file, and every number of its line (a BLEU line's precisions). */
+function numbersOf(c: Claim): Set<string> {
+  const all = [c.expect, figure(c), ...Object.values(c.as ?? {})].join(' ');
+  return new Set((all.match(/\d[\d,]*(\.\d+)?/g) ?? []).map((n) => n.replace(/,/g, '')));
+}
+
+/** Whether `n` (as a file writes it) is one of `numbers`, or one of them rounded to n's decimals (p 0.23 for 0.2298). */
+function names(numbers: Set<string>, n: string): boolean {
+  if (numbers.has(n)) return true;
+  const d = decimals(n);
+  return d > 0 && [...numbers].some((m) => decimals(m) > d && Number(m).toFixed(d) === n);
+}
+
+/** A stretch of a quoting file that a claim's context names, and the numbers it names there. */
+interface Named {
+  from: number;
+  to: number;
+  numbers: Set<string>;
+}
+
+/** What is wrong with the files that quote a claim: one line each, none when every one holds its figure where `at` says. */
+function quoteProblems(c: Claim, named: Map<string, Named[]>): string[] {
   const fig = figure(c);
   const files = quotedIn(c);
   const problems: string[] = [];
@@ -197,17 +279,69 @@ function quoteProblems(c: Claim): string[] {
     if (!rounded && !oneLine(c.expect).includes(oneLine(form)))
       problems.push(`${file}'s form ${JSON.stringify(form)} is neither ${fig} rounded nor a part of the claim`);
   }
+  for (const file of Object.keys(c.at ?? {}))
+    if (!files.includes(file)) problems.push(`"at" gives a place in ${file}, which is not in "quoted"`);
   for (const file of files) {
-    const path = join(ROOT, file === 'README' ? 'README.md' : file);
+    const text = quoting(file);
     const form = c.as?.[file] ?? fig;
-    if (!existsSync(path)) problems.push(`quoted in ${file}, which is missing`);
-    else if (
-      !holds(
-        once(`quoting ${path}`, () => oneLine(readFileSync(path, 'utf8'))),
-        form,
-      )
-    )
-      problems.push(`quoted in ${file}, which does not hold ${JSON.stringify(form)}`);
+    if (text === null) {
+      problems.push(`quoted in ${file}, which is missing`);
+      continue;
+    }
+    const at = c.at?.[file];
+    if (at === undefined) {
+      problems.push(`quoted in ${file}, but "at" does not say where`);
+      continue;
+    }
+    for (const context of typeof at === 'string' ? [at] : at) {
+      const where = occurrences(text, oneLine(context));
+      // The context holds the figure (in the file's form), or another number with decimals from the claim's
+      // line, or one rounded: a BLEU line's precisions or BP quoted on their own ("val 72.0/49.4"), a p value.
+      const figures = new Set([fig.replace(/,/g, '')]);
+      const numbers = numbersOf(c);
+      const decimalsIn = (oneLine(context).match(/\d[\d,]*\.\d+/g) ?? []).map((n) => n.replace(/,/g, ''));
+      const inside =
+        figureAt(oneLine(context), form) >= 0 || decimalsIn.some((n) => names(numbers, n) && !names(figures, n));
+      if (where.length !== 1)
+        problems.push(
+          `${file} holds the context ${JSON.stringify(context)} ${where.length === 0 ? 'nowhere' : `${where.length} times`}`,
+        );
+      else if (!inside)
+        problems.push(`quoted in ${file}, where ${JSON.stringify(context)} does not hold ${JSON.stringify(form)}`);
+      else {
+        const list = named.get(pathOf(file)) ?? [];
+        list.push({ from: where[0], to: where[0] + oneLine(context).length, numbers: numbersOf(c) });
+        named.set(pathOf(file), list);
+      }
+    }
+  }
+  return problems;
+}
+
+/** The files whose every figure a claim must name: README.md, docs/*.md and the model cards. */
+function checkedFiles(): string[] {
+  const docs = readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => `docs/${f}`);
+  const cards = readdirSync(join(ROOT, 'models'))
+    .sort()
+    .map((d) => `models/${d}/README.md`)
+    .filter((f) => existsSync(join(ROOT, f)));
+  return ['README.md', ...docs, ...cards];
+}
+
+/** The reverse check: each figure of the checked files that no claim's `at` names, with its surroundings. */
+function unnamedFigures(named: Map<string, Named[]>): string[] {
+  const problems: string[] = [];
+  for (const file of checkedFiles()) {
+    const { line, figures } = figuresIn(readFileSync(join(ROOT, file), 'utf8'));
+    const spans = named.get(file) ?? [];
+    for (const f of figures) {
+      const n = f.text.replace(/,/g, '');
+      if (spans.some((s) => f.at >= s.from && f.at < s.to && names(s.numbers, n))) continue;
+      problems.push(`${file}: ${f.text} is named by no claim: ${around(line, f.at, f.text.length)}`);
+    }
   }
   return problems;
 }
@@ -220,6 +354,8 @@ function files(c: Claim): string {
       return c.output;
     case 'paired':
       return `${c.baseline}, ${c.system}`;
+    case 'size':
+      return c.files.join(', ');
     default:
       return c.file;
   }
@@ -234,6 +370,12 @@ function what(c: Claim): string {
       return `paired bootstrap (1,000 resamples) against ${c.ref}`;
     case 'history':
       return `${c.field} at step ${c.step}${c.averaged ? ' (averaged entry)' : ''}`;
+    case 'curve':
+      return `${c.field} at every evaluation, steps ${c.from} to ${c.to}`;
+    case 'size':
+      return `bytes together, in ${c.unit}`;
+    case 'params':
+      return 'parameters (millions), from the safetensors header';
     case 'ratio':
       return `"${c.row}": ${c.num} / ${c.den}`;
     case 'value':
@@ -241,10 +383,58 @@ function what(c: Claim): string {
   }
 }
 
+/** Real sacreBLEU's lines for the BLEU claims, as scripts/sacrebleu-check.py recorded them (none where it has not run). */
+interface SacreBleuRecord {
+  sacrebleu: string;
+  claims: Record<string, { output: string; ref: string; output_sha256: string; ref_sha256: string; line: string }>;
+}
+
+function sacreBleuRecord(): SacreBleuRecord | null {
+  const path = join(ROOT, 'records', 'sacrebleu-check', 'sacrebleu.json');
+  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as SacreBleuRecord) : null;
+}
+
+const sha256 = (path: string) =>
+  createHash('sha256')
+    .update(readFileSync(join(ROOT, path)))
+    .digest('hex');
+
+/**
+ * A BLEU claim against real sacreBLEU's recorded line: 'same', a difference, or null where the record
+ * has no line for these two files (a new output, or an output changed since sacreBLEU scored it).
+ */
+function againstSacreBleu(c: Claim, record: SacreBleuRecord | null): string | null {
+  if (c.kind !== 'bleu' || record === null) return null;
+  const r = record.claims[c.id];
+  if (!r || r.output !== c.output || r.ref !== c.ref) return null;
+  if (!existsSync(join(ROOT, c.output)) || sha256(c.output) !== r.output_sha256 || sha256(c.ref) !== r.ref_sha256)
+    return null;
+  return r.line === c.expect ? 'same' : `sacreBLEU ${record.sacrebleu} gives ${JSON.stringify(r.line)}`;
+}
+
+/** docs/evidence.md's table: every claim, its figure, the files quoting it and the file behind it. */
+function table(claims: Claim[]): string {
+  const lines = ['| figure | quoted in | file | recomputed (check-records claim) |', '| --- | --- | --- | --- |'];
+  for (const c of claims) {
+    const quoted = quotedIn(c)
+      .map((f) => {
+        const form = c.as?.[f];
+        return form ? `${f} (as "${form}")` : f;
+      })
+      .join(', ');
+    lines.push(`| ${c.expect.replace(/\|/g, '\\|')} | ${quoted} | \`${files(c)}\` | \`${c.id}\`: ${what(c)} |`);
+  }
+  return lines.join('\n');
+}
+
 function main(): number {
   const args = process.argv.slice(2);
+  const rootAt = args.indexOf('--root');
+  if (rootAt >= 0) ROOT = resolve(args[rootAt + 1]);
   const at = args.indexOf('--claims');
   const claimsPath = at >= 0 ? args[at + 1] : join(ROOT, 'records', 'claims.json');
+  // With the whole claims file (no --claims), the reverse check and the generated blocks are checked too.
+  const whole = at < 0;
   const { claims } = JSON.parse(readFileSync(claimsPath, 'utf8')) as { claims: Claim[] };
   const ids = new Set<string>();
   for (const c of claims) {
@@ -252,21 +442,14 @@ function main(): number {
     ids.add(c.id);
   }
   if (args.includes('--table')) {
-    console.log('| figure | quoted in | file | recomputed (check-records claim) |');
-    console.log('| --- | --- | --- | --- |');
-    for (const c of claims) {
-      const quoted = quotedIn(c)
-        .map((f) => {
-          const form = c.as?.[f];
-          return form ? `${f} (as "${form}")` : f;
-        })
-        .join(', ');
-      console.log(`| ${c.expect.replace(/\|/g, '\\|')} | ${quoted} | \`${files(c)}\` | \`${c.id}\`: ${what(c)} |`);
-    }
+    console.log(table(claims));
     return 0;
   }
   let failed = 0;
   let misquoted = 0;
+  const named = new Map<string, Named[]>();
+  const record = sacreBleuRecord();
+  let sameAsSacreBleu = 0;
   for (const c of claims) {
     let got: string;
     try {
@@ -276,18 +459,41 @@ function main(): number {
     }
     // BLEU/chrF lines must match exactly; other kinds as the quoted figure is written (a value claim
     // is a whole cell or a whole part of one: 22 is not in "222 / — / 4173").
-    const ok = c.kind === 'value' ? got.split(' / ').includes(c.expect) : got === c.expect;
-    const problems = quoteProblems(c);
+    const sacre = againstSacreBleu(c, record);
+    if (sacre === 'same') sameAsSacreBleu++;
+    const same = c.kind === 'value' ? got.split(' / ').includes(c.expect) : got === c.expect;
+    const ok = same && (sacre ?? 'same') === 'same';
+    const problems = quoteProblems(c, named);
     if (!ok) failed++;
     if (problems.length > 0) misquoted++;
-    if (!ok) console.log(`FAIL ${c.id}: quoted ${JSON.stringify(c.expect)}, the file gives ${JSON.stringify(got)}`);
+    if (!same) console.log(`FAIL ${c.id}: quoted ${JSON.stringify(c.expect)}, the file gives ${JSON.stringify(got)}`);
+    if (sacre !== null && sacre !== 'same') console.log(`FAIL ${c.id}: quoted ${JSON.stringify(c.expect)}, ${sacre}`);
     for (const p of problems) console.log(`FAIL ${c.id}: ${p}`);
     if (ok && problems.length === 0) console.log(`ok   ${c.id}: ${c.expect}`);
   }
-  console.log(
-    `check-records: ${claims.length - failed} of ${claims.length} figures recomputed from their files${failed ? `, ${failed} differ` : ''}${misquoted ? `, ${misquoted} not found in a file said to quote them` : ''}`,
-  );
-  return failed || misquoted ? 1 : 0;
+  const summary = [`check-records: ${claims.length - failed} of ${claims.length} figures recomputed from their files`];
+  if (failed) summary.push(`${failed} differ`);
+  if (misquoted) summary.push(`${misquoted} not found in a file said to quote them`);
+  const bleu = claims.filter((c) => c.kind === 'bleu').length;
+  if (record !== null)
+    summary.push(
+      `${sameAsSacreBleu} of ${bleu} BLEU lines also equal to sacreBLEU ${record.sacrebleu}'s (records/sacrebleu-check)`,
+    );
+  let unnamed: string[] = [];
+  let stale: string[] = [];
+  if (whole) {
+    unnamed = unnamedFigures(named);
+    stale = stalePieces(ROOT);
+    const evidence = join(ROOT, 'docs', 'evidence.md');
+    if (existsSync(evidence) && !readFileSync(evidence, 'utf8').includes(table(claims)))
+      stale.push('docs/evidence.md: its table is not check-records --table (npx tsx scripts/check-records.ts --table)');
+    for (const u of unnamed) console.log(`FAIL ${u}`);
+    for (const p of stale) console.log(`FAIL ${p}`);
+    if (unnamed.length) summary.push(`${unnamed.length} figures in README, docs and model cards named by no claim`);
+    if (stale.length) summary.push(`${stale.length} generated blocks stale`);
+  }
+  console.log(summary.join(', '));
+  return failed || misquoted || unnamed.length || stale.length ? 1 : 0;
 }
 
 process.exitCode = main();

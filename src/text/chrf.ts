@@ -8,7 +8,7 @@
  * Strings are handled as Python does, by code point (an emoji is one character, not two UTF-16
  * units). Pure string and number code: runs in Node and in browsers.
  */
-import { formatFixed, nrefsOf, pySplit, SACREBLEU_VERSION, toStreams } from './bleu.ts';
+import { formatFixed, nrefsOf, pySplit, SIGNATURE_VERSION, toStreams } from './bleu.ts';
 
 /**
  * Options of {@link corpusChrf} and {@link sentenceChrf}, with sacreBLEU's defaults (chrF2: 6 character
@@ -46,7 +46,7 @@ export interface ChrfScore {
   beta: number;
   /** Per order (characters 1..charOrder, then words 1..wordOrder): hypothesis n-grams, reference n-grams, matches. */
   statistics: number[];
-  /** sacreBLEU's signature, e.g. `nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.4.0`. */
+  /** sacreBLEU's signature, qkv's version: `nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.4.0-qkv`. */
   signature: string;
   /** sacreBLEU's `str(score)`, e.g. `chrF2 = 52.57`. */
   toString(): string;
@@ -175,7 +175,7 @@ function signatureOf(o: Resolved, nrefs: number | 'var'): string {
     `nc:${o.charOrder}`,
     `nw:${o.wordOrder}`,
     `space:${o.whitespace ? 'yes' : 'no'}`,
-    `version:${SACREBLEU_VERSION}`,
+    `version:${SIGNATURE_VERSION}`,
   ].join('|');
 }
 

@@ -4,6 +4,7 @@
  */
 export {
   SACREBLEU_VERSION,
+  SIGNATURE_VERSION,
   computeBleu,
   corpusBleu,
   formatFixed,

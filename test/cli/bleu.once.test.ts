@@ -29,7 +29,7 @@ const mixed = write(
   'mixed.de',
   refs.map((s, i) => (i % 3 === 0 ? s : half(s))),
 );
-const SIGNATURE = 'nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.0';
+const SIGNATURE = 'nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.0-qkv';
 
 test('qkv bleu FILE --split val prints corpus BLEU as sacreBLEU does, with its signature', () => {
   const r = qkv(['bleu', cut, '--split', 'val']);
@@ -109,7 +109,7 @@ test('qkv bleu A B C --paired-bs: each file scored, each compared with the first
 });
 
 test('qkv bleu --chrf adds chrF2 (sacreBLEU -m chrf) after BLEU, for one file or several', () => {
-  const chrfSignature = 'nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.4.0';
+  const chrfSignature = 'nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.4.0-qkv';
   const one = qkv(['bleu', cut, '--split', 'val', '--chrf']);
   assert.equal(one.status, 0, one.stderr);
   const c = corpusChrf(refs.map(half), refs);

@@ -85,7 +85,7 @@ test('qkv eval prints BLEU with the sacreBLEU signature; qkv info prints the par
   const r = qkv(['eval', '--model', out, '--data', data, '--beam', '1']);
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /^BLEU = [\d.]+ /);
-  assert.match(r.stdout, /nrefs:1\|case:mixed\|eff:no\|tok:13a\|smooth:exp\|version:2\.4\.0/);
+  assert.match(r.stdout, /nrefs:1\|case:mixed\|eff:no\|tok:13a\|smooth:exp\|version:2\.4\.0-qkv/);
   const i = qkv(['info', '--preset', 'paper-base']);
   assert.equal(i.status, 0, i.stderr);
   assert.equal(JSON.parse(i.stdout).parameters, 63084544);

@@ -30,7 +30,7 @@ test('sacreBLEU README example: two reference streams', () => {
   ];
   const s = corpusBleu(hyps, refs);
   assert.equal(String(s), 'BLEU = 48.53 82.4/50.0/45.5/37.5 (BP = 0.943 ratio = 0.944 hyp_len = 17 ref_len = 18)');
-  assert.equal(s.signature, 'nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.0');
+  assert.equal(s.signature, 'nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.0-qkv');
   close(s.score, 48.530827009929865, 'score');
   assert.deepEqual(s.counts, [14, 7, 5, 3]);
   assert.deepEqual(s.totals, [17, 14, 11, 8]);
@@ -45,7 +45,7 @@ test('README hypotheses against the first reference stream only (string[] form)'
   const refs = ['The dog bit the man.', 'It was not unexpected.', 'The man bit him first.'];
   const s = corpusBleu(hyps, refs);
   assert.equal(String(s), 'BLEU = 45.07 70.6/42.9/36.4/37.5 (BP = 1.000 ratio = 1.000 hyp_len = 17 ref_len = 17)');
-  assert.equal(s.signature, 'nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.0');
+  assert.equal(s.signature, 'nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.0-qkv');
   close(s.score, 45.06750632106114);
   assert.deepEqual(s.counts, [12, 6, 4, 3]);
   // Same result when given as one reference stream.
@@ -102,7 +102,7 @@ test('closest reference length, ties to the shorter; null drops a reference (nre
     ],
   );
   assert.equal(String(s), 'BLEU = 0.00 100.0/100.0/100.0/0.0 (BP = 1.000 ratio = 1.000 hyp_len = 5 ref_len = 5)');
-  assert.equal(s.signature, 'nrefs:var|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.0');
+  assert.equal(s.signature, 'nrefs:var|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.0-qkv');
   const t = corpusBleu(
     ['a b c d', 'e f'],
     [
@@ -126,13 +126,13 @@ test('smoothing methods on hyp "a b c d" vs ref "a b d c"', () => {
   const floor = corpusBleu(h, r, { smoothMethod: 'floor' });
   assert.equal(String(floor), 'BLEU = 20.21 100.0/33.3/5.0/10.0 (BP = 1.000 ratio = 1.000 hyp_len = 4 ref_len = 4)');
   close(floor.score, 20.205155046766233);
-  assert.equal(floor.signature, 'nrefs:1|case:mixed|eff:no|tok:13a|smooth:floor[0.10]|version:2.4.0');
+  assert.equal(floor.signature, 'nrefs:1|case:mixed|eff:no|tok:13a|smooth:floor[0.10]|version:2.4.0-qkv');
   // add-k 1: orders >= 2 get +1 on counts and totals: 2/4, 1/3, 1/2 (reported so, as sacreBLEU does).
   const addk = corpusBleu(h, r, { smoothMethod: 'add-k' });
   assert.equal(String(addk), 'BLEU = 53.73 100.0/50.0/33.3/50.0 (BP = 1.000 ratio = 1.000 hyp_len = 4 ref_len = 4)');
   assert.deepEqual(addk.counts, [4, 2, 1, 1]);
   assert.deepEqual(addk.totals, [4, 4, 3, 2]);
-  assert.equal(addk.signature, 'nrefs:1|case:mixed|eff:no|tok:13a|smooth:add-k[1.00]|version:2.4.0');
+  assert.equal(addk.signature, 'nrefs:1|case:mixed|eff:no|tok:13a|smooth:add-k[1.00]|version:2.4.0-qkv');
   // exp: the k-th zero precision is 100 / (2^k * total): p3 = 100/(2*2) = 25, p4 = 100/(4*1) = 25;
   // BLEU = (100 * 33.33 * 25 * 25)^(1/4) = 37.99...
   const exp = corpusBleu(h, r);
@@ -141,17 +141,17 @@ test('smoothing methods on hyp "a b c d" vs ref "a b d c"', () => {
   close(exp.score, 100 * (1 * (1 / 3) * 0.25 * 0.25) ** (1 / 4), 'hand formula');
   assert.equal(
     corpusBleu(h, r, { smoothMethod: 'floor', smoothValue: 0.5 }).signature,
-    'nrefs:1|case:mixed|eff:no|tok:13a|smooth:floor[0.50]|version:2.4.0',
+    'nrefs:1|case:mixed|eff:no|tok:13a|smooth:floor[0.50]|version:2.4.0-qkv',
   );
 });
 
 test('lowercase and tokenize none', () => {
   const lc = corpusBleu(['THE Cat sat'], ['the cat sat'], { lowercase: true });
   assert.equal(String(lc), 'BLEU = 0.00 100.0/100.0/100.0/0.0 (BP = 1.000 ratio = 1.000 hyp_len = 3 ref_len = 3)');
-  assert.equal(lc.signature, 'nrefs:1|case:lc|eff:no|tok:13a|smooth:exp|version:2.4.0');
+  assert.equal(lc.signature, 'nrefs:1|case:lc|eff:no|tok:13a|smooth:exp|version:2.4.0-qkv');
   const none = corpusBleu(['a,b c.'], ['a , b c .'], { tokenize: 'none' });
   assert.equal(String(none), 'BLEU = 0.00 0.0/0.0/0.0/0.0 (BP = 0.223 ratio = 0.400 hyp_len = 2 ref_len = 5)');
-  assert.equal(none.signature, 'nrefs:1|case:mixed|eff:no|tok:none|smooth:exp|version:2.4.0');
+  assert.equal(none.signature, 'nrefs:1|case:mixed|eff:no|tok:none|smooth:exp|version:2.4.0-qkv');
 });
 
 test('sentence BLEU: exp smoothing with effective order, by hand', () => {
@@ -160,7 +160,7 @@ test('sentence BLEU: exp smoothing with effective order, by hand', () => {
   const s = sentenceBleu('cat the', ['the cat']);
   close(s.score, Math.sqrt(5000), 'score');
   assert.equal(String(s), 'BLEU = 70.71 100.0/50.0/0.0/0.0 (BP = 1.000 ratio = 1.000 hyp_len = 2 ref_len = 2)');
-  assert.equal(s.signature, 'nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp|version:2.4.0');
+  assert.equal(s.signature, 'nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp|version:2.4.0-qkv');
   // Without smoothing the zero bigram precision gives 0.
   assert.equal(
     String(sentenceBleu('cat the', 'the cat', { smoothMethod: 'none' })),

@@ -114,10 +114,10 @@ test("defaults are chrF2 (6 character orders, no words, effective order); the st
   const s = corpusChrf(['a b c'], ['abc']);
   assert.equal(s.score, 100);
   assert.equal(String(s), 'chrF2 = 100.00');
-  assert.equal(s.signature, 'nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.4.0');
+  assert.equal(s.signature, 'nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.4.0-qkv');
   const pp = corpusChrf(['a b c'], ['abc'], { wordOrder: 2, lowercase: true, epsSmoothing: true, whitespace: true });
   assert.equal(pp.name, 'chrF2++');
-  assert.equal(pp.signature, 'nrefs:1|case:lc|eff:no|nc:6|nw:2|space:yes|version:2.4.0');
+  assert.equal(pp.signature, 'nrefs:1|case:lc|eff:no|nc:6|nw:2|space:yes|version:2.4.0-qkv');
 });
 
 test('chrF++ by hand: punctuation split off words, word 1- and 2-grams as two more orders', () => {
