@@ -377,16 +377,39 @@ function use(b: Backend): void {
   setDefaultDevice(b.device);
 }
 
+const loaders = new Map<string, () => Promise<Backend | null>>();
+
+/**
+ * How backend `name` loads where it is not registered at import (the wasm module in a browser, a GPU
+ * adapter): `setBackend(name)` awaits it once, then registers what it gives (null: it cannot run here).
+ */
+export function registerLoader(name: string, load: () => Promise<Backend | null>): void {
+  loaders.set(name, load);
+}
+
 /**
  * Switch backends by name ('js', 'wasm', or one registered later): ops on tensors of its device run its
  * kernels, and new tensors are made on its device. Tensors made before stay where they are (`t.to(name)`,
- * `module.to(name)` move them). Synchronous for backends that are registered; see {@link loadBackend}
- * for those that load asynchronously.
+ * `module.to(name)` move them). A registered backend is switched to at once (no need to await); one that
+ * loads asynchronously (see {@link registerLoader}) is switched to when the returned promise resolves,
+ * which rejects naming why it could not load. An unknown name throws at once.
  */
-export function setBackend(name: string): void {
+export function setBackend(name: string): Promise<void> {
   const b = registry.get(name);
-  if (!b) throw new Error(`setBackend: unknown backend '${name}', registered: ${[...registry.keys()].join(', ')}`);
-  use(b);
+  if (b) {
+    use(b);
+    return Promise.resolve();
+  }
+  const load = loaders.get(name);
+  if (!load) {
+    const known = [...new Set([...registry.keys(), ...loaders.keys()])].join(', ');
+    throw new Error(`setBackend: unknown backend '${name}', registered: ${known}`);
+  }
+  return load().then((loaded) => {
+    if (!loaded) throw new Error(`setBackend: the ${name} backend did not load here`);
+    if (!registry.has(name)) registerBackend(loaded);
+    use(loaded);
+  });
 }
 
 /** The backend ops run on now; throws if none is registered, or QKV_BACKEND named a backend that cannot run. */

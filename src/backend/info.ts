@@ -1,18 +1,16 @@
 /**
- * `backendInfo()`: which backend runs the ops, which wasm build, on how many threads, and why not
- * more, in words, so that a page or a log can say why it is slower than it could be.
+ * `backendInfo()`: which backend runs the ops, which wasm build, on how many threads, and why not more, in
+ * words, so that a page or a log can say why it is slower than it could be. Each backend folder registers its
+ * own line (and, where it can fail to load, why it did); this file knows none of them.
  */
 import { getBackend } from './backend.ts';
-import { kernels, wasmLoadError, wasmVariant, type WasmVariant } from './wasm/loader.ts';
-import { memoryShared } from './wasm/memory.ts';
-import { numThreads } from './wasm/threads.ts';
 
 /** What {@link backendInfo} reports. */
 export interface BackendInfo {
   /** The backend the ops run on now ('js', 'wasm', ...). */
   backend: string;
   /** The wasm build loaded ('relaxed-simd' or 'simd'), or null when the wasm module is not loaded. */
-  wasmVariant: WasmVariant | null;
+  wasmVariant: 'relaxed-simd' | 'simd' | null;
   /** Threads a large kernel is split among, the calling one included. */
   threads: number;
   /**
@@ -22,53 +20,31 @@ export interface BackendInfo {
   reason: string;
 }
 
-/** The cap threads.ts puts on its pool. */
-const MAX_THREADS = 8;
+const lines = new Map<string, () => BackendInfo>();
+const loadErrors = new Map<string, () => string | null>();
 
-interface NodeLike {
-  env?: Record<string, string | undefined>;
-  getBuiltinModule?: (id: string) => unknown;
+/** A backend folder's line of backendInfo(), read when that backend is the current one. */
+export function registerBackendInfo(name: string, info: () => BackendInfo): void {
+  lines.set(name, info);
 }
 
-function node(): NodeLike | undefined {
-  return (globalThis as { process?: NodeLike }).process;
+/** Why backend `name` did not load here (null: it loaded, or has not been asked to). */
+export function registerLoadError(name: string, why: () => string | null): void {
+  loadErrors.set(name, why);
 }
 
-function cores(): number | null {
-  try {
-    const os = node()?.getBuiltinModule?.('node:os') as
-      | { availableParallelism?: () => number; cpus(): unknown[] }
-      | undefined;
-    return os ? (os.availableParallelism?.() ?? os.cpus().length) : null;
-  } catch {
-    return null;
+/** The first registered backend that failed to load, and why (for the line of a slower fallback). */
+export function firstLoadError(): { name: string; why: string } | null {
+  for (const [name, why] of loadErrors) {
+    const w = why();
+    if (w !== null) return { name, why: w };
   }
+  return null;
 }
 
-function hasWorkerThreads(): boolean {
-  try {
-    return !!node()?.getBuiltinModule?.('node:worker_threads');
-  } catch {
-    return false;
-  }
-}
-
-/** Why the thread count is what it is, for the wasm backend. */
-function wasmThreads(): { threads: number; reason: string } {
-  if (!memoryShared) return { threads: 1, reason: 'not cross-origin isolated: SharedArrayBuffer unavailable' };
-  if (!hasWorkerThreads())
-    return { threads: 1, reason: "no worker threads here: the thread pool runs on Node's worker_threads only" };
-  const n = numThreads();
-  const env = node()?.env?.QKV_THREADS;
-  const chosen =
-    env !== undefined && Math.min(Number(env), MAX_THREADS) === n ? `QKV_THREADS=${env}` : `setNumThreads(${n})`;
-  const c = cores();
-  if (c !== null && n >= Math.min(c, MAX_THREADS))
-    return {
-      threads: n,
-      reason: c > MAX_THREADS ? `at most ${MAX_THREADS} threads` : `${c} core${c === 1 ? '' : 's'}`,
-    };
-  return { threads: n, reason: chosen };
+/** Backend `name`'s line whether or not it is the current one (null: no such backend registered a line). */
+export function infoOf(name: string): BackendInfo | null {
+  return lines.get(name)?.() ?? null;
 }
 
 /**
@@ -77,14 +53,7 @@ function wasmThreads(): { threads: number; reason: string } {
  */
 export function backendInfo(): BackendInfo {
   const backend = getBackend().name;
-  const loaded = kernels() !== null;
-  const variant = loaded ? wasmVariant() : null;
-  if (backend === 'wasm') return { backend, wasmVariant: variant, ...wasmThreads() };
-  if (backend === 'js') {
-    const why = loaded
-      ? 'the js backend was chosen (QKV_BACKEND=js or setBackend)'
-      : `the wasm backend did not load: ${wasmLoadError() ?? 'not loaded (call loadWasmKernels())'}`;
-    return { backend, wasmVariant: variant, threads: 1, reason: `${why}; js runs on one thread` };
-  }
-  return { backend, wasmVariant: variant, threads: 1, reason: `the ${backend} backend does not use CPU threads` };
+  const line = lines.get(backend);
+  if (line) return line();
+  return { backend, wasmVariant: null, threads: 1, reason: `the ${backend} backend does not use CPU threads` };
 }

@@ -13,8 +13,21 @@ import './embedding.ts';
 import './layout.ts';
 import './adam.ts';
 import { plainHost } from '../../tensor/storage.ts';
+import { firstLoadError, infoOf, registerBackendInfo } from '../info.ts';
 import { jsKernels } from './registry.ts';
 
 export const jsBackend: Backend = jsKernels.build(plainHost);
 
 registerBackend(jsBackend);
+registerBackendInfo('js', () => {
+  const failed = firstLoadError();
+  const why = failed
+    ? `the ${failed.name} backend did not load: ${failed.why}`
+    : 'the js backend was chosen (QKV_BACKEND=js or setBackend)';
+  return {
+    backend: 'js',
+    wasmVariant: infoOf('wasm')?.wasmVariant ?? null,
+    threads: 1,
+    reason: `${why}; js runs on one thread`,
+  };
+});

@@ -18,7 +18,9 @@
  * - Large kernels are split among worker threads (threads.ts) where the memory is shared; without
  *   cross-origin isolation it is not, and everything runs on the calling thread (parallel.ts).
  */
-import { type Backend, registerBackend, requestedBackend, setBackend } from '../backend.ts';
+import { type Backend, registerBackend, registerLoader, requestedBackend, setBackend } from '../backend.ts';
+import { registerBackendInfo, registerLoadError } from '../info.ts';
+import { wasmInfo } from './info.ts';
 import './gemm.ts';
 import './softmax.ts';
 import './layernorm.ts';
@@ -33,7 +35,9 @@ import { kernels, loadKernelsAsync } from './loader.ts';
 import { alloc, free, memory, memoryShared } from './memory.ts';
 import { wasmKernels } from './registry.ts';
 
-export { wasmLoadError } from './loader.ts';
+import { wasmLoadError } from './loader.ts';
+
+export { wasmLoadError };
 
 /**
  * Long-lived blocks are freed when the arrays that use them are garbage-collected. The registry
@@ -101,5 +105,9 @@ export async function loadWasmKernels(base?: string | URL): Promise<boolean> {
   return true;
 }
 
-// Registers itself where the module loads synchronously (Node); browsers call loadWasmKernels().
+// Registers itself where the module loads synchronously (Node); in browsers setBackend('wasm') (or
+// loadWasmKernels()) loads it.
 if (kernels()) registerBackend(wasmBackend);
+registerLoader('wasm', async () => ((await loadKernelsAsync()) ? wasmBackend : null));
+registerBackendInfo('wasm', wasmInfo);
+registerLoadError('wasm', () => (kernels() ? null : (wasmLoadError() ?? 'not loaded (call loadWasmKernels())')));

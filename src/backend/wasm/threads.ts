@@ -100,7 +100,7 @@ export type ParallelKernel = (typeof PARALLEL_KERNELS)[number];
 
 /** Float64 cells per worker: kernel index, argument count, arguments (addresses up to 4 GiB are exact). */
 const SLOT = 32;
-const MAX_THREADS = 8;
+export const MAX_THREADS = 8;
 
 /**
  * The shared counters (Int32 cells): the generation (launches so far), the workers still running
