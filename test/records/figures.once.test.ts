@@ -139,7 +139,7 @@ test('check-records fails when a generated speed block is stale: a newer run of 
   assert.match(checkRecords(edited, []).out, /^FAIL README\.md: generated:speed-range is stale/m);
 });
 
-test('figuresIn: code, links, comments and generated blocks are not prose; settings and versions are not figures', () => {
+test('figuresIn: code, links, comments and generated blocks are not prose, a shell comment is; settings and versions are not figures', () => {
   const text = [
     'BLEU 41 and 39.83 on test, `41.99` in code, [a link](x/1.5.md), <!-- 7.7 -->',
     '```sh\nnpm run x # 2 MB installed\n```',
@@ -148,7 +148,7 @@ test('figuresIn: code, links, comments and generated blocks are not prose; setti
   ].join('\n');
   assert.deepEqual(
     figuresIn(text).figures.map((f) => f.text),
-    ['41', '39.83', '5.5', '12', '3'],
+    ['41', '39.83', '2', '5.5', '12', '3'],
   );
   assert.ok(readdirSync(results).length > 0);
 });
