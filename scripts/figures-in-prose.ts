@@ -6,7 +6,7 @@
  *
  * The text is taken as one line (Markdown wraps anywhere); offsets are into that line. Not prose, so
  * not scanned: fenced and inline code (commands, identifiers, example output that the examples'
- * tests run), link targets, HTML comments, `<!-- generated:NAME -->` blocks, and `<!-- no-file -->` blocks: a
+ * tests run) except the comments of shell blocks, link targets, HTML comments, `<!-- generated:NAME -->` blocks, and `<!-- no-file -->` blocks: a
  * list of figures that says of itself that they have no file behind them (docs/evidence.md's).
  *
  * A figure is a number written as a measurement: with a decimal point ("41.02", "0.76"), with a
@@ -80,16 +80,41 @@ export interface Figure {
 export function figuresIn(raw: string): { line: string; figures: Figure[] } {
   const line = oneLine(raw);
   const skip = notProse(line);
+  const comments = shellComments(raw);
   const allowed: [number, number][] = [];
   for (const { pattern } of NOT_MEASUREMENTS)
     for (const m of line.matchAll(pattern)) allowed.push([m.index, m.index + m[0].length]);
   const inside = (at: number, ranges: [number, number][]) => ranges.some(([a, b]) => at >= a && at < b);
   const figures: Figure[] = [];
   for (const m of line.matchAll(FIGURE)) {
-    if (inside(m.index, skip) || inside(m.index, allowed)) continue;
+    if ((inside(m.index, skip) && !inside(m.index, comments)) || inside(m.index, allowed)) continue;
     figures.push({ text: m[0], at: m.index });
   }
   return { line, figures };
+}
+
+/**
+ * The comments of shell code blocks (`npm run pack:release # … 2 MB installed`), as ranges of the
+ * one-line text: they are prose a reader takes as a claim, though they stand in code.
+ */
+function shellComments(raw: string): [number, number][] {
+  // Where each character of `raw` lands in oneLine(raw): a run of whitespace becomes one space.
+  const at: number[] = [];
+  let n = 0;
+  for (let i = 0; i < raw.length; i++) {
+    at.push(n);
+    if (!(/\s/.test(raw[i]) && i > 0 && /\s/.test(raw[i - 1]))) n++;
+  }
+  at.push(n);
+  const ranges: [number, number][] = [];
+  for (const block of raw.matchAll(/^```(?:sh|bash|shell|console)\n([\s\S]*?)^```/gm)) {
+    const start = block.index + block[0].indexOf('\n') + 1;
+    for (const c of block[1].matchAll(/(?:^|\s)#\s[^\n]*/g)) {
+      const a = start + c.index;
+      ranges.push([at[a], at[a + c[0].length]]);
+    }
+  }
+  return ranges;
 }
 
 /** `line` around `at`, for a message: about 40 characters either side. */
