@@ -421,6 +421,11 @@ export function getBackend(): Backend {
 
 let envError: string | null = null;
 
+/** A bad environment variable, in one line: the first op throws it (see getBackend). The first one reported wins. */
+export function reportEnvError(message: string): void {
+  envError ??= message;
+}
+
 /**
  * QKV_BACKEND from the environment (Node), read here only: the backend the process should start on, or
  * undefined for the default (the fastest that loads).
@@ -442,12 +447,12 @@ export function chooseStartingBackend(
   const requested = requestedBackend();
   if (requested !== undefined && requested !== '') {
     if (!names.includes(requested)) {
-      envError = `QKV_BACKEND=${requested}: unknown backend (expected one of ${names.join(', ')})`;
+      envError ??= `QKV_BACKEND=${requested}: unknown backend (expected one of ${names.join(', ')})`;
       return;
     }
     if (!registry.has(requested)) {
       const reason = why(requested) ?? 'not loaded';
-      envError = `QKV_BACKEND=${requested}, but the ${requested} backend did not load: ${reason}`;
+      envError ??= `QKV_BACKEND=${requested}, but the ${requested} backend did not load: ${reason}`;
       return;
     }
     setBackend(requested);

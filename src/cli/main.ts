@@ -7,6 +7,7 @@
  * source line; for translate an empty line is simply an empty line) and exit 2.
  */
 import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
+import { getBackend } from '../backend/backend.ts';
 import { attentionCommand } from './commands/attention.ts';
 import { bleuCommand } from './commands/bleu.ts';
 import { dataCommand } from './commands/data.ts';
@@ -53,6 +54,8 @@ for (const command of [
 }
 
 try {
+  // A bad QKV_BACKEND or QKV_THREADS is one line before any command runs, even one that computes nothing.
+  getBackend();
   await program.parseAsync(process.argv);
 } catch (e) {
   if (process.env.QKV_DEBUG) throw e;

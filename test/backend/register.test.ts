@@ -101,3 +101,24 @@ test('2,000 training steps of a small Seq2Seq (attention, layer norm, gelu, cros
     setBackend(prev);
   }
 });
+
+test('a bad QKV_BACKEND or QKV_THREADS is one line from the CLI, before any command runs', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ QKV_BACKEND: 'gpu' }, /^qkv: QKV_BACKEND=gpu: unknown backend \(expected one of js, wasm\)\n$/],
+    [
+      { QKV_THREADS: 'abc' },
+      /^qkv: QKV_THREADS=abc: expected a whole number of threads >= 1 \(at most 8 are used\)\n$/,
+    ],
+    [{ QKV_THREADS: '0' }, /^qkv: QKV_THREADS=0: expected a whole number of threads >= 1/],
+  ];
+  for (const [env, want] of cases) {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'info', '--preset', 'paper-base'], {
+      env: { ...process.env, QKV_BACKEND: '', QKV_THREADS: '', ...env },
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 1, `${JSON.stringify(env)}: exit status`);
+    assert.match(r.stderr, want, JSON.stringify(env));
+    assert.equal(r.stdout, '', `${JSON.stringify(env)}: nothing runs`);
+  }
+});

@@ -43,7 +43,12 @@ export function loadedVariant(): BackendInfo['wasmVariant'] {
 export function wasmInfo(): BackendInfo {
   const variant = loadedVariant();
   if (!memoryShared)
-    return { backend: 'wasm', wasmVariant: variant, threads: 1, reason: 'not cross-origin isolated: SharedArrayBuffer unavailable' };
+    return {
+      backend: 'wasm',
+      wasmVariant: variant,
+      threads: 1,
+      reason: 'not cross-origin isolated: SharedArrayBuffer unavailable',
+    };
   if (!hasWorkerThreads())
     return {
       backend: 'wasm',
@@ -53,8 +58,15 @@ export function wasmInfo(): BackendInfo {
     };
   const n = numThreads();
   const env = node()?.env?.QKV_THREADS;
-  const chosen =
-    env !== undefined && Math.min(Number(env), MAX_THREADS) === n ? `QKV_THREADS=${env}` : `setNumThreads(${n})`;
+  const fromEnv = env !== undefined && Math.min(Number(env), MAX_THREADS) === n;
+  if (fromEnv && Number(env) > MAX_THREADS)
+    return {
+      backend: 'wasm',
+      wasmVariant: variant,
+      threads: n,
+      reason: `QKV_THREADS=${env}, at most ${MAX_THREADS} threads`,
+    };
+  const chosen = fromEnv ? `QKV_THREADS=${env}` : `setNumThreads(${n})`;
   const c = cores();
   if (c !== null && n >= Math.min(c, MAX_THREADS))
     return {

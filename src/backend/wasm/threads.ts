@@ -49,6 +49,7 @@
  * Over 500 lines: the launch protocol, its failure handling (bounded join, dead workers) and the
  * test-only hooks that prove it (pauses, dropped notifies, deaths) are one argument and are read together.
  */
+import { reportEnvError } from '../backend.ts';
 import { alloc, memory } from './memory.ts';
 
 /** Test hook source: a worker that waits forever (the 'terminate' and 'hang' deaths). */
@@ -256,7 +257,11 @@ for (let id = 0; id < n; id++) {
 
 function defaultThreads(): number {
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QKV_THREADS;
-  if (env !== undefined && Number.isInteger(Number(env)) && Number(env) >= 1) return Math.min(Number(env), MAX_THREADS);
+  if (env !== undefined && env !== '') {
+    if (/^\d+$/.test(env.trim()) && Number(env) >= 1) return Math.min(Number(env), MAX_THREADS);
+    // One line, thrown by the first op (not a stack trace at import), and never silently ignored.
+    reportEnvError(`QKV_THREADS=${env}: expected a whole number of threads >= 1 (at most ${MAX_THREADS} are used)`);
+  }
   const os = nodeBuiltin<{ availableParallelism?: () => number; cpus(): unknown[] }>('node:os');
   if (!os) return 1;
   return Math.max(1, Math.min(os.availableParallelism?.() ?? os.cpus().length, MAX_THREADS));
