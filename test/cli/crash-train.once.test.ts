@@ -4,8 +4,10 @@
  * write of a file at one of the four stages of src/io/atomic.ts, or while a fresh run writes its
  * first files), resumed each time, end with exactly the files of an uninterrupted run: the same
  * weights, checkpoints, training state and loss history (timings aside), no temporary file left,
- * and every file on disk loadable after every kill. No timer decides a kill: a loaded machine kills
- * alike. An unsafe writer fails these checks: crash-writes.once.test.ts shows the torn file an
+ * and every file on disk loadable after every kill; then a few kills inside the final writes (the
+ * last history and state; for qkv train the averaged model's history entry, which a run resumed
+ * at its end redoes). No timer
+ * decides a kill: a loaded machine kills alike. An unsafe writer fails these checks: crash-writes.once.test.ts shows the torn file an
  * in-place overwrite or a write without temporary file leaves. A kill keeps the page cache, so
  * whether writes are fsynced is not shown here but in test/io/atomic.test.ts.
  */
@@ -34,6 +36,7 @@ async function crashTest(
   seed: number,
   maxSteps: number,
   writesAt: (step: number) => string[],
+  finalFaults: string[],
 ) {
   ensureBuilt();
   const ref = join(work, `${name}-ref`);
@@ -50,9 +53,10 @@ async function crashTest(
     maxSteps,
     writesAt,
     startFiles: ['config.json', 'tokenizer.json'],
+    finalFaults,
   });
   const seconds = (performance.now() - t0) / 1000;
-  assert.equal(report.kills, KILLS);
+  assert.equal(report.kills, KILLS + finalFaults.length);
   assert.deepEqual(
     listTree(out).filter((f) => /\.tmp-\d+$/.test(f)),
     [],
@@ -77,7 +81,7 @@ async function crashTest(
   );
 }
 
-test(`qkv train: ${KILLS} SIGKILLs at seeded points of the run, resumed each time, end with the uninterrupted run's files`, {
+test(`qkv train: ${KILLS} SIGKILLs at seeded points of the run and 2 inside its final writes, resumed each time, end with the uninterrupted run's files`, {
   timeout: 600_000,
 }, async () => {
   const [steps, saveEvery, evalEvery] = [60, 2, 4];
@@ -109,10 +113,13 @@ test(`qkv train: ${KILLS} SIGKILLs at seeded points of the run, resumed each tim
         : []),
       ...(s % evalEvery === 0 || s === steps ? ['history.json'] : []),
     ],
+    // The last state committed, then inside the write of the averaged model's history entry, which a
+    // run resumed at its end redoes (the plan's kills land before the end).
+    [`write:at=renamed:step=${steps}:file=train-state.safetensors`, 'write:at=part:file=history.json'],
   );
 });
 
-test(`qkv train-lm: ${KILLS} SIGKILLs at seeded points of the run, resumed each time, end with the uninterrupted run's files`, {
+test(`qkv train-lm: ${KILLS} SIGKILLs at seeded points of the run and 2 inside its final writes, resumed each time, end with the uninterrupted run's files`, {
   timeout: 600_000,
 }, async () => {
   const [steps, saveEvery, evalEvery] = [80, 2, 4];
@@ -142,5 +149,7 @@ test(`qkv train-lm: ${KILLS} SIGKILLs at seeded points of the run, resumed each 
       ...(s % saveEvery === 0 || s === steps ? ['train-state.safetensors'] : []),
       ...(s % evalEvery === 0 || s === steps ? ['history.json'] : []),
     ],
+    // Inside the last evaluation's history write, then with the last state renamed into place.
+    [`write:at=part:step=${steps}:file=history.json`, `write:at=renamed:step=${steps}:file=train-state.safetensors`],
   );
 });

@@ -138,7 +138,7 @@ export interface CrashReport {
   beforeFirstState: number;
   /** Runs started (the kills, then the one that finished). */
   runs: number;
-  /** The step of the training state the last run resumed from: how far the kills reached. */
+  /** The step of the training state the run after the planned kills resumed from: how far they reached. */
   reached: number;
   /** Each kill's QKV_FAULT, in order. */
   faults: string[];
@@ -171,6 +171,11 @@ export interface CrashOptions {
   midWriteEvery?: number;
   /** The stages of a write a kill inside one may land at (default: all four, src/io/atomic.ts). */
   stages?: readonly WriteStage[];
+  /**
+   * QKV_FAULT specs killed after the `kills` planned ones, in order, each resumed: kills the plan
+   * cannot aim at, such as inside the final writes after the last step.
+   */
+  finalFaults?: string[];
 }
 
 /** The step a training state holds (0 when there is none). */
@@ -248,9 +253,16 @@ export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
     const statePath = join(o.out, o.stateFile);
     const resume = existsSync(statePath);
     const saved = resume ? stateStep(statePath) : 0;
-    const last = report.kills === o.kills;
+    if (report.kills === o.kills) report.reached = saved; // before the final faults, if any
+    const finals = o.finalFaults ?? [];
+    const last = report.kills === o.kills + finals.length;
     const writeKills = Object.values(report.stages).reduce((a, b) => a + b, 0);
-    const fault = last ? null : planFault(o, report.kills, saved, !resume, random, writeKills);
+    const final = finals[report.kills - o.kills];
+    const fault = last
+      ? null
+      : final !== undefined
+        ? { spec: final, stage: /(?:^|:)at=(\w+)/.exec(final)?.[1] as WriteStage | undefined }
+        : planFault(o, report.kills, saved, !resume, random, writeKills);
     const env = {
       ...withoutFault(),
       ...o.env,
@@ -269,7 +281,6 @@ export async function crashLoop(o: CrashOptions): Promise<CrashReport> {
       child.once('exit', (code, signal) => res({ code, signal })),
     );
     if (fault === null) {
-      report.reached = saved;
       report.finalStderr = stderr;
       if (r.code !== 0) throw new Error(`the final run failed (${r.code}): ${stderr}`);
       return report;

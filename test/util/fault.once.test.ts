@@ -8,9 +8,10 @@ import { spawnSync } from 'node:child_process';
 import { parseFault } from '../../src/util/fault.ts';
 
 test('parseFault: a point and key=value pairs; group=1; malformed specs refused naming QKV_FAULT', () => {
-  assert.deepEqual(parseFault('after-tmp-write:step=40:file=train-state.safetensors'), {
-    point: 'after-tmp-write',
+  assert.deepEqual(parseFault('write:at=flushed:step=40:file=train-state.safetensors'), {
+    point: 'write',
     want: [
+      ['at', 'flushed'],
       ['step', '40'],
       ['file', 'train-state.safetensors'],
     ],
@@ -29,7 +30,7 @@ import { faultPoint } from './src/util/fault.ts';
 for (let step = 1; step <= 5; step++) {
   faultPoint('step', { step });
   process.stdout.write('s' + step + ' ');
-  faultPoint('after-tmp-write', { file: '/x/checkpoints/history.json' });
+  faultPoint('write', { file: '/x/checkpoints/history.json', at: 'flushed' });
   process.stdout.write('w' + step + ' ');
 }`;
 
@@ -51,10 +52,10 @@ test('faultPoint: a child dies by SIGKILL at the named point, its details rememb
   assert.equal(atStep.signal, 'SIGKILL');
   assert.equal(atStep.stdout, 's1 w1 s2 w2 ');
   // `step` set by the step point still holds at the write; the file matches the end of the path.
-  const midWrite = run('after-tmp-write:step=2:file=history.json');
+  const midWrite = run('write:at=flushed:step=2:file=history.json');
   assert.equal(midWrite.signal, 'SIGKILL');
   assert.equal(midWrite.stdout, 's1 w1 s2 ');
-  const never = run('after-tmp-write:step=9');
+  const never = run('write:at=flushed:step=9');
   assert.equal(never.status, 0);
   assert.equal(never.stdout, 's1 w1 s2 w2 s3 w3 s4 w4 s5 w5 ');
 });
