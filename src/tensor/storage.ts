@@ -24,7 +24,10 @@ declare const storageBrand: unique symbol;
  * A device's handle to the memory of one tensor: opaque above the backends. `D` says what it holds, so a
  * kernel's signature says which dtype each argument must be.
  */
-export type Storage<D extends DType = DType> = { readonly [storageBrand]: D };
+export type Storage<D extends DType = DType> = {
+  /** Type-level only: the dtype the handle holds (no such property exists at run time). */
+  readonly [storageBrand]: D;
+};
 
 /** How {@link Device.alloc} should place a block. */
 export interface AllocOptions {
