@@ -23,7 +23,14 @@ export {
 export { Generator, manualSeed, defaultGenerator } from './tensor/random.ts';
 export { memoryScope } from './tensor/storage.ts';
 export { noGrad, enableGrad, isGradEnabled, gradcheck, type GradcheckOptions } from './autograd/index.ts';
-export { setBackend, getBackend, backendNames, registerBackend, registerLoader, type Backend } from './backend/backend.ts';
+export {
+  setBackend,
+  getBackend,
+  backendNames,
+  registerBackend,
+  registerLoader,
+  type Backend,
+} from './backend/backend.ts';
 export type { Device, Storage } from './tensor/storage.ts';
 export * as F from './ops/index.ts';
 export * as nn from './nn/index.ts';
