@@ -43,7 +43,8 @@ export function gradcheck(
   for (let i = 0; i < r.length; i++) r[i] = gen.uniform() * 2 - 1;
   const loss = (t: Tensor): number => {
     let s = 0;
-    for (let i = 0; i < t.size; i++) s += t.dataSync()[i] * r[i];
+    const v = t.dataSync();
+    for (let i = 0; i < t.size; i++) s += v[i] * r[i];
     return s;
   };
   for (const x of inputs) x.grad = null;

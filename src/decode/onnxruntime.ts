@@ -100,7 +100,8 @@ export class OrtSeq2Seq {
   }> {
     const [B, S] = src.shape;
     const mask = new BigInt64Array(B * S);
-    for (let i = 0; i < B * S; i++) mask[i] = src.dataSync()[i] === this.info.padId ? 0n : 1n;
+    const ids = src.dataSync();
+    for (let i = 0; i < B * S; i++) mask[i] = ids[i] === this.info.padId ? 0n : 1n;
     const out = await this.sessions.encoder.run({
       input_ids: new this.ort.Tensor('int64', int64(src.dataSync<Int32Array>()), [B, S]),
       attention_mask: new this.ort.Tensor('int64', mask, [B, S]),

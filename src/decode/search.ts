@@ -413,9 +413,10 @@ export function encodeSources(members: readonly Seq2Seq[], src: Tensor, options:
  */
 export function maxLengths(src: Tensor, padId: number, positions: number, maxLen?: number): number[] {
   const [B, S] = src.shape;
+  const ids = src.dataSync();
   return Array.from({ length: B }, (_, b) => {
     let len = 0;
-    for (let j = 0; j < S; j++) if (src.dataSync()[b * S + j] !== padId) len++;
+    for (let j = 0; j < S; j++) if (ids[b * S + j] !== padId) len++;
     return Math.min(maxLen ?? len + 50, positions);
   });
 }

@@ -296,7 +296,7 @@ export class GPT extends Module {
         ),
       );
     } else {
-      pos = new Tensor(this.pe!.dataSync<Float32Array>().subarray(offset * E, (offset + T) * E), [T, E], 'float32');
+      pos = F.narrow(this.pe!, 0, offset, T); // rows offset..offset+T-1 of the table, on its device
     }
     return this.drop.forward(F.add(this.wte.forward(ids), pos));
   }

@@ -166,19 +166,20 @@ export class Seq2Seq extends Module {
     const x = F.mul(table.forward(ids), Math.sqrt(this.config.dModel));
     if (offset === 0) return this.positions.forward(x);
     const T = ids.shape[1];
-    const d = this.config.dModel;
     const pos = this.positions.pe;
     if (!Number.isInteger(offset) || offset < 0 || offset + T > pos.shape[0]) {
       throw new Error(`Seq2Seq: positions ${offset}..${offset + T - 1} exceed maxLen ${pos.shape[0]}`);
     }
-    const pe = new Tensor(pos.dataSync<Float32Array>().subarray(offset * d, (offset + T) * d), [T, d], 'float32');
+    const pe = F.narrow(pos, 0, offset, T); // rows offset..offset+T-1 of the table, on its device
     return this.positions.dropout.forward(F.add(x, pe));
   }
 
   /** Padding mask (B, T) for key positions: TRUE where the id is padding. */
   paddingMask(ids: Tensor): Tensor {
     const out = new Uint8Array(ids.size);
-    for (let i = 0; i < ids.size; i++) out[i] = ids.dataSync()[i] === this.config.padId ? 1 : 0;
+    // Ids come from the host (a tokenizer); read where the device can answer at once.
+    const v = ids.dataSync();
+    for (let i = 0; i < ids.size; i++) out[i] = v[i] === this.config.padId ? 1 : 0;
     return new Tensor(out, ids.shape, 'bool');
   }
 
