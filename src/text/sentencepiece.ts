@@ -145,7 +145,7 @@ export class SentencePiece {
   }
 
   /** The model of a Unigram `tokenizer.json` (object or text; see unigram-json.ts for what is read). */
-  static fromTokenizerJson(json: unknown, name = 'tokenizer.json'): SentencePiece {
+  static fromTokenizerJson(json: unknown, name = 'a Unigram tokenizer JSON'): SentencePiece {
     return new SentencePiece(spmModelFromTokenizerJson(json, name), name);
   }
 

@@ -29,7 +29,7 @@ type Json = Record<string, unknown>;
 const isObject = (x: unknown): x is Json => x !== null && typeof x === 'object' && !Array.isArray(x);
 
 /** The SentencePiece model a Unigram tokenizer.json describes; `name` (the file) starts errors. */
-export function spmModelFromTokenizerJson(json: unknown, name = 'tokenizer.json'): SpmModel {
+export function spmModelFromTokenizerJson(json: unknown, name = 'a Unigram tokenizer JSON'): SpmModel {
   const fail = (msg: string): never => {
     throw new Error(`${name}: ${msg}`);
   };
@@ -68,7 +68,7 @@ export function spmModelFromTokenizerJson(json: unknown, name = 'tokenizer.json'
     pieces[id]!.type = (added as Json).special === true ? PieceType.CONTROL : PieceType.USER_DEFINED;
   }
   const normalizerSpec = defaultNormalizerSpec();
-  normalizerSpec.name = 'tokenizer.json';
+  normalizerSpec.name = 'unigram-json'; // a label only (the spec comes from the JSON, not a named sentencepiece rule)
   normalizerSpec.removeExtraWhitespaces = false;
   readNormalizer(j.normalizer, normalizerSpec, fail);
   readPreTokenizer(j.pre_tokenizer, normalizerSpec, fail);

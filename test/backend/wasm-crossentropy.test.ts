@@ -25,7 +25,8 @@ for (const variant of variants) {
             (be, [losses, red]) => be.crossEntropy(logits, targets, losses!, red!, r, c, -100, eps, true),
             1,
           );
-          assert.deepEqual([...f.wasm[1]!], [...f.js[1]!], 'total and count');
+          assert.equal(f.wasm[1]![1], f.js[1]![1], 'count');
+          close(f.wasm[1]!.subarray(0, 1), f.js[1]!.subarray(0, 1), `crossEntropy ${r}x${c} eps ${eps}: total`);
           close(f.wasm[0]!, f.js[0]!, `crossEntropy ${r}x${c} eps ${eps}`);
           const scale = randn(r);
           const b = both(

@@ -281,11 +281,11 @@ test('tokenizer.json: what is not read is refused by name', () => {
   );
   assert.throws(
     () => SentencePiece.fromTokenizerJson({ ...j, normalizer: { type: 'NFKC' } }),
-    /tokenizer\.json: normalizer "NFKC" is not supported/,
+    /a Unigram tokenizer JSON: normalizer "NFKC" is not supported/,
   );
   assert.throws(
     () => SentencePiece.fromTokenizerJson({ ...j, pre_tokenizer: { type: 'ByteLevel' } }),
-    /tokenizer\.json: pre_tokenizer "ByteLevel" is not supported/,
+    /a Unigram tokenizer JSON: pre_tokenizer "ByteLevel" is not supported/,
   );
   assert.throws(
     () => SentencePiece.fromTokenizerJson({ ...j, model: { ...j.model, unk_id: 9999 } }),
