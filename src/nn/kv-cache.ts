@@ -5,7 +5,8 @@
  * cache (qkv's and ONNX Runtime's).
  */
 import { maskToBias } from '../ops/attention.ts';
-import { K, zerosOf } from '../ops/util.ts';
+import { cat } from '../ops/shape.ts';
+import { K, zerosF, zerosOf } from '../ops/util.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
 
@@ -103,15 +104,13 @@ export class TransformerDecoderCache {
           `[${N}, ${L}] (the new positions), got ${shapeToString(mask.shape)}`,
       );
     }
-    const add = mask ? maskToBias(mask, 'block', 'TransformerDecoder.forwardStep', 'tgtKeyPaddingMask') : null;
-    const addAny = add?.dataSync<Float32Array>().some((x) => x !== 0) ?? false;
-    if (!addAny && !this.tgtKeyPaddingMask) return;
-    const out = new Float32Array(N * (t + L));
-    const old = this.tgtKeyPaddingMask?.dataSync<Float32Array>();
-    for (let n = 0; n < N; n++) {
-      if (old) out.set(old.subarray(n * t, (n + 1) * t), n * (t + L));
-      if (addAny) out.set(add!.dataSync<Float32Array>().subarray(n * L, (n + 1) * L), n * (t + L) + t);
-    }
-    this.tgtKeyPaddingMask = new Tensor(out, [N, t + L], 'float32');
+    if (!mask && !this.tgtKeyPaddingMask) return;
+    // On the device, never read back: the new positions' bias (zeros when no mask came) after the old one's
+    // (zeros before the first mask). A zero bias adds exactly nothing, so a mask of no padding changes no value.
+    const add = mask
+      ? maskToBias(mask, 'block', 'TransformerDecoder.forwardStep', 'tgtKeyPaddingMask')
+      : zerosF([N, L]);
+    const old = this.tgtKeyPaddingMask ?? zerosF([N, t]);
+    this.tgtKeyPaddingMask = cat([old, add], 1); // (N, t + L)
   }
 }

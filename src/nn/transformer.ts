@@ -431,9 +431,9 @@ export class TransformerDecoder extends Module {
             `[${N}, ${S}], got ${shapeToString(kpm.shape)}`,
         );
       }
+      // Kept on the device even when it masks nothing (a zero bias adds exactly nothing): no value read back.
       bias = maskToBias(kpm, 'block', 'TransformerDecoder.initCache', 'memoryKeyPaddingMask');
-      if (!bias.dataSync<Float32Array>().some((x) => x !== 0)) bias = null;
-      else if (bias === kpm) bias = new Tensor(kpm.dataSync<Float32Array>().slice(), kpm.shape, 'float32');
+      if (bias === kpm) bias = kpm.clone(); // the cache owns its copy
     }
     return new TransformerDecoderCache(
       [...this.layers].map((l) => l.initCache(memory)),
