@@ -145,9 +145,9 @@ export function hostDevice(
     fill(storage, dtype, value, n, offset = 0) {
       (hostView<TypedData>(storage) as Float32Array).fill(value, offset, offset + storageLength(dtype, n));
     },
-    copy(src, dst, _dtype, n) {
+    copy(src, dst, dtype, n) {
       const s = hostView<TypedData>(src);
-      (hostView<TypedData>(dst) as Float32Array).set((s as Float32Array).subarray(0, storageLength(_dtype, n)));
+      (hostView<TypedData>(dst) as Float32Array).set((s as Float32Array).subarray(0, storageLength(dtype, n)));
     },
     read: (storage, dtype, n) => Promise.resolve(hostView<TypedData>(storage).slice(0, storageLength(dtype, n))),
     readSync: (storage) => hostView<TypedData>(storage),
@@ -186,7 +186,7 @@ export function deviceNamed(name: string, op: string): Device {
 }
 
 /**
- * Float storage on the default device, from a running memoryScope's block where the scope is on that device;
+ * Float storage on `device`, from a running memoryScope's block where the scope is on that device;
  * with `zero` false the block may hold anything (the caller writes every element before reading any).
  */
 export function allocFloat32(device: Device, n: number, zero = true): Storage<'float32'> {
