@@ -133,6 +133,11 @@ export interface Backend {
   reduceSum(x: F32, shape: readonly number[], out: F32, outShape: readonly number[]): void;
   /** Copy x (shape; any dtype but q4) into out with dims permuted: out dim i = x dim perm[i]. */
   permute(x: Storage, shape: readonly number[], perm: readonly number[], out: Storage): void;
+  /**
+   * dst row i = src row rows[i] (rows of `width` elements of any one dtype but q4; repeats allowed): the
+   * beam search's reorder of every cache tensor. `rows` are host indices, chosen on the host each step.
+   */
+  gatherRows(src: Storage, rows: Int32Array, dst: Storage, width: number): void;
   /** out[r] = the index of the largest of row r's C values (the first of equals). */
   argmax(x: F32, out: I32, rows: number, cols: number): void;
   /**
@@ -276,6 +281,7 @@ export const KERNEL_NAMES = [
   'pow',
   'reduceSum',
   'permute',
+  'gatherRows',
   'argmax',
   'maskToBias',
   'softmax',

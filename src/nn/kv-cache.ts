@@ -6,7 +6,7 @@
  */
 import { maskToBias } from '../ops/attention.ts';
 import { cat } from '../ops/shape.ts';
-import { K, zerosF, zerosOf } from '../ops/util.ts';
+import { empty, K, zerosF, zerosOf } from '../ops/util.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
 
@@ -14,8 +14,10 @@ import { Tensor } from '../tensor/tensor.ts';
 export function gatherRows(t: Tensor, rows: Int32Array): Tensor {
   const inner = t.shape.slice(1).reduce((a, b) => a * b, 1);
   const k = K(t);
-  const out = zerosOf([rows.length, ...t.shape.slice(1)], t.dtype, k);
-  for (let i = 0; i < rows.length; i++) k.copyRows(t.storage, rows[i] * inner, 0, out.storage, i * inner, 0, 1, inner);
+  const shape = [rows.length, ...t.shape.slice(1)];
+  // Every row is written: float storage need not be zeroed first.
+  const out = t.dtype === 'float32' ? empty(shape, k) : zerosOf(shape, t.dtype, k);
+  k.gatherRows(t.storage, rows, out.storage, inner);
   return out;
 }
 

@@ -103,6 +103,13 @@ export const copyRows: HostKernels['copyRows'] = (s, srcOffset, srcStride, d, ds
   }
 };
 
+/** Rows of src picked by `rows` into dst (see Backend.gatherRows). */
+export const gatherRows: HostKernels['gatherRows'] = (s, rows, d, width) => {
+  const src = s as Float32Array; // one dtype on both sides: indexed as one array type
+  const dst = d as Float32Array;
+  for (let i = 0; i < rows.length; i++) dst.set(src.subarray(rows[i] * width, (rows[i] + 1) * width), i * width);
+};
+
 /** out[r] = argmax of row r (the first of equal maxima, as torch.argmax on CPU). */
 export const argmax: HostKernels['argmax'] = (x, out, rows, cols) => {
   for (let r = 0; r < rows; r++) {
@@ -117,4 +124,4 @@ export const maskToBias: HostKernels['maskToBias'] = (mask, out, n, blockWhen) =
   for (let i = 0; i < n; i++) out[i] = (mask[i] !== 0 ? 1 : 0) === blockWhen ? -Infinity : 0;
 };
 
-jsKernels.register('layout', { reduceSum, permute, copyRows, argmax, maskToBias });
+jsKernels.register('layout', { reduceSum, permute, copyRows, gatherRows, argmax, maskToBias });

@@ -7,6 +7,7 @@ import type { HostKernels } from '../backend.ts';
 import {
   argmax,
   copyRows as jsCopyRows,
+  gatherRows,
   maskToBias,
   permute as jsPermute,
   reduceSum as jsReduceSum,
@@ -103,5 +104,6 @@ export const copyRows: HostKernels['copyRows'] = (
   );
 };
 
-// argmax (a decoding step's last read) and maskToBias (made once per batch) are small: the js twins.
-wasmKernels.register('layout', { reduceSum, permute, copyRows, argmax, maskToBias });
+// gatherRows (memory copies of whole rows), argmax (a decoding step's last read) and maskToBias (made once per
+// batch) are the js twins: there is no arithmetic for wasm to speed up.
+wasmKernels.register('layout', { reduceSum, permute, copyRows, gatherRows, argmax, maskToBias });
