@@ -30,6 +30,7 @@ import './crossentropy.ts';
 import './embedding.ts';
 import './layout.ts';
 import './adam.ts';
+import './quantized.ts';
 import { type Device, hostDevice } from '../../tensor/storage.ts';
 import { kernels, loadKernelsAsync } from './loader.ts';
 import { alloc, free, memory, memoryShared } from './memory.ts';
