@@ -1,4 +1,4 @@
-import type { Device, Storage, TypedData } from '../tensor/storage.ts';
+import type { Device, Storage } from '../tensor/storage.ts';
 import { registerDeviceName, setDefaultDevice } from '../tensor/storage.ts';
 
 /**
