@@ -5,7 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { getBackend } from '../../src/backend/backend.ts';
 import { linearInt8, linearQ4 } from '../../src/backend/js/quantized.ts';
+import { isWasmView, memoryShared } from '../../src/backend/wasm/memory.ts';
 import { F, manualSeed, models, nn, noGrad, tensor, type Tensor } from '../../src/index.ts';
 import { rng, uniformArray } from '../helpers/random.ts';
 
@@ -21,6 +23,8 @@ for (const dtype of ['int8', 'q4'] as const) {
     const before = f32(lin.forward(x)).slice();
     assert.equal(lin.quantize({ dtype }), lin);
     assert.equal(lin.weight.dtype, dtype);
+    if (getBackend().name === 'wasm' && memoryShared)
+      assert.ok(isWasmView(lin.weight.dataSync()), 'the wasm backend keeps the values in its memory, used in place');
     assert.deepEqual(lin.weightScale!.shape, dtype === 'int8' ? [outF] : [outF, inF / 32]);
     assert.deepEqual(
       lin.namedParameters().map(([n]) => n),
