@@ -3,9 +3,12 @@
 // summed exactly in int32 lanes, the scales applied once per sum in float32, as the twin does.
 //
 // Integer dot products of 16 int8 pairs: plain SIMD sign-extends both to i16 and uses
-// i32x4.dot_i16x8_s (pmaddwd). Relaxed SIMD has i32x4.relaxed_dot_i8x16_i7x16_add_s, which is
-// exact only when its second operand is 7-bit (0..127; engines lower it to pmaddubsw, which reads
-// that operand unsigned and saturates pair sums to i16). The activations are −127..127, so their
+// i32x4.dot_i16x8_s (pmaddwd). Relaxed SIMD has i16x8.relaxed_dot_i8x16_i7x16_s (pair sums in i16
+// lanes, widened and added here), exact only when its second operand is 7-bit (0..127; engines
+// lower it to pmaddubsw, which reads that operand unsigned and saturates pair sums to i16). Not the
+// fused i32x4.relaxed_dot_i8x16_i7x16_add_s: as asc emits it and Node 20's V8 (11.3, relaxed SIMD
+// behind a flag) runs it, it gives wrong sums (lane 0 of dot(1..16, 1,1,1,1,2,2,2,2,..) + 100 comes
+// out 20, not 110; which side is at fault is not pinned down). The activations are −127..127, so their
 // sign moves onto the weight: w·x = (w·sign x)·|x|, with |x| in 0..127 and w·sign x in −127..127
 // (int8 weights are −127..127, q4 −8..7: negating never overflows). Pair sums stay within
 // 2·127·127 < 2¹⁵, no saturation: both builds give the same integers, hence the same bits.

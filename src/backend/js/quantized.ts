@@ -63,7 +63,11 @@ function checkSizes(
   short('out', out.length, rows * outF);
 }
 
-/** out (R, O) = x (R, I) · Wᵀ + bias with W = wq (O, I) int8 · wScale (O). */
+/**
+ * out (R, O) = x (R, I) · Wᵀ + bias with W = wq (O, I) int8 · wScale (O). The values must be −127..127,
+ * as quantizeInt8 makes them: the relaxed-SIMD wasm kernel negates weights (to move x's sign onto them),
+ * and −128 has no negation in int8.
+ */
 export const linearInt8: HostKernels['linearInt8'] = (x, wq, wScale, bias, out, rows, inF, outF) => {
   checkSizes('linearInt8', x, wq.length, outF * inF, wScale, outF, bias, out, rows, inF, outF);
   const q = new Int8Array(inF);
