@@ -10,7 +10,7 @@ export class Linear extends Module {
    * `quantize({ dtype })`, its int8 or q4 values, with their scales in {@link weightScale}.
    */
   weight: Tensor;
-  /** The quantized weight's float32 scales, (outFeatures) for int8, (outFeatures, inFeatures/32) for q4; else null. */
+  /** The quantized weight's float32 scales, (outFeatures, 1) for int8, (outFeatures, inFeatures/32) for q4. */
   weightScale: Tensor | null = null;
   /** (outFeatures), or null when built with `bias: false`. */
   readonly bias: Tensor | null;
@@ -46,7 +46,7 @@ export class Linear extends Module {
     const { values, scale } = F.quantizeWeight(this.weight, dtype);
     this.replaceParameter('weight', [
       ['weight', values],
-      ['weight.__scale', scale],
+      ['weight_scale', scale],
     ]);
     this.weight = values;
     this.weightScale = scale;

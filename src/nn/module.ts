@@ -128,7 +128,7 @@ export class Module {
   /**
    * Quantize, in place and for inference, the weight of every layer of the tree that can hold a quantized
    * one (nn.Linear): it keeps the pair of values (`int8`, or `q4` in blocks of 32) and float32 scales as the
-   * buffers `weight` and `weight.__scale` (the names `qkv export --dtype int8` writes) and drops the float
+   * buffers `weight` and `weight_scale` (the names and layout `qkv export --dtype int8` writes) and drops the float
    * weight, which is no longer a parameter. A quantized layer passes no gradient. Returns this.
    */
   quantize(options: { dtype: QuantDType }): this {

@@ -206,15 +206,16 @@ export type QuantDType = 'int8' | 'q4';
 export interface QuantizedWeight {
   /** int8 or q4 values, (out, in). */
   values: Tensor;
-  /** float32 scales: (out) for int8, (out, in/32) for q4. */
+  /** float32 scales, (out, blocks): (out, 1) for int8 (tensor/quantize.ts's layout), (out, in/32) for q4. */
   scale: Tensor;
 }
 
 /**
  * A float32 weight (out, in) quantized on the host, as {@link linearQuantized} takes it: `values` int8 with
- * one float32 `scale` per output row (max|row|/127), or q4 (in a multiple of 32) with one scale per block
- * of 32 along `in`, shape (out, in/32) (max|block|/7, values −7..7); rounded half to even
- * (src/backend/js/quantized.ts). Reads the weight with dataSync (devices that read synchronously).
+ * one float32 `scale` per output row (max|row|/127; shape (out, 1)), or q4 (in a multiple of 32) with one
+ * scale per block of 32 along `in`, shape (out, in/32) (max|block|/7, values −7..7); q = w/scale rounded half
+ * to even, as tensor/quantize.ts (`qkv export --dtype int8`) rounds (src/backend/js/quantized.ts). Reads
+ * the weight with dataSync (devices that read synchronously).
  */
 export function quantizeWeight(weight: Tensor, dtype: QuantDType): QuantizedWeight {
   f32(weight, 'quantizeWeight', 'weight');
@@ -231,7 +232,7 @@ export function quantizeWeight(weight: Tensor, dtype: QuantDType): QuantizedWeig
   d.write(vs, dtype, q);
   const ss = d.alloc('float32', scale.length, { persistent: true });
   d.write(ss, 'float32', scale);
-  const scaleShape = dtype === 'int8' ? [outF] : [outF, inF / Q4_BLOCK];
+  const scaleShape = [outF, dtype === 'int8' ? 1 : inF / Q4_BLOCK];
   return {
     values: Tensor.fromStorage(d, vs, [outF, inF], dtype),
     scale: Tensor.fromStorage(d, ss, scaleShape, 'float32'),
@@ -240,7 +241,7 @@ export function quantizeWeight(weight: Tensor, dtype: QuantDType): QuantizedWeig
 
 /**
  * y = x·Wᵀ + b with W a quantized pair (see {@link quantizeWeight}): `values` int8 (out, in) with `scale`
- * (out), or q4 (out, in) with `scale` (out, in/32). x's rows are quantized to int8 on the fly, products
+ * (out, 1), or q4 (out, in) with `scale` (out, in/32). x's rows are quantized to int8 on the fly, products
  * summed in int32 (kernels linearInt8, linearQ4). Inference only: it records no gradient.
  */
 export function linearQuantized(x: Tensor, values: Tensor, scale: Tensor, bias?: Tensor | null): Tensor {
@@ -252,7 +253,7 @@ export function linearQuantized(x: Tensor, values: Tensor, scale: Tensor, bias?:
       `linearQuantized: values must be 2-D int8 or q4 (out, in), got ${values.dtype} ${shapeToString(values.shape)}`,
     );
   const [outF, inF] = values.shape;
-  const scaleShape = values.dtype === 'int8' ? [outF] : [outF, inF / Q4_BLOCK];
+  const scaleShape = [outF, values.dtype === 'int8' ? 1 : inF / Q4_BLOCK];
   if (shapeToString(scale.shape) !== shapeToString(scaleShape))
     throw new Error(
       `linearQuantized: scale of ${values.dtype} values ${shapeToString(values.shape)} must have shape ` +

@@ -9,6 +9,7 @@ import { getBackend } from '../../src/backend/backend.ts';
 import { linearInt8, linearQ4 } from '../../src/backend/js/quantized.ts';
 import { isWasmView, memoryShared } from '../../src/backend/wasm/memory.ts';
 import { F, manualSeed, models, nn, noGrad, tensor, type Tensor } from '../../src/index.ts';
+import { quantizeInt8 as exportInt8 } from '../../src/tensor/quantize.ts';
 import { rng, uniformArray } from '../helpers/random.ts';
 
 const rand = rng(50);
@@ -25,14 +26,14 @@ for (const dtype of ['int8', 'q4'] as const) {
     assert.equal(lin.weight.dtype, dtype);
     if (getBackend().name === 'wasm' && memoryShared)
       assert.ok(isWasmView(lin.weight.dataSync()), 'the wasm backend keeps the values in its memory, used in place');
-    assert.deepEqual(lin.weightScale!.shape, dtype === 'int8' ? [outF] : [outF, inF / 32]);
+    assert.deepEqual(lin.weightScale!.shape, [outF, dtype === 'int8' ? 1 : inF / 32]);
     assert.deepEqual(
       lin.namedParameters().map(([n]) => n),
       ['bias'],
       'the float weight is no longer a parameter',
     );
     const sd = lin.stateDict();
-    assert.deepEqual(Object.keys(sd).sort(), ['bias', 'weight', 'weight.__scale']);
+    assert.deepEqual(Object.keys(sd).sort(), ['bias', 'weight', 'weight_scale']);
     assert.equal(sd.weight!.dtype, dtype);
 
     const y = noGrad(() => lin.forward(x));
@@ -57,6 +58,18 @@ for (const dtype of ['int8', 'q4'] as const) {
   });
 }
 
+test("quantizeWeight int8 is what 'qkv export --dtype int8' writes: the same values and scales", () => {
+  const wf = uniformArray(rand, 37 * 70, 0.3);
+  wf.set([0, 0, 0], 70); // a row starting with zeros, and ties: 0.5 and 1.5 steps of the row's scale
+  wf.set([127, 0.5, 1.5, -2.5], 2 * 70);
+  const w = tensor(wf, [37, 70]);
+  const { values, scale } = F.quantizeWeight(w, 'int8');
+  const file = exportInt8({ w }).tensors;
+  assert.deepEqual(Array.from(values.dataSync()), Array.from(file.w!.dataSync()));
+  assert.deepEqual(scale.shape, file.w_scale!.shape);
+  assert.deepEqual(Array.from(scale.dataSync()), Array.from(file.w_scale!.dataSync()));
+});
+
 test('quantizeWeight and linearQuantized name what is wrong', () => {
   const w = tensor(uniformArray(rand, 5 * 48), [5, 48]);
   assert.throws(() => F.quantizeWeight(w, 'q4'), /quantizeWeight: q4 needs in features a multiple of 32, got 48/);
@@ -67,7 +80,7 @@ test('quantizeWeight and linearQuantized name what is wrong', () => {
   );
   assert.throws(
     () => F.linearQuantized(tensor(new Float32Array(48), [1, 48]), values, tensor(new Float32Array(4), [4])),
-    /linearQuantized: scale of int8 values \[5, 48\] must have shape \[5\], got \[4\]/,
+    /linearQuantized: scale of int8 values \[5, 48\] must have shape \[5, 1\], got \[4\]/,
   );
 });
 

@@ -114,43 +114,41 @@ export const linearQ4: HostKernels['linearQ4'] = (x, wq, wScale, bias, out, rows
 };
 
 /**
- * A float32 weight (O, I) quantized to int8 per output row, as `linearInt8` takes it: scale = max|row|/127,
- * q = roundHalfEven(w/scale) (the rule the activations follow).
+ * A float32 weight (O, I) quantized to int8 per output row, as `linearInt8` takes it, by the rule of
+ * tensor/quantize.ts (`qkv export --dtype int8`): scale = fround(max|row|/127), q = roundHalfEven(w/scale)
+ * in −127..127, the quotient taken in float64. A row of zeros has scale 0 and q 0.
  */
 export function quantizeInt8(w: Float32Array, outF: number, inF: number): { q: Int8Array; scale: Float32Array } {
   const q = new Int8Array(outF * inF);
   const scale = new Float32Array(outF);
-  const row = new Int8Array(inF);
-  for (let o = 0; o < outF; o++) {
-    scale[o] = quantizeRow(w, o, inF, row);
-    q.set(row, o * inF);
-  }
+  for (let o = 0; o < outF; o++) scale[o] = quantizeBlock(w, o * inF, inF, 127, q);
   return { q, scale };
 }
 
 /**
- * A float32 weight (O, I) quantized to q4 in blocks of 32 along I, as `linearQ4` takes it: symmetric,
- * scale = max|block|/7, q = roundHalfEven(fround(w·fround(7/max|block|))) in −7..7 (−8 unused, so a
- * block's error is at most scale/2 per element), packed two a byte, element 2i in the low nibble.
+ * A float32 weight (O, I) quantized to q4 in blocks of 32 along I, as `linearQ4` takes it, by the same rule
+ * with 7 for 127: symmetric, values −7..7 (−8 unused, so each element's error is at most scale/2), packed
+ * two a byte, element 2i in the low nibble.
  */
 export function quantizeQ4(w: Float32Array, outF: number, inF: number): { q: Uint8Array; scale: Float32Array } {
   if (inF % Q4_BLOCK !== 0) throw new RangeError(`quantizeQ4: inF ${inF} is not a multiple of ${Q4_BLOCK}`);
   const n = outF * inF;
-  const q = new Uint8Array(n / 2);
+  const values = new Int8Array(n);
   const scale = new Float32Array(n / Q4_BLOCK);
-  for (let b = 0; b < n / Q4_BLOCK; b++) {
-    const base = b * Q4_BLOCK;
-    let amax = 0;
-    for (let j = 0; j < Q4_BLOCK; j++) amax = Math.max(amax, Math.abs(w[base + j]));
-    if (amax === 0) continue;
-    const inv = Math.fround(7 / amax);
-    scale[b] = Math.fround(amax / 7);
-    for (let j = 0; j < Q4_BLOCK; j++) {
-      const v = roundHalfEven(Math.fround(w[base + j] * inv)) & 15;
-      q[(base + j) >> 1] |= j % 2 === 0 ? v : v << 4;
-    }
-  }
+  for (let b = 0; b < n / Q4_BLOCK; b++) scale[b] = quantizeBlock(w, b * Q4_BLOCK, Q4_BLOCK, 7, values);
+  const q = new Uint8Array(n / 2);
+  for (let i = 0; i < n; i += 2) q[i >> 1] = (values[i] & 15) | ((values[i + 1] & 15) << 4);
   return { q, scale };
+}
+
+/** w[at, at + n) into q[at, at + n) as roundHalfEven(w/scale) in −top..top; returns scale = fround(max|w|/top). */
+function quantizeBlock(w: Float32Array, at: number, n: number, top: number, q: Int8Array): number {
+  let amax = 0;
+  for (let i = at; i < at + n; i++) amax = Math.max(amax, Math.abs(w[i]));
+  const scale = Math.fround(amax / top);
+  if (scale === 0) return 0;
+  for (let i = at; i < at + n; i++) q[i] = Math.max(-top, Math.min(top, roundHalfEven(w[i] / scale)));
+  return scale;
 }
 
 jsKernels.register('quantized', { linearInt8, linearQ4 });
