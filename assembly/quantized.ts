@@ -65,11 +65,12 @@ export function linearInt8Range(
   q: usize, sx: usize, wq: usize, wScale: usize, bias: usize, out: usize, rows: i32, inF: i32, outF: i32,
   o0: i32, o1: i32,
 ): void {
-  for (let r = 0; r < rows; r++) {
-    const qr = q + <usize>r * <usize>inF;
-    const s = load<f32>(sx + <usize>r * 4);
-    for (let o = o0; o < o1; o++) {
-      const wo = wq + <usize>o * <usize>inF;
+  // Weight rows outermost: each is read from memory once and stays in cache for every row of x.
+  for (let o = o0; o < o1; o++) {
+    const wo = wq + <usize>o * <usize>inF;
+    for (let r = 0; r < rows; r++) {
+      const qr = q + <usize>r * <usize>inF;
+      const s = load<f32>(sx + <usize>r * 4);
       let a0 = i32x4.splat(0);
       let a1 = i32x4.splat(0);
       let p: i32 = 0;
@@ -96,12 +97,12 @@ export function linearQ4Range(
   o0: i32, o1: i32,
 ): void {
   const nb = inF >> 5;
-  for (let r = 0; r < rows; r++) {
-    const qr = q + <usize>r * <usize>inF;
-    const s = load<f32>(sx + <usize>r * 4);
-    for (let o = o0; o < o1; o++) {
-      const wo = wq + (<usize>o * <usize>inF >> 1);
-      const so = wScale + <usize>o * <usize>nb * 4;
+  for (let o = o0; o < o1; o++) {
+    const wo = wq + (<usize>o * <usize>inF >> 1);
+    const so = wScale + <usize>o * <usize>nb * 4;
+    for (let r = 0; r < rows; r++) {
+      const qr = q + <usize>r * <usize>inF;
+      const s = load<f32>(sx + <usize>r * 4);
       let sum: f32 = 0;
       for (let b = 0; b < nb; b++) {
         const w = v128.load(wo + <usize>b * 16);
