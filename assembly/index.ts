@@ -11,6 +11,7 @@ export * from './crossentropy';
 export * from './embedding';
 export * from './layout';
 export * from './adam';
+export * from './quantized';
 
 /** End of this module's static data: JavaScript must not allocate below it. */
 export function heapBase(): i32 {

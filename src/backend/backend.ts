@@ -1,4 +1,4 @@
-import type { Device, Storage, TypedData } from '../tensor/storage.ts';
+import type { Device, Storage } from '../tensor/storage.ts';
 import { registerDeviceName, setDefaultDevice } from '../tensor/storage.ts';
 
 /**
@@ -36,6 +36,10 @@ export interface GemmParams {
 export type F32 = Storage<'float32'>;
 /** Int32 storage (token ids, targets). */
 export type I32 = Storage<'int32'>;
+/** Int8 storage: a quantized weight's values (an Int8Array on js and wasm). */
+export type I8 = Storage<'int8'>;
+/** Signed 4-bit values packed two a byte, element 2i in the low nibble (a Uint8Array on js and wasm). */
+export type Q4 = Storage<'q4'>;
 
 export type BinaryOp = 'add' | 'sub' | 'mul' | 'div';
 export type UnaryOp = 'exp' | 'log' | 'neg' | 'sqrt' | 'tanh' | 'sigmoid' | 'abs';
@@ -264,6 +268,10 @@ export interface Backend {
     decoupled: boolean,
     step: number,
   ): void;
+  /** out (R, outF) = x·Wᵀ + bias, W = wq (outF, inF; −127..127) · wScale (outF), x int8 per row (js/quantized.ts). */
+  linearInt8(x: F32, wq: I8, wScale: F32, bias: F32 | null, out: F32, rows: number, inF: number, outF: number): void;
+  /** As {@link linearInt8}, wq q4 (outF, inF) with one scale per block of 32 along inF: wScale (outF, inF/32). */
+  linearQ4(x: F32, wq: Q4, wScale: F32, bias: F32 | null, out: F32, rows: number, inF: number, outF: number): void;
 }
 
 /** A backend's kernels: every member of the contract but its name and device. */
@@ -301,21 +309,24 @@ export const KERNEL_NAMES = [
   'attention',
   'attentionBackward',
   'adam',
+  'linearInt8',
+  'linearQ4',
 ] as const satisfies readonly KernelName[];
 // A kernel added to the contract but not to the list above is a compile error here.
 const listed: Exclude<KernelName, (typeof KERNEL_NAMES)[number]> extends never ? true : never = true;
 void listed;
 
 /** What a host backend's kernel takes for each handle type: the typed array it is. */
-type HostArg<T> = T extends F32
-  ? Float32Array
-  : T extends I32
-    ? Int32Array
-    : T extends Storage
-      ? TypedData
-      : T extends AttentionParams
-        ? HostAttentionParams
-        : T;
+type HostArg<T> = T extends Storage<infer D> ? HostArrays[D] : T extends AttentionParams ? HostAttentionParams : T;
+/** The host array of each dtype (q4 packed two a byte, bool one a byte). */
+interface HostArrays {
+  float32: Float32Array;
+  int32: Int32Array;
+  int8: Int8Array;
+  uint8: Uint8Array;
+  bool: Uint8Array;
+  q4: Uint8Array;
+}
 type HostArgs<A extends readonly unknown[]> = { [I in keyof A]: HostArg<A[I]> };
 
 /** {@link AttentionParams} with the bias as the host array it is on the CPU backends. */

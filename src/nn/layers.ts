@@ -5,8 +5,13 @@ import { Module } from './module.ts';
 
 /** y = x·Wᵀ + b; weight (outFeatures, inFeatures) as torch.nn.Linear. */
 export class Linear extends Module {
-  /** (outFeatures, inFeatures), initialised as torch does (Kaiming uniform, a = √5). */
-  readonly weight: Tensor;
+  /**
+   * (outFeatures, inFeatures), initialised as torch does (Kaiming uniform, a = √5); after
+   * `quantize({ dtype })`, its int8 or q4 values, with their scales in {@link weightScale}.
+   */
+  weight: Tensor;
+  /** The quantized weight's float32 scales, (outFeatures, 1) for int8, (outFeatures, inFeatures/32) for q4. */
+  weightScale: Tensor | null = null;
   /** (outFeatures), or null when built with `bias: false`. */
   readonly bias: Tensor | null;
 
@@ -31,7 +36,20 @@ export class Linear extends Module {
 
   /** x (..., inFeatures) -> (..., outFeatures). */
   forward(x: Tensor): Tensor {
+    if (this.weightScale) return F.linearQuantized(x, this.weight, this.weightScale, this.bias);
     return F.linear(x, this.weight, this.bias);
+  }
+
+  /** The weight as a quantized pair (Module.quantize); a second call leaves it as it is. */
+  protected override quantizeOwn(dtype: F.QuantDType): void {
+    if (this.weightScale) return;
+    const { values, scale } = F.quantizeWeight(this.weight, dtype);
+    this.replaceParameter('weight', [
+      ['weight', values],
+      ['weight_scale', scale],
+    ]);
+    this.weight = values;
+    this.weightScale = scale;
   }
 }
 

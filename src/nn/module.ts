@@ -2,6 +2,7 @@ import { noGrad } from '../autograd/grad-mode.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { type Device, deviceNamed, type TypedData } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import type { QuantDType } from '../ops/index.ts';
 
 export interface LoadStateDictOptions {
   /** Require the keys to match exactly (default true), as torch's load_state_dict(strict=True). */
@@ -122,6 +123,26 @@ export class Module {
     for (const [name, m] of this.modules)
       out.push(...m.namedBuffers(prefix ? `${prefix}.${name}` : name, persistentOnly));
     return out;
+  }
+
+  /**
+   * Quantize, in place and for inference, the weight of every layer of the tree that can hold a quantized
+   * one (nn.Linear): it keeps the pair of values (`int8`, or `q4` in blocks of 32) and float32 scales as the
+   * buffers `weight` and `weight_scale` (the names and layout `qkv export --dtype int8` writes) and drops the float
+   * weight, which is no longer a parameter. A quantized layer passes no gradient. Returns this.
+   */
+  quantize(options: { dtype: QuantDType }): this {
+    for (const [, m] of this.namedModules()) m.quantizeOwn(options.dtype);
+    return this;
+  }
+
+  /** This module's own part of {@link quantize}: nothing, unless it holds a weight that can be quantized. */
+  protected quantizeOwn(_dtype: QuantDType): void {}
+
+  /** Parameter `name` becomes the persistent buffers given (what quantizeOwn does with a float weight). */
+  protected replaceParameter(name: string, buffers: [string, Tensor][]): void {
+    this.params.delete(name);
+    for (const [n, t] of buffers) this.registerBuffer(n, t);
   }
 
   /** Total number of parameter elements (torch: sum(p.numel() for p in m.parameters())). */

@@ -1,6 +1,8 @@
 import { record } from '../autograd/engine.ts';
 import { broadcastShapes, shapeToString, sizeOf, stridesOf } from '../tensor/shape.ts';
-import type { Tensor } from '../tensor/tensor.ts';
+import type { I8, Q4 } from '../backend/backend.ts';
+import { Q4_BLOCK, quantizeInt8, quantizeQ4 } from '../backend/js/quantized.ts';
+import { Tensor } from '../tensor/tensor.ts';
 import { sumToShape } from './reduce.ts';
 import { empty, f32, K, st } from './util.ts';
 
@@ -195,4 +197,76 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
     }
     return [dx, dw, db];
   });
+}
+
+/** The dtypes a weight can be quantized to (see {@link quantizeWeight}). */
+export type QuantDType = 'int8' | 'q4';
+
+/** A quantized weight: a pair of tensors, as docs/design-backends.md describes. */
+export interface QuantizedWeight {
+  /** int8 or q4 values, (out, in). */
+  values: Tensor;
+  /** float32 scales, (out, blocks): (out, 1) for int8 (tensor/quantize.ts's layout), (out, in/32) for q4. */
+  scale: Tensor;
+}
+
+/**
+ * A float32 weight (out, in) quantized on the host, as {@link linearQuantized} takes it: `values` int8 with
+ * one float32 `scale` per output row (max|row|/127; shape (out, 1)), or q4 (in a multiple of 32) with one
+ * scale per block of 32 along `in`, shape (out, in/32) (max|block|/7, values −7..7); q = w/scale rounded half
+ * to even, as tensor/quantize.ts (`qkv export --dtype int8`) rounds (src/backend/js/quantized.ts). Reads
+ * the weight with dataSync (devices that read synchronously).
+ */
+export function quantizeWeight(weight: Tensor, dtype: QuantDType): QuantizedWeight {
+  f32(weight, 'quantizeWeight', 'weight');
+  if (weight.ndim !== 2)
+    throw new Error(`quantizeWeight: weight must be 2-D (out, in), got shape ${shapeToString(weight.shape)}`);
+  const [outF, inF] = weight.shape;
+  if (dtype !== 'int8' && dtype !== 'q4') throw new Error(`quantizeWeight: dtype must be 'int8' or 'q4', got ${dtype}`);
+  if (dtype === 'q4' && inF % Q4_BLOCK !== 0)
+    throw new Error(`quantizeWeight: q4 needs in features a multiple of ${Q4_BLOCK}, got ${inF}`);
+  const w = weight.dataSync() as Float32Array;
+  const { q, scale } = dtype === 'int8' ? quantizeInt8(w, outF, inF) : quantizeQ4(w, outF, inF);
+  const d = weight.device;
+  const vs = d.alloc(dtype, outF * inF, { persistent: true });
+  d.write(vs, dtype, q);
+  const ss = d.alloc('float32', scale.length, { persistent: true });
+  d.write(ss, 'float32', scale);
+  const scaleShape = [outF, dtype === 'int8' ? 1 : inF / Q4_BLOCK];
+  return {
+    values: Tensor.fromStorage(d, vs, [outF, inF], dtype),
+    scale: Tensor.fromStorage(d, ss, scaleShape, 'float32'),
+  };
+}
+
+/**
+ * y = x·Wᵀ + b with W a quantized pair (see {@link quantizeWeight}): `values` int8 (out, in) with `scale`
+ * (out, 1), or q4 (out, in) with `scale` (out, in/32). x's rows are quantized to int8 on the fly, products
+ * summed in int32 (kernels linearInt8, linearQ4). Inference only: it records no gradient.
+ */
+export function linearQuantized(x: Tensor, values: Tensor, scale: Tensor, bias?: Tensor | null): Tensor {
+  const xd = f32(x, 'linearQuantized', 'input');
+  const sd = f32(scale, 'linearQuantized', 'scale');
+  const k = K(values);
+  if (values.ndim !== 2 || (values.dtype !== 'int8' && values.dtype !== 'q4'))
+    throw new Error(
+      `linearQuantized: values must be 2-D int8 or q4 (out, in), got ${values.dtype} ${shapeToString(values.shape)}`,
+    );
+  const [outF, inF] = values.shape;
+  const scaleShape = [outF, values.dtype === 'int8' ? 1 : inF / Q4_BLOCK];
+  if (shapeToString(scale.shape) !== shapeToString(scaleShape))
+    throw new Error(
+      `linearQuantized: scale of ${values.dtype} values ${shapeToString(values.shape)} must have shape ` +
+        `${shapeToString(scaleShape)}, got ${shapeToString(scale.shape)}`,
+    );
+  if (x.ndim < 1 || x.shape[x.ndim - 1] !== inF)
+    throw new Error(`linearQuantized: input last dim must be ${inF}, got input shape ${shapeToString(x.shape)}`);
+  if (bias && (bias.ndim !== 1 || bias.shape[0] !== outF))
+    throw new Error(`linearQuantized: bias must have shape [${outF}], got ${shapeToString(bias.shape)}`);
+  const bd = bias ? f32(bias, 'linearQuantized', 'bias') : null;
+  const rows = x.size / inF;
+  const out = empty([...x.shape.slice(0, -1), outF]);
+  if (values.dtype === 'int8') k.linearInt8(xd, values.storage as I8, sd, bd, st(out), rows, inF, outF);
+  else k.linearQ4(xd, values.storage as Q4, sd, bd, st(out), rows, inF, outF);
+  return out;
 }

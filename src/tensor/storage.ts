@@ -129,13 +129,20 @@ export function hostView<T extends TypedData>(s: Storage): T {
  * adds long-lived and scoped blocks in WebAssembly memory). The storage *is* the array, so reads cost nothing.
  */
 export function hostDevice(
-  extra: Pick<Device, 'scoped' | 'isPersistent'> & { persistentFloat32?: (n: number) => Float32Array } = {},
+  extra: Pick<Device, 'scoped' | 'isPersistent'> & {
+    /** Where long-lived float32 storage goes (the wasm backend: its memory). */
+    persistentFloat32?: (n: number) => Float32Array;
+    /** Where long-lived int8 and q4 storage (quantized weights) goes: zeroed bytes, as the dtype's array. */
+    persistentBytes?: (dtype: 'int8' | 'q4', bytes: number) => Int8Array | Uint8Array;
+  } = {},
 ): Device {
-  const { persistentFloat32, ...rest } = extra;
+  const { persistentFloat32, persistentBytes, ...rest } = extra;
   return {
     name: 'cpu',
     alloc(dtype, n, options) {
       if (dtype === 'float32' && options?.persistent && persistentFloat32) return persistentFloat32(n) as never;
+      if ((dtype === 'int8' || dtype === 'q4') && options?.persistent && persistentBytes)
+        return persistentBytes(dtype, storageLength(dtype, n)) as never;
       return hostArray(dtype, n) as never;
     },
     fromHost: (values) => values as never,

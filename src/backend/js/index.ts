@@ -12,6 +12,7 @@ import './crossentropy.ts';
 import './embedding.ts';
 import './layout.ts';
 import './adam.ts';
+import './quantized.ts';
 import { plainHost } from '../../tensor/storage.ts';
 import { firstLoadError, infoOf, registerBackendInfo } from '../info.ts';
 import { jsKernels } from './registry.ts';

@@ -30,6 +30,7 @@ import './crossentropy.ts';
 import './embedding.ts';
 import './layout.ts';
 import './adam.ts';
+import './quantized.ts';
 import { type Device, hostDevice } from '../../tensor/storage.ts';
 import { kernels, loadKernelsAsync } from './loader.ts';
 import { alloc, free, memory, memoryShared } from './memory.ts';
@@ -53,7 +54,7 @@ const released = new FinalizationRegistry<Held>((held) => {
   if (--held.views === 0) free(new Float32Array(memory.buffer, held.offset, held.length));
 });
 
-function retainUntilCollected(block: Float32Array, views: Float32Array[]): void {
+function retainUntilCollected(block: Float32Array, views: ArrayBufferView[]): void {
   const held: Held = { offset: block.byteOffset, length: block.length, views: views.length };
   for (const v of views) released.register(v, held);
 }
@@ -71,6 +72,17 @@ const wasmDevice: Device = memoryShared
       persistentFloat32: (n) => {
         const view = alloc(n);
         retainUntilCollected(view, [view]);
+        persistent.add(view);
+        return view;
+      },
+      // Quantized weights, so the quantized kernels read them in place (not copied in at every call).
+      persistentBytes: (dtype, bytes) => {
+        const block = alloc(Math.ceil(bytes / 4));
+        const view =
+          dtype === 'int8'
+            ? new Int8Array(block.buffer, block.byteOffset, bytes)
+            : new Uint8Array(block.buffer, block.byteOffset, bytes);
+        retainUntilCollected(block, [view]);
         persistent.add(view);
         return view;
       },

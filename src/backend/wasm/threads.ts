@@ -96,6 +96,8 @@ export const PARALLEL_KERNELS = [
   'dropoutMask',
   'crossEntropy',
   'crossEntropyBackward',
+  'linearInt8Range',
+  'linearQ4Range',
 ] as const;
 export type ParallelKernel = (typeof PARALLEL_KERNELS)[number];
 

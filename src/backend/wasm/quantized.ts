@@ -1,0 +1,82 @@
+/**
+ * Quantized linear layers (assembly/quantized.ts) behind the Backend interface: x's rows quantized to
+ * int8 once into scratch, then the outputs split among the threads by columns (each output computed as
+ * one thread computes it, so the bits do not depend on the thread count). The results are bit-identical
+ * to the js twin (src/backend/js/quantized.ts), which defines them.
+ */
+import type { HostKernels } from '../backend.ts';
+import { Q4_BLOCK } from '../js/quantized.ts';
+import { declareExports, sig, type I32, type Ptr } from './loader.ts';
+import { splitUnits } from './parallel.ts';
+import { wasmKernels } from './registry.ts';
+import { staged } from './stage.ts';
+
+/** The arguments of both range kernels before the range of outputs. */
+type Head = [q: Ptr, sx: Ptr, wq: Ptr, wScale: Ptr, bias: Ptr, out: Ptr, rows: I32, inF: I32, outF: I32];
+
+const K = declareExports('quantized.ts', {
+  /** x (R, I) to int8 rows at q and their scales at sx; q4 = 1: each block of 32 evens first, then odds. */
+  quantizeRowsI8: sig<[x: Ptr, rows: I32, inF: I32, q: Ptr, sx: Ptr, q4: I32]>(6),
+  /** Outputs [o0, o1) of every row against an int8 weight. */
+  linearInt8Range: sig<[...Head, o0: I32, o1: I32]>(11),
+  /** Outputs [o0, o1) of every row against a q4 weight. */
+  linearQ4Range: sig<[...Head, o0: I32, o1: I32]>(11),
+});
+
+const align = (n: number) => Math.ceil(n / 16) * 16;
+
+/** Throws naming the argument when an array is too short (the kernels read and write by address). */
+function need(name: string, what: string, have: number, n: number): void {
+  if (have < n) throw new RangeError(`${name}: ${what} has ${have} elements, expected at least ${n}`);
+}
+
+function run(
+  kind: 'int8' | 'q4',
+  x: Float32Array,
+  wq: Int8Array | Uint8Array,
+  wScale: Float32Array,
+  bias: Float32Array | null,
+  out: Float32Array,
+  rows: number,
+  inF: number,
+  outF: number,
+): void {
+  const name = kind === 'int8' ? 'linearInt8' : 'linearQ4';
+  if (kind === 'q4' && inF % Q4_BLOCK !== 0)
+    throw new RangeError(`linearQ4: inF ${inF} is not a multiple of ${Q4_BLOCK}`);
+  const wqLength = kind === 'int8' ? outF * inF : (outF * inF) / 2;
+  const scales = kind === 'int8' ? outF : (outF * inF) / Q4_BLOCK;
+  need(name, 'x', x.length, rows * inF);
+  need(name, 'wq', wq.length, wqLength);
+  need(name, 'wScale', wScale.length, scales);
+  if (bias) need(name, 'bias', bias.length, outF);
+  need(name, 'out', out.length, rows * outF);
+  if (rows === 0 || outF === 0) return;
+  const qBytes = align(rows * inF);
+  staged(
+    [
+      { x: x.subarray(0, rows * inF), mode: 'in' },
+      { x: wq.subarray(0, wqLength), mode: 'in' },
+      { x: wScale.subarray(0, scales), mode: 'in' },
+      { x: bias ? bias.subarray(0, outF) : null, mode: 'in' },
+      { x: out.subarray(0, rows * outF), mode: 'out' },
+    ],
+    qBytes + rows * 4,
+    ([px, pw, ps, pb, po, scratch]) => {
+      const wasm = K();
+      wasm.quantizeRowsI8(px!, rows, inF, scratch!, scratch! + qBytes, kind === 'q4' ? 1 : 0);
+      const head: Head = [scratch!, scratch! + qBytes, pw!, ps!, pb!, po!, rows, inF, outF];
+      const kernel = kind === 'int8' ? 'linearInt8Range' : 'linearQ4Range';
+      splitUnits(kernel, outF, 2 * rows * inF, (o0, o1) => [...head, o0, o1]);
+    },
+  );
+}
+
+const kernels = {
+  linearInt8: (x, wq, wScale, bias, out, rows, inF, outF) => run('int8', x, wq, wScale, bias, out, rows, inF, outF),
+  linearQ4: (x, wq, wScale, bias, out, rows, inF, outF) => run('q4', x, wq, wScale, bias, out, rows, inF, outF),
+} satisfies Pick<HostKernels, 'linearInt8' | 'linearQ4'>;
+
+export const { linearInt8, linearQ4 } = kernels;
+
+wasmKernels.register('quantized', { linearInt8, linearQ4 });

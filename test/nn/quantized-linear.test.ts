@@ -1,0 +1,121 @@
+/**
+ * nn.Linear holding a quantized weight (`module.quantize({ dtype })`, F.quantizeWeight, F.linearQuantized):
+ * what the layer keeps and saves, its output bit for bit the kernel's, and a quantized GPT's logits near
+ * the float model's. The kernels' own bounds are tested in test/backend/wasm-quantized.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { getBackend } from '../../src/backend/backend.ts';
+import { linearInt8, linearQ4 } from '../../src/backend/js/quantized.ts';
+import { isWasmView, memoryShared } from '../../src/backend/wasm/memory.ts';
+import { F, manualSeed, models, nn, noGrad, tensor, type Tensor } from '../../src/index.ts';
+import { quantizeInt8 as exportInt8 } from '../../src/tensor/quantize.ts';
+import { rng, uniformArray } from '../helpers/random.ts';
+
+const rand = rng(50);
+const f32 = (t: Tensor) => t.dataSync() as Float32Array;
+
+for (const dtype of ['int8', 'q4'] as const) {
+  test(`Linear.quantize (${dtype}): a pair of buffers, no float weight, the kernel's output bit for bit`, () => {
+    manualSeed(3);
+    const [inF, outF, rows] = [64, 10, 3];
+    const lin = new nn.Linear(inF, outF);
+    const x = tensor(uniformArray(rand, rows * inF, 2), [rows, inF]);
+    const before = f32(lin.forward(x)).slice();
+    assert.equal(lin.quantize({ dtype }), lin);
+    assert.equal(lin.weight.dtype, dtype);
+    if (getBackend().name === 'wasm' && memoryShared)
+      assert.ok(isWasmView(lin.weight.dataSync()), 'the wasm backend keeps the values in its memory, used in place');
+    assert.deepEqual(lin.weightScale!.shape, [outF, dtype === 'int8' ? 1 : inF / 32]);
+    assert.deepEqual(
+      lin.namedParameters().map(([n]) => n),
+      ['bias'],
+      'the float weight is no longer a parameter',
+    );
+    const sd = lin.stateDict();
+    assert.deepEqual(Object.keys(sd).sort(), ['bias', 'weight', 'weight_scale']);
+    assert.equal(sd.weight!.dtype, dtype);
+
+    const y = noGrad(() => lin.forward(x));
+    const want = new Float32Array(rows * outF);
+    const kernel = dtype === 'int8' ? linearInt8 : linearQ4;
+    // biome-ignore lint/suspicious/noExplicitAny: the values' host array (Int8Array or Uint8Array), by dtype
+    kernel(f32(x), lin.weight.dataSync() as any, f32(lin.weightScale!), f32(lin.bias!), want, rows, inF, outF);
+    assert.deepEqual(f32(y), want, 'the layer is the kernel');
+    // Near the float layer (outputs up to ~1.5; measured 0.009 for int8, 0.097 for q4).
+    let worst = 0;
+    for (let i = 0; i < before.length; i++) worst = Math.max(worst, Math.abs(f32(y)[i]! - before[i]!));
+    assert.ok(worst > 0, 'quantization changes the output');
+    assert.ok(worst < (dtype === 'int8' ? 0.02 : 0.3), `max |Δ| ${worst}`);
+
+    // Loading a quantized state dict into another quantized layer gives the same layer.
+    const other = new nn.Linear(inF, outF).quantize({ dtype });
+    other.loadStateDict(sd);
+    assert.deepEqual(f32(other.forward(x)), f32(y));
+    // A second quantize leaves the pair as it is.
+    lin.quantize({ dtype: dtype === 'int8' ? 'q4' : 'int8' });
+    assert.equal(lin.weight.dtype, dtype);
+  });
+}
+
+test("quantizeWeight int8 is what 'qkv export --dtype int8' writes: the same values and scales", () => {
+  const wf = uniformArray(rand, 37 * 70, 0.3);
+  wf.set([0, 0, 0], 70); // a row starting with zeros, and ties: 0.5 and 1.5 steps of the row's scale
+  wf.set([127, 0.5, 1.5, -2.5], 2 * 70);
+  const w = tensor(wf, [37, 70]);
+  const { values, scale } = F.quantizeWeight(w, 'int8');
+  const file = exportInt8({ w }).tensors;
+  assert.deepEqual(Array.from(values.dataSync()), Array.from(file.w!.dataSync()));
+  assert.deepEqual(scale.shape, file.w_scale!.shape);
+  assert.deepEqual(Array.from(scale.dataSync()), Array.from(file.w_scale!.dataSync()));
+});
+
+test('quantizeWeight and linearQuantized name what is wrong', () => {
+  const w = tensor(uniformArray(rand, 5 * 48), [5, 48]);
+  assert.throws(() => F.quantizeWeight(w, 'q4'), /quantizeWeight: q4 needs in features a multiple of 32, got 48/);
+  const { values, scale } = F.quantizeWeight(w, 'int8');
+  assert.throws(
+    () => F.linearQuantized(tensor(new Float32Array(47), [1, 47]), values, scale),
+    /linearQuantized: input last dim must be 48/,
+  );
+  assert.throws(
+    () => F.linearQuantized(tensor(new Float32Array(48), [1, 48]), values, tensor(new Float32Array(4), [4])),
+    /linearQuantized: scale of int8 values \[5, 48\] must have shape \[5, 1\], got \[4\]/,
+  );
+});
+
+/**
+ * GPT_TINY (2 layers, nEmbd 64, random init as GPT-2's) with every Linear quantized: the MLP's c_fc and
+ * c_proj and attention's out_proj (the fused in_proj weight and the tied wte head stay float). Bound on
+ * the logits, relative to their largest magnitude: int8 weights and activations (steps of 1/127 of each
+ * row's and block's largest value) 2%, q4 weights (steps of 1/7 of a block's largest) 20%; measured
+ * 0.57% and 6.6% (seed 4, js and wasm), so either bound holds with margin yet catches a wrong scale or block.
+ */
+test('a quantized GPT_TINY: logits within the stated bound of the float model', () => {
+  manualSeed(4);
+  const ids = tensor(
+    Int32Array.from({ length: 2 * 16 }, () => Math.floor(rand() * 256)),
+    [2, 16],
+  );
+  const logitsOf = (m: InstanceType<typeof models.GPT>) => f32(noGrad(() => m.forward(ids))).slice();
+  const base = new models.GPT(models.GPT_TINY).eval();
+  const ref = logitsOf(base);
+  let scale = 0;
+  for (const v of ref) scale = Math.max(scale, Math.abs(v));
+  const sd = base.stateDict();
+  for (const [dtype, bound] of [
+    ['int8', 0.02],
+    ['q4', 0.2],
+  ] as const) {
+    const m = new models.GPT(models.GPT_TINY).eval();
+    m.loadStateDict(sd);
+    m.quantize({ dtype });
+    const quantized = m.namedModules().filter(([, s]) => s instanceof nn.Linear && s.weightScale !== null).length;
+    assert.equal(quantized, 3 * models.GPT_TINY.nLayer, `${dtype}: c_fc, c_proj and out_proj of each block`);
+    const got = logitsOf(m);
+    let worst = 0;
+    for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs(got[i]! - ref[i]!));
+    const rel = worst / scale;
+    assert.ok(rel > 0 && rel <= bound, `${dtype}: max |Δ logits| / max |logits| = ${rel}, bound ${bound}`);
+  }
+});
