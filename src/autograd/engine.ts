@@ -159,6 +159,7 @@ function ownedSum(prev: Tensor, g: Tensor): Tensor {
 
 // reshape is a view; its gradient is the output gradient viewed back in the input's shape.
 setReshapeImpl((t, shape) => {
-  const out = new Tensor(t.dataSync(), shape, t.dtype);
-  return record(out, 'reshape', [t], (g) => [new Tensor(g.dataSync(), t.shape, 'float32')]);
+  // A view: the same storage on the same device, never a read.
+  const out = Tensor.fromStorage(t.device, t.storage, shape, t.dtype);
+  return record(out, 'reshape', [t], (g) => [Tensor.fromStorage(g.device, g.storage, t.shape, 'float32')]);
 });
