@@ -3,8 +3,8 @@ import type { Device, Storage } from '../tensor/storage.ts';
 /**
  * The kernel contract (re-exported by backend.ts, which adds the registry of backends). Ops (src/ops) are
  * written once against it; each backend registers an implementation. Kernels take the backend's storage
- * handles (`F32`, `I32`, `Storage`: typed arrays on the CPU backends, buffers on a GPU) and plain sizes, write into caller-allocated outputs, and never allocate
- * tensors themselves, so a WebAssembly backend runs them in place on its linear memory. A kernel never
+ * handles (`F32`, `I32`, `Storage`: typed arrays on the CPU backends, buffers on a GPU) and plain sizes,
+ * write into caller-allocated outputs, and never allocate tensors themselves, so a WebAssembly backend runs them in place on its linear memory. A kernel never
  * hands a value back to the host: what it computes goes into storage.
  *
  * Dimension letters: B batch, H heads, L query length, S key length, D head size, R rows, C columns.
