@@ -84,6 +84,8 @@ class Profiler {
   recording = false;
   /** When set, who calls readSync (the caller of dataSync): a separate, untimed pass (a stack costs µs). */
   readers: Map<string, number> | null = null;
+  /** The same for allocations: bytes by the op that allocated them. */
+  allocators: Map<string, number> | null = null;
   kernelUs = 0;
   calls = 0;
   pendingAllocs = 0;
@@ -150,6 +152,16 @@ class Profiler {
 
   private alloc(bytes: number): void {
     if (!this.recording) return;
+    if (this.allocators) {
+      // The op that allocated: the first frame outside storage.ts, ops/util.ts and this file.
+      const frames = (new Error().stack ?? '').split('\n').slice(1);
+      const op = frames.find((l) => !/storage\.ts|ops\/util\.ts|profile\.ts|^\s*at (new )?Promise/.test(l)) ?? '?';
+      const at = op
+        .trim()
+        .replace(/^at /, '')
+        .replace(/\(.*?\/src\//, '(src/');
+      this.allocators.set(at, (this.allocators.get(at) ?? 0) + bytes);
+    }
     this.pendingAllocs++;
     this.pendingBytes += bytes;
   }
@@ -450,7 +462,7 @@ function cpuProfile(fn: () => void, n: number) {
       : f.url
         ? f.url.replace(root, '').replace(/^.*node_modules\//, 'node_modules/')
         : f.functionName; // (garbage collector), (program), (idle)
-    const key = `${f.functionName || '(anonymous)'} ${file}${f.url && !f.url.startsWith('wasm') ? `:${f.lineNumber + 1}` : ''}`;
+    const key = `${f.functionName || '(anonymous)'} ${file}`; // tsx's line numbers are of its output, not the source;
     selfUs.set(key, (selfUs.get(key) ?? 0) + dt);
     byFile.set(file, (byFile.get(file) ?? 0) + dt);
     const layer = LAYERS.find(([prefix]) => file.startsWith(prefix))![1];
@@ -489,15 +501,19 @@ function workload(name: string, run: (timer: StepTimer | null) => void, reps: nu
   const kernels = kernelTable(timer.records.length);
   prof.uninstall();
   const plainAfterMs = time(() => void run(null), reps);
-  // Who reads on the host, per step: one more run with the readers recorded.
+  // Who reads on the host and who allocates, per step: one more run with the callers recorded.
   prof.install(getBackend());
   prof.readers = new Map();
+  prof.allocators = new Map();
   const readTimer = new StepTimer(prof);
   run(readTimer);
-  const readers = [...prof.readers]
-    .sort((a, b) => b[1] - a[1])
-    .map(([at, n]) => ({ at, perStep: round(n / readTimer.records.length, 2) }));
-  prof.readers = null;
+  const perStep = (m: Map<string, number>, scale: number) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .map(([at, n]) => ({ at, perStep: round(n / scale / readTimer.records.length, 2) }));
+  const readers = perStep(prof.readers, 1);
+  const allocators = perStep(prof.allocators, 1024).slice(0, 12); // KiB per step
+  prof.readers = prof.allocators = null;
   prof.uninstall();
   const cpu = CPU_PROFILE ? cpuProfile(() => void run(null), reps) : null;
   process.stderr.write(`${name}: done\n`);
@@ -511,6 +527,7 @@ function workload(name: string, run: (timer: StepTimer | null) => void, reps: nu
     stepsShareOfRun: round(timer.records.reduce((a, r) => a + r.wallUs, 0) / 1000 / (wrappedMs * reps), 3),
     kernels,
     readers,
+    allocatorsKiB: allocators,
     cpuProfile: cpu,
   };
 }
