@@ -9,16 +9,21 @@
  * - kernels: each member of the current backend named in KERNEL_NAMES is replaced by a wrapper that
  *   counts the call and times it with performance.now(). A kernel called from inside another (none is
  *   today) is charged to the outer one only, so kernel times never overlap;
- * - allocations: the device's `alloc`, `fromHost` and the scoped allocator a memoryScope draws from.
- *   An op allocates its output, then calls its kernel, so the allocations since the last kernel returned
- *   are charged to the next kernel called ("(none)" when a phase ends first);
+ * - allocations: the device's `alloc` and the scoped allocator a memoryScope draws from; tensor objects:
+ *   `Tensor.fromStorage` and the device's `fromHost`. An op allocates its output, then calls its kernel, so
+ *   the allocations since the last kernel returned are charged to the next kernel called (a heuristic;
+ *   "(after the last kernel)" for what follows a workload's last kernel);
  * - host reads: the device's `readSync` and `read` (what dataSync(), item() and data() go through);
  * - thread launches: threads.ts's launch counter (poolStats().launches), read before and after each kernel;
- * - time outside kernels = wall time of the phase − time inside kernels: op dispatch, shape checks,
+ * - steps: a decoding step runs from one stepper.step() call to the next (the model's step, then the
+ *   search's host work and the cache reorder); the training step is one memoryScope(step);
+ * - time outside kernels = wall time of a step − time inside kernels: op dispatch, shape checks,
  *   autograd records, tensor objects, the search's own host work, and the profiler's own cost (measured:
- *   `overhead` compares the same workload unwrapped);
+ *   `wrapperUsPerKernelCall`, and `runMs` times each workload unwrapped too);
+ * - one more, untimed run records who calls readSync and which op allocated each byte (from stacks);
  * - a V8 sampling profile (node:inspector, 100 µs) of the same workloads, unwrapped, says which functions
- *   the time outside kernels goes to (self time, by function and by file), and how much is garbage collection.
+ *   the time outside kernels goes to (self time by function, file and layer), and how much is garbage
+ *   collection.
  * Workloads: (a) greedy decoding of the first val sentence by the shipped EN→DE model's first member
  * (per step); (b) beam 4, α 0.6, on the first 32 val sentences as one batch (per step); (c) one training
  * step of the shipped recipe on 128×32 tokens in a memoryScope, as bench/ab-step.ts times it.
