@@ -4,8 +4,9 @@ import type { Device, Storage } from '../tensor/storage.ts';
  * The kernel contract (re-exported by backend.ts, which adds the registry of backends). Ops (src/ops) are
  * written once against it; each backend registers an implementation. Kernels take the backend's storage
  * handles (`F32`, `I32`, `Storage`: typed arrays on the CPU backends, buffers on a GPU) and plain sizes,
- * write into caller-allocated outputs, and never allocate tensors themselves, so a WebAssembly backend runs them in place on its linear memory. A kernel never
- * hands a value back to the host: what it computes goes into storage.
+ * write into caller-allocated outputs, and never allocate tensors themselves, so a WebAssembly backend runs
+ * them in place on its linear memory. A kernel never hands a value back to the host: what it computes goes
+ * into storage.
  *
  * Dimension letters: B batch, H heads, L query length, S key length, D head size, R rows, C columns.
  */
@@ -267,7 +268,10 @@ export interface Backend {
     decoupled: boolean,
     step: number,
   ): void;
-  /** out (R, outF) = x·Wᵀ + bias, W = wq (outF, inF; −127..127) · wScale (outF), x int8 per row (js/quantized.ts). */
+  /**
+   * out (R, outF) = x·Wᵀ + bias, W = wq (outF, inF; −127..127) · wScale (outF), x int8 per row
+   * (js/quantized.ts).
+   */
   linearInt8(x: F32, wq: I8, wScale: F32, bias: F32 | null, out: F32, rows: number, inF: number, outF: number): void;
   /** As {@link linearInt8}, wq q4 (outF, inF) with one scale per block of 32 along inF: wScale (outF, inF/32). */
   linearQ4(x: F32, wq: Q4, wScale: F32, bias: F32 | null, out: F32, rows: number, inF: number, outF: number): void;
