@@ -26,7 +26,8 @@ import {
   type GptTokenizer,
   type LoadedLm,
 } from './gpt.ts';
-import { checkEnsemble, pytorchOnly, type FolderSource, type MemberCheck } from './open.ts';
+import type { LoadedMarian } from './marian.ts';
+import { checkEnsemble, openMarian, pytorchOnly, type FolderSource, type MemberCheck } from './open.ts';
 import { notFound, seq2seqFromFiles, seq2seqShape, type LoadedModel } from './seq2seq.ts';
 import {
   FILES,
@@ -238,8 +239,16 @@ export function readGptShape(dir: string): LoadedLm {
 export function readLm(dir: string): LoadedLm {
   mustExist(dir);
   const config = readJsonIn(dir, FILES.config);
-  // Any Hugging Face config.json goes the GPT-2 way, whose reader names a model_type it does not take.
-  if (isHfConfig(config)) return readHfGpt2Dir(dir, config);
+  // The kind first: a Hugging Face model_type qkv does not run is named before any tokenizer is read.
+  if (config !== undefined && isHfConfig(config)) {
+    const kind = folderKind(config, join(dir, FILES.config));
+    if (kind !== 'hf-gpt2')
+      throw new FolderError(
+        FILES.config,
+        `${join(dir, FILES.config)}: model_type '${kind}' is a translation model, not a language model`,
+      );
+    return readHfGpt2Dir(dir, config);
+  }
   return gptFromFiles(
     { config, tokenizer: readJsonIn(dir, FILES.tokenizer), weights: () => readFileIn(dir, FILES.weights) },
     pathNamer(dir),
@@ -299,6 +308,20 @@ export function readHfGpt2Dir(dir: string, config: unknown = readJsonIn(dir, FIL
     closeSync(fd);
   }
   return checkedHf(model, tokenizer, name, dir);
+}
+
+/** A Hugging Face Marian folder (opus-mt-*) on disk, weights loaded, eval mode. */
+export async function readMarianDir(dir: string): Promise<LoadedMarian> {
+  mustExist(dir);
+  const config = readJsonIn(dir, FILES.config);
+  if (config === undefined) throw notFound(FILES.config, pathNamer(dir));
+  const kind = folderKind(config, join(dir, FILES.config));
+  if (kind !== 'marian')
+    throw new FolderError(
+      FILES.config,
+      `${join(dir, FILES.config)}: a '${kind}' folder, not a Marian one (model_type 'marian')`,
+    );
+  return openMarian(dirSource(dir), config);
 }
 
 /** A folder on disk as a FolderSource, for openFolder and the pipelines. */

@@ -28,6 +28,7 @@ const KIND_NAMES: Record<FolderKind, string> = {
   seq2seq: 'a translation model',
   gpt: 'a qkv language model',
   'hf-gpt2': 'a Hugging Face GPT-2 model',
+  marian: 'a Hugging Face Marian translation model',
 };
 
 function wrongKind(task: string, kind: FolderKind, where: string, wanted: string): FolderError {
@@ -62,7 +63,7 @@ export async function openLanguageModel(source: FolderInput): Promise<LoadedLm &
   if (isNodePath(source)) {
     const node = await nodeFolder();
     const kind = node.folderKindOf(source);
-    if (kind === 'seq2seq')
+    if (kind === 'seq2seq' || kind === 'marian')
       throw wrongKind(
         'text-generation',
         kind,
@@ -72,7 +73,7 @@ export async function openLanguageModel(source: FolderInput): Promise<LoadedLm &
     return { kind, ...node.readLm(source) };
   }
   const opened = await openFolder(source);
-  if (opened.kind === 'seq2seq')
+  if (opened.kind === 'seq2seq' || opened.kind === 'marian')
     throw wrongKind(
       'text-generation',
       opened.kind,

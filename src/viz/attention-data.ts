@@ -11,7 +11,7 @@
 import { noGrad } from '../autograd/grad-mode.ts';
 import { beamSearch, greedy } from '../decode/search.ts';
 import { seq2seqFromFiles } from '../folder/seq2seq.ts';
-import { FILES, folderKind } from '../folder/spec.ts';
+import { FILES, FolderError, folderKind } from '../folder/spec.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
@@ -205,6 +205,8 @@ export { MODEL_FORMATS } from '../folder/spec.ts';
  */
 export function modelKind(configJson: unknown, file: string = FILES.config): ModelKind {
   const kind = folderKind(configJson, file);
+  if (kind === 'marian')
+    throw new FolderError(file, `${file}: a Hugging Face Marian model; the explorer does not show Marian folders yet`);
   return kind === 'hf-gpt2' ? 'gpt' : kind;
 }
 

@@ -43,7 +43,12 @@ export function loadedVariant(): BackendInfo['wasmVariant'] {
 export function wasmInfo(): BackendInfo {
   const variant = loadedVariant();
   if (!memoryShared)
-    return { backend: 'wasm', wasmVariant: variant, threads: 1, reason: 'not cross-origin isolated: SharedArrayBuffer unavailable' };
+    return {
+      backend: 'wasm',
+      wasmVariant: variant,
+      threads: 1,
+      reason: 'not cross-origin isolated: SharedArrayBuffer unavailable',
+    };
   if (!hasWorkerThreads())
     return {
       backend: 'wasm',

@@ -81,6 +81,20 @@ function residual(
   return layerNorm(g, w, g.op('Add', [x, f(x)], `${norm}.res`), norm, EPS);
 }
 
+/** The Seq2Seq switches the ONNX graphs do not build yet (Hugging Face Marian's): refused by name. */
+function checkExportable(c: Seq2SeqConfig): void {
+  const unsupported = [
+    c.activation === 'silu' && "activation 'silu'",
+    c.positionLayout === 'halves' && "positionLayout 'halves'",
+    c.scaleEmbedding === false && 'scaleEmbedding false',
+    c.finalNorm === false && 'finalNorm false',
+    c.finalLogitsBias && 'finalLogitsBias',
+    c.maskTargetPadding === false && 'maskTargetPadding false',
+  ].filter(Boolean);
+  if (unsupported.length > 0)
+    throw new Error(`ONNX export: ${unsupported.join(', ')} (a Hugging Face Marian model) is not supported yet`);
+}
+
 /**
  * `encoder_model.onnx`: input_ids and attention_mask (B, S) int64 in, last_hidden_state (B, S, E)
  * out (and encoder_attentions.N with `withAttention`). Returns the serialised ModelProto.
@@ -90,6 +104,7 @@ export function seq2seqEncoderGraph(
   weights: Record<string, Tensor>,
   o: ExportOptions = {},
 ): Uint8Array {
+  checkExportable(c);
   const g = new GraphBuilder('qkv_seq2seq_encoder', o.dtype ?? 'fp32');
   const w = new Weights(g, weights, 'ONNX export');
   const E = c.dModel;
@@ -111,7 +126,9 @@ export function seq2seqEncoderGraph(
       attn.push(r.weights);
       return r.out;
     });
-    x = residual(g, w, c, x, `${p}.norm2`, (y) => feedForward(g, w, y, `${p}.linear1`, `${p}.linear2`, c.activation));
+    x = residual(g, w, c, x, `${p}.norm2`, (y) =>
+      feedForward(g, w, y, `${p}.linear1`, `${p}.linear2`, c.activation as 'relu' | 'gelu'),
+    );
   }
   x = layerNorm(g, w, x, 'transformer.encoder.norm', EPS);
   g.output('last_hidden_state', x, 'float32', ['batch_size', 'encoder_sequence_length', E]);
@@ -134,6 +151,7 @@ export function seq2seqDecoderGraph(
   withPast: boolean,
   o: ExportOptions = {},
 ): Uint8Array {
+  checkExportable(c);
   const g = new GraphBuilder(withPast ? 'qkv_seq2seq_decoder_with_past' : 'qkv_seq2seq_decoder', o.dtype ?? 'fp32');
   const w = new Weights(g, weights, 'ONNX export');
   const E = c.dModel;
@@ -217,7 +235,9 @@ export function seq2seqDecoderGraph(
       crossW.push(r.weights);
       return r.out;
     });
-    x = residual(g, w, c, x, `${p}.norm3`, (y) => feedForward(g, w, y, `${p}.linear1`, `${p}.linear2`, c.activation));
+    x = residual(g, w, c, x, `${p}.norm3`, (y) =>
+      feedForward(g, w, y, `${p}.linear1`, `${p}.linear2`, c.activation as 'relu' | 'gelu'),
+    );
   }
   x = layerNorm(g, w, x, 'transformer.decoder.norm', EPS);
   // The pre-softmax projection shares the (target) embedding matrix (§3.4): logits = x·Eᵀ.

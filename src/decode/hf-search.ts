@@ -1,0 +1,281 @@
+/**
+ * Decoding as Hugging Face's generate() decodes (transformers v4.30, generation/utils.py and
+ * beam_search.py), for Hugging Face checkpoints (Marian): qkv's own folders keep search.ts's rules
+ * (the paper's beam, GNMT's α). What differs from search.ts:
+ *
+ *   - every output starts from the decoder start id, and `maxLength` counts it: at most maxLength − 1
+ *     ids are generated; at the last one (cur_len = maxLength − 1) every id but `forcedEosTokenId` is
+ *     ruled out (ForcedEOSTokenLogitsProcessor); `badWordsIds` are never generated; EOS is blocked while
+ *     cur_len < minLength (cur_len: the ids so far, the start id included);
+ *   - beam search keeps `numBeams` live rows per sentence all the way (the first starts at score 0, the
+ *     others at −1e9), takes the best 2·numBeams of beams × vocabulary, and pools an EOS extension only
+ *     when it ranks among the first numBeams; the rest refill the beam;
+ *   - a pooled hypothesis scores sum log p / len^lengthPenalty, len = its ids without EOS but with the
+ *     start id (= the ids generated, EOS included); the pool keeps the numBeams best;
+ *   - a sentence is done once its pool is full and, with earlyStopping false, the worst pooled score is
+ *     at least the best live sum / cur_len^lengthPenalty (HF's heuristic); at maxLength the live beams
+ *     join the pool with their sums.
+ */
+import { noGrad } from '../autograd/grad-mode.ts';
+import { withEvalMode } from '../nn/module.ts';
+import type { Tensor } from '../tensor/tensor.ts';
+import { Tensor as T } from '../tensor/tensor.ts';
+import { encodeSources, prepareSearch, type BeamSearchResult, type Hypothesis, type Models } from './search.ts';
+import { abortable, driveAsync, driveSync, type AsyncStepper, type Stepper, type StepperRows } from './stepper.ts';
+
+/** Hugging Face's generation settings (models/hf/marian.ts `hfGeneration` reads them from a folder). */
+export interface HfSearchOptions {
+  /** The decoder's first input (Marian: the padding id), not part of the output. */
+  decoderStartId: number;
+  /** The id that ends a sentence. */
+  eosId: number;
+  /** Beams (1: greedy). */
+  numBeams: number;
+  /** Most ids of an output, the start id included. */
+  maxLength: number;
+  /** Exponent of the length in a hypothesis's score (HF's default 1). */
+  lengthPenalty?: number;
+  /** Stop a sentence once numBeams hypotheses are pooled (default false: HF's heuristic). */
+  earlyStopping?: boolean;
+  /** Ids never generated (the model's padding id is never generated either way). */
+  badWordsIds?: readonly number[];
+  /** The id forced at the last position (null or absent: none). */
+  forcedEosTokenId?: number | null;
+  /** EOS is blocked while the output, start id included, is shorter (default 0). */
+  minLength?: number;
+  /** Checked before every step. */
+  signal?: AbortSignal;
+}
+
+/** The search's own needs: the options with the padding id that fills `ids`. */
+type Rules = HfSearchOptions & { padId: number };
+
+/** HF's logits processors on one row of log-probabilities, in place. */
+function processRow(lp: Float32Array, off: number, V: number, curLen: number, o: Rules): void {
+  for (const id of o.badWordsIds ?? []) if (id >= 0 && id < V) lp[off + id] = -Infinity;
+  if (curLen < (o.minLength ?? 0)) lp[off + o.eosId] = -Infinity;
+  const forced = o.forcedEosTokenId ?? null;
+  if (forced !== null && curLen === o.maxLength - 1) {
+    const keep = lp[off + forced];
+    lp.fill(-Infinity, off, off + V);
+    lp[off + forced] = keep;
+  }
+}
+
+function argmax(x: Float32Array, off: number, V: number): number {
+  let best = 0;
+  for (let j = 1; j < V; j++) if (x[off + j] > x[off + best]) best = j;
+  return best;
+}
+
+/** `ids` (B, T) padded with padId after each output. */
+function padded(outs: number[][], padId: number): Tensor {
+  const B = outs.length;
+  const Tn = Math.max(0, ...outs.map((o) => o.length));
+  const ids = new Int32Array(B * Tn).fill(padId);
+  outs.forEach((o, b) => ids.set(o, b * Tn));
+  return new T(ids, [B, Tn], 'int32');
+}
+
+/** Greedy search as generate() with num_beams 1: sentence i starts as stepper row i. */
+function* greedySteps(
+  stepper: StepperRows,
+  B: number,
+  o: Rules,
+): Generator<Int32Array, BeamSearchResult, Float32Array> {
+  const V = stepper.vocabSize;
+  const out: number[][] = Array.from({ length: B }, () => []);
+  const logProbs = new Array<number>(B).fill(0);
+  const finished = new Array<boolean>(B).fill(false);
+  let active = Array.from({ length: B }, (_, i) => i);
+  let last = new Int32Array(B).fill(o.decoderStartId);
+  for (let curLen = 1; active.length > 0 && curLen < o.maxLength; curLen++) {
+    const lp = yield last;
+    const keep: number[] = [];
+    const next: number[] = [];
+    active.forEach((s, row) => {
+      processRow(lp, row * V, V, curLen, o);
+      const tok = argmax(lp, row * V, V);
+      out[s].push(tok);
+      logProbs[s] += lp[row * V + tok];
+      if (tok === o.eosId) finished[s] = true;
+      else {
+        keep.push(row);
+        next.push(tok);
+      }
+    });
+    if (keep.length < active.length && keep.length > 0) stepper.reorder(Int32Array.from(keep));
+    active = keep.map((row) => active[row]);
+    last = Int32Array.from(next);
+  }
+  const tokens = out.map((x, s) => (finished[s] ? x.slice(0, -1) : x.slice()));
+  const hypotheses = tokens.map((t, s) => [
+    { tokens: t, logProb: logProbs[s], score: logProbs[s], finished: finished[s] },
+  ]);
+  return { ids: padded(out, o.padId), tokens, finished, logProbs, scores: logProbs.slice(), hypotheses };
+}
+
+/** One sentence's pool of finished hypotheses (HF's BeamHypotheses). */
+class Pool {
+  readonly hyps: Hypothesis[] = [];
+  worst = 1e9;
+  constructor(
+    private readonly k: number,
+    private readonly lp: number,
+  ) {}
+
+  /** Pool tokens (start id excluded) whose log-probabilities sum to `sum`; `len` counts the start id. */
+  add(tokens: number[], sum: number, finished: boolean): void {
+    const score = sum / (tokens.length + 1) ** this.lp;
+    if (this.hyps.length < this.k || score > this.worst) {
+      this.hyps.push({ tokens, logProb: sum, score, finished });
+      if (this.hyps.length > this.k) {
+        const order = this.hyps.map((h, i) => [h.score, i] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+        this.hyps.splice(order[0][1], 1);
+        this.worst = order[1][0];
+      } else this.worst = Math.min(score, this.worst);
+    }
+  }
+
+  /** HF's is_done for the best live sum at cur_len. */
+  done(bestSum: number, curLen: number, early: boolean): boolean {
+    if (this.hyps.length < this.k) return false;
+    if (early) return true;
+    return this.worst >= bestSum / curLen ** this.lp;
+  }
+}
+
+/** Beam search as generate() with num_beams > 1: sentence i starts as stepper row i. */
+function* beamSteps(stepper: StepperRows, B: number, o: Rules): Generator<Int32Array, BeamSearchResult, Float32Array> {
+  const k = o.numBeams;
+  const V = stepper.vocabSize;
+  const lpow = o.lengthPenalty ?? 1;
+  const pools = Array.from({ length: B }, () => new Pool(k, lpow));
+  let beams: number[][][] = Array.from({ length: B }, () => Array.from({ length: k }, () => []));
+  let sums: number[][] = Array.from({ length: B }, () => Array.from({ length: k }, (_, b) => (b === 0 ? 0 : -1e9)));
+  let active = Array.from({ length: B }, (_, i) => i);
+  stepper.reorder(Int32Array.from(active.flatMap((s) => new Array<number>(k).fill(s))));
+  let last = new Int32Array(B * k).fill(o.decoderStartId);
+  let curLen = 1;
+  for (;;) {
+    const lp = yield last;
+    const stillActive: number[] = [];
+    const parents: number[] = [];
+    const nextLast: number[] = [];
+    active.forEach((s, idx) => {
+      const r0 = idx * k;
+      // The best 2k of beams × vocabulary by sum, ties to the lower (beam, id).
+      const top: { sum: number; beam: number; tok: number }[] = [];
+      for (let b = 0; b < k; b++) {
+        const off = (r0 + b) * V;
+        processRow(lp, off, V, curLen, o);
+        for (let v = 0; v < V; v++) {
+          const sum = sums[s][b] + lp[off + v];
+          if (top.length === 2 * k && !(sum > top[2 * k - 1].sum)) continue;
+          let i = top.length === 2 * k ? 2 * k - 1 : top.length;
+          while (i > 0 && sum > top[i - 1].sum) i--;
+          top.splice(i, 0, { sum, beam: b, tok: v });
+          if (top.length > 2 * k) top.pop();
+        }
+      }
+      const nextBeams: number[][] = [];
+      const nextSums: number[] = [];
+      const from: number[] = [];
+      for (let rank = 0; rank < top.length && nextBeams.length < k; rank++) {
+        const c = top[rank];
+        if (c.tok === o.eosId) {
+          if (rank < k) pools[s].add(beams[s][c.beam], c.sum, true);
+        } else {
+          nextBeams.push([...beams[s][c.beam], c.tok]);
+          nextSums.push(c.sum);
+          from.push(r0 + c.beam);
+        }
+      }
+      const done = pools[s].done(top[0].sum, curLen, o.earlyStopping ?? false);
+      beams[s] = nextBeams;
+      sums[s] = nextSums;
+      if (done) return;
+      stillActive.push(s);
+      parents.push(...from);
+      nextLast.push(...nextBeams.map((b) => b[b.length - 1]));
+    });
+    curLen++;
+    active = stillActive;
+    if (active.length === 0) break;
+    if (curLen >= o.maxLength) {
+      for (const s of active) beams[s].forEach((b, j) => pools[s].add(b, sums[s][j], false));
+      break;
+    }
+    stepper.reorder(Int32Array.from(parents));
+    last = Int32Array.from(nextLast);
+  }
+  beams = [];
+  sums = [];
+  const hypotheses = pools.map((p) => p.hyps.slice().sort((a, b) => b.score - a.score));
+  const best = hypotheses.map((h) => h[0]);
+  return {
+    ids: padded(
+      best.map((h) => (h.finished ? [...h.tokens, o.eosId] : h.tokens)),
+      o.padId,
+    ),
+    tokens: best.map((h) => h.tokens),
+    finished: best.map((h) => h.finished),
+    logProbs: best.map((h) => h.logProb),
+    scores: best.map((h) => h.score),
+    hypotheses,
+  };
+}
+
+function checkHfOptions(o: HfSearchOptions): void {
+  if (!Number.isInteger(o.numBeams) || o.numBeams < 1)
+    throw new Error(`generateHf: numBeams must be a positive integer, got ${o.numBeams}`);
+  if (!Number.isInteger(o.maxLength) || o.maxLength < 2)
+    throw new Error(`generateHf: maxLength must be an integer >= 2 (the start id and one more), got ${o.maxLength}`);
+  if (o.lengthPenalty !== undefined && !Number.isFinite(o.lengthPenalty))
+    throw new Error(`generateHf: lengthPenalty must be a finite number, got ${o.lengthPenalty}`);
+}
+
+/** The search over any Stepper: greedy for one beam, else HF's beam search. */
+function hfSteps(stepper: StepperRows, B: number, o: Rules): Generator<Int32Array, BeamSearchResult, Float32Array> {
+  checkHfOptions(o);
+  return o.numBeams === 1 ? greedySteps(stepper, B, o) : beamSteps(stepper, B, o);
+}
+
+/** The search over an engine whose steps are asynchronous (ONNX Runtime). */
+export function generateHfAsync(
+  stepper: AsyncStepper,
+  B: number,
+  options: HfSearchOptions & { padId: number },
+): Promise<BeamSearchResult> {
+  return driveAsync(hfSteps(stepper, B, options), stepper);
+}
+
+/** The search over any synchronous Stepper. */
+export function generateHfSteps(
+  stepper: Stepper,
+  B: number,
+  options: HfSearchOptions & { padId: number },
+): BeamSearchResult {
+  return driveSync(hfSteps(stepper, B, options), stepper);
+}
+
+/**
+ * Decode sources (B, S) int32 as Hugging Face's generate(): greedy (numBeams 1) or beam search, with
+ * HF's processors and length penalty (see the file comment). maxLength is capped by the position
+ * table: at most config.maxLen + 1 ids, start id included.
+ */
+export function generateHf(model: Models, src: Tensor, options: HfSearchOptions): BeamSearchResult {
+  checkHfOptions(options);
+  const ids = { bosId: options.decoderStartId, eosId: options.eosId };
+  const { members, padId } = prepareSearch(model, src, ids);
+  const maxLength = Math.min(options.maxLength, Math.min(...members.map((m) => m.config.maxLen)) + 1);
+  return withEvalMode(members, () =>
+    noGrad(() =>
+      generateHfSteps(abortable(encodeSources(members, src, ids), options.signal), src.shape[0], {
+        ...options,
+        maxLength,
+        padId,
+      }),
+    ),
+  );
+}
