@@ -18,7 +18,18 @@ import {
   type TranslationOptions,
   type TranslationPipeline,
 } from '../pipelines/translation.ts';
-import { loadEnsemble, loadModelShape, UserError, type Decoding, type LoadedEnsemble } from './files.ts';
+import { MARIAN_FILES, type LoadedMarian } from '../folder/marian.ts';
+import { readJsonIn, readMarianDir } from '../folder/node.ts';
+import type { ModelConfigFile } from '../folder/spec.ts';
+import {
+  asUserError,
+  folderKindOfDir,
+  loadEnsemble,
+  loadModelShape,
+  UserError,
+  type Decoding,
+  type LoadedEnsemble,
+} from './files.ts';
 import { openOnnxSeq2Seq, parseEngine, translateIdsOnnx } from './onnxruntime.ts';
 
 export interface Common {
@@ -89,15 +100,24 @@ export function reportDegraded(o: Common, degraded: readonly DegradedLine[], tot
  * `pipeline('translation', dir)`, with errors naming the flags.
  */
 export function enginePipeline(engine: Engine): TranslationPipeline {
+  if (engine.marian) return translationPipeline({ kind: 'marian', ...engine.marian }, undefined, FLAG_NAMES);
   return translationPipeline(
-    { kind: 'seq2seq', ...engine.loaded },
+    { kind: 'seq2seq', ...engine.loaded! },
     { model: engine.model, run: engine.run, names: FLAG_NAMES },
   );
 }
 
 /** The models to decode with and how: qkv's (an ensemble, maybe) or ONNX Runtime's graphs. */
 export interface Engine {
-  loaded: LoadedEnsemble;
+  /** A qkv folder as loaded (null for a Marian folder). */
+  loaded: LoadedEnsemble | null;
+  /** A Hugging Face Marian folder as loaded, decoded by HF's rules (the pipeline's own path). */
+  marian?: LoadedMarian;
+  /**
+   * The folder's config.json in qkv's form, what eval reads the language pair and decoding defaults
+   * from (a Marian folder's: its model config, with tokenizer_config.json's source_lang-target_lang).
+   */
+  config: ModelConfigFile;
   /** What encodeLines needs: the members, or the ONNX folder's model shape. */
   model: LoadedEnsemble['model'] | LoadedEnsemble['members'];
   run(ids: number[][], o: TranslateOptions): Promise<string[]>;
@@ -110,11 +130,32 @@ export interface Engine {
  * --format onnx (its config and tokenizer, no weights), the folder's own model alone.
  */
 export async function openEngine(o: Common & { engine?: string }): Promise<Engine> {
+  if (parseEngine(o.engine) === 'qkv' && folderKindOfDir(o.model) === 'marian') {
+    if (o.ensemble) throw new UserError('--ensemble takes qkv translation folders, not a Hugging Face Marian folder');
+    const marian = asUserError(() => readMarianDir(o.model));
+    const tc = (readJsonIn(o.model, MARIAN_FILES.tokenizerConfig) ?? {}) as {
+      source_lang?: unknown;
+      target_lang?: unknown;
+    };
+    const direction =
+      typeof tc.source_lang === 'string' && typeof tc.target_lang === 'string'
+        ? { direction: `${tc.source_lang}-${tc.target_lang}` }
+        : {};
+    return {
+      loaded: null,
+      marian,
+      config: { format: 'qkv-seq2seq', version: 1, model: marian.model.config, training: direction },
+      model: marian.model,
+      run: () => Promise.reject(new Error('a Marian folder decodes through its pipeline')),
+      label: ', Hugging Face generation rules',
+    };
+  }
   if (parseEngine(o.engine) === 'qkv') {
     const loaded = loadModels(o);
     const n = loaded.members.length;
     return {
       loaded,
+      config: loaded.config,
       model: loaded.members,
       run: (ids, t) => translateIdsAsync(loaded.members, loaded.targetTokenizer, ids, t),
       label: n > 1 ? `, an ensemble of ${n} models` : '',
@@ -126,6 +167,7 @@ export async function openEngine(o: Common & { engine?: string }): Promise<Engin
   const loaded: LoadedEnsemble = { ...loadModelShape(o.model), members: [], memberDirs: [] };
   return {
     loaded,
+    config: loaded.config,
     model: loaded.model,
     run: (ids, t) => translateIdsOnnx(onnx, loaded.targetTokenizer, ids, t),
     label: ', ONNX Runtime',

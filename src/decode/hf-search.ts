@@ -17,11 +17,21 @@
  *     join the pool with their sums.
  */
 import { noGrad } from '../autograd/grad-mode.ts';
-import { withEvalMode } from '../nn/module.ts';
+import { enterEvalMode, withEvalMode } from '../nn/module.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { Tensor as T } from '../tensor/tensor.ts';
 import { encodeSources, prepareSearch, type BeamSearchResult, type Hypothesis, type Models } from './search.ts';
-import { abortable, driveAsync, driveSync, type AsyncStepper, type Stepper, type StepperRows } from './stepper.ts';
+import type { TranslateOptions } from './batch.ts';
+import { sourceBatches } from './batch.ts';
+import {
+  abortable,
+  driveAsync,
+  driveSync,
+  pause,
+  type AsyncStepper,
+  type Stepper,
+  type StepperRows,
+} from './stepper.ts';
 
 /** Hugging Face's generation settings (models/hf/marian.ts `hfGeneration` reads them from a folder). */
 export interface HfSearchOptions {
@@ -278,4 +288,78 @@ export function generateHf(model: Models, src: Tensor, options: HfSearchOptions)
       }),
     ),
   );
+}
+
+/**
+ * generateHf, letting the event loop run before every step (so that a timer or an event can abort it
+ * through `options.signal`): the same steps, the same result (as pausing.ts does for search.ts).
+ */
+export async function generateHfPausing(
+  model: Models,
+  src: Tensor,
+  options: HfSearchOptions,
+): Promise<BeamSearchResult> {
+  checkHfOptions(options);
+  const ids = { bosId: options.decoderStartId, eosId: options.eosId };
+  const { members, padId } = prepareSearch(model, src, ids);
+  const maxLength = Math.min(options.maxLength, Math.min(...members.map((m) => m.config.maxLen)) + 1);
+  const restore = enterEvalMode(members);
+  try {
+    const stepper = noGrad(() => encodeSources(members, src, ids));
+    const pausing: AsyncStepper = {
+      get rows() {
+        return stepper.rows;
+      },
+      get vocabSize() {
+        return stepper.vocabSize;
+      },
+      reorder: (rows) => noGrad(() => stepper.reorder(rows)),
+      step: async (last) => {
+        await pause();
+        options.signal?.throwIfAborted();
+        return noGrad(() => stepper.step(last));
+      },
+    };
+    return await generateHfAsync(pausing, src.shape[0], { ...options, maxLength, padId });
+  } finally {
+    restore();
+  }
+}
+
+/** What translateIdsHf needs of a tokenizer: its padding id and the text of output ids (MarianTokenizer). */
+export interface HfTargetTokenizer {
+  /** The padding id (pads source batches). */
+  readonly padId: number;
+  /** The text of generated ids (EOS excluded), special tokens dropped. */
+  decode(ids: readonly number[]): string;
+}
+
+/**
+ * Translate source ids in length-sorted batches (decode/batch.ts's sourceBatches) with HF's rules:
+ * `o.beam` is num_beams, `o.alpha` the length_penalty exponent, `o.maxLen` (if given) the most ids
+ * generated, EOS included (max_length = maxLen + 1); the rest comes from `rules` (the folder's
+ * generation config). MBR is refused. Results return in input order.
+ */
+export async function translateIdsHf(
+  model: Models,
+  tok: HfTargetTokenizer,
+  srcIds: number[][],
+  o: TranslateOptions,
+  rules: Omit<HfSearchOptions, 'numBeams' | 'lengthPenalty' | 'signal'>,
+): Promise<string[]> {
+  if (o.mbr) throw new Error('MBR is not available with Hugging Face generation rules (a Marian folder)');
+  const out = srcIds.map(() => '');
+  const options: HfSearchOptions = {
+    ...rules,
+    numBeams: o.beam,
+    lengthPenalty: o.alpha,
+    ...(o.maxLen !== undefined && { maxLength: o.maxLen + 1 }),
+    ...(o.signal && { signal: o.signal }),
+  };
+  for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
+    const res = o.signal ? await generateHfPausing(model, src, options) : generateHf(model, src, options);
+    rows.forEach((r, b) => (out[r] = tok.decode(res.tokens[b])));
+    o.onProgress?.(done, srcIds.length);
+  }
+  return out;
 }

@@ -14,7 +14,7 @@ import {
   type HfGeneration,
   type MarianIds,
 } from '../models/hf/marian.ts';
-import { Seq2Seq } from '../models/seq2seq.ts';
+import { Seq2Seq, type Seq2SeqConfig } from '../models/seq2seq.ts';
 import { MarianTokenizer } from '../text/marian-tokenizer.ts';
 import { notFound } from './seq2seq.ts';
 import { bareNames, FILES, FolderError, type FileNamer } from './spec.ts';
@@ -45,11 +45,22 @@ export interface MarianFiles {
   sourceSpm: Uint8Array | undefined;
   targetSpm: Uint8Array | undefined;
   /** The weights: model.safetensors's bytes, else pytorch_model.bin's (read after everything else is checked). */
-  weights: () =>
-    | Promise<{ file: string; bytes: Uint8Array } | undefined>
-    | { file: string; bytes: Uint8Array }
-    | undefined;
+  weights: () => MarianWeights | undefined;
 }
+
+/** A Marian folder's weights file: its name (model.safetensors or pytorch_model.bin) and bytes. */
+export interface MarianWeights {
+  /** model.safetensors or pytorch_model.bin. */
+  file: string;
+  /** The file's bytes. */
+  bytes: Uint8Array;
+}
+
+/** What {@link marianShape} checks and builds before any weight is read. */
+export type MarianShape = Omit<LoadedMarian, 'model' | 'weightsFile'> & {
+  /** The Seq2Seq config the model is built from. */
+  modelConfig: Seq2SeqConfig;
+};
 
 /** A Marian folder as loaded: the model (eval mode), its tokenizer, ids and generation defaults. */
 export interface LoadedMarian {
@@ -68,10 +79,7 @@ export interface LoadedMarian {
 }
 
 /** The tokenizer and config of a Marian folder, checked against each other (no weights read). */
-export function marianShape(
-  files: Omit<MarianFiles, 'weights'>,
-  name: FileNamer = bareNames,
-): Omit<LoadedMarian, 'model' | 'weightsFile'> & { modelConfig: ReturnType<typeof marianConfigFromHf>['model'] } {
+export function marianShape(files: Omit<MarianFiles, 'weights'>, name: FileNamer = bareNames): MarianShape {
   const cname = name(FILES.config);
   if (files.config === undefined) throw notFound(FILES.config, name);
   let parsed: ReturnType<typeof marianConfigFromHf>;
@@ -117,9 +125,17 @@ export function marianShape(
 }
 
 /** A Marian folder's model (weights loaded, eval mode) and tokenizer. */
-export async function marianFromFiles(files: MarianFiles, name: FileNamer = bareNames): Promise<LoadedMarian> {
+export function marianFromFiles(files: MarianFiles, name: FileNamer = bareNames): LoadedMarian {
   const shape = marianShape(files, name);
-  const w = await files.weights();
+  return loadMarian(shape, files.weights(), name);
+}
+
+/** The model of a checked shape with its weights (undefined: the folder has neither weights file), eval mode. */
+export function loadMarian(
+  shape: MarianShape,
+  w: MarianWeights | undefined,
+  name: FileNamer = bareNames,
+): LoadedMarian {
   if (w === undefined)
     throw notFound(FILES.weights, name, ` (nor ${FILES.pytorchWeights}: a Marian folder holds one of them)`);
   const model = new Seq2Seq(shape.modelConfig);

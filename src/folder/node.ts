@@ -26,8 +26,8 @@ import {
   type GptTokenizer,
   type LoadedLm,
 } from './gpt.ts';
-import type { LoadedMarian } from './marian.ts';
-import { checkEnsemble, openMarian, pytorchOnly, type FolderSource, type MemberCheck } from './open.ts';
+import { MARIAN_FILES, marianFromFiles, type LoadedMarian } from './marian.ts';
+import { checkEnsemble, pytorchOnly, type FolderSource, type MemberCheck } from './open.ts';
 import { notFound, seq2seqFromFiles, seq2seqShape, type LoadedModel } from './seq2seq.ts';
 import {
   FILES,
@@ -310,8 +310,11 @@ export function readHfGpt2Dir(dir: string, config: unknown = readJsonIn(dir, FIL
   return checkedHf(model, tokenizer, name, dir);
 }
 
-/** A Hugging Face Marian folder (opus-mt-*) on disk, weights loaded, eval mode. */
-export async function readMarianDir(dir: string): Promise<LoadedMarian> {
+/**
+ * A Hugging Face Marian folder (opus-mt-*) on disk, weights loaded (model.safetensors, else
+ * pytorch_model.bin), eval mode; config.json and the tokenizer's files are checked before the weights are read.
+ */
+export function readMarianDir(dir: string): LoadedMarian {
   mustExist(dir);
   const config = readJsonIn(dir, FILES.config);
   if (config === undefined) throw notFound(FILES.config, pathNamer(dir));
@@ -321,7 +324,25 @@ export async function readMarianDir(dir: string): Promise<LoadedMarian> {
       FILES.config,
       `${join(dir, FILES.config)}: a '${kind}' folder, not a Marian one (model_type 'marian')`,
     );
-  return openMarian(dirSource(dir), config);
+  return marianFromFiles(
+    {
+      config,
+      generationConfig: readJsonIn(dir, MARIAN_FILES.generationConfig),
+      tokenizerConfig: readJsonIn(dir, MARIAN_FILES.tokenizerConfig),
+      vocab: readJsonIn(dir, MARIAN_FILES.vocab),
+      targetVocab: readJsonIn(dir, MARIAN_FILES.targetVocab),
+      sourceSpm: readFileIn(dir, MARIAN_FILES.sourceSpm),
+      targetSpm: readFileIn(dir, MARIAN_FILES.targetSpm),
+      weights: () => {
+        for (const file of [FILES.weights, FILES.pytorchWeights]) {
+          const bytes = readFileIn(dir, file);
+          if (bytes !== undefined) return { file, bytes };
+        }
+        return undefined;
+      },
+    },
+    pathNamer(dir),
+  );
 }
 
 /** A folder on disk as a FolderSource, for openFolder and the pipelines. */

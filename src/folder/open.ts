@@ -9,7 +9,7 @@ import { readHfGpt2Streaming } from '../io/hf.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
 import { checkedHf, gptFromFiles, hfTokenizer, hfWeightsError, type LoadedLm } from './gpt.ts';
-import { MARIAN_FILES, marianFromFiles, type LoadedMarian } from './marian.ts';
+import { loadMarian, MARIAN_FILES, marianShape, type LoadedMarian, type MarianWeights } from './marian.ts';
 import { notFound, seq2seqFromFiles, type LoadedModel } from './seq2seq.ts';
 import { FILES, FolderError, folderKind, parseJsonText, type FileNamer, type FolderKind } from './spec.ts';
 
@@ -166,9 +166,12 @@ export async function readKind(src: FolderSource): Promise<{
   return { kind: folderKind(config, src.name(FILES.config)), config };
 }
 
-/** A Marian folder's files from any source: model.safetensors preferred, else pytorch_model.bin. */
+/**
+ * A Marian folder from any source: config.json, the tokenizer's files and the generation config read and
+ * checked first, then the weights, model.safetensors preferred, else pytorch_model.bin.
+ */
 export async function openMarian(src: FolderSource, config: unknown): Promise<LoadedMarian> {
-  return marianFromFiles(
+  const shape = marianShape(
     {
       config,
       generationConfig: await readJsonFile(src, MARIAN_FILES.generationConfig),
@@ -177,16 +180,18 @@ export async function openMarian(src: FolderSource, config: unknown): Promise<Lo
       targetVocab: await readJsonFile(src, MARIAN_FILES.targetVocab),
       sourceSpm: await src.read(MARIAN_FILES.sourceSpm),
       targetSpm: await src.read(MARIAN_FILES.targetSpm),
-      weights: async () => {
-        for (const file of [FILES.weights, FILES.pytorchWeights]) {
-          const bytes = await src.read(file);
-          if (bytes !== undefined) return { file, bytes };
-        }
-        return undefined;
-      },
     },
     src.name,
   );
+  let weights: MarianWeights | undefined;
+  for (const file of [FILES.weights, FILES.pytorchWeights]) {
+    const bytes = await src.read(file);
+    if (bytes !== undefined) {
+      weights = { file, bytes };
+      break;
+    }
+  }
+  return loadMarian(shape, weights, src.name);
 }
 
 /** A translation folder opened with its ensemble (the members its config.json names, unless `ensemble: false`). */

@@ -146,7 +146,7 @@ test('marian: the Node reader gives the same model; fp16 weights load; tied and 
   try {
     for (const f of readdirSync(DIR)) writeFileSync(join(tmp, f), readFileSync(join(DIR, f)));
     assert.equal(folderKindOf(tmp), 'marian');
-    const m = await readMarianDir(tmp);
+    const m = readMarianDir(tmp);
     assert.equal(m.weightsFile, 'model.safetensors');
     const s = EXPECTED.sentences[0];
     const logits = noGrad(() => m.model.forward(ids(s.sourceIds), ids(s.decoderInput)));
