@@ -21,11 +21,17 @@ import { bareNames, FILES, FolderError, type FileNamer } from './spec.ts';
 
 /** The files of a Marian folder beyond config.json. */
 export const MARIAN_FILES = {
+  /** Hugging Face's decoding defaults (optional; config.json's keys where absent). */
   generationConfig: 'generation_config.json',
+  /** The source side's SentencePiece model. */
   sourceSpm: 'source.spm',
+  /** The target side's SentencePiece model. */
   targetSpm: 'target.spm',
+  /** Piece → id, one table for both sides. */
   vocab: 'vocab.json',
+  /** The target side's own table (tokenizer_config.json `separate_vocabs` only). */
   targetVocab: 'target_vocab.json',
+  /** The tokenizer's options (special tokens, languages, separate_vocabs). */
   tokenizerConfig: 'tokenizer_config.json',
 } as const;
 
@@ -41,8 +47,9 @@ export interface MarianFiles {
   vocab: unknown;
   /** target_vocab.json, parsed (separate_vocabs only). */
   targetVocab?: unknown;
-  /** source.spm and target.spm. */
+  /** source.spm's bytes. */
   sourceSpm: Uint8Array | undefined;
+  /** target.spm's bytes. */
   targetSpm: Uint8Array | undefined;
   /** The weights: model.safetensors's bytes, else pytorch_model.bin's (read after everything else is checked). */
   weights: () => MarianWeights | undefined;
