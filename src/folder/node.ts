@@ -26,7 +26,15 @@ import {
   type GptTokenizer,
   type LoadedLm,
 } from './gpt.ts';
-import { MARIAN_FILES, marianFromFiles, type LoadedMarian } from './marian.ts';
+import {
+  MARIAN_FILES,
+  marianFromFiles,
+  marianShape,
+  type LoadedMarian,
+  type MarianFiles,
+  type MarianShape,
+  type MarianWeights,
+} from './marian.ts';
 import { checkEnsemble, pytorchOnly, type FolderSource, type MemberCheck } from './open.ts';
 import { notFound, seq2seqFromFiles, seq2seqShape, type LoadedModel } from './seq2seq.ts';
 import {
@@ -324,25 +332,36 @@ export function readMarianDir(dir: string): LoadedMarian {
       FILES.config,
       `${join(dir, FILES.config)}: a '${kind}' folder, not a Marian one (model_type 'marian')`,
     );
-  return marianFromFiles(
-    {
-      config,
-      generationConfig: readJsonIn(dir, MARIAN_FILES.generationConfig),
-      tokenizerConfig: readJsonIn(dir, MARIAN_FILES.tokenizerConfig),
-      vocab: readJsonIn(dir, MARIAN_FILES.vocab),
-      targetVocab: readJsonIn(dir, MARIAN_FILES.targetVocab),
-      sourceSpm: readFileIn(dir, MARIAN_FILES.sourceSpm),
-      targetSpm: readFileIn(dir, MARIAN_FILES.targetSpm),
-      weights: () => {
-        for (const file of [FILES.weights, FILES.pytorchWeights]) {
-          const bytes = readFileIn(dir, file);
-          if (bytes !== undefined) return { file, bytes };
-        }
-        return undefined;
-      },
-    },
-    pathNamer(dir),
-  );
+  return marianFromFiles({ ...marianFiles(dir, config), weights: () => marianWeightsIn(dir) }, pathNamer(dir));
+}
+
+/** A Marian folder's config.json, tokenizer files and generation config checked, no weight read (its tokenizer). */
+export function readMarianShape(dir: string): MarianShape {
+  mustExist(dir);
+  const config = readJsonIn(dir, FILES.config);
+  if (config === undefined) throw notFound(FILES.config, pathNamer(dir));
+  return marianShape(marianFiles(dir, config), pathNamer(dir));
+}
+
+/** The weights of a Marian folder on disk: model.safetensors, else pytorch_model.bin, else undefined. */
+function marianWeightsIn(dir: string): MarianWeights | undefined {
+  for (const file of [FILES.weights, FILES.pytorchWeights]) {
+    const bytes = readFileIn(dir, file);
+    if (bytes !== undefined) return { file, bytes };
+  }
+  return undefined;
+}
+
+function marianFiles(dir: string, config: unknown): Omit<MarianFiles, 'weights'> {
+  return {
+    config,
+    generationConfig: readJsonIn(dir, MARIAN_FILES.generationConfig),
+    tokenizerConfig: readJsonIn(dir, MARIAN_FILES.tokenizerConfig),
+    vocab: readJsonIn(dir, MARIAN_FILES.vocab),
+    targetVocab: readJsonIn(dir, MARIAN_FILES.targetVocab),
+    sourceSpm: readFileIn(dir, MARIAN_FILES.sourceSpm),
+    targetSpm: readFileIn(dir, MARIAN_FILES.targetSpm),
+  };
 }
 
 /** A folder on disk as a FolderSource, for openFolder and the pipelines. */
