@@ -13,13 +13,17 @@ import {
 } from '../decode/batch.ts';
 import type { PipelineWarning } from '../pipelines/options.ts';
 import {
+  marianRules,
   translationPipeline,
   type DecodingNames,
   type TranslationOptions,
   type TranslationPipeline,
 } from '../pipelines/translation.ts';
 import { MARIAN_FILES, type LoadedMarian } from '../folder/marian.ts';
-import { readJsonIn, readMarianDir } from '../folder/node.ts';
+import { readJsonIn, readMarianDir, readMarianShape } from '../folder/node.ts';
+import { translateIdsHf } from '../decode/hf-search.ts';
+import { MANIFEST } from '../io/onnx/export.ts';
+import { Seq2Seq } from '../models/seq2seq.ts';
 import type { ModelConfigFile } from '../folder/spec.ts';
 import {
   asUserError,
@@ -30,7 +34,7 @@ import {
   type Decoding,
   type LoadedEnsemble,
 } from './files.ts';
-import { openOnnxSeq2Seq, parseEngine, translateIdsOnnx } from './onnxruntime.ts';
+import { openOnnxSeq2Seq, parseEngine, translateIdsHfOnnx, translateIdsOnnx } from './onnxruntime.ts';
 
 export interface Common {
   model: string;
@@ -100,7 +104,11 @@ export function reportDegraded(o: Common, degraded: readonly DegradedLine[], tot
  * `pipeline('translation', dir)`, with errors naming the flags.
  */
 export function enginePipeline(engine: Engine): TranslationPipeline {
-  if (engine.marian) return translationPipeline({ kind: 'marian', ...engine.marian }, undefined, FLAG_NAMES);
+  if (engine.marian)
+    return translationPipeline(
+      { kind: 'marian', ...engine.marian },
+      { model: engine.model, run: engine.run, names: FLAG_NAMES },
+    );
   return translationPipeline(
     { kind: 'seq2seq', ...engine.loaded! },
     { model: engine.model, run: engine.run, names: FLAG_NAMES },
@@ -130,26 +138,7 @@ export interface Engine {
  * --format onnx (its config and tokenizer, no weights), the folder's own model alone.
  */
 export async function openEngine(o: Common & { engine?: string }): Promise<Engine> {
-  if (parseEngine(o.engine) === 'qkv' && folderKindOfDir(o.model) === 'marian') {
-    if (o.ensemble) throw new UserError('--ensemble takes qkv translation folders, not a Hugging Face Marian folder');
-    const marian = asUserError(() => readMarianDir(o.model));
-    const tc = (readJsonIn(o.model, MARIAN_FILES.tokenizerConfig) ?? {}) as {
-      source_lang?: unknown;
-      target_lang?: unknown;
-    };
-    const direction =
-      typeof tc.source_lang === 'string' && typeof tc.target_lang === 'string'
-        ? { direction: `${tc.source_lang}-${tc.target_lang}` }
-        : {};
-    return {
-      loaded: null,
-      marian,
-      config: { format: 'qkv-seq2seq', version: 1, model: marian.model.config, training: direction },
-      model: marian.model,
-      run: () => Promise.reject(new Error('a Marian folder decodes through its pipeline')),
-      label: ', Hugging Face generation rules',
-    };
-  }
+  if (folderKindOfDir(o.model) === 'marian') return openMarianEngine(o);
   if (parseEngine(o.engine) === 'qkv') {
     const loaded = loadModels(o);
     const n = loaded.members.length;
@@ -171,5 +160,46 @@ export async function openEngine(o: Common & { engine?: string }): Promise<Engin
     model: loaded.model,
     run: (ids, t) => translateIdsOnnx(onnx, loaded.targetTokenizer, ids, t),
     label: ', ONNX Runtime',
+  };
+}
+
+/**
+ * A Hugging Face Marian folder (--engine qkv), or its `qkv export --format onnx` folder (--engine
+ * onnxruntime, the same config.json and tokenizer files beside the graphs): decoded by HF's generate()
+ * rules either way, the folder's own model alone.
+ */
+async function openMarianEngine(o: Common & { engine?: string }): Promise<Engine> {
+  if (o.ensemble) throw new UserError('--ensemble takes qkv translation folders, not a Hugging Face Marian folder');
+  const tc = (readJsonIn(o.model, MARIAN_FILES.tokenizerConfig) ?? {}) as {
+    source_lang?: unknown;
+    target_lang?: unknown;
+  };
+  const direction =
+    typeof tc.source_lang === 'string' && typeof tc.target_lang === 'string'
+      ? { direction: `${tc.source_lang}-${tc.target_lang}` }
+      : {};
+  const onnx = parseEngine(o.engine) === 'onnxruntime';
+  let marian: LoadedMarian;
+  let run: Engine['run'];
+  if (onnx) {
+    const { modelConfig, ...shape } = asUserError(() => readMarianShape(o.model));
+    const engine = await openOnnxSeq2Seq(o.model);
+    // What encodeLines reads the source length limit from: a model of the same shape (no weights).
+    marian = { ...shape, model: new Seq2Seq(modelConfig), weightsFile: MANIFEST };
+    const target = { padId: shape.tokenizer.padId, decode: (x: readonly number[]) => shape.tokenizer.decode(x) };
+    run = (ids, t) => translateIdsHfOnnx(engine, target, ids, t, marianRules(shape));
+  } else {
+    marian = asUserError(() => readMarianDir(o.model));
+    const m = marian;
+    const target = { padId: m.tokenizer.padId, decode: (x: readonly number[]) => m.tokenizer.decode(x) };
+    run = (ids, t) => translateIdsHf(m.model, target, ids, t, marianRules(m));
+  }
+  return {
+    loaded: null,
+    marian,
+    config: { format: 'qkv-seq2seq', version: 1, model: marian.model.config, training: direction },
+    model: marian.model,
+    run,
+    label: onnx ? ', ONNX Runtime, Hugging Face generation rules' : ', Hugging Face generation rules',
   };
 }

@@ -6,7 +6,7 @@
  */
 import { encodeLines, translateIdsAsync, type TranslateOptions } from '../decode/batch.ts';
 import type { Models } from '../decode/search.ts';
-import { translateIdsHf } from '../decode/hf-search.ts';
+import { translateIdsHf, type HfSearchOptions } from '../decode/hf-search.ts';
 import type { OpenedMarian, OpenedSeq2Seq } from '../folder/open.ts';
 import { DEFAULT_DECODING, type Decoding, type ModelConfigFile } from '../folder/spec.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
@@ -169,16 +169,8 @@ export function translationPipeline(
   names: DecodingNames = engine?.names ?? PIPELINE_NAMES,
 ): TranslationPipeline {
   if (opened.kind === 'marian') {
-    const { model, tokenizer, config, ids, generation } = opened;
-    const rules = {
-      decoderStartId: ids.decoderStartId,
-      eosId: ids.eosId,
-      maxLength: generation.maxLength,
-      earlyStopping: generation.earlyStopping,
-      badWordsIds: generation.badWordsIds,
-      forcedEosTokenId: generation.forcedEosTokenId,
-      minLength: generation.minLength,
-    };
+    const { model, tokenizer, config, generation } = opened;
+    const rules = marianRules(opened);
     const target = { padId: tokenizer.padId, decode: (x: readonly number[]) => tokenizer.decode(x) };
     return pipelineOver(
       { kind: 'marian', model, members: [model], tokenizer, targetTokenizer: tokenizer, config },
@@ -199,6 +191,22 @@ export function translationPipeline(
     engine ?? { model: members, run: (ids, t) => translateIdsAsync(members, targetTokenizer, ids, t) },
     (options) => decodingFor(options, config, names),
   );
+}
+
+/** HF's generation rules of a Marian folder, but num_beams and length_penalty (the call's beam and alpha). */
+export function marianRules(
+  m: Pick<OpenedMarian, 'ids' | 'generation'>,
+): Omit<HfSearchOptions, 'numBeams' | 'lengthPenalty' | 'signal'> {
+  const { ids, generation } = m;
+  return {
+    decoderStartId: ids.decoderStartId,
+    eosId: ids.eosId,
+    maxLength: generation.maxLength,
+    earlyStopping: generation.earlyStopping,
+    badWordsIds: generation.badWordsIds,
+    forcedEosTokenId: generation.forcedEosTokenId,
+    minLength: generation.minLength,
+  };
 }
 
 /** The pipeline function over a folder's parts, an engine, and how options become a Decoding. */

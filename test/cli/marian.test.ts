@@ -1,15 +1,16 @@
 /**
  * A Hugging Face Marian folder everywhere a translation folder goes: pipeline('translation', dir),
- * `qkv translate`, `qkv eval`, `qkv attention`, with the ids of scripts/fixtures/make_marian.py's
+ * `qkv translate`, `qkv eval`, `qkv attention`, `qkv export --format onnx` with ONNX Runtime, with the ids of scripts/fixtures/make_marian.py's
  * float64 port of generate() (the folder's generation_config.json: 4 beams, max_length 16).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { attention } from '../../src/cli/commands/attention.ts';
 import { evaluate } from '../../src/cli/commands/eval.ts';
+import { exportModel } from '../../src/cli/commands/export.ts';
 import { translate } from '../../src/cli/commands/translate.ts';
 import { UserError } from '../../src/cli/files.ts';
 import { readMarianDir } from '../../src/folder/node.ts';
@@ -75,4 +76,25 @@ test('qkv attention on a Marian folder: every map of every layer and head, with 
     for (const piece of tokenizer.tokenize(sources[0]).slice(0, 3)) if (kind !== 'dec') assert.ok(svg.includes(piece));
     if (kind !== 'enc') assert.ok(svg.includes('&lt;pad&gt;'), 'the decoder start id is drawn as <pad>');
   }
+});
+
+test('qkv export --format onnx on a Marian folder: ONNX Runtime decodes it as qkv does, greedy and beam', async () => {
+  const dir = tempDir('qkv-marian-onnx-');
+  const out = join(dir, 'onnx');
+  const logs: string[] = [];
+  exportModel({ model: FIX, out, format: 'onnx', log: (l) => logs.push(l) });
+  assert.match(logs.join('\n'), /encoder_model\.onnx, decoder_model\.onnx, decoder_with_past_model\.onnx/);
+  for (const f of ['config.json', 'generation_config.json', 'source.spm', 'target.spm', 'vocab.json'])
+    assert.ok(existsSync(join(out, f)), f);
+  const input = join(dir, 'in.txt');
+  writeFileSync(input, `${sources.join('\n')}\n`);
+  const output = join(dir, 'out.txt');
+  await translate({ model: out, input, output, engine: 'onnxruntime', log: () => {} });
+  assert.equal(readFileSync(output, 'utf8'), beamTexts.map((t) => `${t}\n`).join(''));
+  await translate({ model: out, input, output, engine: 'onnxruntime', beam: 1, log: () => {} });
+  assert.equal(readFileSync(output, 'utf8'), greedyTexts.map((t) => `${t}\n`).join(''));
+  assert.throws(
+    () => exportModel({ model: FIX, out: join(dir, 'st'), log: () => {} }),
+    (e: Error) => e instanceof UserError && /is a Hugging Face folder: qkv reads it as it is/.test(e.message),
+  );
 });
