@@ -228,13 +228,18 @@ export function marianStateDict(tensors: Record<string, Tensor>, config: Seq2Seq
     return t;
   };
   const { vocabSize: V, dModel: E, dimFeedforward: Ff, maxLen } = config;
-  const shared = take('shared.weight', [V, E]);
+  // The shared table; a file that kept only one of its tied names holds it under that name.
+  const TIED = ['shared.weight', 'encoder.embed_tokens.weight', 'decoder.embed_tokens.weight', 'lm_head.weight'];
+  const sharedName = TIED.find((n) => byName.has(n)) ?? 'shared.weight';
+  const shared = take(sharedName, [V, E]);
   const out: Record<string, Tensor> = { 'embedding.weight': shared };
   // Tied copies (pytorch_model.bin holds them all; save_pretrained's safetensors may drop them).
-  for (const name of ['encoder.embed_tokens.weight', 'decoder.embed_tokens.weight', 'lm_head.weight']) {
-    if (!byName.has(name)) continue;
+  for (const name of TIED) {
+    if (name === sharedName || !byName.has(name)) continue;
     if (!sameValues(take(name, [V, E]), shared))
-      throw new Error(`${name} differs from model.shared.weight: qkv ties the embeddings and the output projection`);
+      throw new Error(
+        `${name} differs from ${tensorsName(tensors, sharedName)}: qkv ties the embeddings and the output projection`,
+      );
   }
   const bias = byName.has('final_logits_bias') ? take('final_logits_bias', [1, V]) : null;
   out.finalLogitsBias = bias ?? new Tensor(new Float32Array(V), [1, V], 'float32');
@@ -334,9 +339,31 @@ export function hfGeneration(config: unknown, generationConfig: unknown): HfGene
   const forced = from.forced_eos_token_id ?? null;
   if (forced !== null && !Number.isInteger(forced))
     throw new Error(`${file}: forced_eos_token_id must be an id, got ${JSON.stringify(forced)}`);
+  // Settings that would change what generate() returns and that qkv does not apply: refused, not ignored.
+  const DEFAULTS: Record<string, unknown> = {
+    do_sample: false,
+    num_beam_groups: 1,
+    repetition_penalty: 1,
+    no_repeat_ngram_size: 0,
+    encoder_no_repeat_ngram_size: 0,
+    encoder_repetition_penalty: 1,
+    diversity_penalty: 0,
+    renormalize_logits: false,
+    forced_bos_token_id: null,
+    suppress_tokens: null,
+    begin_suppress_tokens: null,
+  };
+  for (const [k, d] of Object.entries(DEFAULTS)) {
+    if (from[k] !== undefined && from[k] !== d)
+      throw new Error(
+        `${file}: ${k} ${JSON.stringify(from[k])} is not supported (qkv decodes with its default, ${JSON.stringify(d)})`,
+      );
+  }
+  // max_new_tokens, where given, wins over max_length (an encoder-decoder output starts with one id).
+  const maxNew = from.max_new_tokens ?? null;
   return {
     numBeams: num('num_beams', 1, true, 1),
-    maxLength: num('max_length', 20, true, 2),
+    maxLength: maxNew !== null ? num('max_new_tokens', 1, true, 1) + 1 : num('max_length', 20, true, 2),
     lengthPenalty: num('length_penalty', 1, false, -Infinity),
     earlyStopping: early,
     badWordsIds: (bad as number[][]).map((w) => w[0]),

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateHf } from '../../../src/decode/hf-search.ts';
+import { hfGeneration, marianConfigFromHf } from '../../../src/models/hf/marian.ts';
 import { openFolder, type OpenedMarian } from '../../../src/folder/open.ts';
 import { folderKindOf, readLm, readMarianDir } from '../../../src/folder/node.ts';
 import { readSafetensors, writeSafetensors } from '../../../src/io/safetensors.ts';
@@ -235,4 +236,54 @@ test('a folder: the kind comes from config.json first (a BERT folder is refused 
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
+});
+
+test("marian: HF's generation settings, generation_config.json first, else config.json; others refused by name", () => {
+  const config = JSON.parse(readFileSync(join(DIR, 'config.json'), 'utf8')) as Record<string, unknown>;
+  // Without generation_config.json, config.json's keys (opus-mt's older uploads: max_length 512).
+  assert.deepEqual(hfGeneration(config, undefined), {
+    numBeams: 4,
+    maxLength: 512,
+    lengthPenalty: 1,
+    earlyStopping: false,
+    badWordsIds: [config.pad_token_id],
+    forcedEosTokenId: 0,
+    minLength: 0,
+  });
+  // generation_config.json wins wholly (a key it lacks takes HF's default, not config.json's).
+  const g = hfGeneration(config, { max_new_tokens: 7, length_penalty: 0.6 });
+  assert.equal(g.maxLength, 8);
+  assert.equal(g.numBeams, 1);
+  assert.equal(g.lengthPenalty, 0.6);
+  assert.equal(g.forcedEosTokenId, null);
+  assert.throws(
+    () => hfGeneration(config, { num_beams: 4, repetition_penalty: 1.2 }),
+    /^Error: generation_config\.json: repetition_penalty 1\.2 is not supported/,
+  );
+  assert.throws(
+    () => hfGeneration({ ...config, early_stopping: 'never' }, undefined),
+    /early_stopping must be true or false/,
+  );
+  assert.throws(
+    () => marianConfigFromHf({ ...config, activation_function: 'gelu_new' }),
+    /activation_function "gelu_new"/,
+  );
+  assert.throws(
+    () => marianConfigFromHf({ ...config, share_encoder_decoder_embeddings: false }),
+    /separate encoder and decoder vocabularies/,
+  );
+});
+
+test('marian: a file that keeps the tied table under lm_head.weight alone loads the same model', async () => {
+  const file = readSafetensors(new Uint8Array(readFileSync(join(DIR, 'model.safetensors'))));
+  const { 'model.shared.weight': shared, ...rest } = file.tensors;
+  const bytes = writeSafetensors({ ...rest, 'lm_head.weight': shared });
+  const m = (await openFolder(contents([], { 'model.safetensors': bytes }))) as OpenedMarian;
+  const s = EXPECTED.sentences[2];
+  close(
+    noGrad(() => m.model.forward(ids(s.sourceIds), ids(s.decoderInput))).dataSync(),
+    ARRAYS['2.logits'].dataSync(),
+    5e-4,
+    'logits',
+  );
 });
