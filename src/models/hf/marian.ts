@@ -356,7 +356,8 @@ export function hfGeneration(config: unknown, generationConfig: unknown): HfGene
   for (const [k, d] of Object.entries(DEFAULTS)) {
     if (from[k] !== undefined && from[k] !== d)
       throw new Error(
-        `${file}: ${k} ${JSON.stringify(from[k])} is not supported (qkv decodes with its default, ${JSON.stringify(d)})`,
+        `${file}: ${k} ${JSON.stringify(from[k])} is not supported ` +
+          `(qkv decodes with its default, ${JSON.stringify(d)})`,
       );
   }
   // max_new_tokens, where given, wins over max_length (an encoder-decoder output starts with one id).
