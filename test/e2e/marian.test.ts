@@ -2,10 +2,12 @@
  * `qkv explore --model` on a Hugging Face Marian folder (scripts/fixtures/make_marian.py's opus-mt-shaped
  * fixture), in headless Chromium: the page opens it in the Translate view, translates as Node does with
  * HF's generate() rules (greedy, and beam search), and shows every attention map (encoder, decoder,
- * cross; every layer × head) with the SentencePiece pieces on its axes.
+ * cross; every layer × head) with the SentencePiece pieces on its axes; a Marian folder picked in the
+ * Translate view (holding pytorch_model.bin alone) translates the same.
  * Skips without Chromium on a developer machine; fails under CI=true.
  */
 import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +17,7 @@ import { readMarianDir } from '../../src/folder/node.ts';
 import type { ExploreServer } from '../../src/server/static.ts';
 import { marianWithAttention } from '../../src/viz/attention-data.ts';
 import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
+import { tempDir } from './tiny-model.ts';
 import { ensureWebBuild } from './web-build.ts';
 
 const FIX = fileURLToPath(new URL('../fixtures/marian-tiny/', import.meta.url));
@@ -86,5 +89,22 @@ test('a served Marian folder: Translate as Node does, every map with its pieces'
   await page.getByTestId('beam').fill('4');
   assert.equal(await translate(2), beam.translation === '' ? '(empty)' : beam.translation);
   assert.equal(await cells('heatmap'), beam.tgtTokens.length * beam.srcTokens.length);
+  assert.deepEqual(errors, []);
+});
+
+test('a Marian folder picked in Translate (pytorch_model.bin alone) translates as Node does', { skip }, async () => {
+  const dir = tempDir('qkv-marian-pick-');
+  const picked = join(dir, 'opus-mt-tiny');
+  mkdirSync(picked);
+  for (const f of readdirSync(FIX)) if (f !== 'model.safetensors') copyFileSync(join(FIX, f), join(picked, f));
+  await page.locator('#translate-folder-input').setInputFiles(picked);
+  await page.waitForFunction(() => document.querySelector('#view-translate')?.getAttribute('data-opened') === '1', {
+    timeout: 60000,
+  });
+  assert.match((await page.getByTestId('model-info').textContent()) ?? '', /^Model opus-mt-tiny: dModel 16/);
+  const ref = marianWithAttention(readMarianDir(FIX), SENTENCE, { beam: 4 });
+  const n = Number((await page.locator('#view-translate').getAttribute('data-translated')) ?? 0);
+  assert.equal(await translate(n + 1), ref.translation === '' ? '(empty)' : ref.translation);
+  assert.equal(await cells('heatmap'), ref.tgtTokens.length * ref.srcTokens.length);
   assert.deepEqual(errors, []);
 });

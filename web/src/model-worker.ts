@@ -12,6 +12,7 @@ import {
   type TranslationAttention,
 } from '../../src/viz/attention-data.ts';
 import type { LoadedMarian } from '../../src/folder/marian.ts';
+import { filesSource, openFolder, type OpenedMarian, type OpenedSeq2Seq } from '../../src/folder/open.ts';
 import {
   generateWithAttention,
   tokenLabel,
@@ -63,6 +64,8 @@ export interface Requests {
     args: { files: File[] };
     value: GptInfo & { name: string; source: string; bytes: number; seconds: number };
   };
+  /** A translation folder picked in the Translate view (qkv's, or a Hugging Face Marian one), opened in the page. */
+  openLocalTranslation: { args: { files: File[] }; value: TranslationInfo & { name: string } };
   translate: { args: { text: string; beam: number }; value: { result: TranslationAttention; unknown: string[] } };
   generate: { args: { prompt: string; options: GenerateAttentionOptions }; value: GptAttention };
   nextToken: { args: { ids: number[] }; value: { vocabSize: number } };
@@ -129,6 +132,26 @@ function unknownCharacters(
 
 const backendName = () => backend?.name ?? 'js';
 
+/** Make an opened translation folder the Translate view's model; what the view says of it. */
+function useTranslation(opened: OpenedSeq2Seq | OpenedMarian): TranslationInfo {
+  const c = opened.model.config;
+  const marian = opened.kind === 'marian';
+  translation = marian
+    ? { kind: 'marian', marian: opened }
+    : { kind: 'seq2seq', model: opened.model, tokenizer: opened.tokenizer, targetTokenizer: opened.targetTokenizer };
+  const separate = !marian && opened.targetTokenizer !== opened.tokenizer;
+  return {
+    config: opened.config,
+    dModel: c.dModel,
+    numEncoderLayers: c.numEncoderLayers,
+    numDecoderLayers: c.numDecoderLayers,
+    nhead: c.nhead,
+    vocabSize: opened.tokenizer.vocabSize,
+    targetVocabSize: separate ? opened.targetTokenizer.vocabSize : null,
+    parameters: opened.model.numParameters(),
+  };
+}
+
 function needGpt(): LoadedGpt {
   if (!gpt) throw new Error('no GPT is open');
   return gpt;
@@ -140,22 +163,17 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
     backend = await chooseBackend(pref);
     return backend;
   },
+  async openLocalTranslation({ files }, progress) {
+    progress('reading the folder…');
+    const src = filesSource(files);
+    const opened = await openFolder(src, { ensemble: false });
+    if (opened.kind !== 'seq2seq' && opened.kind !== 'marian')
+      throw new Error(`${src.label} is a language model, not a translation model: open it in Generate`);
+    return { ...useTranslation(opened), name: src.label };
+  },
   async openServed({ view, entry }, progress) {
     const opened = await openServed(entry, backendName(), progress);
-    if (view === 'translate' && opened.kind === 'marian') {
-      translation = { kind: 'marian', marian: opened };
-      const c = opened.model.config;
-      return {
-        config: opened.config,
-        dModel: c.dModel,
-        numEncoderLayers: c.numEncoderLayers,
-        numDecoderLayers: c.numDecoderLayers,
-        nhead: c.nhead,
-        vocabSize: opened.tokenizer.vocabSize,
-        targetVocabSize: null,
-        parameters: opened.model.numParameters(),
-      } satisfies TranslationInfo;
-    }
+    if (view === 'translate' && opened.kind === 'marian') return useTranslation(opened);
     if (view === 'translate') {
       if (opened.kind !== 'seq2seq')
         throw new Error(
