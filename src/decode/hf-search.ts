@@ -1,6 +1,6 @@
 /**
- * Decoding as Hugging Face's generate() decodes (transformers v4.30, generation/utils.py and
- * beam_search.py), for Hugging Face checkpoints (Marian): qkv's own folders keep search.ts's rules
+ * Decoding as Hugging Face's generate() decodes (transformers' generation/utils.py, `_beam_search` as
+ * rewritten in 2025), for Hugging Face checkpoints (Marian): qkv's own folders keep search.ts's rules
  * (the paper's beam, GNMT's α). What differs from search.ts:
  *
  *   - every output starts from the decoder start id, and `maxLength` counts it: at most maxLength − 1
@@ -8,13 +8,13 @@
  *     ruled out (ForcedEOSTokenLogitsProcessor); `badWordsIds` are never generated; EOS is blocked while
  *     cur_len < minLength (cur_len: the ids so far, the start id included);
  *   - beam search keeps `numBeams` live rows per sentence all the way (the first starts at score 0, the
- *     others at −1e9), takes the best 2·numBeams of beams × vocabulary, and pools an EOS extension only
- *     when it ranks among the first numBeams; the rest refill the beam;
- *   - a pooled hypothesis scores sum log p / len^lengthPenalty, len = its ids without EOS but with the
- *     start id (= the ids generated, EOS included); the pool keeps the numBeams best;
- *   - a sentence is done once its pool is full and, with earlyStopping false, the worst pooled score is
- *     at least the best live sum / cur_len^lengthPenalty (HF's heuristic); at maxLength the live beams
- *     join the pool with their sums.
+ *     others at −1e9) and takes the best 2·numBeams of beams × vocabulary; a candidate ending in EOS, or
+ *     reaching maxLength, is finished, and joins the pool only when it ranks among the first numBeams;
+ *     the best numBeams unfinished candidates run on;
+ *   - a pooled hypothesis scores sum log p / len^lengthPenalty, len = the ids generated (EOS included,
+ *     the start id not); the pool keeps the numBeams best;
+ *   - a sentence is done once its pool is full and, with earlyStopping false, the best running sum /
+ *     (ids generated so far)^lengthPenalty does not beat the worst pooled score (HF's heuristic).
  */
 import { noGrad } from '../autograd/grad-mode.ts';
 import { enterEvalMode, withEvalMode } from '../nn/module.ts';
@@ -125,57 +125,48 @@ function* greedySteps(
   return { ids: padded(out, o.padId), tokens, finished, logProbs, scores: logProbs.slice(), hypotheses };
 }
 
-/** One sentence's pool of finished hypotheses (HF's BeamHypotheses). */
-class Pool {
-  readonly hyps: Hypothesis[] = [];
-  worst = 1e9;
-  constructor(
-    private readonly k: number,
-    private readonly lp: number,
-  ) {}
-
-  /** Pool tokens (start id excluded) whose log-probabilities sum to `sum`; `len` counts the start id. */
-  add(tokens: number[], sum: number, finished: boolean): void {
-    const score = sum / (tokens.length + 1) ** this.lp;
-    if (this.hyps.length < this.k || score > this.worst) {
-      this.hyps.push({ tokens, logProb: sum, score, finished });
-      if (this.hyps.length > this.k) {
-        const order = this.hyps.map((h, i) => [h.score, i] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-        this.hyps.splice(order[0][1], 1);
-        this.worst = order[1][0];
-      } else this.worst = Math.min(score, this.worst);
-    }
-  }
-
-  /** HF's is_done for the best live sum at cur_len. */
-  done(bestSum: number, curLen: number, early: boolean): boolean {
-    if (this.hyps.length < this.k) return false;
-    if (early) return true;
-    return this.worst >= bestSum / curLen ** this.lp;
-  }
+/** A candidate extension: the sum of its log-probabilities, the beam it extends, the id it adds. */
+interface Candidate {
+  sum: number;
+  beam: number;
+  tok: number;
 }
 
-/** Beam search as generate() with num_beams > 1: sentence i starts as stepper row i. */
+/** The best m of candidates by `score` (ties to the earlier), as torch.topk picks them. */
+function best<T>(xs: readonly T[], m: number, score: (x: T) => number): T[] {
+  return xs
+    .map((x, i) => [x, i] as const)
+    .sort((a, b) => score(b[0]) - score(a[0]) || a[1] - b[1])
+    .slice(0, m)
+    .map(([x]) => x);
+}
+
+/**
+ * Beam search as generate() with num_beams > 1 (transformers' `_beam_search`): sentence i starts as
+ * stepper row i.
+ */
 function* beamSteps(stepper: StepperRows, B: number, o: Rules): Generator<Int32Array, BeamSearchResult, Float32Array> {
   const k = o.numBeams;
   const V = stepper.vocabSize;
   const lpow = o.lengthPenalty ?? 1;
-  const pools = Array.from({ length: B }, () => new Pool(k, lpow));
-  let beams: number[][][] = Array.from({ length: B }, () => Array.from({ length: k }, () => []));
-  let sums: number[][] = Array.from({ length: B }, () => Array.from({ length: k }, (_, b) => (b === 0 ? 0 : -1e9)));
+  const early = o.earlyStopping ?? false;
+  // Each sentence's pool of finished hypotheses, best first, at most k.
+  const pools: Hypothesis[][] = Array.from({ length: B }, () => []);
+  const beams: number[][][] = Array.from({ length: B }, () => Array.from({ length: k }, () => []));
+  const sums: number[][] = Array.from({ length: B }, () => Array.from({ length: k }, (_, b) => (b === 0 ? 0 : -1e9)));
   let active = Array.from({ length: B }, (_, i) => i);
   stepper.reorder(Int32Array.from(active.flatMap((s) => new Array<number>(k).fill(s))));
   let last = new Int32Array(B * k).fill(o.decoderStartId);
-  let curLen = 1;
-  for (;;) {
+  // HF's cur_len: the ids so far, the start id included.
+  for (let curLen = 1; ; ) {
     const lp = yield last;
     const stillActive: number[] = [];
     const parents: number[] = [];
     const nextLast: number[] = [];
     active.forEach((s, idx) => {
       const r0 = idx * k;
-      // The best 2k of beams × vocabulary by sum, ties to the lower (beam, id).
-      const top: { sum: number; beam: number; tok: number }[] = [];
+      // The best 2k of beams × vocabulary by sum.
+      const top: Candidate[] = [];
       for (let b = 0; b < k; b++) {
         const off = (r0 + b) * V;
         processRow(lp, off, V, curLen, o);
@@ -188,50 +179,55 @@ function* beamSteps(stepper: StepperRows, B: number, o: Rules): Generator<Int32A
           if (top.length > 2 * k) top.pop();
         }
       }
-      const nextBeams: number[][] = [];
-      const nextSums: number[] = [];
-      const from: number[] = [];
-      for (let rank = 0; rank < top.length && nextBeams.length < k; rank++) {
-        const c = top[rank];
-        if (c.tok === o.eosId) {
-          if (rank < k) pools[s].add(beams[s][c.beam], c.sum, true);
-        } else {
-          nextBeams.push([...beams[s][c.beam], c.tok]);
-          nextSums.push(c.sum);
-          from.push(r0 + c.beam);
-        }
+      // A candidate is finished by EOS, or by reaching maxLength.
+      const hits = top.map((c) => c.tok === o.eosId || curLen + 1 >= o.maxLength);
+      const penalized = top.map((c, i) => (hits[i] ? c.sum - 1e9 : c.sum));
+      // The first k that finish join the pool, scored sum / generated^lp (EOS counted; start id not).
+      const pool = pools[s];
+      if (!(early && pool.length === k)) {
+        top.forEach((c, rank) => {
+          if (rank >= k || !hits[rank]) return;
+          const finished = c.tok === o.eosId;
+          const tokens = finished ? beams[s][c.beam].slice() : [...beams[s][c.beam], c.tok];
+          pool.push({ tokens, logProb: c.sum, score: c.sum / curLen ** lpow, finished });
+        });
+        pools[s] = best(pool, k, (h) => h.score);
       }
-      const done = pools[s].done(top[0].sum, curLen, o.earlyStopping ?? false);
-      beams[s] = nextBeams;
-      sums[s] = nextSums;
-      if (done) return;
+      // The best k unfinished candidates run on (finished ones only where fewer are left, penalized).
+      const running = best(
+        top.map((c, i) => ({ c, p: penalized[i] })),
+        k,
+        (x) => x.p,
+      );
+      beams[s] = running.map(({ c }) => [...beams[s][c.beam], c.tok]);
+      sums[s] = running.map(({ p }) => p);
+      // HF's heuristic (early_stopping false): done once the pool is full and the best running sum over
+      // the ids generated so far does not beat the worst pooled score; early_stopping true: once full.
+      const full = pools[s].length === k;
+      const worst = full ? pools[s][k - 1].score : -Infinity;
+      const done = full && (early || !(sums[s][0] / curLen ** lpow > worst));
+      if (done || hits.every(Boolean)) return;
       stillActive.push(s);
-      parents.push(...from);
-      nextLast.push(...nextBeams.map((b) => b[b.length - 1]));
+      for (const { c } of running) parents.push(r0 + c.beam);
+      nextLast.push(...beams[s].map((b) => b[b.length - 1]));
     });
     curLen++;
     active = stillActive;
     if (active.length === 0) break;
-    if (curLen >= o.maxLength) {
-      for (const s of active) beams[s].forEach((b, j) => pools[s].add(b, sums[s][j], false));
-      break;
-    }
     stepper.reorder(Int32Array.from(parents));
     last = Int32Array.from(nextLast);
   }
-  beams = [];
-  sums = [];
-  const hypotheses = pools.map((p) => p.hyps.slice().sort((a, b) => b.score - a.score));
-  const best = hypotheses.map((h) => h[0]);
+  const hypotheses = pools;
+  const first = hypotheses.map((h) => h[0]);
   return {
     ids: padded(
-      best.map((h) => (h.finished ? [...h.tokens, o.eosId] : h.tokens)),
+      first.map((h) => (h.finished ? [...h.tokens, o.eosId] : h.tokens)),
       o.padId,
     ),
-    tokens: best.map((h) => h.tokens),
-    finished: best.map((h) => h.finished),
-    logProbs: best.map((h) => h.logProb),
-    scores: best.map((h) => h.score),
+    tokens: first.map((h) => h.tokens),
+    finished: first.map((h) => h.finished),
+    logProbs: first.map((h) => h.logProb),
+    scores: first.map((h) => h.score),
     hypotheses,
   };
 }

@@ -39,6 +39,8 @@ interface Sentence {
   greedy: number[];
   beam: number[];
   beamScore: number;
+  beamLp2NoForcedEos: number[];
+  beamLp2NoForcedEosScore: number;
 }
 const EXPECTED: { sentences: Sentence[] } = JSON.parse(readFileSync(join(DIR, 'expected.json'), 'utf8'));
 const ARRAYS = readSafetensors(new Uint8Array(readFileSync(join(DIR, 'expected.safetensors')))).tensors;
@@ -124,6 +126,11 @@ test('marian: greedy and beam-4 ids under HF generate() rules, one sentence at a
     const b = generateHf(m.model, ids(s.sourceIds), rules);
     assert.deepEqual([m.ids.decoderStartId, ...Array.from(b.ids.dataSync())], s.beam, `beam: ${s.source}`);
     assert.ok(Math.abs(b.scores[0] - s.beamScore) < 1e-4, `beam score ${b.scores[0]} vs ${s.beamScore}`);
+    // Length penalty 2 and no forced EOS: hypotheses cut at max_length are scored over the ids generated.
+    const cut = generateHf(m.model, ids(s.sourceIds), { ...rules, lengthPenalty: 2, forcedEosTokenId: null });
+    assert.deepEqual([m.ids.decoderStartId, ...Array.from(cut.ids.dataSync())], s.beamLp2NoForcedEos, s.source);
+    const want = s.beamLp2NoForcedEosScore;
+    assert.ok(Math.abs(cut.scores[0] - want) < 1e-4, `lp 2 score ${cut.scores[0]} vs ${want}`);
   }
   // All sentences in one padded batch: each decodes as alone.
   const S = Math.max(...EXPECTED.sentences.map((s) => s.sourceIds.length));
