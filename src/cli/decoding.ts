@@ -13,13 +13,28 @@ import {
 } from '../decode/batch.ts';
 import type { PipelineWarning } from '../pipelines/options.ts';
 import {
+  marianRules,
   translationPipeline,
   type DecodingNames,
   type TranslationOptions,
   type TranslationPipeline,
 } from '../pipelines/translation.ts';
-import { loadEnsemble, loadModelShape, UserError, type Decoding, type LoadedEnsemble } from './files.ts';
-import { openOnnxSeq2Seq, parseEngine, translateIdsOnnx } from './onnxruntime.ts';
+import { MARIAN_FILES, type LoadedMarian } from '../folder/marian.ts';
+import { readJsonIn, readMarianDir, readMarianShape } from '../folder/node.ts';
+import { translateIdsHf } from '../decode/hf-search.ts';
+import { MANIFEST } from '../io/onnx/export.ts';
+import { Seq2Seq } from '../models/seq2seq.ts';
+import type { ModelConfigFile } from '../folder/spec.ts';
+import {
+  asUserError,
+  folderKindOfDir,
+  loadEnsemble,
+  loadModelShape,
+  UserError,
+  type Decoding,
+  type LoadedEnsemble,
+} from './files.ts';
+import { openOnnxSeq2Seq, parseEngine, translateIdsHfOnnx, translateIdsOnnx } from './onnxruntime.ts';
 
 export interface Common {
   model: string;
@@ -89,15 +104,28 @@ export function reportDegraded(o: Common, degraded: readonly DegradedLine[], tot
  * `pipeline('translation', dir)`, with errors naming the flags.
  */
 export function enginePipeline(engine: Engine): TranslationPipeline {
+  if (engine.marian)
+    return translationPipeline(
+      { kind: 'marian', ...engine.marian },
+      { model: engine.model, run: engine.run, names: FLAG_NAMES },
+    );
   return translationPipeline(
-    { kind: 'seq2seq', ...engine.loaded },
+    { kind: 'seq2seq', ...engine.loaded! },
     { model: engine.model, run: engine.run, names: FLAG_NAMES },
   );
 }
 
 /** The models to decode with and how: qkv's (an ensemble, maybe) or ONNX Runtime's graphs. */
 export interface Engine {
-  loaded: LoadedEnsemble;
+  /** A qkv folder as loaded (null for a Marian folder). */
+  loaded: LoadedEnsemble | null;
+  /** A Hugging Face Marian folder as loaded, decoded by HF's rules (the pipeline's own path). */
+  marian?: LoadedMarian;
+  /**
+   * The folder's config.json in qkv's form, what eval reads the language pair and decoding defaults
+   * from (a Marian folder's: its model config, with tokenizer_config.json's source_lang-target_lang).
+   */
+  config: ModelConfigFile;
   /** What encodeLines needs: the members, or the ONNX folder's model shape. */
   model: LoadedEnsemble['model'] | LoadedEnsemble['members'];
   run(ids: number[][], o: TranslateOptions): Promise<string[]>;
@@ -110,11 +138,13 @@ export interface Engine {
  * --format onnx (its config and tokenizer, no weights), the folder's own model alone.
  */
 export async function openEngine(o: Common & { engine?: string }): Promise<Engine> {
+  if (folderKindOfDir(o.model) === 'marian') return openMarianEngine(o);
   if (parseEngine(o.engine) === 'qkv') {
     const loaded = loadModels(o);
     const n = loaded.members.length;
     return {
       loaded,
+      config: loaded.config,
       model: loaded.members,
       run: (ids, t) => translateIdsAsync(loaded.members, loaded.targetTokenizer, ids, t),
       label: n > 1 ? `, an ensemble of ${n} models` : '',
@@ -126,8 +156,50 @@ export async function openEngine(o: Common & { engine?: string }): Promise<Engin
   const loaded: LoadedEnsemble = { ...loadModelShape(o.model), members: [], memberDirs: [] };
   return {
     loaded,
+    config: loaded.config,
     model: loaded.model,
     run: (ids, t) => translateIdsOnnx(onnx, loaded.targetTokenizer, ids, t),
     label: ', ONNX Runtime',
+  };
+}
+
+/**
+ * A Hugging Face Marian folder (--engine qkv), or its `qkv export --format onnx` folder (--engine
+ * onnxruntime, the same config.json and tokenizer files beside the graphs): decoded by HF's generate()
+ * rules either way, the folder's own model alone.
+ */
+async function openMarianEngine(o: Common & { engine?: string }): Promise<Engine> {
+  if (o.ensemble) throw new UserError('--ensemble takes qkv translation folders, not a Hugging Face Marian folder');
+  const tc = (readJsonIn(o.model, MARIAN_FILES.tokenizerConfig) ?? {}) as {
+    source_lang?: unknown;
+    target_lang?: unknown;
+  };
+  const direction =
+    typeof tc.source_lang === 'string' && typeof tc.target_lang === 'string'
+      ? { direction: `${tc.source_lang}-${tc.target_lang}` }
+      : {};
+  const onnx = parseEngine(o.engine) === 'onnxruntime';
+  let marian: LoadedMarian;
+  let run: Engine['run'];
+  if (onnx) {
+    const { modelConfig, ...shape } = asUserError(() => readMarianShape(o.model));
+    const engine = await openOnnxSeq2Seq(o.model);
+    // What encodeLines reads the source length limit from: a model of the same shape (no weights).
+    marian = { ...shape, model: new Seq2Seq(modelConfig), weightsFile: MANIFEST };
+    const target = { padId: shape.tokenizer.padId, decode: (x: readonly number[]) => shape.tokenizer.decode(x) };
+    run = (ids, t) => translateIdsHfOnnx(engine, target, ids, t, marianRules(shape));
+  } else {
+    marian = asUserError(() => readMarianDir(o.model));
+    const m = marian;
+    const target = { padId: m.tokenizer.padId, decode: (x: readonly number[]) => m.tokenizer.decode(x) };
+    run = (ids, t) => translateIdsHf(m.model, target, ids, t, marianRules(m));
+  }
+  return {
+    loaded: null,
+    marian,
+    config: { format: 'qkv-seq2seq', version: 1, model: marian.model.config, training: direction },
+    model: marian.model,
+    run,
+    label: onnx ? ', ONNX Runtime, Hugging Face generation rules' : ', Hugging Face generation rules',
   };
 }

@@ -68,9 +68,13 @@ export function folderKindOfDir(dir: string): FolderKind {
   return asUserError(() => folderKindOf(dir));
 }
 
-/** The kind of model in a folder: a translation model, or a language model (qkv GPT or Hugging Face GPT-2). */
-export function modelDirKind(dir: string): 'seq2seq' | 'gpt' {
-  return folderKindOfDir(dir) === 'seq2seq' ? 'seq2seq' : 'gpt';
+/**
+ * The kind of model in a folder: a translation model, a Hugging Face Marian translation model, or a
+ * language model (qkv GPT or Hugging Face GPT-2).
+ */
+export function modelDirKind(dir: string): 'seq2seq' | 'marian' | 'gpt' {
+  const kind = folderKindOfDir(dir);
+  return kind === 'seq2seq' || kind === 'marian' ? kind : 'gpt';
 }
 
 /** The model (randomly initialised) and tokenizer described by a folder's config.json and tokenizer.json. */

@@ -10,6 +10,9 @@ import { nodeWriteFs } from '../io/atomic.ts';
 import { faultPoint } from '../util/fault.ts';
 import { exportGptOnnx, exportSeq2SeqOnnx, MANIFEST, type OnnxExport } from '../io/onnx/export.ts';
 import type { WeightDType } from '../io/onnx/builder.ts';
+import { MARIAN_FILES } from '../folder/marian.ts';
+import { readFileIn, readMarianDir } from '../folder/node.ts';
+import { FILES } from '../folder/spec.ts';
 import {
   asUserError,
   atomicWrite,
@@ -37,7 +40,7 @@ export function parseOnnxDType(d: string | undefined): WeightDType {
   throw new UserError(`--dtype must be f16 or f32 for --format onnx, got '${d}'`);
 }
 
-export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt'): void {
+export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt' | 'marian'): void {
   const dtype = parseOnnxDType(a.dtype);
   const out = resolve(a.out);
   if (existsSync(out)) {
@@ -53,6 +56,11 @@ export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt'): void {
   if (kind === 'gpt') {
     const { model } = loadLmDir(a.model);
     exp = exportGptOnnx(model.config, model.stateDict(), o);
+    params = model.numParameters();
+  } else if (kind === 'marian') {
+    // qkv's Seq2Seq with Marian's switches, as the graphs compute it; the folder's own files go beside them.
+    const { model } = asUserError(() => readMarianDir(a.model));
+    exp = exportSeq2SeqOnnx(model.config, model.stateDict(), o);
     params = model.numParameters();
   } else {
     const { model, config } = loadModelDir(a.model);
@@ -79,7 +87,12 @@ export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt'): void {
   try {
     for (const [name, bytes] of Object.entries(exp.files)) atomicWrite(join(tmp, name), bytes);
     atomicWrite(join(tmp, MANIFEST), `${JSON.stringify(exp.manifest, null, 2)}\n`);
-    asUserError(() => copyFolderFiles(a.model, tmp, { ...(ownConfig && { config: ownConfig }) }));
+    if (kind === 'marian') {
+      for (const f of [FILES.config, ...Object.values(MARIAN_FILES)]) {
+        const bytes = readFileIn(a.model, f);
+        if (bytes !== undefined) atomicWrite(join(tmp, f), bytes);
+      }
+    } else asUserError(() => copyFolderFiles(a.model, tmp, { ...(ownConfig && { config: ownConfig }) }));
     // A folder cannot be renamed over a full one: the old one is renamed aside first, so that a
     // kill leaves under --out the old export whole, nothing (the old one beside it), or the new
     // one whole; never a folder half removed (crash-writes.once.test.ts kills at each point).

@@ -5,7 +5,8 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { OrtGpt, OrtSeq2Seq, type OrtLike, type OrtSessionLike } from '../decode/onnxruntime.ts';
+import { generateHfAsync, type HfSearchOptions } from '../decode/hf-search.ts';
+import { OrtGpt, OrtSeq2Seq, OrtSeq2SeqStepper, type OrtLike, type OrtSessionLike } from '../decode/onnxruntime.ts';
 import { MANIFEST, type OnnxManifest } from '../io/onnx/export.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
 import { outputText, sourceBatches, type TranslateOptions } from '../decode/batch.ts';
@@ -100,6 +101,36 @@ export async function translateIdsOnnx(
         ? await engine.beamSearch(src, { ...ids, beamSize: o.beam, lengthPenalty: o.alpha })
         : await engine.greedy(src, ids);
     rows.forEach((r, b) => (out[r] = outputText(res, b, tok, o)));
+    o.onProgress?.(done, srcIds.length);
+  }
+  return out;
+}
+
+/**
+ * translateIdsHf (decode/hf-search.ts) on ONNX Runtime, for a Marian export: the same batches, Hugging
+ * Face's generate() rules over the exported graphs' steps.
+ */
+export async function translateIdsHfOnnx(
+  engine: OrtSeq2Seq,
+  tok: { padId: number; decode(ids: readonly number[]): string },
+  srcIds: number[][],
+  o: TranslateOptions,
+  rules: Omit<HfSearchOptions, 'numBeams' | 'lengthPenalty' | 'signal'>,
+): Promise<string[]> {
+  if (o.mbr) throw new UserError('--mbr is not available for a Hugging Face Marian folder');
+  const out = srcIds.map(() => '');
+  const maxLength = Math.min(o.maxLen !== undefined ? o.maxLen + 1 : rules.maxLength, engine.info.maxPositions + 1);
+  for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
+    const { memory, mask } = await engine.encode(src);
+    const stepper = new OrtSeq2SeqStepper(engine, memory, mask, src.shape[1]);
+    const res = await generateHfAsync(stepper, src.shape[0], {
+      ...rules,
+      numBeams: o.beam,
+      lengthPenalty: o.alpha,
+      maxLength,
+      padId: engine.info.padId!,
+    });
+    rows.forEach((r, b) => (out[r] = tok.decode(res.tokens[b])));
     o.onProgress?.(done, srcIds.length);
   }
   return out;

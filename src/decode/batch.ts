@@ -63,7 +63,7 @@ export interface EncodeOptions {
  */
 export function encodeLines(
   model: Models,
-  tok: BpeTokenizer,
+  tok: { encode(line: string): number[] },
   lines: string[],
   o: EncodeOptions = {},
 ): { ids: number[][]; degraded: DegradedLine[] } {

@@ -35,3 +35,4 @@ export {
   type GeneratedToken,
 } from './gpt.ts';
 export { sampleToken, samplingDistribution, checkSamplingOptions, argmax, type SamplingOptions } from './sample.ts';
+export { generateHf, generateHfPausing, translateIdsHf, type HfSearchOptions } from './hf-search.ts';

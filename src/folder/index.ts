@@ -7,3 +7,4 @@ export * from './spec.ts';
 export * from './seq2seq.ts';
 export * from './gpt.ts';
 export * from './open.ts';
+export * from './marian.ts';

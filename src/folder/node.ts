@@ -26,6 +26,15 @@ import {
   type GptTokenizer,
   type LoadedLm,
 } from './gpt.ts';
+import {
+  MARIAN_FILES,
+  marianFromFiles,
+  marianShape,
+  type LoadedMarian,
+  type MarianFiles,
+  type MarianShape,
+  type MarianWeights,
+} from './marian.ts';
 import { checkEnsemble, pytorchOnly, type FolderSource, type MemberCheck } from './open.ts';
 import { notFound, seq2seqFromFiles, seq2seqShape, type LoadedModel } from './seq2seq.ts';
 import {
@@ -238,8 +247,16 @@ export function readGptShape(dir: string): LoadedLm {
 export function readLm(dir: string): LoadedLm {
   mustExist(dir);
   const config = readJsonIn(dir, FILES.config);
-  // Any Hugging Face config.json goes the GPT-2 way, whose reader names a model_type it does not take.
-  if (isHfConfig(config)) return readHfGpt2Dir(dir, config);
+  // The kind first: a Hugging Face model_type qkv does not run is named before any tokenizer is read.
+  if (config !== undefined && isHfConfig(config)) {
+    const kind = folderKind(config, join(dir, FILES.config));
+    if (kind !== 'hf-gpt2')
+      throw new FolderError(
+        FILES.config,
+        `${join(dir, FILES.config)}: model_type '${kind}' is a translation model, not a language model`,
+      );
+    return readHfGpt2Dir(dir, config);
+  }
   return gptFromFiles(
     { config, tokenizer: readJsonIn(dir, FILES.tokenizer), weights: () => readFileIn(dir, FILES.weights) },
     pathNamer(dir),
@@ -299,6 +316,52 @@ export function readHfGpt2Dir(dir: string, config: unknown = readJsonIn(dir, FIL
     closeSync(fd);
   }
   return checkedHf(model, tokenizer, name, dir);
+}
+
+/**
+ * A Hugging Face Marian folder (opus-mt-*) on disk, weights loaded (model.safetensors, else
+ * pytorch_model.bin), eval mode; config.json and the tokenizer's files are checked before the weights are read.
+ */
+export function readMarianDir(dir: string): LoadedMarian {
+  mustExist(dir);
+  const config = readJsonIn(dir, FILES.config);
+  if (config === undefined) throw notFound(FILES.config, pathNamer(dir));
+  const kind = folderKind(config, join(dir, FILES.config));
+  if (kind !== 'marian')
+    throw new FolderError(
+      FILES.config,
+      `${join(dir, FILES.config)}: a '${kind}' folder, not a Marian one (model_type 'marian')`,
+    );
+  return marianFromFiles({ ...marianFiles(dir, config), weights: () => marianWeightsIn(dir) }, pathNamer(dir));
+}
+
+/** A Marian folder's config.json, tokenizer files and generation config checked, no weight read (its tokenizer). */
+export function readMarianShape(dir: string): MarianShape {
+  mustExist(dir);
+  const config = readJsonIn(dir, FILES.config);
+  if (config === undefined) throw notFound(FILES.config, pathNamer(dir));
+  return marianShape(marianFiles(dir, config), pathNamer(dir));
+}
+
+/** The weights of a Marian folder on disk: model.safetensors, else pytorch_model.bin, else undefined. */
+function marianWeightsIn(dir: string): MarianWeights | undefined {
+  for (const file of [FILES.weights, FILES.pytorchWeights]) {
+    const bytes = readFileIn(dir, file);
+    if (bytes !== undefined) return { file, bytes };
+  }
+  return undefined;
+}
+
+function marianFiles(dir: string, config: unknown): Omit<MarianFiles, 'weights'> {
+  return {
+    config,
+    generationConfig: readJsonIn(dir, MARIAN_FILES.generationConfig),
+    tokenizerConfig: readJsonIn(dir, MARIAN_FILES.tokenizerConfig),
+    vocab: readJsonIn(dir, MARIAN_FILES.vocab),
+    targetVocab: readJsonIn(dir, MARIAN_FILES.targetVocab),
+    sourceSpm: readFileIn(dir, MARIAN_FILES.sourceSpm),
+    targetSpm: readFileIn(dir, MARIAN_FILES.targetSpm),
+  };
 }
 
 /** A folder on disk as a FolderSource, for openFolder and the pipelines. */

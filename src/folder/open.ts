@@ -9,6 +9,7 @@ import { readHfGpt2Streaming } from '../io/hf.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
 import { checkedHf, gptFromFiles, hfTokenizer, hfWeightsError, type LoadedLm } from './gpt.ts';
+import { loadMarian, MARIAN_FILES, marianShape, type LoadedMarian, type MarianWeights } from './marian.ts';
 import { notFound, seq2seqFromFiles, type LoadedModel } from './seq2seq.ts';
 import { FILES, FolderError, folderKind, parseJsonText, type FileNamer, type FolderKind } from './spec.ts';
 
@@ -165,6 +166,34 @@ export async function readKind(src: FolderSource): Promise<{
   return { kind: folderKind(config, src.name(FILES.config)), config };
 }
 
+/**
+ * A Marian folder from any source: config.json, the tokenizer's files and the generation config read and
+ * checked first, then the weights, model.safetensors preferred, else pytorch_model.bin.
+ */
+export async function openMarian(src: FolderSource, config: unknown): Promise<LoadedMarian> {
+  const shape = marianShape(
+    {
+      config,
+      generationConfig: await readJsonFile(src, MARIAN_FILES.generationConfig),
+      tokenizerConfig: await readJsonFile(src, MARIAN_FILES.tokenizerConfig),
+      vocab: await readJsonFile(src, MARIAN_FILES.vocab),
+      targetVocab: await readJsonFile(src, MARIAN_FILES.targetVocab),
+      sourceSpm: await src.read(MARIAN_FILES.sourceSpm),
+      targetSpm: await src.read(MARIAN_FILES.targetSpm),
+    },
+    src.name,
+  );
+  let weights: MarianWeights | undefined;
+  for (const file of [FILES.weights, FILES.pytorchWeights]) {
+    const bytes = await src.read(file);
+    if (bytes !== undefined) {
+      weights = { file, bytes };
+      break;
+    }
+  }
+  return loadMarian(shape, weights, src.name);
+}
+
 /** A translation folder opened with its ensemble (the members its config.json names, unless `ensemble: false`). */
 export interface OpenedSeq2Seq extends LoadedModel {
   /** Always 'seq2seq': tells this member of {@link OpenedFolder} apart. */
@@ -179,8 +208,17 @@ export interface OpenedLm extends LoadedLm {
   kind: 'gpt' | 'hf-gpt2';
 }
 
-/** What {@link openFolder} gives: by `kind`, a translation model with its ensemble or a language model. */
-export type OpenedFolder = OpenedSeq2Seq | OpenedLm;
+/** A Hugging Face Marian folder opened: weights loaded, eval mode. */
+export interface OpenedMarian extends LoadedMarian {
+  /** Always 'marian' (model_type 'marian'). */
+  kind: 'marian';
+}
+
+/**
+ * What {@link openFolder} gives: by `kind`, a translation model with its ensemble, a language model,
+ * or a Marian translation model.
+ */
+export type OpenedFolder = OpenedSeq2Seq | OpenedLm | OpenedMarian;
 
 /** How {@link openFolder} opens a folder. */
 export interface OpenOptions {
@@ -197,6 +235,7 @@ export async function openFolder(input: FolderInput, options: OpenOptions = {}):
   const src = toSource(input);
   const { kind, config } = await readKind(src);
   if (kind === 'seq2seq') return openSeq2Seq(src, config, options);
+  if (kind === 'marian') return { kind, ...(await openMarian(src, config)) };
   if (kind === 'gpt') {
     const lm = gptFromFiles(
       { config, tokenizer: await readJsonFile(src, FILES.tokenizer), weights: await src.read(FILES.weights) },

@@ -2,22 +2,27 @@
  * What a model folder is (docs/model-folder.md is the prose of this file): the file names, the
  * config.json of each kind, and which kind a config.json describes. Browser-safe: no Node APIs.
  *
- * Three kinds of folder:
+ * Four kinds of folder:
  *  - 'seq2seq': a translation model from `qkv train` (config.json format 'qkv-seq2seq');
  *  - 'gpt': a language model from `qkv train-lm` (config.json format 'qkv-gpt');
- *  - 'hf-gpt2': a Hugging Face GPT-2 checkpoint (config.json model_type 'gpt2', as the Hub serves it).
+ *  - 'hf-gpt2': a Hugging Face GPT-2 checkpoint (config.json model_type 'gpt2', as the Hub serves it);
+ *  - 'marian': a Hugging Face Marian translation model (model_type 'marian': Helsinki-NLP opus-mt-*).
  */
 import type { GPTConfig } from '../models/gpt-config.ts';
 import { isHfConfig } from '../models/hf/gpt2.ts';
 import type { Seq2SeqConfig } from '../models/seq2seq.ts';
 
 /**
- * Which of the three kinds a folder is, as its config.json says (docs/model-folder.md, "Three kinds"):
- * 'seq2seq' (format 'qkv-seq2seq', a translation model from `qkv train`), 'gpt' (format 'qkv-gpt', a
- * language model from `qkv train-lm`), 'hf-gpt2' (model_type 'gpt2' and no format, a Hugging Face
- * GPT-2 checkpoint). {@link folderKind} tells them apart.
+ * Which kind a folder is, as its config.json says (docs/model-folder.md, "Kinds"): 'seq2seq' (format
+ * 'qkv-seq2seq', a translation model from `qkv train`), 'gpt' (format 'qkv-gpt', a language model from
+ * `qkv train-lm`), 'hf-gpt2' (model_type 'gpt2' and no format, a Hugging Face GPT-2 checkpoint),
+ * 'marian' (model_type 'marian', a Hugging Face Marian / opus-mt translation model).
+ * {@link folderKind} tells them apart.
  */
-export type FolderKind = 'seq2seq' | 'gpt' | 'hf-gpt2';
+export type FolderKind = 'seq2seq' | 'gpt' | 'hf-gpt2' | 'marian';
+
+/** The Hugging Face model_types qkv runs, and their kinds. */
+export const HF_MODEL_TYPES: Record<string, 'hf-gpt2' | 'marian'> = { gpt2: 'hf-gpt2', marian: 'marian' };
 
 /** The files a folder may hold, by role. */
 export const FILES = {
@@ -112,13 +117,15 @@ export const MODEL_FORMATS: Record<string, 'seq2seq' | 'gpt'> = { 'qkv-seq2seq':
 /** The kind of folder a config.json describes; a clear error naming `file` when it is none. */
 export function folderKind(configJson: unknown, file: string = FILES.config): FolderKind {
   if (isHfConfig(configJson)) {
-    // A Hugging Face folder: GPT-2 is read (models/hf/gpt2.ts), other architectures are named.
+    // A Hugging Face folder: GPT-2 (models/hf/gpt2.ts) and Marian (models/hf/marian.ts) are read,
+    // other architectures are named before any other file is read.
     const type = (configJson as { model_type: unknown }).model_type;
-    if (type === 'gpt2') return 'hf-gpt2';
+    if (typeof type === 'string' && Object.hasOwn(HF_MODEL_TYPES, type)) return HF_MODEL_TYPES[type];
     throw new FolderError(
       file,
-      `${file}: Hugging Face model_type '${String(type)}' is not supported ` +
-        `(qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, ...)`,
+      `${file}: Hugging Face model_type '${String(type)}' is not supported (qkv reads model_type ` +
+        `'gpt2': gpt2, distilgpt2, gpt2-medium, ...; 'marian': Helsinki-NLP opus-mt-*; and its own ` +
+        `formats 'qkv-seq2seq' and 'qkv-gpt')`,
     );
   }
   const format =

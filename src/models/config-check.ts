@@ -75,12 +75,21 @@ export function checkSeq2SeqConfig(c: unknown, where = 'model'): Seq2SeqConfig {
       numDecoderLayers: intIn(1, 1024),
       dimFeedforward: intIn(1),
       dropout: rate,
-      activation: oneOf('relu', 'gelu'),
+      activation: oneOf('relu', 'gelu', 'silu'),
       normFirst: oneOf(true, false),
       maxLen: intIn(1),
       padId: intIn(0),
     },
-    { attentionDropout: rate, activationDropout: rate, tgtVocabSize: intIn(1) },
+    {
+      attentionDropout: rate,
+      activationDropout: rate,
+      tgtVocabSize: intIn(1),
+      positionLayout: oneOf('interleaved', 'halves'),
+      scaleEmbedding: oneOf(true, false),
+      finalNorm: oneOf(true, false),
+      finalLogitsBias: oneOf(true, false),
+      maskTargetPadding: oneOf(true, false),
+    },
   );
   const cfg = o as unknown as Seq2SeqConfig;
   if (cfg.dModel % cfg.nhead !== 0)

@@ -9,7 +9,7 @@
 import * as F from '../ops/index.ts';
 import type { TransformerDecoderCache } from '../nn/kv-cache.ts';
 import { Transformer, type Activation } from '../nn/transformer.ts';
-import { Embedding, PositionalEncoding } from '../nn/layers.ts';
+import { Embedding, PositionalEncoding, type SinusoidLayout } from '../nn/layers.ts';
 import { Module } from '../nn/module.ts';
 import { normal_ } from '../nn/init.ts';
 import { causalBias } from '../ops/attention.ts';
@@ -52,6 +52,21 @@ export interface Seq2SeqConfig {
   maxLen: number;
   /** Id of the padding token (masked as a key, ignored by the loss). */
   padId: number;
+  // The switches below are absent in qkv's own models (each default is the paper's); Hugging Face's
+  // Marian (models/hf/marian.ts) sets them.
+  /** The position table's layout (default 'interleaved', §3.5; 'halves': sines then cosines, as Marian). */
+  positionLayout?: SinusoidLayout;
+  /** Multiply embeddings by √dModel (default true, §3.4; HF's `scale_embedding`). */
+  scaleEmbedding?: boolean;
+  /** A LayerNorm after the encoder and after the decoder stack (default true; Marian has none). */
+  finalNorm?: boolean;
+  /** A learned bias (1, vocab) added to the logits, `finalLogitsBias` (default false; Marian's `final_logits_bias`). */
+  finalLogitsBias?: boolean;
+  /**
+   * Mask padding ids of the target as keys (default true). Marian starts decoding from the padding id
+   * and attends to it: false.
+   */
+  maskTargetPadding?: boolean;
 }
 
 /** The paper's base model (Table 3), with the 37k shared WMT vocabulary. */
@@ -105,6 +120,8 @@ export class Seq2Seq extends Module {
   readonly positions: PositionalEncoding;
   /** The encoder-decoder stack (§3.1), torch.nn.Transformer's layout. */
   readonly transformer: Transformer;
+  /** With config.finalLogitsBias, the (1, vocab) bias added to every logit row; else null. */
+  readonly finalLogitsBias: Tensor | null;
 
   constructor(config: Seq2SeqConfig) {
     super();
@@ -113,7 +130,7 @@ export class Seq2Seq extends Module {
     this.embedding = this.registerModule('embedding', new Embedding(c.vocabSize, c.dModel, { paddingIdx: c.padId }));
     this.positions = this.registerModule(
       'positions',
-      new PositionalEncoding(c.dModel, { dropout: c.dropout, maxLen: c.maxLen }),
+      new PositionalEncoding(c.dModel, { dropout: c.dropout, maxLen: c.maxLen, layout: c.positionLayout }),
     );
     this.transformer = this.registerModule(
       'transformer',
@@ -129,6 +146,7 @@ export class Seq2Seq extends Module {
         activation: c.activation,
         normFirst: c.normFirst,
         batchFirst: true,
+        finalNorm: c.finalNorm,
       }),
     );
     // Tied input/output embedding: N(0, dModel^-0.5) keeps logits O(1) at the start.
@@ -144,6 +162,12 @@ export class Seq2Seq extends Module {
       normal_(this.tgtEmbedding.weight, 0, c.dModel ** -0.5);
       zeroRow(this.tgtEmbedding.weight, c.padId);
     }
+    this.finalLogitsBias = c.finalLogitsBias
+      ? this.registerBuffer(
+          'finalLogitsBias',
+          new Tensor(new Float32Array(this.targetVocabSize), [1, this.targetVocabSize]),
+        )
+      : null;
   }
 
   /** Size of the vocabulary the decoder reads and writes (the logits' last dimension). */
@@ -163,7 +187,8 @@ export class Seq2Seq extends Module {
    */
   embed(ids: Tensor, offset = 0, side: 'src' | 'tgt' = 'src'): Tensor {
     const table = side === 'tgt' ? this.targetTable : this.embedding;
-    const x = F.mul(table.forward(ids), Math.sqrt(this.config.dModel));
+    const e = table.forward(ids);
+    const x = (this.config.scaleEmbedding ?? true) ? F.mul(e, Math.sqrt(this.config.dModel)) : e;
     if (offset === 0) return this.positions.forward(x);
     const T = ids.shape[1];
     const pos = this.positions.pe;
@@ -172,6 +197,11 @@ export class Seq2Seq extends Module {
     }
     const pe = F.narrow(pos, 0, offset, T); // rows offset..offset+T-1 of the table, on its device
     return this.positions.dropout.forward(F.add(x, pe));
+  }
+
+  /** The target's padding mask, or null where the target's padding is attended to (config.maskTargetPadding). */
+  private targetPadding(tgt: Tensor): Tensor | null {
+    return (this.config.maskTargetPadding ?? true) ? this.paddingMask(tgt) : null;
   }
 
   /** Padding mask (B, T) for key positions: TRUE where the id is padding. */
@@ -195,14 +225,18 @@ export class Seq2Seq extends Module {
     const T = tgt.shape[1];
     return this.transformer.decoder.forward(this.embed(tgt, 0, 'tgt'), memory, {
       tgtMask: causalBias(T, T),
-      tgtKeyPaddingMask: this.paddingMask(tgt),
+      tgtKeyPaddingMask: this.targetPadding(tgt),
       memoryKeyPaddingMask: srcPadding,
     });
   }
 
-  /** The pre-softmax linear transformation shares the (target) embedding matrix (§3.4): logits = h·Eᵀ. */
+  /**
+   * The pre-softmax linear transformation shares the (target) embedding matrix (§3.4): logits = h·Eᵀ
+   * (+ finalLogitsBias, Marian's).
+   */
   generator(h: Tensor): Tensor {
-    return F.linear(h, this.targetTable.weight);
+    const logits = F.linear(h, this.targetTable.weight);
+    return this.finalLogitsBias ? F.add(logits, this.finalLogitsBias) : logits;
   }
 
   /**
@@ -235,7 +269,7 @@ export class Seq2Seq extends Module {
   } {
     this.checkIds(tgt, 'tgt');
     const r = this.transformer.decoder.forwardStep(this.embed(tgt, cache.length, 'tgt'), cache, {
-      tgtKeyPaddingMask: this.paddingMask(tgt),
+      tgtKeyPaddingMask: this.targetPadding(tgt),
       needWeights: options.needWeights,
     });
     return { logits: this.generator(r.output), selfWeights: r.selfWeights, crossWeights: r.crossWeights };

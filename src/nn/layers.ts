@@ -176,12 +176,12 @@ export class PositionalEncoding extends Module {
   constructor(
     /** The model width: the table's columns. */
     readonly dModel: number,
-    options: { dropout?: number; maxLen?: number; batchFirst?: boolean } = {},
+    options: { dropout?: number; maxLen?: number; batchFirst?: boolean; layout?: SinusoidLayout } = {},
   ) {
     super();
     checkPositiveInt('PositionalEncoding', 'dModel', dModel);
     this.batchFirst = options.batchFirst ?? true;
-    this.pe = this.registerBuffer('pe', sinusoidalTable(options.maxLen ?? 5000, dModel), false);
+    this.pe = this.registerBuffer('pe', sinusoidalTable(options.maxLen ?? 5000, dModel, options.layout), false);
     this.dropout = this.registerModule('dropout', new Dropout(options.dropout ?? 0.1));
   }
 
@@ -205,9 +205,29 @@ export class PositionalEncoding extends Module {
   }
 }
 
+/**
+ * Where the sines and cosines of the position table go: 'interleaved' as the paper's §3.5 (sin in even
+ * columns, cos in odd), or 'halves' as Hugging Face's Marian (fairseq's and Marian-NMT's layout): the
+ * sines of every frequency in the first ⌈d/2⌉ columns, the cosines of the same frequencies after them.
+ */
+export type SinusoidLayout = 'interleaved' | 'halves';
+
 /** The (maxLen, dModel) sinusoid table; odd dModel keeps the last sine column. */
-export function sinusoidalTable(maxLen: number, dModel: number): Tensor {
+export function sinusoidalTable(maxLen: number, dModel: number, layout: SinusoidLayout = 'interleaved'): Tensor {
   const d = new Float32Array(maxLen * dModel);
+  if (layout === 'halves') {
+    // HF's MarianSinusoidalPositionalEmbedding: column j < ⌈d/2⌉ is sin(pos / 10000^(2j/d)), column
+    // ⌈d/2⌉ + j the cos of the same angle (computed in float64, stored float32, as there).
+    const sines = Math.ceil(dModel / 2);
+    for (let pos = 0; pos < maxLen; pos++) {
+      for (let j = 0; j < sines; j++) {
+        const angle = pos / 10000 ** ((2 * j) / dModel);
+        d[pos * dModel + j] = Math.sin(angle);
+        if (sines + j < dModel) d[pos * dModel + sines + j] = Math.cos(angle);
+      }
+    }
+    return new Tensor(d, [maxLen, dModel], 'float32');
+  }
   for (let pos = 0; pos < maxLen; pos++) {
     for (let i = 0; i < dModel; i += 2) {
       // torch tutorials compute exp(-(ln 10000)·i/dModel); the same number, kept in float64 here.

@@ -13,8 +13,11 @@ import { Dropout, LayerNorm, Linear } from './layers.ts';
 import { TransformerDecoderCache, type DecoderLayerCache } from './kv-cache.ts';
 import { Module, ModuleList } from './module.ts';
 
-/** The feed-forward block's non-linearity: the paper's ReLU (§3.3), or GELU as in GPT/BERT. */
-export type Activation = 'relu' | 'gelu';
+/**
+ * The feed-forward block's non-linearity: the paper's ReLU (§3.3), GELU as in GPT/BERT, or SiLU
+ * x·σ(x) (Marian's `swish`, Ramachandran et al. 2017).
+ */
+export type Activation = 'relu' | 'gelu' | 'silu';
 
 /** The hyper-parameters of one layer (torch.nn.TransformerEncoderLayer's, camelCased). */
 export interface TransformerLayerOptions {
@@ -62,7 +65,8 @@ function resolved(o: TransformerLayerOptions): Required<TransformerLayerOptions>
 function activate(x: Tensor, a: Activation): Tensor {
   if (a === 'relu') return F.relu(x);
   if (a === 'gelu') return F.gelu(x);
-  throw new Error(`Transformer: activation must be 'relu' or 'gelu', got '${a as string}'`);
+  if (a === 'silu') return F.mul(x, F.sigmoid(x));
+  throw new Error(`Transformer: activation must be 'relu', 'gelu' or 'silu', got '${a as string}'`);
 }
 
 /** The masks of one TransformerEncoderLayer.forward (torch's src_mask, src_key_padding_mask, is_causal). */
@@ -504,6 +508,11 @@ export interface TransformerOptions extends Partial<TransformerLayerOptions> {
   numEncoderLayers?: number;
   /** N, the number of decoder layers (6 in the paper). */
   numDecoderLayers?: number;
+  /**
+   * A LayerNorm after each stack (default true, as torch.nn.Transformer); false: none, as Hugging Face's
+   * post-norm BART and Marian, whose every layer already ends in one.
+   */
+  finalNorm?: boolean;
 }
 
 /** The masks of Transformer.forward (torch.nn.Transformer.forward's, camelCased). */
@@ -568,7 +577,7 @@ export class Transformer extends Module {
       new TransformerEncoder(
         new TransformerEncoderLayer(layer),
         options.numEncoderLayers ?? 6,
-        new LayerNorm(layer.dModel, eps),
+        (options.finalNorm ?? true) ? new LayerNorm(layer.dModel, eps) : null,
       ),
     );
     this.decoder = this.registerModule(
@@ -576,7 +585,7 @@ export class Transformer extends Module {
       new TransformerDecoder(
         new TransformerDecoderLayer(layer),
         options.numDecoderLayers ?? 6,
-        new LayerNorm(layer.dModel, eps),
+        (options.finalNorm ?? true) ? new LayerNorm(layer.dModel, eps) : null,
       ),
     );
     // torch.nn.Transformer._reset_parameters: Xavier-uniform on every matrix.

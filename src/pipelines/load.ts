@@ -5,7 +5,7 @@
  * never pulls in node:fs.
  */
 import type { LoadedLm } from '../folder/gpt.ts';
-import { openFolder, type FolderInput, type OpenedSeq2Seq } from '../folder/open.ts';
+import { openFolder, type FolderInput, type OpenedMarian, type OpenedSeq2Seq } from '../folder/open.ts';
 import { FILES, FolderError, type FolderKind } from '../folder/spec.ts';
 
 type NodeFolder = typeof import('../folder/node.ts');
@@ -28,6 +28,7 @@ const KIND_NAMES: Record<FolderKind, string> = {
   seq2seq: 'a translation model',
   gpt: 'a qkv language model',
   'hf-gpt2': 'a Hugging Face GPT-2 model',
+  marian: 'a Hugging Face Marian translation model',
 };
 
 function wrongKind(task: string, kind: FolderKind, where: string, wanted: string): FolderError {
@@ -41,19 +42,23 @@ function label(source: FolderInput): string {
   return typeof source === 'string' ? source.replace(/\/$/, '') : source instanceof URL ? source.href : 'the folder';
 }
 
-/** A translation folder with its ensemble (unless `ensemble` is false), as `qkv translate --model DIR` loads it. */
-export async function openTranslation(source: FolderInput, ensemble = true): Promise<OpenedSeq2Seq> {
+/**
+ * A translation folder with its ensemble (unless `ensemble` is false), as `qkv translate --model DIR` loads it, or a
+ * Hugging Face Marian folder.
+ */
+export async function openTranslation(source: FolderInput, ensemble = true): Promise<OpenedSeq2Seq | OpenedMarian> {
+  const wanted = "a translation model folder (format 'qkv-seq2seq', or Hugging Face Marian)";
   if (isNodePath(source)) {
     const node = await nodeFolder();
     const kind = node.folderKindOf(source);
-    if (kind !== 'seq2seq')
-      throw wrongKind('translation', kind, label(source), "a translation model folder (format 'qkv-seq2seq')");
+    if (kind === 'marian') return { kind, ...node.readMarianDir(source) };
+    if (kind !== 'seq2seq') throw wrongKind('translation', kind, label(source), wanted);
     const e = node.readEnsemble(source, [], { own: ensemble });
     return { kind: 'seq2seq', ...e };
   }
   const opened = await openFolder(source, { ensemble });
-  if (opened.kind !== 'seq2seq')
-    throw wrongKind('translation', opened.kind, label(source), "a translation model folder (format 'qkv-seq2seq')");
+  if (opened.kind !== 'seq2seq' && opened.kind !== 'marian')
+    throw wrongKind('translation', opened.kind, label(source), wanted);
   return opened;
 }
 
@@ -62,7 +67,7 @@ export async function openLanguageModel(source: FolderInput): Promise<LoadedLm &
   if (isNodePath(source)) {
     const node = await nodeFolder();
     const kind = node.folderKindOf(source);
-    if (kind === 'seq2seq')
+    if (kind === 'seq2seq' || kind === 'marian')
       throw wrongKind(
         'text-generation',
         kind,
@@ -72,7 +77,7 @@ export async function openLanguageModel(source: FolderInput): Promise<LoadedLm &
     return { kind, ...node.readLm(source) };
   }
   const opened = await openFolder(source);
-  if (opened.kind === 'seq2seq')
+  if (opened.kind === 'seq2seq' || opened.kind === 'marian')
     throw wrongKind(
       'text-generation',
       opened.kind,

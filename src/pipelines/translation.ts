@@ -6,10 +6,12 @@
  */
 import { encodeLines, translateIdsAsync, type TranslateOptions } from '../decode/batch.ts';
 import type { Models } from '../decode/search.ts';
-import type { OpenedSeq2Seq } from '../folder/open.ts';
+import { translateIdsHf, type HfSearchOptions } from '../decode/hf-search.ts';
+import type { OpenedMarian, OpenedSeq2Seq } from '../folder/open.ts';
 import { DEFAULT_DECODING, type Decoding, type ModelConfigFile } from '../folder/spec.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
+import type { MarianTokenizer } from '../text/marian-tokenizer.ts';
 import { checkOptions, describeValue, warner, type OptionSpec, type PipelineWarning } from './options.ts';
 
 /**
@@ -74,19 +76,26 @@ export interface TranslationPipeline {
   (texts: readonly string[], options?: TranslationOptions): Promise<string[]>;
   /** Always 'translation': the task it was made for. */
   readonly task: 'translation';
+  /**
+   * 'seq2seq': a qkv folder (format 'qkv-seq2seq'); 'marian': a Hugging Face Marian folder, decoded by
+   * HF's generate() rules, where `beam` is num_beams and `alpha` HF's length_penalty exponent
+   * (sum log p / length^alpha; decode/hf-search.ts), both defaulting to the folder's generation config.
+   */
+  readonly kind: 'seq2seq' | 'marian';
   /** The folder's own model (eval mode). */
   readonly model: Seq2Seq;
   /** The models decoded together: the folder's own first, then its ensemble members. */
   readonly members: readonly Seq2Seq[];
-  /** Encodes the source. */
-  readonly tokenizer: BpeTokenizer;
+  /** Encodes the source (a Marian folder's: its MarianTokenizer). */
+  readonly tokenizer: BpeTokenizer | MarianTokenizer;
   /** Decodes the target (the same object as `tokenizer` unless the vocabularies are separate). */
-  readonly targetTokenizer: BpeTokenizer;
-  /** The folder's config.json. */
-  readonly config: ModelConfigFile;
+  readonly targetTokenizer: BpeTokenizer | MarianTokenizer;
+  /** The folder's config.json (a Marian folder's: Hugging Face's). */
+  readonly config: ModelConfigFile | Record<string, unknown>;
   /**
    * The beam, α and MBR a call with these options decodes with (the options over the folder's
-   * `decoding`, over the paper's), checked as a call checks them.
+   * `decoding`, over the paper's; a Marian folder's: over its generation config), checked as a call
+   * checks them.
    */
   decoding(options?: TranslationOptions): Decoding;
 }
@@ -117,7 +126,7 @@ const PIPELINE_NAMES: DecodingNames = {
  */
 export function decodingFor(
   o: Pick<TranslationOptions, 'beam' | 'alpha' | 'mbr'>,
-  config: ModelConfigFile,
+  config: Pick<ModelConfigFile, 'decoding'>,
   names: DecodingNames = PIPELINE_NAMES,
 ): Decoding {
   const d = config.decoding ?? DEFAULT_DECODING;
@@ -151,18 +160,64 @@ export interface TranslationEngine {
 
 /**
  * The translation pipeline of an opened folder, decoding with its members, or with `engine` (how
- * the CLI runs ONNX Runtime's graphs through the same path).
+ * the CLI runs ONNX Runtime's graphs through the same path). A Marian folder decodes by Hugging
+ * Face's rules (marianDecoding, decode/hf-search.ts).
  */
-export function translationPipeline(opened: OpenedSeq2Seq, engine?: TranslationEngine): TranslationPipeline {
+export function translationPipeline(
+  opened: OpenedSeq2Seq | OpenedMarian,
+  engine?: TranslationEngine,
+  names: DecodingNames = engine?.names ?? PIPELINE_NAMES,
+): TranslationPipeline {
+  if (opened.kind === 'marian') {
+    const { model, tokenizer, config, generation } = opened;
+    const rules = marianRules(opened);
+    const target = { padId: tokenizer.padId, decode: (x: readonly number[]) => tokenizer.decode(x) };
+    return pipelineOver(
+      { kind: 'marian', model, members: [model], tokenizer, targetTokenizer: tokenizer, config },
+      engine ?? { model, run: (x, t) => translateIdsHf(model, target, x, t, rules) },
+      (options) => {
+        if (options.mbr) throw names.error(`${names.prefix}${names.mbr} is not available for a Marian folder`);
+        return decodingFor(
+          options,
+          { decoding: { beam: generation.numBeams, alpha: generation.lengthPenalty } },
+          names,
+        );
+      },
+    );
+  }
   const { model, members, tokenizer, targetTokenizer, config } = opened;
-  const names = engine?.names ?? PIPELINE_NAMES;
-  const decode: TranslationEngine = engine ?? {
-    model: members,
-    run: (ids, t) => translateIdsAsync(members, targetTokenizer, ids, t),
+  return pipelineOver(
+    { kind: 'seq2seq', model, members, tokenizer, targetTokenizer, config },
+    engine ?? { model: members, run: (ids, t) => translateIdsAsync(members, targetTokenizer, ids, t) },
+    (options) => decodingFor(options, config, names),
+  );
+}
+
+/** HF's generation rules of a Marian folder, but num_beams and length_penalty (the call's beam and alpha). */
+export function marianRules(
+  m: Pick<OpenedMarian, 'ids' | 'generation'>,
+): Omit<HfSearchOptions, 'numBeams' | 'lengthPenalty' | 'signal'> {
+  const { ids, generation } = m;
+  return {
+    decoderStartId: ids.decoderStartId,
+    eosId: ids.eosId,
+    maxLength: generation.maxLength,
+    earlyStopping: generation.earlyStopping,
+    badWordsIds: generation.badWordsIds,
+    forcedEosTokenId: generation.forcedEosTokenId,
+    minLength: generation.minLength,
   };
+}
+
+/** The pipeline function over a folder's parts, an engine, and how options become a Decoding. */
+function pipelineOver(
+  parts: Pick<TranslationPipeline, 'kind' | 'model' | 'members' | 'tokenizer' | 'targetTokenizer' | 'config'>,
+  decode: TranslationEngine,
+  decodingOf: (options: TranslationOptions) => Decoding,
+): TranslationPipeline {
   const decoding = (options: TranslationOptions = {}): Decoding => {
     checkOptions('translation', options, TRANSLATION_OPTIONS);
-    return decodingFor(options, config, names);
+    return decodingOf(options);
   };
   const run = async (
     input: string | readonly string[],
@@ -179,7 +234,7 @@ export function translationPipeline(opened: OpenedSeq2Seq, engine?: TranslationE
     options.signal?.throwIfAborted();
     // As the CLI: an empty line translates to '', a line longer than the model reads is cut to what
     // it reads (or with skipLong left empty), and each such line is a warning.
-    const { ids, degraded } = encodeLines(decode.model, tokenizer, [...lines], {
+    const { ids, degraded } = encodeLines(decode.model, parts.tokenizer, [...lines], {
       skipLong: options.skipLong,
       reportEmpty: options.warnEmpty ?? false,
     });
@@ -193,13 +248,5 @@ export function translationPipeline(opened: OpenedSeq2Seq, engine?: TranslationE
     });
     return one ? out[0] : out;
   };
-  return Object.assign(run, {
-    task: 'translation' as const,
-    model,
-    members,
-    tokenizer,
-    targetTokenizer,
-    config,
-    decoding,
-  }) as TranslationPipeline;
+  return Object.assign(run, { task: 'translation' as const, ...parts, decoding }) as TranslationPipeline;
 }

@@ -7,7 +7,14 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FILES, type FolderKind } from '../folder/index.ts';
-import { folderKindOf, hfGpt2Files, pathNamer, readGptShape, readSeq2SeqShape } from '../folder/node.ts';
+import {
+  folderKindOf,
+  hfGpt2Files,
+  pathNamer,
+  readGptShape,
+  readMarianShape,
+  readSeq2SeqShape,
+} from '../folder/node.ts';
 import { notFound } from '../folder/seq2seq.ts';
 
 /** The package root (two levels above this file, in src/server or dist/server). */
@@ -67,13 +74,15 @@ export function findDefaultModels(roots: readonly string[] = [process.cwd(), pac
 
 /**
  * Open `dir` through the folder module as the page will (config.json, the tokenizers, the weights'
- * presence; a Hugging Face GPT-2's weights are not read here): its kind, or a FolderError naming the file.
+ * presence; a Hugging Face GPT-2's or Marian's weights are not read here; the page reads a Marian
+ * folder's model.safetensors, never its pytorch_model.bin): its kind, or a FolderError naming the file.
  */
 export function checkFolder(dir: string): FolderKind {
   const kind = folderKindOf(dir);
   const name = pathNamer(dir);
   if (kind === 'seq2seq') readSeq2SeqShape(dir);
   else if (kind === 'gpt') readGptShape(dir);
+  else if (kind === 'marian') readMarianShape(dir);
   else hfGpt2Files(dir, name);
   if (!existsSync(join(dir, FILES.weights))) throw notFound(FILES.weights, name);
   return kind;

@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { FILES, type FolderKind } from '../folder/index.ts';
+import { FILES, MARIAN_FILES, type FolderKind } from '../folder/index.ts';
 import { folderKindOf, readJsonIn } from '../folder/node.ts';
 
 /** One served folder. `dir` stays on the server; the page sees the rest (models.json). */
@@ -40,6 +40,7 @@ export const SERVED_FILES: readonly string[] = [
   FILES.weights,
   FILES.vocab,
   FILES.merges,
+  ...Object.values(MARIAN_FILES).filter((f) => f !== FILES.vocab),
 ];
 
 const ID = /^[A-Za-z0-9._-]+$/;
@@ -68,6 +69,11 @@ function describe(kind: FolderKind, config: unknown): string {
       `language model ` +
       `(${TOKENIZERS[String(field(config, 'tokenizer'))] ?? String(field(config, 'tokenizer'))}), ` +
       `${String(m('nLayer'))} layers, nEmbd ${String(m('nEmbd'))}`
+    );
+  if (kind === 'marian')
+    return (
+      `Hugging Face Marian translation, ${String(field(config, 'encoder_layers'))} + ` +
+      `${String(field(config, 'decoder_layers'))} layers, d_model ${String(field(config, 'd_model'))}`
     );
   return `Hugging Face GPT-2, ${String(field(config, 'n_layer'))} layers, n_embd ${String(field(config, 'n_embd'))}`;
 }

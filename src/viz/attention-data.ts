@@ -9,9 +9,11 @@
  * produced it: row t is the position fed token t (`<s>` first) that predicted output token t.
  */
 import { noGrad } from '../autograd/grad-mode.ts';
+import { generateHf } from '../decode/hf-search.ts';
 import { beamSearch, greedy } from '../decode/search.ts';
+import type { LoadedMarian } from '../folder/marian.ts';
 import { seq2seqFromFiles } from '../folder/seq2seq.ts';
-import { FILES, folderKind } from '../folder/spec.ts';
+import { FILES, FolderError, folderKind } from '../folder/spec.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
@@ -192,6 +194,69 @@ export function translateWithAttention(
 }
 
 /**
+ * translateWithAttention for a Hugging Face Marian folder: the sentence encoded by its MarianTokenizer
+ * (EOS appended), translated by HF's generate() rules (decode/hf-search.ts; `beam` and `alpha` default
+ * to the folder's num_beams and length_penalty), and every map collected with the decoder fed from the
+ * decoder start id (Marian's padding id, `<pad>` on the axis).
+ */
+export function marianWithAttention(
+  opened: Pick<LoadedMarian, 'model' | 'tokenizer' | 'ids' | 'generation'>,
+  sentence: string,
+  options: Pick<TranslateOptions, 'beam' | 'alpha'> = {},
+): TranslationAttention {
+  const { model, tokenizer, ids, generation } = opened;
+  const text = sentence.trim();
+  if (text === '') throw new Error('translate: the sentence is empty');
+  const allIds = tokenizer.encode(text);
+  const srcIds = allIds.slice(0, model.config.maxLen);
+  const truncatedFrom = allIds.length > srcIds.length ? allIds.length : undefined;
+  return noGrad(() => {
+    const src = new Tensor(Int32Array.from(srcIds), [1, srcIds.length], 'int32');
+    const res = generateHf(model, src, {
+      decoderStartId: ids.decoderStartId,
+      eosId: ids.eosId,
+      numBeams: options.beam ?? generation.numBeams,
+      maxLength: generation.maxLength,
+      lengthPenalty: options.alpha ?? generation.lengthPenalty,
+      earlyStopping: generation.earlyStopping,
+      badWordsIds: generation.badWordsIds,
+      forcedEosTokenId: generation.forcedEosTokenId,
+      minLength: generation.minLength,
+    });
+    const tokens = res.tokens[0];
+    const finished = res.finished[0];
+    const outIds = finished ? [...tokens, ids.eosId] : tokens.slice();
+    const { memory, weights: encoder } = encoderAttention(model, src);
+    let decoder: AttentionStack = [];
+    let cross: AttentionStack = [];
+    const inIds = [ids.decoderStartId, ...outIds.slice(0, -1)];
+    if (outIds.length > 0) {
+      const cache = model.initCache(memory, model.paddingMask(src));
+      const r = model.decodeIncremental(new Tensor(Int32Array.from(inIds), [1, inIds.length], 'int32'), cache, {
+        needWeights: true,
+      });
+      decoder = r.selfWeights!.map(headsOf);
+      cross = r.crossWeights!.map(headsOf);
+    }
+    const name = (id: number) => tokenizer.idToToken(id) ?? `#${id}`;
+    return {
+      source: text,
+      translation: tokenizer.decode(tokens),
+      srcTokens: srcIds.map(name),
+      tgtTokens: outIds.length > 0 ? inIds.map(name) : [],
+      outTokens: outIds.map(name),
+      srcIds,
+      outIds,
+      finished,
+      ...(truncatedFrom !== undefined && { truncatedFrom }),
+      encoder,
+      decoder,
+      cross,
+    };
+  });
+}
+
+/**
  * What a model folder's config.json says it holds: a translation model (qkv train) or a language model (qkv train-lm,
  * or Hugging Face GPT-2).
  */
@@ -205,6 +270,8 @@ export { MODEL_FORMATS } from '../folder/spec.ts';
  */
 export function modelKind(configJson: unknown, file: string = FILES.config): ModelKind {
   const kind = folderKind(configJson, file);
+  if (kind === 'marian')
+    throw new FolderError(file, `${file}: a Hugging Face Marian model; the explorer does not show Marian folders yet`);
   return kind === 'hf-gpt2' ? 'gpt' : kind;
 }
 

@@ -100,7 +100,7 @@ test('bad folders: another model_type, an unsupported tokenizer.json, a truncate
     );
   oneLine(
     variant('config.json', JSON.stringify({ ...cfg, model_type: 'bert' })),
-    /config\.json: model_type 'bert' is not supported \(expected 'gpt2'/,
+    /config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2'.*'marian'/,
   );
   oneLine(
     variant('tokenizer.json', JSON.stringify({ model: { type: 'WordPiece', vocab: {} } })),

@@ -298,7 +298,7 @@ test('bad folders: one message each, the open model keeps working', { skip }, as
     [
       'bert',
       folder('bert', { 'config.json': JSON.stringify({ ...cfg, model_type: 'bert' }) }),
-      /^Could not open the folder: config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, \.\.\.\)$/,
+      /^Could not open the folder: config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, \.\.\.; 'marian': Helsinki-NLP opus-mt-\*; and its own formats 'qkv-seq2seq' and 'qkv-gpt'\)$/,
     ],
     [
       'wordpiece',

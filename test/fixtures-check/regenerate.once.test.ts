@@ -1,6 +1,6 @@
 /**
  * The committed PyTorch fixtures regenerate bit for bit (issue 48, point 3): `npm run fixtures`'s
- * three scripts, run in a scratch copy of scripts/fixtures/ and test/fixtures/, rewrite every file
+ * PyTorch scripts (make_marian.py's SentencePiece models and pytorch_model.bin included), run in a scratch copy of scripts/fixtures/ and test/fixtures/, rewrite every file
  * with the same bytes, and scripts/fixtures/check_fixtures.py (its own reader, the naming rules,
  * each output and gradient re-derived from the stored config, each case regenerated in memory)
  * passes. What the bits depend on is pinned in scripts/fixtures/pin.py (OpenBLAS's kernel and
@@ -19,13 +19,15 @@ import { tempDir } from '../e2e/tiny-model.ts';
 import { PYTHON, requireTool, toolSkip } from '../helpers/tools.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const SCRIPTS = ['make_fixtures.py', 'make_optim_fixtures.py', 'make_hf_gpt2.py'];
+const SCRIPTS = ['make_fixtures.py', 'make_optim_fixtures.py', 'make_hf_gpt2.py', 'make_marian.py'];
 
 /** A scratch copy of the fixture scripts and the committed fixtures. */
 function scratch(): string {
   const dir = tempDir('qkv-fixtures-');
   cpSync(join(root, 'scripts/fixtures'), join(dir, 'scripts/fixtures'), { recursive: true });
   cpSync(join(root, 'test/fixtures'), join(dir, 'test/fixtures'), { recursive: true });
+  // make_marian.py trains its two SentencePiece models on Multi30K's training lines.
+  cpSync(join(root, 'data/multi30k'), join(dir, 'data/multi30k'), { recursive: true });
   return dir;
 }
 

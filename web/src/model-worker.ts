@@ -6,7 +6,13 @@
  * with its value or its error's message, with progress lines between. Cancelling is the page's:
  * it ends this worker and starts another.
  */
-import { translateWithAttention, type TranslationAttention } from '../../src/viz/attention-data.ts';
+import {
+  marianWithAttention,
+  translateWithAttention,
+  type TranslationAttention,
+} from '../../src/viz/attention-data.ts';
+import type { LoadedMarian } from '../../src/folder/marian.ts';
+import { filesSource, openFolder, type OpenedMarian, type OpenedSeq2Seq } from '../../src/folder/open.ts';
 import {
   generateWithAttention,
   tokenLabel,
@@ -58,6 +64,8 @@ export interface Requests {
     args: { files: File[] };
     value: GptInfo & { name: string; source: string; bytes: number; seconds: number };
   };
+  /** A translation folder picked in the Translate view (qkv's, or a Hugging Face Marian one), opened in the page. */
+  openLocalTranslation: { args: { files: File[] }; value: TranslationInfo & { name: string } };
   translate: { args: { text: string; beam: number }; value: { result: TranslationAttention; unknown: string[] } };
   generate: { args: { prompt: string; options: GenerateAttentionOptions }; value: GptAttention };
   nextToken: { args: { ids: number[] }; value: { vocabSize: number } };
@@ -82,11 +90,10 @@ export type ReplyMessage =
   | { id: number; value: unknown }
   | { id: number; error: string };
 
-interface Translation {
-  model: Seq2Seq;
-  tokenizer: BpeTokenizer;
-  targetTokenizer: BpeTokenizer;
-}
+/** A translation model as the Translate view runs it: a qkv folder's, or a Hugging Face Marian folder's. */
+type Translation =
+  | { kind: 'seq2seq'; model: Seq2Seq; tokenizer: BpeTokenizer; targetTokenizer: BpeTokenizer }
+  | { kind: 'marian'; marian: LoadedMarian };
 
 let backend: BackendChoice | null = null;
 let translation: Translation | null = null;
@@ -113,13 +120,37 @@ function gptInfo(lm: LoadedGpt): GptInfo {
 }
 
 /** The characters of `text` that `tokenizer` reads as its unknown token (none when `ids` holds no unk). */
-function unknownCharacters(tokenizer: BpeTokenizer, text: string, ids: readonly number[]): string[] {
+function unknownCharacters(
+  tokenizer: { unkId: number; encode(text: string): number[] },
+  text: string,
+  ids: readonly number[],
+): string[] {
   if (!ids.includes(tokenizer.unkId)) return [];
   const chars = new Set(Array.from(text).filter((c) => c.trim() !== ''));
   return [...chars].filter((c) => tokenizer.encode(c).includes(tokenizer.unkId));
 }
 
 const backendName = () => backend?.name ?? 'js';
+
+/** Make an opened translation folder the Translate view's model; what the view says of it. */
+function useTranslation(opened: OpenedSeq2Seq | OpenedMarian): TranslationInfo {
+  const c = opened.model.config;
+  const marian = opened.kind === 'marian';
+  translation = marian
+    ? { kind: 'marian', marian: opened }
+    : { kind: 'seq2seq', model: opened.model, tokenizer: opened.tokenizer, targetTokenizer: opened.targetTokenizer };
+  const separate = !marian && opened.targetTokenizer !== opened.tokenizer;
+  return {
+    config: opened.config,
+    dModel: c.dModel,
+    numEncoderLayers: c.numEncoderLayers,
+    numDecoderLayers: c.numDecoderLayers,
+    nhead: c.nhead,
+    vocabSize: opened.tokenizer.vocabSize,
+    targetVocabSize: separate ? opened.targetTokenizer.vocabSize : null,
+    parameters: opened.model.numParameters(),
+  };
+}
 
 function needGpt(): LoadedGpt {
   if (!gpt) throw new Error('no GPT is open');
@@ -132,14 +163,28 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
     backend = await chooseBackend(pref);
     return backend;
   },
+  async openLocalTranslation({ files }, progress) {
+    progress('reading the folder…');
+    const src = filesSource(files);
+    const opened = await openFolder(src, { ensemble: false });
+    if (opened.kind !== 'seq2seq' && opened.kind !== 'marian')
+      throw new Error(`${src.label} is a language model, not a translation model: open it in Generate`);
+    return { ...useTranslation(opened), name: src.label };
+  },
   async openServed({ view, entry }, progress) {
     const opened = await openServed(entry, backendName(), progress);
+    if (view === 'translate' && opened.kind === 'marian') return useTranslation(opened);
     if (view === 'translate') {
       if (opened.kind !== 'seq2seq')
         throw new Error(
           `${entry.name} is a ${opened.kind === 'gpt' ? 'GPT' : 'GPT-2'}, not a translation model: see Generate`,
         );
-      translation = { model: opened.model, tokenizer: opened.tokenizer, targetTokenizer: opened.targetTokenizer };
+      translation = {
+        kind: 'seq2seq',
+        model: opened.model,
+        tokenizer: opened.tokenizer,
+        targetTokenizer: opened.targetTokenizer,
+      };
       const c = opened.model.config;
       const separate = opened.targetTokenizer !== opened.tokenizer;
       return {
@@ -153,7 +198,8 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
         parameters: opened.model.numParameters(),
       } satisfies TranslationInfo;
     }
-    if (opened.kind === 'seq2seq') throw new Error(`${entry.name} is a translation model, not a GPT: see Translate`);
+    if (opened.kind === 'seq2seq' || opened.kind === 'marian')
+      throw new Error(`${entry.name} is a translation model, not a GPT: see Translate`);
     gpt = { model: opened.model, tokenizer: opened.tokenizer, separatorId: opened.separatorId };
     logits = null;
     return gptInfo(gpt);
@@ -166,6 +212,12 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
   },
   translate({ text, beam }) {
     if (!translation) throw new Error('no translation model is open');
+    if (translation.kind === 'marian') {
+      // Hugging Face's generate() rules, the beam the page asks for and the folder's length_penalty.
+      const { marian } = translation;
+      const result = marianWithAttention(marian, text, { beam });
+      return { result, unknown: unknownCharacters(marian.tokenizer, result.source, result.srcIds) };
+    }
     const { model, tokenizer, targetTokenizer } = translation;
     const result = translateWithAttention(model, tokenizer, text, {
       beam,

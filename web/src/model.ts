@@ -65,11 +65,16 @@ export async function fetchServedModels(): Promise<Served> {
  * that fails, whose message Generate shows).
  */
 export function viewOf(m: ServedEntry): 'translate' | 'generate' {
-  return m.kind === 'seq2seq' ? 'translate' : 'generate';
+  return m.kind === 'seq2seq' || m.kind === 'marian' ? 'translate' : 'generate';
 }
 
 /** How the switcher names a kind. */
-export const KIND_LABELS: Record<FolderKind, string> = { seq2seq: 'translation', gpt: 'GPT', 'hf-gpt2': 'GPT-2' };
+export const KIND_LABELS: Record<FolderKind, string> = {
+  seq2seq: 'translation',
+  gpt: 'GPT',
+  'hf-gpt2': 'GPT-2',
+  marian: 'Marian',
+};
 
 /** Where a served folder's files are. */
 export function servedBase(m: ServedEntry): string {

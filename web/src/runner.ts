@@ -78,6 +78,7 @@ class Runner {
     }).then((v) => {
       if (op === 'openServed') this.remember((args as Requests['openServed']['args']).view, m);
       if (op === 'openLocal') this.remember('generate', m);
+      if (op === 'openLocalTranslation') this.remember('translate', m);
       if (op === 'nextToken') this.remember('nextToken', m);
       return v;
     });

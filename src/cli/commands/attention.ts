@@ -7,12 +7,19 @@
  */
 import { Command } from '@commander-js/extra-typings';
 import { int, nonNegativeNumber } from '../args.ts';
-import { KIND_NAMES, translateWithAttention, type AttentionKind } from '../../viz/attention-data.ts';
+import {
+  KIND_NAMES,
+  marianWithAttention,
+  translateWithAttention,
+  type AttentionKind,
+  type TranslationAttention,
+} from '../../viz/attention-data.ts';
+import { readMarianDir } from '../../folder/node.ts';
 import { standaloneHtml } from '../../viz/compose.ts';
 import { mapsGridSvg, mapsHeatmapSvg, mapsSize, type AttentionMaps } from '../../viz/attention-maps.ts';
 import { generateWithAttention, gptMaps, gptTitle, type GptTokenizer } from '../../viz/gpt-attention.ts';
 import { attentionGridSvg, attentionHeatmapSvg, stackSize } from '../../viz/translation.ts';
-import { atomicWrite, loadLmDir, loadModelDir, modelDirKind, UserError } from '../files.ts';
+import { asUserError, atomicWrite, loadLmDir, loadModelDir, modelDirKind, UserError } from '../files.ts';
 import { log, modelOption, type FlagsOf, type Optional } from '../options.ts';
 
 function flags() {
@@ -32,7 +39,11 @@ function flags() {
     .option('--layer <n>', 'layer, counted from 1 (default: every layer)', int('--layer'))
     .option('--head <n>', 'head, counted from 1 (default: every head)', int('--head'))
     .option('--beam <n>', 'beam size (1 = greedy)', int('--beam'), 1)
-    .option('--alpha <x>', 'length penalty α of beam search', nonNegativeNumber('--alpha'), 0.6)
+    .option(
+      '--alpha <x>',
+      "length penalty α of beam search (default 0.6; a Marian folder: HF's length_penalty, default its own)",
+      nonNegativeNumber('--alpha'),
+    )
     .option('--max-tokens <n>', 'language models: tokens to generate after the prompt', int('--max-tokens'), 20);
 }
 
@@ -66,14 +77,28 @@ export function parseKind(kind: string): AttentionKind {
 export function attention(o: AttentionCommandOptions): void {
   if (!/\.(svg|html?)$/i.test(o.out)) throw new UserError(`--out must end in .svg or .html, got '${o.out}'`);
   if (o.sentence.trim() === '') throw new UserError('the sentence is empty');
-  if (modelDirKind(o.model) === 'gpt') return languageModelAttention(o);
+  const dirKind = modelDirKind(o.model);
+  if (dirKind === 'gpt') return languageModelAttention(o);
   const kind = parseKind(o.kind);
-  const { model, tokenizer, targetTokenizer } = loadModelDir(o.model);
-  const t = translateWithAttention(model, tokenizer, o.sentence, {
-    beam: o.beam,
-    alpha: o.alpha,
-    ...(targetTokenizer !== tokenizer && { targetTokenizer }),
-  });
+  let t: TranslationAttention;
+  if (dirKind === 'marian') {
+    // Hugging Face's generate() rules; --alpha is HF's length_penalty exponent here (default: the folder's).
+    t = marianWithAttention(
+      asUserError(() => readMarianDir(o.model)),
+      o.sentence,
+      {
+        beam: o.beam,
+        ...(o.alpha !== undefined && { alpha: o.alpha }),
+      },
+    );
+  } else {
+    const { model, tokenizer, targetTokenizer } = loadModelDir(o.model);
+    t = translateWithAttention(model, tokenizer, o.sentence, {
+      beam: o.beam,
+      alpha: o.alpha ?? 0.6,
+      ...(targetTokenizer !== tokenizer && { targetTokenizer }),
+    });
+  }
   if (t.truncatedFrom !== undefined)
     o.log(`qkv: the sentence has ${t.truncatedFrom} tokens, truncated to the ${t.srcIds.length} this model reads`);
   o.log(`"${t.source}" → "${t.translation}"`);

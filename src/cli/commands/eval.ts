@@ -101,7 +101,11 @@ export async function evaluate(o: EvalArgs): Promise<void> {
     );
   }
   const engine = await openEngine(o);
-  const { config } = engine.loaded;
+  const { config } = engine;
+  if (o.tuneAlpha && engine.marian)
+    throw new UserError(
+      "--tune-alpha writes α to a qkv model folder's config.json, not to a Hugging Face Marian folder",
+    );
   const lang = languages(o, config);
   if (o.tuneAlpha && o.split !== 'val') {
     throw new UserError(

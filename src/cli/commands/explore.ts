@@ -57,6 +57,7 @@ const KIND_LINES: Record<FolderKind, string> = {
   seq2seq: 'translation model, Translate view',
   gpt: 'language model, Generate view',
   'hf-gpt2': 'Hugging Face GPT-2, Generate view',
+  marian: 'Hugging Face Marian (opus-mt), Translate view',
 };
 
 /** The folders to serve, each checked and described through the folder module. */

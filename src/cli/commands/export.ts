@@ -71,6 +71,14 @@ export function exportModel(o: ExportArgs): void {
     throw new UserError(`--format must be safetensors or onnx, got '${format}'`);
   const folderKind = folderKindOfDir(o.model);
   const kind = folderKind === 'seq2seq' ? 'seq2seq' : 'gpt';
+  if (folderKind === 'marian') {
+    if (o.ensemble) throw new UserError('--ensemble is for qkv translation folders, not a Hugging Face Marian folder');
+    if (format === 'onnx') return exportOnnx(o, 'marian');
+    throw new UserError(
+      `${o.model} is a Hugging Face folder: qkv reads it as it is (--model ${o.model}); ` +
+        'export it with --format onnx, or take a qkv run folder',
+    );
+  }
   if (o.ensemble && (format === 'onnx' || kind === 'gpt')) {
     throw new UserError(
       `--ensemble is for translation models in --format safetensors ` +

@@ -5,7 +5,8 @@ import { Command } from '@commander-js/extra-typings';
 import type { Module } from '../../nn/module.ts';
 import { Seq2Seq } from '../../models/seq2seq.ts';
 import { PRESETS } from '../../train/presets.ts';
-import { folderKindOfDir, loadLmDir, loadLmShape, loadModelShape, UserError } from '../files.ts';
+import { readMarianShape } from '../../folder/node.ts';
+import { asUserError, folderKindOfDir, loadLmDir, loadLmShape, loadModelShape, UserError } from '../files.ts';
 import { log, type FlagsOf } from '../options.ts';
 
 function flags() {
@@ -31,6 +32,15 @@ export function info(o: FlagsOf<typeof flags> & { log: (s: string) => void }): v
     out.preset = o.preset;
   } else {
     const kind = folderKindOfDir(o.model!);
+    if (kind === 'marian') {
+      // A Hugging Face Marian folder: qkv's Seq2Seq with its switches (no weights read) and HF's generation defaults.
+      const { modelConfig, tokenizer, generation } = asUserError(() => readMarianShape(o.model!));
+      const m = new Seq2Seq(modelConfig);
+      const marian = { model: o.model, kind, vocabulary: tokenizer.vocabSize, generation, config: m.config };
+      process.stdout.write(`${JSON.stringify({ ...marian, parameters: m.numParameters() }, null, 2)}\n`);
+      o.log(`${m.numParameters().toLocaleString('en-US')} parameters`);
+      return;
+    }
     const loaded =
       kind === 'hf-gpt2' ? loadLmDir(o.model!) : kind === 'gpt' ? loadLmShape(o.model!) : loadModelShape(o.model!);
     model = loaded.model;

@@ -192,8 +192,14 @@ export function feedForward(
   x: string,
   fc1: string,
   fc2: string,
-  activation: 'relu' | 'gelu',
+  activation: 'relu' | 'gelu' | 'silu',
 ): string {
   const a = linear(g, w, x, fc1);
-  return linear(g, w, activation === 'relu' ? g.op('Relu', [a], `${fc1}.relu`) : gelu(g, a), fc2);
+  const act =
+    activation === 'relu'
+      ? g.op('Relu', [a], `${fc1}.relu`)
+      : activation === 'silu'
+        ? g.op('Mul', [a, g.op('Sigmoid', [a], `${fc1}.sigmoid`)], `${fc1}.silu`) // x·σ(x), Marian's swish
+        : gelu(g, a);
+  return linear(g, w, act, fc2);
 }

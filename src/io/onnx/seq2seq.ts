@@ -16,6 +16,9 @@
  * the sinusoid of each position (§3.4–3.5), post-norm (or pre-norm) layers, the final LayerNorm of
  * each stack, and logits with the tied embedding matrix. Target ids equal to padId are masked as
  * keys, as qkv does; past positions are taken as non-padding (decoding never feeds padding).
+ * Marian's switches (models/hf/marian.ts) are built as Seq2Seq computes them: positions in sin|cos
+ * halves, no embedding scale where scaleEmbedding is false, SiLU, no final LayerNorms, the final
+ * logits bias, and no target padding mask.
  * With `withAttention`, every layer's per-head weights are extra outputs: encoder_attentions.N
  * (B, h, S, S), decoder_attentions.N (B, h, L, P + L), cross_attentions.N (B, h, L, S).
  */
@@ -60,11 +63,10 @@ function embed(
   table = 'embedding.weight',
 ): string {
   const tok = g.op('Gather', [w.get(table), ids], 'tok_emb');
-  const scaled = g.op('Mul', [tok, g.constFloat(Math.sqrt(c.dModel))], 'tok_emb_scaled');
-  const pe = g.table('positions.pe', sinusoidalTable(c.maxLen, c.dModel).dataSync() as Float32Array, [
-    c.maxLen,
-    c.dModel,
-  ]);
+  const scaled =
+    (c.scaleEmbedding ?? true) ? g.op('Mul', [tok, g.constFloat(Math.sqrt(c.dModel))], 'tok_emb_scaled') : tok;
+  const table2 = sinusoidalTable(c.maxLen, c.dModel, c.positionLayout).dataSync() as Float32Array;
+  const pe = g.table('positions.pe', table2, [c.maxLen, c.dModel]);
   return g.op('Add', [scaled, g.op('Gather', [pe, positions], 'pos_emb')], 'embedded');
 }
 
@@ -113,7 +115,7 @@ export function seq2seqEncoderGraph(
     });
     x = residual(g, w, c, x, `${p}.norm2`, (y) => feedForward(g, w, y, `${p}.linear1`, `${p}.linear2`, c.activation));
   }
-  x = layerNorm(g, w, x, 'transformer.encoder.norm', EPS);
+  if (c.finalNorm ?? true) x = layerNorm(g, w, x, 'transformer.encoder.norm', EPS);
   g.output('last_hidden_state', x, 'float32', ['batch_size', 'encoder_sequence_length', E]);
   if (o.withAttention)
     attn.forEach((a, i) =>
@@ -166,9 +168,11 @@ export function seq2seqDecoderGraph(
   const pastLen = withPast && N > 0 ? dim(g, past[0].k, 2) : g.constInt([0]);
   const total = g.op('Add', [pastLen, dim(g, ids, 1)], 'total');
   const { bias: causal, positions } = causalBias(g, pastLen, total);
+  // Marian attends to its padding start id (maskTargetPadding false): no target padding is masked.
+  const padId = (c.maskTargetPadding ?? true) ? c.padId : -1;
   const newPad = g.op(
     'Where',
-    [g.op('Equal', [ids, g.constInt([c.padId], true)], 'is_pad'), g.constFloat(-Infinity), g.constFloat(0)],
+    [g.op('Equal', [ids, g.constInt([padId], true)], 'is_pad'), g.constFloat(-Infinity), g.constFloat(0)],
     'pad_bias_new',
   ); // (B, L)
   const pastZeros = g.op(
@@ -219,13 +223,11 @@ export function seq2seqDecoderGraph(
     });
     x = residual(g, w, c, x, `${p}.norm3`, (y) => feedForward(g, w, y, `${p}.linear1`, `${p}.linear2`, c.activation));
   }
-  x = layerNorm(g, w, x, 'transformer.decoder.norm', EPS);
-  // The pre-softmax projection shares the (target) embedding matrix (§3.4): logits = x·Eᵀ.
-  g.output('logits', g.op('MatMul', [x, w.transposed(targetTable(c))], 'logits_mm'), 'float32', [
-    Bd,
-    Ld,
-    c.tgtVocabSize ?? c.vocabSize,
-  ]);
+  if (c.finalNorm ?? true) x = layerNorm(g, w, x, 'transformer.decoder.norm', EPS);
+  // The pre-softmax projection shares the (target) embedding matrix (§3.4): logits = x·Eᵀ (+ Marian's bias).
+  const mm = g.op('MatMul', [x, w.transposed(targetTable(c))], 'logits_mm');
+  const logits = c.finalLogitsBias ? g.op('Add', [mm, w.get('finalLogitsBias')], 'logits_biased') : mm;
+  g.output('logits', logits, 'float32', [Bd, Ld, c.tgtVocabSize ?? c.vocabSize]);
   if (o.withAttention) {
     const T = withPast ? Td : Ld;
     selfW.forEach((a, i) => g.output(`decoder_attentions.${i}`, a, 'float32', [Bd, h, Ld, T]));

@@ -74,6 +74,30 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     field('Beam size', beam),
     go,
   );
+  const folderInput = h('input', {
+    type: 'file',
+    id: 'translate-folder-input',
+    'data-testid': 'translate-folder-input',
+    webkitdirectory: true,
+    multiple: true,
+  });
+  const folderStatus = h('span', {
+    id: 'translate-folder-status',
+    'data-testid': 'translate-folder-status',
+    class: 'muted',
+  });
+  const picker = h(
+    'div',
+    { class: 'dropzone' },
+    field('Open a translation folder', folderInput),
+    h('span', {
+      class: 'muted',
+      text:
+        ' (a qkv train folder, or a Hugging Face Marian download such as Helsinki-NLP/opus-mt-en-de: ' +
+        'config.json, source.spm, target.spm, vocab.json, model.safetensors). Nothing leaves this page. ',
+    }),
+    folderStatus,
+  );
   const out = h('output', { id: 'translation', 'data-testid': 'translation' });
   const timing = h('small', { id: 'timing', class: 'muted' });
   const err = h('p', { class: 'error', id: 'translate-error', role: 'alert', hidden: true });
@@ -93,6 +117,7 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
       'div',
       { class: 'panel' },
       info,
+      picker,
       form,
       h('p', { class: 'result' }, outLabel, out, ' ', timing),
       err,
@@ -201,7 +226,14 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
       return;
     }
     if (mine !== opening) return; // another model was chosen meanwhile
-    loaded = { info: opened, name: entry.name };
+    show(opened, entry.name);
+    root.dataset.model = entry.id;
+  };
+
+  /** Show an opened translation model (served or picked) and make it the one Translate runs. */
+  function show(opened: TranslationInfo, name: string): void {
+    loaded = { info: opened, name };
+    info.classList.remove('error', 'warning');
     const c = opened;
     info.textContent =
       `Model ${loaded.name}: dModel ${c.dModel}, ${c.numEncoderLayers} ` +
@@ -227,9 +259,29 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     tokens.replaceChildren();
     panel.show(null);
     deps.setModelStatus(`model: ${loaded.name}`);
-    root.dataset.model = entry.id;
     go.disabled = false;
-  };
+  }
+
+  folderInput.addEventListener('change', async () => {
+    if (!folderInput.files || folderInput.files.length === 0) return;
+    const files = [...folderInput.files];
+    folderStatus.textContent = 'reading…';
+    folderStatus.classList.remove('error');
+    try {
+      const r = await runner.call('openLocalTranslation', { files }, (s) => {
+        folderStatus.textContent = s;
+      });
+      opening++; // a served model still loading does not replace it
+      show(r, r.name);
+      delete root.dataset.model;
+      folderStatus.textContent = `opened ${r.name}`;
+      root.dataset.opened = String(Number(root.dataset.opened ?? 0) + 1);
+    } catch (e) {
+      // The model in use (if any) stays.
+      folderStatus.textContent = `Could not open the folder: ${(e as Error).message}`;
+      folderStatus.classList.add('error');
+    }
+  });
 
   function fail(message: string): void {
     info.textContent = `Could not load the model: ${message}`;

@@ -1,0 +1,361 @@
+/**
+ * Decoding as Hugging Face's generate() decodes (transformers' generation/utils.py, `_beam_search` as
+ * rewritten in 2025), for Hugging Face checkpoints (Marian): qkv's own folders keep search.ts's rules
+ * (the paper's beam, GNMT's α). What differs from search.ts:
+ *
+ *   - every output starts from the decoder start id, and `maxLength` counts it: at most maxLength − 1
+ *     ids are generated; at the last one (cur_len = maxLength − 1) every id but `forcedEosTokenId` is
+ *     ruled out (ForcedEOSTokenLogitsProcessor); `badWordsIds` are never generated; EOS is blocked while
+ *     cur_len < minLength (cur_len: the ids so far, the start id included);
+ *   - beam search keeps `numBeams` live rows per sentence all the way (the first starts at score 0, the
+ *     others at −1e9) and takes the best 2·numBeams of beams × vocabulary; a candidate ending in EOS, or
+ *     reaching maxLength, is finished, and joins the pool only when it ranks among the first numBeams;
+ *     the best numBeams unfinished candidates run on;
+ *   - a pooled hypothesis scores sum log p / len^lengthPenalty, len = the ids generated (EOS included,
+ *     the start id not); the pool keeps the numBeams best;
+ *   - a sentence is done once its pool is full and, with earlyStopping false, the best running sum /
+ *     (ids generated so far)^lengthPenalty does not beat the worst pooled score (HF's heuristic).
+ */
+import { noGrad } from '../autograd/grad-mode.ts';
+import { enterEvalMode, withEvalMode } from '../nn/module.ts';
+import type { Tensor } from '../tensor/tensor.ts';
+import { Tensor as T } from '../tensor/tensor.ts';
+import { encodeSources, prepareSearch, type BeamSearchResult, type Hypothesis, type Models } from './search.ts';
+import type { TranslateOptions } from './batch.ts';
+import { sourceBatches } from './batch.ts';
+import {
+  abortable,
+  driveAsync,
+  driveSync,
+  pause,
+  type AsyncStepper,
+  type Stepper,
+  type StepperRows,
+} from './stepper.ts';
+
+/** Hugging Face's generation settings (models/hf/marian.ts `hfGeneration` reads them from a folder). */
+export interface HfSearchOptions {
+  /** The decoder's first input (Marian: the padding id), not part of the output. */
+  decoderStartId: number;
+  /** The id that ends a sentence. */
+  eosId: number;
+  /** Beams (1: greedy). */
+  numBeams: number;
+  /** Most ids of an output, the start id included. */
+  maxLength: number;
+  /** Exponent of the length in a hypothesis's score (HF's default 1). */
+  lengthPenalty?: number;
+  /** Stop a sentence once numBeams hypotheses are pooled (default false: HF's heuristic). */
+  earlyStopping?: boolean;
+  /** Ids never generated (the model's padding id is never generated either way). */
+  badWordsIds?: readonly number[];
+  /** The id forced at the last position (null or absent: none). */
+  forcedEosTokenId?: number | null;
+  /** EOS is blocked while the output, start id included, is shorter (default 0). */
+  minLength?: number;
+  /** Checked before every step. */
+  signal?: AbortSignal;
+}
+
+/** The search's own needs: the options with the padding id that fills `ids`. */
+type Rules = HfSearchOptions & { padId: number };
+
+/** HF's logits processors on one row of log-probabilities, in place. */
+function processRow(lp: Float32Array, off: number, V: number, curLen: number, o: Rules): void {
+  for (const id of o.badWordsIds ?? []) if (id >= 0 && id < V) lp[off + id] = -Infinity;
+  if (curLen < (o.minLength ?? 0)) lp[off + o.eosId] = -Infinity;
+  const forced = o.forcedEosTokenId ?? null;
+  if (forced !== null && curLen === o.maxLength - 1) {
+    const keep = lp[off + forced];
+    lp.fill(-Infinity, off, off + V);
+    lp[off + forced] = keep;
+  }
+}
+
+function argmax(x: Float32Array, off: number, V: number): number {
+  let best = 0;
+  for (let j = 1; j < V; j++) if (x[off + j] > x[off + best]) best = j;
+  return best;
+}
+
+/** `ids` (B, T) padded with padId after each output. */
+function padded(outs: number[][], padId: number): Tensor {
+  const B = outs.length;
+  const Tn = Math.max(0, ...outs.map((o) => o.length));
+  const ids = new Int32Array(B * Tn).fill(padId);
+  outs.forEach((o, b) => ids.set(o, b * Tn));
+  return new T(ids, [B, Tn], 'int32');
+}
+
+/** Greedy search as generate() with num_beams 1: sentence i starts as stepper row i. */
+function* greedySteps(
+  stepper: StepperRows,
+  B: number,
+  o: Rules,
+): Generator<Int32Array, BeamSearchResult, Float32Array> {
+  const V = stepper.vocabSize;
+  const out: number[][] = Array.from({ length: B }, () => []);
+  const logProbs = new Array<number>(B).fill(0);
+  const finished = new Array<boolean>(B).fill(false);
+  let active = Array.from({ length: B }, (_, i) => i);
+  let last = new Int32Array(B).fill(o.decoderStartId);
+  for (let curLen = 1; active.length > 0 && curLen < o.maxLength; curLen++) {
+    const lp = yield last;
+    const keep: number[] = [];
+    const next: number[] = [];
+    active.forEach((s, row) => {
+      processRow(lp, row * V, V, curLen, o);
+      const tok = argmax(lp, row * V, V);
+      out[s].push(tok);
+      logProbs[s] += lp[row * V + tok];
+      if (tok === o.eosId) finished[s] = true;
+      else {
+        keep.push(row);
+        next.push(tok);
+      }
+    });
+    if (keep.length < active.length && keep.length > 0) stepper.reorder(Int32Array.from(keep));
+    active = keep.map((row) => active[row]);
+    last = Int32Array.from(next);
+  }
+  const tokens = out.map((x, s) => (finished[s] ? x.slice(0, -1) : x.slice()));
+  const hypotheses = tokens.map((t, s) => [
+    { tokens: t, logProb: logProbs[s], score: logProbs[s], finished: finished[s] },
+  ]);
+  return { ids: padded(out, o.padId), tokens, finished, logProbs, scores: logProbs.slice(), hypotheses };
+}
+
+/** A candidate extension: the sum of its log-probabilities, the beam it extends, the id it adds. */
+interface Candidate {
+  sum: number;
+  beam: number;
+  tok: number;
+}
+
+/** The best m of candidates by `score` (ties to the earlier), as torch.topk picks them. */
+function best<T>(xs: readonly T[], m: number, score: (x: T) => number): T[] {
+  return xs
+    .map((x, i) => [x, i] as const)
+    .sort((a, b) => score(b[0]) - score(a[0]) || a[1] - b[1])
+    .slice(0, m)
+    .map(([x]) => x);
+}
+
+/**
+ * Beam search as generate() with num_beams > 1 (transformers' `_beam_search`): sentence i starts as
+ * stepper row i.
+ */
+function* beamSteps(stepper: StepperRows, B: number, o: Rules): Generator<Int32Array, BeamSearchResult, Float32Array> {
+  const k = o.numBeams;
+  const V = stepper.vocabSize;
+  const lpow = o.lengthPenalty ?? 1;
+  const early = o.earlyStopping ?? false;
+  // Each sentence's pool of finished hypotheses, best first, at most k.
+  const pools: Hypothesis[][] = Array.from({ length: B }, () => []);
+  const beams: number[][][] = Array.from({ length: B }, () => Array.from({ length: k }, () => []));
+  const sums: number[][] = Array.from({ length: B }, () => Array.from({ length: k }, (_, b) => (b === 0 ? 0 : -1e9)));
+  let active = Array.from({ length: B }, (_, i) => i);
+  stepper.reorder(Int32Array.from(active.flatMap((s) => new Array<number>(k).fill(s))));
+  let last = new Int32Array(B * k).fill(o.decoderStartId);
+  // HF's cur_len: the ids so far, the start id included.
+  for (let curLen = 1; ; ) {
+    const lp = yield last;
+    const stillActive: number[] = [];
+    const parents: number[] = [];
+    const nextLast: number[] = [];
+    active.forEach((s, idx) => {
+      const r0 = idx * k;
+      // The best 2k of beams × vocabulary by sum.
+      const top: Candidate[] = [];
+      for (let b = 0; b < k; b++) {
+        const off = (r0 + b) * V;
+        processRow(lp, off, V, curLen, o);
+        for (let v = 0; v < V; v++) {
+          const sum = sums[s][b] + lp[off + v];
+          if (top.length === 2 * k && !(sum > top[2 * k - 1].sum)) continue;
+          let i = top.length === 2 * k ? 2 * k - 1 : top.length;
+          while (i > 0 && sum > top[i - 1].sum) i--;
+          top.splice(i, 0, { sum, beam: b, tok: v });
+          if (top.length > 2 * k) top.pop();
+        }
+      }
+      // A candidate is finished by EOS, or by reaching maxLength.
+      const hits = top.map((c) => c.tok === o.eosId || curLen + 1 >= o.maxLength);
+      const penalized = top.map((c, i) => (hits[i] ? c.sum - 1e9 : c.sum));
+      // The first k that finish join the pool, scored sum / generated^lp (EOS counted; start id not).
+      const pool = pools[s];
+      if (!(early && pool.length === k)) {
+        top.forEach((c, rank) => {
+          if (rank >= k || !hits[rank]) return;
+          const finished = c.tok === o.eosId;
+          const tokens = finished ? beams[s][c.beam].slice() : [...beams[s][c.beam], c.tok];
+          pool.push({ tokens, logProb: c.sum, score: c.sum / curLen ** lpow, finished });
+        });
+        pools[s] = best(pool, k, (h) => h.score);
+      }
+      // The best k unfinished candidates run on (finished ones only where fewer are left, penalized).
+      const running = best(
+        top.map((c, i) => ({ c, p: penalized[i] })),
+        k,
+        (x) => x.p,
+      );
+      beams[s] = running.map(({ c }) => [...beams[s][c.beam], c.tok]);
+      sums[s] = running.map(({ p }) => p);
+      // HF's heuristic (early_stopping false): done once the pool is full and the best running sum over
+      // the ids generated so far does not beat the worst pooled score; early_stopping true: once full.
+      const full = pools[s].length === k;
+      const worst = full ? pools[s][k - 1].score : -Infinity;
+      const done = full && (early || !(sums[s][0] / curLen ** lpow > worst));
+      if (done || hits.every(Boolean)) return;
+      stillActive.push(s);
+      for (const { c } of running) parents.push(r0 + c.beam);
+      nextLast.push(...beams[s].map((b) => b[b.length - 1]));
+    });
+    curLen++;
+    active = stillActive;
+    if (active.length === 0) break;
+    stepper.reorder(Int32Array.from(parents));
+    last = Int32Array.from(nextLast);
+  }
+  const hypotheses = pools;
+  const first = hypotheses.map((h) => h[0]);
+  return {
+    ids: padded(
+      first.map((h) => (h.finished ? [...h.tokens, o.eosId] : h.tokens)),
+      o.padId,
+    ),
+    tokens: first.map((h) => h.tokens),
+    finished: first.map((h) => h.finished),
+    logProbs: first.map((h) => h.logProb),
+    scores: first.map((h) => h.score),
+    hypotheses,
+  };
+}
+
+function checkHfOptions(o: HfSearchOptions): void {
+  if (!Number.isInteger(o.numBeams) || o.numBeams < 1)
+    throw new Error(`generateHf: numBeams must be a positive integer, got ${o.numBeams}`);
+  if (!Number.isInteger(o.maxLength) || o.maxLength < 2)
+    throw new Error(`generateHf: maxLength must be an integer >= 2 (the start id and one more), got ${o.maxLength}`);
+  if (o.lengthPenalty !== undefined && !Number.isFinite(o.lengthPenalty))
+    throw new Error(`generateHf: lengthPenalty must be a finite number, got ${o.lengthPenalty}`);
+}
+
+/** The search over any Stepper: greedy for one beam, else HF's beam search. */
+function hfSteps(stepper: StepperRows, B: number, o: Rules): Generator<Int32Array, BeamSearchResult, Float32Array> {
+  checkHfOptions(o);
+  return o.numBeams === 1 ? greedySteps(stepper, B, o) : beamSteps(stepper, B, o);
+}
+
+/** The search over an engine whose steps are asynchronous (ONNX Runtime). */
+export function generateHfAsync(
+  stepper: AsyncStepper,
+  B: number,
+  options: HfSearchOptions & { padId: number },
+): Promise<BeamSearchResult> {
+  return driveAsync(hfSteps(stepper, B, options), stepper);
+}
+
+/** The search over any synchronous Stepper. */
+export function generateHfSteps(
+  stepper: Stepper,
+  B: number,
+  options: HfSearchOptions & { padId: number },
+): BeamSearchResult {
+  return driveSync(hfSteps(stepper, B, options), stepper);
+}
+
+/**
+ * Decode sources (B, S) int32 as Hugging Face's generate(): greedy (numBeams 1) or beam search, with
+ * HF's processors and length penalty (see the file comment). maxLength is capped by the position
+ * table: at most config.maxLen + 1 ids, start id included.
+ */
+export function generateHf(model: Models, src: Tensor, options: HfSearchOptions): BeamSearchResult {
+  checkHfOptions(options);
+  const ids = { bosId: options.decoderStartId, eosId: options.eosId };
+  const { members, padId } = prepareSearch(model, src, ids);
+  const maxLength = Math.min(options.maxLength, Math.min(...members.map((m) => m.config.maxLen)) + 1);
+  return withEvalMode(members, () =>
+    noGrad(() =>
+      generateHfSteps(abortable(encodeSources(members, src, ids), options.signal), src.shape[0], {
+        ...options,
+        maxLength,
+        padId,
+      }),
+    ),
+  );
+}
+
+/**
+ * generateHf, letting the event loop run before every step (so that a timer or an event can abort it
+ * through `options.signal`): the same steps, the same result (as pausing.ts does for search.ts).
+ */
+export async function generateHfPausing(
+  model: Models,
+  src: Tensor,
+  options: HfSearchOptions,
+): Promise<BeamSearchResult> {
+  checkHfOptions(options);
+  const ids = { bosId: options.decoderStartId, eosId: options.eosId };
+  const { members, padId } = prepareSearch(model, src, ids);
+  const maxLength = Math.min(options.maxLength, Math.min(...members.map((m) => m.config.maxLen)) + 1);
+  const restore = enterEvalMode(members);
+  try {
+    const stepper = noGrad(() => encodeSources(members, src, ids));
+    const pausing: AsyncStepper = {
+      get rows() {
+        return stepper.rows;
+      },
+      get vocabSize() {
+        return stepper.vocabSize;
+      },
+      reorder: (rows) => noGrad(() => stepper.reorder(rows)),
+      step: async (last) => {
+        await pause();
+        options.signal?.throwIfAborted();
+        return noGrad(() => stepper.step(last));
+      },
+    };
+    return await generateHfAsync(pausing, src.shape[0], { ...options, maxLength, padId });
+  } finally {
+    restore();
+  }
+}
+
+/** What translateIdsHf needs of a tokenizer: its padding id and the text of output ids (MarianTokenizer). */
+export interface HfTargetTokenizer {
+  /** The padding id (pads source batches). */
+  readonly padId: number;
+  /** The text of generated ids (EOS excluded), special tokens dropped. */
+  decode(ids: readonly number[]): string;
+}
+
+/**
+ * Translate source ids in length-sorted batches (decode/batch.ts's sourceBatches) with HF's rules:
+ * `o.beam` is num_beams, `o.alpha` the length_penalty exponent, `o.maxLen` (if given) the most ids
+ * generated, EOS included (max_length = maxLen + 1); the rest comes from `rules` (the folder's
+ * generation config). MBR is refused. Results return in input order.
+ */
+export async function translateIdsHf(
+  model: Models,
+  tok: HfTargetTokenizer,
+  srcIds: number[][],
+  o: TranslateOptions,
+  rules: Omit<HfSearchOptions, 'numBeams' | 'lengthPenalty' | 'signal'>,
+): Promise<string[]> {
+  if (o.mbr) throw new Error('MBR is not available with Hugging Face generation rules (a Marian folder)');
+  const out = srcIds.map(() => '');
+  const options: HfSearchOptions = {
+    ...rules,
+    numBeams: o.beam,
+    lengthPenalty: o.alpha,
+    ...(o.maxLen !== undefined && { maxLength: o.maxLen + 1 }),
+    ...(o.signal && { signal: o.signal }),
+  };
+  for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
+    const res = o.signal ? await generateHfPausing(model, src, options) : generateHf(model, src, options);
+    rows.forEach((r, b) => (out[r] = tok.decode(res.tokens[b])));
+    o.onProgress?.(done, srcIds.length);
+  }
+  return out;
+}
