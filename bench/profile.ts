@@ -28,6 +28,7 @@
  * (per step); (b) beam 4, α 0.6, on the first 32 val sentences as one batch (per step); (c) one training
  * step of the shipped recipe on 128×32 tokens in a memoryScope, as bench/ab-step.ts times it.
  */
+import type { BpeTokenizer } from '../src/text/bpe.ts';
 import { readFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { availableParallelism, cpus } from 'node:os';
@@ -327,7 +328,7 @@ const VAL = gunzipSync(readFileSync(new URL('../../shared/data/multi30k/val.en.g
 setBackend('wasm');
 const opened = await openTranslation('models/multi30k-en-de', false);
 const model: Seq2Seq = opened.model;
-const tok = opened.tokenizer;
+const tok = opened.tokenizer as BpeTokenizer; // a qkv folder (not a Marian one)
 
 /** Source ids of `lines` as one batch (sorted by length, as the CLI's batches). */
 function sourceOf(lines: string[]): Tensor {
