@@ -97,7 +97,7 @@ export function marianShape(files: Omit<MarianFiles, 'weights'>, name: FileNamer
   }
   let generation: HfGeneration;
   try {
-    generation = hfGeneration(files.config, files.generationConfig);
+    generation = hfGeneration(files.config, files.generationConfig, FILES.config);
   } catch (e) {
     const file = files.generationConfig !== undefined ? MARIAN_FILES.generationConfig : FILES.config;
     throw new FolderError(file, `${name(file)}: ${(e as Error).message.replace(/^[a-z_]+\.json: /, '')}`);

@@ -281,7 +281,6 @@ export class GPT extends Module {
   /** ids (B, T) -> (B, T, nEmbd): token embedding + the embedding of positions offset..offset+T−1, then dropout. */
   embed(ids: Tensor, offset = 0): Tensor {
     const T = ids.shape[1];
-    const E = this.config.nEmbd;
     const B = this.config.blockSize;
     if (!Number.isInteger(offset) || offset < 0 || offset + T > B) {
       throw new Error(`GPT: positions ${offset}..${offset + T - 1} exceed the context of blockSize ${B}`);

@@ -8,7 +8,7 @@ import { maskToBias } from '../ops/attention.ts';
 import { cat } from '../ops/shape.ts';
 import { empty, K, zerosF, zerosOf } from '../ops/util.ts';
 import { shapeToString } from '../tensor/shape.ts';
-import { Tensor } from '../tensor/tensor.ts';
+import type { Tensor } from '../tensor/tensor.ts';
 
 /** Copy of rows `rows` (repeats allowed) along dim 0 of a contiguous tensor of any dtype. Not differentiable. */
 export function gatherRows(t: Tensor, rows: Int32Array): Tensor {

@@ -6,7 +6,7 @@
 import * as F from '../ops/index.ts';
 import { causalBias, maskToBias } from '../ops/attention.ts';
 import { shapeToString } from '../tensor/shape.ts';
-import { Tensor } from '../tensor/tensor.ts';
+import type { Tensor } from '../tensor/tensor.ts';
 import { MultiheadAttention } from './attention.ts';
 import { xavierUniform_ } from './init.ts';
 import { Dropout, LayerNorm, Linear } from './layers.ts';

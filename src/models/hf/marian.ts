@@ -313,10 +313,17 @@ export interface HfGeneration {
   minLength: number;
 }
 
-/** HfGeneration from generation_config.json (may be undefined) and config.json; errors name the file and key. */
-export function hfGeneration(config: unknown, generationConfig: unknown): HfGeneration {
+/**
+ * HfGeneration from generation_config.json (may be undefined) and the model's config; errors name the file
+ * (`configName`: what the folder calls its config file; the folder layer passes it) and the key.
+ */
+export function hfGeneration(
+  config: unknown,
+  generationConfig: unknown,
+  configName = 'the model config',
+): HfGeneration {
   const from = (generationConfig ?? config) as Record<string, unknown>;
-  const file = generationConfig !== undefined ? 'generation_config.json' : 'config.json';
+  const file = generationConfig !== undefined ? 'generation_config.json' : configName;
   if (from === null || typeof from !== 'object') throw new Error(`${file}: expected a JSON object`);
   const num = (k: string, fallback: number, integer: boolean, min: number): number => {
     const v = from[k] ?? fallback;
