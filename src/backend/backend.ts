@@ -3,7 +3,7 @@
  * is loaded, and QKV_BACKEND. The kernel contract itself is contract.ts, re-exported here so that every
  * caller imports both from this file.
  */
-import { type Device, registerDeviceName, setDefaultDevice } from '../tensor/storage.ts';
+import { registerDeviceName, setDefaultDevice } from '../tensor/storage.ts';
 import type { Backend } from './contract.ts';
 
 export * from './contract.ts';
@@ -106,17 +106,6 @@ export function chooseStartingBackend(
   }
   const first = preferred.find((n) => registry.has(n));
   if (first) setBackend(first);
-}
-
-/**
- * The backend an op on tensors of `device` runs on: the current backend where it computes on that device
- * (js or wasm for `cpu`), else the first registered backend of that device.
- */
-export function backendFor(device: Device): Backend {
-  const cur = getBackend();
-  if (cur.device.name === device.name) return cur;
-  for (const b of registry.values()) if (b.device.name === device.name) return b;
-  throw new Error(`no backend registered for device '${device.name}'`);
 }
 
 /** Names of the registered backends, in registration order. */

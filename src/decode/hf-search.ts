@@ -23,15 +23,8 @@ import { Tensor as T } from '../tensor/tensor.ts';
 import { encodeSources, prepareSearch, type BeamSearchResult, type Hypothesis, type Models } from './search.ts';
 import type { TranslateOptions } from './batch.ts';
 import { sourceBatches } from './batch.ts';
-import {
-  abortable,
-  driveAsync,
-  driveSync,
-  pause,
-  type AsyncStepper,
-  type Stepper,
-  type StepperRows,
-} from './stepper.ts';
+import { pausingStepper } from './pausing.ts';
+import { abortable, driveAsync, driveSync, type AsyncStepper, type Stepper, type StepperRows } from './stepper.ts';
 
 /** Hugging Face's generation settings (models/hf/marian.ts `hfGeneration` reads them from a folder). */
 export interface HfSearchOptions {
@@ -302,20 +295,7 @@ export async function generateHfPausing(
   const restore = enterEvalMode(members);
   try {
     const stepper = noGrad(() => encodeSources(members, src, ids));
-    const pausing: AsyncStepper = {
-      get rows() {
-        return stepper.rows;
-      },
-      get vocabSize() {
-        return stepper.vocabSize;
-      },
-      reorder: (rows) => noGrad(() => stepper.reorder(rows)),
-      step: async (last) => {
-        await pause();
-        options.signal?.throwIfAborted();
-        return noGrad(() => stepper.step(last));
-      },
-    };
+    const pausing = pausingStepper(stepper, options.signal);
     return await generateHfAsync(pausing, src.shape[0], { ...options, maxLength, padId });
   } finally {
     restore();

@@ -19,7 +19,7 @@ import {
   type DecodeResult,
   type Models,
 } from './search.ts';
-import { pause, type AsyncStepper } from './stepper.ts';
+import { pause, type AsyncStepper, type Stepper } from './stepper.ts';
 
 /**
  * greedy, letting the event loop run before every step (so that a timer or an event can abort it
@@ -44,6 +44,27 @@ export function beamSearchPausing(model: Models, src: Tensor, options: BeamSearc
  * run, then checks the signal. The models stay in eval mode until the search ends; autograd is off
  * around each model call (not across the pauses, where other code may run).
  */
+/**
+ * `stepper` driven asynchronously: each step yields to the event loop first and checks `signal`, and model
+ * calls run without gradients (greedy, beam and Hugging Face's generate() share it).
+ */
+export function pausingStepper(stepper: Stepper, signal: AbortSignal | undefined): AsyncStepper {
+  return {
+    get rows() {
+      return stepper.rows;
+    },
+    get vocabSize() {
+      return stepper.vocabSize;
+    },
+    reorder: (rows) => noGrad(() => stepper.reorder(rows)),
+    step: async (last) => {
+      await pause();
+      signal?.throwIfAborted();
+      return noGrad(() => stepper.step(last));
+    },
+  };
+}
+
 async function runPausing<R>(
   model: Models,
   src: Tensor,
@@ -54,20 +75,7 @@ async function runPausing<R>(
   const restore = enterEvalMode(members);
   try {
     const stepper = noGrad(() => encodeSources(members, src, options));
-    const pausing: AsyncStepper = {
-      get rows() {
-        return stepper.rows;
-      },
-      get vocabSize() {
-        return stepper.vocabSize;
-      },
-      reorder: (rows) => noGrad(() => stepper.reorder(rows)),
-      step: async (last) => {
-        await pause();
-        options.signal?.throwIfAborted();
-        return noGrad(() => stepper.step(last));
-      },
-    };
+    const pausing = pausingStepper(stepper, options.signal);
     return await search(pausing, maxLens, padId);
   } finally {
     restore();

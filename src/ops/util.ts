@@ -1,6 +1,6 @@
 import { type Backend, type F32, getBackend, type I32 } from '../backend/backend.ts';
 import '../backend/backends.ts';
-import { allocFloat32, type DType, type Storage } from '../tensor/storage.ts';
+import { allocFloat32, type DType } from '../tensor/storage.ts';
 import { type Shape, shapeToString, sizeOf } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
 
@@ -44,9 +44,7 @@ export function zerosOf(shape: Shape, dtype: DType, k: Backend = getBackend()): 
 /** A tensor of host values on backend `k`'s device (small inputs made on the host: biases, scales). */
 export function upload(values: Float32Array | Int32Array, shape: Shape, k: Backend = getBackend()): Tensor {
   const dtype = values instanceof Float32Array ? 'float32' : 'int32';
-  const storage = k.device.alloc(dtype, values.length);
-  k.device.write(storage, dtype, values);
-  return Tensor.fromStorage(k.device, storage, shape, dtype);
+  return Tensor.fromStorage(k.device, k.device.fromHost(values, dtype), shape, dtype);
 }
 
 /** The float32 storage of `t`, or an error naming the op and argument. */
@@ -68,11 +66,6 @@ export function i32(t: Tensor, op: string, arg: string): I32 {
 /** The storage of a float32 tensor an op made itself (no check). */
 export function st(t: Tensor): F32 {
   return t.storage as F32;
-}
-
-/** Any storage (for dtype-generic kernels: copyRows, permute). */
-export function raw(t: Tensor): Storage {
-  return t.storage;
 }
 
 /** What a value is, for error messages: `float32 tensor of shape [2, 3]`, `null`, `an array`, `number`. */

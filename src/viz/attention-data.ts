@@ -161,19 +161,7 @@ export function translateWithAttention(
         : greedy(model, src, ids);
     const tokens = res.tokens[0];
     const finished = res.finished[0];
-    const outIds = finished ? [...tokens, target.eosId] : tokens.slice();
-    const { memory, weights: encoder } = encoderAttention(model, src);
-    let decoder: AttentionStack = [];
-    let cross: AttentionStack = [];
-    const inIds = [target.bosId, ...outIds.slice(0, -1)];
-    if (outIds.length > 0) {
-      const cache = model.initCache(memory, model.paddingMask(src));
-      const r = model.decodeIncremental(new Tensor(Int32Array.from(inIds), [1, inIds.length], 'int32'), cache, {
-        needWeights: true,
-      });
-      decoder = r.selfWeights!.map(headsOf);
-      cross = r.crossWeights!.map(headsOf);
-    }
+    const { outIds, inIds, encoder, decoder, cross } = mapsOfOutput(model, src, tokens, finished, target);
     const srcName = (id: number) => tokenizer.idToToken(id) ?? `#${id}`;
     const name = (id: number) => target.idToToken(id) ?? `#${id}`;
     return {
@@ -191,6 +179,28 @@ export function translateWithAttention(
       cross,
     };
   });
+}
+
+/**
+ * Every attention map of one decoded output: the encoder's, then the decoder's and the cross maps with the
+ * decoder fed the start id and the output (EOS appended when it finished), teacher-forced in one call.
+ */
+function mapsOfOutput(
+  model: Seq2Seq,
+  src: Tensor,
+  tokens: number[],
+  finished: boolean,
+  start: { bosId: number; eosId: number },
+): { outIds: number[]; inIds: number[]; encoder: AttentionStack; decoder: AttentionStack; cross: AttentionStack } {
+  const outIds = finished ? [...tokens, start.eosId] : tokens.slice();
+  const { memory, weights: encoder } = encoderAttention(model, src);
+  const inIds = [start.bosId, ...outIds.slice(0, -1)];
+  if (outIds.length === 0) return { outIds, inIds, encoder, decoder: [], cross: [] };
+  const cache = model.initCache(memory, model.paddingMask(src));
+  const r = model.decodeIncremental(new Tensor(Int32Array.from(inIds), [1, inIds.length], 'int32'), cache, {
+    needWeights: true,
+  });
+  return { outIds, inIds, encoder, decoder: r.selfWeights!.map(headsOf), cross: r.crossWeights!.map(headsOf) };
 }
 
 /**
@@ -225,19 +235,8 @@ export function marianWithAttention(
     });
     const tokens = res.tokens[0];
     const finished = res.finished[0];
-    const outIds = finished ? [...tokens, ids.eosId] : tokens.slice();
-    const { memory, weights: encoder } = encoderAttention(model, src);
-    let decoder: AttentionStack = [];
-    let cross: AttentionStack = [];
-    const inIds = [ids.decoderStartId, ...outIds.slice(0, -1)];
-    if (outIds.length > 0) {
-      const cache = model.initCache(memory, model.paddingMask(src));
-      const r = model.decodeIncremental(new Tensor(Int32Array.from(inIds), [1, inIds.length], 'int32'), cache, {
-        needWeights: true,
-      });
-      decoder = r.selfWeights!.map(headsOf);
-      cross = r.crossWeights!.map(headsOf);
-    }
+    const start = { bosId: ids.decoderStartId, eosId: ids.eosId };
+    const { outIds, inIds, encoder, decoder, cross } = mapsOfOutput(model, src, tokens, finished, start);
     const name = (id: number) => tokenizer.idToToken(id) ?? `#${id}`;
     return {
       source: text,
