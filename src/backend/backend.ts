@@ -61,11 +61,24 @@ export function setBackend(name: string): Promise<void> {
 /** The backend ops run on now; throws if none is registered, or QKV_BACKEND named a backend that cannot run. */
 export function getBackend(): Backend {
   if (envError !== null) throw new Error(envError);
+  if (stillLoading !== null) throw new Error(stillLoading);
   if (current === null) throw new Error('getBackend: no backend registered');
   return current;
 }
 
 let envError: string | null = null;
+/** Set while QKV_BACKEND's backend loads asynchronously (see backendReady). */
+let stillLoading: string | null = null;
+let starting: Promise<void> = Promise.resolve();
+
+/**
+ * Resolves when the backend QKV_BACKEND asked for has loaded (at once for js and wasm; a GPU backend loads
+ * asynchronously, and ops before then throw saying to await this). Rejects with the one-line reason if it
+ * cannot load. The CLI awaits it before any command.
+ */
+export function backendReady(): Promise<void> {
+  return starting;
+}
 
 /** A bad environment variable, in one line: the first op throws it (see getBackend). The first one reported wins. */
 export function reportEnvError(message: string): void {
@@ -94,6 +107,22 @@ export function chooseStartingBackend(
   if (requested !== undefined && requested !== '') {
     if (!names.includes(requested)) {
       envError ??= `QKV_BACKEND=${requested}: unknown backend (expected one of ${names.join(', ')})`;
+      return;
+    }
+    if (!registry.has(requested) && loaders.has(requested) && why(requested) === null) {
+      stillLoading = `QKV_BACKEND=${requested}: the ${requested} backend loads asynchronously: await backendReady() first`;
+      starting = setBackend(requested).then(
+        () => {
+          stillLoading = null;
+        },
+        (e: unknown) => {
+          stillLoading = null;
+          const reason = why(requested) ?? (e as Error).message;
+          envError ??= `QKV_BACKEND=${requested}, but the ${requested} backend did not load: ${reason}`;
+          throw new Error(envError);
+        },
+      );
+      starting.catch(() => {}); // reported by getBackend and backendReady, not as an unhandled rejection
       return;
     }
     if (!registry.has(requested)) {

@@ -33,6 +33,11 @@ export function registerLoadError(name: string, why: () => string | null): void 
   loadErrors.set(name, why);
 }
 
+/** Why backend `name` did not load (null: it loaded, has not been asked to, or registered no reason). */
+export function loadErrorOf(name: string): string | null {
+  return loadErrors.get(name)?.() ?? null;
+}
+
 /** The first registered backend that failed to load, and why (for the line of a slower fallback). */
 export function firstLoadError(): { name: string; why: string } | null {
   for (const [name, why] of loadErrors) {

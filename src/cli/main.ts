@@ -7,7 +7,7 @@
  * source line; for translate an empty line is simply an empty line) and exit 2.
  */
 import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
-import { getBackend } from '../backend/backend.ts';
+import { backendReady, getBackend } from '../backend/backend.ts';
 import { attentionCommand } from './commands/attention.ts';
 import { bleuCommand } from './commands/bleu.ts';
 import { dataCommand } from './commands/data.ts';
@@ -55,6 +55,7 @@ for (const command of [
 
 try {
   // A bad QKV_BACKEND or QKV_THREADS is one line before any command runs, even one that computes nothing.
+  await backendReady();
   getBackend();
   await program.parseAsync(process.argv);
 } catch (e) {

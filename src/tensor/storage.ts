@@ -39,15 +39,15 @@ export interface AllocOptions {
 
 /** The memory of {@link memoryScope}: blocks handed out during a scope and released at its end. */
 export interface ScopedAllocator {
-  /** An array the scope owns; zero-filled if `zero`, else holding whatever the block held. */
-  alloc(n: number, zero: boolean): Float32Array;
+  /** Float storage the scope owns; zero-filled if `zero`, else holding whatever the block held. */
+  alloc(n: number, zero: boolean): Storage<'float32'>;
   /** Give a block back (no view of it may be used afterwards). */
-  release(block: Float32Array): void;
+  release(block: Storage): void;
   /**
-   * The scope ends but `views` (the block itself or subarrays of it) are still in use: release the block
-   * once every one of them is garbage-collected.
+   * The scope ends but `views` (the block itself, or on host devices subarrays of it) are still in use:
+   * release the block once every one of them is garbage-collected.
    */
-  retain(block: Float32Array, views: Float32Array[]): void;
+  retain(block: Storage, views: Storage[]): void;
 }
 
 /**
@@ -200,16 +200,16 @@ export function allocFloat32(device: Device, n: number, zero = true): Storage<'f
   const frame = frames[frames.length - 1];
   if (frame !== undefined && device.scoped !== undefined && frame.allocator === device.scoped) {
     const a = frame.allocator.alloc(n, zero);
-    if (poison && !zero) a.fill(Number.NaN);
+    if (poison && !zero && a instanceof Float32Array) a.fill(Number.NaN);
     frame.blocks.push(a);
-    return a as never;
+    return a;
   }
   return device.alloc('float32', n, { zero }) as Storage<'float32'>;
 }
 
 interface Frame {
   allocator: ScopedAllocator;
-  blocks: Float32Array[];
+  blocks: Storage[];
 }
 const frames: Frame[] = [];
 let poison =
@@ -224,12 +224,12 @@ export function setScopePoisoning(on: boolean): void {
   poison = on;
 }
 
-/** Float arrays of the tensors in `value`: a tensor, or arrays and plain objects of them (2 levels). */
-function heldArrays(value: unknown, out: Float32Array[], depth = 0): void {
+/** Storage of the tensors in `value`: a tensor, or arrays and plain objects of them (2 levels). */
+function heldArrays(value: unknown, out: Storage[], depth = 0): void {
   if (value === null || typeof value !== 'object' || depth > 2) return;
   const storage = (value as { storage?: unknown }).storage;
-  if (storage instanceof Float32Array && Array.isArray((value as { shape?: unknown }).shape)) {
-    out.push(storage);
+  if (typeof storage === 'object' && storage !== null && Array.isArray((value as { shape?: unknown }).shape)) {
+    out.push(storage as Storage);
     return;
   }
   if (Array.isArray(value)) for (const v of value) heldArrays(v, out, depth + 1);
@@ -237,7 +237,10 @@ function heldArrays(value: unknown, out: Float32Array[], depth = 0): void {
     for (const v of Object.values(value)) heldArrays(v, out, depth + 1);
 }
 
-function inside(view: Float32Array, block: Float32Array): boolean {
+/** Whether `view` is `block` or, on host devices, a subarray of it. */
+function inside(view: Storage, block: Storage): boolean {
+  if (view === block) return true;
+  if (!(view instanceof Float32Array) || !(block instanceof Float32Array)) return false;
   return (
     view.buffer === block.buffer &&
     view.byteOffset >= block.byteOffset &&
@@ -268,7 +271,7 @@ export function memoryScope<T>(fn: () => T): T {
     throw e;
   }
   frames.splice(frames.indexOf(frame), 1);
-  const kept: Float32Array[] = [];
+  const kept: Storage[] = [];
   heldArrays(result, kept);
   const outer = frames[frames.length - 1];
   for (const b of frame.blocks) {
@@ -280,7 +283,7 @@ export function memoryScope<T>(fn: () => T): T {
   return result;
 }
 
-function release(allocator: ScopedAllocator, b: Float32Array): void {
-  if (poison) b.fill(Number.NaN);
+function release(allocator: ScopedAllocator, b: Storage): void {
+  if (poison && b instanceof Float32Array) b.fill(Number.NaN);
   allocator.release(b);
 }

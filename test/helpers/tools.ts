@@ -11,16 +11,19 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
-export type Tool = 'chromium' | 'torch' | 'onnx' | 'numpy';
+export type Tool = 'chromium' | 'torch' | 'onnx' | 'numpy' | 'vulkan';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const PYTHON = '/usr/bin/python3';
+/** The Vulkan loader Dawn (the npm package `webgpu`) needs; with Chromium's SwiftShader it runs WebGPU on the CPU. */
+export const VULKAN = '/usr/lib/x86_64-linux-gnu/libvulkan.so.1';
 
 const INSTALL: Record<Tool, string> = {
   chromium: 'apt-get install -y chromium',
   torch: 'apt-get install -y python3-torch libopenblas0-pthread',
   onnx: 'apt-get install -y python3-onnx',
   numpy: 'apt-get install -y python3-numpy',
+  vulkan: 'apt-get install -y libvulkan1 chromium',
 };
 
 const cache = new Map<Tool, boolean>();
@@ -31,6 +34,8 @@ export function hasTool(tool: Tool): boolean {
   if (has === undefined) {
     if (tool === 'chromium') {
       has = existsSync(CHROMIUM);
+    } else if (tool === 'vulkan') {
+      has = existsSync(VULKAN);
     } else {
       const r = existsSync(PYTHON) ? spawnSync(PYTHON, ['-c', `import ${tool}`], { encoding: 'utf8' }) : null;
       has = r !== null && r.status === 0;
@@ -41,7 +46,7 @@ export function hasTool(tool: Tool): boolean {
 }
 
 export function missingToolMessage(tool: Tool): string {
-  const what = tool === 'chromium' ? CHROMIUM : `${PYTHON} -c 'import ${tool}'`;
+  const what = tool === 'chromium' ? CHROMIUM : tool === 'vulkan' ? VULKAN : `${PYTHON} -c 'import ${tool}'`;
   return `${what} is not available: install it with \`${INSTALL[tool]}\` (.ci/run does this)`;
 }
 

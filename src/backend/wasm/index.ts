@@ -31,7 +31,7 @@ import './embedding.ts';
 import './layout.ts';
 import './adam.ts';
 import './quantized.ts';
-import { type Device, hostDevice } from '../../tensor/storage.ts';
+import { type Device, hostDevice, hostView } from '../../tensor/storage.ts';
 import { kernels, loadKernelsAsync } from './loader.ts';
 import { alloc, free, memory, memoryShared } from './memory.ts';
 import { wasmKernels } from './registry.ts';
@@ -87,10 +87,15 @@ const wasmDevice: Device = memoryShared
         return view;
       },
       isPersistent: (s) => persistent.has(s),
+      // Scoped blocks are the Float32Arrays this device makes (host storage is the array itself).
       scoped: {
-        alloc: (n, zero) => alloc(n, zero),
-        release: (block) => free(block),
-        retain: retainUntilCollected,
+        alloc: (n, zero) => alloc(n, zero) as never,
+        release: (block) => free(hostView<Float32Array>(block)),
+        retain: (block, views) =>
+          retainUntilCollected(
+            hostView<Float32Array>(block),
+            views.map((v) => hostView(v)),
+          ),
       },
     })
   : hostDevice();

@@ -1,0 +1,206 @@
+/**
+ * Elementwise kernels on the GPU, one thread an element: broadcasting binary ops (shape and strides as
+ * parameters), binary ops with a scalar, unary ops, pow, dropout's mask, relu, gelu and their backwards.
+ * Oracle: js/elementwise.ts (gelu's erf is the same Chebyshev fit, in float32).
+ */
+import type { Backend, BinaryOp, UnaryOp } from '../backend.ts';
+import { f, u } from './context.ts';
+import { buf } from './device.ts';
+import { webgpuKernels } from './registry.ts';
+import { gpu } from './registry.ts';
+import { AT, dimsParam, ERF, perElement, runPerElement } from './wgsl.ts';
+
+const OPS: Record<BinaryOp, string> = { add: 'x + y', sub: 'x - y', mul: 'x * y', div: 'x / y' };
+
+const f32n = (h: { bytes: number }) => h.bytes / 4;
+
+/** True when strides are those of a contiguous tensor of `shape` (no broadcast). */
+function contiguous(strides: readonly number[], shape: readonly number[]): boolean {
+  let s = 1;
+  for (let d = shape.length - 1; d >= 0; d--) {
+    if (shape[d] !== 1 && strides[d] !== s) return false;
+    s *= shape[d];
+  }
+  return true;
+}
+
+export const binary: Backend['binary'] = (op, a, aStrides, b, bStrides, out, outShape) => {
+  const n = f32n(buf(out));
+  const decls = /* wgsl */ `
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> o: array<f32>;`;
+  if (contiguous(aStrides, outShape) && contiguous(bStrides, outShape)) {
+    const code = perElement('', decls, `let x = a[i]; let y = b[i]; o[i] = ${OPS[op]};`);
+    runPerElement(`binary-${op}-flat`, code, n, [buf(a), buf(b), buf(out)]);
+    return;
+  }
+  const code = perElement(
+    'nd: u32, pad0: u32, pad1: u32, shape: array<vec4u, 2>, sa: array<vec4u, 2>, sb: array<vec4u, 2>',
+    decls,
+    /* wgsl */ `
+  var rest = i;
+  var ao = 0u;
+  var bo = 0u;
+  for (var d = i32(p.nd) - 1; d >= 0; d--) {
+    let k = u32(d);
+    let size = at(p.shape, k);
+    let idx = rest % size;
+    rest = rest / size;
+    ao += idx * at(p.sa, k);
+    bo += idx * at(p.sb, k);
+  }
+  let x = a[ao]; let y = b[bo];
+  o[i] = ${OPS[op]};`,
+    AT,
+  );
+  runPerElement(
+    `binary-${op}`,
+    code,
+    n,
+    [buf(a), buf(b), buf(out)],
+    [
+      u(outShape.length),
+      u(0),
+      u(0),
+      ...dimsParam(outShape, 'binary'),
+      ...dimsParam(aStrides, 'binary'),
+      ...dimsParam(bStrides, 'binary'),
+    ],
+  );
+};
+
+export const binaryScalar: Backend['binaryScalar'] = (op, a, scalar, out, scalarFirst) => {
+  const expr = scalarFirst ? `let x = p.s; let y = a[i];` : `let x = a[i]; let y = p.s;`;
+  const code = perElement(
+    's: f32',
+    /* wgsl */ `
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read_write> o: array<f32>;`,
+    `${expr} o[i] = ${OPS[op]};`,
+  );
+  runPerElement(`binaryScalar-${op}-${scalarFirst}`, code, f32n(buf(out)), [buf(a), buf(out)], [f(scalar)]);
+};
+
+const UNARY: Record<UnaryOp, string> = {
+  exp: 'exp(v)',
+  log: 'log(v)',
+  neg: '-v',
+  sqrt: 'sqrt(v)',
+  tanh: 'tanh(v)',
+  sigmoid: '1.0 / (1.0 + exp(-v))',
+  abs: 'abs(v)',
+};
+
+const MAP_DECLS = /* wgsl */ `
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> o: array<f32>;`;
+
+/** out[i] = expr(v) with v = x[i]. */
+function map(key: string, expr: string, x: Parameters<typeof buf>[0], out: Parameters<typeof buf>[0], helpers = '') {
+  const code = perElement('', MAP_DECLS, `let v = x[i]; o[i] = ${expr};`, helpers);
+  runPerElement(key, code, f32n(buf(out)), [buf(x), buf(out)]);
+}
+
+export const unary: Backend['unary'] = (op, x, out) => map(`unary-${op}`, UNARY[op], x, out);
+
+/**
+ * x^p: squares and cubes by multiplication, square roots by sqrt, integer powers of negative numbers with
+ * their sign (WGSL's pow is undefined for negative bases), others by pow.
+ */
+export const pow: Backend['pow'] = (x, p, out) => {
+  if (p === 2) return map('pow-2', 'v * v', x, out);
+  if (p === 1) return map('pow-1', 'v', x, out);
+  if (p === 0.5) return map('pow-half', 'sqrt(v)', x, out);
+  const code = perElement(
+    'e: f32, odd: u32, whole: u32',
+    MAP_DECLS,
+    /* wgsl */ `
+  let v = x[i];
+  if (p.whole == 1u) {
+    let m = pow(abs(v), p.e);
+    o[i] = select(m, -m, v < 0.0 && p.odd == 1u);
+  } else {
+    o[i] = pow(v, p.e);
+  }`,
+  );
+  const whole = Number.isInteger(p);
+  runPerElement(
+    'pow',
+    code,
+    f32n(buf(out)),
+    [buf(x), buf(out)],
+    [f(p), u(whole && Math.abs(p) % 2 === 1 ? 1 : 0), u(whole ? 1 : 0)],
+  );
+};
+
+export const relu: Backend['relu'] = (x, out) => map('relu', 'select(0.0, v, v > 0.0)', x, out);
+
+export const reluBackward: Backend['reluBackward'] = (x, dy, dx) => {
+  const code = perElement(
+    '',
+    /* wgsl */ `
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> dy: array<f32>;
+@group(0) @binding(3) var<storage, read_write> dx: array<f32>;`,
+    'dx[i] = select(0.0, dy[i], x[i] > 0.0);',
+  );
+  runPerElement('reluBackward', code, f32n(buf(dx)), [buf(x), buf(dy), buf(dx)]);
+};
+
+export const gelu: Backend['gelu'] = (x, out) =>
+  map('gelu', '0.5 * v * (1.0 + erf_(v * 0.70710678118654752))', x, out, ERF);
+
+export const geluBackward: Backend['geluBackward'] = (x, dy, dx) => {
+  const code = perElement(
+    '',
+    /* wgsl */ `
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> dy: array<f32>;
+@group(0) @binding(3) var<storage, read_write> dx: array<f32>;`,
+    /* wgsl */ `
+  let v = x[i];
+  let cdf = 0.5 * (1.0 + erf_(v * 0.70710678118654752));
+  let pdf = 0.39894228040143268 * exp(-0.5 * v * v);
+  dx[i] = dy[i] * (cdf + v * pdf);`,
+    ERF,
+  );
+  runPerElement('geluBackward', code, f32n(buf(dx)), [buf(x), buf(dy), buf(dx)]);
+};
+
+/** Dropout's mask from host random words (uploaded for the call), as js/elementwise.ts. */
+export const dropoutMask: Backend['dropoutMask'] = (bits, threshold, scale, x, keep, out) => {
+  const n = f32n(buf(keep));
+  if (n === 0) return;
+  const ctx = gpu();
+  const words = ctx.alloc(4 * Math.ceil(n / 2), false);
+  ctx.write(words, bits.subarray(0, Math.ceil(n / 2)), 0, true);
+  const code = perElement(
+    'threshold: u32, scale: f32',
+    /* wgsl */ `
+@group(0) @binding(1) var<storage, read> bits: array<u32>;
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+@group(0) @binding(3) var<storage, read_write> keep: array<f32>;
+@group(0) @binding(4) var<storage, read_write> o: array<f32>;`,
+    /* wgsl */ `
+  let w = bits[i / 2u];
+  let hw = select(w & 0xffffu, w >> 16u, (i & 1u) == 1u);
+  let k = select(0.0, p.scale, hw >= p.threshold);
+  keep[i] = k;
+  o[i] = x[i] * k;`,
+  );
+  runPerElement('dropoutMask', code, n, [words, buf(x), buf(keep), buf(out)], [u(threshold), f(scale)]);
+  ctx.release(words);
+};
+
+webgpuKernels.register('elementwise', {
+  binary,
+  binaryScalar,
+  unary,
+  pow,
+  dropoutMask,
+  relu,
+  reluBackward,
+  gelu,
+  geluBackward,
+});
