@@ -37,6 +37,11 @@ if (wasmFiles.some((f) => !existsSync(f) || statSync(f).mtimeMs < newestSource))
 }
 
 const backends = (process.env.QKV_BACKENDS ?? 'js,wasm').split(',').filter(Boolean);
+// The webgpu tests run Dawn (the npm package `webgpu`); without a GPU, on the SwiftShader Vulkan driver that
+// Debian's chromium ships, when VK_ICD_FILENAMES does not name another driver.
+const swiftshader = '/usr/lib/chromium/vk_swiftshader_icd.json';
+const webgpuEnv =
+  process.env.VK_ICD_FILENAMES === undefined && existsSync(swiftshader) ? { VK_ICD_FILENAMES: swiftshader } : {};
 const keys = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo', 'duration_ms'];
 
 function run(backend, last) {
@@ -46,7 +51,7 @@ function run(backend, last) {
     if (mine.length === 0) return resolve({ backend, code: 0, counts: Object.fromEntries(keys.map((k) => [k, 0])) });
     const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...mine], {
       stdio: ['inherit', 'pipe', 'inherit'],
-      env: { ...process.env, QKV_BACKEND: backend, QKV_POISON_SCOPES: '1' },
+      env: { ...process.env, ...webgpuEnv, QKV_BACKEND: backend, QKV_POISON_SCOPES: '1' },
     });
     let tail = '';
     child.stdout.on('data', (chunk) => {

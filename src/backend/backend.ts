@@ -110,7 +110,7 @@ export function chooseStartingBackend(
       return;
     }
     if (!registry.has(requested) && loaders.has(requested) && why(requested) === null) {
-      stillLoading = `QKV_BACKEND=${requested}: the ${requested} backend loads asynchronously: await backendReady() first`;
+      stillLoading = `QKV_BACKEND=${requested}: the ${requested} backend loads asynchronously: await backendReady()`;
       starting = setBackend(requested).then(
         () => {
           stillLoading = null;

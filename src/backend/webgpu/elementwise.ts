@@ -82,11 +82,12 @@ export const binaryScalar: Backend['binaryScalar'] = (op, a, scalar, out, scalar
   runPerElement(`binaryScalar-${op}-${scalarFirst}`, code, f32n(buf(out)), [buf(a), buf(out)], [f(scalar)]);
 };
 
+// WGSL leaves log and sqrt of negative numbers undefined: NaN, as js and PyTorch give, is chosen explicitly.
 const UNARY: Record<UnaryOp, string> = {
   exp: 'exp(v)',
-  log: 'log(v)',
+  log: 'select(select(log(v), nan_(), v < 0.0), neg_inf(), v == 0.0)',
   neg: '-v',
-  sqrt: 'sqrt(v)',
+  sqrt: 'select(sqrt(v), nan_(), v < 0.0)',
   tanh: 'tanh(v)',
   sigmoid: '1.0 / (1.0 + exp(-v))',
   abs: 'abs(v)',
@@ -111,17 +112,24 @@ export const unary: Backend['unary'] = (op, x, out) => map(`unary-${op}`, UNARY[
 export const pow: Backend['pow'] = (x, p, out) => {
   if (p === 2) return map('pow-2', 'v * v', x, out);
   if (p === 1) return map('pow-1', 'v', x, out);
-  if (p === 0.5) return map('pow-half', 'sqrt(v)', x, out);
+  if (p === 0.5) return map('pow-half', 'select(sqrt(v), nan_(), v < 0.0)', x, out);
   const code = perElement(
     'e: f32, odd: u32, whole: u32',
     MAP_DECLS,
     /* wgsl */ `
   let v = x[i];
+  if (p.e == 0.0) { o[i] = 1.0; return; }
+  if (v == 0.0) {
+    // WGSL's pow leaves 0^e undefined: ±0 or ±∞, the sign kept for odd integer exponents, as js.
+    let mag = select(0.0, pos_inf(), p.e < 0.0);
+    o[i] = select(mag, -mag, p.odd == 1u && bitcast<u32>(v) == 0x80000000u);
+    return;
+  }
   if (p.whole == 1u) {
     let m = pow(abs(v), p.e);
     o[i] = select(m, -m, v < 0.0 && p.odd == 1u);
   } else {
-    o[i] = pow(v, p.e);
+    o[i] = select(pow(v, p.e), nan_(), v < 0.0);
   }`,
   );
   const whole = Number.isInteger(p);
@@ -168,7 +176,11 @@ export const geluBackward: Backend['geluBackward'] = (x, dy, dx) => {
   runPerElement('geluBackward', code, f32n(buf(dx)), [buf(x), buf(dy), buf(dx)]);
 };
 
-/** Dropout's mask from host random words (uploaded for the call), as js/elementwise.ts. */
+/**
+ * Dropout's mask from host random words (uploaded for the call): keep = scale rounded to float32, as the js
+ * twin, and out = x·keep in float32, as PyTorch computes it (its mask is a float32 tensor); the js twin
+ * multiplies by the float64 scale, so outputs may differ from it by one float32 rounding (at most 1 ULP).
+ */
 export const dropoutMask: Backend['dropoutMask'] = (bits, threshold, scale, x, keep, out) => {
   const n = f32n(buf(keep));
   if (n === 0) return;

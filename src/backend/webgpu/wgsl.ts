@@ -24,7 +24,8 @@ ${decls}
 const WG = ${WG}u;
 ${INF}
 ${helpers}
-@compute @workgroup_size(${WG}) fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   let i = gid.x + gid.y * nwg.x * WG;
   if (i >= p.n) { return; }
   ${body}
@@ -58,7 +59,8 @@ export const NEG_INF = 'neg_inf()';
 export const POS_INF = 'pos_inf()';
 export const INF = /* wgsl */ `
 fn neg_inf() -> f32 { var bits = 0xff800000u; return bitcast<f32>(bits); }
-fn pos_inf() -> f32 { var bits = 0x7f800000u; return bitcast<f32>(bits); }`;
+fn pos_inf() -> f32 { var bits = 0x7f800000u; return bitcast<f32>(bits); }
+fn nan_() -> f32 { var bits = 0x7fc00000u; return bitcast<f32>(bits); }`;
 
 /**
  * erf with relative error below 1.2e-7 (Numerical Recipes' Chebyshev fit of erfc, as the js twin), in

@@ -1,0 +1,171 @@
+/**
+ * The webgpu elementwise family (src/backend/webgpu/elementwise.ts) against its js twins: broadcasts of every
+ * pattern the ops make, scalars on either side, every unary op, pow's special and general exponents (negative
+ * bases with integer exponents), relu/gelu and their backwards, dropout's mask; odd sizes, empty tensors and a
+ * grid folded past 65,535 workgroups. Arithmetic (+ − × ÷, select) is exact in WGSL as in js's float32
+ * stores, so those compare bit for bit; exp/log/tanh/pow/erf differ by a few float32 ULP (closeToJs).
+ */
+import { test } from 'node:test';
+import type { BinaryOp, UnaryOp } from '../../src/backend/backend.ts';
+import * as K from '../../src/backend/webgpu/elementwise.ts';
+import { stridesOf } from '../../src/tensor/shape.ts';
+import { rng, uniformArray } from '../helpers/random.ts';
+import { closeToJs, down, js, out, sameBits, up } from './webgpu-twins.ts';
+
+const rand = rng(5);
+const randn = (n: number, scale = 3) => uniformArray(rand, n, scale);
+const prod = (s: readonly number[]) => s.reduce((a, b) => a * b, 1);
+const OPS: BinaryOp[] = ['add', 'sub', 'mul', 'div'];
+
+/** Broadcast strides of `shape` (right-aligned) within `outShape`: 0 where broadcast. */
+function bst(shape: number[], outShape: number[]): number[] {
+  const pad = [...new Array<number>(outShape.length - shape.length).fill(1), ...shape];
+  return stridesOf(pad).map((st, d) => (pad[d] === 1 && outShape[d] !== 1 ? 0 : st));
+}
+
+test('webgpu binary: every broadcast pattern and op, bit for bit with js', async () => {
+  const cases: [number[], number[], number[]][] = [
+    [[1], [1], [1]],
+    [[7], [7], [7]],
+    [
+      [3, 5, 17],
+      [3, 5, 17],
+      [3, 5, 17],
+    ],
+    [[3, 5, 17], [3, 5, 17], [17]],
+    [
+      [3, 5, 17],
+      [3, 5, 17],
+      [1, 1, 17],
+    ],
+    [[4, 9], [1], [4, 9]],
+    [
+      [2, 3, 6],
+      [2, 3, 6],
+      [2, 1, 6],
+    ],
+    [
+      [5, 3],
+      [5, 3],
+      [5, 1],
+    ],
+    [
+      [2, 1, 4, 3],
+      [2, 1, 4, 1],
+      [1, 5, 1, 3],
+    ].map((s, k) => (k === 0 ? [2, 5, 4, 3] : s)),
+    [[0, 5], [0, 5], [5]],
+  ];
+  for (const [outShape, aShape, bShape] of cases)
+    for (const op of OPS) {
+      const a = randn(prod(aShape));
+      const b = randn(prod(bShape));
+      const n = prod(outShape);
+      const ref = randn(n);
+      const o = out(ref);
+      js.binary(op, a, bst(aShape, outShape), b, bst(bShape, outShape), ref, outShape);
+      K.binary(op, up(a), bst(aShape, outShape), up(b), bst(bShape, outShape), o as never, outShape);
+      sameBits(await down(o, n), ref, `${op} ${outShape} = ${aShape} ∘ ${bShape}`);
+    }
+});
+
+test('webgpu binary: in place (out is an input) and a grid folded past 65,535 workgroups', async () => {
+  const n = 65_535 * 64 + 77;
+  const a = randn(n);
+  const b = randn(n);
+  const ref = new Float32Array(n);
+  js.binary('mul', a, [1], b, [1], ref, [n]);
+  const ag = up(a);
+  K.binary('mul', ag as never, [1], up(b) as never, [1], ag as never, [n]);
+  sameBits(await down(ag, n), ref, 'in-place mul over a folded grid');
+});
+
+test('webgpu binaryScalar: both sides, bit for bit', async () => {
+  for (const op of OPS)
+    for (const first of [false, true]) {
+      const a = randn(301);
+      const ref = new Float32Array(301);
+      js.binaryScalar(op, a, 0.37, ref, first);
+      const o = out(randn(301));
+      K.binaryScalar(op, up(a) as never, 0.37, o as never, first);
+      sameBits(await down(o, 301), Math.fround(0.37) === 0.37 ? ref : f32Scalar(op, a, first), `${op} first ${first}`);
+    }
+});
+
+/** The op with the scalar rounded to float32 first, as the GPU (and PyTorch's float32 tensors) compute it. */
+function f32Scalar(op: BinaryOp, a: Float32Array, first: boolean): Float32Array {
+  const ref = new Float32Array(a.length);
+  js.binaryScalar(op, a, Math.fround(0.37), ref, first);
+  return ref;
+}
+
+test('webgpu unary, pow, relu, gelu and backwards: close to js (a few ULP of WGSL exp/log/tanh/pow)', async () => {
+  const x = randn(1001);
+  x[0] = 0;
+  x[1] = -0;
+  x[2] = -2;
+  for (const op of ['exp', 'log', 'neg', 'sqrt', 'tanh', 'sigmoid', 'abs'] as UnaryOp[]) {
+    const ref = new Float32Array(x.length);
+    js.unary(op, x, ref);
+    const o = out(randn(x.length));
+    K.unary(op, up(x) as never, o as never);
+    const got = await down(o, x.length);
+    if (op === 'neg' || op === 'abs') sameBits(got, ref, op);
+    else closeToJs(got, ref, op, 1e-6, 2e-6);
+  }
+  for (const p of [2, 3, 1, 0.5, -1, -2, 1.7, 0]) {
+    const ref = new Float32Array(x.length);
+    js.pow(x, p, ref);
+    const o = out(randn(x.length));
+    K.pow(up(x) as never, p, o as never);
+    closeToJs(await down(o, x.length), ref, `pow ${p}`, 1e-6, 4e-6);
+  }
+  const dy = randn(x.length);
+  const pairs: [string, Float32Array, Float32Array][] = [];
+  for (const [name, fwd] of [
+    ['relu', K.relu],
+    ['gelu', K.gelu],
+  ] as const) {
+    const ref = new Float32Array(x.length);
+    js[name](x, ref);
+    const o = out(randn(x.length));
+    fwd(up(x) as never, o as never);
+    pairs.push([name, await down(o, x.length), ref]);
+  }
+  for (const [name, bwd] of [
+    ['reluBackward', K.reluBackward],
+    ['geluBackward', K.geluBackward],
+  ] as const) {
+    const ref = new Float32Array(x.length);
+    js[name](x, dy, ref);
+    const o = out(randn(x.length));
+    bwd(up(x) as never, up(dy) as never, o as never);
+    pairs.push([name, await down(o, x.length), ref]);
+  }
+  for (const [name, got, ref] of pairs)
+    if (name.startsWith('relu')) sameBits(got, ref, name);
+    else closeToJs(got, ref, name, 1e-6, 2e-6);
+});
+
+/** |a − b| at most one float32 ULP of b, element by element. */
+function withinUlp(a: Float32Array, b: Float32Array, what: string): void {
+  for (let i = 0; i < b.length; i++) {
+    const ulp = Math.abs(Math.fround(b[i] * (1 + 2 ** -23)) - b[i]) || 2 ** -149;
+    if (!(Math.abs(a[i] - b[i]) <= ulp)) throw new Error(`${what}: element ${i} is ${a[i]}, expected ${b[i]} ± 1 ULP`);
+  }
+}
+
+test('webgpu dropoutMask: the same kept elements as js, out within 1 ULP (float32 scale, as PyTorch)', async () => {
+  for (const n of [1, 2, 31, 1000]) {
+    const bits = Uint32Array.from({ length: Math.ceil(n / 2) }, () => Math.floor(rand() * 2 ** 32));
+    const x = randn(n);
+    const keep = new Float32Array(n);
+    const o = new Float32Array(n);
+    js.dropoutMask(bits, 19_661, 1 / 0.7, x, keep, o);
+    const kg = out(randn(n));
+    const og = out(randn(n));
+    K.dropoutMask(bits, 19_661, 1 / 0.7, up(x) as never, kg as never, og as never);
+    sameBits(await down(kg, n), keep, `keep ${n}`);
+    withinUlp(await down(og, n), o, `out ${n}`);
+  }
+});
