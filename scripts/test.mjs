@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs every test file under test/ with node's test runner through tsx (TypeScript, no build),
-// once per backend: QKV_BACKEND=js, then QKV_BACKEND=wasm. Fails if either run fails. The output
-// ends with node's summary lines (ℹ tests / pass / fail …), summed over both runs.
+// once per backend: QKV_BACKEND=js, webgpu (the files of WEBGPU_FILES), then wasm. Fails if any run fails.
+// The output ends with node's summary lines (ℹ tests / pass / fail …), summed over the runs.
 // QKV_POISON_SCOPES=1: memoryScope blocks are NaN-filled when handed out uninitialised and when
 // released, so a read before write or a tensor used after its scope fails the tests that train.
 // Files named *.once.test.ts do not depend on the backend (the Python bridge, ONNX Runtime, crash
@@ -36,7 +36,7 @@ if (wasmFiles.some((f) => !existsSync(f) || statSync(f).mtimeMs < newestSource))
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
 
-const backends = (process.env.QKV_BACKENDS ?? 'js,wasm').split(',').filter(Boolean);
+const backends = (process.env.QKV_BACKENDS ?? 'js,webgpu,wasm').split(',').filter(Boolean);
 // The webgpu tests run Dawn (the npm package `webgpu`); without a GPU, on the SwiftShader Vulkan driver that
 // Debian's chromium ships, when VK_ICD_FILENAMES does not name another driver.
 const swiftshader = '/usr/lib/chromium/vk_swiftshader_icd.json';
@@ -44,12 +44,18 @@ const webgpuEnv =
   process.env.VK_ICD_FILENAMES === undefined && existsSync(swiftshader) ? { VK_ICD_FILENAMES: swiftshader } : {};
 const keys = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo', 'duration_ms'];
 
+// The webgpu pass (Dawn in Node; SwiftShader without a GPU, slow) runs the files written for every device:
+// they read values with `await t.data()`, never synchronously.
+const WEBGPU_FILES = ['test/parity.test.ts', 'test/webgpu/'];
+
 function run(backend, last) {
-  const mine = last ? files : files.filter((f) => !f.endsWith('.once.test.ts'));
+  const onDevice = backend === 'webgpu' ? files.filter((f) => WEBGPU_FILES.some((w) => f.startsWith(w))) : files;
+  const mine = last ? onDevice : onDevice.filter((f) => !f.endsWith('.once.test.ts'));
   return new Promise((resolve) => {
     console.log(`\n=== backend: ${backend}${last ? '' : ' (without *.once.test.ts)'} ===`);
     if (mine.length === 0) return resolve({ backend, code: 0, counts: Object.fromEntries(keys.map((k) => [k, 0])) });
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...mine], {
+    const setup = ['--import', './test/helpers/backend-ready.ts'];
+    const child = spawn(process.execPath, ['--import', 'tsx', ...setup, '--test', '--test-reporter=spec', ...mine], {
       stdio: ['inherit', 'pipe', 'inherit'],
       env: { ...process.env, ...webgpuEnv, QKV_BACKEND: backend, QKV_POISON_SCOPES: '1' },
     });

@@ -2,13 +2,14 @@
  * PyTorch parity: every fixture in test/fixtures was written by scripts/fixtures/make_fixtures.py
  * from torch 1.13 (weights, inputs, outputs and all gradients). Each case is rebuilt here through
  * the public API from the fixture's config, the PyTorch weights are loaded by their state-dict
- * names, and outputs and gradients must match within 1e-4 + 1e-4·|torch|.
+ * names, and outputs and gradients must match within 1e-4 + 1e-4·|torch|. Values are read with `await t.data()`,
+ * so the file runs on every backend, webgpu included (scripts/test.mjs).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { F, io, nn, type Tensor } from '../src/index.ts';
-import { assertClose } from './helpers/assert.ts';
+import { assertCloseAsync } from './helpers/assert.ts';
 
 const dir = new URL('./fixtures/', import.meta.url);
 const files = readdirSync(dir)
@@ -144,7 +145,7 @@ test('fixtures are present', () => {
 });
 
 for (const file of files) {
-  test(`PyTorch parity: ${file.replace('.safetensors', '')}`, () => {
+  test(`PyTorch parity: ${file.replace('.safetensors', '')}`, async () => {
     const { tensors, metadata } = io.readSafetensors(readFileSync(new URL(file, dir)));
     const cfg = JSON.parse(metadata.config) as Config;
     const inputs = prefixed(tensors, 'inputs.');
@@ -162,7 +163,7 @@ for (const file of files) {
     assert.deepEqual(Object.keys(run.outputs).sort(), Object.keys(expected).sort(), 'outputs returned');
     let loss: Tensor | null = null;
     for (const [name, out] of Object.entries(run.outputs)) {
-      assertClose(out, expected[name], `output '${name}'`);
+      await assertCloseAsync(out, expected[name], `output '${name}'`);
       const term = F.sum(F.mul(out, R[name]));
       loss = loss ? F.add(loss, term) : term;
     }
@@ -171,13 +172,13 @@ for (const file of files) {
     for (const [name, g] of Object.entries(gradParams)) {
       const p = run.params[name];
       assert.ok(p?.grad, `parameter '${name}' received a gradient`);
-      assertClose(p.grad!, g, `grad of parameter '${name}'`);
+      await assertCloseAsync(p.grad!, g, `grad of parameter '${name}'`);
     }
     const gradInputs = prefixed(tensors, 'grads.inputs.');
     assert.deepEqual(Object.keys(gradInputs).sort(), [...cfg.diffInputs].sort(), 'differentiable inputs');
     for (const [name, g] of Object.entries(gradInputs)) {
       assert.ok(inputs[name].grad, `input '${name}' received a gradient`);
-      assertClose(inputs[name].grad!, g, `grad of input '${name}'`);
+      await assertCloseAsync(inputs[name].grad!, g, `grad of input '${name}'`);
     }
   });
 }

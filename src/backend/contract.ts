@@ -150,6 +150,8 @@ export interface Backend {
    * F.scaled_dot_product_attention), else 0.
    */
   maskToBias(mask: Storage, out: F32, n: number, blockWhen: 0 | 1): void;
+  /** out[i] = 1 where x[i] equals `value`, else 0: a bool mask from n int32 ids (the padding mask of a batch). */
+  equalScalar(x: I32, value: number, out: Storage<'bool'>, n: number): void;
 
   /** Row-wise softmax over the last dim of an (R, C) matrix. */
   softmax(x: F32, out: F32, rows: number, cols: number): void;
@@ -295,6 +297,7 @@ export const KERNEL_NAMES = [
   'gatherRows',
   'argmax',
   'maskToBias',
+  'equalScalar',
   'softmax',
   'softmaxBackward',
   'logSoftmax',

@@ -2,7 +2,15 @@
  * Translating many sentences in length-sorted batches (`qkv translate`, `qkv eval`, the translation pipeline), and
  * scoring them with BLEU.
  */
-import { beamSearch, ensembleMembers, greedy, type DecodeResult, type Hypothesis, type Models } from './search.ts';
+import {
+  beamSearch,
+  ensembleMembers,
+  greedy,
+  readsSync,
+  type DecodeResult,
+  type Hypothesis,
+  type Models,
+} from './search.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { beamSearchPausing, greedyPausing } from './pausing.ts';
 import { Tensor } from '../tensor/tensor.ts';
@@ -170,7 +178,8 @@ export async function translateIdsAsync(
   srcIds: number[][],
   o: TranslateOptions,
 ): Promise<string[]> {
-  if (!o.signal) return translateIds(model, tok, srcIds, o);
+  // The synchronous loop where it can run: no signal to hear, and values that read back at once (not a GPU).
+  if (!o.signal && readsSync(model)) return translateIds(model, tok, srcIds, o);
   const out = srcIds.map(() => '');
   const ids = searchIds(tok, o);
   for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {

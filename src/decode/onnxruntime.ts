@@ -130,7 +130,7 @@ export class OrtSeq2Seq {
         `decode: src must be int32 token ids of shape (B, S), got ${src.dtype} [${src.shape.join(', ')}]`,
       );
     const { memory, mask } = await this.encode(src);
-    const maxLens = maxLengths(src, this.info.padId!, this.info.maxPositions, options.maxLen);
+    const maxLens = maxLengths(src.dataSync(), src.shape, this.info.padId!, this.info.maxPositions, options.maxLen);
     return { stepper: new OrtSeq2SeqStepper(this, memory, mask, src.shape[1]), maxLens };
   }
 }

@@ -60,6 +60,9 @@ export function pausingStepper(stepper: Stepper, signal: AbortSignal | undefined
     step: async (last) => {
       await pause();
       signal?.throwIfAborted();
+      // A device without synchronous reads (a GPU) is read back asynchronously; the step itself is recorded
+      // inside noGrad either way.
+      if (stepper.stepAsync) return noGrad(() => stepper.stepAsync!(last));
       return noGrad(() => stepper.step(last));
     },
   };
@@ -71,7 +74,8 @@ async function runPausing<R>(
   options: DecodeOptions,
   search: (stepper: AsyncStepper, maxLens: number[], padId: number) => Promise<R>,
 ): Promise<R> {
-  const { members, maxLens, padId } = prepareSearch(model, src, options);
+  const ids = src.device.readSync ? src.dataSync<Int32Array>() : await src.data<Int32Array>();
+  const { members, maxLens, padId } = prepareSearch(model, src, options, ids);
   const restore = enterEvalMode(members);
   try {
     const stepper = noGrad(() => encodeSources(members, src, options));

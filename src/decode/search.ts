@@ -334,6 +334,11 @@ function* beamSteps(
  * The members of an ensemble (one model: itself), checked to read the same source ids and write
  * the same target ids: equal source and target vocabulary sizes and padding id.
  */
+/** Whether the models' parameters read back synchronously (CPU devices; a GPU's do not). */
+export function readsSync(model: Models): boolean {
+  return ensembleMembers(model).every((m) => m.parameters().every((p) => p.device.readSync !== undefined));
+}
+
 export function ensembleMembers(model: Models): readonly Seq2Seq[] {
   const members: readonly Seq2Seq[] = Array.isArray(model) ? model : [model as Seq2Seq];
   if (members.length === 0) throw new Error('decode: an ensemble needs at least one model, got an empty list');
@@ -370,6 +375,8 @@ export function prepareSearch(
   model: Models,
   src: Tensor,
   options: DecodeOptions,
+  /** src's ids on the host (read here when not given, where the device reads synchronously). */
+  srcIds?: ArrayLike<number>,
 ): { members: readonly Seq2Seq[]; maxLens: number[]; padId: number } {
   const name = 'decode';
   const members = ensembleMembers(model);
@@ -392,7 +399,8 @@ export function prepareSearch(
   if (options.minLen !== undefined && (!Number.isInteger(options.minLen) || options.minLen < 0)) {
     throw new Error(`${name}: minLen must be a non-negative integer, got ${options.minLen}`);
   }
-  return { members, maxLens: maxLengths(src, padId, positions, options.maxLen), padId };
+  const ids = srcIds ?? src.dataSync();
+  return { members, maxLens: maxLengths(ids, src.shape, padId, positions, options.maxLen), padId };
 }
 
 /** The source encoded by every member, and the stepper over them (an ensemble's, for several). */
@@ -411,9 +419,13 @@ export function encodeSources(members: readonly Seq2Seq[], src: Tensor, options:
  * Most ids each sentence of src (B, S) may generate: `maxLen`, else its non-padding length + 50
  * (the paper's), capped by the position table.
  */
-export function maxLengths(src: Tensor, padId: number, positions: number, maxLen?: number): number[] {
-  const [B, S] = src.shape;
-  const ids = src.dataSync();
+export function maxLengths(
+  ids: ArrayLike<number>,
+  [B, S]: readonly number[],
+  padId: number,
+  positions: number,
+  maxLen?: number,
+): number[] {
   return Array.from({ length: B }, (_, b) => {
     let len = 0;
     for (let j = 0; j < S; j++) if (ids[b * S + j] !== padId) len++;

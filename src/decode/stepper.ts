@@ -26,6 +26,11 @@ export interface StepperRows {
 export interface Stepper extends StepperRows {
   /** Feed each row's last id; returns log-probabilities (rows × vocab), padding id at −∞. */
   step(last: Int32Array): Float32Array;
+  /**
+   * The same step, its log-probabilities read back asynchronously: how a model on a device without
+   * synchronous reads (a GPU) is decoded. The model's work is recorded before the promise is returned.
+   */
+  stepAsync?(last: Int32Array): Promise<Float32Array>;
 }
 
 /** A Stepper whose steps run elsewhere and answer later (ONNX Runtime's session.run is asynchronous). */
@@ -69,6 +74,12 @@ export function abortable<S extends Stepper>(stepper: S, signal: AbortSignal | u
       signal.throwIfAborted();
       return stepper.step(last);
     },
+    ...(stepper.stepAsync && {
+      stepAsync: (last: Int32Array) => {
+        signal.throwIfAborted();
+        return stepper.stepAsync!(last);
+      },
+    }),
   };
 }
 
@@ -89,7 +100,17 @@ export function pause(): Promise<void> {
  * it would return garbage with no word of why. −∞ is fine (a masked token).
  */
 export function logProbs(logits: Tensor, padId: number, step: number): Float32Array {
-  const lp = F.logSoftmax(logits, -1).dataSync() as Float32Array;
+  return checkedLogProbs(F.logSoftmax(logits, -1).dataSync() as Float32Array, logits, padId, step);
+}
+
+/** {@link logProbs}, read back asynchronously (any device); the log-softmax is recorded at once. */
+export async function logProbsAsync(logits: Tensor, padId: number, step: number): Promise<Float32Array> {
+  const lp = F.logSoftmax(logits, -1);
+  return checkedLogProbs((await lp.data()) as Float32Array, logits, padId, step);
+}
+
+/** The non-finite check and the padding id ruled out, on the host values of a step's log-softmax. */
+function checkedLogProbs(lp: Float32Array, logits: Tensor, padId: number, step: number): Float32Array {
   const V = logits.shape[logits.shape.length - 1];
   for (let i = 0; i < lp.length; i++) {
     const v = lp[i];
@@ -134,6 +155,14 @@ export class CachedStepper implements Stepper {
     );
   }
 
+  stepAsync(last: Int32Array): Promise<Float32Array> {
+    return logProbsAsync(
+      this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache),
+      this.model.config.padId,
+      ++this.steps,
+    );
+  }
+
   reorder(rows: Int32Array): void {
     this.cache.reorder(rows);
   }
@@ -167,13 +196,24 @@ export class FullStepper implements Stepper {
   }
 
   step(last: Int32Array): Float32Array {
+    const [logits, T] = this.logits(last);
+    return logProbs(logits, this.model.config.padId, T);
+  }
+
+  stepAsync(last: Int32Array): Promise<Float32Array> {
+    const [logits, T] = this.logits(last);
+    return logProbsAsync(logits, this.model.config.padId, T);
+  }
+
+  /** The next-token logits (N, vocab) after feeding `last`, and the prefix length. */
+  private logits(last: Int32Array): [Tensor, number] {
     const N = this.prefixes.length;
     for (let i = 0; i < N; i++) this.prefixes[i].push(last[i]);
     const T = this.prefixes[0].length;
     const ids = new Int32Array(N * T);
     for (let i = 0; i < N; i++) ids.set(this.prefixes[i], i * T);
     const h = this.model.decode(new Tensor(ids, [N, T], 'int32'), this.memory, this.srcPadding); // (N, T, E)
-    return logProbs(this.model.generator(F.narrow(h, 1, T - 1, 1)).reshape(N, -1), this.model.config.padId, T);
+    return [this.model.generator(F.narrow(h, 1, T - 1, 1)).reshape(N, -1), T];
   }
 
   reorder(rows: Int32Array): void {
@@ -215,25 +255,35 @@ export class EnsembleStepper implements Stepper {
   }
 
   step(last: Int32Array): Float32Array {
-    const lps = this.members.map((m) => m.step(last));
-    if (lps.length === 1) return lps[0];
-    const out = new Float32Array(lps[0].length);
-    const logN = Math.log(lps.length);
-    for (let j = 0; j < out.length; j++) {
-      let max = -Infinity;
-      for (const lp of lps) if (lp[j] > max) max = lp[j];
-      if (max === -Infinity) {
-        out[j] = -Infinity; // every member rules the id out (the padding id, a blocked EOS)
-        continue;
-      }
-      let sum = 0;
-      for (const lp of lps) sum += Math.exp(lp[j] - max);
-      out[j] = max + Math.log(sum) - logN;
-    }
-    return out;
+    return meanOfProbs(this.members.map((m) => m.step(last)));
+  }
+
+  async stepAsync(last: Int32Array): Promise<Float32Array> {
+    // Every member's step is recorded before the first read is awaited.
+    const pending = this.members.map((m) => (m.stepAsync ? m.stepAsync(last) : Promise.resolve(m.step(last))));
+    return meanOfProbs(await Promise.all(pending));
   }
 
   reorder(rows: Int32Array): void {
     for (const m of this.members) m.reorder(rows);
   }
+}
+
+/** log((1/n) Σ_i p_i) per element, from the members' log-probabilities. */
+function meanOfProbs(lps: Float32Array[]): Float32Array {
+  if (lps.length === 1) return lps[0];
+  const out = new Float32Array(lps[0].length);
+  const logN = Math.log(lps.length);
+  for (let j = 0; j < out.length; j++) {
+    let max = -Infinity;
+    for (const lp of lps) if (lp[j] > max) max = lp[j];
+    if (max === -Infinity) {
+      out[j] = -Infinity; // every member rules the id out (the padding id, a blocked EOS)
+      continue;
+    }
+    let sum = 0;
+    for (const lp of lps) sum += Math.exp(lp[j] - max);
+    out[j] = max + Math.log(sum) - logN;
+  }
+  return out;
 }

@@ -206,11 +206,7 @@ export class Seq2Seq extends Module {
 
   /** Padding mask (B, T) for key positions: TRUE where the id is padding. */
   paddingMask(ids: Tensor): Tensor {
-    const out = new Uint8Array(ids.size);
-    // Ids come from the host (a tokenizer); read where the device can answer at once.
-    const v = ids.dataSync();
-    for (let i = 0; i < ids.size; i++) out[i] = v[i] === this.config.padId ? 1 : 0;
-    return new Tensor(out, ids.shape, 'bool');
+    return F.eq(ids, this.config.padId);
   }
 
   /** The encoder output ("memory") for source ids (B, S). */

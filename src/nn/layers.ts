@@ -195,11 +195,8 @@ export class PositionalEncoding extends Module {
     const T = this.batchFirst ? x.shape[1] : x.shape[0];
     const maxLen = this.pe.shape[0];
     if (T > maxLen) throw new Error(`PositionalEncoding: sequence length ${T} exceeds maxLen ${maxLen}`);
-    const table = new Tensor(
-      this.pe.dataSync().subarray(0, T * this.dModel) as Float32Array,
-      [T, this.dModel],
-      'float32',
-    );
+    // The first T rows of the table, on its device (a row copy, as no read back to the host is needed).
+    const table = T === maxLen ? this.pe : F.narrow(this.pe, 0, 0, T);
     const pe = this.batchFirst ? table : table.reshape(T, 1, this.dModel);
     return this.dropout.forward(F.add(x, pe));
   }

@@ -19,7 +19,7 @@ export {
   maskedFill,
   expand,
 } from './elementwise.ts';
-export { sum, mean, argmax, sumToShape } from './reduce.ts';
+export { sum, mean, argmax, eq, sumToShape } from './reduce.ts';
 export { permute, transpose, unsqueeze, squeeze, narrow, split, chunk, cat, stack } from './shape.ts';
 export { matmul, linear, linearQuantized, quantizeWeight, type QuantDType, type QuantizedWeight } from './matmul.ts';
 export { softmax, logSoftmax } from './softmax.ts';

@@ -2,7 +2,8 @@ import { record } from '../autograd/engine.ts';
 import { broadcastStrides, normAxis, type Shape, sameShape, sizeOf } from '../tensor/shape.ts';
 import { type Tensor, full } from '../tensor/tensor.ts';
 import type { I32 } from '../backend/backend.ts';
-import { empty, f32, K, st, zerosOf } from './util.ts';
+import type { Storage } from '../tensor/storage.ts';
+import { empty, f32, i32, K, st, zerosOf } from './util.ts';
 
 /** Sum a broadcast gradient back down to `shape` (the rule every broadcasting op's backward needs). */
 export function sumToShape(g: Tensor, shape: Shape): Tensor {
@@ -63,6 +64,18 @@ export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tenso
 }
 
 /** Index of the largest value along the last dim (int32, no gradient). */
+/**
+ * A bool mask of int32 ids equal to `value` (torch.eq with a number, for ids): how padding masks are made on
+ * the ids' own device, with no read back to the host.
+ */
+export function eq(x: Tensor, value: number): Tensor {
+  const xd = i32(x, 'eq', 'input');
+  if (!Number.isInteger(value)) throw new Error(`eq: value must be an integer id, got ${value}`);
+  const out = zerosOf(x.shape, 'bool');
+  K().equalScalar(xd, value, out.storage as Storage<'bool'>, x.size);
+  return out;
+}
+
 export function argmax(x: Tensor): Tensor {
   const xd = f32(x, 'argmax', 'input');
   const c = x.shape[x.ndim - 1];

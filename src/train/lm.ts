@@ -14,7 +14,7 @@ import type { GPT } from '../models/gpt.ts';
 import { withEvalMode } from '../nn/module.ts';
 import * as F from '../ops/index.ts';
 import { AdamW } from '../optim/adam.ts';
-import { clipGradNorm } from '../optim/clip.ts';
+import { clipGradNorm, clipGradNormAsync } from '../optim/clip.ts';
 import { memoryScope } from '../tensor/storage.ts';
 import { cosineLr } from '../optim/schedule.ts';
 import { Generator, defaultGenerator } from '../tensor/random.ts';
@@ -192,6 +192,36 @@ export class LmTrainer {
       faultPoint('step', { step }); // crash tests: QKV_FAULT=step:step=N
       return { step, loss: loss.item(), lr, tokens: y.size };
     });
+  }
+
+  /**
+   * step() for a model on a device that reads back only asynchronously (a GPU; any device works): the same
+   * batch, loss, clipping and update, the loss read back after the update is recorded.
+   */
+  async stepAsync(): Promise<LmStepResult> {
+    this.model.train();
+    const step = this.position.step + 1;
+    const { loss, tokens } = memoryScope(() => {
+      const { x, y } = this.batch(step);
+      const loss = F.crossEntropy(this.model.forward(x), y);
+      this.decayed.zeroGrad(false);
+      this.undecayed.zeroGrad(false);
+      loss.backward();
+      return { loss: loss.detach(), tokens: y.size };
+    });
+    if (this.options.clipNorm > 0)
+      await clipGradNormAsync([...this.decayed.params, ...this.undecayed.params], this.options.clipNorm);
+    const lr = memoryScope(() => {
+      const lr = this.lrAt(step);
+      this.decayed.lr = lr;
+      this.undecayed.lr = lr;
+      this.decayed.step();
+      this.undecayed.step();
+      this.position = { step, rng: defaultGenerator.getState() };
+      return lr;
+    });
+    faultPoint('step', { step });
+    return { step, loss: await loss.itemAsync(), lr, tokens };
   }
 
   /** Weights, AdamW moments and position in one safetensors file (write it atomically). */

@@ -12,7 +12,7 @@ import type { Seq2Seq } from '../models/seq2seq.ts';
 import { withEvalMode } from '../nn/module.ts';
 import * as F from '../ops/index.ts';
 import { Adam, AdamW } from '../optim/adam.ts';
-import { clipGradNorm } from '../optim/clip.ts';
+import { clipGradNorm, clipGradNormAsync } from '../optim/clip.ts';
 import { memoryScope } from '../tensor/storage.ts';
 import { noamLr } from '../optim/schedule.ts';
 import { defaultGenerator } from '../tensor/random.ts';
@@ -187,8 +187,44 @@ export class Seq2SeqTrainer {
         tokens += batch.targetTokens;
       });
     }
+    if (this.options.clipNorm > 0) memoryScope(() => clipGradNorm(this.optimizer.params, this.options.clipNorm));
+    return this.update(loss, tokens);
+  }
+
+  /**
+   * step() for a model on a device that reads back only asynchronously (a GPU; any device works): the same
+   * batches, losses, clipping and update, with the batches' losses read back after the update is recorded.
+   */
+  async stepAsync(): Promise<Seq2SeqStepResult> {
+    const K = this.options.accum;
+    this.model.train();
+    this.optimizer.zeroGrad(false);
+    const losses: Tensor[] = [];
+    let tokens = 0;
+    for (let k = 0; k < K; k++) {
+      const l = memoryScope(() => {
+        const batch = this.nextBatch();
+        const logits = this.model.forward(batch.src, batch.tgtIn); // (B, T, vocab)
+        const l = F.crossEntropy(logits, batch.tgtOut, {
+          ignoreIndex: this.ids.padId,
+          labelSmoothing: this.options.labelSmoothing,
+        });
+        (K === 1 ? l : F.mul(l, 1 / K)).backward();
+        tokens += batch.targetTokens;
+        return l.detach(); // kept by the scope: read after the update
+      });
+      losses.push(l);
+    }
+    if (this.options.clipNorm > 0) await clipGradNormAsync(this.optimizer.params, this.options.clipNorm);
+    const r = this.update(0, tokens);
+    let loss = 0;
+    for (const l of losses) loss += (await l.itemAsync()) / K;
+    return { ...r, loss };
+  }
+
+  /** The optimiser step of step() and stepAsync(), after the gradients are in (and clipped). */
+  private update(loss: number, tokens: number): Seq2SeqStepResult {
     return memoryScope(() => {
-      if (this.options.clipNorm > 0) clipGradNorm(this.optimizer.params, this.options.clipNorm);
       this.position.step++;
       const lr = noamLr(this.position.step, this.model.config.dModel, this.options.warmup, this.options.lrFactor);
       this.optimizer.lr = lr;

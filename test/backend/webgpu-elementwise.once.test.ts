@@ -50,10 +50,10 @@ test('webgpu binary: every broadcast pattern and op, bit for bit with js', async
       [5, 1],
     ],
     [
-      [2, 1, 4, 3],
+      [2, 5, 4, 3],
       [2, 1, 4, 1],
       [1, 5, 1, 3],
-    ].map((s, k) => (k === 0 ? [2, 5, 4, 3] : s)),
+    ],
     [[0, 5], [0, 5], [5]],
   ];
   for (const [outShape, aShape, bShape] of cases)
@@ -64,7 +64,7 @@ test('webgpu binary: every broadcast pattern and op, bit for bit with js', async
       const ref = randn(n);
       const o = out(ref);
       js.binary(op, a, bst(aShape, outShape), b, bst(bShape, outShape), ref, outShape);
-      K.binary(op, up(a), bst(aShape, outShape), up(b), bst(bShape, outShape), o as never, outShape);
+      K.binary(op, up(a), bst(aShape, outShape), up(b), bst(bShape, outShape), o, outShape);
       sameBits(await down(o, n), ref, `${op} ${outShape} = ${aShape} ∘ ${bShape}`);
     }
 });
@@ -76,7 +76,7 @@ test('webgpu binary: in place (out is an input) and a grid folded past 65,535 wo
   const ref = new Float32Array(n);
   js.binary('mul', a, [1], b, [1], ref, [n]);
   const ag = up(a);
-  K.binary('mul', ag as never, [1], up(b) as never, [1], ag as never, [n]);
+  K.binary('mul', ag, [1], up(b), [1], ag, [n]);
   sameBits(await down(ag, n), ref, 'in-place mul over a folded grid');
 });
 
@@ -87,7 +87,7 @@ test('webgpu binaryScalar: both sides, bit for bit', async () => {
       const ref = new Float32Array(301);
       js.binaryScalar(op, a, 0.37, ref, first);
       const o = out(randn(301));
-      K.binaryScalar(op, up(a) as never, 0.37, o as never, first);
+      K.binaryScalar(op, up(a), 0.37, o, first);
       sameBits(await down(o, 301), Math.fround(0.37) === 0.37 ? ref : f32Scalar(op, a, first), `${op} first ${first}`);
     }
 });
@@ -108,7 +108,7 @@ test('webgpu unary, pow, relu, gelu and backwards: close to js (a few ULP of WGS
     const ref = new Float32Array(x.length);
     js.unary(op, x, ref);
     const o = out(randn(x.length));
-    K.unary(op, up(x) as never, o as never);
+    K.unary(op, up(x), o);
     const got = await down(o, x.length);
     if (op === 'neg' || op === 'abs') sameBits(got, ref, op);
     else closeToJs(got, ref, op, 1e-6, 2e-6);
@@ -117,7 +117,7 @@ test('webgpu unary, pow, relu, gelu and backwards: close to js (a few ULP of WGS
     const ref = new Float32Array(x.length);
     js.pow(x, p, ref);
     const o = out(randn(x.length));
-    K.pow(up(x) as never, p, o as never);
+    K.pow(up(x), p, o);
     closeToJs(await down(o, x.length), ref, `pow ${p}`, 1e-6, 4e-6);
   }
   const dy = randn(x.length);
@@ -129,7 +129,7 @@ test('webgpu unary, pow, relu, gelu and backwards: close to js (a few ULP of WGS
     const ref = new Float32Array(x.length);
     js[name](x, ref);
     const o = out(randn(x.length));
-    fwd(up(x) as never, o as never);
+    fwd(up(x), o);
     pairs.push([name, await down(o, x.length), ref]);
   }
   for (const [name, bwd] of [
@@ -139,7 +139,7 @@ test('webgpu unary, pow, relu, gelu and backwards: close to js (a few ULP of WGS
     const ref = new Float32Array(x.length);
     js[name](x, dy, ref);
     const o = out(randn(x.length));
-    bwd(up(x) as never, up(dy) as never, o as never);
+    bwd(up(x), up(dy), o);
     pairs.push([name, await down(o, x.length), ref]);
   }
   for (const [name, got, ref] of pairs)
@@ -164,7 +164,7 @@ test('webgpu dropoutMask: the same kept elements as js, out within 1 ULP (float3
     js.dropoutMask(bits, 19_661, 1 / 0.7, x, keep, o);
     const kg = out(randn(n));
     const og = out(randn(n));
-    K.dropoutMask(bits, 19_661, 1 / 0.7, up(x) as never, kg as never, og as never);
+    K.dropoutMask(bits, 19_661, 1 / 0.7, up(x), kg, og);
     sameBits(await down(kg, n), keep, `keep ${n}`);
     withinUlp(await down(og, n), o, `out ${n}`);
   }

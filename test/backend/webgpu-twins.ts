@@ -24,8 +24,12 @@ if (acquired === null) assert.fail(`no WebGPU device: ${loadErrorOf('webgpu')}`)
 export const ctx: GpuContext = acquired;
 export const gpuDevice = webgpuDevice(ctx);
 
+/** GPU storage as the kernels take it: any dtype's handle (the tests pick the right one). */
+// biome-ignore lint/suspicious/noExplicitAny: a handle of whichever dtype the kernel under test takes.
+export type AnyStorage = Storage<any>;
+
 /** Host values on the GPU. */
-export function up(values: TypedData, dtype: DType = 'float32'): Storage {
+export function up(values: TypedData, dtype: DType = 'float32'): AnyStorage {
   return gpuDevice.fromHost(values, dtype);
 }
 
@@ -35,7 +39,7 @@ export function down<T extends TypedData = Float32Array>(s: Storage, n: number, 
 }
 
 /** GPU storage holding a copy of `init` (an output pre-filled, to catch cells a kernel leaves unwritten). */
-export function out(init: Float32Array): Storage {
+export function out(init: Float32Array): AnyStorage {
   return up(init.slice());
 }
 

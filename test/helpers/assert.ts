@@ -39,3 +39,20 @@ export function assertClose(
     );
   }
 }
+
+/**
+ * {@link assertClose} for tensors on any device: the values are read with `await t.data()` (a GPU's read back
+ * only asynchronously), then compared as assertClose compares them.
+ */
+export async function assertCloseAsync(
+  actual: Tensor,
+  expected: Tensor | ArrayLike<number>,
+  what: string,
+  atol = 1e-4,
+  rtol = 1e-4,
+): Promise<void> {
+  if ('shape' in expected) assert.deepEqual([...actual.shape], [...expected.shape], `${what}: shape`);
+  const a = await actual.data();
+  const b = 'shape' in expected ? await expected.data() : expected;
+  assertClose(a, b, what, atol, rtol);
+}

@@ -124,4 +124,9 @@ export const maskToBias: HostKernels['maskToBias'] = (mask, out, n, blockWhen) =
   for (let i = 0; i < n; i++) out[i] = (mask[i] !== 0 ? 1 : 0) === blockWhen ? -Infinity : 0;
 };
 
-jsKernels.register('layout', { reduceSum, permute, copyRows, gatherRows, argmax, maskToBias });
+/** The bool mask of ids equal to `value` (see Backend.equalScalar). */
+export const equalScalar: HostKernels['equalScalar'] = (x, value, out, n) => {
+  for (let i = 0; i < n; i++) out[i] = x[i] === value ? 1 : 0;
+};
+
+jsKernels.register('layout', { reduceSum, permute, copyRows, gatherRows, argmax, maskToBias, equalScalar });

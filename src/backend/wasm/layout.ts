@@ -6,6 +6,7 @@
 import type { HostKernels } from '../backend.ts';
 import {
   argmax,
+  equalScalar,
   copyRows as jsCopyRows,
   gatherRows,
   maskToBias,
@@ -104,6 +105,6 @@ export const copyRows: HostKernels['copyRows'] = (
   );
 };
 
-// gatherRows (memory copies of whole rows), argmax (a decoding step's last read) and maskToBias (made once per
-// batch) are the js twins: there is no arithmetic for wasm to speed up.
-wasmKernels.register('layout', { reduceSum, permute, copyRows, gatherRows, argmax, maskToBias });
+// gatherRows (memory copies of whole rows), argmax (a decoding step's last read), maskToBias and equalScalar (made
+// once per batch) are the js twins: there is no arithmetic for wasm to speed up.
+wasmKernels.register('layout', { reduceSum, permute, copyRows, gatherRows, argmax, maskToBias, equalScalar });

@@ -6,7 +6,7 @@
  */
 import type { Backend } from '../backend.ts';
 import type { Storage } from '../../tensor/storage.ts';
-import { grid, type GpuBuf, u } from './context.ts';
+import { grid, type GpuBuf, i, u } from './context.ts';
 import { buf } from './device.ts';
 import { gpu, webgpuKernels } from './registry.ts';
 import { AT, dimsParam, INF, NEG_INF, perElement, runPerElement } from './wgsl.ts';
@@ -227,4 +227,15 @@ export const maskToBias: Backend['maskToBias'] = (mask, out, n, blockWhen) => {
   runPerElement('maskToBias', code, n, [words(mask, 'maskToBias'), buf(out)], [u(blockWhen)]);
 };
 
-webgpuKernels.register('layout', { reduceSum, permute, copyRows, gatherRows, argmax, maskToBias });
+export const equalScalar: Backend['equalScalar'] = (x, value, out, n) => {
+  const code = perElement(
+    'value: i32',
+    /* wgsl */ `
+@group(0) @binding(1) var<storage, read> x: array<i32>;
+@group(0) @binding(2) var<storage, read_write> o: array<u32>;`,
+    'o[i] = select(0u, 1u, x[i] == p.value);',
+  );
+  runPerElement('equalScalar', code, n, [buf(x), words(out, 'equalScalar')], [i(value)]);
+};
+
+webgpuKernels.register('layout', { reduceSum, permute, copyRows, gatherRows, argmax, maskToBias, equalScalar });
