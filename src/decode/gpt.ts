@@ -11,6 +11,7 @@ import { noGrad } from '../autograd/grad-mode.ts';
 import type { GPT, GPTCache } from '../models/gpt.ts';
 import { enterEvalMode } from '../nn/module.ts';
 import { Generator as RandomGenerator } from '../tensor/random.ts';
+import * as F from '../ops/index.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { checkSamplingOptions, sampleToken, type SamplingOptions } from './sample.ts';
 
@@ -149,6 +150,40 @@ export function* generateStream(
   } finally {
     restoreMode();
   }
+}
+
+/**
+ * A GPT as an {@link AsyncLm}: each run is recorded at once (without gradients) and its last row of logits
+ * read back asynchronously, so models on a device that reads back only asynchronously (a GPU) generate
+ * through generateStreamAsync with the same draws as generateStream. The model is put in eval mode while
+ * it runs.
+ */
+export function gptAsyncLm(model: GPT, useCache = true): AsyncLm {
+  const { vocabSize, blockSize } = model.config;
+  let cache: GPTCache | null = null;
+  return {
+    vocabSize,
+    blockSize,
+    async run(fed, fresh) {
+      const restore = enterEvalMode(model);
+      let last: Tensor;
+      try {
+        last = noGrad(() => {
+          const x = new Tensor(Int32Array.from(fed), [1, fed.length], 'int32');
+          let logits: Tensor;
+          if (!useCache) logits = model.forward(x);
+          else {
+            if (fresh) cache = model.initCache();
+            logits = model.forwardCached(x, cache!).logits;
+          }
+          return F.narrow(logits.reshape(fed.length, vocabSize), 0, fed.length - 1, 1);
+        });
+      } finally {
+        restore();
+      }
+      return (await last.data()) as Float32Array;
+    },
+  };
 }
 
 /** The same generation on an asynchronous engine (ONNX Runtime): same checks, same draws, same cuts. */

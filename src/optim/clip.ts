@@ -30,6 +30,7 @@ export async function clipGradNormAsync(params: Iterable<Tensor>, maxNorm: numbe
   for (const v of await sums.data<Float32Array>()) sq += v;
   const norm = Math.sqrt(sq);
   const coef = maxNorm / (norm + 1e-6);
-  if (coef < 1) for (const g of grads) getBackend().binaryScalar('mul', g.storage as F32, coef, g.storage as F32, false);
+  if (coef < 1)
+    for (const g of grads) getBackend().binaryScalar('mul', g.storage as F32, coef, g.storage as F32, false);
   return norm;
 }

@@ -9,6 +9,7 @@
  * The folder (docs/model-folder.md) is a path in Node; in a browser a base URL, the File objects
  * of a folder picker, or a map of file contents.
  */
+import { backendNames, setBackend } from '../backend/backend.ts';
 import type { FolderInput } from '../folder/open.ts';
 import { openLanguageModel, openTranslation } from './load.ts';
 import { checkOptions, describeValue, didYouMean } from './options.ts';
@@ -36,6 +37,13 @@ export interface PipelineOptions {
    * false: the folder's own model alone, as `qkv translate --no-ensemble`).
    */
   ensemble?: boolean;
+  /**
+   * Where the model runs, as transformers.js users write it: 'webgpu' (the GPU, where WebGPU is available),
+   * 'wasm', 'js', or 'cpu' (wasm where its module loads, else js). qkv runs ops on one backend at a time:
+   * this makes it the current backend (`await setBackend(...)`) before the model is made, so later
+   * pipelines and ops run there too until another is chosen. Default: the current backend.
+   */
+  device?: 'webgpu' | 'wasm' | 'cpu' | 'js';
 }
 
 /** A pipeline for `task` over the model folder `folder`. */
@@ -63,13 +71,24 @@ export async function pipeline(
   }
   checkFolder(task, folder);
   checkOptions(`pipeline('${task}')`, options, PIPELINE_OPTIONS);
+  if (options.device !== undefined) await useDevice(`pipeline('${task}')`, options.device);
   if (task === 'translation') return translationPipeline(await openTranslation(folder, options.ensemble ?? true));
   return textGenerationPipeline(await openLanguageModel(folder));
 }
 
 const TASKS: readonly Task[] = ['translation', 'text-generation'];
 
-const PIPELINE_OPTIONS = { ensemble: 'boolean' } as const;
+const PIPELINE_OPTIONS = { ensemble: 'boolean', device: 'device' } as const;
+
+/** Make `device`'s backend the current one ('cpu': wasm where it loads, else js); one line if it cannot load. */
+async function useDevice(where: string, device: 'webgpu' | 'wasm' | 'cpu' | 'js'): Promise<void> {
+  const name = device === 'cpu' ? (backendNames().includes('wasm') ? 'wasm' : 'js') : device;
+  try {
+    await setBackend(name);
+  } catch (e) {
+    throw new Error(`${where}: device '${device}' is not available here: ${(e as Error).message}`);
+  }
+}
 
 /** The folder argument is one of the kinds openFolder takes, or an Error naming what came. */
 function checkFolder(task: Task, folder: unknown): void {

@@ -21,6 +21,10 @@ const KINDS = {
     ok: (v: unknown) => typeof v === 'number' && v > 0 && v <= 1,
   },
   boolean: { expected: 'true or false', ok: (v: unknown) => typeof v === 'boolean' },
+  device: {
+    expected: "'webgpu', 'wasm', 'cpu' or 'js'",
+    ok: (v: unknown) => v === 'webgpu' || v === 'wasm' || v === 'cpu' || v === 'js',
+  },
   function: { expected: 'a function', ok: (v: unknown) => typeof v === 'function' },
   signal: {
     expected: 'an AbortSignal',

@@ -4,7 +4,13 @@
  * model was trained), the same sampling (temperature, top-k, top-p, seeded), the same KV cache,
  * the same text for the ids. `generate.stream` yields the continuation piece by piece.
  */
-import { generateStream, type GeneratedToken, type GenerateOptions } from '../decode/gpt.ts';
+import {
+  generateStream,
+  generateStreamAsync,
+  gptAsyncLm,
+  type GeneratedToken,
+  type GenerateOptions,
+} from '../decode/gpt.ts';
 import { pause } from '../decode/stepper.ts';
 import { idsText, promptContext, promptIds, type GptTokenizer, type LoadedLm } from '../folder/gpt.ts';
 import type { LmConfigFile } from '../folder/spec.ts';
@@ -186,7 +192,12 @@ async function* pieces(
  * with `engine` (how the CLI runs ONNX Runtime's graph through the same path).
  */
 export function textGenerationPipeline(lm: LoadedLm, engine?: GenerationEngine): TextGenerationPipeline {
-  const draw: GenerationEngine = engine ?? { tokens: (context, o) => generateStream(lm.model, context, o) };
+  // A model on a device that reads back only asynchronously (a GPU) is read through the async driver.
+  const onGpu = lm.model.parameters().some((p) => p.device.readSync === undefined);
+  const draw: GenerationEngine = engine ?? {
+    tokens: (context, o) =>
+      onGpu ? generateStreamAsync(gptAsyncLm(lm.model, o.useCache), context, o) : generateStream(lm.model, context, o),
+  };
   const run = async (prompt: string, options: GenerationOptions = {}): Promise<string> => {
     let out = '';
     for await (const { id, piece } of pieces(lm, draw, prompt, options)) {
