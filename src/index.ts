@@ -25,6 +25,7 @@ export { memoryScope } from './tensor/storage.ts';
 export { noGrad, enableGrad, isGradEnabled, gradcheck, type GradcheckOptions } from './autograd/index.ts';
 export {
   setBackend,
+  backendReady,
   getBackend,
   backendNames,
   registerBackend,

@@ -63,7 +63,6 @@ export function mean(x: Tensor, dim?: number | number[], keepdim = false): Tenso
   return record(res, 'mean', [x], (g) => [broadcastBack(g, keepShape, x.shape, 1 / count)]);
 }
 
-/** Index of the largest value along the last dim (int32, no gradient). */
 /**
  * A bool mask of int32 ids equal to `value` (torch.eq with a number, for ids): how padding masks are made on
  * the ids' own device, with no read back to the host.
@@ -76,6 +75,7 @@ export function eq(x: Tensor, value: number): Tensor {
   return out;
 }
 
+/** Index of the largest value along the last dim (int32, no gradient). */
 export function argmax(x: Tensor): Tensor {
   const xd = f32(x, 'argmax', 'input');
   const c = x.shape[x.ndim - 1];
