@@ -1,4 +1,4 @@
 /** Optimisers and schedules: `import { optim } from 'qkv'`. */
 export { Adam, AdamW, type AdamOptions, type AdamState } from './adam.ts';
 export { noamLr, cosineLr } from './schedule.ts';
-export { clipGradNorm } from './clip.ts';
+export { clipGradNorm, clipGradNormAsync } from './clip.ts';
