@@ -7,6 +7,7 @@
  */
 import { type Backend, registerLoader } from '../backend.ts';
 import { registerBackendInfo, registerLoadError } from '../info.ts';
+import './attention.ts';
 import './elementwise.ts';
 import './layout.ts';
 import { GpuContext } from './context.ts';
