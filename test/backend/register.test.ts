@@ -33,7 +33,7 @@ test('backends: js always; wasm registered here; default wasm unless QKV_BACKEND
   setBackend('js');
   assert.equal(getBackend().name, 'js');
   setBackend(before);
-  assert.throws(() => setBackend('cuda'), /unknown backend 'cuda', registered: js, wasm/);
+  assert.throws(() => setBackend('cuda'), /unknown backend 'cuda', registered: js, wasm, webgpu/);
 });
 
 test('2,000 training steps of a small Seq2Seq (attention, layer norm, gelu, cross-entropy, Adam) on wasm: wasm memory flat, loss falls', () => {
@@ -105,7 +105,7 @@ test('2,000 training steps of a small Seq2Seq (attention, layer norm, gelu, cros
 test('a bad QKV_BACKEND or QKV_THREADS is one line from the CLI, before any command runs', async () => {
   const { spawnSync } = await import('node:child_process');
   const cases: [Record<string, string>, RegExp][] = [
-    [{ QKV_BACKEND: 'gpu' }, /^qkv: QKV_BACKEND=gpu: unknown backend \(expected one of js, wasm\)\n$/],
+    [{ QKV_BACKEND: 'gpu' }, /^qkv: QKV_BACKEND=gpu: unknown backend \(expected one of js, wasm, webgpu\)\n$/],
     [
       { QKV_THREADS: 'abc' },
       /^qkv: QKV_THREADS=abc: expected a whole number of threads >= 1 \(at most 8 are used\)\n$/,
