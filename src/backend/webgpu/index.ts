@@ -9,6 +9,8 @@ import { type Backend, registerLoader } from '../backend.ts';
 import { registerBackendInfo, registerLoadError } from '../info.ts';
 import './elementwise.ts';
 import './layout.ts';
+import './gemm.ts';
+import './quantized.ts';
 import { GpuContext } from './context.ts';
 import { webgpuDevice } from './device.ts';
 import { acquireDevice } from './gpu.ts';
