@@ -7,14 +7,16 @@
  */
 import { type Backend, registerLoader } from '../backend.ts';
 import { registerBackendInfo, registerLoadError } from '../info.ts';
-import './attention.ts';
-import './elementwise.ts';
-import './layout.ts';
+import './gemm.ts';
 import './softmax.ts';
 import './layernorm.ts';
+import './elementwise.ts';
+import './attention.ts';
 import './crossentropy.ts';
 import './embedding.ts';
+import './layout.ts';
 import './adam.ts';
+import './quantized.ts';
 import { GpuContext } from './context.ts';
 import { webgpuDevice } from './device.ts';
 import { acquireDevice } from './gpu.ts';
