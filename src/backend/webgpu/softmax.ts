@@ -32,7 +32,6 @@ const WG = ${wg}u;
 var<workgroup> red: array<f32, ${wg}>;
 var<workgroup> red2: array<vec2f, ${wg}>;
 ${INF}
-fn nan_() -> f32 { var bits = 0x7fc00000u; return bitcast<f32>(bits); }
 fn is_neg_inf(v: f32) -> bool { return bitcast<u32>(v) == 0xff800000u; }
 fn is_nan(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }
 /** exp(d), 0 for d = −∞ and NaN for NaN (an implementation's exp need not follow IEEE there). */
