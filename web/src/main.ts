@@ -73,7 +73,12 @@ function renderStatus(): void {
   const text = `${modelStatus[shownModelView ?? modelView]} · backend: ${backend ? backend.name : '…'}`;
   // Written only when it changes: a live region reads every write.
   if (el.textContent !== text) el.textContent = text;
-  el.title = backend?.note ?? '';
+  const launches = runner.threads?.launches ?? 0;
+  const split =
+    backend && backend.info.threads > 1
+      ? ` · ${launches} kernel${launches === 1 ? '' : 's'} split among the threads so far`
+      : '';
+  el.title = (backend?.note ?? '') + split;
 }
 
 /** Set when the Generate view is not the first model view: it is built on its first visit. */
@@ -167,8 +172,17 @@ async function start(): Promise<void> {
   renderStatus();
   const params = new URLSearchParams(location.search);
   const pref = (params.get('backend') ?? 'auto') as 'auto' | 'js' | 'wasm';
+  // ?threads=N: the wasm backend's threads (default: the cores, at most 8).
+  const threadsParam = params.get('threads');
+  const threads = threadsParam === null ? undefined : Number(threadsParam);
+  if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1))
+    throw new Error(`?threads=${threadsParam}: expected a whole number of threads >= 1`);
+  runner.onThreads = renderStatus;
   // The models live in the model worker: it chooses the backend they run on.
-  const [chosen, served] = await Promise.all([runner.call('init', { pref, pageUrl: location.href }), servedP]);
+  const [chosen, served] = await Promise.all([
+    runner.call('init', { pref, pageUrl: location.href, ...(threads !== undefined && { threads }) }),
+    servedP,
+  ]);
   backend = chosen;
   const { models } = served;
   const asked = models.find((m) => m.id === params.get('model'));
