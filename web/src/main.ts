@@ -24,9 +24,10 @@ import { initGenerate, type GenerateView } from './views/generate.ts';
 import { initPositional } from './views/positional.ts';
 import { initSteps } from './views/steps.ts';
 import { runner } from './runner.ts';
+import { initTrain } from './views/train.ts';
 import { initTranslate, type TranslateView } from './views/translate.ts';
 
-const VIEWS = ['translate', 'generate', 'positional', 'steps', 'export'] as const;
+const VIEWS = ['translate', 'generate', 'positional', 'steps', 'train', 'export'] as const;
 type View = (typeof VIEWS)[number];
 type ModelView = 'translate' | 'generate';
 
@@ -84,7 +85,14 @@ function renderStatus(): void {
 /** Set when the Generate view is not the first model view: it is built on its first visit. */
 let lazyGenerate: (() => void) | null = null;
 
+/** Whether the Train view is built (on its first visit). */
+let trainBuilt = false;
+
 function show(view: View): void {
+  if (view === 'train' && !trainBuilt) {
+    trainBuilt = true;
+    initTrain(byId('view-train'));
+  }
   if (view === 'generate' && lazyGenerate) {
     const init = lazyGenerate;
     lazyGenerate = null;

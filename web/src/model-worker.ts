@@ -1,6 +1,6 @@
 /**
  * The explorer's model worker: every model of the page lives and runs here, off the page's main
- * thread (opening a folder, translating, generating, the next-token and neuron views). The page
+ * thread (opening a folder, translating, generating, the next-token and neuron views, training). The page
  * talks to it through runner.ts: one request at a time in arrival order (a request waits for the
  * one before it, so a translation asked while its model loads runs on that model), each answered
  * with its value or its error's message, with progress lines between. Cancelling is the page's:
@@ -30,6 +30,7 @@ import { CharTokenizer } from '../../src/text/chars.ts';
 import { poolStats, setNumThreads } from '../../src/backend/wasm/threads.ts';
 import { chooseBackend, type BackendChoice } from './backend.ts';
 import { loadLocalModel } from './local-model.ts';
+import { trainHandlers, type TrainRequests } from './train-worker.ts';
 import { openServed, setPageBase, type ServedEntry } from './model.ts';
 
 /** A translation model as the Translate view describes it. */
@@ -57,8 +58,8 @@ export interface GptInfo {
   parameters: number;
 }
 
-/** The requests, by name: their arguments and what they answer. */
-export interface Requests {
+/** The requests, by name: their arguments and what they answer (training's: train-worker.ts). */
+export interface Requests extends TrainRequests {
   /** `threads`: the wasm backend's thread count (the page's ?threads=N; default: the cores, at most 8). */
   init: { args: { pref: 'auto' | 'js' | 'wasm'; pageUrl: string; threads?: number }; value: BackendChoice };
   openServed: { args: { view: 'translate' | 'generate'; entry: ServedEntry }; value: TranslationInfo | GptInfo };
@@ -165,6 +166,7 @@ function needGpt(): LoadedGpt {
 }
 
 const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: string) => void) => unknown } = {
+  ...trainHandlers,
   async init({ pref, pageUrl, threads }) {
     setPageBase(pageUrl);
     if (threads !== undefined) setNumThreads(threads);
