@@ -246,7 +246,7 @@ test('train in the page: the loss falls, pause and resume, and the saved folder 
     new RegExp(`Saved ${NAME}\\.zip at step ${last}`),
   );
   // The Train view's ids are its own (train-…): none is used twice on the page.
-  const ids = await p.evaluate(() => [...document.querySelectorAll('[id]')].map((e) => e.id));
+  const ids = await p.evaluate(() => Array.from(document.querySelectorAll('[id]'), (e) => e.id));
   assert.deepEqual(
     ids.filter((id, i) => ids.indexOf(id) !== i),
     [],
