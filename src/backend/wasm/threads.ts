@@ -40,16 +40,18 @@
  * records/thread-pool-soak/, on this code and on the code before it, without a stall, and with
  * pauses injected no join ever waited a second. The stall's cause stays unknown (ONNX Runtime's
  * own join, where the main thread also blocks inside `session.run`, was not instrumented). What
- * the pool does now so that a process cannot hang on it anyway, whoever loses a wake-up: the join's wait is bounded
- * (RECHECK_MS), re-reads the counters and re-sends the launch's notify to a worker that has not
- * started it; a worker that dies fails the launch with one line naming the kernel and every
- * worker's state.
+ * the pool does now so that a process cannot hang on it anyway, whoever loses a wake-up: the
+ * join's wait is bounded (RECHECK_MS), re-reads the counters and re-sends the launch's notify to a
+ * worker that has not started it; a worker that dies fails the launch with one line naming the
+ * kernel and every worker's state (in a browser, a death is seen between launches only: see
+ * startWebPool).
  *
  * Threads: QKV_THREADS in the environment, else the available parallelism (a browser's
  * `navigator.hardwareConcurrency`; at most 8); `setNumThreads(n)` changes it (1 = no workers).
  *
- * Over 500 lines: the launch protocol, its failure handling (bounded join, dead workers) and the
- * test-only hooks that prove it (pauses, dropped notifies, deaths) are one argument and are read together.
+ * Over 500 lines: the launch protocol, its failure handling (bounded join, dead workers), its two
+ * starts (Node's supervisor, a browser's Web Workers) and the test-only hooks that prove it (pauses,
+ * dropped notifies, deaths) are one argument and are read together.
  */
 import { reportEnvError } from '../backend.ts';
 import { alloc, memory } from './memory.ts';
@@ -236,17 +238,11 @@ for (let id = 0; id < n; id++) {
 }
 `;
 
-/** The browser's side of a global scope, as far as the pool looks at it. */
+/** The browser's side of a global scope, as far as the pool looks at it (each may be absent). */
 interface WebScope {
-  Worker?: new (url: URL, opts: { type: 'module'; name: string }) => WebWorker;
+  Worker?: unknown;
   WorkerGlobalScope?: abstract new () => unknown;
   navigator?: { hardwareConcurrency?: number };
-}
-interface WebWorker {
-  postMessage(m: unknown): void;
-  terminate(): void;
-  onmessage: ((e: { data: { id: number; ready?: true; error?: string } }) => void) | null;
-  onerror: ((e: { message?: string; preventDefault(): void }) => void) | null;
 }
 const web = globalThis as WebScope;
 
