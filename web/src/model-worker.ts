@@ -1,6 +1,6 @@
 /**
  * The explorer's model worker: every model of the page lives and runs here, off the page's main
- * thread (opening a folder, translating, generating, the next-token and neuron views). The page
+ * thread (opening a folder, translating, generating, the next-token and neuron views, training). The page
  * talks to it through runner.ts: one request at a time in arrival order (a request waits for the
  * one before it, so a translation asked while its model loads runs on that model), each answered
  * with its value or its error's message, with progress lines between. Cancelling is the page's:
@@ -27,8 +27,10 @@ import type { Seq2Seq } from '../../src/models/seq2seq.ts';
 import type { BpeTokenizer } from '../../src/text/bpe.ts';
 import { ByteLevelBpeTokenizer } from '../../src/text/bytelevel.ts';
 import { CharTokenizer } from '../../src/text/chars.ts';
+import { poolStats, setNumThreads } from '../../src/backend/wasm/threads.ts';
 import { chooseBackend, type BackendChoice } from './backend.ts';
 import { loadLocalModel } from './local-model.ts';
+import { trainHandlers, type TrainRequests } from './train-worker.ts';
 import { openServed, setPageBase, type ServedEntry } from './model.ts';
 
 /** A translation model as the Translate view describes it. */
@@ -56,9 +58,10 @@ export interface GptInfo {
   parameters: number;
 }
 
-/** The requests, by name: their arguments and what they answer. */
-export interface Requests {
-  init: { args: { pref: 'auto' | 'js' | 'wasm'; pageUrl: string }; value: BackendChoice };
+/** The requests, by name: their arguments and what they answer (training's: train-worker.ts). */
+export interface Requests extends TrainRequests {
+  /** `threads`: the wasm backend's thread count (the page's ?threads=N; default: the cores, at most 8). */
+  init: { args: { pref: 'auto' | 'js' | 'wasm'; pageUrl: string; threads?: number }; value: BackendChoice };
   openServed: { args: { view: 'translate' | 'generate'; entry: ServedEntry }; value: TranslationInfo | GptInfo };
   openLocal: {
     args: { files: File[] };
@@ -84,10 +87,15 @@ export interface RequestMessage<K extends RequestName = RequestName> {
   args: Requests[K]['args'];
 }
 
-/** Worker → page: a progress line, the value, or the error's message. */
+/** What the wasm backend's thread pool has done so far: kernels split among its threads (launches). */
+export interface ThreadStats {
+  launches: number;
+}
+
+/** Worker → page: a progress line, the value (with the pool's count so far), or the error's message. */
 export type ReplyMessage =
   | { id: number; progress: string }
-  | { id: number; value: unknown }
+  | { id: number; value: unknown; threads: ThreadStats }
   | { id: number; error: string };
 
 /** A translation model as the Translate view runs it: a qkv folder's, or a Hugging Face Marian folder's. */
@@ -158,8 +166,10 @@ function needGpt(): LoadedGpt {
 }
 
 const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: string) => void) => unknown } = {
-  async init({ pref, pageUrl }) {
+  ...trainHandlers,
+  async init({ pref, pageUrl, threads }) {
     setPageBase(pageUrl);
+    if (threads !== undefined) setNumThreads(threads);
     backend = await chooseBackend(pref);
     return backend;
   },
@@ -256,7 +266,7 @@ self.onmessage = (e: MessageEvent<RequestMessage>) => {
     try {
       const handler = handlers[op] as (a: unknown, p: (s: string) => void) => unknown;
       const value = await handler(args, (progress) => post({ id, progress }));
-      post({ id, value });
+      post({ id, value, threads: { launches: poolStats().launches } });
     } catch (x) {
       post({ id, error: (x as Error).message ?? String(x) });
     }
