@@ -12,6 +12,7 @@ import { generateHf } from '../decode/hf-search.ts';
 import { greedy } from '../decode/search.ts';
 import { promptContext, type LoadedGpt } from '../folder/gpt.ts';
 import type { LoadedMarian } from '../folder/marian.ts';
+import type { OpenedFolder } from '../folder/open.ts';
 import { GPT } from '../models/gpt.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { Tensor } from '../tensor/tensor.ts';
@@ -60,6 +61,17 @@ export type FlowSubject =
   | { kind: 'seq2seq'; model: Seq2Seq; tokenizer: BpeTokenizer; targetTokenizer: BpeTokenizer }
   | { kind: 'marian'; marian: Pick<LoadedMarian, 'model' | 'tokenizer' | 'ids' | 'generation'> }
   | { kind: 'gpt'; lm: LoadedGpt };
+
+/** The flow's view of an opened folder (folder/open.ts's openFolder, or the Node readers' with their kind). */
+export function flowSubject(opened: OpenedFolder): FlowSubject {
+  if (opened.kind === 'marian') return { kind: 'marian', marian: opened };
+  if (opened.kind === 'seq2seq') {
+    const { model, tokenizer, targetTokenizer } = opened;
+    return { kind: 'seq2seq', model, tokenizer, targetTokenizer };
+  }
+  const { model, tokenizer, separatorId } = opened;
+  return { kind: 'gpt', lm: { model, tokenizer, separatorId } };
+}
 
 /** Options of {@link textFlow}. */
 export interface TextFlowOptions extends Omit<FlowOptions, 'label'> {

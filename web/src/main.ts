@@ -20,13 +20,14 @@ import type { BackendChoice } from './backend.ts';
 import { byId, h } from './dom.ts';
 import { fetchServedModels, KIND_LABELS, viewOf, type ServedEntry } from './model.ts';
 import { initExport } from './views/export.ts';
+import { initFlow } from './views/flow.ts';
 import { initGenerate, type GenerateView } from './views/generate.ts';
 import { initPositional } from './views/positional.ts';
 import { initSteps } from './views/steps.ts';
 import { runner } from './runner.ts';
 import { initTranslate, type TranslateView } from './views/translate.ts';
 
-const VIEWS = ['translate', 'generate', 'positional', 'steps', 'export'] as const;
+const VIEWS = ['translate', 'generate', 'flow', 'positional', 'steps', 'export'] as const;
 type View = (typeof VIEWS)[number];
 type ModelView = 'translate' | 'generate';
 
@@ -227,6 +228,7 @@ async function start(): Promise<void> {
   if (asked) location.hash = startView;
   route();
   renderStatus();
+  initFlow(byId('view-flow'), { served });
   initPositional(byId('view-positional'));
   initSteps(byId('view-steps'));
   initExport(
