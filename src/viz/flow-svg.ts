@@ -35,11 +35,12 @@ export function flowVectorsSvg(
   const cols = values[0]?.length ?? 0;
   const m = extent(values);
   const cell = cols > 64 ? 6 : cols > 24 ? 10 : 18;
+  const shown = cols < stage.width ? `first ${cols} of ${stage.width}` : `all ${stage.width}`;
   return heatmapSvg({
     values,
     rowLabels: stageTokens(flow, stage),
     colLabels: Array.from({ length: cols }, (_, j) => String(j)),
-    title: `${stage.title} · ${stage.group} · ${cols < stage.width ? `first ${cols} of ` : ''}${stage.width} components`,
+    title: `${stage.title} · ${stage.group} · ${shown} components`,
     xLabel: 'component',
     min: -m,
     max: m,

@@ -106,9 +106,12 @@ function tableNumbers(testid: string): Promise<Record<string, number>[]> {
   return page
     .locator(`#flow-detail [data-testid="${testid}"]`)
     .evaluate((t) =>
-      [...t.querySelectorAll('tr[data-token]')].map((tr) =>
+      Array.from(t.querySelectorAll('tr[data-token]')).map((tr) =>
         Object.fromEntries(
-          [...tr.querySelectorAll<HTMLElement>('[data-key]')].map((c) => [c.dataset.key!, Number(c.dataset.value)]),
+          Array.from(tr.querySelectorAll('[data-key]')).map((c) => [
+            c.getAttribute('data-key')!,
+            Number(c.getAttribute('data-value')),
+          ]),
         ),
       ),
     );
@@ -173,11 +176,11 @@ test('EN→DE: every stage of qkv flow, in order; an opened stage shows qkv flow
   );
   await openStage('softmax');
   const top = await page.locator('#flow-detail [data-testid="flow-top"]').evaluate((t) =>
-    [...t.querySelectorAll('tr[data-token]')].map((tr) =>
-      [...tr.querySelectorAll('td')].map((td) => ({
-        id: Number(td.dataset.id),
-        logit: Number(td.querySelector<HTMLElement>('[data-key="logit"]')!.dataset.value),
-        p: Number(td.querySelector<HTMLElement>('[data-key="p"]')!.dataset.value),
+    Array.from(t.querySelectorAll('tr[data-token]')).map((tr) =>
+      Array.from(tr.querySelectorAll('td')).map((td) => ({
+        id: Number(td.getAttribute('data-id')),
+        logit: Number(td.querySelector('[data-key="logit"]')!.getAttribute('data-value')),
+        p: Number(td.querySelector('[data-key="p"]')!.getAttribute('data-value')),
       })),
     ),
   );

@@ -99,11 +99,9 @@ export function flow(o: FlowCommandOptions): FlowJson {
     out.full = Object.fromEntries(want.map((id) => [id, run.vectors(id)]));
   }
   const t = run.text;
-  o.log(
-    t.target === undefined
-      ? `"${t.text}": ${stages.length} stage${stages.length === 1 ? '' : 's'}`
-      : `"${t.text}" → decoder fed "${t.target}"${t.translated ? ' (the greedy translation)' : ''}: ` +
-          `${stages.length} stages`,
-  );
+  const n = `${stages.length} stage${stages.length === 1 ? '' : 's'}`;
+  const fed =
+    t.target === undefined ? '' : ` → decoder fed "${t.target}"${t.translated ? ' (the greedy translation)' : ''}`;
+  o.log(`"${t.text}"${fed}: ${n}`);
   return out;
 }
