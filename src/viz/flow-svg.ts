@@ -1,18 +1,20 @@
 /**
  * Pictures of a flow's stages (viz/flow.ts): a stage's vectors as a heatmap strip per token (tokens
  * down, components across, red below 0, blue above (RdBu), scaled to the stage's largest |x|), one head's
- * attention as the attention heatmap (attention-maps.ts), and a small thumbnail of a stage for the
- * flow's columns. SVG strings, as the rest of viz/.
+ * attention as the attention heatmap (attention-maps.ts), as SVG strings like the rest of viz/; and the
+ * colours of a stage's thumbnail for the flow's columns.
  */
 import type { FlowStage, ModelFlow } from './flow-core.ts';
+import type { FlowStageOutline } from './flow.ts';
 import { mapsHeatmapSvg, type AttentionMaps } from './attention-maps.ts';
-import { averageHeads } from './modelview.ts';
 import { blues, rdbu } from './color.ts';
 import { heatmapSvg } from './heatmap.ts';
-import { esc, px } from './svg.ts';
+
+/** What the pictures read of a flow: its tokens (a ModelFlow, or its outline). */
+export type FlowAxes = Pick<ModelFlow, 'axes'>;
 
 /** The tokens of the stage's rows. */
-export function stageTokens(flow: ModelFlow, stage: FlowStage): string[] {
+export function stageTokens(flow: FlowAxes, stage: FlowStage): string[] {
   return flow.axes[stage.axis]?.tokens ?? stage.rows.map((_, i) => String(i));
 }
 
@@ -28,7 +30,7 @@ function extent(values: readonly (readonly number[])[]): number {
  * flow keeps, or every component when `values` ([token][component], from FlowRun.vectors) is given.
  */
 export function flowVectorsSvg(
-  flow: ModelFlow,
+  flow: FlowAxes,
   stage: FlowStage,
   values: readonly (readonly number[])[] = stage.rows.map((r) => r.head),
 ): string {
@@ -48,13 +50,15 @@ export function flowVectorsSvg(
     cellWidth: cell,
     cellHeight: 18,
     showValues: false,
+    // Every component of a wide stage: thousands of cells, whose numbers are in the page's table.
+    titles: cols <= 64,
     labelEvery: cols > 24 ? 8 : 1,
     className: 'qkv-flow-vectors',
   });
 }
 
 /** An attention stage's heads as AttentionMaps (one "layer": this stage), to draw with attention-maps.ts. */
-export function flowAttentionMaps(flow: ModelFlow, stage: FlowStage): AttentionMaps {
+export function flowAttentionMaps(flow: FlowAxes, stage: FlowStage): AttentionMaps {
   if (!stage.heads || !stage.keys) throw new Error(`flow: stage '${stage.id}' is not an attention stage`);
   return {
     name: `${stage.group} · ${stage.title}`,
@@ -68,7 +72,7 @@ export function flowAttentionMaps(flow: ModelFlow, stage: FlowStage): AttentionM
 }
 
 /** One head's weights (or their mean) of an attention stage, as the attention heatmap. */
-export function flowHeadSvg(flow: ModelFlow, stage: FlowStage, head: number | 'mean'): string {
+export function flowHeadSvg(flow: FlowAxes, stage: FlowStage, head: number | 'mean'): string {
   const m = flowAttentionMaps(flow, stage);
   return mapsHeatmapSvg(m, 0, head, {
     title: `${m.name} · ${head === 'mean' ? 'mean of heads' : `head ${head + 1}`}`,
@@ -76,33 +80,13 @@ export function flowHeadSvg(flow: ModelFlow, stage: FlowStage, head: number | 'm
 }
 
 /**
- * A small picture of a stage for its column: the mean of the heads' weights for an attention stage,
- * else the tokens' leading components (at most 16), `w` × `h` px, no labels.
+ * The colours of a stage's thumbnail for its column, [row][column], from its outline (flow.ts
+ * flowOutline): the mean of the heads' weights (blues, 0 to 1) for an attention stage, else the tokens'
+ * leading components (RdBu, symmetric about 0). A page paints them on a canvas: one element per stage.
  */
-export function flowThumbSvg(stage: FlowStage, w = 96, h = 40): string {
-  const attention = stage.heads !== undefined && stage.heads.length > 0;
-  const values = attention
-    ? averageHeads(stage.heads!.map((x) => x.weights))
-    : stage.rows.map((r) => r.head.slice(0, 16));
-  const rows = values.length;
-  const cols = values[0]?.length ?? 0;
-  const m = extent(values);
-  const cw = w / Math.max(1, cols);
-  const ch = h / Math.max(1, rows);
-  const out = [
-    `<svg xmlns="http://www.w3.org/2000/svg" class="qkv-flow-thumb" width="${w}" height="${h}" ` +
-      `viewBox="0 0 ${w} ${h}" aria-hidden="true" data-rows="${rows}" data-cols="${cols}">`,
-  ];
-  for (let i = 0; i < rows; i++) {
-    for (let j = 0; j < cols; j++) {
-      const v = values[i][j];
-      const fill = attention ? blues(v) : rdbu((v / m + 1) / 2);
-      out.push(
-        `<rect x="${px(j * cw)}" y="${px(i * ch)}" width="${px(cw + 0.3)}" height="${px(ch + 0.3)}" ` +
-          `fill="${esc(fill)}"/>`,
-      );
-    }
-  }
-  out.push('</svg>');
-  return out.join('');
+export function flowThumbColors(stage: FlowStageOutline): string[][] {
+  const m = extent(stage.thumb);
+  return stage.kind === 'attention'
+    ? stage.thumb.map((r) => r.map((v) => blues(v)))
+    : stage.thumb.map((r) => r.map((v) => rdbu((v / m + 1) / 2)));
 }

@@ -17,10 +17,11 @@ import { GPT } from '../models/gpt.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
-import type { FlowAxis, FlowOptions, FlowRun } from './flow-core.ts';
+import type { FlowAxis, FlowOptions, FlowRun, FlowStage, ModelFlow } from './flow-core.ts';
 import { gptFlow } from './flow-gpt.ts';
 import { seq2seqFlow } from './flow-seq2seq.ts';
 import { tokenLabel } from './gpt-attention.ts';
+import { averageHeads } from './modelview.ts';
 
 export {
   FLOW_DIMS,
@@ -54,6 +55,38 @@ export function modelFlow(model: Seq2Seq | GPT, input: FlowInput, options: FlowO
   }
   if (!('src' in input)) throw new Error('flow: a Seq2Seq takes { src, tgt }, got { ids }');
   return seq2seqFlow(model, input.src, input.tgt, options);
+}
+
+/** A stage without its numbers, with what its thumbnail draws. */
+export interface FlowStageOutline extends Omit<FlowStage, 'rows' | 'heads' | 'top'> {
+  /** Tokens (rows) of the stage. */
+  tokens: number;
+  /**
+   * The thumbnail's numbers: an attention stage's mean of heads ([query][key]), else the tokens' leading
+   * components; at most `maxRows` rows and `maxCols` columns.
+   */
+  thumb: number[][];
+}
+
+/** A flow's outline: everything but the stages' numbers (what a page draws the flow's columns from). */
+export interface FlowOutline extends Omit<ModelFlow, 'stages'> {
+  stages: FlowStageOutline[];
+}
+
+/**
+ * The outline of a flow, small whatever the model (a page asks for a stage's numbers when it is opened):
+ * a flow of 12 layers × 12 heads over 64 tokens (GPT-2's shape) holds about a million numbers in its stages,
+ * its outline under 40 thousand (test/viz/flow-svg.test.ts).
+ */
+export function flowOutline(flow: ModelFlow, maxRows = 24, maxCols = 16): FlowOutline {
+  const stages = flow.stages.map(({ rows, heads, top: _top, ...meta }) => {
+    const thumb =
+      heads && heads.length > 0
+        ? averageHeads(heads.map((h) => h.weights.slice(0, maxRows).map((r) => r.slice(0, maxRows))))
+        : rows.slice(0, maxRows).map((r) => r.head.slice(0, maxCols));
+    return { ...meta, tokens: rows.length, thumb };
+  });
+  return { ...flow, stages };
 }
 
 /** A model as a folder opens it, with what reads its text. */

@@ -220,6 +220,14 @@ test('a typed decoder input: the decoder lane is that prefix, with qkv flow --ta
 
 test('the shipped GPT: one lane of blocks; an MLP stage and the logits are qkv flow’s', { skip }, async () => {
   await page.getByTestId('flow-target').fill('');
+  // The page's main thread while the GPT runs, its flow is drawn and stages are opened: no task over 100 ms.
+  await page.evaluate(() => {
+    const w = window as unknown as { longTasks: number[] };
+    w.longTasks = [];
+    new PerformanceObserver((l) => {
+      for (const e of l.getEntries()) w.longTasks.push(e.duration);
+    }).observe({ type: 'longtask' });
+  });
   await page.locator('#flow-model').selectOption('gpt-multi30k-char');
   await flowed(3);
   assert.equal(await page.getByTestId('flow-text').inputValue(), 'A man is riding a');
@@ -234,6 +242,12 @@ test('the shipped GPT: one lane of blocks; an MLP stage and the logits are qkv f
   assert.deepEqual(await tableNumbers('flow-rows'), keyed(stageOf(cli, 'h.2.mlp.hidden').rows));
   await openStage('logits');
   assert.deepEqual(await tableNumbers('flow-rows'), keyed(stageOf(cli, 'logits').rows));
+  await openStage('h.3.attn');
+  const tasks = await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks);
+  assert.ok(
+    tasks.every((d) => d <= 100),
+    `main-thread tasks over 100 ms: ${tasks.map((d) => d.toFixed(0)).join(', ')}`,
+  );
   const label = await page.locator('#flow-lanes button[data-stage="h.0.attn"]').getAttribute('aria-label');
   assert.equal(label, `block 1, causal self-attention: ${cli.axes.tokens!.ids.length} × 128`);
   assert.deepEqual(errors, []);

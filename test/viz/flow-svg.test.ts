@@ -9,8 +9,11 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { openFolder } from '../../src/folder/open.ts';
-import { flowSubject, textFlow } from '../../src/viz/flow.ts';
-import { flowHeadSvg, flowThumbSvg, flowVectorsSvg } from '../../src/viz/flow-svg.ts';
+import { GPT } from '../../src/models/gpt.ts';
+import { manualSeed } from '../../src/tensor/random.ts';
+import { flowOutline, flowSubject, gptFlow, textFlow } from '../../src/viz/flow.ts';
+import { blues, rdbu } from '../../src/viz/color.ts';
+import { flowHeadSvg, flowThumbColors, flowVectorsSvg } from '../../src/viz/flow-svg.ts';
 import { formatValue } from '../../src/viz/svg.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -47,10 +50,17 @@ test('a stage as a heatmap: tokens × leading components, or every component; a 
   const U = self.rows.length;
   assert.equal(count(flowHeadSvg(flow, self, 'mean'), /class="cell masked"/g), (U * (U - 1)) / 2, 'causal');
   assert.throws(() => flowHeadSvg(flow, s, 0), /^Error: flow: stage 'enc.0.add1' is not an attention stage$/);
-  const thumb = flowThumbSvg(s);
-  assert.equal(count(thumb, /<rect /g), T * 8);
-  assert.match(thumb, /aria-hidden="true"/);
-  assert.equal(count(flowThumbSvg(self), /<rect /g), U * U, 'an attention stage: the mean map');
+  const outline = flowOutline(flow);
+  const o = outline.stages.find((x) => x.id === s.id)!;
+  const colors = flowThumbColors(o);
+  assert.equal(colors.length, T);
+  assert.equal(colors[0].length, 8);
+  const big = Math.max(...o.thumb.flat().map(Math.abs));
+  assert.equal(colors[1][2], rdbu((o.thumb[1][2] / big + 1) / 2));
+  const oSelf = outline.stages.find((x) => x.id === self.id)!;
+  const mean = flowThumbColors(oSelf);
+  assert.equal(mean.length, U, 'an attention stage: the mean map');
+  assert.equal(mean[U - 1][0], blues(oSelf.thumb[U - 1][0]));
 });
 
 test('textFlow on every folder kind as the page opens it: qkv GPT, Hugging Face GPT-2 and Marian', async () => {
@@ -96,4 +106,54 @@ test('textFlow on every folder kind as the page opens it: qkv GPT, Hugging Face 
   );
   const greedy = textFlow(marian, 'A man is riding a bike');
   assert.equal(greedy.text.translated, true);
+});
+
+/** The numbers in a value, however nested. */
+function numbers(x: unknown): number {
+  if (typeof x === 'number') return 1;
+  if (Array.isArray(x)) return x.reduce((n: number, y) => n + numbers(y), 0);
+  if (x && typeof x === 'object') return Object.values(x).reduce((n: number, y) => n + numbers(y), 0);
+  return 0;
+}
+
+test("a flow's outline: every stage but not its numbers, small for GPT-2's 12 layers × 12 heads over 64 tokens", () => {
+  manualSeed(5);
+  const model = new GPT({
+    vocabSize: 50,
+    blockSize: 64,
+    nLayer: 12,
+    nHead: 12,
+    nEmbd: 48,
+    dropout: 0,
+    positions: 'learned',
+  });
+  const { flow } = gptFlow(
+    model,
+    Array.from({ length: 64 }, (_, i) => i % 50),
+  );
+  const outline = flowOutline(flow);
+  assert.deepEqual(
+    outline.stages.map((s) => s.id),
+    flow.stages.map((s) => s.id),
+  );
+  assert.ok(numbers(flow) > 1e6, `the flow: ${numbers(flow)} numbers`);
+  assert.ok(numbers(outline) < 4e4, `the outline: ${numbers(outline)} numbers`);
+  for (const [i, o] of outline.stages.entries()) {
+    const s = flow.stages[i];
+    assert.equal(o.tokens, 64);
+    assert.deepEqual(
+      Object.keys(o).sort(),
+      [...Object.keys(s).filter((k) => !['rows', 'heads', 'top'].includes(k)), 'tokens', 'thumb'].sort(),
+    );
+    if (s.heads) {
+      assert.equal(o.thumb.length, 24);
+      const mean = s.heads.reduce((a, h) => a + h.weights[5][3] / s.heads!.length, 0);
+      assert.equal(o.thumb[5][3], mean, `${s.id}: the mean of the heads`);
+    } else {
+      assert.deepEqual(
+        o.thumb,
+        s.rows.slice(0, 24).map((r) => r.head.slice(0, 16)),
+      );
+    }
+  }
 });

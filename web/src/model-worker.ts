@@ -22,12 +22,14 @@ import {
 } from '../../src/viz/gpt-attention.ts';
 import { neuronView, type NeuronView } from '../../src/viz/neuron.ts';
 import {
+  flowOutline,
   flowSubject,
   textFlow,
+  type FlowOutline,
   type FlowRun,
+  type FlowStage,
   type FlowSubject,
   type FlowText,
-  type ModelFlow,
 } from '../../src/viz/flow.ts';
 import { lastLogits, nextTokenView, type NextTokenView } from '../../src/viz/next-token.ts';
 import type { SamplingOptions } from '../../src/decode/sample.ts';
@@ -82,11 +84,16 @@ export interface Requests {
     value: { view: NextTokenView; labels: Record<number, string>; vocabSize: number };
   };
   neuron: { args: { ids: number[]; layer: number; head: number; query: number }; value: NeuronView };
-  /** The Flow view: one forward pass of a served folder (opened here once, apart from the other views') over a text. */
+  /**
+   * The Flow view: one forward pass of a served folder (opened here once, apart from the other views') over a
+   * text; its outline (the stages' numbers are asked for one stage at a time, with flowStage).
+   */
   flow: {
     args: { entry: ServedEntry; text: string; target: string; dims: number };
-    value: { flow: ModelFlow; text: FlowText };
+    value: { outline: FlowOutline; text: FlowText };
   };
+  /** One stage of the last flow, with its numbers. */
+  flowStage: { args: { stage: string }; value: FlowStage };
   /** Every component of one stage of the last flow, [token][component]. */
   flowVectors: { args: { stage: string }; value: number[][] };
 }
@@ -270,7 +277,12 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
     }
     progress('running the model…');
     flowRun = textFlow(flowModel.subject, text, { target, dims });
-    return { flow: flowRun.flow, text: flowRun.text };
+    return { outline: flowOutline(flowRun.flow), text: flowRun.text };
+  },
+  flowStage({ stage }) {
+    const s = flowRun?.flow.stages.find((x) => x.id === stage);
+    if (!s) throw new Error(flowRun ? `the flow has no stage '${stage}'` : 'no flow has run yet: run it again');
+    return s;
   },
   flowVectors({ stage }) {
     if (!flowRun) throw new Error('no flow has run yet: run it again');

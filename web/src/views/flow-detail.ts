@@ -6,7 +6,8 @@
  * each position's most probable next tokens. Each number's cell holds its exact value in
  * `data-value` (what `qkv flow` prints), its text rounded to 4 significant digits.
  */
-import type { FlowHead, FlowRow, FlowStage, ModelFlow } from '../../../src/viz/flow.ts';
+import type { FlowHead, FlowRow, FlowStage } from '../../../src/viz/flow.ts';
+import type { FlowAxes } from '../../../src/viz/flow-svg.ts';
 import { flowHeadSvg, flowVectorsSvg, stageTokens } from '../../../src/viz/flow-svg.ts';
 import { field, h, select } from '../dom.ts';
 import { figureBox, keyboardCells, showFigure } from '../figures.ts';
@@ -21,7 +22,7 @@ export function fmt(v: number): string {
 
 /** A table cell holding one number. */
 function num(v: number, key: string): HTMLTableCellElement {
-  return h('td', { class: 'num', 'data-key': key, 'data-value': String(v), title: String(v), text: fmt(v) });
+  return h('td', { class: 'num', 'data-key': key, 'data-value': String(v), text: fmt(v) });
 }
 
 const STATS = ['norm', 'mean', 'std', 'min', 'max'] as const;
@@ -95,7 +96,7 @@ export function fullTable(tokens: readonly string[], values: readonly (readonly 
 }
 
 /** One head's queries (‖q‖, ‖output‖) and keys (‖k‖, ‖v‖), with their leading components. */
-function headTables(flow: ModelFlow, stage: FlowStage, head: FlowHead, n: number): HTMLElement {
+function headTables(flow: FlowAxes, stage: FlowStage, head: FlowHead, n: number): HTMLElement {
   const queries = stageTokens(flow, stage);
   const keys = flow.axes[stage.keys!]?.tokens ?? [];
   const pair = (
@@ -149,7 +150,7 @@ function headTables(flow: ModelFlow, stage: FlowStage, head: FlowHead, n: number
 }
 
 /** Each position's most probable next tokens, with their logits and probabilities. */
-function topTable(flow: ModelFlow, stage: FlowStage): HTMLTableElement {
+function topTable(flow: FlowAxes, stage: FlowStage): HTMLTableElement {
   const tokens = stageTokens(flow, stage);
   const k = stage.top![0]?.length ?? 0;
   const t = h(
@@ -194,7 +195,7 @@ export interface DetailDeps {
 }
 
 /** Fill `root` with the numbers of `stage` (see the file comment). */
-export function renderDetail(root: HTMLElement, flow: ModelFlow, stage: FlowStage, deps: DetailDeps): HTMLElement {
+export function renderDetail(root: HTMLElement, flow: FlowAxes, stage: FlowStage, deps: DetailDeps): HTMLElement {
   const tokens = stageTokens(flow, stage);
   const heading = h('h3', { id: 'flow-detail-title', tabindex: -1, text: `${stage.group} · ${stage.title}` });
   const figVectors = figureBox('flow-vectors');

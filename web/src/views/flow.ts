@@ -9,9 +9,8 @@
  * (`flow` and `flowVectors` requests): the page stays responsive and a long run can be cancelled. The
  * numbers are `qkv flow`'s for the same folder and sentence.
  */
-import type { FlowStage, ModelFlow } from '../../../src/viz/flow.ts';
-import type { FlowText } from '../../../src/viz/flow.ts';
-import { flowThumbSvg } from '../../../src/viz/flow-svg.ts';
+import type { FlowOutline, FlowStage, FlowStageOutline, FlowText } from '../../../src/viz/flow.ts';
+import { flowThumbColors } from '../../../src/viz/flow-svg.ts';
 import { field, h, onSubmit } from '../dom.ts';
 import { KIND_LABELS, NO_MODEL, type Served, type ServedEntry } from '../model.ts';
 import { runner } from '../runner.ts';
@@ -26,7 +25,7 @@ const GPT_TEXT = 'A man is riding a';
 const isTranslator = (m: ServedEntry) => m.kind === 'seq2seq' || m.kind === 'marian';
 
 /** The lanes of a flow: a translator's encoder and decoder, or a GPT's one stack. */
-function lanes(flow: ModelFlow): { name: string; stages: FlowStage[] }[] {
+function lanes(flow: FlowOutline): { name: string; stages: FlowStageOutline[] }[] {
   if (flow.model === 'gpt') return [{ name: 'Decoder-only stack', stages: flow.stages }];
   return [
     { name: 'Encoder (source)', stages: flow.stages.filter((s) => s.axis === 'source') },
@@ -35,14 +34,33 @@ function lanes(flow: ModelFlow): { name: string; stages: FlowStage[] }[] {
 }
 
 /** Stages in order, grouped by their column (consecutive stages of one group). */
-function columns(stages: readonly FlowStage[]): { group: string; stages: FlowStage[] }[] {
-  const out: { group: string; stages: FlowStage[] }[] = [];
+function columns(stages: readonly FlowStageOutline[]): { group: string; stages: FlowStageOutline[] }[] {
+  const out: { group: string; stages: FlowStageOutline[] }[] = [];
   for (const s of stages) {
     const last = out.at(-1);
     if (last && last.group === s.group) last.stages.push(s);
     else out.push({ group: s.group, stages: [s] });
   }
   return out;
+}
+
+/** A stage's thumbnail painted on a canvas (one element, however many cells; decorative: the button is labelled). */
+function thumbCanvas(stage: FlowStageOutline, w = 96, hgt = 40): HTMLCanvasElement {
+  const c = h('canvas', { class: 'flow-thumb', width: w, height: hgt, 'aria-hidden': 'true' });
+  const colors = flowThumbColors(stage);
+  const ctx = c.getContext('2d');
+  const rows = colors.length;
+  const cols = colors[0]?.length ?? 0;
+  if (!ctx || rows === 0 || cols === 0) return c;
+  const cw = w / cols;
+  const ch = hgt / rows;
+  colors.forEach((r, i) => {
+    r.forEach((fill, j) => {
+      ctx.fillStyle = fill;
+      ctx.fillRect(j * cw, i * ch, cw + 0.3, ch + 0.3);
+    });
+  });
+  return c;
 }
 
 /** The shell quoting of a sentence for the command line shown under the flow. */
@@ -115,7 +133,9 @@ export function initFlow(root: HTMLElement, deps: { served: Served }): void {
     detail,
   );
 
-  let flow: ModelFlow | null = null;
+  let flow: FlowOutline | null = null;
+  /** Counts stage openings: a stage's numbers that come after another stage was opened are dropped. */
+  let opening = 0;
   let open: HTMLButtonElement | null = null;
   let ran = false;
   const entry = () => models.find((m) => m.id === model.value) ?? null;
@@ -133,13 +153,14 @@ export function initFlow(root: HTMLElement, deps: { served: Served }): void {
   });
 
   const close = () => {
+    opening++;
     open?.setAttribute('aria-expanded', 'false');
     open = null;
     detail.hidden = true;
     detail.replaceChildren();
   };
 
-  const toggle = (button: HTMLButtonElement, stage: FlowStage) => {
+  const toggle = async (button: HTMLButtonElement, stage: FlowStageOutline) => {
     if (open === button) {
       close();
       return;
@@ -147,9 +168,24 @@ export function initFlow(root: HTMLElement, deps: { served: Served }): void {
     open?.setAttribute('aria-expanded', 'false');
     open = button;
     button.setAttribute('aria-expanded', 'true');
+    const mine = ++opening;
+    const shown = flow!;
     detail.hidden = false;
+    detail.dataset.stage = '';
+    detail.replaceChildren(
+      h('p', { class: 'muted', role: 'status', text: `${stage.group} · ${stage.title}: reading…` }),
+    );
+    let full: FlowStage;
+    try {
+      full = await runner.call('flowStage', { stage: stage.id });
+    } catch (e) {
+      if (mine !== opening) return;
+      detail.replaceChildren(h('p', { class: 'error', role: 'alert', text: (e as Error).message }));
+      return;
+    }
+    if (mine !== opening || flow !== shown) return;
     detail.dataset.stage = stage.id;
-    const heading = renderDetail(detail, flow!, stage, {
+    const heading = renderDetail(detail, shown, full, {
       vectors: (id) => runner.call('flowVectors', { stage: id }),
     });
     const back = h('button', { type: 'button', class: 'small', text: 'Back to the flow' });
@@ -158,7 +194,7 @@ export function initFlow(root: HTMLElement, deps: { served: Served }): void {
     heading.focus();
   };
 
-  const draw = (f: ModelFlow, t: FlowText, e: ServedEntry) => {
+  const draw = (f: FlowOutline, t: FlowText, e: ServedEntry) => {
     flow = f;
     close();
     const args = [`qkv flow --model DIR ${quote(t.text)}`];
@@ -186,7 +222,7 @@ export function initFlow(root: HTMLElement, deps: { served: Served }): void {
                 { class: 'flow-col', role: 'listitem', 'data-group': col.group },
                 h('h4', { text: col.group }),
                 ...col.stages.map((s) => {
-                  const T = s.rows.length;
+                  const T = s.tokens;
                   const b = h(
                     'button',
                     {
@@ -199,10 +235,8 @@ export function initFlow(root: HTMLElement, deps: { served: Served }): void {
                     },
                     h('span', { class: 'flow-stage-title', text: s.title }),
                   );
-                  const thumb = h('span', { class: 'flow-thumb' });
-                  thumb.innerHTML = flowThumbSvg(s);
-                  b.append(thumb, h('span', { class: 'flow-shape', text: `${T} × ${s.width}` }));
-                  b.addEventListener('click', () => toggle(b, s));
+                  b.append(thumbCanvas(s), h('span', { class: 'flow-shape', text: `${T} × ${s.width}` }));
+                  b.addEventListener('click', () => void toggle(b, s));
                   return b;
                 }),
               ),
@@ -231,7 +265,7 @@ export function initFlow(root: HTMLElement, deps: { served: Served }): void {
           summary.textContent = line;
         },
       );
-      draw(r.flow, r.text, e);
+      draw(r.outline, r.text, e);
     },
     fail() {
       flow = null;
