@@ -20,6 +20,7 @@ import type { BackendChoice } from './backend.ts';
 import { byId, h } from './dom.ts';
 import { fetchServedModels, KIND_LABELS, viewOf, type ServedEntry } from './model.ts';
 import { initExport } from './views/export.ts';
+import { initFlow } from './views/flow.ts';
 import { initGenerate, type GenerateView } from './views/generate.ts';
 import { initPositional } from './views/positional.ts';
 import { initSteps } from './views/steps.ts';
@@ -27,7 +28,7 @@ import { runner } from './runner.ts';
 import { initTrain } from './views/train.ts';
 import { initTranslate, type TranslateView } from './views/translate.ts';
 
-const VIEWS = ['translate', 'generate', 'positional', 'steps', 'train', 'export'] as const;
+const VIEWS = ['translate', 'generate', 'flow', 'positional', 'steps', 'train', 'export'] as const;
 type View = (typeof VIEWS)[number];
 type ModelView = 'translate' | 'generate';
 
@@ -249,6 +250,7 @@ async function start(): Promise<void> {
   if (asked) location.hash = startView;
   route();
   renderStatus();
+  initFlow(byId('view-flow'), { served });
   initPositional(byId('view-positional'));
   initSteps(byId('view-steps'));
   initExport(

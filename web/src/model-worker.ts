@@ -21,6 +21,16 @@ import {
   type LoadedGpt,
 } from '../../src/viz/gpt-attention.ts';
 import { neuronView, type NeuronView } from '../../src/viz/neuron.ts';
+import {
+  flowOutline,
+  flowSubject,
+  textFlow,
+  type FlowOutline,
+  type FlowRun,
+  type FlowStage,
+  type FlowSubject,
+  type FlowText,
+} from '../../src/viz/flow.ts';
 import { lastLogits, nextTokenView, type NextTokenView } from '../../src/viz/next-token.ts';
 import type { SamplingOptions } from '../../src/decode/sample.ts';
 import type { Seq2Seq } from '../../src/models/seq2seq.ts';
@@ -77,6 +87,18 @@ export interface Requests extends TrainRequests {
     value: { view: NextTokenView; labels: Record<number, string>; vocabSize: number };
   };
   neuron: { args: { ids: number[]; layer: number; head: number; query: number }; value: NeuronView };
+  /**
+   * The Flow view: one forward pass of a served folder (opened here once, apart from the other views') over a
+   * text; its outline (the stages' numbers are asked for one stage at a time, with flowStage).
+   */
+  flow: {
+    args: { entry: ServedEntry; text: string; target: string; dims: number };
+    value: { outline: FlowOutline; text: FlowText };
+  };
+  /** One stage of the last flow, with its numbers. */
+  flowStage: { args: { stage: string }; value: FlowStage };
+  /** Every component of one stage of the last flow, [token][component]. */
+  flowVectors: { args: { stage: string }; value: number[][] };
 }
 export type RequestName = keyof Requests;
 
@@ -108,6 +130,9 @@ let translation: Translation | null = null;
 let gpt: LoadedGpt | null = null;
 /** The logits after the prompt, for the next-token view's redraws. */
 let logits: Float32Array | null = null;
+/** The Flow view's model (the served folder of that id) and its last run, whose full vectors it asks for. */
+let flowModel: { id: string; subject: FlowSubject } | null = null;
+let flowRun: (FlowRun & { text: FlowText }) | null = null;
 
 function gptInfo(lm: LoadedGpt): GptInfo {
   const c = lm.model.config;
@@ -253,6 +278,25 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
   },
   neuron({ ids, layer, head, query }) {
     return neuronView(needGpt().model, ids, layer, head, query);
+  },
+  async flow({ entry, text, target, dims }, progress) {
+    if (flowModel?.id !== entry.id) {
+      flowModel = null;
+      flowRun = null;
+      flowModel = { id: entry.id, subject: flowSubject(await openServed(entry, backendName(), progress)) };
+    }
+    progress('running the model…');
+    flowRun = textFlow(flowModel.subject, text, { target, dims });
+    return { outline: flowOutline(flowRun.flow), text: flowRun.text };
+  },
+  flowStage({ stage }) {
+    const s = flowRun?.flow.stages.find((x) => x.id === stage);
+    if (!s) throw new Error(flowRun ? `the flow has no stage '${stage}'` : 'no flow has run yet: run it again');
+    return s;
+  },
+  flowVectors({ stage }) {
+    if (!flowRun) throw new Error('no flow has run yet: run it again');
+    return flowRun.vectors(stage);
   },
 };
 
