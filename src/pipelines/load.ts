@@ -16,6 +16,8 @@ import {
   type OpenedSeq2Seq,
 } from '../folder/open.ts';
 import { FILES, FolderError, type FolderKind } from '../folder/spec.ts';
+import { backendNames, getBackend, setBackend } from '../backend/backend.ts';
+import type { Module } from '../nn/module.ts';
 
 type NodeFolder = typeof import('../folder/node.ts');
 
@@ -57,32 +59,59 @@ async function sourceOf(source: FolderInput): Promise<FolderSource> {
 }
 
 /**
+ * `open()` run on a CPU backend when the current backend's device reads back only asynchronously (a GPU), its
+ * models then moved there (`module.to`): reading a folder checks and converts its weights on the host (finite
+ * values, int8 rows, tied tables), as PyTorch loads a state dict on the CPU before `.to('cuda')`.
+ */
+async function openForCurrentDevice<T extends { model: Module; members?: Module[] }>(
+  open: () => Promise<T>,
+): Promise<T> {
+  const target = getBackend();
+  if (target.device.readSync !== undefined) return open();
+  await setBackend(backendNames().includes('wasm') ? 'wasm' : 'js');
+  let opened: T;
+  try {
+    opened = await open();
+  } finally {
+    await setBackend(target.name);
+  }
+  for (const m of new Set([opened.model, ...(opened.members ?? [])])) m.to(target.name);
+  return opened;
+}
+
+/**
  * A translation folder with its ensemble (unless `ensemble` is false), as `qkv translate --model DIR` loads it, or a
  * Hugging Face Marian folder. Another kind is refused once its config.json is read.
  */
 export async function openTranslation(source: FolderInput, ensemble = true): Promise<OpenedSeq2Seq | OpenedMarian> {
   const wanted = "a translation model folder (format 'qkv-seq2seq', or Hugging Face Marian)";
-  const opened = await openFolder(await sourceOf(source), {
-    ensemble,
-    accept: (kind) => {
-      if (kind !== 'seq2seq' && kind !== 'marian') throw wrongKind('translation', kind, label(source), wanted);
-    },
-  });
+  const src = await sourceOf(source);
+  const opened = await openForCurrentDevice(() =>
+    openFolder(src, {
+      ensemble,
+      accept: (kind) => {
+        if (kind !== 'seq2seq' && kind !== 'marian') throw wrongKind('translation', kind, label(source), wanted);
+      },
+    }),
+  );
   return ofKind(opened, 'seq2seq', 'marian');
 }
 
 /** A language-model folder (qkv GPT or Hugging Face GPT-2), as `qkv generate --model DIR` loads it. */
 export async function openLanguageModel(source: FolderInput): Promise<LoadedLm & { kind: 'gpt' | 'hf-gpt2' }> {
-  const opened = await openFolder(await sourceOf(source), {
-    accept: (kind) => {
-      if (kind === 'seq2seq' || kind === 'marian')
-        throw wrongKind(
-          'text-generation',
-          kind,
-          label(source),
-          "a language model folder (format 'qkv-gpt', or Hugging Face GPT-2)",
-        );
-    },
-  });
+  const src = await sourceOf(source);
+  const opened = await openForCurrentDevice(() =>
+    openFolder(src, {
+      accept: (kind) => {
+        if (kind === 'seq2seq' || kind === 'marian')
+          throw wrongKind(
+            'text-generation',
+            kind,
+            label(source),
+            "a language model folder (format 'qkv-gpt', or Hugging Face GPT-2)",
+          );
+      },
+    }),
+  );
   return ofKind(opened, 'gpt', 'hf-gpt2');
 }

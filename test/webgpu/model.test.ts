@@ -8,7 +8,8 @@
  * The GPU computes in float32 with tree reductions and WGSL's exp/log; the js twins accumulate some sums in
  * float64. Agreement asked: losses and gradients to 1e-4 relative (1e-6 absolute), parameters after three
  * Adam steps to 2e-5 absolute (lr 0.01: a step moves a weight by at most ~lr, and the float32 differences in
- * its gradient move the ratio m̂/√v̂ by about 1e-3 of that), decoded ids exactly.
+ * its gradient move the ratio m̂/√v̂ by about 1e-3 of that) where the gradient is not rounding noise, decoded
+ * ids exactly.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -76,7 +77,13 @@ test('a Seq2Seq trains three Adam steps and decodes on webgpu as on js', async (
   assert.equal(got.device, 'webgpu', 'the parameters live on the GPU');
   assertClose(got.losses, ref.losses, 'losses', 1e-6, 1e-4);
   got.grads.forEach((g, i) => assertClose(g, ref.grads[i], `first gradient of parameter ${i}`, 1e-6, 1e-4));
-  got.params.forEach((p, i) => assertClose(p, ref.params[i], `parameter ${i} after 3 steps`, 2e-5, 0));
+  // Where a gradient is zero in exact arithmetic (the key projection's bias: softmax ignores a constant added
+  // to every score) both backends hold rounding noise, which Adam scales to steps of ±lr: those elements are
+  // left out (first gradient below 1e-7 on js), every other one compared.
+  got.params.forEach((p, i) => {
+    const kept = (a: Float32Array) => a.filter((_, j) => Math.abs(ref.grads[i][j]) >= 1e-7);
+    assertClose(kept(p), kept(ref.params[i]), `parameter ${i} after 3 steps`, 2e-5, 0);
+  });
   assert.deepEqual(got.greedy, ref.greedy, 'greedy ids');
   assert.deepEqual(got.beam, ref.beam, 'beam-3 ids');
 });

@@ -65,6 +65,8 @@ export function bucket(bytes: number): number {
 export class GpuContext {
   readonly queue: GPUQueue;
   private readonly pool = new Map<number, GPUBuffer[]>();
+  /** Staging buffers of reads, by size class, reused (a training loop reads its loss every step). */
+  private readonly staging = new Map<number, GPUBuffer[]>();
   private pendingFree: GPUBuffer[] = [];
   private encoder: GPUCommandEncoder | null = null;
   private pass: GPUComputePassEncoder | null = null;
@@ -271,7 +273,8 @@ export class GpuContext {
       return new ArrayBuffer(0);
     }
     const size = Math.max(4, Math.ceil(bytes / 4) * 4);
-    const staging = this.create(size, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+    const cap = bucket(size);
+    const staging = this.staging.get(cap)?.pop() ?? this.create(cap, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
     this.endPass();
     this.enc().copyBufferToBuffer(h.buffer, 0, staging, 0, size);
     this.flush();
@@ -281,10 +284,11 @@ export class GpuContext {
       throw new Error(`webgpu: reading a tensor back failed: ${this.error ?? (e as Error).message}`);
     }
     this.failIfError();
-    const out = staging.getMappedRange().slice(0, bytes);
+    const out = staging.getMappedRange(0, size).slice(0, bytes);
     staging.unmap();
-    staging.destroy();
-    this.stats.allocatedBytes -= size;
+    const list = this.staging.get(cap);
+    if (list) list.push(staging);
+    else this.staging.set(cap, [staging]);
     return out;
   }
 
