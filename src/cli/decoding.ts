@@ -35,6 +35,7 @@ import {
   type LoadedEnsemble,
 } from './files.ts';
 import { openOnnxSeq2Seq, parseEngine, translateIdsHfOnnx, translateIdsOnnx } from './onnxruntime.ts';
+import { readForCurrentDevice } from '../pipelines/load.ts';
 
 export interface Common {
   model: string;
@@ -189,7 +190,7 @@ async function openMarianEngine(o: Common & { engine?: string }): Promise<Engine
     const target = { padId: shape.tokenizer.padId, decode: (x: readonly number[]) => shape.tokenizer.decode(x) };
     run = (ids, t) => translateIdsHfOnnx(engine, target, ids, t, marianRules(shape));
   } else {
-    marian = asUserError(() => readMarianDir(o.model));
+    marian = asUserError(() => readForCurrentDevice(() => readMarianDir(o.model)));
     const m = marian;
     const target = { padId: m.tokenizer.padId, decode: (x: readonly number[]) => m.tokenizer.decode(x) };
     run = (ids, t) => translateIdsHf(m.model, target, ids, t, marianRules(m));

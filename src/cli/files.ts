@@ -17,6 +17,7 @@ import {
   type LoadedEnsemble,
 } from '../folder/node.ts';
 import { FILES, FolderError, type FolderKind } from '../folder/spec.ts';
+import { readForCurrentDevice } from '../pipelines/load.ts';
 
 export class UserError extends Error {}
 
@@ -84,7 +85,7 @@ export function loadModelShape(dir: string): LoadedModel {
 
 /** Load a model folder written by `qkv train` (or by hand: the three files). */
 export function loadModelDir(dir: string, weightsFile: string = FILES.weights): LoadedModel {
-  return asUserError(() => readSeq2Seq(dir, weightsFile));
+  return asUserError(() => readForCurrentDevice(() => readSeq2Seq(dir, weightsFile)));
 }
 
 /** The model (random weights) and tokenizer of a language-model folder. */
@@ -94,7 +95,7 @@ export function loadLmShape(dir: string): LoadedLm {
 
 /** Load a folder written by `qkv train-lm` (or a Hugging Face GPT-2 folder), weights included, in eval mode. */
 export function loadLmDir(dir: string): LoadedLm {
-  return asUserError(() => readLm(dir));
+  return asUserError(() => readForCurrentDevice(() => readLm(dir)));
 }
 
 /**
@@ -109,5 +110,5 @@ export function loadEnsemble(
   others: readonly string[] = [],
   opts: { own?: boolean } = {},
 ): LoadedEnsemble {
-  return asUserError(() => readEnsemble(dir, others, opts));
+  return asUserError(() => readForCurrentDevice(() => readEnsemble(dir, others, opts)));
 }

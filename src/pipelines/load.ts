@@ -63,20 +63,47 @@ async function sourceOf(source: FolderInput): Promise<FolderSource> {
  * models then moved there (`module.to`): reading a folder checks and converts its weights on the host (finite
  * values, int8 rows, tied tables), as PyTorch loads a state dict on the CPU before `.to('cuda')`.
  */
-async function openForCurrentDevice<T extends { model: Module; members?: Module[] }>(
-  open: () => Promise<T>,
-): Promise<T> {
+async function openForCurrentDevice<T extends Opened>(open: () => Promise<T>): Promise<T> {
   const target = getBackend();
   if (target.device.readSync !== undefined) return open();
-  await setBackend(backendNames().includes('wasm') ? 'wasm' : 'js');
+  await setBackend(hostBackendName());
   let opened: T;
   try {
     opened = await open();
   } finally {
     await setBackend(target.name);
   }
-  for (const m of new Set([opened.model, ...(opened.members ?? [])])) m.to(target.name);
+  return movedTo(opened, target.name);
+}
+
+/** What a folder read gives: its model, and an ensemble's members. */
+type Opened = { model: Module; members?: Module[] };
+
+/** The CPU backend a folder is read on: wasm where it loaded, else js. */
+function hostBackendName(): string {
+  return backendNames().includes('wasm') ? 'wasm' : 'js';
+}
+
+function movedTo<T extends Opened>(opened: T, name: string): T {
+  for (const m of new Set([opened.model, ...(opened.members ?? [])])) m.to(name);
   return opened;
+}
+
+/**
+ * openForCurrentDevice for a synchronous read (the CLI's Node readers): the CPU backends are registered, so
+ * switching to one and back takes effect at once.
+ */
+export function readForCurrentDevice<T extends Opened>(read: () => T): T {
+  const target = getBackend();
+  if (target.device.readSync !== undefined) return read();
+  void setBackend(hostBackendName());
+  let opened: T;
+  try {
+    opened = read();
+  } finally {
+    void setBackend(target.name);
+  }
+  return movedTo(opened, target.name);
 }
 
 /**
