@@ -8,10 +8,10 @@
  *     ensemble member).
  * The page loads the wasm kernels and the webgpu backend, then sets `data-ready` on <body>.
  */
-import { urlSource } from '../../src/folder/open.ts';
 import {
   backendInfo,
   F,
+  folder,
   getBackend,
   loadWasmKernels,
   manualSeed,
@@ -68,8 +68,8 @@ async function train(backend: string): Promise<TrainOutcome> {
 }
 
 async function translate(backend: 'webgpu' | 'wasm', lines: string[]): Promise<string[]> {
-  const folder = urlSource(new URL('./models/multi30k-en-de/', location.href));
-  const tr = await pipeline('translation', folder, { device: backend });
+  const source = folder.urlSource(new URL('./models/multi30k-en-de/', location.href));
+  const tr = await pipeline('translation', source, { device: backend });
   if (getBackend().name !== backend) throw new Error(`the pipeline runs on ${getBackend().name}, not ${backend}`);
   return tr(lines, { beam: 4 });
 }
