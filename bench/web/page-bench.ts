@@ -101,6 +101,9 @@ async function run(config: BenchConfig): Promise<BenchResult> {
     checks.push(...r.checks);
   }
   if (want('mha')) {
+    shapes.push(
+      `MHA: nn.MultiheadAttention(E, H, { batchFirst: true }), self-attention on (B, L, E): ${JSON.stringify(p.mha)}`,
+    );
     const r = await mhaWorkload(p.mha, peers, config.time);
     rows.push(...r.rows);
     checks.push(...r.checks);
