@@ -210,9 +210,11 @@ export class Seq2Seq extends Module {
   }
 
   /** The encoder output ("memory") for source ids (B, S). */
-  encode(src: Tensor, srcPadding: Tensor = this.paddingMask(src)): Tensor {
+  encode(src: Tensor, srcPadding?: Tensor): Tensor {
     this.checkIds(src, 'src');
-    return this.transformer.encoder.forward(this.embed(src), { srcKeyPaddingMask: srcPadding });
+    return this.transformer.encoder.forward(this.embed(src), {
+      srcKeyPaddingMask: srcPadding ?? this.paddingMask(src),
+    });
   }
 
   /** Decoder states (B, T, dModel) for target prefixes (B, T), attending causally and to memory. */
