@@ -60,7 +60,17 @@ export function gptDecoderGraph(c: GPTConfig, weights: Record<string, Tensor>, o
     x = g.op('Add', [x, r.out], `${p}.res1`);
     x = g.op(
       'Add',
-      [x, feedForward(g, w, layerNorm(g, w, x, `${p}.ln_2`, EPS), `${p}.mlp.c_fc`, `${p}.mlp.c_proj`, 'gelu')],
+      [
+        x,
+        feedForward(
+          g,
+          w,
+          layerNorm(g, w, x, `${p}.ln_2`, EPS),
+          `${p}.mlp.c_fc`,
+          `${p}.mlp.c_proj`,
+          c.activation ?? 'gelu',
+        ),
+      ],
       `${p}.res2`,
     );
   }

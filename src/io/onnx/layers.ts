@@ -76,6 +76,18 @@ export function gelu(g: GraphBuilder, x: string): string {
   return g.op('Mul', [half, g.op('Add', [e, g.constFloat(1)], 'gelu.1p')], 'gelu.out');
 }
 
+/**
+ * GELU, GPT-2's tanh form (`gelu_new`, qkv's `F.gelu(x, 'tanh')`): 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))),
+ * in the same order of operations as qkv's op.
+ */
+export function geluTanh(g: GraphBuilder, x: string): string {
+  const cube = g.op('Mul', [g.op('Mul', [x, x], 'gelu_tanh.sq'), x], 'gelu_tanh.cube');
+  const sum = g.op('Add', [x, g.op('Mul', [cube, g.constFloat(0.044715)], 'gelu_tanh.c')], 'gelu_tanh.sum');
+  const inner = g.op('Mul', [sum, g.constFloat(Math.sqrt(2 / Math.PI))], 'gelu_tanh.inner');
+  const t = g.op('Add', [g.op('Tanh', [inner], 'gelu_tanh.tanh'), g.constFloat(1)], 'gelu_tanh.1p');
+  return g.op('Mul', [g.op('Mul', [x, g.constFloat(0.5)], 'gelu_tanh.half'), t], 'gelu_tanh.out');
+}
+
 /** (B, T, E) → (B, h, T, dK). */
 export function splitHeads(g: GraphBuilder, x: string, h: number, dK: number): string {
   return g.op('Transpose', [g.op('Reshape', [x, g.constInt([0, 0, h, dK])], 'heads')], 'heads.t', {
@@ -192,7 +204,7 @@ export function feedForward(
   x: string,
   fc1: string,
   fc2: string,
-  activation: 'relu' | 'gelu' | 'silu',
+  activation: 'relu' | 'gelu' | 'gelu_tanh' | 'silu',
 ): string {
   const a = linear(g, w, x, fc1);
   const act =
@@ -200,6 +212,8 @@ export function feedForward(
       ? g.op('Relu', [a], `${fc1}.relu`)
       : activation === 'silu'
         ? g.op('Mul', [a, g.op('Sigmoid', [a], `${fc1}.sigmoid`)], `${fc1}.silu`) // x·σ(x), Marian's swish
-        : gelu(g, a);
+        : activation === 'gelu_tanh'
+          ? geluTanh(g, a)
+          : gelu(g, a);
   return linear(g, w, act, fc2);
 }
