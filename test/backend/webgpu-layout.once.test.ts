@@ -114,7 +114,7 @@ test('webgpu copyRows and gatherRows: strided, repeated and gathered rows of flo
   const o0 = out(init);
   K.copyRows(up(x), 2, 0, o0, 0, 7, 10, 7);
   sameBits(await down(o0, 70), ref0, 'copyRows of one repeated run');
-  const mask = Uint8Array.from({ length: 12 }, (_, k) => (k % 3 === 0 ? 1 : 0));
+  const mask = Uint8Array.from({ length: 13 }, (_, k) => (k % 3 === 0 ? 1 : 0)); // rows read up to element 12
   const refB = new Uint8Array(8);
   js.copyRows(mask, 2, 3, refB, 0, 2, 4, 2);
   const ob = gpuDevice.alloc('bool', 8);
