@@ -21,6 +21,7 @@ import {
   type WeightsDType,
 } from '../files.ts';
 import type { Module } from '../../nn/module.ts';
+import { heldDType } from '../../pipelines/options.ts';
 import { exportOnnx } from '../onnx-export.ts';
 import { ensembleOptions, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
 
@@ -139,8 +140,15 @@ export function exportModel(o: ExportArgs): void {
  * model is quantized in place, then written as it is held, the rest in fp16).
  */
 function copyModel(from: string, out: string, model: Module, dtype: WeightsDType | 'q4'): void {
+  const held = heldDType(model);
+  if (held && (dtype === 'I8' ? 'int8' : dtype) !== held)
+    throw new UserError(
+      `${from} holds ${held} weights, which are written as they are stored: export it with --dtype ` +
+        `${held}, or export the float folder with --dtype ${dtype === 'I8' ? 'int8' : dtype.toLowerCase()}`,
+    );
   removeStaleTemps(out); // a killed earlier export's
   asUserError(() => copyFolderFiles(from, out, { extra: ['history.json'] }));
   if (dtype === 'q4') asUserError(() => model.quantize({ dtype: 'q4' }));
-  saveFolderWeights(out, model, dtype === 'q4' ? 'F16' : dtype);
+  // An int8 folder exported again: its weights as they are held (saveWeights writes int8/q4 tensors as stored).
+  saveFolderWeights(out, model, dtype === 'q4' || held ? 'F16' : dtype);
 }
