@@ -61,6 +61,16 @@ export class Weights {
     return { v, s: st.dataSync<Float32Array>().subarray(r0 * sPer, (r0 + rows) * sPer), rows, cols };
   }
 
+  /** The uint8 scalar 128: the zero point of x quantized as uint8 (MatMulInteger's a_zero_point). */
+  zeroPoint128(): string {
+    const n = 'x_zero_point_128';
+    if (!this.added.has(n)) {
+      this.g.intWeight(n, Uint8Array.from([128]), []);
+      this.added.set(n, n);
+    }
+    return n;
+  }
+
   /** An int8 weight as MatMulInteger's B: its values transposed (I, O) and its scales as a row (1, O). */
   int8T(name: string, part?: [number, number]): { w: string; scale: string } {
     const key = part ? `${name}[${part[0]}]` : name;
@@ -140,7 +150,8 @@ export function matmulT(
 /**
  * x · Wᵀ for a quantized weight, as qkv's linearInt8 / linearQ4 compute it. int8 (MatMulInteger): each row of x
  * quantized on the fly as qkv does (sx = max|x|/127; q = Round(x · (127/max|x|)), ties to even; a row of zeros
- * gives zeros), the integer products summed exactly in int32, then float(acc) · (sx · s_o): the same float32
+ * gives zeros; fed as q + 128, uint8 with zero point 128), the integer products summed exactly in int32, then
+ * float(acc) · (sx · s_o): the same float32
  * operations in the same order, so ONNX Runtime's outputs are qkv's up to how its kernels fuse them. q4
  * (com.microsoft MatMulNBits, bits 4, block_size 32): the packed values as unsigned nibbles with zero point 8
  * (qkv's signed nibble + 8), a scale per block, accuracy_level 4 (x quantized to int8 per block by ONNX Runtime,
@@ -173,10 +184,13 @@ function quantizedMatmul(
     [g.constFloat(127), g.op('Where', [zero, g.constFloat(1), amax], `${stem}.amax1`)],
     `${stem}.inv`,
   );
-  const xq = g.op('Cast', [g.op('Round', [g.op('Mul', [x, inv], `${stem}.scaled`)], `${stem}.rounded`)], `${stem}.xq`, {
-    to: 3 /* INT8 */,
+  // q + 128 as uint8 with zero point 128 (the same integer products): ONNX Runtime's fast x86 kernels take
+  // uint8 × int8; int8 × int8 runs a generic path several times slower.
+  const rounded = g.op('Round', [g.op('Mul', [x, inv], `${stem}.scaled`)], `${stem}.rounded`);
+  const xq = g.op('Cast', [g.op('Add', [rounded, g.constFloat(128)], `${stem}.shifted`)], `${stem}.xq`, {
+    to: 2 /* UINT8 */,
   });
-  const acc = g.op('MatMulInteger', [xq, q.w], `${stem}.acc`);
+  const acc = g.op('MatMulInteger', [xq, q.w, w.zeroPoint128()], `${stem}.acc`);
   const sx = g.op('Div', [amax, g.constFloat(127)], `${stem}.sx`);
   // sx·s as a MatMul of (..., 1) by (1, O): the same one rounded product, but no Mul node, which ONNX Runtime's
   // MatMulIntegerToFloat fusion would take for a per-tensor scale of x (it is per row here: a wrong result).
