@@ -14,6 +14,7 @@ import { dataCommand } from './commands/data.ts';
 import { evalCommand } from './commands/eval.ts';
 import { exploreCommand } from './commands/explore.ts';
 import { exportCommand } from './commands/export.ts';
+import { flowCommand } from './commands/flow.ts';
 import { generateCommand } from './commands/generate.ts';
 import { infoCommand } from './commands/info.ts';
 import { trainLmCommand } from './commands/train-lm.ts';
@@ -47,6 +48,7 @@ for (const command of [
   trainLmCommand(),
   generateCommand(),
   attentionCommand(),
+  flowCommand(),
   exploreCommand(),
 ]) {
   inherit(command, program);

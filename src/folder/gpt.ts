@@ -7,18 +7,15 @@
  * prompt's lines are joined by it. A byte-level model (GPT-2) reads raw text: '\n' is an ordinary
  * token, and <|endoftext|> (the separator here) only opens the document.
  */
-import { GPT, type GPTConfig } from '../models/gpt.ts';
+import { GPT } from '../models/gpt.ts';
 import { checkGptConfig } from '../models/config-check.ts';
-import { GPT_FIELDS } from '../models/load-weights.ts';
-import { readHfGpt2 } from '../io/hf.ts';
-import { isHfConfig } from '../models/hf/gpt2.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import { ByteLevelBpeTokenizer, byteLevelBpeJson } from '../text/bytelevel.ts';
 import { CharTokenizer } from '../text/chars.ts';
 import { tokenizerFromJSON } from '../text/load.ts';
 import { decodeLines, encodeLines, type LmTokenizer } from '../text/lines.ts';
-import { loadInto, notFound, weightsOf, type Weights } from './seq2seq.ts';
-import { bareNames, FILES, FolderError, type FileNamer, type LmConfigFile } from './spec.ts';
+import { notFound } from './seq2seq.ts';
+import { bareNames, checkFormat, FILES, FolderError, type FileNamer, type LmConfigFile } from './spec.ts';
 
 /**
  * A language model's tokenizer: characters (config.json `"tokenizer": "char"`), qkv's BPE (`"bpe"`), or
@@ -94,20 +91,16 @@ export interface GptFiles {
    * `tokenizer not found`.
    */
   tokenizer: unknown;
-  /** model.safetensors as bytes, or read on demand (after the config and tokenizer are checked). */
-  weights?: Weights;
+  /** model.safetensors as bytes (read after the config and tokenizer are checked). */
+  weights?: Uint8Array;
 }
 
 /** The model (random weights) and tokenizer of a qkv GPT folder (format 'qkv-gpt'). */
 export function gptShape(files: Omit<GptFiles, 'weights'>, name: FileNamer = bareNames): LoadedLm {
   const cname = name(FILES.config);
   if (files.config === undefined) throw notFound(FILES.config, name);
-  const cfg = files.config as LmConfigFile | null;
-  if (!cfg || typeof cfg !== 'object' || cfg.format !== 'qkv-gpt' || !cfg.model)
-    throw new FolderError(
-      FILES.config,
-      `${cname}: expected format 'qkv-gpt' with a 'model' section, got format '${String(cfg?.format)}'`,
-    );
+  checkFormat(files.config, 'qkv-gpt', cname);
+  const cfg = files.config as LmConfigFile;
   if (cfg.tokenizer !== 'char' && cfg.tokenizer !== 'bpe')
     throw new FolderError(
       FILES.config,
@@ -135,16 +128,6 @@ export function gptShape(files: Omit<GptFiles, 'weights'>, name: FileNamer = bar
     );
   }
   return { model, tokenizer, separatorId: lineSeparatorId(tokenizer), config: cfg };
-}
-
-/** A qkv GPT folder's model, weights loaded, in eval mode. */
-export function gptFromFiles(files: GptFiles, name: FileNamer = bareNames): LoadedLm {
-  const lm = gptShape(files, name);
-  const weights = weightsOf(files.weights);
-  if (weights === undefined) throw notFound(FILES.weights, name);
-  loadInto(lm.model, weights, lm.config.model as GPTConfig, GPT_FIELDS, name(FILES.weights), FILES.weights);
-  lm.model.eval();
-  return lm;
 }
 
 /** A Hugging Face GPT-2 folder's tokenizer files: tokenizer.json, or vocab.json (parsed) + merges.txt (text). */
@@ -213,16 +196,20 @@ export function hfTokenizer(files: HfTokenizerFiles, name: FileNamer = bareNames
   }
 }
 
-/** An HF model and its tokenizer, checked against each other. */
-export function checkedHf(model: GPT, tokenizer: GptTokenizer, name: FileNamer = bareNames, from?: string): LoadedLm {
-  // GPT-2's embedding table may be padded past the tokenizer (e.g. to a multiple of 64), never shorter.
-  if (tokenizer.vocabSize > model.config.vocabSize) {
+/** An HF tokenizer against the model's vocab_size: GPT-2's table may be padded past it (to a multiple of 64). */
+export function checkHfVocab(tokenizer: GptTokenizer, vocabSize: number, name: FileNamer = bareNames): void {
+  if (tokenizer.vocabSize > vocabSize) {
     throw new FolderError(
       FILES.tokenizer,
       `${name(FILES.tokenizer)}: ${tokenizer.vocabSize} tokens, more than ` +
-        `${name(FILES.config)}'s vocab_size ${model.config.vocabSize}`,
+        `${name(FILES.config)}'s vocab_size ${vocabSize}`,
     );
   }
+}
+
+/** An HF model and its tokenizer, checked against each other. */
+export function checkedHf(model: GPT, tokenizer: GptTokenizer, name: FileNamer = bareNames, from?: string): LoadedLm {
+  checkHfVocab(tokenizer, model.config.vocabSize, name);
   return {
     model,
     tokenizer,
@@ -243,28 +230,4 @@ export function hfWeightsError(e: unknown, name: FileNamer = bareNames): FolderE
   const hit = /^(config\.json|model\.safetensors)(: ?)?/.exec(m);
   if (hit) return new FolderError(hit[1], `${name(hit[1])}${m.slice(hit[1].length)}`);
   return new FolderError(FILES.weights, `${name(FILES.weights)}: ${m}`);
-}
-
-/** A Hugging Face GPT-2 folder with model.safetensors in memory, in eval mode. */
-export function hfGpt2FromFiles(
-  files: HfTokenizerFiles & { config: unknown; weights?: Weights },
-  name: FileNamer = bareNames,
-  from?: string,
-): LoadedLm {
-  const tokenizer = hfTokenizer(files, name); // named before the weights are read
-  const weights = weightsOf(files.weights);
-  if (weights === undefined) throw notFound(FILES.weights, name);
-  let model: GPT;
-  try {
-    model = readHfGpt2(files.config, weights);
-  } catch (e) {
-    throw hfWeightsError(e, name);
-  }
-  return checkedHf(model, tokenizer, name, from);
-}
-
-/** A language-model folder of either kind from its contents (qkv GPT or HF GPT-2), in eval mode. */
-export function lmFromFiles(files: GptFiles & HfTokenizerFiles, name: FileNamer = bareNames): LoadedLm {
-  if (isHfConfig(files.config)) return hfGpt2FromFiles(files, name);
-  return gptFromFiles(files, name);
 }

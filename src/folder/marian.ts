@@ -35,7 +35,7 @@ export const MARIAN_FILES = {
   tokenizerConfig: 'tokenizer_config.json',
 } as const;
 
-/** A Marian folder's files: JSON parsed, the rest as bytes; undefined where the folder lacks the file. */
+/** A Marian folder's files but the weights: JSON parsed, the rest as bytes; undefined where the folder lacks one. */
 export interface MarianFiles {
   /** config.json, parsed. */
   config: unknown;
@@ -51,8 +51,6 @@ export interface MarianFiles {
   sourceSpm: Uint8Array | undefined;
   /** target.spm's bytes. */
   targetSpm: Uint8Array | undefined;
-  /** The weights: model.safetensors's bytes, else pytorch_model.bin's (read after everything else is checked). */
-  weights: () => MarianWeights | undefined;
 }
 
 /** A Marian folder's weights file: its name (model.safetensors or pytorch_model.bin) and bytes. */
@@ -86,7 +84,7 @@ export interface LoadedMarian {
 }
 
 /** The tokenizer and config of a Marian folder, checked against each other (no weights read). */
-export function marianShape(files: Omit<MarianFiles, 'weights'>, name: FileNamer = bareNames): MarianShape {
+export function marianShape(files: MarianFiles, name: FileNamer = bareNames): MarianShape {
   const cname = name(FILES.config);
   if (files.config === undefined) throw notFound(FILES.config, name);
   let parsed: ReturnType<typeof marianConfigFromHf>;
@@ -129,12 +127,6 @@ export function marianShape(files: Omit<MarianFiles, 'weights'>, name: FileNamer
   if (tokenizer.padId !== ids.padId) throw disagree('pad_token_id is', ids.padId, tokenizer.padId);
   if (tokenizer.eosId !== ids.eosId) throw disagree('eos_token_id is', ids.eosId, tokenizer.eosId);
   return { tokenizer, config: files.config as Record<string, unknown>, ids, generation, modelConfig: model };
-}
-
-/** A Marian folder's model (weights loaded, eval mode) and tokenizer. */
-export function marianFromFiles(files: MarianFiles, name: FileNamer = bareNames): LoadedMarian {
-  const shape = marianShape(files, name);
-  return loadMarian(shape, files.weights(), name);
 }
 
 /** The model of a checked shape with its weights (undefined: the folder has neither weights file), eval mode. */

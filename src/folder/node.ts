@@ -1,13 +1,13 @@
 /**
- * Model folders on disk (Node only): reading a folder by its path through the same checks as
- * every other source (./open.ts, ./seq2seq.ts, ./gpt.ts), and writing folders atomically. Every
+ * Model folders on disk (Node only): a folder by its path as a source of the one door (`dirSource`;
+ * the readers `readSeq2Seq`, `readLm`, ... are the door over it, driven synchronously: ./open.ts),
+ * and writing folders atomically. Every
  * write goes to a temporary file in the same folder, is flushed, then renamed over the target, so
  * a killed process leaves either the old file or the new one.
  */
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { atomicWrite } from '../io/atomic.ts';
-import { readHfGpt2Sync } from '../io/hf.ts';
 import { QUANTIZED_METADATA, quantizedForFile, quantizeInt8 } from '../tensor/quantize.ts';
 import { writeSafetensors } from '../io/safetensors.ts';
 import type { GPT } from '../models/gpt.ts';
@@ -15,32 +15,15 @@ import type { Seq2Seq } from '../models/seq2seq.ts';
 import type { Module } from '../nn/module.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
 import type { LmTokenizer } from '../text/lines.ts';
-import { isHfConfig } from '../models/hf/gpt2.ts';
 import type { Tensor } from '../tensor/tensor.ts';
-import {
-  checkedHf,
-  gptFromFiles,
-  gptShape,
-  hfTokenizer,
-  hfWeightsError,
-  type GptTokenizer,
-  type LoadedLm,
-} from './gpt.ts';
-import {
-  MARIAN_FILES,
-  marianFromFiles,
-  marianShape,
-  type LoadedMarian,
-  type MarianFiles,
-  type MarianShape,
-  type MarianWeights,
-} from './marian.ts';
-import { checkEnsemble, pytorchOnly, type FolderSource, type MemberCheck } from './open.ts';
-import { notFound, seq2seqFromFiles, seq2seqShape, type LoadedModel } from './seq2seq.ts';
+import type { LoadedLm } from './gpt.ts';
+import type { LoadedMarian, MarianShape } from './marian.ts';
+import { folderShapeSync, ofKind, openFolderSync, readKindSteps, type FolderShape } from './open.ts';
+import { notFound, type LoadedModel } from './seq2seq.ts';
+import { runSync, type FolderSource } from './source.ts';
 import {
   FILES,
   FolderError,
-  folderKind,
   parseJsonText,
   type FileNamer,
   type FolderKind,
@@ -158,10 +141,6 @@ export const pathNamer =
   (file) =>
     join(dir, file);
 
-function mustExist(dir: string): void {
-  if (!existsSync(dir)) throw new FolderError('', `model folder not found: ${dir}`);
-}
-
 /** A file's bytes, or undefined when it does not exist. */
 export function readFileIn(dir: string, file: string): Uint8Array | undefined {
   const path = join(dir, file);
@@ -179,34 +158,65 @@ export function readJsonIn(dir: string, file: string): unknown {
   return bytes === undefined ? undefined : parseJsonText(Buffer.from(bytes).toString('utf8'), file, join(dir, file));
 }
 
-/** The kind of folder `dir` is, from its config.json. */
-export function folderKindOf(dir: string): FolderKind {
-  mustExist(dir);
-  const config = readJsonIn(dir, FILES.config);
-  if (config === undefined) throw notFound(FILES.config, pathNamer(dir));
-  return folderKind(config, join(dir, FILES.config));
+/** A folder on disk as a FolderSource: it answers at once, so the door reads it synchronously or not. */
+export function dirSource(dir: string): FolderSource {
+  return {
+    label: dir,
+    name: pathNamer(dir),
+    read: (f) => readFileIn(dir, f),
+    exists: () => existsSync(dir),
+    sub: (p) => dirSource(join(dir, p)),
+    range: (f) => {
+      const path = join(dir, f);
+      if (!existsSync(path)) return undefined;
+      return {
+        size: statSync(path).size,
+        read: (begin, end) => {
+          const fd = openSync(path, 'r');
+          try {
+            return readRange(fd, begin, end);
+          } finally {
+            closeSync(fd);
+          }
+        },
+      };
+    },
+  };
 }
 
-function seq2seqFiles(dir: string): { config: unknown; tokenizer: unknown; targetTokenizer: unknown } {
-  mustExist(dir);
-  return {
-    config: readJsonIn(dir, FILES.config),
-    tokenizer: readJsonIn(dir, FILES.tokenizer),
-    targetTokenizer: readJsonIn(dir, FILES.targetTokenizer),
-  };
+/** Bytes [begin, end) of an open file (fewer where the file ends first). */
+function readRange(fd: number, begin: number, end: number): Buffer {
+  const buf = Buffer.allocUnsafe(end - begin);
+  let got = 0;
+  while (got < buf.length) {
+    const n = readSync(fd, buf, got, buf.length - got, begin + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return buf.subarray(0, got);
+}
+
+// The readers below are the one door (./open.ts) over dirSource, driven synchronously: the same
+// checks, in the same order, as openFolder over a URL, picked files or contents.
+
+/** The kind of folder `dir` is, from its config.json. */
+export function folderKindOf(dir: string): FolderKind {
+  return runSync(readKindSteps(dirSource(dir))).kind;
+}
+
+/** A folder's shape of any kind (config.json and the tokenizers checked, a Hugging Face one's weights present). */
+export function readShapeDir(dir: string): FolderShape {
+  return folderShapeSync(dirSource(dir));
 }
 
 /** A translation folder's model (random weights) and tokenizers. */
 export function readSeq2SeqShape(dir: string): LoadedModel {
-  return seq2seqShape(seq2seqFiles(dir), pathNamer(dir));
+  return ofKind(folderShapeSync(dirSource(dir), { kinds: ['seq2seq'] }), 'seq2seq');
 }
 
-/** A translation folder, weights loaded (`weightsFile`, default model.safetensors), eval mode. */
+/** A translation folder, weights loaded (`weightsFile`, default model.safetensors), eval mode; no ensemble. */
 export function readSeq2Seq(dir: string, weightsFile: string = FILES.weights): LoadedModel {
-  const files = seq2seqFiles(dir);
-  const name = pathNamer(dir);
-  // config.json and the tokenizers are checked before the weights are read.
-  return seq2seqFromFiles({ ...files, weights: () => readFileIn(dir, weightsFile) }, name, weightsFile);
+  return ofKind(openFolderSync(dirSource(dir), { kinds: ['seq2seq'], ensemble: false, weightsFile }), 'seq2seq');
 }
 
 /** A translation folder and the folders decoded with it as an ensemble. */
@@ -227,101 +237,28 @@ export function readEnsemble(
   others: readonly string[] = [],
   opts: { own?: boolean } = {},
 ): LoadedEnsemble {
-  const first = readSeq2Seq(dir);
-  const declared = (opts.own ?? true) ? (first.config.decoding?.ensemble ?? []) : [];
-  const named = [
-    ...declared.map((p) => ({ path: join(dir, p), what: `${join(dir, FILES.config)} decoding.ensemble member ${p}` })),
-    ...others.map((p) => ({ path: p, what: `--ensemble ${p}` })),
-  ];
-  const members: MemberCheck[] = named.map(({ path, what }) => {
-    if (!existsSync(path)) throw new FolderError('', `${what}: model folder not found: ${path}`);
-    return { what, loaded: readSeq2Seq(path) };
-  });
-  return { ...first, members: checkEnsemble(first, members, dir), memberDirs: [dir, ...named.map((n) => n.path)] };
+  return ofKind(
+    openFolderSync(dirSource(dir), { kinds: ['seq2seq'], ensemble: opts.own ?? true, members: others.map(dirSource) }),
+    'seq2seq',
+  );
 }
 
 /** A qkv GPT folder's model (random weights) and tokenizer. */
 export function readGptShape(dir: string): LoadedLm {
-  mustExist(dir);
-  return gptShape(
-    { config: readJsonIn(dir, FILES.config), tokenizer: readJsonIn(dir, FILES.tokenizer) },
-    pathNamer(dir),
-  );
+  return ofKind(folderShapeSync(dirSource(dir), { kinds: ['gpt'] }), 'gpt');
 }
 
 /** A language-model folder of either kind (qkv GPT, Hugging Face GPT-2), weights loaded, eval mode. */
 export function readLm(dir: string): LoadedLm {
-  mustExist(dir);
-  const config = readJsonIn(dir, FILES.config);
-  // The kind first: a Hugging Face model_type qkv does not run is named before any tokenizer is read.
-  if (config !== undefined && isHfConfig(config)) {
-    const kind = folderKind(config, join(dir, FILES.config));
-    if (kind !== 'hf-gpt2')
-      throw new FolderError(
-        FILES.config,
-        `${join(dir, FILES.config)}: model_type '${kind}' is a translation model, not a language model`,
-      );
-    return readHfGpt2Dir(dir, config);
-  }
-  return gptFromFiles(
-    { config, tokenizer: readJsonIn(dir, FILES.tokenizer), weights: () => readFileIn(dir, FILES.weights) },
-    pathNamer(dir),
-  );
-}
-
-/** Bytes [begin, end) of an open file (fewer where the file ends first). */
-function readRange(fd: number, begin: number, end: number): Buffer {
-  const buf = Buffer.allocUnsafe(end - begin);
-  let got = 0;
-  while (got < buf.length) {
-    const n = readSync(fd, buf, got, buf.length - got, begin + got);
-    if (n === 0) break;
-    got += n;
-  }
-  return buf.subarray(0, got);
-}
-
-/**
- * A Hugging Face GPT-2 folder's tokenizer (tokenizer.json, else vocab.json + merges.txt) and the path
- * of its weights, checked before any weight is read: a bad tokenizer, or a folder with only
- * pytorch_model.bin, is named before 500 MB of weights are read.
- */
-export function hfGpt2Files(
-  dir: string,
-  name: FileNamer = pathNamer(dir),
-): { tokenizer: GptTokenizer; weights: string } {
-  const tokenizerJson = readJsonIn(dir, FILES.tokenizer);
-  const merges = readFileIn(dir, FILES.merges);
-  const tokenizer = hfTokenizer(
-    tokenizerJson !== undefined
-      ? { tokenizer: tokenizerJson }
-      : { vocab: readJsonIn(dir, FILES.vocab), merges: merges && Buffer.from(merges).toString('utf8') },
-    name,
-  );
-  const weights = join(dir, FILES.weights);
-  if (!existsSync(weights))
-    throw existsSync(join(dir, FILES.pytorchWeights)) ? pytorchOnly(name) : notFound(FILES.weights, name);
-  return { tokenizer, weights };
+  return ofKind(openFolderSync(dirSource(dir), { kinds: ['gpt', 'hf-gpt2'] }), 'gpt', 'hf-gpt2');
 }
 
 /**
  * A Hugging Face GPT-2 folder, its model.safetensors read one tensor (or 16 MiB of one) at a time:
  * the file is never held whole beside the weights.
  */
-export function readHfGpt2Dir(dir: string, config: unknown = readJsonIn(dir, FILES.config)): LoadedLm {
-  const name = pathNamer(dir);
-  if (config === undefined) throw notFound(FILES.config, name);
-  const { tokenizer, weights: wpath } = hfGpt2Files(dir, name);
-  let model: GPT;
-  const fd = openSync(wpath, 'r');
-  try {
-    model = readHfGpt2Sync(config, fstatSync(fd).size, (begin, end) => readRange(fd, begin, end));
-  } catch (e) {
-    throw hfWeightsError(e, name);
-  } finally {
-    closeSync(fd);
-  }
-  return checkedHf(model, tokenizer, name, dir);
+export function readHfGpt2Dir(dir: string): LoadedLm {
+  return ofKind(openFolderSync(dirSource(dir), { kinds: ['hf-gpt2'] }), 'hf-gpt2');
 }
 
 /**
@@ -329,69 +266,10 @@ export function readHfGpt2Dir(dir: string, config: unknown = readJsonIn(dir, FIL
  * pytorch_model.bin), eval mode; config.json and the tokenizer's files are checked before the weights are read.
  */
 export function readMarianDir(dir: string): LoadedMarian {
-  mustExist(dir);
-  const config = readJsonIn(dir, FILES.config);
-  if (config === undefined) throw notFound(FILES.config, pathNamer(dir));
-  const kind = folderKind(config, join(dir, FILES.config));
-  if (kind !== 'marian')
-    throw new FolderError(
-      FILES.config,
-      `${join(dir, FILES.config)}: a '${kind}' folder, not a Marian one (model_type 'marian')`,
-    );
-  return marianFromFiles({ ...marianFiles(dir, config), weights: () => marianWeightsIn(dir) }, pathNamer(dir));
+  return ofKind(openFolderSync(dirSource(dir), { kinds: ['marian'] }), 'marian');
 }
 
 /** A Marian folder's config.json, tokenizer files and generation config checked, no weight read (its tokenizer). */
 export function readMarianShape(dir: string): MarianShape {
-  mustExist(dir);
-  const config = readJsonIn(dir, FILES.config);
-  if (config === undefined) throw notFound(FILES.config, pathNamer(dir));
-  return marianShape(marianFiles(dir, config), pathNamer(dir));
-}
-
-/** The weights of a Marian folder on disk: model.safetensors, else pytorch_model.bin, else undefined. */
-function marianWeightsIn(dir: string): MarianWeights | undefined {
-  for (const file of [FILES.weights, FILES.pytorchWeights]) {
-    const bytes = readFileIn(dir, file);
-    if (bytes !== undefined) return { file, bytes };
-  }
-  return undefined;
-}
-
-function marianFiles(dir: string, config: unknown): Omit<MarianFiles, 'weights'> {
-  return {
-    config,
-    generationConfig: readJsonIn(dir, MARIAN_FILES.generationConfig),
-    tokenizerConfig: readJsonIn(dir, MARIAN_FILES.tokenizerConfig),
-    vocab: readJsonIn(dir, MARIAN_FILES.vocab),
-    targetVocab: readJsonIn(dir, MARIAN_FILES.targetVocab),
-    sourceSpm: readFileIn(dir, MARIAN_FILES.sourceSpm),
-    targetSpm: readFileIn(dir, MARIAN_FILES.targetSpm),
-  };
-}
-
-/** A folder on disk as a FolderSource, for openFolder and the pipelines. */
-export function dirSource(dir: string): FolderSource {
-  return {
-    label: dir,
-    name: pathNamer(dir),
-    read: async (f) => readFileIn(dir, f),
-    sub: (p) => dirSource(join(dir, p)),
-    range: async (f) => {
-      const path = join(dir, f);
-      if (!existsSync(path)) return undefined;
-      const size = statSync(path).size;
-      return {
-        size,
-        read: async (begin, end) => {
-          const fd = openSync(path, 'r');
-          try {
-            return readRange(fd, begin, end);
-          } finally {
-            closeSync(fd);
-          }
-        },
-      };
-    },
-  };
+  return ofKind(folderShapeSync(dirSource(dir), { kinds: ['marian'] }), 'marian');
 }

@@ -1,198 +1,89 @@
 /**
- * Opening a model folder from wherever its files are, without Node APIs: contents in memory (a map
- * from file name to bytes or text), a base URL (fetch), the File objects a page's folder picker
- * gives, or any async file getter. The folder's config.json says its kind ('seq2seq', 'gpt',
- * 'hf-gpt2'); the files are then read and checked as docs/model-folder.md says, errors naming the
- * file (its path, URL or name) and what was expected.
+ * The one door to model folders (docs/model-folder.md, "Opening a folder in code"): every kind
+ * ('seq2seq' with its ensemble, 'gpt', 'hf-gpt2', 'marian'), whole or its shape only, from every
+ * source (a Node directory, a URL, picked `File`s, contents in memory), is read by the generators of
+ * this file: config.json first, and the kind it names decided (a Hugging Face model_type qkv does
+ * not run is refused in one line naming it and the kinds qkv runs) before any tokenizer or weight
+ * is requested; then the tokenizers, checked; then the weights. `openFolder` drives them
+ * asynchronously, `openFolderSync` synchronously (./source.ts); the Node readers (./node.ts) and the
+ * loaders from contents here (`seq2seqFromFiles`, `lmFromFiles`, ...) are these two over a source.
  */
-import { readHfGpt2Streaming } from '../io/hf.ts';
+import { hfGpt2Steps as hfGpt2WeightSteps } from '../io/hf.ts';
+import type { GPTConfig } from '../models/gpt-config.ts';
+import { GPT_FIELDS, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
+import { gptConfigFromHf, isHfConfig } from '../models/hf/gpt2.ts';
+import type { GPT } from '../models/gpt.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
-import type { BpeTokenizer } from '../text/bpe.ts';
-import { checkedHf, gptFromFiles, hfTokenizer, hfWeightsError, type LoadedLm } from './gpt.ts';
-import { loadMarian, MARIAN_FILES, marianShape, type LoadedMarian, type MarianWeights } from './marian.ts';
-import { notFound, seq2seqFromFiles, type LoadedModel } from './seq2seq.ts';
-import { FILES, FolderError, folderKind, parseJsonText, type FileNamer, type FolderKind } from './spec.ts';
+import {
+  checkedHf,
+  checkHfVocab,
+  gptShape,
+  hfTokenizer,
+  hfWeightsError,
+  type GptFiles,
+  type GptTokenizer,
+  type HfTokenizerFiles,
+  type LoadedLm,
+} from './gpt.ts';
+import {
+  loadMarian,
+  MARIAN_FILES,
+  marianShape,
+  type LoadedMarian,
+  type MarianFiles,
+  type MarianShape,
+  type MarianWeights,
+} from './marian.ts';
+import {
+  checkEnsemble,
+  loadInto,
+  notFound,
+  seq2seqShape,
+  type LoadedModel,
+  type MemberCheck,
+  type Seq2SeqFiles,
+} from './seq2seq.ts';
+import {
+  contentsSource,
+  folderExists,
+  hasFile,
+  readBytes,
+  readJson,
+  readRanged,
+  readText,
+  runAsync,
+  runSync,
+  toSource,
+  wait,
+  type FileContents,
+  type FolderInput,
+  type FolderSource,
+  type Steps,
+} from './source.ts';
+import {
+  bareNames,
+  checkFormat,
+  FILES,
+  FolderError,
+  folderKind,
+  KIND_FORMATS,
+  KIND_NAMES,
+  type FileNamer,
+  type FolderKind,
+} from './spec.ts';
 
-/** Where a folder's files come from. */
-export interface FolderSource {
-  /** The whole file, or undefined when the folder has no such file. */
-  read(file: string): Promise<Uint8Array | undefined>;
-  /** How a file is named in messages (a path, a URL, a bare name). */
-  name: FileNamer;
-  /** The folder's name, for messages and logs. */
-  label: string;
-  /** A subfolder (ensemble members), where the source has them. */
-  sub?(path: string): FolderSource;
-  /** Bytes [begin, end) of a file and its size, for weights read one tensor at a time (a 500 MB GPT-2). */
-  range?(file: string): Promise<
-    | {
-        /** The file's length in bytes. */
-        size: number;
-        /** Bytes [begin, end) of the file (end at most `size`). */
-        read(begin: number, end: number): Promise<Uint8Array>;
-      }
-    | undefined
-  >;
-}
-
-/** Anything openFolder takes: a source, contents by file name, picked File objects, or a base URL (string or URL). */
-export type FolderInput =
-  | FolderSource
-  | Map<string, Uint8Array | string>
-  | Record<string, Uint8Array | string>
-  | Iterable<File>
-  | URL
-  | string;
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
-function bytesOf(x: Uint8Array | string): Uint8Array {
-  return typeof x === 'string' ? encoder.encode(x) : x;
-}
-
-/** A folder from its files' contents, by name ('member-2/model.safetensors' for a member's files). */
-export function contentsSource(
-  files: Map<string, Uint8Array | string> | Record<string, Uint8Array | string>,
-  label = 'folder',
-  prefix = '',
-): FolderSource {
-  const map = files instanceof Map ? files : new Map(Object.entries(files));
-  return {
-    label: prefix ? `${label}/${prefix.slice(0, -1)}` : label,
-    name: (f) => `${prefix}${f}`,
-    read: async (f) => {
-      const x = map.get(prefix + f);
-      return x === undefined ? undefined : bytesOf(x);
-    },
-    sub: (p) => contentsSource(map, label, `${prefix}${p}/`),
-  };
-}
-
-/**
- * A folder served over HTTP under `base` (a 404 is a missing file; other failures are errors naming the URL).
- * No folder file is HTML: an HTML page in answer to one is a single-page-app server's fallback for a
- * path it lacks (Vite's `vite preview`, many static hosts), so that file is missing too.
- */
-export function urlSource(base: string | URL, fetchFn: typeof fetch = (...a) => fetch(...a)): FolderSource {
-  const root = String(base).endsWith('/') ? String(base) : `${String(base)}/`;
-  const get = async (f: string): Promise<Response | undefined> => {
-    const r = await fetchFn(`${root}${f}`);
-    if (r.status === 404) return undefined;
-    if (r.ok && /^text\/html\b/i.test(r.headers.get('content-type') ?? '')) return undefined;
-    if (!r.ok) throw new FolderError(f, `${root}${f}: HTTP ${r.status}`);
-    return r;
-  };
-  return {
-    label: root.replace(/\/$/, ''),
-    name: (f) => `${root}${f}`,
-    read: async (f) => {
-      const r = await get(f);
-      return r ? new Uint8Array(await r.arrayBuffer()) : undefined;
-    },
-    sub: (p) => urlSource(`${root}${p}/`, fetchFn),
-  };
-}
-
-/**
- * The File objects a folder picker (webkitdirectory) or a drop gives: the folder's own files by
- * name, and its subfolders' files for ensemble members.
- */
-export function filesSource(files: Iterable<File>, prefix = ''): FolderSource {
-  const byPath = new Map<string, File>();
-  let folder = '';
-  for (const f of files) {
-    const rel = (f as File & { webkitRelativePath?: string }).webkitRelativePath || f.name;
-    const parts = rel.split('/');
-    // A picked folder's paths start with its own name: drop it.
-    const inFolder = parts.length > 1 ? parts.slice(1).join('/') : rel;
-    if (parts.length > 1) folder = parts[0];
-    byPath.set(inFolder, f);
-  }
-  return filesSourceOf(byPath, folder || 'local folder', prefix);
-}
-
-function filesSourceOf(byPath: Map<string, File>, label: string, prefix: string): FolderSource {
-  return {
-    label: prefix ? `${label}/${prefix.slice(0, -1)}` : label,
-    name: (f) => `${prefix}${f}`,
-    read: async (f) => {
-      const file = byPath.get(prefix + f);
-      return file ? new Uint8Array(await file.arrayBuffer()) : undefined;
-    },
-    range: async (f) => {
-      const file = byPath.get(prefix + f);
-      return file
-        ? { size: file.size, read: async (b, e) => new Uint8Array(await file.slice(b, e).arrayBuffer()) }
-        : undefined;
-    },
-    sub: (p) => filesSourceOf(byPath, label, `${prefix}${p}/`),
-  };
-}
-
-function isSource(x: unknown): x is FolderSource {
-  return (
-    typeof x === 'object' &&
-    x !== null &&
-    typeof (x as FolderSource).read === 'function' &&
-    typeof (x as FolderSource).name === 'function'
-  );
-}
-
-/** The FolderSource of any FolderInput. */
-export function toSource(input: FolderInput): FolderSource {
-  if (isSource(input)) return input;
-  if (typeof input === 'string' || input instanceof URL) return urlSource(input);
-  if (input instanceof Map) return contentsSource(input);
-  if (typeof (input as Iterable<File>)[Symbol.iterator] === 'function') return filesSource(input as Iterable<File>);
-  return contentsSource(input as Record<string, Uint8Array | string>);
-}
-
-/** A JSON file of the folder (undefined when absent). */
-export async function readJsonFile(src: FolderSource, file: string): Promise<unknown> {
-  const bytes = await src.read(file);
-  return bytes === undefined ? undefined : parseJsonText(decoder.decode(bytes), file, src.name(file));
-}
-
-/** A folder's config.json and the kind it names. */
-export async function readKind(src: FolderSource): Promise<{
-  /** The kind config.json names (a FolderError naming config.json when it names none). */
-  kind: FolderKind;
-  /** config.json, parsed. */
-  config: unknown;
-}> {
-  const config = await readJsonFile(src, FILES.config);
-  if (config === undefined) throw notFound(FILES.config, src.name);
-  return { kind: folderKind(config, src.name(FILES.config)), config };
-}
-
-/**
- * A Marian folder from any source: config.json, the tokenizer's files and the generation config read and
- * checked first, then the weights, model.safetensors preferred, else pytorch_model.bin.
- */
-export async function openMarian(src: FolderSource, config: unknown): Promise<LoadedMarian> {
-  const shape = marianShape(
-    {
-      config,
-      generationConfig: await readJsonFile(src, MARIAN_FILES.generationConfig),
-      tokenizerConfig: await readJsonFile(src, MARIAN_FILES.tokenizerConfig),
-      vocab: await readJsonFile(src, MARIAN_FILES.vocab),
-      targetVocab: await readJsonFile(src, MARIAN_FILES.targetVocab),
-      sourceSpm: await src.read(MARIAN_FILES.sourceSpm),
-      targetSpm: await src.read(MARIAN_FILES.targetSpm),
-    },
-    src.name,
-  );
-  let weights: MarianWeights | undefined;
-  for (const file of [FILES.weights, FILES.pytorchWeights]) {
-    const bytes = await src.read(file);
-    if (bytes !== undefined) {
-      weights = { file, bytes };
-      break;
-    }
-  }
-  return loadMarian(shape, weights, src.name);
-}
+export {
+  contentsSource,
+  filesSource,
+  toSource,
+  urlSource,
+  type Awaitable,
+  type FileContents,
+  type FolderContents,
+  type FolderInput,
+  type FolderSource,
+  type RangedFile,
+} from './source.ts';
 
 /** A translation folder opened with its ensemble (the members its config.json names, unless `ensemble: false`). */
 export interface OpenedSeq2Seq extends LoadedModel {
@@ -200,6 +91,8 @@ export interface OpenedSeq2Seq extends LoadedModel {
   kind: 'seq2seq';
   /** The model itself first, then the ensemble's other members. */
   members: Seq2Seq[];
+  /** The members' folders as their sources name them (a path, a URL), in the same order: the folder itself first. */
+  memberDirs: string[];
 }
 
 /** A language-model folder opened: a qkv GPT or a Hugging Face GPT-2, weights loaded, eval mode. */
@@ -220,115 +113,158 @@ export interface OpenedMarian extends LoadedMarian {
  */
 export type OpenedFolder = OpenedSeq2Seq | OpenedLm | OpenedMarian;
 
-/** How {@link openFolder} opens a folder. */
+/**
+ * A Hugging Face GPT-2 folder's shape: its tokenizer and config checked, none of its weights read (their presence
+ * checked where the source has ranges).
+ */
+export interface HfGpt2Shape {
+  /** Always 'hf-gpt2'. */
+  kind: 'hf-gpt2';
+  /** The folder's tokenizer (tokenizer.json, else vocab.json + merges.txt). */
+  tokenizer: GptTokenizer;
+  /** qkv's GPTConfig for the folder's config.json. */
+  modelConfig: GPTConfig;
+}
+
+/** Anything of one kind: an opened folder, a folder's shape. */
+export interface Kinded<K extends FolderKind = FolderKind> {
+  /** The folder's kind, as its config.json says. */
+  kind: K;
+}
+
+/** A folder's config.json and the kind it names. */
+export interface FolderKindOf extends Kinded {
+  /** config.json, parsed. */
+  config: unknown;
+}
+
+/**
+ * What {@link readFolderShape} gives, no weight read: a qkv folder's model (random weights, training
+ * mode) and tokenizers; a Hugging Face folder's tokenizer and checked config.
+ */
+export type FolderShape =
+  | (LoadedModel & Kinded<'seq2seq'>)
+  | (LoadedLm & Kinded<'gpt'>)
+  | HfGpt2Shape
+  | (MarianShape & Kinded<'marian'>);
+
+/** How the door opens a folder. */
 export interface OpenOptions {
   /**
    * Load the ensemble members config.json names (default true; false: the folder's own model alone, as --no-ensemble).
    */
   ensemble?: boolean;
+  /** More ensemble members after those config.json names (`--ensemble DIR`), each checked as they are. */
+  members?: readonly FolderSource[];
   /** Status lines while large weights are read. */
   progress?: (bytes: number, total: number) => void;
+  /**
+   * The kinds wanted; another kind is refused in one line after config.json is read. With one qkv kind
+   * among them, a config.json that is not a Hugging Face one is checked as that kind's (its format named).
+   */
+  kinds?: readonly FolderKind[];
+  /** Called with the kind and config.json before any other file is read: throw to refuse the folder. */
+  accept?: (kind: FolderKind, config: unknown) => void;
+  /** A translation folder's weights file (default model.safetensors; the folder's own model only). */
+  weightsFile?: string;
 }
 
-/** Open a model folder of any kind: weights loaded, eval mode. */
-export async function openFolder(input: FolderInput, options: OpenOptions = {}): Promise<OpenedFolder> {
-  const src = toSource(input);
-  const { kind, config } = await readKind(src);
-  if (kind === 'seq2seq') return openSeq2Seq(src, config, options);
-  if (kind === 'marian') return { kind, ...(await openMarian(src, config)) };
-  if (kind === 'gpt') {
-    const lm = gptFromFiles(
-      { config, tokenizer: await readJsonFile(src, FILES.tokenizer), weights: await src.read(FILES.weights) },
-      src.name,
-    );
-    return { kind, ...lm };
+/** The kind of `config` (named `cname` in messages), refused unless among `kinds`. */
+function decideKind(config: unknown, cname: string, kinds?: readonly FolderKind[]): FolderKind {
+  if (kinds && !isHfConfig(config)) {
+    const own = kinds.filter((k): k is 'seq2seq' | 'gpt' => k === 'seq2seq' || k === 'gpt');
+    if (own.length === 1) {
+      checkFormat(config, KIND_FORMATS[own[0]], cname);
+      return own[0];
+    }
   }
-  return { kind, ...(await openHfGpt2(src, config, options)) };
+  const kind = folderKind(config, cname);
+  if (kinds && !kinds.includes(kind))
+    throw new FolderError(
+      FILES.config,
+      `${cname}: ${KIND_NAMES[kind]}, not ${kinds.map((k) => KIND_NAMES[k]).join(' or ')}`,
+    );
+  return kind;
 }
 
-async function readSeq2Seq(src: FolderSource, config: unknown): Promise<LoadedModel> {
-  const separate = (config as { model?: { tgtVocabSize?: unknown } } | null)?.model?.tgtVocabSize !== undefined;
-  return seq2seqFromFiles(
+/** The folder's config.json and its kind: the first thing the door reads (options: `kinds`, `accept`). */
+export function* readKindSteps(
+  src: FolderSource,
+  options: Pick<OpenOptions, 'kinds' | 'accept'> = {},
+): Steps<FolderKindOf> {
+  if (!(yield* folderExists(src))) throw new FolderError('', `model folder not found: ${src.label}`);
+  const config = yield* readJson(src, FILES.config);
+  if (config === undefined) throw notFound(FILES.config, src.name);
+  const kind = decideKind(config, src.name(FILES.config), options.kinds);
+  options.accept?.(kind, config);
+  return { kind, config };
+}
+
+/** A folder's config.json and the kind it names (a FolderError naming config.json when it names none). */
+export function readKind(src: FolderSource): Promise<FolderKindOf> {
+  return runAsync(readKindSteps(src));
+}
+
+// ---- Each kind: tokenizers first, then the weights ----------------------------------------------
+
+function* seq2seqSteps(src: FolderSource, config: unknown, weightsFile: string | null): Steps<LoadedModel> {
+  const loaded = seq2seqShape(
     {
       config,
-      tokenizer: await readJsonFile(src, FILES.tokenizer),
+      tokenizer: yield* readJson(src, FILES.tokenizer),
       // Read when present either way: a shared-vocabulary folder holding one is refused by name.
-      targetTokenizer:
-        separate || (await src.read(FILES.targetTokenizer)) !== undefined
-          ? await readJsonFile(src, FILES.targetTokenizer)
-          : undefined,
-      weights: await src.read(FILES.weights),
+      targetTokenizer: yield* readJson(src, FILES.targetTokenizer),
     },
     src.name,
   );
+  if (weightsFile === null) return loaded;
+  const bytes = yield* readBytes(src, weightsFile);
+  if (bytes === undefined) throw notFound(weightsFile, src.name);
+  loadInto(loaded.model, bytes, loaded.config.model, SEQ2SEQ_FIELDS, src.name(weightsFile), weightsFile);
+  loaded.model.eval();
+  return loaded;
 }
 
-async function openSeq2Seq(src: FolderSource, config: unknown, options: OpenOptions): Promise<OpenedSeq2Seq> {
-  const first = await readSeq2Seq(src, config);
+function* ensembleSteps(src: FolderSource, config: unknown, options: OpenOptions): Steps<OpenedSeq2Seq> {
+  const first = yield* seq2seqSteps(src, config, options.weightsFile ?? FILES.weights);
   const declared = (options.ensemble ?? true) ? (first.config.decoding?.ensemble ?? []) : [];
+  const named = [
+    ...declared.map((p) => ({ what: `${src.name(FILES.config)} decoding.ensemble member ${p}`, sub: src.sub?.(p) })),
+    ...(options.members ?? []).map((m) => ({ what: `--ensemble ${m.label}`, sub: m as FolderSource | undefined })),
+  ];
   const members: MemberCheck[] = [];
-  for (const p of declared) {
-    const what = `${src.name(FILES.config)} decoding.ensemble member ${p}`;
-    if (!src.sub) throw new FolderError(FILES.config, `${what}: this source has no subfolders to read it from`);
-    const sub = src.sub(p);
-    const c = await readJsonFile(sub, FILES.config);
-    if (c === undefined) throw new FolderError(FILES.config, `${what}: model folder not found: ${sub.label}`);
-    members.push({ what, loaded: await readSeq2Seq(sub, c) });
+  const folders = [src.label];
+  for (const { what, sub } of named) {
+    if (!sub) throw new FolderError(FILES.config, `${what}: this source has no subfolders to read it from`);
+    if (!(yield* folderExists(sub))) throw new FolderError('', `${what}: model folder not found: ${sub.label}`);
+    const c = yield* readJson(sub, FILES.config);
+    if (c === undefined)
+      throw new FolderError(FILES.config, `${what}: model config not found: ${sub.name(FILES.config)}`);
+    decideKind(c, sub.name(FILES.config), ['seq2seq']);
+    members.push({ what, loaded: yield* seq2seqSteps(sub, c, FILES.weights) });
+    folders.push(sub.label);
   }
-  return { kind: 'seq2seq', ...first, members: checkEnsemble(first, members, src.label) };
+  return { kind: 'seq2seq', ...first, members: checkEnsemble(first, members, src.label), memberDirs: folders };
 }
 
-/** One ensemble member as loaded, and how messages name it. */
-export interface MemberCheck {
-  /** How messages name the member, e.g. `runs/x/config.json decoding.ensemble member member-2` or `--ensemble DIR`. */
-  what: string;
-  /** The member's folder, loaded. */
-  loaded: LoadedModel;
+function* gptSteps(src: FolderSource, config: unknown, weights: boolean): Steps<LoadedLm> {
+  const lm = gptShape({ config, tokenizer: yield* readJson(src, FILES.tokenizer) }, src.name);
+  if (!weights) return lm;
+  const bytes = yield* readBytes(src, FILES.weights);
+  if (bytes === undefined) throw notFound(FILES.weights, src.name);
+  loadInto(lm.model, bytes, lm.config.model as GPTConfig, GPT_FIELDS, src.name(FILES.weights), FILES.weights);
+  lm.model.eval();
+  return lm;
 }
 
-function sameTokenizer(a: BpeTokenizer, b: BpeTokenizer): boolean {
-  return JSON.stringify(a.toJSON()) === JSON.stringify(b.toJSON());
-}
-
-/**
- * The ensemble's models, the folder's own first, after checking each member tokenizes as the
- * folder does (identical tokenizer.json, and target_tokenizer.json if any): an ensemble averages
- * next-token probabilities over one target vocabulary, fed the same source ids.
- */
-export function checkEnsemble(first: LoadedModel, members: readonly MemberCheck[], dir: string): Seq2Seq[] {
-  const out = [first.model];
-  const sharedFirst = first.targetTokenizer === first.tokenizer;
-  for (const { what, loaded: m } of members) {
-    if (m.config.decoding?.ensemble)
-      throw new FolderError(
-        FILES.config,
-        `${what}: its config.json names an ensemble of its own (decoding.ensemble); members must be single models`,
-      );
-    const shared = m.targetTokenizer === m.tokenizer;
-    if (shared !== sharedFirst) {
-      throw new FolderError(
-        FILES.config,
-        `${what}: ` +
-          `${shared ? 'one shared vocabulary' : 'separate vocabularies'}, but ` +
-          `--model ${dir} has ` +
-          `${sharedFirst ? 'one shared vocabulary' : 'separate vocabularies'}: ` +
-          `ensemble members must share their tokenizers`,
-      );
-    }
-    if (!sameTokenizer(m.tokenizer, first.tokenizer))
-      throw new FolderError(
-        FILES.tokenizer,
-        `${what}: its tokenizer.json differs from --model ${dir}'s: ensemble members must share their tokenizers`,
-      );
-    if (!sameTokenizer(m.targetTokenizer, first.targetTokenizer))
-      throw new FolderError(
-        FILES.targetTokenizer,
-        `${what}: its ${FILES.targetTokenizer} differs from --model ${dir}'s: ` +
-          `ensemble members must share their tokenizers`,
-      );
-    out.push(m.model);
-  }
-  return out;
+/** A Hugging Face folder's tokenizer: tokenizer.json, else vocab.json + merges.txt (read only then). */
+function* hfTokenizerSteps(src: FolderSource): Steps<GptTokenizer> {
+  const tokenizer = yield* readJson(src, FILES.tokenizer);
+  if (tokenizer !== undefined) return hfTokenizer({ tokenizer }, src.name);
+  return hfTokenizer(
+    { vocab: yield* readJson(src, FILES.vocab), merges: yield* readText(src, FILES.merges) },
+    src.name,
+  );
 }
 
 /** The one line for a GPT-2 folder that holds PyTorch's pickle instead of model.safetensors. */
@@ -343,36 +279,195 @@ export function pytorchOnly(name: FileNamer): FolderError {
   );
 }
 
-/** Whether the folder has `file`, without reading a large one whole where the source can avoid it. */
-async function has(src: FolderSource, file: string): Promise<boolean> {
-  if (src.range) return (await src.range(file)) !== undefined;
-  return (await src.read(file)) !== undefined;
+function* hfWeightsMissing(src: FolderSource): Steps<FolderError> {
+  return (yield* hasFile(src, FILES.pytorchWeights)) ? pytorchOnly(src.name) : notFound(FILES.weights, src.name);
 }
 
-async function openHfGpt2(src: FolderSource, config: unknown, options: OpenOptions): Promise<LoadedLm> {
-  const tokenizerJson = await readJsonFile(src, FILES.tokenizer);
-  const tokenizer = hfTokenizer(
-    tokenizerJson !== undefined
-      ? { tokenizer: tokenizerJson }
-      : {
-          vocab: await readJsonFile(src, FILES.vocab),
-          merges: await src.read(FILES.merges).then((b) => (b === undefined ? undefined : decoder.decode(b))),
-        },
-    src.name,
-  ); // named before any weight is read
-  const ranged = await src.range?.(FILES.weights);
-  let model: Awaited<ReturnType<typeof readHfGpt2Streaming>>;
+function* hfGpt2ShapeSteps(src: FolderSource, config: unknown): Steps<HfGpt2Shape> {
+  const tokenizer = yield* hfTokenizerSteps(src);
+  let modelConfig: GPTConfig;
   try {
-    if (ranged) {
-      model = await readHfGpt2Streaming(config, ranged.size, ranged.read, options.progress);
-    } else {
-      const bytes = await src.read(FILES.weights);
-      if (bytes === undefined)
-        throw (await has(src, FILES.pytorchWeights)) ? pytorchOnly(src.name) : notFound(FILES.weights, src.name);
-      model = await readHfGpt2Streaming(config, bytes.length, async (b, e) => bytes.subarray(b, e), options.progress);
-    }
+    modelConfig = gptConfigFromHf(config);
+  } catch (e) {
+    throw hfWeightsError(e, src.name);
+  }
+  checkHfVocab(tokenizer, modelConfig.vocabSize, src.name);
+  // The weights' presence, where the source tells it without reading them (not a URL: that would fetch 500 MB).
+  if (src.range && !(yield* hasFile(src, FILES.weights))) throw yield* hfWeightsMissing(src);
+  return { kind: 'hf-gpt2', tokenizer, modelConfig };
+}
+
+/**
+ * A Hugging Face GPT-2 folder, its model.safetensors read one tensor (or 16 MiB of one) at a time
+ * where the source reads ranges (a Node directory, `File`s): the file is never held whole beside the weights.
+ */
+function* hfGpt2Steps(src: FolderSource, config: unknown, progress: OpenOptions['progress']): Steps<LoadedLm> {
+  const tokenizer = yield* hfTokenizerSteps(src); // named before any weight is read
+  const weights = yield* readRanged(src, FILES.weights);
+  if (weights === undefined) throw yield* hfWeightsMissing(src);
+  let model: GPT;
+  try {
+    const steps = hfGpt2WeightSteps(config, weights.size, progress);
+    let r = steps.next();
+    while (!r.done) r = steps.next(yield* wait(weights.read(...r.value)));
+    model = r.value;
   } catch (e) {
     throw e instanceof FolderError ? e : hfWeightsError(e, src.name);
   }
-  return checkedHf(model, tokenizer, src.name, src.label);
+  return checkedHf(model, tokenizer, src.name, src.label || undefined);
+}
+
+function* marianShapeSteps(src: FolderSource, config: unknown): Steps<MarianShape> {
+  return marianShape(
+    {
+      config,
+      generationConfig: yield* readJson(src, MARIAN_FILES.generationConfig),
+      tokenizerConfig: yield* readJson(src, MARIAN_FILES.tokenizerConfig),
+      vocab: yield* readJson(src, MARIAN_FILES.vocab),
+      targetVocab: yield* readJson(src, MARIAN_FILES.targetVocab),
+      sourceSpm: yield* readBytes(src, MARIAN_FILES.sourceSpm),
+      targetSpm: yield* readBytes(src, MARIAN_FILES.targetSpm),
+    },
+    src.name,
+  );
+}
+
+/** A Marian folder: its tokenizer and generation config checked, then model.safetensors, else pytorch_model.bin. */
+function* marianSteps(src: FolderSource, config: unknown): Steps<LoadedMarian> {
+  const shape = yield* marianShapeSteps(src, config);
+  let weights: MarianWeights | undefined;
+  for (const file of [FILES.weights, FILES.pytorchWeights]) {
+    const bytes = yield* readBytes(src, file);
+    if (bytes !== undefined) {
+      weights = { file, bytes };
+      break;
+    }
+  }
+  return loadMarian(shape, weights, src.name);
+}
+
+// ---- The door ----------------------------------------------------------------------------------
+
+/** A folder of any kind read through `src`, weights loaded, eval mode: the reader both drivers run. */
+export function* readFolder(src: FolderSource, options: OpenOptions = {}): Steps<OpenedFolder> {
+  const { kind, config } = yield* readKindSteps(src, options);
+  if (kind === 'seq2seq') return yield* ensembleSteps(src, config, options);
+  if (kind === 'gpt') return { kind, ...(yield* gptSteps(src, config, true)) };
+  if (kind === 'marian') return { kind, ...(yield* marianSteps(src, config)) };
+  return { kind, ...(yield* hfGpt2Steps(src, config, options.progress)) };
+}
+
+/** A folder's shape read through `src` (config.json and the tokenizers checked, no weight read). */
+export function* readFolderShape(
+  src: FolderSource,
+  options: Pick<OpenOptions, 'kinds' | 'accept'> = {},
+): Steps<FolderShape> {
+  const { kind, config } = yield* readKindSteps(src, options);
+  if (kind === 'seq2seq') return { kind, ...(yield* seq2seqSteps(src, config, null)) };
+  if (kind === 'gpt') return { kind, ...(yield* gptSteps(src, config, false)) };
+  if (kind === 'marian') return { kind, ...(yield* marianShapeSteps(src, config)) };
+  return yield* hfGpt2ShapeSteps(src, config);
+}
+
+/** Open a model folder of any kind from any source: weights loaded, eval mode. */
+export function openFolder(input: FolderInput, options: OpenOptions = {}): Promise<OpenedFolder> {
+  return runAsync(readFolder(toSource(input), options));
+}
+
+/**
+ * {@link openFolder} over a source that answers at once (a Node directory, contents in memory); a
+ * source that answers with promises is refused in one line.
+ */
+export function openFolderSync(input: FolderInput, options: OpenOptions = {}): OpenedFolder {
+  return runSync(readFolder(toSource(input), options));
+}
+
+/** A folder's shape (no weight read), synchronously: see {@link openFolderSync}. */
+export function folderShapeSync(input: FolderInput, options: Pick<OpenOptions, 'kinds' | 'accept'> = {}): FolderShape {
+  return runSync(readFolderShape(toSource(input), options));
+}
+
+/** What the door gave, as one of the kinds its `kinds` option allowed (it refused any other). */
+export function ofKind<T extends Kinded, K extends T['kind']>(opened: T, ...kinds: K[]): Extract<T, Kinded<K>> {
+  if (!kinds.includes(opened.kind as K))
+    throw new Error(`internal: the door gave a '${opened.kind}' folder where ${kinds.join(' or ')} was asked`);
+  return opened as Extract<T, Kinded<K>>;
+}
+
+// ---- Loaders from contents: the door over contents in memory ------------------------------------
+
+/** Contents given as parsed JSON and bytes, by file name (undefined left out), named by `name`, synchronously. */
+function fromContents(files: Record<string, FileContents | undefined>, name: FileNamer, options: OpenOptions) {
+  const present = Object.fromEntries(Object.entries(files).filter(([, v]) => v !== undefined)) as Record<
+    string,
+    FileContents
+  >;
+  return openFolderSync(contentsSource(present, '', '', name), { ensemble: false, ...options });
+}
+
+/** A translation folder's model from its contents, weights loaded (fp32, fp16 or int8 safetensors), eval mode. */
+export function seq2seqFromFiles(
+  files: Seq2SeqFiles,
+  name: FileNamer = bareNames,
+  weightsFile: string = FILES.weights,
+): LoadedModel {
+  const { config, tokenizer, targetTokenizer, weights } = files;
+  const contents = {
+    [FILES.config]: config as FileContents | undefined,
+    [FILES.tokenizer]: tokenizer as FileContents | undefined,
+    [FILES.targetTokenizer]: targetTokenizer as FileContents | undefined,
+    [weightsFile]: weights,
+  };
+  return ofKind(fromContents(contents, name, { kinds: ['seq2seq'], weightsFile }), 'seq2seq');
+}
+
+/** A qkv GPT folder's model from its contents, weights loaded, eval mode. */
+export function gptFromFiles(files: GptFiles, name: FileNamer = bareNames): LoadedLm {
+  return lmContents(files, name, ['gpt']);
+}
+
+/** A Hugging Face GPT-2 folder from its contents (model.safetensors in memory), eval mode. */
+export function hfGpt2FromFiles(
+  files: HfTokenizerFiles & { config: unknown; weights?: Uint8Array },
+  name: FileNamer = bareNames,
+): LoadedLm {
+  return lmContents(files, name, ['hf-gpt2']);
+}
+
+/** A language-model folder of either kind from its contents (qkv GPT or HF GPT-2), in eval mode. */
+export function lmFromFiles(files: GptFiles & HfTokenizerFiles, name: FileNamer = bareNames): LoadedLm {
+  return lmContents(files, name, ['gpt', 'hf-gpt2']);
+}
+
+function lmContents(
+  files: Partial<GptFiles & HfTokenizerFiles>,
+  name: FileNamer,
+  kinds: readonly FolderKind[],
+): LoadedLm {
+  const contents = {
+    [FILES.config]: files.config as FileContents | undefined,
+    [FILES.tokenizer]: files.tokenizer as FileContents | undefined,
+    [FILES.vocab]: files.vocab as FileContents | undefined,
+    [FILES.merges]: files.merges,
+    [FILES.weights]: files.weights,
+  };
+  return ofKind(fromContents(contents, name, { kinds }), 'gpt', 'hf-gpt2');
+}
+
+/** A Marian folder's model from its contents (weights loaded, eval mode) and tokenizer. */
+export function marianFromFiles(
+  files: MarianFiles & { weights?: MarianWeights },
+  name: FileNamer = bareNames,
+): LoadedMarian {
+  const contents = {
+    [FILES.config]: files.config as FileContents | undefined,
+    [MARIAN_FILES.generationConfig]: files.generationConfig as FileContents | undefined,
+    [MARIAN_FILES.tokenizerConfig]: files.tokenizerConfig as FileContents | undefined,
+    [MARIAN_FILES.vocab]: files.vocab as FileContents | undefined,
+    [MARIAN_FILES.targetVocab]: files.targetVocab as FileContents | undefined,
+    [MARIAN_FILES.sourceSpm]: files.sourceSpm,
+    [MARIAN_FILES.targetSpm]: files.targetSpm,
+    ...(files.weights ? { [files.weights.file]: files.weights.bytes } : {}),
+  };
+  return ofKind(fromContents(contents, name, { kinds: ['marian'] }), 'marian');
 }

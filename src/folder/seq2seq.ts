@@ -1,17 +1,19 @@
 /**
  * A translation model folder (format 'qkv-seq2seq') from its files' contents: config.json,
- * tokenizer.json, target_tokenizer.json (separate vocabularies only) and model.safetensors.
+ * tokenizer.json, target_tokenizer.json (separate vocabularies only) and model.safetensors, checked
+ * (the door, ./open.ts, reads them); an ensemble's members checked to share the tokenizers.
  * Browser-safe. Errors name the file (as `name` spells it: a path, a URL, a bare name) and what
  * was expected.
  */
 import { readSafetensors } from '../io/safetensors.ts';
 import { checkSeq2SeqConfig, checkVocabularies } from '../models/config-check.ts';
-import { loadWeights, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
+import { loadWeights } from '../models/load-weights.ts';
 import { Seq2Seq } from '../models/seq2seq.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import {
   bareNames,
   checkDecoding,
+  checkFormat,
   FILES,
   FolderError,
   JSON_ROLES,
@@ -33,25 +35,15 @@ export interface Seq2SeqFiles {
    * vocabularies), refused (a FolderError naming it) when it has not; leave it undefined then.
    */
   targetTokenizer?: unknown;
-  /**
-   * The bytes of model.safetensors, or a function that reads them (called after the config and tokenizers are checked).
-   */
-  weights?: Weights;
-}
-
-/** Weights as bytes, or read on demand: undefined when the folder lacks the file. */
-export type Weights = Uint8Array | (() => Uint8Array | undefined);
-
-/** The bytes of `w`: `w` itself, or what calling it reads (undefined when the folder lacks the file). */
-export function weightsOf(w: Weights | undefined): Uint8Array | undefined {
-  return typeof w === 'function' ? w() : w;
+  /** The bytes of model.safetensors (read after the config and tokenizers are checked). */
+  weights?: Uint8Array;
 }
 
 /** A translation folder as loaded: the model, its tokenizers and its config.json. */
 export interface LoadedModel {
   /**
    * The encoder-decoder Transformer config.json's `model` describes: weights loaded and in eval mode
-   * from {@link seq2seqFromFiles}, randomly initialised and in training mode from {@link seq2seqShape}.
+   * from the folder door (./open.ts), randomly initialised and in training mode from {@link seq2seqShape}.
    */
   model: Seq2Seq;
   /** Encodes the source: the shared tokenizer, or with separate vocabularies the source's. */
@@ -81,13 +73,8 @@ function bpe(json: unknown, file: string, name: FileNamer): BpeTokenizer {
 export function seq2seqShape(files: Omit<Seq2SeqFiles, 'weights'>, name: FileNamer = bareNames): LoadedModel {
   const cname = name(FILES.config);
   if (files.config === undefined) throw notFound(FILES.config, name);
+  checkFormat(files.config, 'qkv-seq2seq', cname);
   const config = files.config as ModelConfigFile;
-  if (config === null || typeof config !== 'object' || config.format !== 'qkv-seq2seq' || !config.model) {
-    throw new FolderError(
-      FILES.config,
-      `${cname}: expected format 'qkv-seq2seq' with a 'model' section, got format '${String(config?.format)}'`,
-    );
-  }
   checkDecoding(config.decoding, cname);
   const tokenizer = bpe(files.tokenizer, FILES.tokenizer, name);
   try {
@@ -120,20 +107,6 @@ export function seq2seqShape(files: Omit<Seq2SeqFiles, 'weights'>, name: FileNam
   return { model: new Seq2Seq(config.model), tokenizer, targetTokenizer, config };
 }
 
-/** A translation folder's model, weights loaded (fp32, fp16 or int8 safetensors), in eval mode. */
-export function seq2seqFromFiles(
-  files: Seq2SeqFiles,
-  name: FileNamer = bareNames,
-  weightsFile: string = FILES.weights,
-): LoadedModel {
-  const loaded = seq2seqShape(files, name);
-  const weights = weightsOf(files.weights);
-  if (weights === undefined) throw notFound(weightsFile, name);
-  loadInto(loaded.model, weights, loaded.config.model, SEQ2SEQ_FIELDS, name(weightsFile), weightsFile);
-  loaded.model.eval();
-  return loaded;
-}
-
 /** Read safetensors bytes into a model built from `config`, errors naming the weights file. */
 export function loadInto(
   model: Parameters<typeof loadWeights>[0],
@@ -149,4 +122,57 @@ export function loadInto(
   } catch (e) {
     throw new FolderError(file, `${label}: ${(e as Error).message}`);
   }
+}
+
+/** One ensemble member as loaded, and how messages name it. */
+export interface MemberCheck {
+  /** How messages name the member, e.g. `runs/x/config.json decoding.ensemble member member-2` or `--ensemble DIR`. */
+  what: string;
+  /** The member's folder, loaded. */
+  loaded: LoadedModel;
+}
+
+function sameTokenizer(a: BpeTokenizer, b: BpeTokenizer): boolean {
+  return JSON.stringify(a.toJSON()) === JSON.stringify(b.toJSON());
+}
+
+/**
+ * The ensemble's models, the folder's own first, after checking each member tokenizes as the
+ * folder does (identical tokenizer.json, and target_tokenizer.json if any): an ensemble averages
+ * next-token probabilities over one target vocabulary, fed the same source ids.
+ */
+export function checkEnsemble(first: LoadedModel, members: readonly MemberCheck[], dir: string): Seq2Seq[] {
+  const out = [first.model];
+  const sharedFirst = first.targetTokenizer === first.tokenizer;
+  for (const { what, loaded: m } of members) {
+    if (m.config.decoding?.ensemble)
+      throw new FolderError(
+        FILES.config,
+        `${what}: its config.json names an ensemble of its own (decoding.ensemble); members must be single models`,
+      );
+    const shared = m.targetTokenizer === m.tokenizer;
+    if (shared !== sharedFirst) {
+      throw new FolderError(
+        FILES.config,
+        `${what}: ` +
+          `${shared ? 'one shared vocabulary' : 'separate vocabularies'}, but ` +
+          `--model ${dir} has ` +
+          `${sharedFirst ? 'one shared vocabulary' : 'separate vocabularies'}: ` +
+          `ensemble members must share their tokenizers`,
+      );
+    }
+    if (!sameTokenizer(m.tokenizer, first.tokenizer))
+      throw new FolderError(
+        FILES.tokenizer,
+        `${what}: its tokenizer.json differs from --model ${dir}'s: ensemble members must share their tokenizers`,
+      );
+    if (!sameTokenizer(m.targetTokenizer, first.targetTokenizer))
+      throw new FolderError(
+        FILES.targetTokenizer,
+        `${what}: its ${FILES.targetTokenizer} differs from --model ${dir}'s: ` +
+          `ensemble members must share their tokenizers`,
+      );
+    out.push(m.model);
+  }
+  return out;
 }

@@ -145,6 +145,34 @@ export function folderKind(configJson: unknown, file: string = FILES.config): Fo
   return kind;
 }
 
+/** Each kind in words, for messages: a folder of one kind given where another is wanted. */
+export const KIND_NAMES: Record<FolderKind, string> = {
+  seq2seq: "a translation model (format 'qkv-seq2seq')",
+  gpt: "a qkv language model (format 'qkv-gpt')",
+  'hf-gpt2': "a Hugging Face GPT-2 model (model_type 'gpt2')",
+  marian: "a Hugging Face Marian translation model (model_type 'marian')",
+};
+
+/** The format a qkv kind's config.json names. */
+export const KIND_FORMATS = {
+  /** A translation model's. */
+  seq2seq: 'qkv-seq2seq',
+  /** A language model's. */
+  gpt: 'qkv-gpt',
+} as const;
+
+/**
+ * Check that a config.json names `format` and has a 'model' section; `cname` is how config.json is named in messages.
+ */
+export function checkFormat(config: unknown, format: 'qkv-seq2seq' | 'qkv-gpt', cname: string): void {
+  const c = config as { format?: unknown; model?: unknown } | null;
+  if (c === null || typeof c !== 'object' || c.format !== format || !c.model)
+    throw new FolderError(
+      FILES.config,
+      `${cname}: expected format '${format}' with a 'model' section, got format '${String(c?.format)}'`,
+    );
+}
+
 /** A folder that cannot be opened as it is; `file` names the file at fault (as the message does). */
 export class FolderError extends Error {
   /**

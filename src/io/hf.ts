@@ -32,7 +32,7 @@ export async function readHfGpt2Streaming(
   progress?: (bytes: number, total: number) => void,
   chunkBytes = CHUNK_BYTES,
 ): Promise<GPT> {
-  const steps = loadSteps(configJson, size, chunkBytes, progress);
+  const steps = hfGpt2Steps(configJson, size, progress, chunkBytes);
   let r = steps.next();
   while (!r.done) r = steps.next(await read(...r.value));
   return r.value;
@@ -46,21 +46,22 @@ export function readHfGpt2Sync(
   progress?: (bytes: number, total: number) => void,
   chunkBytes = CHUNK_BYTES,
 ): GPT {
-  const steps = loadSteps(configJson, size, chunkBytes, progress);
+  const steps = hfGpt2Steps(configJson, size, progress, chunkBytes);
   let r = steps.next();
   while (!r.done) r = steps.next(read(...r.value));
   return r.value;
 }
 
 /**
- * The loading itself, written once for both readers: it yields the byte ranges it needs, in file
- * order, and is given their bytes back.
+ * The loading itself, written once for every reader (these two, and the folder module's one door): it
+ * yields the byte ranges of model.safetensors (`size` bytes) it needs, in file order, and is given
+ * their bytes back.
  */
-function* loadSteps(
+export function* hfGpt2Steps(
   configJson: unknown,
   size: number,
-  chunkBytes: number,
   progress?: (bytes: number, total: number) => void,
+  chunkBytes: number = CHUNK_BYTES,
 ): Generator<[number, number], GPT, Uint8Array> {
   if (!Number.isInteger(chunkBytes) || chunkBytes < 4 || chunkBytes % 4 !== 0)
     throw new Error(`readHfGpt2: chunkBytes must be a positive multiple of 4, got ${chunkBytes}`);

@@ -1,11 +1,20 @@
 /**
- * Opening the folder a pipeline runs: in Node a path is read from disk (src/folder/node.ts, the
- * same reader as the CLI's); a URL, picked File objects or contents go through openFolder, which
- * needs no Node API. The Node half is imported only when a path is given, so a browser bundle
- * never pulls in node:fs.
+ * Opening the folder a pipeline runs, through the folder module's one door (openFolder): in Node a
+ * path is a directory source (src/folder/node.ts `dirSource`, the source the CLI's readers use); a
+ * URL, picked File objects or contents are sources too. The Node half is imported only when a path is
+ * given, so a browser bundle never pulls in node:fs. A folder of the wrong kind is refused once its
+ * config.json is read, before its tokenizer.
  */
 import type { LoadedLm } from '../folder/gpt.ts';
-import { openFolder, type FolderInput, type OpenedMarian, type OpenedSeq2Seq } from '../folder/open.ts';
+import {
+  ofKind,
+  openFolder,
+  toSource,
+  type FolderInput,
+  type FolderSource,
+  type OpenedMarian,
+  type OpenedSeq2Seq,
+} from '../folder/open.ts';
 import { FILES, FolderError, type FolderKind } from '../folder/spec.ts';
 
 type NodeFolder = typeof import('../folder/node.ts');
@@ -42,47 +51,38 @@ function label(source: FolderInput): string {
   return typeof source === 'string' ? source.replace(/\/$/, '') : source instanceof URL ? source.href : 'the folder';
 }
 
+/** The source of `source`: a path on this machine read from disk (Node), else as the folder module takes it. */
+async function sourceOf(source: FolderInput): Promise<FolderSource> {
+  return isNodePath(source) ? (await nodeFolder()).dirSource(source) : toSource(source);
+}
+
 /**
  * A translation folder with its ensemble (unless `ensemble` is false), as `qkv translate --model DIR` loads it, or a
- * Hugging Face Marian folder.
+ * Hugging Face Marian folder. Another kind is refused once its config.json is read.
  */
 export async function openTranslation(source: FolderInput, ensemble = true): Promise<OpenedSeq2Seq | OpenedMarian> {
   const wanted = "a translation model folder (format 'qkv-seq2seq', or Hugging Face Marian)";
-  if (isNodePath(source)) {
-    const node = await nodeFolder();
-    const kind = node.folderKindOf(source);
-    if (kind === 'marian') return { kind, ...node.readMarianDir(source) };
-    if (kind !== 'seq2seq') throw wrongKind('translation', kind, label(source), wanted);
-    const e = node.readEnsemble(source, [], { own: ensemble });
-    return { kind: 'seq2seq', ...e };
-  }
-  const opened = await openFolder(source, { ensemble });
-  if (opened.kind !== 'seq2seq' && opened.kind !== 'marian')
-    throw wrongKind('translation', opened.kind, label(source), wanted);
-  return opened;
+  const opened = await openFolder(await sourceOf(source), {
+    ensemble,
+    accept: (kind) => {
+      if (kind !== 'seq2seq' && kind !== 'marian') throw wrongKind('translation', kind, label(source), wanted);
+    },
+  });
+  return ofKind(opened, 'seq2seq', 'marian');
 }
 
 /** A language-model folder (qkv GPT or Hugging Face GPT-2), as `qkv generate --model DIR` loads it. */
 export async function openLanguageModel(source: FolderInput): Promise<LoadedLm & { kind: 'gpt' | 'hf-gpt2' }> {
-  if (isNodePath(source)) {
-    const node = await nodeFolder();
-    const kind = node.folderKindOf(source);
-    if (kind === 'seq2seq' || kind === 'marian')
-      throw wrongKind(
-        'text-generation',
-        kind,
-        label(source),
-        "a language model folder (format 'qkv-gpt', or Hugging Face GPT-2)",
-      );
-    return { kind, ...node.readLm(source) };
-  }
-  const opened = await openFolder(source);
-  if (opened.kind === 'seq2seq' || opened.kind === 'marian')
-    throw wrongKind(
-      'text-generation',
-      opened.kind,
-      label(source),
-      "a language model folder (format 'qkv-gpt', or Hugging Face GPT-2)",
-    );
-  return opened;
+  const opened = await openFolder(await sourceOf(source), {
+    accept: (kind) => {
+      if (kind === 'seq2seq' || kind === 'marian')
+        throw wrongKind(
+          'text-generation',
+          kind,
+          label(source),
+          "a language model folder (format 'qkv-gpt', or Hugging Face GPT-2)",
+        );
+    },
+  });
+  return ofKind(opened, 'gpt', 'hf-gpt2');
 }

@@ -7,14 +7,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FILES, type FolderKind } from '../folder/index.ts';
-import {
-  folderKindOf,
-  hfGpt2Files,
-  pathNamer,
-  readGptShape,
-  readMarianShape,
-  readSeq2SeqShape,
-} from '../folder/node.ts';
+import { pathNamer, readShapeDir } from '../folder/node.ts';
 import { notFound } from '../folder/seq2seq.ts';
 
 /** The package root (two levels above this file, in src/server or dist/server). */
@@ -78,12 +71,7 @@ export function findDefaultModels(roots: readonly string[] = [process.cwd(), pac
  * folder's model.safetensors, never its pytorch_model.bin): its kind, or a FolderError naming the file.
  */
 export function checkFolder(dir: string): FolderKind {
-  const kind = folderKindOf(dir);
-  const name = pathNamer(dir);
-  if (kind === 'seq2seq') readSeq2SeqShape(dir);
-  else if (kind === 'gpt') readGptShape(dir);
-  else if (kind === 'marian') readMarianShape(dir);
-  else hfGpt2Files(dir, name);
-  if (!existsSync(join(dir, FILES.weights))) throw notFound(FILES.weights, name);
+  const { kind } = readShapeDir(dir);
+  if (!existsSync(join(dir, FILES.weights))) throw notFound(FILES.weights, pathNamer(dir));
   return kind;
 }

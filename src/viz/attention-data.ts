@@ -12,7 +12,7 @@ import { noGrad } from '../autograd/grad-mode.ts';
 import { generateHf } from '../decode/hf-search.ts';
 import { beamSearch, greedy } from '../decode/search.ts';
 import type { LoadedMarian } from '../folder/marian.ts';
-import { seq2seqFromFiles } from '../folder/seq2seq.ts';
+import { seq2seqFromFiles } from '../folder/open.ts';
 import { FILES, FolderError, folderKind } from '../folder/spec.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { Tensor } from '../tensor/tensor.ts';

@@ -15,11 +15,11 @@ import {
   checkedHf as folderCheckedHf,
   hfTokenizer as folderHfTokenizer,
   idsText,
-  lmFromFiles,
   promptIds,
   type GptTokenizer,
   type LoadedGpt,
 } from '../folder/gpt.ts';
+import { lmFromFiles } from '../folder/open.ts';
 import type { GPT } from '../models/gpt.ts';
 import { withEvalMode } from '../nn/module.ts';
 import { Tensor } from '../tensor/tensor.ts';

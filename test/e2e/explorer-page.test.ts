@@ -348,8 +348,8 @@ test('the tabs are a tablist: roles, aria-selected, arrow keys', { skip }, async
   const p = await open('translate');
   assert.equal(await p.locator('#tabs').getAttribute('role'), 'tablist');
   const tabs = p.locator('#tabs [role="tab"]');
-  assert.equal(await tabs.count(), 5);
-  for (const v of ['translate', 'generate', 'positional', 'steps', 'export']) {
+  assert.equal(await tabs.count(), 7);
+  for (const v of ['translate', 'generate', 'flow', 'positional', 'steps', 'train', 'export']) {
     const tab = p.locator(`#tabs [data-view="${v}"]`);
     assert.equal(await tab.getAttribute('aria-controls'), `view-${v}`);
     const panel = p.locator(`#view-${v}`);

@@ -301,6 +301,15 @@ test('bad folders: one message each, the open model keeps working', { skip }, as
       /^Could not open the folder: config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, \.\.\.; 'marian': Helsinki-NLP opus-mt-\*; and its own formats 'qkv-seq2seq' and 'qkv-gpt'\)$/,
     ],
     [
+      // The kind is read first: a BERT folder lacking tokenizer.json is refused for its model_type too.
+      'bert-no-tokenizer',
+      folder('bert-no-tokenizer', {
+        'config.json': JSON.stringify({ ...cfg, model_type: 'bert' }),
+        'tokenizer.json': null,
+      }),
+      /^Could not open the folder: config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2'/,
+    ],
+    [
       'wordpiece',
       folder('wordpiece', {
         'tokenizer.json': JSON.stringify({
@@ -332,7 +341,7 @@ test('bad folders: one message each, the open model keeps working', { skip }, as
     [
       'missing',
       folder('missing', { 'model.safetensors': null }),
-      /^Could not open the folder: the folder lacks model\.safetensors \(a model folder holds config\.json, tokenizer\.json and model\.safetensors\)$/,
+      /^Could not open the folder: model weights not found: model\.safetensors$/,
     ],
   ];
   for (const [what, dir, re] of cases) {

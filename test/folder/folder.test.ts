@@ -309,7 +309,7 @@ test('a folder served over HTTP: files fetched under the base URL, 404 a missing
     /^Error: model weights not found: https:\/\/host\/m\/model\.safetensors$/,
   );
   await assert.rejects(
-    urlSource('https://host/m/', fetchFn).read('broken.json'),
+    async () => urlSource('https://host/m/', fetchFn).read('broken.json'),
     /^Error: https:\/\/host\/m\/broken\.json: HTTP 500$/,
   );
 });

@@ -4,12 +4,15 @@
  * into a float model without dequantizing: its layers become int8/q4 pairs (the tensors' dtypes checked),
  * the values and scales are the file's bit for bit, and the model computes what the quantized model that
  * wrote the file computes, bit for bit. A quantized tensor no layer can hold is dequantized; a corrupt pair
- * is refused naming the tensor.
+ * is refused naming the tensor. The explorer's flow (viz/flow) of a quantized model is its forward.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { readSafetensors, writeSafetensors } from '../../src/io/safetensors.ts';
 import { GPT, GPT_TINY } from '../../src/models/gpt.ts';
+import { Seq2Seq, type Seq2SeqConfig } from '../../src/models/seq2seq.ts';
+import { gptFlow } from '../../src/viz/flow-gpt.ts';
+import { seq2seqFlow } from '../../src/viz/flow-seq2seq.ts';
 import { GPT_FIELDS, loadWeights, quantizedAsStored } from '../../src/models/load-weights.ts';
 import { Module } from '../../src/nn/module.ts';
 import { manualSeed, noGrad, tensor } from '../../src/index.ts';
@@ -21,6 +24,20 @@ const ids = tensor(
   Int32Array.from({ length: 2 * 12 }, (_, i) => (i * 53 + 7) % GPT_TINY.vocabSize),
   [2, 12],
 );
+
+const SEQ2SEQ_TINY: Seq2SeqConfig = {
+  vocabSize: 40,
+  dModel: 64,
+  nhead: 4,
+  numEncoderLayers: 1,
+  numDecoderLayers: 2,
+  dimFeedforward: 96,
+  dropout: 0,
+  activation: 'relu',
+  normFirst: false,
+  maxLen: 16,
+  padId: 0,
+};
 
 /** A quantized model's state dict as a file holds it, read back as the folder loader reads it. */
 function roundTrip(sd: Record<string, Tensor>, widen = false): Record<string, Tensor> {
@@ -128,4 +145,23 @@ test('a quantized tensor no layer can hold is dequantized (q·s in float32); a c
       loadWeights(gpt(), { ...i8, 'h.0.mlp.c_proj.weight': new Tensor(v, [64, 256], 'int8') }, GPT_TINY, GPT_FIELDS),
     /int8 weight 'h.0.mlp.c_proj.weight' holds -128 at row 0, column 70, outside −127..127/,
   );
+});
+
+test("the explorer's flow of a quantized model: its logits are the quantized model's forward, bit for bit", () => {
+  manualSeed(14);
+  for (const dtype of ['int8', 'q4'] as const) {
+    const gpt = new GPT(GPT_TINY).eval().quantize({ dtype });
+    const row = Array.from({ length: 9 }, (_, i) => (i * 31 + 5) % GPT_TINY.vocabSize);
+    const want = f32(noGrad(() => gpt.forward(tensor(Int32Array.from(row), [1, 9]))));
+    assert.deepEqual(f32(gptFlow(gpt, row).logits), want, `GPT ${dtype}`);
+    const cfg = { ...SEQ2SEQ_TINY };
+    const s2s = new Seq2Seq(cfg).eval().quantize({ dtype });
+    const [src, tgt] = [
+      [5, 9, 13, 2],
+      [1, 7, 8],
+    ];
+    const ids = (r: number[]) => tensor(Int32Array.from(r), [1, r.length]);
+    const ref = f32(noGrad(() => s2s.forward(ids(src), ids(tgt))));
+    assert.deepEqual(f32(seq2seqFlow(s2s, src, tgt).logits), ref, `Seq2Seq ${dtype}`);
+  }
 });

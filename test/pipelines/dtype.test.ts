@@ -2,14 +2,14 @@
  * `pipeline(task, folder, { dtype: 'q8' | 'q4' })` (issue 50, point 2): a float folder quantized at load
  * computes what module.quantize computes; `qkv export --dtype q4` writes the q4 model as it is held (packed
  * bytes U8 with their scales) and that folder loads back bit for bit, runs as stored, and gives the same
- * outputs; `qkv generate --dtype` is the pipeline option; the combinations not supported are refused in one
- * line. The shipped folders are fp16 on disk, so an export (the rest in fp16) loses nothing beyond the
+ * outputs, from a path and from its files' contents (the explorer's door, openFolder); `qkv generate --dtype` is
+ * the pipeline option; the combinations not supported are refused in one line. The shipped folders are fp16 on disk, so an export (the rest in fp16) loses nothing beyond the
  * quantization itself and the comparisons are exact.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { after, test } from 'node:test';
 import { exportModel } from '../../src/cli/commands/export.ts';
 import { generateText } from '../../src/cli/commands/generate.ts';
@@ -108,4 +108,16 @@ test("translation: { dtype: 'q8' } on the float ensemble = module.quantize int8 
   assert.deepEqual(await (await pipeline('translation', i8))(SENTENCES), manual);
   const float = await (await pipeline('translation', EN_DE))(SENTENCES);
   assert.equal(float.length, 3);
+
+  // The explorer's door: the folder's files as contents (openFolder, no Node API), members in subfolders.
+  const contents = new Map<string, Uint8Array>();
+  for (const f of readdirSync(i8, { recursive: true, withFileTypes: true }))
+    if (f.isFile()) {
+      const path = join(f.parentPath, f.name);
+      contents.set(relative(i8, path), readFileSync(path));
+    }
+  const opened = await pipeline('translation', contents);
+  assert.equal(opened.members.length, 2);
+  assert.equal(opened.members[1]!.stateDict()['transformer.decoder.layers.0.linear1.weight']!.dtype, 'int8');
+  assert.deepEqual(await opened(SENTENCES), manual);
 });

@@ -20,13 +20,15 @@ import type { BackendChoice } from './backend.ts';
 import { byId, h } from './dom.ts';
 import { fetchServedModels, KIND_LABELS, viewOf, type ServedEntry } from './model.ts';
 import { initExport } from './views/export.ts';
+import { initFlow } from './views/flow.ts';
 import { initGenerate, type GenerateView } from './views/generate.ts';
 import { initPositional } from './views/positional.ts';
 import { initSteps } from './views/steps.ts';
 import { runner } from './runner.ts';
+import { initTrain } from './views/train.ts';
 import { initTranslate, type TranslateView } from './views/translate.ts';
 
-const VIEWS = ['translate', 'generate', 'positional', 'steps', 'export'] as const;
+const VIEWS = ['translate', 'generate', 'flow', 'positional', 'steps', 'train', 'export'] as const;
 type View = (typeof VIEWS)[number];
 type ModelView = 'translate' | 'generate';
 
@@ -73,13 +75,25 @@ function renderStatus(): void {
   const text = `${modelStatus[shownModelView ?? modelView]} · backend: ${backend ? backend.name : '…'}`;
   // Written only when it changes: a live region reads every write.
   if (el.textContent !== text) el.textContent = text;
-  el.title = backend?.note ?? '';
+  const launches = runner.threads?.launches ?? 0;
+  const split =
+    backend && backend.info.threads > 1
+      ? ` · ${launches} kernel${launches === 1 ? '' : 's'} split among the threads so far`
+      : '';
+  el.title = (backend?.note ?? '') + split;
 }
 
 /** Set when the Generate view is not the first model view: it is built on its first visit. */
 let lazyGenerate: (() => void) | null = null;
 
+/** Whether the Train view is built (on its first visit). */
+let trainBuilt = false;
+
 function show(view: View): void {
+  if (view === 'train' && !trainBuilt) {
+    trainBuilt = true;
+    initTrain(byId('view-train'));
+  }
   if (view === 'generate' && lazyGenerate) {
     const init = lazyGenerate;
     lazyGenerate = null;
@@ -167,8 +181,17 @@ async function start(): Promise<void> {
   renderStatus();
   const params = new URLSearchParams(location.search);
   const pref = (params.get('backend') ?? 'auto') as 'auto' | 'js' | 'wasm';
+  // ?threads=N: the wasm backend's threads (default: the cores, at most 8).
+  const threadsParam = params.get('threads');
+  const threads = threadsParam === null ? undefined : Number(threadsParam);
+  if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1))
+    throw new Error(`?threads=${threadsParam}: expected a whole number of threads >= 1`);
+  runner.onThreads = renderStatus;
   // The models live in the model worker: it chooses the backend they run on.
-  const [chosen, served] = await Promise.all([runner.call('init', { pref, pageUrl: location.href }), servedP]);
+  const [chosen, served] = await Promise.all([
+    runner.call('init', { pref, pageUrl: location.href, ...(threads !== undefined && { threads }) }),
+    servedP,
+  ]);
   backend = chosen;
   const { models } = served;
   const asked = models.find((m) => m.id === params.get('model'));
@@ -227,6 +250,7 @@ async function start(): Promise<void> {
   if (asked) location.hash = startView;
   route();
   renderStatus();
+  initFlow(byId('view-flow'), { served });
   initPositional(byId('view-positional'));
   initSteps(byId('view-steps'));
   initExport(

@@ -1,6 +1,6 @@
 /**
  * The explorer's model worker: every model of the page lives and runs here, off the page's main
- * thread (opening a folder, translating, generating, the next-token and neuron views). The page
+ * thread (opening a folder, translating, generating, the next-token and neuron views, training). The page
  * talks to it through runner.ts: one request at a time in arrival order (a request waits for the
  * one before it, so a translation asked while its model loads runs on that model), each answered
  * with its value or its error's message, with progress lines between. Cancelling is the page's:
@@ -21,14 +21,26 @@ import {
   type LoadedGpt,
 } from '../../src/viz/gpt-attention.ts';
 import { neuronView, type NeuronView } from '../../src/viz/neuron.ts';
+import {
+  flowOutline,
+  flowSubject,
+  textFlow,
+  type FlowOutline,
+  type FlowRun,
+  type FlowStage,
+  type FlowSubject,
+  type FlowText,
+} from '../../src/viz/flow.ts';
 import { lastLogits, nextTokenView, type NextTokenView } from '../../src/viz/next-token.ts';
 import type { SamplingOptions } from '../../src/decode/sample.ts';
 import type { Seq2Seq } from '../../src/models/seq2seq.ts';
 import type { BpeTokenizer } from '../../src/text/bpe.ts';
 import { ByteLevelBpeTokenizer } from '../../src/text/bytelevel.ts';
 import { CharTokenizer } from '../../src/text/chars.ts';
+import { poolStats, setNumThreads } from '../../src/backend/wasm/threads.ts';
 import { chooseBackend, type BackendChoice } from './backend.ts';
 import { loadLocalModel } from './local-model.ts';
+import { trainHandlers, type TrainRequests } from './train-worker.ts';
 import { openServed, setPageBase, type ServedEntry } from './model.ts';
 
 /** A translation model as the Translate view describes it. */
@@ -56,9 +68,10 @@ export interface GptInfo {
   parameters: number;
 }
 
-/** The requests, by name: their arguments and what they answer. */
-export interface Requests {
-  init: { args: { pref: 'auto' | 'js' | 'wasm'; pageUrl: string }; value: BackendChoice };
+/** The requests, by name: their arguments and what they answer (training's: train-worker.ts). */
+export interface Requests extends TrainRequests {
+  /** `threads`: the wasm backend's thread count (the page's ?threads=N; default: the cores, at most 8). */
+  init: { args: { pref: 'auto' | 'js' | 'wasm'; pageUrl: string; threads?: number }; value: BackendChoice };
   openServed: { args: { view: 'translate' | 'generate'; entry: ServedEntry }; value: TranslationInfo | GptInfo };
   openLocal: {
     args: { files: File[] };
@@ -74,6 +87,18 @@ export interface Requests {
     value: { view: NextTokenView; labels: Record<number, string>; vocabSize: number };
   };
   neuron: { args: { ids: number[]; layer: number; head: number; query: number }; value: NeuronView };
+  /**
+   * The Flow view: one forward pass of a served folder (opened here once, apart from the other views') over a
+   * text; its outline (the stages' numbers are asked for one stage at a time, with flowStage).
+   */
+  flow: {
+    args: { entry: ServedEntry; text: string; target: string; dims: number };
+    value: { outline: FlowOutline; text: FlowText };
+  };
+  /** One stage of the last flow, with its numbers. */
+  flowStage: { args: { stage: string }; value: FlowStage };
+  /** Every component of one stage of the last flow, [token][component]. */
+  flowVectors: { args: { stage: string }; value: number[][] };
 }
 export type RequestName = keyof Requests;
 
@@ -84,10 +109,15 @@ export interface RequestMessage<K extends RequestName = RequestName> {
   args: Requests[K]['args'];
 }
 
-/** Worker → page: a progress line, the value, or the error's message. */
+/** What the wasm backend's thread pool has done so far: kernels split among its threads (launches). */
+export interface ThreadStats {
+  launches: number;
+}
+
+/** Worker → page: a progress line, the value (with the pool's count so far), or the error's message. */
 export type ReplyMessage =
   | { id: number; progress: string }
-  | { id: number; value: unknown }
+  | { id: number; value: unknown; threads: ThreadStats }
   | { id: number; error: string };
 
 /** A translation model as the Translate view runs it: a qkv folder's, or a Hugging Face Marian folder's. */
@@ -100,6 +130,9 @@ let translation: Translation | null = null;
 let gpt: LoadedGpt | null = null;
 /** The logits after the prompt, for the next-token view's redraws. */
 let logits: Float32Array | null = null;
+/** The Flow view's model (the served folder of that id) and its last run, whose full vectors it asks for. */
+let flowModel: { id: string; subject: FlowSubject } | null = null;
+let flowRun: (FlowRun & { text: FlowText }) | null = null;
 
 function gptInfo(lm: LoadedGpt): GptInfo {
   const c = lm.model.config;
@@ -158,8 +191,10 @@ function needGpt(): LoadedGpt {
 }
 
 const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: string) => void) => unknown } = {
-  async init({ pref, pageUrl }) {
+  ...trainHandlers,
+  async init({ pref, pageUrl, threads }) {
     setPageBase(pageUrl);
+    if (threads !== undefined) setNumThreads(threads);
     backend = await chooseBackend(pref);
     return backend;
   },
@@ -244,6 +279,25 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
   neuron({ ids, layer, head, query }) {
     return neuronView(needGpt().model, ids, layer, head, query);
   },
+  async flow({ entry, text, target, dims }, progress) {
+    if (flowModel?.id !== entry.id) {
+      flowModel = null;
+      flowRun = null;
+      flowModel = { id: entry.id, subject: flowSubject(await openServed(entry, backendName(), progress)) };
+    }
+    progress('running the model…');
+    flowRun = textFlow(flowModel.subject, text, { target, dims });
+    return { outline: flowOutline(flowRun.flow), text: flowRun.text };
+  },
+  flowStage({ stage }) {
+    const s = flowRun?.flow.stages.find((x) => x.id === stage);
+    if (!s) throw new Error(flowRun ? `the flow has no stage '${stage}'` : 'no flow has run yet: run it again');
+    return s;
+  },
+  flowVectors({ stage }) {
+    if (!flowRun) throw new Error('no flow has run yet: run it again');
+    return flowRun.vectors(stage);
+  },
 };
 
 /** Requests run one after another, in the order they came. */
@@ -256,7 +310,7 @@ self.onmessage = (e: MessageEvent<RequestMessage>) => {
     try {
       const handler = handlers[op] as (a: unknown, p: (s: string) => void) => unknown;
       const value = await handler(args, (progress) => post({ id, progress }));
-      post({ id, value });
+      post({ id, value, threads: { launches: poolStats().launches } });
     } catch (x) {
       post({ id, error: (x as Error).message ?? String(x) });
     }

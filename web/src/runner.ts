@@ -6,7 +6,7 @@
  * on with the same models. Each answered request leaves a performance measure named `qkv:<op>`
  * (from its sending to its answer's arrival): the time a model ran while the page went on.
  */
-import type { ReplyMessage, RequestMessage, RequestName, Requests } from './model-worker.ts';
+import type { ReplyMessage, RequestMessage, RequestName, Requests, ThreadStats } from './model-worker.ts';
 
 /** What a cancelled request rejects with. */
 export class Cancelled extends Error {
@@ -35,6 +35,10 @@ class Runner {
   private init: RequestMessage<'init'> | null = null;
   /** Each view's last model open and the next-token prompt: sent again, in order, to a new worker after a cancel. */
   private readonly opens = new Map<Slot, RequestMessage>();
+  /** The wasm thread pool's count in the worker, as of its last answer (null: none yet). */
+  threads: ThreadStats | null = null;
+  /** Called when `threads` changes. */
+  onThreads: (() => void) | null = null;
 
   private start(): Worker {
     const w = new Worker(new URL('./model-worker.ts', import.meta.url), { type: 'module', name: 'qkv-models' });
@@ -45,6 +49,10 @@ class Runner {
       if ('progress' in m) p.progress?.(m.progress);
       else {
         this.pending.delete(m.id);
+        if ('threads' in m) {
+          this.threads = m.threads;
+          this.onThreads?.();
+        }
         performance.measure(`qkv:${p.op}`, { start: p.start, end: performance.now() });
         // Settled in a task of its own: what the page draws from the answer is not part of the model's run.
         setTimeout(() => ('error' in m ? p.reject(new Error(m.error)) : p.resolve(m.value)), 0);

@@ -34,6 +34,7 @@ import './quantized.ts';
 import { type Device, hostDevice } from '../../tensor/storage.ts';
 import { kernels, loadKernelsAsync } from './loader.ts';
 import { alloc, free, memory, memoryShared } from './memory.ts';
+import { startThreads } from './parallel.ts';
 import { wasmKernels } from './registry.ts';
 
 import { wasmLoadError } from './loader.ts';
@@ -107,10 +108,12 @@ export function tryWasmBackend(): Backend | null {
  * load, register the wasm backend and make it the current one, as it is on Node (unless QKV_BACKEND names
  * another). The module comes from next to the loader, where bundlers emit it (see loader.ts), or from
  * `base`, a folder URL holding qkv-simd.wasm and qkv-relaxed.wasm. Returns whether it loaded; if not,
- * `backendInfo().reason` says why. Without cross-origin isolation it loads and runs single-threaded.
+ * `backendInfo().reason` says why. Without cross-origin isolation it loads and runs single-threaded;
+ * with it, in a Web Worker, it resolves once the thread pool's Web Workers have started.
  */
 export async function loadWasmKernels(base?: string | URL): Promise<boolean> {
   if (!(await loadKernelsAsync(base))) return false;
+  await startThreads();
   registerBackend(wasmBackend);
   const requested = requestedBackend();
   if (requested === undefined || requested === 'wasm') setBackend('wasm');
@@ -120,6 +123,10 @@ export async function loadWasmKernels(base?: string | URL): Promise<boolean> {
 // Registers itself where the module loads synchronously (Node); in browsers setBackend('wasm') (or
 // loadWasmKernels()) loads it.
 if (kernels()) registerBackend(wasmBackend);
-registerLoader('wasm', async () => ((await loadKernelsAsync()) ? wasmBackend : null));
+registerLoader('wasm', async () => {
+  if (!(await loadKernelsAsync())) return null;
+  await startThreads();
+  return wasmBackend;
+});
 registerBackendInfo('wasm', wasmInfo);
 registerLoadError('wasm', () => (kernels() ? null : (wasmLoadError() ?? 'not loaded (call loadWasmKernels())')));

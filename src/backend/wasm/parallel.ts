@@ -3,13 +3,24 @@
  * rule that workers need a shared memory: on a plain one (a page without cross-origin isolation,
  * see memory.ts) every kernel runs on the calling thread.
  */
-import { gemmScratchFloats, requireKernels, wasmModule } from './loader.ts';
+import { gemmScratchFloats, kernels, requireKernels, wasmModule } from './loader.ts';
 import { memoryShared } from './memory.ts';
-import { partsFor, runParallel, type ParallelKernel } from './threads.ts';
+import { partsFor, runParallel, startPool, type ParallelKernel } from './threads.ts';
 
 /** Parts to split work of `flops` into (the caller included): 1 when small or single-threaded. */
 export function threadsFor(flops: number): number {
   return memoryShared ? partsFor(wasmModule(), gemmScratchFloats(), flops) : 1;
+}
+
+/**
+ * Start the thread pool where it starts asynchronously (a browser's Web Workers, from a Web Worker
+ * on a cross-origin isolated page) and resolve once it runs or failed; resolves with the threads
+ * large kernels are then split among (1 without a shared memory or without the module). On Node
+ * the pool starts on first use and this resolves at once.
+ */
+export function startThreads(): Promise<number> {
+  if (!memoryShared || kernels() === null) return Promise.resolve(1);
+  return startPool(wasmModule(), gemmScratchFloats());
 }
 
 /**

@@ -1,8 +1,11 @@
 /**
  * A pool of worker threads for the GEMM, fused attention, Adam and large elementwise ops, over
- * the shared wasm memory (Node's worker_threads; in a browser, or wherever workers are
- * unavailable, everything runs on the calling thread: no Atomics.wait is ever reached there, which
- * a browser's main thread would refuse).
+ * the shared wasm memory: Node's worker_threads, or in a browser Web Workers (pool-worker.ts),
+ * started from the thread that runs qkv when that thread is itself a Web Worker (a page's main
+ * thread may not block in Atomics.wait: there, and wherever workers are unavailable, everything
+ * runs on the calling thread and no Atomics.wait is ever reached). The launch and the join below
+ * are the same on both; only the start and the watching of deaths differ (startNodePool,
+ * startWebPool). The cells' layout is pool-protocol.ts.
  *
  * Each worker instantiates the same compiled module on the same memory and sleeps in
  * `Atomics.wait` on a generation counter. A launch writes each worker's row range into a shared
@@ -35,22 +38,40 @@
  * threads, and beside a second qkv pool in another thread (V8 keeps one futex wait list for all of
  * a process's threads): about 5.4 million launches in the runs recorded in
  * records/thread-pool-soak/, on this code and on the code before it, without a stall, and with
- * pauses injected no join ever waited a second. The stall's cause stays unknown (ONNX Runtime's own join, where the
- * main
- * thread also blocks inside `session.run`, was not instrumented). What the pool does now so that
- * a process cannot hang on it anyway, whoever loses a wake-up: the join's wait is bounded
- * (RECHECK_MS), re-reads the counters and re-sends the launch's notify to a worker that has not
- * started it; a worker that dies fails the launch with one line naming the kernel and every
- * worker's state.
+ * pauses injected no join ever waited a second. The stall's cause stays unknown (ONNX Runtime's
+ * own join, where the main thread also blocks inside `session.run`, was not instrumented). What
+ * the pool does now so that a process cannot hang on it anyway, whoever loses a wake-up: the
+ * join's wait is bounded (RECHECK_MS), re-reads the counters and re-sends the launch's notify to a
+ * worker that has not started it; a worker that dies fails the launch with one line naming the
+ * kernel and every worker's state (in a browser, a death is seen between launches only: see
+ * startWebPool).
  *
- * Threads: QKV_THREADS in the environment, else the available parallelism (at most 8);
- * `setNumThreads(n)` changes it (1 = no workers).
+ * Threads: QKV_THREADS in the environment, else the available parallelism (a browser's
+ * `navigator.hardwareConcurrency`; at most 8); `setNumThreads(n)` changes it (1 = no workers).
  *
- * Over 500 lines: the launch protocol, its failure handling (bounded join, dead workers) and the
- * test-only hooks that prove it (pauses, dropped notifies, deaths) are one argument and are read together.
+ * Over 500 lines: the launch protocol, its failure handling (bounded join, dead workers), its two
+ * starts (Node's supervisor, a browser's Web Workers) and the test-only hooks that prove it (pauses,
+ * dropped notifies, deaths) are one argument and are read together.
  */
 import { reportEnvError } from '../backend.ts';
 import { alloc, memory } from './memory.ts';
+import {
+  CELLS,
+  DONE,
+  EXITED,
+  GENERATION,
+  GONE,
+  MAX_THREADS,
+  PARALLEL_KERNELS,
+  PER_WORKER,
+  READY,
+  RUNNING,
+  SLOT,
+  STARTED,
+  SYNC_INTS,
+  type ParallelKernel,
+  type WorkerInit,
+} from './pool-protocol.ts';
 
 /** Test hook source: a worker that waits forever (the 'terminate' and 'hang' deaths). */
 const HANG_FOREVER = 'for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);';
@@ -81,47 +102,7 @@ function nodeBuiltin<T>(id: string): T | null {
   }
 }
 
-/**
- * Kernels a worker can run (exports of assembly/index.ts that take a range of the work; the
- * elementwise ones take a part of their arrays through offset addresses and a smaller count).
- */
-export const PARALLEL_KERNELS = [
-  'gemmRows',
-  'attentionRange',
-  'attentionBackwardRange',
-  'adam',
-  'binaryFull',
-  'binaryRows',
-  'gemvNTRange',
-  'dropoutMask',
-  'crossEntropy',
-  'crossEntropyBackward',
-  'linearInt8Range',
-  'linearQ4Range',
-] as const;
-export type ParallelKernel = (typeof PARALLEL_KERNELS)[number];
-
-/** Float64 cells per worker: kernel index, argument count, arguments (addresses up to 4 GiB are exact). */
-const SLOT = 32;
-export const MAX_THREADS = 8;
-
-/**
- * The shared counters (Int32 cells): the generation (launches so far), the workers still running
- * the current one, the workers that came up, the workers gone; then per worker the last generation
- * it started, the last it finished, and 1 once it has exited. The per-worker cells cost two stores
- * per launch; they are what a failure or the soak's watchdog prints.
- */
-const GENERATION = 0,
-  RUNNING = 1,
-  READY = 2,
-  GONE = 3,
-  PER_WORKER = 4;
-const STARTED = 0,
-  DONE = 1,
-  EXITED = 2,
-  CELLS = 3;
-/** Int32 cells of the counters' SharedArrayBuffer. */
-export const SYNC_INTS = PER_WORKER + CELLS * MAX_THREADS;
+export { MAX_THREADS, PARALLEL_KERNELS, SYNC_INTS, type ParallelKernel } from './pool-protocol.ts';
 
 /**
  * The join's wait is bounded: after this long it re-reads the counters. With the protocol above a
@@ -257,6 +238,30 @@ for (let id = 0; id < n; id++) {
 }
 `;
 
+/** The browser's side of a global scope, as far as the pool looks at it (each may be absent). */
+interface WebScope {
+  Worker?: unknown;
+  WorkerGlobalScope?: abstract new () => unknown;
+  navigator?: { hardwareConcurrency?: number };
+}
+const web = globalThis as WebScope;
+
+/**
+ * Where a pool can run: 'node' (worker_threads), 'worker' (a browser's Web Worker, which may block
+ * in Atomics.wait and start Web Workers of its own), 'page' (a browser page's main thread, which may
+ * not block: no pool), or 'none' (no workers of either kind here).
+ */
+export type PoolPlace = 'node' | 'worker' | 'page' | 'none';
+
+function place(): PoolPlace {
+  if (nodeBuiltin('node:worker_threads')) return 'node';
+  const inWorker = typeof web.WorkerGlobalScope === 'function' && globalThis instanceof web.WorkerGlobalScope;
+  if (inWorker) return typeof web.Worker === 'function' ? 'worker' : 'none';
+  return typeof (globalThis as { document?: unknown }).document === 'object' ? 'page' : 'none';
+}
+/** Where this thread's pool runs (it does not change). */
+export const poolPlace: PoolPlace = place();
+
 function defaultThreads(): number {
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QKV_THREADS;
   if (env !== undefined && env !== '') {
@@ -265,28 +270,34 @@ function defaultThreads(): number {
     reportEnvError(`QKV_THREADS=${env}: expected a whole number of threads >= 1 (at most ${MAX_THREADS} are used)`);
   }
   const os = nodeBuiltin<{ availableParallelism?: () => number; cpus(): unknown[] }>('node:os');
-  if (!os) return 1;
-  return Math.max(1, Math.min(os.availableParallelism?.() ?? os.cpus().length, MAX_THREADS));
+  const cores = os ? (os.availableParallelism?.() ?? os.cpus().length) : (web.navigator?.hardwareConcurrency ?? 1);
+  return Math.max(1, Math.min(cores, MAX_THREADS));
 }
 
+/** A running pool: n workers on `module`, and how its kind of workers are watched and ended. */
 interface Pool {
-  supervisor: WorkerLike;
-  /** Set (asynchronously) if the supervisor itself exits: its workers went with it. */
-  supervisorGone: string | null;
-  port: PortLike;
-  wt: WorkerThreads;
   n: number;
   sync: Int32Array;
   args: Float64Array;
   scratch: number[];
   module: WebAssembly.Module;
-  /** Why each gone worker exited, as the supervisor posted it. */
+  /** Why each gone worker exited (Node: as the supervisor posted it; a browser: its error event). */
   exits: Map<number, { code: number; error: string }>;
+  /** Why the pool as a whole is gone (Node: its supervisor exited), null while it stands. */
+  gone(): string | null;
+  /** Take in the exits its watcher reported since (Node: the supervisor's port, read synchronously). */
+  collectExits(): void;
+  /** End its workers. */
+  close(): void;
 }
 
 let wanted = defaultThreads();
 let pool: Pool | null = null;
 let broken = false;
+/** Why the pool could not start (its workers failed or timed out), for backendInfo; null when it did. */
+let startError: string | null = null;
+/** A browser pool being started (its workers come up asynchronously), and for how many threads. */
+let starting: { n: number; done: Promise<void> } | null = null;
 let hooks: PoolTestHooks | null = null;
 let jitter: (() => void) | null = null;
 let dropNotifies = false;
@@ -305,8 +316,7 @@ export function numThreads(): number {
 
 function closePool(): void {
   if (!pool) return;
-  void pool.supervisor.terminate(); // its workers end with it
-  pool.port.close();
+  pool.close();
   pool = null;
 }
 
@@ -315,6 +325,10 @@ export function setNumThreads(n: number): void {
   if (!Number.isInteger(n) || n < 1) throw new Error(`setNumThreads: expected an integer >= 1, got ${n}`);
   wanted = Math.min(n, MAX_THREADS);
   if (pool && pool.n !== wanted - 1) closePool();
+  if (startError !== null && pool === null) {
+    broken = false; // a browser pool that failed may be asked for again with another count
+    startError = null;
+  }
 }
 
 /**
@@ -365,13 +379,42 @@ export function describeCounters(s: Int32Array, n: number): string {
 }
 
 /**
- * Workers for `module` (started on first use), or null when there is no pool: one thread wanted,
- * no worker_threads here, or workers failed to start.
+ * Workers for `module`, or null when there is no pool: one thread wanted, no workers here, workers
+ * that failed to start, or (in a browser) workers still starting. Node's start on first use, before
+ * this returns; a browser's come up asynchronously (`startPool` awaits them), and until they have
+ * the caller computes alone, which gives the same results.
  */
 function getPool(module: WebAssembly.Module, scratchFloats: number): Pool | null {
   if (wanted <= 1 || broken) return null;
   if (pool && pool.module === module) return pool;
   closePool();
+  if (poolPlace === 'node') return startNodePool(module, scratchFloats);
+  if (poolPlace === 'worker' && !starting) startWebPool(module, scratchFloats);
+  return null;
+}
+
+/**
+ * Start the pool where it starts asynchronously (a browser's Web Workers) and resolve once its
+ * workers listen, or once they failed (then the backend runs on one thread and backendInfo says
+ * why); resolves with the threads large kernels are split among. On Node the pool starts on first
+ * use, synchronously, and this resolves at once with the threads wanted.
+ */
+export async function startPool(module: WebAssembly.Module, scratchFloats: number): Promise<number> {
+  if (poolPlace !== 'worker') return poolPlace === 'node' ? wanted : 1;
+  for (;;) {
+    const p = getPool(module, scratchFloats);
+    if (p || wanted <= 1 || broken || !starting) return p ? p.n + 1 : 1;
+    await starting.done;
+  }
+}
+
+/** For backendInfo: where the pool runs, the threads it splits among now, whether it is starting, why it failed. */
+export function poolStatus(): { place: PoolPlace; running: number; starting: boolean; error: string | null } {
+  return { place: poolPlace, running: pool ? pool.n + 1 : 1, starting: starting !== null, error: startError };
+}
+
+/** Node: the supervisor, its workers, and a bounded wait until every worker listens. */
+function startNodePool(module: WebAssembly.Module, scratchFloats: number): Pool | null {
   const wt = nodeBuiltin<WorkerThreads>('node:worker_threads');
   if (!wt) {
     broken = true;
@@ -394,23 +437,33 @@ function getPool(module: WebAssembly.Module, scratchFloats: number): Pool | null
       transferList: [port2],
     });
     supervisor.unref();
+    /** Set (asynchronously) if the supervisor itself exits: its workers went with it. */
+    let supervisorGone: string | null = null;
+    const exits = new Map<number, { code: number; error: string }>();
     const p: Pool = {
-      supervisor,
-      supervisorGone: null,
-      port: port1,
-      wt,
       n,
       sync: new Int32Array(sync),
       args: new Float64Array(args),
       scratch,
       module,
-      exits: new Map(),
+      exits,
+      gone: () => supervisorGone,
+      collectExits: () => {
+        for (let m = wt.receiveMessageOnPort(port1); m; m = wt.receiveMessageOnPort(port1)) {
+          const { id, code, error } = m.message as { id: number; code: number; error: string };
+          exits.set(id, { code, error });
+        }
+      },
+      close: () => {
+        void supervisor.terminate(); // its workers end with it
+        port1.close();
+      },
     };
     supervisor.on('error', (e) => {
-      p.supervisorGone = `the pool's supervisor thread failed (${String((e as Error)?.message ?? e)})`;
+      supervisorGone = `the pool's supervisor thread failed (${String((e as Error)?.message ?? e)})`;
     });
     supervisor.on('exit', () => {
-      p.supervisorGone ??= "the pool's supervisor thread exited";
+      supervisorGone ??= "the pool's supervisor thread exited";
     });
     // Wait (bounded) until every worker is listening, so a launch can never block on a worker
     // that failed to start; if they do not come up, run single-threaded.
@@ -419,8 +472,7 @@ function getPool(module: WebAssembly.Module, scratchFloats: number): Pool | null
     for (let ready = Atomics.load(s, READY); ready < n; ready = Atomics.load(s, READY)) {
       const left = deadline - Date.now();
       if (left <= 0 || Atomics.load(s, GONE) > 0) {
-        void supervisor.terminate();
-        port1.close();
+        p.close();
         broken = true;
         return null;
       }
@@ -432,6 +484,83 @@ function getPool(module: WebAssembly.Module, scratchFloats: number): Pool | null
     broken = true;
     return null;
   }
+}
+
+/**
+ * A browser (from a Web Worker): n Web Workers of pool-worker.ts, each sent its WorkerInit; the pool
+ * is used once every one has said it is ready (a message: the caller's event loop runs meanwhile,
+ * so nothing blocks while they start), and not at all if one fails or they take over 10 s. A worker
+ * that dies later is seen by its error event, which runs between launches (the caller's event loop
+ * is not running during a join); the next launch then fails naming it, as on Node.
+ */
+function startWebPool(module: WebAssembly.Module, scratchFloats: number): void {
+  const n = wanted - 1;
+  const sync = new SharedArrayBuffer(4 * SYNC_INTS);
+  const args = new SharedArrayBuffer(8 * SLOT * n);
+  const scratch = Array.from({ length: n }, () => alloc(scratchFloats, false).byteOffset);
+  const workers: Worker[] = [];
+  const exits = new Map<number, { code: number; error: string }>();
+  const s = new Int32Array(sync);
+  const p: Pool = {
+    n,
+    sync: s,
+    args: new Float64Array(args),
+    scratch,
+    module,
+    exits,
+    gone: () => null,
+    collectExits: () => {},
+    close: () => {
+      for (const w of workers) w.terminate();
+    },
+  };
+  const token = { n, done: Promise.resolve() };
+  starting = token; // before the executor, which may finish at once
+  token.done = new Promise<void>((resolve) => {
+    let ready = 0;
+    let settled = false;
+    const finish = (error: string | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (starting === token) starting = null;
+      if (error === null && wanted - 1 === n && pool === null) pool = p;
+      else {
+        p.close();
+        if (error !== null) {
+          broken = true;
+          startError = error;
+        }
+      }
+      resolve();
+    };
+    const timer = setTimeout(() => finish(`its ${n} Web Workers did not start within 10 s`), 10_000);
+    for (let id = 0; id < n && !settled; id++) {
+      let w: Worker;
+      try {
+        // Written out literally: the pattern Vite and webpack follow to bundle the worker's script.
+        w = new Worker(new URL('./pool-worker.js', import.meta.url), { type: 'module', name: 'qkv-threads' });
+      } catch (e) {
+        finish(`Web Workers could not be started (${(e as Error).message})`);
+        break;
+      }
+      workers.push(w);
+      w.onmessage = (e: MessageEvent<{ id: number; ready?: true; error?: string }>) => {
+        if (e.data.error !== undefined) finish(`a Web Worker of the pool failed to start (${e.data.error})`);
+        else if (++ready === n) finish(null);
+      };
+      w.onerror = (e: ErrorEvent) => {
+        const error = e.message || 'an error in its script';
+        if (!settled) return finish(`a Web Worker of the pool failed to start (${error})`);
+        exits.set(id, { code: -1, error });
+        Atomics.store(s, PER_WORKER + id * CELLS + EXITED, 1);
+        Atomics.add(s, GONE, 1);
+        Atomics.notify(s, RUNNING);
+      };
+      const init: WorkerInit = { module, memory, sync, args, id, names: [...PARALLEL_KERNELS] };
+      w.postMessage(init);
+    }
+  });
 }
 
 /** Below this many flops work runs on the calling thread (a launch costs ~10-50 µs). */
@@ -465,13 +594,11 @@ function failGone(p: Pool, kernel: ParallelKernel, generation: number, during: b
     while (during && alive(w) && Atomics.load(s, PER_WORKER + w * CELLS + DONE) < generation)
       Atomics.wait(s, RUNNING, Atomics.load(s, RUNNING), RECHECK_MS);
   }
-  for (let m = p.wt.receiveMessageOnPort(p.port); m; m = p.wt.receiveMessageOnPort(p.port)) {
-    const { id, code, error } = m.message as { id: number; code: number; error: string };
-    p.exits.set(id, { code, error });
-  }
+  p.collectExits();
+  const gone = p.gone();
   const why =
-    p.supervisorGone && Atomics.load(s, GONE) === 0
-      ? p.supervisorGone
+    gone && Atomics.load(s, GONE) === 0
+      ? gone
       : [...p.exits]
           .map(
             ([w, e]) => `wasm worker ${w} exited (code ${e.code}${e.error ? `, ${e.error.replace(/\s+/g, ' ')}` : ''})`,
@@ -489,7 +616,7 @@ function failGone(p: Pool, kernel: ParallelKernel, generation: number, during: b
 export function runParallel(kernel: ParallelKernel, args: (number[] | null)[], own: () => void): void {
   const p = pool!;
   const s = p.sync;
-  if (Atomics.load(s, GONE) > 0 || p.supervisorGone) failGone(p, kernel, Atomics.load(s, GENERATION), false);
+  if (Atomics.load(s, GONE) > 0 || p.gone()) failGone(p, kernel, Atomics.load(s, GENERATION), false);
   const f = PARALLEL_KERNELS.indexOf(kernel);
   for (let w = 0; w < p.n; w++) {
     const o = w * SLOT;

@@ -17,6 +17,7 @@ const MODEL_VIEWS = { translate: 'Translate', generate: 'Generate' } as const;
 const VIEWS: readonly (readonly [string, string])[] = [
   ['positional', 'Positional encoding'],
   ['steps', 'Step by step'],
+  ['train', 'Train'],
 ];
 
 /** modelViews: the model views the page shows (Translate where a translation model is served, Generate for GPTs). */

@@ -1,0 +1,254 @@
+/**
+ * The explorer's Flow view in headless Chromium on the folders the repository ships (models/): the
+ * EN→DE translator (encoder and decoder lanes, fed its greedy translation or a typed decoder input) and
+ * the character GPT show every stage of `qkv flow` in its order, and a stage opened by keyboard shows
+ * exactly the numbers `qkv flow` prints for the same folder and sentence: each token's summary and
+ * leading components, a head's query/key/value/output norms, every component on demand, the top next
+ * tokens. The CLI runs on the backend the page runs (QKV_BACKEND; js by default).
+ * Skips without Chromium on a developer machine; fails under CI=true.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import { explore } from '../../src/cli/commands/explore.ts';
+import type { FlowJson } from '../../src/cli/commands/flow.ts';
+import type { FlowRow, FlowStage } from '../../src/viz/flow.ts';
+import type { ExploreServer } from '../../src/server/static.ts';
+import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
+import { ensureWebBuild } from './web-build.ts';
+
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'];
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BACKEND = process.env.QKV_BACKEND === 'wasm' ? 'wasm' : 'js';
+const SENTENCE = 'A man is riding a bike.';
+const skip = toolSkip('chromium');
+
+let browser: Browser;
+let server: ExploreServer;
+let page: Page;
+const errors: string[] = [];
+
+/** `qkv flow` on a shipped folder, on the page's backend: its JSON. */
+function cliFlow(model: string, sentence: string, ...flags: string[]): FlowJson {
+  const r = spawnSync(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(ROOT, 'src', 'cli', 'main.ts'),
+      'flow',
+      '--model',
+      join(ROOT, 'models', model),
+      sentence,
+      ...flags,
+    ],
+    { cwd: ROOT, encoding: 'utf8', maxBuffer: 256 << 20, env: { ...process.env, QKV_BACKEND: BACKEND } },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout) as FlowJson;
+}
+
+before(async () => {
+  if (skip) return;
+  requireTool('chromium');
+  ensureWebBuild();
+  const cwd = process.cwd();
+  process.chdir(ROOT); // npm start runs in the repository: models/ is found there
+  try {
+    server = await explore({ port: 0, host: '127.0.0.1', log: () => {} });
+  } finally {
+    process.chdir(cwd);
+  }
+  const { chromium } = await import('playwright-core');
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  await page.goto(`${server.url}?backend=${BACKEND}#flow`);
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 60000 });
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** Wait until the view has drawn its n-th flow. */
+async function flowed(n: number): Promise<void> {
+  await page.waitForFunction(
+    (k) => document.querySelector('#view-flow')?.getAttribute('data-flowed') === String(k),
+    n,
+    { timeout: 120000 },
+  );
+}
+
+/** Open a stage by keyboard (focus its button, Enter): the detail shows it. */
+async function openStage(id: string): Promise<void> {
+  const b = page.locator(`#flow-lanes button[data-stage="${id}"]`);
+  await b.focus();
+  await page.keyboard.press('Enter');
+  assert.equal(await b.getAttribute('aria-expanded'), 'true', `${id} expanded`);
+  await page.waitForFunction((s) => document.querySelector('#flow-detail')?.getAttribute('data-stage') === s, id);
+  assert.equal(
+    await page.evaluate(() => document.activeElement?.id),
+    'flow-detail-title',
+    'the focus goes to the numbers',
+  );
+}
+
+/** The exact numbers of a table's rows: per token, data-key → data-value. */
+function tableNumbers(testid: string): Promise<Record<string, number>[]> {
+  return page
+    .locator(`#flow-detail [data-testid="${testid}"]`)
+    .evaluate((t) =>
+      Array.from(t.querySelectorAll('tr[data-token]')).map((tr) =>
+        Object.fromEntries(
+          Array.from(tr.querySelectorAll('[data-key]')).map((c) => [
+            c.getAttribute('data-key')!,
+            Number(c.getAttribute('data-value')),
+          ]),
+        ),
+      ),
+    );
+}
+
+/** A stage's rows as the page's table keys them. */
+const keyed = (rows: FlowRow[]) =>
+  rows.map((r) => ({
+    norm: r.norm,
+    mean: r.mean,
+    std: r.std,
+    min: r.min,
+    max: r.max,
+    ...Object.fromEntries(r.head.map((v, j) => [String(j), v])),
+  }));
+
+const stageOf = (j: FlowJson, id: string): FlowStage => j.stages.find((s) => s.id === id)!;
+
+async function stageIds(): Promise<string[]> {
+  return page
+    .locator('#flow-lanes button[data-stage]')
+    .evaluateAll((bs) => bs.map((b) => b.getAttribute('data-stage')!));
+}
+
+test('EN→DE: every stage of qkv flow, in order; an opened stage shows qkv flow’s numbers exactly', {
+  skip,
+}, async () => {
+  await flowed(1); // the view runs its first model (the first translator) when first shown
+  assert.equal(await page.locator('#flow-model').inputValue(), 'multi30k-en-de');
+  const cli = cliFlow('multi30k-en-de', SENTENCE, '--full', 'enc.1.attn');
+  assert.deepEqual(
+    await stageIds(),
+    cli.stages.map((s) => s.id),
+  );
+  assert.deepEqual(await page.locator('.flow-lane-box h3').allTextContents(), ['Encoder (source)', 'Decoder (target)']);
+  assert.match(
+    (await page.getByTestId('flow-summary').textContent()) ?? '',
+    new RegExp(`The decoder is fed “${cli.text.target}” \\(the model’s greedy translation\\)`),
+  );
+  await openStage('enc.1.attn');
+  const attn = stageOf(cli, 'enc.1.attn');
+  assert.deepEqual(await tableNumbers('flow-rows'), keyed(attn.rows));
+  const head = attn.heads![0];
+  const q = await tableNumbers('flow-head-queries');
+  assert.deepEqual(
+    q.map((r) => [r['q.norm'], r['out.norm'], ...head.q[0].head.map((_, j) => r[`q.${j}`])]),
+    head.q.map((r, i) => [r.norm, head.out[i].norm, ...r.head]),
+  );
+  const k = await tableNumbers('flow-head-keys');
+  assert.deepEqual(
+    k.map((r) => [r['k.norm'], r['v.norm']]),
+    head.k.map((r, i) => [r.norm, head.v[i].norm]),
+  );
+  const cells = await page.locator('#flow-detail [data-testid="fig-flow-head"] rect.cell').count();
+  assert.equal(cells, attn.rows.length ** 2, 'head 1’s map: source × source');
+  await page.getByTestId('flow-full-button').click();
+  await page.waitForSelector('#flow-detail [data-testid="flow-full"]');
+  const full = await tableNumbers('flow-full');
+  assert.deepEqual(
+    full.map((r) => Array.from({ length: attn.width }, (_, j) => r[String(j)])),
+    cli.full!['enc.1.attn'],
+  );
+  await openStage('softmax');
+  const top = await page.locator('#flow-detail [data-testid="flow-top"]').evaluate((t) =>
+    Array.from(t.querySelectorAll('tr[data-token]')).map((tr) =>
+      Array.from(tr.querySelectorAll('td')).map((td) => ({
+        id: Number(td.getAttribute('data-id')),
+        logit: Number(td.querySelector('[data-key="logit"]')!.getAttribute('data-value')),
+        p: Number(td.querySelector('[data-key="p"]')!.getAttribute('data-value')),
+      })),
+    ),
+  );
+  assert.deepEqual(
+    top,
+    stageOf(cli, 'softmax').top!.map((row) => row.map(({ id, logit, p }) => ({ id, logit, p }))),
+  );
+  assert.deepEqual(await tableNumbers('flow-rows'), keyed(stageOf(cli, 'softmax').rows));
+  // Enter again closes it.
+  await page.locator('#flow-lanes button[data-stage="softmax"]').focus();
+  await page.keyboard.press('Enter');
+  assert.equal(await page.locator('#flow-detail').isHidden(), true);
+  assert.deepEqual(errors, []);
+});
+
+test('a typed decoder input: the decoder lane is that prefix, with qkv flow --target’s numbers', { skip }, async () => {
+  await page.getByTestId('flow-target').fill('Ein Mann');
+  await page.getByTestId('flow-run').click();
+  await flowed(2);
+  const cli = cliFlow('multi30k-en-de', SENTENCE, '--target', 'Ein Mann');
+  assert.equal(cli.text.translated, false);
+  assert.deepEqual(
+    await stageIds(),
+    cli.stages.map((s) => s.id),
+  );
+  assert.match((await page.getByTestId('flow-summary').textContent()) ?? '', /--target 'Ein Mann'/);
+  await openStage('dec.3.cross');
+  assert.deepEqual(await tableNumbers('flow-rows'), keyed(stageOf(cli, 'dec.3.cross').rows));
+  const cross = stageOf(cli, 'dec.3.cross');
+  assert.equal(
+    await page.locator('#flow-detail [data-testid="fig-flow-head"] rect.cell').count(),
+    cross.rows.length * cli.axes.source!.ids.length,
+    'a cross-attention map: target × source',
+  );
+  assert.deepEqual(errors, []);
+});
+
+test('the shipped GPT: one lane of blocks; an MLP stage and the logits are qkv flow’s', { skip }, async () => {
+  await page.getByTestId('flow-target').fill('');
+  // The page's main thread while the GPT runs, its flow is drawn and stages are opened: no task over 100 ms.
+  await page.evaluate(() => {
+    const w = window as unknown as { longTasks: number[] };
+    w.longTasks = [];
+    new PerformanceObserver((l) => {
+      for (const e of l.getEntries()) w.longTasks.push(e.duration);
+    }).observe({ type: 'longtask' });
+  });
+  await page.locator('#flow-model').selectOption('gpt-multi30k-char');
+  await flowed(3);
+  assert.equal(await page.getByTestId('flow-text').inputValue(), 'A man is riding a');
+  assert.equal(await page.locator('#flow-target').isVisible(), false, 'a GPT has no decoder input');
+  const cli = cliFlow('gpt-multi30k-char', 'A man is riding a');
+  assert.deepEqual(
+    await stageIds(),
+    cli.stages.map((s) => s.id),
+  );
+  assert.deepEqual(await page.locator('.flow-lane-box h3').allTextContents(), ['Decoder-only stack']);
+  await openStage('h.2.mlp.hidden');
+  assert.deepEqual(await tableNumbers('flow-rows'), keyed(stageOf(cli, 'h.2.mlp.hidden').rows));
+  await openStage('logits');
+  assert.deepEqual(await tableNumbers('flow-rows'), keyed(stageOf(cli, 'logits').rows));
+  await openStage('h.3.attn');
+  const tasks = await page.evaluate(() => (window as unknown as { longTasks: number[] }).longTasks);
+  assert.ok(
+    tasks.every((d) => d <= 100),
+    `main-thread tasks over 100 ms: ${tasks.map((d) => d.toFixed(0)).join(', ')}`,
+  );
+  const label = await page.locator('#flow-lanes button[data-stage="h.0.attn"]').getAttribute('aria-label');
+  assert.equal(label, `block 1, causal self-attention: ${cli.axes.tokens!.ids.length} × 128`);
+  assert.deepEqual(errors, []);
+});
