@@ -180,9 +180,16 @@ export class Module {
     for (const [n, t] of buffers) this.registerBuffer(n, t);
   }
 
-  /** Total number of parameter elements (torch: sum(p.numel() for p in m.parameters())). */
+  /**
+   * Total number of parameter elements (torch: sum(p.numel() for p in m.parameters())); a quantized weight
+   * (`quantize()`, or an int8/q4 folder) counts as the parameters it stands for (its values, not its scales).
+   */
   numParameters(): number {
-    return this.parameters().reduce((n, p) => n + p.size, 0);
+    const quantized = this.namedBuffers('', true).reduce(
+      (n, [, t]) => n + (t.dtype === 'int8' || t.dtype === 'q4' ? t.size : 0),
+      0,
+    );
+    return quantized + this.parameters().reduce((n, p) => n + p.size, 0);
   }
 
   /** Parameters and persistent buffers by PyTorch name. The tensors are the live ones, not copies. */

@@ -173,7 +173,11 @@ export function applyDType(models: readonly Module[], dtype: PipelineDType | und
     const held = heldDType(m);
     if (held === want) continue;
     if (held === null) {
-      m.quantize({ dtype: want! });
+      try {
+        m.quantize({ dtype: want! });
+      } catch (e) {
+        throw new Error(`${where}: dtype '${dtype}': ${(e as Error).message}`);
+      }
       continue;
     }
     const instead = want ? ` (or qkv export --dtype ${want} it)` : '';
