@@ -8,9 +8,10 @@
  * On disk (safetensors) the int8 tensor keeps the weight's name and dtype I8, its scales sit beside
  * it as `NAME_scale`, F32, shape [rows, 1] (the layout of compressed-tensors' per-channel weights,
  * `weight` + `weight_scale`); 1-D tensors (biases, LayerNorm) stay float. The file is about a
- * quarter of fp32 and half of fp16. It is a storage format: loading dequantizes to float32
- * (`q · s` is one correctly rounded float32 product, the same in PyTorch), and every kernel runs
- * in float32 as before.
+ * quarter of fp32 and half of fp16. Loading keeps it as stored where a layer holds quantized weights
+ * (models/load-weights.ts: nn.Linear, attention's in_proj, nn.Embedding compute with the quantized
+ * kernels); `dequantizeInt8` gives float32 (`q · s`, one correctly rounded float32 product, the same in
+ * PyTorch) for readers that want floats.
  */
 import { Tensor } from './tensor.ts';
 import { shapeToString } from './shape.ts';
