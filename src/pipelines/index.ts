@@ -11,7 +11,7 @@
  */
 import type { FolderInput } from '../folder/open.ts';
 import { openLanguageModel, openTranslation } from './load.ts';
-import { checkOptions, describeValue, didYouMean } from './options.ts';
+import { applyDType, checkOptions, describeValue, didYouMean, type PipelineDType } from './options.ts';
 import { textGenerationPipeline, type TextGenerationPipeline } from './text-generation.ts';
 import { translationPipeline, type TranslationPipeline } from './translation.ts';
 
@@ -36,6 +36,13 @@ export interface PipelineOptions {
    * false: the folder's own model alone, as `qkv translate --no-ensemble`).
    */
   ensemble?: boolean;
+  /**
+   * What the model computes in, transformers.js's names: 'fp32'; 'q8' (or 'int8'): int8 weights (a scale per row)
+   * and int8 activations; 'q4': 4-bit weights in blocks of 32 (embedding and output tables int8). A float folder is
+   * quantized at load; an int8 or q4 folder (`qkv export --dtype int8|q4`) runs as it is stored, never
+   * dequantized, and is refused with another dtype. Default: as the folder stores it.
+   */
+  dtype?: PipelineDType;
 }
 
 /** A pipeline for `task` over the model folder `folder`. */
@@ -63,13 +70,20 @@ export async function pipeline(
   }
   checkFolder(task, folder);
   checkOptions(`pipeline('${task}')`, options, PIPELINE_OPTIONS);
-  if (task === 'translation') return translationPipeline(await openTranslation(folder, options.ensemble ?? true));
-  return textGenerationPipeline(await openLanguageModel(folder));
+  const where = `pipeline('${task}')`;
+  if (task === 'translation') {
+    const opened = await openTranslation(folder, options.ensemble ?? true);
+    applyDType(opened.kind === 'seq2seq' ? opened.members : [opened.model], options.dtype, where);
+    return translationPipeline(opened);
+  }
+  const lm = await openLanguageModel(folder);
+  applyDType([lm.model], options.dtype, where);
+  return textGenerationPipeline(lm);
 }
 
 const TASKS: readonly Task[] = ['translation', 'text-generation'];
 
-const PIPELINE_OPTIONS = { ensemble: 'boolean' } as const;
+const PIPELINE_OPTIONS = { ensemble: 'boolean', dtype: 'dtype' } as const;
 
 /** The folder argument is one of the kinds openFolder takes, or an Error naming what came. */
 function checkFolder(task: Task, folder: unknown): void {
