@@ -283,6 +283,36 @@ let gpt2Torch: number | null = null;
 }
 
 // ---------------------------------------------------------------------------------------------
+// GPT-2 124M-shaped greedy decoding in fp32, int8 and q4: qkv, PyTorch (quantize_dynamic), ONNX Runtime
+// (MatMulInteger, MatMulNBits), in its own process (bench/gpt2-quantized.ts).
+let quantizedTable = '';
+{
+  log('GPT-2 124M shape in low precision: qkv, PyTorch, ONNX Runtime...');
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'bench/gpt2-quantized.ts', ...(withPeers ? [] : ['--no-peers'])],
+    { cwd: root, encoding: 'utf8', maxBuffer: 1 << 24 },
+  );
+  if (r.status !== 0) throw new Error(`bench/gpt2-quantized.ts failed: ${r.stderr}`);
+  const out = r.stdout.trim().split('\n');
+  log(out.slice(0, -1).join('\n'));
+  const res = JSON.parse(out[out.length - 1]!) as {
+    tokens: number;
+    rows: { engine: string; dtype: string; ms: number; tps: number; weight_mib: number; note?: string }[];
+  };
+  const base = res.rows.find((x) => x.engine === 'qkv' && x.dtype === 'fp32')!;
+  quantizedTable = [
+    `| GPT-2 124M shape, ${res.tokens} greedy tokens | ms | tokens/s | × qkv fp32 tokens/s | weights MiB | × smaller | |`,
+    '| --- | --- | --- | --- | --- | --- | --- |',
+    ...res.rows.map(
+      (x) =>
+        `| ${x.engine} ${x.dtype} | ${x.ms.toFixed(0)} | ${x.tps.toFixed(1)} | ${(x.tps / base.tps).toFixed(2)} | ` +
+        `${x.weight_mib.toFixed(1)} | ${(base.weight_mib / x.weight_mib).toFixed(1)} | ${x.note ?? ''} |`,
+    ),
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
 // Decoding: qkv (wasm) against ONNX Runtime on the same exported model (bench/onnx.ts, its own process).
 let onnxTable = '';
 {
@@ -406,5 +436,9 @@ ${table}
 Decoding with the same search code on two engines: qkv's wasm backend, and ONNX Runtime (onnxruntime-node, CPU) running the model's \`qkv export --format onnx\` graphs (bench/onnx.ts; both checked to give the same tokens first). Greedy makes exactly 20 tokens of one sentence; beam 4 (α 0.6) decodes the first 32 test_2016_flickr sentences as one batch.
 
 ${onnxTable}
+
+GPT-2 124M-shaped decoding in low precision (bench/gpt2-quantized.ts): the model of the GPT-2 row continuing 8 tokens by 64, greedy, with the KV cache, in fp32, int8 and q4 on qkv (wasm; \`module.quantize\`: the layers int8 or q4, the embedding table, which is also the tied head, int8), PyTorch (fp32, and \`torch.ao.quantization.quantize_dynamic\` int8 on every nn.Linear, its quantized engine named) and ONNX Runtime running qkv's exports (fp32 MatMul, int8 MatMulInteger, q4 MatMulNBits). Weights MiB: qkv's state dict (float32 4 bytes, int8 1, q4 ½ a value, with the scales), PyTorch's as torch.save writes it, ONNX Runtime's the graph.
+
+${quantizedTable}
 `);
 log(`wrote bench/${written}`);

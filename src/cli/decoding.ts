@@ -36,6 +36,16 @@ import {
 } from './files.ts';
 import { openOnnxSeq2Seq, parseEngine, translateIdsHfOnnx, translateIdsOnnx } from './onnxruntime.ts';
 import { readForCurrentDevice } from '../pipelines/load.ts';
+import { pipelineDType } from './options.ts';
+import { applyDType } from '../pipelines/options.ts';
+import type { Module } from '../nn/module.ts';
+
+/** --dtype with --engine onnxruntime: the graphs' precision is chosen when they are exported. */
+export function noOnnxDType(): UserError {
+  return new UserError(
+    '--dtype is for the qkv engine: an ONNX folder computes as exported (qkv export --format onnx --dtype int8|q4)',
+  );
+}
 
 export interface Common {
   model: string;
@@ -52,6 +62,8 @@ export interface Common {
   mbr?: boolean;
   /** Leave over-long lines untranslated instead of truncating them (--skip-long). */
   skipLong?: boolean;
+  /** --dtype: fp32, q8 (int8) or q4 compute (the pipelines' `dtype`); default: as the folders store it. */
+  dtype?: string;
   log: (s: string) => void;
 }
 
@@ -60,9 +72,19 @@ export function translationOptions(o: Common): TranslationOptions {
   return { beam: o.beam, alpha: o.alpha, mbr: o.mbr, skipLong: o.skipLong };
 }
 
-/** The models to decode with: --model, its config.json's ensemble (unless --no-ensemble), and --ensemble. */
+/**
+ * The models to decode with: --model, its config.json's ensemble (unless --no-ensemble), and --ensemble, in the
+ * dtype --dtype asks for (the pipeline option it maps onto: quantized at load, or run as stored).
+ */
 function loadModels(o: Common): LoadedEnsemble {
-  return loadEnsemble(o.model, o.ensemble || [], { own: o.ensemble !== false });
+  const loaded = loadEnsemble(o.model, o.ensemble || [], { own: o.ensemble !== false });
+  withDType(o, loaded.members);
+  return loaded;
+}
+
+/** --dtype applied to the models as `pipeline(task, folder, { dtype })` applies it, errors naming the flag. */
+export function withDType(o: { dtype?: string; model: string }, models: readonly Module[]): void {
+  asUserError(() => applyDType(models, pipelineDType(o.dtype), `--dtype with --model ${o.model}`));
 }
 
 /**
@@ -153,6 +175,7 @@ export async function openEngine(o: Common & { engine?: string }): Promise<Engin
   }
   if (o.ensemble)
     throw new UserError('--ensemble runs on the qkv engine only: drop --engine onnxruntime or --ensemble');
+  if (o.dtype) throw noOnnxDType();
   const onnx = await openOnnxSeq2Seq(o.model);
   const loaded: LoadedEnsemble = { ...loadModelShape(o.model), members: [], memberDirs: [] };
   return {
@@ -180,6 +203,7 @@ async function openMarianEngine(o: Common & { engine?: string }): Promise<Engine
       ? { direction: `${tc.source_lang}-${tc.target_lang}` }
       : {};
   const onnx = parseEngine(o.engine) === 'onnxruntime';
+  if (onnx && o.dtype) throw noOnnxDType();
   let marian: LoadedMarian;
   let run: Engine['run'];
   if (onnx) {
@@ -190,7 +214,13 @@ async function openMarianEngine(o: Common & { engine?: string }): Promise<Engine
     const target = { padId: shape.tokenizer.padId, decode: (x: readonly number[]) => shape.tokenizer.decode(x) };
     run = (ids, t) => translateIdsHfOnnx(engine, target, ids, t, marianRules(shape));
   } else {
-    marian = asUserError(() => readForCurrentDevice(() => readMarianDir(o.model)));
+    marian = asUserError(() =>
+      readForCurrentDevice(() => {
+        const read = readMarianDir(o.model);
+        withDType(o, [read.model]);
+        return read;
+      }),
+    );
     const m = marian;
     const target = { padId: m.tokenizer.padId, decode: (x: readonly number[]) => m.tokenizer.decode(x) };
     run = (ids, t) => translateIdsHf(m.model, target, ids, t, marianRules(m));

@@ -10,6 +10,9 @@ import { nodeWriteFs } from '../io/atomic.ts';
 import { faultPoint } from '../util/fault.ts';
 import { exportGptOnnx, exportSeq2SeqOnnx, MANIFEST, type OnnxExport } from '../io/onnx/export.ts';
 import type { WeightDType } from '../io/onnx/builder.ts';
+import type { Module } from '../nn/module.ts';
+import { heldDType } from '../pipelines/options.ts';
+import type { Tensor } from '../tensor/tensor.ts';
 import { MARIAN_FILES } from '../folder/marian.ts';
 import { readFileIn, readMarianDir } from '../folder/node.ts';
 import { FILES } from '../folder/spec.ts';
@@ -26,7 +29,7 @@ import {
 export interface OnnxExportArgs {
   model: string;
   out: string;
-  /** f32 (default) or f16. */
+  /** f32 (default), f16, int8 or q4 (a quantized folder: its own dtype by default). */
   dtype?: string;
   withAttention?: boolean;
   force?: boolean;
@@ -37,31 +40,55 @@ export function parseOnnxDType(d: string | undefined): WeightDType {
   const s = (d ?? 'f32').toLowerCase();
   if (s === 'f32' || s === 'fp32' || s === 'float32') return 'fp32';
   if (s === 'f16' || s === 'fp16' || s === 'float16') return 'fp16';
-  throw new UserError(`--dtype must be f16 or f32 for --format onnx, got '${d}'`);
+  if (s === 'int8' || s === 'q8') return 'int8';
+  if (s === 'q4') return 'q4';
+  throw new UserError(`--dtype must be f16, f32, int8 or q4 for --format onnx, got '${d}'`);
+}
+
+/**
+ * The model's state dict for graphs of `dtype`: int8/q4 quantize a float model as module.quantize does (tables
+ * int8); a quantized folder's model is exported as it is stored, in its own dtype (the default when --dtype is
+ * not given), and refused with another.
+ */
+function weightsFor(model: Module, a: OnnxExportArgs): { dtype: WeightDType; weights: Record<string, Tensor> } {
+  const held = heldDType(model);
+  const dtype = a.dtype === undefined && held ? held : parseOnnxDType(a.dtype);
+  if (held && dtype !== held)
+    throw new UserError(
+      `--dtype ${a.dtype}: ${a.model} holds ${held} weights, exported as they are stored: drop --dtype, ` +
+        'or export the float folder',
+    );
+  if (!held && (dtype === 'int8' || dtype === 'q4')) asUserError(() => model.quantize({ dtype }));
+  return { dtype, weights: model.stateDict() };
 }
 
 export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt' | 'marian'): void {
-  const dtype = parseOnnxDType(a.dtype);
+  parseOnnxDType(a.dtype); // before any folder is read
   const out = resolve(a.out);
   if (existsSync(out)) {
     if (!statSync(out).isDirectory()) throw new UserError(`--out ${a.out} exists and is not a folder`);
     if (readdirSync(out).length > 0 && !a.force)
       throw new UserError(`--out ${a.out} already exists and is not empty: pass --force to replace it`);
   }
-  const o = { dtype, withAttention: a.withAttention ?? false };
+  const withAttention = a.withAttention ?? false;
+  let dtype: WeightDType;
   let exp: OnnxExport;
   let params: number;
   // A folder that names an ensemble: its config.json without the list (the graphs hold its own model alone).
   let ownConfig: ModelConfigFile | undefined;
   if (kind === 'gpt') {
     const { model } = loadLmDir(a.model);
-    exp = exportGptOnnx(model.config, model.stateDict(), o);
     params = model.numParameters();
+    const w = weightsFor(model, a);
+    dtype = w.dtype;
+    exp = exportGptOnnx(model.config, w.weights, { dtype, withAttention });
   } else if (kind === 'marian') {
     // qkv's Seq2Seq with Marian's switches, as the graphs compute it; the folder's own files go beside them.
     const { model } = asUserError(() => readMarianDir(a.model));
-    exp = exportSeq2SeqOnnx(model.config, model.stateDict(), o);
     params = model.numParameters();
+    const w = weightsFor(model, a);
+    dtype = w.dtype;
+    exp = exportSeq2SeqOnnx(model.config, w.weights, { dtype, withAttention });
   } else {
     const { model, config } = loadModelDir(a.model);
     if (config.decoding?.ensemble) {
@@ -73,8 +100,10 @@ export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt' | 'marian'
       );
       ownConfig = { ...config, decoding };
     }
-    exp = exportSeq2SeqOnnx(model.config, model.stateDict(), o);
     params = model.numParameters();
+    const w = weightsFor(model, a);
+    dtype = w.dtype;
+    exp = exportSeq2SeqOnnx(model.config, w.weights, { dtype, withAttention });
   }
   // What killed exports left beside the destination (a folder being written, an old one set aside).
   const stale = new RegExp(`^\\.${basename(out).replace(/[^\w-]/g, '\\$&')}\\.(tmp|old)-\\d+$`);
@@ -115,6 +144,6 @@ export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt' | 'marian'
   a.log(
     `wrote ${a.out}: ${graphs} (opset ${exp.manifest.opset}, ` +
       `${params.toLocaleString('en-US')} parameters, ${dtype} ` +
-      `weights${o.withAttention ? ', attention outputs' : ''})`,
+      `weights${withAttention ? ', attention outputs' : ''})`,
   );
 }

@@ -10,6 +10,15 @@ import type { Command, OptionValues } from '@commander-js/extra-typings';
 import { dirList, direction, int, nonNegativeNumber } from './args.ts';
 import { DEFAULT_DATA, missingCorpus } from './corpus.ts';
 import { UserError } from './files.ts';
+import { DTYPES, type PipelineDType } from '../pipelines/options.ts';
+
+/** --dtype's value as the pipelines' `dtype` (undefined when not given), or a UserError naming the flag. */
+export function pipelineDType(dtype: string | undefined): PipelineDType | undefined {
+  if (dtype === undefined) return undefined;
+  const d = dtype.toLowerCase();
+  if (!Object.hasOwn(DTYPES, d)) throw new UserError(`--dtype must be fp32, q8 (int8) or q4, got '${dtype}'`);
+  return d as PipelineDType;
+}
 
 /** The parsed options of the command a function builds: what its action receives. */
 export type FlagsOf<B extends () => { opts(): unknown }> = ReturnType<ReturnType<B>['opts']>;
@@ -75,6 +84,24 @@ export function decodingOptions<A extends unknown[], O extends OptionValues, G e
         'else off)',
     )
     .option('--no-mbr', "output beam search's best hypothesis even where the model's config.json decodes with MBR");
+}
+
+/**
+ * --dtype fp32 | q8 | q4: what the qkv engine computes in (the pipelines' `dtype`, mapped by pipelineDType): a
+ * float folder quantized at load, an int8/q4 folder run as stored.
+ */
+export function dtypeOption<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+) {
+  return cmd
+    .option(
+      '--dtype <type>',
+      'fp32 | q8 (int8) | q4: compute in int8 (weights and activations) or 4-bit weights, a float ' +
+        'folder quantized at load (default: as the folder stores it; an int8/q4 folder runs as stored)',
+    )
+    .hook('preAction', (c) => {
+      pipelineDType((c.opts() as { dtype?: string }).dtype); // refused before any model is read
+    });
 }
 
 /** --engine qkv | onnxruntime (checked by parseEngine, which names the flag). */

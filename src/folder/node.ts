@@ -8,7 +8,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { atomicWrite } from '../io/atomic.ts';
-import { quantizeInt8 } from '../tensor/quantize.ts';
+import { QUANTIZED_METADATA, quantizedForFile, quantizeInt8 } from '../tensor/quantize.ts';
 import { writeSafetensors } from '../io/safetensors.ts';
 import type { GPT } from '../models/gpt.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
@@ -42,6 +42,12 @@ export type WeightsDType = 'F32' | 'F16' | 'I8';
 
 /** Write weights atomically in `dtype`. */
 export function saveWeights(path: string, weights: Record<string, Tensor>, dtype: WeightsDType = 'F32'): void {
+  // A quantized model's own int8/q4 weights, written as they are held (tensor/quantize.ts), the rest in dtype.
+  if (dtype !== 'I8' && Object.values(weights).some((t) => t.dtype === 'int8' || t.dtype === 'q4')) {
+    const q = quantizedForFile(weights, { rest: dtype });
+    atomicWrite(path, writeSafetensors(q.tensors, { dtype: q.dtype, metadata: { quantization: QUANTIZED_METADATA } }));
+    return;
+  }
   if (dtype === 'I8') {
     const q = quantizeInt8(weights);
     atomicWrite(

@@ -117,7 +117,8 @@ export function loadInto(
   file: string,
 ): void {
   try {
-    loadWeights(model, readSafetensors(bytes).tensors, config, rules);
+    // Bytes kept as bytes: quantized weights load as they are stored (models/load-weights.ts).
+    loadWeights(model, readSafetensors(bytes, { bytes: true }).tensors, config, rules);
   } catch (e) {
     throw new FolderError(file, `${label}: ${(e as Error).message}`);
   }

@@ -200,14 +200,22 @@ type Entry = SafetensorsEntry;
 /**
  * Every tensor of a safetensors file (8-byte header length, JSON header, raw little-endian data),
  * validated: a corrupt or truncated file gives an error naming what is wrong, never a crash or a
- * huge allocation. Float types become float32, integer types int32, BOOL bool.
+ * huge allocation. Float types become float32, integer types int32 (I8 and U8 with `bytes`: int8, uint8),
+ * BOOL bool.
  */
-export function readSafetensors(bytes: Uint8Array): SafetensorsFile {
+export function readSafetensors(
+  bytes: Uint8Array,
+  options: {
+    /** Keep I8 and U8 tensors as int8 and uint8 (a quantized weight's values: a quarter of int32's memory). */
+    bytes?: boolean;
+  } = {},
+): SafetensorsFile {
   const { dataStart, entries, metadata } = readSafetensorsHeader(bytes, bytes.length);
   const tensors: Record<string, Tensor> = {};
   const dtypes: Record<string, SafetensorsDType> = {};
   for (const e of entries) {
-    setOwn(tensors, e.name, decodeTensor(bytes, dataStart, e));
+    const keep = options.bytes && (e.dtype === 'I8' || e.dtype === 'U8');
+    setOwn(tensors, e.name, keep ? byteTensor(bytes, dataStart, e) : decodeTensor(bytes, dataStart, e));
     setOwn(dtypes, e.name, e.dtype);
   }
   return { tensors, metadata, dtypes };
@@ -381,6 +389,13 @@ function parseEntry(name: string, raw: unknown, dataLen: number): Entry {
     fail(`tensor ${q} has shape ${shapeToString(dims)} (${count}) but data_offsets span ${span} bytes`);
   }
   return { name, dtype, shape: dims.slice(), numel, begin, end };
+}
+
+/** An I8 or U8 tensor as int8 or uint8, its bytes copied. */
+function byteTensor(bytes: Uint8Array, dataStart: number, e: Entry): Tensor {
+  const src = bytes.subarray(dataStart + e.begin, dataStart + e.end);
+  if (e.dtype === 'I8') return new Tensor(new Int8Array(src), e.shape, 'int8');
+  return new Tensor(new Uint8Array(src), e.shape, 'uint8');
 }
 
 function decodeTensor(bytes: Uint8Array, dataStart: number, e: Entry): Tensor {

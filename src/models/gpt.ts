@@ -302,7 +302,7 @@ export class GPT extends Module {
 
   /** Logits over the vocabulary with the tied matrix: h·wteᵀ. */
   head(h: Tensor): Tensor {
-    return F.linear(this.lnF.forward(h), this.wte.weight);
+    return this.wte.attend(this.lnF.forward(h));
   }
 
   /** Next-token logits (B, T, vocabSize) for ids (B, T): row t depends on ids[:, 0..t] only. */

@@ -16,6 +16,7 @@ export {
 export { gptConfigFromHf, hfGpt2Target, isHfConfig, type HfGpt2Config } from './hf/gpt2.ts';
 export {
   loadWeights,
+  quantizedAsStored,
   checkFinite,
   describeMismatch,
   SEQ2SEQ_FIELDS,

@@ -9,8 +9,9 @@
  */
 import type { Module } from '../nn/module.ts';
 import { shapeToString } from '../tensor/shape.ts';
-import type { Tensor } from '../tensor/tensor.ts';
-import { dequantizeInt8 } from '../tensor/quantize.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import { SCALE_SUFFIX } from '../tensor/quantize.ts';
+import { dequantizeWeight, Q4_BLOCK, type QuantDType } from '../ops/matmul.ts';
 
 /** A config field whose value is one dimension of one tensor (e.g. dModel = embedding.weight's columns). */
 export interface ShapeField {
@@ -134,7 +135,8 @@ export function checkFinite(weights: Record<string, Tensor>): void {
 
 /**
  * Check the weights against the model and its config (one line), check they are finite, then load
- * them. Int8 weights (tensor/quantize.ts: `NAME` int8 and `NAME_scale`) are dequantized first.
+ * them. Quantized weights (`NAME` int8 or q4 and `NAME_scale`: docs/model-folder.md) load as they are stored
+ * into the layers that hold quantized weights (see {@link quantizedAsStored}); the others are dequantized.
  */
 export function loadWeights(
   model: Module,
@@ -143,9 +145,87 @@ export function loadWeights(
   rules: readonly FieldRule[],
   configName = 'config.json',
 ): void {
-  const weights = dequantizeInt8(stored);
+  const weights = quantizedAsStored(model, stored);
   const mismatch = describeMismatch(model.stateDict(), weights, config, rules, configName);
   if (mismatch) throw new Error(mismatch);
   checkFinite(weights);
   model.loadStateDict(weights, { strict: true });
+}
+
+/**
+ * `stored` as `model` takes it, without dequantizing. A quantized weight in a file is `NAME` with a float32
+ * `NAME_scale` beside it: int8 values (I8, read as int8, or as int32 by a reader that widens) with scales
+ * (rows, 1), or q4 values packed two a byte (U8 (rows, cols/2), read as uint8) with scales (rows, cols/32).
+ * The layer of `model` that owns `NAME` is quantized to that dtype first (zero values, loaded next) where
+ * it can hold a quantized weight (nn.Linear, attention's in_proj, nn.Embedding: Module.quantizeOwn); a
+ * quantized tensor that no such layer owns comes back float32 (q·s), as every quantized tensor used to.
+ * Values and scales are checked (int8 within −127..127, scales finite and >= 0), errors naming the tensor.
+ */
+export function quantizedAsStored(model: Module, stored: Record<string, Tensor>): Record<string, Tensor> {
+  const names = Object.keys(stored).filter((k) => {
+    const t = stored[k];
+    return (
+      ['int8', 'int32', 'uint8'].includes(t.dtype) &&
+      Object.hasOwn(stored, k + SCALE_SUFFIX) &&
+      stored[k + SCALE_SUFFIX].dtype === 'float32'
+    );
+  });
+  if (names.length === 0) return stored;
+  const out: Record<string, Tensor> = { ...stored };
+  const modules = new Map(model.namedModules());
+  for (const name of names) {
+    const { values, scale } = quantizedPair(name, stored[name], stored[name + SCALE_SUFFIX]);
+    const dot = name.lastIndexOf('.');
+    const owner = modules.get(dot < 0 ? '' : name.slice(0, dot));
+    const before = model.stateDict()[name];
+    if (owner && before?.dtype === 'float32' && shapeToString(before.shape) === shapeToString(values.shape))
+      owner.quantizeOwn({ dtype: values.dtype as QuantDType, tables: values.dtype as QuantDType, empty: true });
+    const own = model.stateDict();
+    if (own[name]?.dtype === values.dtype && Object.hasOwn(own, name + SCALE_SUFFIX)) {
+      out[name] = values;
+      out[name + SCALE_SUFFIX] = scale;
+    } else {
+      out[name] = dequantizeWeight(values, scale);
+      delete out[name + SCALE_SUFFIX];
+    }
+  }
+  return out;
+}
+
+/** The stored tensors of quantized weight `name` as an int8 or q4 pair, checked. */
+function quantizedPair(name: string, stored: Tensor, scale: Tensor): { values: Tensor; scale: Tensor } {
+  const scaleName = name + SCALE_SUFFIX;
+  if (stored.shape.length !== 2)
+    throw new Error(`quantized weight '${name}' must be 2-D, got ${shapeToString(stored.shape)}`);
+  const [rows, stCols] = stored.shape;
+  const q4 = stored.dtype === 'uint8';
+  const cols = q4 ? 2 * stCols : stCols;
+  const want = [rows, q4 ? cols / Q4_BLOCK : 1];
+  if (q4 && cols % Q4_BLOCK !== 0)
+    throw new Error(
+      `q4 weight '${name}' ${shapeToString(stored.shape)} (packed bytes, two values each) holds ${cols} ` +
+        `columns, not a multiple of ${Q4_BLOCK}`,
+    );
+  if (shapeToString(scale.shape) !== shapeToString(want))
+    throw new Error(
+      `${q4 ? 'q4' : 'int8'} weight '${name}' ${shapeToString(stored.shape)} needs '${scaleName}' of shape ` +
+        `${shapeToString(want)} (one scale per ${q4 ? `block of ${Q4_BLOCK} in a row` : 'row'}), ` +
+        `got ${shapeToString(scale.shape)}`,
+    );
+  const s = scale.dataSync<Float32Array>();
+  for (let i = 0; i < s.length; i++)
+    if (!(s[i] >= 0) || s[i] === Infinity)
+      throw new Error(
+        `quantized weight '${name}': scale ${s[i]} at index ${i} of '${scaleName}' ` +
+          '(expected a finite scale >= 0): the file is corrupt',
+      );
+  if (q4) return { values: new Tensor(new Uint8Array(stored.dataSync<Uint8Array>()), [rows, cols], 'q4'), scale };
+  const v = stored.dataSync<Int8Array | Int32Array>();
+  for (let i = 0; i < v.length; i++)
+    if (v[i] < -127 || v[i] > 127)
+      throw new Error(
+        `int8 weight '${name}' holds ${v[i]} at row ${Math.floor(i / cols)}, column ${i % cols}, ` +
+          'outside −127..127 (symmetric int8: qkv export --dtype int8 writes no −128)',
+      );
+  return { values: stored.dtype === 'int8' ? stored : new Tensor(Int8Array.from(v), [rows, cols], 'int8'), scale };
 }

@@ -233,7 +233,7 @@ export class Seq2Seq extends Module {
    * (+ finalLogitsBias, Marian's).
    */
   generator(h: Tensor): Tensor {
-    const logits = F.linear(h, this.targetTable.weight);
+    const logits = this.targetTable.attend(h);
     return this.finalLogitsBias ? F.add(logits, this.finalLogitsBias) : logits;
   }
 

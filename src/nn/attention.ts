@@ -4,7 +4,7 @@ import { shapeToString } from '../tensor/shape.ts';
 import { type Tensor, full, zeros } from '../tensor/tensor.ts';
 import { constant_, xavierUniform_ } from './init.ts';
 import { checkPositiveInt, Linear } from './layers.ts';
-import { Module } from './module.ts';
+import { Module, type QuantizeOptions } from './module.ts';
 
 /** Options of {@link MultiheadAttention}'s constructor, torch's names. */
 export interface MultiheadAttentionOptions {
@@ -52,8 +52,13 @@ export class MultiheadAttention extends Module {
   readonly batchFirst: boolean;
   /** Dropout probability on the attention weights in training. */
   readonly dropout: number;
-  /** W^Q, W^K, W^V stacked (3E, E), `in_proj_weight`, when kdim = vdim = E; else null. */
-  readonly inProjWeight: Tensor | null;
+  /**
+   * W^Q, W^K, W^V stacked (3E, E), `in_proj_weight`, when kdim = vdim = E; else null. After `quantize()`, its
+   * int8 or q4 values, with their scales in {@link inProjScale}.
+   */
+  inProjWeight: Tensor | null;
+  /** The quantized in_proj_weight's float32 scales, `in_proj_weight_scale` (3E, 1) or (3E, E/32); else null. */
+  inProjScale: Tensor | null = null;
   /** W^Q (E, E), `q_proj_weight`, when kdim or vdim differs from E; else null. */
   readonly qProjWeight: Tensor | null;
   /** W^K (E, kdim), `k_proj_weight`, when kdim or vdim differs from E; else null. */
@@ -174,12 +179,13 @@ export class MultiheadAttention extends Module {
     // Slice i of the packed (3E) projection: rows [iE, (i+1)E) of in_proj_weight / in_proj_bias.
     const part = (t: Tensor | null, i: number): Tensor | null => (t ? F.narrow(t, 0, i * E, E) : null);
     if (this.inProjWeight && selfAttention) {
-      [q, k, v] = F.chunk(F.linear(q0, this.inProjWeight, b), 3, -1); // one GEMM for all three: (N, L, 3E)
+      [q, k, v] = F.chunk(this.inProject(q0, 0, 3), 3, -1); // one GEMM for all three: (N, L, 3E)
+    } else if (this.inProjWeight) {
+      [q, k, v] = [this.inProject(q0, 0, 1), this.inProject(k0, 1, 1), this.inProject(v0, 2, 1)];
     } else {
-      const W = this.inProjWeight;
-      q = F.linear(q0, W ? part(W, 0)! : this.qProjWeight!, part(b, 0));
-      k = F.linear(k0, W ? part(W, 1)! : this.kProjWeight!, part(b, 1));
-      v = F.linear(v0, W ? part(W, 2)! : this.vProjWeight!, part(b, 2));
+      q = F.linear(q0, this.qProjWeight!, part(b, 0));
+      k = F.linear(k0, this.kProjWeight!, part(b, 1));
+      v = F.linear(v0, this.vProjWeight!, part(b, 2));
     }
     // Split heads: (N, T, E) -> (N, h, T, dK).
     const dK = this.headDim;
@@ -212,6 +218,36 @@ export class MultiheadAttention extends Module {
     return { output: out, weights };
   }
 
+  /**
+   * x (..., E) through rows [i·E, (i + n)·E) of the packed in_proj_weight and in_proj_bias (n = 3: all three
+   * projections in one GEMM), float or quantized.
+   */
+  private inProject(x: Tensor, i: number, n: number): Tensor {
+    const E = this.embedDim;
+    const W = this.inProjWeight!;
+    const b = this.inProjBias && n < 3 ? F.narrow(this.inProjBias, 0, i * E, n * E) : this.inProjBias;
+    if (this.inProjScale) {
+      const p = n < 3 ? F.quantizedRows(W, this.inProjScale, i * E, n * E) : { values: W, scale: this.inProjScale };
+      return F.linearQuantized(x, p.values, p.scale, b);
+    }
+    return F.linear(x, n < 3 ? F.narrow(W, 0, i * E, n * E) : W, b);
+  }
+
+  /**
+   * The packed in_proj_weight as a quantized pair in `dtype` (Module.quantize); the separate q/k/v weights of
+   * kdim or vdim ≠ E stay float. The output projection is an nn.Linear and quantizes itself.
+   */
+  override quantizeOwn(o: Required<QuantizeOptions>): void {
+    if (!this.inProjWeight || this.inProjScale) return;
+    const { values, scale } = F.quantizeWeight(this.inProjWeight, o.dtype, o);
+    this.replaceParameter('in_proj_weight', [
+      ['in_proj_weight', values],
+      ['in_proj_weight_scale', scale],
+    ]);
+    this.inProjWeight = values;
+    this.inProjScale = scale;
+  }
+
   // ---- Incremental decoding (KV cache) ------------------------------------------------------
   // The methods below split forward() into its projections and its attention so a decoder can
   // project only new positions and reuse the keys/values of earlier ones. They always work
@@ -220,10 +256,11 @@ export class MultiheadAttention extends Module {
   /** Query projection split into heads: query (N, L, E) batch-first -> (N, h, L, dK). */
   projectQuery(query: Tensor): Tensor {
     this.checkBatchFirst3D(query, this.embedDim, 'query');
-    const W = this.inProjWeight;
     const b = this.inProjBias;
     const E = this.embedDim;
-    const q = F.linear(query, W ? F.narrow(W, 0, 0, E) : this.qProjWeight!, b ? F.narrow(b, 0, 0, E) : null);
+    const q = this.inProjWeight
+      ? this.inProject(query, 0, 1)
+      : F.linear(query, this.qProjWeight!, b ? F.narrow(b, 0, 0, E) : null);
     return this.splitHeads(q);
   }
 
@@ -242,12 +279,12 @@ export class MultiheadAttention extends Module {
   } {
     this.checkBatchFirst3D(key, this.kdim, 'key');
     this.checkBatchFirst3D(value, this.vdim, 'value');
-    const W = this.inProjWeight;
     const b = this.inProjBias;
     const E = this.embedDim;
     const part = (t: Tensor | null, i: number): Tensor | null => (t ? F.narrow(t, 0, i * E, E) : null);
-    const k = F.linear(key, W ? part(W, 1)! : this.kProjWeight!, part(b, 1));
-    const v = F.linear(value, W ? part(W, 2)! : this.vProjWeight!, part(b, 2));
+    const W = this.inProjWeight;
+    const k = W ? this.inProject(key, 1, 1) : F.linear(key, this.kProjWeight!, part(b, 1));
+    const v = W ? this.inProject(value, 2, 1) : F.linear(value, this.vProjWeight!, part(b, 2));
     return { k: this.splitHeads(k), v: this.splitHeads(v) };
   }
 
@@ -265,7 +302,7 @@ export class MultiheadAttention extends Module {
       const { k, v } = this.projectKeyValue(x, x);
       return { q: this.projectQuery(x), k, v };
     }
-    const [q, k, v] = F.chunk(F.linear(x, this.inProjWeight, this.inProjBias), 3, -1);
+    const [q, k, v] = F.chunk(this.inProject(x, 0, 3), 3, -1);
     return { q: this.splitHeads(q), k: this.splitHeads(k), v: this.splitHeads(v) };
   }
 

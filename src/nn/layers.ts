@@ -1,7 +1,7 @@
 import * as F from '../ops/index.ts';
 import { Tensor, full, zeros } from '../tensor/tensor.ts';
 import { linearDefault_, normal_, uniform_ } from './init.ts';
-import { Module } from './module.ts';
+import { Module, type QuantizeOptions } from './module.ts';
 
 /** y = x·Wᵀ + b; weight (outFeatures, inFeatures) as torch.nn.Linear. */
 export class Linear extends Module {
@@ -40,10 +40,10 @@ export class Linear extends Module {
     return F.linear(x, this.weight, this.bias);
   }
 
-  /** The weight as a quantized pair (Module.quantize); a second call leaves it as it is. */
-  protected override quantizeOwn(dtype: F.QuantDType): void {
+  /** The weight as a quantized pair in `dtype` (Module.quantize); a second call leaves it as it is. */
+  override quantizeOwn(o: Required<QuantizeOptions>): void {
     if (this.weightScale) return;
-    const { values, scale } = F.quantizeWeight(this.weight, dtype);
+    const { values, scale } = F.quantizeWeight(this.weight, o.dtype, o);
     this.replaceParameter('weight', [
       ['weight', values],
       ['weight_scale', scale],
@@ -55,8 +55,13 @@ export class Linear extends Module {
 
 /** A lookup table of vectors; the row at paddingIdx starts at zero and receives no gradient. */
 export class Embedding extends Module {
-  /** The table (numEmbeddings, embeddingDim), drawn from N(0, 1) as torch does. */
-  readonly weight: Tensor;
+  /**
+   * The table (numEmbeddings, embeddingDim), drawn from N(0, 1) as torch does; after `quantize()`, its int8
+   * or q4 values, with their scales in {@link weightScale}.
+   */
+  weight: Tensor;
+  /** The quantized table's float32 scales, (numEmbeddings, 1) for int8, (numEmbeddings, embeddingDim/32) for q4. */
+  weightScale: Tensor | null = null;
   /** The padding row (a negative index given is counted from the end), or null. */
   readonly paddingIdx: number | null;
 
@@ -84,7 +89,29 @@ export class Embedding extends Module {
 
   /** Integer ids (...) -> their rows (..., embeddingDim). */
   forward(ids: Tensor): Tensor {
+    if (this.weightScale) return F.embeddingQuantized(ids, this.weight, this.weightScale);
     return F.embedding(ids, this.weight, this.paddingIdx);
+  }
+
+  /**
+   * h (..., embeddingDim) -> h·tableᵀ (..., numEmbeddings): the table as a tied output projection (logits over
+   * the vocabulary), through the quantized kernels when the table is quantized.
+   */
+  attend(h: Tensor): Tensor {
+    if (this.weightScale) return F.linearQuantized(h, this.weight, this.weightScale);
+    return F.linear(h, this.weight);
+  }
+
+  /** The table as a quantized pair in `tables` (Module.quantize), unless that is 'float32' or it is quantized. */
+  override quantizeOwn(o: Required<QuantizeOptions>): void {
+    if (this.weightScale || o.tables === 'float32') return;
+    const { values, scale } = F.quantizeWeight(this.weight, o.tables, o);
+    this.replaceParameter('weight', [
+      ['weight', values],
+      ['weight_scale', scale],
+    ]);
+    this.weight = values;
+    this.weightScale = scale;
   }
 }
 

@@ -4,6 +4,28 @@ import { type Device, deviceNamed, type TypedData } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import type { QuantDType } from '../ops/index.ts';
 
+/** How {@link Module.quantize} quantizes a tree. */
+export interface QuantizeOptions {
+  /** nn.Linear weights and attention's packed input projection: 'int8' or 'q4'. */
+  dtype: QuantDType;
+  /** nn.Embedding tables, which tied output projections read too: 'int8' (default), 'q4', or 'float32' (kept). */
+  tables?: QuantDType | 'float32';
+  /** Leave the quantized values zero instead of quantizing the float weights: for a model about to be loaded. */
+  empty?: boolean;
+}
+
+/** `options` with the defaults filled in, or a one-line error naming the option. */
+function checkQuantizeOptions(options: QuantizeOptions): Required<QuantizeOptions> {
+  const dtype = options?.dtype;
+  if (dtype !== 'int8' && dtype !== 'q4') throw new Error(`quantize: dtype must be 'int8' or 'q4', got ${show(dtype)}`);
+  const tables = options.tables ?? 'int8';
+  if (tables !== 'int8' && tables !== 'q4' && tables !== 'float32')
+    throw new Error(`quantize: tables must be 'int8', 'q4' or 'float32', got ${show(tables)}`);
+  return { dtype, tables, empty: options.empty ?? false };
+}
+
+const show = (v: unknown): string => (typeof v === 'string' ? `'${v}'` : String(v));
+
 export interface LoadStateDictOptions {
   /** Require the keys to match exactly (default true), as torch's load_state_dict(strict=True). */
   strict?: boolean;
@@ -126,18 +148,31 @@ export class Module {
   }
 
   /**
-   * Quantize, in place and for inference, the weight of every layer of the tree that can hold a quantized
-   * one (nn.Linear): it keeps the pair of values (`int8`, or `q4` in blocks of 32) and float32 scales as the
-   * buffers `weight` and `weight_scale` (the names and layout `qkv export --dtype int8` writes) and drops the float
-   * weight, which is no longer a parameter. A quantized layer passes no gradient. Returns this.
+   * Quantize, in place and for inference, the weights of every layer of the tree that can hold quantized ones:
+   * nn.Linear and attention's packed input projection in `dtype` (`int8`, a scale per row, or `q4`, a scale
+   * per block of 32), nn.Embedding tables (and so the tied output projections that read them) in `tables`
+   * (default `int8`). Each keeps the pair of values and float32 scales as the buffers `NAME` and `NAME_scale`
+   * (the names and layout `qkv export --dtype int8|q4` writes) and drops the float weight, which is no longer
+   * a parameter. LayerNorm weights and biases stay float32. A quantized layer passes no gradient. Returns this.
    */
-  quantize(options: { dtype: QuantDType }): this {
-    for (const [, m] of this.namedModules()) m.quantizeOwn(options.dtype);
+  quantize(options: QuantizeOptions): this {
+    const o = checkQuantizeOptions(options);
+    for (const [name, m] of this.namedModules()) {
+      try {
+        m.quantizeOwn(o);
+      } catch (e) {
+        throw new Error(`quantize: ${name || this.constructor.name}: ${(e as Error).message}`);
+      }
+    }
     return this;
   }
 
-  /** This module's own part of {@link quantize}: nothing, unless it holds a weight that can be quantized. */
-  protected quantizeOwn(_dtype: QuantDType): void {}
+  /**
+   * This module's own part of {@link quantize}, not its submodules': nothing, unless it holds a weight that
+   * can be quantized (a second call leaves a quantized weight as it is). Loading a quantized file calls it on
+   * the layers whose weights the file holds quantized.
+   */
+  quantizeOwn(_options: Required<QuantizeOptions>): void {}
 
   /** Parameter `name` becomes the persistent buffers given (what quantizeOwn does with a float weight). */
   protected replaceParameter(name: string, buffers: [string, Tensor][]): void {
@@ -145,9 +180,16 @@ export class Module {
     for (const [n, t] of buffers) this.registerBuffer(n, t);
   }
 
-  /** Total number of parameter elements (torch: sum(p.numel() for p in m.parameters())). */
+  /**
+   * Total number of parameter elements (torch: sum(p.numel() for p in m.parameters())); a quantized weight
+   * (`quantize()`, or an int8/q4 folder) counts as the parameters it stands for (its values, not its scales).
+   */
   numParameters(): number {
-    return this.parameters().reduce((n, p) => n + p.size, 0);
+    const quantized = this.namedBuffers('', true).reduce(
+      (n, [, t]) => n + (t.dtype === 'int8' || t.dtype === 'q4' ? t.size : 0),
+      0,
+    );
+    return quantized + this.parameters().reduce((n, p) => n + p.size, 0);
   }
 
   /** Parameters and persistent buffers by PyTorch name. The tensors are the live ones, not copies. */

@@ -21,7 +21,17 @@ export {
 } from './elementwise.ts';
 export { sum, mean, argmax, eq, sumToShape } from './reduce.ts';
 export { permute, transpose, unsqueeze, squeeze, narrow, split, chunk, cat, stack } from './shape.ts';
-export { matmul, linear, linearQuantized, quantizeWeight, type QuantDType, type QuantizedWeight } from './matmul.ts';
+export {
+  matmul,
+  linear,
+  linearQuantized,
+  quantizeWeight,
+  quantizedRows,
+  embeddingQuantized,
+  dequantizeWeight,
+  type QuantDType,
+  type QuantizedWeight,
+} from './matmul.ts';
 export { softmax, logSoftmax } from './softmax.ts';
 export { layerNorm } from './norm.ts';
 export { dropout } from './dropout.ts';

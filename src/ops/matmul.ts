@@ -2,9 +2,12 @@ import { record } from '../autograd/engine.ts';
 import { broadcastShapes, shapeToString, sizeOf, stridesOf } from '../tensor/shape.ts';
 import type { I8, Q4 } from '../backend/backend.ts';
 import { Q4_BLOCK, quantizeInt8, quantizeQ4 } from '../backend/js/quantized.ts';
+
+export { Q4_BLOCK };
 import { Tensor } from '../tensor/tensor.ts';
 import { sumToShape } from './reduce.ts';
-import { empty, f32, K, st } from './util.ts';
+import { narrow } from './shape.ts';
+import { empty, f32, K, st, upload } from './util.ts';
 
 /**
  * C = A·B for the last two dims, broadcasting the batch dims (torch.matmul for rank >= 2; a 1-D
@@ -215,9 +218,10 @@ export interface QuantizedWeight {
  * one float32 `scale` per output row (max|row|/127; shape (out, 1)), or q4 (in a multiple of 32) with one
  * scale per block of 32 along `in`, shape (out, in/32) (max|block|/7, values −7..7); q = w/scale rounded half
  * to even, as tensor/quantize.ts (`qkv export --dtype int8`) rounds (src/backend/js/quantized.ts). Reads
- * the weight with dataSync (devices that read synchronously).
+ * the weight with dataSync (devices that read synchronously). With `empty`, the pair is made zero-filled
+ * without reading the weight: for a model whose quantized values are about to be loaded.
  */
-export function quantizeWeight(weight: Tensor, dtype: QuantDType): QuantizedWeight {
+export function quantizeWeight(weight: Tensor, dtype: QuantDType, options: { empty?: boolean } = {}): QuantizedWeight {
   f32(weight, 'quantizeWeight', 'weight');
   if (weight.ndim !== 2)
     throw new Error(`quantizeWeight: weight must be 2-D (out, in), got shape ${shapeToString(weight.shape)}`);
@@ -225,14 +229,16 @@ export function quantizeWeight(weight: Tensor, dtype: QuantDType): QuantizedWeig
   if (dtype !== 'int8' && dtype !== 'q4') throw new Error(`quantizeWeight: dtype must be 'int8' or 'q4', got ${dtype}`);
   if (dtype === 'q4' && inF % Q4_BLOCK !== 0)
     throw new Error(`quantizeWeight: q4 needs in features a multiple of ${Q4_BLOCK}, got ${inF}`);
-  const w = weight.dataSync() as Float32Array;
-  const { q, scale } = dtype === 'int8' ? quantizeInt8(w, outF, inF) : quantizeQ4(w, outF, inF);
+  const scaleShape = [outF, dtype === 'int8' ? 1 : inF / Q4_BLOCK];
   const d = weight.device;
   const vs = d.alloc(dtype, outF * inF, { persistent: true });
-  d.write(vs, dtype, q);
-  const ss = d.alloc('float32', scale.length, { persistent: true });
-  d.write(ss, 'float32', scale);
-  const scaleShape = [outF, dtype === 'int8' ? 1 : inF / Q4_BLOCK];
+  const ss = d.alloc('float32', outF * scaleShape[1], { persistent: true });
+  if (!options.empty) {
+    const w = weight.dataSync() as Float32Array;
+    const { q, scale } = dtype === 'int8' ? quantizeInt8(w, outF, inF) : quantizeQ4(w, outF, inF);
+    d.write(vs, dtype, q);
+    d.write(ss, 'float32', scale);
+  }
   return {
     values: Tensor.fromStorage(d, vs, [outF, inF], dtype),
     scale: Tensor.fromStorage(d, ss, scaleShape, 'float32'),
@@ -269,4 +275,86 @@ export function linearQuantized(x: Tensor, values: Tensor, scale: Tensor, bias?:
   if (values.dtype === 'int8') k.linearInt8(xd, values.storage as I8, sd, bd, st(out), rows, inF, outF);
   else k.linearQ4(xd, values.storage as Q4, sd, bd, st(out), rows, inF, outF);
   return out;
+}
+
+/** The shape of a quantized pair's scales: (out, 1) for int8, (out, in/32) for q4. */
+function scaleShapeOf(values: Tensor): number[] {
+  return [values.shape[0], values.dtype === 'int8' ? 1 : values.shape[1] / Q4_BLOCK];
+}
+
+/** Throws unless `values`/`scale` are a quantized pair (int8 or q4 (rows, cols), float32 scales of its shape). */
+function checkPair(op: string, values: Tensor, scale: Tensor): void {
+  if (values.ndim !== 2 || (values.dtype !== 'int8' && values.dtype !== 'q4'))
+    throw new Error(`${op}: values must be 2-D int8 or q4, got ${values.dtype} ${shapeToString(values.shape)}`);
+  f32(scale, op, 'scale');
+  if (shapeToString(scale.shape) !== shapeToString(scaleShapeOf(values)))
+    throw new Error(
+      `${op}: scale of ${values.dtype} values ${shapeToString(values.shape)} must have shape ` +
+        `${shapeToString(scaleShapeOf(values))}, got ${shapeToString(scale.shape)}`,
+    );
+}
+
+/**
+ * Rows [start, start + n) of a quantized pair (copies), as a pair: a row keeps its values and scales, so the
+ * rows of a quantized weight are the quantized rows of the float one (the q, k or v part of a packed in_proj).
+ */
+export function quantizedRows(values: Tensor, scale: Tensor, start: number, n: number): QuantizedWeight {
+  checkPair('quantizedRows', values, scale);
+  const [rows, cols] = values.shape;
+  if (!Number.isInteger(start) || !Number.isInteger(n) || start < 0 || n < 1 || start + n > rows)
+    throw new Error(`quantizedRows: rows [${start}, ${start + n}) are not within the ${rows} rows of the values`);
+  let v: Tensor;
+  if (values.dtype === 'int8') v = narrow(values, 0, start, n);
+  else {
+    // A q4 row is cols/2 whole bytes (cols is a multiple of 32): its rows are the rows of those bytes.
+    const bytes = Tensor.fromStorage(values.device, values.storage, [rows, cols / 2], 'uint8');
+    v = Tensor.fromStorage(values.device, narrow(bytes, 0, start, n).storage, [n, cols], 'q4');
+  }
+  return { values: v, scale: narrow(scale, 0, start, n) };
+}
+
+/**
+ * Rows of a quantized table (an nn.Embedding's int8 or q4 pair, see {@link quantizeWeight}) picked by ids of any
+ * shape -> (...ids.shape, dim) float32, each value q·s rounded once to float32: the rows a float table dequantized
+ * at load (tensor/quantize.ts) holds, bit for bit. Ids are checked as F.embedding checks them. Inference only;
+ * the values are read on the host (dataSync: devices that read synchronously).
+ */
+export function embeddingQuantized(ids: Tensor, values: Tensor, scale: Tensor): Tensor {
+  checkPair('embeddingQuantized', values, scale);
+  if (ids.dtype !== 'int32') throw new Error(`embeddingQuantized: input ids must be int32, got ${ids.dtype}`);
+  const [num, dim] = values.shape;
+  const id = ids.dataSync<Int32Array>();
+  const q = values.dataSync<Int8Array | Uint8Array>();
+  const s = scale.dataSync<Float32Array>();
+  const out = new Float32Array(id.length * dim);
+  const q4 = values.dtype === 'q4';
+  const nb = q4 ? dim / Q4_BLOCK : 1;
+  for (let i = 0; i < id.length; i++) {
+    const r = id[i];
+    if (!(r >= 0 && r < num))
+      throw new Error(`embeddingQuantized: index ${r} at position ${i} is out of range for ${num} embeddings`);
+    for (let c = 0; c < dim; c++) {
+      const e = r * dim + c;
+      const v = q4 ? (((q[e >> 1] >> ((e & 1) * 4)) & 15) ^ 8) - 8 : q[e];
+      out[i * dim + c] = v * s[q4 ? r * nb + Math.floor(c / Q4_BLOCK) : r];
+    }
+  }
+  return upload(out, [...ids.shape, dim]);
+}
+
+/**
+ * The float32 weight (out, in) of a quantized pair: each value q·s rounded once to float32 (what loading an int8
+ * file used to give, tensor/quantize.ts's dequantizeInt8). Read on the host.
+ */
+export function dequantizeWeight(values: Tensor, scale: Tensor): Tensor {
+  const [rows] = values.shape;
+  return embeddingQuantized(
+    new Tensor(
+      Int32Array.from({ length: rows }, (_, i) => i),
+      [rows],
+      'int32',
+    ),
+    values,
+    scale,
+  );
 }

@@ -12,7 +12,7 @@
 import { backendNames, setBackend } from '../backend/backend.ts';
 import type { FolderInput } from '../folder/open.ts';
 import { openLanguageModel, openTranslation } from './load.ts';
-import { checkOptions, describeValue, didYouMean } from './options.ts';
+import { applyDType, checkOptions, describeValue, didYouMean, type PipelineDType } from './options.ts';
 import { textGenerationPipeline, type TextGenerationPipeline } from './text-generation.ts';
 import { translationPipeline, type TranslationPipeline } from './translation.ts';
 
@@ -44,6 +44,13 @@ export interface PipelineOptions {
    * pipelines and ops run there too until another is chosen. Default: the current backend.
    */
   device?: 'webgpu' | 'wasm' | 'cpu' | 'js';
+  /**
+   * What the model computes in, transformers.js's names: 'fp32'; 'q8' (or 'int8'): int8 weights (a scale per row)
+   * and int8 activations; 'q4': 4-bit weights in blocks of 32 (embedding and output tables int8). A float folder is
+   * quantized at load; an int8 or q4 folder (`qkv export --dtype int8|q4`) runs as it is stored, never
+   * dequantized, and is refused with another dtype. Default: as the folder stores it.
+   */
+  dtype?: PipelineDType;
 }
 
 /** A pipeline for `task` over the model folder `folder`. */
@@ -71,14 +78,23 @@ export async function pipeline(
   }
   checkFolder(task, folder);
   checkOptions(`pipeline('${task}')`, options, PIPELINE_OPTIONS);
-  if (options.device !== undefined) await useDevice(`pipeline('${task}')`, options.device);
-  if (task === 'translation') return translationPipeline(await openTranslation(folder, options.ensemble ?? true));
-  return textGenerationPipeline(await openLanguageModel(folder));
+  const where = `pipeline('${task}')`;
+  if (options.device !== undefined) await useDevice(where, options.device);
+  // The dtype is applied where the folder is read (on the CPU: quantizing reads the weights), before the
+  // models move to a GPU device.
+  if (task === 'translation') {
+    return translationPipeline(
+      await openTranslation(folder, options.ensemble ?? true, (opened) =>
+        applyDType(opened.kind === 'seq2seq' ? opened.members : [opened.model], options.dtype, where),
+      ),
+    );
+  }
+  return textGenerationPipeline(await openLanguageModel(folder, (lm) => applyDType([lm.model], options.dtype, where)));
 }
 
 const TASKS: readonly Task[] = ['translation', 'text-generation'];
 
-const PIPELINE_OPTIONS = { ensemble: 'boolean', device: 'device' } as const;
+const PIPELINE_OPTIONS = { ensemble: 'boolean', dtype: 'dtype', device: 'device' } as const;
 
 /** Make `device`'s backend the current one ('cpu': wasm where it loads, else js); one line if it cannot load. */
 async function useDevice(where: string, device: 'webgpu' | 'wasm' | 'cpu' | 'js'): Promise<void> {

@@ -110,25 +110,36 @@ export function readForCurrentDevice<T extends Opened>(read: () => T): T {
  * A translation folder with its ensemble (unless `ensemble` is false), as `qkv translate --model DIR` loads it, or a
  * Hugging Face Marian folder. Another kind is refused once its config.json is read.
  */
-export async function openTranslation(source: FolderInput, ensemble = true): Promise<OpenedSeq2Seq | OpenedMarian> {
+export async function openTranslation(
+  source: FolderInput,
+  ensemble = true,
+  /** Run on the opened models where they were read (the CPU), before they move to a GPU: quantizing. */
+  prepare?: (opened: OpenedSeq2Seq | OpenedMarian) => void,
+): Promise<OpenedSeq2Seq | OpenedMarian> {
   const wanted = "a translation model folder (format 'qkv-seq2seq', or Hugging Face Marian)";
   const src = await sourceOf(source);
-  const opened = await openForCurrentDevice(() =>
-    openFolder(src, {
+  return openForCurrentDevice(async () => {
+    const opened = await openFolder(src, {
       ensemble,
       accept: (kind) => {
         if (kind !== 'seq2seq' && kind !== 'marian') throw wrongKind('translation', kind, label(source), wanted);
       },
-    }),
-  );
-  return ofKind(opened, 'seq2seq', 'marian');
+    });
+    const translation = ofKind(opened, 'seq2seq', 'marian');
+    prepare?.(translation);
+    return translation;
+  });
 }
 
 /** A language-model folder (qkv GPT or Hugging Face GPT-2), as `qkv generate --model DIR` loads it. */
-export async function openLanguageModel(source: FolderInput): Promise<LoadedLm & { kind: 'gpt' | 'hf-gpt2' }> {
+export async function openLanguageModel(
+  source: FolderInput,
+  /** As openTranslation's `prepare`. */
+  prepare?: (lm: LoadedLm & { kind: 'gpt' | 'hf-gpt2' }) => void,
+): Promise<LoadedLm & { kind: 'gpt' | 'hf-gpt2' }> {
   const src = await sourceOf(source);
-  const opened = await openForCurrentDevice(() =>
-    openFolder(src, {
+  return openForCurrentDevice(async () => {
+    const opened = await openFolder(src, {
       accept: (kind) => {
         if (kind === 'seq2seq' || kind === 'marian')
           throw wrongKind(
@@ -138,7 +149,9 @@ export async function openLanguageModel(source: FolderInput): Promise<LoadedLm &
             "a language model folder (format 'qkv-gpt', or Hugging Face GPT-2)",
           );
       },
-    }),
-  );
-  return ofKind(opened, 'gpt', 'hf-gpt2');
+    });
+    const lm = ofKind(opened, 'gpt', 'hf-gpt2');
+    prepare?.(lm);
+    return lm;
+  });
 }

@@ -5,8 +5,11 @@
  * came, type included (`translation: beam: expected a positive integer, got string '4'`). One
  * validator for `pipeline(task, folder, options)` and for each call's options.
  *
- * Also here: the warnings a pipeline gives its caller (what the CLI prints on stderr).
+ * Also here: the warnings a pipeline gives its caller (what the CLI prints on stderr), and the `dtype` a
+ * pipeline computes in, which the CLI's --dtype maps onto (applyDType).
  */
+import type { Module } from '../nn/module.ts';
+import type { QuantDType } from '../ops/matmul.ts';
 
 /** The kinds of value an option takes, each with what its error says it expects. */
 const KINDS = {
@@ -26,6 +29,10 @@ const KINDS = {
     ok: (v: unknown) => v === 'webgpu' || v === 'wasm' || v === 'cpu' || v === 'js',
   },
   function: { expected: 'a function', ok: (v: unknown) => typeof v === 'function' },
+  dtype: {
+    expected: "'fp32', 'q8' (or 'int8') or 'q4'",
+    ok: (v: unknown) => typeof v === 'string' && Object.hasOwn(DTYPES, v),
+  },
   signal: {
     expected: 'an AbortSignal',
     ok: (v: unknown) =>
@@ -129,4 +136,58 @@ export interface PipelineWarning {
 /** Where warnings go: the caller's `onWarning`, else console.warn (never nowhere). */
 export function warner(onWarning: ((w: PipelineWarning) => void) | undefined): (w: PipelineWarning) => void {
   return onWarning ?? ((w) => console.warn(`qkv: ${w.message}`));
+}
+
+/**
+ * The `dtype` option of `pipeline(task, folder, { dtype })`, as transformers.js users write it: 'fp32' float
+ * compute, 'q8' (or qkv's name 'int8') int8 weights and activations, 'q4' 4-bit weights in blocks of 32 (tables
+ * int8). What each becomes in module.quantize's terms (null: float).
+ */
+export const DTYPES = { fp32: null, q8: 'int8', int8: 'int8', q4: 'q4' } as const satisfies Record<
+  string,
+  QuantDType | null
+>;
+
+/** A pipeline's `dtype` (see {@link DTYPES}). */
+export type PipelineDType = keyof typeof DTYPES;
+
+/** What a model holds: 'q4' (any q4 weight), 'int8' (int8 weights only), or null (float). */
+export function heldDType(model: Module): QuantDType | null {
+  let held: QuantDType | null = null;
+  for (const t of Object.values(model.stateDict())) {
+    if (t.dtype === 'q4') return 'q4';
+    if (t.dtype === 'int8') held = 'int8';
+  }
+  return held;
+}
+
+/**
+ * `models` (a folder's model, or its ensemble) made to compute in `dtype`, in place: a float model is quantized
+ * at load (module.quantize: 'q8' int8, 'q4' q4 with int8 tables); a quantized folder's model runs as it is stored
+ * when `dtype` names its own kind or is left out. Refused, in one line naming `where` (the folder): 'fp32' for a
+ * quantized folder, and 'q8' / 'q4' for a folder quantized the other way (quantizing twice compounds the errors:
+ * export the float folder with the dtype wanted instead).
+ */
+export function applyDType(models: readonly Module[], dtype: PipelineDType | undefined, where: string): void {
+  if (dtype === undefined) return;
+  const want = DTYPES[dtype];
+  if (want === undefined)
+    throw new Error(`${where}: dtype: expected ${KINDS.dtype.expected}, got ${describeValue(dtype)}`);
+  for (const m of models) {
+    const held = heldDType(m);
+    if (held === want) continue;
+    if (held === null) {
+      try {
+        m.quantize({ dtype: want! });
+      } catch (e) {
+        throw new Error(`${where}: dtype '${dtype}': ${(e as Error).message}`);
+      }
+      continue;
+    }
+    const instead = want ? ` (or qkv export --dtype ${want} it)` : '';
+    throw new Error(
+      `${where}: dtype '${dtype}': the folder holds ${held} weights, which run as stored (never dequantized or ` +
+        `quantized again): leave dtype out, or take the float folder${instead}`,
+    );
+  }
 }

@@ -8,9 +8,10 @@
  * On disk (safetensors) the int8 tensor keeps the weight's name and dtype I8, its scales sit beside
  * it as `NAME_scale`, F32, shape [rows, 1] (the layout of compressed-tensors' per-channel weights,
  * `weight` + `weight_scale`); 1-D tensors (biases, LayerNorm) stay float. The file is about a
- * quarter of fp32 and half of fp16. It is a storage format: loading dequantizes to float32
- * (`q · s` is one correctly rounded float32 product, the same in PyTorch), and every kernel runs
- * in float32 as before.
+ * quarter of fp32 and half of fp16. Loading keeps it as stored where a layer holds quantized weights
+ * (models/load-weights.ts: nn.Linear, attention's in_proj, nn.Embedding compute with the quantized
+ * kernels); `dequantizeInt8` gives float32 (`q · s`, one correctly rounded float32 product, the same in
+ * PyTorch) for readers that want floats.
  */
 import { Tensor } from './tensor.ts';
 import { shapeToString } from './shape.ts';
@@ -19,7 +20,7 @@ import { shapeToString } from './shape.ts';
 export const SCALE_SUFFIX = '_scale';
 
 /** On-disk dtypes of a quantized state dict, per tensor (the safetensors writer's dtype record). */
-export type QuantizedDTypes = Record<string, 'I8' | 'F32' | 'F16'>;
+export type QuantizedDTypes = Record<string, 'I8' | 'U8' | 'F32' | 'F16'>;
 
 /** Round half to even (torch.round, numpy.rint). */
 function rint(x: number): number {
@@ -124,3 +125,43 @@ export function dequantizeInt8(tensors: Record<string, Tensor>): Record<string, 
   }
   return out;
 }
+
+/**
+ * A quantized model's state dict (`module.quantize()`: int8 and q4 values with float32 `NAME_scale` beside
+ * them) as a safetensors file holds it: int8 values as I8; q4 values, which safetensors has no dtype for, as
+ * their packed bytes, U8 of shape [rows, cols/2] (element 2i of a row in the low nibble of byte i, two's
+ * complement), beside scales [rows, cols/32]; the scales F32, other float tensors `rest` (F16 by default).
+ * Returns the tensors and the dtype record for `writeSafetensors`.
+ */
+export function quantizedForFile(
+  weights: Record<string, Tensor>,
+  opts: { rest?: 'F16' | 'F32' } = {},
+): { tensors: Record<string, Tensor>; dtype: QuantizedDTypes } {
+  const tensors: Record<string, Tensor> = {};
+  const dtype: QuantizedDTypes = {};
+  for (const [name, t] of Object.entries(weights)) {
+    const quantized = t.dtype === 'int8' || t.dtype === 'q4';
+    if (quantized && !Object.hasOwn(weights, name + SCALE_SUFFIX))
+      throw new Error(`quantizedForFile: ${t.dtype} tensor '${name}' has no '${name + SCALE_SUFFIX}' beside it`);
+    if (t.dtype === 'q4') {
+      const [rows, cols] = t.shape;
+      tensors[name] = new Tensor(t.dataSync<Uint8Array>(), [rows, cols / 2], 'uint8');
+      dtype[name] = 'U8';
+    } else {
+      tensors[name] = t;
+      if (t.dtype === 'int8') dtype[name] = 'I8';
+      else if (t.dtype === 'float32')
+        dtype[name] =
+          Object.hasOwn(weights, name.slice(0, -SCALE_SUFFIX.length)) && name.endsWith(SCALE_SUFFIX)
+            ? 'F32'
+            : (opts.rest ?? 'F16');
+    }
+  }
+  return { tensors, dtype };
+}
+
+/** What a quantized file's metadata says of its layout (`quantization`). */
+export const QUANTIZED_METADATA =
+  'NAME with NAME_scale beside it is quantized: int8 (I8) rows times NAME_scale [rows, 1], or q4 packed ' +
+  'two a byte (U8 [rows, cols/2], element 2i in the low nibble, signed) times NAME_scale [rows, cols/32] ' +
+  '(a scale per block of 32 in a row)';

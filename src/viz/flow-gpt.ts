@@ -97,7 +97,7 @@ export function gptFlow(model: GPT, ids: readonly number[], options: FlowOptions
         { id: 'ln_f', group: 'output', layer: null, axis, kind: 'norm', title: 'final LayerNorm', formula: 'ln_f(x)' },
         hF,
       );
-      const out = F.linear(hF, model.wte.weight);
+      const out = model.wte.attend(hF); // the tied head, float or quantized (model.head without ln_f)
       outputStages(rec, out, axis, top, (id) => label(id, axis));
       return out;
     }),

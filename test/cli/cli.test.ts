@@ -283,7 +283,7 @@ test('qkv export writes an fp16 copy, half the size, that loads and translates',
   assert.equal(a.status, 0);
   const bad = qkv(['export', '--model', out, '--out', shipped, '--dtype', 'int4']);
   assert.equal(bad.status, 1);
-  assert.match(bad.stderr, /--dtype must be f16, f32 or int8, got 'int4'/);
+  assert.match(bad.stderr, /--dtype must be f16, f32, int8 or q4, got 'int4'/);
 });
 
 test('qkv export --dtype int8 writes int8 weights with their scales, smaller than fp16, that load and translate', () => {

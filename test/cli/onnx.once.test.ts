@@ -141,8 +141,8 @@ test('bad input: one line, exit 1, nothing written or overwritten', () => {
     /expected format 'qkv-seq2seq' .* or 'qkv-gpt' .*, got format 'something-else'/,
   );
   assertOneLine(
-    qkv(['export', '--format', 'onnx', '--model', MT, '--out', out, '--dtype', 'int8']),
-    /--dtype must be f16 or f32 for --format onnx, got 'int8'/,
+    qkv(['export', '--format', 'onnx', '--model', MT, '--out', out, '--dtype', 'int4']),
+    /--dtype must be f16, f32, int8 or q4 for --format onnx, got 'int4'/,
   );
   assertOneLine(
     qkv(['export', '--format', 'tflite', '--model', MT, '--out', out]),

@@ -85,11 +85,11 @@ test('quantizeWeight and linearQuantized name what is wrong', () => {
 });
 
 /**
- * GPT_TINY (2 layers, nEmbd 64, random init as GPT-2's) with every Linear quantized: the MLP's c_fc and
- * c_proj and attention's out_proj (the fused in_proj weight and the tied wte head stay float). Bound on
+ * GPT_TINY (2 layers, nEmbd 64, random init as GPT-2's) quantized: the MLP's c_fc and c_proj, attention's packed
+ * in_proj and out_proj in `dtype`, and the tables (wte, which is also the tied head, and wpe) in int8. Bound on
  * the logits, relative to their largest magnitude: int8 weights and activations (steps of 1/127 of each
  * row's and block's largest value) 2%, q4 weights (steps of 1/7 of a block's largest) 20%; measured
- * 0.57% and 6.6% (seed 4, js and wasm), so either bound holds with margin yet catches a wrong scale or block.
+ * 0.90% and 6.1% (seed 4, js and wasm), so either bound holds with margin yet catches a wrong scale or block.
  */
 test('a quantized GPT_TINY: logits within the stated bound of the float model', () => {
   manualSeed(4);
@@ -112,10 +112,79 @@ test('a quantized GPT_TINY: logits within the stated bound of the float model', 
     m.quantize({ dtype });
     const quantized = m.namedModules().filter(([, s]) => s instanceof nn.Linear && s.weightScale !== null).length;
     assert.equal(quantized, 3 * models.GPT_TINY.nLayer, `${dtype}: c_fc, c_proj and out_proj of each block`);
+    const kept = Object.entries(m.stateDict()).filter(([, t]) => t.dtype === dtype);
+    assert.deepEqual(
+      kept.map(([k]) => k).filter((k) => k.startsWith('h.0.')),
+      ['h.0.attn.in_proj_weight', 'h.0.attn.out_proj.weight', 'h.0.mlp.c_fc.weight', 'h.0.mlp.c_proj.weight'],
+    );
+    assert.equal(m.wte.weight.dtype, 'int8', 'the tied table stays int8 under q4');
+    assert.deepEqual(
+      m.namedParameters().map(([k]) => k),
+      m
+        .namedParameters()
+        .map(([k]) => k)
+        .filter((k) => k.endsWith('bias') || k.includes('ln_')),
+      'only biases and LayerNorm weights stay float parameters',
+    );
     const got = logitsOf(m);
     let worst = 0;
     for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs(got[i]! - ref[i]!));
     const rel = worst / scale;
     assert.ok(rel > 0 && rel <= bound, `${dtype}: max |Δ logits| / max |logits| = ${rel}, bound ${bound}`);
+  }
+});
+
+for (const dtype of ['int8', 'q4'] as const) {
+  test(`Embedding.quantize (${dtype}): lookups are the table dequantized, bit for bit; attend is the quantized kernel`, () => {
+    manualSeed(5);
+    const e = new nn.Embedding(12, 64, { paddingIdx: 0 });
+    const ids = tensor(Int32Array.from([3, 0, 11, 3]), [2, 2]);
+    e.quantize({ dtype: 'int8', tables: dtype });
+    assert.equal(e.weight.dtype, dtype);
+    assert.deepEqual(e.weightScale!.shape, [12, dtype === 'int8' ? 1 : 2]);
+    const table = f32(F.dequantizeWeight(e.weight, e.weightScale!));
+    const rows = f32(e.forward(ids));
+    assert.deepEqual(rows.slice(0, 64), table.slice(3 * 64, 4 * 64));
+    assert.deepEqual(rows.slice(64, 128), new Float32Array(64), 'the padding row stays zeros');
+    assert.deepEqual(rows.slice(128, 192), table.slice(11 * 64, 12 * 64));
+    // The values and scales are quantizeWeight's, and each table value is one float32 product q·s.
+    const s = f32(e.weightScale!);
+    const v = e.weight.dataSync() as Int8Array | Uint8Array;
+    const e0 = 11 * 64 + 40; // row 11, column 40 (block 1 for q4)
+    const q = dtype === 'int8' ? v[e0]! : (((v[e0 >> 1]! >> 0) & 15) ^ 8) - 8;
+    assert.equal(table[e0], Math.fround(q * s[dtype === 'int8' ? 11 : 11 * 2 + 1]!));
+    const h = tensor(uniformArray(rand, 3 * 64, 1), [3, 64]);
+    const want = new Float32Array(3 * 12);
+    const kernel = dtype === 'int8' ? linearInt8 : linearQ4;
+    // biome-ignore lint/suspicious/noExplicitAny: the values' host array (Int8Array or Uint8Array), by dtype
+    kernel(f32(h), v as any, s, null, want, 3, 64, 12);
+    assert.deepEqual(f32(e.attend(h)), want);
+    assert.throws(() => e.forward(tensor(Int32Array.from([12]), [1])), /index 12 at position 0 is out of range/);
+  });
+}
+
+test('quantized attention: the q, k, v rows of in_proj give the packed projection bit for bit', () => {
+  manualSeed(6);
+  for (const dtype of ['int8', 'q4'] as const) {
+    const mha = new nn.MultiheadAttention(64, 4, { batchFirst: true }).eval().quantize({ dtype });
+    assert.equal(mha.inProjWeight!.dtype, dtype);
+    assert.deepEqual(Object.keys(mha.stateDict()).sort(), [
+      'in_proj_bias',
+      'in_proj_weight',
+      'in_proj_weight_scale',
+      'out_proj.bias',
+      'out_proj.weight',
+      'out_proj.weight_scale',
+    ]);
+    const x = tensor(uniformArray(rand, 2 * 5 * 64, 1), [2, 5, 64]);
+    const self = noGrad(() => mha.forward(x, x, x, { needWeights: false })).output;
+    // The same values as separate tensors take the path of cross-attention: each projection on its rows.
+    const cross = noGrad(() => mha.forward(x, x.reshape(2, 5, 64), x.reshape(2, 5, 64), { needWeights: false }));
+    assert.deepEqual(f32(cross.output), f32(self), dtype);
+    const packed = mha.projectSelf(x);
+    const { k, v } = mha.projectKeyValue(x, x);
+    assert.deepEqual(f32(mha.projectQuery(x)), f32(packed.q));
+    assert.deepEqual(f32(k), f32(packed.k));
+    assert.deepEqual(f32(v), f32(packed.v));
   }
 });

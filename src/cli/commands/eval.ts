@@ -23,6 +23,7 @@ import {
   dataOption,
   decodingOptions,
   directionOption,
+  dtypeOption,
   engineOption,
   ensembleOptions,
   log,
@@ -49,7 +50,7 @@ function flags() {
   )
     .option('--src <lang>', "source language (default: the model's training direction, else en)")
     .option('--tgt <lang>', "target language (default: the model's training direction, else de)");
-  const scoring = decodingOptions(directionOption(corpus))
+  const scoring = dtypeOption(decodingOptions(directionOption(corpus)))
     .option(
       '--tune-alpha <list>',
       'with --split val: also try these α (comma-separated); the best ' +

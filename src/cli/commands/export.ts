@@ -21,6 +21,7 @@ import {
   type WeightsDType,
 } from '../files.ts';
 import type { Module } from '../../nn/module.ts';
+import { heldDType } from '../../pipelines/options.ts';
 import { exportOnnx } from '../onnx-export.ts';
 import { ensembleOptions, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
 
@@ -35,8 +36,9 @@ function flags() {
     .option('--format <name>', 'safetensors (a qkv model folder) | onnx (graphs for ONNX Runtime)', 'safetensors')
     .option(
       '--dtype <type>',
-      'f16 | f32 | int8 (int8: safetensors only, each weight row as int8 ' +
-        'times a scale; default: f16 for safetensors, f32 for onnx)',
+      'f16 | f32 | int8 | q4 (int8: each weight row as int8 times a scale; q4: the ' +
+        "layers' weights as 4-bit values, a scale per block of 32, tables int8; onnx: " +
+        'MatMulInteger / MatMulNBits graphs; default: f16 for safetensors, f32 for onnx)',
     )
     .option('--with-attention', "onnx: also output every layer's attention weights (for viewers)", false)
     .option('--force', 'onnx: replace an existing --out folder', false);
@@ -62,8 +64,11 @@ export type ExportArgs = Optional<FlagsOf<typeof flags>, 'format' | 'withAttenti
   log: (s: string) => void;
 };
 
-/** --dtype's values: fp16 (the default), fp32, or int8 rows with their scales (tensor/quantize.ts). */
-const WEIGHT_DTYPES: Partial<Record<string, WeightsDType>> = { f16: 'F16', f32: 'F32', int8: 'I8' };
+/**
+ * --dtype's values: fp16 (the default), fp32, int8 rows with their scales (tensor/quantize.ts), or q4: the model
+ * quantized as module.quantize({ dtype: 'q4' }) quantizes it and written as it is held (docs/model-folder.md).
+ */
+const WEIGHT_DTYPES: Partial<Record<string, WeightsDType | 'q4'>> = { f16: 'F16', f32: 'F32', int8: 'I8', q4: 'q4' };
 
 export function exportModel(o: ExportArgs): void {
   const format = o.format ?? 'safetensors';
@@ -88,15 +93,16 @@ export function exportModel(o: ExportArgs): void {
   if (format === 'onnx') return exportOnnx(o, kind);
   if (o.withAttention) throw new UserError('--with-attention is for --format onnx');
   const dtype = WEIGHT_DTYPES[(o.dtype ?? 'f16').toLowerCase()];
-  if (!dtype) throw new UserError(`--dtype must be f16, f32 or int8, got '${o.dtype}'`);
+  if (!dtype) throw new UserError(`--dtype must be f16, f32, int8 or q4, got '${o.dtype}'`);
   if (folderKind === 'hf-gpt2')
     throw new UserError(
       `${o.model} is a Hugging Face folder: qkv reads it as it is (--model ${o.model}); export takes a qkv run folder`,
     );
   if (kind === 'gpt') {
     const { model } = loadLmDir(o.model);
+    const params = model.numParameters();
     copyModel(o.model, o.out, model, dtype);
-    o.log(`wrote ${o.out} (${model.numParameters().toLocaleString('en-US')} parameters, ${dtype})`);
+    o.log(`wrote ${o.out} (${params.toLocaleString('en-US')} parameters, ${dtype})`);
     return;
   }
   // Loading validates the folders, the weights and that the members share --model's tokenizers.
@@ -106,6 +112,7 @@ export function exportModel(o: ExportArgs): void {
   const names = o.ensemble === false ? [] : [...own];
   for (let k = names.length + 2; names.length < members.length - 1; k++)
     if (!names.includes(`member-${k}`)) names.push(`member-${k}`);
+  const params = members.reduce((n, m) => n + m.numParameters(), 0);
   copyModel(o.model, o.out, members[0], dtype);
   if (names.join('\n') !== own.join('\n')) {
     // α was chosen for other models: keep the numbers, drop the claim.
@@ -122,16 +129,26 @@ export function exportModel(o: ExportArgs): void {
     );
   }
   names.forEach((name, i) => copyModel(memberDirs[i + 1], join(o.out, name), members[i + 1], dtype));
-  const params = members.reduce((n, m) => n + m.numParameters(), 0);
   o.log(
     `wrote ${o.out} (${params.toLocaleString('en-US')} ` +
       `parameters${members.length > 1 ? ` in ${members.length} models: ${['.', ...names].join(', ')}` : ''}, ${dtype})`,
   );
 }
 
-/** A model folder's config, tokenizers and history copied to `out`, and its weights written in `dtype`. */
-function copyModel(from: string, out: string, model: Module, dtype: WeightsDType): void {
+/**
+ * A model folder's config, tokenizers and history copied to `out`, and its weights written in `dtype` (q4: the
+ * model is quantized in place, then written as it is held, the rest in fp16).
+ */
+function copyModel(from: string, out: string, model: Module, dtype: WeightsDType | 'q4'): void {
+  const held = heldDType(model);
+  if (held && (dtype === 'I8' ? 'int8' : dtype) !== held)
+    throw new UserError(
+      `${from} holds ${held} weights, which are written as they are stored: export it with --dtype ` +
+        `${held}, or export the float folder with --dtype ${dtype === 'I8' ? 'int8' : dtype.toLowerCase()}`,
+    );
   removeStaleTemps(out); // a killed earlier export's
   asUserError(() => copyFolderFiles(from, out, { extra: ['history.json'] }));
-  saveFolderWeights(out, model, dtype);
+  if (dtype === 'q4') asUserError(() => model.quantize({ dtype: 'q4' }));
+  // An int8 folder exported again: its weights as they are held (saveWeights writes int8/q4 tensors as stored).
+  saveFolderWeights(out, model, dtype === 'q4' || held ? 'F16' : dtype);
 }

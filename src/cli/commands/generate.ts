@@ -9,7 +9,8 @@ import { textGenerationPipeline, type GenerationOptions } from '../../pipelines/
 import { int, nonNegativeInt, nonNegativeNumber, probability } from '../args.ts';
 import { loadLmDir, loadLmShape, UserError } from '../files.ts';
 import { openOnnxGpt, parseEngine } from '../onnxruntime.ts';
-import { engineOption, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
+import { dtypeOption, engineOption, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
+import { noOnnxDType, withDType } from '../decoding.ts';
 
 function flags() {
   const cmd = new Command('generate').description(
@@ -23,7 +24,7 @@ function flags() {
     .option('--top-p <p>', 'sample among the most probable tokens that make up probability p', probability('--top-p'))
     .option('--seed <n>', 'random seed (default: random, printed)', nonNegativeInt('--seed'))
     .option('--no-cache', 'recompute the whole context at every step instead of using the KV cache');
-  return engineOption(options);
+  return engineOption(dtypeOption(options));
 }
 
 export function generateCommand() {
@@ -44,7 +45,9 @@ export async function generateText(a: GenerateArgs): Promise<void> {
   // Before the model is read, so that nothing is loaded for nothing (the pipeline says the same).
   if (prompt === '') throw new UserError('--prompt is empty: give some text to continue');
   const onnx = parseEngine(a.engine) === 'onnxruntime' ? await openOnnxGpt(a.model) : null;
+  if (onnx && a.dtype) throw noOnnxDType();
   const lm = onnx ? loadLmShape(a.model) : loadLmDir(a.model);
+  if (!onnx) withDType(a, [lm.model]); // --dtype: the pipeline option, mapped as translate maps it
   const write = a.write ?? ((s: string) => process.stdout.write(s));
   let t0 = 0;
   let shown = ''; // the prompt read back and what follows it, as written

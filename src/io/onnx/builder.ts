@@ -28,6 +28,7 @@ interface AttributeProto {
 }
 interface NodeProto {
   op_type: string;
+  domain?: string;
   input: string[];
   output: string[];
   name: string;
@@ -44,7 +45,14 @@ export const OPSET = 17;
 export const IR_VERSION = 8;
 
 export type ElemType = 'float32' | 'int64' | 'bool';
-export type WeightDType = 'fp32' | 'fp16';
+/**
+ * How an export stores its weights: fp32, fp16 (each Cast to fp32), or quantized (int8: MatMulInteger; q4:
+ * com.microsoft MatMulNBits; the model's own int8/q4 pairs, other weights fp32). Every graph computes in fp32
+ * but for the quantized products.
+ */
+export type WeightDType = 'fp32' | 'fp16' | 'int8' | 'q4';
+/** ONNX Runtime's contrib operators (MatMulNBits), opset 1. */
+export const MS_DOMAIN = 'com.microsoft';
 /** A dimension: a size, or the name of a dynamic axis ('batch', 'sequence', ...). */
 export type Dim = number | string;
 
@@ -86,11 +94,28 @@ export class GraphBuilder {
   private readonly names = new Set<string>();
   private readonly consts = new Map<string, string>();
   private counter = 0;
+  private usesMs = false;
 
   constructor(
     readonly name: string,
     readonly weightDType: WeightDType = 'fp32',
   ) {}
+
+  /** Integer weights (a quantized weight's values, stored as they are): int8, uint8 or int32. */
+  intWeight(name: string, data: Int8Array | Uint8Array | Int32Array, dims: number[]): string {
+    const type = data instanceof Int8Array ? DT.INT8 : data instanceof Uint8Array ? DT.UINT8 : DT.INT32;
+    this.initializers.push({ name, data_type: type, dims, raw_data: bytesOf(data) });
+    this.names.add(name);
+    return name;
+  }
+
+  /** A one-output node of ONNX Runtime's com.microsoft domain (the graph then imports that opset). */
+  msOp(opType: string, inputs: string[], out: string, attrs: Record<string, AttrValue> = {}): string {
+    this.usesMs = true;
+    const [o] = this.node(opType, inputs, out, attrs);
+    this.nodes[this.nodes.length - 1].domain = MS_DOMAIN;
+    return o;
+  }
 
   /** A fresh value name from a readable stem. */
   fresh(stem: string): string {
@@ -117,7 +142,7 @@ export class GraphBuilder {
 
   /** A weight tensor (fp32 values) under its state-dict name; fp16 graphs store it half and Cast it. */
   weight(name: string, data: Float32Array, dims: number[]): string {
-    if (this.weightDType === 'fp32') {
+    if (this.weightDType !== 'fp16') {
       this.initializers.push({ name, data_type: DT.FLOAT, dims, raw_data: bytesOf(data) });
       this.names.add(name);
       return name;
@@ -206,7 +231,7 @@ export class GraphBuilder {
       ir_version: IR_VERSION,
       producer_name: 'qkv',
       producer_version: '0.1.0',
-      opset_import: [{ domain: '', version: OPSET }],
+      opset_import: [{ domain: '', version: OPSET }, ...(this.usesMs ? [{ domain: MS_DOMAIN, version: 1 }] : [])],
       graph,
     };
     const pbf = new PbfWriter();
@@ -215,7 +240,7 @@ export class GraphBuilder {
   }
 }
 
-function bytesOf(a: Float32Array | Uint16Array | BigInt64Array): Uint8Array {
+function bytesOf(a: Float32Array | Uint16Array | BigInt64Array | Int8Array | Uint8Array | Int32Array): Uint8Array {
   // Raw data is little-endian, as typed arrays are on every platform Node and browsers run on.
   return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 }

@@ -14,7 +14,7 @@ import type { GPTConfig } from '../../models/gpt.ts';
 import { sinusoidalTable } from '../../nn/layers.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { GraphBuilder } from './builder.ts';
-import { attend, causalBias, dim, feedForward, layerNorm, projectSelf, Weights } from './layers.ts';
+import { attend, causalBias, dim, feedForward, layerNorm, matmulT, projectSelf, tableRows, Weights } from './layers.ts';
 import type { ExportOptions } from './seq2seq.ts';
 
 const EPS = 1e-5;
@@ -38,15 +38,15 @@ export function gptDecoderGraph(c: GPTConfig, weights: Record<string, Tensor>, o
   }));
   const pastLen = c.nLayer > 0 ? dim(g, past[0].k, 2) : g.constInt([0]);
   const { bias, positions } = causalBias(g, pastLen, g.op('Add', [pastLen, dim(g, ids, 1)], 'total'));
-  const table =
+  const pos =
     c.positions === 'learned'
-      ? w.get('wpe.weight')
-      : g.table('pe', sinusoidalTable(c.blockSize, E).dataSync() as Float32Array, [c.blockSize, E]);
-  let x = g.op(
-    'Add',
-    [g.op('Gather', [w.get('wte.weight'), ids], 'tok_emb'), g.op('Gather', [table, positions], 'pos_emb')],
-    'embedded',
-  );
+      ? tableRows(g, w, 'wpe.weight', positions, 'pos_emb', 1)
+      : g.op(
+          'Gather',
+          [g.table('pe', sinusoidalTable(c.blockSize, E).dataSync() as Float32Array, [c.blockSize, E]), positions],
+          'pos_emb',
+        );
+  let x = g.op('Add', [tableRows(g, w, 'wte.weight', ids, 'tok_emb'), pos], 'embedded');
   const attn: string[] = [];
   for (let i = 0; i < c.nLayer; i++) {
     const p = `h.${i}`;
@@ -75,7 +75,7 @@ export function gptDecoderGraph(c: GPTConfig, weights: Record<string, Tensor>, o
     );
   }
   x = layerNorm(g, w, x, 'ln_f', EPS);
-  g.output('logits', g.op('MatMul', [x, w.transposed('wte.weight')], 'logits_mm'), 'float32', [Bd, Ld, c.vocabSize]);
+  g.output('logits', matmulT(g, w, x, 'wte.weight', 'logits_mm'), 'float32', [Bd, Ld, c.vocabSize]);
   if (o.withAttention) attn.forEach((a, i) => g.output(`attentions.${i}`, a, 'float32', [Bd, h, Ld, Td]));
   return g.toBytes('qkv GPT decoder with past keys/values');
 }

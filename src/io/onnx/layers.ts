@@ -39,6 +39,73 @@ export class Weights {
     return v;
   }
 
+  /** Whether `name` is a quantized weight (its int8 or q4 values, with `name_scale` beside them). */
+  quantized(name: string): 'int8' | 'q4' | null {
+    const t = this.tensors[name];
+    return t && (t.dtype === 'int8' || t.dtype === 'q4') ? t.dtype : null;
+  }
+
+  /** The quantized pair of `name` (rows [i·n, (i + 1)·n) with `part`) as host arrays. */
+  private pair(
+    name: string,
+    part?: [number, number],
+  ): { v: Int8Array | Uint8Array; s: Float32Array; rows: number; cols: number } {
+    const t = this.tensors[name];
+    const st = this.tensors[`${name}_scale`];
+    if (!st) throw new Error(`${this.owner}: quantized weight '${name}' has no '${name}_scale'`);
+    const [R, cols] = t.shape;
+    const [r0, rows] = part ? [part[0] * part[1], part[1]] : [0, R];
+    const per = t.dtype === 'q4' ? cols / 2 : cols;
+    const sPer = st.shape[1];
+    const v = (t.dataSync() as Int8Array | Uint8Array).subarray(r0 * per, (r0 + rows) * per);
+    return { v, s: st.dataSync<Float32Array>().subarray(r0 * sPer, (r0 + rows) * sPer), rows, cols };
+  }
+
+  /** The uint8 scalar 128: the zero point of x quantized as uint8 (MatMulInteger's a_zero_point). */
+  zeroPoint128(): string {
+    const n = 'x_zero_point_128';
+    if (!this.added.has(n)) {
+      this.g.intWeight(n, Uint8Array.from([128]), []);
+      this.added.set(n, n);
+    }
+    return n;
+  }
+
+  /** An int8 weight as MatMulInteger's B: its values transposed (I, O) and its scales as a row (1, O). */
+  int8T(name: string, part?: [number, number]): { w: string; scale: string } {
+    const key = part ? `${name}[${part[0]}]` : name;
+    const w = `${key}.int8ᵀ`;
+    const scale = `${key}.scale`;
+    if (!this.added.has(w)) {
+      const { v, s, rows, cols } = this.pair(name, part);
+      const t = new Int8Array(rows * cols);
+      for (let o = 0; o < rows; o++) for (let i = 0; i < cols; i++) t[i * rows + o] = v[o * cols + i];
+      this.g.intWeight(w, t, [cols, rows]);
+      this.g.table(scale, Float32Array.from(s), [1, rows]);
+      this.added.set(w, w);
+    }
+    return { w, scale };
+  }
+
+  /**
+   * A q4 weight as MatMulNBits's B (uint8 [O, I/32, 16]: qkv's bytes with each signed nibble + 8, ONNX Runtime's
+   * default zero point) and scales ([O·I/32], a block's scale each, in qkv's order).
+   */
+  nbits(name: string, part?: [number, number]): { b: string; scale: string; K: number; N: number } {
+    const key = part ? `${name}[${part[0]}]` : name;
+    const b = `${key}.q4`;
+    const scale = `${key}.scale`;
+    const { v, s, rows, cols } = this.pair(name, part);
+    if (!this.added.has(b)) {
+      const u = new Uint8Array(v.length);
+      for (let i = 0; i < v.length; i++) u[i] = v[i] ^ 0x88;
+      this.g.intWeight(b, u, [rows, cols / 32, 16]);
+      this.g.table(scale, Float32Array.from(s), [s.length]);
+      this.added.set(b, b);
+    }
+    return { b, scale, K: cols, N: rows };
+  }
+
   /** Rows [i·n, (i+1)·n) of a packed weight (in_proj_weight (3E, E), in_proj_bias (3E)). */
   part(name: string, i: number, n: number): string {
     const key = `${name}[${i}]`;
@@ -55,10 +122,98 @@ export class Weights {
   }
 }
 
-/** y = x·Wᵀ + b for a weight named `${prefix}.weight` (and `.bias` when it exists). */
+/** y = x·Wᵀ + b for a weight named `${prefix}.weight` (and `.bias` when it exists); W float or quantized. */
 export function linear(g: GraphBuilder, w: Weights, x: string, prefix: string, hasBias = true): string {
-  const y = g.op('MatMul', [x, w.transposed(`${prefix}.weight`)], `${prefix}.matmul`);
+  const y = matmulT(g, w, x, `${prefix}.weight`, `${prefix}.matmul`);
   return hasBias ? g.op('Add', [y, w.get(`${prefix}.bias`)], `${prefix}.out`) : y;
+}
+
+/**
+ * x (..., I) · Wᵀ for the torch-layout weight `name` (O, I), rows [i·n, (i + 1)·n) of it when `part` is given:
+ * a float MatMul, or for a quantized weight the products qkv's kernels compute (quantizedMatmul).
+ */
+export function matmulT(
+  g: GraphBuilder,
+  w: Weights,
+  x: string,
+  name: string,
+  stem: string,
+  part?: [number, number],
+): string {
+  if (w.quantized(name)) return quantizedMatmul(g, w, x, name, stem, part);
+  const wt = part
+    ? g.op('Transpose', [w.part(name, part[0], part[1])], `${name}[${part[0]}]ᵀ`, { perm: [1, 0] })
+    : w.transposed(name);
+  return g.op('MatMul', [x, wt], stem);
+}
+
+/**
+ * x · Wᵀ for a quantized weight, as qkv's linearInt8 / linearQ4 compute it. int8 (MatMulInteger): each row of x
+ * quantized on the fly as qkv does (sx = max|x|/127; q = Round(x · (127/max|x|)), ties to even; a row of zeros
+ * gives zeros; fed as q + 128, uint8 with zero point 128), the integer products summed exactly in int32, then
+ * float(acc) · (sx · s_o): the same float32
+ * operations in the same order, so ONNX Runtime's outputs are qkv's up to how its kernels fuse them. q4
+ * (com.microsoft MatMulNBits, bits 4, block_size 32): the packed values as unsigned nibbles with zero point 8
+ * (qkv's signed nibble + 8), a scale per block, accuracy_level 4 (x quantized to int8 per block by ONNX Runtime,
+ * where qkv quantizes per row: outputs agree to that rounding, within the bound test/io/onnx-quantized.once.test.ts
+ * states).
+ */
+function quantizedMatmul(
+  g: GraphBuilder,
+  w: Weights,
+  x: string,
+  name: string,
+  stem: string,
+  part?: [number, number],
+): string {
+  if (w.quantized(name) === 'q4') {
+    const q = w.nbits(name, part);
+    return g.msOp('MatMulNBits', [x, q.b, q.scale], stem, {
+      K: q.K,
+      N: q.N,
+      bits: 4,
+      block_size: 32,
+      accuracy_level: 4,
+    });
+  }
+  const q = w.int8T(name, part);
+  const amax = g.op('ReduceMax', [g.op('Abs', [x], `${stem}.abs`)], `${stem}.amax`, { axes: [-1], keepdims: 1 });
+  const zero = g.op('Equal', [amax, g.constFloat(0)], `${stem}.zero_row`);
+  const inv = g.op(
+    'Div',
+    [g.constFloat(127), g.op('Where', [zero, g.constFloat(1), amax], `${stem}.amax1`)],
+    `${stem}.inv`,
+  );
+  // q + 128 as uint8 with zero point 128 (the same integer products): ONNX Runtime's fast x86 kernels take
+  // uint8 × int8; int8 × int8 runs a generic path several times slower.
+  const rounded = g.op('Round', [g.op('Mul', [x, inv], `${stem}.scaled`)], `${stem}.rounded`);
+  const xq = g.op('Cast', [g.op('Add', [rounded, g.constFloat(128)], `${stem}.shifted`)], `${stem}.xq`, {
+    to: 2 /* UINT8 */,
+  });
+  const acc = g.op('MatMulInteger', [xq, q.w, w.zeroPoint128()], `${stem}.acc`);
+  const sx = g.op('Div', [amax, g.constFloat(127)], `${stem}.sx`);
+  // sx·s as a MatMul of (..., 1) by (1, O): the same one rounded product, but no Mul node, which ONNX Runtime's
+  // MatMulIntegerToFloat fusion would take for a per-tensor scale of x (it is per row here: a wrong result).
+  const scale = g.op('MatMul', [sx, q.scale], `${stem}.scale`);
+  return g.op('Mul', [g.op('Cast', [acc], `${stem}.accf`, { to: 1 /* FLOAT */ }), scale], stem);
+}
+
+/**
+ * Rows of the table `name` (V, E) picked by `ids` (of rank `idsRank`): (..., E) float. A quantized table (int8)
+ * is kept once, transposed (E, V) as its tied output projection reads it: the rows are gathered along its axis 1
+ * and each value is q·s rounded once to float32, what qkv's quantized Embedding gives.
+ */
+export function tableRows(g: GraphBuilder, w: Weights, name: string, ids: string, stem: string, idsRank = 2): string {
+  if (!w.quantized(name)) return g.op('Gather', [w.get(name), ids], stem);
+  if (w.quantized(name) !== 'int8')
+    throw new Error(`ONNX export: table '${name}' is q4; the graphs take int8 tables (module.quantize's default)`);
+  const q = w.int8T(name);
+  // Gathered along axis 1 of (E, V): (E, ...ids) back to (...ids, E).
+  const perm = [...Array.from({ length: idsRank }, (_, k) => k + 1), 0];
+  const back = (t: string, s: string) =>
+    g.op('Transpose', [g.op('Gather', [t, ids], `${s}.g`, { axis: 1 })], s, { perm });
+  const rows = g.op('Cast', [back(q.w, `${stem}.q`)], `${stem}.qf`, { to: 1 /* FLOAT */ });
+  return g.op('Mul', [rows, back(q.scale, `${stem}.s`)], stem);
 }
 
 /** LayerNormalization over the last axis with `${prefix}.weight` and `.bias` (opset 17's op). */
@@ -112,7 +267,7 @@ export function projectSelf(
   // One GEMM for all three, then three chunks along E (as qkv's projectSelf).
   const qkv = g.op(
     'Add',
-    [g.op('MatMul', [x, w.transposed(`${prefix}.in_proj_weight`)], `${prefix}.qkv`), w.get(`${prefix}.in_proj_bias`)],
+    [matmulT(g, w, x, `${prefix}.in_proj_weight`, `${prefix}.qkv`), w.get(`${prefix}.in_proj_bias`)],
     `${prefix}.qkv_b`,
   );
   const [q, k, v] = g.node('Split', [qkv, g.constInt([E, E, E])], [`${prefix}.q`, `${prefix}.k`, `${prefix}.v`], {
@@ -132,10 +287,9 @@ export function projectPart(
   h: number,
   E: number,
 ): string {
-  const Wt = g.op('Transpose', [w.part(`${prefix}.in_proj_weight`, i, E)], `${prefix}.W${i}ᵀ`, { perm: [1, 0] });
   const y = g.op(
     'Add',
-    [g.op('MatMul', [x, Wt], `${prefix}.p${i}`), w.part(`${prefix}.in_proj_bias`, i, E)],
+    [matmulT(g, w, x, `${prefix}.in_proj_weight`, `${prefix}.p${i}`, [i, E]), w.part(`${prefix}.in_proj_bias`, i, E)],
     `${prefix}.p${i}_b`,
   );
   return splitHeads(g, y, h, E / h);

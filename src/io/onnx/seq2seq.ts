@@ -33,8 +33,10 @@ import {
   feedForward,
   keepMaskBias,
   layerNorm,
+  matmulT,
   projectPart,
   projectSelf,
+  tableRows,
   Weights,
 } from './layers.ts';
 
@@ -62,7 +64,7 @@ function embed(
   positions: string,
   table = 'embedding.weight',
 ): string {
-  const tok = g.op('Gather', [w.get(table), ids], 'tok_emb');
+  const tok = tableRows(g, w, table, ids, 'tok_emb');
   const scaled =
     (c.scaleEmbedding ?? true) ? g.op('Mul', [tok, g.constFloat(Math.sqrt(c.dModel))], 'tok_emb_scaled') : tok;
   const table2 = sinusoidalTable(c.maxLen, c.dModel, c.positionLayout).dataSync() as Float32Array;
@@ -225,7 +227,7 @@ export function seq2seqDecoderGraph(
   }
   if (c.finalNorm ?? true) x = layerNorm(g, w, x, 'transformer.decoder.norm', EPS);
   // The pre-softmax projection shares the (target) embedding matrix (§3.4): logits = x·Eᵀ (+ Marian's bias).
-  const mm = g.op('MatMul', [x, w.transposed(targetTable(c))], 'logits_mm');
+  const mm = matmulT(g, w, x, targetTable(c), 'logits_mm');
   const logits = c.finalLogitsBias ? g.op('Add', [mm, w.get('finalLogitsBias')], 'logits_biased') : mm;
   g.output('logits', logits, 'float32', [Bd, Ld, c.tgtVocabSize ?? c.vocabSize]);
   if (o.withAttention) {
