@@ -431,13 +431,19 @@ function argmax(x: Float32Array, off: number, V: number): number {
 /** The m ids of largest value in row [off, off + V), best first, ties to the lower id (m small). */
 function topIds(x: Float32Array, off: number, V: number, m: number): number[] {
   const ids: number[] = [];
+  // Once m ids are held, the value of the last one: an id must beat it to enter (most do not). NaN for
+  // m = 0: nothing beats it.
+  let floor = Number.NaN;
+  let full = m === 0;
   for (let j = 0; j < V; j++) {
     const v = x[off + j];
-    if (ids.length === m && !(v > x[off + ids[m - 1]])) continue;
-    let i = ids.length === m ? m - 1 : ids.length;
+    if (full && !(v > floor)) continue;
+    let i = full ? m - 1 : ids.length;
     while (i > 0 && v > x[off + ids[i - 1]]) i--;
     ids.splice(i, 0, j);
     if (ids.length > m) ids.pop();
+    full = ids.length === m;
+    if (full) floor = x[off + ids[m - 1]];
   }
   return ids;
 }

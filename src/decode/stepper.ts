@@ -7,6 +7,7 @@
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { gatherRows, type TransformerDecoderCache } from '../nn/kv-cache.ts';
 import * as F from '../ops/index.ts';
+import { defaultDevice, memoryScope } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
 
 /** What a search reads and changes on any engine: the rows and their order. */
@@ -88,8 +89,10 @@ export function pause(): Promise<void> {
  * A NaN or +∞ (from non-finite logits) stops decoding with an error naming the step: searching on
  * it would return garbage with no word of why. −∞ is fine (a masked token).
  */
-export function logProbs(logits: Tensor, padId: number, step: number): Float32Array {
-  const lp = F.logSoftmax(logits, -1).dataSync() as Float32Array;
+export function logProbs(logits: Tensor, padId: number, step: number, copy = false): Float32Array {
+  const read = F.logSoftmax(logits, -1).dataSync() as Float32Array;
+  // In a memoryScope (CachedStepper.step) the values are the scope's storage: the search gets its own copy.
+  const lp = copy ? read.slice() : read;
   const V = logits.shape[logits.shape.length - 1];
   for (let i = 0; i < lp.length; i++) {
     const v = lp[i];
@@ -126,11 +129,21 @@ export class CachedStepper implements Stepper {
     return this.model.targetVocabSize;
   }
 
+  /**
+   * One step in a memoryScope: under the wasm backend its activations live in wasm memory (kernels run on
+   * them in place, nothing is staged in and out, nothing zero-filled) and are released when the step ends;
+   * the cache it grows is stored outside the scope (nn/kv-cache.ts appendAlong).
+   */
   step(last: Int32Array): Float32Array {
-    return logProbs(
-      this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache),
-      this.model.config.padId,
-      ++this.steps,
+    const n = ++this.steps;
+    const scoped = defaultDevice().scoped !== undefined; // memoryScope's test: its ops get scoped storage
+    return memoryScope(() =>
+      logProbs(
+        this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache),
+        this.model.config.padId,
+        n,
+        scoped,
+      ),
     );
   }
 

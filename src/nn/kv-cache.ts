@@ -4,11 +4,12 @@
  * search (HF's `reorder_cache(beam_idx)`), and gatherRows, the one row gather that reorders every
  * cache (qkv's and ONNX Runtime's).
  */
+import { isGradEnabled } from '../autograd/grad-mode.ts';
 import { maskToBias } from '../ops/attention.ts';
 import { cat } from '../ops/shape.ts';
 import { empty, K, zerosF, zerosOf } from '../ops/util.ts';
-import { shapeToString } from '../tensor/shape.ts';
-import type { Tensor } from '../tensor/tensor.ts';
+import { shapeToString, sizeOf } from '../tensor/shape.ts';
+import { Tensor } from '../tensor/tensor.ts';
 
 /** Copy of rows `rows` (repeats allowed) along dim 0 of a contiguous tensor of any dtype. Not differentiable. */
 export function gatherRows(t: Tensor, rows: Int32Array): Tensor {
@@ -19,6 +20,27 @@ export function gatherRows(t: Tensor, rows: Int32Array): Tensor {
   const out = t.dtype === 'float32' ? empty(shape, k) : zerosOf(shape, t.dtype, k);
   k.gatherRows(t.storage, rows, out.storage, inner);
   return out;
+}
+
+/**
+ * `cat([old, add], dim)` (`add` alone when old is null) in storage that no memoryScope owns: a cache is
+ * grown inside a decoding step, which may run in a memoryScope (CachedStepper.step), and must outlive it.
+ * Where gradients are being recorded through the cache, F.cat itself (differentiable; its storage is then
+ * the caller's scope's, as any op's).
+ */
+export function appendAlong(old: Tensor | null, add: Tensor, dim: number): Tensor {
+  if (isGradEnabled() && (add.requiresGrad || old?.requiresGrad)) return old ? cat([old, add], dim) : add;
+  const k = K(add);
+  const shape = add.shape.slice();
+  const before = old ? old.shape[dim] : 0;
+  shape[dim] += before;
+  const outer = sizeOf(shape.slice(0, dim));
+  const inner = sizeOf(shape.slice(dim + 1));
+  const storage = k.device.alloc(add.dtype, sizeOf(shape), { zero: false });
+  const w = shape[dim] * inner;
+  if (old) k.copyRows(old.storage, 0, before * inner, storage, 0, w, outer, before * inner);
+  k.copyRows(add.storage, 0, add.shape[dim] * inner, storage, before * inner, w, outer, add.shape[dim] * inner);
+  return Tensor.fromStorage(k.device, storage, shape, add.dtype);
 }
 
 /**
@@ -112,7 +134,6 @@ export class TransformerDecoderCache {
     const add = mask
       ? maskToBias(mask, 'block', 'TransformerDecoder.forwardStep', 'tgtKeyPaddingMask')
       : zerosF([N, L]);
-    const old = this.tgtKeyPaddingMask ?? zerosF([N, t]);
-    this.tgtKeyPaddingMask = cat([old, add], 1); // (N, t + L)
+    this.tgtKeyPaddingMask = appendAlong(this.tgtKeyPaddingMask ?? zerosF([N, t]), add, 1); // (N, t + L)
   }
 }

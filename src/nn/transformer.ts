@@ -10,7 +10,7 @@ import type { Tensor } from '../tensor/tensor.ts';
 import { MultiheadAttention } from './attention.ts';
 import { xavierUniform_ } from './init.ts';
 import { Dropout, LayerNorm, Linear } from './layers.ts';
-import { TransformerDecoderCache, type DecoderLayerCache } from './kv-cache.ts';
+import { appendAlong, TransformerDecoderCache, type DecoderLayerCache } from './kv-cache.ts';
 import { Module, ModuleList } from './module.ts';
 
 /**
@@ -272,8 +272,8 @@ export class TransformerDecoderLayer extends Module {
     const sa = (y: Tensor): Tensor => {
       const L = y.shape[1];
       const { q, k, v } = this.selfAttn.projectSelf(y);
-      cache.selfK = cache.selfK ? F.cat([cache.selfK, k], 2) : k;
-      cache.selfV = cache.selfV ? F.cat([cache.selfV, v], 2) : v;
+      cache.selfK = appendAlong(cache.selfK, k, 2);
+      cache.selfV = appendAlong(cache.selfV, v, 2);
       const r = this.selfAttn.attendProjected(q, cache.selfK, cache.selfV, {
         keyPaddingMask: options.tgtKeyPaddingMask,
         isCausal: L > 1,

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { F, manualSeed, models, noGrad, tensor, type Tensor } from '../../src/index.ts';
+import { F, manualSeed, memoryScope, models, noGrad, tensor, type Tensor } from '../../src/index.ts';
 import { assertClose } from '../helpers/assert.ts';
 
 const PAD = 0,
@@ -132,5 +132,40 @@ test('KV cache input errors', () => {
     assert.throws(() => m.decodeStep(ids([[1], [2]]), cache), /tgt must be \(N, L, E\) with N = 3/);
     cache.length = 31;
     assert.throws(() => m.decodeIncremental(F.narrow(TGT, 1, 0, 2), cache), /positions 31\.\.32 exceed maxLen 32/);
+  });
+});
+
+test('KV cache: steps in a memoryScope (as CachedStepper runs them) give the same bits, and the cache outlives the scopes', () => {
+  const bits = (t: Tensor) => [...new Uint32Array(Float32Array.from(t.dataSync()).buffer)];
+  const m = tiny(false, 'relu', 12);
+  noGrad(() => {
+    const pad = m.paddingMask(SRC);
+    const memory = m.encode(SRC, pad);
+    const plain = m.initCache(memory, pad);
+    const scoped = m.initCache(memory, pad);
+    for (let t = 0; t < TGT.shape[1]; t++) {
+      const want = bits(m.decodeStep(column(TGT, t), plain));
+      // Kept as numbers: the logits themselves are the scope's (NaN-filled when released, in the tests).
+      const got = memoryScope(() => bits(m.decodeStep(column(TGT, t), scoped)));
+      assert.deepEqual(got, want, `position ${t}`);
+    }
+    assert.deepEqual(bits(scoped.layers[1].selfV!), bits(plain.layers[1].selfV!));
+    assert.deepEqual(bits(scoped.tgtKeyPaddingMask!), bits(plain.tgtKeyPaddingMask!));
+  });
+});
+
+test('KV cache: a step under noGrad records no graph, though the parameters require gradients', () => {
+  const m = tiny(true, 'gelu', 13);
+  assert.ok(m.parameters().every((p) => p.requiresGrad));
+  noGrad(() => {
+    const pad = m.paddingMask(SRC);
+    const cache = m.initCache(m.encode(SRC, pad), pad);
+    for (let t = 0; t < 3; t++) {
+      const logits = m.decodeStep(column(TGT, t), cache);
+      assert.equal(logits.gradFn, null);
+      assert.equal(logits.requiresGrad, false);
+    }
+    for (const l of cache.layers)
+      for (const t of [l.selfK!, l.selfV!, l.memoryK, l.memoryV]) assert.equal(t.gradFn, null);
   });
 });
