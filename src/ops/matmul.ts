@@ -143,8 +143,9 @@ function linearOver(
   length: number | null,
   op: string,
 ): Tensor {
-  const xd = f32(x, op, 'input');
-  const wd = f32(weight, op, 'weight');
+  const k = K();
+  const xd = f32(x, op, 'input', k);
+  const wd = f32(weight, op, 'weight', k);
   if (weight.ndim !== 2)
     throw new Error(`${op}: weight must be 2-D (out, in), got shape ${shapeToString(weight.shape)}`);
   const [total, inF] = weight.shape;
@@ -170,10 +171,9 @@ function linearOver(
   const rows = x.size / inF;
   const outShape = x.shape.slice(0, -1);
   outShape.push(outF);
-  const k = K();
   const out = empty(outShape, k);
   const od = st(out);
-  if (bias) k.copyRows(f32(bias, op, 'bias'), start, 0, od, 0, outF, rows, outF);
+  if (bias) k.copyRows(f32(bias, op, 'bias', k), start, 0, od, 0, outF, rows, outF);
   k.gemm(xd, wd, od, {
     batch: 1,
     m: rows,

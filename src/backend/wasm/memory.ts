@@ -81,8 +81,10 @@ let lastBuffer: ArrayBufferLike | null = memoryAvailable ? memory.buffer : null;
 
 /** Whether `x` is a view into the wasm memory (its byteOffset is then its address). */
 export function isWasmView(x: ArrayBufferView): boolean {
-  if (x.buffer === lastBuffer) return true;
-  if (!memoryAvailable) return false;
+  const b = x.buffer;
+  if (b === lastBuffer) return true;
+  // A shared memory's views are views of a SharedArrayBuffer: an ordinary array is none.
+  if (!memoryAvailable || (memoryShared && !(b instanceof SharedArrayBuffer))) return false;
   const current = memory.buffer;
   if (x.buffer === current) return true;
   if (!memoryShared) return false; // a plain memory's old buffers are detached: their views are dead
