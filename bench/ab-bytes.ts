@@ -14,7 +14,15 @@ import { gunzipSync } from 'node:zlib';
 import { noGrad } from '../src/autograd/grad-mode.ts';
 import { getBackend } from '../src/backend/backend.ts';
 import { encodeLines, sourceBatches } from '../src/decode/batch.ts';
-import { beamSearchSteps, encodeSources, greedySearch, prepareSearch } from '../src/decode/search.ts';
+import * as search from '../src/decode/search.ts';
+
+const { beamSearchSteps, greedySearch, prepareSearch } = search;
+/**
+ * The steppers as greedy() and beamSearch() make them (caches that own their storage, freed after the search),
+ * where this checkout has that (its encodeSources takes `own` and it exports releaseStepper); else as before.
+ */
+const encodeSources = search.encodeSources as (...a: unknown[]) => ReturnType<typeof search.encodeSources>;
+const releaseStepper = (s: unknown) => (search as { releaseStepper?: (s: unknown) => void }).releaseStepper?.(s);
 import type { Stepper } from '../src/decode/stepper.ts';
 import type { Seq2Seq } from '../src/models/seq2seq.ts';
 import { withEvalMode } from '../src/nn/module.ts';
@@ -70,10 +78,14 @@ for (const ensemble of [true, false]) {
       const { members, maxLens, padId } = prepareSearch(model, batch.src, ids);
       const out = withEvalMode(members, () =>
         noGrad(() => {
-          const stepper = hashing(encodeSources(members, batch.src, ids), h);
-          return beam > 1
-            ? beamSearchSteps(stepper, maxLens, { ...ids, padId, beamSize: beam, lengthPenalty: 0.6 })
-            : greedySearch(stepper, maxLens, { ...ids, padId });
+          const inner = encodeSources(members, batch.src, ids, true);
+          const stepper = hashing(inner, h);
+          const out =
+            beam > 1
+              ? beamSearchSteps(stepper, maxLens, { ...ids, padId, beamSize: beam, lengthPenalty: 0.6 })
+              : greedySearch(stepper, maxLens, { ...ids, padId });
+          releaseStepper(inner);
+          return out;
         }),
       );
       h.update(JSON.stringify(out));

@@ -361,8 +361,21 @@ function run<R>(
 ): R {
   const { members, maxLens, padId } = prepareSearch(model, src, options);
   return withEvalMode(members, () =>
-    noGrad(() => search(abortable(encodeSources(members, src, options), options.signal), maxLens, padId)),
+    noGrad(() => {
+      // The caches own their storage (wasm memory under wasm) and are freed when the search ends.
+      const stepper = encodeSources(members, src, options, true);
+      try {
+        return search(abortable(stepper, options.signal), maxLens, padId);
+      } finally {
+        releaseStepper(stepper);
+      }
+    }),
   );
+}
+
+/** Free what the steppers of encodeSources(..., own = true) hold (their caches' storage). */
+export function releaseStepper(stepper: Stepper): void {
+  if (stepper instanceof CachedStepper || stepper instanceof EnsembleStepper) stepper.release();
 }
 
 /** The members, checked, and each sentence's length limit, after the checks of src and the options (decode's). */
@@ -395,13 +408,17 @@ export function prepareSearch(
   return { members, maxLens: maxLengths(src, padId, positions, options.maxLen), padId };
 }
 
-/** The source encoded by every member, and the stepper over them (an ensemble's, for several). */
-export function encodeSources(members: readonly Seq2Seq[], src: Tensor, options: DecodeOptions): Stepper {
+/**
+ * The source encoded by every member, and the stepper over them (an ensemble's, for several). `own`: the
+ * caches own their storage (TransformerDecoderCache.ownStorage), and the caller frees it with
+ * {@link releaseStepper} when the search ends.
+ */
+export function encodeSources(members: readonly Seq2Seq[], src: Tensor, options: DecodeOptions, own = false): Stepper {
   const steppers = members.map((m): Stepper => {
     const srcPadding = m.paddingMask(src);
     const memory = m.encode(src, srcPadding);
     return (options.useCache ?? true)
-      ? new CachedStepper(m, memory, srcPadding)
+      ? new CachedStepper(m, memory, srcPadding, own)
       : new FullStepper(m, memory, srcPadding);
   });
   return steppers.length === 1 ? steppers[0] : new EnsembleStepper(steppers);

@@ -90,11 +90,17 @@ export function pause(): Promise<void> {
  * it would return garbage with no word of why. −∞ is fine (a masked token).
  */
 export function logProbs(logits: Tensor, padId: number, step: number, copy = false): Float32Array {
-  const read = F.logSoftmax(logits, -1).dataSync() as Float32Array;
+  const ls = F.logSoftmax(logits, -1);
+  // The sum is NaN or +∞ if any value is NaN or +∞ (−∞ and finite values give a finite sum or −∞): one
+  // reduction on the device (SIMD under wasm) instead of a test of every value here; the values are
+  // searched only when it says so.
+  const total = F.sum(ls).item();
+  const read = ls.dataSync() as Float32Array;
   // In a memoryScope (CachedStepper.step) the values are the scope's storage: the search gets its own copy.
   const lp = copy ? read.slice() : read;
   const V = logits.shape[logits.shape.length - 1];
-  for (let i = 0; i < lp.length; i++) {
+  const suspect = Number.isNaN(total) || total === Infinity;
+  for (let i = 0; suspect && i < lp.length; i++) {
     const v = lp[i];
     if (Number.isNaN(v) || v === Infinity) {
       throw new Error(
@@ -113,12 +119,23 @@ export class CachedStepper implements Stepper {
   private readonly cache: TransformerDecoderCache;
   private steps = 0;
 
+  /**
+   * `own`: the cache owns its storage (TransformerDecoderCache.ownStorage: wasm memory under wasm, read in
+   * place by the kernels), freed by {@link release} when the search ends.
+   */
   constructor(
     private readonly model: Seq2Seq,
     memory: Tensor,
     srcPadding: Tensor,
+    own = false,
   ) {
     this.cache = model.initCache(memory, srcPadding);
+    if (own) this.cache.ownStorage();
+  }
+
+  /** Free the storage the cache owns (see the constructor's `own`); no step may follow. */
+  release(): void {
+    this.cache.release();
   }
 
   get rows(): number {
@@ -248,5 +265,10 @@ export class EnsembleStepper implements Stepper {
 
   reorder(rows: Int32Array): void {
     for (const m of this.members) m.reorder(rows);
+  }
+
+  /** Free what the members hold (CachedStepper.release); no step may follow. */
+  release(): void {
+    for (const m of this.members) if (m instanceof CachedStepper) m.release();
   }
 }

@@ -10,7 +10,7 @@ import type { Tensor } from '../tensor/tensor.ts';
 import { MultiheadAttention } from './attention.ts';
 import { xavierUniform_ } from './init.ts';
 import { Dropout, LayerNorm, Linear } from './layers.ts';
-import { appendAlong, TransformerDecoderCache, type DecoderLayerCache } from './kv-cache.ts';
+import { appendSelf, TransformerDecoderCache, type DecoderLayerCache } from './kv-cache.ts';
 import { Module, ModuleList } from './module.ts';
 
 /**
@@ -293,9 +293,8 @@ export class TransformerDecoderLayer extends Module {
   ): Tensor {
     const L = y.shape[1];
     const { q, k, v } = this.selfAttn.projectSelf(y);
-    cache.selfK = appendAlong(cache.selfK, k, 2);
-    cache.selfV = appendAlong(cache.selfV, v, 2);
-    const r = this.selfAttn.attendProjected(q, cache.selfK, cache.selfV, {
+    appendSelf(cache, k, v);
+    const r = this.selfAttn.attendProjected(q, cache.selfK!, cache.selfV!, {
       keyPaddingMask: options.tgtKeyPaddingMask,
       isCausal: L > 1,
       needWeights: options.needWeights ?? false,
