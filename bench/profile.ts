@@ -37,7 +37,15 @@ import { noGrad } from '../src/autograd/grad-mode.ts';
 import { type Backend, getBackend, KERNEL_NAMES } from '../src/backend/backend.ts';
 import { numThreads, poolStats } from '../src/backend/wasm/threads.ts';
 import { encodeLines, sourceBatches } from '../src/decode/batch.ts';
-import { beamSearchSteps, encodeSources, greedySearch, prepareSearch } from '../src/decode/search.ts';
+import * as search from '../src/decode/search.ts';
+
+const { beamSearchSteps, greedySearch, prepareSearch } = search;
+/**
+ * The steppers as greedy() and beamSearch() make them (caches that own their storage, freed after the search),
+ * where this checkout has that (its encodeSources takes `own` and it exports releaseStepper); else as before.
+ */
+const encodeSources = search.encodeSources as (...a: unknown[]) => ReturnType<typeof search.encodeSources>;
+const releaseStepper = (s: unknown) => (search as { releaseStepper?: (s: unknown) => void }).releaseStepper?.(s);
 import type { Stepper } from '../src/decode/stepper.ts';
 import { Seq2Seq as Seq2SeqClass, type Seq2Seq } from '../src/models/seq2seq.ts';
 import { withEvalMode } from '../src/nn/module.ts';
@@ -346,10 +354,12 @@ function decodeOnce(src: Tensor, beam: number, timer: StepTimer | null): void {
   const { members, maxLens, padId } = prepareSearch(model, src, ids);
   withEvalMode(members, () =>
     noGrad(() => {
-      const stepper = timedStepper(encodeSources(members, src, ids), timer);
+      const inner = encodeSources(members, src, ids, true);
+      const stepper = timedStepper(inner, timer);
       if (beam > 1) beamSearchSteps(stepper, maxLens, { ...ids, padId, beamSize: beam, lengthPenalty: 0.6 });
       else greedySearch(stepper, maxLens, { ...ids, padId });
       timer?.end();
+      releaseStepper(inner);
     }),
   );
 }

@@ -366,8 +366,21 @@ function run<R>(
 ): R {
   const { members, maxLens, padId } = prepareSearch(model, src, options);
   return withEvalMode(members, () =>
-    noGrad(() => search(abortable(encodeSources(members, src, options), options.signal), maxLens, padId)),
+    noGrad(() => {
+      // The caches own their storage (wasm memory under wasm) and are freed when the search ends.
+      const stepper = encodeSources(members, src, options, true);
+      try {
+        return search(abortable(stepper, options.signal), maxLens, padId);
+      } finally {
+        releaseStepper(stepper);
+      }
+    }),
   );
+}
+
+/** Free what the steppers of encodeSources(..., own = true) hold (their caches' storage). */
+export function releaseStepper(stepper: Stepper): void {
+  if (stepper instanceof CachedStepper || stepper instanceof EnsembleStepper) stepper.release();
 }
 
 /** The members, checked, and each sentence's length limit, after the checks of src and the options (decode's). */
@@ -403,13 +416,17 @@ export function prepareSearch(
   return { members, maxLens: maxLengths(ids, src.shape, padId, positions, options.maxLen), padId };
 }
 
-/** The source encoded by every member, and the stepper over them (an ensemble's, for several). */
-export function encodeSources(members: readonly Seq2Seq[], src: Tensor, options: DecodeOptions): Stepper {
+/**
+ * The source encoded by every member, and the stepper over them (an ensemble's, for several). `own`: the
+ * caches own their storage (TransformerDecoderCache.ownStorage), and the caller frees it with
+ * {@link releaseStepper} when the search ends.
+ */
+export function encodeSources(members: readonly Seq2Seq[], src: Tensor, options: DecodeOptions, own = false): Stepper {
   const steppers = members.map((m): Stepper => {
     const srcPadding = m.paddingMask(src);
     const memory = m.encode(src, srcPadding);
     return (options.useCache ?? true)
-      ? new CachedStepper(m, memory, srcPadding)
+      ? new CachedStepper(m, memory, srcPadding, own)
       : new FullStepper(m, memory, srcPadding);
   });
   return steppers.length === 1 ? steppers[0] : new EnsembleStepper(steppers);
@@ -443,13 +460,19 @@ function argmax(x: Float32Array, off: number, V: number): number {
 /** The m ids of largest value in row [off, off + V), best first, ties to the lower id (m small). */
 function topIds(x: Float32Array, off: number, V: number, m: number): number[] {
   const ids: number[] = [];
+  // Once m ids are held, the value of the last one: an id must beat it to enter (most do not). NaN for
+  // m = 0: nothing beats it.
+  let floor = Number.NaN;
+  let full = m === 0;
   for (let j = 0; j < V; j++) {
     const v = x[off + j];
-    if (ids.length === m && !(v > x[off + ids[m - 1]])) continue;
-    let i = ids.length === m ? m - 1 : ids.length;
+    if (full && !(v > floor)) continue;
+    let i = full ? m - 1 : ids.length;
     while (i > 0 && v > x[off + ids[i - 1]]) i--;
     ids.splice(i, 0, j);
     if (ids.length > m) ids.pop();
+    full = ids.length === m;
+    if (full) floor = x[off + ids[m - 1]];
   }
   return ids;
 }

@@ -7,6 +7,7 @@
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { gatherRows, type TransformerDecoderCache } from '../nn/kv-cache.ts';
 import * as F from '../ops/index.ts';
+import { defaultDevice, memoryScope } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
 
 /** What a search reads and changes on any engine: the rows and their order. */
@@ -99,20 +100,34 @@ export function pause(): Promise<void> {
  * A NaN or +∞ (from non-finite logits) stops decoding with an error naming the step: searching on
  * it would return garbage with no word of why. −∞ is fine (a masked token).
  */
-export function logProbs(logits: Tensor, padId: number, step: number): Float32Array {
-  return checkedLogProbs(F.logSoftmax(logits, -1).dataSync() as Float32Array, logits, padId, step);
+export function logProbs(logits: Tensor, padId: number, step: number, copy = false): Float32Array {
+  const ls = F.logSoftmax(logits, -1);
+  // The sum is NaN or +∞ if any value is NaN or +∞ (−∞ and finite values give a finite sum or −∞): one
+  // reduction on the device (SIMD under wasm) instead of a test of every value here; the values are
+  // searched only when it says so.
+  const total = F.sum(ls).item();
+  const read = ls.dataSync() as Float32Array;
+  // In a memoryScope (CachedStepper.step) the values are the scope's storage: the search gets its own copy.
+  return checkedLogProbs(copy ? read.slice() : read, logits, padId, step, total);
 }
 
-/** {@link logProbs}, read back asynchronously (any device); the log-softmax is recorded at once. */
+/**
+ * {@link logProbs}, read back asynchronously (any device): the log-softmax is recorded at once, and the values,
+ * read whole anyway, are all tested on the host.
+ */
 export async function logProbsAsync(logits: Tensor, padId: number, step: number): Promise<Float32Array> {
   const lp = F.logSoftmax(logits, -1);
-  return checkedLogProbs((await lp.data()) as Float32Array, logits, padId, step);
+  return checkedLogProbs((await lp.data()) as Float32Array, logits, padId, step, Number.NaN);
 }
 
-/** The non-finite check and the padding id ruled out, on the host values of a step's log-softmax. */
-function checkedLogProbs(lp: Float32Array, logits: Tensor, padId: number, step: number): Float32Array {
+/**
+ * The non-finite check (of every value when `total`, their sum, is NaN or +∞) and the padding id ruled out, on
+ * the host values of a step's log-softmax.
+ */
+function checkedLogProbs(lp: Float32Array, logits: Tensor, padId: number, step: number, total: number): Float32Array {
   const V = logits.shape[logits.shape.length - 1];
-  for (let i = 0; i < lp.length; i++) {
+  const suspect = Number.isNaN(total) || total === Infinity;
+  for (let i = 0; suspect && i < lp.length; i++) {
     const v = lp[i];
     if (Number.isNaN(v) || v === Infinity) {
       throw new Error(
@@ -131,12 +146,23 @@ export class CachedStepper implements Stepper {
   private readonly cache: TransformerDecoderCache;
   private steps = 0;
 
+  /**
+   * `own`: the cache owns its storage (TransformerDecoderCache.ownStorage: wasm memory under wasm, read in
+   * place by the kernels), freed by {@link release} when the search ends.
+   */
   constructor(
     private readonly model: Seq2Seq,
     memory: Tensor,
     srcPadding: Tensor,
+    own = false,
   ) {
     this.cache = model.initCache(memory, srcPadding);
+    if (own) this.cache.ownStorage();
+  }
+
+  /** Free the storage the cache owns (see the constructor's `own`); no step may follow. */
+  release(): void {
+    this.cache.release();
   }
 
   get rows(): number {
@@ -147,19 +173,36 @@ export class CachedStepper implements Stepper {
     return this.model.targetVocabSize;
   }
 
+  /**
+   * One step in a memoryScope: under the wasm backend its activations live in wasm memory (kernels run on
+   * them in place, nothing is staged in and out, nothing zero-filled) and are released when the step ends;
+   * the cache it grows is stored outside the scope (nn/kv-cache.ts appendAlong).
+   */
   step(last: Int32Array): Float32Array {
-    return logProbs(
-      this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache),
-      this.model.config.padId,
-      ++this.steps,
+    const n = ++this.steps;
+    const scoped = defaultDevice().scoped !== undefined; // memoryScope's test: its ops get scoped storage
+    return memoryScope(() =>
+      logProbs(
+        this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache),
+        this.model.config.padId,
+        n,
+        scoped,
+      ),
     );
   }
 
+  /**
+   * step() read back asynchronously, in a memoryScope too: the read of the log-probabilities is recorded (and,
+   * on a GPU, submitted) before the scope releases the step's storage.
+   */
   stepAsync(last: Int32Array): Promise<Float32Array> {
-    return logProbsAsync(
-      this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache),
-      this.model.config.padId,
-      ++this.steps,
+    const n = ++this.steps;
+    return memoryScope(() =>
+      logProbsAsync(
+        this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache),
+        this.model.config.padId,
+        n,
+      ),
     );
   }
 
@@ -266,6 +309,11 @@ export class EnsembleStepper implements Stepper {
 
   reorder(rows: Int32Array): void {
     for (const m of this.members) m.reorder(rows);
+  }
+
+  /** Free what the members hold (CachedStepper.release); no step may follow. */
+  release(): void {
+    for (const m of this.members) if (m instanceof CachedStepper) m.release();
   }
 }
 

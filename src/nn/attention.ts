@@ -1,5 +1,6 @@
 import { alignBias, attentionCore, maskToBias } from '../ops/attention.ts';
 import * as F from '../ops/index.ts';
+import { linearRows } from '../ops/matmul.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { type Tensor, full, zeros } from '../tensor/tensor.ts';
 import { constant_, xavierUniform_ } from './init.ts';
@@ -175,17 +176,12 @@ export class MultiheadAttention extends Module {
     let q: Tensor;
     let k: Tensor;
     let v: Tensor;
-    const b = this.inProjBias;
-    // Slice i of the packed (3E) projection: rows [iE, (i+1)E) of in_proj_weight / in_proj_bias.
-    const part = (t: Tensor | null, i: number): Tensor | null => (t ? F.narrow(t, 0, i * E, E) : null);
     if (this.inProjWeight && selfAttention) {
       [q, k, v] = F.chunk(this.inProject(q0, 0, 3), 3, -1); // one GEMM for all three: (N, L, 3E)
-    } else if (this.inProjWeight) {
-      [q, k, v] = [this.inProject(q0, 0, 1), this.inProject(k0, 1, 1), this.inProject(v0, 2, 1)];
     } else {
-      q = F.linear(q0, this.qProjWeight!, part(b, 0));
-      k = F.linear(k0, this.kProjWeight!, part(b, 1));
-      v = F.linear(v0, this.vProjWeight!, part(b, 2));
+      q = this.projectPart(q0, 0);
+      k = this.projectPart(k0, 1);
+      v = this.projectPart(v0, 2);
     }
     // Split heads: (N, T, E) -> (N, h, T, dK).
     const dK = this.headDim;
@@ -230,7 +226,7 @@ export class MultiheadAttention extends Module {
       const p = n < 3 ? F.quantizedRows(W, this.inProjScale, i * E, n * E) : { values: W, scale: this.inProjScale };
       return F.linearQuantized(x, p.values, p.scale, b);
     }
-    return F.linear(x, n < 3 ? F.narrow(W, 0, i * E, n * E) : W, b);
+    return n < 3 ? linearRows(x, W, this.inProjBias, i * E, n * E) : F.linear(x, W, b);
   }
 
   /**
@@ -256,12 +252,7 @@ export class MultiheadAttention extends Module {
   /** Query projection split into heads: query (N, L, E) batch-first -> (N, h, L, dK). */
   projectQuery(query: Tensor): Tensor {
     this.checkBatchFirst3D(query, this.embedDim, 'query');
-    const b = this.inProjBias;
-    const E = this.embedDim;
-    const q = this.inProjWeight
-      ? this.inProject(query, 0, 1)
-      : F.linear(query, this.qProjWeight!, b ? F.narrow(b, 0, 0, E) : null);
-    return this.splitHeads(q);
+    return this.splitHeads(this.projectPart(query, 0));
   }
 
   /**
@@ -279,13 +270,7 @@ export class MultiheadAttention extends Module {
   } {
     this.checkBatchFirst3D(key, this.kdim, 'key');
     this.checkBatchFirst3D(value, this.vdim, 'value');
-    const b = this.inProjBias;
-    const E = this.embedDim;
-    const part = (t: Tensor | null, i: number): Tensor | null => (t ? F.narrow(t, 0, i * E, E) : null);
-    const W = this.inProjWeight;
-    const k = W ? this.inProject(key, 1, 1) : F.linear(key, this.kProjWeight!, part(b, 1));
-    const v = W ? this.inProject(value, 2, 1) : F.linear(value, this.vProjWeight!, part(b, 2));
-    return { k: this.splitHeads(k), v: this.splitHeads(v) };
+    return { k: this.splitHeads(this.projectPart(key, 1)), v: this.splitHeads(this.projectPart(value, 2)) };
   }
 
   /** Self-attention projections of x (N, L, E) batch-first, in one GEMM as forward() does: q, k, v (N, h, L, dK). */
@@ -355,6 +340,19 @@ export class MultiheadAttention extends Module {
     );
     const output = this.outProj.forward(F.permute(res.output, [0, 2, 1, 3]).reshape(N, L, this.embedDim));
     return { output, weights: needWeights ? res.weights : null };
+  }
+
+  /**
+   * Projection i (0 query, 1 key, 2 value) of x: rows [iE, (i+1)E) of the packed in_proj_weight and
+   * in_proj_bias, read in place (linearRows: no copy of the weight per call), or the separate weight.
+   */
+  private projectPart(x: Tensor, i: 0 | 1 | 2): Tensor {
+    const E = this.embedDim;
+    const b = this.inProjBias;
+    if (this.inProjWeight)
+      return this.inProjScale ? this.inProject(x, i, 1) : linearRows(x, this.inProjWeight, b, i * E, E);
+    const w = i === 0 ? this.qProjWeight! : i === 1 ? this.kProjWeight! : this.vProjWeight!;
+    return F.linear(x, w, b ? F.narrow(b, 0, i * E, E) : null);
   }
 
   /** (N, T, E) -> (N, h, T, dK). */

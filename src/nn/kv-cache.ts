@@ -4,11 +4,13 @@
  * search (HF's `reorder_cache(beam_idx)`), and gatherRows, the one row gather that reorders every
  * cache (qkv's and ONNX Runtime's).
  */
+import { isGradEnabled } from '../autograd/grad-mode.ts';
 import { maskToBias } from '../ops/attention.ts';
 import { cat } from '../ops/shape.ts';
 import { empty, K, zerosF, zerosOf } from '../ops/util.ts';
-import { shapeToString } from '../tensor/shape.ts';
-import type { Tensor } from '../tensor/tensor.ts';
+import { shapeToString, sizeOf } from '../tensor/shape.ts';
+import type { Device, Storage } from '../tensor/storage.ts';
+import { Tensor } from '../tensor/tensor.ts';
 
 /** Copy of rows `rows` (repeats allowed) along dim 0 of a contiguous tensor of any dtype. Not differentiable. */
 export function gatherRows(t: Tensor, rows: Int32Array): Tensor {
@@ -19,6 +21,107 @@ export function gatherRows(t: Tensor, rows: Int32Array): Tensor {
   const out = t.dtype === 'float32' ? empty(shape, k) : zerosOf(shape, t.dtype, k);
   k.gatherRows(t.storage, rows, out.storage, inner);
   return out;
+}
+
+/**
+ * Storage a cache owns (TransformerDecoderCache.ownStorage): blocks it allocates itself and frees as soon
+ * as the tensor over one is replaced (a step grows the self-attention keys, a reorder gathers rows), and
+ * all at `release()` (or when the cache is garbage-collected, as a fallback). Where the device has scoped
+ * storage (the wasm backend: wasm memory) the blocks come from there, so kernels read the cache in place,
+ * with nothing staged in per call; elsewhere `device.alloc` and `device.free`.
+ */
+class CacheStorage {
+  /** The blocks allocated and not yet freed. */
+  readonly live = new Set<Storage>();
+
+  constructor(readonly device: Device) {}
+
+  /** A float32 block of n elements, contents undefined. */
+  alloc(n: number): Storage {
+    const scoped = this.device.scoped;
+    const s = scoped
+      ? (scoped.alloc(n, false) as unknown as Storage)
+      : this.device.alloc('float32', n, { zero: false });
+    this.live.add(s);
+    return s;
+  }
+
+  /** Free t's storage if this cache owns it (a tensor the caller made stays theirs). */
+  free(t: Tensor | null): void {
+    if (t && this.live.delete(t.storage)) this.release(t.storage);
+  }
+
+  freeAll(): void {
+    for (const s of this.live) this.release(s);
+    this.live.clear();
+  }
+
+  private release(s: Storage): void {
+    const scoped = this.device.scoped;
+    if (!scoped) return this.device.free(s);
+    // As memoryScope's blocks in the tests: a use after free shows (host blocks; a GPU's are not filled).
+    if (POISON && (s as unknown) instanceof Float32Array) (s as unknown as Float32Array).fill(Number.NaN);
+    scoped.release(s);
+  }
+}
+
+const POISON =
+  (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.QKV_POISON_SCOPES === '1';
+
+/** A cache dropped without release(): its blocks are freed once it is collected. */
+const collected = new FinalizationRegistry<CacheStorage>((store) => store.freeAll());
+
+/** The owned storage of each layer cache of a cache that owns its storage. */
+const stores = new WeakMap<DecoderLayerCache, CacheStorage>();
+
+/**
+ * `cat([old, add], dim)` (`add` alone when old is null) in storage that no memoryScope owns: a cache is
+ * grown inside a decoding step, which may run in a memoryScope (CachedStepper.step), and must outlive it.
+ * With `store`, the cache's own storage, and old's block freed. Where gradients are being recorded through
+ * the cache, F.cat itself (differentiable; its storage is then the caller's scope's, as any op's).
+ */
+function appendAlong(old: Tensor | null, add: Tensor, dim: number, store: CacheStorage | undefined): Tensor {
+  if (isGradEnabled() && (add.requiresGrad || old?.requiresGrad)) return old ? cat([old, add], dim) : add;
+  const k = K(add);
+  const shape = add.shape.slice();
+  const before = old ? old.shape[dim] : 0;
+  shape[dim] += before;
+  const n = sizeOf(shape);
+  const outer = sizeOf(shape.slice(0, dim));
+  const inner = sizeOf(shape.slice(dim + 1));
+  const storage = store ? store.alloc(n) : k.device.alloc(add.dtype, n, { zero: false });
+  const w = shape[dim] * inner;
+  if (old) k.copyRows(old.storage, 0, before * inner, storage, 0, w, outer, before * inner);
+  k.copyRows(add.storage, 0, add.shape[dim] * inner, storage, before * inner, w, outer, add.shape[dim] * inner);
+  store?.free(old);
+  return Tensor.fromStorage(k.device, storage, shape, add.dtype);
+}
+
+/** Append the self-attention keys and values of new positions, (N, h, L, dK), to a layer's cache. */
+export function appendSelf(layer: DecoderLayerCache, k: Tensor, v: Tensor): void {
+  const store = stores.get(layer);
+  layer.selfK = appendAlong(layer.selfK, k, 2, store);
+  layer.selfV = appendAlong(layer.selfV, v, 2, store);
+}
+
+/** gatherRows into `store`'s storage, t's own block freed (reorder of a cache that owns its storage). */
+function gatherOwned(t: Tensor, rows: Int32Array, store: CacheStorage | undefined): Tensor {
+  if (!store || t.dtype !== 'float32' || (isGradEnabled() && t.requiresGrad)) return gatherRows(t, rows);
+  const k = K(t);
+  const inner = sizeOf(t.shape.slice(1));
+  const shape = [rows.length, ...t.shape.slice(1)];
+  const storage = store.alloc(rows.length * inner);
+  k.gatherRows(t.storage, rows, storage, inner);
+  store.free(t);
+  return Tensor.fromStorage(k.device, storage, shape, 'float32');
+}
+
+/** A copy of t in `store`'s storage (t itself when the store owns it already, or gradients flow through it). */
+function adopt(t: Tensor, store: CacheStorage): Tensor {
+  if (store.live.has(t.storage) || t.dtype !== 'float32' || (isGradEnabled() && t.requiresGrad)) return t;
+  const storage = store.alloc(t.size);
+  store.device.copy(t.storage, storage, 'float32', t.size);
+  return Tensor.fromStorage(store.device, storage, t.shape, 'float32');
 }
 
 /**
@@ -56,11 +159,58 @@ export class TransformerDecoderCache {
    * source share them, so reordering beams within a sentence copies only the self-attention part.
    */
   rowSource: Int32Array;
+  /** The storage the cache owns, after ownStorage(); undefined before. */
+  private store: CacheStorage | undefined;
+  /** Set by release(): the cache's tensors are freed. */
+  private released = false;
 
   constructor(layers: DecoderLayerCache[], memoryKeyPaddingMask: Tensor | null, batchSize: number) {
     this.layers = layers;
     this.memoryKeyPaddingMask = memoryKeyPaddingMask;
     this.rowSource = Int32Array.from({ length: batchSize }, (_, i) => i);
+  }
+
+  /**
+   * From now on keep every tensor of the cache in storage the cache owns (the memory's keys and values
+   * copied in once): under the wasm backend, wasm memory, where the attention kernels read the cache in place
+   * and a step's memoryScope never holds it; a tensor replaced by a step or a reorder is freed at once. The
+   * owner calls {@link release} when decoding ends (else the storage is freed once the cache is collected,
+   * which a synchronous loop never lets happen). A cache's tensors are then valid only until the next step,
+   * reorder or release: keep numbers, not its tensors. Returns this.
+   */
+  ownStorage(): this {
+    this.checkLive('ownStorage');
+    if (this.store) return this;
+    const store = new CacheStorage(K().device);
+    this.store = store;
+    collected.register(this, store, this);
+    for (const l of this.layers) {
+      stores.set(l, store);
+      l.memoryK = adopt(l.memoryK, store);
+      l.memoryV = adopt(l.memoryV, store);
+      if (l.selfK) l.selfK = adopt(l.selfK, store);
+      if (l.selfV) l.selfV = adopt(l.selfV, store);
+    }
+    if (this.memoryKeyPaddingMask) this.memoryKeyPaddingMask = adopt(this.memoryKeyPaddingMask, store);
+    if (this.tgtKeyPaddingMask) this.tgtKeyPaddingMask = adopt(this.tgtKeyPaddingMask, store);
+    return this;
+  }
+
+  /**
+   * Free the storage the cache owns (see ownStorage; nothing to do otherwise). The cache cannot be used
+   * afterwards.
+   */
+  release(): void {
+    this.released = true;
+    if (!this.store) return;
+    collected.unregister(this);
+    this.store.freeAll();
+    this.store = undefined;
+  }
+
+  /** Throws `TransformerDecoderCache.OP: the cache was released` after release(). */
+  checkLive(op: string): void {
+    if (this.released) throw new Error(`TransformerDecoderCache.${op}: the cache was released (release() ends it)`);
   }
 
   /** Rows (sequences) being decoded. */
@@ -79,25 +229,28 @@ export class TransformerDecoderCache {
       if (!Number.isInteger(r) || r < 0 || r >= N)
         throw new Error(`TransformerDecoderCache.reorder: row ${r} is out of range for batch size ${N}`);
     }
+    this.checkLive('reorder');
     const source = idx.map((r) => this.rowSource[r]);
     const sameSource = source.length === N && source.every((s, i) => s === this.rowSource[i]);
+    const store = this.store;
     for (const l of this.layers) {
-      if (l.selfK) l.selfK = gatherRows(l.selfK, idx);
-      if (l.selfV) l.selfV = gatherRows(l.selfV, idx);
+      if (l.selfK) l.selfK = gatherOwned(l.selfK, idx, store);
+      if (l.selfV) l.selfV = gatherOwned(l.selfV, idx, store);
       if (!sameSource) {
-        l.memoryK = gatherRows(l.memoryK, idx);
-        l.memoryV = gatherRows(l.memoryV, idx);
+        l.memoryK = gatherOwned(l.memoryK, idx, store);
+        l.memoryV = gatherOwned(l.memoryV, idx, store);
       }
     }
-    if (this.tgtKeyPaddingMask) this.tgtKeyPaddingMask = gatherRows(this.tgtKeyPaddingMask, idx);
+    if (this.tgtKeyPaddingMask) this.tgtKeyPaddingMask = gatherOwned(this.tgtKeyPaddingMask, idx, store);
     if (this.memoryKeyPaddingMask && !sameSource)
-      this.memoryKeyPaddingMask = gatherRows(this.memoryKeyPaddingMask, idx);
+      this.memoryKeyPaddingMask = gatherOwned(this.memoryKeyPaddingMask, idx, store);
     this.rowSource = source;
     return this;
   }
 
   /** Append the padding flags of L new target positions ((N, L), TRUE = padding) to the key mask. */
   appendTargetPadding(mask: Tensor | null, L: number): void {
+    this.checkLive('appendTargetPadding');
     const N = this.batchSize;
     const t = this.length;
     if (mask && (mask.ndim !== 2 || mask.shape[0] !== N || mask.shape[1] !== L)) {
@@ -112,7 +265,6 @@ export class TransformerDecoderCache {
     const add = mask
       ? maskToBias(mask, 'block', 'TransformerDecoder.forwardStep', 'tgtKeyPaddingMask')
       : zerosF([N, L]);
-    const old = this.tgtKeyPaddingMask ?? zerosF([N, t]);
-    this.tgtKeyPaddingMask = cat([old, add], 1); // (N, t + L)
+    this.tgtKeyPaddingMask = appendAlong(this.tgtKeyPaddingMask ?? zerosF([N, t]), add, 1, this.store); // (N, t + L)
   }
 }

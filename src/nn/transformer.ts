@@ -10,7 +10,7 @@ import type { Tensor } from '../tensor/tensor.ts';
 import { MultiheadAttention } from './attention.ts';
 import { xavierUniform_ } from './init.ts';
 import { Dropout, LayerNorm, Linear } from './layers.ts';
-import { TransformerDecoderCache, type DecoderLayerCache } from './kv-cache.ts';
+import { appendSelf, TransformerDecoderCache, type DecoderLayerCache } from './kv-cache.ts';
 import { Module, ModuleList } from './module.ts';
 
 /**
@@ -267,43 +267,55 @@ export class TransformerDecoderLayer extends Module {
     const bf = this.options.batchFirst;
     let h = bf ? x : F.transpose(x, 0, 1);
     const needWeights = options.needWeights ?? false;
-    let selfW: Tensor | null = null;
-    let crossW: Tensor | null = null;
-    const sa = (y: Tensor): Tensor => {
-      const L = y.shape[1];
-      const { q, k, v } = this.selfAttn.projectSelf(y);
-      cache.selfK = cache.selfK ? F.cat([cache.selfK, k], 2) : k;
-      cache.selfV = cache.selfV ? F.cat([cache.selfV, v], 2) : v;
-      const r = this.selfAttn.attendProjected(q, cache.selfK, cache.selfV, {
-        keyPaddingMask: options.tgtKeyPaddingMask,
-        isCausal: L > 1,
-        needWeights,
-      });
-      selfW = r.weights;
-      return this.dropout1.forward(r.output);
-    };
-    const mha = (y: Tensor): Tensor => {
-      const r = this.multiheadAttn.attendProjected(this.multiheadAttn.projectQuery(y), cache.memoryK, cache.memoryV, {
-        keyPaddingMask: options.memoryKeyPaddingMask,
-        needWeights,
-      });
-      crossW = r.weights;
-      return this.dropout2.forward(r.output);
-    };
+    const w: { self: Tensor | null; cross: Tensor | null } = { self: null, cross: null };
     if (this.options.normFirst) {
-      h = F.add(h, sa(this.norm1.forward(h)));
-      h = F.add(h, mha(this.norm2.forward(h)));
+      h = F.add(h, this.saStep(this.norm1.forward(h), cache, options, w));
+      h = F.add(h, this.mhaStep(this.norm2.forward(h), cache, options, w));
       h = F.add(h, this.ffBlock(this.norm3.forward(h)));
     } else {
-      h = this.norm1.forward(F.add(h, sa(h)));
-      h = this.norm2.forward(F.add(h, mha(h)));
+      h = this.norm1.forward(F.add(h, this.saStep(h, cache, options, w)));
+      h = this.norm2.forward(F.add(h, this.mhaStep(h, cache, options, w)));
       h = this.norm3.forward(F.add(h, this.ffBlock(h)));
     }
     return {
       output: bf ? h : F.transpose(h, 0, 1),
-      selfWeights: needWeights ? [selfW!] : null,
-      crossWeights: needWeights ? [crossW!] : null,
+      selfWeights: needWeights ? [w.self!] : null,
+      crossWeights: needWeights ? [w.cross!] : null,
     };
+  }
+
+  /** forwardStep's self-attention block: the new positions' keys and values join the cache. */
+  private saStep(
+    y: Tensor,
+    cache: DecoderLayerCache,
+    options: DecoderLayerStepOptions,
+    w: { self: Tensor | null },
+  ): Tensor {
+    const L = y.shape[1];
+    const { q, k, v } = this.selfAttn.projectSelf(y);
+    appendSelf(cache, k, v);
+    const r = this.selfAttn.attendProjected(q, cache.selfK!, cache.selfV!, {
+      keyPaddingMask: options.tgtKeyPaddingMask,
+      isCausal: L > 1,
+      needWeights: options.needWeights ?? false,
+    });
+    w.self = r.weights;
+    return this.dropout1.forward(r.output);
+  }
+
+  /** forwardStep's cross-attention block, over the memory's cached keys and values. */
+  private mhaStep(
+    y: Tensor,
+    cache: DecoderLayerCache,
+    options: DecoderLayerStepOptions,
+    w: { cross: Tensor | null },
+  ): Tensor {
+    const r = this.multiheadAttn.attendProjected(this.multiheadAttn.projectQuery(y), cache.memoryK, cache.memoryV, {
+      keyPaddingMask: options.memoryKeyPaddingMask,
+      needWeights: options.needWeights ?? false,
+    });
+    w.cross = r.weights;
+    return this.dropout2.forward(r.output);
   }
 
   private saBlock(x: Tensor, o: DecoderLayerForwardOptions): Tensor {

@@ -9,7 +9,7 @@ import { add, expand, mul } from './elementwise.ts';
 import { matmul } from './matmul.ts';
 import { softmax } from './softmax.ts';
 import { transpose } from './shape.ts';
-import { describe, empty, f32, K, st, upload } from './util.ts';
+import { describe, empty, f32, K, scratch, st, upload } from './util.ts';
 
 /**
  * Scaled dot-product attention (§3.2.1): softmax(Q·Kᵀ/√dK + mask)·V.
@@ -237,13 +237,14 @@ export function attentionCore(
     causal: o.causal,
     bias: kernelBias(bias),
   };
-  const out = empty([B, H, L, Dv]);
-  const lse = st(empty([B, H, L]));
-  const weights = o.needWeights ? empty([B, H, L, S]) : null;
+  const kb = K();
+  const out = empty([B, H, L, Dv], kb);
+  const lse = scratch(B * H * L, kb);
+  const weights = o.needWeights ? empty([B, H, L, S], kb) : null;
   const qd = st(q);
   const kd = st(k);
   const vd = st(v);
-  K().attention(qd, kd, vd, st(out), lse, weights ? st(weights) : null, p);
+  kb.attention(qd, kd, vd, st(out), lse, weights ? st(weights) : null, p);
   record(out, 'attention', [q, k, v], (g) => {
     const dq = empty(q.shape);
     const dk = empty(k.shape);

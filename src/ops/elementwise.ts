@@ -9,17 +9,20 @@ import { empty, f32, K, st, upload } from './util.ts';
 export type TensorLike = Tensor | number;
 
 function rawBinary(op: BinaryOp, a: Tensor, b: Tensor, name: string): Tensor {
-  const ad = f32(a, name, 'input');
-  const bd = f32(b, name, 'other');
+  const k = K();
+  const ad = f32(a, name, 'input', k);
+  const bd = f32(b, name, 'other', k);
   const shape = sameShape(a.shape, b.shape) ? a.shape.slice() : broadcastShapes(a.shape, b.shape, name);
-  const out = empty(shape);
-  K().binary(op, ad, broadcastStrides(a.shape, shape), bd, broadcastStrides(b.shape, shape), st(out), shape);
+  const out = empty(shape, k);
+  k.binary(op, ad, broadcastStrides(a.shape, shape), bd, broadcastStrides(b.shape, shape), st(out), shape);
   return out;
 }
 
 function rawScalar(op: BinaryOp, a: Tensor, s: number, scalarFirst: boolean, name: string): Tensor {
-  const out = empty(a.shape);
-  K().binaryScalar(op, f32(a, name, 'input'), s, st(out), scalarFirst);
+  const k = K();
+  const ad = f32(a, name, 'input', k);
+  const out = empty(a.shape, k);
+  k.binaryScalar(op, ad, s, st(out), scalarFirst);
   return out;
 }
 

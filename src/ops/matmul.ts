@@ -7,7 +7,7 @@ export { Q4_BLOCK };
 import { Tensor } from '../tensor/tensor.ts';
 import { sumToShape } from './reduce.ts';
 import { narrow } from './shape.ts';
-import { empty, f32, K, st, upload } from './util.ts';
+import { empty, f32, K, st, upload, zerosF } from './util.ts';
 
 /**
  * C = A·B for the last two dims, broadcasting the batch dims (torch.matmul for rank >= 2; a 1-D
@@ -123,30 +123,61 @@ function batchOffsets(shape: number[], batchShape: number[], matSize: number): n
  * they are flattened into rows R so the whole op is one GEMM and the bias gradient one reduction.
  */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
-  const xd = f32(x, 'linear', 'input');
-  const wd = f32(weight, 'linear', 'weight');
+  return linearOver(x, weight, bias ?? null, 0, null, 'linear');
+}
+
+/**
+ * y = x·W[start : start + length]ᵀ + b[start : start + length]: a Linear over rows of a packed weight
+ * (out, in) and its bias (out), read in place (the GEMM's offset), where
+ * `F.linear(x, F.narrow(W, 0, start, length), F.narrow(b, 0, start, length))` would copy them first:
+ * nn.MultiheadAttention's query, key and value projections out of `in_proj_weight` (3E, E). Its
+ * gradients are that form's, bit for bit: the weight's and the bias's are zero outside the range.
+ */
+export function linearRows(x: Tensor, weight: Tensor, bias: Tensor | null, start: number, length: number): Tensor {
+  return linearOver(x, weight, bias, start, length, 'linearRows');
+}
+
+/** linear over rows [start, start + length) of weight and bias (all rows when `length` is null). */
+function linearOver(
+  x: Tensor,
+  weight: Tensor,
+  bias: Tensor | null,
+  start: number,
+  length: number | null,
+  op: string,
+): Tensor {
+  const k = K();
+  const xd = f32(x, op, 'input', k);
+  const wd = f32(weight, op, 'weight', k);
   if (weight.ndim !== 2)
-    throw new Error(`linear: weight must be 2-D (out, in), got shape ${shapeToString(weight.shape)}`);
-  const [outF, inF] = weight.shape;
+    throw new Error(`${op}: weight must be 2-D (out, in), got shape ${shapeToString(weight.shape)}`);
+  const [total, inF] = weight.shape;
+  if (
+    length !== null &&
+    (!Number.isInteger(start) || !Number.isInteger(length) || start < 0 || length < 1 || start + length > total)
+  ) {
+    throw new Error(`${op}: rows [${start}, ${start + length}) are out of bounds for weight of ${total} rows`);
+  }
+  const outF = length ?? total;
   if (x.ndim < 1 || x.shape[x.ndim - 1] !== inF) {
     throw new Error(
-      `linear: input last dim must be ${inF} (weight shape ` +
+      `${op}: input last dim must be ${inF} (weight shape ` +
         `${shapeToString(weight.shape)}), got input shape ` +
         `${shapeToString(x.shape)}`,
     );
   }
-  if (bias && (bias.ndim !== 1 || bias.shape[0] !== outF)) {
-    throw new Error(`linear: bias must have shape [${outF}], got ${shapeToString(bias.shape)}`);
+  if (bias && (bias.ndim !== 1 || bias.shape[0] !== total)) {
+    throw new Error(`${op}: bias must have shape [${total}], got ${shapeToString(bias.shape)}`);
   }
+  const part = outF !== total;
+  const offW = start * inF;
   const rows = x.size / inF;
-  const outShape = [...x.shape.slice(0, -1), outF];
-  const out = empty(outShape);
+  const outShape = x.shape.slice(0, -1);
+  outShape.push(outF);
+  const out = empty(outShape, k);
   const od = st(out);
-  if (bias) {
-    const bd = f32(bias, 'linear', 'bias');
-    K().copyRows(bd, 0, 0, od, 0, outF, rows, outF);
-  }
-  K().gemm(xd, wd, od, {
+  if (bias) k.copyRows(f32(bias, op, 'bias', k), start, 0, od, 0, outF, rows, outF);
+  k.gemm(xd, wd, od, {
     batch: 1,
     m: rows,
     n: outF,
@@ -157,6 +188,7 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
     strideB: 0,
     strideC: 0,
     accumulate: !!bias,
+    offsetB: offW,
   });
   const inputs = bias ? [x, weight, bias] : [x, weight];
   return record(out, 'linear', inputs, (g) => {
@@ -177,10 +209,12 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
         strideB: 0,
         strideC: 0,
         accumulate: false,
+        offsetB: offW,
       });
     }
     if (weight.requiresGrad) {
-      dw = empty(weight.shape); // (R, out)ᵀ·(R, in)
+      // (R, out)ᵀ·(R, in), into the rows of the range (a part's gradient is zero elsewhere).
+      dw = part ? zerosF(weight.shape) : empty(weight.shape);
       K().gemm(gd, xd, st(dw), {
         batch: 1,
         m: outF,
@@ -192,11 +226,16 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
         strideB: 0,
         strideC: 0,
         accumulate: false,
+        offsetC: offW,
       });
     }
     if (bias?.requiresGrad) {
-      db = empty([outF]);
-      K().reduceSum(gd, [rows, outF], st(db), [1, outF]);
+      const sum = empty([outF]);
+      K().reduceSum(gd, [rows, outF], st(sum), [1, outF]);
+      if (part) {
+        db = zerosF([total]);
+        K().copyRows(st(sum), 0, 0, st(db), start, 0, 1, outF);
+      } else db = sum;
     }
     return [dx, dw, db];
   });

@@ -1,7 +1,7 @@
 import { record } from '../autograd/engine.ts';
 import { shapeToString, sizeOf } from '../tensor/shape.ts';
 import type { Tensor } from '../tensor/tensor.ts';
-import { empty, f32, K, st, zerosF } from './util.ts';
+import { empty, f32, K, scratch, st, zerosF } from './util.ts';
 
 /**
  * Layer normalisation over the trailing `normalizedShape` dims (Ba et al. 2016; the paper's
@@ -14,34 +14,26 @@ export function layerNorm(
   bias?: Tensor | null,
   eps = 1e-5,
 ): Tensor {
-  const xd = f32(x, 'layerNorm', 'input');
+  const k = K();
+  const xd = f32(x, 'layerNorm', 'input', k);
   const n = normalizedShape.length;
-  const tail = x.shape.slice(x.ndim - n);
-  if (x.ndim < n || tail.some((d, i) => d !== normalizedShape[i])) {
+  if (x.ndim < n || normalizedShape.some((d, i) => d !== x.shape[x.ndim - n + i])) {
     throw new Error(
       `layerNorm: input shape ${shapeToString(x.shape)} does not end with ` +
         `normalizedShape ${shapeToString(normalizedShape)}`,
     );
   }
   const cols = sizeOf(normalizedShape);
-  for (const [name, p] of [
-    ['weight', weight],
-    ['bias', bias],
-  ] as const) {
-    if (p && sizeOf(p.shape) !== cols) {
-      throw new Error(
-        `layerNorm: ${name} must have shape ${shapeToString(normalizedShape)}, got ${shapeToString(p.shape)}`,
-      );
-    }
-  }
+  if (weight && sizeOf(weight.shape) !== cols) throw badAffine('weight', normalizedShape, weight);
+  if (bias && sizeOf(bias.shape) !== cols) throw badAffine('bias', normalizedShape, bias);
   const rows = cols === 0 ? 0 : x.size / cols;
-  const out = empty(x.shape);
-  const mean = st(empty([rows]));
-  const rstd = st(empty([rows]));
-  const wd = weight ? f32(weight, 'layerNorm', 'weight') : null;
-  const bd = bias ? f32(bias, 'layerNorm', 'bias') : null;
-  K().layerNorm(xd, wd, bd, st(out), mean, rstd, rows, cols, eps);
-  const inputs = [x, ...(weight ? [weight] : []), ...(bias ? [bias] : [])];
+  const out = empty(x.shape, k);
+  const mean = scratch(rows, k);
+  const rstd = scratch(rows, k);
+  const wd = weight ? f32(weight, 'layerNorm', 'weight', k) : null;
+  const bd = bias ? f32(bias, 'layerNorm', 'bias', k) : null;
+  k.layerNorm(xd, wd, bd, st(out), mean, rstd, rows, cols, eps);
+  const inputs = weight && bias ? [x, weight, bias] : weight ? [x, weight] : bias ? [x, bias] : [x];
   return record(out, 'layerNorm', inputs, (g) => {
     const dx = empty(x.shape);
     const dw = weight ? zerosF(weight.shape) : null;
@@ -52,4 +44,10 @@ export function layerNorm(
     if (db) res.push(db);
     return res;
   });
+}
+
+function badAffine(name: string, normalizedShape: readonly number[], p: Tensor): Error {
+  return new Error(
+    `layerNorm: ${name} must have shape ${shapeToString(normalizedShape)}, got ${shapeToString(p.shape)}`,
+  );
 }

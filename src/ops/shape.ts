@@ -18,8 +18,11 @@ export function permute(x: Tensor, perm: readonly number[]): Tensor {
   const shape = p.map((d) => x.shape[d]);
   if (identity) return x.reshape(shape);
   noPacked(x, 'permute');
-  const out = zerosOf(shape, x.dtype, K(x));
-  K().permute(x.storage, x.shape, p, out.storage);
+  if (keepsOrder(x.shape, p)) return x.reshape(shape);
+  const k = K(x);
+  // Every element is written: float storage need not be zeroed first.
+  const out = x.dtype === 'float32' ? empty(shape, k) : zerosOf(shape, x.dtype, k);
+  k.permute(x.storage, x.shape, p, out.storage);
   if (x.dtype !== 'float32') return out;
   const inverse = new Array<number>(p.length);
   p.forEach((d, i) => (inverse[d] = i));
@@ -28,6 +31,21 @@ export function permute(x: Tensor, perm: readonly number[]): Tensor {
     K().permute(st(g), g.shape, inverse, st(dx));
     return [dx];
   });
+}
+
+/**
+ * Whether perm moves only dims of size 1 (the others stay in their order): then the elements keep their
+ * order in memory, and the permuted tensor is a view (a reshape), as a decoding step's head split
+ * (N, 1, h, dK) -> (N, h, 1, dK) is.
+ */
+function keepsOrder(shape: readonly number[], perm: readonly number[]): boolean {
+  let last = -1;
+  for (const d of perm) {
+    if (shape[d] === 1) continue;
+    if (d < last) return false;
+    last = d;
+  }
+  return true;
 }
 
 /** Swap two dims. */

@@ -17,12 +17,20 @@ export function K(...ts: (Tensor | null | undefined)[]): Backend {
 
 /** Throws `OP: ARG is on device 'x' but the current backend 'b' computes on 'y'` unless t is on k's device. */
 export function onDevice(t: Tensor, k: Backend, op: string, arg: string): void {
-  if (t.device.name !== k.device.name) {
+  if (t.device !== k.device && t.device.name !== k.device.name) {
     throw new Error(
       `${op}: ${arg} is on device '${t.device.name}' but backend '${k.name}' computes on '${k.device.name}' ` +
         `(move tensors with t.to('${k.name}') or module.to('${k.name}'), or setBackend to theirs)`,
     );
   }
+}
+
+/**
+ * Uninitialised float32 storage of n elements on backend `k`'s device, with no tensor around it: a kernel's
+ * side output an op keeps for its backward (layer norm's row statistics, attention's log-sum-exp).
+ */
+export function scratch(n: number, k: Backend = getBackend()): F32 {
+  return allocFloat32(k.device, n, false);
 }
 
 /** An uninitialised float32 tensor on backend `k`'s device: the caller writes every element. */
@@ -47,19 +55,19 @@ export function upload(values: Float32Array | Int32Array, shape: Shape, k: Backe
   return Tensor.fromStorage(k.device, k.device.fromHost(values, dtype), shape, dtype);
 }
 
-/** The float32 storage of `t`, or an error naming the op and argument. */
-export function f32(t: Tensor, op: string, arg: string): F32 {
+/** The float32 storage of `t`, or an error naming the op and argument; `k`: the backend the op runs on. */
+export function f32(t: Tensor, op: string, arg: string, k: Backend = getBackend()): F32 {
   if (!(t instanceof Tensor)) throw new Error(`${op}: ${arg} must be a Tensor, got ${describe(t)}`);
   if (t.dtype !== 'float32') throw new Error(`${op}: ${arg} must be float32, got ${t.dtype}`);
-  onDevice(t, getBackend(), op, arg);
+  onDevice(t, k, op, arg);
   return t.storage as F32;
 }
 
-/** The int32 storage of `t`, or an error naming the op and argument. */
-export function i32(t: Tensor, op: string, arg: string): I32 {
+/** The int32 storage of `t`, or an error naming the op and argument; `k`: the backend the op runs on. */
+export function i32(t: Tensor, op: string, arg: string, k: Backend = getBackend()): I32 {
   if (!(t instanceof Tensor)) throw new Error(`${op}: ${arg} must be a Tensor, got ${describe(t)}`);
   if (t.dtype !== 'int32') throw new Error(`${op}: ${arg} must be int32, got ${t.dtype}`);
-  onDevice(t, getBackend(), op, arg);
+  onDevice(t, k, op, arg);
   return t.storage as I32;
 }
 

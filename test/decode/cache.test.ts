@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { F, manualSeed, models, noGrad, tensor, type Tensor } from '../../src/index.ts';
+import { F, manualSeed, memoryScope, models, noGrad, tensor, type Tensor } from '../../src/index.ts';
+import { logProbs } from '../../src/decode/stepper.ts';
 import { assertClose } from '../helpers/assert.ts';
 
 const PAD = 0,
@@ -132,5 +133,98 @@ test('KV cache input errors', () => {
     assert.throws(() => m.decodeStep(ids([[1], [2]]), cache), /tgt must be \(N, L, E\) with N = 3/);
     cache.length = 31;
     assert.throws(() => m.decodeIncremental(F.narrow(TGT, 1, 0, 2), cache), /positions 31\.\.32 exceed maxLen 32/);
+  });
+});
+
+test('KV cache: steps in a memoryScope (as CachedStepper runs them) give the same bits, and the cache outlives the scopes', () => {
+  const bits = (t: Tensor) => [...new Uint32Array(Float32Array.from(t.dataSync()).buffer)];
+  const m = tiny(false, 'relu', 12);
+  noGrad(() => {
+    const pad = m.paddingMask(SRC);
+    const memory = m.encode(SRC, pad);
+    const plain = m.initCache(memory, pad);
+    const scoped = m.initCache(memory, pad);
+    for (let t = 0; t < TGT.shape[1]; t++) {
+      const want = bits(m.decodeStep(column(TGT, t), plain));
+      // Kept as numbers: the logits themselves are the scope's (NaN-filled when released, in the tests).
+      const got = memoryScope(() => bits(m.decodeStep(column(TGT, t), scoped)));
+      assert.deepEqual(got, want, `position ${t}`);
+    }
+    assert.deepEqual(bits(scoped.layers[1].selfV!), bits(plain.layers[1].selfV!));
+    assert.deepEqual(bits(scoped.tgtKeyPaddingMask!), bits(plain.tgtKeyPaddingMask!));
+  });
+});
+
+test('KV cache: a step under noGrad records no graph, though the parameters require gradients', () => {
+  const m = tiny(true, 'gelu', 13);
+  assert.ok(m.parameters().every((p) => p.requiresGrad));
+  noGrad(() => {
+    const pad = m.paddingMask(SRC);
+    const cache = m.initCache(m.encode(SRC, pad), pad);
+    for (let t = 0; t < 3; t++) {
+      const logits = m.decodeStep(column(TGT, t), cache);
+      assert.equal(logits.gradFn, null);
+      assert.equal(logits.requiresGrad, false);
+    }
+    for (const l of cache.layers)
+      for (const t of [l.selfK!, l.selfV!, l.memoryK, l.memoryV]) assert.equal(t.gradFn, null);
+  });
+});
+
+test('logProbs: −∞ logits (masked tokens) pass, a NaN stops decoding naming the first bad value, inside a memoryScope too', () => {
+  const row = (xs: number[]) => tensor(Float32Array.from(xs), [1, xs.length]);
+  for (const scoped of [false, true]) {
+    const run = <T>(fn: () => T): T => (scoped ? memoryScope(fn) : fn());
+    const lp = run(() => logProbs(row([0, -Infinity, Math.log(3), -Infinity]), 0, 1, scoped));
+    assert.deepEqual(
+      [...lp].map((v) => (Number.isFinite(v) ? Math.round(v * 1e4) / 1e4 : v)),
+      [-Infinity, -Infinity, Math.round(Math.log(3 / 4) * 1e4) / 1e4, -Infinity],
+    );
+    assert.throws(
+      () => run(() => logProbs(row([0, 1, Number.NaN, 2]), 0, 7, scoped)),
+      /^Error: decoding step 7: the model's output is not finite \(NaN for token 0 of row 0\)/,
+    );
+    assert.throws(() => run(() => logProbs(row([0, Infinity]), -1, 2, scoped)), /decoding step 2: .* not finite/);
+  }
+});
+
+test('KV cache that owns its storage: the same bits as one that does not, through scoped steps and reorders; release() ends it', () => {
+  const bits = (t: Tensor) => [...new Uint32Array(Float32Array.from(t.dataSync()).buffer)];
+  const m = tiny(true, 'relu', 14);
+  noGrad(() => {
+    const pad = m.paddingMask(SRC);
+    const memory = m.encode(SRC, pad);
+    const plain = m.initCache(memory, pad);
+    const owned = m.initCache(memory, pad).ownStorage();
+    const orders = [
+      [0, 1, 2],
+      [2, 2, 0, 1],
+      [1, 3, 0],
+      [0, 0, 2, 1],
+      [3, 1],
+    ];
+    for (let t = 0; t < 5; t++) {
+      const col = F.narrow(TGT, 1, t, 1);
+      const rows = plain.batchSize;
+      const tok = ids(Array.from({ length: rows }, (_, r) => [col.dataSync()[r % 3]!]));
+      const want = bits(m.decodeStep(tok, plain));
+      assert.deepEqual(
+        memoryScope(() => bits(m.decodeStep(tok, owned))),
+        want,
+        `step ${t}`,
+      );
+      plain.reorder(orders[t]!);
+      owned.reorder(orders[t]!);
+    }
+    for (const [a, b] of plain.layers.map((l, i) => [l, owned.layers[i]!] as const)) {
+      assert.deepEqual(bits(b.selfK!), bits(a.selfK!));
+      assert.deepEqual(bits(b.memoryV), bits(a.memoryV));
+    }
+    owned.release();
+    assert.throws(() => owned.reorder([0]), /^Error: TransformerDecoderCache\.reorder: the cache was released/);
+    assert.throws(
+      () => m.decodeStep(ids([[4], [4]]), owned),
+      /TransformerDecoderCache\.appendTargetPadding: the cache was released/,
+    );
   });
 });

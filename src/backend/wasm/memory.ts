@@ -73,9 +73,18 @@ export const memory: WebAssembly.Memory = created?.memory as WebAssembly.Memory;
 /** Every buffer object `memory.buffer` has returned (a new one after each grow). */
 const buffers = new WeakSet<ArrayBufferLike>(memoryAvailable ? [memory.buffer] : []);
 
+/**
+ * The buffer object of the last grow (or of the start): a view of it is a wasm view without reading
+ * `memory.buffer`, whose getter costs ~100 ns on a shared memory (isWasmView runs several times per kernel).
+ */
+let lastBuffer: ArrayBufferLike | null = memoryAvailable ? memory.buffer : null;
+
 /** Whether `x` is a view into the wasm memory (its byteOffset is then its address). */
 export function isWasmView(x: ArrayBufferView): boolean {
-  if (!memoryAvailable) return false;
+  const b = x.buffer;
+  if (b === lastBuffer) return true;
+  // A shared memory's views are views of a SharedArrayBuffer: an ordinary array is none.
+  if (!memoryAvailable || (memoryShared && !(b instanceof SharedArrayBuffer))) return false;
   const current = memory.buffer;
   if (x.buffer === current) return true;
   if (!memoryShared) return false; // a plain memory's old buffers are detached: their views are dead
@@ -112,7 +121,8 @@ function grow(bytes: number): void {
   }
   const pages = Math.min(room, Math.max(needPages, havePages));
   memory.grow(pages);
-  buffers.add(memory.buffer);
+  lastBuffer = memory.buffer;
+  buffers.add(lastBuffer);
   const added = pages * PAGE_BYTES;
   if (tail > 0) last!.size += added;
   else freeList.push({ offset: end, size: added });

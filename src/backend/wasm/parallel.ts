@@ -7,9 +7,27 @@ import { gemmScratchFloats, kernels, requireKernels, wasmModule } from './loader
 import { memoryShared } from './memory.ts';
 import { partsFor, runParallel, startPool, type ParallelKernel } from './threads.ts';
 
+/**
+ * Work (in flop-like units) below which a kernel runs on the calling thread alone, on top of the pool's own
+ * floor (threads.ts): a launch and its join cost more than the worker's share saves. Measured with
+ * bench/ab-threads.ts (records/latency-profile/README.md, "Thread launches").
+ */
+let minParallelFlops = 0;
+
 /** Parts to split work of `flops` into (the caller included): 1 when small or single-threaded. */
 export function threadsFor(flops: number): number {
-  return memoryShared ? partsFor(wasmModule(), gemmScratchFloats(), flops) : 1;
+  return memoryShared && flops >= minParallelFlops ? partsFor(wasmModule(), gemmScratchFloats(), flops) : 1;
+}
+
+/**
+ * The work below which kernels run single-threaded (see minParallelFlops); for benches that measure where a
+ * launch pays (Infinity: never split). Returns the previous value.
+ */
+export function setParallelThreshold(flops: number): number {
+  if (!(flops >= 0)) throw new Error(`setParallelThreshold: expected a number of flops >= 0, got ${flops}`);
+  const prev = minParallelFlops;
+  minParallelFlops = flops;
+  return prev;
 }
 
 /**

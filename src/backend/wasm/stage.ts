@@ -39,9 +39,14 @@ const align = (n: number) => Math.ceil(n / 16) * 16;
  */
 export function staged<T>(args: readonly Arg[], scratchBytes: number, fn: (addr: number[]) => T): T {
   let need = align(scratchBytes);
-  for (const a of args) if (a.x && !isWasmView(a.x)) need += align(a.x.byteLength);
+  let copies = false; // any argument not in wasm memory (then the heap views below are needed)
+  for (const a of args)
+    if (a.x && !isWasmView(a.x)) {
+      need += align(a.x.byteLength);
+      copies = true;
+    }
   const base = need > 0 ? ensure(need) : 0;
-  const heap = new Uint8Array(memory.buffer);
+  const heap = copies ? new Uint8Array(memory.buffer) : null;
   const addr: number[] = [];
   let off = base;
   for (const a of args) {
@@ -50,12 +55,13 @@ export function staged<T>(args: readonly Arg[], scratchBytes: number, fn: (addr:
     else if (isWasmView(x)) addr.push(x.byteOffset);
     else {
       addr.push(off);
-      if (a.mode !== 'out') heap.set(new Uint8Array(x.buffer, x.byteOffset, x.byteLength), off);
+      if (a.mode !== 'out') heap!.set(new Uint8Array(x.buffer, x.byteOffset, x.byteLength), off);
       off += align(x.byteLength);
     }
   }
   addr.push(off);
   const r = fn(addr);
+  if (!copies) return r;
   const after = new Uint8Array(memory.buffer);
   for (let i = 0; i < args.length; i++) {
     const { x, mode } = args[i]!;
