@@ -82,10 +82,18 @@ export function headsOf(w: Tensor): number[][][] {
   return headsOfValues(w.dataSync<Float32Array>(), w.shape);
 }
 
-/** {@link headsOf} of every tensor, read back asynchronously (every device; a GPU's tensors read only so). */
+/**
+ * {@link headsOf} of every tensor, read back asynchronously (every device; a GPU's tensors read only so; a CPU's
+ * are read in place, as headsOf reads them).
+ */
 export async function headsOfAsync(ws: readonly Tensor[]): Promise<AttentionStack> {
-  const values = await Promise.all(ws.map((w) => w.data<Float32Array>()));
+  const values = await Promise.all(ws.map((w) => valuesOf(w)));
   return values.map((d, i) => headsOfValues(d, ws[i].shape));
+}
+
+/** A float32 tensor's values: in place where its device reads synchronously (a CPU), else read back. */
+export function valuesOf(t: Tensor): Promise<Float32Array> {
+  return t.device.readSync ? Promise.resolve(t.dataSync<Float32Array>()) : t.data<Float32Array>();
 }
 
 /** The query and key labels of a kind of map. */

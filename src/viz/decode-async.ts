@@ -13,6 +13,7 @@ import {
   encodeSources,
   greedySearchAsync,
   prepareSearch,
+  readsSync,
   type BeamSearchOptions,
   type BeamSearchResult,
   type DecodeOptions,
@@ -24,8 +25,12 @@ import type { Seq2Seq } from '../models/seq2seq.ts';
 import { enterEvalMode } from '../nn/module.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 
-/** `stepper` as an AsyncStepper: each step recorded without gradients, its values read back asynchronously. */
-export function readingStepper(stepper: Stepper): AsyncStepper {
+/**
+ * `stepper` as an AsyncStepper: each step recorded without gradients, its values read back asynchronously
+ * (`stepAsync`), or where the model's device reads synchronously (`sync`: a CPU) taken by `step` itself, with
+ * no copy, as the synchronous searches take them.
+ */
+export function readingStepper(stepper: Stepper, sync: boolean): AsyncStepper {
   return {
     get rows() {
       return stepper.rows;
@@ -34,7 +39,8 @@ export function readingStepper(stepper: Stepper): AsyncStepper {
       return stepper.vocabSize;
     },
     reorder: (rows) => noGrad(() => stepper.reorder(rows)),
-    step: (last) => noGrad(() => (stepper.stepAsync ? stepper.stepAsync(last) : Promise.resolve(stepper.step(last)))),
+    step: (last) =>
+      noGrad(() => (stepper.stepAsync && !sync ? stepper.stepAsync(last) : Promise.resolve(stepper.step(last)))),
   };
 }
 
@@ -53,7 +59,7 @@ async function run<R>(
   const restore = enterEvalMode(members);
   try {
     const stepper = noGrad(() => encodeSources(members, src, options));
-    return await search(readingStepper(stepper), maxLens, padId, members);
+    return await search(readingStepper(stepper, readsSync(members)), maxLens, padId, members);
   } finally {
     restore();
   }

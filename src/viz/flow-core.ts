@@ -23,6 +23,7 @@
 import type { MultiheadAttention } from '../nn/attention.ts';
 import * as F from '../ops/index.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import { valuesOf } from './attention-data.ts';
 
 /** One token's vector at one stage, summarised. */
 export interface FlowRow {
@@ -222,7 +223,7 @@ export class Recorder {
   /** A deferred recorder's reads: every tensor asked for at once, then each `then` in order. */
   async readAll(): Promise<void> {
     const pending = this.pending.splice(0);
-    const values = await Promise.all(pending.map((r) => Promise.all(r.tensors.map((t) => t.data<Float32Array>()))));
+    const values = await Promise.all(pending.map((r) => Promise.all(r.tensors.map(valuesOf))));
     pending.forEach((r, i) => r.then(values[i]));
   }
 

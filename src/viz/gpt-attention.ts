@@ -10,7 +10,7 @@
  * here for the views that used them from viz.
  */
 import { noGrad } from '../autograd/grad-mode.ts';
-import { generate, generateStreamAsync, gptAsyncLm, type GenerateOptions } from '../decode/gpt.ts';
+import { generate, generateStream, generateStreamAsync, gptAsyncLm, type GenerateOptions } from '../decode/gpt.ts';
 import {
   checkedHf as folderCheckedHf,
   hfTokenizer as folderHfTokenizer,
@@ -144,8 +144,9 @@ export function generateWithAttention(
 }
 
 /**
- * {@link generateWithAttention} on every device: each step's logits and the attention read back asynchronously
- * (decode/gpt.ts's gptAsyncLm, how a model on a GPU generates). On a CPU device the same tokens and numbers.
+ * {@link generateWithAttention} on every device: on a GPU each step's logits and the attention read back
+ * asynchronously (decode/gpt.ts's gptAsyncLm, how a model on a GPU generates); on a CPU device the synchronous
+ * steps, so the same tokens and numbers.
  */
 export async function generateWithAttentionAsync(
   lm: LoadedGpt,
@@ -154,7 +155,13 @@ export async function generateWithAttentionAsync(
 ): Promise<GptAttention> {
   const plan = generationPlan(lm, prompt, options);
   const generated: number[] = [];
-  for await (const t of generateStreamAsync(gptAsyncLm(lm.model), plan.fed, plan.options)) generated.push(t.id);
+  // Where the model's device reads synchronously (a CPU), the synchronous stream: the same tokens, without a copy
+  // and a promise a step.
+  const sync = lm.model.parameters().every((p) => p.device.readSync !== undefined);
+  const tokens = sync
+    ? generateStream(lm.model, plan.fed, plan.options)
+    : generateStreamAsync(gptAsyncLm(lm.model), plan.fed, plan.options);
+  for await (const t of tokens) generated.push(t.id);
   const g = plan.result(generated);
   return { ...g, attention: await causalAttentionAsync(lm.model, g.ids) };
 }

@@ -8,6 +8,7 @@
 import { noGrad } from '../autograd/grad-mode.ts';
 import type { GPT } from '../models/gpt.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import { valuesOf } from './attention-data.ts';
 
 export interface NeuronView {
   layer: number;
@@ -43,7 +44,7 @@ export async function neuronViewAsync(
   query: number,
 ): Promise<NeuronView> {
   const { q, k } = projections(model, ids, layer, head, query);
-  const [qd, kd] = await Promise.all([q.data<Float32Array>(), k.data<Float32Array>()]);
+  const [qd, kd] = await Promise.all([valuesOf(q), valuesOf(k)]);
   return fromProjections(model, ids.length, layer, head, query, qd, kd);
 }
 

@@ -10,6 +10,7 @@ import type { GPT } from '../models/gpt.ts';
 import * as F from '../ops/index.ts';
 import { Generator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import { valuesOf } from './attention-data.ts';
 
 export interface NextToken {
   id: number;
@@ -46,7 +47,7 @@ export function lastLogits(model: GPT, ids: readonly number[]): Float32Array {
 export function lastLogitsAsync(model: GPT, ids: readonly number[]): Promise<Float32Array> {
   const V = model.config.vocabSize;
   const last = noGrad(() => F.narrow(forwardLogits(model, ids).reshape(ids.length, V), 0, ids.length - 1, 1));
-  return last.data<Float32Array>();
+  return valuesOf(last);
 }
 
 /** The (1, T, vocabSize) logits of one pass over ids, after the checks. */
