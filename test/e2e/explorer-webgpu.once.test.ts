@@ -4,8 +4,10 @@
  * are short). With `?backend=webgpu` the model worker runs the models on the webgpu backend:
  * - backendInfo() in the page says webgpu, on which adapter (the status line and its tooltip, the switch);
  * - a translation with the shipped EN→DE model (greedy and beam 2), a greedy generation with the shipped GPT and
- *   with a Hugging Face GPT-2 folder (the hf-gpt2-tiny fixture) give the wasm backend's tokens, with attention
- *   maps within 1e-4 (float32 on both, in another order of operations; test/webgpu/viz.test.ts's bound);
+ *   with a Hugging Face GPT-2 folder (the hf-gpt2-tiny fixture, with its next-token and neuron views), and the
+ *   Flow view on the translator and the GPT give the wasm backend's tokens, with attention maps, probabilities
+ *   and flow numbers within 1e-4 + 1e-4·|wasm| (float32 on both, in another order of operations; the
+ *   tolerance the model path meets against PyTorch, test/webgpu/viz.test.ts's bound);
  * - the backend switch moves the same page to wasm (a new model worker, the models reopened), and is remembered;
  * - the Train view trains on webgpu (LmTrainer.stepAsync) with the wasm backend's losses within the bound below,
  *   and its Save reads the weights back from the GPU.
@@ -118,6 +120,10 @@ interface Generated {
   ids: number[];
   continuation: string;
   attention: number[][][][];
+  /** The next-token view after the prompt: its most probable tokens. */
+  next: { id: number; p: number }[];
+  /** The neuron view's attention row (the page shows it after a generation). */
+  neuron: number[];
 }
 
 /** Translate `text` (beam 1: greedy) in the Translate view; the worker's answer. */
@@ -151,7 +157,9 @@ async function generate(p: Page, id: string, prompt: string): Promise<Generated>
   await p.getByTestId('generate').click();
   await waitCounter(p, 'generate', 'generated', n + 1);
   const got = await replies<Generated>(p, (v) => 'attention' in v && 'continuation' in v && 'ids' in v);
-  return got[got.length - 1];
+  const next = await replies<{ view: { top: { id: number; p: number }[] } }>(p, (v) => 'view' in v);
+  const neuron = await replies<{ weights: number[] }>(p, (v) => 'products' in v && 'weights' in v);
+  return { ...got[got.length - 1], next: next[next.length - 1].view.top, neuron: neuron[neuron.length - 1].weights };
 }
 
 const flat = (s: number[][][][]) => s.flat(3);
@@ -256,6 +264,18 @@ test('?backend=webgpu: backendInfo says webgpu; translation, generation (GPT, GP
     assert.deepEqual(onGpu[k].ids, onWasm[k].ids, `${k}: ids`);
     assert.equal(onGpu[k].continuation, onWasm[k].continuation, `${k}: continuation`);
     assertClose(flat(onGpu[k].attention), flat(onWasm[k].attention), `${k}: attention`);
+    // The next-token view: the same most probable token; each listed token's probability within the bound (two
+    // tokens whose probabilities differ by rounding may trade places at the list's end).
+    const [gpuNext, wasmNext] = [onGpu[k].next, onWasm[k].next];
+    assert.equal(gpuNext[0].id, wasmNext[0].id, `${k}: the most probable next token`);
+    const both = gpuNext.filter((t) => wasmNext.some((w) => w.id === t.id));
+    assert.ok(both.length >= wasmNext.length - 1, `${k}: the next-token view lists the same tokens`);
+    assertClose(
+      both.map((t) => t.p),
+      both.map((t) => wasmNext.find((w) => w.id === t.id)!.p),
+      `${k}: the next-token view's probabilities`,
+    );
+    assertClose(onGpu[k].neuron, onWasm[k].neuron, `${k}: the neuron view's row`);
   }
 
   for (const k of ['flowDe', 'flowGpt'] as const) {
