@@ -168,7 +168,7 @@ function choice(pref: BackendPref, note: string | null, cpu: string, gpu: GpuAda
   };
 }
 
-/** The worker's WebGPU adapter, as `requestAdapter()` gives it (null: none, with why). */
+/** The worker's WebGPU adapter, as `requestAdapter()` describes it (probeAdapter: or why there is none). */
 interface GpuAdapter {
   name: string;
   /** WebGPU's fallback adapter: a software implementation (SwiftShader), not a GPU. */
