@@ -309,29 +309,58 @@ export function evaluateLm(
   data: Int32Array,
   options: { seqLen?: number; batchSize?: number; maxTokens?: number } = {},
 ): number {
+  let total = 0;
+  let count = 0;
+  withEvalMode(model, () =>
+    noGrad(() => {
+      for (const { x, y } of evalBatches(model, data, options)) {
+        total += F.crossEntropy(model.forward(x), y, { reduction: 'sum' }).item();
+        count += y.size;
+      }
+    }),
+  );
+  return total / count;
+}
+
+/**
+ * {@link evaluateLm} for a model on a device that reads back only asynchronously (a GPU; any device works): the
+ * same windows and sums, each batch's sum read back asynchronously.
+ */
+export async function evaluateLmAsync(
+  model: GPT,
+  data: Int32Array,
+  options: { seqLen?: number; batchSize?: number; maxTokens?: number } = {},
+): Promise<number> {
+  let total = 0;
+  let count = 0;
+  for (const { x, y } of evalBatches(model, data, options)) {
+    const sum = withEvalMode(model, () => noGrad(() => F.crossEntropy(model.forward(x), y, { reduction: 'sum' })));
+    total += await sum.itemAsync();
+    count += y.size;
+  }
+  return total / count;
+}
+
+/** evaluateLm's batches: consecutive windows of seqLen + 1 tokens, at most maxTokens targets, batchSize a batch. */
+function* evalBatches(
+  model: GPT,
+  data: Int32Array,
+  options: { seqLen?: number; batchSize?: number; maxTokens?: number },
+): IterableIterator<{ x: Tensor; y: Tensor }> {
   const T = Math.min(options.seqLen ?? model.config.blockSize, data.length - 1);
   if (T < 1) throw new Error(`evaluateLm: need at least 2 tokens, got ${data.length}`);
   const B = options.batchSize ?? 16;
   const limit = Math.min(options.maxTokens ?? Infinity, data.length - 1);
   const starts: number[] = [];
   for (let s = 0; s + T < data.length && starts.length * T < limit; s += T) starts.push(s);
-  let total = 0;
-  let count = 0;
-  withEvalMode(model, () =>
-    noGrad(() => {
-      for (let i = 0; i < starts.length; i += B) {
-        const rows = starts.slice(i, i + B);
-        const x = new Int32Array(rows.length * T);
-        const y = new Int32Array(rows.length * T);
-        rows.forEach((s, b) => {
-          x.set(data.subarray(s, s + T), b * T);
-          y.set(data.subarray(s + 1, s + T + 1), b * T);
-        });
-        const logits = model.forward(new Tensor(x, [rows.length, T], 'int32'));
-        total += F.crossEntropy(logits, new Tensor(y, [rows.length, T], 'int32'), { reduction: 'sum' }).item();
-        count += y.length;
-      }
-    }),
-  );
-  return total / count;
+  for (let i = 0; i < starts.length; i += B) {
+    const rows = starts.slice(i, i + B);
+    const x = new Int32Array(rows.length * T);
+    const y = new Int32Array(rows.length * T);
+    rows.forEach((s, b) => {
+      x.set(data.subarray(s, s + T), b * T);
+      y.set(data.subarray(s + 1, s + T + 1), b * T);
+    });
+    yield { x: new Tensor(x, [rows.length, T], 'int32'), y: new Tensor(y, [rows.length, T], 'int32') };
+  }
 }

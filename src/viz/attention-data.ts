@@ -9,7 +9,7 @@
  * produced it: row t is the position fed token t (`<s>` first) that predicted output token t.
  */
 import { noGrad } from '../autograd/grad-mode.ts';
-import { generateHf } from '../decode/hf-search.ts';
+import { generateHf, type HfSearchOptions } from '../decode/hf-search.ts';
 import { beamSearch, greedy } from '../decode/search.ts';
 import type { LoadedMarian } from '../folder/marian.ts';
 import { seq2seqFromFiles } from '../folder/open.ts';
@@ -17,6 +17,7 @@ import { FILES, FolderError, folderKind } from '../folder/spec.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
+import { beamSearchReading, generateHfReading, greedyReading } from './decode-async.ts';
 
 /** [layer][head][query][key]. */
 export type AttentionStack = number[][][][];
@@ -69,13 +70,30 @@ export interface TranslateOptions {
   maxLen?: number;
 }
 
-/** (1, h, L, S) float32 tensor → [head][query][key]. */
-export function headsOf(w: Tensor): number[][][] {
-  const [, h, L, S] = w.shape;
-  const d = w.dataSync<Float32Array>();
+/** (1, h, L, S) float32 values → [head][query][key]. */
+function headsOfValues(d: Float32Array, [, h, L, S]: readonly number[]): number[][][] {
   return Array.from({ length: h }, (_, a) =>
     Array.from({ length: L }, (_, i) => Array.from(d.subarray((a * L + i) * S, (a * L + i + 1) * S))),
   );
+}
+
+/** (1, h, L, S) float32 tensor → [head][query][key]. */
+export function headsOf(w: Tensor): number[][][] {
+  return headsOfValues(w.dataSync<Float32Array>(), w.shape);
+}
+
+/**
+ * {@link headsOf} of every tensor, read back asynchronously (every device; a GPU's tensors read only so; a CPU's
+ * are read in place, as headsOf reads them).
+ */
+export async function headsOfAsync(ws: readonly Tensor[]): Promise<AttentionStack> {
+  const values = await Promise.all(ws.map((w) => valuesOf(w)));
+  return values.map((d, i) => headsOfValues(d, ws[i].shape));
+}
+
+/** A float32 tensor's values: in place where its device reads synchronously (a CPU), else read back. */
+export function valuesOf(t: Tensor): Promise<Float32Array> {
+  return t.device.readSync ? Promise.resolve(t.dataSync<Float32Array>()) : t.data<Float32Array>();
 }
 
 /** The query and key labels of a kind of map. */
@@ -111,19 +129,83 @@ export function encoderAttention(
   /** Per layer the per-head weights, [layer][head][query][key]. */
   weights: AttentionStack;
 } {
+  const { memory, weights } = encoderWeights(model, src);
+  return { memory, weights: weights.map(headsOf) };
+}
+
+/** encoderAttention's pass with its weights as tensors, (1, h, S, S) per layer, not read yet. */
+function encoderWeights(model: Seq2Seq, src: Tensor): { memory: Tensor; weights: Tensor[] } {
   return noGrad(() => {
     const pad = model.paddingMask(src);
     const enc = model.transformer.encoder;
     let x = model.embed(src);
-    const weights: AttentionStack = [];
+    const weights: Tensor[] = [];
     for (const layer of enc.layers) {
       const a = layer.options.normFirst ? layer.norm1.forward(x) : x;
       const r = layer.selfAttn.forward(a, a, a, { keyPaddingMask: pad, needWeights: true, averageAttnWeights: false });
-      weights.push(headsOf(r.weights!));
+      weights.push(r.weights!);
       x = layer.forward(x, { srcKeyPaddingMask: pad });
     }
     return { memory: enc.norm ? enc.norm.forward(x) : x, weights };
   });
+}
+
+/** A sentence's source ids as `qkv translate` reads them: trimmed, encoded, cut to the model's first maxLen tokens. */
+function sourceOf(
+  encode: (text: string) => number[],
+  maxLen: number,
+  sentence: string,
+): { text: string; srcIds: number[]; truncatedFrom: number | undefined } {
+  const text = sentence.trim();
+  if (text === '') throw new Error('translate: the sentence is empty');
+  const allIds = encode(text);
+  const srcIds = allIds.slice(0, maxLen);
+  return { text, srcIds, truncatedFrom: allIds.length > srcIds.length ? allIds.length : undefined };
+}
+
+/** The source as the searches take it: (1, S) int32. */
+function sourceTensor(srcIds: readonly number[]): Tensor {
+  return new Tensor(Int32Array.from(srcIds), [1, srcIds.length], 'int32');
+}
+
+/** The target tokenizer of a translation, checked against the model's vocabularies. */
+function targetOf(model: Seq2Seq, tokenizer: BpeTokenizer, targetTokenizer: BpeTokenizer | undefined): BpeTokenizer {
+  const target = targetTokenizer ?? tokenizer;
+  if ((model.config.tgtVocabSize !== undefined) !== (target !== tokenizer)) {
+    throw new Error(
+      'translate: ' +
+        (target === tokenizer
+          ? 'a model with separate vocabularies needs options.targetTokenizer'
+          : 'a shared-vocabulary model takes no targetTokenizer'),
+    );
+  }
+  return target;
+}
+
+/** The result, from the source, the search's output and its maps (read). */
+function assembled(
+  source: { text: string; srcIds: number[]; truncatedFrom: number | undefined },
+  translation: string,
+  finished: boolean,
+  maps: Maps<AttentionStack>,
+  names: { source: (id: number) => string; target: (id: number) => string },
+): TranslationAttention {
+  const { text, srcIds, truncatedFrom } = source;
+  const { outIds, inIds, encoder, decoder, cross } = maps;
+  return {
+    source: text,
+    translation,
+    srcTokens: srcIds.map(names.source),
+    tgtTokens: outIds.length > 0 ? inIds.map(names.target) : [],
+    outTokens: outIds.map(names.target),
+    srcIds,
+    outIds,
+    finished,
+    ...(truncatedFrom !== undefined && { truncatedFrom }),
+    encoder,
+    decoder,
+    cross,
+  };
 }
 
 /**
@@ -136,71 +218,127 @@ export function translateWithAttention(
   sentence: string,
   options: TranslateOptions & { targetTokenizer?: BpeTokenizer } = {},
 ): TranslationAttention {
-  const text = sentence.trim();
-  if (text === '') throw new Error('translate: the sentence is empty');
-  // As `qkv translate` does: a sentence longer than the model reads is cut to its first maxLen tokens.
-  const allIds = tokenizer.encode(text);
-  const srcIds = allIds.slice(0, model.config.maxLen);
-  const truncatedFrom = allIds.length > srcIds.length ? allIds.length : undefined;
+  const source = sourceOf((t) => tokenizer.encode(t), model.config.maxLen, sentence);
   const beam = options.beam ?? 1;
-  const target = options.targetTokenizer ?? tokenizer;
-  if ((model.config.tgtVocabSize !== undefined) !== (target !== tokenizer)) {
-    throw new Error(
-      'translate: ' +
-        (target === tokenizer
-          ? 'a model with separate vocabularies needs options.targetTokenizer'
-          : 'a shared-vocabulary model takes no targetTokenizer'),
-    );
-  }
+  const target = targetOf(model, tokenizer, options.targetTokenizer);
   const ids = { bosId: target.bosId, eosId: target.eosId, maxLen: options.maxLen };
   return noGrad(() => {
-    const src = new Tensor(Int32Array.from(srcIds), [1, srcIds.length], 'int32');
+    const src = sourceTensor(source.srcIds);
     const res =
       beam > 1
         ? beamSearch(model, src, { ...ids, beamSize: beam, lengthPenalty: options.alpha ?? 0.6 })
         : greedy(model, src, ids);
     const tokens = res.tokens[0];
     const finished = res.finished[0];
-    const { outIds, inIds, encoder, decoder, cross } = mapsOfOutput(model, src, tokens, finished, target);
-    const srcName = (id: number) => tokenizer.idToToken(id) ?? `#${id}`;
-    const name = (id: number) => target.idToToken(id) ?? `#${id}`;
-    return {
-      source: text,
-      translation: target.decode(tokens),
-      srcTokens: srcIds.map(srcName),
-      tgtTokens: outIds.length > 0 ? inIds.map(name) : [],
-      outTokens: outIds.map(name),
-      srcIds,
-      outIds,
-      finished,
-      ...(truncatedFrom !== undefined && { truncatedFrom }),
-      encoder,
-      decoder,
-      cross,
-    };
+    const maps = readMaps(recordMaps(model, src, tokens, finished, target));
+    return assembled(source, target.decode(tokens), finished, maps, seq2seqNames(tokenizer, target));
   });
 }
+
+/**
+ * {@link translateWithAttention} on every device: each decoding step and the maps read back asynchronously (how a
+ * model on a GPU is read). On a CPU device the same steps and the same numbers.
+ */
+export async function translateWithAttentionAsync(
+  model: Seq2Seq,
+  tokenizer: BpeTokenizer,
+  sentence: string,
+  options: TranslateOptions & { targetTokenizer?: BpeTokenizer } = {},
+): Promise<TranslationAttention> {
+  const source = sourceOf((t) => tokenizer.encode(t), model.config.maxLen, sentence);
+  const beam = options.beam ?? 1;
+  const target = targetOf(model, tokenizer, options.targetTokenizer);
+  const ids = { bosId: target.bosId, eosId: target.eosId, maxLen: options.maxLen };
+  const src = sourceTensor(source.srcIds);
+  const res =
+    beam > 1
+      ? await beamSearchReading(model, src, source.srcIds, {
+          ...ids,
+          beamSize: beam,
+          lengthPenalty: options.alpha ?? 0.6,
+        })
+      : await greedyReading(model, src, source.srcIds, ids);
+  const tokens = res.tokens[0];
+  const finished = res.finished[0];
+  const maps = await readMapsAsync(recordMaps(model, src, tokens, finished, target));
+  return assembled(source, target.decode(tokens), finished, maps, seq2seqNames(tokenizer, target));
+}
+
+/** The axis labels of a qkv translation model's source and target ids. */
+function seq2seqNames(
+  tokenizer: BpeTokenizer,
+  target: BpeTokenizer,
+): { source: (id: number) => string; target: (id: number) => string } {
+  return {
+    source: (id) => tokenizer.idToToken(id) ?? `#${id}`,
+    target: (id) => target.idToToken(id) ?? `#${id}`,
+  };
+}
+
+/** Every attention map of one decoded output, with the decoder's output and input ids. */
+interface Maps<M> {
+  outIds: number[];
+  inIds: number[];
+  encoder: M;
+  decoder: M;
+  cross: M;
+}
+
+/** The maps as tensors, (1, h, L, S) each, not read yet (see recordMaps). */
+type RecordedMaps = Maps<Tensor[]>;
 
 /**
  * Every attention map of one decoded output: the encoder's, then the decoder's and the cross maps with the
  * decoder fed the start id and the output (EOS appended when it finished), teacher-forced in one call.
  */
-function mapsOfOutput(
+function recordMaps(
   model: Seq2Seq,
   src: Tensor,
   tokens: number[],
   finished: boolean,
   start: { bosId: number; eosId: number },
-): { outIds: number[]; inIds: number[]; encoder: AttentionStack; decoder: AttentionStack; cross: AttentionStack } {
+): RecordedMaps {
   const outIds = finished ? [...tokens, start.eosId] : tokens.slice();
-  const { memory, weights: encoder } = encoderAttention(model, src);
+  const { memory, weights: encoder } = encoderWeights(model, src);
   const inIds = [start.bosId, ...outIds.slice(0, -1)];
   if (outIds.length === 0) return { outIds, inIds, encoder, decoder: [], cross: [] };
-  const cache = model.initCache(memory, model.paddingMask(src));
-  const r = model.decodeIncremental(new Tensor(Int32Array.from(inIds), [1, inIds.length], 'int32'), cache, {
-    needWeights: true,
+  return noGrad(() => {
+    const cache = model.initCache(memory, model.paddingMask(src));
+    const r = model.decodeIncremental(new Tensor(Int32Array.from(inIds), [1, inIds.length], 'int32'), cache, {
+      needWeights: true,
+    });
+    return { outIds, inIds, encoder, decoder: r.selfWeights!, cross: r.crossWeights! };
   });
-  return { outIds, inIds, encoder, decoder: r.selfWeights!.map(headsOf), cross: r.crossWeights!.map(headsOf) };
+}
+
+/** The maps' values, [layer][head][query][key], read now (a CPU device). */
+function readMaps(m: RecordedMaps): Maps<AttentionStack> {
+  return { ...m, encoder: m.encoder.map(headsOf), decoder: m.decoder.map(headsOf), cross: m.cross.map(headsOf) };
+}
+
+/** {@link readMaps}, read back asynchronously (every device). */
+async function readMapsAsync(m: RecordedMaps): Promise<Maps<AttentionStack>> {
+  const [encoder, decoder, cross] = await Promise.all([m.encoder, m.decoder, m.cross].map(headsOfAsync));
+  return { ...m, encoder, decoder, cross };
+}
+
+/** What Marian decodes with: Hugging Face's generate() rules, the beam and α the page asks for or the folder's. */
+function hfOptions(
+  opened: Pick<LoadedMarian, 'ids' | 'generation'>,
+  options: Pick<TranslateOptions, 'beam' | 'alpha'>,
+): HfSearchOptions {
+  const { ids, generation } = opened;
+  return {
+    decoderStartId: ids.decoderStartId,
+    eosId: ids.eosId,
+    numBeams: options.beam ?? generation.numBeams,
+    maxLength: generation.maxLength,
+    lengthPenalty: options.alpha ?? generation.lengthPenalty,
+    earlyStopping: generation.earlyStopping,
+    badWordsIds: generation.badWordsIds,
+    forcedEosTokenId: generation.forcedEosTokenId,
+    minLength: generation.minLength,
+  };
 }
 
 /**
@@ -214,45 +352,36 @@ export function marianWithAttention(
   sentence: string,
   options: Pick<TranslateOptions, 'beam' | 'alpha'> = {},
 ): TranslationAttention {
-  const { model, tokenizer, ids, generation } = opened;
-  const text = sentence.trim();
-  if (text === '') throw new Error('translate: the sentence is empty');
-  const allIds = tokenizer.encode(text);
-  const srcIds = allIds.slice(0, model.config.maxLen);
-  const truncatedFrom = allIds.length > srcIds.length ? allIds.length : undefined;
+  const { model, tokenizer, ids } = opened;
+  const source = sourceOf((t) => tokenizer.encode(t), model.config.maxLen, sentence);
   return noGrad(() => {
-    const src = new Tensor(Int32Array.from(srcIds), [1, srcIds.length], 'int32');
-    const res = generateHf(model, src, {
-      decoderStartId: ids.decoderStartId,
-      eosId: ids.eosId,
-      numBeams: options.beam ?? generation.numBeams,
-      maxLength: generation.maxLength,
-      lengthPenalty: options.alpha ?? generation.lengthPenalty,
-      earlyStopping: generation.earlyStopping,
-      badWordsIds: generation.badWordsIds,
-      forcedEosTokenId: generation.forcedEosTokenId,
-      minLength: generation.minLength,
-    });
+    const src = sourceTensor(source.srcIds);
+    const res = generateHf(model, src, hfOptions(opened, options));
     const tokens = res.tokens[0];
     const finished = res.finished[0];
     const start = { bosId: ids.decoderStartId, eosId: ids.eosId };
-    const { outIds, inIds, encoder, decoder, cross } = mapsOfOutput(model, src, tokens, finished, start);
+    const maps = readMaps(recordMaps(model, src, tokens, finished, start));
     const name = (id: number) => tokenizer.idToToken(id) ?? `#${id}`;
-    return {
-      source: text,
-      translation: tokenizer.decode(tokens),
-      srcTokens: srcIds.map(name),
-      tgtTokens: outIds.length > 0 ? inIds.map(name) : [],
-      outTokens: outIds.map(name),
-      srcIds,
-      outIds,
-      finished,
-      ...(truncatedFrom !== undefined && { truncatedFrom }),
-      encoder,
-      decoder,
-      cross,
-    };
+    return assembled(source, tokenizer.decode(tokens), finished, maps, { source: name, target: name });
   });
+}
+
+/** {@link marianWithAttention} on every device: the steps and maps read back asynchronously, as the qkv twin. */
+export async function marianWithAttentionAsync(
+  opened: Pick<LoadedMarian, 'model' | 'tokenizer' | 'ids' | 'generation'>,
+  sentence: string,
+  options: Pick<TranslateOptions, 'beam' | 'alpha'> = {},
+): Promise<TranslationAttention> {
+  const { model, tokenizer, ids } = opened;
+  const source = sourceOf((t) => tokenizer.encode(t), model.config.maxLen, sentence);
+  const src = sourceTensor(source.srcIds);
+  const res = await generateHfReading(model, src, source.srcIds, hfOptions(opened, options));
+  const tokens = res.tokens[0];
+  const finished = res.finished[0];
+  const start = { bosId: ids.decoderStartId, eosId: ids.eosId };
+  const maps = await readMapsAsync(recordMaps(model, src, tokens, finished, start));
+  const name = (id: number) => tokenizer.idToToken(id) ?? `#${id}`;
+  return assembled(source, tokenizer.decode(tokens), finished, maps, { source: name, target: name });
 }
 
 /**

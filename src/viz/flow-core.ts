@@ -23,6 +23,7 @@
 import type { MultiheadAttention } from '../nn/attention.ts';
 import * as F from '../ops/index.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import { valuesOf } from './attention-data.ts';
 
 /** One token's vector at one stage, summarised. */
 export interface FlowRow {
@@ -198,19 +199,45 @@ export function idTensor(ids: readonly number[], what: string): Tensor {
   return new Tensor(Int32Array.from(ids), [1, ids.length], 'int32');
 }
 
-/** Records stages and keeps their tensors. */
+/**
+ * Records stages and keeps their values. Reading them back is the recorder's: at once (dataSync, a CPU
+ * device), or with `deferred` after the pass, every read asked for at once by {@link Recorder.readAll}
+ * (`await t.data()`, every device: a GPU's tensors read back only so). The stages are the same either way.
+ */
 export class Recorder {
   readonly stages: FlowStage[] = [];
   readonly data = new Map<string, { data: Float32Array; T: number; D: number }>();
-  constructor(readonly dims: number) {}
+  /** A deferred recorder's reads not done yet, in the order they were asked for. */
+  private readonly pending: { tensors: Tensor[]; then: (values: Float32Array[]) => void }[] = [];
+  constructor(
+    readonly dims: number,
+    readonly deferred = false,
+  ) {}
+
+  /** `then` with the values of `tensors`: now, or (deferred) when readAll reads them, in the order asked. */
+  read(tensors: Tensor[], then: (values: Float32Array[]) => void): void {
+    if (this.deferred) this.pending.push({ tensors, then });
+    else then(tensors.map((t) => t.dataSync<Float32Array>()));
+  }
+
+  /** A deferred recorder's reads: every tensor asked for at once, then each `then` in order. */
+  async readAll(): Promise<void> {
+    const pending = this.pending.splice(0);
+    const values = await Promise.all(pending.map((r) => Promise.all(r.tensors.map(valuesOf))));
+    pending.forEach((r, i) => r.then(values[i]));
+  }
 
   /** A stage of tensor x (1, T, D); `extra` adds the attention or output fields. */
   add(meta: Omit<FlowStage, 'rows' | 'width'>, x: Tensor, extra: Partial<FlowStage> = {}): void {
     const T = x.shape[x.ndim - 2];
     const D = x.shape[x.ndim - 1];
-    const data = x.dataSync<Float32Array>().slice();
-    this.data.set(meta.id, { data, T, D });
-    this.stages.push({ ...meta, width: D, rows: rowsOf(data, T, D, this.dims), ...extra });
+    const stage: FlowStage = { ...meta, width: D, rows: [], ...extra };
+    this.stages.push(stage);
+    this.read([x], ([values]) => {
+      const data = values.slice();
+      this.data.set(meta.id, { data, T, D });
+      stage.rows = rowsOf(data, T, D, this.dims);
+    });
   }
 
   vectors(id: string): number[][] {
@@ -229,14 +256,15 @@ export interface AttendMasks {
 
 /**
  * One attention sub-layer as the model calls it: `mha.forward(x, kv, kv, masks)` without weights (the
- * stream), and every head's weights, q, k, v and output from the same module (for display).
+ * stream), and every head's weights, q, k, v and output from the same module (for display; `heads` is
+ * filled when the recorder reads them).
  */
 export function attend(
+  rec: Recorder,
   mha: MultiheadAttention,
   x: Tensor,
   memory: Tensor | null,
   masks: AttendMasks,
-  dims: number,
 ): { output: Tensor; heads: FlowHead[] } {
   const kv = memory ?? x;
   const { output } = mha.forward(x, kv, kv, { ...masks, needWeights: false });
@@ -245,15 +273,19 @@ export function attend(
   const ctx = F.matmul(w, qkv.v); // (1, h, L, dK)
   const [, h, L, S] = w.shape;
   const dK = mha.headDim;
-  const wd = w.dataSync<Float32Array>();
-  const [qd, kd, vd, cd] = [qkv.q, qkv.k, qkv.v, ctx].map((t) => t.dataSync<Float32Array>());
-  const heads = Array.from({ length: h }, (_, a) => ({
-    weights: Array.from({ length: L }, (_, i) => Array.from(wd.subarray((a * L + i) * S, (a * L + i + 1) * S))),
-    q: rowsOf(qd.subarray(a * L * dK, (a + 1) * L * dK), L, dK, dims),
-    k: rowsOf(kd.subarray(a * S * dK, (a + 1) * S * dK), S, dK, dims),
-    v: rowsOf(vd.subarray(a * S * dK, (a + 1) * S * dK), S, dK, dims),
-    out: rowsOf(cd.subarray(a * L * dK, (a + 1) * L * dK), L, dK, dims),
-  }));
+  const dims = rec.dims;
+  const heads: FlowHead[] = [];
+  rec.read([w, qkv.q, qkv.k, qkv.v, ctx], ([wd, qd, kd, vd, cd]) => {
+    for (let a = 0; a < h; a++) {
+      heads.push({
+        weights: Array.from({ length: L }, (_, i) => Array.from(wd.subarray((a * L + i) * S, (a * L + i + 1) * S))),
+        q: rowsOf(qd.subarray(a * L * dK, (a + 1) * L * dK), L, dK, dims),
+        k: rowsOf(kd.subarray(a * S * dK, (a + 1) * S * dK), S, dK, dims),
+        v: rowsOf(vd.subarray(a * S * dK, (a + 1) * S * dK), S, dK, dims),
+        out: rowsOf(cd.subarray(a * L * dK, (a + 1) * L * dK), L, dK, dims),
+      });
+    }
+  });
   return { output, heads };
 }
 
@@ -277,23 +309,7 @@ export function outputStages(
   const V = logits.shape[2];
   const T = logits.shape[1];
   const probs = F.softmax(logits, -1);
-  const ld = logits.dataSync<Float32Array>();
-  const pd = probs.dataSync<Float32Array>();
   const tops: FlowTop[][] = [];
-  for (let t = 0; t < T; t++) {
-    const row = ld.subarray(t * V, (t + 1) * V);
-    const order: number[] = [];
-    for (let id = 0; id < V; id++) {
-      // Insertion into the `top` best so far (ties: the lower id first).
-      let at = order.length;
-      while (at > 0 && row[id] > row[order[at - 1]]) at--;
-      if (at < top) {
-        order.splice(at, 0, id);
-        if (order.length > top) order.pop();
-      }
-    }
-    tops.push(order.map((id) => ({ id, token: label(id), logit: row[id], p: pd[t * V + id] })));
-  }
   const group = 'output';
   rec.add(
     { id: 'logits', group, layer: null, kind: 'logits', title: 'logits', formula: 'h · Eᵀ (the tied embedding)', axis },
@@ -305,4 +321,23 @@ export function outputStages(
     probs,
     { top: tops },
   );
+  // After the two stages' reads: their values, kept by the recorder.
+  rec.read([], () => {
+    const ld = rec.data.get('logits')!.data;
+    const pd = rec.data.get('softmax')!.data;
+    for (let t = 0; t < T; t++) {
+      const row = ld.subarray(t * V, (t + 1) * V);
+      const order: number[] = [];
+      for (let id = 0; id < V; id++) {
+        // Insertion into the `top` best so far (ties: the lower id first).
+        let at = order.length;
+        while (at > 0 && row[id] > row[order[at - 1]]) at--;
+        if (at < top) {
+          order.splice(at, 0, id);
+          if (order.length > top) order.pop();
+        }
+      }
+      tops.push(order.map((id) => ({ id, token: label(id), logit: row[id], p: pd[t * V + id] })));
+    }
+  });
 }

@@ -21,11 +21,28 @@ import {
 
 /** The flow of a GPT over ids (GPT.forward: embedding, pre-norm blocks, ln_f, the tied head). */
 export function gptFlow(model: GPT, ids: readonly number[], options: FlowOptions = {}): FlowRun {
+  return recordGptFlow(model, ids, options, false).run;
+}
+
+/** {@link gptFlow} on every device: the stages' numbers read back asynchronously after the pass. */
+export async function gptFlowAsync(model: GPT, ids: readonly number[], options: FlowOptions = {}): Promise<FlowRun> {
+  const { run, rec } = recordGptFlow(model, ids, options, true);
+  await rec.readAll();
+  return run;
+}
+
+/** The pass of gptFlow, its stages read by a recorder that reads at once or, `deferred`, when asked. */
+export function recordGptFlow(
+  model: GPT,
+  ids: readonly number[],
+  options: FlowOptions,
+  deferred: boolean,
+): { run: FlowRun; rec: Recorder } {
   const { dims, top, label } = checkOptions(options);
   const c = model.config;
   const input = idTensor(ids, 'the text');
   if (ids.length > c.blockSize) throw new Error(`flow: ${ids.length} tokens, more than the context of ${c.blockSize}`);
-  const rec = new Recorder(dims);
+  const rec = new Recorder(dims, deferred);
   const axis = 'tokens' as const;
   const logits = withEvalMode(model, () =>
     noGrad(() => {
@@ -72,7 +89,7 @@ export function gptFlow(model: GPT, ids: readonly number[], options: FlowOptions
         // Block.forward: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
         const h = block.ln1.forward(x);
         rec.add(meta('ln1', 'norm', 'LayerNorm (ln_1)', 'ln_1(x)'), h);
-        const r = attend(block.attn, h, null, { isCausal: true }, dims);
+        const r = attend(rec, block.attn, h, null, { isCausal: true });
         const a = block.residDropout.forward(r.output);
         rec.add(meta('attn', 'attention', 'causal self-attention', 'softmax(QKᵀ/√dₖ + mask)·V per head, ·Wᴼ'), a, {
           keys: axis,
@@ -102,7 +119,7 @@ export function gptFlow(model: GPT, ids: readonly number[], options: FlowOptions
       return out;
     }),
   );
-  return {
+  const run: FlowRun = {
     flow: {
       model: 'gpt',
       config: {
@@ -120,4 +137,5 @@ export function gptFlow(model: GPT, ids: readonly number[], options: FlowOptions
     logits,
     vectors: (id) => rec.vectors(id),
   };
+  return { run, rec };
 }

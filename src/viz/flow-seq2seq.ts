@@ -35,9 +35,32 @@ export function seq2seqFlow(
   tgtIds: readonly number[],
   options: FlowOptions = {},
 ): FlowRun {
+  return recordSeq2seqFlow(model, srcIds, tgtIds, options, false).run;
+}
+
+/** {@link seq2seqFlow} on every device: the stages' numbers read back asynchronously after the pass. */
+export async function seq2seqFlowAsync(
+  model: Seq2Seq,
+  srcIds: readonly number[],
+  tgtIds: readonly number[],
+  options: FlowOptions = {},
+): Promise<FlowRun> {
+  const { run, rec } = recordSeq2seqFlow(model, srcIds, tgtIds, options, true);
+  await rec.readAll();
+  return run;
+}
+
+/** The pass of seq2seqFlow, its stages read by a recorder that reads at once or, `deferred`, when asked. */
+export function recordSeq2seqFlow(
+  model: Seq2Seq,
+  srcIds: readonly number[],
+  tgtIds: readonly number[],
+  options: FlowOptions,
+  deferred: boolean,
+): { run: FlowRun; rec: Recorder } {
   const { dims, top, label } = checkOptions(options);
   const c = model.config;
-  const rec = new Recorder(dims);
+  const rec = new Recorder(dims, deferred);
   const src = idTensor(srcIds, 'the source');
   const tgt = idTensor(tgtIds, 'the target input');
   const logits = withEvalMode(model, () =>
@@ -95,7 +118,7 @@ export function seq2seqFlow(
           axis: 'source' as const,
         });
         const masks = { keyPaddingMask: srcPadding };
-        x = subLayers(rec, layer, x, meta, dims, [
+        x = subLayers(rec, layer, x, meta, [
           {
             name: 'attn',
             title: 'self-attention',
@@ -132,7 +155,7 @@ export function seq2seqFlow(
           formula,
           axis: 'target' as const,
         });
-        y = subLayers(rec, layer, y, meta, dims, [
+        y = subLayers(rec, layer, y, meta, [
           {
             name: 'attn',
             title: 'masked self-attention',
@@ -165,7 +188,7 @@ export function seq2seqFlow(
       return out;
     }),
   );
-  return {
+  const run: FlowRun = {
     flow: {
       model: 'seq2seq',
       config: {
@@ -186,6 +209,7 @@ export function seq2seqFlow(
     logits,
     vectors: (id) => rec.vectors(id),
   };
+  return { run, rec };
 }
 
 type MetaOf = (
@@ -225,20 +249,13 @@ interface AttentionPart {
  * The attention sub-layers of a Seq2Seq layer, in order, each residual with its norm (norm1, norm2):
  * post-norm LayerNorm(x + Drop(Attn(x))), or pre-norm x + Drop(Attn(LayerNorm(x))).
  */
-function subLayers(
-  rec: Recorder,
-  layer: LayerParts,
-  x: Tensor,
-  meta: MetaOf,
-  dims: number,
-  parts: AttentionPart[],
-): Tensor {
+function subLayers(rec: Recorder, layer: LayerParts, x: Tensor, meta: MetaOf, parts: AttentionPart[]): Tensor {
   parts.forEach((p, n) => {
     const norm = n === 0 ? layer.norm1 : layer.norm2;
     const k = n + 1;
     const what = p.memory ? 'Attention(x, memory)' : 'Attention(x)';
     const attnStage = (input: Tensor) => {
-      const r = attend(p.mha, input, p.memory, p.masks, dims);
+      const r = attend(rec, p.mha, input, p.memory, p.masks);
       const out = p.drop.forward(r.output);
       rec.add(meta(p.name, 'attention', p.title, 'softmax(QKᵀ/√dₖ + mask)·V per head, joined, ·Wᴼ'), out, {
         keys: p.keys,

@@ -9,7 +9,7 @@
  */
 import { noGrad } from '../autograd/grad-mode.ts';
 import { generateHf } from '../decode/hf-search.ts';
-import { greedy } from '../decode/search.ts';
+import { greedy, type DecodeResult } from '../decode/search.ts';
 import { promptContext, type LoadedGpt } from '../folder/gpt.ts';
 import type { LoadedMarian } from '../folder/marian.ts';
 import type { OpenedFolder } from '../folder/open.ts';
@@ -17,9 +17,10 @@ import { GPT } from '../models/gpt.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
-import type { FlowAxis, FlowOptions, FlowRun, FlowStage, ModelFlow } from './flow-core.ts';
-import { gptFlow } from './flow-gpt.ts';
-import { seq2seqFlow } from './flow-seq2seq.ts';
+import type { FlowAxis, FlowOptions, FlowRun, FlowStage, ModelFlow, Recorder } from './flow-core.ts';
+import { generateHfReading, greedyReading } from './decode-async.ts';
+import { gptFlow, recordGptFlow } from './flow-gpt.ts';
+import { recordSeq2seqFlow, seq2seqFlow } from './flow-seq2seq.ts';
 import { tokenLabel } from './gpt-attention.ts';
 import { averageHeads } from './modelview.ts';
 
@@ -38,8 +39,8 @@ export {
   type FlowTop,
   type ModelFlow,
 } from './flow-core.ts';
-export { gptFlow } from './flow-gpt.ts';
-export { seq2seqFlow } from './flow-seq2seq.ts';
+export { gptFlow, gptFlowAsync } from './flow-gpt.ts';
+export { seq2seqFlow, seq2seqFlowAsync } from './flow-seq2seq.ts';
 
 /** The most tokens a flow shows on one axis: a page draws every stage of every token. */
 export const FLOW_MAX_TOKENS = 64;
@@ -139,6 +140,43 @@ export function textFlow(
   text: string,
   options: TextFlowOptions = {},
 ): FlowRun & { text: FlowText } {
+  const plan = textFlowPlan(subject, text, options);
+  return plan.flow(plan.translate?.now() ?? null, false).run;
+}
+
+/**
+ * {@link textFlow} on every device: a translator's greedy translation and the stages' numbers read back
+ * asynchronously (how a model on a GPU is read). On a CPU device the same flow.
+ */
+export async function textFlowAsync(
+  subject: FlowSubject,
+  text: string,
+  options: TextFlowOptions = {},
+): Promise<FlowRun & { text: FlowText }> {
+  const plan = textFlowPlan(subject, text, options);
+  const { run, rec } = plan.flow(plan.translate ? await plan.translate.later() : null, true);
+  await rec.readAll();
+  return run;
+}
+
+/** A translator's own greedy output: its tokens (no EOS), and whether it ended with EOS. */
+interface Translated {
+  tokens: number[];
+  finished: boolean;
+}
+
+/**
+ * textFlow's checks and tokens; the greedy translation to run first when a translator is given no target (now, or
+ * read back later); and the flow's pass once the decoder's input is known, its numbers read at once or deferred.
+ */
+function textFlowPlan(
+  subject: FlowSubject,
+  text: string,
+  options: TextFlowOptions,
+): {
+  translate: { now(): Translated; later(): Promise<Translated> } | null;
+  flow(translated: Translated | null, deferred: boolean): { run: FlowRun & { text: FlowText }; rec: Recorder };
+} {
   const target = options.target?.trim() ? options.target.trim() : null;
   if (subject.kind === 'gpt') {
     if (target !== null) throw new Error('flow: a GPT has no target: give the prompt alone');
@@ -147,7 +185,13 @@ export function textFlow(
     const ids = promptContext(lm, text);
     checkLength(ids.length, 'the prompt');
     const label = (id: number) => tokenLabel(lm.tokenizer, id, lm.separatorId);
-    return { ...gptFlow(lm.model, ids, { dims: options.dims, top: options.top, label }), text: { text } };
+    return {
+      translate: null,
+      flow: (_translated, deferred) => {
+        const { run, rec } = recordGptFlow(lm.model, ids, { dims: options.dims, top: options.top, label }, deferred);
+        return { run: { ...run, text: { text } }, rec };
+      },
+    };
   }
   const source = text.trim();
   if (source === '') throw new Error('flow: the sentence is empty');
@@ -162,7 +206,8 @@ export function textFlow(
   let given: number[] | null = null;
   let name: { source: (id: number) => string; target: (id: number) => string };
   let decode: (ids: number[]) => string;
-  let translate: () => { tokens: number[]; finished: boolean };
+  let translate: { now(): Translated; later(): Promise<Translated> };
+  const first = (r: DecodeResult): Translated => ({ tokens: r.tokens[0], finished: r.finished[0] });
   if (subject.kind === 'seq2seq') {
     const { tokenizer: tok, targetTokenizer: tgt } = subject;
     start = tgt.bosId;
@@ -170,9 +215,10 @@ export function textFlow(
     if (target !== null) given = tgt.encode(target);
     name = { source: (id) => tok.idToToken(id) ?? `#${id}`, target: (id) => tgt.idToToken(id) ?? `#${id}` };
     decode = (ids) => tgt.decode(ids);
-    translate = () => {
-      const r = noGrad(() => greedy(model, src, { bosId: start, eosId: eos }));
-      return { tokens: r.tokens[0], finished: r.finished[0] };
+    const ids = { bosId: start, eosId: eos };
+    translate = {
+      now: () => first(noGrad(() => greedy(model, src, ids))),
+      later: async () => first(await greedyReading(model, src, srcIds, ids)),
     };
   } else {
     const { tokenizer: tok, ids, generation: g } = subject.marian;
@@ -182,35 +228,43 @@ export function textFlow(
     if (target !== null) given = tok.encodeTarget(target).slice(0, -1);
     name = { source: (id) => tok.idToToken(id) ?? `#${id}`, target: (id) => tok.idToToken(id) ?? `#${id}` };
     decode = (ids) => tok.decode(ids);
-    translate = () => {
-      // Hugging Face's generate() rules, greedy.
-      const r = generateHf(model, src, {
-        decoderStartId: start,
-        eosId: eos,
-        numBeams: 1,
-        maxLength: g.maxLength,
-        lengthPenalty: g.lengthPenalty,
-        earlyStopping: g.earlyStopping,
-        badWordsIds: g.badWordsIds,
-        forcedEosTokenId: g.forcedEosTokenId,
-        minLength: g.minLength,
-      });
-      return { tokens: r.tokens[0], finished: r.finished[0] };
+    // Hugging Face's generate() rules, greedy.
+    const rules = {
+      decoderStartId: start,
+      eosId: eos,
+      numBeams: 1,
+      maxLength: g.maxLength,
+      lengthPenalty: g.lengthPenalty,
+      earlyStopping: g.earlyStopping,
+      badWordsIds: g.badWordsIds,
+      forcedEosTokenId: g.forcedEosTokenId,
+      minLength: g.minLength,
+    };
+    translate = {
+      now: () => first(generateHf(model, src, rules)),
+      later: async () => first(await generateHfReading(model, src, srcIds, rules)),
     };
   }
-  let tgtIds: number[];
-  let shown: FlowText;
-  if (given !== null) {
-    tgtIds = [start, ...given];
-    shown = { text: source, target: target!, translated: false };
-  } else {
-    const { tokens, finished } = translate();
-    // The decoder is fed the start id and the output but its last id (EOS when it finished).
-    const out = finished ? [...tokens, eos] : tokens;
-    tgtIds = [start, ...out.slice(0, -1)];
-    shown = { text: source, target: decode(tokens), translated: true };
-  }
-  checkLength(tgtIds.length, 'the decoder input');
-  const label = (id: number, axis: FlowAxis) => (axis === 'source' ? name.source(id) : name.target(id));
-  return { ...seq2seqFlow(model, srcIds, tgtIds, { dims: options.dims, top: options.top, label }), text: shown };
+  return {
+    translate: given === null ? translate : null,
+    flow: (translated, deferred) => {
+      let tgtIds: number[];
+      let shown: FlowText;
+      if (given !== null) {
+        tgtIds = [start, ...given];
+        shown = { text: source, target: target!, translated: false };
+      } else {
+        const { tokens, finished } = translated!;
+        // The decoder is fed the start id and the output but its last id (EOS when it finished).
+        const out = finished ? [...tokens, eos] : tokens;
+        tgtIds = [start, ...out.slice(0, -1)];
+        shown = { text: source, target: decode(tokens), translated: true };
+      }
+      checkLength(tgtIds.length, 'the decoder input');
+      const label = (id: number, axis: FlowAxis) => (axis === 'source' ? name.source(id) : name.target(id));
+      const flowOptions = { dims: options.dims, top: options.top, label };
+      const { run, rec } = recordSeq2seqFlow(model, srcIds, tgtIds, flowOptions, deferred);
+      return { run: { ...run, text: shown }, rec };
+    },
+  };
 }

@@ -10,7 +10,7 @@
  * here for the views that used them from viz.
  */
 import { noGrad } from '../autograd/grad-mode.ts';
-import { generate } from '../decode/gpt.ts';
+import { generate, generateStream, generateStreamAsync, gptAsyncLm, type GenerateOptions } from '../decode/gpt.ts';
 import {
   checkedHf as folderCheckedHf,
   hfTokenizer as folderHfTokenizer,
@@ -25,7 +25,7 @@ import { withEvalMode } from '../nn/module.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { ByteLevelBpeTokenizer } from '../text/bytelevel.ts';
 import { CharTokenizer } from '../text/chars.ts';
-import { headsOf, type AttentionStack } from './attention-data.ts';
+import { headsOf, headsOfAsync, type AttentionStack } from './attention-data.ts';
 import { clip, type AttentionMaps } from './attention-maps.ts';
 
 export type { GptTokenizer, LoadedGpt } from '../folder/gpt.ts';
@@ -52,13 +52,23 @@ export function checkedHf(model: GPT, tokenizer: GptTokenizer): LoadedGpt {
 
 /** Every block's attention (per head) of one pass over ids: [layer][head][T][T], causal. */
 export function causalAttention(model: GPT, ids: readonly number[]): AttentionStack {
+  return causalWeights(model, ids).map(headsOf);
+}
+
+/** {@link causalAttention} on every device: the weights read back asynchronously (a GPU's are read only so). */
+export function causalAttentionAsync(model: GPT, ids: readonly number[]): Promise<AttentionStack> {
+  return headsOfAsync(causalWeights(model, ids));
+}
+
+/** The pass of causalAttention, its weights (1, h, T, T) per block as tensors, not read yet. */
+function causalWeights(model: GPT, ids: readonly number[]): Tensor[] {
   if (ids.length === 0) throw new Error('causalAttention: no tokens');
   if (ids.length > model.config.blockSize)
     throw new Error(`causalAttention: ${ids.length} tokens, more than the context of ${model.config.blockSize}`);
   return withEvalMode(model, () =>
     noGrad(() => {
       const x = new Tensor(Int32Array.from(ids), [1, ids.length], 'int32');
-      return model.forwardCached(x, model.initCache(), { needWeights: true }).weights!.map(headsOf);
+      return model.forwardCached(x, model.initCache(), { needWeights: true }).weights!;
     }),
   );
 }
@@ -127,6 +137,45 @@ export function generateWithAttention(
   prompt: string,
   options: GenerateAttentionOptions = {},
 ): GptAttention {
+  const plan = generationPlan(lm, prompt, options);
+  const { ids: generated } = generate(lm.model, plan.fed, plan.options);
+  const g = plan.result(generated);
+  return { ...g, attention: causalAttention(lm.model, g.ids) };
+}
+
+/**
+ * {@link generateWithAttention} on every device: on a GPU each step's logits and the attention read back
+ * asynchronously (decode/gpt.ts's gptAsyncLm, how a model on a GPU generates); on a CPU device the synchronous
+ * steps, so the same tokens and numbers.
+ */
+export async function generateWithAttentionAsync(
+  lm: LoadedGpt,
+  prompt: string,
+  options: GenerateAttentionOptions = {},
+): Promise<GptAttention> {
+  const plan = generationPlan(lm, prompt, options);
+  const generated: number[] = [];
+  // Where the model's device reads synchronously (a CPU), the synchronous stream: the same tokens, without a copy
+  // and a promise a step.
+  const sync = lm.model.parameters().every((p) => p.device.readSync !== undefined);
+  const tokens = sync
+    ? generateStream(lm.model, plan.fed, plan.options)
+    : generateStreamAsync(gptAsyncLm(lm.model), plan.fed, plan.options);
+  for await (const t of tokens) generated.push(t.id);
+  const g = plan.result(generated);
+  return { ...g, attention: await causalAttentionAsync(lm.model, g.ids) };
+}
+
+/** A generation's checks, what is fed, the options of decode/gpt.ts, and its result from the generated ids. */
+function generationPlan(
+  lm: LoadedGpt,
+  prompt: string,
+  options: GenerateAttentionOptions,
+): {
+  fed: number[];
+  options: GenerateOptions;
+  result(generated: number[]): Omit<GptAttention, 'attention'>;
+} {
   const { model, tokenizer, separatorId } = lm;
   if (prompt.trim() === '') throw new Error('generate: the prompt is empty');
   const blockSize = model.config.blockSize;
@@ -144,29 +193,33 @@ export function generateWithAttention(
     throw new Error(`generate: maxTokens must be a positive integer, got ${want}`);
   const maxTokens = Math.min(want, blockSize - fed.length);
   const stop = options.stopAtLineEnd ?? true;
-  const { ids: generated } = generate(model, fed, {
-    maxTokens,
-    temperature: options.temperature ?? 0,
-    topK: options.topK,
-    topP: options.topP,
-    seed: options.seed ?? 0,
-    stopIds: stop ? [separatorId] : [],
-  });
-  const ids = [...fed, ...generated];
-  const lineEnded = generated.length > 0 && generated[generated.length - 1] === separatorId;
-  const shownPrompt = idsText(tokenizer, promptIds, separatorId);
-  const full = idsText(tokenizer, [...promptIds, ...(lineEnded ? generated.slice(0, -1) : generated)], separatorId);
   return {
-    prompt,
-    continuation: full.startsWith(shownPrompt)
-      ? full.slice(shownPrompt.length)
-      : idsText(tokenizer, generated, separatorId),
-    ids,
-    tokens: ids.map((id) => tokenLabel(tokenizer, id, separatorId)),
-    promptLength: fed.length,
-    lineEnded,
-    cut: maxTokens < want,
-    attention: causalAttention(model, ids),
+    fed,
+    options: {
+      maxTokens,
+      temperature: options.temperature ?? 0,
+      topK: options.topK,
+      topP: options.topP,
+      seed: options.seed ?? 0,
+      stopIds: stop ? [separatorId] : [],
+    },
+    result(generated) {
+      const ids = [...fed, ...generated];
+      const lineEnded = generated.length > 0 && generated[generated.length - 1] === separatorId;
+      const shownPrompt = idsText(tokenizer, promptIds, separatorId);
+      const full = idsText(tokenizer, [...promptIds, ...(lineEnded ? generated.slice(0, -1) : generated)], separatorId);
+      return {
+        prompt,
+        continuation: full.startsWith(shownPrompt)
+          ? full.slice(shownPrompt.length)
+          : idsText(tokenizer, generated, separatorId),
+        ids,
+        tokens: ids.map((id) => tokenLabel(tokenizer, id, separatorId)),
+        promptLength: fed.length,
+        lineEnded,
+        cut: maxTokens < want,
+      };
+    },
   };
 }
 

@@ -50,11 +50,13 @@ export {
 } from './steps.ts';
 export {
   translateWithAttention,
+  translateWithAttentionAsync,
   encoderAttention,
   loadModelFromFiles,
   axisTokens,
   mapsOf,
   headsOf,
+  headsOfAsync,
   modelKind,
   KIND_NAMES,
   MODEL_FORMATS,
@@ -85,7 +87,9 @@ export {
 } from './translation.ts';
 export {
   generateWithAttention,
+  generateWithAttentionAsync,
   causalAttention,
+  causalAttentionAsync,
   loadGptFromFiles,
   lineSeparatorId,
   tokenLabel,

@@ -8,6 +8,7 @@
 import { noGrad } from '../autograd/grad-mode.ts';
 import type { GPT } from '../models/gpt.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import { valuesOf } from './attention-data.ts';
 
 export interface NeuronView {
   layer: number;
@@ -30,7 +31,32 @@ export interface NeuronView {
 
 /** The neuron view of `head` in `layer` for query position `query` of ids (0-based everywhere). */
 export function neuronView(model: GPT, ids: readonly number[], layer: number, head: number, query: number): NeuronView {
-  const { nLayer, nHead, nEmbd } = model.config;
+  const { q, k } = projections(model, ids, layer, head, query);
+  return fromProjections(model, ids.length, layer, head, query, q.dataSync<Float32Array>(), k.dataSync<Float32Array>());
+}
+
+/** {@link neuronView} on every device: the queries and keys read back asynchronously (a GPU's are read only so). */
+export async function neuronViewAsync(
+  model: GPT,
+  ids: readonly number[],
+  layer: number,
+  head: number,
+  query: number,
+): Promise<NeuronView> {
+  const { q, k } = projections(model, ids, layer, head, query);
+  const [qd, kd] = await Promise.all([valuesOf(q), valuesOf(k)]);
+  return fromProjections(model, ids.length, layer, head, query, qd, kd);
+}
+
+/** The checks, then block `layer`'s queries and keys over ids, (1, h, T, d) each. */
+function projections(
+  model: GPT,
+  ids: readonly number[],
+  layer: number,
+  head: number,
+  query: number,
+): { q: Tensor; k: Tensor } {
+  const { nLayer, nHead } = model.config;
   const T = ids.length;
   if (!Number.isInteger(layer) || layer < 0 || layer >= nLayer)
     throw new Error(`neuronView: layer ${layer} does not exist (0..${nLayer - 1})`);
@@ -38,23 +64,35 @@ export function neuronView(model: GPT, ids: readonly number[], layer: number, he
     throw new Error(`neuronView: head ${head} does not exist (0..${nHead - 1})`);
   if (!Number.isInteger(query) || query < 0 || query >= T)
     throw new Error(`neuronView: query ${query} is not a position of the ${T} tokens`);
-  const d = nEmbd / nHead;
   return noGrad(() => {
     let x = model.embed(new Tensor(Int32Array.from(ids), [1, T], 'int32')); // (1, T, E)
     const blocks = [...model.h];
     for (let l = 0; l < layer; l++) x = blocks[l].forward(x);
     const block = blocks[layer];
-    const { q, k } = block.attn.projectSelf(block.ln1.forward(x)); // (1, h, T, d) each
-    const row = (t: Tensor, j: number) =>
-      Array.from(t.dataSync<Float32Array>().subarray((head * T + j) * d, (head * T + j + 1) * d));
-    const qi = row(q, query);
-    const keys = Array.from({ length: query + 1 }, (_, j) => row(k, j));
-    const products = keys.map((kj) => kj.map((v, c) => v * qi[c]));
-    const scale = 1 / Math.sqrt(d);
-    const scores = products.map((p) => p.reduce((s, v) => s + v, 0) * scale);
-    const max = Math.max(...scores);
-    const e = scores.map((s) => Math.exp(s - max));
-    const z = e.reduce((s, v) => s + v, 0);
-    return { layer, head, query, q: qi, keys, products, scale, scores, weights: e.map((v) => v / z) };
+    return block.attn.projectSelf(block.ln1.forward(x));
   });
+}
+
+/** The view from the queries' and keys' values (1, h, T, d). */
+function fromProjections(
+  model: GPT,
+  T: number,
+  layer: number,
+  head: number,
+  query: number,
+  qd: Float32Array,
+  kd: Float32Array,
+): NeuronView {
+  const { nHead, nEmbd } = model.config;
+  const d = nEmbd / nHead;
+  const row = (t: Float32Array, j: number) => Array.from(t.subarray((head * T + j) * d, (head * T + j + 1) * d));
+  const qi = row(qd, query);
+  const keys = Array.from({ length: query + 1 }, (_, j) => row(kd, j));
+  const products = keys.map((kj) => kj.map((v, c) => v * qi[c]));
+  const scale = 1 / Math.sqrt(d);
+  const scores = products.map((p) => p.reduce((s, v) => s + v, 0) * scale);
+  const max = Math.max(...scores);
+  const e = scores.map((s) => Math.exp(s - max));
+  const z = e.reduce((s, v) => s + v, 0);
+  return { layer, head, query, q: qi, keys, products, scale, scores, weights: e.map((v) => v / z) };
 }

@@ -7,8 +7,10 @@
 import { noGrad } from '../autograd/grad-mode.ts';
 import { argmax, samplingDistribution, sampleToken, type SamplingOptions } from '../decode/sample.ts';
 import type { GPT } from '../models/gpt.ts';
+import * as F from '../ops/index.ts';
 import { Generator } from '../tensor/random.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import { valuesOf } from './attention-data.ts';
 
 export interface NextToken {
   id: number;
@@ -33,17 +35,27 @@ export interface NextTokenView {
 
 /** Logits (vocabSize) at the last of `ids`: one forward pass, no gradients. */
 export function lastLogits(model: GPT, ids: readonly number[]): Float32Array {
+  const V = model.config.vocabSize;
+  return noGrad(() =>
+    forwardLogits(model, ids)
+      .dataSync<Float32Array>()
+      .slice((ids.length - 1) * V, ids.length * V),
+  );
+}
+
+/** {@link lastLogits} on every device: the last row narrowed on the model's device and read back asynchronously. */
+export function lastLogitsAsync(model: GPT, ids: readonly number[]): Promise<Float32Array> {
+  const V = model.config.vocabSize;
+  const last = noGrad(() => F.narrow(forwardLogits(model, ids).reshape(ids.length, V), 0, ids.length - 1, 1));
+  return valuesOf(last);
+}
+
+/** The (1, T, vocabSize) logits of one pass over ids, after the checks. */
+function forwardLogits(model: GPT, ids: readonly number[]): Tensor {
   if (ids.length === 0) throw new Error('lastLogits: no tokens');
   if (ids.length > model.config.blockSize)
     throw new Error(`lastLogits: ${ids.length} tokens, more than the context of ${model.config.blockSize}`);
-  return noGrad(() => {
-    const logits = model.forwardCached(
-      new Tensor(Int32Array.from(ids), [1, ids.length], 'int32'),
-      model.initCache(),
-    ).logits;
-    const V = model.config.vocabSize;
-    return logits.dataSync<Float32Array>().slice((ids.length - 1) * V, ids.length * V);
-  });
+  return model.forwardCached(new Tensor(Int32Array.from(ids), [1, ids.length], 'int32'), model.initCache()).logits;
 }
 
 /**

@@ -1,9 +1,17 @@
 /**
- * qkv's fastest backend in this browser, by the library's own path: `loadWasmKernels()` loads the
- * wasm backend (WebAssembly SIMD; the module is emitted by Vite from the loader's
- * `new URL('./qkv-*.wasm', import.meta.url)`), on a single thread when the page is not
- * cross-origin isolated, and it is used when it agrees with the js reference on a small check;
- * else js. `backendInfo()` says which, on how many threads, and why not more.
+ * The backend the explorer's models run on, chosen in the model worker: the GPU (webgpu) where the
+ * worker's `navigator.gpu` gives a hardware adapter, else qkv's fastest CPU backend here, by the library's
+ * own path: `loadWasmKernels()` loads the wasm backend (WebAssembly SIMD; the module is emitted by Vite
+ * from the loader's `new URL('./qkv-*.wasm', import.meta.url)`), on a single thread when the page is not
+ * cross-origin isolated, and it is used when it agrees with the js reference on a small check; else js.
+ * The page asks for one (`auto`, or `webgpu`, `wasm`, `js`: the backend switch, `?backend=`);
+ * `backendInfo()` says which runs, on how many threads or on which adapter, and why not another.
+ *
+ * A software adapter (WebGPU's fallback adapter: SwiftShader, a CPU implementation of Vulkan) is not taken
+ * by `auto`: it computes on the CPU, slower than wasm. Asked for by name, it is used.
+ *
+ * On webgpu the CPU backend stays loaded: folders open on it (their weights checked and converted on the
+ * host, as the pipelines do) and the models then move to the GPU ({@link openOnDevice}).
  *
  * This runs in the model worker: where the page is cross-origin isolated the wasm backend's thread
  * pool runs there, on Web Workers of its own. Before the models trust it, a GEMM large enough to be
@@ -13,6 +21,9 @@
 import { memoryShared } from '../../src/backend/wasm/memory.ts';
 import { startThreads } from '../../src/backend/wasm/parallel.ts';
 import { poolStats } from '../../src/backend/wasm/threads.ts';
+import { getBackend } from '../../src/backend/backend.ts';
+import { loadErrorOf } from '../../src/backend/info.ts';
+import type { Module } from '../../src/nn/module.ts';
 import {
   F,
   backendInfo,
@@ -37,8 +48,20 @@ export interface ThreadCheck {
   identical: boolean;
 }
 
+/** What the page asks for: the backend switch's choice (`auto`: webgpu on a hardware adapter, else wasm). */
+export type BackendPref = 'auto' | 'webgpu' | 'wasm' | 'js';
+
+export const BACKEND_PREFS: readonly BackendPref[] = ['auto', 'webgpu', 'wasm', 'js'];
+
 export interface BackendChoice {
+  /** The backend the models run on. */
   name: string;
+  /** What was asked for. */
+  pref: BackendPref;
+  /** The GPU's adapter (vendor, architecture, device) on webgpu; null on a CPU backend. */
+  adapter: string | null;
+  /** The CPU backend folders open on before they move to the GPU (on a CPU backend: `name`). */
+  cpu: string;
   /** The status line's tooltip: why the wasm backend is not in use, or why it runs on so few threads. */
   note: string | null;
   info: BackendInfo;
@@ -114,26 +137,110 @@ function checkNote(c: ThreadCheck): string {
   return `; ${product} is bit-identical on 1 and ${c.threads} threads`;
 }
 
-function choice(note: string | null): BackendChoice {
+function choice(pref: BackendPref, note: string | null, cpu: string, gpu: GpuAdapter | null): BackendChoice {
   const info = backendInfo();
+  if (info.backend === 'webgpu') {
+    return {
+      name: info.backend,
+      pref,
+      adapter: gpu?.name ?? null,
+      cpu,
+      note:
+        `webgpu backend: ${info.reason}` +
+        `${gpu?.fallback ? ' (a software adapter: slower than wasm here)' : ''}; ` +
+        `folders open on the ${cpu} backend, then move to the GPU`,
+      info,
+      check: null,
+    };
+  }
   const threads = `${info.threads} thread${info.threads === 1 ? '' : 's'}`;
   const checked = info.backend === 'wasm' && check ? checkNote(check) : '';
   const build = info.wasmVariant ? ` (${info.wasmVariant})` : '';
+  const line = `${info.backend} backend${build}, ${threads}: ${info.reason}${checked}`;
   return {
     name: info.backend,
-    note: note ?? `${info.backend} backend${build}, ${threads}: ${info.reason}${checked}`,
+    pref,
+    adapter: null,
+    cpu: info.backend,
+    note: note === null ? line : `${note}; ${line}`,
     info,
     check: info.backend === 'wasm' ? check : null,
   };
 }
 
-/** 'auto' = wasm if it works here, else js. */
-export async function chooseBackend(pref: 'auto' | 'js' | 'wasm'): Promise<BackendChoice> {
+/** The worker's WebGPU adapter, as `requestAdapter()` describes it (probeAdapter: or why there is none). */
+interface GpuAdapter {
+  name: string;
+  /** WebGPU's fallback adapter: a software implementation (SwiftShader), not a GPU. */
+  fallback: boolean;
+}
+
+async function probeAdapter(): Promise<GpuAdapter | { why: string }> {
+  const gpu = (globalThis as { navigator?: { gpu?: GPU } }).navigator?.gpu;
+  if (!gpu) return { why: 'this browser has no WebGPU here (navigator.gpu is missing in the worker)' };
+  try {
+    const a = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+    if (!a) return { why: 'WebGPU gave no adapter' };
+    const i = a.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
+    const name = [i.vendor, i.architecture, i.device, i.description].filter((x) => x).join(' ') || 'unknown';
+    return { name, fallback: i.isFallbackAdapter === true };
+  } catch (e) {
+    return { why: `WebGPU's adapter request failed: ${(e as Error).message}` };
+  }
+}
+
+/**
+ * The backend `pref` asks for, made current: `auto` is webgpu on a hardware adapter, else wasm if it works
+ * here, else js; `webgpu` falls back the same way (saying why) where no adapter is had.
+ */
+export async function chooseBackend(pref: BackendPref): Promise<BackendChoice> {
   if (pref === 'js') {
-    setBackend('js');
-    return choice(null);
+    await setBackend('js');
+    return choice(pref, null, 'js', null);
   }
   const ok = await ensureWasm();
-  setBackend(ok ? 'wasm' : 'js');
-  return choice(ok ? null : `wasm backend not used: ${wasmNote}`);
+  const cpu = ok ? 'wasm' : 'js';
+  const cpuNote = ok ? null : `wasm backend not used: ${wasmNote}`;
+  let gpuNote: string | null = null;
+  if (pref === 'auto' || pref === 'webgpu') {
+    const probed = await probeAdapter();
+    if ('why' in probed) gpuNote = `webgpu not used: ${probed.why}`;
+    else if (probed.fallback && pref === 'auto')
+      gpuNote = `webgpu not chosen: its adapter here (${probed.name}) is a software one, slower than the CPU backends`;
+    else {
+      try {
+        await setBackend('webgpu');
+        return choice(pref, null, cpu, probed);
+      } catch (e) {
+        gpuNote = `webgpu not used: ${loadErrorOf('webgpu') ?? (e as Error).message}`;
+      }
+    }
+  }
+  await setBackend(cpu);
+  const notes = [gpuNote, cpuNote].filter((n) => n !== null);
+  return choice(pref, notes.length > 0 ? notes.join('; ') : null, cpu, null);
+}
+
+/**
+ * A folder opened where its models can run: on a CPU backend as it is; on a GPU (a device that reads back only
+ * asynchronously) `open()` runs on the CPU backend `cpu`, whose host reads check and convert the weights, then
+ * the models move to the GPU (`module.to`), as src/pipelines/load.ts does.
+ */
+export async function openOnDevice<T extends { model: Module }>(cpu: string, open: () => Promise<T>): Promise<T> {
+  const target = getBackend();
+  if (target.device.readSync !== undefined) return open();
+  await setBackend(cpu);
+  let opened: T;
+  try {
+    opened = await open();
+  } finally {
+    await setBackend(target.name);
+  }
+  opened.model.to(target.name);
+  return opened;
+}
+
+/** Whether the current backend's tensors read back only asynchronously (a GPU). */
+export function onGpu(): boolean {
+  return getBackend().device.readSync === undefined;
 }

@@ -9,14 +9,18 @@
  * remembered (localStorage, per view) and opened again on the next visit.
  *
  * Every model is opened and run in a Web Worker (model-worker.ts, through runner.ts), never on the
- * page's main thread.
+ * page's main thread. The backend switch says where: `auto` (WebGPU where the worker has a hardware
+ * adapter, else wasm), WebGPU, wasm or js; `?backend=` in the URL picks one for the visit, the switch's choice is
+ * remembered (localStorage) and applied by starting the worker again on it (runner.switchBackend), the
+ * models reopened. The status line names the backend the models run on; its tooltip, backendInfo() in words
+ * (the GPU's adapter, or the CPU threads) and why not another.
  *
  * The tabs are a WAI-ARIA tablist: the selected tab is the one tab stop, the arrow keys (Home, End)
  * move between tabs and show their view. The status line (aria-live) names the model of the model
  * view on screen, or of the model view last on screen while another view is.
  */
 import './style.css';
-import type { BackendChoice } from './backend.ts';
+import { BACKEND_PREFS, type BackendChoice, type BackendPref } from './backend.ts';
 import { byId, h } from './dom.ts';
 import { fetchServedModels, KIND_LABELS, viewOf, type ServedEntry } from './model.ts';
 import { initExport } from './views/export.ts';
@@ -60,6 +64,77 @@ function remember(view: ModelView, id: string): void {
   } catch {
     /* storage blocked: the choice lasts this visit */
   }
+}
+
+/** Where the backend chosen in the switch is remembered. */
+const BACKEND_KEY = 'qkv-explorer.backend';
+
+function rememberedBackend(): BackendPref | null {
+  try {
+    const v = localStorage.getItem(BACKEND_KEY);
+    return BACKEND_PREFS.includes(v as BackendPref) ? (v as BackendPref) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** What the switch shows for each choice. */
+const BACKEND_LABELS: Record<BackendPref, string> = {
+  auto: 'auto',
+  webgpu: 'WebGPU',
+  wasm: 'wasm',
+  js: 'js',
+};
+
+/**
+ * The backend switch: `pref` shown; a change is remembered, put in the URL when it has ?backend=, and applied by
+ * a new model worker on that backend (the models reopened).
+ */
+function backendSwitcher(pref: BackendPref): HTMLSelectElement {
+  const sel = h('select', {
+    id: 'backend-select',
+    'data-testid': 'backend-select',
+    'aria-label': 'Backend',
+    title: 'where the models run: auto takes WebGPU on a GPU, else wasm (WebAssembly on the CPU)',
+  });
+  for (const p of BACKEND_PREFS) sel.append(h('option', { value: p, text: BACKEND_LABELS[p] }));
+  sel.value = pref;
+  sel.addEventListener('change', async () => {
+    const next = sel.value as BackendPref;
+    try {
+      localStorage.setItem(BACKEND_KEY, next);
+    } catch {
+      /* storage blocked: the choice lasts this visit */
+    }
+    const url = new URL(location.href);
+    if (url.searchParams.has('backend')) {
+      url.searchParams.set('backend', next);
+      history.replaceState(history.state, '', url);
+    }
+    sel.disabled = true;
+    setBackendChoice(null);
+    try {
+      const chosen = await runner.switchBackend(next);
+      byId('status').classList.remove('error');
+      setBackendChoice(chosen);
+    } catch (e) {
+      const el = byId('status');
+      el.textContent = `error: ${(e as Error).message}`;
+      el.classList.add('error');
+    } finally {
+      sel.disabled = false;
+    }
+  });
+  return sel;
+}
+
+/** The backend the models run on now (null: being chosen), in the status line and on the body (data-backend). */
+function setBackendChoice(b: BackendChoice | null): void {
+  backend = b;
+  if (b) document.body.dataset.backend = b.name;
+  else delete document.body.dataset.backend;
+  renderStatus();
+  window.dispatchEvent(new CustomEvent('qkv:backend', { detail: b }));
 }
 
 /** The status setter of one model view. */
@@ -180,7 +255,11 @@ async function start(): Promise<void> {
   route();
   renderStatus();
   const params = new URLSearchParams(location.search);
-  const pref = (params.get('backend') ?? 'auto') as 'auto' | 'js' | 'wasm';
+  const asked = params.get('backend');
+  if (asked !== null && !BACKEND_PREFS.includes(asked as BackendPref))
+    throw new Error(`?backend=${asked}: expected one of ${BACKEND_PREFS.join(', ')}`);
+  // ?backend= for this visit, else the switch's last choice, else auto.
+  const pref: BackendPref = (asked as BackendPref | null) ?? rememberedBackend() ?? 'auto';
   // ?threads=N: the wasm backend's threads (default: the cores, at most 8).
   const threadsParam = params.get('threads');
   const threads = threadsParam === null ? undefined : Number(threadsParam);
@@ -192,13 +271,16 @@ async function start(): Promise<void> {
     runner.call('init', { pref, pageUrl: location.href, ...(threads !== undefined && { threads }) }),
     servedP,
   ]);
-  backend = chosen;
+  setBackendChoice(chosen);
+  byId('status').before(
+    h('label', { class: 'backend-switcher' }, h('span', { text: 'Backend ' }), backendSwitcher(pref)),
+  );
   const { models } = served;
-  const asked = models.find((m) => m.id === params.get('model'));
+  const askedModel = models.find((m) => m.id === params.get('model'));
   // ?model=ID, else the model last chosen for the view, else the view's first.
   const first = (view: ModelView) =>
-    (asked && viewOf(asked) === view
-      ? asked
+    (askedModel && viewOf(askedModel) === view
+      ? askedModel
       : (models.find((m) => m.id === remembered(view) && viewOf(m) === view) ??
         models.find((m) => viewOf(m) === view))) ?? null;
   const firstTranslation = first('translate');
@@ -206,7 +288,7 @@ async function start(): Promise<void> {
   // A translation model: Translate first (unless ?model= names a GPT). A GPT, none, or a config that fails: Generate,
   // where a GPT folder can be opened too.
   modelView = firstTranslation ? 'translate' : 'generate';
-  const startView: ModelView = asked ? viewOf(asked) : modelView;
+  const startView: ModelView = askedModel ? viewOf(askedModel) : modelView;
   byId('tab-translate').hidden = !firstTranslation;
   byId('tab-generate').hidden = false;
 
@@ -240,14 +322,16 @@ async function start(): Promise<void> {
       else void openGenerate().use(m);
       go(view);
     });
-    byId('status').before(h('label', { class: 'model-switcher' }, h('span', { text: 'Model ' }), switcher));
+    document
+      .querySelector('.backend-switcher')!
+      .before(h('label', { class: 'model-switcher' }, h('span', { text: 'Model ' }), switcher));
   }
   if (startView === 'translate') {
     lazyGenerate = () => {
       void openGenerate().use(firstGpt);
     };
   }
-  if (asked) location.hash = startView;
+  if (askedModel) location.hash = startView;
   route();
   renderStatus();
   initFlow(byId('view-flow'), { served });

@@ -7,38 +7,38 @@
  * it ends this worker and starts another.
  */
 import {
-  marianWithAttention,
-  translateWithAttention,
+  marianWithAttentionAsync,
+  translateWithAttentionAsync,
   type TranslationAttention,
 } from '../../src/viz/attention-data.ts';
 import type { LoadedMarian } from '../../src/folder/marian.ts';
 import { filesSource, openFolder, type OpenedMarian, type OpenedSeq2Seq } from '../../src/folder/open.ts';
 import {
-  generateWithAttention,
+  generateWithAttentionAsync,
   tokenLabel,
   type GenerateAttentionOptions,
   type GptAttention,
   type LoadedGpt,
 } from '../../src/viz/gpt-attention.ts';
-import { neuronView, type NeuronView } from '../../src/viz/neuron.ts';
+import { neuronViewAsync, type NeuronView } from '../../src/viz/neuron.ts';
 import {
   flowOutline,
   flowSubject,
-  textFlow,
+  textFlowAsync,
   type FlowOutline,
   type FlowRun,
   type FlowStage,
   type FlowSubject,
   type FlowText,
 } from '../../src/viz/flow.ts';
-import { lastLogits, nextTokenView, type NextTokenView } from '../../src/viz/next-token.ts';
+import { lastLogitsAsync, nextTokenView, type NextTokenView } from '../../src/viz/next-token.ts';
 import type { SamplingOptions } from '../../src/decode/sample.ts';
 import type { Seq2Seq } from '../../src/models/seq2seq.ts';
 import type { BpeTokenizer } from '../../src/text/bpe.ts';
 import { ByteLevelBpeTokenizer } from '../../src/text/bytelevel.ts';
 import { CharTokenizer } from '../../src/text/chars.ts';
 import { poolStats, setNumThreads } from '../../src/backend/wasm/threads.ts';
-import { chooseBackend, type BackendChoice } from './backend.ts';
+import { chooseBackend, openOnDevice, type BackendChoice, type BackendPref } from './backend.ts';
 import { loadLocalModel } from './local-model.ts';
 import { trainHandlers, type TrainRequests } from './train-worker.ts';
 import { openServed, setPageBase, type ServedEntry } from './model.ts';
@@ -70,8 +70,11 @@ export interface GptInfo {
 
 /** The requests, by name: their arguments and what they answer (training's: train-worker.ts). */
 export interface Requests extends TrainRequests {
-  /** `threads`: the wasm backend's thread count (the page's ?threads=N; default: the cores, at most 8). */
-  init: { args: { pref: 'auto' | 'js' | 'wasm'; pageUrl: string; threads?: number }; value: BackendChoice };
+  /**
+   * `pref`: the backend asked for (the page's switch or ?backend=); `threads`: the wasm backend's thread count
+   * (the page's ?threads=N; default: the cores, at most 8).
+   */
+  init: { args: { pref: BackendPref; pageUrl: string; threads?: number }; value: BackendChoice };
   openServed: { args: { view: 'translate' | 'generate'; entry: ServedEntry }; value: TranslationInfo | GptInfo };
   openLocal: {
     args: { files: File[] };
@@ -163,7 +166,12 @@ function unknownCharacters(
   return [...chars].filter((c) => tokenizer.encode(c).includes(tokenizer.unkId));
 }
 
-const backendName = () => backend?.name ?? 'js';
+/** The CPU backend folders are read on (the models then move to the GPU on webgpu): it decides the size limit. */
+const cpuName = () => backend?.cpu ?? 'js';
+
+/** A served folder opened through the page's URL source, its model on the worker's backend. */
+const openOnBackend = (entry: ServedEntry, progress: (s: string) => void) =>
+  openOnDevice(cpuName(), () => openServed(entry, cpuName(), progress));
 
 /** Make an opened translation folder the Translate view's model; what the view says of it. */
 function useTranslation(opened: OpenedSeq2Seq | OpenedMarian): TranslationInfo {
@@ -201,13 +209,13 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
   async openLocalTranslation({ files }, progress) {
     progress('reading the folder…');
     const src = filesSource(files);
-    const opened = await openFolder(src, { ensemble: false });
+    const opened = await openOnDevice(cpuName(), () => openFolder(src, { ensemble: false }));
     if (opened.kind !== 'seq2seq' && opened.kind !== 'marian')
       throw new Error(`${src.label} is a language model, not a translation model: open it in Generate`);
     return { ...useTranslation(opened), name: src.label };
   },
   async openServed({ view, entry }, progress) {
-    const opened = await openServed(entry, backendName(), progress);
+    const opened = await openOnBackend(entry, progress);
     if (view === 'translate' && opened.kind === 'marian') return useTranslation(opened);
     if (view === 'translate') {
       if (opened.kind !== 'seq2seq')
@@ -240,31 +248,36 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
     return gptInfo(gpt);
   },
   async openLocal({ files }, progress) {
-    const r = await loadLocalModel(files, backendName(), progress);
+    const r = await openOnDevice(cpuName(), async () => {
+      const local = await loadLocalModel(files, cpuName(), progress);
+      return { ...local, model: local.lm.model };
+    });
     gpt = r.lm;
     logits = null;
     return { ...gptInfo(r.lm), name: r.name, source: r.source, bytes: r.bytes, seconds: r.seconds };
   },
-  translate({ text, beam }) {
+  // The models run through the viz functions' asynchronous forms on every backend: a GPU's tensors read back
+  // only so, and on the CPU backends they give the synchronous forms' results, number for number.
+  async translate({ text, beam }) {
     if (!translation) throw new Error('no translation model is open');
     if (translation.kind === 'marian') {
       // Hugging Face's generate() rules, the beam the page asks for and the folder's length_penalty.
       const { marian } = translation;
-      const result = marianWithAttention(marian, text, { beam });
+      const result = await marianWithAttentionAsync(marian, text, { beam });
       return { result, unknown: unknownCharacters(marian.tokenizer, result.source, result.srcIds) };
     }
     const { model, tokenizer, targetTokenizer } = translation;
-    const result = translateWithAttention(model, tokenizer, text, {
+    const result = await translateWithAttentionAsync(model, tokenizer, text, {
       beam,
       ...(targetTokenizer !== tokenizer && { targetTokenizer }),
     });
     return { result, unknown: unknownCharacters(tokenizer, result.source, result.srcIds) };
   },
   generate({ prompt, options }) {
-    return generateWithAttention(needGpt(), prompt, options);
+    return generateWithAttentionAsync(needGpt(), prompt, options);
   },
-  nextToken({ ids }) {
-    logits = lastLogits(needGpt().model, ids);
+  async nextToken({ ids }) {
+    logits = await lastLogitsAsync(needGpt().model, ids);
     return { vocabSize: logits.length };
   },
   nextTokenView({ options }) {
@@ -277,16 +290,16 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
     return { view, labels, vocabSize: logits.length };
   },
   neuron({ ids, layer, head, query }) {
-    return neuronView(needGpt().model, ids, layer, head, query);
+    return neuronViewAsync(needGpt().model, ids, layer, head, query);
   },
   async flow({ entry, text, target, dims }, progress) {
     if (flowModel?.id !== entry.id) {
       flowModel = null;
       flowRun = null;
-      flowModel = { id: entry.id, subject: flowSubject(await openServed(entry, backendName(), progress)) };
+      flowModel = { id: entry.id, subject: flowSubject(await openOnBackend(entry, progress)) };
     }
     progress('running the model…');
-    flowRun = textFlow(flowModel.subject, text, { target, dims });
+    flowRun = await textFlowAsync(flowModel.subject, text, { target, dims });
     return { outline: flowOutline(flowRun.flow), text: flowRun.text };
   },
   flowStage({ stage }) {

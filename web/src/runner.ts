@@ -3,8 +3,9 @@
  * request and resolves with its answer (rejects with its error's message). `runner.cancel()` ends
  * the worker, and every request it had rejects with {@link Cancelled}; a new worker starts at once,
  * chooses its backend as the first did and opens again the models the views had, so the page goes
- * on with the same models. Each answered request leaves a performance measure named `qkv:<op>`
- * (from its sending to its answer's arrival): the time a model ran while the page went on.
+ * on with the same models. `runner.switchBackend(pref)` does the same with another backend (the
+ * switch). Each answered request leaves a performance measure named `qkv:<op>` (from its sending to
+ * its answer's arrival): the time a model ran while the page went on.
  */
 import type { ReplyMessage, RequestMessage, RequestName, Requests, ThreadStats } from './model-worker.ts';
 
@@ -101,16 +102,31 @@ class Runner {
 
   /** End the running work: its requests (and those after it) reject with Cancelled; the models are opened again. */
   cancel(): void {
+    this.restart(null);
+  }
+
+  /**
+   * Another backend: the worker ends as on a cancel (its requests reject with Cancelled, training runs are
+   * lost) and a new one starts on `pref`, opening again the models the views had. Resolves with the new choice.
+   */
+  switchBackend(pref: Requests['init']['args']['pref']): Promise<Requests['init']['value']> {
+    if (!this.init) throw new Error('switchBackend: the model worker has not started');
+    this.init = { ...this.init, args: { ...this.init.args, pref } };
+    return new Promise((resolve, reject) => this.restart({ resolve: resolve as (v: unknown) => void, reject }));
+  }
+
+  /** A new worker: the init (answered to `initAnswer`, if given), then the models; their answers are not waited for. */
+  private restart(initAnswer: Pick<Pending, 'resolve' | 'reject'> | null): void {
     this.worker?.terminate();
     this.worker = null;
     const was = [...this.pending.values()];
     this.pending.clear();
     for (const p of was) p.reject(new Cancelled());
-    // The new worker: the same backend choice, the same models; their answers are not waited for.
     for (const m of [this.init, ...this.opens.values()]) {
       if (!m) continue;
       const again = { ...m, id: this.next++ };
-      this.pending.set(again.id, { resolve: () => {}, reject: () => {}, op: again.op, start: performance.now() });
+      const answer = m === this.init && initAnswer ? initAnswer : { resolve: () => {}, reject: () => {} };
+      this.pending.set(again.id, { ...answer, op: again.op, start: performance.now() });
       this.send(again);
     }
   }

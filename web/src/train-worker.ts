@@ -8,6 +8,11 @@
  * again, and other requests (a translation) run between slices. A run's batches are a function of
  * (seed, step), so a paused and resumed run has the losses of one that never paused.
  *
+ * On a GPU (the webgpu backend) the model is made on the CPU backend (the same initial weights as there) and
+ * moved to the GPU; each step is `LmTrainer.stepAsync` (the loss read back after the update is recorded,
+ * gradients clipped on the device), the validation loss `evaluateLmAsync`, the sample read back
+ * asynchronously. On the CPU backends `step()`, as `qkv train-lm` runs it.
+ *
  * `trainSave` writes the model as the folder `qkv train-lm` writes (config.json, tokenizer.json,
  * model.safetensors; FILES of src/folder), in one zip of stored entries under a folder of the run's
  * name: `unzip` it and `qkv generate --model NAME` reads it.
@@ -15,12 +20,15 @@
 import { FILES, type LmConfigFile } from '../../src/folder/spec.ts';
 import { writeSafetensors } from '../../src/io/safetensors.ts';
 import { GPT } from '../../src/models/gpt.ts';
-import { withEvalMode } from '../../src/nn/module.ts';
+import { enterEvalMode } from '../../src/nn/module.ts';
 import { manualSeed } from '../../src/tensor/random.ts';
 import { CharTokenizer } from '../../src/text/chars.ts';
 import { encodeLines } from '../../src/text/lines.ts';
-import { evaluateLm, LM_SMOOTHING, LmTrainer, type LmStepResult } from '../../src/train/lm.ts';
-import { generateWithAttention, lineSeparatorId, type GptAttention } from '../../src/viz/gpt-attention.ts';
+import { evaluateLmAsync, LM_SMOOTHING, LmTrainer, type LmStepResult } from '../../src/train/lm.ts';
+import { generateWithAttentionAsync, lineSeparatorId, type GptAttention } from '../../src/viz/gpt-attention.ts';
+import type { Tensor } from '../../src/tensor/tensor.ts';
+import { getBackend, setBackend } from '../../src/backend/backend.ts';
+import { onGpu } from './backend.ts';
 import { zipStored } from './zip.ts';
 
 /** What the Train view asks for: the text, the model's shape and the recipe. */
@@ -101,10 +109,33 @@ function needRun(): Run {
   return run;
 }
 
+/** The CPU backend a GPU run makes its model on (the model worker's; set by setTrainCpu). */
+let cpu = 'js';
+
+/** The CPU backend a model is made on before it moves to the GPU (the model worker's choice). */
+export function setTrainCpu(name: string): void {
+  cpu = name;
+}
+
+/** `make()` on the CPU backend, its model moved to the current backend's GPU after (on a CPU backend: as it is). */
+async function madeOnCpu<T extends { model: GPT }>(make: () => T): Promise<T> {
+  const target = getBackend().name;
+  if (!onGpu()) return make();
+  await setBackend(cpu);
+  let made: T;
+  try {
+    made = make();
+  } finally {
+    await setBackend(target);
+  }
+  made.model.to(target);
+  return made;
+}
+
 export const trainHandlers: {
   [K in keyof TrainRequests]: (a: TrainRequests[K]['args'], progress: (s: string) => void) => unknown;
 } = {
-  trainStart(s) {
+  async trainStart(s) {
     positiveInt('layers', s.nLayer, 12);
     positiveInt('heads', s.nHead, 16);
     positiveInt('width', s.nEmbd, 1024);
@@ -133,15 +164,19 @@ export const trainHandlers: {
         `the text's training lines are ${trainIds.length} characters, fewer than one window of context + 1 = ` +
           `${s.blockSize + 1}: give more text or a shorter context`,
       );
-    manualSeed(s.seed);
-    const model = new GPT({
-      vocabSize: tokenizer.vocabSize,
-      blockSize: s.blockSize,
-      nLayer: s.nLayer,
-      nHead: s.nHead,
-      nEmbd: s.nEmbd,
-      dropout: 0,
-      positions: 'learned',
+    const { model } = await madeOnCpu(() => {
+      manualSeed(s.seed);
+      return {
+        model: new GPT({
+          vocabSize: tokenizer.vocabSize,
+          blockSize: s.blockSize,
+          nLayer: s.nLayer,
+          nHead: s.nHead,
+          nEmbd: s.nEmbd,
+          dropout: 0,
+          positions: 'learned',
+        }),
+      };
     });
     const trainer = new LmTrainer(model, trainIds, {
       batchSize: s.batchSize,
@@ -162,23 +197,30 @@ export const trainHandlers: {
     } satisfies TrainSetup;
   },
 
-  trainSteps({ ms, prompt, maxTokens }) {
+  async trainSteps({ ms, prompt, maxTokens }) {
     const r = needRun();
     const { trainer, model } = r;
     const steps: TrainSlice['steps'] = [];
+    const gpu = onGpu();
     const t0 = performance.now();
     while (ms > 0 && trainer.position.step < r.settings.steps) {
-      const s: LmStepResult = trainer.step();
+      // A GPU's loss reads back only asynchronously; on the CPU the step qkv train-lm takes.
+      const s: LmStepResult = gpu ? await trainer.stepAsync() : trainer.step();
       steps.push({ step: s.step, loss: s.loss, lr: s.lr });
       // The training loop's moving average (src/train/loop.ts), started at the first loss.
       r.smoothed = Number.isNaN(r.smoothed) ? s.loss : LM_SMOOTHING[0] * r.smoothed + LM_SMOOTHING[1] * s.loss;
       if (performance.now() - t0 >= ms) break;
     }
     const trained = performance.now() - t0;
-    const valLoss = evaluateLm(model, r.valIds, { batchSize: trainer.options.batchSize });
-    const sample = withEvalMode(model, () =>
-      generateWithAttention({ model, tokenizer: r.tokenizer, separatorId: r.separatorId }, prompt, { maxTokens }),
-    );
+    const valLoss = await evaluateLmAsync(model, r.valIds, { batchSize: trainer.options.batchSize });
+    const restore = enterEvalMode(model);
+    let sample: GptAttention;
+    try {
+      const lm = { model, tokenizer: r.tokenizer, separatorId: r.separatorId };
+      sample = await generateWithAttentionAsync(lm, prompt, { maxTokens });
+    } finally {
+      restore();
+    }
     return {
       step: trainer.position.step,
       steps,
@@ -190,7 +232,7 @@ export const trainHandlers: {
     } satisfies TrainSlice;
   },
 
-  trainSave({ name }) {
+  async trainSave({ name }) {
     const r = needRun();
     if (!/^[\w.-]+$/.test(name) || name === '.' || name === '..')
       throw new Error(`the folder name must be letters, digits, '.', '-' or '_', got '${name}'`);
@@ -213,8 +255,15 @@ export const trainHandlers: {
     const bytes = zipStored([
       { name: `${name}/${FILES.config}`, data: enc.encode(`${JSON.stringify(config, null, 2)}\n`) },
       { name: `${name}/${FILES.tokenizer}`, data: enc.encode(JSON.stringify(tokenizer.toJSON())) },
-      { name: `${name}/${FILES.weights}`, data: writeSafetensors(model.stateDict()) },
+      { name: `${name}/${FILES.weights}`, data: writeSafetensors(await onHost(model.stateDict())) },
     ]);
     return { fileName: `${name}.zip`, bytes, step: trainer.position.step };
   },
 };
+
+/** The tensors' values on the host (the cpu device), read back asynchronously from a GPU; CPU tensors as they are. */
+async function onHost(tensors: Record<string, Tensor>): Promise<Record<string, Tensor>> {
+  const entries = Object.entries(tensors);
+  const moved = await Promise.all(entries.map(([, t]) => t.toAsync(cpu)));
+  return Object.fromEntries(entries.map(([k], i) => [k, moved[i]]));
+}

@@ -198,7 +198,11 @@ export function initTrain(root: HTMLElement): void {
   };
 
   const fail = (e: unknown) => {
-    err.textContent = (e as Error).message;
+    // A cancel, or another backend chosen in the switch, ends the model worker and the run with it.
+    err.textContent =
+      (e as Error).name === 'Cancelled'
+        ? 'the run ended: the model worker was restarted (a cancel, or another backend): press Start'
+        : (e as Error).message;
     err.hidden = false;
     setState('failed');
   };
