@@ -78,6 +78,8 @@ const buffers = new WeakSet<ArrayBufferLike>(memoryAvailable ? [memory.buffer] :
  * `memory.buffer`, whose getter costs ~100 ns on a shared memory (isWasmView runs several times per kernel).
  */
 let lastBuffer: ArrayBufferLike | null = memoryAvailable ? memory.buffer : null;
+/** The buffer objects of the start and of every grow (a few dozen at most: each grow at least doubles). */
+const grownBuffers: ArrayBufferLike[] = lastBuffer ? [lastBuffer] : [];
 
 /** Whether `x` is a view into the wasm memory (its byteOffset is then its address). */
 export function isWasmView(x: ArrayBufferView): boolean {
@@ -85,6 +87,8 @@ export function isWasmView(x: ArrayBufferView): boolean {
   if (b === lastBuffer) return true;
   // A shared memory's views are views of a SharedArrayBuffer: an ordinary array is none.
   if (!memoryAvailable || (memoryShared && !(b instanceof SharedArrayBuffer))) return false;
+  // A view made before the last grow (a parameter): the buffer object of an earlier grow, still valid.
+  if (memoryShared && grownBuffers.includes(b)) return true;
   const current = memory.buffer;
   if (x.buffer === current) return true;
   if (!memoryShared) return false; // a plain memory's old buffers are detached: their views are dead
@@ -123,6 +127,7 @@ function grow(bytes: number): void {
   memory.grow(pages);
   lastBuffer = memory.buffer;
   buffers.add(lastBuffer);
+  grownBuffers.push(lastBuffer);
   const added = pages * PAGE_BYTES;
   if (tail > 0) last!.size += added;
   else freeList.push({ offset: end, size: added });
