@@ -103,23 +103,17 @@ export function pause(): Promise<void> {
 export function logProbs(logits: Tensor, padId: number, step: number, copy = false): Float32Array {
   const read = F.logSoftmax(logits, -1).dataSync() as Float32Array;
   // In a memoryScope (CachedStepper.step) the values are the scope's storage: the search gets its own copy.
-  return checkedLogProbs(copy ? read.slice() : read, logits, padId, step, total);
+  return checkedLogProbs(copy ? read.slice() : read, logits, padId, step);
 }
 
-/**
- * {@link logProbs}, read back asynchronously (any device): the log-softmax is recorded at once, and the values,
- * read whole anyway, are all tested on the host.
- */
+/** {@link logProbs}, read back asynchronously (any device): the log-softmax is recorded at once. */
 export async function logProbsAsync(logits: Tensor, padId: number, step: number): Promise<Float32Array> {
   const lp = F.logSoftmax(logits, -1);
-  return checkedLogProbs((await lp.data()) as Float32Array, logits, padId, step, Number.NaN);
+  return checkedLogProbs((await lp.data()) as Float32Array, logits, padId, step);
 }
 
-/**
- * The non-finite check (of every value when `total`, their sum, is NaN or +∞) and the padding id ruled out, on
- * the host values of a step's log-softmax.
- */
-function checkedLogProbs(lp: Float32Array, logits: Tensor, padId: number, step: number, total: number): Float32Array {
+/** The non-finite check and the padding id ruled out, on the host values of a step's log-softmax. */
+function checkedLogProbs(lp: Float32Array, logits: Tensor, padId: number, step: number): Float32Array {
   const V = logits.shape[logits.shape.length - 1];
   const total = sum(lp);
   // The values are searched only when their sum says one may be NaN or +∞.
