@@ -4,7 +4,7 @@
  * them in headless Chromium with WebGPU on. Used by `npm run bench:web` (run.ts) and by
  * test/e2e/webgpu-page.once.test.ts.
  *
- * Served: the built pages (dist/bench-web/: qkv's and ONNX Runtime Web's .wasm files are emitted there by Vite)
+ * Served: the built pages (.bench-web/: qkv's and ONNX Runtime Web's .wasm files are emitted there by Vite)
  * at /, and the shipped models under /models/ (read-only, never a file outside those two folders; a missing
  * file is a 404, as the library's urlSource expects).
  */
@@ -19,7 +19,7 @@ import type { Browser, Page } from 'playwright-core';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Where Vite writes the pages. */
-export const OUT_DIR = join(ROOT, 'dist', 'bench-web');
+export const OUT_DIR = join(ROOT, '.bench-web');
 export const CHROMIUM = '/usr/bin/chromium';
 /**
  * Headless Chromium with WebGPU. Without a GPU (and on Linux by default) Chromium's adapter is SwiftShader,
@@ -55,7 +55,7 @@ function newest(dir: string): number {
   return m;
 }
 
-/** Build bench/web/ into dist/bench-web/ when a page is missing or older than bench/web/ or src/. */
+/** Build bench/web/ into .bench-web/ when a page is missing or older than bench/web/ or src/. */
 export function ensureBuild(): void {
   const pages = ['index.html', 'check.html'].map((f) => join(OUT_DIR, f));
   const since = Math.max(newest(join(ROOT, 'bench', 'web')), newest(join(ROOT, 'src')));

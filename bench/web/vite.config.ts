@@ -1,5 +1,5 @@
 /**
- * Vite build of the WebGPU pages: bench/web/ → dist/bench-web/ (served by bench/web/serve.ts).
+ * Vite build of the WebGPU pages: bench/web/ → .bench-web/ (gitignored; never under dist/, which the package ships) (served by bench/web/serve.ts).
  *   index.html  the benchmark page (`npm run bench:web`): qkv's webgpu backend against tfjs-backend-webgpu and
  *               ONNX Runtime Web's WebGPU provider, qkv's wasm backend as the CPU reference;
  *   check.html  the page test/e2e/webgpu-page.once.test.ts drives: training and translation on webgpu against wasm.
@@ -17,7 +17,7 @@ export default defineConfig({
   publicDir: false,
   logLevel: 'warn',
   build: {
-    outDir: here('../../dist/bench-web'),
+    outDir: here('../../.bench-web'),
     emptyOutDir: true,
     target: 'es2022',
     sourcemap: false,
