@@ -26,7 +26,9 @@
  *   collection.
  * Workloads: (a) greedy decoding of the first val sentence by the shipped EN→DE model's first member
  * (per step); (b) beam 4, α 0.6, on the first 32 val sentences as one batch (per step); (c) one training
- * step of the shipped recipe on 128×32 tokens in a memoryScope, as bench/ab-step.ts times it.
+ * step of the shipped recipe on 128×32 tokens in a memoryScope, as bench/ab-step.ts times it. The
+ * decodings make their steppers as greedy() and beamSearch() do (caches that own their storage, freed after
+ * the search) where the checkout has that, so the same file profiles a checkout from before it too.
  */
 import type { BpeTokenizer } from '../src/text/bpe.ts';
 import { readFileSync } from 'node:fs';

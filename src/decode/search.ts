@@ -7,6 +7,7 @@ import { noGrad } from '../autograd/grad-mode.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { withEvalMode } from '../nn/module.ts';
 import { shapeToString } from '../tensor/shape.ts';
+import { memoryScope } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import {
   abortable,
@@ -422,12 +423,16 @@ export function prepareSearch(
  * {@link releaseStepper} when the search ends.
  */
 export function encodeSources(members: readonly Seq2Seq[], src: Tensor, options: DecodeOptions, own = false): Stepper {
+  const useCache = options.useCache ?? true;
   const steppers = members.map((m): Stepper => {
-    const srcPadding = m.paddingMask(src);
-    const memory = m.encode(src, srcPadding);
-    return (options.useCache ?? true)
-      ? new CachedStepper(m, memory, srcPadding, own)
-      : new FullStepper(m, memory, srcPadding);
+    const encode = () => {
+      const srcPadding = m.paddingMask(src);
+      const memory = m.encode(src, srcPadding);
+      return useCache ? new CachedStepper(m, memory, srcPadding, own) : new FullStepper(m, memory, srcPadding);
+    };
+    // An owning cache copies in what it keeps of the encoder's output: the encoder's activations can then be
+    // a memoryScope's (wasm memory under wasm: kernels in place), released once the cache is made.
+    return own && useCache ? memoryScope(encode) : encode();
   });
   return steppers.length === 1 ? steppers[0] : new EnsembleStepper(steppers);
 }
