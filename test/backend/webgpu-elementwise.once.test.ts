@@ -2,8 +2,9 @@
  * The webgpu elementwise family (src/backend/webgpu/elementwise.ts) against its js twins: broadcasts of every
  * pattern the ops make, scalars on either side, every unary op, pow's special and general exponents (negative
  * bases with integer exponents), relu/gelu and their backwards, dropout's mask; odd sizes, empty tensors and a
- * grid folded past 65,535 workgroups. Arithmetic (+ − × ÷, select) is exact in WGSL as in js's float32
- * stores, so those compare bit for bit; exp/log/tanh/pow/erf differ by a few float32 ULP (closeToJs).
+ * grid folded past 65,535 workgroups. Arithmetic (+ − ×, select) is exact in WGSL as in js's float32
+ * stores, and ÷ is made so (FDIV: WGSL's `/` was off by an ULP on an H100), so those compare bit for bit;
+ * exp/log/tanh/pow/erf differ by a few float32 ULP (closeToJs).
  */
 import { test } from 'node:test';
 import type { BinaryOp, UnaryOp } from '../../src/backend/backend.ts';
@@ -90,6 +91,38 @@ test('webgpu binaryScalar: both sides, bit for bit', async () => {
       K.binaryScalar(op, up(a), 0.37, o, first);
       sameBits(await down(o, 301), Math.fround(0.37) === 0.37 ? ref : f32Scalar(op, a, first), `${op} first ${first}`);
     }
+});
+
+test('webgpu div: correctly rounded for every kind of operand (specials, subnormals, ∞ and 0 results, ties)', async () => {
+  const tiny = 2 ** -149;
+  const edge = [0, -0, 1, -1, 3, 0.1, -7.5, 1.5, 2, 0.5, Infinity, -Infinity, Number.NaN, tiny, -tiny, 3 * tiny];
+  edge.push(2 ** -126, 2 ** -126 - tiny, 3.4028234663852886e38, -3.4028234663852886e38, 1e-30, 1e30, 2 ** -100);
+  // Random bit patterns: every exponent field from subnormal to the largest (NaN payloads too).
+  const bits = new Uint32Array(96);
+  for (let i = 0; i < bits.length; i++) bits[i] = (Math.floor(rand() * 2 ** 32) >>> 0) ^ ((i % 3) << 29);
+  const values = Float32Array.from([...edge, ...new Float32Array(bits.buffer)]);
+  const m = values.length;
+  const a = new Float32Array(m * m);
+  const b = new Float32Array(m * m);
+  for (let i = 0; i < m; i++)
+    for (let j = 0; j < m; j++) {
+      a[i * m + j] = values[i]!;
+      b[i * m + j] = values[j]!;
+    }
+  // Quotients that are exact ties between two subnormals (round to even), and that round up into the normals.
+  const ta = Float32Array.from([3 * tiny, tiny, 5 * tiny, 2 ** -126 - tiny, 2 ** -126 - tiny]);
+  const tb = Float32Array.from([2, 2, 2, 1 + 2 ** -23, 1 - 2 ** -24]);
+  for (const [x, y] of [
+    [a, b],
+    [ta, tb],
+  ] as const) {
+    const n = x.length;
+    const ref = new Float32Array(n);
+    js.binary('div', x, [1], y, [1], ref, [n]);
+    const o = out(new Float32Array(n));
+    K.binary('div', up(x), [1], up(y), [1], o, [n]);
+    sameBits(await down(o, n), ref, `div of ${n} operand pairs`);
+  }
 });
 
 /** The op with the scalar rounded to float32 first, as the GPU (and PyTorch's float32 tensors) compute it. */

@@ -8,9 +8,11 @@ import { f, u } from './context.ts';
 import { buf } from './device.ts';
 import { webgpuKernels } from './registry.ts';
 import { gpu } from './registry.ts';
-import { AT, dimsParam, ERF, perElement, runPerElement } from './wgsl.ts';
+import { AT, dimsParam, ERF, FDIV, perElement, runPerElement } from './wgsl.ts';
 
-const OPS: Record<BinaryOp, string> = { add: 'x + y', sub: 'x - y', mul: 'x * y', div: 'x / y' };
+// Division by FDIV (wgsl.ts): WGSL's `/` is not correctly rounded on every GPU, js's is.
+const OPS: Record<BinaryOp, string> = { add: 'x + y', sub: 'x - y', mul: 'x * y', div: 'fdiv(x, y)' };
+const helpersOf = (op: BinaryOp) => (op === 'div' ? FDIV : '');
 
 const f32n = (h: { bytes: number }) => h.bytes / 4;
 
@@ -31,7 +33,7 @@ export const binary: Backend['binary'] = (op, a, aStrides, b, bStrides, out, out
 @group(0) @binding(2) var<storage, read> b: array<f32>;
 @group(0) @binding(3) var<storage, read_write> o: array<f32>;`;
   if (contiguous(aStrides, outShape) && contiguous(bStrides, outShape)) {
-    const code = perElement('', decls, `let x = a[i]; let y = b[i]; o[i] = ${OPS[op]};`);
+    const code = perElement('', decls, `let x = a[i]; let y = b[i]; o[i] = ${OPS[op]};`, helpersOf(op));
     runPerElement(`binary-${op}-flat`, code, n, [buf(a), buf(b), buf(out)]);
     return;
   }
@@ -52,7 +54,7 @@ export const binary: Backend['binary'] = (op, a, aStrides, b, bStrides, out, out
   }
   let x = a[ao]; let y = b[bo];
   o[i] = ${OPS[op]};`,
-    AT,
+    AT + helpersOf(op),
   );
   runPerElement(
     `binary-${op}`,
@@ -78,6 +80,7 @@ export const binaryScalar: Backend['binaryScalar'] = (op, a, scalar, out, scalar
 @group(0) @binding(1) var<storage, read> a: array<f32>;
 @group(0) @binding(2) var<storage, read_write> o: array<f32>;`,
     `${expr} o[i] = ${OPS[op]};`,
+    helpersOf(op),
   );
   runPerElement(`binaryScalar-${op}-${scalarFirst}`, code, f32n(buf(out)), [buf(a), buf(out)], [f(scalar)]);
 };

@@ -63,6 +63,51 @@ fn pos_inf() -> f32 { var bits = 0x7f800000u; return bitcast<f32>(bits); }
 fn nan_() -> f32 { var bits = 0x7fc00000u; return bitcast<f32>(bits); }`;
 
 /**
+ * x / y correctly rounded (to nearest, ties to even), as js's float32 division (a double quotient rounded
+ * to float32 is the correctly rounded float32 quotient). WGSL's `/` need only be within 2.5 ULP, and on
+ * NVIDIA's Vulkan driver it is not exact (a lent H100: −0.96679676 where the quotient rounds to
+ * −0.96679670), so the division of binary and binaryScalar is done on the bits: specials first (NaN, ∞, 0),
+ * subnormal operands normalized, 26 quotient bits by long division and a sticky bit, then one rounding,
+ * to a subnormal or to ∞ where the exponent leaves float32's range.
+ */
+export const FDIV = /* wgsl */ `
+fn fdiv(x: f32, y: f32) -> f32 {
+  let a = bitcast<u32>(x);
+  let b = bitcast<u32>(y);
+  let sign = (a ^ b) & 0x80000000u;
+  let ax = a & 0x7fffffffu;
+  let bx = b & 0x7fffffffu;
+  if (ax > 0x7f800000u || bx > 0x7f800000u || (ax == bx && (ax == 0u || ax == 0x7f800000u))) { return nan_(); }
+  if (ax == 0x7f800000u || bx == 0u) { return bitcast<f32>(sign | 0x7f800000u); }
+  if (ax == 0u || bx == 0x7f800000u) { return bitcast<f32>(sign); }
+  var ma = ax & 0x7fffffu;
+  var ea = i32(ax >> 23u);
+  if (ea == 0) { let s = i32(countLeadingZeros(ma)) - 8; ma = ma << u32(s); ea = 1 - s; } else { ma |= 0x800000u; }
+  var mb = bx & 0x7fffffu;
+  var eb = i32(bx >> 23u);
+  if (eb == 0) { let s = i32(countLeadingZeros(mb)) - 8; mb = mb << u32(s); eb = 1 - s; } else { mb |= 0x800000u; }
+  var e = ea - eb + 127;
+  if (ma < mb) { ma = ma << 1u; e -= 1; }
+  var r = ma;
+  var q = 0u;
+  for (var i = 0; i < 26; i++) {
+    q = q << 1u;
+    if (r >= mb) { r -= mb; q |= 1u; }
+    r = r << 1u;
+  }
+  let sticky = r != 0u;
+  if (e >= 255) { return bitcast<f32>(sign | 0x7f800000u); }
+  var sh = 2u;
+  if (e <= 0) { sh = u32(min(3 - e, 27)); }
+  let kept = q >> sh;
+  let rest = q & ((1u << sh) - 1u);
+  let half = 1u << (sh - 1u);
+  let up = rest > half || (rest == half && (sticky || (kept & 1u) == 1u));
+  let bits = (u32(max(e, 1) - 1) << 23u) + kept + select(0u, 1u, up);
+  return bitcast<f32>(sign | min(bits, 0x7f800000u));
+}`;
+
+/**
  * erf with relative error below 1.2e-7 (Numerical Recipes' Chebyshev fit of erfc, as the js twin), in
  * float32.
  */
