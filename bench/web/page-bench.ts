@@ -20,6 +20,8 @@ export interface BenchConfig {
   small: boolean;
   /** Which workloads (default all): gemm, mha, train, gpt. */
   only?: string[];
+  /** Square GEMM sizes instead of the plan's (a large GPU: 2048). */
+  gemmSizes?: number[];
   time: TimeOptions;
 }
 
@@ -72,8 +74,10 @@ const SMALL_TRAIN: TrainShape = {
   weightDecay: 1e-4,
 };
 
-function plan(small: boolean) {
-  const gemm = small ? [48, 96] : [256, 512, 1024];
+/** The workloads a run times (their names are the rows'; node-bench.ts gives PyTorch the same list). */
+export function benchPlan(config: Pick<BenchConfig, 'small' | 'gemmSizes'>) {
+  const small = config.small;
+  const gemm = config.gemmSizes ?? (small ? [48, 96] : [256, 512, 1024]);
   const mha: MhaShape[] = small ? [{ B: 2, L: 8, E: 32, H: 4 }] : [{ B: 32, L: 32, E: 512, H: 8 }];
   const train: TrainWork[] = small
     ? [{ name: 'train step Seq2Seq d32 1+1, vocabulary 100 (4×8 tokens)', shape: SMALL_TRAIN, B: 4, T: 8 }]
@@ -90,7 +94,7 @@ function plan(small: boolean) {
 async function run(config: BenchConfig): Promise<BenchResult> {
   const t0 = performance.now();
   const want = (w: string) => !config.only || config.only.includes(w);
-  const p = plan(config.small);
+  const p = benchPlan(config);
   const rows: Row[] = [];
   const checks: Check[] = [];
   const shapes: string[] = [];
@@ -139,7 +143,11 @@ let adapter: AdapterLine;
 let webgpuLine = '';
 let wasmLine = '';
 
-async function start(): Promise<void> {
+/**
+ * Load the engines (qkv wasm, qkv webgpu, the peers) and hand back `run`: the page's start, and the start of
+ * bench/webgpu/node-bench.ts, which runs the same workloads in Node on Dawn (navigator.gpu from `webgpu`).
+ */
+export async function startBench(): Promise<{ run: typeof run; adapter: AdapterLine }> {
   countGpuCalls();
   adapter = await adapterLine();
   if (!(await loadWasmKernels())) throw new Error(`qkv's wasm backend did not load: ${backendInfo().reason}`);
@@ -150,15 +158,19 @@ async function start(): Promise<void> {
   webgpuLine = backendInfo().reason;
   peers = await loadPeers();
   log(`adapter ${JSON.stringify(adapter)}; ${peers.notes.join('; ') || 'both peers loaded'}`);
-  (window as unknown as { qkvBench: { run: typeof run; adapter: AdapterLine } }).qkvBench = { run, adapter };
+  return { run, adapter };
 }
 
-start().then(
-  () => document.body.setAttribute('data-ready', 'ok'),
-  (e: unknown) => {
-    const msg = (e as Error).message ?? String(e);
-    document.body.setAttribute('data-error', msg);
-    document.body.setAttribute('data-ready', 'error');
-    log(`failed to start: ${msg}`);
-  },
-);
+if (typeof document !== 'undefined')
+  startBench().then(
+    (bench) => {
+      (window as unknown as { qkvBench: typeof bench }).qkvBench = bench;
+      document.body.setAttribute('data-ready', 'ok');
+    },
+    (e: unknown) => {
+      const msg = (e as Error).message ?? String(e);
+      document.body.setAttribute('data-error', msg);
+      document.body.setAttribute('data-ready', 'error');
+      log(`failed to start: ${msg}`);
+    },
+  );

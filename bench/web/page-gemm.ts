@@ -23,7 +23,7 @@ import {
 } from './page-common.ts';
 import { ortData, ortGpuTensor, ortSession, type Peers } from './page-peers.ts';
 
-const LAYOUTS = [
+export const LAYOUTS = [
   ['NN', false, false],
   ['NT', false, true],
   ['TN', true, false],

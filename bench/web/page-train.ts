@@ -5,9 +5,13 @@
  * step as qkv's trainers read it (`await loss.itemAsync()`); each step inside a memoryScope. qkv on webgpu
  * against qkv on wasm in the same page (TensorFlow.js and ONNX Runtime Web have no Transformer to train).
  * Check before timing: two steps from the same seed on both backends, losses within 1e-6 + 1e-4·|ref| and
- * every parameter after them within 2e-5 (the bounds of test/webgpu/model.test.ts: float32 tree reductions
- * against the CPU's sums), except the key part of each in_proj_bias (rows E..2E): its exact gradient is zero
- * (the softmax ignores a shift shared by a row's scores), so both backends' gradients there are rounding noise
+ * every parameter after them within max(2e-5, 4× that tensor's largest difference between the wasm and js
+ * backends after the same two steps). 2e-5 alone (test/webgpu/model.test.ts's bound, for a small model)
+ * failed at the shipped recipe's size on an H100 (embedding.weight 2.9e-5 off): at 128×32 tokens float32
+ * gradients summed in another order differ by more than 1e-3 relative in 5 to 19% of each weight matrix
+ * even between qkv's two CPU backends, and Adam turns a relative difference of a gradient into up to lr
+ * of step, so the CPU's own spread is the measure. Except the key part of each in_proj_bias (rows E..2E):
+ * its exact gradient is zero (the softmax ignores a shift shared by a row's scores), so both backends' gradients there are rounding noise
  * and Adam turns noise of either sign into steps of up to lr on each side: there within 2·2·lr·1.01
  * (test/e2e/webgpu-page.once.test.ts says more).
  */
@@ -65,32 +69,44 @@ export async function trainWorkload(works: TrainWork[], time: TimeOptions): Prom
   const rows: Row[] = [];
   const checks: Check[] = [];
   for (const w of works) {
+    const twoSteps = async (t: Awaited<ReturnType<typeof trainer>>) => {
+      const losses = [await t.step(), await t.step()];
+      const params = await Promise.all(t.model.parameters().map((p) => p.data() as Promise<Float32Array>));
+      return { losses, params };
+    };
     const gpu = await trainer('webgpu', w);
-    const gpuLosses = [await gpu.step(), await gpu.step()];
-    const gpuParams = await Promise.all(gpu.model.parameters().map((p) => p.data() as Promise<Float32Array>));
+    const g = await twoSteps(gpu);
     const cpu = await trainer('wasm', w);
-    const cpuLosses = [await cpu.step(), await cpu.step()];
-    const cpuParams = await Promise.all(cpu.model.parameters().map((p) => p.data() as Promise<Float32Array>));
-    checks.push(checkAtolRtol(`${w.name}: two losses, webgpu against wasm`, gpuLosses, cpuLosses, 1e-6, 1e-4));
+    const c = await twoSteps(cpu);
+    // The CPU's own spread: the js backend sums in yet another order than wasm.
+    const j = await twoSteps(await trainer('js', w));
+    checks.push(checkAtolRtol(`${w.name}: two losses, webgpu against wasm`, g.losses, c.losses, 1e-6, 1e-4));
     const names = gpu.model.namedParameters().map(([n]) => n);
     let worst = 0;
     let worstKey = 0;
-    gpuParams.forEach((p, i) => {
+    let widest = 0;
+    g.params.forEach((p, i) => {
       const what = `${w.name}: parameter ${names[i]} after two steps`;
       const E = p.length / 3;
-      const isKey = (j: number) => names[i]!.endsWith('in_proj_bias') && j >= E && j < 2 * E;
-      const bound = (j: number) => (isKey(j) ? 2 * 2 * LR * 1.01 : 2e-5);
-      checkClose(what, p, cpuParams[i]!, bound, '2e-5, the key biases 4.04·lr');
-      p.forEach((x, j) => {
-        const d = Math.abs(x - cpuParams[i]![j]!);
-        if (isKey(j)) worstKey = Math.max(worstKey, d);
+      const isKey = (k: number) => names[i]!.endsWith('in_proj_bias') && k >= E && k < 2 * E;
+      let spread = 0;
+      c.params[i]!.forEach((x, k) => {
+        if (!isKey(k)) spread = Math.max(spread, Math.abs(x - j.params[i]![k]!));
+      });
+      const tensorBound = Math.max(2e-5, 4 * spread);
+      widest = Math.max(widest, tensorBound);
+      const bound = (k: number) => (isKey(k) ? 2 * 2 * LR * 1.01 : tensorBound);
+      checkClose(what, p, c.params[i]!, bound, 'max(2e-5, 4·|wasm − js|), the key biases 4.04·lr');
+      p.forEach((x, k) => {
+        const d = Math.abs(x - c.params[i]![k]!);
+        if (isKey(k)) worstKey = Math.max(worstKey, d);
         else worst = Math.max(worst, d);
       });
     });
     checks.push({
       what: `${w.name}: every parameter after two steps, webgpu against wasm (the key biases apart)`,
       maxDiff: worst,
-      bound: '2e-5',
+      bound: `max(2e-5, 4× the tensor's largest |wasm − js|): up to ${widest.toExponential(2)}`,
     });
     checks.push({
       what: `${w.name}: the key parts of in_proj_bias (zero gradient) after two steps`,

@@ -3,7 +3,7 @@
 # Expects beside it (carried as one ignored folder): node_modules/webgpu with dist/linux-x64/dawn.node(.xz),
 # libvulkan.so.1 from Debian's libvulkan1, and node.xz (node 20) in case the machine has no node.
 cd "$(dirname "$0")"
-exec > >(tee "$OUT/probe2.log") 2>&1
+exec > >(tee "$OUT/probe2.txt") 2>&1
 unxz_() { xz -dc "$1" 2>/dev/null || python3 -c "import lzma,sys;sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())" "$1"; }
 [ -f node_modules/webgpu/dist/linux-x64/dawn.node ] || unxz_ node_modules/webgpu/dist/linux-x64/dawn.node.xz > node_modules/webgpu/dist/linux-x64/dawn.node
 NODE=$(command -v node || true)
