@@ -36,24 +36,30 @@ interface Timed {
   done?: () => void;
 }
 
+/** One product: A·B with either operand stored transposed (ta: A is k×m, tb: B is n×k). */
+interface Gemm {
+  A: Float32Array;
+  B: Float32Array;
+  m: number;
+  n: number;
+  k: number;
+  ta: boolean;
+  tb: boolean;
+}
+
+/** The stored shapes of A and B. */
+const aShape = ({ m, k, ta }: Pick<Gemm, 'm' | 'k' | 'ta'>) => (ta ? [k, m] : [m, k]);
+const bShape = ({ n, k, tb }: Pick<Gemm, 'n' | 'k' | 'tb'>) => (tb ? [n, k] : [k, n]);
+
 function params(m: number, n: number, k: number, transA: boolean, transB: boolean): GemmParams {
   return { batch: 1, m, n, k, transA, transB, strideA: 0, strideB: 0, strideC: 0, accumulate: false };
 }
 
-async function qkvGemm(
-  backend: string,
-  A: Float32Array,
-  B: Float32Array,
-  m: number,
-  n: number,
-  k: number,
-  ta: boolean,
-  tb: boolean,
-): Promise<Timed> {
+async function qkvGemm(backend: string, { A, B, m, n, k, ta, tb }: Gemm): Promise<Timed> {
   await setBackend(backend);
   const K = getBackend();
-  const a = tensor(A, ta ? [k, m] : [m, k]);
-  const b = tensor(B, tb ? [n, k] : [k, n]);
+  const a = tensor(A, aShape({ m, k, ta }));
+  const b = tensor(B, bShape({ n, k, tb }));
   const c: Tensor = zeros(m, n);
   const p = params(m, n, k, ta, tb);
   const call = () => K.gemm(a.storage as F32, b.storage as F32, c.storage as F32, p);
@@ -61,18 +67,10 @@ async function qkvGemm(
   return { out: (await c.data()) as Float32Array, call, sync: () => c.data() };
 }
 
-async function tfjsGemm(
-  tf: NonNullable<Peers['tf']>,
-  A: Float32Array,
-  B: Float32Array,
-  m: number,
-  n: number,
-  k: number,
-  ta: boolean,
-  tb: boolean,
-): Promise<Timed> {
-  const a = tf.tensor(A, ta ? [k, m] : [m, k]);
-  const b = tf.tensor(B, tb ? [n, k] : [k, n]);
+async function tfjsGemm(tf: NonNullable<Peers['tf']>, g: Gemm): Promise<Timed> {
+  const { A, B, ta, tb } = g;
+  const a = tf.tensor(A, aShape(g));
+  const b = tf.tensor(B, bShape(g));
   let last = tf.matMul(a, b, ta, tb);
   const out = (await last.data()) as Float32Array;
   const call = () => {
@@ -91,26 +89,18 @@ async function tfjsGemm(
 
 function gemmGraph(m: number, n: number, k: number, ta: boolean, tb: boolean): Uint8Array {
   const g = new GraphBuilder('gemm');
-  const a = g.input('A', 'float32', ta ? [k, m] : [m, k]);
-  const b = g.input('B', 'float32', tb ? [n, k] : [k, n]);
+  const a = g.input('A', 'float32', aShape({ m, k, ta }));
+  const b = g.input('B', 'float32', bShape({ n, k, tb }));
   g.output('C', g.op('Gemm', [a, b], 'c', { transA: ta ? 1 : 0, transB: tb ? 1 : 0 }), 'float32', [m, n]);
   return g.toBytes();
 }
 
-async function ortGemm(
-  o: NonNullable<Peers['ort']>,
-  A: Float32Array,
-  B: Float32Array,
-  m: number,
-  n: number,
-  k: number,
-  ta: boolean,
-  tb: boolean,
-): Promise<Timed> {
+async function ortGemm(o: NonNullable<Peers['ort']>, g: Gemm): Promise<Timed> {
+  const { A, B, m, n, k, ta, tb } = g;
   const session = await ortSession(o, gemmGraph(m, n, k, ta, tb));
   const feeds = {
-    A: await ortGpuTensor(o, A, ta ? [k, m] : [m, k]),
-    B: await ortGpuTensor(o, B, tb ? [n, k] : [k, n]),
+    A: await ortGpuTensor(o, A, aShape(g)),
+    B: await ortGpuTensor(o, B, bShape(g)),
   };
   let last = (await session.run(feeds)).C!;
   const out = await ortData(last);
@@ -141,16 +131,15 @@ export async function gemmWorkload(sizes: number[], peers: Peers, time: TimeOpti
       const name = `gemm ${m}×${k}×${n} ${layout}`;
       const A = randomArray(m * k, 11 * s + 1);
       const B = randomArray(k * n, 13 * s + 2);
-      const ref = await qkvGemm('wasm', A, B, m, n, k, ta, tb);
-      const abs = await qkvGemm('wasm', A.map(Math.abs), B.map(Math.abs), m, n, k, ta, tb);
+      const g: Gemm = { A, B, m, n, k, ta, tb };
+      const ref = await qkvGemm('wasm', g);
+      const abs = await qkvGemm('wasm', { ...g, A: A.map(Math.abs), B: B.map(Math.abs) });
       const bound = (i: number) => k * 2 ** -23 * abs.out[i]! + 1e-30;
       const boundText = 'K·2⁻²³·(|A|·|B|)ᵢⱼ';
-      const engines: ['qkv' | 'tfjs' | 'ort', () => Promise<Timed>][] = [
-        ['qkv', () => qkvGemm('webgpu', A, B, m, n, k, ta, tb)],
-      ];
+      const engines: ['qkv' | 'tfjs' | 'ort', () => Promise<Timed>][] = [['qkv', () => qkvGemm('webgpu', g)]];
       const { tf, ort } = peers;
-      if (tf) engines.push(['tfjs', () => tfjsGemm(tf, A, B, m, n, k, ta, tb)]);
-      if (ort) engines.push(['ort', () => ortGemm(ort, A, B, m, n, k, ta, tb)]);
+      if (tf) engines.push(['tfjs', () => tfjsGemm(tf, g)]);
+      if (ort) engines.push(['ort', () => ortGemm(ort, g)]);
       const row: Row = { workload: name, unit: 'GFLOP/s', qkv: null, tfjs: null, ort: null, wasm: null, counts: {} };
       const gflops = (ms: number) => (2 * m * n * k) / (ms * 1e6);
       for (const [who, make] of engines) {
