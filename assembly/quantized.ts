@@ -11,7 +11,10 @@
 // out 20, not 110; which side is at fault is not pinned down). The activations are −127..127, so their
 // sign moves onto the weight: w·x = (w·sign x)·|x|, with |x| in 0..127 and w·sign x in −127..127
 // (int8 weights are −127..127, q4 −8..7: negating never overflows). Pair sums stay within
-// 2·127·127 < 2¹⁵, no saturation: both builds give the same integers, hence the same bits.
+// 2·127·127 < 2¹⁵, no saturation: both builds give the same integers, hence the same bits. The q4
+// kernel's four-row path instead reads each nibble offset by 8 (0..15, the 7-bit operand as it is) and
+// takes 8·Σx off again (q4block). Integer sums are exact in any order; the float steps of each output
+// (scales, block sums) are the twin's, in its order, whichever path computes it.
 //
 // Dimension letters: R rows of x, I = inF, O = outF.
 
@@ -19,7 +22,7 @@
 @inline function dot16(w: v128, x: v128, acc: v128): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) {
     const neg = i8x16.lt_s(x, i8x16.splat(0));
-    const ws = v128.bitselect(i8x16.neg(w), w, neg);
+    const ws = i8x16.sub(v128.xor(w, neg), neg); // −w where x < 0: (w ^ −1) − (−1)
     return i32x4.add(acc, i32x4.extadd_pairwise_i16x8_s(i16x8.relaxed_dot_i8x16_i7x16_s(ws, i8x16.abs(x))));
   } else {
     const lo = i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(w), i16x8.extend_low_i8x16_s(x));
@@ -60,13 +63,63 @@ export function quantizeRowsI8(x: usize, rows: i32, inF: i32, q: usize, sx: usiz
   }
 }
 
+/** [Σ lanes of a0, of a1, of a2, of a3] (exact integer sums; the lane order of the adds is free). */
+// @ts-ignore: decorator
+@inline function isum4(a0: v128, a1: v128, a2: v128, a3: v128): v128 {
+  const s01 = i32x4.add(i32x4.shuffle(a0, a1, 0, 4, 1, 5), i32x4.shuffle(a0, a1, 2, 6, 3, 7));
+  const s23 = i32x4.add(i32x4.shuffle(a2, a3, 0, 4, 1, 5), i32x4.shuffle(a2, a3, 2, 6, 3, 7));
+  return i32x4.add(i32x4.shuffle(s01, s23, 0, 1, 4, 5), i32x4.shuffle(s01, s23, 2, 3, 6, 7));
+}
+
 /** Outputs [o0, o1) of every row: out (R, O) from quantized rows (q, sx) and wq (O, I) int8, wScale (O). */
 export function linearInt8Range(
   q: usize, sx: usize, wq: usize, wScale: usize, bias: usize, out: usize, rows: i32, inF: i32, outF: i32,
   o0: i32, o1: i32,
 ): void {
-  // Weight rows outermost: each is read from memory once and stays in cache for every row of x.
-  for (let o = o0; o < o1; o++) {
+  // Weight rows outermost, four at a time (the GEMV of decoding): each weight row is read from memory
+  // once and stays in cache for every row of x; the four rows' sums are reduced together and their
+  // scales and bias applied in the lanes of one vector. Within the four, row after row: reading the
+  // four rows interleaved (x's vectors shared) was as fast from cache but 2.8 times slower for the
+  // 38 MB vocabulary head streamed from memory (records/quantized/README.md). Each output's integer
+  // sum is the same exact integer and its float steps are those of the one-row loop below: the same bits.
+  let o = o0;
+  for (; o + 4 <= o1; o += 4) {
+    const w0 = wq + <usize>o * <usize>inF;
+    const w1 = w0 + <usize>inF;
+    const w2 = w1 + <usize>inF;
+    const w3 = w2 + <usize>inF;
+    const scales = v128.load(wScale + <usize>o * 4);
+    for (let r = 0; r < rows; r++) {
+      const qr = q + <usize>r * <usize>inF;
+      let a0 = i32x4.splat(0);
+      let a1 = i32x4.splat(0);
+      let a2 = i32x4.splat(0);
+      let a3 = i32x4.splat(0);
+      let p: i32 = 0;
+      for (; p + 16 <= inF; p += 16) a0 = dot16(v128.load(w0 + <usize>p), v128.load(qr + <usize>p), a0);
+      for (p = 0; p + 16 <= inF; p += 16) a1 = dot16(v128.load(w1 + <usize>p), v128.load(qr + <usize>p), a1);
+      for (p = 0; p + 16 <= inF; p += 16) a2 = dot16(v128.load(w2 + <usize>p), v128.load(qr + <usize>p), a2);
+      for (p = 0; p + 16 <= inF; p += 16) a3 = dot16(v128.load(w3 + <usize>p), v128.load(qr + <usize>p), a3);
+      let acc = isum4(a0, a1, a2, a3);
+      if (p < inF) {
+        let t0: i32 = 0, t1: i32 = 0, t2: i32 = 0, t3: i32 = 0;
+        for (; p < inF; p++) {
+          const xi = <i32>load<i8>(qr + <usize>p);
+          t0 += <i32>load<i8>(w0 + <usize>p) * xi;
+          t1 += <i32>load<i8>(w1 + <usize>p) * xi;
+          t2 += <i32>load<i8>(w2 + <usize>p) * xi;
+          t3 += <i32>load<i8>(w3 + <usize>p) * xi;
+        }
+        acc = i32x4.add(acc, i32x4.replace_lane(i32x4.replace_lane(i32x4.replace_lane(
+          i32x4.splat(t0), 1, t1), 2, t2), 3, t3));
+      }
+      // Per lane: <f32>acc · (sx · wScale[o]), then + bias[o], as the one-row loop does.
+      let y = f32x4.mul(f32x4.convert_i32x4_s(acc), f32x4.mul(f32x4.splat(load<f32>(sx + <usize>r * 4)), scales));
+      if (bias != 0) y = f32x4.add(y, v128.load(bias + <usize>o * 4));
+      v128.store(out + (<usize>r * <usize>outF + <usize>o) * 4, y);
+    }
+  }
+  for (; o < o1; o++) {
     const wo = wq + <usize>o * <usize>inF;
     for (let r = 0; r < rows; r++) {
       const qr = q + <usize>r * <usize>inF;
@@ -89,6 +142,62 @@ export function linearInt8Range(
 }
 
 /**
+ * The exact integer sums of one q4 block (32 weights of one row, 16 bytes at w) against x's block
+ * (xl its even elements, xh its odd ones), in i32 lanes whose total is the block's dot product; c is
+ * the block's correction (q4c). The nibbles are read offset by 8 (n ^ 8 = v + 8, 0..15), so the sum
+ * taken is Σ x·(v + 8) and c takes off 8·Σx. Relaxed SIMD: the offset nibbles are the 7-bit operand
+ * (pair sums within 2·127·15, no saturation), summed in i16 lanes (each within 4·127·15 before and
+ * 4·127·8 after the correction) and widened; plain SIMD: widened to i16 for i32x4.dot_i16x8_s.
+ */
+// @ts-ignore: decorator
+@inline function q4block(w: v128, xl: v128, xh: v128, c: v128): v128 {
+  const u = v128.xor(w, i8x16.splat(-120)); // 0x88: each nibble n to n ^ 8
+  const lo = v128.and(u, i8x16.splat(15));
+  const hi = v128.and(i16x8.shr_u(u, 4), i8x16.splat(15));
+  if (ASC_FEATURE_RELAXED_SIMD) {
+    const d = i16x8.add(i16x8.relaxed_dot_i8x16_i7x16_s(xl, lo), i16x8.relaxed_dot_i8x16_i7x16_s(xh, hi));
+    return i32x4.extadd_pairwise_i16x8_s(i16x8.sub(d, c));
+  } else {
+    const d0 = i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_u(lo), i16x8.extend_low_i8x16_s(xl));
+    const d1 = i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_u(lo), i16x8.extend_high_i8x16_s(xl));
+    const d2 = i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_u(hi), i16x8.extend_low_i8x16_s(xh));
+    const d3 = i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_u(hi), i16x8.extend_high_i8x16_s(xh));
+    return i32x4.sub(i32x4.add(i32x4.add(d0, d1), i32x4.add(d2, d3)), c);
+  }
+}
+
+/**
+ * q4block's correction for x's block (xl, xh): lanes totalling 8·Σx, matching q4block's lanes where
+ * they are summed narrow (relaxed SIMD: i16 lane t of 8·(xl[2t] + xl[2t+1] + xh[2t] + xh[2t+1])).
+ */
+// @ts-ignore: decorator
+@inline function q4c(xl: v128, xh: v128): v128 {
+  const pairs = i16x8.add(i16x8.extadd_pairwise_i8x16_s(xl), i16x8.extadd_pairwise_i8x16_s(xh));
+  if (ASC_FEATURE_RELAXED_SIMD) return i16x8.shl(pairs, 3);
+  else return i32x4.shl(i32x4.extadd_pairwise_i16x8_s(pairs), 3);
+}
+
+/**
+ * Block b of four q4 weight rows (the first at w0, rowBytes apart) against x's row at qr: their four
+ * block sums scaled (lane k by scale's lane k) and added to sum's lanes, sum + <f32>acc·scale.
+ */
+// @ts-ignore: decorator
+@inline function q4step(qr: usize, w0: usize, rowBytes: usize, b: i32, scale: v128, sum: v128): v128 {
+  const qb = qr + <usize>b * 32;
+  const xl = v128.load(qb);
+  const xh = v128.load(qb + 16);
+  const c = q4c(xl, xh);
+  const wb = w0 + <usize>b * 16;
+  const acc = isum4(
+    q4block(v128.load(wb), xl, xh, c),
+    q4block(v128.load(wb + rowBytes), xl, xh, c),
+    q4block(v128.load(wb + 2 * rowBytes), xl, xh, c),
+    q4block(v128.load(wb + 3 * rowBytes), xl, xh, c),
+  );
+  return f32x4.add(sum, f32x4.mul(f32x4.convert_i32x4_s(acc), scale));
+}
+
+/**
  * Outputs [o0, o1) of every row: out (R, O) from quantized rows (q in q4 order, sx) and wq (O, I) q4
  * packed, wScale (O, I/32); I a multiple of 32.
  */
@@ -97,7 +206,34 @@ export function linearQ4Range(
   o0: i32, o1: i32,
 ): void {
   const nb = inF >> 5;
-  for (let o = o0; o < o1; o++) {
+  // Four weight rows at a time (the GEMV of decoding): x's block loaded once for the four, their
+  // block sums reduced together and scaled and summed in the lanes of one f32x4, lane k being output
+  // o + k's chain: sum = sum + <f32>acc·scale, block by block in order, as the one-row loop below and
+  // the twin do (the same float32 operations on the same values: the same bits). Four independent
+  // chains instead of one hide the latency that made the one-row loop slow.
+  let o = o0;
+  for (; o + 4 <= o1; o += 4) {
+    const w0 = wq + (<usize>o * <usize>inF >> 1);
+    const rowBytes = <usize>inF >> 1;
+    const s0 = wScale + <usize>o * <usize>nb * 4;
+    const sStep = <usize>nb * 4;
+    for (let r = 0; r < rows; r++) {
+      const qr = q + <usize>r * <usize>inF;
+      let sum = f32x4.splat(0);
+      for (let b = 0; b < nb; b++) {
+        const sb = s0 + <usize>b * 4;
+        let scale = f32x4.splat(load<f32>(sb));
+        scale = f32x4.replace_lane(scale, 1, load<f32>(sb + sStep));
+        scale = f32x4.replace_lane(scale, 2, load<f32>(sb + 2 * sStep));
+        scale = f32x4.replace_lane(scale, 3, load<f32>(sb + 3 * sStep));
+        sum = q4step(qr, w0, rowBytes, b, scale, sum);
+      }
+      let y = f32x4.mul(sum, f32x4.splat(load<f32>(sx + <usize>r * 4)));
+      if (bias != 0) y = f32x4.add(y, v128.load(bias + <usize>o * 4));
+      v128.store(out + (<usize>r * <usize>outF + <usize>o) * 4, y);
+    }
+  }
+  for (; o < o1; o++) {
     const wo = wq + (<usize>o * <usize>inF >> 1);
     const so = wScale + <usize>o * <usize>nb * 4;
     for (let r = 0; r < rows; r++) {

@@ -7,8 +7,9 @@
  *    int8), S = sx·Σᵢ|qxᵢ|·|ŵᵢ|. A wrong or missing weight element moves the result by sx·|qx|·sw, far
  *    more: a test below corrupts one and sees it caught.
  * 2. The wasm kernels bit-identical to the twin, both builds (plain SIMD i32x4.dot_i16x8_s; relaxed SIMD
- *    i32x4.relaxed_dot_i8x16_i7x16_add_s with the activation's sign moved onto the weight), from arrays in
- *    wasm memory and outside it, on awkward shapes and the one-row (decoding) case.
+ *    i16x8.relaxed_dot_i8x16_i7x16_s with the activation's sign moved onto the weight, or q4's nibbles
+ *    offset by 8), from arrays in wasm memory and outside it, on awkward shapes and the one-row
+ *    (decoding) case, and their four-row path on every tail of outputs and rows of x.
  * 3. Against fp32 x·Wᵀ + b on the unquantized weight, within the bound quantization allows: with
  *    x̂ = sx·qx and ŵ = sw·qw, |x̂ŵ − xw| <= |x̂ − x|·|ŵ| + |x|·|ŵ − w| and rounding to nearest gives
  *    |x̂ − x| <= sx/2, |ŵ − w| <= sw/2 (sw per row for int8, per block of 32 for q4), so
@@ -279,6 +280,49 @@ for (const variant of variants) {
           sameBits(ow, oj, `q4 ${rows}x${inF}x${outF} bias ${withBias} in wasm memory ${inWasm}`);
         }
       }
+    }
+  });
+}
+
+/**
+ * The wasm kernels compute weight rows four at a time (their lanes one output each), then the rest one
+ * at a time; the threads split the outputs at any index. Every count of outputs 1..13 (tails of 1, 2, 3
+ * after the groups of four), rows of x 1, 2, 3, 5, inF on and off the 16-lane loop (int8) and with one
+ * or several q4 blocks, and threaded splits that start a range off a multiple of four: each output is
+ * the twin's, bit for bit, so an output computed from another weight row, another row of x or another
+ * row's scale fails. The weight rows differ (each is checked to give its own output somewhere).
+ */
+for (const variant of variants) {
+  test(`wasm (${variant}) four-row GEMV: every output from its own weight row, row of x and scales`, () => {
+    setWasmVariant(variant);
+    const int8In = [16, 17, 31, 48, 100];
+    const q4In = [32, 64, 96];
+    const cases: ['int8' | 'q4', number, number, number][] = [];
+    for (const rows of [1, 2, 3, 5])
+      for (let outF = 1; outF <= 13; outF++) {
+        for (const inF of int8In) cases.push(['int8', rows, inF, outF]);
+        for (const inF of q4In) cases.push(['q4', rows, inF, outF]);
+      }
+    // Threaded (over 2²² flops): two ranges of 551 outputs, the second starting at 551.
+    cases.push(['int8', 1, 2048, 1102], ['q4', 1, 2048, 1102], ['int8', 2, 2048, 1103], ['q4', 3, 1024, 1105]);
+    for (const [kind, rows, inF, outF] of cases) {
+      const x = randn(rows * inF, 3);
+      const bias = randn(outF);
+      const q = kind === 'int8' ? int8Values(outF * inF) : q4Bytes((outF * inF) / 2);
+      const scale = randn(kind === 'int8' ? outF : (outF * inF) / 32, 0.01);
+      const oj = new Float32Array(rows * outF).fill(NaN);
+      const ow = new Float32Array(rows * outF).fill(NaN);
+      const what = `${kind} ${rows}x${inF}x${outF}`;
+      if (kind === 'int8') {
+        jsBackend.linearInt8(x, q as Int8Array, scale, bias, oj, rows, inF, outF);
+        wasmBackend.linearInt8(x, q as Int8Array, scale, bias, ow, rows, inF, outF);
+      } else {
+        jsBackend.linearQ4(x, q as Uint8Array, scale, bias, oj, rows, inF, outF);
+        wasmBackend.linearQ4(x, q as Uint8Array, scale, bias, ow, rows, inF, outF);
+      }
+      sameBits(ow, oj, what);
+      // Not vacuous: the outputs of one row of x differ from output to output.
+      if (outF > 1) assert.ok(new Set(oj.subarray(0, outF)).size > outF / 2, `${what}: outputs differ`);
     }
   });
 }
