@@ -6,13 +6,15 @@
 // released, so a read before write or a tensor used after its scope fails the tests that train.
 // Files named *.once.test.ts do not depend on the backend (the Python bridge, ONNX Runtime, crash
 // and load tests, child processes): they run in the last pass only.
+// Each pass runs QKV_TEST_CONCURRENCY files at a time (the machine's cores unless set; 1: one after another),
+// the slowest known ones first (SLOW_FIRST), so that no long file is left running alone at the end.
 // The end of the output lists the slowest files (QKV_SLOWEST of them, 25 unless set) with their seconds per
 // pass, timed by scripts/test-timer.mjs in each file's own process.
 // Usage: node scripts/test.mjs [filter]         e.g. node scripts/test.mjs nn/
 //        QKV_BACKENDS=js node scripts/test.mjs   one backend only
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 function walk(dir) {
@@ -23,10 +25,41 @@ function walk(dir) {
   });
 }
 
+// The slowest files of the suite on a 2-core machine (the report at the end of a run says which; seconds there):
+// started first, in this order. Only the order depends on it: a file not named here starts after these.
+const SLOW_FIRST = [
+  'test/models/shipped-scores.once.test.ts',
+  'test/webgpu/model.test.ts',
+  'test/webgpu/viz.test.ts',
+  'test/e2e/explorer-webgpu.once.test.ts',
+  'test/python/train.once.test.ts',
+  'test/e2e/webgpu-page.once.test.ts',
+  'test/python/crash.once.test.ts',
+  'test/python/sweep.once.test.ts',
+  'test/readme.once.test.ts',
+  'test/pipelines/translation.once.test.ts',
+  'test/backend/webgpu-attention.once.test.ts',
+  'test/cli/cli.test.ts',
+  'test/decode/onnxruntime.once.test.ts',
+  'test/e2e/explorer-page.test.ts',
+  'test/cli/train-recipe.once.test.ts',
+  'test/e2e/explorer-models.test.ts',
+  'test/records/check-records.once.test.ts',
+  'test/cli/onnx.once.test.ts',
+  'test/e2e/onnx-web.once.test.ts',
+  'test/e2e/web-app.once.test.ts',
+];
+const rank = (f) => {
+  const i = SLOW_FIRST.indexOf(f);
+  return i < 0 ? SLOW_FIRST.length : i;
+};
+const concurrency = Math.max(1, Number(process.env.QKV_TEST_CONCURRENCY ?? availableParallelism()) || 1);
+
 const filter = process.argv[2] ?? '';
 const files = walk('test')
   .filter((f) => f.includes(filter))
-  .sort();
+  .sort()
+  .sort((a, b) => rank(a) - rank(b));
 if (files.length === 0) {
   console.error(`no test files match '${filter}'`);
   process.exit(1);
@@ -60,10 +93,13 @@ function run(backend, last) {
       : files.filter((f) => !f.startsWith('test/webgpu/'));
   const mine = last ? onDevice : onDevice.filter((f) => !f.endsWith('.once.test.ts'));
   return new Promise((resolve) => {
-    console.log(`\n=== backend: ${backend}${last ? '' : ' (without *.once.test.ts)'} ===`);
+    console.log(
+      `\n=== backend: ${backend}${last ? '' : ' (without *.once.test.ts)'}, ${concurrency} file(s) at a time ===`,
+    );
     if (mine.length === 0) return resolve({ backend, code: 0, counts: Object.fromEntries(keys.map((k) => [k, 0])) });
     const setup = ['--import', './scripts/test-timer.mjs', '--import', './test/helpers/backend-ready.ts'];
-    const child = spawn(process.execPath, ['--import', 'tsx', ...setup, '--test', '--test-reporter=spec', ...mine], {
+    const args = ['--import', 'tsx', ...setup, '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec'];
+    const child = spawn(process.execPath, [...args, ...mine], {
       stdio: ['inherit', 'pipe', 'inherit'],
       env: {
         ...process.env,
