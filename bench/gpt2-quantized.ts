@@ -24,27 +24,11 @@ import { SESSION_OPTIONS } from '../src/cli/onnxruntime.ts';
 import { generateStreamAsync } from '../src/decode/gpt.ts';
 import { OrtGpt } from '../src/decode/onnxruntime.ts';
 import { exportGptOnnx } from '../src/io/onnx/export.ts';
-import { decode, getBackend, manualSeed, models, setBackend } from '../src/index.ts';
+import { manualSeed, models, setBackend } from '../src/index.ts';
 import { storageLength } from '../src/tensor/storage.ts';
+import { cfg, checkCache, NEW, prompt, RUNS, timeGreedy, withPeers } from './gpt2.ts';
 
-const smoke = process.argv.includes('--smoke');
-const withPeers = !process.argv.includes('--no-peers');
 setBackend('wasm');
-const cfg: models.GPTConfig = smoke
-  ? {
-      vocabSize: 1000,
-      blockSize: 128,
-      nLayer: 2,
-      nHead: 2,
-      nEmbd: 64,
-      dropout: 0,
-      positions: 'learned',
-      activation: 'gelu_tanh',
-    }
-  : { ...models.GPT2_124M, dropout: 0 };
-const NEW = smoke ? 8 : 64;
-const RUNS = smoke ? 1 : 3;
-const prompt = Array.from({ length: 8 }, (_, i) => (i * 7919 + 13) % cfg.vocabSize);
 const MiB = 2 ** 20;
 
 interface Result {
@@ -80,25 +64,12 @@ const bytesOf = (m: models.GPT) =>
     (n, t) => n + storageLength(t.dtype, t.size) * (t.dtype === 'float32' ? 4 : 1),
     0,
   );
-const run = (m: models.GPT, useCache: boolean, n = NEW) =>
-  decode.generate(m, prompt, { maxTokens: n, temperature: 0, useCache }).ids;
 const qkvTokens: Record<string, number[]> = {};
 for (const [dtype, m] of Object.entries(qkvModels)) {
-  {
-    // Also the warm-up.
-    const check = Math.min(NEW, 4);
-    const a = run(m, true, check);
-    const b = run(m, false, check);
-    if (a.join() !== b.join()) throw new Error(`check failed: qkv ${dtype} with the KV cache (${a}) ≠ without (${b})`);
-    console.log(`check: qkv ${dtype}: ${check} greedy tokens with the KV cache = without it (${getBackend().name})`);
-  }
-  const times: number[] = [];
-  for (let r = 0; r < RUNS; r++) {
-    const t0 = performance.now();
-    qkvTokens[dtype] = run(m, true);
-    times.push(performance.now() - t0);
-  }
-  rows.push(row('qkv', dtype, median(times), bytesOf(m)));
+  checkCache(m, Math.min(NEW, 4), `qkv ${dtype}`);
+  const { ms, ids } = timeGreedy(m);
+  qkvTokens[dtype] = ids;
+  rows.push(row('qkv', dtype, ms, bytesOf(m)));
 }
 const agree = (a: number[], b: number[]) => a.filter((x, i) => x === b[i]).length;
 console.log(

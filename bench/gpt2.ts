@@ -8,13 +8,18 @@
  *   npx tsx bench/gpt2.ts --smoke       a tiny shape, to check the script works
  *   npx tsx bench/gpt2.ts --no-peers    qkv only
  * The last line printed is JSON: { qkv_ms, qkv_tps, torch_ms, torch_tps, note }.
+ * The shape, the prompt and the timed greedy decoding are exported for bench/gpt2-quantized.ts, which runs the
+ * same model in low precision; importing this file runs nothing.
  */
 import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { decode, getBackend, manualSeed, models } from '../src/index.ts';
 
-const smoke = process.argv.includes('--smoke');
-const withPeers = !process.argv.includes('--no-peers');
-const cfg: models.GPTConfig = smoke
+export const smoke = process.argv.includes('--smoke');
+export const withPeers = !process.argv.includes('--no-peers');
+/** GPT-2 small's shape (random weights, no dropout); with --smoke a tiny one. */
+export const cfg: models.GPTConfig = smoke
   ? {
       vocabSize: 1000,
       blockSize: 128,
@@ -26,33 +31,70 @@ const cfg: models.GPTConfig = smoke
       activation: 'gelu_tanh',
     }
   : { ...models.GPT2_124M, dropout: 0 };
-const NEW = smoke ? 8 : 64;
-const RUNS = smoke ? 1 : 3;
-const prompt = Array.from({ length: 8 }, (_, i) => (i * 7919 + 13) % cfg.vocabSize);
+/** Tokens generated per timed run, and the runs (their median is the time). */
+export const NEW = smoke ? 8 : 64;
+export const RUNS = smoke ? 1 : 3;
+export const prompt = Array.from({ length: 8 }, (_, i) => (i * 7919 + 13) % cfg.vocabSize);
 
-manualSeed(1);
-const model = new models.GPT(cfg).eval();
-const run = (useCache: boolean, n = NEW) =>
+/** Greedy continuation of the prompt by n tokens, with or without the KV cache: the ids. */
+export const greedy = (model: models.GPT, useCache: boolean, n = NEW) =>
   decode.generate(model, prompt, { maxTokens: n, temperature: 0, useCache }).ids;
 
-const check = Math.min(NEW, 6);
-const a = run(true, check);
-const b = run(false, check);
-if (a.join() !== b.join())
-  throw new Error(`check failed: generation with the KV cache (${a}) differs from recomputing (${b})`);
-console.log(`check: ${check} greedy tokens with the KV cache = without it (${getBackend().name} backend)`);
-
-const times: number[] = [];
-for (let r = 0; r < RUNS; r++) {
-  const t0 = performance.now();
-  const ids = run(true);
-  times.push(performance.now() - t0);
-  if (ids.length !== NEW) throw new Error(`expected ${NEW} tokens, got ${ids.length}`);
+/** Throws unless `check` greedy tokens with the KV cache equal recomputing without it (also a warm-up). */
+export function checkCache(model: models.GPT, check: number, what: string): void {
+  const a = greedy(model, true, check);
+  const b = greedy(model, false, check);
+  if (a.join() !== b.join())
+    throw new Error(`check failed: ${what} with the KV cache (${a}) differs from recomputing (${b})`);
+  console.log(`check: ${what}: ${check} greedy tokens with the KV cache = without it (${getBackend().name} backend)`);
 }
-const qkvMs = times.sort((x, y) => x - y)[times.length >> 1];
-console.log(
-  `qkv ${getBackend().name}: ${NEW} tokens in ${qkvMs.toFixed(0)} ms = ${((1000 * NEW) / qkvMs).toFixed(1)} tokens/s (${model.numParameters().toLocaleString('en-US')} parameters)`,
-);
+
+/** RUNS timed greedy generations of NEW tokens with the KV cache: the median milliseconds, the last run's ids. */
+export function timeGreedy(model: models.GPT): { ms: number; ids: number[] } {
+  const times: number[] = [];
+  let ids: number[] = [];
+  for (let r = 0; r < RUNS; r++) {
+    const t0 = performance.now();
+    ids = greedy(model, true);
+    times.push(performance.now() - t0);
+    if (ids.length !== NEW) throw new Error(`expected ${NEW} tokens, got ${ids.length}`);
+  }
+  return { ms: times.sort((x, y) => x - y)[times.length >> 1]!, ids };
+}
+
+function main(): void {
+  manualSeed(1);
+  const model = new models.GPT(cfg).eval();
+  checkCache(model, Math.min(NEW, 6), 'qkv');
+  const qkvMs = timeGreedy(model).ms;
+  console.log(
+    `qkv ${getBackend().name}: ${NEW} tokens in ${qkvMs.toFixed(0)} ms = ${((1000 * NEW) / qkvMs).toFixed(1)} tokens/s (${model.numParameters().toLocaleString('en-US')} parameters)`,
+  );
+  let torchMs: number | null = null;
+  let note = '';
+  if (withPeers) {
+    const p = spawnSync('/usr/bin/python3', ['-c', py], {
+      encoding: 'utf8',
+      env: { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', OMP_NUM_THREADS: '2' },
+    });
+    if (p.status === 0) torchMs = Number(p.stdout.trim().split('\n').pop());
+    else note = `PyTorch: skipped (${p.stderr.trim().split('\n').pop() ?? 'no torch'})`;
+    console.log(
+      torchMs === null
+        ? note
+        : `PyTorch: ${NEW} tokens in ${torchMs.toFixed(0)} ms = ${((1000 * NEW) / torchMs).toFixed(1)} tokens/s; qkv / PyTorch time = ${(qkvMs / torchMs).toFixed(2)}`,
+    );
+  }
+  console.log(
+    JSON.stringify({
+      qkv_ms: qkvMs,
+      qkv_tps: (1000 * NEW) / qkvMs,
+      torch_ms: torchMs,
+      torch_tps: torchMs === null ? null : (1000 * NEW) / torchMs,
+      note,
+    }),
+  );
+}
 
 const py = `
 import math, sys, time, torch
@@ -94,27 +136,5 @@ for _ in range(RUNS):
     t = time.perf_counter(); gen(); ts.append((time.perf_counter() - t) * 1000)
 print(sorted(ts)[len(ts) // 2])
 `;
-let torchMs: number | null = null;
-let note = '';
-if (withPeers) {
-  const p = spawnSync('/usr/bin/python3', ['-c', py], {
-    encoding: 'utf8',
-    env: { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', OMP_NUM_THREADS: '2' },
-  });
-  if (p.status === 0) torchMs = Number(p.stdout.trim().split('\n').pop());
-  else note = `PyTorch: skipped (${p.stderr.trim().split('\n').pop() ?? 'no torch'})`;
-  console.log(
-    torchMs === null
-      ? note
-      : `PyTorch: ${NEW} tokens in ${torchMs.toFixed(0)} ms = ${((1000 * NEW) / torchMs).toFixed(1)} tokens/s; qkv / PyTorch time = ${(qkvMs / torchMs).toFixed(2)}`,
-  );
-}
-console.log(
-  JSON.stringify({
-    qkv_ms: qkvMs,
-    qkv_tps: (1000 * NEW) / qkvMs,
-    torch_ms: torchMs,
-    torch_tps: torchMs === null ? null : (1000 * NEW) / torchMs,
-    note,
-  }),
-);
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();

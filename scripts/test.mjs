@@ -6,10 +6,15 @@
 // released, so a read before write or a tensor used after its scope fails the tests that train.
 // Files named *.once.test.ts do not depend on the backend (the Python bridge, ONNX Runtime, crash
 // and load tests, child processes): they run in the last pass only.
+// Each pass runs QKV_TEST_CONCURRENCY files at a time (the machine's cores unless set; 1: one after another),
+// the slowest known ones first (SLOW_FIRST), so that no long file is left running alone at the end.
+// The end of the output lists the slowest files (QKV_SLOWEST of them, 25 unless set) with their seconds per
+// pass, timed by scripts/test-timer.mjs in each file's own process.
 // Usage: node scripts/test.mjs [filter]         e.g. node scripts/test.mjs nn/
 //        QKV_BACKENDS=js node scripts/test.mjs   one backend only
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 function walk(dir) {
@@ -20,10 +25,41 @@ function walk(dir) {
   });
 }
 
+// The slowest files of the suite on a 2-core machine (the report at the end of a run says which; seconds there):
+// started first, in this order. Only the order depends on it: a file not named here starts after these.
+const SLOW_FIRST = [
+  'test/models/shipped-scores.once.test.ts',
+  'test/webgpu/model.test.ts',
+  'test/webgpu/viz.test.ts',
+  'test/e2e/explorer-webgpu.once.test.ts',
+  'test/python/train.once.test.ts',
+  'test/e2e/webgpu-page.once.test.ts',
+  'test/python/crash.once.test.ts',
+  'test/python/sweep.once.test.ts',
+  'test/readme.once.test.ts',
+  'test/pipelines/translation.once.test.ts',
+  'test/backend/webgpu-attention.once.test.ts',
+  'test/cli/cli.test.ts',
+  'test/decode/onnxruntime.once.test.ts',
+  'test/e2e/explorer-page.test.ts',
+  'test/cli/train-recipe.once.test.ts',
+  'test/e2e/explorer-models.test.ts',
+  'test/records/check-records.once.test.ts',
+  'test/cli/onnx.once.test.ts',
+  'test/e2e/onnx-web.once.test.ts',
+  'test/e2e/web-app.once.test.ts',
+];
+const rank = (f) => {
+  const i = SLOW_FIRST.indexOf(f);
+  return i < 0 ? SLOW_FIRST.length : i;
+};
+const concurrency = Math.max(1, Number(process.env.QKV_TEST_CONCURRENCY ?? availableParallelism()) || 1);
+
 const filter = process.argv[2] ?? '';
 const files = walk('test')
   .filter((f) => f.includes(filter))
-  .sort();
+  .sort()
+  .sort((a, b) => rank(a) - rank(b));
 if (files.length === 0) {
   console.error(`no test files match '${filter}'`);
   process.exit(1);
@@ -42,6 +78,7 @@ const backends = (process.env.QKV_BACKENDS ?? 'js,webgpu,wasm').split(',').filte
 const swiftshader = '/usr/lib/chromium/vk_swiftshader_icd.json';
 const webgpuEnv =
   process.env.VK_ICD_FILENAMES === undefined && existsSync(swiftshader) ? { VK_ICD_FILENAMES: swiftshader } : {};
+const timesDir = mkdtempSync(join(tmpdir(), 'qkv-test-times-'));
 const keys = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo', 'duration_ms'];
 
 // The webgpu pass (Dawn in Node; SwiftShader without a GPU, slow) runs the files written for every device:
@@ -56,12 +93,21 @@ function run(backend, last) {
       : files.filter((f) => !f.startsWith('test/webgpu/'));
   const mine = last ? onDevice : onDevice.filter((f) => !f.endsWith('.once.test.ts'));
   return new Promise((resolve) => {
-    console.log(`\n=== backend: ${backend}${last ? '' : ' (without *.once.test.ts)'} ===`);
+    console.log(
+      `\n=== backend: ${backend}${last ? '' : ' (without *.once.test.ts)'}, ${concurrency} file(s) at a time ===`,
+    );
     if (mine.length === 0) return resolve({ backend, code: 0, counts: Object.fromEntries(keys.map((k) => [k, 0])) });
-    const setup = ['--import', './test/helpers/backend-ready.ts'];
-    const child = spawn(process.execPath, ['--import', 'tsx', ...setup, '--test', '--test-reporter=spec', ...mine], {
+    const setup = ['--import', './scripts/test-timer.mjs', '--import', './test/helpers/backend-ready.ts'];
+    const args = ['--import', 'tsx', ...setup, '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec'];
+    const child = spawn(process.execPath, [...args, ...mine], {
       stdio: ['inherit', 'pipe', 'inherit'],
-      env: { ...process.env, ...webgpuEnv, QKV_BACKEND: backend, QKV_POISON_SCOPES: '1' },
+      env: {
+        ...process.env,
+        ...webgpuEnv,
+        QKV_BACKEND: backend,
+        QKV_POISON_SCOPES: '1',
+        QKV_TEST_TIMES: join(timesDir, backend),
+      },
     });
     let tail = '';
     child.stdout.on('data', (chunk) => {
@@ -81,8 +127,37 @@ function run(backend, last) {
   });
 }
 
+function slowest(n) {
+  const rows = [];
+  for (const b of backends) {
+    const f = join(timesDir, b);
+    if (!existsSync(f)) continue;
+    for (const line of readFileSync(f, 'utf8').split('\n').filter(Boolean)) {
+      const [ms, file] = line.split('\t');
+      rows.push({ backend: b, file, ms: Number(ms) });
+    }
+  }
+  rows.sort((a, b) => b.ms - a.ms);
+  const total = rows.reduce((s, r) => s + r.ms, 0);
+  console.log(
+    `\n=== slowest ${Math.min(n, rows.length)} of ${rows.length} file runs (${(total / 1000).toFixed(0)} s in all) ===`,
+  );
+  for (const r of rows.slice(0, n))
+    console.log(`${(r.ms / 1000).toFixed(1).padStart(7)} s  ${r.backend.padEnd(6)} ${r.file}`);
+}
+
+const started = performance.now();
 const results = [];
-for (const [i, b] of backends.entries()) results.push(await run(b, i === backends.length - 1));
+for (const [i, b] of backends.entries()) {
+  const t0 = performance.now();
+  results.push(await run(b, i === backends.length - 1));
+  results.at(-1).seconds = (performance.now() - t0) / 1000;
+}
+slowest(Number(process.env.QKV_SLOWEST ?? 25));
+rmSync(timesDir, { recursive: true, force: true });
+console.log(
+  `\n=== passes: ${results.map((r) => `${r.backend} ${r.seconds.toFixed(0)} s`).join(', ')}; ${((performance.now() - started) / 1000).toFixed(0)} s in all ===`,
+);
 console.log(
   `\n=== summary: ${results.map((r) => `${r.backend} ${r.code === 0 ? 'passed' : 'FAILED'} (${r.counts.pass}/${r.counts.tests})`).join(', ')} ===`,
 );

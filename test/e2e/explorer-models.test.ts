@@ -10,26 +10,13 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
-import { explore } from '../../src/cli/commands/explore.ts';
 import type { ExploreServer } from '../../src/server/static.ts';
 import { readLm } from '../../src/folder/node.ts';
 import { generateWithAttention } from '../../src/viz/gpt-attention.ts';
-import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
-import { ensureWebBuild } from './web-build.ts';
+import { toolSkip } from '../helpers/tools.ts';
+import { BACKEND, closeAll, collectErrors, launchChromium, ROOT, serveRepository, translateIn } from './chromium.ts';
 
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const BACKEND = process.env.QKV_BACKEND === 'wasm' ? 'wasm' : 'js';
 const SENTENCE = 'A man in a blue shirt is riding a bike.';
 const skip = toolSkip('chromium');
 
@@ -60,43 +47,19 @@ function cliTranslate(model: string, ...flags: string[]): string {
 
 before(async () => {
   if (skip) return;
-  requireTool('chromium');
-  ensureWebBuild();
-  const cwd = process.cwd();
-  process.chdir(ROOT); // npm start runs in the repository: models/ is found there
-  try {
-    server = await explore({ port: 0, host: '127.0.0.1', log: (l) => logs.push(l) });
-  } finally {
-    process.chdir(cwd);
-  }
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+  server = await serveRepository((l) => logs.push(l));
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
-  });
+  collectErrors(page, errors);
   await page.goto(`${server.url}?backend=${BACKEND}`);
   await page.waitForSelector('body[data-ready="true"]', { timeout: 60000 });
 });
 
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+after(() => closeAll(browser, server));
 
 const modelOf = (view: string) => page.locator(`#view-${view}`).getAttribute('data-model');
 
-async function translate(n: number): Promise<string> {
-  await page.getByTestId('src').fill(SENTENCE);
-  await page.getByTestId('translate').click();
-  await page.waitForFunction(
-    (k) => document.querySelector('#view-translate')?.getAttribute('data-translated') === String(k),
-    n,
-    { timeout: 60000 },
-  );
-  return (await page.getByTestId('translation').textContent()) ?? '';
-}
+const translate = (n: number) => translateIn(page, SENTENCE, n);
 
 test('the switcher lists the three shipped folders by name and kind; Translate starts with EN→DE', {
   skip,

@@ -13,25 +13,15 @@ import { saveModelDir, saveWeights } from '../../src/cli/files.ts';
 import { saveLmDir } from '../../src/folder/node.ts';
 import { GPT } from '../../src/models/gpt.ts';
 import { Seq2Seq } from '../../src/models/seq2seq.ts';
-import { describeFolder, startExploreServer, type ExploreServer } from '../../src/server/static.ts';
+import { describeFolder, type ExploreServer } from '../../src/server/static.ts';
 import { manualSeed } from '../../src/tensor/random.ts';
 import { BpeTokenizer } from '../../src/text/bpe.ts';
 import { CharTokenizer } from '../../src/text/chars.ts';
 import { generateWithAttention, lineSeparatorId } from '../../src/viz/gpt-attention.ts';
-import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
-import { ensureWebBuild } from './web-build.ts';
+import { toolSkip } from '../helpers/tools.ts';
+import { BACKEND, closeAll, collectErrors, launchChromium, serveExplorer } from './chromium.ts';
 import { GPT_HEADS, GPT_LAYERS, HEADS, LAYERS, makeTinyGpt, makeTinyModel, SENTENCES, tempDir } from './tiny-model.ts';
 
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
-const BACKEND = process.env.QKV_BACKEND === 'wasm' ? 'wasm' : 'js';
 const SENTENCE = 'A dog runs in the park.';
 const skip = toolSkip('chromium');
 
@@ -99,10 +89,7 @@ const errors = new Map<Page, string[]>();
 
 before(async () => {
   if (skip) return;
-  requireTool('chromium');
-  const webDir = ensureWebBuild();
-  server = await startExploreServer({
-    webDir,
+  server = await serveExplorer({
     models: [
       describeFolder(tr!.dir, 'tiny-tr'),
       describeFolder(tr2!.dir, 'tiny-tr2'),
@@ -110,16 +97,11 @@ before(async () => {
       describeFolder(slow!, 'slow-gpt'),
       describeFolder(slowTr!, 'slow-tr'),
     ],
-    port: 0,
   });
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+  browser = await launchChromium();
 });
 
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+after(() => closeAll(browser, server));
 
 /**
  * The page at `hash`, in a fresh context, once it says it is ready. The tests of long runs use the js
@@ -130,10 +112,7 @@ async function open(hash: string, query = '', backend = BACKEND): Promise<Page> 
   const p = await context.newPage();
   const errs: string[] = [];
   errors.set(p, errs);
-  p.on('pageerror', (e) => errs.push(e.message));
-  p.on('console', (m) => {
-    if (m.type() === 'error') errs.push(m.text());
-  });
+  collectErrors(p, errs);
   await p.goto(`${server.url}?backend=${backend}${query}#${hash}`);
   await p.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
   return p;

@@ -10,41 +10,26 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { startExploreServer, type ExploreServer } from '../../src/server/static.ts';
+import type { ExploreServer } from '../../src/server/static.ts';
 import { readSafetensors, writeSafetensors } from '../../src/io/safetensors.ts';
 import { translateWithAttention } from '../../src/viz/attention-data.ts';
-import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
+import { toolSkip } from '../helpers/tools.ts';
+import { closeAll, launchChromium, serveExplorer } from './chromium.ts';
 import { makeTinyModel } from './tiny-model.ts';
-import { ensureWebBuild } from './web-build.ts';
 
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 const skip = toolSkip('chromium');
 let browser: Browser;
 const servers: ExploreServer[] = [];
 
 before(async () => {
   if (skip) return;
-  requireTool('chromium');
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+  browser = await launchChromium();
 });
 
-after(async () => {
-  await browser?.close();
-  for (const s of servers) await s.close();
-});
+after(() => closeAll(browser, ...servers));
 
 async function open(modelDir: string) {
-  const webDir = ensureWebBuild();
-  const server = await startExploreServer({ webDir, modelDir, port: 0 });
+  const server = await serveExplorer({ modelDir });
   servers.push(server);
   const page = await (await browser.newContext()).newPage();
   await page.goto(`${server.url}?backend=js#translate`);

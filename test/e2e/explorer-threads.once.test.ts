@@ -12,22 +12,13 @@ import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { saveModelDir, saveWeights } from '../../src/cli/files.ts';
 import { Seq2Seq } from '../../src/models/seq2seq.ts';
-import { describeFolder, startExploreServer, type ExploreServer } from '../../src/server/static.ts';
+import { describeFolder, type ExploreServer } from '../../src/server/static.ts';
 import { manualSeed } from '../../src/tensor/random.ts';
 import { BpeTokenizer } from '../../src/text/bpe.ts';
-import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
-import { ensureWebBuild } from './web-build.ts';
+import { toolSkip } from '../helpers/tools.ts';
+import { closeAll, launchChromium, openExplorer, recordedReplies, serveExplorer } from './chromium.ts';
 import { SENTENCES, tempDir } from './tiny-model.ts';
 
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 const skip = toolSkip('chromium');
 /** 36 source tokens: the encoder's feed-forward GEMMs (36 × 256 × 512) are over the size the pool splits. */
 const SENTENCE = [...SENTENCES.slice(0, 3), ...SENTENCES.slice(0, 3)].join(' ');
@@ -61,17 +52,11 @@ let server: ExploreServer;
 
 before(async () => {
   if (skip) return;
-  requireTool('chromium');
-  const webDir = ensureWebBuild();
-  server = await startExploreServer({ webDir, models: [describeFolder(makeWideTranslation(), 'wide-tr')], port: 0 });
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+  server = await serveExplorer({ models: [describeFolder(makeWideTranslation(), 'wide-tr')] });
+  browser = await launchChromium();
 });
 
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+after(() => closeAll(browser, server));
 
 /** What the model worker answered: each value reply, as JSON (typed arrays as lists), in order. */
 interface Reply {
@@ -81,42 +66,15 @@ interface Reply {
 }
 
 /**
- * Installed before the page's script: a Worker that records each value reply of its worker as JSON
- * (typed arrays as lists) in `qkvReplies`. A string, not a function: tsx would add helpers to a
- * function's text that the page does not have.
- */
-const RECORD_REPLIES = `
-const log = [];
-globalThis.qkvReplies = log;
-const json = (v) => JSON.stringify(v, (_k, x) => (ArrayBuffer.isView(x) ? Array.from(x) : x));
-const Base = globalThis.Worker;
-globalThis.Worker = class extends Base {
-  constructor(url, options) {
-    super(url, options);
-    this.addEventListener('message', (e) => { if ('value' in e.data) log.push(json(e.data)); });
-  }
-};
-`;
-
-/**
  * The page with `query`, once ready, its errors collected, and every reply of its model worker
  * recorded (a wrapper around the page's Worker, installed before the page's script runs).
  */
 async function open(query: string): Promise<{ page: Page; errors: string[]; replies: () => Promise<Reply[]> }> {
-  const context = await browser.newContext();
-  const page = await context.newPage();
   const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
+  const page = await openExplorer(browser, `${server.url}?backend=wasm${query}#translate`, errors, {
+    record: 'message',
   });
-  await page.addInitScript(RECORD_REPLIES);
-  await page.goto(`${server.url}?backend=wasm${query}#translate`);
-  await page.waitForSelector('body[data-ready="true"]', { timeout: 60000 });
-  const replies = async () =>
-    (await page.evaluate(() => (globalThis as unknown as { qkvReplies: string[] }).qkvReplies)).map(
-      (r) => JSON.parse(r) as Reply,
-    );
+  const replies = async () => (await recordedReplies(page)).map((r) => JSON.parse(r) as Reply);
   return { page, errors, replies };
 }
 

@@ -19,26 +19,17 @@ import { setBackend } from '../../src/backend/backend.ts';
 import { lineSeparatorId } from '../../src/folder/gpt.ts';
 import { readZip } from '../../src/io/zip.ts';
 import { GPT } from '../../src/models/gpt.ts';
-import { startExploreServer, type ExploreServer } from '../../src/server/static.ts';
+import type { ExploreServer } from '../../src/server/static.ts';
 import { manualSeed } from '../../src/tensor/random.ts';
 import { CharTokenizer } from '../../src/text/chars.ts';
 import { encodeLines } from '../../src/text/lines.ts';
 import { LmTrainer } from '../../src/train/lm.ts';
 import { SONNETS } from '../../web/src/train-text.ts';
 import { qkv } from '../helpers/cli.ts';
-import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
-import { ensureWebBuild } from './web-build.ts';
+import { toolSkip } from '../helpers/tools.ts';
+import { closeAll, launchChromium, openExplorer, recordedReplies, serveExplorer } from './chromium.ts';
 import { tempDir } from './tiny-model.ts';
 
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 const skip = toolSkip('chromium');
 /** The run: small enough to take a few seconds; the prompt's characters are all in the sonnets. */
 const SHAPE = { nLayer: 2, nHead: 2, nEmbd: 32, blockSize: 32 };
@@ -52,30 +43,11 @@ let server: ExploreServer;
 
 before(async () => {
   if (skip) return;
-  requireTool('chromium');
-  server = await startExploreServer({ webDir: ensureWebBuild(), models: [], port: 0 });
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+  server = await serveExplorer({ models: [] });
+  browser = await launchChromium();
 });
 
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-/** Each value reply of the model worker, recorded as JSON before the page's script runs (a string: see below). */
-const RECORD_REPLIES = `
-const log = [];
-globalThis.qkvReplies = log;
-const json = (v) => JSON.stringify(v, (_k, x) => (ArrayBuffer.isView(x) ? Array.from(x) : x));
-const Base = globalThis.Worker;
-globalThis.Worker = class extends Base {
-  constructor(url, options) {
-    super(url, options);
-    this.addEventListener('message', (e) => { if ('value' in e.data) log.push(json(e.data.value)); });
-  }
-};
-`;
+after(() => closeAll(browser, server));
 
 interface Slice {
   step: number;
@@ -87,7 +59,7 @@ interface Slice {
 
 /** The trainSteps answers so far (a reply with `steps` and `sample`), in order. */
 async function slices(p: Page): Promise<Slice[]> {
-  const all = await p.evaluate(() => (globalThis as unknown as { qkvReplies: string[] }).qkvReplies);
+  const all = await recordedReplies(p);
   return all.map((r) => JSON.parse(r) as Slice).filter((v) => v && Array.isArray(v.steps) && v.sample);
 }
 
@@ -133,16 +105,11 @@ function nodeLosses(steps: number): number[] {
 test('train in the page: the loss falls, pause and resume, and the saved folder generates as the page does', {
   skip,
 }, async () => {
-  const context = await browser.newContext({ acceptDownloads: true });
-  const p = await context.newPage();
   const errors: string[] = [];
-  p.on('pageerror', (e) => errors.push(e.message));
-  p.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
+  const p = await openExplorer(browser, `${server.url}?backend=wasm#train`, errors, {
+    record: 'value',
+    context: { acceptDownloads: true },
   });
-  await p.addInitScript(RECORD_REPLIES);
-  await p.goto(`${server.url}?backend=wasm#train`);
-  await p.waitForSelector('body[data-ready="true"]', { timeout: 60000 });
   assert.match((await p.getByTestId('status').getAttribute('title')) ?? '', /^wasm backend/);
   assert.equal(await stateOf(p), 'idle');
   assert.ok(await p.getByTestId('train-pause').isDisabled(), 'nothing to pause before a run');
@@ -252,5 +219,5 @@ test('train in the page: the loss falls, pause and resume, and the saved folder 
     [],
   );
   assert.deepEqual(errors, []);
-  await context.close();
+  await p.context().close();
 });

@@ -16,25 +16,14 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { readZip } from '../../src/io/zip.ts';
-import { describeFolder, startExploreServer, type ExploreServer } from '../../src/server/static.ts';
+import { describeFolder, type ExploreServer } from '../../src/server/static.ts';
 import { causalAttention, loadGptFromFiles } from '../../src/viz/gpt-attention.ts';
-import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
+import { toolSkip } from '../helpers/tools.ts';
 import { assertClose } from '../helpers/assert.ts';
-import { ensureWebBuild } from './web-build.ts';
+import { closeAll, launchChromium, openExplorer, recordedReplies, ROOT, serveExplorer } from './chromium.ts';
 
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--enable-unsafe-webgpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const skip = toolSkip('chromium');
 /** SwiftShader runs every shader on the machine's CPU cores: minutes, on a loaded machine. */
 const SLOW = 300_000;
@@ -44,57 +33,31 @@ let server: ExploreServer;
 
 before(async () => {
   if (skip) return;
-  requireTool('chromium');
-  server = await startExploreServer({
-    webDir: ensureWebBuild(),
+  server = await serveExplorer({
     models: [
       describeFolder(`${ROOT}models/multi30k-en-de`, 'multi30k-en-de'),
       describeFolder(`${ROOT}models/gpt-multi30k-char`, 'gpt-multi30k-char'),
       describeFolder(`${ROOT}test/fixtures/hf-gpt2-tiny`, 'hf-gpt2-tiny'),
     ],
-    port: 0,
   });
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+  browser = await launchChromium({ webgpu: true });
 });
 
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-/** Each value reply of the model worker, recorded as JSON before the page's script runs. */
-const RECORD_REPLIES = `
-const log = [];
-globalThis.qkvReplies = log;
-const json = (v) => JSON.stringify(v, (_k, x) => (ArrayBuffer.isView(x) ? Array.from(x) : x));
-const Base = globalThis.Worker;
-globalThis.Worker = class extends Base {
-  constructor(url, options) {
-    super(url, options);
-    this.addEventListener('message', (e) => { if ('value' in e.data) log.push(json(e.data.value)); });
-  }
-};
-`;
+after(() => closeAll(browser, server));
 
 /** The worker's replies so far that `keep` picks, parsed. */
 async function replies<T>(p: Page, keep: (v: Record<string, unknown>) => boolean): Promise<T[]> {
-  const all = await p.evaluate(() => (globalThis as unknown as { qkvReplies: string[] }).qkvReplies);
+  const all = await recordedReplies(p);
   return all.map((r) => JSON.parse(r) as Record<string, unknown>).filter((v) => v !== null && keep(v)) as T[];
 }
 
 /** A fresh page (its own storage) at `query`, ready, collecting its errors. */
 async function open(query: string, errors: string[]): Promise<Page> {
-  const context = await browser.newContext({ acceptDownloads: true });
-  const p = await context.newPage();
-  p.on('pageerror', (e) => errors.push(e.message));
-  p.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
+  return openExplorer(browser, `${server.url}${query}`, errors, {
+    record: 'value',
+    timeout: SLOW,
+    context: { acceptDownloads: true },
   });
-  await p.addInitScript(RECORD_REPLIES);
-  await p.goto(`${server.url}${query}`);
-  await p.waitForSelector('body[data-ready="true"]', { timeout: SLOW });
-  return p;
 }
 
 const counter = async (p: Page, view: string, key: string) =>

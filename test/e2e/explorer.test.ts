@@ -13,14 +13,13 @@ import { basename, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
-import { findWebDir } from '../../src/server/folders.ts';
-import { startExploreServer, type ExploreServer } from '../../src/server/static.ts';
+import type { ExploreServer } from '../../src/server/static.ts';
 import { translateWithAttention } from '../../src/viz/attention-data.ts';
 import { MASKED_FILL } from '../../src/viz/heatmap.ts';
 import { generateWithAttention, lineSeparatorId, type LoadedGpt } from '../../src/viz/gpt-attention.ts';
-import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
+import { toolSkip } from '../helpers/tools.ts';
+import { BACKEND, closeAll, collectErrors, launchChromium, serveExplorer } from './chromium.ts';
 import { get } from './http.ts';
-import { ensureWebBuild } from './web-build.ts';
 import {
   GPT_HEADS,
   GPT_LAYERS,
@@ -33,19 +32,8 @@ import {
 } from './tiny-model.ts';
 import { exportModel } from '../../src/cli/commands/export.ts';
 
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
-const _ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const SENTENCE = 'A dog runs in the park.';
-const BACKEND = process.env.QKV_BACKEND === 'wasm' ? 'wasm' : 'js';
 // Skips on a developer machine without Chromium; under CI=true the first test fails instead.
 const skip = toolSkip('chromium');
 
@@ -57,25 +45,16 @@ const tiny = skip ? null : makeTinyModel();
 
 before(async () => {
   if (skip) return;
-  requireTool('chromium');
-  const webDir = ensureWebBuild();
-  server = await startExploreServer({ webDir, modelDir: tiny!.dir, port: 0 });
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+  server = await serveExplorer({ modelDir: tiny!.dir });
+  browser = await launchChromium();
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
   page = await context.newPage();
-  page.on('pageerror', (e) => pageErrors.push(e.message));
-  page.on('console', (m) => {
-    if (m.type() === 'error') pageErrors.push(m.text());
-  });
+  collectErrors(page, pageErrors);
   await page.goto(`${server.url}?backend=${BACKEND}#translate`);
   await page.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
 });
 
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+after(() => closeAll(browser, server));
 
 const cells = (id: string) => page.locator(`[data-testid="fig-${id}"] rect.cell`).count();
 const svgOfPage = (p: Page, id: string) => p.locator(`[data-testid="fig-${id}"]`).innerHTML();
@@ -219,7 +198,7 @@ test('requests outside the served files are refused', { skip }, async () => {
 });
 
 test('without a model the page says how to start with one; the other views still work', { skip }, async () => {
-  const bare = await startExploreServer({ webDir: findWebDir()!, modelDir: null, port: 0 });
+  const bare = await serveExplorer({ modelDir: null });
   try {
     const p = await browser.newPage();
     await p.goto(`${bare.url}?backend=js#steps`);
@@ -259,13 +238,10 @@ test('a GPT folder: the Generate view continues a prompt and shows causal attent
 }, async () => {
   const gpt = makeTinyGpt();
   const lm: LoadedGpt = { model: gpt.model, tokenizer: gpt.tokenizer, separatorId: lineSeparatorId(gpt.tokenizer) };
-  const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: gpt.dir, port: 0 });
+  const srv = await serveExplorer({ modelDir: gpt.dir });
   const p = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors: string[] = [];
-  p.on('pageerror', (e) => errors.push(e.message));
-  p.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
-  });
+  collectErrors(p, errors);
   try {
     // A link to #translate opens the model's view: Generate, the Translate tab hidden.
     await p.goto(`${srv.url}?backend=${BACKEND}#translate`);
@@ -384,7 +360,7 @@ test("a folder that names an ensemble: the page says so and runs the folder's ow
   const dir = join(tempDir('qkv-explorer-ens-'), 'ens');
   exportModel({ model: a.dir, out: dir, dtype: 'f32', ensemble: [b.dir], log: () => {} });
   const ref = translateWithAttention(a.model, a.tokenizer, SENTENCE);
-  const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: dir, port: 0 });
+  const srv = await serveExplorer({ modelDir: dir });
   const p = await browser.newPage();
   try {
     await p.goto(`${srv.url}?backend=${BACKEND}#translate`);
@@ -416,7 +392,7 @@ test('a model with separate vocabularies: the page fetches target_tokenizer.json
 }, async () => {
   const sep = makeTinySeparateModel(3);
   const ref = translateWithAttention(sep.model, sep.tokenizer, SENTENCE, { targetTokenizer: sep.targetTokenizer });
-  const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: sep.dir, port: 0 });
+  const srv = await serveExplorer({ modelDir: sep.dir });
   const p = await browser.newPage();
   try {
     await p.goto(`${srv.url}?backend=${BACKEND}#translate`);
@@ -457,7 +433,7 @@ test('a model with separate vocabularies: the page fetches target_tokenizer.json
 test('a config.json of another format: the page names the file, what it expected and what came', { skip }, async () => {
   const gpt = makeTinyGpt();
   writeFileSync(join(gpt.dir, 'config.json'), JSON.stringify({ format: 'qkv-bert', model: {} }));
-  const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: gpt.dir, port: 0 });
+  const srv = await serveExplorer({ modelDir: gpt.dir });
   const p = await browser.newPage();
   try {
     await p.goto(`${srv.url}?backend=js`);

@@ -11,18 +11,13 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
-import { explore } from '../../src/cli/commands/explore.ts';
 import type { FlowJson } from '../../src/cli/commands/flow.ts';
 import type { FlowRow, FlowStage } from '../../src/viz/flow.ts';
 import type { ExploreServer } from '../../src/server/static.ts';
-import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
-import { ensureWebBuild } from './web-build.ts';
+import { toolSkip } from '../helpers/tools.ts';
+import { BACKEND, closeAll, collectErrors, launchChromium, ROOT, serveRepository } from './chromium.ts';
 
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'];
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const BACKEND = process.env.QKV_BACKEND === 'wasm' ? 'wasm' : 'js';
 const SENTENCE = 'A man is riding a bike.';
 const skip = toolSkip('chromium');
 
@@ -53,30 +48,15 @@ function cliFlow(model: string, sentence: string, ...flags: string[]): FlowJson 
 
 before(async () => {
   if (skip) return;
-  requireTool('chromium');
-  ensureWebBuild();
-  const cwd = process.cwd();
-  process.chdir(ROOT); // npm start runs in the repository: models/ is found there
-  try {
-    server = await explore({ port: 0, host: '127.0.0.1', log: () => {} });
-  } finally {
-    process.chdir(cwd);
-  }
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+  server = await serveRepository();
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
-  });
+  collectErrors(page, errors);
   await page.goto(`${server.url}?backend=${BACKEND}#flow`);
   await page.waitForSelector('body[data-ready="true"]', { timeout: 60000 });
 });
 
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+after(() => closeAll(browser, server));
 
 /** Wait until the view has drawn its n-th flow. */
 async function flowed(n: number): Promise<void> {

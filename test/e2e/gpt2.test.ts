@@ -17,26 +17,14 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
-import { findWebDir } from '../../src/server/folders.ts';
-import { startExploreServer, type ExploreServer } from '../../src/server/static.ts';
+import type { ExploreServer } from '../../src/server/static.ts';
 import { io } from '../../src/index.ts';
 import { generateWithAttention, loadGptFromFiles } from '../../src/viz/gpt-attention.ts';
 import { lastLogits, nextTokenView } from '../../src/viz/next-token.ts';
-import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
-import { ensureWebBuild } from './web-build.ts';
+import { toolSkip } from '../helpers/tools.ts';
+import { BACKEND, closeAll, collectErrors, launchChromium, serveExplorer } from './chromium.ts';
 
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
-const _ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const FIX = fileURLToPath(new URL('../fixtures/hf-gpt2-tiny/', import.meta.url));
-const BACKEND = process.env.QKV_BACKEND === 'wasm' ? 'wasm' : 'js';
 const PROMPT = 'A man is riding a bike';
 const skip = toolSkip('chromium');
 
@@ -99,24 +87,16 @@ const errors: string[] = [];
 
 before(async () => {
   if (skip) return;
-  requireTool('chromium');
-  server = await startExploreServer({ webDir: ensureWebBuild(), modelDir: null, port: 0 });
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+  server = await serveExplorer({ modelDir: null });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.on('console', (m) => {
-    // The page asks for model/config.json first; this server serves none (404), as intended.
-    if (m.type() === 'error' && !m.location().url.endsWith('/model/config.json')) errors.push(m.text());
-  });
+  // The page asks for model/config.json first; this server serves none (404), as intended.
+  collectErrors(page, errors, (m) => m.location().url.endsWith('/model/config.json'));
   await page.goto(`${server.url}?backend=${BACKEND}#generate`);
   await page.waitForSelector('body[data-ready="true"]', { timeout: 30000 });
 });
 
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+after(() => closeAll(browser, server));
 
 /** Open a folder through the picker; resolves when the page has opened it or said why not. */
 async function open(dir: string): Promise<{ ok: boolean; status: string }> {
@@ -364,7 +344,7 @@ test('bad folders: one message each, the open model keeps working', { skip }, as
 test('qkv explore --model on a Hugging Face GPT-2 folder: the page loads it from the server and generates as Node', {
   skip,
 }, async () => {
-  const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: FIX, port: 0 });
+  const srv = await serveExplorer({ modelDir: FIX });
   const { p, errs } = await openPage(srv.url);
   try {
     assert.equal(await p.locator('#view-generate').isVisible(), true);
@@ -391,7 +371,7 @@ test('qkv explore --model on a Hugging Face GPT-2 folder: the page loads it from
 test('with a translation model served, the Generate tab still opens a GPT folder', { skip }, async () => {
   const { makeTinyModel } = await import('./tiny-model.ts');
   const tiny = makeTinyModel();
-  const srv = await startExploreServer({ webDir: findWebDir()!, modelDir: tiny.dir, port: 0 });
+  const srv = await serveExplorer({ modelDir: tiny.dir });
   const { p, errs } = await openPage(srv.url);
   try {
     assert.equal(await p.locator('#view-translate').isVisible(), true);

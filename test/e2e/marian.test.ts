@@ -16,14 +16,13 @@ import { explore } from '../../src/cli/commands/explore.ts';
 import { readMarianDir } from '../../src/folder/node.ts';
 import type { ExploreServer } from '../../src/server/static.ts';
 import { marianWithAttention } from '../../src/viz/attention-data.ts';
-import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
+import { toolSkip } from '../helpers/tools.ts';
+import { BACKEND, closeAll, launchChromium, translateIn } from './chromium.ts';
 import { tempDir } from './tiny-model.ts';
 import { ensureWebBuild } from './web-build.ts';
 
 const FIX = fileURLToPath(new URL('../fixtures/marian-tiny/', import.meta.url));
 const HERE = fileURLToPath(new URL('.', import.meta.url));
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'];
-const BACKEND = process.env.QKV_BACKEND === 'wasm' ? 'wasm' : 'js';
 const SENTENCE = 'A little girl in a pink dress is jumping into the water while her father watches.';
 const skip = toolSkip('chromium');
 
@@ -34,34 +33,20 @@ const errors: string[] = [];
 
 before(async () => {
   if (skip) return;
-  requireTool('chromium');
   ensureWebBuild();
   server = await explore({ model: [FIX], port: 0, host: '127.0.0.1', log: () => {} });
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(`${server.url}?backend=${BACKEND}`);
   await page.waitForSelector('body[data-ready="true"]', { timeout: 60000 });
 });
 
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+after(() => closeAll(browser, server));
 
 const cells = (fig: string) => page.locator(`[data-testid="fig-${fig}"] rect.cell`).count();
 
-async function translate(n: number): Promise<string> {
-  await page.getByTestId('src').fill(SENTENCE);
-  await page.getByTestId('translate').click();
-  await page.waitForFunction(
-    (k) => document.querySelector('#view-translate')?.getAttribute('data-translated') === String(k),
-    n,
-    { timeout: 60000 },
-  );
-  return (await page.getByTestId('translation').textContent()) ?? '';
-}
+const translate = (n: number) => translateIn(page, SENTENCE, n);
 
 test('a served Marian folder: Translate as Node does, every map with its pieces', { skip }, async () => {
   const marian = readMarianDir(FIX);

@@ -18,18 +18,10 @@ import { exportGptOnnx, exportSeq2SeqOnnx, MANIFEST, type OnnxExport } from '../
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { greedyGpt, greedySeq2Seq, type ExportModel } from '../../examples/onnx-web/decode.js';
 import { startServer } from '../../examples/onnx-web/serve.mjs';
-import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
+import { requireTool, toolSkip } from '../helpers/tools.ts';
+import { closeAll, launchChromium } from './chromium.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 const skip = toolSkip('chromium');
 const work = tempDir('qkv-onnx-web-');
 
@@ -52,7 +44,7 @@ const mtDir = join(root, 'models/multi30k-en-de');
 const lmDir = join(root, 'models/gpt-multi30k-char');
 let browser: Browser | undefined;
 let page: Page;
-let close: (() => void) | undefined;
+let server: { close(): unknown } | undefined;
 const pageErrors: string[] = [];
 
 before(async () => {
@@ -70,20 +62,16 @@ before(async () => {
     lmDir,
     join(work, 'gpt'),
   );
-  const { server, url } = await startServer({ models: { mt: join(work, 'mt'), gpt: join(work, 'gpt') } });
-  close = () => server.close();
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+  const started = await startServer({ models: { mt: join(work, 'mt'), gpt: join(work, 'gpt') } });
+  server = started.server;
+  browser = await launchChromium();
   page = await browser.newPage();
   page.on('pageerror', (e) => pageErrors.push(e.message));
-  await page.goto(`${url}?model=gpt`);
+  await page.goto(`${started.url}?model=gpt`);
   await page.waitForSelector('body[data-ready="true"]', { timeout: 60000 });
 });
 
-after(async () => {
-  await browser?.close();
-  close?.();
-});
+after(() => closeAll(browser, server));
 
 test("GPT in ONNX Runtime Web (wasm): greedy continuations equal qkv's and onnxruntime-node's", { skip }, async () => {
   const { model, tokenizer, separatorId } = loadLmDir(lmDir);

@@ -15,18 +15,10 @@ import { extname, join, normalize, relative, sep } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { packedTarball, ROOT } from '../helpers/packed.ts';
-import { CHROMIUM, requireTool, toolSkip } from '../helpers/tools.ts';
+import { requireTool, toolSkip } from '../helpers/tools.ts';
+import { closeAll, launchChromium } from './chromium.ts';
 import { tempDir } from './tiny-model.ts';
 
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const MODEL = join(ROOT, 'models', 'multi30k-en-de');
 const skip = toolSkip('chromium');
@@ -146,8 +138,7 @@ before(async () => {
 
   const served = await serve(join(app, 'dist'), MODEL);
   server = served.server;
-  const { chromium } = await import('playwright-core');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });
+  browser = await launchChromium();
   page = await browser.newPage();
   page.on('pageerror', (e) => pageErrors.push(e.message));
   page.on('request', (r) => requests.push(new URL(r.url()).pathname));
@@ -157,10 +148,7 @@ before(async () => {
   assert.equal(state, 'ready', `the page failed: ${await page.textContent('#status')} ${pageErrors.join('; ')}`);
 });
 
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+after(() => closeAll(browser, server));
 
 test('vite build emits both wasm kernels from the installed package, and the page fetches one of them', {
   skip,
