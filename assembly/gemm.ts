@@ -312,41 +312,105 @@ export function gemmRows(
 // each output is a dot product of two contiguous rows (A's row i, B's row j), so B streams once from
 // memory and nothing is packed. Threads split the columns j: each element is computed by one thread,
 // in one order, whatever the split.
+//
+// The order of one output's sum (the same in `dot1` and `dot4`, so every output is the same bits
+// whichever computes it): four vector accumulators s0..s3, lane l of s_q summing the products at
+// p ≡ 4q + l (mod 16) while 16 steps remain, then s0 taking the remaining whole 4-steps; then
+// s = (s0 + s1) + (s2 + s3), sum = ((s[0] + s[1]) + s[2]) + s[3]; then the last k mod 4 products
+// added one by one (multiply, then add: never fused); then C's old value added when accumulating.
+
+/** The vector s of the order above: the whole 4-steps of A's row at `ai` · B's row at `bj`, before the lane sum. */
+// @ts-ignore: decorator
+@inline function dotVec(ai: usize, bj: usize, k: i32): v128 {
+  let s0 = f32x4.splat(0);
+  let s1 = f32x4.splat(0);
+  let s2 = f32x4.splat(0);
+  let s3 = f32x4.splat(0);
+  let p: i32 = 0;
+  for (; p + 16 <= k; p += 16) {
+    const o = <usize>p * 4;
+    s0 = madd(v128.load(ai + o), v128.load(bj + o), s0);
+    s1 = madd(v128.load(ai + o, 16), v128.load(bj + o, 16), s1);
+    s2 = madd(v128.load(ai + o, 32), v128.load(bj + o, 32), s2);
+    s3 = madd(v128.load(ai + o, 48), v128.load(bj + o, 48), s3);
+  }
+  for (; p + 4 <= k; p += 4) {
+    const o = <usize>p * 4;
+    s0 = madd(v128.load(ai + o), v128.load(bj + o), s0);
+  }
+  return f32x4.add(f32x4.add(s0, s1), f32x4.add(s2, s3));
+}
+
+/** C[i][j] = A's row at `ai` · B's row at `bj` over k, in the order above (without C's old value). */
+// @ts-ignore: decorator
+@inline function dot1(ai: usize, bj: usize, k: i32): f32 {
+  const s = dotVec(ai, bj, k);
+  let sum =
+    f32x4.extract_lane(s, 0) + f32x4.extract_lane(s, 1) + f32x4.extract_lane(s, 2) + f32x4.extract_lane(s, 3);
+  for (let p = k & ~3; p < k; p++) sum += load<f32>(ai + <usize>p * 4) * load<f32>(bj + <usize>p * 4);
+  return sum;
+}
+
+/**
+ * The four sums of `dot1` for B's rows at b0, b0 + rowBytes, …, b0 + 3·rowBytes (four consecutive
+ * columns of C), as the lanes of one vector: each column's vector sum as in `dot1`, then one transpose
+ * does the four lane sums, and the k mod 4 tail runs on the four columns at once. Bit for bit `dot1`'s
+ * results: each column's accumulators take the same products in the same order, and every lane of the
+ * transposed sum adds that column's lanes as `dot1` does.
+ */
+// @ts-ignore: decorator
+@inline function dot4(ai: usize, b0: usize, rowBytes: usize, k: i32): v128 {
+  const ta = dotVec(ai, b0, k);
+  const tb = dotVec(ai, b0 + rowBytes, k);
+  const tc = dotVec(ai, b0 + rowBytes * 2, k);
+  const td = dotVec(ai, b0 + rowBytes * 3, k);
+  // Transpose: r_l holds lane l of ta, tb, tc, td; ((r0 + r1) + r2) + r3 is each column's lane sum.
+  const u0 = v128.shuffle<f32>(ta, tb, 0, 4, 1, 5);
+  const u1 = v128.shuffle<f32>(ta, tb, 2, 6, 3, 7);
+  const u2 = v128.shuffle<f32>(tc, td, 0, 4, 1, 5);
+  const u3 = v128.shuffle<f32>(tc, td, 2, 6, 3, 7);
+  let sum = f32x4.add(
+    f32x4.add(f32x4.add(v128.shuffle<f32>(u0, u2, 0, 1, 4, 5), v128.shuffle<f32>(u0, u2, 2, 3, 6, 7)),
+      v128.shuffle<f32>(u1, u3, 0, 1, 4, 5)),
+    v128.shuffle<f32>(u1, u3, 2, 3, 6, 7),
+  );
+  // The last k mod 4 products, one by one (f32x4.mul then add: dot1's scalar `sum += a·b`, per lane).
+  for (let p = k & ~3; p < k; p++) {
+    const o = <usize>p * 4;
+    let y = f32x4.splat(load<f32>(b0 + o));
+    y = f32x4.replace_lane(y, 1, load<f32>(b0 + rowBytes + o));
+    y = f32x4.replace_lane(y, 2, load<f32>(b0 + rowBytes * 2 + o));
+    y = f32x4.replace_lane(y, 3, load<f32>(b0 + rowBytes * 3 + o));
+    sum = f32x4.add(sum, f32x4.mul(f32x4.splat(load<f32>(ai + o)), y));
+  }
+  return sum;
+}
 
 /**
  * Columns [j0, j1) of C (m, n) = A (m, k) · Bᵀ, B stored (n, k) row-major; all row-major, no batch.
- * With `accumulate`, C += A·Bᵀ.
+ * With `accumulate`, C += A·Bᵀ. Four columns at a time (`dot4`), the rest one by one (`dot1`): every
+ * element the same bits either way, so a thread split at any column gives the same C.
  */
 export function gemvNTRange(
   a: usize, b: usize, c: usize, m: i32, n: i32, k: i32, accumulate: i32, j0: i32, j1: i32,
 ): void {
   const rowBytes = <usize>k * 4;
-  for (let j = j0; j < j1; j++) {
+  const acc = accumulate != 0;
+  let j = j0;
+  for (; j + 4 <= j1; j += 4) {
     const bj = b + <usize>j * rowBytes;
     for (let i = 0; i < m; i++) {
-      const ai = a + <usize>i * rowBytes;
-      let s0 = f32x4.splat(0);
-      let s1 = f32x4.splat(0);
-      let s2 = f32x4.splat(0);
-      let s3 = f32x4.splat(0);
-      let p: i32 = 0;
-      for (; p + 16 <= k; p += 16) {
-        const o = <usize>p * 4;
-        s0 = madd(v128.load(ai + o), v128.load(bj + o), s0);
-        s1 = madd(v128.load(ai + o + 16), v128.load(bj + o + 16), s1);
-        s2 = madd(v128.load(ai + o + 32), v128.load(bj + o + 32), s2);
-        s3 = madd(v128.load(ai + o + 48), v128.load(bj + o + 48), s3);
-      }
-      for (; p + 4 <= k; p += 4) {
-        const o = <usize>p * 4;
-        s0 = madd(v128.load(ai + o), v128.load(bj + o), s0);
-      }
-      const s = f32x4.add(f32x4.add(s0, s1), f32x4.add(s2, s3));
-      let sum =
-        f32x4.extract_lane(s, 0) + f32x4.extract_lane(s, 1) + f32x4.extract_lane(s, 2) + f32x4.extract_lane(s, 3);
-      for (; p < k; p++) sum += load<f32>(ai + <usize>p * 4) * load<f32>(bj + <usize>p * 4);
+      const sum = dot4(a + <usize>i * rowBytes, bj, rowBytes, k);
       const cp = c + (<usize>i * <usize>n + <usize>j) * 4;
-      store<f32>(cp, accumulate != 0 ? load<f32>(cp) + sum : sum);
+      v128.store(cp, acc ? f32x4.add(v128.load(cp), sum) : sum);
+    }
+  }
+  for (; j < j1; j++) {
+    const bj = b + <usize>j * rowBytes;
+    for (let i = 0; i < m; i++) {
+      const sum = dot1(a + <usize>i * rowBytes, bj, k);
+      const cp = c + (<usize>i * <usize>n + <usize>j) * 4;
+      store<f32>(cp, acc ? load<f32>(cp) + sum : sum);
     }
   }
 }
