@@ -1,5 +1,6 @@
 // Single-precision GEMM for the wasm backend, compiled by scripts/build-wasm.mjs with 128-bit SIMD
-// (and a second build with relaxed-SIMD fused multiply-add).
+// (and a second build with relaxed-SIMD fused multiply-add). Over 500 lines: the blocked GEMM and the
+// few-row dot-product path (end of file), whose four-column kernel is written out pass by pass.
 //
 // Contract: that of `gemm` in src/backend/backend.ts, with byte addresses instead of arrays:
 // C = op(A)·op(B) (or C += … when `accumulate`), row-major, batched, batch strides in elements
@@ -352,29 +353,21 @@ export function gemmRows(
 }
 
 /**
- * The four sums of `dot1` for B's rows at b0, b0 + rowBytes, …, b0 + 3·rowBytes (four consecutive
- * columns of C), as the lanes of one vector: each column's vector sum as in `dot1`, then one transpose
- * does the four lane sums, and the k mod 4 tail runs on the four columns at once. Bit for bit `dot1`'s
- * results: each column's accumulators take the same products in the same order, and every lane of the
- * transposed sum adds that column's lanes as `dot1` does.
+ * The lane sums of four columns' vectors s (ta, tb, tc, td), each ((s[0] + s[1]) + s[2]) + s[3] as in
+ * `dot1`, as the lanes of one vector, plus the last k mod 4 products of those columns (B's rows at b0,
+ * b0 + rowBytes, …) one by one: f32x4.mul then add, `dot1`'s scalar `sum += a·b` in each lane.
  */
 // @ts-ignore: decorator
-@inline function dot4(ai: usize, b0: usize, rowBytes: usize, k: i32): v128 {
-  const ta = dotVec(ai, b0, k);
-  const tb = dotVec(ai, b0 + rowBytes, k);
-  const tc = dotVec(ai, b0 + rowBytes * 2, k);
-  const td = dotVec(ai, b0 + rowBytes * 3, k);
-  // Transpose: r_l holds lane l of ta, tb, tc, td; ((r0 + r1) + r2) + r3 is each column's lane sum.
+@inline function laneSums4(
+  ta: v128, tb: v128, tc: v128, td: v128, ai: usize, b0: usize, rowBytes: usize, k: i32,
+): v128 {
+  // Transpose: r_l holds lane l of ta, tb, tc, td, so ((r0 + r1) + r2) + r3 adds each column's lanes.
   const u0 = v128.shuffle<f32>(ta, tb, 0, 4, 1, 5);
   const u1 = v128.shuffle<f32>(ta, tb, 2, 6, 3, 7);
   const u2 = v128.shuffle<f32>(tc, td, 0, 4, 1, 5);
   const u3 = v128.shuffle<f32>(tc, td, 2, 6, 3, 7);
-  let sum = f32x4.add(
-    f32x4.add(f32x4.add(v128.shuffle<f32>(u0, u2, 0, 1, 4, 5), v128.shuffle<f32>(u0, u2, 2, 3, 6, 7)),
-      v128.shuffle<f32>(u1, u3, 0, 1, 4, 5)),
-    v128.shuffle<f32>(u1, u3, 2, 3, 6, 7),
-  );
-  // The last k mod 4 products, one by one (f32x4.mul then add: dot1's scalar `sum += a·b`, per lane).
+  const r01 = f32x4.add(v128.shuffle<f32>(u0, u2, 0, 1, 4, 5), v128.shuffle<f32>(u0, u2, 2, 3, 6, 7));
+  let sum = f32x4.add(f32x4.add(r01, v128.shuffle<f32>(u1, u3, 0, 1, 4, 5)), v128.shuffle<f32>(u1, u3, 2, 3, 6, 7));
   for (let p = k & ~3; p < k; p++) {
     const o = <usize>p * 4;
     let y = f32x4.splat(load<f32>(b0 + o));
@@ -387,20 +380,130 @@ export function gemmRows(
 }
 
 /**
+ * The four sums of `dot1` for B's rows at b0, b0 + rowBytes, …, b0 + 3·rowBytes (four consecutive
+ * columns of C), as the lanes of one vector: each A load serves the four columns, whose accumulators
+ * are kept apart and take the same products in the same order as in `dot1`. One accumulator at a time
+ * for the four columns (four passes over k: 4 accumulators, an A vector and 4 B vectors stay in
+ * registers; all 16 at once spill, and V8 hoists the loads of a two-accumulator pass until it spills);
+ * B's 4 rows are in L1 after the first pass. For B in cache, or m > 1; see `dot4Seq` for the rest.
+ */
+// @ts-ignore: decorator
+@inline function dot4(ai: usize, b0: usize, rowBytes: usize, k: i32): v128 {
+  const r2 = rowBytes * 2,
+    r3 = rowBytes * 3;
+  const end16 = ai + <usize>(k & ~15) * 4;
+  const end4 = ai + <usize>(k & ~3) * 4;
+  let ta = f32x4.splat(0), tb = f32x4.splat(0), tc = f32x4.splat(0), td = f32x4.splat(0);
+  let ua = f32x4.splat(0), ub = f32x4.splat(0), uc = f32x4.splat(0), ud = f32x4.splat(0);
+  {
+    // s0 (and the remaining whole 4-steps)
+    let sa = f32x4.splat(0), sb = f32x4.splat(0), sc = f32x4.splat(0), sd = f32x4.splat(0);
+    let pa = ai, pb = b0;
+    for (; pa < end16; pa += 64, pb += 64) {
+      const x = v128.load(pa, 0);
+      sa = madd(x, v128.load(pb, 0), sa);
+      sb = madd(x, v128.load(pb + rowBytes, 0), sb);
+      sc = madd(x, v128.load(pb + r2, 0), sc);
+      sd = madd(x, v128.load(pb + r3, 0), sd);
+    }
+    for (; pa < end4; pa += 16, pb += 16) {
+      const x = v128.load(pa);
+      sa = madd(x, v128.load(pb), sa);
+      sb = madd(x, v128.load(pb + rowBytes), sb);
+      sc = madd(x, v128.load(pb + r2), sc);
+      sd = madd(x, v128.load(pb + r3), sd);
+    }
+    ta = sa;
+    tb = sb;
+    tc = sc;
+    td = sd;
+  }
+  {
+    // s1
+    let sa = f32x4.splat(0), sb = f32x4.splat(0), sc = f32x4.splat(0), sd = f32x4.splat(0);
+    let pa = ai, pb = b0;
+    for (; pa < end16; pa += 64, pb += 64) {
+      const x = v128.load(pa, 16);
+      sa = madd(x, v128.load(pb, 16), sa);
+      sb = madd(x, v128.load(pb + rowBytes, 16), sb);
+      sc = madd(x, v128.load(pb + r2, 16), sc);
+      sd = madd(x, v128.load(pb + r3, 16), sd);
+    }
+    ta = f32x4.add(ta, sa);
+    tb = f32x4.add(tb, sb);
+    tc = f32x4.add(tc, sc);
+    td = f32x4.add(td, sd);
+  }
+  {
+    // s2
+    let sa = f32x4.splat(0), sb = f32x4.splat(0), sc = f32x4.splat(0), sd = f32x4.splat(0);
+    let pa = ai, pb = b0;
+    for (; pa < end16; pa += 64, pb += 64) {
+      const x = v128.load(pa, 32);
+      sa = madd(x, v128.load(pb, 32), sa);
+      sb = madd(x, v128.load(pb + rowBytes, 32), sb);
+      sc = madd(x, v128.load(pb + r2, 32), sc);
+      sd = madd(x, v128.load(pb + r3, 32), sd);
+    }
+    ua = sa;
+    ub = sb;
+    uc = sc;
+    ud = sd;
+  }
+  {
+    // s3
+    let sa = f32x4.splat(0), sb = f32x4.splat(0), sc = f32x4.splat(0), sd = f32x4.splat(0);
+    let pa = ai, pb = b0;
+    for (; pa < end16; pa += 64, pb += 64) {
+      const x = v128.load(pa, 48);
+      sa = madd(x, v128.load(pb, 48), sa);
+      sb = madd(x, v128.load(pb + rowBytes, 48), sb);
+      sc = madd(x, v128.load(pb + r2, 48), sc);
+      sd = madd(x, v128.load(pb + r3, 48), sd);
+    }
+    ta = f32x4.add(ta, f32x4.add(ua, sa));
+    tb = f32x4.add(tb, f32x4.add(ub, sb));
+    tc = f32x4.add(tc, f32x4.add(uc, sc));
+    td = f32x4.add(td, f32x4.add(ud, sd));
+  }
+  return laneSums4(ta, tb, tc, td, ai, b0, rowBytes, k);
+}
+
+/**
+ * `dot4` column after column: each column's vector s as in `dot1` (A loaded again for each), then
+ * `laneSums4`. For one row against a B larger than the caches (the vocabulary projection of a greedy
+ * step: 8,000 × 128 floats, 4 MB), where `dot4`'s reading of four B rows interleaved cost 1.1-1.2x
+ * its time here (and 1.0x at 1 MB) while this reads B as one stream.
+ */
+// @ts-ignore: decorator
+@inline function dot4Seq(ai: usize, b0: usize, rowBytes: usize, k: i32): v128 {
+  const ta = dotVec(ai, b0, k);
+  const tb = dotVec(ai, b0 + rowBytes, k);
+  const tc = dotVec(ai, b0 + rowBytes * 2, k);
+  const td = dotVec(ai, b0 + rowBytes * 3, k);
+  return laneSums4(ta, tb, tc, td, ai, b0, rowBytes, k);
+}
+
+/** Floats of B above which one row takes `dot4Seq` (512 KiB: half this machine's L2). */
+const SEQ_B_FLOATS: i32 = 131072;
+
+/**
  * Columns [j0, j1) of C (m, n) = A (m, k) · Bᵀ, B stored (n, k) row-major; all row-major, no batch.
- * With `accumulate`, C += A·Bᵀ. Four columns at a time (`dot4`), the rest one by one (`dot1`): every
- * element the same bits either way, so a thread split at any column gives the same C.
+ * With `accumulate`, C += A·Bᵀ. Four columns at a time (`dot4` or `dot4Seq`), the rest one by one
+ * (`dot1`): every element the same bits either way, so a thread split at any column gives the same C.
  */
 export function gemvNTRange(
   a: usize, b: usize, c: usize, m: i32, n: i32, k: i32, accumulate: i32, j0: i32, j1: i32,
 ): void {
   const rowBytes = <usize>k * 4;
   const acc = accumulate != 0;
+  const seq = m == 1 && <i64>n * <i64>k > <i64>SEQ_B_FLOATS;
   let j = j0;
   for (; j + 4 <= j1; j += 4) {
     const bj = b + <usize>j * rowBytes;
     for (let i = 0; i < m; i++) {
-      const sum = dot4(a + <usize>i * rowBytes, bj, rowBytes, k);
+      const ai = a + <usize>i * rowBytes;
+      const sum = seq ? dot4Seq(ai, bj, rowBytes, k) : dot4(ai, bj, rowBytes, k);
       const cp = c + (<usize>i * <usize>n + <usize>j) * 4;
       v128.store(cp, acc ? f32x4.add(v128.load(cp), sum) : sum);
     }

@@ -305,56 +305,60 @@ for (const variant of variants) {
       for (let i = 0; i < x.length; i++) x[i] = rand() * 2 - 1;
       return x;
     };
-    let i = 0;
+    // Every m, n, k of the lists, and one row against a B of more than 131,072 floats (the kernel reads
+    // such a B column after column, `dot4Seq`).
+    const shapes: [number, number, number][] = [
+      [1, 1031, 129],
+      [1, 1026, 132],
+    ];
     for (const m of [1, 2, 3, 4, 5])
       for (const n of [1, 2, 3, 4, 5, 7, 8, 9, 13, 67])
-        for (const k of [1, 2, 3, 4, 5, 7, 8, 12, 15, 16, 17, 19, 31, 32, 33, 63, 64, 67, 128, 130]) {
-          const accumulate = i++ % 2 === 1;
-          const what = `${m}x${n}x${k} acc=${accumulate}`;
-          const a = fill(alloc(m * k)),
-            b = fill(alloc(n * k)),
-            c0 = fill(new Float32Array(m * n));
-          const run = (ranges: [number, number][]): Float32Array => {
-            const c = alloc(m * n);
-            c.set(c0);
-            for (const [j0, j1] of ranges) {
-              gemvNTRange(a.byteOffset, b.byteOffset, c.byteOffset, m, n, k, accumulate ? 1 : 0, j0, j1);
-              // Columns outside [j0, j1) untouched.
-              for (let r = 0; r < m; r++)
-                for (let j = j1; j < n; j++)
-                  assert.ok(Object.is(c[r * n + j], c0[r * n + j]), `${what}: column ${j} written`);
-            }
-            const out = c.slice();
-            free(c);
-            return out;
-          };
-          const whole = run([[0, n]]);
-          // One column at a time (never four at once), and a split at odd columns (as threads would, anywhere).
-          sameBits(run(Array.from({ length: n }, (_, j) => [j, j + 1])), whole, `${what}: one column at a time`);
-          const s1 = Math.min(n, 1 + (i % 3)),
-            s2 = Math.min(n, s1 + 5);
-          sameBits(
-            run([
-              [0, s1],
-              [s1, s2],
-              [s2, n],
-            ]),
-            whole,
-            `${what}: split at ${s1}, ${s2}`,
-          );
-          // The order of assembly/gemm.ts's comment, modelled in float32: unfused in the plain-SIMD build;
-          // the relaxed build's multiply-add is fused where the CPU has FMA (either model, for every element).
-          const unfused = orderModel(a, b, c0, m, n, k, accumulate, false);
-          if (variant === 'simd') sameBits(whole, unfused, `${what}: against the order's model`);
-          else if (!equalBits(whole, unfused))
-            sameBits(
-              whole,
-              orderModel(a, b, c0, m, n, k, accumulate, true),
-              `${what}: against the order's model (fma)`,
-            );
-          free(a);
-          free(b);
+        for (const k of [1, 2, 3, 4, 5, 7, 8, 12, 15, 16, 17, 19, 31, 32, 33, 63, 64, 67, 128, 130])
+          shapes.push([m, n, k]);
+    let i = 0;
+    for (const [m, n, k] of shapes) {
+      const accumulate = i++ % 2 === 1;
+      const what = `${m}x${n}x${k} acc=${accumulate}`;
+      const a = fill(alloc(m * k)),
+        b = fill(alloc(n * k)),
+        c0 = fill(new Float32Array(m * n));
+      const run = (ranges: [number, number][]): Float32Array => {
+        const c = alloc(m * n);
+        c.set(c0);
+        for (const [j0, j1] of ranges) {
+          gemvNTRange(a.byteOffset, b.byteOffset, c.byteOffset, m, n, k, accumulate ? 1 : 0, j0, j1);
+          // Columns from j1 on untouched.
+          for (let r = 0; r < m; r++)
+            for (let j = j1; j < n; j++)
+              assert.ok(Object.is(c[r * n + j], c0[r * n + j]), `${what}: column ${j} written`);
         }
+        const out = c.slice();
+        free(c);
+        return out;
+      };
+      const whole = run([[0, n]]);
+      // One column at a time (never four at once), and a split at odd columns (as threads would, anywhere).
+      sameBits(run(Array.from({ length: n }, (_, j) => [j, j + 1])), whole, `${what}: one column at a time`);
+      const s1 = Math.min(n, 1 + (i % 3)),
+        s2 = Math.min(n, s1 + 5);
+      sameBits(
+        run([
+          [0, s1],
+          [s1, s2],
+          [s2, n],
+        ]),
+        whole,
+        `${what}: split at ${s1}, ${s2}`,
+      );
+      // The order of assembly/gemm.ts's comment, modelled in float32: unfused in the plain-SIMD build;
+      // the relaxed build's multiply-add is fused where the CPU has FMA (either model, for every element).
+      const unfused = orderModel(a, b, c0, m, n, k, accumulate, false);
+      if (variant === 'simd') sameBits(whole, unfused, `${what}: against the order's model`);
+      else if (!equalBits(whole, unfused))
+        sameBits(whole, orderModel(a, b, c0, m, n, k, accumulate, true), `${what}: against the order's model (fma)`);
+      free(a);
+      free(b);
+    }
     // Through wasmGemm (staging, the thread split of columns) for the rows it routes there.
     for (const m of [1, 2, 3, 4]) {
       const [n, k] = [4099, 131];
