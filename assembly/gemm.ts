@@ -385,7 +385,7 @@ export function gemmRows(
  * are kept apart and take the same products in the same order as in `dot1`. One accumulator at a time
  * for the four columns (four passes over k: 4 accumulators, an A vector and 4 B vectors stay in
  * registers; all 16 at once spill, and V8 hoists the loads of a two-accumulator pass until it spills);
- * B's 4 rows are in L1 after the first pass. For B in cache, or m > 1; see `dot4Seq` for the rest.
+ * B's 4 rows are in L1 after the first pass (and for the other rows of A).
  */
 // @ts-ignore: decorator
 @inline function dot4(ai: usize, b0: usize, rowBytes: usize, k: i32): v128 {
@@ -470,42 +470,33 @@ export function gemmRows(
 }
 
 /**
- * `dot4` column after column: each column's vector s as in `dot1` (A loaded again for each), then
- * `laneSums4`. For one row against a B larger than the caches (the vocabulary projection of a greedy
- * step: 8,000 × 128 floats, 4 MB), where `dot4`'s reading of four B rows interleaved cost 1.1-1.2x
- * its time here (and 1.0x at 1 MB) while this reads B as one stream.
- */
-// @ts-ignore: decorator
-@inline function dot4Seq(ai: usize, b0: usize, rowBytes: usize, k: i32): v128 {
-  const ta = dotVec(ai, b0, k);
-  const tb = dotVec(ai, b0 + rowBytes, k);
-  const tc = dotVec(ai, b0 + rowBytes * 2, k);
-  const td = dotVec(ai, b0 + rowBytes * 3, k);
-  return laneSums4(ta, tb, tc, td, ai, b0, rowBytes, k);
-}
-
-/** Floats of B above which one row takes `dot4Seq` (512 KiB: half this machine's L2). */
-const SEQ_B_FLOATS: i32 = 131072;
-
-/**
  * Columns [j0, j1) of C (m, n) = A (m, k) · Bᵀ, B stored (n, k) row-major; all row-major, no batch.
- * With `accumulate`, C += A·Bᵀ. Four columns at a time (`dot4` or `dot4Seq`), the rest one by one
- * (`dot1`): every element the same bits either way, so a thread split at any column gives the same C.
+ * With `accumulate`, C += A·Bᵀ. Several rows: four columns at a time (`dot4`, each B block read from
+ * memory for the first row and from L1 for the others), the rest one by one; one row: column after
+ * column (`dot1`), reading B as one stream. Every element the same bits either way, so a thread split
+ * at any column gives the same C.
+ *
+ * Why one row does not take `dot4` (measured on a 2-core Zen 4, Node 20, records/latency-profile point
+ * 3): `dot4` reads four B rows interleaved, which costs 1.2-1.3x where B comes from L3 and 1.4-2x from
+ * memory, as it does in a decoding step (its weights, 11 MB, pass through the caches each step); it
+ * pays only where B sits in L1/L2 (0.7-0.9x) or is reused by several rows (4 rows: 0.7-0.8x). A `dot4`
+ * that keeps B one stream (each column's sum in turn, then one transposed lane sum for four) was as
+ * fast as `dot1` within the noise (0.96-1.13x).
  */
 export function gemvNTRange(
   a: usize, b: usize, c: usize, m: i32, n: i32, k: i32, accumulate: i32, j0: i32, j1: i32,
 ): void {
   const rowBytes = <usize>k * 4;
   const acc = accumulate != 0;
-  const seq = m == 1 && <i64>n * <i64>k > <i64>SEQ_B_FLOATS;
   let j = j0;
-  for (; j + 4 <= j1; j += 4) {
-    const bj = b + <usize>j * rowBytes;
-    for (let i = 0; i < m; i++) {
-      const ai = a + <usize>i * rowBytes;
-      const sum = seq ? dot4Seq(ai, bj, rowBytes, k) : dot4(ai, bj, rowBytes, k);
-      const cp = c + (<usize>i * <usize>n + <usize>j) * 4;
-      v128.store(cp, acc ? f32x4.add(v128.load(cp), sum) : sum);
+  if (m > 1) {
+    for (; j + 4 <= j1; j += 4) {
+      const bj = b + <usize>j * rowBytes;
+      for (let i = 0; i < m; i++) {
+        const sum = dot4(a + <usize>i * rowBytes, bj, rowBytes, k);
+        const cp = c + (<usize>i * <usize>n + <usize>j) * 4;
+        v128.store(cp, acc ? f32x4.add(v128.load(cp), sum) : sum);
+      }
     }
   }
   for (; j < j1; j++) {

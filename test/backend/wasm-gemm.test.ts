@@ -305,8 +305,8 @@ for (const variant of variants) {
       for (let i = 0; i < x.length; i++) x[i] = rand() * 2 - 1;
       return x;
     };
-    // Every m, n, k of the lists, and one row against a B of more than 131,072 floats (the kernel reads
-    // such a B column after column, `dot4Seq`).
+    // Every m, n, k of the lists (one row goes column after column, several rows four columns at once),
+    // and one row against a B larger than L2.
     const shapes: [number, number, number][] = [
       [1, 1031, 129],
       [1, 1026, 132],
