@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Generator, manualSeed, ones, rand, randn, tensor, zeros, arange } from '../../src/index.ts';
-import { defaultDevice } from '../../src/tensor/storage.ts';
+import { allocFloat32, defaultDevice } from '../../src/tensor/storage.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 
 test('tensor() infers shape and dtype from nested arrays; flat data with a shape', () => {
@@ -90,7 +90,7 @@ test('requiresGrad only on float tensors', () => {
 
 test("a tensor's shape is frozen, and a copy unless the given shape was frozen already", () => {
   const dims = [2, 3];
-  const t = Tensor.fromStorage(defaultDevice(), new Float32Array(6), dims, 'float32');
+  const t = Tensor.fromStorage(defaultDevice(), allocFloat32(defaultDevice(), 6), dims, 'float32');
   assert.ok(Object.isFrozen(t.shape));
   assert.notEqual(t.shape, dims);
   dims[0] = 5;
