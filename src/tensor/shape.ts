@@ -6,7 +6,7 @@ export type Shape = readonly number[];
 /** The number of elements of a tensor of this shape (1 for a scalar's []). */
 export function sizeOf(shape: Shape): number {
   let n = 1;
-  for (const d of shape) n *= d;
+  for (let i = 0; i < shape.length; i++) n *= shape[i]!;
   return n;
 }
 

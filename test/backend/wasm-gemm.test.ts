@@ -18,6 +18,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { GemmParams } from '../../src/backend/backend.ts';
 import { gemm as jsGemm } from '../../src/backend/js/gemm.ts';
+import { kernels } from '../../src/backend/wasm/loader.ts';
 import { alloc, bytesInUse, free, isWasmView, memory } from '../../src/backend/wasm/memory.ts';
 import { rng } from '../helpers/random.ts';
 import { wasmVariants } from '../helpers/wasm.ts';
@@ -76,6 +77,79 @@ function check(p: Case, what: string): void {
     }
   }
   release(a, b, c);
+}
+
+function sameBits(actual: Float32Array, expected: Float32Array, what: string): void {
+  assert.equal(actual.length, expected.length, `${what}: length`);
+  for (let i = 0; i < expected.length; i++) {
+    if (!Object.is(actual[i], expected[i]))
+      assert.fail(`${what}: element ${i} is ${actual[i]}, expected ${expected[i]}`);
+  }
+}
+
+function equalBits(x: Float32Array, y: Float32Array): boolean {
+  return x.length === y.length && x.every((v, i) => Object.is(v, y[i]));
+}
+
+const f32 = Math.fround;
+const bits = new Float32Array(1);
+const bitsInt = new Int32Array(bits.buffer);
+/** The float32 next to x (not 0) away from zero when `out`, towards zero otherwise. */
+function nextF32(x: number, out: boolean): number {
+  bits[0] = x;
+  bitsInt[0] += out ? 1 : -1;
+  return bits[0]!;
+}
+
+/** fma in float32: a·b + c rounded once (a·b is exact in a double; the sum's error is kept by TwoSum). */
+function fmaF32(a: number, b: number, c: number): number {
+  const p = a * b;
+  const s = p + c;
+  const bb = s - p;
+  const err = p - (s - bb) + (c - bb);
+  const r = f32(s);
+  if (err === 0 || r === s) return r;
+  // s + err lies on s's side of every float32 midpoint but s itself: a tie at s is broken by err.
+  const other = nextF32(r, Math.abs(s) > Math.abs(r));
+  const lo = Math.min(r, other),
+    hi = Math.max(r, other);
+  if (s - lo !== hi - s) return r;
+  return err > 0 ? hi : lo;
+}
+
+/**
+ * C (m, n) = A (m, k)·Bᵀ (+ C₀), B stored (n, k), in the summation order assembly/gemm.ts states for
+ * its few-row NT path, every operation rounded to float32 (the multiply-adds fused or not).
+ */
+function orderModel(
+  a: Float32Array,
+  b: Float32Array,
+  c0: Float32Array,
+  m: number,
+  n: number,
+  k: number,
+  accumulate: boolean,
+  fused: boolean,
+): Float32Array {
+  const madd = fused
+    ? (x: number, y: number, z: number) => fmaF32(x, y, z)
+    : (x: number, y: number, z: number) => f32(z + f32(x * y));
+  const c = new Float32Array(m * n);
+  for (let i = 0; i < m; i++)
+    for (let j = 0; j < n; j++) {
+      const s = [0, 1, 2, 3].map(() => [0, 0, 0, 0]);
+      let p = 0;
+      for (; p + 16 <= k; p += 16)
+        for (let q = 0; q < 4; q++)
+          for (let l = 0; l < 4; l++) s[q]![l] = madd(a[i * k + p + 4 * q + l]!, b[j * k + p + 4 * q + l]!, s[q]![l]!);
+      for (; p + 4 <= k; p += 4)
+        for (let l = 0; l < 4; l++) s[0]![l] = madd(a[i * k + p + l]!, b[j * k + p + l]!, s[0]![l]!);
+      const v = [0, 1, 2, 3].map((l) => f32(f32(s[0]![l]! + s[1]![l]!) + f32(s[2]![l]! + s[3]![l]!)));
+      let sum = f32(f32(f32(v[0]! + v[1]!) + v[2]!) + v[3]!);
+      for (; p < k; p++) sum = f32(sum + f32(a[i * k + p]! * b[j * k + p]!));
+      c[i * n + j] = accumulate ? f32(c0[i * n + j]! + sum) : sum;
+    }
+  return c;
 }
 
 const tr = (t: boolean) => (t ? 'T' : 'N');
@@ -198,6 +272,9 @@ for (const variant of variants) {
         [257, 3],
         [3, 16],
         [1, 17],
+        [6, 5],
+        [9, 130],
+        [13, 33],
       ]) {
         const accumulate = i % 2 === 1;
         check(
@@ -219,6 +296,93 @@ for (const variant of variants) {
         );
         i++;
       }
+  });
+
+  test(`wasm gemm (${variant}): the few-row NT path, four columns at once, gives the bits of its summation order, column by column`, () => {
+    setGemmVariant(variant);
+    const { gemvNTRange } = kernels() as unknown as { gemvNTRange: (...args: number[]) => void };
+    const fill = (x: Float32Array) => {
+      for (let i = 0; i < x.length; i++) x[i] = rand() * 2 - 1;
+      return x;
+    };
+    // Every m, n, k of the lists (one row goes column after column, several rows four columns at once),
+    // and one row against a B larger than L2.
+    const shapes: [number, number, number][] = [
+      [1, 1031, 129],
+      [1, 1026, 132],
+    ];
+    for (const m of [1, 2, 3, 4, 5])
+      for (const n of [1, 2, 3, 4, 5, 7, 8, 9, 13, 67])
+        for (const k of [1, 2, 3, 4, 5, 7, 8, 12, 15, 16, 17, 19, 31, 32, 33, 63, 64, 67, 128, 130])
+          shapes.push([m, n, k]);
+    let i = 0;
+    for (const [m, n, k] of shapes) {
+      const accumulate = i++ % 2 === 1;
+      const what = `${m}x${n}x${k} acc=${accumulate}`;
+      const a = fill(alloc(m * k)),
+        b = fill(alloc(n * k)),
+        c0 = fill(new Float32Array(m * n));
+      const run = (ranges: [number, number][]): Float32Array => {
+        const c = alloc(m * n);
+        c.set(c0);
+        for (const [j0, j1] of ranges) {
+          gemvNTRange(a.byteOffset, b.byteOffset, c.byteOffset, m, n, k, accumulate ? 1 : 0, j0, j1);
+          // Columns from j1 on untouched.
+          for (let r = 0; r < m; r++)
+            for (let j = j1; j < n; j++)
+              assert.ok(Object.is(c[r * n + j], c0[r * n + j]), `${what}: column ${j} written`);
+        }
+        const out = c.slice();
+        free(c);
+        return out;
+      };
+      const whole = run([[0, n]]);
+      // One column at a time (never four at once), and a split at odd columns (as threads would, anywhere).
+      sameBits(run(Array.from({ length: n }, (_, j) => [j, j + 1])), whole, `${what}: one column at a time`);
+      const s1 = Math.min(n, 1 + (i % 3)),
+        s2 = Math.min(n, s1 + 5);
+      sameBits(
+        run([
+          [0, s1],
+          [s1, s2],
+          [s2, n],
+        ]),
+        whole,
+        `${what}: split at ${s1}, ${s2}`,
+      );
+      // The order of assembly/gemm.ts's comment, modelled in float32: unfused in the plain-SIMD build;
+      // the relaxed build's multiply-add is fused where the CPU has FMA (either model, for every element).
+      const unfused = orderModel(a, b, c0, m, n, k, accumulate, false);
+      if (variant === 'simd') sameBits(whole, unfused, `${what}: against the order's model`);
+      else if (!equalBits(whole, unfused))
+        sameBits(whole, orderModel(a, b, c0, m, n, k, accumulate, true), `${what}: against the order's model (fma)`);
+      free(a);
+      free(b);
+    }
+    // Through wasmGemm (staging, the thread split of columns) for the rows it routes there.
+    for (const m of [1, 2, 3, 4]) {
+      const [n, k] = [4099, 131];
+      const a = fill(new Float32Array(m * k)),
+        b = fill(new Float32Array(n * k)),
+        c = fill(new Float32Array(m * n));
+      const c0 = c.slice();
+      const p: GemmParams = {
+        batch: 1,
+        m,
+        n,
+        k,
+        transA: false,
+        transB: true,
+        strideA: 0,
+        strideB: 0,
+        strideC: 0,
+        accumulate: m % 2 === 0,
+      };
+      wasmGemm(a, b, c, p);
+      const model = orderModel(a, b, c0, m, n, k, p.accumulate, false);
+      if (variant === 'simd' || equalBits(c, model)) sameBits(c, model, `wasmGemm ${m}x${n}x${k}`);
+      else sameBits(c, orderModel(a, b, c0, m, n, k, p.accumulate, true), `wasmGemm ${m}x${n}x${k} (fma)`);
+    }
   });
 
   test(`wasm gemm (${variant}): k = 0, empty shapes, short arrays`, () => {

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Generator, manualSeed, ones, rand, randn, tensor, zeros, arange } from '../../src/index.ts';
+import { allocFloat32, defaultDevice } from '../../src/tensor/storage.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 
 test('tensor() infers shape and dtype from nested arrays; flat data with a shape', () => {
   const t = tensor([
@@ -84,4 +86,20 @@ test('requiresGrad only on float tensors', () => {
     () => tensor(new Int32Array([1]), [1]).requiresGrad_(),
     /only float32 tensors can require gradients, this one is int32/,
   );
+});
+
+test("a tensor's shape is frozen, and a copy unless the given shape was frozen already", () => {
+  const dims = [2, 3];
+  const t = Tensor.fromStorage(defaultDevice(), allocFloat32(defaultDevice(), 6), dims, 'float32');
+  assert.ok(Object.isFrozen(t.shape));
+  assert.notEqual(t.shape, dims);
+  dims[0] = 5;
+  assert.deepEqual(t.shape, [2, 3]);
+  assert.equal(t.size, 6);
+  const u = Tensor.fromStorage(t.device, t.storage, t.shape, 'float32');
+  assert.equal(u.shape, t.shape);
+  const v = new Tensor(new Float32Array(6), [2, 3], 'float32');
+  assert.ok(Object.isFrozen(v.shape));
+  assert.deepEqual(v.shape, [2, 3]);
+  assert.throws(() => (t.shape as number[]).push(1));
 });

@@ -53,7 +53,7 @@ export const setGemmVariant = setWasmVariant;
 /** The caller's scratch block, by address (a plain memory detaches views when it grows: memory.ts). */
 let scratch: number | null = null;
 
-/** Rows up to which C = A·Bᵀ takes the dot-product path (assembly/gemv.ts) instead of the packed GEMM. */
+/** Rows up to which C = A·Bᵀ takes the dot-product path (assembly/gemm.ts, gemvNTRange) instead of the packed GEMM. */
 const GEMV_MAX_ROWS = 4;
 
 /** Elements of an operand touched by a batched GEMM: (batch − 1)·stride + rows·cols. */
@@ -89,7 +89,7 @@ export const wasmGemm: HostKernels['gemm'] = (a0, b0, c0, p) => {
     strideC = 0;
   }
   // A few rows against a transposed B (a decoding step through a Linear): dot products of
-  // contiguous rows, no packing (assembly/gemv.ts); the blocked kernel would pack all of B.
+  // contiguous rows, no packing (gemvNTRange); the blocked kernel would pack all of B.
   if (batch === 1 && !transA && transB && m <= GEMV_MAX_ROWS) {
     staged(
       [
