@@ -85,6 +85,10 @@ const keys = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo',
 // they read values with `await t.data()`, never synchronously.
 const WEBGPU_FILES = ['test/parity.test.ts', 'test/webgpu/'];
 
+// Files that time the page's main thread (no task over 100 ms while a model runs): they run after the others,
+// one at a time, so that a test file beside them on the other core cannot make their timings.
+const ALONE = ['test/e2e/flow.test.ts', 'test/e2e/explorer-page.test.ts'];
+
 function run(backend, last) {
   // test/webgpu/ is written for the webgpu pass only (it compares the GPU with js in one process).
   const onDevice =
@@ -92,14 +96,28 @@ function run(backend, last) {
       ? files.filter((f) => WEBGPU_FILES.some((w) => f.startsWith(w)))
       : files.filter((f) => !f.startsWith('test/webgpu/'));
   const mine = last ? onDevice : onDevice.filter((f) => !f.endsWith('.once.test.ts'));
+  console.log(
+    `\n=== backend: ${backend}${last ? '' : ' (without *.once.test.ts)'}, ${concurrency} file(s) at a time ===`,
+  );
+  const together = mine.filter((f) => !ALONE.includes(f));
+  const alone = mine.filter((f) => ALONE.includes(f));
+  return runFiles(backend, together, concurrency).then((a) =>
+    runFiles(backend, alone, 1).then((b) => ({
+      backend,
+      code: a.code || b.code,
+      counts: Object.fromEntries(keys.map((k) => [k, a.counts[k] + b.counts[k]])),
+    })),
+  );
+}
+
+/** One `node --test` run of `list` on `backend`, `conc` files at a time: its exit code and summary counts. */
+function runFiles(backend, list, conc) {
   return new Promise((resolve) => {
-    console.log(
-      `\n=== backend: ${backend}${last ? '' : ' (without *.once.test.ts)'}, ${concurrency} file(s) at a time ===`,
-    );
-    if (mine.length === 0) return resolve({ backend, code: 0, counts: Object.fromEntries(keys.map((k) => [k, 0])) });
+    if (list.length === 0) return resolve({ code: 0, counts: Object.fromEntries(keys.map((k) => [k, 0])) });
+    if (conc === 1 && concurrency !== 1) console.log(`\n--- ${backend}: ${list.join(', ')}, alone ---`);
     const setup = ['--import', './scripts/test-timer.mjs', '--import', './test/helpers/backend-ready.ts'];
-    const args = ['--import', 'tsx', ...setup, '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec'];
-    const child = spawn(process.execPath, [...args, ...mine], {
+    const args = ['--import', 'tsx', ...setup, '--test', `--test-concurrency=${conc}`, '--test-reporter=spec'];
+    const child = spawn(process.execPath, [...args, ...list], {
       stdio: ['inherit', 'pipe', 'inherit'],
       env: {
         ...process.env,
@@ -122,7 +140,7 @@ function run(backend, last) {
         const m = tail.replace(/\x1b\[[0-9;]*m/g, '').match(new RegExp(`ℹ ${k} ([0-9.]+)`));
         counts[k] = m ? Number(m[1]) : 0;
       }
-      resolve({ backend, code: code ?? 1, counts });
+      resolve({ code: code ?? 1, counts });
     });
   });
 }
