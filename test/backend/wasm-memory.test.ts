@@ -43,6 +43,11 @@ test('wasm memory: views made after another shared memory grew stay wasm views a
   free(early);
   assert.equal(bytesInUse(), before);
   assert.throws(() => free(late), /wasm free: \d+ is not an allocated block/);
+  // An ordinary array at an allocated block's offset: refused, and the block stays allocated.
+  const block = alloc(4);
+  const impostor = new Float32Array(new ArrayBuffer(block.byteOffset + 16), block.byteOffset, 4);
+  assert.throws(() => free(impostor), /wasm free: the array at \d+ is not a view of the wasm memory/);
+  free(block);
 });
 
 test('memoryScope: blocks made after another shared memory grew are released at the end of the scope', {

@@ -174,8 +174,9 @@ export function alloc(n: number, zero = true): Float32Array {
 export function free(view: Float32Array): void {
   const offset = view.byteOffset;
   const size = allocated.get(offset);
-  if (size === undefined || !isWasmView(view))
+  if (size === undefined)
     throw new Error(`wasm free: ${offset} is not an allocated block (double free, or not from alloc)`);
+  if (!isWasmView(view)) throw new Error(`wasm free: the array at ${offset} is not a view of the wasm memory`);
   allocated.delete(offset);
   inUse -= size;
   // Insert sorted, merging with the neighbours it touches.
