@@ -13,6 +13,9 @@
  * consequences, both handled here: `memory.buffer` returns a *new* SharedArrayBuffer object after
  * each grow (so "is this view in wasm memory?" must check every buffer object seen, see
  * `isWasmView`), and the maximum must be declared (4 GiB, the wasm32 limit; address space only).
+ * V8 also renews the buffer object of *every* shared memory of a thread when any one of them grows
+ * (ONNX Runtime Web's threaded build in the same page): ours then changes without growing, so the
+ * buffer objects seen are recorded where views are made (`alloc`), not only where this file grows.
  * In browsers, SharedArrayBuffer needs cross-origin isolation (COOP/COEP). Without it the memory
  * is a plain one (`memoryShared` false): the kernels still run, single-threaded (workers need the
  * shared memory), and since a plain memory's views die on every grow, nothing long-lived holds a
@@ -70,16 +73,28 @@ export const memoryShared = created?.shared ?? false;
 /** The memory (undefined, never touched, when `memoryAvailable` is false). */
 export const memory: WebAssembly.Memory = created?.memory as WebAssembly.Memory;
 
-/** Every buffer object `memory.buffer` has returned (a new one after each grow). */
+/**
+ * Every buffer object of the memory that a view was made on: the start's, each grow's, and the ones V8 hands
+ * out when another shared memory of this thread grows (see the header). A WeakSet: the renewals are not
+ * bounded by our grows, and a buffer object no view uses any more may go.
+ */
 const buffers = new WeakSet<ArrayBufferLike>(memoryAvailable ? [memory.buffer] : []);
 
 /**
- * The buffer object of the last grow (or of the start): a view of it is a wasm view without reading
- * `memory.buffer`, whose getter costs ~100 ns on a shared memory (isWasmView runs several times per kernel).
+ * The buffer object alloc last made a view on: a view of it is a wasm view without reading `memory.buffer`,
+ * whose getter costs ~100 ns on a shared memory (isWasmView runs several times per kernel).
  */
 let lastBuffer: ArrayBufferLike | null = memoryAvailable ? memory.buffer : null;
-/** The buffer objects of the start and of every grow (a few dozen at most: each grow at least doubles). */
-const grownBuffers: ArrayBufferLike[] = lastBuffer ? [lastBuffer] : [];
+
+/** `memory.buffer` now, recorded as a buffer object of the memory (for isWasmView). */
+function currentBuffer(): ArrayBufferLike {
+  const b = memory.buffer;
+  if (b !== lastBuffer) {
+    lastBuffer = b;
+    buffers.add(b);
+  }
+  return b;
+}
 
 /** Whether `x` is a view into the wasm memory (its byteOffset is then its address). */
 export function isWasmView(x: ArrayBufferView): boolean {
@@ -87,13 +102,10 @@ export function isWasmView(x: ArrayBufferView): boolean {
   if (b === lastBuffer) return true;
   // A shared memory's views are views of a SharedArrayBuffer: an ordinary array is none.
   if (!memoryAvailable || (memoryShared && !(b instanceof SharedArrayBuffer))) return false;
-  // A view made before the last grow (a parameter): the buffer object of an earlier grow, still valid.
-  if (memoryShared && grownBuffers.includes(b)) return true;
-  const current = memory.buffer;
-  if (x.buffer === current) return true;
-  if (!memoryShared) return false; // a plain memory's old buffers are detached: their views are dead
-  buffers.add(current);
-  return buffers.has(x.buffer);
+  // A view made on an earlier buffer object (before a grow, or before a renewal): still valid.
+  if (memoryShared && buffers.has(b)) return true;
+  // A plain memory's old buffers are detached on grow: only the current one's views are live.
+  return b === currentBuffer();
 }
 
 interface Block {
@@ -125,9 +137,6 @@ function grow(bytes: number): void {
   }
   const pages = Math.min(room, Math.max(needPages, havePages));
   memory.grow(pages);
-  lastBuffer = memory.buffer;
-  buffers.add(lastBuffer);
-  grownBuffers.push(lastBuffer);
   const added = pages * PAGE_BYTES;
   if (tail > 0) last!.size += added;
   else freeList.push({ offset: end, size: added });
@@ -155,7 +164,7 @@ export function alloc(n: number, zero = true): Float32Array {
   }
   allocated.set(offset, size);
   inUse += size;
-  const view = new Float32Array(memory.buffer, offset, n);
+  const view = new Float32Array(currentBuffer(), offset, n);
   // Freed blocks keep old contents, and tensors expect fresh storage to be zero (new memory is).
   if (zero) view.fill(0);
   return view;
@@ -165,8 +174,9 @@ export function alloc(n: number, zero = true): Float32Array {
 export function free(view: Float32Array): void {
   const offset = view.byteOffset;
   const size = allocated.get(offset);
-  if (size === undefined || !isWasmView(view))
+  if (size === undefined)
     throw new Error(`wasm free: ${offset} is not an allocated block (double free, or not from alloc)`);
+  if (!isWasmView(view)) throw new Error(`wasm free: the array at ${offset} is not a view of the wasm memory`);
   allocated.delete(offset);
   inUse -= size;
   // Insert sorted, merging with the neighbours it touches.
