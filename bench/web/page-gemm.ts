@@ -21,7 +21,7 @@ import {
   type TimeOptions,
   timeCall,
 } from './page-common.ts';
-import { ortData, ortGpuTensor, ortSession, type Peers } from './page-peers.ts';
+import { ortGpuTensor, ortRepeat, ortSession, type Peers } from './page-peers.ts';
 
 export const LAYOUTS = [
   ['NN', false, false],
@@ -98,27 +98,8 @@ function gemmGraph(m: number, n: number, k: number, ta: boolean, tb: boolean): U
 async function ortGemm(o: NonNullable<Peers['ort']>, g: Gemm): Promise<Timed> {
   const { A, B, m, n, k, ta, tb } = g;
   const session = await ortSession(o, gemmGraph(m, n, k, ta, tb));
-  const feeds = {
-    A: await ortGpuTensor(o, A, aShape(g)),
-    B: await ortGpuTensor(o, B, bShape(g)),
-  };
-  let last = (await session.run(feeds)).C!;
-  const out = await ortData(last);
-  const call = async () => {
-    last.dispose();
-    last = (await session.run(feeds)).C!;
-  };
-  return {
-    out,
-    call,
-    sync: () => ortData(last),
-    done: () => {
-      last.dispose();
-      feeds.A.dispose();
-      feeds.B.dispose();
-      void session.release();
-    },
-  };
+  const feeds = { A: await ortGpuTensor(o, A, aShape(g)), B: await ortGpuTensor(o, B, bShape(g)) };
+  return ortRepeat(session, feeds, 'C');
 }
 
 /** GEMM rows for square sizes `sizes` in NN, NT and TN. */

@@ -25,7 +25,7 @@ import {
   type TimeOptions,
   timeCall,
 } from './page-common.ts';
-import { ortData, ortGpuTensor, ortSession, type Peers } from './page-peers.ts';
+import { ortGpuTensor, ortRepeat, ortSession, type Peers } from './page-peers.ts';
 
 export interface MhaShape {
   B: number;
@@ -145,24 +145,7 @@ async function ortRun(
   w: Record<string, Tensor>,
 ): Promise<Run> {
   const session = await ortSession(o, mhaGraph(s, w));
-  const feeds = { x: await ortGpuTensor(o, X, [s.B, s.L, s.E]) };
-  let last = (await session.run(feeds)).y!;
-  const out = await ortData(last);
-  const call = async () => {
-    last.dispose();
-    last = (await session.run(feeds)).y!;
-  };
-  return {
-    out,
-    dx: null,
-    call,
-    sync: () => ortData(last),
-    done: () => {
-      last.dispose();
-      feeds.x.dispose();
-      void session.release();
-    },
-  };
+  return { ...(await ortRepeat(session, { x: await ortGpuTensor(o, X, [s.B, s.L, s.E]) }, 'y')), dx: null };
 }
 
 /** MHA forward and forward+backward rows for each shape. */

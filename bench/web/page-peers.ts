@@ -91,6 +91,33 @@ export function ortSession(
   });
 }
 
+/**
+ * A session run again and again on the same feeds, as the pages time it: the first run's `output` values,
+ * `call` (runs it again, freeing the previous output), `sync` (reads the last output) and `done` (frees the
+ * output, the feeds and the session).
+ */
+export async function ortRepeat(
+  session: ort.InferenceSession,
+  feeds: Record<string, ort.Tensor>,
+  output: string,
+): Promise<{ out: Float32Array; call: () => Promise<void>; sync: () => Promise<Float32Array>; done: () => void }> {
+  let last = (await session.run(feeds))[output]!;
+  const out = await ortData(last);
+  return {
+    out,
+    call: async () => {
+      last.dispose();
+      last = (await session.run(feeds))[output]!;
+    },
+    sync: () => ortData(last),
+    done: () => {
+      last.dispose();
+      for (const f of Object.values(feeds)) f.dispose();
+      void session.release();
+    },
+  };
+}
+
 /** The float32 values of an ONNX Runtime tensor, wherever it lives. */
 export async function ortData(t: ort.Tensor): Promise<Float32Array> {
   return (await t.getData()) as Float32Array;

@@ -28,6 +28,7 @@
 import type { Backend, F32 } from '../backend.ts';
 import type { Storage } from '../../tensor/storage.ts';
 import { Q4_BLOCK } from '../js/quantized.ts';
+import { FDIV, INF } from './wgsl.ts';
 import { type GpuBuf, grid, u } from './context.ts';
 import { buf } from './device.ts';
 import { gpu, webgpuKernels } from './registry.ts';
@@ -37,34 +38,10 @@ export const GEMV_MAX_ROWS = 8;
 
 /**
  * WGSL: a / b rounded to nearest even, for a, b the bits of positive normal float32 values; returns the bits
- * of the quotient (subnormal results too; +∞'s bits on overflow).
+ * of the quotient (subnormal results too; +∞'s bits on overflow): {@link FDIV}, the elementwise division.
  */
-export const DIV_RN = /* wgsl */ `
-fn div_rn(a: u32, b: u32) -> u32 {
-  var ma = (a & 0x7fffffu) | 0x800000u;
-  let mb = (b & 0x7fffffu) | 0x800000u;
-  var e = i32(a >> 23u) - i32(b >> 23u) + 127;
-  if (ma < mb) { ma = ma << 1u; e -= 1; }
-  // ma / mb in [1, 2): its first 26 bits q (in [2^25, 2^26)) by long division, and whether any remain.
-  var r = ma;
-  var q = 0u;
-  for (var i = 0; i < 26; i++) {
-    q = q << 1u;
-    if (r >= mb) { r -= mb; q |= 1u; }
-    r = r << 1u;
-  }
-  let sticky = r != 0u;
-  // Keep 24 bits (2 dropped), or fewer for a subnormal quotient (biased exponent e <= 0).
-  var sh = 2u;
-  if (e <= 0) { sh = min(3u + u32(-e), 27u); }
-  let kept = q >> sh;
-  let rest = q & ((1u << sh) - 1u);
-  let half = 1u << (sh - 1u);
-  let up = rest > half || (rest == half && (sticky || (kept & 1u) == 1u));
-  // The leading bit of a normal mantissa adds 1 to the exponent field: e - 1 there; a carry adds one more.
-  let bits = (u32(max(e, 1) - 1) << 23u) + kept + select(0u, 1u, up);
-  return select(bits, 0x7f800000u, bits >= 0x7f800000u);
-}`;
+export const DIV_RN = /* wgsl */ `${INF}${FDIV}
+fn div_rn(a: u32, b: u32) -> u32 { return bitcast<u32>(fdiv(bitcast<f32>(a), bitcast<f32>(b))); }`;
 
 /** WGSL: v as float32 rounded once (the halves are exact: hi a multiple of 256 below 2^31, lo 0..255). */
 export const I2F = /* wgsl */ `
