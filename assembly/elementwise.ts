@@ -1,8 +1,8 @@
-// Elementwise kernels for the wasm backend: binary arithmetic, dropout's mask, relu and gelu with
+// Elementwise kernels for the wasm backend: binary arithmetic, dropout's mask, relu, gelu and gelu_tanh with
 // their backwards. Same contracts as the js twins in src/backend/js/elementwise.ts, with byte
 // addresses instead of arrays. Binary ops and dropout are cheap per element, so they only pay when
 // their arrays already live in wasm memory (src/backend/wasm/elementwise.ts checks that and
-// otherwise runs the js twin); relu and gelu always run here.
+// otherwise runs the js twin); relu and the gelus always run here.
 //
 // Results are bit-identical to the js twins wherever the twin's arithmetic allows it: a float32
 // +, −, ×, ÷ rounds exactly as the twin's float64 operation rounded to float32 (53 ≥ 2·24 + 2),
@@ -322,5 +322,60 @@ export function geluBackward(x: usize, dy: usize, dx: usize, n: i32): void {
   for (; j < n; j++) {
     const q = <usize>j * 4;
     store<f32>(dx + q, f32x4.extract_lane(geluGrad4(f32x4.splat(load<f32>(x + q)), f32x4.splat(load<f32>(dy + q))), 0));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// gelu with the tanh approximation (GPT-2's gelu_new): ½x(1 + tanh(u)) = x·σ(2u), u = √(2/π)(x + 0.044715x³),
+// computed as x · 1/(1 + e^(−2u)) with 2u = x(k0 + k1x²): no 1 + tanh cancellation for negative x, and e^(−2u)
+// saturates (exp4 clamps) instead of overflowing. The js twin is the float64 tanh form.
+
+// @ts-ignore: decorator
+@inline function twoU4(v: v128): v128 {
+  // 2u = x(2·√(2/π) + 2·√(2/π)·0.044715·x²)
+  return f32x4.mul(v, fma(f32x4.splat(0.07135481627260025), f32x4.mul(v, v), f32x4.splat(1.5957691216057308)));
+}
+
+// @ts-ignore: decorator
+@inline function sigmoid4(t: v128): v128 {
+  return f32x4.div(f32x4.splat(1), f32x4.add(f32x4.splat(1), exp4(f32x4.neg(t))));
+}
+
+export function geluTanh(x: usize, out: usize, n: i32): void {
+  let j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const v = v128.load(x + <usize>j * 4);
+    v128.store(out + <usize>j * 4, f32x4.mul(v, sigmoid4(twoU4(v))));
+  }
+  for (; j < n; j++) {
+    const v = f32x4.splat(load<f32>(x + <usize>j * 4));
+    store<f32>(out + <usize>j * 4, f32x4.extract_lane(f32x4.mul(v, sigmoid4(twoU4(v))), 0));
+  }
+}
+
+// d/dx x·σ(2u) = σ + x·σ(1 − σ)·(2u)′, (2u)′ = k0 + 3k1x². Where |2u| > 87 the second term is below 1e-35 (or
+// 0 · ∞ once x² overflows) and e^(−2u) is clamped: it is taken as 0 there.
+// @ts-ignore: decorator
+@inline function geluTanhGrad4(v: v128, d: v128): v128 {
+  const t = twoU4(v);
+  const s = sigmoid4(t);
+  const du = fma(f32x4.splat(0.21406444881780076), f32x4.mul(v, v), f32x4.splat(1.5957691216057308));
+  const ds = f32x4.mul(f32x4.mul(s, f32x4.sub(f32x4.splat(1), s)), du);
+  const inRange = f32x4.le(f32x4.abs(t), f32x4.splat(87));
+  return f32x4.mul(d, fma(v, v128.and(ds, inRange), s));
+}
+
+export function geluTanhBackward(x: usize, dy: usize, dx: usize, n: i32): void {
+  let j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const q = <usize>j * 4;
+    v128.store(dx + q, geluTanhGrad4(v128.load(x + q), v128.load(dy + q)));
+  }
+  for (; j < n; j++) {
+    const q = <usize>j * 4;
+    store<f32>(
+      dx + q,
+      f32x4.extract_lane(geluTanhGrad4(f32x4.splat(load<f32>(x + q)), f32x4.splat(load<f32>(dy + q))), 0),
+    );
   }
 }

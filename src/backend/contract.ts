@@ -196,6 +196,13 @@ export interface Backend {
   gelu(x: F32, out: F32): void;
   /** dx = dy · (Φ(x) + x·φ(x)), the derivative of the exact (erf) gelu. */
   geluBackward(x: F32, dy: F32, dx: F32): void;
+  /**
+   * PyTorch's gelu(x, approximate='tanh') (GPT-2's gelu_new): ½·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), one
+   * kernel (it was eight elementwise ops). Backends may compute it as x·σ(2u), the same function.
+   */
+  geluTanh(x: F32, out: F32): void;
+  /** dx = dy · (½(1 + t) + ½·x·(1 − t²)·√(2/π)·(1 + 3·0.044715·x²)), t = tanh(√(2/π)·(x + 0.044715·x³)). */
+  geluTanhBackward(x: F32, dy: F32, dx: F32): void;
 
   /** out[i, :] = weight[ids[i], :]. Ids are validated by the op. */
   embedding(weight: F32, ids: I32, out: F32, dim: number): void;
@@ -308,6 +315,8 @@ export const KERNEL_NAMES = [
   'reluBackward',
   'gelu',
   'geluBackward',
+  'geluTanh',
+  'geluTanhBackward',
   'embedding',
   'embeddingBackward',
   'crossEntropy',

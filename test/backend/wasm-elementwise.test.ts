@@ -171,6 +171,21 @@ for (const variant of variants) {
     }
   });
 
+  test(`wasm (${variant}) geluTanh forward/backward match the float64 twin, including tails and extremes`, () => {
+    setWasmVariant(variant);
+    for (const n of [1, 3, 4, 7, 1001]) {
+      const x = randn(n, 6);
+      // -30 and 30 saturate σ(2u); ±1e13 overflows x³ in float32; -3 is where 1 + tanh cancels in float32.
+      const extremes = [-30, 30, -1e13, 1e13, -3, 0];
+      for (let k = 0; k < Math.min(n, extremes.length); k++) x[k] = extremes[k]!;
+      const dy = randn(n);
+      const f = both([n], (be, [o]) => be.geluTanh(x, o!));
+      close(f.wasm[0]!, f.js[0]!, `geluTanh ${n}`);
+      const b = both([n], (be, [dx]) => be.geluTanhBackward(x, dy, dx!));
+      close(b.wasm[0]!, b.js[0]!, `geluTanhBackward ${n}`);
+    }
+  });
+
   test(`wasm (${variant}) relu forward/backward match js (NaN, ±0, tails)`, () => {
     setWasmVariant(variant);
     for (const n of [1, 3, 4, 9, 1001]) {

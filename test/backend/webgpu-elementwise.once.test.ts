@@ -158,6 +158,7 @@ test('webgpu unary, pow, relu, gelu and backwards: close to js (a few ULP of WGS
   for (const [name, fwd] of [
     ['relu', K.relu],
     ['gelu', K.gelu],
+    ['geluTanh', K.geluTanh],
   ] as const) {
     const ref = new Float32Array(x.length);
     js[name](x, ref);
@@ -168,6 +169,7 @@ test('webgpu unary, pow, relu, gelu and backwards: close to js (a few ULP of WGS
   for (const [name, bwd] of [
     ['reluBackward', K.reluBackward],
     ['geluBackward', K.geluBackward],
+    ['geluTanhBackward', K.geluTanhBackward],
   ] as const) {
     const ref = new Float32Array(x.length);
     js[name](x, dy, ref);

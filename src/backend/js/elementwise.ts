@@ -177,6 +177,25 @@ export const geluBackward: HostKernels['geluBackward'] = (x, dy, dx) => {
   }
 };
 
+const SQRT_2_PI = Math.sqrt(2 / Math.PI);
+
+/** gelu with the tanh approximation, in float64 (the oracle the float32 kernels are held to). */
+export const geluTanh: HostKernels['geluTanh'] = (x, out) => {
+  for (let i = 0; i < x.length; i++) {
+    const v = x[i];
+    out[i] = 0.5 * v * (1 + Math.tanh(SQRT_2_PI * (v + 0.044715 * v * v * v)));
+  }
+};
+
+/** Its derivative: ½(1 + t) + ½·x·(1 − t²)·√(2/π)·(1 + 3·0.044715·x²). */
+export const geluTanhBackward: HostKernels['geluTanhBackward'] = (x, dy, dx) => {
+  for (let i = 0; i < x.length; i++) {
+    const v = x[i];
+    const t = Math.tanh(SQRT_2_PI * (v + 0.044715 * v * v * v));
+    dx[i] = dy[i] * (0.5 * (1 + t) + 0.5 * v * (1 - t * t) * SQRT_2_PI * (1 + 3 * 0.044715 * v * v));
+  }
+};
+
 /** Dropout's mask and output from the random words in `bits` (see Backend.dropoutMask). */
 export const dropoutMask: HostKernels['dropoutMask'] = (bits, threshold, scale, x, keep, out) => {
   const n = keep.length;
@@ -203,4 +222,6 @@ jsKernels.register('elementwise', {
   reluBackward,
   gelu,
   geluBackward,
+  geluTanh,
+  geluTanhBackward,
 });

@@ -1,7 +1,7 @@
 /**
  * Elementwise kernels (assembly/elementwise.ts) behind the Backend interface.
  *
- * - relu, gelu and their backwards always run in wasm: arrays in wasm memory are used in place,
+ * - relu, gelu, geluTanh and their backwards always run in wasm: arrays in wasm memory are used in place,
  *   others are copied in and out (`staged`; the work per element repays the copy).
  * - binary, binaryScalar and dropout's mask are cheap per element: they run in wasm only when
  *   every float array is already a wasm view, else they call their js twin (route.ts).
@@ -36,6 +36,8 @@ const K = declareExports('elementwise.ts', {
   reluBackward: sig<[x: Ptr, dy: Ptr, dx: Ptr, n: I32]>(4),
   gelu: sig<[x: Ptr, out: Ptr, n: I32]>(3),
   geluBackward: sig<[x: Ptr, dy: Ptr, dx: Ptr, n: I32]>(4),
+  geluTanh: sig<[x: Ptr, out: Ptr, n: I32]>(3),
+  geluTanhBackward: sig<[x: Ptr, dy: Ptr, dx: Ptr, n: I32]>(4),
 });
 
 /**
@@ -145,6 +147,31 @@ export const geluBackward: HostKernels['geluBackward'] = (x, dy, dx) => {
   );
 };
 
+export const geluTanh: HostKernels['geluTanh'] = (x, out) => {
+  if (x.length === 0) return;
+  staged(
+    [
+      { x, mode: 'in' },
+      { x: out, mode: 'out' },
+    ],
+    0,
+    ([a, o]) => K().geluTanh(a!, o!, x.length),
+  );
+};
+
+export const geluTanhBackward: HostKernels['geluTanhBackward'] = (x, dy, dx) => {
+  if (x.length === 0) return;
+  staged(
+    [
+      { x, mode: 'in' },
+      { x: dy, mode: 'in' },
+      { x: dx, mode: 'out' },
+    ],
+    0,
+    ([a, d, o]) => K().geluTanhBackward(a!, d!, o!, x.length),
+  );
+};
+
 wasmKernels.register('elementwise', {
   binary,
   binaryScalar,
@@ -153,6 +180,8 @@ wasmKernels.register('elementwise', {
   reluBackward,
   gelu,
   geluBackward,
+  geluTanh,
+  geluTanhBackward,
   unary,
   pow,
 });

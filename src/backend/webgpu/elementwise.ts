@@ -179,6 +179,33 @@ export const geluBackward: Backend['geluBackward'] = (x, dy, dx) => {
   runPerElement('geluBackward', code, f32n(buf(dx)), [buf(x), buf(dy), buf(dx)]);
 };
 
+// gelu_tanh as x·σ(2u), 2u = x(k0 + k1x²), as the wasm kernel computes it (see assembly/elementwise.ts); e^(−2u)
+// clamped to e^±88, so an overflowing x³ saturates instead of making inf/inf; the backward's second term is 0 where
+// |2u| > 87 (below 1e-35 there, or 0·∞ once x² overflows), as in wasm.
+const SIGMOID_2U = /* wgsl */ `
+fn twoU(v: f32) -> f32 { return v * (1.5957691216057308 + 0.07135481627260025 * v * v); }
+fn sigmoid(t: f32) -> f32 { return 1.0 / (1.0 + exp(clamp(-t, -88.0, 88.0))); }`;
+
+export const geluTanh: Backend['geluTanh'] = (x, out) => map('geluTanh', 'v * sigmoid(twoU(v))', x, out, SIGMOID_2U);
+
+export const geluTanhBackward: Backend['geluTanhBackward'] = (x, dy, dx) => {
+  const code = perElement(
+    '',
+    /* wgsl */ `
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> dy: array<f32>;
+@group(0) @binding(3) var<storage, read_write> dx: array<f32>;`,
+    /* wgsl */ `
+  let v = x[i];
+  let t = twoU(v);
+  let s = sigmoid(t);
+  let du = 1.5957691216057308 + 0.21406444881780076 * v * v;
+  dx[i] = dy[i] * (s + v * select(0.0, s * (1.0 - s) * du, abs(t) <= 87.0));`,
+    SIGMOID_2U,
+  );
+  runPerElement('geluTanhBackward', code, f32n(buf(dx)), [buf(x), buf(dy), buf(dx)]);
+};
+
 /**
  * Dropout's mask from host random words (uploaded for the call): keep = scale rounded to float32, as the js
  * twin, and out = x·keep in float32, as PyTorch computes it (its mask is a float32 tensor); the js twin
@@ -218,4 +245,6 @@ webgpuKernels.register('elementwise', {
   reluBackward,
   gelu,
   geluBackward,
+  geluTanh,
+  geluTanhBackward,
 });
