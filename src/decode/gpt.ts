@@ -12,6 +12,7 @@ import type { GPT, GPTCache } from '../models/gpt.ts';
 import { enterEvalMode } from '../nn/module.ts';
 import { Generator as RandomGenerator } from '../tensor/random.ts';
 import * as F from '../ops/index.ts';
+import { memoryScope } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { checkSamplingOptions, sampleToken, type SamplingOptions } from './sample.ts';
 
@@ -125,20 +126,28 @@ export function* generateStream(
   const { vocabSize, blockSize } = model.config;
   const useCache = options.useCache ?? true;
   const restoreMode = enterEvalMode(model);
+  let cache: GPTCache | null = null;
   try {
-    let cache: GPTCache | null = null;
-    // Last-row logits of running the model on `fed`: from scratch (no cache, or a new cache) or cached.
+    // Last-row logits of running the model on `fed`: from scratch (no cache, or a new cache) or cached. Each
+    // run is a memoryScope (under wasm its activations live in wasm memory, kernels in place, released when
+    // the run ends); the cache owns its storage outside it (GPTCache.ownStorage), released when generation
+    // ends or the context is cut.
     const run = ({ fed, fresh }: LmRun): Float32Array =>
-      noGrad(() => {
-        const x = new Tensor(Int32Array.from(fed), [1, fed.length], 'int32');
-        let logits: Tensor;
-        if (!useCache) logits = model.forward(x);
-        else {
-          if (fresh) cache = model.initCache();
-          logits = model.forwardCached(x, cache!).logits;
-        }
-        return logits.dataSync<Float32Array>().slice((fed.length - 1) * vocabSize, fed.length * vocabSize);
-      });
+      noGrad(() =>
+        memoryScope(() => {
+          const x = new Tensor(Int32Array.from(fed), [1, fed.length], 'int32');
+          let logits: Tensor;
+          if (!useCache) logits = model.forward(x);
+          else {
+            if (fresh) {
+              cache?.release();
+              cache = model.initCache().ownStorage();
+            }
+            logits = model.forwardCached(x, cache!).logits;
+          }
+          return logits.dataSync<Float32Array>().slice((fed.length - 1) * vocabSize, fed.length * vocabSize);
+        }),
+      );
     const g = generation(vocabSize, blockSize, prompt, options);
     for (let r = g.next(); !r.done; ) {
       if ('run' in r.value) r = g.next(run(r.value.run));
@@ -148,6 +157,7 @@ export function* generateStream(
       }
     }
   } finally {
+    (cache as GPTCache | null)?.release();
     restoreMode();
   }
 }

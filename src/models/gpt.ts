@@ -22,6 +22,7 @@
  */
 import * as F from '../ops/index.ts';
 import { MultiheadAttention } from '../nn/attention.ts';
+import { appendKeysValues, type KeyValueCache, ownLayers, releaseOwnedLayers } from '../nn/kv-cache.ts';
 import { constant_, normal_ } from '../nn/init.ts';
 import { Dropout, Embedding, LayerNorm, Linear, sinusoidalTable } from '../nn/layers.ts';
 import { Module, ModuleList } from '../nn/module.ts';
@@ -103,18 +104,34 @@ export function gptParameterCount(c: GPTConfig): number {
  * every position fed so far. Made by `GPT.initCache`, grown by `GPT.forwardCached`.
  */
 export class GPTCache {
-  /** One entry per block; null until the first forwardCached. */
-  readonly layers: {
-    /** Keys of the positions fed so far, (B, nHead, t, headDim). */
-    k: Tensor | null;
-    /** Values of the positions fed so far, (B, nHead, t, headDim). */
-    v: Tensor | null;
-  }[];
+  /** One entry per block: keys and values (B, nHead, t, headDim); null until the first forwardCached. */
+  readonly layers: KeyValueCache[];
   /** Positions fed so far (t): the position of the next token. */
   length = 0;
 
   constructor(numLayers: number) {
     this.layers = Array.from({ length: numLayers }, () => ({ k: null, v: null }));
+  }
+
+  /**
+   * From now on keep the keys and values in storage the cache owns: under the wasm backend, wasm memory, read
+   * in place by the attention kernels and outside any memoryScope, so each decoding step can run in one
+   * (generateStream does); a step's old keys/values are freed when it appends. Call {@link release} when
+   * decoding ends (else the storage is freed once the cache is collected). Returns this.
+   */
+  ownStorage(): this {
+    ownLayers(this, this.layers);
+    return this;
+  }
+
+  /** Free the storage ownStorage() made the cache's; the cache cannot be used afterwards. */
+  release(): void {
+    releaseOwnedLayers(this, this.layers);
+    for (const l of this.layers) {
+      l.k = null;
+      l.v = null;
+    }
+    this.length = 0;
   }
 }
 
@@ -186,7 +203,7 @@ export class Block extends Module {
    */
   forwardCached(
     x: Tensor,
-    cache: { k: Tensor | null; v: Tensor | null },
+    cache: KeyValueCache,
     needWeights = false,
   ): {
     /** The block's output for the new positions, (B, L, nEmbd). */
@@ -196,9 +213,8 @@ export class Block extends Module {
   } {
     const L = x.shape[1];
     const { q, k, v } = this.attn.projectSelf(this.ln1.forward(x));
-    cache.k = cache.k ? F.cat([cache.k, k], 2) : k;
-    cache.v = cache.v ? F.cat([cache.v, v], 2) : v;
-    const r = this.attn.attendProjected(q, cache.k, cache.v, { isCausal: L > 1, needWeights });
+    appendKeysValues(cache, k, v);
+    const r = this.attn.attendProjected(q, cache.k!, cache.v!, { isCausal: L > 1, needWeights });
     x = F.add(x, this.residDropout.forward(r.output));
     return { output: F.add(x, this.mlp.forward(this.ln2.forward(x))), weights: r.weights };
   }

@@ -71,8 +71,52 @@ const POISON =
 /** A cache dropped without release(): its blocks are freed once it is collected. */
 const collected = new FinalizationRegistry<CacheStorage>((store) => store.freeAll());
 
-/** The owned storage of each layer cache of a cache that owns its storage. */
-const stores = new WeakMap<DecoderLayerCache, CacheStorage>();
+/** The owned storage of each layer cache of a cache that owns its storage (a decoder's, or a GPT's `{ k, v }`). */
+const stores = new WeakMap<object, CacheStorage>();
+
+/** A key/value pair of one layer that grows along the positions (dim 2): a GPT block's cache. */
+export interface KeyValueCache {
+  /** Keys of the positions fed so far, (B, h, t, dK); null before the first. */
+  k: Tensor | null;
+  /** Values of the positions fed so far, (B, h, t, dV); null before the first. */
+  v: Tensor | null;
+}
+
+/**
+ * Make `layers` keep their tensors in storage `owner` owns (as TransformerDecoderCache.ownStorage: wasm memory
+ * under wasm, a replaced tensor freed at once, all of it at {@link releaseOwnedLayers}, or when the owner is
+ * collected). Tensors already there are copied in.
+ */
+export function ownLayers(owner: object, layers: readonly KeyValueCache[]): void {
+  if (layers.length > 0 && stores.has(layers[0]!)) return;
+  const store = new CacheStorage(K().device);
+  collected.register(owner, store, owner);
+  for (const l of layers) {
+    stores.set(l, store);
+    if (l.k) l.k = adopt(l.k, store);
+    if (l.v) l.v = adopt(l.v, store);
+  }
+}
+
+/** Free what {@link ownLayers} made `owner`'s; its layers then hold freed tensors and must not be used. */
+export function releaseOwnedLayers(owner: object, layers: readonly KeyValueCache[]): void {
+  const store = layers.length > 0 ? stores.get(layers[0]!) : undefined;
+  if (!store) return;
+  collected.unregister(owner);
+  store.freeAll();
+  for (const l of layers) stores.delete(l);
+}
+
+/**
+ * Append the keys and values of new positions, (B, h, L, d), to a layer's cache: into the owned storage of
+ * {@link ownLayers} (the old block freed), else into fresh storage no memoryScope owns. Equal to
+ * `F.cat([old, new], 2)`; that itself (differentiable) while gradients are recorded through it.
+ */
+export function appendKeysValues(layer: KeyValueCache, k: Tensor, v: Tensor): void {
+  const store = stores.get(layer);
+  layer.k = appendAlong(layer.k, k, 2, store);
+  layer.v = appendAlong(layer.v, v, 2, store);
+}
 
 /**
  * `cat([old, add], dim)` (`add` alone when old is null) in storage that no memoryScope owns: a cache is

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { F, manualSeed, models, noGrad, tensor, type Tensor } from '../../src/index.ts';
+import { F, manualSeed, memoryScope, models, noGrad, tensor, type Tensor } from '../../src/index.ts';
 import { generate } from '../../src/decode/gpt.ts';
 import { assertClose } from '../helpers/assert.ts';
 
@@ -168,6 +168,42 @@ test('generation: the KV cache gives the same tokens and logits as recomputing, 
     cached.logits.forEach((l, i) => assertClose(l, full.logits[i], `step ${i}`, 1e-5, 1e-4));
   }
   assert.equal(m.training, true, 'the model is back in training mode');
+});
+
+test('a KV cache that owns its storage: steps in a memoryScope give the bits of a plain cache; release() empties it', () => {
+  const bits = (t: Tensor) => [...new Uint32Array(Float32Array.from(t.dataSync()).buffer)];
+  manualSeed(6);
+  const m = new GPT(cfg({ activation: 'gelu_tanh' })).eval();
+  noGrad(() => {
+    const plain = m.initCache();
+    const owned = m.initCache().ownStorage();
+    // A prefill of 3 positions, then one position at a time, in two rows.
+    for (const feed of [
+      ids([
+        [1, 2, 3],
+        [4, 5, 6],
+      ]),
+      ids([[7], [8]]),
+      ids([[9], [1]]),
+      ids([[2], [2]]),
+    ]) {
+      const want = bits(m.forwardCached(feed, plain).logits);
+      // The scope's blocks are released (NaN-filled under QKV_POISON_SCOPES=1) after each step: a cache left in
+      // them would read NaN at the next step.
+      assert.deepEqual(
+        memoryScope(() => bits(m.forwardCached(feed, owned).logits)),
+        want,
+      );
+    }
+    assert.equal(owned.length, 6);
+    plain.layers.forEach((l, i) => {
+      assert.deepEqual(bits(owned.layers[i]!.k!), bits(l.k!), `layer ${i} keys`);
+      assert.deepEqual(bits(owned.layers[i]!.v!), bits(l.v!), `layer ${i} values`);
+    });
+    owned.release();
+    assert.equal(owned.length, 0);
+    assert.ok(owned.layers.every((l) => l.k === null && l.v === null));
+  });
 });
 
 test('bad configs and inputs are named', () => {
