@@ -39,7 +39,8 @@
 /**
  * Quantize the R rows of x (R, I) as the twin's quantizeRow: row r's int8 values at q + r·I (for q4
  * weights, `q4` = 1, each block of 32 stored evens first, then odds, the order of the weight's low
- * and high nibbles), its scale sx at sx + 4r.
+ * and high nibbles), its scale sx at sx + 4r. For q4 also each block's correction 8·Σx (an i32, see
+ * q4block) at sx + 4R + 4(r·I/32 + b): computed once per row of x, not per block of every output.
  */
 export function quantizeRowsI8(x: usize, rows: i32, inF: i32, q: usize, sx: usize, q4: i32): void {
   for (let r = 0; r < rows; r++) {
@@ -60,6 +61,18 @@ export function quantizeRowsI8(x: usize, rows: i32, inF: i32, q: usize, sx: usiz
       store<i8>(qr + <usize>at, v);
     }
     store<f32>(sx + <usize>r * 4, amax / <f32>127);
+  }
+  if (q4 == 0) return;
+  const nb = inF >> 5;
+  const corr = sx + <usize>rows * 4;
+  for (let r = 0; r < rows; r++) {
+    const qr = q + <usize>r * <usize>inF;
+    for (let b = 0; b < nb; b++) {
+      const qb = qr + <usize>b * 32;
+      const lo = i16x8.extadd_pairwise_i8x16_s(v128.load(qb));
+      const s4 = i32x4.extadd_pairwise_i16x8_s(i16x8.add(lo, i16x8.extadd_pairwise_i8x16_s(v128.load(qb + 16))));
+      store<i32>(corr + (<usize>r * <usize>nb + <usize>b) * 4, isum(s4) << 3);
+    }
   }
 }
 
@@ -142,39 +155,28 @@ export function linearInt8Range(
 }
 
 /**
- * The exact integer sums of one q4 block (32 weights of one row, 16 bytes at w) against x's block
- * (xl its even elements, xh its odd ones), in i32 lanes whose total is the block's dot product; c is
- * the block's correction (q4c). The nibbles are read offset by 8 (n ^ 8 = v + 8, 0..15), so the sum
- * taken is Σ x·(v + 8) and c takes off 8·Σx. Relaxed SIMD: the offset nibbles are the 7-bit operand
- * (pair sums within 2·127·15, no saturation), summed in i16 lanes (each within 4·127·15 before and
- * 4·127·8 after the correction) and widened; plain SIMD: widened to i16 for i32x4.dot_i16x8_s.
+ * The integer sums of one q4 block (32 weights of one row, 16 bytes at w) against x's block (xl its even
+ * elements, xh its odd ones), in i32 lanes whose total is Σ x·(v + 8): the nibbles are read offset by 8
+ * (n ^ 8 = v + 8, 0..15), and the block's correction 8·Σx (quantizeRowsI8) is taken off the total by the
+ * caller, once for four rows. Relaxed SIMD: the offset nibbles are the 7-bit operand (pair sums within
+ * 2·127·15, no saturation), summed in i16 lanes (each within 4·127·15) and widened; plain SIMD: widened to
+ * i16 for i32x4.dot_i16x8_s.
  */
 // @ts-ignore: decorator
-@inline function q4block(w: v128, xl: v128, xh: v128, c: v128): v128 {
+@inline function q4block(w: v128, xl: v128, xh: v128): v128 {
   const u = v128.xor(w, i8x16.splat(-120)); // 0x88: each nibble n to n ^ 8
   const lo = v128.and(u, i8x16.splat(15));
   const hi = v128.and(i16x8.shr_u(u, 4), i8x16.splat(15));
   if (ASC_FEATURE_RELAXED_SIMD) {
     const d = i16x8.add(i16x8.relaxed_dot_i8x16_i7x16_s(xl, lo), i16x8.relaxed_dot_i8x16_i7x16_s(xh, hi));
-    return i32x4.extadd_pairwise_i16x8_s(i16x8.sub(d, c));
+    return i32x4.extadd_pairwise_i16x8_s(d);
   } else {
     const d0 = i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_u(lo), i16x8.extend_low_i8x16_s(xl));
     const d1 = i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_u(lo), i16x8.extend_high_i8x16_s(xl));
     const d2 = i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_u(hi), i16x8.extend_low_i8x16_s(xh));
     const d3 = i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_u(hi), i16x8.extend_high_i8x16_s(xh));
-    return i32x4.sub(i32x4.add(i32x4.add(d0, d1), i32x4.add(d2, d3)), c);
+    return i32x4.add(i32x4.add(d0, d1), i32x4.add(d2, d3));
   }
-}
-
-/**
- * q4block's correction for x's block (xl, xh): lanes totalling 8·Σx, matching q4block's lanes where
- * they are summed narrow (relaxed SIMD: i16 lane t of 8·(xl[2t] + xl[2t+1] + xh[2t] + xh[2t+1])).
- */
-// @ts-ignore: decorator
-@inline function q4c(xl: v128, xh: v128): v128 {
-  const pairs = i16x8.add(i16x8.extadd_pairwise_i8x16_s(xl), i16x8.extadd_pairwise_i8x16_s(xh));
-  if (ASC_FEATURE_RELAXED_SIMD) return i16x8.shl(pairs, 3);
-  else return i32x4.shl(i32x4.extadd_pairwise_i16x8_s(pairs), 3);
 }
 
 /**
@@ -182,18 +184,18 @@ export function linearInt8Range(
  * block sums scaled (lane k by scale's lane k) and added to sum's lanes, sum + <f32>acc·scale.
  */
 // @ts-ignore: decorator
-@inline function q4step(qr: usize, w0: usize, rowBytes: usize, b: i32, scale: v128, sum: v128): v128 {
+@inline function q4step(qr: usize, cr: usize, w0: usize, rowBytes: usize, b: i32, scale: v128, sum: v128): v128 {
   const qb = qr + <usize>b * 32;
   const xl = v128.load(qb);
   const xh = v128.load(qb + 16);
-  const c = q4c(xl, xh);
   const wb = w0 + <usize>b * 16;
-  const acc = isum4(
-    q4block(v128.load(wb), xl, xh, c),
-    q4block(v128.load(wb + rowBytes), xl, xh, c),
-    q4block(v128.load(wb + 2 * rowBytes), xl, xh, c),
-    q4block(v128.load(wb + 3 * rowBytes), xl, xh, c),
+  const raw = isum4(
+    q4block(v128.load(wb), xl, xh),
+    q4block(v128.load(wb + rowBytes), xl, xh),
+    q4block(v128.load(wb + 2 * rowBytes), xl, xh),
+    q4block(v128.load(wb + 3 * rowBytes), xl, xh),
   );
+  const acc = i32x4.sub(raw, i32x4.splat(load<i32>(cr + <usize>b * 4)));
   return f32x4.add(sum, f32x4.mul(f32x4.convert_i32x4_s(acc), scale));
 }
 
@@ -219,6 +221,7 @@ export function linearQ4Range(
     const sStep = <usize>nb * 4;
     for (let r = 0; r < rows; r++) {
       const qr = q + <usize>r * <usize>inF;
+      const cr = sx + <usize>rows * 4 + <usize>r * <usize>nb * 4;
       let sum = f32x4.splat(0);
       for (let b = 0; b < nb; b++) {
         const sb = s0 + <usize>b * 4;
@@ -226,7 +229,7 @@ export function linearQ4Range(
         scale = f32x4.replace_lane(scale, 1, load<f32>(sb + sStep));
         scale = f32x4.replace_lane(scale, 2, load<f32>(sb + 2 * sStep));
         scale = f32x4.replace_lane(scale, 3, load<f32>(sb + 3 * sStep));
-        sum = q4step(qr, w0, rowBytes, b, scale, sum);
+        sum = q4step(qr, cr, w0, rowBytes, b, scale, sum);
       }
       let y = f32x4.mul(sum, f32x4.splat(load<f32>(sx + <usize>r * 4)));
       if (bias != 0) y = f32x4.add(y, v128.load(bias + <usize>o * 4));
