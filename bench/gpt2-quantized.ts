@@ -11,14 +11,19 @@
  *     int8 MatMulInteger, q4 MatMulNBits (src/io/onnx), driven by qkv's generation code (OrtGpt).
  * Weight MiB is what each holds for its weights: qkv the bytes of its state dict (float32 4, int8 1, q4 ½ a
  * value, scales float32), PyTorch its state dict as torch.save writes it, ONNX Runtime the graph's bytes.
+ * Peak MiB: each row's model made and decoding once in a process of its own (bench/gpt2-peak.ts; PyTorch in
+ * Python), its peak resident memory less its memory before the model.
  * Checked first: qkv's quantized generation with the KV cache equals recomputing without it, and ONNX
  * Runtime's int8 graph generates qkv int8's tokens.
  *   npx tsx bench/gpt2-quantized.ts              the real shape (bench/index.ts runs it)
  *   npx tsx bench/gpt2-quantized.ts --smoke      a tiny shape, one run each, to check the script works
  *   npx tsx bench/gpt2-quantized.ts --no-peers   qkv only
- * The last line printed is JSON: { rows: [{ engine, dtype, ms, tps, weight_mib, note? }], tokens }.
+ * The last line printed is JSON: { rows: [{ engine, dtype, ms, tps, weight_mib, peak_mib, note? }], tokens }.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { SESSION_OPTIONS } from '../src/cli/onnxruntime.ts';
 import { generateStreamAsync } from '../src/decode/gpt.ts';
@@ -37,6 +42,8 @@ interface Result {
   ms: number | null;
   tps: number | null;
   weight_mib: number | null;
+  /** The process's peak resident memory decoding it, less its memory before the model (bench/gpt2-peak.ts). */
+  peak_mib?: number | null;
   note?: string;
 }
 const rows: Result[] = [];
@@ -106,7 +113,7 @@ for (const dtype of ['fp32', 'int8', 'q4'] as const) {
 }
 
 // ---- PyTorch: fp32 and quantize_dynamic int8 ------------------------------------------------------
-const py = `
+const pyModel = `
 import io, json, math, time, torch
 from torch import nn
 torch.set_num_threads(2); torch.manual_seed(1)
@@ -152,6 +159,8 @@ def gen(m):
         for _ in range(NEW):
             nxt = logits[-1].argmax().view(1); out.append(int(nxt)); logits = m(nxt, caches, n); n += 1
     return out
+`;
+const py = `${pyModel}
 def timed(m):
     gen(m); ts = []
     for _ in range(RUNS):
@@ -170,6 +179,7 @@ out['agree'] = sum(a == b for a, b in zip(gen(m), gen(q)))
 print(json.dumps(out))
 `;
 let torchNote = '';
+let torchEngine = 'qnnpack';
 if (withPeers) {
   const p = spawnSync('/usr/bin/python3', ['-c', py], {
     encoding: 'utf8',
@@ -185,6 +195,7 @@ if (withPeers) {
       agree: number;
     };
     torchNote = `quantized engine ${t.engine} (supported: ${t.engines.join(', ')})`;
+    torchEngine = t.engine;
     rows.push(row('PyTorch', 'fp32', t.fp32.ms, t.fp32.bytes));
     rows.push(
       row(
@@ -199,6 +210,54 @@ if (withPeers) {
     torchNote = `PyTorch: skipped (${p.stderr.trim().split('\n').pop() ?? 'no torch'})`;
     console.log(torchNote);
   }
+}
+
+// ---- Peak memory: each engine and dtype decoding in a process of its own -----------------------------
+// qkv and ONNX Runtime through bench/gpt2-peak.ts (qkv's model made as a folder of that dtype loads it; ORT on
+// the graph above, written to a temporary folder), PyTorch in Python: the model built (and, for int8,
+// quantize_dynamic'd, as PyTorch users quantize: from the float model), then one decoding.
+const pyPeak = `${pyModel}
+import re, sys
+status = lambda k: int(re.search(k + r':\\s+(\\d+)', open('/proc/self/status').read()).group(1)) / 1024
+base = status('VmRSS')
+m = GPT().eval()
+if sys.argv[1] == 'int8':
+    torch.backends.quantized.engine = sys.argv[2]
+    m = torch.ao.quantization.quantize_dynamic(m, {nn.Linear}, dtype=torch.qint8)
+gen(m)
+print(json.dumps({'peak_mib': status('VmHWM') - base}))
+`;
+const peakOf = (cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): number | null => {
+  const p = spawnSync(cmd, args, { encoding: 'utf8', env, maxBuffer: 1 << 24 });
+  if (p.status !== 0) {
+    console.log(`peak memory: ${cmd} ${args.slice(-2).join(' ')} failed: ${p.stderr.trim().split('\n').pop()}`);
+    return null;
+  }
+  return (JSON.parse(p.stdout.trim().split('\n').pop()!) as { peak_mib: number }).peak_mib;
+};
+const tsx = (args: string[]) => peakOf(process.execPath, ['--import', 'tsx', 'bench/gpt2-peak.ts', ...args]);
+for (const r of rows) {
+  if (r.engine === 'qkv') r.peak_mib = tsx(['qkv', r.dtype]);
+  else if (r.engine === 'ONNX Runtime') {
+    const dir = mkdtempSync(join(tmpdir(), 'qkv-gpt2-peak-'));
+    try {
+      const exp = exportGptOnnx(cfg, qkvModels[r.dtype]!.stateDict(), {
+        dtype: r.dtype as 'fp32' | 'int8' | 'q4',
+        withAttention: false,
+      });
+      writeFileSync(join(dir, exp.manifest.graphs.decoder), exp.files[exp.manifest.graphs.decoder]!);
+      writeFileSync(join(dir, 'manifest.json'), JSON.stringify(exp.manifest));
+      r.peak_mib = tsx(['ort', dir]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  } else if (r.engine === 'PyTorch')
+    r.peak_mib = peakOf('/usr/bin/python3', ['-c', pyPeak, r.dtype, torchEngine], {
+      ...process.env,
+      OMP_WAIT_POLICY: 'PASSIVE',
+      OMP_NUM_THREADS: '2',
+    });
+  if (r.peak_mib != null) console.log(`${r.engine} ${r.dtype}: peak memory decoding ${r.peak_mib.toFixed(0)} MiB`);
 }
 
 const base = rows.find((r) => r.engine === 'qkv' && r.dtype === 'fp32')!;

@@ -298,16 +298,25 @@ let quantizedTable = '';
   log(out.slice(0, -1).join('\n'));
   const res = JSON.parse(out[out.length - 1]!) as {
     tokens: number;
-    rows: { engine: string; dtype: string; ms: number; tps: number; weight_mib: number; note?: string }[];
+    rows: {
+      engine: string;
+      dtype: string;
+      ms: number;
+      tps: number;
+      weight_mib: number;
+      peak_mib?: number | null;
+      note?: string;
+    }[];
   };
   const base = res.rows.find((x) => x.engine === 'qkv' && x.dtype === 'fp32')!;
   quantizedTable = [
-    `| GPT-2 124M shape, ${res.tokens} greedy tokens | ms | tokens/s | × qkv fp32 tokens/s | weights MiB | × smaller | |`,
-    '| --- | --- | --- | --- | --- | --- | --- |',
+    `| GPT-2 124M shape, ${res.tokens} greedy tokens | ms | tokens/s | × qkv fp32 tokens/s | weights MiB | × smaller | peak MiB | |`,
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...res.rows.map(
       (x) =>
         `| ${x.engine} ${x.dtype} | ${x.ms.toFixed(0)} | ${x.tps.toFixed(1)} | ${(x.tps / base.tps).toFixed(2)} | ` +
-        `${x.weight_mib.toFixed(1)} | ${(base.weight_mib / x.weight_mib).toFixed(1)} | ${x.note ?? ''} |`,
+        `${x.weight_mib.toFixed(1)} | ${(base.weight_mib / x.weight_mib).toFixed(1)} | ` +
+        `${x.peak_mib == null ? '—' : x.peak_mib.toFixed(0)} | ${x.note ?? ''} |`,
     ),
   ].join('\n');
 }
@@ -437,7 +446,7 @@ Decoding with the same search code on two engines: qkv's wasm backend, and ONNX 
 
 ${onnxTable}
 
-GPT-2 124M-shaped decoding in low precision (bench/gpt2-quantized.ts): the model of the GPT-2 row continuing 8 tokens by 64, greedy, with the KV cache, in fp32, int8 and q4 on qkv (wasm; \`module.quantize\`: the layers int8 or q4, the embedding table, which is also the tied head, int8), PyTorch (fp32, and \`torch.ao.quantization.quantize_dynamic\` int8 on every nn.Linear, its quantized engine named) and ONNX Runtime running qkv's exports (fp32 MatMul, int8 MatMulInteger, q4 MatMulNBits). Weights MiB: qkv's state dict (float32 4 bytes, int8 1, q4 ½ a value, with the scales), PyTorch's as torch.save writes it, ONNX Runtime's the graph.
+GPT-2 124M-shaped decoding in low precision (bench/gpt2-quantized.ts): the model of the GPT-2 row continuing 8 tokens by 64, greedy, with the KV cache, in fp32, int8 and q4 on qkv (wasm; \`module.quantize\`: the layers int8 or q4, the embedding table, which is also the tied head, int8), PyTorch (fp32, and \`torch.ao.quantization.quantize_dynamic\` int8 on every nn.Linear, its quantized engine named) and ONNX Runtime running qkv's exports (fp32 MatMul, int8 MatMulInteger, q4 MatMulNBits). Weights MiB: qkv's state dict (float32 4 bytes, int8 1, q4 ½ a value, with the scales), PyTorch's as torch.save writes it, ONNX Runtime's the graph. Peak MiB: a process of its own per row (bench/gpt2-peak.ts) makes the model and decodes once; its peak resident memory less its memory before the model. qkv's model is made as a folder of that dtype loads it (no float32 weights for int8/q4), ONNX Runtime's from the graph file, PyTorch's int8 by quantize_dynamic from the float model (so its peak holds both).
 
 ${quantizedTable}
 `);

@@ -24,6 +24,7 @@ import { readJsonIn, readMarianDir, readMarianShape } from '../folder/node.ts';
 import { translateIdsHf } from '../decode/hf-search.ts';
 import { MANIFEST } from '../io/onnx/export.ts';
 import { Seq2Seq } from '../models/seq2seq.ts';
+import { withoutInit } from '../nn/init.ts';
 import type { ModelConfigFile } from '../folder/spec.ts';
 import {
   asUserError,
@@ -210,7 +211,7 @@ async function openMarianEngine(o: Common & { engine?: string }): Promise<Engine
     const { modelConfig, ...shape } = asUserError(() => readMarianShape(o.model));
     const engine = await openOnnxSeq2Seq(o.model);
     // What encodeLines reads the source length limit from: a model of the same shape (no weights).
-    marian = { ...shape, model: new Seq2Seq(modelConfig), weightsFile: MANIFEST };
+    marian = { ...shape, model: withoutInit(() => new Seq2Seq(modelConfig)), weightsFile: MANIFEST };
     const target = { padId: shape.tokenizer.padId, decode: (x: readonly number[]) => shape.tokenizer.decode(x) };
     run = (ids, t) => translateIdsHfOnnx(engine, target, ids, t, marianRules(shape));
   } else {

@@ -116,7 +116,7 @@ export function gptShape(files: Omit<GptFiles, 'weights'>, name: FileNamer = bar
   }
   let model: GPT;
   try {
-    model = new GPT(checkGptConfig(cfg.model));
+    model = new GPT(checkGptConfig(cfg.model), { init: false }); // its weights are loaded next
   } catch (e) {
     throw new FolderError(FILES.config, `${cname}: ${(e as Error).message}`);
   }

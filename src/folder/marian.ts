@@ -15,6 +15,7 @@ import {
   type MarianIds,
 } from '../models/hf/marian.ts';
 import { Seq2Seq, type Seq2SeqConfig } from '../models/seq2seq.ts';
+import { withoutInit } from '../nn/init.ts';
 import { MarianTokenizer } from '../text/marian-tokenizer.ts';
 import { notFound } from './seq2seq.ts';
 import { bareNames, FILES, FolderError, type FileNamer } from './spec.ts';
@@ -137,7 +138,7 @@ export function loadMarian(
 ): LoadedMarian {
   if (w === undefined)
     throw notFound(FILES.weights, name, ` (nor ${FILES.pytorchWeights}: a Marian folder holds one of them)`);
-  const model = new Seq2Seq(shape.modelConfig);
+  const model = withoutInit(() => new Seq2Seq(shape.modelConfig)); // loaded next: no random initialisation
   try {
     const { tensors } = w.file === FILES.pytorchWeights ? readPytorch(w.bytes, name(w.file)) : readSafetensors(w.bytes);
     model.loadStateDict(marianStateDict(tensors, shape.modelConfig));

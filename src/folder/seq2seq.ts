@@ -9,6 +9,7 @@ import { readSafetensors } from '../io/safetensors.ts';
 import { checkSeq2SeqConfig, checkVocabularies } from '../models/config-check.ts';
 import { loadWeights } from '../models/load-weights.ts';
 import { Seq2Seq } from '../models/seq2seq.ts';
+import { withoutInit } from '../nn/init.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
 import {
   bareNames,
@@ -104,7 +105,8 @@ export function seq2seqShape(files: Omit<Seq2SeqFiles, 'weights'>, name: FileNam
     config: FILES.config,
   });
   if (disagree) throw new FolderError(FILES.config, disagree);
-  return { model: new Seq2Seq(config.model), tokenizer, targetTokenizer, config };
+  // Built without random initialisation: its weights are loaded next (loadInto), and so never written twice.
+  return { model: withoutInit(() => new Seq2Seq(config.model)), tokenizer, targetTokenizer, config };
 }
 
 /** Read safetensors bytes into a model built from `config`, errors naming the weights file. */

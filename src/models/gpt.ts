@@ -23,7 +23,7 @@
 import * as F from '../ops/index.ts';
 import { MultiheadAttention } from '../nn/attention.ts';
 import { appendKeysValues, type KeyValueCache, ownLayers, releaseOwnedLayers } from '../nn/kv-cache.ts';
-import { constant_, normal_ } from '../nn/init.ts';
+import { constant_, normal_, withoutInit } from '../nn/init.ts';
 import { Dropout, Embedding, LayerNorm, Linear, sinusoidalTable } from '../nn/layers.ts';
 import { Module, ModuleList } from '../nn/module.ts';
 import { shapeToString } from '../tensor/shape.ts';
@@ -240,20 +240,38 @@ export class GPT extends Module {
   /** `ln_f`: the LayerNorm after the last block (pre-norm leaves the stream unnormalised). */
   readonly lnF: LayerNorm;
 
-  /** options.init false skips GPT-2's random initialisation (weights stay 0/1): for a model about to be loaded. */
+  /**
+   * options.init false skips every random initialisation, GPT-2's and the layers' own (weights stay 0/1, built
+   * through nn/init's withoutInit): for a model about to be loaded, which then never writes its float32 weights
+   * before the loaded ones (a quantized folder's model never holds them).
+   */
   constructor(config: GPTConfig, options: { init?: boolean } = {}) {
     super();
     checkConfig(config);
     this.config = { ...config };
     const c = this.config;
-    this.wte = this.registerModule('wte', new Embedding(c.vocabSize, c.nEmbd));
-    this.wpe = c.positions === 'learned' ? this.registerModule('wpe', new Embedding(c.blockSize, c.nEmbd)) : null;
+    const init = options.init ?? true;
+    const build = <T>(f: () => T): T => (init ? f() : withoutInit(f));
+    this.wte = this.registerModule(
+      'wte',
+      build(() => new Embedding(c.vocabSize, c.nEmbd)),
+    );
+    this.wpe =
+      c.positions === 'learned'
+        ? this.registerModule(
+            'wpe',
+            build(() => new Embedding(c.blockSize, c.nEmbd)),
+          )
+        : null;
     this.pe =
       c.positions === 'sinusoidal' ? this.registerBuffer('pe', sinusoidalTable(c.blockSize, c.nEmbd), false) : null;
     this.drop = this.registerModule('drop', new Dropout(c.dropout));
-    this.h = this.registerModule('h', new ModuleList(Array.from({ length: c.nLayer }, () => new Block(c))));
+    this.h = this.registerModule(
+      'h',
+      new ModuleList(Array.from({ length: c.nLayer }, () => build(() => new Block(c)))),
+    );
     this.lnF = this.registerModule('ln_f', new LayerNorm(c.nEmbd, { eps: c.layerNormEps ?? 1e-5 }));
-    if (options.init ?? true) this.initWeights();
+    if (init) this.initWeights();
   }
 
   /**

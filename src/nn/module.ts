@@ -55,8 +55,18 @@ function longLived(t: Tensor): Tensor {
   const d = t.device;
   if (d.isPersistent === undefined || d.isPersistent(t.storage)) return t;
   const s = d.alloc('float32', t.size, { persistent: true });
-  d.copy(t.storage, s, 'float32', t.size);
+  // New storage is zero: zeros need no copy, and a model built to be loaded (nn/init's withoutInit) then never
+  // writes its weights' pages before the loaded values arrive (the scan stops at the first nonzero value).
+  if (!allZero(t.storage)) d.copy(t.storage, s, 'float32', t.size);
   return Tensor.fromStorage(d, s, t.shape, 'float32');
+}
+
+/** Whether host storage holds only zeros (false for any other storage). */
+function allZero(storage: unknown): boolean {
+  if (!(storage instanceof Float32Array)) return false;
+  // −0 is kept by the copy (Object.is): only +0 is what new storage holds.
+  for (let i = 0; i < storage.length; i++) if (storage[i] !== 0 || Object.is(storage[i], -0)) return false;
+  return true;
 }
 
 function moveTo(t: Tensor, target: Device, values: TypedData): void {

@@ -119,6 +119,13 @@ const freeList: Block[] = memoryAvailable
   : [];
 /** Allocated blocks: offset → size in bytes (rounded up to ALIGN). */
 const allocated = new Map<number, number>();
+/**
+ * Every byte from here up has never been in a block handed out, so it still holds the zeros that a new
+ * memory and memory.grow give: a zero-filled block needs filling only below this. Pages never written are
+ * never made resident, so a model built to be loaded (nn/init's withoutInit) costs no memory for weights
+ * that are replaced before they are written (a quantized folder's float32 shell).
+ */
+let untouched = RESERVED_BYTES;
 let inUse = 0;
 
 /** Grow the memory so that a free block of at least `bytes` exists at its end; at least doubles. */
@@ -166,7 +173,8 @@ export function alloc(n: number, zero = true): Float32Array {
   inUse += size;
   const view = new Float32Array(currentBuffer(), offset, n);
   // Freed blocks keep old contents, and tensors expect fresh storage to be zero (new memory is).
-  if (zero) view.fill(0);
+  if (zero && offset < untouched) view.fill(0, 0, Math.min(n, (untouched - offset) / 4));
+  untouched = Math.max(untouched, offset + size);
   return view;
 }
 
