@@ -322,6 +322,35 @@ let quantizedTable = '';
 }
 
 // ---------------------------------------------------------------------------------------------
+// Translation in fp32, int8 and q4: qkv and ONNX Runtime on the same search code (bench/translate-quantized.ts).
+let translateTable = '';
+{
+  log('translation of val in low precision: qkv, ONNX Runtime...');
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/translate-quantized.ts'], {
+    cwd: root,
+    encoding: 'utf8',
+    maxBuffer: 1 << 24,
+  });
+  if (r.status !== 0) throw new Error(`bench/translate-quantized.ts failed: ${r.stderr}`);
+  const out = r.stdout.trim().split('\n');
+  log(out.slice(0, -1).join('\n'));
+  const res = JSON.parse(out[out.length - 1]!) as {
+    sentences: number;
+    rows: { engine: string; dtype: string; ms: number; same: number; sameAsQkv?: number }[];
+  };
+  const base = res.rows.find((x) => x.engine === 'qkv' && x.dtype === 'fp32')!;
+  translateTable = [
+    `| beam 4, first ${res.sentences} val sentences (models/multi30k-en-de, member 1) | ms | × qkv fp32's speed | translations as qkv fp32's | as qkv's in the same dtype |`,
+    '| --- | --- | --- | --- | --- |',
+    ...res.rows.map(
+      (x) =>
+        `| ${x.engine} ${x.dtype} | ${x.ms.toFixed(0)} | ${(base.ms / x.ms).toFixed(2)} | ${x.same}/${res.sentences} | ` +
+        `${x.sameAsQkv === undefined ? '' : `${x.sameAsQkv}/${res.sentences}`} |`,
+    ),
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
 // Decoding: qkv (wasm) against ONNX Runtime on the same exported model (bench/onnx.ts, its own process).
 let onnxTable = '';
 {
@@ -449,5 +478,9 @@ ${onnxTable}
 GPT-2 124M-shaped decoding in low precision (bench/gpt2-quantized.ts): the model of the GPT-2 row continuing 8 tokens by 64, greedy, with the KV cache, in fp32, int8 and q4 on qkv (wasm; \`module.quantize\`: the layers int8 or q4, the embedding table, which is also the tied head, int8), PyTorch (fp32, and \`torch.ao.quantization.quantize_dynamic\` int8 on every nn.Linear, its quantized engine named) and ONNX Runtime running qkv's exports (fp32 MatMul, int8 MatMulInteger, q4 MatMulNBits). Weights MiB: qkv's state dict (float32 4 bytes, int8 1, q4 ½ a value, with the scales), PyTorch's as torch.save writes it, ONNX Runtime's the graph. Peak MiB: a process of its own per row (bench/gpt2-peak.ts) makes the model and decodes once; its peak resident memory less its memory before the model. qkv's model is made as a folder of that dtype loads it (no float32 weights for int8/q4), ONNX Runtime's from the graph file, PyTorch's int8 by quantize_dynamic from the float model (so its peak holds both).
 
 ${quantizedTable}
+
+Translation in low precision (bench/translate-quantized.ts): the shipped EN→DE model's first member translating the first val sentences with beam 4 (α 0.6) in batches of 32, in fp32, int8 and q4, on qkv (wasm; \`module.quantize\`, as \`--dtype q8|q4\`) and on ONNX Runtime running qkv's exports of the same three models, both on the same search code; medians of 3 runs. PyTorch has no implementation of this search here: its low-precision rows are the GPT-2 table's.
+
+${translateTable}
 `);
 log(`wrote bench/${written}`);

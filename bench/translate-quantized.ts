@@ -8,7 +8,7 @@
  * Checked first: each engine's tokens are reported against qkv fp32's (the quantized ones may differ in a few
  * lines; ONNX Runtime's fp32 must equal qkv's, as bench/onnx.ts checks).
  *   npx tsx bench/translate-quantized.ts [--smoke]     (--smoke: 4 sentences, one run)
- * The last line printed is JSON: { sentences, rows: [{ engine, dtype, ms, same }] } (ms: median of 3 runs).
+ * The last line printed is JSON: { sentences, rows: [{ engine, dtype, ms, same, sameAsQkv? }] } (ms: median of 3 runs).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -68,18 +68,26 @@ for (const dtype of ['int8', 'q4'] as const) {
   models[dtype] = m.eval().quantize({ dtype });
 }
 const qkvTokens = (m: Seq2Seq) => batches.flatMap((src) => memoryScope(() => beamSearch(m, src, opts).tokens));
-const reference = qkvTokens(fp32).map((t) => t.join());
-const same = (tokens: number[][]) => tokens.filter((t, i) => t.join() === reference[i]).length;
+const joined = (tokens: number[][]) => tokens.map((t) => t.join());
+const reference = joined(qkvTokens(fp32));
+const agree = (a: string[], b: string[]) => a.filter((t, i) => t === b[i]).length;
+const same = (tokens: number[][]) => agree(joined(tokens), reference);
+const qkvOut: Record<string, string[]> = {};
 
 interface Row {
   engine: 'qkv' | 'ONNX Runtime';
   dtype: string;
   ms: number;
+  /** Translations equal to qkv fp32's. */
   same: number;
+  /** ONNX Runtime: translations equal to qkv's in the same dtype. */
+  sameAsQkv?: number;
 }
 const rows: Row[] = [];
 for (const [dtype, m] of Object.entries(models)) {
-  const s = same(qkvTokens(m));
+  const out = qkvTokens(m);
+  qkvOut[dtype] = joined(out);
+  const s = same(out);
   rows.push({ engine: 'qkv', dtype, ms: await median(() => qkvTokens(m)), same: s });
 }
 for (const [dtype, m] of Object.entries(models)) {
@@ -103,13 +111,16 @@ for (const [dtype, m] of Object.entries(models)) {
     for (const src of batches) out.push(...(await engine.beamSearch(src, opts)).tokens);
     return out;
   };
-  const s = same(await run());
+  const out = await run();
+  const s = same(out);
   if (dtype === 'fp32' && s !== N)
     throw new Error(`check failed: ONNX Runtime fp32 translates ${N - s} of ${N} lines unlike qkv fp32`);
-  rows.push({ engine: 'ONNX Runtime', dtype, ms: await median(run), same: s });
+  const sameAsQkv = agree(joined(out), qkvOut[dtype]!);
+  rows.push({ engine: 'ONNX Runtime', dtype, ms: await median(run), same: s, sameAsQkv });
 }
 for (const r of rows)
   console.log(
-    `${r.engine} ${r.dtype}: ${N} val sentences, beam 4, in ${r.ms.toFixed(0)} ms; ${r.same}/${N} translations as qkv fp32's`,
+    `${r.engine} ${r.dtype}: ${N} val sentences, beam 4, in ${r.ms.toFixed(0)} ms; ${r.same}/${N} translations as qkv fp32's` +
+      (r.sameAsQkv === undefined ? '' : `, ${r.sameAsQkv}/${N} as qkv ${r.dtype}'s`),
   );
 console.log(JSON.stringify({ sentences: N, rows }));
