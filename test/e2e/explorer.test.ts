@@ -31,6 +31,7 @@ import {
   tempDir,
 } from './tiny-model.ts';
 import { exportModel } from '../../src/cli/commands/export.ts';
+import { readSeq2Seq } from '../../src/folder/node.ts';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const SENTENCE = 'A dog runs in the park.';
@@ -386,6 +387,50 @@ test("a folder that names an ensemble: the page says so and runs the folder's ow
     await srv.close();
   }
 });
+
+for (const dtype of ['int8', 'q4'] as const)
+  test(`an ${dtype} folder: the page runs it as stored, translating as Node does with the same folder`, {
+    skip,
+  }, async () => {
+    const a = makeTinyModel(6, 32);
+    const dir = join(tempDir(`qkv-explorer-${dtype}-`), dtype);
+    exportModel({ model: a.dir, out: dir, dtype, log: () => {} });
+    const stored = readSeq2Seq(dir);
+    const held = Object.values(stored.model.stateDict()).map((t) => t.dtype);
+    assert.ok(held.includes(dtype), `Node holds ${dtype} weights from the folder (${[...new Set(held)]})`);
+    const ref = translateWithAttention(stored.model.eval(), stored.tokenizer, SENTENCE);
+    const float = translateWithAttention(a.model, a.tokenizer, SENTENCE);
+    const srv = await serveExplorer({ modelDir: dir });
+    const p = await browser.newPage();
+    const errors: string[] = [];
+    collectErrors(p, errors);
+    try {
+      await p.goto(`${srv.url}?backend=${BACKEND}#translate`);
+      await p.waitForSelector('body[data-ready="true"]');
+      await p.getByTestId('src').fill(SENTENCE);
+      await p.getByTestId('translate').click();
+      await p.waitForFunction(() => document.querySelector('#view-translate')?.getAttribute('data-translated') === '1');
+      assert.equal(
+        await p.getByTestId('translation').textContent(),
+        ref.translation === '' ? '(empty)' : ref.translation,
+        `the page's ${dtype} translation (the float model's: ${JSON.stringify(float.translation)})`,
+      );
+      // The heatmap's values (cross-attention, layer 1, head 1, 4 decimals on hover) are the quantized model's,
+      // and they tell it from the float model's (else this test could not see a page that dequantized).
+      const titles = await p.locator('[data-testid="fig-heatmap"] rect.cell title').allTextContents();
+      const shown = titles.map((t) => /: (\d\.\d{4})$/.exec(t)?.[1]);
+      const values = (x: typeof ref) => x.cross[0]![0]!.flat().map((v) => v.toFixed(4));
+      assert.deepEqual(shown, values(ref), `the page's ${dtype} attention is Node's ${dtype} attention`);
+      assert.ok(
+        float.translation !== ref.translation || values(float).join() !== values(ref).join(),
+        `the ${dtype} model's translation or attention differs from the float model's`,
+      );
+      assert.deepEqual(errors, []);
+    } finally {
+      await p.close();
+      await srv.close();
+    }
+  });
 
 test('a model with separate vocabularies: the page fetches target_tokenizer.json and translates as Node does', {
   skip,

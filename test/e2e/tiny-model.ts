@@ -38,17 +38,18 @@ export function tempDir(prefix: string): string {
 export const LAYERS = 2;
 export const HEADS = 2;
 
-export function makeTinyModel(seed = 1): { dir: string; model: Seq2Seq; tokenizer: BpeTokenizer } {
+/** A tiny translation folder; `dModel` 32 (feed-forward 64) makes every layer's input q4-able (a multiple of 32). */
+export function makeTinyModel(seed = 1, dModel = 16): { dir: string; model: Seq2Seq; tokenizer: BpeTokenizer } {
   const dir = tempDir('qkv-tiny-');
   const tokenizer = BpeTokenizer.learn(SENTENCES, { vocabSize: 120, minFrequency: 1 });
   manualSeed(seed);
   const model = new Seq2Seq({
     vocabSize: tokenizer.vocabSize,
-    dModel: 16,
+    dModel,
     nhead: HEADS,
     numEncoderLayers: LAYERS,
     numDecoderLayers: LAYERS,
-    dimFeedforward: 32,
+    dimFeedforward: 2 * dModel,
     dropout: 0,
     activation: 'relu',
     normFirst: false,
