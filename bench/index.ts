@@ -471,7 +471,7 @@ Timings are only comparable within one run: on a shared machine a load average a
 
 ${table}
 
-Decoding with the same search code on two engines: qkv's wasm backend, and ONNX Runtime (onnxruntime-node, CPU) running the model's \`qkv export --format onnx\` graphs (bench/onnx.ts; both checked to give the same tokens first). Greedy makes exactly 20 tokens of one sentence; beam 4 (α 0.6) decodes the first 32 test_2016_flickr sentences as one batch.
+Decoding with the same search code on two engines: qkv's wasm backend, and ONNX Runtime (onnxruntime-node, CPU) running the model's \`qkv export --format onnx\` graphs (bench/onnx.ts; both checked to give the same tokens first). Greedy makes exactly 20 tokens of one sentence (median of 25 runs, the engines alternating); beam 4 (α 0.6) decodes the first 32 test_2016_flickr sentences as one batch (median of 5).
 
 ${onnxTable}
 
