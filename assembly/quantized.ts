@@ -164,9 +164,24 @@ export function linearInt8Range(
  */
 // @ts-ignore: decorator
 @inline function q4block(w: v128, xl: v128, xh: v128): v128 {
-  const u = v128.xor(w, i8x16.splat(-120)); // 0x88: each nibble n to n ^ 8
-  const lo = v128.and(u, i8x16.splat(15));
-  const hi = v128.and(i16x8.shr_u(u, 4), i8x16.splat(15));
+  return q4dot(q4lo(w), q4hi(w), xl, xh);
+}
+
+/** A q4 block's low nibbles (its even elements), read offset by 8 (0..15): see q4block. */
+// @ts-ignore: decorator
+@inline function q4lo(w: v128): v128 {
+  return v128.and(v128.xor(w, i8x16.splat(-120)), i8x16.splat(15)); // 0x88: each nibble n to n ^ 8
+}
+
+/** Its high nibbles (the odd elements), offset by 8. */
+// @ts-ignore: decorator
+@inline function q4hi(w: v128): v128 {
+  return v128.and(i16x8.shr_u(v128.xor(w, i8x16.splat(-120)), 4), i8x16.splat(15));
+}
+
+/** q4block on nibbles already unpacked (lo, hi), so a block read once serves several rows of x. */
+// @ts-ignore: decorator
+@inline function q4dot(lo: v128, hi: v128, xl: v128, xh: v128): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) {
     const d = i16x8.add(i16x8.relaxed_dot_i8x16_i7x16_s(xl, lo), i16x8.relaxed_dot_i8x16_i7x16_s(xh, hi));
     return i32x4.extadd_pairwise_i16x8_s(d);
@@ -219,9 +234,65 @@ export function linearQ4Range(
     const rowBytes = <usize>inF >> 1;
     const s0 = wScale + <usize>o * <usize>nb * 4;
     const sStep = <usize>nb * 4;
-    for (let r = 0; r < rows; r++) {
+    const corr = sx + <usize>rows * 4;
+    let r = 0;
+    // Two rows of x at a time (beam search, prefill): each weight block loaded and unpacked once for both;
+    // each row's chain is the one-row loop's, operation for operation.
+    for (; r + 2 <= rows; r += 2) {
+      const qa = q + <usize>r * <usize>inF;
+      const qb2 = qa + <usize>inF;
+      const ca = corr + <usize>r * <usize>nb * 4;
+      const cb = ca + <usize>nb * 4;
+      let sumA = f32x4.splat(0);
+      let sumB = f32x4.splat(0);
+      for (let b = 0; b < nb; b++) {
+        const sb = s0 + <usize>b * 4;
+        let scale = f32x4.splat(load<f32>(sb));
+        scale = f32x4.replace_lane(scale, 1, load<f32>(sb + sStep));
+        scale = f32x4.replace_lane(scale, 2, load<f32>(sb + 2 * sStep));
+        scale = f32x4.replace_lane(scale, 3, load<f32>(sb + 3 * sStep));
+        const wb = w0 + <usize>b * 16;
+        const w1 = v128.load(wb);
+        const w2 = v128.load(wb + rowBytes);
+        const w3 = v128.load(wb + 2 * rowBytes);
+        const w4 = v128.load(wb + 3 * rowBytes);
+        const l1 = q4lo(w1), h1 = q4hi(w1), l2 = q4lo(w2), h2 = q4hi(w2);
+        const l3 = q4lo(w3), h3 = q4hi(w3), l4 = q4lo(w4), h4 = q4hi(w4);
+        const xa = qa + <usize>b * 32;
+        const xal = v128.load(xa);
+        const xah = v128.load(xa + 16);
+        const rawA = isum4(
+          q4dot(l1, h1, xal, xah),
+          q4dot(l2, h2, xal, xah),
+          q4dot(l3, h3, xal, xah),
+          q4dot(l4, h4, xal, xah),
+        );
+        const accA = i32x4.sub(rawA, i32x4.splat(load<i32>(ca + <usize>b * 4)));
+        sumA = f32x4.add(sumA, f32x4.mul(f32x4.convert_i32x4_s(accA), scale));
+        const xb = qb2 + <usize>b * 32;
+        const xbl = v128.load(xb);
+        const xbh = v128.load(xb + 16);
+        const rawB = isum4(
+          q4dot(l1, h1, xbl, xbh),
+          q4dot(l2, h2, xbl, xbh),
+          q4dot(l3, h3, xbl, xbh),
+          q4dot(l4, h4, xbl, xbh),
+        );
+        const accB = i32x4.sub(rawB, i32x4.splat(load<i32>(cb + <usize>b * 4)));
+        sumB = f32x4.add(sumB, f32x4.mul(f32x4.convert_i32x4_s(accB), scale));
+      }
+      let yA = f32x4.mul(sumA, f32x4.splat(load<f32>(sx + <usize>r * 4)));
+      let yB = f32x4.mul(sumB, f32x4.splat(load<f32>(sx + <usize>(r + 1) * 4)));
+      if (bias != 0) {
+        yA = f32x4.add(yA, v128.load(bias + <usize>o * 4));
+        yB = f32x4.add(yB, v128.load(bias + <usize>o * 4));
+      }
+      v128.store(out + (<usize>r * <usize>outF + <usize>o) * 4, yA);
+      v128.store(out + (<usize>(r + 1) * <usize>outF + <usize>o) * 4, yB);
+    }
+    for (; r < rows; r++) {
       const qr = q + <usize>r * <usize>inF;
-      const cr = sx + <usize>rows * 4 + <usize>r * <usize>nb * 4;
+      const cr = corr + <usize>r * <usize>nb * 4;
       let sum = f32x4.splat(0);
       for (let b = 0; b < nb; b++) {
         const sb = s0 + <usize>b * 4;
