@@ -195,23 +195,42 @@ export function linearInt8Range(
 }
 
 /**
- * Block b of four q4 weight rows (the first at w0, rowBytes apart) against x's row at qr: their four
- * block sums scaled (lane k by scale's lane k) and added to sum's lanes, sum + <f32>acc·scale.
+ * Block b of four q4 weight rows, unpacked (l_k, h_k: row k's nibbles), against x's row at qr (its corrections
+ * at cr): the four block sums, less x's block correction, scaled (lane k by scale's lane k) and added to sum's
+ * lanes, sum + <f32>acc·scale.
  */
 // @ts-ignore: decorator
-@inline function q4step(qr: usize, cr: usize, w0: usize, rowBytes: usize, b: i32, scale: v128, sum: v128): v128 {
+@inline function q4unpacked(
+  qr: usize, cr: usize, b: i32, l1: v128, h1: v128, l2: v128, h2: v128, l3: v128, h3: v128, l4: v128, h4: v128,
+  scale: v128, sum: v128,
+): v128 {
   const qb = qr + <usize>b * 32;
   const xl = v128.load(qb);
   const xh = v128.load(qb + 16);
-  const wb = w0 + <usize>b * 16;
-  const raw = isum4(
-    q4block(v128.load(wb), xl, xh),
-    q4block(v128.load(wb + rowBytes), xl, xh),
-    q4block(v128.load(wb + 2 * rowBytes), xl, xh),
-    q4block(v128.load(wb + 3 * rowBytes), xl, xh),
-  );
+  const raw = isum4(q4dot(l1, h1, xl, xh), q4dot(l2, h2, xl, xh), q4dot(l3, h3, xl, xh), q4dot(l4, h4, xl, xh));
   const acc = i32x4.sub(raw, i32x4.splat(load<i32>(cr + <usize>b * 4)));
   return f32x4.add(sum, f32x4.mul(f32x4.convert_i32x4_s(acc), scale));
+}
+
+/** The four rows' scales of one block, sStep bytes apart from sb: lane k is row k's. */
+// @ts-ignore: decorator
+@inline function q4scales(sb: usize, sStep: usize): v128 {
+  let scale = f32x4.splat(load<f32>(sb));
+  scale = f32x4.replace_lane(scale, 1, load<f32>(sb + sStep));
+  scale = f32x4.replace_lane(scale, 2, load<f32>(sb + 2 * sStep));
+  return f32x4.replace_lane(scale, 3, load<f32>(sb + 3 * sStep));
+}
+
+/** Block b of the four q4 weight rows at w0 (rowBytes apart), unpacked here, against x's row at qr: q4unpacked. */
+// @ts-ignore: decorator
+@inline function q4step(qr: usize, cr: usize, w0: usize, rowBytes: usize, b: i32, scale: v128, sum: v128): v128 {
+  const wb = w0 + <usize>b * 16;
+  const w1 = v128.load(wb);
+  const w2 = v128.load(wb + rowBytes);
+  const w3 = v128.load(wb + 2 * rowBytes);
+  const w4 = v128.load(wb + 3 * rowBytes);
+  const l1 = q4lo(w1), h1 = q4hi(w1), l2 = q4lo(w2), h2 = q4hi(w2);
+  return q4unpacked(qr, cr, b, l1, h1, l2, h2, q4lo(w3), q4hi(w3), q4lo(w4), q4hi(w4), scale, sum);
 }
 
 /**
@@ -247,10 +266,7 @@ export function linearQ4Range(
       let sumB = f32x4.splat(0);
       for (let b = 0; b < nb; b++) {
         const sb = s0 + <usize>b * 4;
-        let scale = f32x4.splat(load<f32>(sb));
-        scale = f32x4.replace_lane(scale, 1, load<f32>(sb + sStep));
-        scale = f32x4.replace_lane(scale, 2, load<f32>(sb + 2 * sStep));
-        scale = f32x4.replace_lane(scale, 3, load<f32>(sb + 3 * sStep));
+        const scale = q4scales(sb, sStep);
         const wb = w0 + <usize>b * 16;
         const w1 = v128.load(wb);
         const w2 = v128.load(wb + rowBytes);
@@ -258,28 +274,8 @@ export function linearQ4Range(
         const w4 = v128.load(wb + 3 * rowBytes);
         const l1 = q4lo(w1), h1 = q4hi(w1), l2 = q4lo(w2), h2 = q4hi(w2);
         const l3 = q4lo(w3), h3 = q4hi(w3), l4 = q4lo(w4), h4 = q4hi(w4);
-        const xa = qa + <usize>b * 32;
-        const xal = v128.load(xa);
-        const xah = v128.load(xa + 16);
-        const rawA = isum4(
-          q4dot(l1, h1, xal, xah),
-          q4dot(l2, h2, xal, xah),
-          q4dot(l3, h3, xal, xah),
-          q4dot(l4, h4, xal, xah),
-        );
-        const accA = i32x4.sub(rawA, i32x4.splat(load<i32>(ca + <usize>b * 4)));
-        sumA = f32x4.add(sumA, f32x4.mul(f32x4.convert_i32x4_s(accA), scale));
-        const xb = qb2 + <usize>b * 32;
-        const xbl = v128.load(xb);
-        const xbh = v128.load(xb + 16);
-        const rawB = isum4(
-          q4dot(l1, h1, xbl, xbh),
-          q4dot(l2, h2, xbl, xbh),
-          q4dot(l3, h3, xbl, xbh),
-          q4dot(l4, h4, xbl, xbh),
-        );
-        const accB = i32x4.sub(rawB, i32x4.splat(load<i32>(cb + <usize>b * 4)));
-        sumB = f32x4.add(sumB, f32x4.mul(f32x4.convert_i32x4_s(accB), scale));
+        sumA = q4unpacked(qa, ca, b, l1, h1, l2, h2, l3, h3, l4, h4, scale, sumA);
+        sumB = q4unpacked(qb2, cb, b, l1, h1, l2, h2, l3, h3, l4, h4, scale, sumB);
       }
       let yA = f32x4.mul(sumA, f32x4.splat(load<f32>(sx + <usize>r * 4)));
       let yB = f32x4.mul(sumB, f32x4.splat(load<f32>(sx + <usize>(r + 1) * 4)));
@@ -296,10 +292,7 @@ export function linearQ4Range(
       let sum = f32x4.splat(0);
       for (let b = 0; b < nb; b++) {
         const sb = s0 + <usize>b * 4;
-        let scale = f32x4.splat(load<f32>(sb));
-        scale = f32x4.replace_lane(scale, 1, load<f32>(sb + sStep));
-        scale = f32x4.replace_lane(scale, 2, load<f32>(sb + 2 * sStep));
-        scale = f32x4.replace_lane(scale, 3, load<f32>(sb + 3 * sStep));
+        const scale = q4scales(sb, sStep);
         sum = q4step(qr, cr, w0, rowBytes, b, scale, sum);
       }
       let y = f32x4.mul(sum, f32x4.splat(load<f32>(sx + <usize>r * 4)));

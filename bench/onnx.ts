@@ -14,13 +14,12 @@ import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import { encodeLines } from '../src/decode/batch.ts';
 import { readSeq2Seq } from '../src/folder/node.ts';
-import { SESSION_OPTIONS } from '../src/cli/onnxruntime.ts';
-import { OrtSeq2Seq } from '../src/decode/onnxruntime.ts';
 import { beamSearch, greedy } from '../src/decode/search.ts';
 import { exportSeq2SeqOnnx } from '../src/io/onnx/export.ts';
 import { numThreads, setNumThreads } from '../src/backend/wasm/threads.ts';
 import { getBackend, memoryScope, setBackend, Tensor } from '../src/index.ts';
 import { gunzipSync } from 'node:zlib';
+import { ortSeq2Seq } from './ort-seq2seq.ts';
 
 const smoke = process.argv.includes('--smoke');
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -30,17 +29,7 @@ const exp = exportSeq2SeqOnnx(model.config, model.stateDict(), { dtype: 'fp32', 
 // Two threads on each engine, in one process (issue 41: the configuration of the stall it fixed).
 const THREADS = 2;
 setNumThreads(THREADS);
-const session = (f: string) =>
-  ort.InferenceSession.create(exp.files[f], { ...SESSION_OPTIONS, intraOpNumThreads: THREADS });
-const engine = new OrtSeq2Seq(
-  ort,
-  {
-    encoder: await session(exp.manifest.graphs.encoder),
-    decoder: await session(exp.manifest.graphs.decoder),
-    decoderWithPast: await session(exp.manifest.graphs.decoderWithPast),
-  },
-  exp.manifest,
-);
+const engine = await ortSeq2Seq(exp, THREADS);
 
 const lines = gunzipSync(readFileSync(join(root, 'data/multi30k/test_2016_flickr.en.gz')))
   .toString('utf8')

@@ -14,16 +14,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
-import * as ort from 'onnxruntime-node';
-import { SESSION_OPTIONS } from '../src/cli/onnxruntime.ts';
 import { encodeLines } from '../src/decode/batch.ts';
-import { OrtSeq2Seq } from '../src/decode/onnxruntime.ts';
 import { beamSearch } from '../src/decode/search.ts';
 import { readSeq2Seq } from '../src/folder/node.ts';
 import { exportSeq2SeqOnnx } from '../src/io/onnx/export.ts';
 import { setNumThreads } from '../src/backend/wasm/threads.ts';
 import { memoryScope, nn, setBackend, Tensor } from '../src/index.ts';
 import { Seq2Seq } from '../src/models/seq2seq.ts';
+import { ortSeq2Seq } from './ort-seq2seq.ts';
 
 const smoke = process.argv.includes('--smoke');
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -95,17 +93,7 @@ for (const [dtype, m] of Object.entries(models)) {
     dtype: dtype as 'fp32' | 'int8' | 'q4',
     withAttention: false,
   });
-  const session = (f: string) =>
-    ort.InferenceSession.create(exp.files[f]!, { ...SESSION_OPTIONS, intraOpNumThreads: THREADS });
-  const engine = new OrtSeq2Seq(
-    ort,
-    {
-      encoder: await session(exp.manifest.graphs.encoder),
-      decoder: await session(exp.manifest.graphs.decoder),
-      decoderWithPast: await session(exp.manifest.graphs.decoderWithPast),
-    },
-    exp.manifest,
-  );
+  const engine = await ortSeq2Seq(exp, THREADS);
   const run = async () => {
     const out: number[][] = [];
     for (const src of batches) out.push(...(await engine.beamSearch(src, opts)).tokens);

@@ -147,37 +147,46 @@ export const pow: Backend['pow'] = (x, p, out) => {
 
 export const relu: Backend['relu'] = (x, out) => map('relu', 'select(0.0, v, v > 0.0)', x, out);
 
-export const reluBackward: Backend['reluBackward'] = (x, dy, dx) => {
+/** dx[i] = `body` (reading x[i], dy[i]): an activation's backward. */
+function backward(
+  key: string,
+  body: string,
+  x: Parameters<typeof buf>[0],
+  dy: Parameters<typeof buf>[0],
+  dx: Parameters<typeof buf>[0],
+  helpers = '',
+): void {
   const code = perElement(
     '',
     /* wgsl */ `
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> dy: array<f32>;
 @group(0) @binding(3) var<storage, read_write> dx: array<f32>;`,
-    'dx[i] = select(0.0, dy[i], x[i] > 0.0);',
+    body,
+    helpers,
   );
-  runPerElement('reluBackward', code, f32n(buf(dx)), [buf(x), buf(dy), buf(dx)]);
-};
+  runPerElement(key, code, f32n(buf(dx)), [buf(x), buf(dy), buf(dx)]);
+}
+
+export const reluBackward: Backend['reluBackward'] = (x, dy, dx) =>
+  backward('reluBackward', 'dx[i] = select(0.0, dy[i], x[i] > 0.0);', x, dy, dx);
 
 export const gelu: Backend['gelu'] = (x, out) =>
   map('gelu', '0.5 * v * (1.0 + erf_(v * 0.70710678118654752))', x, out, ERF);
 
-export const geluBackward: Backend['geluBackward'] = (x, dy, dx) => {
-  const code = perElement(
-    '',
-    /* wgsl */ `
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> dy: array<f32>;
-@group(0) @binding(3) var<storage, read_write> dx: array<f32>;`,
+export const geluBackward: Backend['geluBackward'] = (x, dy, dx) =>
+  backward(
+    'geluBackward',
     /* wgsl */ `
   let v = x[i];
   let cdf = 0.5 * (1.0 + erf_(v * 0.70710678118654752));
   let pdf = 0.39894228040143268 * exp(-0.5 * v * v);
   dx[i] = dy[i] * (cdf + v * pdf);`,
+    x,
+    dy,
+    dx,
     ERF,
   );
-  runPerElement('geluBackward', code, f32n(buf(dx)), [buf(x), buf(dy), buf(dx)]);
-};
 
 // gelu_tanh as x·σ(2u), 2u = x(k0 + k1x²), as the wasm kernel computes it (see assembly/elementwise.ts); e^(−2u)
 // clamped to e^±88, so an overflowing x³ saturates instead of making inf/inf; the backward's second term is 0 where
@@ -188,23 +197,20 @@ fn sigmoid(t: f32) -> f32 { return 1.0 / (1.0 + exp(clamp(-t, -88.0, 88.0))); }`
 
 export const geluTanh: Backend['geluTanh'] = (x, out) => map('geluTanh', 'v * sigmoid(twoU(v))', x, out, SIGMOID_2U);
 
-export const geluTanhBackward: Backend['geluTanhBackward'] = (x, dy, dx) => {
-  const code = perElement(
-    '',
-    /* wgsl */ `
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> dy: array<f32>;
-@group(0) @binding(3) var<storage, read_write> dx: array<f32>;`,
+export const geluTanhBackward: Backend['geluTanhBackward'] = (x, dy, dx) =>
+  backward(
+    'geluTanhBackward',
     /* wgsl */ `
   let v = x[i];
   let t = twoU(v);
   let s = sigmoid(t);
   let du = 1.5957691216057308 + 0.21406444881780076 * v * v;
   dx[i] = dy[i] * (s + v * select(0.0, s * (1.0 - s) * du, abs(t) <= 87.0));`,
+    x,
+    dy,
+    dx,
     SIGMOID_2U,
   );
-  runPerElement('geluTanhBackward', code, f32n(buf(dx)), [buf(x), buf(dy), buf(dx)]);
-};
 
 /**
  * Dropout's mask from host random words (uploaded for the call): keep = scale rounded to float32, as the js
