@@ -18,7 +18,15 @@ import { translateWithAttention } from '../../src/viz/attention-data.ts';
 import { MASKED_FILL } from '../../src/viz/heatmap.ts';
 import { generateWithAttention, lineSeparatorId, type LoadedGpt } from '../../src/viz/gpt-attention.ts';
 import { toolSkip } from '../helpers/tools.ts';
-import { BACKEND, closeAll, collectErrors, launchChromium, serveExplorer } from './chromium.ts';
+import {
+  BACKEND,
+  closeAll,
+  collectErrors,
+  launchChromium,
+  openExplorer,
+  serveExplorer,
+  translateIn,
+} from './chromium.ts';
 import { get } from './http.ts';
 import {
   GPT_HEADS,
@@ -401,17 +409,11 @@ for (const dtype of ['int8', 'q4'] as const)
     const ref = translateWithAttention(stored.model.eval(), stored.tokenizer, SENTENCE);
     const float = translateWithAttention(a.model, a.tokenizer, SENTENCE);
     const srv = await serveExplorer({ modelDir: dir });
-    const p = await browser.newPage();
     const errors: string[] = [];
-    collectErrors(p, errors);
+    const p = await openExplorer(browser, `${srv.url}?backend=${BACKEND}#translate`, errors);
     try {
-      await p.goto(`${srv.url}?backend=${BACKEND}#translate`);
-      await p.waitForSelector('body[data-ready="true"]');
-      await p.getByTestId('src').fill(SENTENCE);
-      await p.getByTestId('translate').click();
-      await p.waitForFunction(() => document.querySelector('#view-translate')?.getAttribute('data-translated') === '1');
       assert.equal(
-        await p.getByTestId('translation').textContent(),
+        await translateIn(p, SENTENCE, 1),
         ref.translation === '' ? '(empty)' : ref.translation,
         `the page's ${dtype} translation (the float model's: ${JSON.stringify(float.translation)})`,
       );
@@ -427,7 +429,7 @@ for (const dtype of ['int8', 'q4'] as const)
       );
       assert.deepEqual(errors, []);
     } finally {
-      await p.close();
+      await p.context().close();
       await srv.close();
     }
   });
