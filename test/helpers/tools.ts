@@ -10,11 +10,17 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
-export type Tool = 'chromium' | 'torch' | 'onnx' | 'numpy' | 'vulkan';
+export type Tool = 'chromium' | 'torch' | 'onnx' | 'numpy' | 'vulkan' | 'transformers';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const PYTHON = '/usr/bin/python3';
+/**
+ * The reference libraries' interpreter (transformers 5, torch 2, PEFT, sacreBLEU, tokenizers): the virtual
+ * environment scripts/ref-env.sh builds from the machine's local wheel index (python/ref-requirements.txt).
+ */
+export const REF_PYTHON = fileURLToPath(new URL('../../.venv-ref/bin/python', import.meta.url));
 /** The Vulkan loader Dawn (the npm package `webgpu`) needs; with Chromium's SwiftShader it runs WebGPU on the CPU. */
 export const VULKAN = '/usr/lib/x86_64-linux-gnu/libvulkan.so.1';
 
@@ -24,6 +30,7 @@ const INSTALL: Record<Tool, string> = {
   onnx: 'apt-get install -y python3-onnx',
   numpy: 'apt-get install -y python3-numpy',
   vulkan: 'apt-get install -y libvulkan1 chromium',
+  transformers: 'bash scripts/ref-env.sh',
 };
 
 const cache = new Map<Tool, boolean>();
@@ -36,6 +43,11 @@ export function hasTool(tool: Tool): boolean {
       has = existsSync(CHROMIUM);
     } else if (tool === 'vulkan') {
       has = existsSync(VULKAN);
+    } else if (tool === 'transformers') {
+      const r = existsSync(REF_PYTHON)
+        ? spawnSync(REF_PYTHON, ['-c', 'import transformers, torch, peft, sacrebleu'], { encoding: 'utf8' })
+        : null;
+      has = r !== null && r.status === 0;
     } else {
       const r = existsSync(PYTHON) ? spawnSync(PYTHON, ['-c', `import ${tool}`], { encoding: 'utf8' }) : null;
       has = r !== null && r.status === 0;
@@ -46,7 +58,14 @@ export function hasTool(tool: Tool): boolean {
 }
 
 export function missingToolMessage(tool: Tool): string {
-  const what = tool === 'chromium' ? CHROMIUM : tool === 'vulkan' ? VULKAN : `${PYTHON} -c 'import ${tool}'`;
+  const what =
+    tool === 'chromium'
+      ? CHROMIUM
+      : tool === 'vulkan'
+        ? VULKAN
+        : tool === 'transformers'
+          ? `${REF_PYTHON} (transformers, torch, peft, sacrebleu)`
+          : `${PYTHON} -c 'import ${tool}'`;
   return `${what} is not available: install it with \`${INSTALL[tool]}\` (.ci/run does this)`;
 }
 
