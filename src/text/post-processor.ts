@@ -243,7 +243,8 @@ function sequence(steps: PostProcessor[]): PostProcessor {
   if (acting.length > 1)
     fail(
       'post_processor',
-      `a Sequence with more than one processor that adds tokens (${acting.map((s) => s.kind).join(', ')}) is not supported`,
+      'a Sequence with more than one processor that adds tokens ' +
+        `(${acting.map((s) => s.kind).join(', ')}) is not supported`,
     );
   const inner = acting[0] ?? fromTemplate('none', PLAIN);
   return { ...inner, kind: `Sequence(${steps.map((s) => s.kind).join(', ')})` };
