@@ -28,6 +28,31 @@ export interface GenerateOptions extends SamplingOptions {
   useCache?: boolean;
   /** Stop after generating one of these ids (it is still yielded). */
   stopIds?: readonly number[];
+  /**
+   * Hugging Face's repetition penalty (Keskar et al. 2019, transformers' RepetitionPenaltyLogitsProcessor): before
+   * the token is drawn, the logit of every id already in the sequence (the prompt's included) is divided by it, or
+   * multiplied where negative. Default 1 (none).
+   */
+  repetitionPenalty?: number;
+  /** The `stopIds` cannot be drawn before this many tokens are generated (transformers' min_new_tokens). Default 0. */
+  minNewTokens?: number;
+}
+
+/**
+ * The logits a token is drawn from: the raw ones, or a copy with the repetition penalty and the blocked stop ids
+ * applied (in transformers' order: the penalty on the raw logits, then EOS blocked to −∞).
+ */
+function processedLogits(logits: Float32Array, ids: readonly number[], n: number, o: GenerateOptions): Float32Array {
+  const penalty = o.repetitionPenalty ?? 1;
+  const block = n < (o.minNewTokens ?? 0) && (o.stopIds?.length ?? 0) > 0;
+  if (penalty === 1 && !block) return logits;
+  const out = logits.slice();
+  if (penalty !== 1) {
+    const p = Math.fround(penalty); // transformers multiplies float32 logits by the penalty as a float32 scalar
+    for (const id of new Set(ids)) out[id] = out[id] < 0 ? out[id] * p : out[id] / p;
+  }
+  if (block) for (const id of o.stopIds!) out[id] = -Infinity;
+  return out;
 }
 
 /** One generated token and the next-token logits (vocabSize) it was drawn from. */
@@ -79,6 +104,12 @@ function* generation(
   if (!Number.isInteger(maxTokens) || maxTokens < 0)
     throw new Error(`${name}: maxTokens must be a non-negative integer, got ${maxTokens}`);
   if (prompt.length === 0) throw new Error(`${name}: the prompt is empty (give at least one token)`);
+  const penalty = options.repetitionPenalty ?? 1;
+  if (!(penalty > 0) || !Number.isFinite(penalty))
+    throw new Error(`${name}: repetitionPenalty must be a finite number > 0, got ${penalty}`);
+  const minNew = options.minNewTokens ?? 0;
+  if (!Number.isInteger(minNew) || minNew < 0)
+    throw new Error(`${name}: minNewTokens must be a non-negative integer, got ${minNew}`);
   if (prompt.length > blockSize)
     throw new Error(`${name}: the prompt has ${prompt.length} tokens, more than the context of ${blockSize}`);
   for (const id of prompt) {
@@ -101,7 +132,7 @@ function* generation(
         );
       }
     }
-    const id = sampleToken(logits, options, rng);
+    const id = sampleToken(processedLogits(logits, ids, n, options), options, rng);
     yield { token: { id, logits } };
     ids.push(id);
     if (n === maxTokens - 1 || stop.has(id)) break;

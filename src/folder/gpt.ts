@@ -13,6 +13,8 @@ import { BpeTokenizer } from '../text/bpe.ts';
 import { ByteLevelBpeTokenizer, byteLevelBpeJson } from '../text/bytelevel.ts';
 import { CharTokenizer } from '../text/chars.ts';
 import { tokenizerFromJSON } from '../text/load.ts';
+import { bosEosPostProcessor } from '../text/post-processor.ts';
+import { hfLmGeneration, type HfLmGeneration } from '../models/hf/lm-generation.ts';
 import { decodeLines, encodeLines, type LmTokenizer } from '../text/lines.ts';
 import { notFound } from './seq2seq.ts';
 import { bareNames, checkFormat, FILES, FolderError, type FileNamer, type LmConfigFile } from './spec.ts';
@@ -41,10 +43,16 @@ export interface LoadedGpt {
    * The folder's config.json as qkv reads it (an HF GPT-2 one described in qkv's terms); every folder loader sets it.
    */
   config?: LmConfigFile;
+  /**
+   * A Hugging Face folder's generation defaults (generation_config.json, else config.json's generation keys), which
+   * the text-generation pipeline and `qkv generate` apply as generate() does; undefined for qkv's own folders,
+   * which keep qkv's documented defaults.
+   */
+  generation?: HfLmGeneration;
 }
 
 /** A language-model folder as the folder loaders give it: the one loaded type, with its config. */
-export type LoadedLm = Required<LoadedGpt>;
+export type LoadedLm = Required<Omit<LoadedGpt, 'generation'>> & Pick<LoadedGpt, 'generation'>;
 
 /** The id that ends a line (one document) in training: '\n' for a char tokenizer, EOS for BPE. */
 export function lineSeparatorId(tokenizer: LmTokenizer | ByteLevelBpeTokenizer): number {
@@ -65,10 +73,14 @@ export function promptIds(tokenizer: GptTokenizer, prompt: string, separatorId: 
 }
 
 /**
- * The ids a model is fed for a prompt, as `qkv generate` feeds them: the prompt's ids after one
- * separator (a line start, as in training) when the context has room for it.
+ * The ids a model is fed for a prompt, as `qkv generate` feeds them: for qkv's own folders the prompt's ids after
+ * one separator (a line start, as in training) when the context has room for it; for a Hugging Face folder the
+ * ids its tokenizer gives, special tokens included (tokenizer.json's post-processor, or tokenizer_config.json's
+ * `add_bos_token`), as transformers' `tokenizer(prompt)` does.
  */
 export function promptContext(lm: LoadedGpt, prompt: string): number[] {
+  // A Hugging Face folder: the ids its tokenizer gives with its special tokens (none for GPT-2), as transformers.
+  if (lm.generation && lm.tokenizer instanceof ByteLevelBpeTokenizer) return lm.tokenizer.encodeText(prompt).ids;
   const ids = promptIds(lm.tokenizer, prompt, lm.separatorId);
   return ids.length < lm.model.config.blockSize ? [lm.separatorId, ...ids] : ids;
 }
@@ -138,6 +150,11 @@ export interface HfTokenizerFiles {
   vocab?: unknown;
   /** merges.txt as text: an optional `#version` line, then one `a b` merge per line (used only with `vocab`). */
   merges?: string;
+  /**
+   * tokenizer_config.json, parsed: without tokenizer.json, its `add_bos_token`/`add_eos_token` say which special
+   * tokens go around a prompt (with tokenizer.json, its post-processor does), as transformers 5 reads them.
+   */
+  tokenizerConfig?: unknown;
 }
 
 /**
@@ -188,12 +205,70 @@ export function hfTokenizer(files: HfTokenizerFiles, name: FileNamer = bareNames
     json = gpt2TokenizerJson(files.vocab, files.merges, name);
     file = FILES.vocab;
   }
+  let tokenizer: GptTokenizer;
   try {
-    return tokenizerFromJSON(json);
+    tokenizer = tokenizerFromJSON(json);
   } catch (e) {
     const m = (e as Error).message.replace(/^tokenizer\.json: /, '');
     throw new FolderError(file, `${name(file)}: ${m}`);
   }
+  if (!(tokenizer instanceof ByteLevelBpeTokenizer)) return tokenizer;
+  return withTokenizerConfig(tokenizer, files.tokenizerConfig, file === FILES.tokenizer, name);
+}
+
+/** A special token of tokenizer_config.json: a string, or an AddedToken object's content; undefined where unset. */
+function specialToken(cfg: Record<string, unknown>, key: string, name: FileNamer): string | undefined {
+  const v = cfg[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'string') return v;
+  const content = (v as { content?: unknown }).content;
+  if (typeof content === 'string') return content;
+  throw new FolderError(
+    FILES.tokenizerConfig,
+    `${name(FILES.tokenizerConfig)}: ${key} must be a token string or { content }, got ${JSON.stringify(v)}`,
+  );
+}
+
+/**
+ * transformers 5's rule: with tokenizer.json, its post-processor decides the special tokens around a text, and
+ * tokenizer_config.json's `add_bos_token`/`add_eos_token` are dropped (PreTrainedTokenizerBase._from_pretrained); with
+ * the slow files only (vocab.json + merges.txt), the post-processor is built from those flags (false where unset,
+ * GPT2Tokenizer's default) and the config's `bos_token`/`eos_token` (`<|endoftext|>` where unset): `[bos] $A [eos]`
+ * (TokenizersBackend.update_post_processor).
+ */
+function withTokenizerConfig(
+  tokenizer: ByteLevelBpeTokenizer,
+  tokenizerConfig: unknown,
+  fromTokenizerJson: boolean,
+  name: FileNamer,
+): ByteLevelBpeTokenizer {
+  if (fromTokenizerJson) return tokenizer;
+  const cfg = (tokenizerConfig ?? {}) as Record<string, unknown>;
+  if (typeof cfg !== 'object' || Array.isArray(cfg) || cfg === null)
+    throw new FolderError(FILES.tokenizerConfig, `${name(FILES.tokenizerConfig)}: expected a JSON object`);
+  const flag = (key: string): boolean => {
+    const v = cfg[key] ?? false;
+    if (typeof v !== 'boolean')
+      throw new FolderError(
+        FILES.tokenizerConfig,
+        `${name(FILES.tokenizerConfig)}: ${key} must be true or false, got ${JSON.stringify(v)}`,
+      );
+    return v;
+  };
+  const idOf = (add: boolean, key: 'bos_token' | 'eos_token'): number | null => {
+    if (!add) return null;
+    const token = specialToken(cfg, key, name) ?? '<|endoftext|>';
+    const id = tokenizer.tokenToId(token);
+    if (id === undefined)
+      throw new FolderError(
+        FILES.tokenizerConfig,
+        `${name(FILES.tokenizerConfig)}: ${key} ${JSON.stringify(token)} is not in the tokenizer's vocabulary`,
+      );
+    return id;
+  };
+  return tokenizer.withPostProcessor(
+    bosEosPostProcessor(idOf(flag('add_bos_token'), 'bos_token'), idOf(flag('add_eos_token'), 'eos_token')),
+  );
 }
 
 /** An HF tokenizer against the model's vocab_size: GPT-2's table may be padded past it (to a multiple of 64). */
@@ -208,9 +283,16 @@ export function checkHfVocab(tokenizer: GptTokenizer, vocabSize: number, name: F
 }
 
 /** An HF model and its tokenizer, checked against each other. */
-export function checkedHf(model: GPT, tokenizer: GptTokenizer, name: FileNamer = bareNames, from?: string): LoadedLm {
+export function checkedHf(
+  model: GPT,
+  tokenizer: GptTokenizer,
+  name: FileNamer = bareNames,
+  from?: string,
+  generation?: HfLmGeneration,
+): LoadedLm {
   checkHfVocab(tokenizer, model.config.vocabSize, name);
   return {
+    generation,
     model,
     tokenizer,
     separatorId: lineSeparatorId(tokenizer),
@@ -222,6 +304,20 @@ export function checkedHf(model: GPT, tokenizer: GptTokenizer, name: FileNamer =
       training: { from: from === undefined ? 'Hugging Face folder' : `Hugging Face folder ${from}` },
     },
   };
+}
+
+/**
+ * A Hugging Face LM folder's generation defaults: generation_config.json (undefined where the folder has none),
+ * else config.json's generation keys; an error names the file and key.
+ */
+export function hfLmDefaults(config: unknown, generationConfig: unknown, name: FileNamer = bareNames): HfLmGeneration {
+  try {
+    return hfLmGeneration(config, generationConfig, name(FILES.config));
+  } catch (e) {
+    const m = (e as Error).message;
+    const file = m.startsWith('generation_config.json') ? FILES.generationConfig : FILES.config;
+    throw new FolderError(file, m.replace(/^generation_config\.json/, name(FILES.generationConfig)));
+  }
 }
 
 /** The message of an error from reading HF weights, naming the file at fault. */

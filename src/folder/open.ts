@@ -13,11 +13,13 @@ import type { GPTConfig } from '../models/gpt-config.ts';
 import { GPT_FIELDS, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
 import { gptConfigFromHf, isHfConfig } from '../models/hf/gpt2.ts';
 import type { GPT } from '../models/gpt.ts';
+import type { HfLmGeneration } from '../models/hf/lm-generation.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import {
   checkedHf,
   checkHfVocab,
   gptShape,
+  hfLmDefaults,
   hfTokenizer,
   hfWeightsError,
   type GptFiles,
@@ -124,6 +126,8 @@ export interface HfGpt2Shape {
   tokenizer: GptTokenizer;
   /** qkv's GPTConfig for the folder's config.json. */
   modelConfig: GPTConfig;
+  /** The folder's generation defaults (generation_config.json, else config.json's generation keys). */
+  generation: HfLmGeneration;
 }
 
 /** Anything of one kind: an opened folder, a folder's shape. */
@@ -259,10 +263,11 @@ function* gptSteps(src: FolderSource, config: unknown, weights: boolean): Steps<
 
 /** A Hugging Face folder's tokenizer: tokenizer.json, else vocab.json + merges.txt (read only then). */
 function* hfTokenizerSteps(src: FolderSource): Steps<GptTokenizer> {
+  const tokenizerConfig = yield* readJson(src, FILES.tokenizerConfig);
   const tokenizer = yield* readJson(src, FILES.tokenizer);
-  if (tokenizer !== undefined) return hfTokenizer({ tokenizer }, src.name);
+  if (tokenizer !== undefined) return hfTokenizer({ tokenizer, tokenizerConfig }, src.name);
   return hfTokenizer(
-    { vocab: yield* readJson(src, FILES.vocab), merges: yield* readText(src, FILES.merges) },
+    { vocab: yield* readJson(src, FILES.vocab), merges: yield* readText(src, FILES.merges), tokenizerConfig },
     src.name,
   );
 }
@@ -285,6 +290,7 @@ function* hfWeightsMissing(src: FolderSource): Steps<FolderError> {
 
 function* hfGpt2ShapeSteps(src: FolderSource, config: unknown): Steps<HfGpt2Shape> {
   const tokenizer = yield* hfTokenizerSteps(src);
+  const generation = hfLmDefaults(config, yield* readJson(src, FILES.generationConfig), src.name);
   let modelConfig: GPTConfig;
   try {
     modelConfig = gptConfigFromHf(config);
@@ -294,7 +300,7 @@ function* hfGpt2ShapeSteps(src: FolderSource, config: unknown): Steps<HfGpt2Shap
   checkHfVocab(tokenizer, modelConfig.vocabSize, src.name);
   // The weights' presence, where the source tells it without reading them (not a URL: that would fetch 500 MB).
   if (src.range && !(yield* hasFile(src, FILES.weights))) throw yield* hfWeightsMissing(src);
-  return { kind: 'hf-gpt2', tokenizer, modelConfig };
+  return { kind: 'hf-gpt2', tokenizer, modelConfig, generation };
 }
 
 /**
@@ -303,6 +309,7 @@ function* hfGpt2ShapeSteps(src: FolderSource, config: unknown): Steps<HfGpt2Shap
  */
 function* hfGpt2Steps(src: FolderSource, config: unknown, progress: OpenOptions['progress']): Steps<LoadedLm> {
   const tokenizer = yield* hfTokenizerSteps(src); // named before any weight is read
+  const generation = hfLmDefaults(config, yield* readJson(src, FILES.generationConfig), src.name);
   const weights = yield* readRanged(src, FILES.weights);
   if (weights === undefined) throw yield* hfWeightsMissing(src);
   let model: GPT;
@@ -314,7 +321,7 @@ function* hfGpt2Steps(src: FolderSource, config: unknown, progress: OpenOptions[
   } catch (e) {
     throw e instanceof FolderError ? e : hfWeightsError(e, src.name);
   }
-  return checkedHf(model, tokenizer, src.name, src.label || undefined);
+  return checkedHf(model, tokenizer, src.name, src.label || undefined, generation);
 }
 
 function* marianShapeSteps(src: FolderSource, config: unknown): Steps<MarianShape> {
@@ -428,7 +435,7 @@ export function gptFromFiles(files: GptFiles, name: FileNamer = bareNames): Load
 
 /** A Hugging Face GPT-2 folder from its contents (model.safetensors in memory), eval mode. */
 export function hfGpt2FromFiles(
-  files: HfTokenizerFiles & { config: unknown; weights?: Uint8Array },
+  files: HfTokenizerFiles & { config: unknown; weights?: Uint8Array; generationConfig?: unknown },
   name: FileNamer = bareNames,
 ): LoadedLm {
   return lmContents(files, name, ['hf-gpt2']);
@@ -440,7 +447,7 @@ export function lmFromFiles(files: GptFiles & HfTokenizerFiles, name: FileNamer 
 }
 
 function lmContents(
-  files: Partial<GptFiles & HfTokenizerFiles>,
+  files: Partial<GptFiles & HfTokenizerFiles & { generationConfig: unknown }>,
   name: FileNamer,
   kinds: readonly FolderKind[],
 ): LoadedLm {
@@ -449,6 +456,8 @@ function lmContents(
     [FILES.tokenizer]: files.tokenizer as FileContents | undefined,
     [FILES.vocab]: files.vocab as FileContents | undefined,
     [FILES.merges]: files.merges,
+    [FILES.tokenizerConfig]: files.tokenizerConfig as FileContents | undefined,
+    [FILES.generationConfig]: files.generationConfig as FileContents | undefined,
     [FILES.weights]: files.weights,
   };
   return ofKind(fromContents(contents, name, { kinds }), 'gpt', 'hf-gpt2');

@@ -43,6 +43,10 @@ export const FILES = {
   merges: 'merges.txt',
   /** A PyTorch pickle, which qkv does not read (refused with a way to get model.safetensors). */
   pytorchWeights: 'pytorch_model.bin',
+  /** A Hugging Face folder's generation defaults (what generate() does with no options); optional. */
+  generationConfig: 'generation_config.json',
+  /** A Hugging Face folder's tokenizer settings (`add_bos_token`, the special tokens); optional. */
+  tokenizerConfig: 'tokenizer_config.json',
 } as const;
 
 /** The target side's tokenizer file of a model with separate vocabularies. */

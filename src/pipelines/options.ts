@@ -19,6 +19,10 @@ const KINDS = {
     expected: 'a finite number >= 0',
     ok: (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0,
   },
+  positiveNumber: {
+    expected: 'a finite number > 0',
+    ok: (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v > 0,
+  },
   probability: {
     expected: 'a number in (0, 1]',
     ok: (v: unknown) => typeof v === 'number' && v > 0 && v <= 1,

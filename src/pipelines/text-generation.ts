@@ -12,6 +12,7 @@ import {
   type GenerateOptions,
 } from '../decode/gpt.ts';
 import { pause } from '../decode/stepper.ts';
+import { hfNewTokens } from '../models/hf/lm-generation.ts';
 import { idsText, promptContext, promptIds, type GptTokenizer, type LoadedLm } from '../folder/gpt.ts';
 import type { LmConfigFile } from '../folder/spec.ts';
 import type { GPT } from '../models/gpt.ts';
@@ -26,16 +27,26 @@ import { checkOptions, describeValue, warner, type OptionSpec, type PipelineWarn
  */
 export interface GenerationOptions {
   /**
-   * Tokens to generate. Default 200 (as `qkv generate --max-tokens`), or fewer where the model's
-   * context ends first; more than the context holds is an Error unless `beyondContext`.
+   * Tokens to generate. Default for qkv's folders 200 (as `qkv generate --max-tokens`), or fewer where the model's
+   * context ends first; for a Hugging Face folder what generate() makes: its generation_config.json's
+   * `max_new_tokens`, else `max_length` less the prompt, else 20. More than the context holds is an Error unless
+   * `beyondContext`.
    */
   maxNewTokens?: number;
-  /** Softmax temperature, 0 = greedy (default 0.8, as the CLI). */
+  /**
+   * Softmax temperature, 0 = greedy. Default for qkv's folders 0.8 (as the CLI); for a Hugging Face folder 0
+   * (greedy) unless its generation_config.json sets `do_sample`, then its `temperature` (default 1).
+   */
   temperature?: number;
-  /** Sample among the k most probable tokens. */
+  /** Sample among the k most probable tokens (a Hugging Face folder: its `top_k`, default 50, as transformers). */
   topK?: number;
-  /** Sample among the most probable tokens that make up probability p. */
+  /** Sample among the most probable tokens that make up probability p (a Hugging Face folder: its `top_p`). */
   topP?: number;
+  /**
+   * transformers' repetition penalty: the logits of ids already in the sequence divided by it (multiplied where
+   * negative) before each draw. Default 1 (none), or a Hugging Face folder's `repetition_penalty`.
+   */
+  repetitionPenalty?: number;
   /** Seed of the sampling, an integer >= 0 (default: a random one, as the CLI without --seed). */
   seed?: number;
   /** The KV cache (default true; false recomputes the context at every step, as --no-cache). */
@@ -67,6 +78,7 @@ const GENERATION_OPTIONS: OptionSpec = {
   temperature: 'nonNegativeNumber',
   topK: 'positiveInt',
   topP: 'probability',
+  repetitionPenalty: 'positiveNumber',
   seed: 'nonNegativeInt',
   useCache: 'boolean',
   beyondContext: 'boolean',
@@ -137,12 +149,16 @@ async function* pieces(
   if (typeof prompt !== 'string')
     throw new Error(`${names.prefix}prompt: expected a string, got ${describeValue(prompt)}`);
   if (prompt === '') throw new Error(`${names.prefix}${names.prompt} is empty: give some text to continue`);
-  const { model, tokenizer, separatorId } = lm;
+  const { model, tokenizer, separatorId, generation: hf } = lm;
   const { blockSize } = model.config;
   const ids = promptIds(tokenizer, prompt, separatorId);
-  if (ids.length > blockSize)
-    throw new Error(`${names.prefix}the prompt is ${ids.length} tokens long; this model's context holds ${blockSize}`);
+  // qkv's folders: the prompt after a line separator; a Hugging Face folder: its tokenizer's ids, specials included.
   const context = promptContext(lm, prompt);
+  if (Math.max(ids.length, hf ? context.length : 0) > blockSize)
+    throw new Error(
+      `${names.prefix}the prompt is ${hf ? context.length : ids.length} tokens long; ` +
+        `this model's context holds ${blockSize}`,
+    );
   // Without a cut, the model sees the whole prompt while drawing every token: the last token drawn is never fed.
   const room = blockSize + 1 - context.length;
   if (o.maxNewTokens !== undefined && o.maxNewTokens > room && !o.beyondContext)
@@ -159,20 +175,48 @@ async function* pieces(
         message: `${unknown} prompt token(s) are not in the model's vocabulary (encoded as unknown)`,
       });
   }
-  const maxTokens = o.maxNewTokens ?? (o.beyondContext ? DEFAULT_NEW_TOKENS : Math.min(DEFAULT_NEW_TOKENS, room));
+  let maxTokens: number;
+  if (o.maxNewTokens !== undefined) maxTokens = o.maxNewTokens;
+  else if (hf) {
+    try {
+      maxTokens = hfNewTokens(hf, context.length, blockSize);
+    } catch (e) {
+      throw new Error(`${names.prefix}${(e as Error).message}`);
+    }
+    if (maxTokens > room && !o.beyondContext)
+      throw new Error(
+        `${names.prefix}the folder's ${hf.file} asks for ${maxTokens} new tokens, past this model's context ` +
+          `(${blockSize} tokens, the prompt takes ${context.length}): pass maxNewTokens, or beyondContext: true`,
+      );
+  } else maxTokens = o.beyondContext ? DEFAULT_NEW_TOKENS : Math.min(DEFAULT_NEW_TOKENS, room);
   const seed = o.seed ?? Math.floor(Math.random() * 2 ** 31);
-  const all = ids.slice();
+  // The prompt as shown: for a Hugging Face folder the ids fed (a BOS its tokenizer adds is special, not shown).
+  const all = hf ? context.slice() : ids.slice();
   let shown = idsText(tokenizer, all, separatorId);
   engine.onPrompt?.(shown);
   o.signal?.throwIfAborted();
-  const options = {
-    maxTokens,
-    temperature: o.temperature ?? 0.8,
-    topK: o.topK,
-    topP: o.topP,
-    seed,
-    useCache: o.useCache ?? true,
-  };
+  // qkv's folders: qkv's documented defaults; a Hugging Face folder: its own (generate()'s with no options).
+  const options: GenerateOptions = hf
+    ? {
+        maxTokens,
+        temperature: o.temperature ?? (hf.doSample ? hf.temperature : 0),
+        topK: o.topK ?? (hf.topK > 0 ? hf.topK : undefined),
+        topP: o.topP ?? hf.topP,
+        repetitionPenalty: o.repetitionPenalty ?? hf.repetitionPenalty,
+        stopIds: hf.eosTokenIds,
+        minNewTokens: Math.max(hf.minNewTokens, hf.minLength - context.length),
+        seed,
+        useCache: o.useCache ?? true,
+      }
+    : {
+        maxTokens,
+        temperature: o.temperature ?? 0.8,
+        topK: o.topK,
+        topP: o.topP,
+        repetitionPenalty: o.repetitionPenalty,
+        seed,
+        useCache: o.useCache ?? true,
+      };
   for await (const t of engine.tokens(context, options)) {
     all.push(t.id);
     const text = idsText(tokenizer, all, separatorId);

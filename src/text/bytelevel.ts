@@ -16,6 +16,8 @@
  * contains no added token's text. Pure TypeScript: runs in Node and browsers.
  */
 
+import { postProcessorFromJSON, type Encoded, type PostProcessor } from './post-processor.ts';
+
 /** GPT-2's pre-tokenizer pattern (the `use_regex` of HF's ByteLevel). */
 export const GPT2_PATTERN = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
 
@@ -76,6 +78,13 @@ export class ByteLevelBpeTokenizer {
   private readonly useRegex: boolean;
   private readonly cache = new Map<string, number[]>();
   private readonly merges: [string, string][];
+  /**
+   * tokenizer.json's post-processor: the special tokens {@link encodeText} adds around a text (none for GPT-2's own
+   * files; a folder's tokenizer_config.json `add_bos_token` replaces it, as transformers 5 does).
+   */
+  readonly postProcessor: PostProcessor;
+  /** The post-processor as tokenizer.json wrote it (written back by toJSON); undefined: the default ByteLevel one. */
+  private readonly postProcessorJson: unknown;
   /** Number of ids: one more than the largest id of the vocabulary and the added tokens (50257 for GPT-2). */
   readonly vocabSize: number;
 
@@ -85,7 +94,11 @@ export class ByteLevelBpeTokenizer {
     added: AddedToken[],
     addPrefixSpace: boolean,
     useRegex: boolean,
+    postProcessorJson: unknown,
+    postProcessor: PostProcessor = postProcessorFromJSON(postProcessorJson),
   ) {
+    this.postProcessorJson = postProcessorJson;
+    this.postProcessor = postProcessor;
     this.vocab = vocab;
     this.merges = merges;
     this.ranks = new Map(merges.map(([a, b], i) => [`${a} ${b}`, i]));
@@ -114,17 +127,9 @@ export class ByteLevelBpeTokenizer {
     if (!pre) throw new Error(`tokenizer.json: pre_tokenizer must be ByteLevel, got ${kindOf(j.pre_tokenizer)}`);
     const model = j.model as Record<string, unknown> | null;
     if (model?.type !== 'BPE') throw new Error(`tokenizer.json: model.type must be 'BPE', got ${kindOf(model)}`);
-    for (const [name, part] of [
-      ['decoder', j.decoder],
-      ['post_processor', j.post_processor],
-    ] as const) {
-      if (part !== null && part !== undefined && (part as { type?: unknown }).type !== 'ByteLevel')
-        throw new Error(
-          `tokenizer.json: ${name} must be ` +
-            `ByteLevel${name === 'post_processor' ? ' or null' : ''}, got ` +
-            `${kindOf(part)}`,
-        );
-    }
+    if (j.decoder !== null && j.decoder !== undefined && (j.decoder as { type?: unknown }).type !== 'ByteLevel')
+      throw new Error(`tokenizer.json: decoder must be ByteLevel, got ${kindOf(j.decoder)}`);
+    const postProcessor = postProcessorFromJSON(j.post_processor); // refuses, by type, a kind it does not read
     if (j.normalizer !== null && j.normalizer !== undefined)
       throw new Error(
         `tokenizer.json: a byte-level tokenizer with a normalizer (${kindOf(j.normalizer)}) is not supported`,
@@ -162,7 +167,40 @@ export class ByteLevelBpeTokenizer {
         throw new Error(`tokenizer.json: bad added token ${JSON.stringify(t)}`);
       added.push({ id: t.id, content: t.content, special: t.special ?? false });
     }
-    return new ByteLevelBpeTokenizer(vocab, merges, added, pre.add_prefix_space === true, pre.use_regex !== false);
+    return new ByteLevelBpeTokenizer(
+      vocab,
+      merges,
+      added,
+      pre.add_prefix_space === true,
+      pre.use_regex !== false,
+      j.post_processor ?? null,
+      postProcessor,
+    );
+  }
+
+  /**
+   * The same tokenizer with another post-processor: how a folder's tokenizer_config.json `add_bos_token` /
+   * `add_eos_token` rebuild the template, as transformers 5 does (text/post-processor.ts `bosEosPostProcessor`).
+   */
+  withPostProcessor(postProcessor: PostProcessor): ByteLevelBpeTokenizer {
+    return new ByteLevelBpeTokenizer(
+      this.vocab,
+      this.merges,
+      this.added,
+      this.addPrefixSpace,
+      this.useRegex,
+      this.postProcessorJson,
+      postProcessor,
+    );
+  }
+
+  /**
+   * A text (or a pair) as transformers' `tokenizer(text)` encodes it: {@link encode}'s ids with the
+   * post-processor's special tokens (`addSpecialTokens`, default true), their type ids and special mask.
+   */
+  encodeText(text: string, options: { pair?: string; addSpecialTokens?: boolean } = {}): Encoded {
+    const b = options.pair === undefined ? undefined : this.encode(options.pair);
+    return this.postProcessor.process(this.encode(text), b, options.addSpecialTokens ?? true);
   }
 
   /** A tokenizer.json that @huggingface/tokenizers (and fromJSON) read back to the same ids. */
@@ -175,6 +213,7 @@ export class ByteLevelBpeTokenizer {
       ignoreMerges: false,
       vocab: Object.fromEntries(this.vocab),
       merges: this.merges.map(([a, b]) => [a, b]),
+      postProcessor: this.postProcessorJson,
     });
   }
 
@@ -374,6 +413,8 @@ export interface ByteLevelBpeJsonParts {
   vocab: unknown;
   /** The BPE model's merges, in rank order. */
   merges: readonly (readonly [string, string])[];
+  /** The post-processor (default, and where null: ByteLevel, which adds no token). */
+  postProcessor?: unknown;
 }
 
 /**
@@ -402,7 +443,7 @@ export function byteLevelBpeJson(p: ByteLevelBpeJsonParts): unknown {
     })),
     normalizer: null,
     pre_tokenizer: byteLevel,
-    post_processor: byteLevel,
+    post_processor: p.postProcessor ?? byteLevel,
     decoder: byteLevel,
     model: {
       type: 'BPE',

@@ -36,9 +36,11 @@ test("qkv generate: a Hugging Face folder continues a prompt; greedy starts with
   assert.ok(lm.tokenizer instanceof ByteLevelBpeTokenizer);
   assert.equal(lm.separatorId, 316);
   let text = '';
+  // The fixture's logits are for <|endoftext|> and the prompt's ids; a Hugging Face folder adds no BOS itself
+  // (GPT-2's tokenizer has none, as transformers), so the prompt writes it, as a transformers user would.
   await generateText({
     model: FIX,
-    prompt: 'A man is riding a bike',
+    prompt: '<|endoftext|>A man is riding a bike',
     maxTokens: 1,
     temperature: 0,
     cache: true,

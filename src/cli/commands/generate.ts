@@ -6,7 +6,7 @@ import { Command } from '@commander-js/extra-typings';
 import { readFileSync } from 'node:fs';
 import { generateStream, generateStreamAsync } from '../../decode/gpt.ts';
 import { textGenerationPipeline, type GenerationOptions } from '../../pipelines/text-generation.ts';
-import { int, nonNegativeInt, nonNegativeNumber, probability } from '../args.ts';
+import { int, nonNegativeInt, nonNegativeNumber, num, probability } from '../args.ts';
 import { loadLmDir, loadLmShape, UserError } from '../files.ts';
 import { openOnnxGpt, parseEngine } from '../onnxruntime.ts';
 import { dtypeOption, engineOption, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
@@ -18,10 +18,23 @@ function flags() {
   );
   const options = modelOption(cmd)
     .requiredOption('--prompt <text>', 'text to continue; - reads it from stdin')
-    .option('--max-tokens <n>', 'tokens to generate', int('--max-tokens'), 200)
-    .option('--temperature <t>', 'softmax temperature (0 = greedy)', nonNegativeNumber('--temperature'), 0.8)
+    .option(
+      '--max-tokens <n>',
+      "tokens to generate (default 200; a Hugging Face folder: its generation_config.json's, as generate())",
+      int('--max-tokens'),
+    )
+    .option(
+      '--temperature <t>',
+      'softmax temperature, 0 = greedy (default 0.8; a Hugging Face folder: greedy unless its do_sample)',
+      nonNegativeNumber('--temperature'),
+    )
     .option('--top-k <k>', 'sample among the k most probable tokens', int('--top-k'))
     .option('--top-p <p>', 'sample among the most probable tokens that make up probability p', probability('--top-p'))
+    .option(
+      '--repetition-penalty <r>',
+      'divide the logits of tokens already in the text by r (default 1; a Hugging Face folder: its own)',
+      num('--repetition-penalty'),
+    )
     .option('--seed <n>', 'random seed (default: random, printed)', nonNegativeInt('--seed'))
     .option('--no-cache', 'recompute the whole context at every step instead of using the KV cache');
   return engineOption(dtypeOption(options));
@@ -64,6 +77,9 @@ export async function generateText(a: GenerateArgs): Promise<void> {
   });
   const seed = a.seed ?? Math.floor(Math.random() * 2 ** 31);
   let n = 0;
+  // The temperature that draws: the flag, else the folder's (a Hugging Face folder's do_sample), else qkv's 0.8.
+  const hf = lm.generation;
+  const temperature = a.temperature ?? (hf ? (hf.doSample ? hf.temperature : 0) : 0.8);
   await generate(prompt, {
     ...generationOptions(a, seed),
     onWarning: (w) => a.log(`warning: ${w.message}`),
@@ -79,7 +95,7 @@ export async function generateText(a: GenerateArgs): Promise<void> {
     `${n} tokens in ${s.toFixed(2)} s ` +
       `(${((1000 * s) / Math.max(1, n)).toFixed(1)} ms/token, ` +
       `${a.cache ? 'KV cache' : 'no cache'}${onnx ? ', ONNX Runtime' : ''})` +
-      (a.temperature > 0 ? `, seed ${seed}` : ''),
+      (temperature > 0 ? `, seed ${seed}` : ''),
   );
 }
 
@@ -93,6 +109,7 @@ function generationOptions(a: GenerateArgs, seed: number): GenerationOptions {
     temperature: a.temperature,
     topK: a.topK,
     topP: a.topP,
+    repetitionPenalty: a.repetitionPenalty,
     seed,
     useCache: a.cache,
     beyondContext: true,

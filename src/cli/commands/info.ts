@@ -8,6 +8,7 @@ import { PRESETS } from '../../train/presets.ts';
 import { readMarianShape } from '../../folder/node.ts';
 import { asUserError, folderKindOfDir, loadLmDir, loadLmShape, loadModelShape, UserError } from '../files.ts';
 import { log, type FlagsOf } from '../options.ts';
+import { ByteLevelBpeTokenizer } from '../../text/bytelevel.ts';
 
 function flags() {
   return new Command('info')
@@ -49,6 +50,19 @@ export function info(o: FlagsOf<typeof flags> & { log: (s: string) => void }): v
     if ('targetTokenizer' in loaded && loaded.targetTokenizer !== loaded.tokenizer)
       out.targetVocabulary = loaded.targetTokenizer.vocabSize;
     if (loaded.config.training) out.training = loaded.config.training;
+    if ('generation' in loaded && loaded.generation) {
+      // A Hugging Face folder: what its files set, and the defaults the pipeline and `qkv generate` apply from them.
+      const { file, set, ...defaults } = loaded.generation;
+      out.generation = { file, set, defaults };
+    }
+    if (loaded.tokenizer instanceof ByteLevelBpeTokenizer) {
+      const pp = loaded.tokenizer.postProcessor;
+      const tok = loaded.tokenizer;
+      out.specialTokens = {
+        postProcessor: pp.kind,
+        aroundPrompt: pp.process([]).ids.map((id) => tok.idToToken(id)),
+      };
+    }
     if ('decoding' in loaded.config && loaded.config.decoding) out.decoding = loaded.config.decoding;
     const hist = join(o.model!, 'history.json');
     if (existsSync(hist)) {
