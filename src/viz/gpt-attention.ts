@@ -187,7 +187,13 @@ function generationPlan(
       `generate: the prompt is ${promptIds.length} tokens long; this model's ` +
         `context holds ${blockSize}, with room for at least one more`,
     );
-  const fed = promptIds.length + 1 < blockSize ? [separatorId, ...promptIds] : promptIds;
+  // A Hugging Face folder: its tokenizer's ids with its special tokens (none for GPT-2), as the pipeline feeds them.
+  const hf = lm.generation !== undefined && tokenizer instanceof ByteLevelBpeTokenizer;
+  const fed = hf
+    ? tokenizer.encodeText(prompt).ids
+    : promptIds.length + 1 < blockSize
+      ? [separatorId, ...promptIds]
+      : promptIds;
   const want = options.maxTokens ?? 40;
   if (!Number.isInteger(want) || want < 1)
     throw new Error(`generate: maxTokens must be a positive integer, got ${want}`);
@@ -201,7 +207,7 @@ function generationPlan(
       topK: options.topK,
       topP: options.topP,
       seed: options.seed ?? 0,
-      stopIds: stop ? [separatorId] : [],
+      stopIds: stop ? (hf ? lm.generation!.eosTokenIds : [separatorId]) : [],
     },
     result(generated) {
       const ids = [...fed, ...generated];
