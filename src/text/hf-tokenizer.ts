@@ -341,7 +341,8 @@ export class HfTokenizer {
       if (a?.special && options.skipSpecialTokens) continue;
       tokens.push(id);
     }
-    if (this.model.type === 'WordPiece') return this.model.decode(tokens); // WordPiece decodes token strings: an added token's content is one
+    // WordPiece decodes token strings, and an added token's content is one.
+    if (this.model.type === 'WordPiece') return this.model.decode(tokens);
     let text = '';
     let run: number[] = [];
     const flush = () => {
