@@ -44,13 +44,13 @@ export interface AddedToken {
   rstrip: boolean;
 }
 
-/** What {@link HfTokenizer.encode} gives: the post-processed ids, with how many tokens truncation cut. */
+/** What {@link HfTokenizer.encodeInput} gives: the post-processed ids, with how many tokens truncation cut. */
 export interface HfEncoding extends Encoded {
   /** Tokens of the text(s) cut to fit `maxLength` (0: none). */
   truncated: number;
 }
 
-/** Options of {@link HfTokenizer.encode}. */
+/** Options of {@link HfTokenizer.encodeInput}. */
 export interface HfEncodeOptions {
   /** A second text (a pair: `[CLS] a [SEP] b [SEP]`). */
   pair?: string;
@@ -138,7 +138,7 @@ function unigramStage(j: Json): ModelStage {
   const d = j.decoder;
   if (!isObject(d) || d.type !== 'Metaspace' || (d.replacement ?? '\u2581') !== '\u2581')
     throw new Error(`tokenizer.json: a Unigram model's decoder must be Metaspace with "▁", got ${kind(d)}`);
-  const sp = SentencePiece.fromTokenizerJson({ ...j, added_tokens: [] }, 'tokenizer.json');
+  const sp = SentencePiece.fromTokenizerJson({ ...j, added_tokens: [] }, 'tokenizer.json (Unigram model)');
   const stripFirst = d.prepend_scheme !== 'never' && d.add_prefix_space !== false;
   return {
     type: 'Unigram',
@@ -278,7 +278,7 @@ export class HfTokenizer {
   }
 
   /** The ids of one text without special tokens: added tokens cut out, the rest through the model. */
-  encodeText(text: string): number[] {
+  encode(text: string): number[] {
     const out: number[] = [];
     let start = 0;
     let segStart = 0;
@@ -305,16 +305,16 @@ export class HfTokenizer {
 
   /** The tokens of a text without special tokens (`tokenizer.tokenize`). */
   tokenize(text: string): string[] {
-    return this.encodeText(text).map((id) => this.idToToken(id) ?? '');
+    return this.encode(text).map((id) => this.idToToken(id) ?? '');
   }
 
   /**
    * One text (or a pair) as the model is fed it: ids with the post-processor's special tokens, type ids,
    * special mask; with `maxLength`, cut as transformers' truncation='longest_first' cuts.
    */
-  encode(text: string, options: HfEncodeOptions = {}): HfEncoding {
-    let a = this.encodeText(text);
-    let b = options.pair === undefined ? undefined : this.encodeText(options.pair);
+  encodeInput(text: string, options: HfEncodeOptions = {}): HfEncoding {
+    let a = this.encode(text);
+    let b = options.pair === undefined ? undefined : this.encode(options.pair);
     const add = options.addSpecialTokens ?? true;
     let truncated = 0;
     if (options.maxLength !== undefined) {

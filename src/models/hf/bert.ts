@@ -65,7 +65,7 @@ export interface HfEncoderConfig {
 /** HF's ACT2FN names the encoder's feed-forward block has. */
 const ACTIVATIONS: Record<string, Activation> = { gelu: 'gelu', relu: 'relu', silu: 'silu', swish: 'silu' };
 
-const HEAD_SUFFIXES: [string, HeadKind][] = [
+const HEAD_SUFFIXES: [string, Exclude<HeadKind, 'auto'>][] = [
   ['ForMaskedLM', 'masked-lm'],
   ['ForSequenceClassification', 'classification'],
   ['Model', 'none'],
