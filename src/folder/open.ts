@@ -27,6 +27,8 @@ import {
   type HfTokenizerFiles,
   type LoadedLm,
 } from './gpt.ts';
+import { encoderShapeSteps, encoderSteps, type EncoderShape, type LoadedEncoder } from './encoder.ts';
+import type { HeadKind } from '../models/hf/bert.ts';
 import {
   loadMarian,
   MARIAN_FILES,
@@ -109,11 +111,17 @@ export interface OpenedMarian extends LoadedMarian {
   kind: 'marian';
 }
 
+/** A Hugging Face encoder folder opened (BERT, RoBERTa, XLM-R, DistilBERT): weights loaded, eval mode. */
+export interface OpenedEncoder extends LoadedEncoder {
+  /** Always 'hf-encoder'. */
+  kind: 'hf-encoder';
+}
+
 /**
  * What {@link openFolder} gives: by `kind`, a translation model with its ensemble, a language model,
- * or a Marian translation model.
+ * a Marian translation model, or an encoder.
  */
-export type OpenedFolder = OpenedSeq2Seq | OpenedLm | OpenedMarian;
+export type OpenedFolder = OpenedSeq2Seq | OpenedLm | OpenedMarian | OpenedEncoder;
 
 /**
  * A Hugging Face GPT-2 folder's shape: its tokenizer and config checked, none of its weights read (their presence
@@ -150,7 +158,8 @@ export type FolderShape =
   | (LoadedModel & Kinded<'seq2seq'>)
   | (LoadedLm & Kinded<'gpt'>)
   | HfGpt2Shape
-  | (MarianShape & Kinded<'marian'>);
+  | (MarianShape & Kinded<'marian'>)
+  | (EncoderShape & Kinded<'hf-encoder'>);
 
 /** How the door opens a folder. */
 export interface OpenOptions {
@@ -171,6 +180,11 @@ export interface OpenOptions {
   accept?: (kind: FolderKind, config: unknown) => void;
   /** A translation folder's weights file (default model.safetensors; the folder's own model only). */
   weightsFile?: string;
+  /**
+   * An encoder folder's head: 'auto' (default: as config.json's architectures names it), 'none' (the bare model,
+   * other heads' weights left unread), 'masked-lm', 'classification'.
+   */
+  head?: HeadKind;
 }
 
 /** The kind of `config` (named `cname` in messages), refused unless among `kinds`. */
@@ -361,18 +375,20 @@ export function* readFolder(src: FolderSource, options: OpenOptions = {}): Steps
   if (kind === 'seq2seq') return yield* ensembleSteps(src, config, options);
   if (kind === 'gpt') return { kind, ...(yield* gptSteps(src, config, true)) };
   if (kind === 'marian') return { kind, ...(yield* marianSteps(src, config)) };
+  if (kind === 'hf-encoder') return { kind, ...(yield* encoderSteps(src, config, options.head ?? 'auto')) };
   return { kind, ...(yield* hfGpt2Steps(src, config, options.progress)) };
 }
 
 /** A folder's shape read through `src` (config.json and the tokenizers checked, no weight read). */
 export function* readFolderShape(
   src: FolderSource,
-  options: Pick<OpenOptions, 'kinds' | 'accept'> = {},
+  options: Pick<OpenOptions, 'kinds' | 'accept' | 'head'> = {},
 ): Steps<FolderShape> {
   const { kind, config } = yield* readKindSteps(src, options);
   if (kind === 'seq2seq') return { kind, ...(yield* seq2seqSteps(src, config, null)) };
   if (kind === 'gpt') return { kind, ...(yield* gptSteps(src, config, false)) };
   if (kind === 'marian') return { kind, ...(yield* marianShapeSteps(src, config)) };
+  if (kind === 'hf-encoder') return { kind, ...(yield* encoderShapeSteps(src, config, options.head ?? 'auto')) };
   return yield* hfGpt2ShapeSteps(src, config);
 }
 

@@ -12,9 +12,11 @@ import {
   toSource,
   type FolderInput,
   type FolderSource,
+  type OpenedEncoder,
   type OpenedMarian,
   type OpenedSeq2Seq,
 } from '../folder/open.ts';
+import type { HeadKind } from '../models/hf/bert.ts';
 import { FILES, FolderError, type FolderKind } from '../folder/spec.ts';
 import { backendNames, getBackend, setBackend } from '../backend/backend.ts';
 import type { Module } from '../nn/module.ts';
@@ -40,6 +42,7 @@ const KIND_NAMES: Record<FolderKind, string> = {
   gpt: 'a qkv language model',
   'hf-gpt2': 'a Hugging Face GPT-2 model',
   marian: 'a Hugging Face Marian translation model',
+  'hf-encoder': 'a Hugging Face encoder (BERT, RoBERTa, XLM-R, DistilBERT)',
 };
 
 function wrongKind(task: string, kind: FolderKind, where: string, wanted: string): FolderError {
@@ -128,6 +131,37 @@ export async function openTranslation(
     const translation = ofKind(opened, 'seq2seq', 'marian');
     prepare?.(translation);
     return translation;
+  });
+}
+
+/**
+ * A Hugging Face encoder folder (BERT, RoBERTa, XLM-R, DistilBERT) with the head a task needs ('none' for
+ * feature-extraction: another head's weights are left unread). Another kind is refused once its config.json is read.
+ */
+export async function openEncoder(
+  source: FolderInput,
+  task: string,
+  head: Exclude<HeadKind, 'auto'>,
+  /** As openTranslation's `prepare`. */
+  prepare?: (opened: OpenedEncoder) => void,
+): Promise<OpenedEncoder> {
+  const src = await sourceOf(source);
+  return openForCurrentDevice(async () => {
+    const opened = await openFolder(src, {
+      head,
+      accept: (kind) => {
+        if (kind !== 'hf-encoder')
+          throw wrongKind(
+            task,
+            kind,
+            label(source),
+            "a Hugging Face encoder folder (model_type 'bert', 'roberta', " + "'xlm-roberta' or 'distilbert')",
+          );
+      },
+    });
+    const encoder = ofKind(opened, 'hf-encoder');
+    prepare?.(encoder);
+    return encoder;
   });
 }
 

@@ -33,6 +33,10 @@ const KINDS = {
     ok: (v: unknown) => v === 'webgpu' || v === 'wasm' || v === 'cpu' || v === 'js',
   },
   function: { expected: 'a function', ok: (v: unknown) => typeof v === 'function' },
+  pooling: {
+    expected: "'mean', 'cls' or 'none'",
+    ok: (v: unknown) => v === 'mean' || v === 'cls' || v === 'none',
+  },
   dtype: {
     expected: "'fp32', 'q8' (or 'int8') or 'q4'",
     ok: (v: unknown) => typeof v === 'string' && Object.hasOwn(DTYPES, v),

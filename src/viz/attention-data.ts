@@ -400,6 +400,8 @@ export function modelKind(configJson: unknown, file: string = FILES.config): Mod
   const kind = folderKind(configJson, file);
   if (kind === 'marian')
     throw new FolderError(file, `${file}: a Hugging Face Marian model; the explorer does not show Marian folders yet`);
+  if (kind === 'hf-encoder')
+    throw new FolderError(file, `${file}: a Hugging Face encoder; the explorer does not show encoder folders yet`);
   return kind === 'hf-gpt2' ? 'gpt' : kind;
 }
 

@@ -31,6 +31,7 @@
 import { sinusoidalTable } from '../../nn/layers.ts';
 import { shapeToString } from '../../tensor/shape.ts';
 import { Tensor } from '../../tensor/tensor.ts';
+import { fused, sameValues } from './tensors.ts';
 import type { Activation } from '../../nn/transformer.ts';
 import type { Seq2SeqConfig } from '../seq2seq.ts';
 
@@ -152,15 +153,6 @@ export function marianConfigFromHf(json: unknown): { model: Seq2SeqConfig; ids: 
   return { model, ids };
 }
 
-/** Whether two tensors hold the same shape and the same values (a tied copy). */
-function sameValues(a: Tensor, b: Tensor): boolean {
-  if (shapeToString(a.shape) !== shapeToString(b.shape)) return false;
-  const x = a.dataSync<Float32Array>();
-  const y = b.dataSync<Float32Array>();
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
-  return true;
-}
-
 /** The largest |a − b| between two same-shaped tensors. */
 function maxDiff(a: Tensor, b: Tensor): number {
   const x = a.dataSync<Float32Array>();
@@ -194,18 +186,6 @@ const LAYER_NAMES: Record<'encoder' | 'decoder', Record<string, string>> = {
 
 /** q, k, v projections of one attention ([q; k; v] rows, as torch's in_proj). */
 const QKV = ['q_proj', 'k_proj', 'v_proj'] as const;
-
-function fused(parts: Tensor[]): Tensor {
-  const size = parts.reduce((n, p) => n + p.size, 0);
-  const out = new Float32Array(size);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p.dataSync<Float32Array>(), at);
-    at += p.size;
-  }
-  const rows = parts.reduce((n, p) => n + p.shape[0], 0);
-  return new Tensor(out, parts[0].ndim === 2 ? [rows, parts[0].shape[1]] : [rows], 'float32');
-}
 
 /**
  * qkv's Seq2Seq state dict from HF Marian tensors (names with or without the `model.` prefix): q/k/v

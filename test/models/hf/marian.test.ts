@@ -225,10 +225,10 @@ test('marian: a hostile pytorch_model.bin is refused, naming its global, before 
   });
 });
 
-test('a folder: the kind comes from config.json first (a BERT folder is refused in one line naming the kinds qkv runs)', async () => {
-  const bert = JSON.stringify({ model_type: 'bert', architectures: ['BertForMaskedLM'], vocab_size: 30522 });
+test('a folder: the kind comes from config.json first (an ALBERT folder is refused in one line naming the kinds qkv runs)', async () => {
+  const bert = JSON.stringify({ model_type: 'albert', architectures: ['AlbertForMaskedLM'], vocab_size: 30000 });
   const line =
-    /^Error: config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2'.*'marian'.*'qkv-seq2seq' and 'qkv-gpt'\)$/;
+    /^Error: config\.json: Hugging Face model_type 'albert' is not supported \(qkv reads model_type 'gpt2'.*'marian'.*'qkv-seq2seq' and 'qkv-gpt'\)$/;
   // No tokenizer, no weights: the config alone decides.
   await assert.rejects(openFolder({ 'config.json': bert }), line);
   await assert.rejects(openFolder({ 'config.json': bert, 'tokenizer.json': '{"model": {}}' }), line);
@@ -237,7 +237,7 @@ test('a folder: the kind comes from config.json first (a BERT folder is refused 
     writeFileSync(join(tmp, 'config.json'), bert);
     writeFileSync(join(tmp, 'tokenizer.json'), '{"model": {"type": "WordPiece"}}');
     const path = join(tmp, 'config.json').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    const onDisk = new RegExp(`^Error: ${path}: Hugging Face model_type 'bert' is not supported`);
+    const onDisk = new RegExp(`^Error: ${path}: Hugging Face model_type 'albert' is not supported`);
     assert.throws(() => folderKindOf(tmp), onDisk);
     assert.throws(() => readLm(tmp), onDisk);
   } finally {
