@@ -24,13 +24,13 @@ interface Claim {
   kind: string;
   expect: string;
 }
-interface Record {
+interface SacreBleuRecord {
   sacrebleu: string;
   claims: { [id: string]: { line: string } };
 }
 
 /** The BLEU claims whose quoted line is not sacreBLEU's, one message each. */
-function disagreements(claims: Claim[], fresh: Record): string[] {
+function disagreements(claims: Claim[], fresh: SacreBleuRecord): string[] {
   return claims
     .filter((c) => c.kind === 'bleu')
     .flatMap((c) => {
@@ -56,7 +56,7 @@ test("every BLEU claim is real sacreBLEU's line, and records/sacrebleu-check is 
     const bleu = claims.filter((c) => c.kind === 'bleu').length;
     assert.match(r.stdout, new RegExp(`^sacreBLEU 2\\.6\\.0: ${bleu} BLEU claims scored$`, 'm'));
     const fresh = readFileSync(join(dir, 'sacrebleu.json'));
-    assert.deepEqual(disagreements(claims, JSON.parse(fresh.toString()) as Record), []);
+    assert.deepEqual(disagreements(claims, JSON.parse(fresh.toString()) as SacreBleuRecord), []);
     const stale = firstDifference('sacrebleu.json', readFileSync(join(root, RECORD)), fresh);
     assert.equal(stale, null, `${RECORD} is stale: run .venv-ref/bin/python scripts/sacrebleu-check.py`);
   } finally {
@@ -65,7 +65,7 @@ test("every BLEU claim is real sacreBLEU's line, and records/sacrebleu-check is 
 });
 
 test("a claim whose quoted line is not sacreBLEU's is named, with both lines", () => {
-  const record = JSON.parse(readFileSync(join(root, RECORD), 'utf8')) as Record;
+  const record = JSON.parse(readFileSync(join(root, RECORD), 'utf8')) as SacreBleuRecord;
   assert.deepEqual(disagreements(claims, record), [], 'the committed record agrees with the claims');
   const claim = claims.find((c) => c.id === 'en-de-pair-val')!;
   const changed = { ...claim, expect: claim.expect.replace('41.02', '41.03') };
