@@ -6,7 +6,7 @@
  *   bleu     a translation output and its references: sacreBLEU's line (score, precisions, BP,
  *            lengths), recomputed with qkv's port of sacreBLEU (src/text/bleu.ts); and, where
  *            records/sacrebleu-check/sacrebleu.json holds real sacreBLEU's line for the same two files
- *            (scripts/sacrebleu-check.py, run where sacreBLEU is installed), equal to that line too
+ *            (scripts/sacrebleu-check.py under .venv-ref; test/records/sacrebleu.once.test.ts reruns it), equal to that line too
  *   chrf     the same for chrF2 (src/text/chrf.ts)
  *   paired   two outputs: the paired bootstrap line of `qkv bleu --paired-bs` (seeded, so exact)
  *   history  a run's history.json: the value of a field at a step (or of its averaged entry)

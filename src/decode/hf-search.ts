@@ -5,8 +5,8 @@
  *
  *   - every output starts from the decoder start id, and `maxLength` counts it: at most maxLength − 1
  *     ids are generated; at the last one (cur_len = maxLength − 1) every id but `forcedEosTokenId` is
- *     ruled out (ForcedEOSTokenLogitsProcessor); `badWordsIds` are never generated; EOS is blocked while
- *     cur_len < minLength (cur_len: the ids so far, the start id included);
+ *     ruled out and that one scores 0 (ForcedEOSTokenLogitsProcessor); `badWordsIds` are never
+ *     generated; EOS is blocked while cur_len < minLength (cur_len: the ids so far, the start id included);
  *   - beam search keeps `numBeams` live rows per sentence all the way (the first starts at score 0, the
  *     others at −1e9) and takes the best 2·numBeams of beams × vocabulary; a candidate ending in EOS, or
  *     reaching maxLength, is finished, and joins the pool only when it ranks among the first numBeams;
@@ -59,9 +59,9 @@ function processRow(lp: Float32Array, off: number, V: number, curLen: number, o:
   if (curLen < (o.minLength ?? 0)) lp[off + o.eosId] = -Infinity;
   const forced = o.forcedEosTokenId ?? null;
   if (forced !== null && curLen === o.maxLength - 1) {
-    const keep = lp[off + forced];
+    // transformers 5 scores the forced id 0, not its log-probability: the step adds nothing to a beam's sum.
     lp.fill(-Infinity, off, off + V);
-    lp[off + forced] = keep;
+    lp[off + forced] = 0;
   }
 }
 

@@ -1,0 +1,34 @@
+/**
+ * The fixtures made by the real reference libraries (issue 61): each script runs under the reference
+ * environment's interpreter (REF_PYTHON, .venv-ref/: transformers 5.18, torch 2.13, python/ref-requirements.txt)
+ * as `REF_PYTHON script OUT_DIR` and writes `files` into OUT_DIR (without it, into `folder`, where they are
+ * committed). A new family's script is registered here and nowhere else: references.once.test.ts regenerates
+ * and compares every entry, regenerate.once.test.ts (the PyTorch 1.13 scripts, which write the folders'
+ * inputs) leaves these files alone, and scripts/fixtures/README.md lists them.
+ */
+export interface Reference {
+  /** The script, from the repository root. */
+  script: string;
+  /** The folder of the committed files, from the repository root. */
+  folder: string;
+  /** The files the script writes, all of them committed in `folder`. */
+  files: string[];
+}
+
+export const REFERENCES: readonly Reference[] = [
+  {
+    script: 'scripts/fixtures/ref_marian.py',
+    folder: 'test/fixtures/marian-tiny',
+    files: ['expected.json', 'expected.safetensors'],
+  },
+  {
+    script: 'scripts/fixtures/ref_spm_marian.py',
+    folder: 'test/fixtures/spm',
+    files: ['marian.json'],
+  },
+  {
+    script: 'scripts/fixtures/ref_hf_gpt2.py',
+    folder: 'test/fixtures/hf-gpt2-tiny',
+    files: ['expected.safetensors'],
+  },
+];
