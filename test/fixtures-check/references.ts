@@ -6,6 +6,25 @@
  * and compares every entry, regenerate.once.test.ts (the PyTorch 1.13 scripts, which write the folders'
  * inputs) leaves these files alone, and scripts/fixtures/README.md lists them.
  */
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Every committed file under `folder` (from the repository root), relative to it, but the `inputs` it reads. */
+function committedFiles(folder: string, inputs: readonly string[] = []): string[] {
+  const base = join(ROOT, folder);
+  const walk = (dir: string): string[] =>
+    readdirSync(dir).flatMap((name) => {
+      const p = join(dir, name);
+      return statSync(p).isDirectory() ? walk(p) : [relative(base, p)];
+    });
+  return walk(base)
+    .filter((f) => !inputs.includes(f))
+    .sort();
+}
+
 export interface Reference {
   /** The script, from the repository root. */
   script: string;
@@ -30,5 +49,17 @@ export const REFERENCES: readonly Reference[] = [
     script: 'scripts/fixtures/ref_hf_gpt2.py',
     folder: 'test/fixtures/hf-gpt2-tiny',
     files: ['expected.safetensors'],
+  },
+  {
+    script: 'scripts/fixtures/make_hf_post_processors.py',
+    folder: 'test/fixtures/hf-post-processors',
+    files: ['cases.json'],
+  },
+  {
+    // The encoder family's folders as save_pretrained writes them and transformers' outputs on them; the
+    // tokenizers' trained vocabularies (trained.json) are an input (tokenizers' trainers break ties in hash order).
+    script: 'scripts/fixtures/make_hf_encoders.py',
+    folder: 'test/fixtures/hf-encoders',
+    files: committedFiles('test/fixtures/hf-encoders', ['trained.json']),
   },
 ];
