@@ -278,7 +278,7 @@ export interface Backend {
     step: number,
   ): void;
   /**
-   * out (R, outF) = x·Wᵀ + bias, W = wq (outF, inF; −127..127) · wScale (outF), x int8 per row
+   * out (R, outF) = x·Wᵀ + bias, W = wq (outF, inF; −128..127) · wScale (outF), x int8 per row
    * (js/quantized.ts).
    */
   linearInt8(x: F32, wq: I8, wScale: F32, bias: F32 | null, out: F32, rows: number, inF: number, outF: number): void;
