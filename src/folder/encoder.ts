@@ -90,7 +90,7 @@ function poolingDefaults(files: EncoderFiles, name: FileNamer): EmbeddingDefault
   if (!Array.isArray(mods)) throw bad('expected a list of modules');
   const types = mods.map((m) => (m !== null && typeof m === 'object' ? String((m as { type?: unknown }).type) : ''));
   const normalize = types.some((t) => t.endsWith('.Normalize'));
-  const poolingModule = mods.find((m, i) => types[i].endsWith('.Pooling')) as { path?: unknown } | undefined;
+  const poolingModule = mods.find((_m, i) => types[i].endsWith('.Pooling')) as { path?: unknown } | undefined;
   if (!poolingModule) return { pooling: 'none', normalize, from: 'modules.json' };
   if (poolingModule.path !== '1_Pooling')
     throw bad(`the Pooling module's path ${JSON.stringify(poolingModule.path)} is not 1_Pooling (qkv reads that one)`);
