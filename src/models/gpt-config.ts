@@ -51,7 +51,12 @@ export interface GPTConfig {
   /** The output projection is the token embedding (default true); false: its own `lm_head` (vocabSize, nEmbd). */
   tiedHead?: boolean;
   /** positions 'rotary': the frequencies' base (rope_theta) and rescaling. */
-  rope?: { base: number; scaling?: RopeScaling };
+  rope?: {
+    /** The frequencies' base, rope_theta. */
+    base: number;
+    /** Their rescaling for long contexts (default: none). */
+    scaling?: RopeScaling;
+  };
   /** Sliding-window attention (Mistral): query i sees keys j with i − j < slidingWindow only, in `slidingLayers`. */
   slidingWindow?: number;
   /** The blocks the sliding window applies to (default: all of them when slidingWindow is set). */

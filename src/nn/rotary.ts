@@ -20,6 +20,7 @@ export type RopeScaling =
   | {
       /** Position interpolation: every θ_i divided by `factor`. */
       type: 'linear';
+      /** The divisor of every frequency. */
       factor: number;
     }
   | {
@@ -28,9 +29,13 @@ export type RopeScaling =
        * short ones (< … / highFreqFactor) kept, those between interpolated smoothly.
        */
       type: 'llama3';
+      /** The divisor of the long wavelengths' frequencies (8 in Llama 3.1). */
       factor: number;
+      /** originalMaxPositionEmbeddings / lowFreqFactor: the wavelength past which frequencies are divided. */
       lowFreqFactor: number;
+      /** originalMaxPositionEmbeddings / highFreqFactor: the wavelength below which frequencies are kept. */
       highFreqFactor: number;
+      /** The context the model was first trained with (8192 in Llama 3.1). */
       originalMaxPositionEmbeddings: number;
     };
 
@@ -102,7 +107,15 @@ export class RotaryEmbedding extends Module {
    * The cos and sin tables (T, dim/2) of positions offset .. offset + T − 1, float32 as transformers'
    * (the angle t·θ_i rounded to float32, then its cos and sin), on the current backend's device.
    */
-  tables(offset: number, T: number): { cos: Tensor; sin: Tensor } {
+  tables(
+    offset: number,
+    T: number,
+  ): {
+    /** cos(t·θ_i), (T, dim/2). */
+    cos: Tensor;
+    /** sin(t·θ_i), (T, dim/2). */
+    sin: Tensor;
+  } {
     const half = this.dim >> 1;
     const c = new Float32Array(T * half);
     const s = new Float32Array(T * half);
