@@ -57,7 +57,13 @@ export interface AttentionBias {
 
 export interface AttentionParams {
   b: number;
+  /** Query heads. */
   h: number;
+  /**
+   * Key/value heads (grouped-query attention, Ainslie et al. 2023; default h): query head i reads KV head
+   * ⌊i / (h / hk)⌋, so k is (B, hk, S, D) and v (B, hk, S, Dv), never copied per query head. hk divides h.
+   */
+  hk?: number;
   l: number;
   s: number;
   /** Query/key head size. */
@@ -188,6 +194,46 @@ export interface Backend {
     cols: number,
   ): void;
 
+  /**
+   * RMS norm over rows of C (Zhang & Sennrich 2019; Llama's, as transformers' LlamaRMSNorm): with
+   * r = 1/√(Σx²/C + ε), out = (x·r)·weight (weight optional); saves r per row for the backward pass.
+   */
+  rmsNorm(x: F32, weight: F32 | null, out: F32, rstd: F32, rows: number, cols: number, eps: number): void;
+  /**
+   * With x̂ = x·r and g = dy·weight: dx = r·(g − x̂·Σ(g·x̂)/C); dweight += Σ_rows dy·x̂ when given.
+   */
+  rmsNormBackward(
+    x: F32,
+    weight: F32 | null,
+    rstd: F32,
+    dy: F32,
+    dx: F32,
+    dweight: F32 | null,
+    rows: number,
+    cols: number,
+  ): void;
+  /**
+   * Rotary position embedding (Su et al. 2021) in transformers' rotate_half layout: x is (outer, T, heads, D)
+   * and cos, sin (T, D/2) the tables of its T positions; for i < D/2, with a = x[i], b = x[i + D/2]:
+   * out[i] = a·cos − b·sin, out[i + D/2] = b·cos + a·sin. `inverse` rotates by −θ (sin negated): the
+   * gradient, since a rotation's transpose is its inverse. out may be x.
+   */
+  rotary(
+    x: F32,
+    cos: F32,
+    sin: F32,
+    out: F32,
+    outer: number,
+    positions: number,
+    heads: number,
+    dim: number,
+    inverse: boolean,
+  ): void;
+  /** The gated feed-forward's activation (Shazeer 2020, SwiGLU): out = silu(gate)·up = gate·σ(gate)·up. */
+  swiglu(gate: F32, up: F32, out: F32): void;
+  /** dgate = dy·up·σ(g)·(1 + g·(1 − σ(g))), dup = dy·g·σ(g) (overwritten). */
+  swigluBackward(gate: F32, up: F32, dy: F32, dgate: F32, dup: F32): void;
+
   /** out = max(x, 0) elementwise. */
   relu(x: F32, out: F32): void;
   /** dx = dy where x > 0, else 0 (0 at x = 0, as PyTorch). */
@@ -311,6 +357,11 @@ export const KERNEL_NAMES = [
   'logSoftmaxBackward',
   'layerNorm',
   'layerNormBackward',
+  'rmsNorm',
+  'rmsNormBackward',
+  'rotary',
+  'swiglu',
+  'swigluBackward',
   'relu',
   'reluBackward',
   'gelu',

@@ -9,6 +9,14 @@
  * loaders from contents here (`seq2seqFromFiles`, `lmFromFiles`, ...) are these two over a source.
  */
 import { hfGpt2Steps as hfGpt2WeightSteps } from '../io/hf.ts';
+import { decoderConfigFromHf, HF_DECODER_TYPES } from '../models/hf/llama.ts';
+import { hfDecoderModelSteps } from './decoder.ts';
+
+/** A Llama, Qwen2 or Mistral config.json (read by models/hf/llama.ts; the 'hf-gpt2' kind's other family). */
+function isDecoderConfig(config: unknown): boolean {
+  const t = (config as { model_type?: unknown } | null)?.model_type;
+  return typeof t === 'string' && (HF_DECODER_TYPES as readonly string[]).includes(t);
+}
 import type { GPTConfig } from '../models/gpt-config.ts';
 import { GPT_FIELDS, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
 import { gptConfigFromHf, isHfConfig } from '../models/hf/gpt2.ts';
@@ -307,13 +315,14 @@ function* hfGpt2ShapeSteps(src: FolderSource, config: unknown): Steps<HfGpt2Shap
   const generation = hfLmDefaults(config, yield* readJson(src, FILES.generationConfig), src.name);
   let modelConfig: GPTConfig;
   try {
-    modelConfig = gptConfigFromHf(config);
+    modelConfig = isDecoderConfig(config) ? decoderConfigFromHf(config) : gptConfigFromHf(config);
   } catch (e) {
     throw hfWeightsError(e, src.name);
   }
   checkHfVocab(tokenizer, modelConfig.vocabSize, src.name);
   // The weights' presence, where the source tells it without reading them (not a URL: that would fetch 500 MB).
-  if (src.range && !(yield* hasFile(src, FILES.weights))) throw yield* hfWeightsMissing(src);
+  if (src.range && !isDecoderConfig(config) && !(yield* hasFile(src, FILES.weights)))
+    throw yield* hfWeightsMissing(src);
   return { kind: 'hf-gpt2', tokenizer, modelConfig, generation };
 }
 
@@ -324,6 +333,10 @@ function* hfGpt2ShapeSteps(src: FolderSource, config: unknown): Steps<HfGpt2Shap
 function* hfGpt2Steps(src: FolderSource, config: unknown, progress: OpenOptions['progress']): Steps<LoadedLm> {
   const tokenizer = yield* hfTokenizerSteps(src); // named before any weight is read
   const generation = hfLmDefaults(config, yield* readJson(src, FILES.generationConfig), src.name);
+  if (isDecoderConfig(config)) {
+    const model = yield* hfDecoderModelSteps(src, config, progress);
+    return checkedHf(model, tokenizer, src.name, src.label || undefined, generation);
+  }
   const weights = yield* readRanged(src, FILES.weights);
   if (weights === undefined) throw yield* hfWeightsMissing(src);
   let model: GPT;

@@ -26,6 +26,10 @@ export type FolderKind = 'seq2seq' | 'gpt' | 'hf-gpt2' | 'marian' | 'hf-encoder'
 /** The Hugging Face model_types qkv runs, and their kinds. */
 export const HF_MODEL_TYPES: Record<string, 'hf-gpt2' | 'marian' | 'hf-encoder'> = {
   gpt2: 'hf-gpt2',
+  // Today's decoders ride the same kind (a Hugging Face decoder-only language model): models/hf/llama.ts.
+  llama: 'hf-gpt2',
+  qwen2: 'hf-gpt2',
+  mistral: 'hf-gpt2',
   marian: 'marian',
   bert: 'hf-encoder',
   roberta: 'hf-encoder',
@@ -137,8 +141,8 @@ export function folderKind(configJson: unknown, file: string = FILES.config): Fo
     throw new FolderError(
       file,
       `${file}: Hugging Face model_type '${String(type)}' is not supported (qkv reads model_type ` +
-        `'gpt2': gpt2, distilgpt2, gpt2-medium, ...; 'marian': Helsinki-NLP opus-mt-*; 'bert', 'roberta', ` +
-        `'xlm-roberta', 'distilbert': encoders; and its own ` +
+        `'gpt2': gpt2, distilgpt2, gpt2-medium, ...; 'llama', 'qwen2', 'mistral'; 'marian': Helsinki-NLP ` +
+        `opus-mt-*; 'bert', 'roberta', 'xlm-roberta', 'distilbert': encoders; and its own ` +
         `formats 'qkv-seq2seq' and 'qkv-gpt')`,
     );
   }

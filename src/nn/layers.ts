@@ -155,6 +155,77 @@ export class LayerNorm extends Module {
   }
 }
 
+/** Options of {@link RMSNorm}, torch's names. */
+export interface RMSNormOptions {
+  /** Added to mean(x²) before the square root. Default: float32's machine epsilon (torch's). */
+  eps?: number;
+  /** Learn a scale per element (starting at 1). Default true. */
+  elementwiseAffine?: boolean;
+}
+
+/**
+ * RMS normalisation (Zhang & Sennrich 2019) over the last dims, as torch.nn.RMSNorm and transformers'
+ * LlamaRMSNorm: x / √(mean(x²) + ε) · weight. LayerNorm without the mean and the shift: the norm of the
+ * decoders of Llama, Qwen2 and Mistral. One kernel each way (F.rmsNorm).
+ */
+export class RMSNorm extends Module {
+  /** The trailing dims normalised over. */
+  readonly normalizedShape: number[];
+  /** Added to mean(x²) before the square root. */
+  readonly eps: number | undefined;
+  /** Scale γ (normalizedShape), starting at 1; null without elementwiseAffine. */
+  readonly weight: Tensor | null;
+
+  constructor(normalizedShape: number | number[], options: RMSNormOptions = {}) {
+    super();
+    this.normalizedShape = typeof normalizedShape === 'number' ? [normalizedShape] : normalizedShape.slice();
+    for (const d of this.normalizedShape) checkPositiveInt('RMSNorm', 'normalizedShape', d);
+    if (options.eps !== undefined && !(options.eps >= 0))
+      throw new Error(`RMSNorm: eps must be >= 0, got ${options.eps}`);
+    this.eps = options.eps;
+    this.weight =
+      (options.elementwiseAffine ?? true) ? this.registerParameter('weight', full(this.normalizedShape, 1)) : null;
+  }
+
+  /** x (..., *normalizedShape), divided by its root mean square over those dims, then scaled. */
+  forward(x: Tensor): Tensor {
+    return F.rmsNorm(x, this.normalizedShape, this.weight, this.eps);
+  }
+}
+
+/**
+ * The gated feed-forward block of Llama, Qwen2 and Mistral (Shazeer 2020, SwiGLU):
+ * down_proj(silu(gate_proj(x)) · up_proj(x)), transformers' LlamaMLP with its names. The gate and its product
+ * are one kernel (F.swiglu).
+ */
+export class SwiGLU extends Module {
+  /** `gate_proj`: dModel → dFf, through silu. */
+  readonly gateProj: Linear;
+  /** `up_proj`: dModel → dFf, the gated values. */
+  readonly upProj: Linear;
+  /** `down_proj`: dFf → dModel, back to the residual stream. */
+  readonly downProj: Linear;
+
+  constructor(
+    /** The model width (hidden_size). */
+    readonly dModel: number,
+    /** The inner width (intermediate_size). */
+    readonly dFf: number,
+    options: { bias?: boolean } = {},
+  ) {
+    super();
+    const bias = options.bias ?? false;
+    this.gateProj = this.registerModule('gate_proj', new Linear(dModel, dFf, { bias }));
+    this.upProj = this.registerModule('up_proj', new Linear(dModel, dFf, { bias }));
+    this.downProj = this.registerModule('down_proj', new Linear(dFf, dModel, { bias }));
+  }
+
+  /** x (..., dModel) → (..., dModel), each position on its own. */
+  forward(x: Tensor): Tensor {
+    return this.downProj.forward(F.swiglu(this.gateProj.forward(x), this.upProj.forward(x)));
+  }
+}
+
 /** Inverted dropout (§5.4, residual dropout), active only in training mode (`train()` / `eval()`). */
 export class Dropout extends Module {
   constructor(
