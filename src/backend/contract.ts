@@ -330,6 +330,13 @@ export interface Backend {
   linearInt8(x: F32, wq: I8, wScale: F32, bias: F32 | null, out: F32, rows: number, inF: number, outF: number): void;
   /** As {@link linearInt8}, wq q4 (outF, inF) with one scale per block of 32 along inF: wScale (outF, inF/32). */
   linearQ4(x: F32, wq: Q4, wScale: F32, bias: F32 | null, out: F32, rows: number, inF: number, outF: number): void;
+  /**
+   * Rows of an int8 table (num, dim) picked by ids (n): out (n, dim), each value q·scale[row] rounded once to
+   * float32 (what the table dequantized at load holds). Ids are in range (the op checks them where it reads them).
+   */
+  embeddingInt8(wq: I8, wScale: F32, ids: I32, out: F32, dim: number): void;
+  /** As {@link embeddingInt8}, the table q4 (num, dim) with a scale per block of 32 along dim: wScale (num, dim/32). */
+  embeddingQ4(wq: Q4, wScale: F32, ids: I32, out: F32, dim: number): void;
 }
 
 /** A backend's kernels: every member of the contract but its name and device. */
@@ -377,6 +384,8 @@ export const KERNEL_NAMES = [
   'adam',
   'linearInt8',
   'linearQ4',
+  'embeddingInt8',
+  'embeddingQ4',
 ] as const satisfies readonly KernelName[];
 // A kernel added to the contract but not to the list above is a compile error here.
 const listed: Exclude<KernelName, (typeof KERNEL_NAMES)[number]> extends never ? true : never = true;

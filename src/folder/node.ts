@@ -17,6 +17,7 @@ import type { BpeTokenizer } from '../text/bpe.ts';
 import type { LmTokenizer } from '../text/lines.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import type { LoadedLm } from './gpt.ts';
+import type { LoadedEncoder } from './encoder.ts';
 import type { LoadedMarian, MarianShape } from './marian.ts';
 import { folderShapeSync, ofKind, openFolderSync, readKindSteps, type FolderShape } from './open.ts';
 import { notFound, type LoadedModel } from './seq2seq.ts';
@@ -267,6 +268,11 @@ export function readHfGpt2Dir(dir: string): LoadedLm {
  */
 export function readMarianDir(dir: string): LoadedMarian {
   return ofKind(openFolderSync(dirSource(dir), { kinds: ['marian'] }), 'marian');
+}
+
+/** A Hugging Face encoder folder (BERT family) with the head its config.json's architectures names. */
+export function readEncoderDir(dir: string): LoadedEncoder {
+  return ofKind(openFolderSync(dirSource(dir), { kinds: ['hf-encoder'], head: 'auto' }), 'hf-encoder');
 }
 
 /** A Marian folder's config.json, tokenizer files and generation config checked, no weight read (its tokenizer). */

@@ -150,4 +150,25 @@ function quantizeBlock(w: Float32Array, at: number, n: number, top: number, q: I
   return scale;
 }
 
-jsKernels.register('quantized', { linearInt8, linearQ4 });
+/** Rows of an int8 table picked by ids, each value q·s rounded once to float32. */
+export const embeddingInt8: HostKernels['embeddingInt8'] = (wq, wScale, ids, out, dim) => {
+  for (let i = 0; i < ids.length; i++) {
+    const r = ids[i];
+    for (let c = 0; c < dim; c++) out[i * dim + c] = wq[r * dim + c] * wScale[r];
+  }
+};
+
+/** Rows of a q4 table picked by ids (element e in nibble e % 2 of byte e/2), each value q·s rounded once. */
+export const embeddingQ4: HostKernels['embeddingQ4'] = (wq, wScale, ids, out, dim) => {
+  const nb = dim / Q4_BLOCK;
+  for (let i = 0; i < ids.length; i++) {
+    const r = ids[i];
+    for (let c = 0; c < dim; c++) {
+      const e = r * dim + c;
+      const v = (((wq[e >> 1] >> ((e & 1) * 4)) & 15) ^ 8) - 8; // the signed nibble
+      out[i * dim + c] = v * wScale[r * nb + Math.floor(c / Q4_BLOCK)];
+    }
+  }
+};
+
+jsKernels.register('quantized', { linearInt8, linearQ4, embeddingInt8, embeddingQ4 });

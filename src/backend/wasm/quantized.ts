@@ -5,7 +5,7 @@
  * to the js twin (src/backend/js/quantized.ts), which defines them.
  */
 import type { HostKernels } from '../backend.ts';
-import { Q4_BLOCK } from '../js/quantized.ts';
+import { embeddingInt8, embeddingQ4, Q4_BLOCK } from '../js/quantized.ts';
 import { declareExports, sig, type I32, type Ptr } from './loader.ts';
 import { splitUnits } from './parallel.ts';
 import { wasmKernels } from './registry.ts';
@@ -81,4 +81,5 @@ const kernels = {
 
 export const { linearInt8, linearQ4 } = kernels;
 
-wasmKernels.register('quantized', { linearInt8, linearQ4 });
+// A quantized table's rows are a gather (no arithmetic worth SIMD): the js twin's, on wasm memory's views.
+wasmKernels.register('quantized', { linearInt8, linearQ4, embeddingInt8, embeddingQ4 });
