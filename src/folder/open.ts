@@ -1,6 +1,8 @@
 /**
- * The one door to model folders (docs/model-folder.md, "Opening a folder in code"): every kind
- * ('seq2seq' with its ensemble, 'gpt', 'hf-gpt2', 'marian'), whole or its shape only, from every
+ * The one door to model folders (docs/model-folder.md, "Opening a folder in code"; over 500 lines: the door
+ * of every kind is one place, the families' own steps live in ./gpt.ts, ./marian.ts, ./encoder.ts, ./decoder.ts):
+ * every kind ('seq2seq' with its ensemble, 'gpt', 'hf-gpt2', 'marian', 'hf-encoder'), whole or its shape only,
+ * from every
  * source (a Node directory, a URL, picked `File`s, contents in memory), is read by the generators of
  * this file: config.json first, and the kind it names decided (a Hugging Face model_type qkv does
  * not run is refused in one line naming it and the kinds qkv runs) before any tokenizer or weight
