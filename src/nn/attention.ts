@@ -4,7 +4,9 @@ import { linearRows } from '../ops/matmul.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { type Tensor, full, zeros } from '../tensor/tensor.ts';
 import { constant_, xavierUniform_ } from './init.ts';
-import { checkPositiveInt, Linear } from './layers.ts';
+import { noGrad } from '../autograd/grad-mode.ts';
+import { checkPositiveInt, Linear, mergeInto } from './layers.ts';
+import { LoraLinear, type LoraOptions } from './lora.ts';
 import { Module, type QuantizeOptions } from './module.ts';
 
 /** Options of {@link MultiheadAttention}'s constructor, torch's names. */
@@ -42,6 +44,11 @@ export interface MultiheadAttentionForwardOptions {
  * `in_proj_bias` (3E) when q/k/v share E, else `q_proj_weight`, `k_proj_weight`, `v_proj_weight`;
  * `out_proj.weight`, `out_proj.bias`. Masks use torch.nn's convention: TRUE means "blocked".
  */
+/** Which rows of the packed in_proj_weight [q; k; v] a LoRA pair adapts: one projection, or all three. */
+export type InProjPart = 'q' | 'k' | 'v' | 'qkv';
+
+const PART_ROWS: Record<InProjPart, [first: number, count: number]> = { q: [0, 1], k: [1, 1], v: [2, 1], qkv: [0, 3] };
+
 export class MultiheadAttention extends Module {
   /** dK = dV = embedDim / numHeads, each head's width. */
   readonly headDim: number;
@@ -177,7 +184,7 @@ export class MultiheadAttention extends Module {
     let k: Tensor;
     let v: Tensor;
     if (this.inProjWeight && selfAttention) {
-      [q, k, v] = F.chunk(this.inProject(q0, 0, 3), 3, -1); // one GEMM for all three: (N, L, 3E)
+      [q, k, v] = this.projectAll(q0); // one GEMM for all three: (N, L, 3E), split
     } else {
       q = this.projectPart(q0, 0);
       k = this.projectPart(k0, 1);
@@ -212,6 +219,68 @@ export class MultiheadAttention extends Module {
       if (!batched) weights = weights.reshape(weights.shape.slice(1));
     }
     return { output: out, weights };
+  }
+
+  /**
+   * LoRA pairs on the packed input projection (addInProjLora), by the rows they adapt: Hugging Face keeps q, k and
+   * v as separate layers (Marian's q_proj, v_proj) or as one (GPT-2's c_attn), and PEFT adapts whichever it is told.
+   */
+  readonly inProjLora: Partial<Record<InProjPart, LoraLinear>> = {};
+
+  /**
+   * Attach a LoRA pair to rows of the packed in_proj_weight (`part`: 'q', 'k', 'v', or 'qkv' for all 3E rows),
+   * registered as `lora_<part>`; every projection path (forward, projectSelf/Query/KeyValue) adds its update.
+   */
+  addInProjLora(part: InProjPart, options: LoraOptions): LoraLinear {
+    if (!this.inProjWeight)
+      throw new Error('MultiheadAttention.addInProjLora: this attention has separate q/k/v weights (kdim/vdim ≠ E)');
+    if (!Object.hasOwn(PART_ROWS, part))
+      throw new Error(`MultiheadAttention.addInProjLora: part must be 'q', 'k', 'v' or 'qkv', got ${String(part)}`);
+    const taken = Object.keys(this.inProjLora) as InProjPart[];
+    if (taken.some((t) => t === part || t === 'qkv' || part === 'qkv'))
+      throw new Error(
+        `MultiheadAttention.addInProjLora: rows of '${part}' already have an adapter (${taken.join(', ')})`,
+      );
+    const lora = new LoraLinear(this.embedDim, PART_ROWS[part][1] * this.embedDim, options);
+    this.inProjLora[part] = this.registerModule(`lora_${part}`, lora);
+    return lora;
+  }
+
+  /** Drop the in_proj adapters; with `merge`, first add each ΔW into its rows of in_proj_weight (float only). */
+  removeInProjLora(merge: boolean): void {
+    for (const [part, lora] of Object.entries(this.inProjLora) as [InProjPart, LoraLinear][]) {
+      if (merge) {
+        if (this.inProjScale)
+          throw new Error('MultiheadAttention.removeInProjLora: cannot merge an adapter into a quantized weight');
+        mergeInto(
+          this.inProjWeight!,
+          noGrad(() => lora.deltaWeight()),
+          PART_ROWS[part][0] * this.embedDim,
+        );
+      }
+      this.removeModule(`lora_${part}`);
+      delete this.inProjLora[part];
+    }
+  }
+
+  /** q, k, v (N, T, E) of x (N, T, E) in one GEMM, with the adapters' updates (an all-rows one before the split). */
+  private projectAll(x: Tensor): Tensor[] {
+    let y = this.inProject(x, 0, 3); // (N, T, 3E)
+    const all = this.inProjLora.qkv;
+    if (all) y = F.add(y, all.forward(x));
+    const parts = F.chunk(y, 3, -1); // 3 × (N, T, E)
+    return parts.map((p, i) => {
+      const lora = this.inProjLora[(['q', 'k', 'v'] as const)[i]];
+      return lora ? F.add(p, lora.forward(x)) : p;
+    });
+  }
+
+  /** Projection i's LoRA update of x (N, T, E): its own adapter's, or its rows of an all-rows one; null: none. */
+  private partLora(x: Tensor, i: 0 | 1 | 2): Tensor | null {
+    const own = this.inProjLora[(['q', 'k', 'v'] as const)[i]];
+    if (own) return own.forward(x);
+    const all = this.inProjLora.qkv;
+    return all ? all.forwardRows(x, i * this.embedDim, this.embedDim) : null;
   }
 
   /**
@@ -287,7 +356,7 @@ export class MultiheadAttention extends Module {
       const { k, v } = this.projectKeyValue(x, x);
       return { q: this.projectQuery(x), k, v };
     }
-    const [q, k, v] = F.chunk(this.inProject(x, 0, 3), 3, -1);
+    const [q, k, v] = this.projectAll(x);
     return { q: this.splitHeads(q), k: this.splitHeads(k), v: this.splitHeads(v) };
   }
 
@@ -349,8 +418,11 @@ export class MultiheadAttention extends Module {
   private projectPart(x: Tensor, i: 0 | 1 | 2): Tensor {
     const E = this.embedDim;
     const b = this.inProjBias;
-    if (this.inProjWeight)
-      return this.inProjScale ? this.inProject(x, i, 1) : linearRows(x, this.inProjWeight, b, i * E, E);
+    if (this.inProjWeight) {
+      const y = this.inProjScale ? this.inProject(x, i, 1) : linearRows(x, this.inProjWeight, b, i * E, E);
+      const lora = this.partLora(x, i);
+      return lora ? F.add(y, lora) : y;
+    }
     const w = i === 0 ? this.qProjWeight! : i === 1 ? this.kProjWeight! : this.vProjWeight!;
     return F.linear(x, w, b ? F.narrow(b, 0, i * E, E) : null);
   }
