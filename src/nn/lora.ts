@@ -15,7 +15,6 @@ import * as F from '../ops/index.ts';
 import { linearRows } from '../ops/matmul.ts';
 import { type Tensor, zeros } from '../tensor/tensor.ts';
 import { linearDefault_, normal_ } from './init.ts';
-import { checkPositiveInt, Dropout } from './layers.ts';
 import { Module } from './module.ts';
 
 /** How a pair starts: PEFT's `init_lora_weights` (true: A as nn.Linear, B zero, so the adapter starts as a no-op). */
@@ -61,8 +60,8 @@ export class LoraLinear extends Module {
   readonly loraA: LoraFactor;
   /** B (outFeatures, r). */
   readonly loraB: LoraFactor;
-  /** Dropout on the adapter's input (PEFT's `lora_dropout`). */
-  readonly dropout: Dropout;
+  /** Dropout probability on the adapter's input in training (PEFT's `lora_dropout`). */
+  readonly dropout: number;
   /** α/r (α/√r with rsLoRA). */
   readonly scaling: number;
 
@@ -75,9 +74,12 @@ export class LoraLinear extends Module {
     readonly options: LoraOptions,
   ) {
     super();
-    checkPositiveInt('LoraLinear', 'inFeatures', inFeatures);
-    checkPositiveInt('LoraLinear', 'outFeatures', outFeatures);
-    checkPositiveInt('LoraLinear', 'r', options.r);
+    for (const [arg, v] of [
+      ['inFeatures', inFeatures],
+      ['outFeatures', outFeatures],
+      ['r', options.r],
+    ] as const)
+      if (!Number.isInteger(v) || v < 1) throw new Error(`LoraLinear: ${arg} must be a positive integer, got ${v}`);
     if (typeof options.alpha !== 'number' || !Number.isFinite(options.alpha))
       throw new Error(`LoraLinear: alpha must be a finite number, got ${String(options.alpha)}`);
     const p = options.dropout ?? 0;
@@ -92,12 +94,12 @@ export class LoraLinear extends Module {
       throw new Error(`LoraLinear: init must be 'default', 'gaussian' or 'random', got ${String(init)}`);
     if (init !== 'random')
       this.loraB.weight.device.fill(this.loraB.weight.storage, 'float32', 0, this.loraB.weight.size);
-    this.dropout = this.registerModule('lora_dropout', new Dropout(p));
+    this.dropout = p;
   }
 
   /** x (..., in) -> the update (..., out): scaling·B·A·dropout(x), PEFT's order of operations. */
   forward(x: Tensor): Tensor {
-    const h = this.loraA.forward(this.dropout.forward(x)); // (..., r)
+    const h = this.loraA.forward(F.dropout(x, this.dropout, this.training)); // (..., r)
     return F.mul(this.loraB.forward(h), this.scaling);
   }
 
@@ -106,7 +108,7 @@ export class LoraLinear extends Module {
    * takes one part of a wider adapter (one of q, k, v from an adapter on all three).
    */
   forwardRows(x: Tensor, start: number, length: number): Tensor {
-    const h = this.loraA.forward(this.dropout.forward(x)); // (..., r)
+    const h = this.loraA.forward(F.dropout(x, this.dropout, this.training)); // (..., r)
     return F.mul(linearRows(h, this.loraB.weight, null, start, length), this.scaling);
   }
 
