@@ -14,6 +14,7 @@ import { dataCommand } from './commands/data.ts';
 import { evalCommand } from './commands/eval.ts';
 import { exploreCommand } from './commands/explore.ts';
 import { exportCommand } from './commands/export.ts';
+import { finetuneCommand, mergeCommand } from './commands/finetune.ts';
 import { flowCommand } from './commands/flow.ts';
 import { generateCommand } from './commands/generate.ts';
 import { infoCommand } from './commands/info.ts';
@@ -46,6 +47,8 @@ for (const command of [
   infoCommand(),
   exportCommand(),
   trainLmCommand(),
+  finetuneCommand(),
+  mergeCommand(),
   generateCommand(),
   attentionCommand(),
   flowCommand(),

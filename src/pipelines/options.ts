@@ -33,6 +33,10 @@ const KINDS = {
     ok: (v: unknown) => v === 'webgpu' || v === 'wasm' || v === 'cpu' || v === 'js',
   },
   function: { expected: 'a function', ok: (v: unknown) => typeof v === 'function' },
+  folder: {
+    expected: 'a folder (a path, a URL, File objects or a map of file contents)',
+    ok: (v: unknown) => (typeof v === 'string' && v.length > 0) || (typeof v === 'object' && v !== null),
+  },
   dtype: {
     expected: "'fp32', 'q8' (or 'int8') or 'q4'",
     ok: (v: unknown) => typeof v === 'string' && Object.hasOwn(DTYPES, v),
