@@ -34,6 +34,7 @@ import {
   UserError,
   type Decoding,
   type LoadedEnsemble,
+  mergeAdapter,
 } from './files.ts';
 import { openOnnxSeq2Seq, parseEngine, translateIdsHfOnnx, translateIdsOnnx } from './onnxruntime.ts';
 import { readForCurrentDevice } from '../pipelines/load.ts';
@@ -50,6 +51,8 @@ export function noOnnxDType(): UserError {
 
 export interface Common {
   model: string;
+  /** A PEFT LoRA adapter folder merged into a Hugging Face --model (--adapter). */
+  adapter?: string;
   /**
    * More model folders decoded with `model` as an ensemble (averaged next-token probabilities), after
    * the members its config.json names; false (--no-ensemble): `model` alone, without those members.
@@ -163,6 +166,10 @@ export interface Engine {
  */
 export async function openEngine(o: Common & { engine?: string }): Promise<Engine> {
   if (folderKindOfDir(o.model) === 'marian') return openMarianEngine(o);
+  if (o.adapter !== undefined)
+    throw new UserError(
+      "--adapter takes a Hugging Face folder's adapter (Marian); --model is a qkv translation folder",
+    );
   if (parseEngine(o.engine) === 'qkv') {
     const loaded = loadModels(o);
     const n = loaded.members.length;
@@ -205,6 +212,7 @@ async function openMarianEngine(o: Common & { engine?: string }): Promise<Engine
       : {};
   const onnx = parseEngine(o.engine) === 'onnxruntime';
   if (onnx && o.dtype) throw noOnnxDType();
+  if (onnx && o.adapter) throw new UserError('--adapter runs on the qkv engine only: merge it first (qkv merge)');
   let marian: LoadedMarian;
   let run: Engine['run'];
   if (onnx) {
@@ -218,6 +226,7 @@ async function openMarianEngine(o: Common & { engine?: string }): Promise<Engine
     marian = asUserError(() =>
       readForCurrentDevice(() => {
         const read = readMarianDir(o.model);
+        if (o.adapter !== undefined) mergeAdapter({ kind: 'marian', ...read }, o.adapter);
         withDType(o, [read.model]);
         return read;
       }),

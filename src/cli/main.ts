@@ -17,6 +17,7 @@ import { evalCommand } from './commands/eval.ts';
 import { exploreCommand } from './commands/explore.ts';
 import { exportCommand } from './commands/export.ts';
 import { fillMaskCommand } from './commands/fill-mask.ts';
+import { finetuneCommand, mergeCommand } from './commands/finetune.ts';
 import { flowCommand } from './commands/flow.ts';
 import { generateCommand } from './commands/generate.ts';
 import { infoCommand } from './commands/info.ts';
@@ -49,6 +50,8 @@ for (const command of [
   infoCommand(),
   exportCommand(),
   trainLmCommand(),
+  finetuneCommand(),
+  mergeCommand(),
   generateCommand(),
   embedCommand(),
   fillMaskCommand(),

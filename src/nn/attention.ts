@@ -1,10 +1,16 @@
+/**
+ * torch.nn.MultiheadAttention (over 500 lines: one module with its packed, grouped-query and separate q/k/v
+ * projections, the KV-cache paths and the LoRA adapters on them, which share the projection helpers).
+ */
 import { alignBias, attentionCore, maskToBias } from '../ops/attention.ts';
 import * as F from '../ops/index.ts';
 import { linearRows } from '../ops/matmul.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { type Tensor, full, zeros } from '../tensor/tensor.ts';
 import { constant_, xavierUniform_ } from './init.ts';
-import { checkPositiveInt, Linear } from './layers.ts';
+import { noGrad } from '../autograd/grad-mode.ts';
+import { checkPositiveInt, Linear, mergeInto } from './layers.ts';
+import { LoraLinear, type LoraOptions } from './lora.ts';
 import { Module, type QuantizeOptions } from './module.ts';
 
 /** Options of {@link MultiheadAttention}'s constructor, torch's names. */
@@ -56,6 +62,11 @@ export interface MultiheadAttentionForwardOptions {
  * layout with fewer key and value rows: in_proj_weight ((h + 2·hKV)·dK, E) = [W^Q; W^K; W^V] and out_proj
  * (E, h·dK).
  */
+/** Which rows of the packed in_proj_weight [q; k; v] a LoRA pair adapts: one projection, or all three. */
+export type InProjPart = 'q' | 'k' | 'v' | 'qkv';
+
+const PART_ROWS: Record<InProjPart, [first: number, count: number]> = { q: [0, 1], k: [1, 1], v: [2, 1], qkv: [0, 3] };
+
 export class MultiheadAttention extends Module {
   /** dK = dV, each head's width: embedDim / numHeads unless given. */
   readonly headDim: number;
@@ -205,7 +216,7 @@ export class MultiheadAttention extends Module {
     let k: Tensor;
     let v: Tensor;
     if (this.inProjWeight && selfAttention) {
-      [q, k, v] = F.split(this.inProject(q0, 0, 3), this.partSizes(), -1); // one GEMM for all three
+      [q, k, v] = this.projectAll(q0); // one GEMM for all three: (N, L, (h + 2·hKV)·dK), split
     } else {
       q = this.projectPart(q0, 0);
       k = this.projectPart(k0, 1);
@@ -247,6 +258,76 @@ export class MultiheadAttention extends Module {
   private partSizes(): number[] {
     const kv = this.numKVHeads * this.headDim;
     return [this.numHeads * this.headDim, kv, kv];
+  }
+
+  /**
+   * LoRA pairs on the packed input projection (addInProjLora), by the rows they adapt: Hugging Face keeps q, k and
+   * v as separate layers (Marian's q_proj, v_proj) or as one (GPT-2's c_attn), and PEFT adapts whichever it is told.
+   */
+  readonly inProjLora: Partial<Record<InProjPart, LoraLinear>> = {};
+
+  /**
+   * Attach a LoRA pair to rows of the packed in_proj_weight (`part`: 'q', 'k', 'v', or 'qkv' for all 3E rows),
+   * registered as `lora_<part>`; every projection path (forward, projectSelf/Query/KeyValue) adds its update.
+   */
+  addInProjLora(part: InProjPart, options: LoraOptions): LoraLinear {
+    if (!this.inProjWeight)
+      throw new Error('MultiheadAttention.addInProjLora: this attention has separate q/k/v weights (kdim/vdim ≠ E)');
+    if (this.numKVHeads !== this.numHeads || this.headDim * this.numHeads !== this.embedDim)
+      throw new Error(
+        'MultiheadAttention.addInProjLora: grouped-query attention or a head_dim other than embedDim / numHeads ' +
+          `(numKVHeads ${this.numKVHeads}, headDim ${this.headDim}) is not supported for LoRA on the packed in_proj`,
+      );
+    if (!Object.hasOwn(PART_ROWS, part))
+      throw new Error(`MultiheadAttention.addInProjLora: part must be 'q', 'k', 'v' or 'qkv', got ${String(part)}`);
+    const taken = Object.keys(this.inProjLora) as InProjPart[];
+    if (taken.some((t) => t === part || t === 'qkv' || part === 'qkv'))
+      throw new Error(
+        `MultiheadAttention.addInProjLora: rows of '${part}' already have an adapter (${taken.join(', ')})`,
+      );
+    const lora = new LoraLinear(this.embedDim, PART_ROWS[part][1] * this.embedDim, options);
+    this.inProjLora[part] = this.registerModule(`lora_${part}`, lora);
+    return lora;
+  }
+
+  /** Drop the in_proj adapters; with `merge`, first add each ΔW into its rows of in_proj_weight (float only). */
+  removeInProjLora(merge: boolean): void {
+    for (const [part, lora] of Object.entries(this.inProjLora) as [InProjPart, LoraLinear][]) {
+      if (merge) {
+        if (this.inProjScale)
+          throw new Error('MultiheadAttention.removeInProjLora: cannot merge an adapter into a quantized weight');
+        mergeInto(
+          this.inProjWeight!,
+          noGrad(() => lora.deltaWeight()),
+          PART_ROWS[part][0] * this.embedDim,
+        );
+      }
+      this.removeModule(`lora_${part}`);
+      delete this.inProjLora[part];
+    }
+  }
+
+  /**
+   * q (N, T, h·dK), k, v (N, T, hKV·dK) of x (N, T, E) in one GEMM, with the adapters' updates (an all-rows one
+   * before the split).
+   */
+  private projectAll(x: Tensor): Tensor[] {
+    let y = this.inProject(x, 0, 3); // (N, T, (h + 2·hKV)·dK)
+    const all = this.inProjLora.qkv;
+    if (all) y = F.add(y, all.forward(x));
+    const parts = F.split(y, this.partSizes(), -1); // q, k, v
+    return parts.map((p, i) => {
+      const lora = this.inProjLora[(['q', 'k', 'v'] as const)[i]];
+      return lora ? F.add(p, lora.forward(x)) : p;
+    });
+  }
+
+  /** Projection i's LoRA update of x (N, T, E): its own adapter's, or its rows of an all-rows one; null: none. */
+  private partLora(x: Tensor, i: 0 | 1 | 2): Tensor | null {
+    const own = this.inProjLora[(['q', 'k', 'v'] as const)[i]];
+    if (own) return own.forward(x);
+    const all = this.inProjLora.qkv;
+    return all ? all.forwardRows(x, i * this.embedDim, this.embedDim) : null;
   }
 
   /**
@@ -328,7 +409,7 @@ export class MultiheadAttention extends Module {
       const { k, v } = this.projectKeyValue(x, x);
       return { q: this.projectQuery(x), k, v };
     }
-    const [q, k, v] = F.split(this.inProject(x, 0, 3), this.partSizes(), -1);
+    const [q, k, v] = this.projectAll(x);
     const hKV = this.numKVHeads;
     return { q: this.splitHeads(q, this.numHeads), k: this.splitHeads(k, hKV), v: this.splitHeads(v, hKV) };
   }
@@ -399,7 +480,11 @@ export class MultiheadAttention extends Module {
   private projectPart(x: Tensor, i: 0 | 1 | 2): Tensor {
     const E = this.embedDim;
     const b = this.inProjBias;
-    if (this.inProjWeight) return this.inProject(x, i, 1);
+    if (this.inProjWeight) {
+      const y = this.inProject(x, i, 1);
+      const lora = this.partLora(x, i);
+      return lora ? F.add(y, lora) : y;
+    }
     const w = i === 0 ? this.qProjWeight! : i === 1 ? this.kProjWeight! : this.vProjWeight!;
     return F.linear(x, w, b ? F.narrow(b, 0, i * E, E) : null);
   }

@@ -1,6 +1,8 @@
+import { noGrad } from '../autograd/grad-mode.ts';
 import * as F from '../ops/index.ts';
 import { Tensor, full, zeros } from '../tensor/tensor.ts';
 import { linearDefault_, normal_, uniform_ } from './init.ts';
+import { LoraLinear, type LoraOptions } from './lora.ts';
 import { Module, type QuantizeOptions } from './module.ts';
 
 /** y = x·Wᵀ + b; weight (outFeatures, inFeatures) as torch.nn.Linear. */
@@ -34,10 +36,38 @@ export class Linear extends Module {
     }
   }
 
-  /** x (..., inFeatures) -> (..., outFeatures). */
+  /** A low-rank adapter added to the output (addLora), registered as `lora`; null without one. */
+  lora: LoraLinear | null = null;
+
+  /** x (..., inFeatures) -> (..., outFeatures), plus the LoRA update where an adapter is attached. */
   forward(x: Tensor): Tensor {
-    if (this.weightScale) return F.linearQuantized(x, this.weight, this.weightScale, this.bias);
-    return F.linear(x, this.weight, this.bias);
+    const y = this.weightScale
+      ? F.linearQuantized(x, this.weight, this.weightScale, this.bias)
+      : F.linear(x, this.weight, this.bias);
+    return this.lora ? F.add(y, this.lora.forward(x)) : y;
+  }
+
+  /** Attach a new LoRA pair (inFeatures → r → outFeatures) whose update forward() adds; one per layer. */
+  addLora(options: LoraOptions): LoraLinear {
+    if (this.lora) throw new Error('Linear.addLora: this layer already has an adapter (merge or remove it first)');
+    this.lora = this.registerModule('lora', new LoraLinear(this.inFeatures, this.outFeatures, options));
+    return this.lora;
+  }
+
+  /** Drop the adapter; with `merge`, first add its ΔW = scaling·B·A into the weight (float weights only). */
+  removeLora(merge: boolean): void {
+    if (!this.lora) return;
+    if (merge) {
+      if (this.weightScale) throw new Error('Linear.removeLora: cannot merge an adapter into a quantized weight');
+      const lora = this.lora;
+      mergeInto(
+        this.weight,
+        noGrad(() => lora.deltaWeight()),
+        0,
+      );
+    }
+    this.removeModule('lora');
+    this.lora = null;
   }
 
   /** The weight as a quantized pair in `dtype` (Module.quantize); a second call leaves it as it is. */
@@ -51,6 +81,15 @@ export class Linear extends Module {
     this.weight = values;
     this.weightScale = scale;
   }
+}
+
+/** Add `delta` (rows, cols) into rows [start, start + rows) of the 2-D weight `w`, in place, outside autograd. */
+export function mergeInto(w: Tensor, delta: Tensor, start: number): void {
+  const d = delta.dataSync<Float32Array>();
+  const values = w.dataSync<Float32Array>().slice();
+  const at = start * w.shape[1];
+  for (let i = 0; i < d.length; i++) values[at + i] += d[i];
+  w.write(values);
 }
 
 /** A lookup table of vectors; the row at paddingIdx starts at zero and receives no gradient. */

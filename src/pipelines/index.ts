@@ -10,10 +10,11 @@
  * of a folder picker, or a map of file contents.
  */
 import { backendNames, setBackend } from '../backend/backend.ts';
-import type { FolderInput } from '../folder/open.ts';
+import { applyAdapter } from '../folder/adapter.ts';
+import type { FolderInput, OpenedFolder } from '../folder/open.ts';
 import { featureExtractionPipeline, type FeatureExtractionPipeline } from './feature-extraction.ts';
 import { fillMaskPipeline, type FillMaskPipeline } from './fill-mask.ts';
-import { openEncoder, openLanguageModel, openTranslation } from './load.ts';
+import { openEncoder, openLanguageModel, openTranslation, readAdapterFolder } from './load.ts';
 import { textClassificationPipeline, type TextClassificationPipeline } from './text-classification.ts';
 import { applyDType, checkOptions, describeValue, didYouMean, type PipelineDType } from './options.ts';
 import { textGenerationPipeline, type TextGenerationPipeline } from './text-generation.ts';
@@ -71,6 +72,13 @@ export interface PipelineOptions {
    * dequantized, and is refused with another dtype. Default: as the folder stores it.
    */
   dtype?: PipelineDType;
+  /**
+   * A LoRA adapter in Hugging Face PEFT's format (adapter_config.json + adapter_model.safetensors, e.g. from
+   * `qkv finetune --lora` or PEFT's save_pretrained) for a Hugging Face folder (GPT-2, Marian): a path, a URL,
+   * File objects or contents, as the folder. It is merged into the weights at load (no cost per token), before
+   * `dtype` quantizes them. The adapter's base_model_name_or_path is not read: the folder given is the base.
+   */
+  adapter?: FolderInput;
 }
 
 /** A pipeline for `task` over the model folder `folder`. */
@@ -117,22 +125,36 @@ export async function pipeline(
   checkOptions(`pipeline('${task}')`, options, PIPELINE_OPTIONS);
   const where = `pipeline('${task}')`;
   if (options.device !== undefined) await useDevice(where, options.device);
+  const adapter = options.adapter === undefined ? null : await readAdapterFolder(options.adapter);
+  const merge = (opened: OpenedFolder): void => {
+    if (!adapter) return;
+    if (opened.kind !== 'hf-gpt2' && opened.kind !== 'marian')
+      throw new Error(`${where}: adapter takes a Hugging Face folder (GPT-2, Marian); this is qkv's ${opened.kind}`);
+    applyAdapter(opened, adapter, true);
+  };
   // The dtype is applied where the folder is read (on the CPU: quantizing reads the weights), before the
   // models move to a GPU device.
   if (Object.hasOwn(ENCODER_TASKS, task)) {
     const t = task as EncoderTask;
+    if (adapter) throw new Error(`${where}: adapter takes a Hugging Face GPT-2 or Marian folder, not an encoder (yet)`);
     const opened = await openEncoder(folder, t, ENCODER_TASKS[t], (o) => applyDType([o.model], options.dtype, where));
     if (t === 'feature-extraction') return featureExtractionPipeline(opened);
     return t === 'fill-mask' ? fillMaskPipeline(opened) : textClassificationPipeline(opened);
   }
   if (task === 'translation') {
     return translationPipeline(
-      await openTranslation(folder, options.ensemble ?? true, (opened) =>
-        applyDType(opened.kind === 'seq2seq' ? opened.members : [opened.model], options.dtype, where),
-      ),
+      await openTranslation(folder, options.ensemble ?? true, (opened) => {
+        merge(opened);
+        applyDType(opened.kind === 'seq2seq' ? opened.members : [opened.model], options.dtype, where);
+      }),
     );
   }
-  return textGenerationPipeline(await openLanguageModel(folder, (lm) => applyDType([lm.model], options.dtype, where)));
+  return textGenerationPipeline(
+    await openLanguageModel(folder, (lm) => {
+      merge(lm);
+      applyDType([lm.model], options.dtype, where);
+    }),
+  );
 }
 
 const TASKS: readonly Task[] = [
@@ -143,7 +165,7 @@ const TASKS: readonly Task[] = [
   'text-classification',
 ];
 
-const PIPELINE_OPTIONS = { ensemble: 'boolean', dtype: 'dtype', device: 'device' } as const;
+const PIPELINE_OPTIONS = { ensemble: 'boolean', dtype: 'dtype', device: 'device', adapter: 'folder' } as const;
 
 /** Make `device`'s backend the current one ('cpu': wasm where it loads, else js); one line if it cannot load. */
 async function useDevice(where: string, device: 'webgpu' | 'wasm' | 'cpu' | 'js'): Promise<void> {

@@ -5,6 +5,7 @@
  * given, so a browser bundle never pulls in node:fs. A folder of the wrong kind is refused once its
  * config.json is read, before its tokenizer.
  */
+import { readAdapter, type AdapterFiles } from '../folder/adapter.ts';
 import type { LoadedLm } from '../folder/gpt.ts';
 import {
   ofKind,
@@ -59,6 +60,11 @@ function label(source: FolderInput): string {
 /** The source of `source`: a path on this machine read from disk (Node), else as the folder module takes it. */
 async function sourceOf(source: FolderInput): Promise<FolderSource> {
   return isNodePath(source) ? (await nodeFolder()).dirSource(source) : toSource(source);
+}
+
+/** A PEFT adapter folder (`pipeline(task, base, { adapter })`) read from any source, as a model folder is. */
+export async function readAdapterFolder(input: FolderInput): Promise<AdapterFiles> {
+  return readAdapter(await sourceOf(input));
 }
 
 /**
