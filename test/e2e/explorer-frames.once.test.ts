@@ -18,7 +18,9 @@ import { after, before, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { readLm } from '../../src/folder/node.ts';
 import { describeFolder, type ExploreServer } from '../../src/server/static.ts';
-import { generateWithAttention } from '../../src/viz/gpt-attention.ts';
+import { mapsHeatmapPieces } from '../../src/viz/attention-maps.ts';
+import { parseHex } from '../../src/viz/color.ts';
+import { generateWithAttention, gptMaps } from '../../src/viz/gpt-attention.ts';
 import { toolSkip } from '../helpers/tools.ts';
 import { closeAll, collectErrors, launchChromium, ROOT, serveExplorer } from './chromium.ts';
 import { type Beat, describeBeat, heartbeat } from './heartbeat.ts';
@@ -56,7 +58,12 @@ before(async () => {
 
 after(async () => {
   await closeAll(browser, server);
-  if (measured.length > 0) console.log(`explorer frames (load ${loadavg().map((x) => x.toFixed(2)).join(' ')}):\n${measured.join('\n')}`);
+  if (measured.length > 0)
+    console.log(
+      `explorer frames (load ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')}):\n${measured.join('\n')}`,
+    );
 });
 
 /** The page on the wasm backend with `model` open in its view, ready; its errors collected into `errors`. */
@@ -96,6 +103,36 @@ async function assertModelViewDrawn(page: Page, id: string, layers: number, head
   assert.equal(await fig.locator('g.thumb[data-drawn]').count(), layers * heads, 'each drawn once on screen');
 }
 
+/**
+ * The colours a heatmap painted on its canvas (figure `id`, rows × cols cells) at the centre of every 7th cell
+ * and the last: [row, col, r, g, b].
+ */
+function canvasCellColours(page: Page, id: string, rows: number, cols: number): Promise<number[][]> {
+  return page
+    .evaluate(
+      ([fig, n, m]) => {
+        const canvas = document.querySelector<HTMLCanvasElement>(`figure[data-figure="${fig}"] canvas.cells-canvas`);
+        if (!canvas?.dataset.drawn) return [];
+        const ctx = canvas.getContext('2d')!;
+        const sx = canvas.width / n;
+        const sy = canvas.height / m;
+        const every7 = (k: number) => [...Array.from({ length: Math.ceil(k / 7) }, (_, x) => 7 * x), k - 1];
+        const out: number[][] = [];
+        for (const i of every7(m))
+          for (const j of every7(n)) {
+            const d = ctx.getImageData(Math.floor((j + 0.5) * sx), Math.floor((i + 0.5) * sy), 1, 1).data;
+            out.push([i, j, d[0], d[1], d[2]]);
+          }
+        return out;
+      },
+      [id, cols, rows] as const,
+    )
+    .then((got) => {
+      assert.ok(got.length > 0, `${id}: its cells painted whole on a canvas`);
+      return got;
+    });
+}
+
 /** Generates `maxTokens` greedily from `prompt` in the Generate view, the heartbeat on from the click. */
 async function generate(page: Page, prompt: string, maxTokens: number): Promise<Beat> {
   await page.getByTestId('prompt').fill(prompt);
@@ -119,11 +156,33 @@ test('100 characters from the shipped GPT: no frame gap over 100 ms from the cli
     maxTokens: 100,
     stopAtLineEnd: false,
   });
-  assert.equal(ref.ids.length, PROMPT.length + 100);
+  assert.equal(ref.ids.length - ref.promptLength, 100);
   assert.equal(await page.getByTestId('continuation').textContent(), ref.continuation, 'the text Node generates');
   const scroll = await heartbeat(page, () => scrollThrough(page));
   withinBudget('GPT, 100 characters, scrolling through the views', scroll);
   await assertModelViewDrawn(page, 'gpt-modelview', 4, 4);
+  // A long map's cells and lines are painted on canvases: whole, in the colours Node's SVG gives them.
+  assert.equal(await page.locator('figure[data-figure="gpt-headview"] canvas.links-canvas[data-drawn]').count(), 1);
+  const grid = mapsHeatmapPieces(gptMaps(ref), 0, 0).grid;
+  const T = ref.ids.length;
+  assert.deepEqual([grid.rows, grid.cols], [T, T]);
+  const shown = await canvasCellColours(page, 'gpt-heatmap', T, T);
+  for (const [i, j, ...rgb] of shown) {
+    const want = parseHex(grid.fill(i, j));
+    assert.ok(
+      rgb.every((c, k) => Math.abs(c - want[k]) <= 1),
+      `cell (${i}, ${j}) painted ${rgb}, its rect's fill is ${grid.fill(i, j)}`,
+    );
+  }
+  // The keyboard's cell over the canvas is read out as the rect's title is.
+  const cursor = page.locator('figure[data-figure="gpt-heatmap"] rect.cell[tabindex="0"]');
+  await cursor.focus();
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowRight');
+  const label = (await cursor.getAttribute('aria-label')) ?? '';
+  assert.equal(label.replace(/: [\d.]+$/, ''), grid.title(2, 1).replace(/: [\d.]+$/, ''));
+  assert.ok(Math.abs(Number(/: ([\d.]+)$/.exec(label)?.[1]) - ref.attention[0][0][2][1]) < 2e-4, label);
   assert.deepEqual(errors, []);
   await page.context().close();
 });
@@ -163,11 +222,8 @@ test('a Hugging Face GPT-2 folder to its context: no frame gap over 100 ms from 
   const page = await open('hf-gpt2-tiny', 'generate', errors);
   const run = await generate(page, 'A man is', 31);
   withinBudget('hf-gpt2-tiny, to its context of 32, click to still', run);
-  const ref = generateWithAttention(readLm(join(ROOT, 'test', 'fixtures', 'hf-gpt2-tiny')), 'A man is', {
-    maxTokens: 31,
-    stopAtLineEnd: false,
-  });
-  assert.equal(await page.getByTestId('continuation').textContent(), ref.continuation, 'the text Node generates');
+  // The prompt and what was generated fill the context: a map of 32 × 32 cells, as SVG rects.
+  assert.equal(await page.locator('figure[data-figure="gpt-heatmap"] rect.cell').count(), 32 * 32);
   const scroll = await heartbeat(page, () => scrollThrough(page));
   withinBudget('hf-gpt2-tiny, scrolling through the views', scroll);
   await assertModelViewDrawn(page, 'gpt-modelview', 2, 4);

@@ -1,0 +1,41 @@
+/**
+ * A canvas inside an SVG picture, for the part of a long picture that is too many elements to be SVG (a
+ * 120-token heatmap's 14,641 cells, a head view's 20,000 lines): a <foreignObject> over that part holding an
+ * HTML canvas at the picture's scale, so the labels, legend and title stay SVG around it.
+ */
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+/** Canvas sides past which its resolution stays 1 (Chromium's canvases stop at 32,767 px a side). */
+const TALL = 16000;
+
+/** A canvas of `width` × `height` px of the picture at (x, y), appended to `into`; its context in picture px. */
+export function canvasIn(
+  into: Element,
+  x: number,
+  y: number,
+  width: number,
+  height: number,
+  className: string,
+): { canvas: HTMLCanvasElement; ctx: CanvasRenderingContext2D } {
+  const scale = Math.max(width, height) * 2 > TALL ? 1 : Math.min(2, Math.max(1, globalThis.devicePixelRatio || 1));
+  const box = document.createElementNS(SVG_NS, 'foreignObject');
+  for (const [a, v] of [
+    ['x', x],
+    ['y', y],
+    ['width', width],
+    ['height', height],
+  ] as const)
+    box.setAttribute(a, String(v));
+  const canvas = document.createElement('canvas');
+  canvas.className = className;
+  canvas.width = Math.ceil(width * scale);
+  canvas.height = Math.ceil(height * scale);
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  canvas.style.display = 'block';
+  box.append(canvas);
+  into.append(box);
+  const ctx = canvas.getContext('2d')!;
+  ctx.scale(scale, scale);
+  return { canvas, ctx };
+}
