@@ -6,7 +6,7 @@
  * SVG text. The Export list's SVG is still the vector picture with every line.
  */
 import type { HeadViewPieces } from '../../../src/viz/headview.ts';
-import { canvasIn } from './canvas-layer.ts';
+import { canvasIn, rasterise } from './canvas-layer.ts';
 
 /** Query-key pairs (over the heads shown) above which the head view's lines are painted on a canvas. */
 export const HEADVIEW_SVG_LINES = 4000;
@@ -30,6 +30,7 @@ export function canvasLinks(pieces: HeadViewPieces): (links: Element) => (k: num
         ctx.stroke();
         painted++;
       }
+      rasterise(ctx);
       // How many lines are on the canvas, and whether all are (for a reader of the page, and its tests).
       canvas.dataset.lines = String(painted);
       if (k === pieces.count - 1) canvas.dataset.drawn = 'true';

@@ -10,7 +10,7 @@
  */
 import type { HeatmapPieces } from '../../../src/viz/heatmap.ts';
 import { movableCells } from '../figures.ts';
-import { canvasIn } from './canvas-layer.ts';
+import { canvasIn, rasterise } from './canvas-layer.ts';
 
 /** Cells above which a heatmap's cells are painted on a canvas (unless values are printed in them). */
 export const HEATMAP_SVG_CELLS = 4000;
@@ -69,6 +69,7 @@ export function canvasCells(pieces: HeatmapPieces): (cells: Element) => (k: numb
         }
         painted++;
       }
+      rasterise(ctx);
       // How many rows are on the canvas, and whether all are (for a reader of the page, and its tests).
       canvas.dataset.rows = String(painted);
       if (k === pieces.count - 1) canvas.dataset.drawn = 'true';
