@@ -70,6 +70,8 @@ export interface HeadViewPieces extends SvgPieces {
   lines: number;
   /** The picture's size in px. */
   size: { width: number; height: number };
+  /** Where every line lies (their round caps included), in px of the picture. */
+  linksBox: { x: number; y: number; width: number; height: number };
 }
 
 /** Query-key pairs in one piece of {@link headViewPieces} (each a <line> with its <title> when its weight is > 0). */
@@ -193,5 +195,7 @@ export function headViewPieces(o: HeadViewOptions): HeadViewPieces {
     links: linksOf,
     lines: o.heads.length * rows * cols,
     size: { width, height },
+    // A line is at most 4 px wide: its round caps reach 2 px past its ends.
+    linksBox: { x: x1 - 2, y: 0, width: x2 - x1 + 4, height },
   };
 }

@@ -8,7 +8,11 @@ const SVG_NS = 'http://www.w3.org/2000/svg';
 /** Canvas sides past which its resolution stays 1 (Chromium's canvases stop at 32,767 px a side). */
 const TALL = 16000;
 
-/** A canvas of `width` × `height` px of the picture at (x, y), appended to `into`; its context in picture px. */
+/**
+ * A canvas over `width` × `height` px of the picture at (x, y), appended to `into`; its context draws in picture
+ * px from (x, y). `pixels`: the canvas's own size instead (a heatmap's, a pixel per cell), shown scaled up
+ * without smoothing, each pixel a sharp block.
+ */
 export function canvasIn(
   into: Element,
   x: number,
@@ -16,6 +20,7 @@ export function canvasIn(
   width: number,
   height: number,
   className: string,
+  pixels?: { width: number; height: number },
 ): { canvas: HTMLCanvasElement; ctx: CanvasRenderingContext2D } {
   const scale = Math.max(width, height) * 2 > TALL ? 1 : Math.min(2, Math.max(1, globalThis.devicePixelRatio || 1));
   const box = document.createElementNS(SVG_NS, 'foreignObject');
@@ -28,15 +33,17 @@ export function canvasIn(
     box.setAttribute(a, String(v));
   const canvas = document.createElement('canvas');
   canvas.className = className;
-  canvas.width = Math.ceil(width * scale);
-  canvas.height = Math.ceil(height * scale);
+  canvas.width = pixels?.width ?? Math.ceil(width * scale);
+  canvas.height = pixels?.height ?? Math.ceil(height * scale);
   canvas.style.width = `${width}px`;
   canvas.style.height = `${height}px`;
   canvas.style.display = 'block';
+  if (pixels) canvas.style.imageRendering = 'pixelated';
   box.append(canvas);
   into.append(box);
-  const ctx = canvas.getContext('2d')!;
-  ctx.scale(scale, scale);
+  // On the CPU: rasterise() reads a pixel back after each piece, which a GPU canvas would pay in a stall.
+  const ctx = canvas.getContext('2d', { willReadFrequently: true })!;
+  if (!pixels) ctx.setTransform(scale, 0, 0, scale, -x * scale, -y * scale);
   return { canvas, ctx };
 }
 

@@ -14,8 +14,8 @@ export const HEADVIEW_SVG_LINES = 4000;
 /** The painter of showFigureInPieces for `pieces`: a canvas over the picture in `links`, piece k's lines on it. */
 export function canvasLinks(pieces: HeadViewPieces): (links: Element) => (k: number) => void {
   return (links) => {
-    const { width, height } = pieces.size;
-    const { canvas, ctx } = canvasIn(links, 0, 0, width, height, 'links-canvas');
+    const box = pieces.linksBox;
+    const { canvas, ctx } = canvasIn(links, box.x, box.y, box.width, box.height, 'links-canvas');
     canvas.parentElement!.setAttribute('pointer-events', 'none');
     ctx.lineCap = 'round';
     let painted = 0;

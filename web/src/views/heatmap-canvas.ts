@@ -28,7 +28,11 @@ export function canvasCells(pieces: HeatmapPieces): (cells: Element) => (k: numb
     const g = pieces.grid;
     const cw = g.cellWidth;
     const ch = g.cellHeight;
-    const { canvas, ctx } = canvasIn(cells, g.left, g.top, g.cols * cw, g.rows * ch, 'cells-canvas');
+    // A pixel per cell, scaled up sharp: a 150-token map is 22,500 pixels to hold and send, not 4 million.
+    const { canvas, ctx } = canvasIn(cells, g.left, g.top, g.cols * cw, g.rows * ch, 'cells-canvas', {
+      width: g.cols,
+      height: g.rows,
+    });
     // The cell under the pointer: its tokens and value as the tooltip, its row and column on the canvas.
     const hover = (e: PointerEvent) => {
       const i = Math.min(g.rows - 1, Math.max(0, Math.floor(e.offsetY / ch)));
@@ -65,7 +69,7 @@ export function canvasCells(pieces: HeatmapPieces): (cells: Element) => (k: numb
       for (let i = k * g.rowsPerPiece; i < Math.min(g.rows, (k + 1) * g.rowsPerPiece); i++) {
         for (let j = 0; j < g.cols; j++) {
           ctx.fillStyle = g.fill(i, j);
-          ctx.fillRect(j * cw, i * ch, cw, ch);
+          ctx.fillRect(j, i, 1, 1);
         }
         painted++;
       }
