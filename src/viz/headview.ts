@@ -74,10 +74,13 @@ export interface HeadViewPieces extends SvgPieces {
   linksBox: { x: number; y: number; width: number; height: number };
 }
 
-/** Query-key pairs in one piece of {@link headViewPieces} (each a <line> with its <title> when its weight is > 0). */
-export const HEADVIEW_PAIRS_PER_PIECE = 1000;
+/**
+ * Query-key pairs in one piece of {@link headViewPieces} (each a <line> with its <title> when its weight is > 0):
+ * a piece's antialiased lines, painted on a canvas, take a few ms to rasterise.
+ */
+export const HEADVIEW_PAIRS_PER_PIECE = 300;
 
-/** {@link headViewSvg} in pieces (a head's rows, about HEADVIEW_PAIRS_PER_PIECE pairs each), in `g.links`. */
+/** {@link headViewSvg} in pieces (the heads' rows in turn, about HEADVIEW_PAIRS_PER_PIECE pairs each), in `g.links`. */
 export function headViewPieces(o: HeadViewOptions): HeadViewPieces {
   if (o.heads.length === 0) throw new Error('headViewSvg: heads must hold at least one head');
   const shapes = o.heads.map((h, i) => checkMatrix(h, `headViewSvg: head ${i}`));
@@ -155,9 +158,10 @@ export function headViewPieces(o: HeadViewOptions): HeadViewPieces {
         `${l.head + 1}: ${esc(o.leftLabels[l.row])} → ${esc(o.rightLabels[l.col])}: ` +
         `${formatValue(l.value, 4)}</title></line>`,
     );
-  // Each head's rows in pieces: piece k is head ⌊k / perHead⌋, rows from (k mod perHead) · rowsPerPiece.
+  // The heads' rows one after another (head k's row i is row k · rows + i), rowsPerPiece of them a piece: a small
+  // head view is one piece.
   const rowsPerPiece = Math.max(1, Math.floor(HEADVIEW_PAIRS_PER_PIECE / cols));
-  const perHead = Math.ceil(rows / rowsPerPiece);
+  const allRows = o.heads.length * rows;
   out.push(`</g>`);
   out.push(`<g class="left-labels" text-anchor="end" dominant-baseline="central">`);
   o.leftLabels.forEach((l, i) =>
@@ -172,12 +176,10 @@ export function headViewPieces(o: HeadViewOptions): HeadViewPieces {
   );
   out.push(`</g></svg>`);
   const linksOf = (k: number): HeadViewLink[] => {
-    const head = Math.floor(k / perHead);
-    const from = (k % perHead) * rowsPerPiece;
     const got: HeadViewLink[] = [];
-    for (let i = from; i < Math.min(rows, from + rowsPerPiece); i++)
+    for (let r = k * rowsPerPiece; r < Math.min(allRows, (k + 1) * rowsPerPiece); r++)
       for (let j = 0; j < cols; j++) {
-        const l = link(head, i, j);
+        const l = link(Math.floor(r / rows), r % rows, j);
         if (l) got.push(l);
       }
     return got;
@@ -186,7 +188,7 @@ export function headViewPieces(o: HeadViewOptions): HeadViewPieces {
     before,
     after: out.join(''),
     container: 'g.links',
-    count: o.heads.length * perHead,
+    count: Math.ceil(allRows / rowsPerPiece),
     piece(k) {
       const into: string[] = [];
       for (const l of linksOf(k)) lineSvg(l, into);
