@@ -6,7 +6,7 @@
  */
 import { encodeLines, translateIdsAsync, type TranslateOptions } from '../decode/batch.ts';
 import type { Models } from '../decode/search.ts';
-import { translateIdsHf, type HfSearchOptions } from '../decode/hf-search.ts';
+import { hfRules, translateIdsHf, type HfSearchOptions } from '../decode/hf-search.ts';
 import type { OpenedMarian, OpenedSeq2Seq } from '../folder/open.ts';
 import { DEFAULT_DECODING, type Decoding, type ModelConfigFile } from '../folder/spec.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
@@ -70,7 +70,11 @@ const TRANSLATION_OPTIONS: OptionSpec = {
  * strings) rejects with an Error naming it.
  */
 export interface TranslationPipeline {
-  /** The translation of one sentence ('' for an empty one). */
+  /**
+   * The translation of one sentence. An empty or blank string gives '' without running the model (as `qkv
+   * translate` keeps an empty line empty; `warnEmpty` reports it); transformers' pipeline would instead translate
+   * the tokenizer's lone `</s>`.
+   */
   (text: string, options?: TranslationOptions): Promise<string>;
   /** One translation per sentence, in order. */
   (texts: readonly string[], options?: TranslationOptions): Promise<string[]>;
@@ -197,16 +201,7 @@ export function translationPipeline(
 export function marianRules(
   m: Pick<OpenedMarian, 'ids' | 'generation'>,
 ): Omit<HfSearchOptions, 'numBeams' | 'lengthPenalty' | 'signal'> {
-  const { ids, generation } = m;
-  return {
-    decoderStartId: ids.decoderStartId,
-    eosId: ids.eosId,
-    maxLength: generation.maxLength,
-    earlyStopping: generation.earlyStopping,
-    badWordsIds: generation.badWordsIds,
-    forcedEosTokenId: generation.forcedEosTokenId,
-    minLength: generation.minLength,
-  };
+  return hfRules(m.ids, m.generation);
 }
 
 /** The pipeline function over a folder's parts, an engine, and how options become a Decoding. */
