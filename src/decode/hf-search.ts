@@ -49,7 +49,7 @@ export interface HfSearchOptions {
   lengthPenalty?: number;
   /** Stop a sentence once numBeams hypotheses are pooled (default false: HF's heuristic). */
   earlyStopping?: boolean;
-  /** Ids never generated (the model's padding id is never generated either way). */
+  /** Ids never generated (bad_words_ids; the padding id is ruled out only through it, as generate() does). */
   badWordsIds?: readonly number[];
   /** The id forced at the last position (null or absent: none). */
   forcedEosTokenId?: number | null;
@@ -340,7 +340,7 @@ export function generateHfSteps(
  */
 export function generateHf(model: Models, src: Tensor, options: HfSearchOptions): BeamSearchResult {
   checkHfOptions(options);
-  const ids = { bosId: options.decoderStartId, eosId: options.eosId };
+  const ids = { bosId: options.decoderStartId, eosId: options.eosId, maskPadding: false };
   const { members, padId } = prepareSearch(model, src, ids);
   const maxLength = Math.min(options.maxLength, Math.min(...members.map((m) => m.config.maxLen)) + 1);
   return withEvalMode(members, () =>
@@ -364,7 +364,7 @@ export async function generateHfPausing(
   options: HfSearchOptions,
 ): Promise<BeamSearchResult> {
   checkHfOptions(options);
-  const ids = { bosId: options.decoderStartId, eosId: options.eosId };
+  const ids = { bosId: options.decoderStartId, eosId: options.eosId, maskPadding: false };
   const { members, padId } = prepareSearch(model, src, ids);
   const maxLength = Math.min(options.maxLength, Math.min(...members.map((m) => m.config.maxLen)) + 1);
   const restore = enterEvalMode(members);

@@ -36,6 +36,7 @@ import {
   type MarianShape,
   type MarianWeights,
 } from './marian.ts';
+import { m2m100ShapeSteps, m2m100Steps, type LoadedM2M100, type M2M100Shape } from './m2m100.ts';
 import {
   checkEnsemble,
   loadInto,
@@ -109,11 +110,17 @@ export interface OpenedMarian extends LoadedMarian {
   kind: 'marian';
 }
 
+/** A Hugging Face M2M100 / NLLB folder opened: weights loaded, eval mode. */
+export interface OpenedM2M100 extends LoadedM2M100 {
+  /** Always 'm2m100' (model_type 'm2m_100'). */
+  kind: 'm2m100';
+}
+
 /**
  * What {@link openFolder} gives: by `kind`, a translation model with its ensemble, a language model,
- * or a Marian translation model.
+ * a Marian or an M2M100 / NLLB translation model.
  */
-export type OpenedFolder = OpenedSeq2Seq | OpenedLm | OpenedMarian;
+export type OpenedFolder = OpenedSeq2Seq | OpenedLm | OpenedMarian | OpenedM2M100;
 
 /**
  * A Hugging Face GPT-2 folder's shape: its tokenizer and config checked, none of its weights read (their presence
@@ -150,7 +157,8 @@ export type FolderShape =
   | (LoadedModel & Kinded<'seq2seq'>)
   | (LoadedLm & Kinded<'gpt'>)
   | HfGpt2Shape
-  | (MarianShape & Kinded<'marian'>);
+  | (MarianShape & Kinded<'marian'>)
+  | (M2M100Shape & Kinded<'m2m100'>);
 
 /** How the door opens a folder. */
 export interface OpenOptions {
@@ -361,6 +369,7 @@ export function* readFolder(src: FolderSource, options: OpenOptions = {}): Steps
   if (kind === 'seq2seq') return yield* ensembleSteps(src, config, options);
   if (kind === 'gpt') return { kind, ...(yield* gptSteps(src, config, true)) };
   if (kind === 'marian') return { kind, ...(yield* marianSteps(src, config)) };
+  if (kind === 'm2m100') return { kind, ...(yield* m2m100Steps(src, config)) };
   return { kind, ...(yield* hfGpt2Steps(src, config, options.progress)) };
 }
 
@@ -373,6 +382,7 @@ export function* readFolderShape(
   if (kind === 'seq2seq') return { kind, ...(yield* seq2seqSteps(src, config, null)) };
   if (kind === 'gpt') return { kind, ...(yield* gptSteps(src, config, false)) };
   if (kind === 'marian') return { kind, ...(yield* marianShapeSteps(src, config)) };
+  if (kind === 'm2m100') return { kind, ...(yield* m2m100ShapeSteps(src, config)) };
   return yield* hfGpt2ShapeSteps(src, config);
 }
 

@@ -40,6 +40,7 @@ const KIND_NAMES: Record<FolderKind, string> = {
   gpt: 'a qkv language model',
   'hf-gpt2': 'a Hugging Face GPT-2 model',
   marian: 'a Hugging Face Marian translation model',
+  m2m100: 'a Hugging Face M2M100 / NLLB translation model',
 };
 
 function wrongKind(task: string, kind: FolderKind, where: string, wanted: string): FolderError {

@@ -392,8 +392,12 @@ export { MODEL_FORMATS } from '../folder/spec.ts';
  */
 export function modelKind(configJson: unknown, file: string = FILES.config): ModelKind {
   const kind = folderKind(configJson, file);
-  if (kind === 'marian')
-    throw new FolderError(file, `${file}: a Hugging Face Marian model; the explorer does not show Marian folders yet`);
+  if (kind === 'marian' || kind === 'm2m100')
+    throw new FolderError(
+      file,
+      `${file}: a Hugging Face ${kind === 'marian' ? 'Marian' : 'M2M100 / NLLB'} model; the explorer does not ` +
+        'show it in this view yet',
+    );
   return kind === 'hf-gpt2' ? 'gpt' : kind;
 }
 

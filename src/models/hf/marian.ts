@@ -207,6 +207,41 @@ function fused(parts: Tensor[]): Tensor {
   return new Tensor(out, parts[0].ndim === 2 ? [rows, parts[0].shape[1]] : [rows], 'float32');
 }
 
+/** A tensor of the file by its name (without `model.`), checked against the shape it must have. */
+export type TakeTensor = (name: string, shape: number[]) => Tensor;
+
+/**
+ * The layers of a BART-family encoder-decoder (Marian, M2M100/NLLB: the same names) into `out` under qkv's
+ * Transformer names, q/k/v fused into in_proj (rows [q; k; v]).
+ */
+export function mapLayers(take: TakeTensor, config: Seq2SeqConfig, out: Record<string, Tensor>): void {
+  const { dModel: E, dimFeedforward: Ff } = config;
+  for (const side of ['encoder', 'decoder'] as const) {
+    const n = side === 'encoder' ? config.numEncoderLayers : config.numDecoderLayers;
+    for (let i = 0; i < n; i++) {
+      const hf = `${side}.layers.${i}`;
+      const qkv = `transformer.${side}.layers.${i}`;
+      const attns =
+        side === 'encoder'
+          ? [['self_attn', 'self_attn']]
+          : [
+              ['self_attn', 'self_attn'],
+              ['encoder_attn', 'multihead_attn'],
+            ];
+      for (const [a, q] of attns) {
+        out[`${qkv}.${q}.in_proj_weight`] = fused(QKV.map((p) => take(`${hf}.${a}.${p}.weight`, [E, E])));
+        out[`${qkv}.${q}.in_proj_bias`] = fused(QKV.map((p) => take(`${hf}.${a}.${p}.bias`, [E])));
+      }
+      for (const [from, to] of Object.entries(LAYER_NAMES[side])) {
+        const w = from === 'fc1' ? [Ff, E] : from === 'fc2' ? [E, Ff] : from.endsWith('out_proj') ? [E, E] : [E];
+        const b = from === 'fc1' ? [Ff] : [E];
+        out[`${qkv}.${to}.weight`] = take(`${hf}.${from}.weight`, w);
+        out[`${qkv}.${to}.bias`] = take(`${hf}.${from}.bias`, b);
+      }
+    }
+  }
+}
+
 /**
  * qkv's Seq2Seq state dict from HF Marian tensors (names with or without the `model.` prefix): q/k/v
  * fused, the tied tables and the position tables checked. An Error names the first tensor that is
@@ -227,7 +262,7 @@ export function marianStateDict(tensors: Record<string, Tensor>, config: Seq2Seq
     used.add(name);
     return t;
   };
-  const { vocabSize: V, dModel: E, dimFeedforward: Ff, maxLen } = config;
+  const { vocabSize: V, dModel: E, maxLen } = config;
   // The shared table; a file that kept only one of its tied names holds it under that name.
   const TIED = ['shared.weight', 'encoder.embed_tokens.weight', 'decoder.embed_tokens.weight', 'lm_head.weight'];
   const sharedName = TIED.find((n) => byName.has(n)) ?? 'shared.weight';
@@ -256,30 +291,7 @@ export function marianStateDict(tensors: Record<string, Tensor>, config: Seq2Seq
           `qkv computes the positions and does not load them`,
       );
   }
-  for (const side of ['encoder', 'decoder'] as const) {
-    const n = side === 'encoder' ? config.numEncoderLayers : config.numDecoderLayers;
-    for (let i = 0; i < n; i++) {
-      const hf = `${side}.layers.${i}`;
-      const qkv = `transformer.${side}.layers.${i}`;
-      const attns =
-        side === 'encoder'
-          ? [['self_attn', 'self_attn']]
-          : [
-              ['self_attn', 'self_attn'],
-              ['encoder_attn', 'multihead_attn'],
-            ];
-      for (const [a, q] of attns) {
-        out[`${qkv}.${q}.in_proj_weight`] = fused(QKV.map((p) => take(`${hf}.${a}.${p}.weight`, [E, E])));
-        out[`${qkv}.${q}.in_proj_bias`] = fused(QKV.map((p) => take(`${hf}.${a}.${p}.bias`, [E])));
-      }
-      for (const [from, to] of Object.entries(LAYER_NAMES[side])) {
-        const w = from === 'fc1' ? [Ff, E] : from === 'fc2' ? [E, Ff] : from.endsWith('out_proj') ? [E, E] : [E];
-        const b = from === 'fc1' ? [Ff] : [E];
-        out[`${qkv}.${to}.weight`] = take(`${hf}.${from}.weight`, w);
-        out[`${qkv}.${to}.bias`] = take(`${hf}.${from}.bias`, b);
-      }
-    }
-  }
+  mapLayers(take, config, out);
   for (const name of byName.keys()) {
     if (!used.has(name))
       throw new Error(`unexpected tensor ${tensorsName(tensors, name)} (not part of a Marian model qkv reads)`);

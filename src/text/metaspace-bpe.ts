@@ -1,0 +1,266 @@
+/**
+ * A SentencePiece BPE model as Hugging Face's `tokenizers` runs it from `tokenizer.json` (what transformers writes
+ * for NLLB, mBART, M2M100-style tokenizers): each stage read from the file by its `type`, anything else refused by
+ * name.
+ *
+ *  1. added tokens (`added_tokens`) found literally in the text are cut out and kept as their ids, `lstrip`/`rstrip`
+ *     ones swallowing the whitespace beside them (tokenizers matches `normalized` ones after normalizing; the two
+ *     agree unless normalizing changes an added token's text);
+ *  2. normalizer: `Precompiled` (SentencePiece's compiled rules, applied as sentencepiece-normalizer.ts applies
+ *     them), `Replace` of a regex or a string, in a `Sequence`, or null;
+ *  3. pre-tokenizer `Metaspace`: spaces written as `▁`, a `▁` prepended where the text does not start with one
+ *     (`prepend_scheme` "always"; "first": only before the text's first chunk; "never"), and with `split` the text
+ *     cut before every `▁`;
+ *  4. model `BPE`: each word's characters (an unknown one → `unk_token`, runs fused with `fuse_unk`) merged pair by
+ *     pair, the pair of lowest merge rank first (the leftmost among equals), as tokenizers' `Word::merge_all`;
+ *  5. decoding: special added tokens dropped (skipSpecialTokens), `▁` → space, the first token's leading space
+ *     dropped (decoder `Metaspace` with a prepend scheme other than "never").
+ * The post-processor (special tokens around the ids) is the caller's: NLLB sets its own per source language.
+ */
+import { SpmNormalizer } from './sentencepiece-normalizer.ts';
+
+type Json = Record<string, unknown>;
+const isObject = (x: unknown): x is Json => x !== null && typeof x === 'object' && !Array.isArray(x);
+
+const METASPACE = '\u2581';
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+
+/** One entry of tokenizer.json's `added_tokens`. */
+export interface AddedToken {
+  id: number;
+  content: string;
+  /** Swallows the whitespace on its left / right. */
+  lstrip: boolean;
+  rstrip: boolean;
+  /** Dropped by decode with skipSpecialTokens. */
+  special: boolean;
+}
+
+/** A normalizer step: a function of the text. */
+type Normalize = (text: string) => string;
+
+/** tokenizer.json's BPE model over Metaspace words. */
+export class MetaspaceBpe {
+  /** Piece → id: the model's vocabulary and the added tokens. */
+  readonly vocab: Map<string, number>;
+  /** Id → piece. */
+  readonly pieces: string[];
+  /** The added tokens, longest first (the order they are matched in). */
+  readonly added: AddedToken[];
+  /** The unknown piece's id (model.unk_token). */
+  readonly unkId: number;
+  private readonly ranks: Map<string, number>;
+  private readonly fuseUnk: boolean;
+  private readonly normalize: Normalize;
+  private readonly prependScheme: 'always' | 'first' | 'never';
+  private readonly split: boolean;
+  private readonly cache = new Map<string, number[]>();
+
+  /** Read from tokenizer.json (text or parsed); `name` (the file) starts errors. */
+  constructor(json: unknown, name = 'tokenizer.json') {
+    const fail = (msg: string): never => {
+      throw new Error(`${name}: ${msg}`);
+    };
+    const j = typeof json === 'string' ? (JSON.parse(json) as unknown) : json;
+    if (!isObject(j)) fail('expected a JSON object');
+    const t = j as Json;
+    const m = t.model;
+    if (!isObject(m) || m.type !== 'BPE') fail(`model.type must be "BPE", got ${JSON.stringify((m as Json)?.type)}`);
+    const model = m as Json;
+    if (!isObject(model.vocab)) fail('model.vocab must be an object (piece → id)');
+    if (model.byte_fallback === true) fail('model.byte_fallback true is not supported');
+    if (model.continuing_subword_prefix || model.end_of_word_suffix)
+      fail('model.continuing_subword_prefix / end_of_word_suffix are not supported');
+    if (model.dropout !== null && model.dropout !== undefined && model.dropout !== 0)
+      fail(`model.dropout must be null, got ${JSON.stringify(model.dropout)}`);
+    this.vocab = new Map(Object.entries(model.vocab as Record<string, number>));
+    const merges = Array.isArray(model.merges) ? model.merges : fail('model.merges must be a list');
+    this.ranks = new Map();
+    (merges as unknown[]).forEach((pair, rank) => {
+      const [a, b] = Array.isArray(pair) ? pair : typeof pair === 'string' ? pair.split(' ') : [];
+      if (typeof a !== 'string' || typeof b !== 'string') fail(`model.merges[${rank}] is not a pair of pieces`);
+      this.ranks.set(`${a} ${b}`, rank);
+    });
+    this.fuseUnk = model.fuse_unk === true;
+    const unk = model.unk_token;
+    if (typeof unk !== 'string' || !this.vocab.has(unk))
+      fail(`model.unk_token ${JSON.stringify(unk)} is not in the vocabulary`);
+    this.unkId = this.vocab.get(unk as string)!;
+    this.added = [];
+    for (const a of Array.isArray(t.added_tokens) ? t.added_tokens : []) {
+      if (!isObject(a) || typeof a.content !== 'string' || !Number.isInteger(a.id)) fail('added_tokens: bad entry');
+      const tok = a as Json;
+      this.added.push({
+        id: tok.id as number,
+        content: tok.content as string,
+        lstrip: tok.lstrip === true,
+        rstrip: tok.rstrip === true,
+        special: tok.special === true,
+      });
+      this.vocab.set(tok.content as string, tok.id as number);
+    }
+    this.added.sort((x, y) => y.content.length - x.content.length);
+    this.pieces = [];
+    for (const [p, id] of this.vocab) this.pieces[id] = p;
+    this.normalize = readNormalizer(t.normalizer, fail, name);
+    const pre = t.pre_tokenizer;
+    if (!isObject(pre) || pre.type !== 'Metaspace' || (pre.replacement ?? METASPACE) !== METASPACE)
+      fail(`pre_tokenizer must be Metaspace with replacement "${METASPACE}", got ${JSON.stringify(pre)}`);
+    const p = pre as Json;
+    const scheme: unknown = p.prepend_scheme ?? (p.add_prefix_space === false ? 'never' : 'always');
+    if (scheme !== 'always' && scheme !== 'first' && scheme !== 'never')
+      throw new Error(`${name}: pre_tokenizer.prepend_scheme ${JSON.stringify(scheme)} is not supported`);
+    this.prependScheme = scheme;
+    this.split = p.split !== false;
+  }
+
+  /** The ids of a text, no special tokens added (tokenizers' `encode(text, add_special_tokens=False)`). */
+  encode(text: string): number[] {
+    const ids: number[] = [];
+    let first = true;
+    for (const chunk of this.splitAdded(text)) {
+      if (typeof chunk === 'number') {
+        ids.push(chunk);
+        continue;
+      }
+      let s = this.normalize(chunk).replaceAll(' ', METASPACE);
+      const prepend = this.prependScheme === 'always' || (this.prependScheme === 'first' && first);
+      first = false;
+      if (s === '') continue;
+      if (prepend && !s.startsWith(METASPACE)) s = METASPACE + s;
+      for (const word of this.split ? splitBeforeMetaspace(s) : [s]) ids.push(...this.word(word));
+    }
+    return ids;
+  }
+
+  /** The text of ids: special added tokens dropped (skipSpecialTokens), `▁` → space, the first space dropped. */
+  decode(ids: readonly number[], skipSpecialTokens = true): string {
+    const special = new Set(this.added.filter((a) => a.special).map((a) => a.id));
+    const tokens = ids.filter((id) => !(skipSpecialTokens && special.has(id))).map((id) => this.pieces[id] ?? '');
+    return tokens
+      .map((t, i) => {
+        const s = t.replaceAll(METASPACE, ' ');
+        return i === 0 && this.prependScheme !== 'never' && s.startsWith(' ') ? s.slice(1) : s;
+      })
+      .join('');
+  }
+
+  /** The text cut at the added tokens: strings between them, and their ids. */
+  private splitAdded(text: string): (string | number)[] {
+    const out: (string | number)[] = [];
+    let rest = '';
+    let i = 0;
+    while (i < text.length) {
+      const hit = this.added.find((a) => text.startsWith(a.content, i));
+      if (!hit) {
+        rest += text[i++];
+        continue;
+      }
+      if (hit.lstrip) rest = rest.trimEnd();
+      if (rest) out.push(rest);
+      rest = '';
+      out.push(hit.id);
+      i += hit.content.length;
+      if (hit.rstrip) while (i < text.length && /\s/.test(text[i])) i++;
+    }
+    if (rest) out.push(rest);
+    return out;
+  }
+
+  /** One word's ids: characters (unknown ones → unk, fused), then merges by rank (tokenizers' `merge_all`). */
+  private word(w: string): number[] {
+    const hit = this.cache.get(w);
+    if (hit) return hit;
+    let syms: string[] = [];
+    let unkRun = false;
+    for (const ch of w) {
+      if (this.vocab.has(ch)) {
+        syms.push(ch);
+        unkRun = false;
+      } else if (!(this.fuseUnk && unkRun)) {
+        syms.push('\0unk');
+        unkRun = true;
+      }
+    }
+    for (;;) {
+      let best = -1;
+      let bestRank = Infinity;
+      for (let i = 0; i + 1 < syms.length; i++) {
+        const r = this.ranks.get(`${syms[i]} ${syms[i + 1]}`);
+        if (r !== undefined && r < bestRank) {
+          bestRank = r;
+          best = i;
+        }
+      }
+      if (best < 0) break;
+      // Every occurrence of the best pair, left to right, as one merge step does.
+      const pair = [syms[best], syms[best + 1]];
+      const next: string[] = [];
+      for (let i = 0; i < syms.length; i++) {
+        if (i + 1 < syms.length && syms[i] === pair[0] && syms[i + 1] === pair[1]) {
+          next.push(pair[0] + pair[1]);
+          i++;
+        } else next.push(syms[i]);
+      }
+      syms = next;
+    }
+    const ids = syms.map((s) => (s === '\0unk' ? this.unkId : (this.vocab.get(s) ?? this.unkId)));
+    this.cache.set(w, ids);
+    return ids;
+  }
+}
+
+/** "▁a▁b" → ["▁a", "▁b"] (tokenizers' split on the replacement, MergedWithNext). */
+function splitBeforeMetaspace(s: string): string[] {
+  const out: string[] = [];
+  let cur = '';
+  for (const ch of s) {
+    if (ch === METASPACE && cur !== '') {
+      out.push(cur);
+      cur = '';
+    }
+    cur += ch;
+  }
+  if (cur) out.push(cur);
+  return out;
+}
+
+/** tokenizer.json's normalizer as a function of the text. */
+function readNormalizer(n: unknown, fail: (msg: string) => never, name: string): Normalize {
+  if (n === null || n === undefined) return (s) => s;
+  if (!isObject(n)) return fail(`normalizer must be an object or null, got ${JSON.stringify(n)}`);
+  if (n.type === 'Sequence' && Array.isArray(n.normalizers)) {
+    const steps = n.normalizers.map((x) => readNormalizer(x, fail, name));
+    return (s) => steps.reduce((acc, f) => f(acc), s);
+  }
+  if (n.type === 'Precompiled') {
+    if (typeof n.precompiled_charsmap !== 'string') fail('normalizer Precompiled needs precompiled_charsmap (base64)');
+    const charsmap = Uint8Array.from(atob(n.precompiled_charsmap as string), (c) => c.charCodeAt(0));
+    // The compiled rules alone: no dummy prefix, no whitespace handling (those are the Metaspace's and Replace's).
+    const spec = {
+      name: 'precompiled',
+      precompiledCharsmap: charsmap,
+      addDummyPrefix: false,
+      removeExtraWhitespaces: false,
+      escapeWhitespaces: false,
+    };
+    const norm = new SpmNormalizer(spec, false, null, name);
+    return (s) => decoder.decode(norm.normalize(encoder.encode(s)));
+  }
+  if (n.type === 'Replace' && isObject(n.pattern) && typeof n.content === 'string') {
+    const content = n.content;
+    if (typeof n.pattern.Regex === 'string') {
+      const re = new RegExp(n.pattern.Regex, 'gu');
+      return (s) => s.replace(re, () => content);
+    }
+    if (typeof n.pattern.String === 'string') {
+      const from = n.pattern.String;
+      return (s) => s.replaceAll(from, content);
+    }
+  }
+  return fail(
+    `normalizer ${JSON.stringify(n.type)} is not supported ` +
+      '(supported: Precompiled, Replace, a Sequence of them, or null)',
+  );
+}
