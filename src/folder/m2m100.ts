@@ -77,7 +77,7 @@ export function m2m100Shape(files: M2M100Files, name: FileNamer = bareNames): M2
   } catch (e) {
     throw new FolderError(
       FILES.tokenizer,
-      `${name(FILES.tokenizer)}: ${(e as Error).message.replace(/^tokenizer\.json: /, '')}`,
+      `${name(FILES.tokenizer)}: ${(e as Error).message.replace(/^the tokenizer JSON: /, '')}`,
     );
   }
   const { model, ids } = parsed;

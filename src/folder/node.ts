@@ -18,6 +18,7 @@ import type { LmTokenizer } from '../text/lines.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import type { LoadedLm } from './gpt.ts';
 import type { LoadedMarian, MarianShape } from './marian.ts';
+import type { LoadedM2M100 } from './m2m100.ts';
 import { folderShapeSync, ofKind, openFolderSync, readKindSteps, type FolderShape } from './open.ts';
 import { notFound, type LoadedModel } from './seq2seq.ts';
 import { runSync, type FolderSource } from './source.ts';
@@ -267,6 +268,11 @@ export function readHfGpt2Dir(dir: string): LoadedLm {
  */
 export function readMarianDir(dir: string): LoadedMarian {
   return ofKind(openFolderSync(dirSource(dir), { kinds: ['marian'] }), 'marian');
+}
+
+/** A Hugging Face M2M100 / NLLB folder on disk, weights loaded, eval mode (tokenizer and config checked first). */
+export function readM2M100Dir(dir: string): LoadedM2M100 {
+  return ofKind(openFolderSync(dirSource(dir), { kinds: ['m2m100'] }), 'm2m100');
 }
 
 /** A Marian folder's config.json, tokenizer files and generation config checked, no weight read (its tokenizer). */

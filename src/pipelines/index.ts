@@ -51,6 +51,13 @@ export interface PipelineOptions {
    * dequantized, and is refused with another dtype. Default: as the folder stores it.
    */
   dtype?: PipelineDType;
+  /**
+   * Translation with a multilingual folder (NLLB / M2M100): the source language code (`'eng_Latn'`; default the
+   * tokenizer's src_lang) and the target's (`'deu_Latn'`; no default unless tokenizer_config.json sets tgt_lang),
+   * the defaults of every call (a call's `srcLang`/`tgtLang` override them). Refused for other folders.
+   */
+  srcLang?: string;
+  tgtLang?: string;
 }
 
 /** A pipeline for `task` over the model folder `folder`. */
@@ -83,18 +90,30 @@ export async function pipeline(
   // The dtype is applied where the folder is read (on the CPU: quantizing reads the weights), before the
   // models move to a GPU device.
   if (task === 'translation') {
+    const languages = { srcLang: options.srcLang, tgtLang: options.tgtLang };
     return translationPipeline(
       await openTranslation(folder, options.ensemble ?? true, (opened) =>
         applyDType(opened.kind === 'seq2seq' ? opened.members : [opened.model], options.dtype, where),
       ),
+      undefined,
+      undefined,
+      languages,
     );
   }
+  if (options.srcLang !== undefined || options.tgtLang !== undefined)
+    throw new Error(`${where}: srcLang and tgtLang are translation options`);
   return textGenerationPipeline(await openLanguageModel(folder, (lm) => applyDType([lm.model], options.dtype, where)));
 }
 
 const TASKS: readonly Task[] = ['translation', 'text-generation'];
 
-const PIPELINE_OPTIONS = { ensemble: 'boolean', dtype: 'dtype', device: 'device' } as const;
+const PIPELINE_OPTIONS = {
+  ensemble: 'boolean',
+  dtype: 'dtype',
+  device: 'device',
+  srcLang: 'languageCode',
+  tgtLang: 'languageCode',
+} as const;
 
 /** Make `device`'s backend the current one ('cpu': wasm where it loads, else js); one line if it cannot load. */
 async function useDevice(where: string, device: 'webgpu' | 'wasm' | 'cpu' | 'js'): Promise<void> {

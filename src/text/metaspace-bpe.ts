@@ -58,7 +58,7 @@ export class MetaspaceBpe {
   private readonly cache = new Map<string, number[]>();
 
   /** Read from tokenizer.json (text or parsed); `name` (the file) starts errors. */
-  constructor(json: unknown, name = 'tokenizer.json') {
+  constructor(json: unknown, name = 'the tokenizer JSON') {
     const fail = (msg: string): never => {
       throw new Error(`${name}: ${msg}`);
     };

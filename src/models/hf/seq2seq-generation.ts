@@ -188,7 +188,7 @@ export function hfSeq2SeqGeneration(
 export function checkGenerationIds(
   g: HfGeneration,
   ids: { decoderStartId: number; eosId: number; padId: number },
-  configName = 'config.json',
+  configName = 'the model config',
 ): void {
   const pairs: [string, number | null, number][] = [
     ['decoder_start_token_id', g.decoderStartTokenId, ids.decoderStartId],

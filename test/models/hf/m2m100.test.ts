@@ -41,6 +41,7 @@ interface Case {
   beam_rules: Run;
   translation: string;
   translation_rules: string;
+  greedy_translation: string;
 }
 const EXPECTED: { target: number; cases: Case[] } = JSON.parse(readFileSync(join(DIR, 'expected.json'), 'utf8'));
 
@@ -128,4 +129,70 @@ test('m2m100: greedy and beam-4 with the target language forced first, as genera
     assert.deepEqual(generated(br, eos), c.beam_rules.ids.slice(1), `beam (no repeat) ${c.text}`);
     assert.ok(Math.abs(br.scores[0] - c.beam_rules.score) < 1e-5, `beam (no repeat) ${c.text}`);
   }
+});
+
+test("m2m100: pipeline('translation', folder, { srcLang, tgtLang }) and qkv translate --src-lang/--tgt-lang", async () => {
+  const texts = EXPECTED.cases.map((c) => c.text);
+  const translator = await pipeline('translation', DIR, { srcLang: 'eng_Latn', tgtLang: 'deu_Latn' });
+  assert.equal(translator.kind, 'm2m100');
+  // NLLB's generation config sets no num_beams: greedy, as generate(); beam 4 on request.
+  assert.deepEqual(
+    await translator(texts),
+    EXPECTED.cases.map((c) => c.greedy_translation),
+  );
+  assert.deepEqual(await translator(['', ...texts], { beam: 4 }), ['', ...EXPECTED.cases.map((c) => c.translation)]);
+  await assert.rejects(
+    translator('x', { tgtLang: 'klingon' }),
+    /^Error: translation: tgtLang: 'klingon' is not a language code/,
+  );
+  await assert.rejects(
+    translator('x', { srcLang: 'eng_Latx' }),
+    /srcLang: 'eng_Latx' is not a language code.*eng_Latn/,
+  );
+  // Without tgtLang anywhere (tokenizer_config.json sets none, as the Hub's NLLB): an error naming it.
+  const files = Object.fromEntries(
+    ['config.json', 'generation_config.json', 'tokenizer.json', 'model.safetensors'].map((f) => [
+      f,
+      new Uint8Array(readFileSync(join(DIR, f))),
+    ]),
+  );
+  const tc = JSON.parse(readFileSync(join(DIR, 'tokenizer_config.json'), 'utf8'));
+  const bare = await pipeline('translation', {
+    ...files,
+    'tokenizer_config.json': JSON.stringify({ ...tc, tgt_lang: null }),
+  });
+  await assert.rejects(bare('x'), /needs tgtLang, a language code such as 'deu_Latn'/);
+  assert.deepEqual(
+    await bare(texts.slice(0, 2), { tgtLang: 'deu_Latn' }),
+    EXPECTED.cases.slice(0, 2).map((c) => c.greedy_translation),
+  );
+
+  const dir = tempDir('qkv-nllb-cli-');
+  const input = join(dir, 'in.txt');
+  writeFileSync(input, `${texts[0]}\n\n${texts[1]}\n`);
+  const output = join(dir, 'out.txt');
+  await translate({ model: DIR, input, output, srcLang: 'eng_Latn', tgtLang: 'deu_Latn', beam: 4, log: () => {} });
+  const [a, b] = EXPECTED.cases;
+  assert.equal(readFileSync(output, 'utf8'), `${a.translation}\n\n${b.translation}\n`);
+  await assert.rejects(
+    translate({ model: DIR, input, output, tgtLang: 'xx', log: () => {} }),
+    /--tgt-lang: 'xx' is not a language code/,
+  );
+});
+
+test('a one-pair folder refuses srcLang / tgtLang, naming them', async () => {
+  const marian = fileURLToPath(new URL('../../fixtures/hf-seq2seq/marian/', import.meta.url));
+  await assert.rejects(
+    pipeline('translation', marian, { tgtLang: 'deu_Latn' }),
+    /srcLang and tgtLang choose the languages of a multilingual folder/,
+  );
+  const t = await pipeline('translation', marian);
+  await assert.rejects(t('x', { srcLang: 'eng_Latn' }), /multilingual folder/);
+  const dir = tempDir('qkv-marian-lang-');
+  const input = join(dir, 'in.txt');
+  writeFileSync(input, 'x\n');
+  await assert.rejects(
+    translate({ model: marian, input, output: join(dir, 'o.txt'), tgtLang: 'deu_Latn', log: () => {} }),
+    /--src-lang and --tgt-lang choose the languages of a multilingual folder/,
+  );
 });
