@@ -120,16 +120,24 @@ function accumRows(y: usize, c: usize, rows: usize, cnt: i32, n: i32): void {
 
 export function attention(
   q: usize, k: usize, v: usize, out: usize, lse: usize, weights: usize,
-  B: i32, H: i32, L: i32, S: i32, D: i32, DV: i32, scale: f32, causal: i32,
+  B: i32, H: i32, HK: i32, L: i32, S: i32, D: i32, DV: i32, scale: f32, causal: i32,
   bias: usize, bsB: i32, bsH: i32, bsL: i32, scratch: usize,
 ): void {
-  attentionRange(q, k, v, out, lse, weights, B, H, L, S, D, DV, scale, causal, bias, bsB, bsH, bsL, scratch, 0, B * H);
+  attentionRange(
+    q, k, v, out, lse, weights, B, H, HK, L, S, D, DV, scale, causal, bias, bsB, bsH, bsL, scratch, 0, B * H,
+  );
+}
+
+/** The KV head query head bh = b·H + h reads: b·HK + ⌊h / (H / HK)⌋ (grouped-query attention; bh when HK = H). */
+// @ts-ignore: decorator
+@inline function kvHead(bh: i32, H: i32, HK: i32): i32 {
+  return (bh / H) * HK + (bh % H) / (H / HK);
 }
 
 /** `attention` for the (batch, head) pairs [bh0, bh1) only: one thread's share. */
 export function attentionRange(
   q: usize, k: usize, v: usize, out: usize, lse: usize, weights: usize,
-  B: i32, H: i32, L: i32, S: i32, D: i32, DV: i32, scale: f32, causal: i32,
+  B: i32, H: i32, HK: i32, L: i32, S: i32, D: i32, DV: i32, scale: f32, causal: i32,
   bias: usize, bsB: i32, bsH: i32, bsL: i32, scratch: usize, bh0: i32, bh1: i32,
 ): void {
   const panel = scratch;
@@ -138,10 +146,10 @@ export function attentionRange(
   const lrow = mrow + <usize>L * 4;
   const shift = S - L;
   for (let bh = bh0; bh < bh1; bh++) {
-    const bi = bh / H, hi = bh % H;
+    const bi = bh / H, hi = bh % H, kvh = kvHead(bh, H, HK);
     const qb = q + <usize>bh * <usize>L * <usize>D * 4;
-    const kb = k + <usize>bh * <usize>S * <usize>D * 4;
-    const vb = v + <usize>bh * <usize>S * <usize>DV * 4;
+    const kb = k + <usize>kvh * <usize>S * <usize>D * 4;
+    const vb = v + <usize>kvh * <usize>S * <usize>DV * 4;
     const ob = out + <usize>bh * <usize>L * <usize>DV * 4;
     const biasB: usize = bias == 0 ? 0 : bias + (<usize>bi * <usize>bsB + <usize>hi * <usize>bsH) * 4;
     memory.fill(ob, 0, <usize>L * <usize>DV * 4);
@@ -213,18 +221,21 @@ export function attentionRange(
 
 export function attentionBackward(
   q: usize, k: usize, v: usize, out: usize, dout: usize, lse: usize, dq: usize, dk: usize, dv: usize,
-  B: i32, H: i32, L: i32, S: i32, D: i32, DV: i32, scale: f32, causal: i32,
+  B: i32, H: i32, HK: i32, L: i32, S: i32, D: i32, DV: i32, scale: f32, causal: i32,
   bias: usize, bsB: i32, bsH: i32, bsL: i32, scratch: usize,
 ): void {
   attentionBackwardRange(
-    q, k, v, out, dout, lse, dq, dk, dv, B, H, L, S, D, DV, scale, causal, bias, bsB, bsH, bsL, scratch, 0, B * H,
+    q, k, v, out, dout, lse, dq, dk, dv, B, H, HK, L, S, D, DV, scale, causal, bias, bsB, bsH, bsL, scratch, 0, B * H,
   );
 }
 
-/** `attentionBackward` for the (batch, head) pairs [bh0, bh1) only: one thread's share. */
+/**
+ * `attentionBackward` for the (batch, head) pairs [bh0, bh1) only: one thread's share. bh0 and bh1 are
+ * multiples of H / HK, so each KV head's dK and dV (the sum over its query heads) belong to one thread.
+ */
 export function attentionBackwardRange(
   q: usize, k: usize, v: usize, out: usize, dout: usize, lse: usize, dq: usize, dk: usize, dv: usize,
-  B: i32, H: i32, L: i32, S: i32, D: i32, DV: i32, scale: f32, causal: i32,
+  B: i32, H: i32, HK: i32, L: i32, S: i32, D: i32, DV: i32, scale: f32, causal: i32,
   bias: usize, bsB: i32, bsH: i32, bsL: i32, scratch: usize, bh0: i32, bh1: i32,
 ): void {
   const kPanel = scratch;
@@ -234,20 +245,22 @@ export function attentionBackwardRange(
   const delta = dsrow + <usize>BC * 4;
   const shift = S - L;
   const nbh = <usize>(bh1 - bh0);
+  const group = H / HK;
+  const kv0 = <usize>(bh0 / group), nkv = <usize>((bh1 - bh0) / group);
   memory.fill(dq + <usize>bh0 * <usize>L * <usize>D * 4, 0, nbh * <usize>L * <usize>D * 4);
-  memory.fill(dk + <usize>bh0 * <usize>S * <usize>D * 4, 0, nbh * <usize>S * <usize>D * 4);
-  memory.fill(dv + <usize>bh0 * <usize>S * <usize>DV * 4, 0, nbh * <usize>S * <usize>DV * 4);
+  memory.fill(dk + kv0 * <usize>S * <usize>D * 4, 0, nkv * <usize>S * <usize>D * 4);
+  memory.fill(dv + kv0 * <usize>S * <usize>DV * 4, 0, nkv * <usize>S * <usize>DV * 4);
   const sv = f32x4.splat(scale);
   for (let bh = bh0; bh < bh1; bh++) {
-    const bi = bh / H, hi = bh % H;
+    const bi = bh / H, hi = bh % H, kvh = kvHead(bh, H, HK);
     const qb = q + <usize>bh * <usize>L * <usize>D * 4;
-    const kb = k + <usize>bh * <usize>S * <usize>D * 4;
-    const vb = v + <usize>bh * <usize>S * <usize>DV * 4;
+    const kb = k + <usize>kvh * <usize>S * <usize>D * 4;
+    const vb = v + <usize>kvh * <usize>S * <usize>DV * 4;
     const ob = out + <usize>bh * <usize>L * <usize>DV * 4;
     const dob = dout + <usize>bh * <usize>L * <usize>DV * 4;
     const dqb = dq + <usize>bh * <usize>L * <usize>D * 4;
-    const dkb = dk + <usize>bh * <usize>S * <usize>D * 4;
-    const dvb = dv + <usize>bh * <usize>S * <usize>DV * 4;
+    const dkb = dk + <usize>kvh * <usize>S * <usize>D * 4;
+    const dvb = dv + <usize>kvh * <usize>S * <usize>DV * 4;
     const biasB: usize = bias == 0 ? 0 : bias + (<usize>bi * <usize>bsB + <usize>hi * <usize>bsH) * 4;
     for (let i = 0; i < L; i++) {
       const o = <usize>i * <usize>DV * 4;

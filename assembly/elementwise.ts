@@ -379,3 +379,46 @@ export function geluTanhBackward(x: usize, dy: usize, dx: usize, n: i32): void {
     );
   }
 }
+
+// SwiGLU's activation, silu(gate)·up with silu(g) = g·σ(g) (the gated feed-forward of Llama, Qwen2, Mistral).
+// @ts-ignore: decorator
+@inline function swiglu4(g: v128, u: v128): v128 {
+  return f32x4.mul(f32x4.mul(g, sigmoid4(g)), u);
+}
+
+export function swiglu(gate: usize, up: usize, out: usize, n: i32): void {
+  let j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const q = <usize>j * 4;
+    v128.store(out + q, swiglu4(v128.load(gate + q), v128.load(up + q)));
+  }
+  for (; j < n; j++) {
+    const q = <usize>j * 4;
+    const r = swiglu4(f32x4.splat(load<f32>(gate + q)), f32x4.splat(load<f32>(up + q)));
+    store<f32>(out + q, f32x4.extract_lane(r, 0));
+  }
+}
+
+// dgate = dy·u·σ(g)·(1 + g·(1 − σ(g))), dup = dy·g·σ(g).
+export function swigluBackward(gate: usize, up: usize, dy: usize, dgate: usize, dup: usize, n: i32): void {
+  const one = f32x4.splat(1);
+  let j = 0;
+  for (; j < n; j += 4) {
+    const q = <usize>j * 4;
+    const tail = n - j < 4;
+    const g = tail ? f32x4.splat(load<f32>(gate + q)) : v128.load(gate + q);
+    const u = tail ? f32x4.splat(load<f32>(up + q)) : v128.load(up + q);
+    const d = tail ? f32x4.splat(load<f32>(dy + q)) : v128.load(dy + q);
+    const s = sigmoid4(g);
+    const dg = f32x4.mul(f32x4.mul(f32x4.mul(d, u), s), fma(g, f32x4.sub(one, s), one));
+    const du = f32x4.mul(d, f32x4.mul(g, s));
+    if (tail) {
+      store<f32>(dgate + q, f32x4.extract_lane(dg, 0));
+      store<f32>(dup + q, f32x4.extract_lane(du, 0));
+      j -= 3; // one element at a time to the end
+    } else {
+      v128.store(dgate + q, dg);
+      v128.store(dup + q, du);
+    }
+  }
+}

@@ -9,25 +9,45 @@
 // fused i32x4.relaxed_dot_i8x16_i7x16_add_s: as asc emits it and Node 20's V8 (11.3, relaxed SIMD
 // behind a flag) runs it, it gives wrong sums (lane 0 of dot(1..16, 1,1,1,1,2,2,2,2,..) + 100 comes
 // out 20, not 110; which side is at fault is not pinned down). The activations are −127..127, so their
-// sign moves onto the weight: w·x = (w·sign x)·|x|, with |x| in 0..127 and w·sign x in −127..127
-// (int8 weights are −127..127, q4 −8..7: negating never overflows). Pair sums stay within
-// 2·127·127 < 2¹⁵, no saturation: both builds give the same integers, hence the same bits. The q4
-// kernel's four-row path instead reads each nibble offset by 8 (0..15, the 7-bit operand as it is) and
-// takes 8·Σx off again (q4block). Integer sums are exact in any order; the float steps of each output
-// (scales, block sums) are the twin's, in its order, whichever path computes it.
+// sign moves onto the weight and |x| (0..127) is the 7-bit operand. An int8 weight is −128..127, and
+// −(−128) does not fit in int8 (negated, it wraps to −128, so (−128)·(−1) came out −128: issue 61), so
+// the int8 kernel takes the one's complement instead, ~w = −w − 1 (−128..127 for every w): where x < 0,
+// w·x = (−w)·|x| = (~w)·|x| + |x|, and the |x| of x's negative elements, summed once per row of x by
+// quantizeRowsI8, is added to each of that row's integer sums. Pair sums stay within
+// 2·128·127 < 2¹⁵, no saturation: both builds give the same integers, hence the same bits, for every
+// int8 weight. The q4 kernel's four-row path instead reads each nibble offset by 8 (0..15, the 7-bit
+// operand as it is) and takes 8·Σx off again (q4block); its one-row path negates its −8..7 values
+// (dot16q4). Integer sums are exact in any order; the float steps of each output (scales, block sums)
+// are the twin's, in its order, whichever path computes it.
 //
 // Dimension letters: R rows of x, I = inF, O = outF.
 
+/**
+ * Σ w·x over 16 int8 pairs, in i32 lanes added to acc: exact in the plain build; in the relaxed build less
+ * the |x| of x's negative elements (their weights enter as ~w = −w − 1; see the file comment), which the
+ * caller adds back once per row of x (quantizeRowsI8's correction).
+ */
 // @ts-ignore: decorator
 @inline function dot16(w: v128, x: v128, acc: v128): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) {
-    const neg = i8x16.lt_s(x, i8x16.splat(0));
-    const ws = i8x16.sub(v128.xor(w, neg), neg); // −w where x < 0: (w ^ −1) − (−1)
+    const ws = v128.xor(w, i8x16.lt_s(x, i8x16.splat(0))); // ~w where x < 0, w elsewhere
     return i32x4.add(acc, i32x4.extadd_pairwise_i16x8_s(i16x8.relaxed_dot_i8x16_i7x16_s(ws, i8x16.abs(x))));
   } else {
     const lo = i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(w), i16x8.extend_low_i8x16_s(x));
     const hi = i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(w), i16x8.extend_high_i8x16_s(x));
     return i32x4.add(acc, i32x4.add(lo, hi));
+  }
+}
+
+/** Σ w·x over 16 pairs, exact in both builds, for weights −127..127 (q4's −8..7): −w fits in int8. */
+// @ts-ignore: decorator
+@inline function dot16q4(w: v128, x: v128, acc: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) {
+    const neg = i8x16.lt_s(x, i8x16.splat(0));
+    const ws = i8x16.sub(v128.xor(w, neg), neg); // −w where x < 0: (w ^ −1) − (−1)
+    return i32x4.add(acc, i32x4.extadd_pairwise_i16x8_s(i16x8.relaxed_dot_i8x16_i7x16_s(ws, i8x16.abs(x))));
+  } else {
+    return dot16(w, x, acc);
   }
 }
 
@@ -40,7 +60,9 @@
  * Quantize the R rows of x (R, I) as the twin's quantizeRow: row r's int8 values at q + r·I (for q4
  * weights, `q4` = 1, each block of 32 stored evens first, then odds, the order of the weight's low
  * and high nibbles), its scale sx at sx + 4r. For q4 also each block's correction 8·Σx (an i32, see
- * q4block) at sx + 4R + 4(r·I/32 + b): computed once per row of x, not per block of every output.
+ * q4block) at sx + 4R + 4(r·I/32 + b): computed once per row of x, not per block of every output. For
+ * int8 in the relaxed build, the row's correction Σ|x| over its negative elements in the 16-lane part
+ * [0, I − I mod 16) (an i32, see dot16) at sx + 4R + 4r.
  */
 export function quantizeRowsI8(x: usize, rows: i32, inF: i32, q: usize, sx: usize, q4: i32): void {
   for (let r = 0; r < rows; r++) {
@@ -62,7 +84,18 @@ export function quantizeRowsI8(x: usize, rows: i32, inF: i32, q: usize, sx: usiz
     }
     store<f32>(sx + <usize>r * 4, amax / <f32>127);
   }
-  if (q4 == 0) return;
+  if (q4 == 0) {
+    if (ASC_FEATURE_RELAXED_SIMD) {
+      const n = inF & ~15;
+      for (let r = 0; r < rows; r++) {
+        const qr = q + <usize>r * <usize>inF;
+        let c: i32 = 0;
+        for (let i = 0; i < n; i++) c -= min(<i32>load<i8>(qr + <usize>i), 0);
+        store<i32>(sx + <usize>rows * 4 + <usize>r * 4, c);
+      }
+    }
+    return;
+  }
   const nb = inF >> 5;
   const corr = sx + <usize>rows * 4;
   for (let r = 0; r < rows; r++) {
@@ -95,6 +128,7 @@ export function linearInt8Range(
   // four rows interleaved (x's vectors shared) was as fast from cache but 2.8 times slower for the
   // 38 MB vocabulary head streamed from memory (records/quantized/README.md). Each output's integer
   // sum is the same exact integer and its float steps are those of the one-row loop below: the same bits.
+  const corr = sx + <usize>rows * 4; // relaxed build: row r's correction at corr + 4r (quantizeRowsI8)
   let o = o0;
   for (; o + 4 <= o1; o += 4) {
     const w0 = wq + <usize>o * <usize>inF;
@@ -114,6 +148,7 @@ export function linearInt8Range(
       for (p = 0; p + 16 <= inF; p += 16) a2 = dot16(v128.load(w2 + <usize>p), v128.load(qr + <usize>p), a2);
       for (p = 0; p + 16 <= inF; p += 16) a3 = dot16(v128.load(w3 + <usize>p), v128.load(qr + <usize>p), a3);
       let acc = isum4(a0, a1, a2, a3);
+      if (ASC_FEATURE_RELAXED_SIMD) acc = i32x4.add(acc, i32x4.splat(load<i32>(corr + <usize>r * 4)));
       if (p < inF) {
         let t0: i32 = 0, t1: i32 = 0, t2: i32 = 0, t3: i32 = 0;
         for (; p < inF; p++) {
@@ -146,6 +181,7 @@ export function linearInt8Range(
       }
       for (; p + 16 <= inF; p += 16) a0 = dot16(v128.load(wo + <usize>p), v128.load(qr + <usize>p), a0);
       let acc = isum(i32x4.add(a0, a1));
+      if (ASC_FEATURE_RELAXED_SIMD) acc += load<i32>(corr + <usize>r * 4);
       for (; p < inF; p++) acc += <i32>load<i8>(wo + <usize>p) * <i32>load<i8>(qr + <usize>p);
       let y: f32 = <f32>acc * (s * load<f32>(wScale + <usize>o * 4));
       if (bias != 0) y += load<f32>(bias + <usize>o * 4);
@@ -312,7 +348,7 @@ export function linearQ4Range(
         const lo = i8x16.shr_s(i8x16.shl(w, 4), 4); // elements 2j: the low nibbles, sign-extended
         const hi = i8x16.shr_s(w, 4); // elements 2j + 1
         const qb = qr + <usize>b * 32;
-        const acc = dot16(hi, v128.load(qb + 16), dot16(lo, v128.load(qb), i32x4.splat(0)));
+        const acc = dot16q4(hi, v128.load(qb + 16), dot16q4(lo, v128.load(qb), i32x4.splat(0)));
         sum += <f32>isum(acc) * load<f32>(so + <usize>b * 4);
       }
       let y: f32 = sum * s;

@@ -351,6 +351,37 @@ let translateTable = '';
 }
 
 // ---------------------------------------------------------------------------------------------
+// Sentence embeddings of a MiniLM-L6-shaped BERT: qkv fp32/int8, ONNX Runtime on its export, PyTorch (transformers),
+// in its own process (bench/encoders.ts).
+let encodersTable = '';
+{
+  log('sentence embeddings, MiniLM-L6 shape: qkv, ONNX Runtime, PyTorch...');
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'bench/encoders.ts', ...(withPeers ? [] : ['--no-peers'])],
+    { cwd: root, encoding: 'utf8', maxBuffer: 1 << 24 },
+  );
+  if (r.status !== 0) throw new Error(`bench/encoders.ts failed: ${r.stderr}`);
+  const out = r.stdout.trim().split('\n');
+  log(out.slice(0, -1).join('\n'));
+  const res = JSON.parse(out[out.length - 1]!) as {
+    sentences: number;
+    tokens: number;
+    cpu: string;
+    rows: { engine: string; dtype: string; ms: number; sps: number; note?: string }[];
+  };
+  const base = res.rows[0]!;
+  encodersTable = [
+    `| ${res.sentences} sentences (${res.tokens} tokens), MiniLM-L6 shape, on ${res.cpu} | ms | sentences/s | × qkv fp32 | |`,
+    '| --- | --- | --- | --- | --- |',
+    ...res.rows.map(
+      (x) =>
+        `| ${x.engine} ${x.dtype} | ${x.ms.toFixed(0)} | ${x.sps.toFixed(1)} | ${(x.sps / base.sps).toFixed(2)} | ${x.note ?? ''} |`,
+    ),
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
 // Decoding: qkv (wasm) against ONNX Runtime on the same exported model (bench/onnx.ts, its own process).
 let onnxTable = '';
 {
@@ -482,5 +513,9 @@ ${quantizedTable}
 Translation in low precision (bench/translate-quantized.ts): the shipped EN→DE model's first member translating the first val sentences with beam 4 (α 0.6) in batches of 32, in fp32, int8 and q4, on qkv (wasm; \`module.quantize\`, as \`--dtype q8|q4\`) and on ONNX Runtime running qkv's exports of the same three models, both on the same search code; medians of 3 runs. PyTorch has no implementation of this search here: its low-precision rows are the GPT-2 table's.
 
 ${translateTable}
+
+Sentence embeddings (bench/encoders.ts): a BERT of all-MiniLM-L6-v2's shape (6 layers, 384 wide, 12 heads, feed-forward 1536, vocabulary 30522; random weights made and saved by transformers, with a WordPiece trained on Multi30K) as a sentence-transformers folder (mean pooling, normalized), embedding the first 256 test_2016_flickr sentences in batches of 32: qkv (wasm, 2 threads; \`pipeline('feature-extraction')\`, fp32 and \`{ dtype: 'q8' }\`), ONNX Runtime (2 threads) on the folder's \`qkv export --format onnx\` graphs (fp32 MatMul, int8 MatMulInteger) fed by qkv's tokenizer, and PyTorch 2.13 with transformers 5.18 (.venv-ref, 2 threads; fp32 and \`quantize_dynamic\` int8) on the same folder. Every engine's embeddings are checked against qkv fp32's first (fp32 within 1e-4, int8 within 0.05); medians of 5 runs, qkv and ONNX Runtime alternating, PyTorch in its own process.
+
+${encodersTable}
 `);
 log(`wrote bench/${written}`);

@@ -45,8 +45,12 @@ export function cpuName(): string {
 /**
  * The code a run measured: the commit, and whether the work tree had changes beside it (a results
  * file can then be tied to the code it timed, and two runs compared knowing what changed between them).
+ * A bundle made by bench/webgpu/device-bench.sh (which builds only from a clean commit of main) runs with
+ * that commit in QKV_BENCH_COMMIT: the results name it, whatever tree the bundle runs beside.
  */
 export function codeVersion(): string {
+  const bundled = process.env.QKV_BENCH_COMMIT?.trim();
+  if (bundled) return `commit ${bundled.slice(0, 7)} (bundled from a clean tree by bench/webgpu/device-bench.sh)`;
   try {
     const git = (...args: string[]) => execFileSync('git', args, { encoding: 'utf8' }).trim();
     const dirty = git('status', '--porcelain', '--untracked-files=no') !== '';

@@ -6,7 +6,7 @@
  *   bleu     a translation output and its references: sacreBLEU's line (score, precisions, BP,
  *            lengths), recomputed with qkv's port of sacreBLEU (src/text/bleu.ts); and, where
  *            records/sacrebleu-check/sacrebleu.json holds real sacreBLEU's line for the same two files
- *            (scripts/sacrebleu-check.py, run where sacreBLEU is installed), equal to that line too
+ *            (scripts/sacrebleu-check.py under .venv-ref; test/records/sacrebleu.once.test.ts reruns it), equal to that line too
  *   chrf     the same for chrF2 (src/text/chrf.ts)
  *   paired   two outputs: the paired bootstrap line of `qkv bleu --paired-bs` (seeded, so exact)
  *   history  a run's history.json: the value of a field at a step (or of its averaged entry)
@@ -17,6 +17,13 @@
  *            the two cells as printed divided and rounded to the quoted decimals, exactly
  *   value    a benchmark results file: one cell, or one part of a cell that holds several ("222 / — /
  *            4173", peak MB of qkv / tfjs / torch), as printed (a ratio cell "3.13× time" is 3.13)
+ *
+ * A ratio or value from a run in bench/results/ also names its `rule` (scripts/run-rule.ts, issue 61):
+ * "newest" (the newest run of its machine type), "median3" (the median of that type's three newest
+ * runs) or "every" (every run of the type, oldest first, "1.97 / 1.47"). The figure must be what the
+ * rule gives over the runs committed now, and the claim's file the newest of them: a newer run of the
+ * same machine type fails every claim that still quotes an older one. A figure from a run with no rule
+ * fails too.
  *
  * Each claim also names the files that quote it (`quoted`, "README" for README.md), and where in each
  * the figure stands: `at` gives, per file, the text around each place it is quoted (one string, or a
@@ -46,6 +53,7 @@ import { corpusBleu } from '../src/text/bleu.ts';
 import { corpusChrf } from '../src/text/chrf.ts';
 import { pairedBootstrap } from '../src/text/significance.ts';
 import { around, figuresIn, oneLine } from './figures-in-prose.ts';
+import { byRule, isRunFile, RULES, type Rule, seriesOf } from './run-rule.ts';
 import { stalePieces } from './speed-section.ts';
 
 /** The repository (or, with --root, the tree the tests build). */
@@ -60,6 +68,8 @@ interface Base {
   /** Per quoted file, the text around the figure where it stands (a list where it stands in several places). */
   at?: Record<string, string | string[]>;
   note?: string;
+  /** For a ratio or value from a run of bench/results/: which run(s) the figure must come from (run-rule.ts). */
+  rule?: Rule;
 }
 type Claim = Base &
   (
@@ -183,20 +193,60 @@ function recompute(c: Claim): string {
       return (bytes / scale).toFixed(decimals(c.expect));
     }
     case 'ratio': {
-      // The two cells as the file prints them (51.1 ms, 2,262 ms), divided and rounded to the quoted
-      // decimals: the figure is exactly that, not any ratio the cells' rounding would allow.
-      const r = tableRow(c.file, c.row, c.table);
-      const x = num(r.get(c.num), `${c.file} "${c.row}" ${c.num}`);
-      const y = num(r.get(c.den), `${c.file} "${c.row}" ${c.den}`);
-      const got = (x / y).toFixed(decimals(c.expect));
+      const { got, x, y } = ratioIn(c, c.file);
       return got === c.expect ? got : `${got} (${x} / ${y})`;
     }
-    case 'value': {
-      // A ratio column's cell is its number as printed ("3.13× time", "41.10× faster").
-      const cell = tableRow(c.file, c.row, c.table).get(c.column);
-      return cell?.replace(/× (time|faster)$/, '') ?? `(no column ${c.column})`;
-    }
+    case 'value':
+      return valueIn(c, c.file);
   }
+}
+
+type RunClaim = Extract<Claim, { kind: 'ratio' | 'value' }>;
+
+/**
+ * A ratio claim's figure in run `file`: the two cells as the file prints them (51.1 ms, 2,262 ms), divided
+ * and rounded to the quoted decimals; the figure is exactly that, not any ratio the cells' rounding would allow.
+ */
+function ratioIn(c: Extract<Claim, { kind: 'ratio' }>, file: string): { got: string; x: number; y: number } {
+  const r = tableRow(file, c.row, c.table);
+  const x = num(r.get(c.num), `${file} "${c.row}" ${c.num}`);
+  const y = num(r.get(c.den), `${file} "${c.row}" ${c.den}`);
+  // The rounding of the first run's decimals for a rule over several ("1.97 / 1.47").
+  return { got: (x / y).toFixed(decimals(c.expect.split(' / ')[0])), x, y };
+}
+
+/** A value claim's cell in run `file`, as printed (a ratio column's "3.13× time" or "41.10× faster" is its number). */
+function valueIn(c: Extract<Claim, { kind: 'value' }>, file: string): string {
+  const cell = tableRow(file, c.row, c.table).get(c.column);
+  return cell?.replace(/× (time|faster)$/, '') ?? `(no column ${c.column})`;
+}
+
+/** Whether run `file` holds the claim's row and column(s): only such runs are its series. */
+function holds(c: RunClaim, file: string): boolean {
+  try {
+    const r = tableRow(file, c.row, c.table);
+    return c.kind === 'value' ? r.has(c.column) : r.has(c.num) && r.has(c.den);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A claim on a run of bench/results/ under its rule: what the rule gives now and what is wrong (no rule, an
+ * unknown one, a newer run than the claim's file); null for a claim on any other file.
+ */
+function underRule(c: Claim): { got: string; problem: string | null } | null {
+  if ((c.kind !== 'ratio' && c.kind !== 'value') || !isRunFile(c.file)) return null;
+  if (c.rule === undefined)
+    return { got: recompute(c), problem: `a figure from a run names no "rule" (${RULES.join(', ')}; run-rule.ts)` };
+  if (!RULES.includes(c.rule)) return { got: recompute(c), problem: `unknown rule ${JSON.stringify(c.rule)}` };
+  const series = seriesOf(ROOT, c.file, (f) => holds(c, f));
+  if (!series.some((r) => r.path === c.file))
+    throw new Error(`${c.file} has no row "${c.row}" with the claim's column(s)`);
+  const figureOf = (f: string) => (c.kind === 'ratio' ? ratioIn(c, f).got : valueIn(c, f));
+  const { figure, problem } = byRule(c.rule, c.file, series, figureOf);
+  // The newest run is the claim's own file: its figure as recompute says it (a ratio with its two cells).
+  return { got: c.rule === 'newest' && problem === null ? recompute(c) : figure, problem };
 }
 
 /** The figure that a file quoting the claim must hold. */
@@ -273,10 +323,11 @@ function quoteProblems(c: Claim, named: Map<string, Named[]>): string[] {
   for (const [file, form] of Object.entries(c.as ?? {})) {
     if (!files.includes(file)) problems.push(`"as" gives a form for ${file}, which is not in "quoted"`);
     // The form's first number must be the figure rounded to that number's decimals (341 for 341.3),
-    // or the form a piece of the claim's line (a paired bootstrap's interval).
+    // or the form a piece of the claim's line (a paired bootstrap's interval; "14,610" of "14610 / 15310").
     const n = form.replace(/,/g, '').match(/-?\d+(\.\d+)?/)?.[0];
     const rounded = n !== undefined && Number(fig).toFixed(decimals(n)) === n;
-    if (!rounded && !oneLine(c.expect).includes(oneLine(form)))
+    const bare = (t: string) => oneLine(t).replace(/,/g, '');
+    if (!rounded && !bare(c.expect).includes(bare(form)))
       problems.push(`${file}'s form ${JSON.stringify(form)} is neither ${fig} rounded nor a part of the claim`);
   }
   for (const file of Object.keys(c.at ?? {}))
@@ -377,10 +428,18 @@ function what(c: Claim): string {
     case 'params':
       return 'parameters (millions), from the safetensors header';
     case 'ratio':
-      return `"${c.row}": ${c.num} / ${c.den}`;
+      return `"${c.row}": ${c.num} / ${c.den}${ruleWords(c.rule)}`;
     case 'value':
-      return `"${c.row}": ${c.column}`;
+      return `"${c.row}": ${c.column}${ruleWords(c.rule)}`;
   }
+}
+
+/** A claim's rule as evidence.md's table says it. */
+function ruleWords(rule: Rule | undefined): string {
+  if (rule === 'newest') return ', the newest run of its machine';
+  if (rule === 'median3') return ", the median of its machine's three newest runs";
+  if (rule === 'every') return ', every run of its machine, oldest first';
+  return '';
 }
 
 /** Real sacreBLEU's lines for the BLEU claims, as scripts/sacrebleu-check.py recorded them (none where it has not run). */
@@ -452,22 +511,28 @@ function main(): number {
   let sameAsSacreBleu = 0;
   for (const c of claims) {
     let got: string;
+    let ruled: ReturnType<typeof underRule> = null;
     try {
-      got = recompute(c);
+      ruled = underRule(c);
+      got = ruled?.got ?? recompute(c);
     } catch (e) {
       got = `error: ${(e as Error).message}`;
     }
     // BLEU/chrF lines must match exactly; other kinds as the quoted figure is written (a value claim
-    // is a whole cell or a whole part of one: 22 is not in "222 / — / 4173").
+    // is a whole cell or a whole part of one: 22 is not in "222 / — / 4173"; under "median3" or "every"
+    // the rule's figure as a whole).
     const sacre = againstSacreBleu(c, record);
     if (sacre === 'same') sameAsSacreBleu++;
-    const same = c.kind === 'value' ? got.split(' / ').includes(c.expect) : got === c.expect;
-    const ok = same && (sacre ?? 'same') === 'same';
+    const overRuns = c.rule === 'median3' || c.rule === 'every';
+    const same = c.kind === 'value' && !overRuns ? got.split(' / ').includes(c.expect) : got === c.expect;
+    const ok = same && (sacre ?? 'same') === 'same' && !ruled?.problem;
     const problems = quoteProblems(c, named);
     if (!ok) failed++;
     if (problems.length > 0) misquoted++;
-    if (!same) console.log(`FAIL ${c.id}: quoted ${JSON.stringify(c.expect)}, the file gives ${JSON.stringify(got)}`);
+    const source = overRuns ? `the rule "${c.rule}" gives` : 'the file gives';
+    if (!same) console.log(`FAIL ${c.id}: quoted ${JSON.stringify(c.expect)}, ${source} ${JSON.stringify(got)}`);
     if (sacre !== null && sacre !== 'same') console.log(`FAIL ${c.id}: quoted ${JSON.stringify(c.expect)}, ${sacre}`);
+    if (ruled?.problem) console.log(`FAIL ${c.id}: ${ruled.problem}`);
     for (const p of problems) console.log(`FAIL ${c.id}: ${p}`);
     if (ok && problems.length === 0) console.log(`ok   ${c.id}: ${c.expect}`);
   }

@@ -57,7 +57,13 @@ export interface AttentionBias {
 
 export interface AttentionParams {
   b: number;
+  /** Query heads. */
   h: number;
+  /**
+   * Key/value heads (grouped-query attention, Ainslie et al. 2023; default h): query head i reads KV head
+   * ⌊i / (h / hk)⌋, so k is (B, hk, S, D) and v (B, hk, S, Dv), never copied per query head. hk divides h.
+   */
+  hk?: number;
   l: number;
   s: number;
   /** Query/key head size. */
@@ -188,6 +194,46 @@ export interface Backend {
     cols: number,
   ): void;
 
+  /**
+   * RMS norm over rows of C (Zhang & Sennrich 2019; Llama's, as transformers' LlamaRMSNorm): with
+   * r = 1/√(Σx²/C + ε), out = (x·r)·weight (weight optional); saves r per row for the backward pass.
+   */
+  rmsNorm(x: F32, weight: F32 | null, out: F32, rstd: F32, rows: number, cols: number, eps: number): void;
+  /**
+   * With x̂ = x·r and g = dy·weight: dx = r·(g − x̂·Σ(g·x̂)/C); dweight += Σ_rows dy·x̂ when given.
+   */
+  rmsNormBackward(
+    x: F32,
+    weight: F32 | null,
+    rstd: F32,
+    dy: F32,
+    dx: F32,
+    dweight: F32 | null,
+    rows: number,
+    cols: number,
+  ): void;
+  /**
+   * Rotary position embedding (Su et al. 2021) in transformers' rotate_half layout: x is (outer, T, heads, D)
+   * and cos, sin (T, D/2) the tables of its T positions; for i < D/2, with a = x[i], b = x[i + D/2]:
+   * out[i] = a·cos − b·sin, out[i + D/2] = b·cos + a·sin. `inverse` rotates by −θ (sin negated): the
+   * gradient, since a rotation's transpose is its inverse. out may be x.
+   */
+  rotary(
+    x: F32,
+    cos: F32,
+    sin: F32,
+    out: F32,
+    outer: number,
+    positions: number,
+    heads: number,
+    dim: number,
+    inverse: boolean,
+  ): void;
+  /** The gated feed-forward's activation (Shazeer 2020, SwiGLU): out = silu(gate)·up = gate·σ(gate)·up. */
+  swiglu(gate: F32, up: F32, out: F32): void;
+  /** dgate = dy·up·σ(g)·(1 + g·(1 − σ(g))), dup = dy·g·σ(g) (overwritten). */
+  swigluBackward(gate: F32, up: F32, dy: F32, dgate: F32, dup: F32): void;
+
   /** out = max(x, 0) elementwise. */
   relu(x: F32, out: F32): void;
   /** dx = dy where x > 0, else 0 (0 at x = 0, as PyTorch). */
@@ -278,12 +324,19 @@ export interface Backend {
     step: number,
   ): void;
   /**
-   * out (R, outF) = x·Wᵀ + bias, W = wq (outF, inF; −127..127) · wScale (outF), x int8 per row
+   * out (R, outF) = x·Wᵀ + bias, W = wq (outF, inF; −128..127) · wScale (outF), x int8 per row
    * (js/quantized.ts).
    */
   linearInt8(x: F32, wq: I8, wScale: F32, bias: F32 | null, out: F32, rows: number, inF: number, outF: number): void;
   /** As {@link linearInt8}, wq q4 (outF, inF) with one scale per block of 32 along inF: wScale (outF, inF/32). */
   linearQ4(x: F32, wq: Q4, wScale: F32, bias: F32 | null, out: F32, rows: number, inF: number, outF: number): void;
+  /**
+   * Rows of an int8 table (num, dim) picked by ids (n): out (n, dim), each value q·scale[row] rounded once to
+   * float32 (what the table dequantized at load holds). Ids are in range (the op checks them where it reads them).
+   */
+  embeddingInt8(wq: I8, wScale: F32, ids: I32, out: F32, dim: number): void;
+  /** As {@link embeddingInt8}, the table q4 (num, dim) with a scale per block of 32 along dim: wScale (num, dim/32). */
+  embeddingQ4(wq: Q4, wScale: F32, ids: I32, out: F32, dim: number): void;
 }
 
 /** A backend's kernels: every member of the contract but its name and device. */
@@ -311,6 +364,11 @@ export const KERNEL_NAMES = [
   'logSoftmaxBackward',
   'layerNorm',
   'layerNormBackward',
+  'rmsNorm',
+  'rmsNormBackward',
+  'rotary',
+  'swiglu',
+  'swigluBackward',
   'relu',
   'reluBackward',
   'gelu',
@@ -326,6 +384,8 @@ export const KERNEL_NAMES = [
   'adam',
   'linearInt8',
   'linearQ4',
+  'embeddingInt8',
+  'embeddingQ4',
 ] as const satisfies readonly KernelName[];
 // A kernel added to the contract but not to the list above is a compile error here.
 const listed: Exclude<KernelName, (typeof KERNEL_NAMES)[number]> extends never ? true : never = true;

@@ -35,6 +35,7 @@ import {
   UserError,
   type Decoding,
   type LoadedEnsemble,
+  mergeAdapter,
 } from './files.ts';
 import { openOnnxSeq2Seq, parseEngine, translateIdsHfOnnx, translateIdsOnnx } from './onnxruntime.ts';
 import { readForCurrentDevice } from '../pipelines/load.ts';
@@ -51,6 +52,8 @@ export function noOnnxDType(): UserError {
 
 export interface Common {
   model: string;
+  /** A PEFT LoRA adapter folder merged into a Hugging Face --model (--adapter). */
+  adapter?: string;
   /**
    * More model folders decoded with `model` as an ensemble (averaged next-token probabilities), after
    * the members its config.json names; false (--no-ensemble): `model` alone, without those members.
@@ -186,6 +189,10 @@ export async function openEngine(o: Common & { engine?: string }): Promise<Engin
         `${o.model} translates one language pair`,
     );
   if (kind === 'marian') return openMarianEngine(o);
+  if (o.adapter !== undefined)
+    throw new UserError(
+      "--adapter takes a Hugging Face folder's adapter (Marian); --model is a qkv translation folder",
+    );
   if (parseEngine(o.engine) === 'qkv') {
     const loaded = loadModels(o);
     const n = loaded.members.length;
@@ -257,6 +264,7 @@ async function openMarianEngine(o: Common & { engine?: string }): Promise<Engine
       : {};
   const onnx = parseEngine(o.engine) === 'onnxruntime';
   if (onnx && o.dtype) throw noOnnxDType();
+  if (onnx && o.adapter) throw new UserError('--adapter runs on the qkv engine only: merge it first (qkv merge)');
   let marian: LoadedMarian;
   let run: Engine['run'];
   if (onnx) {
@@ -270,6 +278,7 @@ async function openMarianEngine(o: Common & { engine?: string }): Promise<Engine
     marian = asUserError(() =>
       readForCurrentDevice(() => {
         const read = readMarianDir(o.model);
+        if (o.adapter !== undefined) mergeAdapter({ kind: 'marian', ...read }, o.adapter);
         withDType(o, [read.model]);
         return read;
       }),

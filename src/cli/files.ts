@@ -4,10 +4,13 @@
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { applyAdapter, readAdapterSync } from '../folder/adapter.ts';
 import type { LoadedLm } from '../folder/gpt.ts';
+import type { OpenedFolder } from '../folder/open.ts';
 import type { LoadedModel } from '../folder/seq2seq.ts';
 import { atomicWrite, removeStaleTemps, removeStaleTempsOf } from '../io/atomic.ts';
 import {
+  dirSource,
   folderKindOf,
   readEnsemble,
   readGptShape,
@@ -98,9 +101,30 @@ export function loadLmShape(dir: string): LoadedLm {
   return asUserError(() => readGptShape(dir));
 }
 
-/** Load a folder written by `qkv train-lm` (or a Hugging Face GPT-2 folder), weights included, in eval mode. */
-export function loadLmDir(dir: string): LoadedLm {
-  return asUserError(() => readForCurrentDevice(() => readLm(dir)));
+/**
+ * Load a folder written by `qkv train-lm` (or a Hugging Face GPT-2 folder), weights included, in eval mode; with
+ * `adapter`, a PEFT LoRA adapter folder merged into it (`--adapter`).
+ */
+export function loadLmDir(dir: string, adapter?: string): LoadedLm {
+  return asUserError(() =>
+    readForCurrentDevice(() => {
+      const lm = readLm(dir);
+      if (adapter !== undefined) mergeAdapter({ kind: folderKindOfDir(dir), ...lm } as OpenedFolder, adapter);
+      return lm;
+    }),
+  );
+}
+
+/**
+ * `--adapter DIR`: the PEFT adapter folder read and merged into the opened Hugging Face folder's model (before
+ * any --dtype quantizes it); errors name the adapter's files.
+ */
+export function mergeAdapter(opened: OpenedFolder, adapter: string): void {
+  if (opened.kind !== 'hf-gpt2' && opened.kind !== 'marian')
+    throw new UserError(
+      `--adapter takes a Hugging Face folder's adapter (GPT-2, Marian); --model is a qkv ${opened.kind} folder`,
+    );
+  asUserError(() => applyAdapter(opened, readAdapterSync(dirSource(adapter)), true));
 }
 
 /**

@@ -10,10 +10,14 @@ import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { backendReady, getBackend } from '../backend/backend.ts';
 import { attentionCommand } from './commands/attention.ts';
 import { bleuCommand } from './commands/bleu.ts';
+import { classifyCommand } from './commands/classify.ts';
 import { dataCommand } from './commands/data.ts';
+import { embedCommand } from './commands/embed.ts';
 import { evalCommand } from './commands/eval.ts';
 import { exploreCommand } from './commands/explore.ts';
 import { exportCommand } from './commands/export.ts';
+import { fillMaskCommand } from './commands/fill-mask.ts';
+import { finetuneCommand, mergeCommand } from './commands/finetune.ts';
 import { flowCommand } from './commands/flow.ts';
 import { generateCommand } from './commands/generate.ts';
 import { infoCommand } from './commands/info.ts';
@@ -46,7 +50,12 @@ for (const command of [
   infoCommand(),
   exportCommand(),
   trainLmCommand(),
+  finetuneCommand(),
+  mergeCommand(),
   generateCommand(),
+  embedCommand(),
+  fillMaskCommand(),
+  classifyCommand(),
   attentionCommand(),
   flowCommand(),
   exploreCommand(),

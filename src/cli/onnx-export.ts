@@ -8,13 +8,14 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from
 import { basename, dirname, join, resolve } from 'node:path';
 import { nodeWriteFs } from '../io/atomic.ts';
 import { faultPoint } from '../util/fault.ts';
-import { exportGptOnnx, exportSeq2SeqOnnx, MANIFEST, type OnnxExport } from '../io/onnx/export.ts';
+import { exportEncoderOnnx, exportGptOnnx, exportSeq2SeqOnnx, MANIFEST, type OnnxExport } from '../io/onnx/export.ts';
 import type { WeightDType } from '../io/onnx/builder.ts';
 import type { Module } from '../nn/module.ts';
 import { heldDType } from '../pipelines/options.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { MARIAN_FILES } from '../folder/marian.ts';
-import { readFileIn, readMarianDir } from '../folder/node.ts';
+import { ENCODER_FILES } from '../folder/encoder.ts';
+import { readEncoderDir, readFileIn, readMarianDir } from '../folder/node.ts';
 import { FILES } from '../folder/spec.ts';
 import {
   asUserError,
@@ -62,7 +63,7 @@ function weightsFor(model: Module, a: OnnxExportArgs): { dtype: WeightDType; wei
   return { dtype, weights: model.stateDict() };
 }
 
-export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt' | 'marian'): void {
+export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt' | 'marian' | 'hf-encoder'): void {
   parseOnnxDType(a.dtype); // before any folder is read
   const out = resolve(a.out);
   if (existsSync(out)) {
@@ -82,6 +83,13 @@ export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt' | 'marian'
     const w = weightsFor(model, a);
     dtype = w.dtype;
     exp = exportGptOnnx(model.config, w.weights, { dtype, withAttention });
+  } else if (kind === 'hf-encoder') {
+    // qkv's Encoder with the family's switches and the head config.json's architectures names.
+    const { model } = asUserError(() => readEncoderDir(a.model));
+    params = model.numParameters();
+    const w = weightsFor(model, a);
+    dtype = w.dtype;
+    exp = exportEncoderOnnx(model.config, w.weights, { dtype, withAttention });
   } else if (kind === 'marian') {
     // qkv's Seq2Seq with Marian's switches, as the graphs compute it; the folder's own files go beside them.
     const { model } = asUserError(() => readMarianDir(a.model));
@@ -116,8 +124,11 @@ export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt' | 'marian'
   try {
     for (const [name, bytes] of Object.entries(exp.files)) atomicWrite(join(tmp, name), bytes);
     atomicWrite(join(tmp, MANIFEST), `${JSON.stringify(exp.manifest, null, 2)}\n`);
-    if (kind === 'marian') {
-      for (const f of [FILES.config, ...Object.values(MARIAN_FILES)]) {
+    if (kind === 'marian' || kind === 'hf-encoder') {
+      // The folder's own files beside the graphs (a sentence-transformers folder keeps its pooling).
+      const files =
+        kind === 'marian' ? Object.values(MARIAN_FILES) : [FILES.tokenizer, ...Object.values(ENCODER_FILES)];
+      for (const f of [FILES.config, ...files]) {
         const bytes = readFileIn(a.model, f);
         if (bytes !== undefined) atomicWrite(join(tmp, f), bytes);
       }

@@ -39,6 +39,16 @@ export function modelOption<A extends unknown[], O extends OptionValues, G exten
   return cmd.requiredOption('--model <dir>', help);
 }
 
+/** --adapter DIR: a PEFT LoRA adapter folder merged into a Hugging Face --model as it is read. */
+export function adapterOption<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+) {
+  return cmd.option(
+    '--adapter <dir>',
+    'a LoRA adapter (PEFT format: adapter_config.json, adapter_model.safetensors) merged into --model',
+  );
+}
+
 const ENSEMBLE_HELP = {
   ensemble:
     'more model folders (comma-separated) decoded with --model as one, ' +

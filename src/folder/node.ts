@@ -17,6 +17,7 @@ import type { BpeTokenizer } from '../text/bpe.ts';
 import type { LmTokenizer } from '../text/lines.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import type { LoadedLm } from './gpt.ts';
+import type { LoadedEncoder } from './encoder.ts';
 import type { LoadedMarian, MarianShape } from './marian.ts';
 import type { LoadedM2M100 } from './m2m100.ts';
 import { folderShapeSync, ofKind, openFolderSync, readKindSteps, type FolderShape } from './open.ts';
@@ -273,6 +274,11 @@ export function readMarianDir(dir: string): LoadedMarian {
 /** A Hugging Face M2M100 / NLLB folder on disk, weights loaded, eval mode (tokenizer and config checked first). */
 export function readM2M100Dir(dir: string): LoadedM2M100 {
   return ofKind(openFolderSync(dirSource(dir), { kinds: ['m2m100'] }), 'm2m100');
+}
+
+/** A Hugging Face encoder folder (BERT family) with the head its config.json's architectures names. */
+export function readEncoderDir(dir: string): LoadedEncoder {
+  return ofKind(openFolderSync(dirSource(dir), { kinds: ['hf-encoder'], head: 'auto' }), 'hf-encoder');
 }
 
 /** A Marian folder's config.json, tokenizer files and generation config checked, no weight read (its tokenizer). */

@@ -1,6 +1,8 @@
 /**
- * The one door to model folders (docs/model-folder.md, "Opening a folder in code"): every kind
- * ('seq2seq' with its ensemble, 'gpt', 'hf-gpt2', 'marian'), whole or its shape only, from every
+ * The one door to model folders (docs/model-folder.md, "Opening a folder in code"; over 500 lines: the door
+ * of every kind is one place, the families' own steps live in ./gpt.ts, ./marian.ts, ./encoder.ts, ./decoder.ts):
+ * every kind ('seq2seq' with its ensemble, 'gpt', 'hf-gpt2', 'marian', 'hf-encoder'), whole or its shape only,
+ * from every
  * source (a Node directory, a URL, picked `File`s, contents in memory), is read by the generators of
  * this file: config.json first, and the kind it names decided (a Hugging Face model_type qkv does
  * not run is refused in one line naming it and the kinds qkv runs) before any tokenizer or weight
@@ -9,6 +11,14 @@
  * loaders from contents here (`seq2seqFromFiles`, `lmFromFiles`, ...) are these two over a source.
  */
 import { hfGpt2Steps as hfGpt2WeightSteps } from '../io/hf.ts';
+import { decoderConfigFromHf, HF_DECODER_TYPES } from '../models/hf/llama.ts';
+import { hfDecoderModelSteps } from './decoder.ts';
+
+/** A Llama, Qwen2 or Mistral config.json (read by models/hf/llama.ts; the 'hf-gpt2' kind's other family). */
+function isDecoderConfig(config: unknown): boolean {
+  const t = (config as { model_type?: unknown } | null)?.model_type;
+  return typeof t === 'string' && (HF_DECODER_TYPES as readonly string[]).includes(t);
+}
 import type { GPTConfig } from '../models/gpt-config.ts';
 import { GPT_FIELDS, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
 import { gptConfigFromHf, isHfConfig } from '../models/hf/gpt2.ts';
@@ -27,6 +37,8 @@ import {
   type HfTokenizerFiles,
   type LoadedLm,
 } from './gpt.ts';
+import { encoderShapeSteps, encoderSteps, type EncoderShape, type LoadedEncoder } from './encoder.ts';
+import type { HeadKind } from '../models/hf/bert.ts';
 import {
   loadMarian,
   MARIAN_FILES,
@@ -116,11 +128,17 @@ export interface OpenedM2M100 extends LoadedM2M100 {
   kind: 'm2m100';
 }
 
+/** A Hugging Face encoder folder opened (BERT, RoBERTa, XLM-R, DistilBERT): weights loaded, eval mode. */
+export interface OpenedEncoder extends LoadedEncoder {
+  /** Always 'hf-encoder'. */
+  kind: 'hf-encoder';
+}
+
 /**
  * What {@link openFolder} gives: by `kind`, a translation model with its ensemble, a language model,
- * a Marian or an M2M100 / NLLB translation model.
+ * a Marian or an M2M100 / NLLB translation model, or an encoder.
  */
-export type OpenedFolder = OpenedSeq2Seq | OpenedLm | OpenedMarian | OpenedM2M100;
+export type OpenedFolder = OpenedSeq2Seq | OpenedLm | OpenedMarian | OpenedM2M100 | OpenedEncoder;
 
 /**
  * A Hugging Face GPT-2 folder's shape: its tokenizer and config checked, none of its weights read (their presence
@@ -158,7 +176,8 @@ export type FolderShape =
   | (LoadedLm & Kinded<'gpt'>)
   | HfGpt2Shape
   | (MarianShape & Kinded<'marian'>)
-  | (M2M100Shape & Kinded<'m2m100'>);
+  | (M2M100Shape & Kinded<'m2m100'>)
+  | (EncoderShape & Kinded<'hf-encoder'>);
 
 /** How the door opens a folder. */
 export interface OpenOptions {
@@ -179,6 +198,11 @@ export interface OpenOptions {
   accept?: (kind: FolderKind, config: unknown) => void;
   /** A translation folder's weights file (default model.safetensors; the folder's own model only). */
   weightsFile?: string;
+  /**
+   * An encoder folder's head: 'auto' (default: as config.json's architectures names it), 'none' (the bare model,
+   * other heads' weights left unread), 'masked-lm', 'classification'.
+   */
+  head?: HeadKind;
 }
 
 /** The kind of `config` (named `cname` in messages), refused unless among `kinds`. */
@@ -301,13 +325,14 @@ function* hfGpt2ShapeSteps(src: FolderSource, config: unknown): Steps<HfGpt2Shap
   const generation = hfLmDefaults(config, yield* readJson(src, FILES.generationConfig), src.name);
   let modelConfig: GPTConfig;
   try {
-    modelConfig = gptConfigFromHf(config);
+    modelConfig = isDecoderConfig(config) ? decoderConfigFromHf(config) : gptConfigFromHf(config);
   } catch (e) {
     throw hfWeightsError(e, src.name);
   }
   checkHfVocab(tokenizer, modelConfig.vocabSize, src.name);
   // The weights' presence, where the source tells it without reading them (not a URL: that would fetch 500 MB).
-  if (src.range && !(yield* hasFile(src, FILES.weights))) throw yield* hfWeightsMissing(src);
+  if (src.range && !isDecoderConfig(config) && !(yield* hasFile(src, FILES.weights)))
+    throw yield* hfWeightsMissing(src);
   return { kind: 'hf-gpt2', tokenizer, modelConfig, generation };
 }
 
@@ -318,6 +343,10 @@ function* hfGpt2ShapeSteps(src: FolderSource, config: unknown): Steps<HfGpt2Shap
 function* hfGpt2Steps(src: FolderSource, config: unknown, progress: OpenOptions['progress']): Steps<LoadedLm> {
   const tokenizer = yield* hfTokenizerSteps(src); // named before any weight is read
   const generation = hfLmDefaults(config, yield* readJson(src, FILES.generationConfig), src.name);
+  if (isDecoderConfig(config)) {
+    const model = yield* hfDecoderModelSteps(src, config, progress);
+    return checkedHf(model, tokenizer, src.name, src.label || undefined, generation);
+  }
   const weights = yield* readRanged(src, FILES.weights);
   if (weights === undefined) throw yield* hfWeightsMissing(src);
   let model: GPT;
@@ -370,19 +399,21 @@ export function* readFolder(src: FolderSource, options: OpenOptions = {}): Steps
   if (kind === 'gpt') return { kind, ...(yield* gptSteps(src, config, true)) };
   if (kind === 'marian') return { kind, ...(yield* marianSteps(src, config)) };
   if (kind === 'm2m100') return { kind, ...(yield* m2m100Steps(src, config)) };
+  if (kind === 'hf-encoder') return { kind, ...(yield* encoderSteps(src, config, options.head ?? 'auto')) };
   return { kind, ...(yield* hfGpt2Steps(src, config, options.progress)) };
 }
 
 /** A folder's shape read through `src` (config.json and the tokenizers checked, no weight read). */
 export function* readFolderShape(
   src: FolderSource,
-  options: Pick<OpenOptions, 'kinds' | 'accept'> = {},
+  options: Pick<OpenOptions, 'kinds' | 'accept' | 'head'> = {},
 ): Steps<FolderShape> {
   const { kind, config } = yield* readKindSteps(src, options);
   if (kind === 'seq2seq') return { kind, ...(yield* seq2seqSteps(src, config, null)) };
   if (kind === 'gpt') return { kind, ...(yield* gptSteps(src, config, false)) };
   if (kind === 'marian') return { kind, ...(yield* marianShapeSteps(src, config)) };
   if (kind === 'm2m100') return { kind, ...(yield* m2m100ShapeSteps(src, config)) };
+  if (kind === 'hf-encoder') return { kind, ...(yield* encoderShapeSteps(src, config, options.head ?? 'auto')) };
   return yield* hfGpt2ShapeSteps(src, config);
 }
 

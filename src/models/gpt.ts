@@ -1,4 +1,7 @@
 /**
+ * Over 500 lines: GPT-2's decoder and the switches of today's decoders (RMS norm, rotary positions, grouped KV heads,
+ * the gated MLP, a sliding window) read as one model top to bottom, as the design asks (a family is a configuration).
+ *
  * A decoder-only language model in GPT-2's layout (Radford et al. 2019), readable top to bottom:
  * a token is embedded (wte), given its position (wpe, or the paper's sinusoids), passed through
  * nLayer pre-norm blocks of causal self-attention and an MLP, normalised once more (ln_f), and
@@ -24,10 +27,12 @@ import * as F from '../ops/index.ts';
 import { MultiheadAttention } from '../nn/attention.ts';
 import { appendKeysValues, type KeyValueCache, ownLayers, releaseOwnedLayers } from '../nn/kv-cache.ts';
 import { constant_, normal_, withoutInit } from '../nn/init.ts';
-import { Dropout, Embedding, LayerNorm, Linear, sinusoidalTable } from '../nn/layers.ts';
+import { Dropout, Embedding, LayerNorm, Linear, RMSNorm, SwiGLU, sinusoidalTable } from '../nn/layers.ts';
+import { RotaryEmbedding } from '../nn/rotary.ts';
 import { Module, ModuleList } from '../nn/module.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import { upload } from '../ops/util.ts';
 import { noGrad } from '../autograd/grad-mode.ts';
 import type { GPTActivation, GPTConfig } from './gpt-config.ts';
 import { copyHfTensor, gptConfigFromHf, planHfGpt2Load } from './hf/gpt2.ts';
@@ -92,11 +97,34 @@ export const GPT_SMALL: GPTConfig = {
   positions: 'learned',
 };
 
-/** Parameters of a GPT with this config, without building it: 12·E² + 13·E per block, plus the tables. */
+/**
+ * Parameters of a GPT with this config, without building it: GPT-2's 12·E² + 13·E per block plus the tables, or
+ * what the decoder switches make of it (grouped KV heads, a gated MLP, RMS norms, an untied head).
+ */
 export function gptParameterCount(c: GPTConfig): number {
   const E = c.nEmbd;
-  const block = 2 * E + (3 * E * E + 3 * E) + (E * E + E) + 2 * E + (4 * E * E + 4 * E) + (4 * E * E + E);
-  return c.vocabSize * E + (c.positions === 'learned' ? c.blockSize * E : 0) + c.nLayer * block + 2 * E;
+  const dK = c.headDim ?? E / c.nHead;
+  const hKV = c.nKVHead ?? c.nHead;
+  const F = c.dFf ?? 4 * E;
+  const normP = c.norm === 'rms' ? E : 2 * E;
+  const qkv = (c.nHead + 2 * hKV) * dK;
+  const attn = qkv * E + ((c.qkvBias ?? true) ? qkv : 0) + c.nHead * dK * E + ((c.outBias ?? true) ? E : 0);
+  const mlpBias = c.mlpBias ?? true;
+  const mlp = c.mlp === 'swiglu' ? 3 * E * F + (mlpBias ? 2 * F + E : 0) : 2 * E * F + (mlpBias ? F + E : 0);
+  const head = (c.tiedHead ?? true) ? 0 : c.vocabSize * E;
+  return (
+    c.vocabSize * E +
+    (c.positions === 'learned' ? c.blockSize * E : 0) +
+    c.nLayer * (2 * normP + attn + mlp) +
+    normP +
+    head
+  );
+}
+
+/** The rotary tables (T, headDim/2) of the positions a call feeds, made once per call for every block. */
+export interface RopeTables {
+  cos: Tensor;
+  sin: Tensor;
 }
 
 /**
@@ -162,38 +190,90 @@ export class MLP extends Module {
   }
 }
 
-/** One pre-norm block (GPT-2): x + attn(ln_1(x)), then x + mlp(ln_2(x)). */
+/** The norm of a block and of the model's end: GPT-2's LayerNorm, or Llama's RMSNorm (config.norm 'rms'). */
+function makeNorm(c: GPTConfig): LayerNorm | RMSNorm {
+  const eps = c.layerNormEps ?? 1e-5;
+  return c.norm === 'rms' ? new RMSNorm(c.nEmbd, { eps }) : new LayerNorm(c.nEmbd, { eps });
+}
+
+/**
+ * One pre-norm block (GPT-2): x + attn(ln_1(x)), then x + mlp(ln_2(x)). Today's decoders are the same block with
+ * switches (config): RMS norms, rotary positions on the queries and keys, grouped KV heads, a gated MLP.
+ */
 export class Block extends Module {
-  /** `ln_1`: LayerNorm before attention (pre-norm, GPT-2's departure from the paper's post-norm). */
-  readonly ln1: LayerNorm;
-  /** Causal self-attention, nHead heads, torch.nn.MultiheadAttention's layout. */
+  /** `ln_1`: the norm before attention (pre-norm, GPT-2's departure from the paper's post-norm). */
+  readonly ln1: LayerNorm | RMSNorm;
+  /** Causal self-attention, nHead heads (nKVHead key/value heads), torch.nn.MultiheadAttention's layout. */
   readonly attn: MultiheadAttention;
-  /** `ln_2`: LayerNorm before the MLP. */
-  readonly ln2: LayerNorm;
-  /** The position-wise feed-forward block. */
-  readonly mlp: MLP;
+  /** `ln_2`: the norm before the MLP. */
+  readonly ln2: LayerNorm | RMSNorm;
+  /** The position-wise feed-forward block: GPT-2's, or the gated SwiGLU. */
+  readonly mlp: MLP | SwiGLU;
   /** Dropout on the attention output before it joins the residual stream. */
   readonly residDropout: Dropout;
+  /** Sliding-window attention in this block: query i sees keys j with i − j < window (null: all). */
+  readonly window: number | null;
 
-  constructor(c: GPTConfig) {
+  constructor(c: GPTConfig, layer = 0) {
     super();
-    const eps = c.layerNormEps ?? 1e-5;
-    this.ln1 = this.registerModule('ln_1', new LayerNorm(c.nEmbd, { eps }));
+    this.ln1 = this.registerModule('ln_1', makeNorm(c));
     this.attn = this.registerModule(
       'attn',
-      new MultiheadAttention(c.nEmbd, c.nHead, { dropout: c.dropout, batchFirst: true }),
+      new MultiheadAttention(c.nEmbd, c.nHead, {
+        dropout: c.dropout,
+        batchFirst: true,
+        numKVHeads: c.nKVHead,
+        headDim: c.headDim,
+        bias: c.qkvBias ?? true,
+        outBias: c.outBias ?? true,
+      }),
     );
-    this.ln2 = this.registerModule('ln_2', new LayerNorm(c.nEmbd, { eps }));
-    this.mlp = this.registerModule('mlp', new MLP(c.nEmbd, c.dropout, c.activation));
+    this.ln2 = this.registerModule('ln_2', makeNorm(c));
+    this.mlp = this.registerModule(
+      'mlp',
+      c.mlp === 'swiglu'
+        ? new SwiGLU(c.nEmbd, c.dFf ?? 4 * c.nEmbd, { bias: c.mlpBias ?? true })
+        : new MLP(c.nEmbd, c.dropout, c.activation),
+    );
     this.residDropout = this.registerModule('resid_dropout', new Dropout(c.dropout));
+    const sliding = c.slidingWindow !== undefined && (c.slidingLayers?.includes(layer) ?? true);
+    this.window = sliding ? c.slidingWindow! : null;
   }
 
-  /** x (B, T, nEmbd); position i attends to positions 0..i only. */
-  forward(x: Tensor): Tensor {
+  /** x (B, T, nEmbd); position i attends to positions 0..i only; `rope`: the tables of positions 0..T−1. */
+  forward(x: Tensor, rope: RopeTables | null = null): Tensor {
     const h = this.ln1.forward(x);
-    const { output } = this.attn.forward(h, h, h, { isCausal: true, needWeights: false });
+    let output: Tensor;
+    if (rope || this.window !== null) {
+      const { q, k, v } = this.projectRotated(h, rope);
+      const T = x.shape[1];
+      output = this.attn.attendProjected(q, k, v, { isCausal: true, attnBias: this.windowBias(T, T) }).output;
+    } else output = this.attn.forward(h, h, h, { isCausal: true, needWeights: false }).output;
     x = F.add(x, this.residDropout.forward(output));
     return F.add(x, this.mlp.forward(this.ln2.forward(x)));
+  }
+
+  /** q (B, h, L, dK), k and v (B, hKV, L, dK) of h (B, L, nEmbd), queries and keys turned by `rope` when given. */
+  private projectRotated(h: Tensor, rope: RopeTables | null): { q: Tensor; k: Tensor; v: Tensor } {
+    const { q, k, v } = this.attn.projectSelf(h);
+    if (!rope) return { q, k, v };
+    return { q: F.rotaryEmbedding(q, rope.cos, rope.sin), k: F.rotaryEmbedding(k, rope.cos, rope.sin), v };
+  }
+
+  /**
+   * The sliding window as an additive bias (L, S): −∞ where key j is `window` or more positions before query i
+   * (the last L of S positions), as transformers' sliding_window_overlay (kv_idx > q_idx − window); null when the
+   * block has no window or every key is within it.
+   */
+  private windowBias(L: number, S: number): Tensor | null {
+    const w = this.window;
+    if (w === null || S <= w) return null;
+    const d = new Float32Array(L * S);
+    for (let i = 0; i < L; i++) {
+      const qi = S - L + i;
+      for (let j = 0; j <= qi - w; j++) d[i * S + j] = -Infinity;
+    }
+    return upload(d, [L, S]);
   }
 
   /**
@@ -205,6 +285,7 @@ export class Block extends Module {
     x: Tensor,
     cache: KeyValueCache,
     needWeights = false,
+    rope: RopeTables | null = null,
   ): {
     /** The block's output for the new positions, (B, L, nEmbd). */
     output: Tensor;
@@ -212,9 +293,15 @@ export class Block extends Module {
     weights: Tensor | null;
   } {
     const L = x.shape[1];
-    const { q, k, v } = this.attn.projectSelf(this.ln1.forward(x));
+    // Keys are cached turned by their positions' angles (rotary), so a step turns only its own.
+    const { q, k, v } = this.projectRotated(this.ln1.forward(x), rope);
     appendKeysValues(cache, k, v);
-    const r = this.attn.attendProjected(q, cache.k!, cache.v!, { isCausal: L > 1, needWeights });
+    const S = cache.k!.shape[2];
+    const r = this.attn.attendProjected(q, cache.k!, cache.v!, {
+      isCausal: L > 1,
+      needWeights,
+      attnBias: this.windowBias(L, S),
+    });
     x = F.add(x, this.residDropout.forward(r.output));
     return { output: F.add(x, this.mlp.forward(this.ln2.forward(x))), weights: r.weights };
   }
@@ -237,8 +324,12 @@ export class GPT extends Module {
   readonly drop: Dropout;
   /** The blocks, `h.0` .. `h.{nLayer−1}`. */
   readonly h: ModuleList<Block>;
-  /** `ln_f`: the LayerNorm after the last block (pre-norm leaves the stream unnormalised). */
-  readonly lnF: LayerNorm;
+  /** `ln_f`: the norm after the last block (pre-norm leaves the stream unnormalised). */
+  readonly lnF: LayerNorm | RMSNorm;
+  /** `lm_head`: the output projection when it is not tied to wte (config.tiedHead false), else null. */
+  readonly lmHead: Linear | null;
+  /** positions 'rotary': the rotary embedding of every block's queries and keys (no parameters), else null. */
+  readonly rope: RotaryEmbedding | null;
 
   /**
    * options.init false skips every random initialisation, GPT-2's and the layers' own (weights stay 0/1, built
@@ -268,9 +359,20 @@ export class GPT extends Module {
     this.drop = this.registerModule('drop', new Dropout(c.dropout));
     this.h = this.registerModule(
       'h',
-      new ModuleList(Array.from({ length: c.nLayer }, () => build(() => new Block(c)))),
+      new ModuleList(Array.from({ length: c.nLayer }, (_, i) => build(() => new Block(c, i)))),
     );
-    this.lnF = this.registerModule('ln_f', new LayerNorm(c.nEmbd, { eps: c.layerNormEps ?? 1e-5 }));
+    this.lnF = this.registerModule('ln_f', makeNorm(c));
+    this.lmHead =
+      (c.tiedHead ?? true)
+        ? null
+        : this.registerModule(
+            'lm_head',
+            build(() => new Linear(c.nEmbd, c.vocabSize, { bias: false })),
+          );
+    this.rope =
+      c.positions === 'rotary'
+        ? new RotaryEmbedding(c.headDim ?? c.nEmbd / c.nHead, { base: c.rope?.base, scaling: c.rope?.scaling })
+        : null;
     if (init) this.initWeights();
   }
 
@@ -307,7 +409,8 @@ export class GPT extends Module {
     for (const [name, p] of this.namedParameters()) {
       if (name.endsWith('bias')) constant_(p, 0);
       else if (name.startsWith('ln_') || name.includes('.ln_')) constant_(p, 1);
-      else if (name.endsWith('out_proj.weight') || name.endsWith('c_proj.weight')) normal_(p, 0, residStd);
+      else if (name.endsWith('out_proj.weight') || name.endsWith('c_proj.weight') || name.endsWith('down_proj.weight'))
+        normal_(p, 0, residStd);
       else normal_(p, 0, 0.02);
     }
   }
@@ -320,6 +423,7 @@ export class GPT extends Module {
       throw new Error(`GPT: positions ${offset}..${offset + T - 1} exceed the context of blockSize ${B}`);
     }
     let pos: Tensor;
+    if (this.rope) return this.drop.forward(this.wte.forward(ids)); // rotary: positions enter in attention
     if (this.wpe) {
       pos = this.wpe.forward(
         new Tensor(
@@ -334,16 +438,23 @@ export class GPT extends Module {
     return this.drop.forward(F.add(this.wte.forward(ids), pos));
   }
 
-  /** Logits over the vocabulary with the tied matrix: h·wteᵀ. */
+  /** Logits over the vocabulary: h·wteᵀ with the tied matrix, else lm_head. */
   head(h: Tensor): Tensor {
-    return this.wte.attend(this.lnF.forward(h));
+    const x = this.lnF.forward(h);
+    return this.lmHead ? this.lmHead.forward(x) : this.wte.attend(x);
+  }
+
+  /** The rotary tables of positions offset .. offset + T − 1 (null without rotary positions). */
+  private ropeTables(offset: number, T: number): RopeTables | null {
+    return this.rope ? this.rope.tables(offset, T) : null;
   }
 
   /** Next-token logits (B, T, vocabSize) for ids (B, T): row t depends on ids[:, 0..t] only. */
   forward(ids: Tensor): Tensor {
     this.checkIds(ids, 'ids');
     let x = this.embed(ids);
-    for (const block of this.h) x = block.forward(x);
+    const rope = this.ropeTables(0, ids.shape[1]);
+    for (const block of this.h) x = block.forward(x, rope);
     return this.head(x);
   }
 
@@ -372,10 +483,11 @@ export class GPT extends Module {
     if (cache.layers.length !== this.config.nLayer)
       throw new Error(`GPT: cache has ${cache.layers.length} layers, the model ${this.config.nLayer}`);
     let x = this.embed(ids, cache.length);
+    const rope = this.ropeTables(cache.length, ids.shape[1]);
     const weights: Tensor[] = [];
     let i = 0;
     for (const block of this.h) {
-      const r = block.forwardCached(x, cache.layers[i++], options.needWeights);
+      const r = block.forwardCached(x, cache.layers[i++], options.needWeights, rope);
       x = r.output;
       if (r.weights) weights.push(r.weights);
     }
@@ -397,10 +509,21 @@ function checkConfig(c: GPTConfig): void {
     if (!Number.isInteger(c[k]) || c[k] <= 0)
       throw new Error(`GPT: config.${k} must be a positive integer, got ${c[k]}`);
   }
-  if (c.nEmbd % c.nHead !== 0) throw new Error(`GPT: nEmbd ${c.nEmbd} is not divisible by nHead ${c.nHead}`);
+  if (c.headDim === undefined && c.nEmbd % c.nHead !== 0)
+    throw new Error(`GPT: nEmbd ${c.nEmbd} is not divisible by nHead ${c.nHead}`);
+  for (const k of ['dFf', 'nKVHead', 'headDim', 'slidingWindow'] as const) {
+    if (c[k] !== undefined && (!Number.isInteger(c[k]) || c[k] <= 0))
+      throw new Error(`GPT: config.${k} must be a positive integer, got ${c[k]}`);
+  }
+  if (c.nKVHead !== undefined && c.nHead % c.nKVHead !== 0)
+    throw new Error(`GPT: nHead ${c.nHead} is not divisible by nKVHead ${c.nKVHead}`);
+  if (c.norm !== undefined && c.norm !== 'layer' && c.norm !== 'rms')
+    throw new Error(`GPT: norm must be 'layer' or 'rms', got '${String(c.norm)}'`);
+  if (c.mlp !== undefined && c.mlp !== 'gelu' && c.mlp !== 'swiglu')
+    throw new Error(`GPT: mlp must be 'gelu' or 'swiglu', got '${String(c.mlp)}'`);
   if (!(c.dropout >= 0 && c.dropout < 1)) throw new Error(`GPT: dropout must be in [0, 1), got ${c.dropout}`);
-  if (c.positions !== 'learned' && c.positions !== 'sinusoidal')
-    throw new Error(`GPT: positions must be 'learned' or 'sinusoidal', got '${String(c.positions)}'`);
+  if (c.positions !== 'learned' && c.positions !== 'sinusoidal' && c.positions !== 'rotary')
+    throw new Error(`GPT: positions must be 'learned', 'sinusoidal' or 'rotary', got '${String(c.positions)}'`);
   if (c.activation !== undefined && c.activation !== 'gelu' && c.activation !== 'gelu_tanh')
     throw new Error(`GPT: activation must be 'gelu' or 'gelu_tanh', got '${String(c.activation)}'`);
   if (c.layerNormEps !== undefined && !(c.layerNormEps > 0 && c.layerNormEps < 1))

@@ -159,7 +159,7 @@ export function loadWeights(
  * The layer of `model` that owns `NAME` is quantized to that dtype first (zero values, loaded next) where
  * it can hold a quantized weight (nn.Linear, attention's in_proj, nn.Embedding: Module.quantizeOwn); a
  * quantized tensor that no such layer owns comes back float32 (q·s), as every quantized tensor used to.
- * Values and scales are checked (int8 within −127..127, scales finite and >= 0), errors naming the tensor.
+ * Values and scales are checked (int8 within −128..127, scales finite and >= 0), errors naming the tensor.
  */
 export function quantizedAsStored(model: Module, stored: Record<string, Tensor>): Record<string, Tensor> {
   const names = Object.keys(stored).filter((k) => {
@@ -222,10 +222,11 @@ function quantizedPair(name: string, stored: Tensor, scale: Tensor): { values: T
   if (q4) return { values: new Tensor(new Uint8Array(stored.dataSync<Uint8Array>()), [rows, cols], 'q4'), scale };
   const v = stored.dataSync<Int8Array | Int32Array>();
   for (let i = 0; i < v.length; i++)
-    if (v[i] < -127 || v[i] > 127)
+    // −128 too: qkv's quantizers write −127..127, but every kernel computes −128 exactly (issue 61).
+    if (v[i] < -128 || v[i] > 127)
       throw new Error(
         `int8 weight '${name}' holds ${v[i]} at row ${Math.floor(i / cols)}, column ${i % cols}, ` +
-          'outside −127..127 (symmetric int8: qkv export --dtype int8 writes no −128)',
+          'outside int8 −128..127',
       );
   return { values: stored.dtype === 'int8' ? stored : new Tensor(Int8Array.from(v), [rows, cols], 'int8'), scale };
 }

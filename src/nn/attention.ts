@@ -1,10 +1,16 @@
+/**
+ * torch.nn.MultiheadAttention (over 500 lines: one module with its packed, grouped-query and separate q/k/v
+ * projections, the KV-cache paths and the LoRA adapters on them, which share the projection helpers).
+ */
 import { alignBias, attentionCore, maskToBias } from '../ops/attention.ts';
 import * as F from '../ops/index.ts';
 import { linearRows } from '../ops/matmul.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { type Tensor, full, zeros } from '../tensor/tensor.ts';
 import { constant_, xavierUniform_ } from './init.ts';
-import { checkPositiveInt, Linear } from './layers.ts';
+import { noGrad } from '../autograd/grad-mode.ts';
+import { checkPositiveInt, Linear, mergeInto } from './layers.ts';
+import { LoraLinear, type LoraOptions } from './lora.ts';
 import { Module, type QuantizeOptions } from './module.ts';
 
 /** Options of {@link MultiheadAttention}'s constructor, torch's names. */
@@ -19,6 +25,16 @@ export interface MultiheadAttentionOptions {
   vdim?: number;
   /** Inputs and outputs are (N, L, E) instead of torch's default (L, N, E). */
   batchFirst?: boolean;
+  /**
+   * Key/value heads (grouped-query attention, Ainslie et al. 2023; default numHeads, multi-head attention): each
+   * is shared by numHeads / numKVHeads query heads, read in place by the attention kernel, never copied per
+   * query head; the KV cache holds only these. 1 is multi-query attention (Shazeer 2019). Packed form only.
+   */
+  numKVHeads?: number;
+  /** Each head's width dK (default embedDim / numHeads; Llama-family configs may set head_dim). Packed form only. */
+  headDim?: number;
+  /** A bias on the output projection (default: `bias`); Qwen2 has q/k/v biases and none on o_proj. */
+  outBias?: boolean;
 }
 
 /** Options of {@link MultiheadAttention.forward}: the masks, and what to return. */
@@ -41,10 +57,21 @@ export interface MultiheadAttentionForwardOptions {
  * Parameters and their names are torch.nn.MultiheadAttention's: `in_proj_weight` (3E, E) and
  * `in_proj_bias` (3E) when q/k/v share E, else `q_proj_weight`, `k_proj_weight`, `v_proj_weight`;
  * `out_proj.weight`, `out_proj.bias`. Masks use torch.nn's convention: TRUE means "blocked".
+ *
+ * Grouped-query attention (numKVHeads < numHeads, the decoders of Llama, Qwen2, Mistral) keeps the packed
+ * layout with fewer key and value rows: in_proj_weight ((h + 2·hKV)·dK, E) = [W^Q; W^K; W^V] and out_proj
+ * (E, h·dK).
  */
+/** Which rows of the packed in_proj_weight [q; k; v] a LoRA pair adapts: one projection, or all three. */
+export type InProjPart = 'q' | 'k' | 'v' | 'qkv';
+
+const PART_ROWS: Record<InProjPart, [first: number, count: number]> = { q: [0, 1], k: [1, 1], v: [2, 1], qkv: [0, 3] };
+
 export class MultiheadAttention extends Module {
-  /** dK = dV = embedDim / numHeads, each head's width. */
+  /** dK = dV, each head's width: embedDim / numHeads unless given. */
   readonly headDim: number;
+  /** Key/value heads, each read by numHeads / numKVHeads query heads (numHeads: multi-head attention). */
+  readonly numKVHeads: number;
   /** Key feature size (embedDim unless given). */
   readonly kdim: number;
   /** Value feature size (embedDim unless given). */
@@ -81,10 +108,15 @@ export class MultiheadAttention extends Module {
     super();
     checkPositiveInt('MultiheadAttention', 'embedDim', embedDim);
     checkPositiveInt('MultiheadAttention', 'numHeads', numHeads);
-    if (embedDim % numHeads !== 0) {
+    if (options.headDim === undefined && embedDim % numHeads !== 0) {
       throw new Error(`MultiheadAttention: embedDim ${embedDim} is not divisible by numHeads ${numHeads}`);
     }
-    this.headDim = embedDim / numHeads;
+    this.headDim = options.headDim ?? embedDim / numHeads;
+    this.numKVHeads = options.numKVHeads ?? numHeads;
+    checkPositiveInt('MultiheadAttention', 'headDim', this.headDim);
+    checkPositiveInt('MultiheadAttention', 'numKVHeads', this.numKVHeads);
+    if (numHeads % this.numKVHeads !== 0)
+      throw new Error(`MultiheadAttention: numHeads ${numHeads} is not divisible by numKVHeads ${this.numKVHeads}`);
     this.kdim = options.kdim ?? embedDim;
     this.vdim = options.vdim ?? embedDim;
     checkPositiveInt('MultiheadAttention', 'kdim', this.kdim);
@@ -93,8 +125,12 @@ export class MultiheadAttention extends Module {
     this.dropout = options.dropout ?? 0;
     const bias = options.bias ?? true;
     const E = embedDim;
-    if (this.kdim === E && this.vdim === E) {
-      this.inProjWeight = this.registerParameter('in_proj_weight', xavierUniform_(zeros(3 * E, E)));
+    const packed = this.kdim === E && this.vdim === E;
+    if (!packed && (this.numKVHeads !== numHeads || this.headDim * numHeads !== E))
+      throw new Error('MultiheadAttention: numKVHeads and headDim need kdim = vdim = embedDim (the packed in_proj)');
+    const rows = (numHeads + 2 * this.numKVHeads) * this.headDim;
+    if (packed) {
+      this.inProjWeight = this.registerParameter('in_proj_weight', xavierUniform_(zeros(rows, E)));
       this.qProjWeight = this.kProjWeight = this.vProjWeight = null;
     } else {
       this.inProjWeight = null;
@@ -102,8 +138,11 @@ export class MultiheadAttention extends Module {
       this.kProjWeight = this.registerParameter('k_proj_weight', xavierUniform_(zeros(E, this.kdim)));
       this.vProjWeight = this.registerParameter('v_proj_weight', xavierUniform_(zeros(E, this.vdim)));
     }
-    this.inProjBias = bias ? this.registerParameter('in_proj_bias', full([3 * E], 0)) : null;
-    this.outProj = this.registerModule('out_proj', new Linear(E, E, { bias }));
+    this.inProjBias = bias ? this.registerParameter('in_proj_bias', full([rows], 0)) : null;
+    this.outProj = this.registerModule(
+      'out_proj',
+      new Linear(numHeads * this.headDim, E, { bias: options.outBias ?? bias }),
+    );
     if (this.outProj.bias) constant_(this.outProj.bias, 0);
   }
 
@@ -177,17 +216,18 @@ export class MultiheadAttention extends Module {
     let k: Tensor;
     let v: Tensor;
     if (this.inProjWeight && selfAttention) {
-      [q, k, v] = F.chunk(this.inProject(q0, 0, 3), 3, -1); // one GEMM for all three: (N, L, 3E)
+      [q, k, v] = this.projectAll(q0); // one GEMM for all three: (N, L, (h + 2·hKV)·dK), split
     } else {
       q = this.projectPart(q0, 0);
       k = this.projectPart(k0, 1);
       v = this.projectPart(v0, 2);
     }
-    // Split heads: (N, T, E) -> (N, h, T, dK).
+    // Split heads: (N, T, h·dK) -> (N, h, T, dK); keys and values have hKV heads.
     const dK = this.headDim;
+    const hKV = this.numKVHeads;
     q = F.permute(q.reshape(N, L, h, dK), [0, 2, 1, 3]);
-    k = F.permute(k.reshape(N, S, h, dK), [0, 2, 1, 3]);
-    v = F.permute(v.reshape(N, S, h, dK), [0, 2, 1, 3]);
+    k = F.permute(k.reshape(N, S, hKV, dK), [0, 2, 1, 3]);
+    v = F.permute(v.reshape(N, S, hKV, dK), [0, 2, 1, 3]);
 
     const bias = this.buildBias(attnMask, keyPaddingMask, N, L, S, batched);
     const res = attentionCore(
@@ -203,8 +243,8 @@ export class MultiheadAttention extends Module {
       },
       [N, h],
     );
-    // Concatenate heads: (N, h, L, dK) -> (N, L, E), then Wᴼ.
-    let out = this.outProj.forward(F.permute(res.output, [0, 2, 1, 3]).reshape(N, L, E));
+    // Concatenate heads: (N, h, L, dK) -> (N, L, h·dK), then Wᴼ -> (N, L, E).
+    let out = this.outProj.forward(F.permute(res.output, [0, 2, 1, 3]).reshape(N, L, h * dK));
     out = !batched ? out.reshape(L, E) : this.batchFirst ? out : F.transpose(out, 0, 1);
     let weights: Tensor | null = null;
     if (needWeights && res.weights) {
@@ -214,19 +254,97 @@ export class MultiheadAttention extends Module {
     return { output: out, weights };
   }
 
+  /** Widths of the query, key and value projections: h·dK, hKV·dK, hKV·dK (each E in multi-head attention). */
+  private partSizes(): number[] {
+    const kv = this.numKVHeads * this.headDim;
+    return [this.numHeads * this.headDim, kv, kv];
+  }
+
   /**
-   * x (..., E) through rows [i·E, (i + n)·E) of the packed in_proj_weight and in_proj_bias (n = 3: all three
-   * projections in one GEMM), float or quantized.
+   * LoRA pairs on the packed input projection (addInProjLora), by the rows they adapt: Hugging Face keeps q, k and
+   * v as separate layers (Marian's q_proj, v_proj) or as one (GPT-2's c_attn), and PEFT adapts whichever it is told.
+   */
+  readonly inProjLora: Partial<Record<InProjPart, LoraLinear>> = {};
+
+  /**
+   * Attach a LoRA pair to rows of the packed in_proj_weight (`part`: 'q', 'k', 'v', or 'qkv' for all 3E rows),
+   * registered as `lora_<part>`; every projection path (forward, projectSelf/Query/KeyValue) adds its update.
+   */
+  addInProjLora(part: InProjPart, options: LoraOptions): LoraLinear {
+    if (!this.inProjWeight)
+      throw new Error('MultiheadAttention.addInProjLora: this attention has separate q/k/v weights (kdim/vdim ≠ E)');
+    if (this.numKVHeads !== this.numHeads || this.headDim * this.numHeads !== this.embedDim)
+      throw new Error(
+        'MultiheadAttention.addInProjLora: grouped-query attention or a head_dim other than embedDim / numHeads ' +
+          `(numKVHeads ${this.numKVHeads}, headDim ${this.headDim}) is not supported for LoRA on the packed in_proj`,
+      );
+    if (!Object.hasOwn(PART_ROWS, part))
+      throw new Error(`MultiheadAttention.addInProjLora: part must be 'q', 'k', 'v' or 'qkv', got ${String(part)}`);
+    const taken = Object.keys(this.inProjLora) as InProjPart[];
+    if (taken.some((t) => t === part || t === 'qkv' || part === 'qkv'))
+      throw new Error(
+        `MultiheadAttention.addInProjLora: rows of '${part}' already have an adapter (${taken.join(', ')})`,
+      );
+    const lora = new LoraLinear(this.embedDim, PART_ROWS[part][1] * this.embedDim, options);
+    this.inProjLora[part] = this.registerModule(`lora_${part}`, lora);
+    return lora;
+  }
+
+  /** Drop the in_proj adapters; with `merge`, first add each ΔW into its rows of in_proj_weight (float only). */
+  removeInProjLora(merge: boolean): void {
+    for (const [part, lora] of Object.entries(this.inProjLora) as [InProjPart, LoraLinear][]) {
+      if (merge) {
+        if (this.inProjScale)
+          throw new Error('MultiheadAttention.removeInProjLora: cannot merge an adapter into a quantized weight');
+        mergeInto(
+          this.inProjWeight!,
+          noGrad(() => lora.deltaWeight()),
+          PART_ROWS[part][0] * this.embedDim,
+        );
+      }
+      this.removeModule(`lora_${part}`);
+      delete this.inProjLora[part];
+    }
+  }
+
+  /**
+   * q (N, T, h·dK), k, v (N, T, hKV·dK) of x (N, T, E) in one GEMM, with the adapters' updates (an all-rows one
+   * before the split).
+   */
+  private projectAll(x: Tensor): Tensor[] {
+    let y = this.inProject(x, 0, 3); // (N, T, (h + 2·hKV)·dK)
+    const all = this.inProjLora.qkv;
+    if (all) y = F.add(y, all.forward(x));
+    const parts = F.split(y, this.partSizes(), -1); // q, k, v
+    return parts.map((p, i) => {
+      const lora = this.inProjLora[(['q', 'k', 'v'] as const)[i]];
+      return lora ? F.add(p, lora.forward(x)) : p;
+    });
+  }
+
+  /** Projection i's LoRA update of x (N, T, E): its own adapter's, or its rows of an all-rows one; null: none. */
+  private partLora(x: Tensor, i: 0 | 1 | 2): Tensor | null {
+    const own = this.inProjLora[(['q', 'k', 'v'] as const)[i]];
+    if (own) return own.forward(x);
+    const all = this.inProjLora.qkv;
+    return all ? all.forwardRows(x, i * this.embedDim, this.embedDim) : null;
+  }
+
+  /**
+   * x (..., E) through the rows of parts [i, i + n) of the packed in_proj_weight and in_proj_bias (0 query,
+   * 1 key, 2 value; n = 3: all three projections in one GEMM), float or quantized.
    */
   private inProject(x: Tensor, i: number, n: number): Tensor {
-    const E = this.embedDim;
+    const sizes = this.partSizes();
+    const start = sizes.slice(0, i).reduce((a, b) => a + b, 0);
+    const count = sizes.slice(i, i + n).reduce((a, b) => a + b, 0);
     const W = this.inProjWeight!;
-    const b = this.inProjBias && n < 3 ? F.narrow(this.inProjBias, 0, i * E, n * E) : this.inProjBias;
     if (this.inProjScale) {
-      const p = n < 3 ? F.quantizedRows(W, this.inProjScale, i * E, n * E) : { values: W, scale: this.inProjScale };
+      const b = this.inProjBias && n < 3 ? F.narrow(this.inProjBias, 0, start, count) : this.inProjBias;
+      const p = n < 3 ? F.quantizedRows(W, this.inProjScale, start, count) : { values: W, scale: this.inProjScale };
       return F.linearQuantized(x, p.values, p.scale, b);
     }
-    return n < 3 ? linearRows(x, W, this.inProjBias, i * E, n * E) : F.linear(x, W, b);
+    return n < 3 ? linearRows(x, W, this.inProjBias, start, count) : F.linear(x, W, this.inProjBias);
   }
 
   /**
@@ -252,7 +370,7 @@ export class MultiheadAttention extends Module {
   /** Query projection split into heads: query (N, L, E) batch-first -> (N, h, L, dK). */
   projectQuery(query: Tensor): Tensor {
     this.checkBatchFirst3D(query, this.embedDim, 'query');
-    return this.splitHeads(this.projectPart(query, 0));
+    return this.splitHeads(this.projectPart(query, 0), this.numHeads);
   }
 
   /**
@@ -270,16 +388,20 @@ export class MultiheadAttention extends Module {
   } {
     this.checkBatchFirst3D(key, this.kdim, 'key');
     this.checkBatchFirst3D(value, this.vdim, 'value');
-    return { k: this.splitHeads(this.projectPart(key, 1)), v: this.splitHeads(this.projectPart(value, 2)) };
+    const hKV = this.numKVHeads;
+    return { k: this.splitHeads(this.projectPart(key, 1), hKV), v: this.splitHeads(this.projectPart(value, 2), hKV) };
   }
 
-  /** Self-attention projections of x (N, L, E) batch-first, in one GEMM as forward() does: q, k, v (N, h, L, dK). */
+  /**
+   * Self-attention projections of x (N, L, E) batch-first, in one GEMM as forward() does: q (N, h, L, dK),
+   * k and v (N, hKV, L, dK).
+   */
   projectSelf(x: Tensor): {
     /** Projected queries (N, h, L, dK). */
     q: Tensor;
-    /** Projected keys (N, h, L, dK). */
+    /** Projected keys (N, hKV, L, dK). */
     k: Tensor;
-    /** Projected values (N, h, L, dK). */
+    /** Projected values (N, hKV, L, dK). */
     v: Tensor;
   } {
     this.checkBatchFirst3D(x, this.embedDim, 'x');
@@ -287,21 +409,28 @@ export class MultiheadAttention extends Module {
       const { k, v } = this.projectKeyValue(x, x);
       return { q: this.projectQuery(x), k, v };
     }
-    const [q, k, v] = F.chunk(this.inProject(x, 0, 3), 3, -1);
-    return { q: this.splitHeads(q), k: this.splitHeads(k), v: this.splitHeads(v) };
+    const [q, k, v] = this.projectAll(x);
+    const hKV = this.numKVHeads;
+    return { q: this.splitHeads(q, this.numHeads), k: this.splitHeads(k, hKV), v: this.splitHeads(v, hKV) };
   }
 
   /**
-   * Attention of projected queries q (N, h, L, dK) over projected keys/values k, v (N, h, S, dK),
+   * Attention of projected queries q (N, h, L, dK) over projected keys/values k, v (N, hKV, S, dK),
    * heads concatenated and projected by Wᴼ: returns output (N, L, E) batch-first and, if asked,
-   * the per-head weights (N, h, L, S). keyPaddingMask (N, S): TRUE = blocked, or float, added.
+   * the per-head weights (N, h, L, S). keyPaddingMask (N, S): TRUE = blocked, or float, added;
+   * attnBias (L, S), float, added (a sliding window's −∞ beyond it).
    * isCausal aligns to the end (query i is key position i + S − L), as a KV cache needs.
    */
   attendProjected(
     q: Tensor,
     k: Tensor,
     v: Tensor,
-    options: { keyPaddingMask?: Tensor | null; isCausal?: boolean; needWeights?: boolean } = {},
+    options: {
+      keyPaddingMask?: Tensor | null;
+      attnBias?: Tensor | null;
+      isCausal?: boolean;
+      needWeights?: boolean;
+    } = {},
   ): {
     /** The output (N, L, E), batch-first. */
     output: Tensor;
@@ -314,16 +443,17 @@ export class MultiheadAttention extends Module {
     if (q.ndim !== 4 || q.shape[1] !== h || q.shape[3] !== dK)
       throw new Error(`${name}: projected query must be (N, ${h}, L, ${dK}), got ${shapeToString(q.shape)}`);
     const [N, , L] = q.shape;
+    const hKV = this.numKVHeads;
     for (const [arg, t] of [
       ['key', k],
       ['value', v],
     ] as const) {
-      if (t.ndim !== 4 || t.shape[0] !== N || t.shape[1] !== h || t.shape[3] !== dK || t.shape[2] !== k.shape[2]) {
-        throw new Error(`${name}: projected ${arg} must be (${N}, ${h}, S, ${dK}), got ${shapeToString(t.shape)}`);
+      if (t.ndim !== 4 || t.shape[0] !== N || t.shape[1] !== hKV || t.shape[3] !== dK || t.shape[2] !== k.shape[2]) {
+        throw new Error(`${name}: projected ${arg} must be (${N}, ${hKV}, S, ${dK}), got ${shapeToString(t.shape)}`);
       }
     }
     const S = k.shape[2];
-    const bias = this.buildBias(null, options.keyPaddingMask ?? null, N, L, S, true);
+    const bias = this.buildBias(options.attnBias ?? null, options.keyPaddingMask ?? null, N, L, S, true);
     const needWeights = options.needWeights ?? false;
     const res = attentionCore(
       q,
@@ -338,7 +468,8 @@ export class MultiheadAttention extends Module {
       },
       [N, h],
     );
-    const output = this.outProj.forward(F.permute(res.output, [0, 2, 1, 3]).reshape(N, L, this.embedDim));
+    // (N, h, L, dK) -> (N, L, h·dK), then Wᴼ -> (N, L, E).
+    const output = this.outProj.forward(F.permute(res.output, [0, 2, 1, 3]).reshape(N, L, h * dK));
     return { output, weights: needWeights ? res.weights : null };
   }
 
@@ -349,16 +480,19 @@ export class MultiheadAttention extends Module {
   private projectPart(x: Tensor, i: 0 | 1 | 2): Tensor {
     const E = this.embedDim;
     const b = this.inProjBias;
-    if (this.inProjWeight)
-      return this.inProjScale ? this.inProject(x, i, 1) : linearRows(x, this.inProjWeight, b, i * E, E);
+    if (this.inProjWeight) {
+      const y = this.inProject(x, i, 1);
+      const lora = this.partLora(x, i);
+      return lora ? F.add(y, lora) : y;
+    }
     const w = i === 0 ? this.qProjWeight! : i === 1 ? this.kProjWeight! : this.vProjWeight!;
     return F.linear(x, w, b ? F.narrow(b, 0, i * E, E) : null);
   }
 
-  /** (N, T, E) -> (N, h, T, dK). */
-  private splitHeads(t: Tensor): Tensor {
+  /** (N, T, heads·dK) -> (N, heads, T, dK). */
+  private splitHeads(t: Tensor, heads: number): Tensor {
     const [N, T] = t.shape;
-    return F.permute(t.reshape(N, T, this.numHeads, this.headDim), [0, 2, 1, 3]);
+    return F.permute(t.reshape(N, T, heads, this.headDim), [0, 2, 1, 3]);
   }
 
   private checkBatchFirst3D(t: Tensor, width: number, arg: string): void {

@@ -11,13 +11,17 @@ export {
   Linear,
   Embedding,
   LayerNorm,
+  RMSNorm,
+  SwiGLU,
   Dropout,
   ReLU,
   GELU,
   PositionalEncoding,
   sinusoidalTable,
   type LayerNormOptions,
+  type RMSNormOptions,
 } from './layers.ts';
+export { RotaryEmbedding, type RopeScaling } from './rotary.ts';
 export {
   MultiheadAttention,
   type MultiheadAttentionOptions,

@@ -1,6 +1,8 @@
+import { noGrad } from '../autograd/grad-mode.ts';
 import * as F from '../ops/index.ts';
 import { Tensor, full, zeros } from '../tensor/tensor.ts';
 import { linearDefault_, normal_, uniform_ } from './init.ts';
+import { LoraLinear, type LoraOptions } from './lora.ts';
 import { Module, type QuantizeOptions } from './module.ts';
 
 /** y = x·Wᵀ + b; weight (outFeatures, inFeatures) as torch.nn.Linear. */
@@ -34,10 +36,38 @@ export class Linear extends Module {
     }
   }
 
-  /** x (..., inFeatures) -> (..., outFeatures). */
+  /** A low-rank adapter added to the output (addLora), registered as `lora`; null without one. */
+  lora: LoraLinear | null = null;
+
+  /** x (..., inFeatures) -> (..., outFeatures), plus the LoRA update where an adapter is attached. */
   forward(x: Tensor): Tensor {
-    if (this.weightScale) return F.linearQuantized(x, this.weight, this.weightScale, this.bias);
-    return F.linear(x, this.weight, this.bias);
+    const y = this.weightScale
+      ? F.linearQuantized(x, this.weight, this.weightScale, this.bias)
+      : F.linear(x, this.weight, this.bias);
+    return this.lora ? F.add(y, this.lora.forward(x)) : y;
+  }
+
+  /** Attach a new LoRA pair (inFeatures → r → outFeatures) whose update forward() adds; one per layer. */
+  addLora(options: LoraOptions): LoraLinear {
+    if (this.lora) throw new Error('Linear.addLora: this layer already has an adapter (merge or remove it first)');
+    this.lora = this.registerModule('lora', new LoraLinear(this.inFeatures, this.outFeatures, options));
+    return this.lora;
+  }
+
+  /** Drop the adapter; with `merge`, first add its ΔW = scaling·B·A into the weight (float weights only). */
+  removeLora(merge: boolean): void {
+    if (!this.lora) return;
+    if (merge) {
+      if (this.weightScale) throw new Error('Linear.removeLora: cannot merge an adapter into a quantized weight');
+      const lora = this.lora;
+      mergeInto(
+        this.weight,
+        noGrad(() => lora.deltaWeight()),
+        0,
+      );
+    }
+    this.removeModule('lora');
+    this.lora = null;
   }
 
   /** The weight as a quantized pair in `dtype` (Module.quantize); a second call leaves it as it is. */
@@ -51,6 +81,15 @@ export class Linear extends Module {
     this.weight = values;
     this.weightScale = scale;
   }
+}
+
+/** Add `delta` (rows, cols) into rows [start, start + rows) of the 2-D weight `w`, in place, outside autograd. */
+export function mergeInto(w: Tensor, delta: Tensor, start: number): void {
+  const d = delta.dataSync<Float32Array>();
+  const values = w.dataSync<Float32Array>().slice();
+  const at = start * w.shape[1];
+  for (let i = 0; i < d.length; i++) values[at + i] += d[i];
+  w.write(values);
 }
 
 /** A lookup table of vectors; the row at paddingIdx starts at zero and receives no gradient. */
@@ -152,6 +191,77 @@ export class LayerNorm extends Module {
   /** x (..., *normalizedShape), normalised over those dims, then scaled and shifted. */
   forward(x: Tensor): Tensor {
     return F.layerNorm(x, this.normalizedShape, this.weight, this.bias, this.eps);
+  }
+}
+
+/** Options of {@link RMSNorm}, torch's names. */
+export interface RMSNormOptions {
+  /** Added to mean(x²) before the square root. Default: float32's machine epsilon (torch's). */
+  eps?: number;
+  /** Learn a scale per element (starting at 1). Default true. */
+  elementwiseAffine?: boolean;
+}
+
+/**
+ * RMS normalisation (Zhang & Sennrich 2019) over the last dims, as torch.nn.RMSNorm and transformers'
+ * LlamaRMSNorm: x / √(mean(x²) + ε) · weight. LayerNorm without the mean and the shift: the norm of the
+ * decoders of Llama, Qwen2 and Mistral. One kernel each way (F.rmsNorm).
+ */
+export class RMSNorm extends Module {
+  /** The trailing dims normalised over. */
+  readonly normalizedShape: number[];
+  /** Added to mean(x²) before the square root. */
+  readonly eps: number | undefined;
+  /** Scale γ (normalizedShape), starting at 1; null without elementwiseAffine. */
+  readonly weight: Tensor | null;
+
+  constructor(normalizedShape: number | number[], options: RMSNormOptions = {}) {
+    super();
+    this.normalizedShape = typeof normalizedShape === 'number' ? [normalizedShape] : normalizedShape.slice();
+    for (const d of this.normalizedShape) checkPositiveInt('RMSNorm', 'normalizedShape', d);
+    if (options.eps !== undefined && !(options.eps >= 0))
+      throw new Error(`RMSNorm: eps must be >= 0, got ${options.eps}`);
+    this.eps = options.eps;
+    this.weight =
+      (options.elementwiseAffine ?? true) ? this.registerParameter('weight', full(this.normalizedShape, 1)) : null;
+  }
+
+  /** x (..., *normalizedShape), divided by its root mean square over those dims, then scaled. */
+  forward(x: Tensor): Tensor {
+    return F.rmsNorm(x, this.normalizedShape, this.weight, this.eps);
+  }
+}
+
+/**
+ * The gated feed-forward block of Llama, Qwen2 and Mistral (Shazeer 2020, SwiGLU):
+ * down_proj(silu(gate_proj(x)) · up_proj(x)), transformers' LlamaMLP with its names. The gate and its product
+ * are one kernel (F.swiglu).
+ */
+export class SwiGLU extends Module {
+  /** `gate_proj`: dModel → dFf, through silu. */
+  readonly gateProj: Linear;
+  /** `up_proj`: dModel → dFf, the gated values. */
+  readonly upProj: Linear;
+  /** `down_proj`: dFf → dModel, back to the residual stream. */
+  readonly downProj: Linear;
+
+  constructor(
+    /** The model width (hidden_size). */
+    readonly dModel: number,
+    /** The inner width (intermediate_size). */
+    readonly dFf: number,
+    options: { bias?: boolean } = {},
+  ) {
+    super();
+    const bias = options.bias ?? false;
+    this.gateProj = this.registerModule('gate_proj', new Linear(dModel, dFf, { bias }));
+    this.upProj = this.registerModule('up_proj', new Linear(dModel, dFf, { bias }));
+    this.downProj = this.registerModule('down_proj', new Linear(dFf, dModel, { bias }));
+  }
+
+  /** x (..., dModel) → (..., dModel), each position on its own. */
+  forward(x: Tensor): Tensor {
+    return this.downProj.forward(F.swiglu(this.gateProj.forward(x), this.upProj.forward(x)));
   }
 }
 

@@ -118,6 +118,11 @@ export class Module {
     return m;
   }
 
+  /** Remove the submodule registered as `name` (an adapter merged away); its parameters leave the tree. */
+  protected removeModule(name: string): void {
+    this.modules.delete(name);
+  }
+
   /** Direct submodules with their registered names. */
   namedChildren(): [string, Module][] {
     return [...this.modules.entries()];

@@ -31,6 +31,11 @@ export interface AttentionOptions {
   dropoutP?: number;
   /** Random stream of the dropout mask (default: the global generator, see `manualSeed`). */
   generator?: Generator;
+  /**
+   * Grouped-query attention (torch's `enable_gqa`): key and value may have fewer heads (dim −3) than the
+   * query, a divisor of them; query head i reads KV head ⌊i / (Hq / Hkv)⌋, without copying K and V.
+   */
+  enableGqa?: boolean;
 }
 
 /** softmax(Q·Kᵀ·scale + mask)·V for q (..., L, D), k (..., S, D), v (..., S, Dv) -> (..., L, Dv). */
@@ -75,17 +80,26 @@ export function attention(
   if (Dk !== D) throw new Error(`${op}: key last dim must equal query's ${D}, got key shape ${shapeToString(k.shape)}`);
   if (Sv !== S)
     throw new Error(`${op}: value must have ${S} positions like key, got value shape ${shapeToString(v.shape)}`);
+  const H = lead.length >= 1 ? lead[lead.length - 1] : 1;
+  const gqa = (options.enableGqa ?? false) && lead.length >= 1;
+  const Hk = gqa ? k.shape[k.ndim - 3] : H;
   for (const [name, t] of [
     ['key', k],
     ['value', v],
   ] as const) {
-    if (t.shape.slice(0, -2).some((d, i) => d !== lead[i])) {
+    const dims = t.shape.slice(0, -2);
+    const bad = gqa
+      ? dims[dims.length - 1] !== Hk || dims.slice(0, -1).some((d, i) => d !== lead[i])
+      : dims.some((d, i) => d !== lead[i]);
+    if (bad) {
       throw new Error(
-        `${op}: ${name} batch dims ${shapeToString(t.shape.slice(0, -2))} must equal query's ${shapeToString(lead)}`,
+        `${op}: ${name} batch dims ${shapeToString(dims)} must equal query's ${shapeToString(lead)}` +
+          (gqa ? ` but for the heads (dim -3, ${Hk} as key's)` : ''),
       );
     }
   }
-  const H = lead.length >= 1 ? lead[lead.length - 1] : 1;
+  if (Hk < 1 || H % Hk !== 0)
+    throw new Error(`${op}: the query's ${H} heads are not a multiple of the key's ${Hk} (enableGqa)`);
   const B = sizeOf(lead) / (H || 1);
   let bias: Tensor | null = null;
   if (options.attnMask) bias = maskToBias(options.attnMask, 'allow', op, 'attnMask');
@@ -93,8 +107,8 @@ export function attention(
   const geometry = { B, H, L, S, lead };
   return attentionCore(
     q.reshape(B, H, L, D),
-    k.reshape(B, H, S, D),
-    v.reshape(B, H, S, Dv),
+    k.reshape(B, Hk, S, D),
+    v.reshape(B, Hk, S, Dv),
     bias ? alignBias(bias, geometry, op, 'attnMask') : null,
     {
       causal: options.isCausal ?? false,
@@ -195,8 +209,9 @@ export interface CoreOptions {
 }
 
 /**
- * Attention on (B, H, L, D) tensors with a (B|1, H|1, L|1, S) additive bias. Shared by
- * F.scaledDotProductAttention and nn.MultiheadAttention; `lead` restores the caller's batch dims.
+ * Attention on (B, H, L, D) queries and (B, Hk, S, D) keys and values with a (B|1, H|1, L|1, S) additive bias.
+ * Hk divides H: with Hk < H (grouped-query attention), query head i reads KV head ⌊i / (H / Hk)⌋ in place.
+ * Shared by F.scaledDotProductAttention and nn.MultiheadAttention; `lead` restores the caller's batch dims.
  */
 export function attentionCore(
   q: Tensor,
@@ -207,21 +222,27 @@ export function attentionCore(
   lead: readonly number[],
 ): AttentionResult {
   const [B, H, L, D] = q.shape;
+  const Hk = k.shape[1];
   const S = k.shape[2];
   const Dv = v.shape[3];
+  if (Hk < 1 || H % Hk !== 0)
+    throw new Error(`attention: the query's ${H} heads are not a multiple of the key/value heads ${Hk}`);
+  const group = H / Hk;
   const outShape = [...lead, L, Dv];
   const wShape = [...lead, L, S];
   const recording = isGradEnabled() && (q.requiresGrad || k.requiresGrad || v.requiresGrad);
 
   if (o.dropoutP > 0 || (o.needWeights && recording)) {
-    // Visible path: every step differentiable, weights part of the graph.
-    let scores = matmul(q, transpose(k, -2, -1)); // (B, H, L, S)
+    // Visible path: every step differentiable, weights part of the graph. The query heads of one KV head are
+    // consecutive, so (B, H, L, D) is (B, Hk, group·L, D) as it lies: each KV head meets its group in one matmul.
+    const qg = q.reshape(B, Hk, group * L, D);
+    let scores = matmul(qg, transpose(k, -2, -1)).reshape(B, H, L, S); // (B, Hk, group·L, S) = (B, H, L, S)
     scores = mul(scores, o.scale);
     if (bias) scores = add(scores, bias);
     if (o.causal) scores = add(scores, causalBias(L, S));
     let w = softmax(scores, -1);
     if (o.dropoutP > 0) w = dropout(w, o.dropoutP, true, o.generator);
-    const out = matmul(w, v); // (B, H, L, Dv)
+    const out = matmul(w.reshape(B, Hk, group * L, S), v); // (B, Hk, group·L, Dv) = (B, H, L, Dv)
     return { output: out.reshape(outShape), weights: o.needWeights ? w.reshape(wShape) : null };
   }
 
@@ -229,6 +250,7 @@ export function attentionCore(
   const p: AttentionParams = {
     b: B,
     h: H,
+    hk: Hk,
     l: L,
     s: S,
     d: D,

@@ -175,6 +175,27 @@ export function gelu(x: Tensor, approximate: 'none' | 'tanh' = 'none'): Tensor {
 }
 
 /**
+ * SwiGLU's gate (Shazeer 2020, "GLU Variants Improve Transformer"): silu(gate)·up, one kernel each way, as the
+ * feed-forward of Llama, Qwen2 and Mistral computes act_fn(gate_proj(x)) * up_proj(x). gate and up have one shape.
+ */
+export function swiglu(gate: Tensor, up: Tensor): Tensor {
+  const gd = f32(gate, 'swiglu', 'gate');
+  const ud = f32(up, 'swiglu', 'up');
+  if (!sameShape(gate.shape, up.shape))
+    throw new Error(
+      `swiglu: gate and up must have the same shape, got [${gate.shape.join(', ')}] and [${up.shape.join(', ')}]`,
+    );
+  const out = empty(gate.shape);
+  K().swiglu(gd, ud, st(out));
+  return record(out, 'swiglu', [gate, up], (g) => {
+    const dg = empty(gate.shape);
+    const du = empty(up.shape);
+    K().swigluBackward(gd, ud, st(g), st(dg), st(du));
+    return [dg, du];
+  });
+}
+
+/**
  * Where `mask` is true (nonzero), put `value`; elsewhere keep x. The mask broadcasts to x's shape.
  * Gradient flows to x where the mask is false.
  */

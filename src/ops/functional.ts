@@ -16,6 +16,7 @@ export {
   pow,
   relu,
   gelu,
+  swiglu,
   maskedFill,
   expand,
 } from './elementwise.ts';
@@ -33,7 +34,8 @@ export {
   type QuantizedWeight,
 } from './matmul.ts';
 export { softmax, logSoftmax } from './softmax.ts';
-export { layerNorm } from './norm.ts';
+export { layerNorm, rmsNorm } from './norm.ts';
+export { rotaryEmbedding } from './rotary.ts';
 export { dropout } from './dropout.ts';
 export { embedding } from './embedding.ts';
 export { crossEntropy, mseLoss, type CrossEntropyOptions } from './loss.ts';

@@ -1,13 +1,13 @@
 import { record } from '../autograd/engine.ts';
 import { broadcastShapes, shapeToString, sizeOf, stridesOf } from '../tensor/shape.ts';
 import type { I8, Q4 } from '../backend/backend.ts';
-import { Q4_BLOCK, quantizeInt8, quantizeQ4 } from '../backend/js/quantized.ts';
+import { embeddingInt8, embeddingQ4, Q4_BLOCK, quantizeInt8, quantizeQ4 } from '../backend/js/quantized.ts';
 
 export { Q4_BLOCK };
 import { Tensor } from '../tensor/tensor.ts';
 import { sumToShape } from './reduce.ts';
 import { narrow } from './shape.ts';
-import { empty, f32, K, st, upload, zerosF } from './util.ts';
+import { empty, f32, i32, K, st, upload, zerosF } from './util.ts';
 
 /**
  * C = A·B for the last two dims, broadcasting the batch dims (torch.matmul for rank >= 2; a 1-D
@@ -355,30 +355,26 @@ export function quantizedRows(values: Tensor, scale: Tensor, start: number, n: n
 /**
  * Rows of a quantized table (an nn.Embedding's int8 or q4 pair, see {@link quantizeWeight}) picked by ids of any
  * shape -> (...ids.shape, dim) float32, each value q·s rounded once to float32: the rows a float table dequantized
- * at load (tensor/quantize.ts) holds, bit for bit. Ids are checked as F.embedding checks them. Inference only;
- * the values are read on the host (dataSync: devices that read synchronously).
+ * at load (tensor/quantize.ts) holds, bit for bit (kernels embeddingInt8, embeddingQ4, so the table stays packed
+ * on every device). Ids are checked as F.embedding checks them: where they can be read at once. Inference only.
  */
 export function embeddingQuantized(ids: Tensor, values: Tensor, scale: Tensor): Tensor {
   checkPair('embeddingQuantized', values, scale);
   if (ids.dtype !== 'int32') throw new Error(`embeddingQuantized: input ids must be int32, got ${ids.dtype}`);
+  const k = K(values);
+  const sd = f32(scale, 'embeddingQuantized', 'scale', k);
+  const idd = i32(ids, 'embeddingQuantized', 'input', k);
   const [num, dim] = values.shape;
-  const id = ids.dataSync<Int32Array>();
-  const q = values.dataSync<Int8Array | Uint8Array>();
-  const s = scale.dataSync<Float32Array>();
-  const out = new Float32Array(id.length * dim);
-  const q4 = values.dtype === 'q4';
-  const nb = q4 ? dim / Q4_BLOCK : 1;
-  for (let i = 0; i < id.length; i++) {
-    const r = id[i];
-    if (!(r >= 0 && r < num))
-      throw new Error(`embeddingQuantized: index ${r} at position ${i} is out of range for ${num} embeddings`);
-    for (let c = 0; c < dim; c++) {
-      const e = r * dim + c;
-      const v = q4 ? (((q[e >> 1] >> ((e & 1) * 4)) & 15) ^ 8) - 8 : q[e];
-      out[i * dim + c] = v * s[q4 ? r * nb + Math.floor(c / Q4_BLOCK) : r];
-    }
+  if (ids.device.readSync) {
+    const id = ids.dataSync<Int32Array>();
+    for (let i = 0; i < id.length; i++)
+      if (!(id[i] >= 0 && id[i] < num))
+        throw new Error(`embeddingQuantized: index ${id[i]} at position ${i} is out of range for ${num} embeddings`);
   }
-  return upload(out, [...ids.shape, dim]);
+  const out = empty([...ids.shape, dim], k);
+  if (values.dtype === 'int8') k.embeddingInt8(values.storage as I8, sd, idd, st(out), dim);
+  else k.embeddingQ4(values.storage as Q4, sd, idd, st(out), dim);
+  return out;
 }
 
 /**
@@ -386,14 +382,12 @@ export function embeddingQuantized(ids: Tensor, values: Tensor, scale: Tensor): 
  * file used to give, tensor/quantize.ts's dequantizeInt8). Read on the host.
  */
 export function dequantizeWeight(values: Tensor, scale: Tensor): Tensor {
-  const [rows] = values.shape;
-  return embeddingQuantized(
-    new Tensor(
-      Int32Array.from({ length: rows }, (_, i) => i),
-      [rows],
-      'int32',
-    ),
-    values,
-    scale,
-  );
+  checkPair('dequantizeWeight', values, scale);
+  const [rows, cols] = values.shape;
+  const every = Int32Array.from({ length: rows }, (_, i) => i);
+  const out = new Float32Array(rows * cols);
+  const s = scale.dataSync<Float32Array>();
+  if (values.dtype === 'int8') embeddingInt8(values.dataSync<Int8Array>(), s, every, out, cols);
+  else embeddingQ4(values.dataSync<Uint8Array>(), s, every, out, cols);
+  return upload(out, [rows, cols]);
 }

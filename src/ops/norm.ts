@@ -51,3 +51,46 @@ function badAffine(name: string, normalizedShape: readonly number[], p: Tensor):
     `layerNorm: ${name} must have shape ${shapeToString(normalizedShape)}, got ${shapeToString(p.shape)}`,
   );
 }
+
+/** float32's machine epsilon, torch's default ε of rms_norm (torch.finfo(torch.float32).eps). */
+const FLOAT32_EPS = 2 ** -23;
+
+/**
+ * RMS normalisation over the trailing `normalizedShape` dims (Zhang & Sennrich 2019), as
+ * torch.nn.functional.rms_norm and transformers' LlamaRMSNorm: x / √(mean(x²) + ε) · weight, no mean removed, no
+ * bias. eps defaults to float32's machine epsilon, torch's default (Llama's configs set rms_norm_eps). Fused
+ * forward and backward: 1/√(mean(x²) + ε) per row is saved.
+ */
+export function rmsNorm(
+  x: Tensor,
+  normalizedShape: readonly number[],
+  weight?: Tensor | null,
+  eps: number = FLOAT32_EPS,
+): Tensor {
+  const k = K();
+  const xd = f32(x, 'rmsNorm', 'input', k);
+  const n = normalizedShape.length;
+  if (x.ndim < n || normalizedShape.some((d, i) => d !== x.shape[x.ndim - n + i])) {
+    throw new Error(
+      `rmsNorm: input shape ${shapeToString(x.shape)} does not end with ` +
+        `normalizedShape ${shapeToString(normalizedShape)}`,
+    );
+  }
+  if (!(eps >= 0)) throw new Error(`rmsNorm: eps must be >= 0, got ${eps}`);
+  const cols = sizeOf(normalizedShape);
+  if (weight && sizeOf(weight.shape) !== cols)
+    throw new Error(
+      `rmsNorm: weight must have shape ${shapeToString(normalizedShape)}, got ${shapeToString(weight.shape)}`,
+    );
+  const rows = cols === 0 ? 0 : x.size / cols;
+  const out = empty(x.shape, k);
+  const rstd = scratch(rows, k);
+  const wd = weight ? f32(weight, 'rmsNorm', 'weight', k) : null;
+  k.rmsNorm(xd, wd, st(out), rstd, rows, cols, eps);
+  return record(out, 'rmsNorm', weight ? [x, weight] : [x], (g) => {
+    const dx = empty(x.shape);
+    const dw = weight ? zerosF(weight.shape) : null;
+    K().rmsNormBackward(xd, wd, rstd, st(g), st(dx), dw && st(dw), rows, cols);
+    return dw ? [dx, dw] : [dx];
+  });
+}

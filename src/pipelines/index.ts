@@ -10,8 +10,12 @@
  * of a folder picker, or a map of file contents.
  */
 import { backendNames, setBackend } from '../backend/backend.ts';
-import type { FolderInput } from '../folder/open.ts';
-import { openLanguageModel, openTranslation } from './load.ts';
+import { applyAdapter } from '../folder/adapter.ts';
+import type { FolderInput, OpenedFolder } from '../folder/open.ts';
+import { featureExtractionPipeline, type FeatureExtractionPipeline } from './feature-extraction.ts';
+import { fillMaskPipeline, type FillMaskPipeline } from './fill-mask.ts';
+import { openEncoder, openLanguageModel, openTranslation, readAdapterFolder } from './load.ts';
+import { textClassificationPipeline, type TextClassificationPipeline } from './text-classification.ts';
 import { applyDType, checkOptions, describeValue, didYouMean, type PipelineDType } from './options.ts';
 import { textGenerationPipeline, type TextGenerationPipeline } from './text-generation.ts';
 import { translationPipeline, type TranslationPipeline } from './translation.ts';
@@ -19,13 +23,30 @@ import { translationPipeline, type TranslationPipeline } from './translation.ts'
 export type { PipelineWarning } from './options.ts';
 export type { GenerationOptions, TextGenerationPipeline } from './text-generation.ts';
 export type { TranslationOptions, TranslationPipeline } from './translation.ts';
+export type { FeatureExtractionOptions, FeatureExtractionPipeline } from './feature-extraction.ts';
+export type { FillMaskOptions, FillMaskPipeline, FillMaskResult } from './fill-mask.ts';
+export type {
+  ClassificationResult,
+  TextClassificationOptions,
+  TextClassificationPipeline,
+} from './text-classification.ts';
 export { decodingFor } from './translation.ts';
 
 /**
- * The tasks {@link pipeline} knows: 'translation' (a qkv-seq2seq folder) and 'text-generation' (a
- * qkv-gpt or Hugging Face GPT-2 folder). Another name is an error naming it.
+ * The tasks {@link pipeline} knows: 'translation' (a qkv-seq2seq or Marian folder), 'text-generation' (a
+ * qkv-gpt or Hugging Face GPT-2 folder), and over a Hugging Face encoder folder (BERT, RoBERTa, XLM-R,
+ * DistilBERT) 'feature-extraction', 'fill-mask' and 'text-classification'. Another name is an error naming it.
  */
-export type Task = 'translation' | 'text-generation';
+export type Task = 'translation' | 'text-generation' | EncoderTask;
+
+/** The tasks of an encoder folder, with the head each reads. */
+const ENCODER_TASKS = {
+  'feature-extraction': 'none',
+  'fill-mask': 'masked-lm',
+  'text-classification': 'classification',
+} as const;
+
+type EncoderTask = keyof typeof ENCODER_TASKS;
 
 /**
  * How {@link pipeline} opens the folder. An unknown name, or a value of the wrong kind, is an Error
@@ -58,6 +79,13 @@ export interface PipelineOptions {
    */
   srcLang?: string;
   tgtLang?: string;
+  /**
+   * A LoRA adapter in Hugging Face PEFT's format (adapter_config.json + adapter_model.safetensors, e.g. from
+   * `qkv finetune --lora` or PEFT's save_pretrained) for a Hugging Face folder (GPT-2, Marian): a path, a URL,
+   * File objects or contents, as the folder. It is merged into the weights at load (no cost per token), before
+   * `dtype` quantizes them. The adapter's base_model_name_or_path is not read: the folder given is the base.
+   */
+  adapter?: FolderInput;
 }
 
 /** A pipeline for `task` over the model folder `folder`. */
@@ -71,30 +99,62 @@ export function pipeline(
   folder: FolderInput,
   options?: PipelineOptions,
 ): Promise<TextGenerationPipeline>;
+export function pipeline(
+  task: 'feature-extraction',
+  folder: FolderInput,
+  options?: PipelineOptions,
+): Promise<FeatureExtractionPipeline>;
+export function pipeline(task: 'fill-mask', folder: FolderInput, options?: PipelineOptions): Promise<FillMaskPipeline>;
+export function pipeline(
+  task: 'text-classification',
+  folder: FolderInput,
+  options?: PipelineOptions,
+): Promise<TextClassificationPipeline>;
 export async function pipeline(
   task: Task,
   folder: FolderInput,
   options: PipelineOptions = {},
-): Promise<TranslationPipeline | TextGenerationPipeline> {
-  if (task !== 'translation' && task !== 'text-generation') {
+): Promise<
+  | TranslationPipeline
+  | TextGenerationPipeline
+  | FeatureExtractionPipeline
+  | FillMaskPipeline
+  | TextClassificationPipeline
+> {
+  if (!TASKS.includes(task)) {
     const near = typeof task === 'string' ? didYouMean(task, TASKS) : undefined;
     throw new Error(
       `pipeline: unknown task ${typeof task === 'string' ? `'${task}'` : describeValue(task)}` +
-        `${near ? ` (did you mean '${near}'?)` : ''} (expected 'translation' or 'text-generation')`,
+        `${near ? ` (did you mean '${near}'?)` : ''} (expected ${TASKS.map((t) => `'${t}'`).join(', ')})`,
     );
   }
   checkFolder(task, folder);
   checkOptions(`pipeline('${task}')`, options, PIPELINE_OPTIONS);
   const where = `pipeline('${task}')`;
   if (options.device !== undefined) await useDevice(where, options.device);
+  const adapter = options.adapter === undefined ? null : await readAdapterFolder(options.adapter);
+  const merge = (opened: OpenedFolder): void => {
+    if (!adapter) return;
+    if (opened.kind !== 'hf-gpt2' && opened.kind !== 'marian')
+      throw new Error(`${where}: adapter takes a Hugging Face folder (GPT-2, Marian); this is qkv's ${opened.kind}`);
+    applyAdapter(opened, adapter, true);
+  };
   // The dtype is applied where the folder is read (on the CPU: quantizing reads the weights), before the
   // models move to a GPU device.
+  if (Object.hasOwn(ENCODER_TASKS, task)) {
+    const t = task as EncoderTask;
+    if (adapter) throw new Error(`${where}: adapter takes a Hugging Face GPT-2 or Marian folder, not an encoder (yet)`);
+    const opened = await openEncoder(folder, t, ENCODER_TASKS[t], (o) => applyDType([o.model], options.dtype, where));
+    if (t === 'feature-extraction') return featureExtractionPipeline(opened);
+    return t === 'fill-mask' ? fillMaskPipeline(opened) : textClassificationPipeline(opened);
+  }
   if (task === 'translation') {
     const languages = { srcLang: options.srcLang, tgtLang: options.tgtLang };
     return translationPipeline(
-      await openTranslation(folder, options.ensemble ?? true, (opened) =>
-        applyDType(opened.kind === 'seq2seq' ? opened.members : [opened.model], options.dtype, where),
-      ),
+      await openTranslation(folder, options.ensemble ?? true, (opened) => {
+        merge(opened);
+        applyDType(opened.kind === 'seq2seq' ? opened.members : [opened.model], options.dtype, where);
+      }),
       undefined,
       undefined,
       languages,
@@ -102,15 +162,27 @@ export async function pipeline(
   }
   if (options.srcLang !== undefined || options.tgtLang !== undefined)
     throw new Error(`${where}: srcLang and tgtLang are translation options`);
-  return textGenerationPipeline(await openLanguageModel(folder, (lm) => applyDType([lm.model], options.dtype, where)));
+  return textGenerationPipeline(
+    await openLanguageModel(folder, (lm) => {
+      merge(lm);
+      applyDType([lm.model], options.dtype, where);
+    }),
+  );
 }
 
-const TASKS: readonly Task[] = ['translation', 'text-generation'];
+const TASKS: readonly Task[] = [
+  'translation',
+  'text-generation',
+  'feature-extraction',
+  'fill-mask',
+  'text-classification',
+];
 
 const PIPELINE_OPTIONS = {
   ensemble: 'boolean',
   dtype: 'dtype',
   device: 'device',
+  adapter: 'folder',
   srcLang: 'languageCode',
   tgtLang: 'languageCode',
 } as const;

@@ -5,6 +5,7 @@
  * given, so a browser bundle never pulls in node:fs. A folder of the wrong kind is refused once its
  * config.json is read, before its tokenizer.
  */
+import { readAdapter, type AdapterFiles } from '../folder/adapter.ts';
 import type { LoadedLm } from '../folder/gpt.ts';
 import {
   ofKind,
@@ -13,9 +14,11 @@ import {
   type FolderInput,
   type FolderSource,
   type OpenedM2M100,
+  type OpenedEncoder,
   type OpenedMarian,
   type OpenedSeq2Seq,
 } from '../folder/open.ts';
+import type { HeadKind } from '../models/hf/bert.ts';
 import { FILES, FolderError, type FolderKind } from '../folder/spec.ts';
 import { backendNames, getBackend, setBackend } from '../backend/backend.ts';
 import type { Module } from '../nn/module.ts';
@@ -42,6 +45,7 @@ const KIND_NAMES: Record<FolderKind, string> = {
   'hf-gpt2': 'a Hugging Face GPT-2 model',
   marian: 'a Hugging Face Marian translation model',
   m2m100: 'a Hugging Face M2M100 / NLLB translation model',
+  'hf-encoder': 'a Hugging Face encoder (BERT, RoBERTa, XLM-R, DistilBERT)',
 };
 
 function wrongKind(task: string, kind: FolderKind, where: string, wanted: string): FolderError {
@@ -58,6 +62,11 @@ function label(source: FolderInput): string {
 /** The source of `source`: a path on this machine read from disk (Node), else as the folder module takes it. */
 async function sourceOf(source: FolderInput): Promise<FolderSource> {
   return isNodePath(source) ? (await nodeFolder()).dirSource(source) : toSource(source);
+}
+
+/** A PEFT adapter folder (`pipeline(task, base, { adapter })`) read from any source, as a model folder is. */
+export async function readAdapterFolder(input: FolderInput): Promise<AdapterFiles> {
+  return readAdapter(await sourceOf(input));
 }
 
 /**
@@ -131,6 +140,37 @@ export async function openTranslation(
     const translation = ofKind(opened, 'seq2seq', 'marian', 'm2m100');
     prepare?.(translation);
     return translation;
+  });
+}
+
+/**
+ * A Hugging Face encoder folder (BERT, RoBERTa, XLM-R, DistilBERT) with the head a task needs ('none' for
+ * feature-extraction: another head's weights are left unread). Another kind is refused once its config.json is read.
+ */
+export async function openEncoder(
+  source: FolderInput,
+  task: string,
+  head: Exclude<HeadKind, 'auto'>,
+  /** As openTranslation's `prepare`. */
+  prepare?: (opened: OpenedEncoder) => void,
+): Promise<OpenedEncoder> {
+  const src = await sourceOf(source);
+  return openForCurrentDevice(async () => {
+    const opened = await openFolder(src, {
+      head,
+      accept: (kind) => {
+        if (kind !== 'hf-encoder')
+          throw wrongKind(
+            task,
+            kind,
+            label(source),
+            "a Hugging Face encoder folder (model_type 'bert', 'roberta', " + "'xlm-roberta' or 'distilbert')",
+          );
+      },
+    });
+    const encoder = ofKind(opened, 'hf-encoder');
+    prepare?.(encoder);
+    return encoder;
   });
 }
 

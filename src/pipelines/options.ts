@@ -37,6 +37,14 @@ const KINDS = {
     expected: "a language code such as 'eng_Latn'",
     ok: (v: unknown) => typeof v === 'string' && v.length > 0,
   },
+  pooling: {
+    expected: "'mean', 'cls' or 'none'",
+    ok: (v: unknown) => v === 'mean' || v === 'cls' || v === 'none',
+  },
+  folder: {
+    expected: 'a folder (a path, a URL, File objects or a map of file contents)',
+    ok: (v: unknown) => (typeof v === 'string' && v.length > 0) || (typeof v === 'object' && v !== null),
+  },
   dtype: {
     expected: "'fp32', 'q8' (or 'int8') or 'q4'",
     ok: (v: unknown) => typeof v === 'string' && Object.hasOwn(DTYPES, v),

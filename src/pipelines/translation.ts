@@ -190,11 +190,12 @@ export function translationPipeline(
   /** A multilingual folder's default languages (the pipeline's srcLang / tgtLang options). */
   languages: Languages = {},
 ): TranslationPipeline {
-  const hfDecoding = (generation: OpenedMarian['generation']) => (options: TranslationOptions) => {
-    if (options.mbr) throw names.error(`${names.prefix}${names.mbr} is not available for a Hugging Face folder`);
+  const hfDecoding = (generation: OpenedMarian['generation'], what: string) => (options: TranslationOptions) => {
+    if (options.mbr) throw names.error(`${names.prefix}${names.mbr} is not available for ${what}`);
     return decodingFor(options, { decoding: { beam: generation.numBeams, alpha: generation.lengthPenalty } }, names);
   };
-  if (opened.kind === 'm2m100') return m2m100Pipeline(opened, engine, names, languages, hfDecoding(opened.generation));
+  if (opened.kind === 'm2m100')
+    return m2m100Pipeline(opened, engine, names, languages, hfDecoding(opened.generation, 'an M2M100 / NLLB folder'));
   if (languages.srcLang !== undefined || languages.tgtLang !== undefined) throw onePair(names);
   if (opened.kind === 'marian') {
     const { model, tokenizer, config, generation } = opened;
@@ -203,7 +204,7 @@ export function translationPipeline(
     return pipelineOver(
       { kind: 'marian', model, members: [model], tokenizer, targetTokenizer: tokenizer, config },
       engine ?? { model, run: (x, t) => translateIdsHf(model, target, x, t, rules) },
-      hfDecoding(generation),
+      hfDecoding(generation, 'a Marian folder'),
     );
   }
   const { model, members, tokenizer, targetTokenizer, config } = opened;

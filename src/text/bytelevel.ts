@@ -1,4 +1,7 @@
 /**
+ * Over 500 lines: the tokenizer, its tokenizer.json reader and writer, and the pre-tokenizers of GPT-2, Llama 3 and
+ * Qwen2 belong together (one reader of one file format).
+ *
  * Byte-level BPE, as GPT-2 (Radford et al. 2019, §2.2) and Hugging Face's `ByteLevel`
  * pre-tokenizer/decoder do it, read from a `tokenizer.json`:
  *
@@ -76,6 +79,11 @@ export class ByteLevelBpeTokenizer {
   private readonly addedById: Map<number, AddedToken>;
   private readonly addPrefixSpace: boolean;
   private readonly useRegex: boolean;
+  /**
+   * Llama 3's and Qwen2's pre-tokenizer: a Split on a regex (Isolated: matches and the text between them are the
+   * words) before the ByteLevel mapping without its own regex; null: GPT-2's (ByteLevel's use_regex).
+   */
+  private readonly split: SplitStep | null;
   private readonly cache = new Map<string, number[]>();
   private readonly merges: [string, string][];
   /**
@@ -96,7 +104,9 @@ export class ByteLevelBpeTokenizer {
     useRegex: boolean,
     postProcessorJson: unknown,
     postProcessor: PostProcessor = postProcessorFromJSON(postProcessorJson),
+    split: SplitStep | null = null,
   ) {
+    this.split = split;
     this.postProcessorJson = postProcessorJson;
     this.postProcessor = postProcessor;
     this.vocab = vocab;
@@ -123,8 +133,13 @@ export class ByteLevelBpeTokenizer {
     const j = json as Record<string, unknown> | null;
     if (!j || typeof j !== 'object')
       throw new Error(`tokenizer.json: expected an object, got ${j === null ? 'null' : typeof j}`);
-    const pre = byteLevelStep(j.pre_tokenizer);
-    if (!pre) throw new Error(`tokenizer.json: pre_tokenizer must be ByteLevel, got ${kindOf(j.pre_tokenizer)}`);
+    const split = splitStep(j.pre_tokenizer);
+    const pre = split ? split.byteLevel : byteLevelStep(j.pre_tokenizer);
+    if (!pre)
+      throw new Error(
+        'tokenizer.json: pre_tokenizer must be ByteLevel, or a Sequence of a Split on a regex and ByteLevel, got ' +
+          kindOf(j.pre_tokenizer),
+      );
     const model = j.model as Record<string, unknown> | null;
     if (model?.type !== 'BPE') throw new Error(`tokenizer.json: model.type must be 'BPE', got ${kindOf(model)}`);
     if (j.decoder !== null && j.decoder !== undefined && (j.decoder as { type?: unknown }).type !== 'ByteLevel')
@@ -175,6 +190,7 @@ export class ByteLevelBpeTokenizer {
       pre.use_regex !== false,
       j.post_processor ?? null,
       postProcessor,
+      split,
     );
   }
 
@@ -191,6 +207,7 @@ export class ByteLevelBpeTokenizer {
       this.useRegex,
       this.postProcessorJson,
       postProcessor,
+      this.split,
     );
   }
 
@@ -205,7 +222,7 @@ export class ByteLevelBpeTokenizer {
 
   /** A tokenizer.json that @huggingface/tokenizers (and fromJSON) read back to the same ids. */
   toJSON(): unknown {
-    return byteLevelBpeJson({
+    const json = byteLevelBpeJson({
       addPrefixSpace: this.addPrefixSpace,
       useRegex: this.useRegex,
       added: [...this.addedById.values()],
@@ -214,7 +231,9 @@ export class ByteLevelBpeTokenizer {
       vocab: Object.fromEntries(this.vocab),
       merges: this.merges.map(([a, b]) => [a, b]),
       postProcessor: this.postProcessorJson,
-    });
+    }) as Record<string, unknown>;
+    if (this.split) json.pre_tokenizer = { type: 'Sequence', pretokenizers: [this.split.json, json.pre_tokenizer] };
+    return json;
   }
 
   /**
@@ -324,7 +343,11 @@ export class ByteLevelBpeTokenizer {
   private preTokenize(text: string): string[] {
     if (text === '') return [];
     if (this.addPrefixSpace && !text.startsWith(' ')) text = ` ${text}`;
-    const words = this.useRegex ? (text.match(GPT2_PATTERN) ?? []) : [text];
+    const words = this.split
+      ? isolatedSplit(text, this.split.regex)
+      : this.useRegex
+        ? (text.match(GPT2_PATTERN) ?? [])
+        : [text];
     return words.map((w) => {
       let s = '';
       for (const b of utf8.encode(w)) s += BYTES.encoder[b];
@@ -378,6 +401,71 @@ interface ByteLevelStep {
   type: 'ByteLevel';
   add_prefix_space?: boolean;
   use_regex?: boolean;
+}
+
+/** A Split pre-tokenizer on a regex before ByteLevel (Llama 3, Qwen2): the regex in JavaScript's syntax. */
+interface SplitStep {
+  regex: RegExp;
+  /** The Split step as tokenizer.json has it (written back by toJSON). */
+  json: unknown;
+  /** The ByteLevel step after it. */
+  byteLevel: ByteLevelStep;
+}
+
+/**
+ * The one case-insensitive group of Llama 3's and Qwen2's patterns (Oniguruma's `(?i:…)`), spelled out for
+ * JavaScript, whose regexes have no inline flags before ES2025.
+ */
+const CONTRACTIONS_I = "(?i:'s|'t|'re|'ve|'m|'ll|'d)";
+const CONTRACTIONS_JS = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])";
+
+/** An Oniguruma pattern of tokenizer.json as a JavaScript regex (global, Unicode), or an error naming it. */
+function jsRegex(pattern: string): RegExp {
+  const src = pattern.split(CONTRACTIONS_I).join(CONTRACTIONS_JS);
+  if (/\(\?[a-z]*[imx]/.test(src))
+    throw new Error(`tokenizer.json: the Split pattern's inline flags are not supported: ${JSON.stringify(pattern)}`);
+  try {
+    return new RegExp(src, 'gu');
+  } catch (e) {
+    throw new Error(
+      `tokenizer.json: the Split pattern ${JSON.stringify(pattern)} is not a regex qkv reads: ${(e as Error).message}`,
+    );
+  }
+}
+
+/** Sequence[Split(Regex, Isolated, invert false), ByteLevel(use_regex false)], else null (refused by name if odd). */
+function splitStep(p: unknown): SplitStep | null {
+  const o = p as { type?: string; pretokenizers?: unknown[] } | null;
+  if (o?.type !== 'Sequence' || !Array.isArray(o.pretokenizers) || o.pretokenizers.length !== 2) return null;
+  const [split, bl] = o.pretokenizers as Record<string, unknown>[];
+  if (split?.type !== 'Split' || bl?.type !== 'ByteLevel') return null;
+  const regex = (split.pattern as { Regex?: unknown } | undefined)?.Regex;
+  if (typeof regex !== 'string')
+    throw new Error(
+      `tokenizer.json: the Split pre-tokenizer must have a { Regex } pattern, got ${JSON.stringify(split.pattern)}`,
+    );
+  if (split.behavior !== 'Isolated' || split.invert === true)
+    throw new Error(
+      `tokenizer.json: a Split pre-tokenizer with behavior ${JSON.stringify(split.behavior)}, invert ` +
+        `${JSON.stringify(split.invert)} is not supported (expected Isolated, false)`,
+    );
+  if (bl.use_regex !== false)
+    throw new Error('tokenizer.json: the ByteLevel after a Split must have use_regex false (else it splits twice)');
+  return { regex: jsRegex(regex), json: split, byteLevel: bl as unknown as ByteLevelStep };
+}
+
+/** The pieces of a Split with behavior Isolated: each match, and each run of text between matches. */
+function isolatedSplit(text: string, regex: RegExp): string[] {
+  const out: string[] = [];
+  let at = 0;
+  for (const m of text.matchAll(regex)) {
+    if (m[0] === '') continue;
+    if (m.index > at) out.push(text.slice(at, m.index));
+    out.push(m[0]);
+    at = m.index + m[0].length;
+  }
+  if (at < text.length) out.push(text.slice(at));
+  return out;
 }
 
 /** The ByteLevel step of a pre_tokenizer (itself, or the one inside a Sequence), else null. */

@@ -39,6 +39,9 @@ export function tokenizerKind(json: unknown): TokenizerKind {
   const pre = preTokenizerType(j.pre_tokenizer);
   if (pre === 'Metaspace') return 'bpe';
   if (pre === 'ByteLevel') return 'bytelevel';
+  // Llama 3's and Qwen2's: Sequence[Split(regex), ByteLevel(use_regex false)] (text/bytelevel.ts checks the rest).
+  const steps = (j.pre_tokenizer as { pretokenizers?: { type?: unknown }[] } | null)?.pretokenizers;
+  if (pre === 'Split' && steps?.length === 2 && steps[1]?.type === 'ByteLevel') return 'bytelevel';
   throw new Error(
     `tokenizer.json: unsupported pre_tokenizer ` +
       `${describeKind(j.pre_tokenizer)} (supported: Metaspace, as qkv's BPE ` +

@@ -8,13 +8,15 @@
  * Encoding a text (HF `tokenizer(text).input_ids`):
  *  1. the special tokens (`</s>`, `<unk>`, `<pad>`) found literally in the text are cut out and kept
  *     as their ids (HF's added-token split, no whitespace stripped around them); empty chunks vanish;
- *  2. in each other chunk, a language code `>>xx<<` at its start is kept as one token, and every
- *     `>>…<<` is removed from the chunk (HF's `language_code_re = ">>.+<<"`: `.match` then `.sub`);
+ *  2. a chunk that starts with `>>` and holds a `<<` has its language code (up to the first `<<`) cut
+ *     off and kept as one token (HF's `remove_language_code` in transformers 5; transformers 4 also
+ *     deleted every `>>…<<` further on, transformers 5 leaves those to SentencePiece);
  *  3. the rest is segmented by the side's SentencePiece model into pieces;
  *  4. pieces map to ids through the vocabulary, a piece it lacks to `<unk>`'s id; `</s>` is appended.
  * Decoding (HF `decode(ids, skip_special_tokens)`): ids → pieces through the vocabulary (an unknown
  * id → `<unk>`), special tokens dropped or kept as text followed by a space, each run of other
- * pieces through the side's `decode_pieces`, `▁` → space, trimmed.
+ * pieces through `decode_pieces` of source.spm where one vocabulary serves both sides (transformers 5;
+ * transformers 4 used target.spm), of target.spm with separate vocabularies; `▁` → space, trimmed.
  *
  * Not done: HF calls sacremoses' punctuation normalizer only where that package is installed (and
  * transformers.js never), so text is used as given; `clean_up_tokenization_spaces` is applied only
@@ -54,16 +56,16 @@ export interface MarianTokenizerOptions {
 export interface MarianDecodeOptions {
   /** Drop `</s>`, `<unk>` and `<pad>` (HF `skip_special_tokens`). Default true. */
   skipSpecialTokens?: boolean;
-  /** Decode with the source side's model and vocabulary (HF `use_source_tokenizer`). Default false. */
+  /**
+   * Decode with the source side's SentencePiece model (HF `use_source_tokenizer`). Default as transformers 5:
+   * true where one vocabulary serves both sides, false with `separate_vocabs` (transformers 4: always false).
+   */
   source?: boolean;
 }
 
 type Side = 'source' | 'target';
 
 const SPIECE_UNDERLINE = '\u2581';
-/** HF's `language_code_re` (`>>.+<<`); `[^\n]` because Python's `.` matches all but a newline. */
-const LANGUAGE_CODE = />>[^\n]+<</;
-const LANGUAGE_CODES = />>[^\n]+<</g;
 
 /** Hugging Face's MarianTokenizer. */
 export class MarianTokenizer {
@@ -78,6 +80,8 @@ export class MarianTokenizer {
   /** Whether decode applies {@link cleanUpTokenization} (tokenizer_config.json's `clean_up_tokenization_spaces`). */
   readonly cleanUpTokenizationSpaces: boolean;
   private readonly encoders: Record<Side, Map<string, number>>;
+  /** Whether vocab.json serves both sides (no `separate_vocabs`): transformers 5 then decodes with source.spm. */
+  private readonly decoderVocabIsShared: boolean;
   /** id → piece: HF's one decoder, the target vocabulary's inverse when vocabularies are separate. */
   private readonly decoder: Map<number, string>;
   private readonly specials: string[];
@@ -106,6 +110,7 @@ export class MarianTokenizer {
     }
     this.encoders = { source: sourceMap, target: targetMap };
     this.decoder = new Map([...targetMap].map(([p, id]) => [id, p]));
+    this.decoderVocabIsShared = !options.targetVocab;
     this.languageCodes = options.targetVocab
       ? []
       : [...sourceMap.keys()].filter((k) => k.startsWith('>>') && k.endsWith('<<'));
@@ -183,9 +188,10 @@ export class MarianTokenizer {
         out.push(chunk);
         continue;
       }
-      const code = LANGUAGE_CODE.exec(chunk);
-      if (code && code.index === 0) out.push(code[0]);
-      out.push(...spm.encodeAsPieces(chunk.replace(LANGUAGE_CODES, '')));
+      // HF's remove_language_code: only a code opening the chunk is taken out.
+      const end = chunk.startsWith('>>') ? chunk.indexOf('<<') : -1;
+      if (end >= 0) out.push(chunk.slice(0, end + 2));
+      out.push(...spm.encodeAsPieces(end >= 0 ? chunk.slice(end + 2) : chunk));
     }
     return out;
   }
@@ -200,10 +206,10 @@ export class MarianTokenizer {
     return this.idsOf(this.tokenize(text, 'target'), 'target');
   }
 
-  /** The text of ids (HF `decode`), through the target side's model unless `source` is set. */
+  /** The text of ids (HF `decode`), through the SentencePiece model `options.source` picks. */
   decode(ids: Iterable<number>, options: MarianDecodeOptions = {}): string {
     const skip = options.skipSpecialTokens ?? true;
-    const spm = options.source ? this.source : this.target;
+    const spm = (options.source ?? this.decoderVocabIsShared) ? this.source : this.target;
     const specialIds = new Set(this.specials.map((t) => this.tokenToId(t)));
     let out = '';
     let run: string[] = [];

@@ -129,6 +129,13 @@ export interface TrainingRun<R extends LoopStepResult, H extends HistoryEntry> {
   score?(): number;
   /** The history entry of a checkpoint average. */
   averagedEntry?(score: number, averaged: number, kept: boolean, ema: number): H;
+  /**
+   * Write the run's model (its best weights so far) into `out`; default: model.safetensors with qkv's names. A
+   * fine-tuning run writes its adapter, or its weights under Hugging Face's names.
+   */
+  saveModel?(): void;
+  /** The file saveModel writes (a run that ends without one writes it then); default model.safetensors. */
+  modelFile?: string;
   bar: ProgressBar;
   /** The bar's fields besides loss, lr and tok/s (e.g. the epoch). */
   barFields(): Record<string, unknown>;
@@ -186,6 +193,7 @@ export async function trainLoop<R extends LoopStepResult, H extends HistoryEntry
   // The resumed state's own count of training minutes, so the steps between the last evaluation and
   // that state keep their time (older states have none: the last evaluation's minutes then).
   let minutesAtT0 = run.resumed.minutes ?? priorMinutes(history); // training minutes when t0 was last set
+  const saveModel = run.saveModel ?? (() => saveFolderWeights(out, model));
   const stopped = () => patience > 0 && evalsSinceBest(history, metric) >= patience;
   if (stopped()) run.log(`early stop: ${metric.name} has not improved for ${patience} evaluations`);
   else if (trainer.position.step < maxSteps)
@@ -224,7 +232,7 @@ export async function trainLoop<R extends LoopStepResult, H extends HistoryEntry
       history.push(entry);
       const score = entry[metric.key] as number;
       const improved = better(score, best, metric);
-      if (improved) saveFolderWeights(out, model);
+      if (improved) saveModel();
       if (checkpoints?.average === 'best') keepBest(out, model.stateDict(), history, checkpoints.keep, metric);
       writeHistory(out, history);
       bar.stop();
@@ -259,7 +267,7 @@ export async function trainLoop<R extends LoopStepResult, H extends HistoryEntry
   bar.stop();
   if (checkpoints) averageCheckpoints(run, history, ema);
   // A run that never evaluated (resumed past its end) still leaves weights to load.
-  if (!existsSync(join(out, FILES.weights))) saveFolderWeights(out, model);
+  if (!existsSync(join(out, run.modelFile ?? FILES.weights))) saveModel();
   return history;
 }
 

@@ -398,6 +398,8 @@ export function modelKind(configJson: unknown, file: string = FILES.config): Mod
       `${file}: a Hugging Face ${kind === 'marian' ? 'Marian' : 'M2M100 / NLLB'} model; the explorer does not ` +
         'show it in this view yet',
     );
+  if (kind === 'hf-encoder')
+    throw new FolderError(file, `${file}: a Hugging Face encoder; the explorer does not show encoder folders yet`);
   return kind === 'hf-gpt2' ? 'gpt' : kind;
 }
 

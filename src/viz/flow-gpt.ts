@@ -3,7 +3,7 @@
  * stage by stage (flow-core.ts says how, flow.ts is the entry).
  */
 import { noGrad } from '../autograd/grad-mode.ts';
-import type { GPT } from '../models/gpt.ts';
+import type { GPT, MLP } from '../models/gpt.ts';
 import { withEvalMode } from '../nn/module.ts';
 import * as F from '../ops/index.ts';
 import { Tensor } from '../tensor/tensor.ts';
@@ -42,6 +42,8 @@ export function recordGptFlow(
   const c = model.config;
   const input = idTensor(ids, 'the text');
   if (ids.length > c.blockSize) throw new Error(`flow: ${ids.length} tokens, more than the context of ${c.blockSize}`);
+  if (c.positions === 'rotary' || c.mlp === 'swiglu' || c.norm === 'rms' || c.tiedHead === false)
+    throw new Error('flow: the flow view draws GPT-2-style models; Llama-family decoders are not drawn yet');
   const rec = new Recorder(dims, deferred);
   const axis = 'tokens' as const;
   const logits = withEvalMode(model, () =>
@@ -100,7 +102,7 @@ export function recordGptFlow(
         rec.add(meta('add1', 'residual', 'x + attention', 'x + Attention(ln_1(x))'), x);
         const h2 = block.ln2.forward(x);
         rec.add(meta('ln2', 'norm', 'LayerNorm (ln_2)', 'ln_2(x)'), h2);
-        const mlp = block.mlp;
+        const mlp = block.mlp as MLP;
         const act = mlp.activation;
         const hidden = F.gelu(mlp.fc.forward(h2), act === 'gelu_tanh' ? 'tanh' : 'none');
         rec.add(meta('mlp.hidden', 'ffn-hidden', `MLP: ${ACTIVATION_NAMES[act]}`, 'gelu(x·W_fc + b)'), hidden);

@@ -104,6 +104,7 @@ export function flowSubject(opened: OpenedFolder): FlowSubject {
     const { model, tokenizer, targetTokenizer } = opened;
     return { kind: 'seq2seq', model, tokenizer, targetTokenizer };
   }
+  if (opened.kind === 'hf-encoder') throw new Error('flowSubject: the flow view does not show encoder folders yet');
   const { model, tokenizer, separatorId } = opened;
   return { kind: 'gpt', lm: { model, tokenizer, separatorId } };
 }

@@ -3,7 +3,8 @@
  * twin, forward (with and without weights) and backward, on awkward shapes: sizes that are not
  * multiples of the SIMD width (4) or of the key block (64), masks of every kind (causal with
  * S < L and S > L, additive biases with each broadcast stride, rows whose every key is masked, a
- * first key block wholly masked), both builds.
+ * first key block wholly masked), grouped-query attention (fewer KV heads, each read by several query heads; its
+ * dK and dV the sums over them), both builds.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,22 +18,27 @@ const both = twinRunner(randn);
 for (const variant of variants) {
   test(`wasm (${variant}) fused attention forward (with and without weights) and backward match js on awkward shapes and masks`, () => {
     setWasmVariant(variant);
-    const shapes: [number, number, number, number, number, number][] = [
-      // B, H, L, S, D, Dv
-      [1, 1, 1, 1, 1, 1],
-      [2, 3, 5, 7, 3, 5],
-      [1, 2, 17, 65, 8, 4],
-      [2, 1, 64, 64, 16, 16],
-      [1, 2, 70, 13, 17, 33],
-      [1, 1, 9, 130, 64, 64],
+    const shapes: [number, number, number, number, number, number, number][] = [
+      // B, H, Hk, L, S, D, Dv
+      [1, 1, 1, 1, 1, 1, 1],
+      [2, 3, 3, 5, 7, 3, 5],
+      [1, 2, 2, 17, 65, 8, 4],
+      [2, 1, 1, 64, 64, 16, 16],
+      [1, 2, 2, 70, 13, 17, 33],
+      [1, 1, 1, 9, 130, 64, 64],
+      // grouped-query: 3 query heads a KV head; multi-query (1 KV head); a decoding step over 130 keys
+      [2, 6, 2, 5, 7, 3, 5],
+      [1, 4, 1, 70, 70, 16, 16],
+      [1, 9, 3, 1, 130, 8, 8],
+      [2, 8, 2, 64, 64, 32, 32],
     ];
     let n = 0;
-    for (const [B, H, L, S, D, DV] of shapes)
+    for (const [B, H, HK, L, S, D, DV] of shapes)
       for (const causal of [false, true])
         for (const biasKind of ['none', 'full', 'keys', 'heads'] as const) {
           const q = randn(B * H * L * D, 1.5);
-          const k = randn(B * H * S * D, 1.5);
-          const v = randn(B * H * S * DV);
+          const k = randn(B * HK * S * D, 1.5);
+          const v = randn(B * HK * S * DV);
           let bias: HostAttentionParams['bias'] = null;
           if (biasKind === 'full') {
             // Per (b, h, i, j), with some masked cells, a fully masked first row and (when S > 64) a
@@ -53,6 +59,7 @@ for (const variant of variants) {
           const p: HostAttentionParams = {
             b: B,
             h: H,
+            hk: HK,
             l: L,
             s: S,
             d: D,
@@ -61,7 +68,7 @@ for (const variant of variants) {
             causal,
             bias,
           };
-          const what = `attention B${B} H${H} L${L} S${S} D${D} Dv${DV} causal=${causal} bias=${biasKind}`;
+          const what = `attention B${B} H${H} Hk${HK} L${L} S${S} D${D} Dv${DV} causal=${causal} bias=${biasKind}`;
           const f = both(
             [B * H * L * DV, B * H * L, B * H * L * S],
             (be, [out, lse, w]) => be.attention(q, k, v, out!, lse!, w!, p),
@@ -79,7 +86,7 @@ for (const variant of variants) {
           const [out, lse] = f.js;
           const dout = randn(B * H * L * DV);
           const b = both(
-            [B * H * L * D, B * H * S * D, B * H * S * DV],
+            [B * H * L * D, B * HK * S * D, B * HK * S * DV],
             (be, [dq, dk, dv]) => be.attentionBackward(q, k, v, out!, dout, lse!, dq!, dk!, dv!, p),
             1,
           );

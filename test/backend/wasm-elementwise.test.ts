@@ -186,6 +186,22 @@ for (const variant of variants) {
     }
   });
 
+  test(`wasm (${variant}) swiglu forward/backward match the float64 twin, including tails and saturated gates`, () => {
+    setWasmVariant(variant);
+    for (const n of [1, 3, 4, 7, 1001]) {
+      const gate = randn(n, 6);
+      const extremes = [-30, 30, -90, 0, 1e-3];
+      for (let k = 0; k < Math.min(n, extremes.length); k++) gate[k] = extremes[k]!;
+      const up = randn(n, 2);
+      const dy = randn(n);
+      const f = both([n], (be, [o]) => be.swiglu(gate, up, o!));
+      close(f.wasm[0]!, f.js[0]!, `swiglu ${n}`);
+      const b = both([n, n], (be, [dg, du]) => be.swigluBackward(gate, up, dy, dg!, du!));
+      close(b.wasm[0]!, b.js[0]!, `swigluBackward ${n} dgate`);
+      close(b.wasm[1]!, b.js[1]!, `swigluBackward ${n} dup`);
+    }
+  });
+
   test(`wasm (${variant}) relu forward/backward match js (NaN, ±0, tails)`, () => {
     setWasmVariant(variant);
     for (const n of [1, 3, 4, 9, 1001]) {

@@ -7,8 +7,9 @@
  *    int8), S = sx·Σᵢ|qxᵢ|·|ŵᵢ|. A wrong or missing weight element moves the result by sx·|qx|·sw, far
  *    more: a test below corrupts one and sees it caught.
  * 2. The wasm kernels bit-identical to the twin, both builds (plain SIMD i32x4.dot_i16x8_s; relaxed SIMD
- *    i16x8.relaxed_dot_i8x16_i7x16_s with the activation's sign moved onto the weight, or q4's nibbles
- *    offset by 8), from arrays in wasm memory and outside it, on awkward shapes and the one-row
+ *    i16x8.relaxed_dot_i8x16_i7x16_s with the activation's sign moved onto the weight, its one's complement
+ *    for int8 so that −128 is exact too, or q4's nibbles offset by 8), with int8 weights over all of
+ *    −128..127, from arrays in wasm memory and outside it, on awkward shapes and the one-row
  *    (decoding) case, and their four-row path on every tail of outputs and rows of x.
  * 3. Against fp32 x·Wᵀ + b on the unquantized weight, within the bound quantization allows: with
  *    x̂ = sx·qx and ŵ = sw·qw, |x̂ŵ − xw| <= |x̂ − x|·|ŵ| + |x|·|ŵ − w| and rounding to nearest gives
@@ -245,8 +246,8 @@ test('a row of zeros gives the bias exactly; linearQ4 refuses inF not a multiple
   }
 });
 
-/** Random int8 weights over the whole contract range −127..127, and q4 bytes with every nibble −8..7. */
-const int8Values = (n: number) => Int8Array.from({ length: n }, () => Math.floor(rand() * 255) - 127);
+/** Random int8 weights over the whole int8 range −128..127, and q4 bytes with every nibble −8..7. */
+const int8Values = (n: number) => Int8Array.from({ length: n }, () => Math.floor(rand() * 256) - 128);
 const q4Bytes = (n: number) => Uint8Array.from({ length: n }, () => Math.floor(rand() * 256));
 
 for (const variant of variants) {
@@ -323,6 +324,44 @@ for (const variant of variants) {
       sameBits(ow, oj, what);
       // Not vacuous: the outputs of one row of x differ from output to output.
       if (outF > 1) assert.ok(new Set(oj.subarray(0, outF)).size > outF / 2, `${what}: outputs differ`);
+    }
+  });
+}
+
+/**
+ * Issue 61: the relaxed build used to move x's sign onto the weight by negating it, and −(−128) wraps to
+ * −128 in int8, so a weight of −128 against a negative activation gave the product's opposite (an output of
+ * −76.7 where the twin gave 0.079, no error). Every weight −128 and every activation negative (each
+ * quantizes to −127, sx = 1/127): acc = I·127·128 exactly, so out = fround(I·127·128)·fround(sx·2⁻⁷) =
+ * I·127 up to sx's rounding, on both builds, bit for bit the twin's; the mixed rows check the one's
+ * complement's correction against rows where only some activations are negative, on and off the 16 lanes.
+ */
+for (const variant of variants) {
+  test(`wasm (${variant}) int8: weights of −128 against negative activations give the twin's bits`, () => {
+    setWasmVariant(variant);
+    for (const [rows, inF, outF] of [
+      [1, 16, 4],
+      [1, 37, 5],
+      [2, 64, 9],
+      [3, 100, 13],
+    ] as [number, number, number][]) {
+      const x = new Float32Array(rows * inF).fill(-1);
+      const q = new Int8Array(outF * inF).fill(-128);
+      const scale = new Float32Array(outF).fill(2 ** -7);
+      const oj = new Float32Array(rows * outF).fill(NaN);
+      const ow = new Float32Array(rows * outF).fill(NaN);
+      jsBackend.linearInt8(x, q, scale, null, oj, rows, inF, outF);
+      wasmBackend.linearInt8(x, q, scale, null, ow, rows, inF, outF);
+      const want = Math.fround(Math.fround(inF * 127 * 128) * Math.fround(Math.fround(1 / 127) * 2 ** -7));
+      for (let i = 0; i < oj.length; i++) assert.equal(oj[i], want, `js ${rows}x${inF}x${outF} out[${i}]`);
+      assert.ok(Math.abs(want - inF) < 1e-4 * inF, `${want} is I = ${inF}`);
+      sameBits(ow, oj, `all −128 ${rows}x${inF}x${outF}`);
+      // Rows of mixed signs, every weight −128 or near it.
+      const xm = randn(rows * inF, 3);
+      const qm = Int8Array.from({ length: outF * inF }, (_, i) => (i % 3 === 0 ? -128 : i % 3 === 1 ? 127 : -127));
+      jsBackend.linearInt8(xm, qm, scale, null, oj, rows, inF, outF);
+      wasmBackend.linearInt8(xm, qm, scale, null, ow, rows, inF, outF);
+      sameBits(ow, oj, `mixed −128 ${rows}x${inF}x${outF}`);
     }
   });
 }

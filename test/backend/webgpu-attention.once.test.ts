@@ -54,18 +54,29 @@ function makeBias(kind: BiasKind, B: number, H: number, L: number, S: number): H
 
 /** Runs one configuration forward (with and without weights) and backward on both, comparing. */
 async function check(
-  [B, H, L, S, D, DV]: number[],
+  [B, H, L, S, D, DV, HK = H]: number[],
   causal: boolean,
   kind: BiasKind,
   withWeights: boolean,
   worst: { fwd: number; bwd: number },
 ): Promise<void> {
-  const what = `B${B} H${H} L${L} S${S} D${D} Dv${DV} causal=${causal} bias=${kind} weights=${withWeights}`;
+  const what = `B${B} H${H} Hk${HK} L${L} S${S} D${D} Dv${DV} causal=${causal} bias=${kind} weights=${withWeights}`;
   const q = randn(B * H * L * D, 1.5);
-  const k = randn(B * H * S * D, 1.5);
-  const v = randn(B * H * S * DV);
+  const k = randn(B * HK * S * D, 1.5);
+  const v = randn(B * HK * S * DV);
   const bias = makeBias(kind, B, H, L, S);
-  const p: HostAttentionParams = { b: B, h: H, l: L, s: S, d: D, dv: DV, scale: 1 / Math.sqrt(D), causal, bias };
+  const p: HostAttentionParams = {
+    b: B,
+    h: H,
+    hk: HK,
+    l: L,
+    s: S,
+    d: D,
+    dv: DV,
+    scale: 1 / Math.sqrt(D),
+    causal,
+    bias,
+  };
   const gp = { ...p, bias: bias && { ...bias, data: up(bias.data) } } as unknown as AttentionParams;
   const nO = B * H * L * DV;
   const nL = B * H * L;
@@ -83,7 +94,7 @@ async function check(
 
   if (withWeights) return;
   const dout = randn(nO);
-  const grads = [randn(nL * D, 9), randn(B * H * S * D, 9), randn(B * H * S * DV, 9)];
+  const grads = [randn(nL * D, 9), randn(B * HK * S * D, 9), randn(B * HK * S * DV, 9)];
   const gg = grads.map((x) => out(x));
   js.attentionBackward(q, k, v, ref[0], dout, ref[1], grads[0], grads[1], grads[2], p);
   K.attentionBackward(
@@ -134,6 +145,19 @@ test('webgpu attention forward and backward match js: every kernel, causal or no
   console.log(
     `worst |gpu − js| / (1 + |js|): forward ${worst.fwd.toExponential(2)}, backward ${worst.bwd.toExponential(2)}`,
   );
+});
+
+test('webgpu grouped-query attention (H / Hk query heads a KV head) matches js: dK, dV summed over the group', async () => {
+  const worst = { fwd: 0, bwd: 0 };
+  for (const shape of [
+    // B, H, L, S, D, Dv, Hk
+    [2, 6, 5, 7, 8, 8, 2], // row kernel
+    [1, 4, 1, 37, 16, 16, 1], // decoding, multi-query
+    [1, 9, 70, 70, 16, 16, 3], // tile kernel
+  ])
+    for (const causal of [false, true])
+      for (const kind of ['none', 'padding'] as const)
+        for (const withWeights of [false, true]) await check(shape, causal, kind, withWeights, worst);
 });
 
 test('webgpu attention: empty inputs (S = 0, L = 0, B = 0) as js', async () => {

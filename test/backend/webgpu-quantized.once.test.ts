@@ -9,11 +9,18 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { F32, I8, Q4 } from '../../src/backend/backend.ts';
-import { linearInt8 as jsInt8, linearQ4 as jsQ4, quantizeInt8, quantizeQ4 } from '../../src/backend/js/quantized.ts';
+import type { F32, I32, I8, Q4 } from '../../src/backend/backend.ts';
+import {
+  embeddingInt8 as jsEmbeddingInt8,
+  embeddingQ4 as jsEmbeddingQ4,
+  linearInt8 as jsInt8,
+  linearQ4 as jsQ4,
+  quantizeInt8,
+  quantizeQ4,
+} from '../../src/backend/js/quantized.ts';
 import { u } from '../../src/backend/webgpu/context.ts';
 import { buf } from '../../src/backend/webgpu/device.ts';
-import { DIV_RN, I2F, linearInt8, linearQ4 } from '../../src/backend/webgpu/quantized.ts';
+import { DIV_RN, I2F, embeddingInt8, embeddingQ4, linearInt8, linearQ4 } from '../../src/backend/webgpu/quantized.ts';
 import { rng } from '../helpers/random.ts';
 import { ctx, down, out, sameBits, up } from './webgpu-twins.ts';
 
@@ -105,6 +112,33 @@ test('no rows or outputs: nothing written; short storage and a bad inF name the 
     () => linearQ4(x, up(q, 'q4') as Q4, up(scale) as F32, null, up(new Float32Array(6)) as F32, 2, 30, 3),
     /linearQ4: inF 30 is not a multiple of 32/,
   );
+});
+
+test('quantized tables: rows picked by ids (repeats, first and last row, a zero row), bit for bit', async () => {
+  for (const [num, dim] of [
+    [7, 32],
+    [50, 96],
+    [3, 5], // int8 only: rows that start inside a word
+  ]) {
+    const w = randomArray(num * dim, -3, 3);
+    w.fill(0, dim, 2 * dim); // row 1: zeros (scale 0)
+    const ids = Int32Array.from([0, num - 1, 1, 2, 2, num - 1, 0, Math.floor(num / 2)]);
+    const init = randomArray(ids.length * dim + 3);
+    for (const kind of dim % 32 === 0 ? ['int8', 'q4'] : ['int8']) {
+      const expected = init.slice();
+      const gpuOut = out(init);
+      if (kind === 'int8') {
+        const { q, scale } = quantizeInt8(w, num, dim);
+        jsEmbeddingInt8(q, scale, ids, expected, dim);
+        embeddingInt8(up(q, 'int8') as I8, up(scale) as F32, up(ids, 'int32') as I32, gpuOut as F32, dim);
+      } else {
+        const { q, scale } = quantizeQ4(w, num, dim);
+        jsEmbeddingQ4(q, scale, ids, expected, dim);
+        embeddingQ4(up(q, 'q4') as Q4, up(scale) as F32, up(ids, 'int32') as I32, gpuOut as F32, dim);
+      }
+      sameBits(await down(gpuOut, init.length), expected, `${kind} table ${num}x${dim}`);
+    }
+  }
 });
 
 test("the kernels' own float32 steps: div_rn is the correctly rounded quotient, i2f the rounded int", async () => {

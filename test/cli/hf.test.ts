@@ -101,8 +101,8 @@ test('bad folders: another model_type, an unsupported tokenizer.json, a truncate
       (e: Error) => e instanceof UserError && re.test(e.message) && !e.message.includes('\n'),
     );
   oneLine(
-    variant('config.json', JSON.stringify({ ...cfg, model_type: 'bert' })),
-    /config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2'.*'marian'/,
+    variant('config.json', JSON.stringify({ ...cfg, model_type: 'albert' })),
+    /config\.json: Hugging Face model_type 'albert' is not supported \(qkv reads model_type 'gpt2'.*'marian'/,
   );
   oneLine(
     variant('tokenizer.json', JSON.stringify({ model: { type: 'WordPiece', vocab: {} } })),

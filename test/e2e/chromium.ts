@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContextOptions, ConsoleMessage, Page } from 'playwright-core';
 import { explore } from '../../src/cli/commands/explore.ts';
 import { type ExploreServer, type ExploreServerOptions, startExploreServer } from '../../src/server/static.ts';
+import { findDefaultModels } from '../../src/server/folders.ts';
 import { CHROMIUM, requireTool } from '../helpers/tools.ts';
 import { ensureWebBuild } from './web-build.ts';
 
@@ -78,13 +79,20 @@ export function serveExplorer(options: Omit<ExploreServerOptions, 'webDir' | 'po
   return startExploreServer({ webDir: ensureWebBuild(), port: 0, ...options });
 }
 
-/** `npm start`'s server (`qkv explore` without --model, in the repository: the folders of models/). */
-export async function serveRepository(log: (line: string) => void = () => {}): Promise<ExploreServer> {
+/**
+ * `npm start`'s server (`qkv explore` without --model, in the repository: the folders of models/), with the
+ * folders of `extra` served after them.
+ */
+export async function serveRepository(
+  log: (line: string) => void = () => {},
+  extra: readonly string[] = [],
+): Promise<ExploreServer> {
   ensureWebBuild();
   const cwd = process.cwd();
   process.chdir(ROOT);
   try {
-    return await explore({ port: 0, host: '127.0.0.1', log });
+    const model = extra.length > 0 ? [...findDefaultModels(), ...extra] : undefined;
+    return await explore({ port: 0, host: '127.0.0.1', log, model });
   } finally {
     process.chdir(cwd);
   }

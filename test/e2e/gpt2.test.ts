@@ -276,18 +276,18 @@ test('bad folders: one message each, the open model keeps working', { skip }, as
   const weights = readFix('model.safetensors');
   const cases: [string, string, RegExp][] = [
     [
-      'bert',
-      folder('bert', { 'config.json': JSON.stringify({ ...cfg, model_type: 'bert' }) }),
-      /^Could not open the folder: config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, \.\.\.; 'marian': Helsinki-NLP opus-mt-\*; and its own formats 'qkv-seq2seq' and 'qkv-gpt'\)$/,
+      'albert',
+      folder('albert', { 'config.json': JSON.stringify({ ...cfg, model_type: 'albert' }) }),
+      /^Could not open the folder: config\.json: Hugging Face model_type 'albert' is not supported \(qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, \.\.\.; 'marian': Helsinki-NLP opus-mt-\*; 'bert', 'roberta', 'xlm-roberta', 'distilbert': encoders; and its own formats 'qkv-seq2seq' and 'qkv-gpt'\)$/,
     ],
     [
-      // The kind is read first: a BERT folder lacking tokenizer.json is refused for its model_type too.
-      'bert-no-tokenizer',
-      folder('bert-no-tokenizer', {
-        'config.json': JSON.stringify({ ...cfg, model_type: 'bert' }),
+      // The kind is read first: an ALBERT folder lacking tokenizer.json is refused for its model_type too.
+      'albert-no-tokenizer',
+      folder('albert-no-tokenizer', {
+        'config.json': JSON.stringify({ ...cfg, model_type: 'albert' }),
         'tokenizer.json': null,
       }),
-      /^Could not open the folder: config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2'/,
+      /^Could not open the folder: config\.json: Hugging Face model_type 'albert' is not supported \(qkv reads model_type 'gpt2'/,
     ],
     [
       'wordpiece',

@@ -270,7 +270,7 @@ test('a broken folder of each kind gives the same error from every source', asyn
 });
 
 test('a BERT config.json is refused from every source, for its model_type, before any other file is requested', async () => {
-  const bertConfig = JSON.stringify({ model_type: 'bert', vocab_size: 30522, hidden_size: 768 });
+  const bertConfig = JSON.stringify({ model_type: 'albert', vocab_size: 30000, hidden_size: 768 });
   // A BERT folder as the Hub serves it: a WordPiece tokenizer.json qkv would refuse for itself.
   const dir = copyOf(HF, {
     'config.json': bertConfig,
@@ -278,7 +278,7 @@ test('a BERT config.json is refused from every source, for its model_type, befor
   });
   const files = contents(dir);
   const bert =
-    /config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2'.*'marian'.*'qkv-seq2seq' and 'qkv-gpt'\)$/;
+    /config\.json: Hugging Face model_type 'albert' is not supported \(qkv reads model_type 'gpt2'.*'marian'.*'qkv-seq2seq' and 'qkv-gpt'\)$/;
   const sources: [string, (log: string[]) => FolderSource][] = [
     ['Node directory', () => dirSource(dir)],
     ['contents', () => contentsSource(files)],

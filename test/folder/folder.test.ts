@@ -60,11 +60,13 @@ test('kind detection: seq2seq, gpt, hf-gpt2 from config.json; anything else name
   assert.equal(folderKind(json(HF, 'config.json')), 'hf-gpt2');
   assert.equal(folderKindOf(HF), 'hf-gpt2');
   assert.throws(
-    () => folderKind({ model_type: 'bert' }, 'x/config.json'),
+    () => folderKind({ model_type: 'albert' }, 'x/config.json'),
     (e: Error) =>
       e instanceof FolderError &&
       e.file === 'x/config.json' &&
-      /^x\/config\.json: Hugging Face model_type 'bert' is not supported \(qkv reads model_type 'gpt2'/.test(e.message),
+      /^x\/config\.json: Hugging Face model_type 'albert' is not supported \(qkv reads model_type 'gpt2'/.test(
+        e.message,
+      ),
   );
   assert.throws(
     () => folderKind({ format: 'qkv-bert' }),

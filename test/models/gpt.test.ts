@@ -208,7 +208,14 @@ test('a KV cache that owns its storage: steps in a memoryScope give the bits of 
 
 test('bad configs and inputs are named', () => {
   assert.throws(() => new GPT(cfg({ nEmbd: 10, nHead: 4 })), /GPT: nEmbd 10 is not divisible by nHead 4/);
-  assert.throws(() => new GPT(cfg({ positions: 'rotary' as never })), /positions must be 'learned' or 'sinusoidal'/);
+  assert.throws(
+    () => new GPT(cfg({ positions: 'alibi' as never })),
+    /positions must be 'learned', 'sinusoidal' or 'rotary'/,
+  );
+  assert.throws(
+    () => new GPT(cfg({ nKVHead: 3 })),
+    /nHead 2 is not divisible by nKVHead 3|nHead 4 is not divisible by nKVHead 3/,
+  );
   const m = new GPT(cfg());
   assert.throws(
     () => m.forward(ids([Array.from({ length: 13 }, () => 1)])),

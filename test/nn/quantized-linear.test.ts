@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import { getBackend } from '../../src/backend/backend.ts';
 import { linearInt8, linearQ4 } from '../../src/backend/js/quantized.ts';
 import { isWasmView, memoryShared } from '../../src/backend/wasm/memory.ts';
-import { F, manualSeed, models, nn, noGrad, tensor, type Tensor } from '../../src/index.ts';
+import { F, manualSeed, models, nn, noGrad, tensor } from '../../src/index.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 import { quantizeInt8 as exportInt8 } from '../../src/tensor/quantize.ts';
 import { rng, uniformArray } from '../helpers/random.ts';
 
@@ -68,6 +69,33 @@ test("quantizeWeight int8 is what 'qkv export --dtype int8' writes: the same val
   assert.deepEqual(Array.from(values.dataSync()), Array.from(file.w!.dataSync()));
   assert.deepEqual(scale.shape, file.w_scale!.shape);
   assert.deepEqual(Array.from(scale.dataSync()), Array.from(file.w_scale!.dataSync()));
+});
+
+/**
+ * Issue 61: int8 values of −128 (no quantizer of qkv's writes them; a state dict may hold them) through
+ * F.linearQuantized and through nn.Linear.loadStateDict give the js twin kernel's output bit for bit on
+ * the backend under test (the relaxed-SIMD wasm build used to give −4096 here where the twin gives 4096).
+ */
+test('int8 values of −128: F.linearQuantized and a loaded nn.Linear are the js kernel, bit for bit', () => {
+  const [inF, outF, rows] = [48, 6, 3];
+  const q = Int8Array.from({ length: outF * inF }, (_, i) => (i % 2 === 0 ? -128 : Math.floor(rand() * 256) - 128));
+  const values = new Tensor(q, [outF, inF], 'int8');
+  const scale = tensor(uniformArray(rand, outF, 0.01), [outF, 1]);
+  const bias = tensor(uniformArray(rand, outF), [outF]);
+  const x = tensor(uniformArray(rand, rows * inF, 2), [rows, inF]);
+  const want = new Float32Array(rows * outF);
+  linearInt8(f32(x), q, f32(scale), f32(bias), want, rows, inF, outF);
+  assert.deepEqual(f32(F.linearQuantized(x, values, scale, bias)), want, 'F.linearQuantized');
+  const lin = new nn.Linear(inF, outF).quantize({ dtype: 'int8' });
+  lin.loadStateDict({ weight: values, weight_scale: scale, bias });
+  assert.deepEqual(f32(noGrad(() => lin.forward(x))), want, 'nn.Linear.loadStateDict');
+  // All −128 against all-negative rows: 48·127·128 · (1/127 · 2⁻⁷) = 48 per output, within sx's rounding.
+  const neg = F.linearQuantized(
+    tensor(new Float32Array(inF).fill(-1), [1, inF]),
+    new Tensor(new Int8Array(outF * inF).fill(-128), [outF, inF], 'int8'),
+    tensor(new Float32Array(outF).fill(2 ** -7), [outF, 1]),
+  );
+  for (const v of f32(neg)) assert.ok(Math.abs(v - inF) < 1e-3, `${v} is ${inF}`);
 });
 
 test('quantizeWeight and linearQuantized name what is wrong', () => {

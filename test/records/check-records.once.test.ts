@@ -36,7 +36,11 @@ test('check-records: every quoted figure recomputes from its committed file', ()
   assert.ok(m, r.out);
   // Every BLEU line is scored by real sacreBLEU (records/sacrebleu-check/sacrebleu.json); an unscored one fails here,
   // a line sacreBLEU scores differently fails check-records itself.
-  assert.equal(m[1], m[2], 'a BLEU claim real sacreBLEU has not scored: run scripts/sacrebleu-check.py where it is');
+  assert.equal(
+    m[1],
+    m[2],
+    'a BLEU claim real sacreBLEU has not scored: run .venv-ref/bin/python scripts/sacrebleu-check.py',
+  );
 });
 
 test('docs/evidence.md lists every claim: its table is check-records --table', () => {

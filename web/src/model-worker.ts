@@ -243,6 +243,8 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
     }
     if (opened.kind === 'seq2seq' || opened.kind === 'marian')
       throw new Error(`${entry.name} is a translation model, not a GPT: see Translate`);
+    if (opened.kind === 'hf-encoder')
+      throw new Error(`${entry.name} is an encoder (BERT family): the explorer does not show encoders yet`);
     gpt = { model: opened.model, tokenizer: opened.tokenizer, separatorId: opened.separatorId };
     logits = null;
     return gptInfo(gpt);

@@ -74,6 +74,7 @@ export const KIND_LABELS: Record<FolderKind, string> = {
   gpt: 'GPT',
   'hf-gpt2': 'GPT-2',
   marian: 'Marian',
+  'hf-encoder': 'BERT-style encoder',
 };
 
 /** Where a served folder's files are. */

@@ -27,7 +27,7 @@ function scoreRow(
   return max;
 }
 
-/** Where one query row's data lies: head bh = b·H + h, row i, its q row and its head's K and V. */
+/** Where one query row's data lies: head bh = b·H + h, row i, its q row and its KV head's K and V. */
 interface QueryRow {
   bh: number;
   i: number;
@@ -50,13 +50,16 @@ function forEachScoredRow(
   visit: (row: QueryRow, max: number) => void,
 ): void {
   const { b: B, h: H, l: L, s: S, d: D, dv: DV, scale, causal, bias } = p;
+  const HK = p.hk ?? H;
+  const group = H / HK; // query heads per KV head (grouped-query attention; 1 for multi-head)
   const shift = S - L; // causal alignment: query i is position i + shift among the keys
   for (let bi = 0; bi < B; bi++) {
     for (let hi = 0; hi < H; hi++) {
       const bh = bi * H + hi;
+      const kvh = bi * HK + Math.floor(hi / group); // the KV head this query head shares
       const qBase = bh * L * D;
-      const kBase = bh * S * D;
-      const vBase = bh * S * DV;
+      const kBase = kvh * S * D;
+      const vBase = kvh * S * DV;
       const biasBase = bias ? bi * bias.strideB + hi * bias.strideH : 0;
       for (let i = 0; i < L; i++) {
         const qi = qBase + i * D;
@@ -73,7 +76,8 @@ function forEachScoredRow(
  * Memory beyond the outputs is one row of S scores, the property the fused wasm kernel keeps with
  * tiles and an online softmax. The row's log-sum-exp is saved so backward can rebuild P exactly.
  *
- * q (B,H,L,D), k (B,H,S,D), v (B,H,S,Dv), out (B,H,L,Dv), lse (B,H,L), weights (B,H,L,S) or null.
+ * q (B,H,L,D), k (B,Hk,S,D), v (B,Hk,S,Dv), out (B,H,L,Dv), lse (B,H,L), weights (B,H,L,S) or null; Hk = p.hk
+ * (default H) KV heads, each read by H/Hk query heads in place.
  */
 export const attention: HostKernels['attention'] = (q, k, v, out, lse, weights, p) => {
   const { l: L, s: S, dv: DV } = p;
@@ -109,6 +113,7 @@ export const attention: HostKernels['attention'] = (q, k, v, out, lse, weights, 
 /**
  * With P = softmax(S) rebuilt from lse, and Δ_i = dO_i·O_i:
  *   dV = Pᵀ·dO,  dP = dO·Vᵀ,  dS = P∘(dP − Δ),  dQ = scale·dS·K,  dK = scale·dSᵀ·Q.
+ * A KV head shared by several query heads gathers the sum of their dK and dV.
  */
 export const attentionBackward: HostKernels['attentionBackward'] = (q, k, v, out, dout, lse, dq, dk, dv, p) => {
   const { l: L, s: S, d: D, dv: DV, scale } = p;

@@ -196,6 +196,25 @@ export const geluTanhBackward: HostKernels['geluTanhBackward'] = (x, dy, dx) => 
   }
 };
 
+/** silu(gate)·up = gate·σ(gate)·up, in float64 (the oracle). */
+export const swiglu: HostKernels['swiglu'] = (gate, up, out) => {
+  for (let i = 0; i < gate.length; i++) {
+    const g = gate[i];
+    // silu rounded to float32 before the product, as transformers' act_fn(gate_proj(x)) * up_proj(x).
+    out[i] = Math.fround(g / (1 + Math.exp(-g))) * up[i];
+  }
+};
+
+/** d(silu(g)·u): dgate = dy·u·σ(g)·(1 + g·(1 − σ(g))), dup = dy·silu(g). */
+export const swigluBackward: HostKernels['swigluBackward'] = (gate, up, dy, dgate, dup) => {
+  for (let i = 0; i < gate.length; i++) {
+    const g = gate[i];
+    const sg = 1 / (1 + Math.exp(-g));
+    dgate[i] = dy[i] * up[i] * sg * (1 + g * (1 - sg));
+    dup[i] = dy[i] * g * sg;
+  }
+};
+
 /** Dropout's mask and output from the random words in `bits` (see Backend.dropoutMask). */
 export const dropoutMask: HostKernels['dropoutMask'] = (bits, threshold, scale, x, keep, out) => {
   const n = keep.length;
@@ -224,4 +243,6 @@ jsKernels.register('elementwise', {
   geluBackward,
   geluTanh,
   geluTanhBackward,
+  swiglu,
+  swigluBackward,
 });

@@ -6,6 +6,8 @@ import { type Backend, registerBackend } from '../backend.ts';
 import './gemm.ts';
 import './softmax.ts';
 import './layernorm.ts';
+import './rmsnorm.ts';
+import './rotary.ts';
 import './elementwise.ts';
 import './attention.ts';
 import './crossentropy.ts';

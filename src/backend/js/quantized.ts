@@ -64,9 +64,8 @@ function checkSizes(
 }
 
 /**
- * out (R, O) = x (R, I) · Wᵀ + bias with W = wq (O, I) int8 · wScale (O). The values must be −127..127,
- * as quantizeInt8 makes them: the relaxed-SIMD wasm kernel negates weights (to move x's sign onto them),
- * and −128 has no negation in int8.
+ * out (R, O) = x (R, I) · Wᵀ + bias with W = wq (O, I) int8 · wScale (O): any int8 values, −128..127
+ * (quantizeInt8 makes −127..127; the wasm kernels compute −128 exactly too, assembly/quantized.ts).
  */
 export const linearInt8: HostKernels['linearInt8'] = (x, wq, wScale, bias, out, rows, inF, outF) => {
   checkSizes('linearInt8', x, wq.length, outF * inF, wScale, outF, bias, out, rows, inF, outF);
@@ -75,7 +74,7 @@ export const linearInt8: HostKernels['linearInt8'] = (x, wq, wScale, bias, out, 
     const sx = quantizeRow(x, r, inF, q);
     for (let o = 0; o < outF; o++) {
       const wo = o * inF;
-      let acc = 0; // |acc| <= 127·127·I: exact in int32 for I < 133 000
+      let acc = 0; // |acc| <= 127·128·I: exact in int32 for I < 132 000
       for (let i = 0; i < inF; i++) acc += q[i] * wq[wo + i];
       const y = Math.fround(Math.fround(acc) * Math.fround(sx * wScale[o]));
       out[r * outF + o] = bias ? Math.fround(y + bias[o]) : y;
@@ -151,4 +150,25 @@ function quantizeBlock(w: Float32Array, at: number, n: number, top: number, q: I
   return scale;
 }
 
-jsKernels.register('quantized', { linearInt8, linearQ4 });
+/** Rows of an int8 table picked by ids, each value q·s rounded once to float32. */
+export const embeddingInt8: HostKernels['embeddingInt8'] = (wq, wScale, ids, out, dim) => {
+  for (let i = 0; i < ids.length; i++) {
+    const r = ids[i];
+    for (let c = 0; c < dim; c++) out[i * dim + c] = wq[r * dim + c] * wScale[r];
+  }
+};
+
+/** Rows of a q4 table picked by ids (element e in nibble e % 2 of byte e/2), each value q·s rounded once. */
+export const embeddingQ4: HostKernels['embeddingQ4'] = (wq, wScale, ids, out, dim) => {
+  const nb = dim / Q4_BLOCK;
+  for (let i = 0; i < ids.length; i++) {
+    const r = ids[i];
+    for (let c = 0; c < dim; c++) {
+      const e = r * dim + c;
+      const v = (((wq[e >> 1] >> ((e & 1) * 4)) & 15) ^ 8) - 8; // the signed nibble
+      out[i * dim + c] = v * wScale[r * nb + Math.floor(c / Q4_BLOCK)];
+    }
+  }
+};
+
+jsKernels.register('quantized', { linearInt8, linearQ4, embeddingInt8, embeddingQ4 });

@@ -13,6 +13,7 @@ import { staged, type Arg } from './stage.ts';
 type Shape = [
   B: I32,
   H: I32,
+  HK: I32,
   L: I32,
   S: I32,
   D: I32,
@@ -30,30 +31,45 @@ type BackHead = [q: Ptr, k: Ptr, v: Ptr, out: Ptr, dout: Ptr, lse: Ptr, dq: Ptr,
 
 const K = declareExports('attention.ts', {
   attentionScratchFloats: sig<[l: I32, d: I32, dv: I32], I32>(3),
-  attention: sig<[...Head, scratch: Ptr]>(19),
-  attentionBackward: sig<[...BackHead, scratch: Ptr]>(22),
+  attention: sig<[...Head, scratch: Ptr]>(20),
+  attentionBackward: sig<[...BackHead, scratch: Ptr]>(23),
   /** (batch, head) pairs [bh0, bh1) only: what one thread computes. */
-  attentionRange: sig<[...Head, scratch: Ptr, bh0: I32, bh1: I32]>(21),
-  attentionBackwardRange: sig<[...BackHead, scratch: Ptr, bh0: I32, bh1: I32]>(24),
+  attentionRange: sig<[...Head, scratch: Ptr, bh0: I32, bh1: I32]>(22),
+  attentionBackwardRange: sig<[...BackHead, scratch: Ptr, bh0: I32, bh1: I32]>(25),
 });
 
 /** The `Shape` arguments of both kernels for `p`, with the bias at `pb`. */
 function shapeArgs(p: HostAttentionParams, pb: number): number[] {
   const { b, h, l, s, d, dv, bias } = p;
-  return [b, h, l, s, d, dv, p.scale, p.causal ? 1 : 0, pb, bias?.strideB ?? 0, bias?.strideH ?? 0, bias?.strideL ?? 0];
+  return [
+    b,
+    h,
+    p.hk ?? h,
+    l,
+    s,
+    d,
+    dv,
+    p.scale,
+    p.causal ? 1 : 0,
+    pb,
+    bias?.strideB ?? 0,
+    bias?.strideH ?? 0,
+    bias?.strideL ?? 0,
+  ];
 }
 
 function scratchBytes(p: HostAttentionParams): number {
   return Math.ceil((K().attentionScratchFloats(p.l, p.d, p.dv) * 4) / 16) * 16;
 }
 
-/** The first staged arguments of both kernels: q, k and v, as long as `p` says, read only. */
+/** The first staged arguments of both kernels: q, k and v (HK KV heads), as long as `p` says, read only. */
 function qkvArgs(q: Float32Array, k: Float32Array, v: Float32Array, p: HostAttentionParams): Arg[] {
   const { b: B, h: H, l: L, s: S, d: D, dv: DV } = p;
+  const HK = p.hk ?? H;
   return [
     { x: q.subarray(0, B * H * L * D), mode: 'in' },
-    { x: k.subarray(0, B * H * S * D), mode: 'in' },
-    { x: v.subarray(0, B * H * S * DV), mode: 'in' },
+    { x: k.subarray(0, B * HK * S * D), mode: 'in' },
+    { x: v.subarray(0, B * HK * S * DV), mode: 'in' },
   ];
 }
 
@@ -77,7 +93,9 @@ function splitHeads(
   const own = K()[kernel] as (...a: number[]) => void;
   const perPart = scratchBytes(p);
   const bh = p.b * p.h;
-  const chunk = Math.ceil(bh / parts);
+  // Parts hold whole groups of query heads: a KV head's dK and dV sum over its group within one thread.
+  const group = p.h / (p.hk ?? p.h);
+  const chunk = Math.ceil(bh / group / parts) * group;
   if (parts === 1) {
     own(...head, scratch, 0, bh);
     return;
@@ -118,9 +136,10 @@ export const attention: HostKernels['attention'] = (q, k, v, out, lse, weights, 
 
 export const attentionBackward: HostKernels['attentionBackward'] = (q, k, v, out, dout, lse, dq, dk, dv, p) => {
   const { b: B, h: H, l: L, s: S, d: D, dv: DV, bias } = p;
+  const HK = p.hk ?? H;
   dq.fill(0, 0, B * H * L * D);
-  dk.fill(0, 0, B * H * S * D);
-  dv.fill(0, 0, B * H * S * DV);
+  dk.fill(0, 0, B * HK * S * D);
+  dv.fill(0, 0, B * HK * S * DV);
   if (B * H * L * S === 0) return;
   const parts = attentionParts(p, true);
   staged(
@@ -130,8 +149,8 @@ export const attentionBackward: HostKernels['attentionBackward'] = (q, k, v, out
       { x: dout.subarray(0, B * H * L * DV), mode: 'in' },
       { x: lse.subarray(0, B * H * L), mode: 'in' },
       { x: dq.subarray(0, B * H * L * D), mode: 'out' },
-      { x: dk.subarray(0, B * H * S * D), mode: 'out' },
-      { x: dv.subarray(0, B * H * S * DV), mode: 'out' },
+      { x: dk.subarray(0, B * HK * S * D), mode: 'out' },
+      { x: dv.subarray(0, B * HK * S * DV), mode: 'out' },
       { x: bias ? bias.data : null, mode: 'in' },
     ],
     scratchBytes(p) * parts,

@@ -1,7 +1,7 @@
 /**
  * Elementwise kernels (assembly/elementwise.ts) behind the Backend interface.
  *
- * - relu, gelu, geluTanh and their backwards always run in wasm: arrays in wasm memory are used in place,
+ * - relu, gelu, geluTanh, swiglu and their backwards always run in wasm: arrays in wasm memory are used in place,
  *   others are copied in and out (`staged`; the work per element repays the copy).
  * - binary, binaryScalar and dropout's mask are cheap per element: they run in wasm only when
  *   every float array is already a wasm view, else they call their js twin (route.ts).
@@ -38,6 +38,8 @@ const K = declareExports('elementwise.ts', {
   geluBackward: sig<[x: Ptr, dy: Ptr, dx: Ptr, n: I32]>(4),
   geluTanh: sig<[x: Ptr, out: Ptr, n: I32]>(3),
   geluTanhBackward: sig<[x: Ptr, dy: Ptr, dx: Ptr, n: I32]>(4),
+  swiglu: sig<[gate: Ptr, up: Ptr, out: Ptr, n: I32]>(4),
+  swigluBackward: sig<[gate: Ptr, up: Ptr, dy: Ptr, dgate: Ptr, dup: Ptr, n: I32]>(6),
 });
 
 /**
@@ -172,6 +174,34 @@ export const geluTanhBackward: HostKernels['geluTanhBackward'] = (x, dy, dx) => 
   );
 };
 
+export const swiglu: HostKernels['swiglu'] = (gate, up, out) => {
+  if (gate.length === 0) return;
+  staged(
+    [
+      { x: gate, mode: 'in' },
+      { x: up, mode: 'in' },
+      { x: out, mode: 'out' },
+    ],
+    0,
+    ([g, u, o]) => K().swiglu(g!, u!, o!, gate.length),
+  );
+};
+
+export const swigluBackward: HostKernels['swigluBackward'] = (gate, up, dy, dgate, dup) => {
+  if (gate.length === 0) return;
+  staged(
+    [
+      { x: gate, mode: 'in' },
+      { x: up, mode: 'in' },
+      { x: dy, mode: 'in' },
+      { x: dgate, mode: 'out' },
+      { x: dup, mode: 'out' },
+    ],
+    0,
+    ([g, u, d, dg, du]) => K().swigluBackward(g!, u!, d!, dg!, du!, gate.length),
+  );
+};
+
 wasmKernels.register('elementwise', {
   binary,
   binaryScalar,
@@ -182,6 +212,8 @@ wasmKernels.register('elementwise', {
   geluBackward,
   geluTanh,
   geluTanhBackward,
+  swiglu,
+  swigluBackward,
   unary,
   pow,
 });

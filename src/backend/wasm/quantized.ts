@@ -5,7 +5,7 @@
  * to the js twin (src/backend/js/quantized.ts), which defines them.
  */
 import type { HostKernels } from '../backend.ts';
-import { Q4_BLOCK } from '../js/quantized.ts';
+import { embeddingInt8, embeddingQ4, Q4_BLOCK } from '../js/quantized.ts';
 import { declareExports, sig, type I32, type Ptr } from './loader.ts';
 import { splitUnits } from './parallel.ts';
 import { wasmKernels } from './registry.ts';
@@ -61,8 +61,9 @@ function run(
       { x: bias ? bias.subarray(0, outF) : null, mode: 'in' },
       { x: out.subarray(0, rows * outF), mode: 'out' },
     ],
-    // x's int8 rows, their scales, and for q4 each block's correction (an i32 per 32 values; quantizeRowsI8).
-    qBytes + rows * 4 + (kind === 'q4' ? rows * (inF / Q4_BLOCK) * 4 : 0),
+    // x's int8 rows, their scales, and their corrections (quantizeRowsI8): for q4 an i32 per block of 32
+    // values, for int8 one i32 per row (the relaxed build's, for weights that are −128).
+    qBytes + rows * 4 + (kind === 'q4' ? rows * (inF / Q4_BLOCK) * 4 : rows * 4),
     ([px, pw, ps, pb, po, scratch]) => {
       const wasm = K();
       wasm.quantizeRowsI8(px!, rows, inF, scratch!, scratch! + qBytes, kind === 'q4' ? 1 : 0);
@@ -80,4 +81,5 @@ const kernels = {
 
 export const { linearInt8, linearQ4 } = kernels;
 
-wasmKernels.register('quantized', { linearInt8, linearQ4 });
+// A quantized table's rows are a gather (no arithmetic worth SIMD): the js twin's, on wasm memory's views.
+wasmKernels.register('quantized', { linearInt8, linearQ4, embeddingInt8, embeddingQ4 });

@@ -68,7 +68,9 @@ function header(sh: Shape, bias: boolean, biasBinding: number): string {
   const vec = (w: number) => (w === 4 ? 'vec4f' : 'f32');
   const dot = (w: number) => (w === 4 ? 'dot(a, b)' : 'a * b');
   return /* wgsl */ `
-struct P { n: u32, tiles: u32, h: u32, l: u32, s: u32, shift: i32, causal: u32, scale: f32, sb: u32, sh: u32, sl: u32 }
+struct P {
+  n: u32, tiles: u32, h: u32, hk: u32, l: u32, s: u32, shift: i32, causal: u32, scale: f32, sb: u32, sh: u32, sl: u32
+}
 @group(0) @binding(0) var<uniform> p: P;
 ${bias ? `@group(0) @binding(${biasBinding}) var<storage, read> bias: array<f32>;` : ''}
 const D = ${sh.d}u;
@@ -91,6 +93,8 @@ fn lim_of(i: u32) -> u32 {
 }
 /** Where row i of head bh starts in the bias. */
 fn bias_row(bh: u32, i: u32) -> u32 { return (bh / p.h) * p.sb + (bh % p.h) * p.sh + i * p.sl; }
+/** The KV head query head bh reads (grouped-query attention: H / HK query heads share one; bh itself at HK = H). */
+fn kvh(bh: u32) -> u32 { return (bh / p.h) * p.hk + (bh % p.h) / (p.h / p.hk); }
 fn bias_at(x: u32) -> f32 { return ${bias ? 'bias[x]' : '0.0'}; }
 `;
 }
@@ -139,8 +143,8 @@ fn main(${MAIN_ARGS}) {
   var sc: array<f32, BC>;
   for (var t0 = 0u; t0 < wlim; t0 += BC) {
     workgroupBarrier();
-    ${loadTile('ks', 'k', 'NK', 'bh * p.s', 't0', 'p.s', 'TK(0.0)')}
-    ${loadTile('vs', 'v', 'NV', 'bh * p.s', 't0', 'p.s', 'TV(0.0)')}
+    ${loadTile('ks', 'k', 'NK', 'kvh(bh) * p.s', 't0', 'p.s', 'TK(0.0)')}
+    ${loadTile('vs', 'v', 'NV', 'kvh(bh) * p.s', 't0', 'p.s', 'TV(0.0)')}
     workgroupBarrier();
     var okm = 0u;
     var tmax = m;
@@ -231,7 +235,7 @@ fn main(${MAIN_ARGS}) {
       let bv = bias_at(bb + j);
       ok = !is_masked(bv);
       if (ok) {
-        for (var e = 0u; e < NK; e++) { s += dotk(qs[e], k[(bh * p.s + j) * NK + e]); }
+        for (var e = 0u; e < NK; e++) { s += dotk(qs[e], k[(kvh(bh) * p.s + j) * NK + e]); }
         s = s * p.scale + bv;
       }
     }
@@ -260,7 +264,8 @@ fn main(${MAIN_ARGS}) {
         let dim = c + n * ${WG}u;
         if (dim < DV) {
           var a = acc[n] * alpha;
-          for (var cc = gg; cc < ${WG}u && t0 + cc < lim; cc += G) { a += pr[cc] * v[(bh * p.s + t0 + cc) * DV + dim]; }
+          let vb = kvh(bh) * p.s + t0;
+          for (var cc = gg; cc < ${WG}u && t0 + cc < lim; cc += G) { a += pr[cc] * v[(vb + cc) * DV + dim]; }
           acc[n] = a;
         }
       }
@@ -313,7 +318,7 @@ ${ELEMENT}
       w = nan();
     } else if (!is_masked(bv)) {
       var s = 0.0;
-      for (var e = 0u; e < NK; e++) { s += dotk(q[row * NK + e], k[(bh * p.s + j) * NK + e]); }
+      for (var e = 0u; e < NK; e++) { s += dotk(q[row * NK + e], k[(kvh(bh) * p.s + j) * NK + e]); }
       w = exp(s * p.scale + bv - ls);
     }
   }
@@ -372,8 +377,8 @@ fn main(${MAIN_ARGS}) {
   let bb = bias_row(bh, i);
   for (var t0 = 0u; t0 < wlim; t0 += BC) {
     workgroupBarrier();
-    ${loadTile('ks', 'k', 'NK', 'bh * p.s', 't0', 'p.s', 'TK(0.0)')}
-    ${loadTile('vs', 'v', 'NV', 'bh * p.s', 't0', 'p.s', 'TV(0.0)')}
+    ${loadTile('ks', 'k', 'NK', 'kvh(bh) * p.s', 't0', 'p.s', 'TK(0.0)')}
+    ${loadTile('vs', 'v', 'NV', 'kvh(bh) * p.s', 't0', 'p.s', 'TV(0.0)')}
     workgroupBarrier();
     for (var c = 0u; c < BC; c++) {
       let j = t0 + c;
@@ -394,7 +399,10 @@ fn main(${MAIN_ARGS}) {
 }`;
 }
 
-/** dK, dV: a thread per key row, Q/dO/statistics tiles in workgroup memory. */
+/**
+ * dK, dV: a thread per key row of a KV head, over the query heads it serves in order; Q/dO/statistics tiles in
+ * workgroup memory.
+ */
 function dkvKernel(sh: Shape, bias: boolean): string {
   return /* wgsl */ `${header(sh, bias, 8)}
 @group(0) @binding(1) var<storage, read> q: array<TK>;
@@ -412,11 +420,12 @@ var<workgroup> sts: array<vec2f, BC>;
 fn main(${MAIN_ARGS}) {
   let g = wid.x + wid.y * nwg.x;
   if (g >= p.n) { return; }
-  let bh = g / p.tiles;
+  let kv = g / p.tiles;
   let j0 = (g % p.tiles) * ${WG}u;
   let j = j0 + lid.x;
   let live = j < p.s;
-  let key = bh * p.s + j;
+  let key = kv * p.s + j;
+  let group = p.h / p.hk;
   var kr: array<TK, NK>;
   var vr: array<TV, NV>;
   var dka: array<TK, NK>;
@@ -428,6 +437,9 @@ fn main(${MAIN_ARGS}) {
   var bad = false;
   // Causal: key j is in reach of rows i >= j - shift; the first tile holds the workgroup's first such row.
   let first = select(0u, u32(max(i32(j0) - p.shift, 0)), p.causal != 0u);
+  // The query heads of this KV head, in order: their dK and dV add up here (no atomics).
+  for (var r = 0u; r < group; r++) {
+  let bh = (kv / p.hk) * p.h + (kv % p.hk) * group + r;
   for (var t0 = (first / BC) * BC; t0 < p.l; t0 += BC) {
     workgroupBarrier();
     ${loadTile('qs', 'q', 'NK', 'bh * p.l', 't0', 'p.l', 'TK(0.0)')}
@@ -458,6 +470,7 @@ fn main(${MAIN_ARGS}) {
       for (var e = 0u; e < NK; e++) { dka[e] += ds * qs[c * NK + e]; }
     }
   }
+  }
   if (!live) { return; }
   for (var e = 0u; e < NK; e++) { dk[key * NK + e] = select(dka[e] * p.scale, TK(nan()), bad); }
   for (var e = 0u; e < NV; e++) { dv[key * NV + e] = select(dva[e], TV(nan()), bad); }
@@ -471,6 +484,7 @@ function params(p: AttentionParams, n: number, tiles: number): Param[] {
     u(n),
     u(tiles),
     u(p.h),
+    u(p.hk ?? p.h),
     u(p.l),
     u(p.s),
     i(p.s - p.l),
@@ -502,7 +516,7 @@ function dispatch(
 
 /**
  * out (B,H,L,Dv) = softmax(q·kᵀ·scale + bias, causal)·v, lse (B,H,L), and weights (B,H,L,S) when given;
- * q (B,H,L,D), k (B,H,S,D), v (B,H,S,Dv).
+ * q (B,H,L,D), k (B,Hk,S,D), v (B,Hk,S,Dv), Hk = p.hk (default H) KV heads each read by H/Hk query heads.
  */
 export const attention: Backend['attention'] = (q, k, v, out, lse, weights, p) => {
   const sh = shapeOf(p.d, p.dv);
@@ -540,7 +554,8 @@ export const attentionBackward: Backend['attentionBackward'] = (q, k, v, out, do
   const inputs = [buf(q), buf(k), buf(v), buf(dout), st];
   dispatch('dq', dqKernel, sh, p, [...inputs, buf(dq)], bhs * qt, bhs * qt, qt);
   const kt = Math.ceil(p.s / WG);
-  dispatch('dkv', dkvKernel, sh, p, [...inputs, buf(dk), buf(dv)], bhs * kt, bhs * kt, kt);
+  const kvs = p.b * (p.hk ?? p.h); // a workgroup per tile of a KV head's keys
+  dispatch('dkv', dkvKernel, sh, p, [...inputs, buf(dk), buf(dv)], kvs * kt, kvs * kt, kt);
   ctx.release(st);
 };
 

@@ -241,6 +241,42 @@ export const dropoutMask: Backend['dropoutMask'] = (bits, threshold, scale, x, k
   ctx.release(words);
 };
 
+const SIGMOID = /* wgsl */ `
+fn sigmoid(t: f32) -> f32 { return 1.0 / (1.0 + exp(clamp(-t, -88.0, 88.0))); }`;
+
+/** silu(gate)·up (SwiGLU's activation); e^(−g) clamped to e^±88 as gelu_tanh's, so a large |g| saturates. */
+export const swiglu: Backend['swiglu'] = (gate, up, out) => {
+  const code = perElement(
+    '',
+    /* wgsl */ `
+@group(0) @binding(1) var<storage, read> g: array<f32>;
+@group(0) @binding(2) var<storage, read> up: array<f32>;
+@group(0) @binding(3) var<storage, read_write> o: array<f32>;`,
+    'let v = g[i]; o[i] = (v * sigmoid(v)) * up[i];',
+    SIGMOID,
+  );
+  runPerElement('swiglu', code, f32n(buf(out)), [buf(gate), buf(up), buf(out)]);
+};
+
+export const swigluBackward: Backend['swigluBackward'] = (gate, up, dy, dgate, dup) => {
+  const code = perElement(
+    '',
+    /* wgsl */ `
+@group(0) @binding(1) var<storage, read> g: array<f32>;
+@group(0) @binding(2) var<storage, read> up: array<f32>;
+@group(0) @binding(3) var<storage, read> dy: array<f32>;
+@group(0) @binding(4) var<storage, read_write> dg: array<f32>;
+@group(0) @binding(5) var<storage, read_write> du: array<f32>;`,
+    /* wgsl */ `
+  let v = g[i];
+  let s = sigmoid(v);
+  dg[i] = dy[i] * up[i] * s * (1.0 + v * (1.0 - s));
+  du[i] = dy[i] * (v * s);`,
+    SIGMOID,
+  );
+  runPerElement('swigluBackward', code, f32n(buf(dgate)), [buf(gate), buf(up), buf(dy), buf(dgate), buf(dup)]);
+};
+
 webgpuKernels.register('elementwise', {
   binary,
   binaryScalar,
@@ -253,4 +289,6 @@ webgpuKernels.register('elementwise', {
   geluBackward,
   geluTanh,
   geluTanhBackward,
+  swiglu,
+  swigluBackward,
 });

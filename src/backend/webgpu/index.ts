@@ -10,6 +10,8 @@ import { registerBackendInfo, registerLoadError } from '../info.ts';
 import './gemm.ts';
 import './softmax.ts';
 import './layernorm.ts';
+import './rmsnorm.ts';
+import './rotary.ts';
 import './elementwise.ts';
 import './attention.ts';
 import './crossentropy.ts';

@@ -28,7 +28,7 @@
 import type { Backend, F32 } from '../backend.ts';
 import type { Storage } from '../../tensor/storage.ts';
 import { Q4_BLOCK } from '../js/quantized.ts';
-import { FDIV, INF } from './wgsl.ts';
+import { FDIV, INF, perElement, runPerElement } from './wgsl.ts';
 import { type GpuBuf, grid, u } from './context.ts';
 import { buf } from './device.ts';
 import { gpu, webgpuKernels } from './registry.ts';
@@ -443,4 +443,40 @@ export const linearInt8: Backend['linearInt8'] = (x, wq, wScale, bias, out, rows
 export const linearQ4: Backend['linearQ4'] = (x, wq, wScale, bias, out, rows, inF, outF) =>
   linear('q4', x, wq, wScale, bias, out, rows, inF, outF);
 
-webgpuKernels.register('quantized', { linearInt8, linearQ4 });
+/**
+ * Rows of a quantized table picked by ids, a thread per output value: q (unpacked from its word) times its
+ * scale, one float32 multiplication, which WGSL rounds correctly (the twin's Math.fround of the product).
+ */
+function embeddingQuantized(kind: 'int8' | 'q4', wq: Storage, wScale: F32, ids: Storage, out: F32, dim: number): void {
+  const name = kind === 'int8' ? 'embeddingInt8' : 'embeddingQ4';
+  if (kind === 'q4' && dim % Q4_BLOCK !== 0)
+    throw new RangeError(`embeddingQ4: dim ${dim} is not a multiple of ${Q4_BLOCK}`);
+  const n = buf(ids).bytes / 4;
+  need(name, 'out', out, n * dim, 4);
+  const value =
+    kind === 'int8'
+      ? 'f32(bitcast<i32>(v[e / 4u] << (24u - 8u * (e % 4u))) >> 24u) * s[r]'
+      : 'f32(i32(((v[e / 8u] >> (4u * (e % 8u))) & 15u) ^ 8u) - 8) * s[r * (p.dim / 32u) + c / 32u]';
+  const code = perElement(
+    'dim: u32',
+    /* wgsl */ `
+@group(0) @binding(1) var<storage, read> v: array<u32>;
+@group(0) @binding(2) var<storage, read> s: array<f32>;
+@group(0) @binding(3) var<storage, read> ids: array<i32>;
+@group(0) @binding(4) var<storage, read_write> o: array<f32>;`,
+    /* wgsl */ `
+  let r = u32(ids[i / p.dim]);
+  let c = i % p.dim;
+  let e = r * p.dim + c;
+  o[i] = ${value};`,
+  );
+  runPerElement(name, code, n * dim, [buf(wq), buf(wScale), buf(ids), buf(out)], [u(dim)]);
+}
+
+export const embeddingInt8: Backend['embeddingInt8'] = (wq, wScale, ids, out, dim) =>
+  embeddingQuantized('int8', wq, wScale, ids, out, dim);
+
+export const embeddingQ4: Backend['embeddingQ4'] = (wq, wScale, ids, out, dim) =>
+  embeddingQuantized('q4', wq, wScale, ids, out, dim);
+
+webgpuKernels.register('quantized', { linearInt8, linearQ4, embeddingInt8, embeddingQ4 });

@@ -29,7 +29,7 @@ function flags() {
   const cmd = new Command('export').description(
     'copy a trained model (translation, or language model from train-lm) ' +
       'into a folder to ship (weights as fp16 by default), or export it to ' +
-      'ONNX (--format onnx)',
+      'ONNX (--format onnx; also a Hugging Face Marian or encoder folder)',
   );
   const options = modelOption(cmd, 'trained model folder (e.g. runs/NAME)')
     .requiredOption('--out <dir>', 'destination folder (e.g. models/multi30k-en-de)')
@@ -76,6 +76,14 @@ export function exportModel(o: ExportArgs): void {
     throw new UserError(`--format must be safetensors or onnx, got '${format}'`);
   const folderKind = folderKindOfDir(o.model);
   const kind = folderKind === 'seq2seq' ? 'seq2seq' : 'gpt';
+  if (folderKind === 'hf-encoder') {
+    if (o.ensemble) throw new UserError('--ensemble is for qkv translation folders, not a Hugging Face encoder folder');
+    if (format === 'onnx') return exportOnnx(o, 'hf-encoder');
+    throw new UserError(
+      `${o.model} is a Hugging Face folder: qkv reads it as it is (--model ${o.model}); ` +
+        'export it with --format onnx',
+    );
+  }
   if (folderKind === 'marian') {
     if (o.ensemble) throw new UserError('--ensemble is for qkv translation folders, not a Hugging Face Marian folder');
     if (format === 'onnx') return exportOnnx(o, 'marian');

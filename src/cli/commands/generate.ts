@@ -9,7 +9,7 @@ import { textGenerationPipeline, type GenerationOptions } from '../../pipelines/
 import { int, nonNegativeInt, nonNegativeNumber, num, probability } from '../args.ts';
 import { loadLmDir, loadLmShape, UserError } from '../files.ts';
 import { openOnnxGpt, parseEngine } from '../onnxruntime.ts';
-import { dtypeOption, engineOption, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
+import { adapterOption, dtypeOption, engineOption, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
 import { noOnnxDType, withDType } from '../decoding.ts';
 
 function flags() {
@@ -37,7 +37,7 @@ function flags() {
     )
     .option('--seed <n>', 'random seed (default: random, printed)', nonNegativeInt('--seed'))
     .option('--no-cache', 'recompute the whole context at every step instead of using the KV cache');
-  return engineOption(dtypeOption(options));
+  return engineOption(adapterOption(dtypeOption(options)));
 }
 
 export function generateCommand() {
@@ -59,7 +59,8 @@ export async function generateText(a: GenerateArgs): Promise<void> {
   if (prompt === '') throw new UserError('--prompt is empty: give some text to continue');
   const onnx = parseEngine(a.engine) === 'onnxruntime' ? await openOnnxGpt(a.model) : null;
   if (onnx && a.dtype) throw noOnnxDType();
-  const lm = onnx ? loadLmShape(a.model) : loadLmDir(a.model);
+  if (onnx && a.adapter) throw new UserError('--adapter runs on the qkv engine only: merge it first (qkv merge)');
+  const lm = onnx ? loadLmShape(a.model) : loadLmDir(a.model, a.adapter);
   if (!onnx) withDType(a, [lm.model]); // --dtype: the pipeline option, mapped as translate maps it
   const write = a.write ?? ((s: string) => process.stdout.write(s));
   let t0 = 0;

@@ -15,7 +15,15 @@ import type { TranslationOptions, TranslationPipeline } from '../../pipelines/tr
 import { atomicWrite, checkOutputFolder, UserError } from '../files.ts';
 import { asDegraded, collect, enginePipeline, openEngine, reportDegraded, translationOptions } from '../decoding.ts';
 import { progressBar } from '../progress.ts';
-import { decodingOptions, dtypeOption, engineOption, ensembleOptions, log, modelOption } from '../options.ts';
+import {
+  adapterOption,
+  decodingOptions,
+  dtypeOption,
+  engineOption,
+  ensembleOptions,
+  log,
+  modelOption,
+} from '../options.ts';
 import type { FlagsOf, Optional } from '../options.ts';
 
 /** What eval says about bad source lines in --help. */
@@ -41,7 +49,7 @@ function flags() {
   const cmd = new Command('translate').description(
     'translate one sentence per line (stdin to stdout, or --input/--output)',
   );
-  const files = dtypeOption(decodingOptions(ensembleOptions(modelOption(cmd))))
+  const files = adapterOption(dtypeOption(decodingOptions(ensembleOptions(modelOption(cmd)))))
     .option('--input <file>', 'read sentences from a file instead of stdin')
     .option('--output <file>', 'write translations to a file instead of stdout (in a folder that exists)');
   return engineOption(files)

@@ -3,10 +3,12 @@
  * that tells a runtime which graph is which and the shapes of the key/value cache. The caller adds
  * config.json and tokenizer.json (see `qkv export --format onnx`).
  */
+import type { EncoderConfig } from '../../models/encoder.ts';
 import type { GPTConfig } from '../../models/gpt.ts';
 import type { Seq2SeqConfig } from '../../models/seq2seq.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
 import { OPSET, type WeightDType } from './builder.ts';
+import { encoderModelGraph } from './encoder.ts';
 import { gptDecoderGraph } from './gpt.ts';
 import { seq2seqDecoderGraph, seq2seqEncoderGraph } from './seq2seq.ts';
 
@@ -16,27 +18,27 @@ export interface OnnxManifest {
   format: 'qkv-onnx';
   /** The manifest's version, 1. */
   version: 1;
-  /** A translation model (encoder, decoder, decoder with past) or a GPT (one decoder). */
-  kind: 'seq2seq' | 'gpt';
+  /** A translation model (encoder, decoder, decoder with past), a GPT (one decoder), or an encoder (BERT family). */
+  kind: 'seq2seq' | 'gpt' | 'encoder';
   /** The opset every graph declares. */
   opset: number;
   /** How the weights are stored; every graph computes in fp32. */
   dtype: WeightDType;
   /** Whether the graphs also output every layer's attention weights. */
   withAttention: boolean;
-  /** File names: seq2seq {encoder, decoder, decoderWithPast}; gpt {decoder}. */
+  /** File names: seq2seq {encoder, decoder, decoderWithPast}; gpt {decoder}; encoder {model}. */
   graphs: Record<string, string>;
-  /** Decoder layers: one present/past key and value pair each. */
+  /** Decoder layers: one present/past key and value pair each (an encoder: its layers). */
   numLayers: number;
   /** Attention heads h. */
   numHeads: number;
   /** dK, each head's width. */
   headDim: number;
-  /** The logits' width: the (target) vocabulary the decoder writes. */
+  /** The logits' width: the (target) vocabulary the decoder writes (an encoder: its word table's rows). */
   vocabSize: number;
   /** Longest sequence the position table covers (Seq2Seq maxLen, GPT blockSize). */
   maxPositions: number;
-  /** Seq2Seq only: the padding id (never generated; masked as a key). */
+  /** Seq2Seq and encoder: the padding id (never generated; masked as a key). */
   padId?: number;
   /** Seq2Seq only: encoder layers. */
   numEncoderLayers?: number;
@@ -112,5 +114,32 @@ export function exportGptOnnx(
       maxPositions: config.blockSize,
     },
     files: { [graphs.decoder]: gptDecoderGraph(config, weights, o) },
+  };
+}
+
+/** The graph of an Encoder (BERT, RoBERTa, XLM-R, DistilBERT; its head as built) and its manifest. */
+export function exportEncoderOnnx(
+  config: EncoderConfig,
+  weights: Record<string, Tensor>,
+  o: { dtype: WeightDType; withAttention: boolean },
+): OnnxExport {
+  const graphs = { model: 'model.onnx' };
+  return {
+    manifest: {
+      format: 'qkv-onnx',
+      version: 1,
+      kind: 'encoder',
+      opset: OPSET,
+      dtype: o.dtype,
+      withAttention: o.withAttention,
+      graphs,
+      numLayers: config.numLayers,
+      numHeads: config.nhead,
+      headDim: config.dModel / config.nhead,
+      vocabSize: config.vocabSize,
+      maxPositions: config.maxPositions,
+      padId: config.padId,
+    },
+    files: { [graphs.model]: encoderModelGraph(config, weights, o) },
   };
 }

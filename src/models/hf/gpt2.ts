@@ -19,9 +19,13 @@
  * `h.i.attn.masked_bias` of older files are ignored (qkv builds the mask), and so is `lm_head.weight`
  * when it equals wte (tied). Anything else is refused, naming the tensor.
  */
+import type { MultiheadAttention } from '../../nn/attention.ts';
+import type { Linear } from '../../nn/layers.ts';
 import type { GPTConfig } from '../gpt-config.ts';
+import type { Module } from '../../nn/module.ts';
 import { shapeToString } from '../../tensor/shape.ts';
-import type { Tensor } from '../../tensor/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import type { LinearSite } from './peft.ts';
 
 /** The keys of HF's GPT2Config that qkv reads (config.json as the Hub serves it). */
 export interface HfGpt2Config {
@@ -239,4 +243,74 @@ function hfNameOf(qkv: string): string {
     if (qkv.endsWith(`.${q}`)) return `'${qkv.slice(0, -q.length)}${hf}'`;
   }
   return `'${qkv}'`;
+}
+
+// ---- Fine-tuning: the linear layers PEFT adapts, and the weights written back under HF's names -------------
+
+/** qkv's GPT (models/gpt.ts), as this file sees it: a module with its config. */
+type GptModule = Module & { readonly config: GPTConfig };
+
+/** A submodule of `model` by its qkv path (`h.0.attn`). */
+function moduleAt<M>(model: Module, path: string): M {
+  const m = model.namedModules().find(([n]) => n === path);
+  if (!m) throw new Error(`internal: no module '${path}' in the GPT`);
+  return m[1] as M;
+}
+
+/**
+ * GPT2LMHeadModel's linear layers (all Conv1D) by their module paths, as PEFT matches target_modules against
+ * them, on qkv's layers: `c_attn` is the packed q/k/v projection, `attn.c_proj` the attention's out_proj,
+ * `mlp.c_fc` / `mlp.c_proj` the MLP's. lm_head is wte itself (tied), not a site.
+ */
+export function gpt2LinearSites(model: GptModule): LinearSite[] {
+  const E = model.config.nEmbd;
+  const sites: LinearSite[] = [];
+  for (let i = 0; i < model.config.nLayer; i++) {
+    const p = `transformer.h.${i}`;
+    const attention = moduleAt<MultiheadAttention>(model, `h.${i}.attn`);
+    sites.push(
+      { path: `${p}.attn.c_attn`, layer: { attention, part: 'qkv' }, inFeatures: E, outFeatures: 3 * E, conv1d: true },
+      site(`${p}.attn.c_proj`, moduleAt<Linear>(model, `h.${i}.attn.out_proj`)),
+      site(`${p}.mlp.c_fc`, moduleAt<Linear>(model, `h.${i}.mlp.c_fc`)),
+      site(`${p}.mlp.c_proj`, moduleAt<Linear>(model, `h.${i}.mlp.c_proj`)),
+    );
+  }
+  return sites;
+}
+
+function site(path: string, linear: Linear): LinearSite {
+  return { path, layer: { linear }, inFeatures: linear.inFeatures, outFeatures: linear.outFeatures, conv1d: true };
+}
+
+/**
+ * A GPT's state dict (qkv's names: `model.stateDict()`, or any tensors by those names, such as gradients) under
+ * GPT2LMHeadModel's names, as save_pretrained writes them (`transformer.` prefix, Conv1D weights (in, out), lm_head
+ * left out: tied to wte), so transformers opens the folder. New tensors, not the given ones.
+ */
+export function gpt2HfStateDict(own: Record<string, Tensor>): Record<string, Tensor> {
+  const out: Record<string, Tensor> = {};
+  for (const [name, t] of Object.entries(own)) {
+    const hf = hfNameOfOwn(name);
+    out[`transformer.${hf.name}`] = hf.transpose ? transposed(t) : t.clone();
+  }
+  return out;
+}
+
+/** HF's name (without `transformer.`) for a qkv GPT tensor, and whether it is stored transposed (Conv1D). */
+function hfNameOfOwn(name: string): { name: string; transpose: boolean } {
+  const m = /^h\.(\d+)\.(.+)$/.exec(name);
+  if (!m) return { name, transpose: false };
+  const [, i, rest] = m;
+  for (const [hf, q] of Object.entries(CONV1D)) if (rest === q) return { name: `h.${i}.${hf}`, transpose: true };
+  for (const [hf, q] of Object.entries(RENAMED)) if (rest === q) return { name: `h.${i}.${hf}`, transpose: false };
+  return { name, transpose: false };
+}
+
+/** A 2-D tensor's transpose as a new tensor (qkv (out, in) -> Conv1D (in, out)). */
+function transposed(t: Tensor): Tensor {
+  const [rows, cols] = t.shape;
+  const s = t.dataSync<Float32Array>();
+  const d = new Float32Array(s.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) d[c * rows + r] = s[r * cols + c];
+  return new Tensor(d, [cols, rows], 'float32');
 }

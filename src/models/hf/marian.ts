@@ -28,9 +28,13 @@
  * HF scales q by 1/√dK after its projection, torch.nn.MultiheadAttention scales the scores: the same
  * numbers. Any other tensor is refused, naming it.
  */
-import { sinusoidalTable } from '../../nn/layers.ts';
+import type { MultiheadAttention } from '../../nn/attention.ts';
+import { sinusoidalTable, type Linear } from '../../nn/layers.ts';
+import type { Module } from '../../nn/module.ts';
+import type { LinearSite } from './peft.ts';
 import { shapeToString } from '../../tensor/shape.ts';
 import { Tensor } from '../../tensor/tensor.ts';
+import { fused, sameValues } from './tensors.ts';
 import type { Activation } from '../../nn/transformer.ts';
 import type { Seq2SeqConfig } from '../seq2seq.ts';
 
@@ -152,15 +156,6 @@ export function marianConfigFromHf(json: unknown): { model: Seq2SeqConfig; ids: 
   return { model, ids };
 }
 
-/** Whether two tensors hold the same shape and the same values (a tied copy). */
-function sameValues(a: Tensor, b: Tensor): boolean {
-  if (shapeToString(a.shape) !== shapeToString(b.shape)) return false;
-  const x = a.dataSync<Float32Array>();
-  const y = b.dataSync<Float32Array>();
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
-  return true;
-}
-
 /** The largest |a − b| between two same-shaped tensors. */
 function maxDiff(a: Tensor, b: Tensor): number {
   const x = a.dataSync<Float32Array>();
@@ -194,18 +189,6 @@ const LAYER_NAMES: Record<'encoder' | 'decoder', Record<string, string>> = {
 
 /** q, k, v projections of one attention ([q; k; v] rows, as torch's in_proj). */
 const QKV = ['q_proj', 'k_proj', 'v_proj'] as const;
-
-function fused(parts: Tensor[]): Tensor {
-  const size = parts.reduce((n, p) => n + p.size, 0);
-  const out = new Float32Array(size);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p.dataSync<Float32Array>(), at);
-    at += p.size;
-  }
-  const rows = parts.reduce((n, p) => n + p.shape[0], 0);
-  return new Tensor(out, parts[0].ndim === 2 ? [rows, parts[0].shape[1]] : [rows], 'float32');
-}
 
 /** A tensor of the file by its name (without `model.`), checked against the shape it must have. */
 export type TakeTensor = (name: string, shape: number[]) => Tensor;
@@ -310,3 +293,95 @@ export {
   hfSeq2SeqGeneration as hfGeneration,
   type HfGeneration,
 } from './seq2seq-generation.ts';
+// ---- Fine-tuning: the linear layers PEFT adapts, and the weights written back under HF's names -------------
+
+/** A submodule of `model` by its qkv path (`transformer.encoder.layers.0.self_attn`). */
+function moduleAt<M>(model: Module, path: string): M {
+  const m = model.namedModules().find(([n]) => n === path);
+  if (!m) throw new Error(`internal: no module '${path}' in the Seq2Seq`);
+  return m[1] as M;
+}
+
+/** HF attention names and qkv's, per stack. */
+const ATTENTIONS = {
+  encoder: [['self_attn', 'self_attn']],
+  decoder: [
+    ['self_attn', 'self_attn'],
+    ['encoder_attn', 'multihead_attn'],
+  ],
+};
+
+/**
+ * MarianMTModel's linear layers by their module paths (`model.encoder.layers.0.self_attn.q_proj`), as PEFT matches
+ * target_modules against them, on qkv's layers: q/k/v_proj are rows of the packed in_proj_weight, out_proj, fc1 and
+ * fc2 nn.Linear layers. lm_head is the shared table (tied), not a site.
+ */
+export function marianLinearSites(model: Module, config: Seq2SeqConfig): LinearSite[] {
+  const E = config.dModel;
+  const sites: LinearSite[] = [];
+  for (const side of ['encoder', 'decoder'] as const) {
+    const n = side === 'encoder' ? config.numEncoderLayers : config.numDecoderLayers;
+    for (let i = 0; i < n; i++) {
+      const hf = `model.${side}.layers.${i}`;
+      const qkv = `transformer.${side}.layers.${i}`;
+      for (const [a, q] of ATTENTIONS[side]) {
+        const attention = moduleAt<MultiheadAttention>(model, `${qkv}.${q}`);
+        for (const part of ['q', 'k', 'v'] as const)
+          sites.push({
+            path: `${hf}.${a}.${part}_proj`,
+            layer: { attention, part },
+            inFeatures: E,
+            outFeatures: E,
+            conv1d: false,
+          });
+        sites.push(linearSite(`${hf}.${a}.out_proj`, moduleAt<Linear>(model, `${qkv}.${q}.out_proj`)));
+      }
+      sites.push(linearSite(`${hf}.fc1`, moduleAt<Linear>(model, `${qkv}.linear1`)));
+      sites.push(linearSite(`${hf}.fc2`, moduleAt<Linear>(model, `${qkv}.linear2`)));
+    }
+  }
+  return sites;
+}
+
+function linearSite(path: string, linear: Linear): LinearSite {
+  return { path, layer: { linear }, inFeatures: linear.inFeatures, outFeatures: linear.outFeatures, conv1d: false };
+}
+
+/**
+ * A Seq2Seq's state dict (qkv's names: `model.stateDict()`, or any tensors by those names, such as gradients) under
+ * MarianMTModel's names, as save_pretrained writes them (transformers 5: the shared table once as
+ * `model.shared.weight`, no position tables, `final_logits_bias`), q/k/v split out of in_proj, so transformers opens
+ * the folder. New tensors, not the given ones.
+ */
+export function marianHfStateDict(own: Record<string, Tensor>, config: Seq2SeqConfig): Record<string, Tensor> {
+  const get = (k: string): Tensor => {
+    const t = own[k];
+    if (!t) throw new Error(`internal: no '${k}' in the Seq2Seq`);
+    return t;
+  };
+  const E = config.dModel;
+  const out: Record<string, Tensor> = {
+    final_logits_bias: get('finalLogitsBias').clone(),
+    'model.shared.weight': get('embedding.weight').clone(),
+  };
+  for (const side of ['encoder', 'decoder'] as const) {
+    const n = side === 'encoder' ? config.numEncoderLayers : config.numDecoderLayers;
+    for (let i = 0; i < n; i++) {
+      const hf = `model.${side}.layers.${i}`;
+      const qkv = `transformer.${side}.layers.${i}`;
+      for (const [a, q] of ATTENTIONS[side]) {
+        const w = get(`${qkv}.${q}.in_proj_weight`).dataSync<Float32Array>();
+        const b = get(`${qkv}.${q}.in_proj_bias`).dataSync<Float32Array>();
+        QKV.forEach((p, j) => {
+          out[`${hf}.${a}.${p}.weight`] = new Tensor(w.slice(j * E * E, (j + 1) * E * E), [E, E], 'float32');
+          out[`${hf}.${a}.${p}.bias`] = new Tensor(b.slice(j * E, (j + 1) * E), [E], 'float32');
+        });
+      }
+      for (const [from, to] of Object.entries(LAYER_NAMES[side])) {
+        out[`${hf}.${from}.weight`] = get(`${qkv}.${to}.weight`).clone();
+        out[`${hf}.${from}.bias`] = get(`${qkv}.${to}.bias`).clone();
+      }
+    }
+  }
+  return out;
+}

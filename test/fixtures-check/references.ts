@@ -1,0 +1,72 @@
+/**
+ * The fixtures made by the real reference libraries (issue 61): each script runs under the reference
+ * environment's interpreter (REF_PYTHON, .venv-ref/: transformers 5.18, torch 2.13, python/ref-requirements.txt)
+ * as `REF_PYTHON script OUT_DIR` and writes `files` into OUT_DIR (without it, into `folder`, where they are
+ * committed). A new family's script is registered here and nowhere else: references.once.test.ts regenerates
+ * and compares every entry, regenerate.once.test.ts (the PyTorch 1.13 scripts, which write the folders'
+ * inputs) leaves these files alone, and scripts/fixtures/README.md lists them.
+ */
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Every committed file under `folder` (from the repository root), relative to it, but the `inputs` it reads. */
+function committedFiles(folder: string, inputs: readonly string[] = []): string[] {
+  const base = join(ROOT, folder);
+  const walk = (dir: string): string[] =>
+    readdirSync(dir).flatMap((name) => {
+      const p = join(dir, name);
+      return statSync(p).isDirectory() ? walk(p) : [relative(base, p)];
+    });
+  return walk(base)
+    .filter((f) => !inputs.includes(f))
+    .sort();
+}
+
+export interface Reference {
+  /** The script, from the repository root. */
+  script: string;
+  /** The folder of the committed files, from the repository root. */
+  folder: string;
+  /** The files the script writes, all of them committed in `folder`. */
+  files: string[];
+}
+
+export const REFERENCES: readonly Reference[] = [
+  {
+    script: 'scripts/fixtures/ref_marian.py',
+    folder: 'test/fixtures/marian-tiny',
+    files: ['expected.json', 'expected.safetensors'],
+  },
+  {
+    script: 'scripts/fixtures/ref_spm_marian.py',
+    folder: 'test/fixtures/spm',
+    files: ['marian.json'],
+  },
+  {
+    script: 'scripts/fixtures/ref_hf_gpt2.py',
+    folder: 'test/fixtures/hf-gpt2-tiny',
+    files: ['expected.safetensors'],
+  },
+  {
+    script: 'scripts/fixtures/make_hf_post_processors.py',
+    folder: 'test/fixtures/hf-post-processors',
+    files: ['cases.json'],
+  },
+  {
+    // The encoder family's folders as save_pretrained writes them and transformers' outputs on them; the
+    // tokenizers' trained vocabularies (trained.json) are an input (tokenizers' trainers break ties in hash order).
+    script: 'scripts/fixtures/make_hf_encoders.py',
+    folder: 'test/fixtures/hf-encoders',
+    files: committedFiles('test/fixtures/hf-encoders', ['trained.json']),
+  },
+  {
+    // Marian (opus-mt's generation_config.json keys) and NLLB folders as save_pretrained writes them, and what
+    // generate() returns on them; the SentencePiece models are trained by the script itself.
+    script: 'scripts/fixtures/make_hf_seq2seq.py',
+    folder: 'test/fixtures/hf-seq2seq',
+    files: committedFiles('test/fixtures/hf-seq2seq'),
+  },
+];
