@@ -1,21 +1,16 @@
 /**
- * A SentencePiece BPE model as Hugging Face's `tokenizers` runs it from `tokenizer.json` (what transformers writes
- * for NLLB, mBART, M2M100-style tokenizers): each stage read from the file by its `type`, anything else refused by
- * name.
+ * The model stage of a SentencePiece BPE tokenizer as Hugging Face's `tokenizers` runs it from `tokenizer.json`
+ * (what transformers writes for NLLB, mBART, M2M100-style tokenizers): text/hf-tokenizer.ts takes it for a `BPE`
+ * model whose pre-tokenizer is `Metaspace` (a `ByteLevel` one is text/bytelevel.ts's), after cutting the added
+ * tokens out. Each stage is read from the file by its `type`, anything else refused by name:
  *
- *  1. added tokens (`added_tokens`) found literally in the text are cut out and kept as their ids, `lstrip`/`rstrip`
- *     ones swallowing the whitespace beside them (tokenizers matches `normalized` ones after normalizing; the two
- *     agree unless normalizing changes an added token's text);
- *  2. normalizer: `Precompiled` (SentencePiece's compiled rules, applied as sentencepiece-normalizer.ts applies
+ *  1. normalizer: `Precompiled` (SentencePiece's compiled rules, applied as sentencepiece-normalizer.ts applies
  *     them), `Replace` of a regex or a string, in a `Sequence`, or null;
- *  3. pre-tokenizer `Metaspace`: spaces written as `▁`, a `▁` prepended where the text does not start with one
- *     (`prepend_scheme` "always"; "first": only before the text's first chunk; "never"), and with `split` the text
- *     cut before every `▁`;
- *  4. model `BPE`: each word's characters (an unknown one → `unk_token`, runs fused with `fuse_unk`) merged pair by
+ *  2. pre-tokenizer `Metaspace`: spaces written as `▁`, a `▁` prepended where the segment does not start with one
+ *     (`prepend_scheme` "always"; "never": none), and with `split` the text cut before every `▁`;
+ *  3. model `BPE`: each word's characters (an unknown one → `unk_token`, runs fused with `fuse_unk`) merged pair by
  *     pair, the pair of lowest merge rank first (the leftmost among equals), as tokenizers' `Word::merge_all`;
- *  5. decoding: special added tokens dropped (skipSpecialTokens), `▁` → space, the first token's leading space
- *     dropped (decoder `Metaspace` with a prepend scheme other than "never").
- * The post-processor (special tokens around the ids) is the caller's: NLLB sets its own per source language.
+ *  4. decoder `Metaspace`: `▁` → space, the first token's leading space dropped (unless "never").
  */
 import { SpmNormalizer } from './sentencepiece-normalizer.ts';
 
@@ -26,34 +21,21 @@ const METASPACE = '\u2581';
 const encoder = new TextEncoder();
 const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 
-/** One entry of tokenizer.json's `added_tokens`. */
-export interface AddedToken {
-  id: number;
-  content: string;
-  /** Swallows the whitespace on its left / right. */
-  lstrip: boolean;
-  rstrip: boolean;
-  /** Dropped by decode with skipSpecialTokens. */
-  special: boolean;
-}
-
 /** A normalizer step: a function of the text. */
 type Normalize = (text: string) => string;
 
-/** tokenizer.json's BPE model over Metaspace words. */
+/** tokenizer.json's BPE model over Metaspace words (added tokens are the caller's: text/hf-tokenizer.ts). */
 export class MetaspaceBpe {
-  /** Piece → id: the model's vocabulary and the added tokens. */
+  /** Piece → id: the model's vocabulary. */
   readonly vocab: Map<string, number>;
   /** Id → piece. */
   readonly pieces: string[];
-  /** The added tokens, longest first (the order they are matched in). */
-  readonly added: AddedToken[];
   /** The unknown piece's id (model.unk_token). */
   readonly unkId: number;
   private readonly ranks: Map<string, number>;
   private readonly fuseUnk: boolean;
   private readonly normalize: Normalize;
-  private readonly prependScheme: 'always' | 'first' | 'never';
+  private readonly prependScheme: 'always' | 'never';
   private readonly split: boolean;
   private readonly cache = new Map<string, number[]>();
 
@@ -87,20 +69,6 @@ export class MetaspaceBpe {
     if (typeof unk !== 'string' || !this.vocab.has(unk))
       fail(`model.unk_token ${JSON.stringify(unk)} is not in the vocabulary`);
     this.unkId = this.vocab.get(unk as string)!;
-    this.added = [];
-    for (const a of Array.isArray(t.added_tokens) ? t.added_tokens : []) {
-      if (!isObject(a) || typeof a.content !== 'string' || !Number.isInteger(a.id)) fail('added_tokens: bad entry');
-      const tok = a as Json;
-      this.added.push({
-        id: tok.id as number,
-        content: tok.content as string,
-        lstrip: tok.lstrip === true,
-        rstrip: tok.rstrip === true,
-        special: tok.special === true,
-      });
-      this.vocab.set(tok.content as string, tok.id as number);
-    }
-    this.added.sort((x, y) => y.content.length - x.content.length);
     this.pieces = [];
     for (const [p, id] of this.vocab) this.pieces[id] = p;
     this.normalize = readNormalizer(t.normalizer, fail, name);
@@ -109,63 +77,28 @@ export class MetaspaceBpe {
       fail(`pre_tokenizer must be Metaspace with replacement "${METASPACE}", got ${JSON.stringify(pre)}`);
     const p = pre as Json;
     const scheme: unknown = p.prepend_scheme ?? (p.add_prefix_space === false ? 'never' : 'always');
-    if (scheme !== 'always' && scheme !== 'first' && scheme !== 'never')
+    if (scheme !== 'always' && scheme !== 'never')
       throw new Error(`${name}: pre_tokenizer.prepend_scheme ${JSON.stringify(scheme)} is not supported`);
     this.prependScheme = scheme;
     this.split = p.split !== false;
   }
 
-  /** The ids of a text, no special tokens added (tokenizers' `encode(text, add_special_tokens=False)`). */
+  /** The ids of a segment of text (no added tokens in it: the caller cut them out). */
   encode(text: string): number[] {
-    const ids: number[] = [];
-    let first = true;
-    for (const chunk of this.splitAdded(text)) {
-      if (typeof chunk === 'number') {
-        ids.push(chunk);
-        continue;
-      }
-      let s = this.normalize(chunk).replaceAll(' ', METASPACE);
-      const prepend = this.prependScheme === 'always' || (this.prependScheme === 'first' && first);
-      first = false;
-      if (s === '') continue;
-      if (prepend && !s.startsWith(METASPACE)) s = METASPACE + s;
-      for (const word of this.split ? splitBeforeMetaspace(s) : [s]) ids.push(...this.word(word));
-    }
-    return ids;
+    let s = this.normalize(text).replaceAll(' ', METASPACE);
+    if (s === '') return [];
+    if (this.prependScheme === 'always' && !s.startsWith(METASPACE)) s = METASPACE + s;
+    return (this.split ? splitBeforeMetaspace(s) : [s]).flatMap((word) => this.word(word));
   }
 
-  /** The text of ids: special added tokens dropped (skipSpecialTokens), `▁` → space, the first space dropped. */
-  decode(ids: readonly number[], skipSpecialTokens = true): string {
-    const special = new Set(this.added.filter((a) => a.special).map((a) => a.id));
-    const tokens = ids.filter((id) => !(skipSpecialTokens && special.has(id))).map((id) => this.pieces[id] ?? '');
-    return tokens
-      .map((t, i) => {
-        const s = t.replaceAll(METASPACE, ' ');
+  /** The text of model ids: `▁` → space, the first token's leading space dropped (decoder Metaspace). */
+  decode(ids: readonly number[]): string {
+    return ids
+      .map((id, i) => {
+        const s = (this.pieces[id] ?? '').replaceAll(METASPACE, ' ');
         return i === 0 && this.prependScheme !== 'never' && s.startsWith(' ') ? s.slice(1) : s;
       })
       .join('');
-  }
-
-  /** The text cut at the added tokens: strings between them, and their ids. */
-  private splitAdded(text: string): (string | number)[] {
-    const out: (string | number)[] = [];
-    let rest = '';
-    let i = 0;
-    while (i < text.length) {
-      const hit = this.added.find((a) => text.startsWith(a.content, i));
-      if (!hit) {
-        rest += text[i++];
-        continue;
-      }
-      if (hit.lstrip) rest = rest.trimEnd();
-      if (rest) out.push(rest);
-      rest = '';
-      out.push(hit.id);
-      i += hit.content.length;
-      if (hit.rstrip) while (i < text.length && /\s/.test(text[i])) i++;
-    }
-    if (rest) out.push(rest);
-    return out;
   }
 
   /** One word's ids: characters (unknown ones → unk, fused), then merges by rank (tokenizers' `merge_all`). */
