@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { exportModel } from '../../../src/cli/commands/export.ts';
 import { translate } from '../../../src/cli/commands/translate.ts';
 import { generateHf, hfRules, type HfSearchOptions } from '../../../src/decode/hf-search.ts';
 import { openFolder, type OpenedMarian } from '../../../src/folder/open.ts';
@@ -153,4 +154,15 @@ test('marian (Hub): the pipeline and qkv translate give transformers’ translat
   await translate({ model: DIR, input, output, log: () => {} });
   const [a, b] = EXPECTED.cases;
   assert.equal(readFileSync(output, 'utf8'), `${a.translation}\n\n${b.translation}\n`);
+});
+
+test('marian (Hub): exported to ONNX, ONNX Runtime decodes it by the same rules (renormalize_logits, forced EOS)', async () => {
+  const dir = tempDir('qkv-marian-hub-onnx-');
+  const out = join(dir, 'onnx');
+  exportModel({ model: DIR, out, format: 'onnx', log: () => {} });
+  const input = join(dir, 'in.txt');
+  writeFileSync(input, `${EXPECTED.cases.map((c) => c.text).join('\n')}\n`);
+  const output = join(dir, 'out.txt');
+  await translate({ model: out, input, output, engine: 'onnxruntime', log: () => {} });
+  assert.equal(readFileSync(output, 'utf8'), EXPECTED.cases.map((c) => `${c.translation}\n`).join(''));
 });
