@@ -20,7 +20,8 @@ import {
   type TranslationPipeline,
 } from '../pipelines/translation.ts';
 import { MARIAN_FILES, type LoadedMarian } from '../folder/marian.ts';
-import { readJsonIn, readMarianDir, readMarianShape } from '../folder/node.ts';
+import { readJsonIn, readM2M100Dir, readMarianDir, readMarianShape } from '../folder/node.ts';
+import type { LoadedM2M100 } from '../folder/m2m100.ts';
 import { translateIdsHf } from '../decode/hf-search.ts';
 import { MANIFEST } from '../io/onnx/export.ts';
 import { Seq2Seq } from '../models/seq2seq.ts';
@@ -68,12 +69,22 @@ export interface Common {
   skipLong?: boolean;
   /** --dtype: fp32, q8 (int8) or q4 compute (the pipelines' `dtype`); default: as the folders store it. */
   dtype?: string;
+  /** --src-lang / --tgt-lang: a multilingual folder's (NLLB / M2M100) languages. */
+  srcLang?: string;
+  tgtLang?: string;
   log: (s: string) => void;
 }
 
 /** The pipeline options the flags ask for: the one place where translate's and eval's flags become them. */
 export function translationOptions(o: Common): TranslationOptions {
-  return { beam: o.beam, alpha: o.alpha, mbr: o.mbr, skipLong: o.skipLong };
+  return {
+    beam: o.beam,
+    alpha: o.alpha,
+    mbr: o.mbr,
+    skipLong: o.skipLong,
+    ...(o.srcLang !== undefined && { srcLang: o.srcLang }),
+    ...(o.tgtLang !== undefined && { tgtLang: o.tgtLang }),
+  };
 }
 
 /**
@@ -99,6 +110,8 @@ const FLAG_NAMES: DecodingNames = {
   beam: '--beam',
   alpha: '--alpha',
   mbr: '--mbr',
+  srcLang: '--src-lang',
+  tgtLang: '--tgt-lang',
   prefix: '',
   error: (m) => new UserError(m),
 };
@@ -131,6 +144,7 @@ export function reportDegraded(o: Common, degraded: readonly DegradedLine[], tot
  * `pipeline('translation', dir)`, with errors naming the flags.
  */
 export function enginePipeline(engine: Engine): TranslationPipeline {
+  if (engine.m2m100) return translationPipeline({ kind: 'm2m100', ...engine.m2m100 }, undefined, FLAG_NAMES);
   if (engine.marian)
     return translationPipeline(
       { kind: 'marian', ...engine.marian },
@@ -148,6 +162,8 @@ export interface Engine {
   loaded: LoadedEnsemble | null;
   /** A Hugging Face Marian folder as loaded, decoded by HF's rules (the pipeline's own path). */
   marian?: LoadedMarian;
+  /** A Hugging Face M2M100 / NLLB folder as loaded (qkv engine only; --src-lang/--tgt-lang choose the languages). */
+  m2m100?: LoadedM2M100;
   /**
    * The folder's config.json in qkv's form, what eval reads the language pair and decoding defaults
    * from (a Marian folder's: its model config, with tokenizer_config.json's source_lang-target_lang).
@@ -165,7 +181,14 @@ export interface Engine {
  * --format onnx (its config and tokenizer, no weights), the folder's own model alone.
  */
 export async function openEngine(o: Common & { engine?: string }): Promise<Engine> {
-  if (folderKindOfDir(o.model) === 'marian') return openMarianEngine(o);
+  const kind = folderKindOfDir(o.model);
+  if (kind === 'm2m100') return openM2M100Engine(o);
+  if (o.srcLang !== undefined || o.tgtLang !== undefined)
+    throw new UserError(
+      '--src-lang and --tgt-lang choose the languages of a multilingual folder (NLLB / M2M100); ' +
+        `${o.model} translates one language pair`,
+    );
+  if (kind === 'marian') return openMarianEngine(o);
   if (o.adapter !== undefined)
     throw new UserError(
       "--adapter takes a Hugging Face folder's adapter (Marian); --model is a qkv translation folder",
@@ -192,6 +215,35 @@ export async function openEngine(o: Common & { engine?: string }): Promise<Engin
     model: loaded.model,
     run: (ids, t) => translateIdsOnnx(onnx, loaded.targetTokenizer, ids, t),
     label: ', ONNX Runtime',
+  };
+}
+
+/** A Hugging Face M2M100 / NLLB folder, decoded by HF's generate() rules with the qkv engine. */
+function openM2M100Engine(o: Common & { engine?: string }): Engine {
+  if (o.ensemble) throw new UserError('--ensemble takes qkv translation folders, not a Hugging Face M2M100 folder');
+  if (parseEngine(o.engine) !== 'qkv')
+    throw new UserError('--engine onnxruntime does not run M2M100 / NLLB folders yet: use --engine qkv');
+  const m = asUserError(() =>
+    readForCurrentDevice(() => {
+      const read = readM2M100Dir(o.model);
+      withDType(o, [read.model]);
+      return read;
+    }),
+  );
+  const src = o.srcLang ?? m.tokenizer.srcLang;
+  const tgt = o.tgtLang ?? m.tokenizer.tgtLang;
+  return {
+    loaded: null,
+    m2m100: m,
+    config: {
+      format: 'qkv-seq2seq',
+      version: 1,
+      model: m.model.config,
+      training: tgt !== null ? { direction: `${src}-${tgt}` } : {},
+    },
+    model: m.model,
+    run: () => Promise.reject(new Error('internal: the M2M100 pipeline decides the run')),
+    label: ', Hugging Face generation rules',
   };
 }
 

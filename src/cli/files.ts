@@ -78,6 +78,11 @@ export function folderKindOfDir(dir: string): FolderKind {
  */
 export function modelDirKind(dir: string): 'seq2seq' | 'marian' | 'gpt' {
   const kind = folderKindOfDir(dir);
+  if (kind === 'm2m100')
+    throw new UserError(
+      `${dir}: an M2M100 / NLLB folder, which this command does not draw yet (qkv translate and the ` +
+        'translation pipeline run it)',
+    );
   return kind === 'seq2seq' || kind === 'marian' ? kind : 'gpt';
 }
 

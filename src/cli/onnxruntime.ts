@@ -122,7 +122,7 @@ export async function translateIdsHfOnnx(
   const maxLength = Math.min(o.maxLen !== undefined ? o.maxLen + 1 : rules.maxLength, engine.info.maxPositions + 1);
   for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
     const { memory, mask } = await engine.encode(src);
-    const stepper = new OrtSeq2SeqStepper(engine, memory, mask, src.shape[1]);
+    const stepper = new OrtSeq2SeqStepper(engine, memory, mask, src.shape[1], false);
     const res = await generateHfAsync(stepper, src.shape[0], {
       ...rules,
       numBeams: o.beam,

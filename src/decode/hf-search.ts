@@ -1,12 +1,16 @@
 /**
  * Decoding as Hugging Face's generate() decodes (transformers' generation/utils.py, `_beam_search` as
- * rewritten in 2025), for Hugging Face checkpoints (Marian): qkv's own folders keep search.ts's rules
- * (the paper's beam, GNMT's α). What differs from search.ts:
+ * rewritten in 2025), for Hugging Face checkpoints (Marian, M2M100/NLLB): qkv's own folders keep search.ts's
+ * rules (the paper's beam, GNMT's α). What differs from search.ts:
  *
  *   - every output starts from the decoder start id, and `maxLength` counts it: at most maxLength − 1
- *     ids are generated; at the last one (cur_len = maxLength − 1) every id but `forcedEosTokenId` is
- *     ruled out and that one scores 0 (ForcedEOSTokenLogitsProcessor); `badWordsIds` are never
- *     generated; EOS is blocked while cur_len < minLength (cur_len: the ids so far, the start id included);
+ *     ids are generated (cur_len: the ids so far, the start id included);
+ *   - the logits processors, in transformers' order (`_get_logits_processor`), on each row of log-probabilities:
+ *     no repeated n-gram (`noRepeatNgramSize`), `badWordsIds` never generated, EOS blocked while cur_len <
+ *     minLength or fewer than minNewTokens ids are generated, at cur_len 1 every id but `forcedBosTokenId`
+ *     ruled out and it set to 0 (ForcedBOSTokenLogitsProcessor), at the last position (cur_len = maxLength − 1)
+ *     the same for `forcedEosTokenId` (ForcedEOSTokenLogitsProcessor: its score is 0, not its log-probability),
+ *     then with `renormalizeLogits` a log-softmax again (LogitNormalization, last);
  *   - beam search keeps `numBeams` live rows per sentence all the way (the first starts at score 0, the
  *     others at −1e9) and takes the best 2·numBeams of beams × vocabulary; a candidate ending in EOS, or
  *     reaching maxLength, is finished, and joins the pool only when it ranks among the first numBeams;
@@ -15,8 +19,13 @@
  *     the start id not); the pool keeps the numBeams best;
  *   - a sentence is done once its pool is full and, with earlyStopping false, the best running sum /
  *     (ids generated so far)^lengthPenalty does not beat the worst pooled score (HF's heuristic).
+ *
+ * Greedy search's ids are generate()'s whether or not the processors renormalise; its `logProbs` are the sums of
+ * the processed log-probabilities, which are generate()'s scores with renormalizeLogits (without it generate()
+ * scores greedy steps by the processed raw logits, which a stepper does not return).
  */
 import { noGrad } from '../autograd/grad-mode.ts';
+import type { HfGeneration } from '../models/hf/seq2seq-generation.ts';
 import { enterEvalMode, withEvalMode } from '../nn/module.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { Tensor as T } from '../tensor/tensor.ts';
@@ -26,7 +35,7 @@ import { sourceBatches } from './batch.ts';
 import { pausingStepper } from './pausing.ts';
 import { abortable, driveAsync, driveSync, type AsyncStepper, type Stepper, type StepperRows } from './stepper.ts';
 
-/** Hugging Face's generation settings (models/hf/marian.ts `hfGeneration` reads them from a folder). */
+/** Hugging Face's generation settings (models/hf/seq2seq-generation.ts reads them from a folder; hfRules). */
 export interface HfSearchOptions {
   /** The decoder's first input (Marian: the padding id), not part of the output. */
   decoderStartId: number;
@@ -40,29 +49,95 @@ export interface HfSearchOptions {
   lengthPenalty?: number;
   /** Stop a sentence once numBeams hypotheses are pooled (default false: HF's heuristic). */
   earlyStopping?: boolean;
-  /** Ids never generated (the model's padding id is never generated either way). */
+  /** Ids never generated (bad_words_ids; the padding id is ruled out only through it, as generate() does). */
   badWordsIds?: readonly number[];
   /** The id forced at the last position (null or absent: none). */
   forcedEosTokenId?: number | null;
   /** EOS is blocked while the output, start id included, is shorter (default 0). */
   minLength?: number;
+  /** EOS is blocked until this many ids are generated (the start id not counted; default 0). */
+  minNewTokens?: number;
+  /** The id forced first, after the start id (NLLB's target language code; null or absent: none). */
+  forcedBosTokenId?: number | null;
+  /** No n-gram of this size is generated twice in an output, the start id included (0 or absent: none). */
+  noRepeatNgramSize?: number;
+  /** A log-softmax again after the processors (generation_config.json `renormalize_logits`; default false). */
+  renormalizeLogits?: boolean;
   /** Checked before every step. */
   signal?: AbortSignal;
+}
+
+/**
+ * The search's rules from a folder's generation defaults (models/hf/seq2seq-generation.ts) and its model's ids,
+ * num_beams and length_penalty aside (each call's beam and α, defaulting to them).
+ */
+export function hfRules(
+  ids: { decoderStartId: number; eosId: number },
+  g: HfGeneration,
+): Omit<HfSearchOptions, 'numBeams' | 'lengthPenalty' | 'signal'> {
+  return {
+    decoderStartId: ids.decoderStartId,
+    eosId: ids.eosId,
+    maxLength: g.maxLength,
+    earlyStopping: g.earlyStopping,
+    badWordsIds: g.badWordsIds,
+    forcedEosTokenId: g.forcedEosTokenId,
+    forcedBosTokenId: g.forcedBosTokenId,
+    minLength: g.minLength,
+    minNewTokens: g.minNewTokens,
+    noRepeatNgramSize: g.noRepeatNgramSize,
+    renormalizeLogits: g.renormalizeLogits,
+  };
 }
 
 /** The search's own needs: the options with the padding id that fills `ids`. */
 type Rules = HfSearchOptions & { padId: number };
 
-/** HF's logits processors on one row of log-probabilities, in place. */
-function processRow(lp: Float32Array, off: number, V: number, curLen: number, o: Rules): void {
-  for (const id of o.badWordsIds ?? []) if (id >= 0 && id < V) lp[off + id] = -Infinity;
-  if (curLen < (o.minLength ?? 0)) lp[off + o.eosId] = -Infinity;
-  const forced = o.forcedEosTokenId ?? null;
-  if (forced !== null && curLen === o.maxLength - 1) {
-    // transformers 5 scores the forced id 0, not its log-probability: the step adds nothing to a beam's sum.
-    lp.fill(-Infinity, off, off + V);
-    lp[off + forced] = 0;
+/** Ids that would repeat an n-gram of `prefix` (HF's NoRepeatNGramLogitsProcessor, `_get_generated_ngrams`). */
+function bannedByNgrams(prefix: readonly number[], n: number): number[] {
+  const len = prefix.length;
+  if (n <= 0 || len + 1 < n) return [];
+  // The last n − 1 ids; every earlier n-gram starting with them bans its last id.
+  const banned: number[] = [];
+  for (let i = 0; i + n <= len; i++) {
+    let same = true;
+    for (let j = 0; j < n - 1 && same; j++) same = prefix[i + j] === prefix[len - n + 1 + j];
+    if (same) banned.push(prefix[i + n - 1]);
   }
+  return banned;
+}
+
+/** Row [off, off + V) replaced by its log-softmax (LogitNormalization; −∞ entries stay −∞). */
+function logSoftmaxRow(x: Float32Array, off: number, V: number): void {
+  let max = -Infinity;
+  for (let j = 0; j < V; j++) if (x[off + j] > max) max = x[off + j];
+  if (max === -Infinity) return;
+  let sum = 0;
+  for (let j = 0; j < V; j++) sum += Math.exp(x[off + j] - max);
+  const shift = max + Math.log(sum);
+  for (let j = 0; j < V; j++) x[off + j] -= shift;
+}
+
+/** Every id of the row −∞ but `id`, which scores 0 (ForcedBOS/ForcedEOSTokenLogitsProcessor). */
+function force(lp: Float32Array, off: number, V: number, id: number): void {
+  lp.fill(-Infinity, off, off + V);
+  lp[off + id] = 0;
+}
+
+/**
+ * HF's logits processors on one row of log-probabilities, in place, in transformers' order. `prefix`: the row's
+ * ids so far, the start id included (its length is cur_len).
+ */
+function processRow(lp: Float32Array, off: number, V: number, prefix: readonly number[], o: Rules): void {
+  const curLen = prefix.length;
+  for (const id of bannedByNgrams(prefix, o.noRepeatNgramSize ?? 0)) lp[off + id] = -Infinity;
+  for (const id of o.badWordsIds ?? []) if (id >= 0 && id < V && id !== o.eosId) lp[off + id] = -Infinity;
+  if (curLen < (o.minLength ?? 0) || curLen - 1 < (o.minNewTokens ?? 0)) lp[off + o.eosId] = -Infinity;
+  const bos = o.forcedBosTokenId ?? null;
+  if (bos !== null && curLen === 1) force(lp, off, V, bos);
+  const eos = o.forcedEosTokenId ?? null;
+  if (eos !== null && curLen === o.maxLength - 1) force(lp, off, V, eos);
+  if (o.renormalizeLogits) logSoftmaxRow(lp, off, V);
 }
 
 function argmax(x: Float32Array, off: number, V: number): number {
@@ -97,7 +172,7 @@ function* greedySteps(
     const keep: number[] = [];
     const next: number[] = [];
     active.forEach((s, row) => {
-      processRow(lp, row * V, V, curLen, o);
+      processRow(lp, row * V, V, [o.decoderStartId, ...out[s]], o);
       const tok = argmax(lp, row * V, V);
       out[s].push(tok);
       logProbs[s] += lp[row * V + tok];
@@ -162,7 +237,7 @@ function* beamSteps(stepper: StepperRows, B: number, o: Rules): Generator<Int32A
       const top: Candidate[] = [];
       for (let b = 0; b < k; b++) {
         const off = (r0 + b) * V;
-        processRow(lp, off, V, curLen, o);
+        processRow(lp, off, V, [o.decoderStartId, ...beams[s][b]], o);
         for (let v = 0; v < V; v++) {
           const sum = sums[s][b] + lp[off + v];
           if (top.length === 2 * k && !(sum > top[2 * k - 1].sum)) continue;
@@ -265,7 +340,7 @@ export function generateHfSteps(
  */
 export function generateHf(model: Models, src: Tensor, options: HfSearchOptions): BeamSearchResult {
   checkHfOptions(options);
-  const ids = { bosId: options.decoderStartId, eosId: options.eosId };
+  const ids = { bosId: options.decoderStartId, eosId: options.eosId, maskPadding: false };
   const { members, padId } = prepareSearch(model, src, ids);
   const maxLength = Math.min(options.maxLength, Math.min(...members.map((m) => m.config.maxLen)) + 1);
   return withEvalMode(members, () =>
@@ -289,7 +364,7 @@ export async function generateHfPausing(
   options: HfSearchOptions,
 ): Promise<BeamSearchResult> {
   checkHfOptions(options);
-  const ids = { bosId: options.decoderStartId, eosId: options.eosId };
+  const ids = { bosId: options.decoderStartId, eosId: options.eosId, maskPadding: false };
   const { members, padId } = prepareSearch(model, src, ids);
   const maxLength = Math.min(options.maxLength, Math.min(...members.map((m) => m.config.maxLen)) + 1);
   const restore = enterEvalMode(members);

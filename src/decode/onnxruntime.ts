@@ -153,6 +153,8 @@ export class OrtSeq2SeqStepper implements AsyncStepper {
     memory: OrtTensorLike,
     mask: BigInt64Array,
     S: number,
+    /** Rule the padding id out of every step (qkv's search); Hugging Face's generate() does not (hf-search.ts). */
+    private readonly maskPadding = true,
   ) {
     this.memory = { data: f32(memory, 'last_hidden_state'), dims: memory.dims.slice() };
     const B = memory.dims[0];
@@ -170,8 +172,8 @@ export class OrtSeq2SeqStepper implements AsyncStepper {
   }
 
   /**
-   * Feed each row's last id (rows); resolves to log-probabilities (rows × vocab), padding id at −∞, as
-   * Stepper.step.
+   * Feed each row's last id (rows); resolves to log-probabilities (rows × vocab), padding id at −∞ (unless
+   * maskPadding is false), as Stepper.step.
    */
   async step(last: Int32Array): Promise<Float32Array> {
     const { ort, sessions, info } = this.m;
@@ -205,7 +207,8 @@ export class OrtSeq2SeqStepper implements AsyncStepper {
       this.memory = null;
     }
     const logits = f32(out.logits, 'logits'); // (N, 1, V)
-    return logProbs(new Tensor(logits, [N, info.vocabSize], 'float32'), info.padId!, ++this.steps);
+    const pad = this.maskPadding ? info.padId! : -1;
+    return logProbs(new Tensor(logits, [N, info.vocabSize], 'float32'), pad, ++this.steps);
   }
 
   reorder(rows: Int32Array): void {

@@ -39,6 +39,8 @@ export interface DecodeOptions {
   maxLen?: number;
   /** Incremental decoding with the key/value cache (default); false re-runs the whole prefix each step. */
   useCache?: boolean;
+  /** Rule the padding id out of every step (default true, fairseq's; HF's generate(), hf-search.ts: false). */
+  maskPadding?: boolean;
   /**
    * Fewest ids before EOS may end a sentence (default 1: never an empty translation, as fairseq's
    * min_len). Without it, beam search can prefer an EOS at the first step: its score is a single
@@ -423,12 +425,12 @@ export function prepareSearch(
  * {@link releaseStepper} when the search ends.
  */
 export function encodeSources(members: readonly Seq2Seq[], src: Tensor, options: DecodeOptions, own = false): Stepper {
-  const useCache = options.useCache ?? true;
+  const { useCache = true, maskPadding: mp = true } = options;
   const steppers = members.map((m): Stepper => {
     const encode = () => {
       const srcPadding = m.paddingMask(src);
       const memory = m.encode(src, srcPadding);
-      return useCache ? new CachedStepper(m, memory, srcPadding, own) : new FullStepper(m, memory, srcPadding);
+      return useCache ? new CachedStepper(m, memory, srcPadding, own, mp) : new FullStepper(m, memory, srcPadding, mp);
     };
     // An owning cache copies in what it keeps of the encoder's output: the encoder's activations can then be
     // a memoryScope's (wasm memory under wasm: kernels in place), released once the cache is made.

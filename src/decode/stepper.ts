@@ -167,6 +167,8 @@ export class CachedStepper implements Stepper {
     memory: Tensor,
     srcPadding: Tensor,
     own = false,
+    /** Rule the padding id out of every step (fairseq's rule; Hugging Face's generate() does not). */
+    private readonly maskPadding = true,
   ) {
     this.cache = model.initCache(memory, srcPadding);
     if (own) this.cache.ownStorage();
@@ -196,7 +198,7 @@ export class CachedStepper implements Stepper {
     return memoryScope(() =>
       logProbs(
         this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache),
-        this.model.config.padId,
+        this.maskPadding ? this.model.config.padId : -1,
         n,
         scoped,
       ),
@@ -212,7 +214,7 @@ export class CachedStepper implements Stepper {
     return memoryScope(() =>
       logProbsAsync(
         this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache),
-        this.model.config.padId,
+        this.maskPadding ? this.model.config.padId : -1,
         n,
       ),
     );
@@ -234,6 +236,8 @@ export class FullStepper implements Stepper {
     private readonly model: Seq2Seq,
     private readonly fullMemory: Tensor,
     private readonly fullPadding: Tensor,
+    /** As CachedStepper's. */
+    private readonly maskPadding = true,
   ) {
     const B = fullMemory.shape[0];
     this.prefixes = Array.from({ length: B }, () => []);
@@ -252,12 +256,12 @@ export class FullStepper implements Stepper {
 
   step(last: Int32Array): Float32Array {
     const [logits, T] = this.logits(last);
-    return logProbs(logits, this.model.config.padId, T);
+    return logProbs(logits, this.maskPadding ? this.model.config.padId : -1, T);
   }
 
   stepAsync(last: Int32Array): Promise<Float32Array> {
     const [logits, T] = this.logits(last);
-    return logProbsAsync(logits, this.model.config.padId, T);
+    return logProbsAsync(logits, this.maskPadding ? this.model.config.padId : -1, T);
   }
 
   /** The next-token logits (N, vocab) after feeding `last`, and the prefix length. */

@@ -8,6 +8,7 @@
 import { readPytorch } from '../io/pytorch.ts';
 import { readSafetensors } from '../io/safetensors.ts';
 import {
+  checkGenerationIds,
   hfGeneration,
   marianConfigFromHf,
   marianStateDict,
@@ -97,6 +98,7 @@ export function marianShape(files: MarianFiles, name: FileNamer = bareNames): Ma
   let generation: HfGeneration;
   try {
     generation = hfGeneration(files.config, files.generationConfig, FILES.config);
+    checkGenerationIds(generation, parsed.ids, FILES.config);
   } catch (e) {
     const file = files.generationConfig !== undefined ? MARIAN_FILES.generationConfig : FILES.config;
     throw new FolderError(file, `${name(file)}: ${(e as Error).message.replace(/^[a-z_]+\.json: /, '')}`);

@@ -19,6 +19,7 @@ import type { Tensor } from '../tensor/tensor.ts';
 import type { LoadedLm } from './gpt.ts';
 import type { LoadedEncoder } from './encoder.ts';
 import type { LoadedMarian, MarianShape } from './marian.ts';
+import type { LoadedM2M100 } from './m2m100.ts';
 import { folderShapeSync, ofKind, openFolderSync, readKindSteps, type FolderShape } from './open.ts';
 import { notFound, type LoadedModel } from './seq2seq.ts';
 import { runSync, type FolderSource } from './source.ts';
@@ -268,6 +269,11 @@ export function readHfGpt2Dir(dir: string): LoadedLm {
  */
 export function readMarianDir(dir: string): LoadedMarian {
   return ofKind(openFolderSync(dirSource(dir), { kinds: ['marian'] }), 'marian');
+}
+
+/** A Hugging Face M2M100 / NLLB folder on disk, weights loaded, eval mode (tokenizer and config checked first). */
+export function readM2M100Dir(dir: string): LoadedM2M100 {
+  return ofKind(openFolderSync(dirSource(dir), { kinds: ['m2m100'] }), 'm2m100');
 }
 
 /** A Hugging Face encoder folder (BERT family) with the head its config.json's architectures names. */

@@ -48,6 +48,7 @@ import {
   type MarianShape,
   type MarianWeights,
 } from './marian.ts';
+import { m2m100ShapeSteps, m2m100Steps, type LoadedM2M100, type M2M100Shape } from './m2m100.ts';
 import {
   checkEnsemble,
   loadInto,
@@ -121,6 +122,12 @@ export interface OpenedMarian extends LoadedMarian {
   kind: 'marian';
 }
 
+/** A Hugging Face M2M100 / NLLB folder opened: weights loaded, eval mode. */
+export interface OpenedM2M100 extends LoadedM2M100 {
+  /** Always 'm2m100' (model_type 'm2m_100'). */
+  kind: 'm2m100';
+}
+
 /** A Hugging Face encoder folder opened (BERT, RoBERTa, XLM-R, DistilBERT): weights loaded, eval mode. */
 export interface OpenedEncoder extends LoadedEncoder {
   /** Always 'hf-encoder'. */
@@ -129,9 +136,9 @@ export interface OpenedEncoder extends LoadedEncoder {
 
 /**
  * What {@link openFolder} gives: by `kind`, a translation model with its ensemble, a language model,
- * a Marian translation model, or an encoder.
+ * a Marian or an M2M100 / NLLB translation model, or an encoder.
  */
-export type OpenedFolder = OpenedSeq2Seq | OpenedLm | OpenedMarian | OpenedEncoder;
+export type OpenedFolder = OpenedSeq2Seq | OpenedLm | OpenedMarian | OpenedM2M100 | OpenedEncoder;
 
 /**
  * A Hugging Face GPT-2 folder's shape: its tokenizer and config checked, none of its weights read (their presence
@@ -169,6 +176,7 @@ export type FolderShape =
   | (LoadedLm & Kinded<'gpt'>)
   | HfGpt2Shape
   | (MarianShape & Kinded<'marian'>)
+  | (M2M100Shape & Kinded<'m2m100'>)
   | (EncoderShape & Kinded<'hf-encoder'>);
 
 /** How the door opens a folder. */
@@ -390,6 +398,7 @@ export function* readFolder(src: FolderSource, options: OpenOptions = {}): Steps
   if (kind === 'seq2seq') return yield* ensembleSteps(src, config, options);
   if (kind === 'gpt') return { kind, ...(yield* gptSteps(src, config, true)) };
   if (kind === 'marian') return { kind, ...(yield* marianSteps(src, config)) };
+  if (kind === 'm2m100') return { kind, ...(yield* m2m100Steps(src, config)) };
   if (kind === 'hf-encoder') return { kind, ...(yield* encoderSteps(src, config, options.head ?? 'auto')) };
   return { kind, ...(yield* hfGpt2Steps(src, config, options.progress)) };
 }
@@ -403,6 +412,7 @@ export function* readFolderShape(
   if (kind === 'seq2seq') return { kind, ...(yield* seq2seqSteps(src, config, null)) };
   if (kind === 'gpt') return { kind, ...(yield* gptSteps(src, config, false)) };
   if (kind === 'marian') return { kind, ...(yield* marianShapeSteps(src, config)) };
+  if (kind === 'm2m100') return { kind, ...(yield* m2m100ShapeSteps(src, config)) };
   if (kind === 'hf-encoder') return { kind, ...(yield* encoderShapeSteps(src, config, options.head ?? 'auto')) };
   return yield* hfGpt2ShapeSteps(src, config);
 }

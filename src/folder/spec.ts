@@ -7,6 +7,7 @@
  *  - 'gpt': a language model from `qkv train-lm` (config.json format 'qkv-gpt');
  *  - 'hf-gpt2': a Hugging Face GPT-2 checkpoint (config.json model_type 'gpt2', as the Hub serves it);
  *  - 'marian': a Hugging Face Marian translation model (model_type 'marian': Helsinki-NLP opus-mt-*);
+ *  - 'm2m100': a Hugging Face M2M100 / NLLB translation model (model_type 'm2m_100': facebook/nllb-200-*).
  *  - 'hf-encoder': a Hugging Face encoder (model_type 'bert', 'roberta', 'xlm-roberta', 'distilbert').
  */
 import type { GPTConfig } from '../models/gpt-config.ts';
@@ -18,19 +19,21 @@ import type { Seq2SeqConfig } from '../models/seq2seq.ts';
  * 'qkv-seq2seq', a translation model from `qkv train`), 'gpt' (format 'qkv-gpt', a language model from
  * `qkv train-lm`), 'hf-gpt2' (model_type 'gpt2' and no format, a Hugging Face GPT-2 checkpoint),
  * 'marian' (model_type 'marian', a Hugging Face Marian / opus-mt translation model), 'hf-encoder' (model_type
- * 'bert', 'roberta', 'xlm-roberta' or 'distilbert': embeddings, fill-mask, classification).
+ * 'bert', 'roberta', 'xlm-roberta' or 'distilbert': embeddings, fill-mask, classification), 'm2m100' (model_type
+ * 'm2m_100', a Hugging Face M2M100 / NLLB-200 translation model).
  * {@link folderKind} tells them apart.
  */
-export type FolderKind = 'seq2seq' | 'gpt' | 'hf-gpt2' | 'marian' | 'hf-encoder';
+export type FolderKind = 'seq2seq' | 'gpt' | 'hf-gpt2' | 'marian' | 'hf-encoder' | 'm2m100';
 
 /** The Hugging Face model_types qkv runs, and their kinds. */
-export const HF_MODEL_TYPES: Record<string, 'hf-gpt2' | 'marian' | 'hf-encoder'> = {
+export const HF_MODEL_TYPES: Record<string, 'hf-gpt2' | 'marian' | 'hf-encoder' | 'm2m100'> = {
   gpt2: 'hf-gpt2',
   // Today's decoders ride the same kind (a Hugging Face decoder-only language model): models/hf/llama.ts.
   llama: 'hf-gpt2',
   qwen2: 'hf-gpt2',
   mistral: 'hf-gpt2',
   marian: 'marian',
+  m2m_100: 'm2m100',
   bert: 'hf-encoder',
   roberta: 'hf-encoder',
   'xlm-roberta': 'hf-encoder',
@@ -142,7 +145,8 @@ export function folderKind(configJson: unknown, file: string = FILES.config): Fo
       file,
       `${file}: Hugging Face model_type '${String(type)}' is not supported (qkv reads model_type ` +
         `'gpt2': gpt2, distilgpt2, gpt2-medium, ...; 'llama', 'qwen2', 'mistral'; 'marian': Helsinki-NLP ` +
-        `opus-mt-*; 'bert', 'roberta', 'xlm-roberta', 'distilbert': encoders; and its own ` +
+        `opus-mt-*; 'm2m_100': facebook/nllb-200-*, m2m100_*; 'bert', 'roberta', 'xlm-roberta', 'distilbert': ` +
+        `encoders; and its own ` +
         `formats 'qkv-seq2seq' and 'qkv-gpt')`,
     );
   }
@@ -169,6 +173,7 @@ export const KIND_NAMES: Record<FolderKind, string> = {
   gpt: "a qkv language model (format 'qkv-gpt')",
   'hf-gpt2': "a Hugging Face GPT-2 model (model_type 'gpt2')",
   marian: "a Hugging Face Marian translation model (model_type 'marian')",
+  m2m100: "a Hugging Face M2M100 / NLLB translation model (model_type 'm2m_100')",
   'hf-encoder': "a Hugging Face encoder (model_type 'bert', 'roberta', 'xlm-roberta' or 'distilbert')",
 };
 

@@ -54,8 +54,16 @@ export interface Seq2SeqConfig {
   padId: number;
   // The switches below are absent in qkv's own models (each default is the paper's); Hugging Face's
   // Marian (models/hf/marian.ts) sets them.
-  /** The position table's layout (default 'interleaved', §3.5; 'halves': sines then cosines, as Marian). */
+  /**
+   * The position table's layout (default 'interleaved', §3.5; 'halves': sines then cosines, as Marian; 'fairseq':
+   * M2M100/NLLB's frequencies, sines then cosines).
+   */
   positionLayout?: SinusoidLayout;
+  /**
+   * The table row of a sequence's first position (default 0). fairseq's models (M2M100/NLLB) number positions
+   * from padding_idx + 1; the table then has maxLen + positionOffset rows.
+   */
+  positionOffset?: number;
   /** Multiply embeddings by √dModel (default true, §3.4; HF's `scale_embedding`). */
   scaleEmbedding?: boolean;
   /** A LayerNorm after the encoder and after the decoder stack (default true; Marian has none). */
@@ -130,7 +138,11 @@ export class Seq2Seq extends Module {
     this.embedding = this.registerModule('embedding', new Embedding(c.vocabSize, c.dModel, { paddingIdx: c.padId }));
     this.positions = this.registerModule(
       'positions',
-      new PositionalEncoding(c.dModel, { dropout: c.dropout, maxLen: c.maxLen, layout: c.positionLayout }),
+      new PositionalEncoding(c.dModel, {
+        dropout: c.dropout,
+        maxLen: c.maxLen + (c.positionOffset ?? 0),
+        layout: c.positionLayout,
+      }),
     );
     this.transformer = this.registerModule(
       'transformer',
@@ -189,13 +201,14 @@ export class Seq2Seq extends Module {
     const table = side === 'tgt' ? this.targetTable : this.embedding;
     const e = table.forward(ids);
     const x = (this.config.scaleEmbedding ?? true) ? F.mul(e, Math.sqrt(this.config.dModel)) : e;
-    if (offset === 0) return this.positions.forward(x);
+    const first = this.config.positionOffset ?? 0;
+    if (offset === 0 && first === 0) return this.positions.forward(x);
     const T = ids.shape[1];
     const pos = this.positions.pe;
-    if (!Number.isInteger(offset) || offset < 0 || offset + T > pos.shape[0]) {
-      throw new Error(`Seq2Seq: positions ${offset}..${offset + T - 1} exceed maxLen ${pos.shape[0]}`);
+    if (!Number.isInteger(offset) || offset < 0 || first + offset + T > pos.shape[0]) {
+      throw new Error(`Seq2Seq: positions ${offset}..${offset + T - 1} exceed maxLen ${this.config.maxLen}`);
     }
-    const pe = F.narrow(pos, 0, offset, T); // rows offset..offset+T-1 of the table, on its device
+    const pe = F.narrow(pos, 0, first + offset, T); // the table's rows of positions offset..offset+T-1, on its device
     return this.positions.dropout.forward(F.add(x, pe));
   }
 

@@ -22,6 +22,7 @@ export {
   type RMSNormOptions,
 } from './layers.ts';
 export { RotaryEmbedding, type RopeScaling } from './rotary.ts';
+export { RelativePositionBias, relativePositionBucket } from './relative-position-bias.ts';
 export {
   MultiheadAttention,
   type MultiheadAttentionOptions,

@@ -342,13 +342,31 @@ export class PositionalEncoding extends Module {
 /**
  * Where the sines and cosines of the position table go: 'interleaved' as the paper's §3.5 (sin in even
  * columns, cos in odd), or 'halves' as Hugging Face's Marian (fairseq's and Marian-NMT's layout): the
- * sines of every frequency in the first ⌈d/2⌉ columns, the cosines of the same frequencies after them.
+ * sines of every frequency in the first ⌈d/2⌉ columns, the cosines of the same frequencies after them; or
+ * 'fairseq' as M2M100/NLLB (fairseq's `SinusoidalPositionalEmbedding`, tensor2tensor's): sines then cosines too,
+ * but of the frequencies exp(−j·ln(10000)/(⌊d/2⌋ − 1)), j < ⌊d/2⌋, computed in float32 as torch does, and a zero
+ * last column for odd d. (The rows a fairseq model reads start at padding_idx + 1: Seq2Seq's positionOffset.)
  */
-export type SinusoidLayout = 'interleaved' | 'halves';
+export type SinusoidLayout = 'interleaved' | 'halves' | 'fairseq';
 
 /** The (maxLen, dModel) sinusoid table; odd dModel keeps the last sine column. */
 export function sinusoidalTable(maxLen: number, dModel: number, layout: SinusoidLayout = 'interleaved'): Tensor {
   const d = new Float32Array(maxLen * dModel);
+  if (layout === 'fairseq') {
+    // HF's M2M100SinusoidalPositionalEmbedding.get_embedding, step by step in float32 (Math.fround) as torch
+    // computes it: emb = ln(10000)/(half − 1); freq_j = exp(j · −emb); angle = pos · freq_j; [sin | cos].
+    const half = Math.floor(dModel / 2);
+    const emb = Math.fround(-Math.log(10000) / (half - 1));
+    const freq = Array.from({ length: half }, (_, j) => Math.fround(Math.exp(Math.fround(j * emb))));
+    for (let pos = 0; pos < maxLen; pos++) {
+      for (let j = 0; j < half; j++) {
+        const angle = Math.fround(pos * freq[j]);
+        d[pos * dModel + j] = Math.sin(angle);
+        d[pos * dModel + half + j] = Math.cos(angle);
+      }
+    }
+    return new Tensor(d, [maxLen, dModel], 'float32');
+  }
   if (layout === 'halves') {
     // HF's MarianSinusoidalPositionalEmbedding: column j < ⌈d/2⌉ is sin(pos / 10000^(2j/d)), column
     // ⌈d/2⌉ + j the cos of the same angle (computed in float64, stored float32, as there).

@@ -73,6 +73,13 @@ export interface PipelineOptions {
    */
   dtype?: PipelineDType;
   /**
+   * Translation with a multilingual folder (NLLB / M2M100): the source language code (`'eng_Latn'`; default the
+   * tokenizer's src_lang) and the target's (`'deu_Latn'`; no default unless tokenizer_config.json sets tgt_lang),
+   * the defaults of every call (a call's `srcLang`/`tgtLang` override them). Refused for other folders.
+   */
+  srcLang?: string;
+  tgtLang?: string;
+  /**
    * A LoRA adapter in Hugging Face PEFT's format (adapter_config.json + adapter_model.safetensors, e.g. from
    * `qkv finetune --lora` or PEFT's save_pretrained) for a Hugging Face folder (GPT-2, Marian): a path, a URL,
    * File objects or contents, as the folder. It is merged into the weights at load (no cost per token), before
@@ -142,13 +149,19 @@ export async function pipeline(
     return t === 'fill-mask' ? fillMaskPipeline(opened) : textClassificationPipeline(opened);
   }
   if (task === 'translation') {
+    const languages = { srcLang: options.srcLang, tgtLang: options.tgtLang };
     return translationPipeline(
       await openTranslation(folder, options.ensemble ?? true, (opened) => {
         merge(opened);
         applyDType(opened.kind === 'seq2seq' ? opened.members : [opened.model], options.dtype, where);
       }),
+      undefined,
+      undefined,
+      languages,
     );
   }
+  if (options.srcLang !== undefined || options.tgtLang !== undefined)
+    throw new Error(`${where}: srcLang and tgtLang are translation options`);
   return textGenerationPipeline(
     await openLanguageModel(folder, (lm) => {
       merge(lm);
@@ -165,7 +178,14 @@ const TASKS: readonly Task[] = [
   'text-classification',
 ];
 
-const PIPELINE_OPTIONS = { ensemble: 'boolean', dtype: 'dtype', device: 'device', adapter: 'folder' } as const;
+const PIPELINE_OPTIONS = {
+  ensemble: 'boolean',
+  dtype: 'dtype',
+  device: 'device',
+  adapter: 'folder',
+  srcLang: 'languageCode',
+  tgtLang: 'languageCode',
+} as const;
 
 /** Make `device`'s backend the current one ('cpu': wasm where it loads, else js); one line if it cannot load. */
 async function useDevice(where: string, device: 'webgpu' | 'wasm' | 'cpu' | 'js'): Promise<void> {

@@ -13,6 +13,7 @@ import {
   toSource,
   type FolderInput,
   type FolderSource,
+  type OpenedM2M100,
   type OpenedEncoder,
   type OpenedMarian,
   type OpenedSeq2Seq,
@@ -43,6 +44,7 @@ const KIND_NAMES: Record<FolderKind, string> = {
   gpt: 'a qkv language model',
   'hf-gpt2': 'a Hugging Face GPT-2 model',
   marian: 'a Hugging Face Marian translation model',
+  m2m100: 'a Hugging Face M2M100 / NLLB translation model',
   'hf-encoder': 'a Hugging Face encoder (BERT, RoBERTa, XLM-R, DistilBERT)',
 };
 
@@ -123,18 +125,19 @@ export async function openTranslation(
   source: FolderInput,
   ensemble = true,
   /** Run on the opened models where they were read (the CPU), before they move to a GPU: quantizing. */
-  prepare?: (opened: OpenedSeq2Seq | OpenedMarian) => void,
-): Promise<OpenedSeq2Seq | OpenedMarian> {
-  const wanted = "a translation model folder (format 'qkv-seq2seq', or Hugging Face Marian)";
+  prepare?: (opened: OpenedSeq2Seq | OpenedMarian | OpenedM2M100) => void,
+): Promise<OpenedSeq2Seq | OpenedMarian | OpenedM2M100> {
+  const wanted = "a translation model folder (format 'qkv-seq2seq', or Hugging Face Marian, M2M100 / NLLB)";
   const src = await sourceOf(source);
   return openForCurrentDevice(async () => {
     const opened = await openFolder(src, {
       ensemble,
       accept: (kind) => {
-        if (kind !== 'seq2seq' && kind !== 'marian') throw wrongKind('translation', kind, label(source), wanted);
+        if (kind !== 'seq2seq' && kind !== 'marian' && kind !== 'm2m100')
+          throw wrongKind('translation', kind, label(source), wanted);
       },
     });
-    const translation = ofKind(opened, 'seq2seq', 'marian');
+    const translation = ofKind(opened, 'seq2seq', 'marian', 'm2m100');
     prepare?.(translation);
     return translation;
   });
@@ -181,7 +184,7 @@ export async function openLanguageModel(
   return openForCurrentDevice(async () => {
     const opened = await openFolder(src, {
       accept: (kind) => {
-        if (kind === 'seq2seq' || kind === 'marian')
+        if (kind === 'seq2seq' || kind === 'marian' || kind === 'm2m100')
           throw wrongKind(
             'text-generation',
             kind,

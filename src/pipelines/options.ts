@@ -33,6 +33,10 @@ const KINDS = {
     ok: (v: unknown) => v === 'webgpu' || v === 'wasm' || v === 'cpu' || v === 'js',
   },
   function: { expected: 'a function', ok: (v: unknown) => typeof v === 'function' },
+  languageCode: {
+    expected: "a language code such as 'eng_Latn'",
+    ok: (v: unknown) => typeof v === 'string' && v.length > 0,
+  },
   pooling: {
     expected: "'mean', 'cls' or 'none'",
     ok: (v: unknown) => v === 'mean' || v === 'cls' || v === 'none',

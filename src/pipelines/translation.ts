@@ -6,12 +6,13 @@
  */
 import { encodeLines, translateIdsAsync, type TranslateOptions } from '../decode/batch.ts';
 import type { Models } from '../decode/search.ts';
-import { translateIdsHf, type HfSearchOptions } from '../decode/hf-search.ts';
-import type { OpenedMarian, OpenedSeq2Seq } from '../folder/open.ts';
+import { hfRules, translateIdsHf, type HfSearchOptions } from '../decode/hf-search.ts';
+import type { OpenedM2M100, OpenedMarian, OpenedSeq2Seq } from '../folder/open.ts';
 import { DEFAULT_DECODING, type Decoding, type ModelConfigFile } from '../folder/spec.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
 import type { MarianTokenizer } from '../text/marian-tokenizer.ts';
+import type { NllbTokenizer } from '../text/nllb-tokenizer.ts';
 import { checkOptions, describeValue, warner, type OptionSpec, type PipelineWarning } from './options.ts';
 
 /**
@@ -44,6 +45,16 @@ export interface TranslationOptions {
   /** Called after each batch with the sentences done so far and their total. */
   onProgress?: (done: number, total: number) => void;
   /**
+   * A multilingual folder's (NLLB / M2M100) source language code, e.g. 'eng_Latn' (default: the pipeline's
+   * `srcLang`, else the tokenizer's src_lang). Refused for a folder that translates one pair.
+   */
+  srcLang?: string;
+  /**
+   * A multilingual folder's target language code, e.g. 'deu_Latn', forced as the first generated id (transformers'
+   * forced_bos_token_id; default: the pipeline's `tgtLang`, else tokenizer_config.json's tgt_lang; required).
+   */
+  tgtLang?: string;
+  /**
    * Cancels the translation: before every decoding step the call lets the event loop run (so a timer
    * or an event can abort it), then checks the signal. The call rejects with the signal's reason.
    */
@@ -61,6 +72,8 @@ const TRANSLATION_OPTIONS: OptionSpec = {
   onWarning: 'function',
   onProgress: 'function',
   signal: 'signal',
+  srcLang: 'languageCode',
+  tgtLang: 'languageCode',
 };
 
 /**
@@ -70,7 +83,11 @@ const TRANSLATION_OPTIONS: OptionSpec = {
  * strings) rejects with an Error naming it.
  */
 export interface TranslationPipeline {
-  /** The translation of one sentence ('' for an empty one). */
+  /**
+   * The translation of one sentence. An empty or blank string gives '' without running the model (as `qkv
+   * translate` keeps an empty line empty; `warnEmpty` reports it); transformers' pipeline would instead translate
+   * the tokenizer's lone `</s>`.
+   */
   (text: string, options?: TranslationOptions): Promise<string>;
   /** One translation per sentence, in order. */
   (texts: readonly string[], options?: TranslationOptions): Promise<string[]>;
@@ -81,15 +98,15 @@ export interface TranslationPipeline {
    * HF's generate() rules, where `beam` is num_beams and `alpha` HF's length_penalty exponent
    * (sum log p / length^alpha; decode/hf-search.ts), both defaulting to the folder's generation config.
    */
-  readonly kind: 'seq2seq' | 'marian';
+  readonly kind: 'seq2seq' | 'marian' | 'm2m100';
   /** The folder's own model (eval mode). */
   readonly model: Seq2Seq;
   /** The models decoded together: the folder's own first, then its ensemble members. */
   readonly members: readonly Seq2Seq[];
-  /** Encodes the source (a Marian folder's: its MarianTokenizer). */
-  readonly tokenizer: BpeTokenizer | MarianTokenizer;
+  /** Encodes the source (a Marian folder's: its MarianTokenizer; an NLLB folder's: its NllbTokenizer). */
+  readonly tokenizer: BpeTokenizer | MarianTokenizer | NllbTokenizer;
   /** Decodes the target (the same object as `tokenizer` unless the vocabularies are separate). */
-  readonly targetTokenizer: BpeTokenizer | MarianTokenizer;
+  readonly targetTokenizer: BpeTokenizer | MarianTokenizer | NllbTokenizer;
   /** The folder's config.json (a Marian folder's: Hugging Face's). */
   readonly config: ModelConfigFile | Record<string, unknown>;
   /**
@@ -105,6 +122,9 @@ export interface DecodingNames {
   beam: string;
   alpha: string;
   mbr: string;
+  /** A multilingual folder's language options (default 'srcLang', 'tgtLang'). */
+  srcLang?: string;
+  tgtLang?: string;
   /** Put before each message: 'translation: ' for the pipeline, nothing for the CLI (its flags name themselves). */
   prefix: string;
   error: (message: string) => Error;
@@ -164,10 +184,19 @@ export interface TranslationEngine {
  * Face's rules (marianDecoding, decode/hf-search.ts).
  */
 export function translationPipeline(
-  opened: OpenedSeq2Seq | OpenedMarian,
+  opened: OpenedSeq2Seq | OpenedMarian | OpenedM2M100,
   engine?: TranslationEngine,
   names: DecodingNames = engine?.names ?? PIPELINE_NAMES,
+  /** A multilingual folder's default languages (the pipeline's srcLang / tgtLang options). */
+  languages: Languages = {},
 ): TranslationPipeline {
+  const hfDecoding = (generation: OpenedMarian['generation'], what: string) => (options: TranslationOptions) => {
+    if (options.mbr) throw names.error(`${names.prefix}${names.mbr} is not available for ${what}`);
+    return decodingFor(options, { decoding: { beam: generation.numBeams, alpha: generation.lengthPenalty } }, names);
+  };
+  if (opened.kind === 'm2m100')
+    return m2m100Pipeline(opened, engine, names, languages, hfDecoding(opened.generation, 'an M2M100 / NLLB folder'));
+  if (languages.srcLang !== undefined || languages.tgtLang !== undefined) throw onePair(names);
   if (opened.kind === 'marian') {
     const { model, tokenizer, config, generation } = opened;
     const rules = marianRules(opened);
@@ -175,14 +204,7 @@ export function translationPipeline(
     return pipelineOver(
       { kind: 'marian', model, members: [model], tokenizer, targetTokenizer: tokenizer, config },
       engine ?? { model, run: (x, t) => translateIdsHf(model, target, x, t, rules) },
-      (options) => {
-        if (options.mbr) throw names.error(`${names.prefix}${names.mbr} is not available for a Marian folder`);
-        return decodingFor(
-          options,
-          { decoding: { beam: generation.numBeams, alpha: generation.lengthPenalty } },
-          names,
-        );
-      },
+      hfDecoding(generation, 'a Marian folder'),
     );
   }
   const { model, members, tokenizer, targetTokenizer, config } = opened;
@@ -193,20 +215,71 @@ export function translationPipeline(
   );
 }
 
+/** A multilingual folder's languages: codes such as 'eng_Latn'. */
+export interface Languages {
+  srcLang?: string;
+  tgtLang?: string;
+}
+
+function onePair(names: DecodingNames): Error {
+  return names.error(
+    `${names.prefix}srcLang and tgtLang choose the languages of a multilingual folder (NLLB / M2M100); ` +
+      'this folder translates one language pair',
+  );
+}
+
+/**
+ * An NLLB / M2M100 folder's pipeline: each call encodes for its source language and forces its target language's
+ * code first (forced_bos_token_id), as transformers' NllbTokenizer and generate() do.
+ */
+function m2m100Pipeline(
+  opened: OpenedM2M100,
+  engine: TranslationEngine | undefined,
+  names: DecodingNames,
+  languages: Languages,
+  decodingOf: (options: TranslationOptions) => Decoding,
+): TranslationPipeline {
+  const { model, tokenizer, config, ids, generation } = opened;
+  const target = { padId: tokenizer.padId, decode: (x: readonly number[]) => tokenizer.decode(x) };
+  const perCall = (options: TranslationOptions): PerCall => {
+    const srcLang = options.srcLang ?? languages.srcLang ?? tokenizer.srcLang;
+    const tgtLang = options.tgtLang ?? languages.tgtLang ?? tokenizer.tgtLang;
+    const [srcName, tgtName] = [names.srcLang ?? 'srcLang', names.tgtLang ?? 'tgtLang'];
+    if (tgtLang === null)
+      throw names.error(`${names.prefix}an NLLB / M2M100 folder needs ${tgtName}, a language code such as 'deu_Latn'`);
+    const fail = (e: unknown) => names.error(`${names.prefix}${(e as Error).message}`);
+    let forced: number;
+    try {
+      tokenizer.languageId(srcLang, srcName);
+      forced = tokenizer.languageId(tgtLang, tgtName);
+    } catch (e) {
+      throw fail(e);
+    }
+    const rules = { ...hfRules(ids, generation), forcedBosTokenId: forced };
+    return {
+      tokenizer: { encode: (line: string) => tokenizer.encode(line, srcLang) },
+      run: (x, t) => translateIdsHf(model, target, x, t, rules),
+    };
+  };
+  return pipelineOver(
+    { kind: 'm2m100', model, members: [model], tokenizer, targetTokenizer: tokenizer, config },
+    engine ?? { model, run: () => Promise.reject(new Error('internal: perCall decides the run')) },
+    decodingOf,
+    perCall,
+  );
+}
+
+/** What a call of a multilingual pipeline encodes and decodes with (its languages chosen). */
+interface PerCall {
+  tokenizer: { encode(line: string): number[] };
+  run: TranslationEngine['run'];
+}
+
 /** HF's generation rules of a Marian folder, but num_beams and length_penalty (the call's beam and alpha). */
 export function marianRules(
   m: Pick<OpenedMarian, 'ids' | 'generation'>,
 ): Omit<HfSearchOptions, 'numBeams' | 'lengthPenalty' | 'signal'> {
-  const { ids, generation } = m;
-  return {
-    decoderStartId: ids.decoderStartId,
-    eosId: ids.eosId,
-    maxLength: generation.maxLength,
-    earlyStopping: generation.earlyStopping,
-    badWordsIds: generation.badWordsIds,
-    forcedEosTokenId: generation.forcedEosTokenId,
-    minLength: generation.minLength,
-  };
+  return hfRules(m.ids, m.generation);
 }
 
 /** The pipeline function over a folder's parts, an engine, and how options become a Decoding. */
@@ -214,6 +287,7 @@ function pipelineOver(
   parts: Pick<TranslationPipeline, 'kind' | 'model' | 'members' | 'tokenizer' | 'targetTokenizer' | 'config'>,
   decode: TranslationEngine,
   decodingOf: (options: TranslationOptions) => Decoding,
+  perCall?: (options: TranslationOptions) => PerCall,
 ): TranslationPipeline {
   const decoding = (options: TranslationOptions = {}): Decoding => {
     checkOptions('translation', options, TRANSLATION_OPTIONS);
@@ -231,16 +305,19 @@ function pipelineOver(
       if (typeof l !== 'string') throw new Error(`translation: input ${i}: expected a string, got ${describeValue(l)}`);
     });
     const dec = decoding(options);
+    if (!perCall && (options.srcLang !== undefined || options.tgtLang !== undefined))
+      throw new Error('translation: srcLang and tgtLang choose the languages of a multilingual folder (NLLB / M2M100)');
+    const call = perCall?.(options);
     options.signal?.throwIfAborted();
     // As the CLI: an empty line translates to '', a line longer than the model reads is cut to what
     // it reads (or with skipLong left empty), and each such line is a warning.
-    const { ids, degraded } = encodeLines(decode.model, parts.tokenizer, [...lines], {
+    const { ids, degraded } = encodeLines(decode.model, call?.tokenizer ?? parts.tokenizer, [...lines], {
       skipLong: options.skipLong,
       reportEmpty: options.warnEmpty ?? false,
     });
     const warn = warner(options.onWarning);
     for (const d of degraded) warn(d);
-    const out = await decode.run(ids, {
+    const out = await (call?.run ?? decode.run)(ids, {
       ...dec,
       ...(options.maxLength !== undefined && { maxLen: options.maxLength }),
       ...(options.onProgress && { onProgress: options.onProgress }),

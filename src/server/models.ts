@@ -70,9 +70,10 @@ function describe(kind: FolderKind, config: unknown): string {
       `(${TOKENIZERS[String(field(config, 'tokenizer'))] ?? String(field(config, 'tokenizer'))}), ` +
       `${String(m('nLayer'))} layers, nEmbd ${String(m('nEmbd'))}`
     );
-  if (kind === 'marian')
+  if (kind === 'marian' || kind === 'm2m100')
     return (
-      `Hugging Face Marian translation, ${String(field(config, 'encoder_layers'))} + ` +
+      `Hugging Face ${kind === 'marian' ? 'Marian' : 'M2M100 / NLLB'} translation, ` +
+      `${String(field(config, 'encoder_layers'))} + ` +
       `${String(field(config, 'decoder_layers'))} layers, d_model ${String(field(config, 'd_model'))}`
     );
   return `Hugging Face GPT-2, ${String(field(config, 'n_layer'))} layers, n_embd ${String(field(config, 'n_embd'))}`;

@@ -6,7 +6,8 @@
  *     `lstrip`/`rstrip` taking the whitespace beside it, and map to their ids;
  *  2. every other segment goes through the normalizer, pre-tokenizer and model, chosen by `model.type`:
  *     WordPiece with `BertNormalizer` and `BertPreTokenizer` (text/wordpiece.ts); BPE with the `ByteLevel`
- *     pre-tokenizer (text/bytelevel.ts); Unigram with its Metaspace pipeline (text/unigram-json.ts onto
+ *     pre-tokenizer (text/bytelevel.ts), or with the `Metaspace` one, SentencePiece's BPE (NLLB's:
+ *     text/metaspace-bpe.ts); Unigram with its Metaspace pipeline (text/unigram-json.ts onto
  *     text/sentencepiece.ts);
  *  3. the post-processor adds the special tokens and type ids of one text or a pair (text/post-processor.ts);
  *     with `maxLength`, the texts are cut first, as transformers' truncation 'longest_first' cuts them;
@@ -17,6 +18,7 @@
  * is padded by its caller. Anything the file asks that this reader does not do is refused by its name.
  */
 import { ByteLevelBpeTokenizer } from './bytelevel.ts';
+import { MetaspaceBpe } from './metaspace-bpe.ts';
 import { postProcessorFromJSON, type Encoded, type PostProcessor } from './post-processor.ts';
 import { SentencePiece } from './sentencepiece.ts';
 import {
@@ -134,6 +136,19 @@ function byteLevelStage(j: Json): ModelStage {
   };
 }
 
+/** A SentencePiece BPE (a Metaspace pre-tokenizer: NLLB's, mBART's) through text/metaspace-bpe.ts. */
+function metaspaceBpeStage(j: Json): ModelStage {
+  const bpe = new MetaspaceBpe(j, 'tokenizer.json (BPE model)');
+  return {
+    type: 'BPE',
+    encode: (s) => bpe.encode(s),
+    decode: (ids) => bpe.decode(ids),
+    token: (id) => bpe.pieces[id],
+    id: (t) => bpe.vocab.get(t),
+    size: bpe.pieces.length,
+  };
+}
+
 function unigramStage(j: Json): ModelStage {
   const d = j.decoder;
   if (!isObject(d) || d.type !== 'Metaspace' || (d.replacement ?? '\u2581') !== '\u2581')
@@ -221,7 +236,9 @@ export class HfTokenizer {
     if (!isObject(m)) throw new Error('tokenizer.json: model must be an object');
     let model: ModelStage;
     if (m.type === 'WordPiece') model = wordPieceStage(j, m);
-    else if (m.type === 'BPE') model = byteLevelStage(j);
+    else if (m.type === 'BPE')
+      model =
+        isObject(j.pre_tokenizer) && j.pre_tokenizer.type === 'Metaspace' ? metaspaceBpeStage(j) : byteLevelStage(j);
     else if (m.type === 'Unigram') model = unigramStage(j);
     else throw new Error(`tokenizer.json: model.type ${kind(m)} is not supported (WordPiece, BPE, Unigram)`);
     return new HfTokenizer(model, readAdded(j.added_tokens), postProcessorFromJSON(j.post_processor));

@@ -9,7 +9,7 @@
  * produced it: row t is the position fed token t (`<s>` first) that predicted output token t.
  */
 import { noGrad } from '../autograd/grad-mode.ts';
-import { generateHf, type HfSearchOptions } from '../decode/hf-search.ts';
+import { generateHf, hfRules, type HfSearchOptions } from '../decode/hf-search.ts';
 import { beamSearch, greedy } from '../decode/search.ts';
 import type { LoadedMarian } from '../folder/marian.ts';
 import { seq2seqFromFiles } from '../folder/open.ts';
@@ -329,15 +329,9 @@ function hfOptions(
 ): HfSearchOptions {
   const { ids, generation } = opened;
   return {
-    decoderStartId: ids.decoderStartId,
-    eosId: ids.eosId,
+    ...hfRules(ids, generation),
     numBeams: options.beam ?? generation.numBeams,
-    maxLength: generation.maxLength,
     lengthPenalty: options.alpha ?? generation.lengthPenalty,
-    earlyStopping: generation.earlyStopping,
-    badWordsIds: generation.badWordsIds,
-    forcedEosTokenId: generation.forcedEosTokenId,
-    minLength: generation.minLength,
   };
 }
 
@@ -398,8 +392,12 @@ export { MODEL_FORMATS } from '../folder/spec.ts';
  */
 export function modelKind(configJson: unknown, file: string = FILES.config): ModelKind {
   const kind = folderKind(configJson, file);
-  if (kind === 'marian')
-    throw new FolderError(file, `${file}: a Hugging Face Marian model; the explorer does not show Marian folders yet`);
+  if (kind === 'marian' || kind === 'm2m100')
+    throw new FolderError(
+      file,
+      `${file}: a Hugging Face ${kind === 'marian' ? 'Marian' : 'M2M100 / NLLB'} model; the explorer does not ` +
+        'show it in this view yet',
+    );
   if (kind === 'hf-encoder')
     throw new FolderError(file, `${file}: a Hugging Face encoder; the explorer does not show encoder folders yet`);
   return kind === 'hf-gpt2' ? 'gpt' : kind;

@@ -62,4 +62,11 @@ export const REFERENCES: readonly Reference[] = [
     folder: 'test/fixtures/hf-encoders',
     files: committedFiles('test/fixtures/hf-encoders', ['trained.json']),
   },
+  {
+    // Marian (opus-mt's generation_config.json keys) and NLLB folders as save_pretrained writes them, and what
+    // generate() returns on them; the SentencePiece models are trained by the script itself.
+    script: 'scripts/fixtures/make_hf_seq2seq.py',
+    folder: 'test/fixtures/hf-seq2seq',
+    files: committedFiles('test/fixtures/hf-seq2seq'),
+  },
 ];

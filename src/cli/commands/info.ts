@@ -5,7 +5,8 @@ import { Command } from '@commander-js/extra-typings';
 import type { Module } from '../../nn/module.ts';
 import { Seq2Seq } from '../../models/seq2seq.ts';
 import { PRESETS } from '../../train/presets.ts';
-import { readMarianShape } from '../../folder/node.ts';
+import { dirSource } from '../../folder/node.ts';
+import { folderShapeSync } from '../../folder/open.ts';
 import { asUserError, folderKindOfDir, loadLmDir, loadLmShape, loadModelShape, UserError } from '../files.ts';
 import { log, type FlagsOf } from '../options.ts';
 import { ByteLevelBpeTokenizer } from '../../text/bytelevel.ts';
@@ -33,9 +34,11 @@ export function info(o: FlagsOf<typeof flags> & { log: (s: string) => void }): v
     out.preset = o.preset;
   } else {
     const kind = folderKindOfDir(o.model!);
-    if (kind === 'marian') {
-      // A Hugging Face Marian folder: qkv's Seq2Seq with its switches (no weights read) and HF's generation defaults.
-      const { modelConfig, tokenizer, generation } = asUserError(() => readMarianShape(o.model!));
+    if (kind === 'marian' || kind === 'm2m100') {
+      // A Hugging Face Marian or M2M100 folder: qkv's Seq2Seq with its switches (no weights read) and HF's
+      // generation defaults.
+      const shape = asUserError(() => folderShapeSync(dirSource(o.model!), { kinds: [kind] }));
+      const { modelConfig, tokenizer, generation } = shape as Extract<typeof shape, { kind: 'marian' | 'm2m100' }>;
       const m = new Seq2Seq(modelConfig);
       const marian = { model: o.model, kind, vocabulary: tokenizer.vocabSize, generation, config: m.config };
       process.stdout.write(`${JSON.stringify({ ...marian, parameters: m.numParameters() }, null, 2)}\n`);

@@ -190,6 +190,41 @@ const LAYER_NAMES: Record<'encoder' | 'decoder', Record<string, string>> = {
 /** q, k, v projections of one attention ([q; k; v] rows, as torch's in_proj). */
 const QKV = ['q_proj', 'k_proj', 'v_proj'] as const;
 
+/** A tensor of the file by its name (without `model.`), checked against the shape it must have. */
+export type TakeTensor = (name: string, shape: number[]) => Tensor;
+
+/**
+ * The layers of a BART-family encoder-decoder (Marian, M2M100/NLLB: the same names) into `out` under qkv's
+ * Transformer names, q/k/v fused into in_proj (rows [q; k; v]).
+ */
+export function mapLayers(take: TakeTensor, config: Seq2SeqConfig, out: Record<string, Tensor>): void {
+  const { dModel: E, dimFeedforward: Ff } = config;
+  for (const side of ['encoder', 'decoder'] as const) {
+    const n = side === 'encoder' ? config.numEncoderLayers : config.numDecoderLayers;
+    for (let i = 0; i < n; i++) {
+      const hf = `${side}.layers.${i}`;
+      const qkv = `transformer.${side}.layers.${i}`;
+      const attns =
+        side === 'encoder'
+          ? [['self_attn', 'self_attn']]
+          : [
+              ['self_attn', 'self_attn'],
+              ['encoder_attn', 'multihead_attn'],
+            ];
+      for (const [a, q] of attns) {
+        out[`${qkv}.${q}.in_proj_weight`] = fused(QKV.map((p) => take(`${hf}.${a}.${p}.weight`, [E, E])));
+        out[`${qkv}.${q}.in_proj_bias`] = fused(QKV.map((p) => take(`${hf}.${a}.${p}.bias`, [E])));
+      }
+      for (const [from, to] of Object.entries(LAYER_NAMES[side])) {
+        const w = from === 'fc1' ? [Ff, E] : from === 'fc2' ? [E, Ff] : from.endsWith('out_proj') ? [E, E] : [E];
+        const b = from === 'fc1' ? [Ff] : [E];
+        out[`${qkv}.${to}.weight`] = take(`${hf}.${from}.weight`, w);
+        out[`${qkv}.${to}.bias`] = take(`${hf}.${from}.bias`, b);
+      }
+    }
+  }
+}
+
 /**
  * qkv's Seq2Seq state dict from HF Marian tensors (names with or without the `model.` prefix): q/k/v
  * fused, the tied tables and the position tables checked. An Error names the first tensor that is
@@ -210,7 +245,7 @@ export function marianStateDict(tensors: Record<string, Tensor>, config: Seq2Seq
     used.add(name);
     return t;
   };
-  const { vocabSize: V, dModel: E, dimFeedforward: Ff, maxLen } = config;
+  const { vocabSize: V, dModel: E, maxLen } = config;
   // The shared table; a file that kept only one of its tied names holds it under that name.
   const TIED = ['shared.weight', 'encoder.embed_tokens.weight', 'decoder.embed_tokens.weight', 'lm_head.weight'];
   const sharedName = TIED.find((n) => byName.has(n)) ?? 'shared.weight';
@@ -239,30 +274,7 @@ export function marianStateDict(tensors: Record<string, Tensor>, config: Seq2Seq
           `qkv computes the positions and does not load them`,
       );
   }
-  for (const side of ['encoder', 'decoder'] as const) {
-    const n = side === 'encoder' ? config.numEncoderLayers : config.numDecoderLayers;
-    for (let i = 0; i < n; i++) {
-      const hf = `${side}.layers.${i}`;
-      const qkv = `transformer.${side}.layers.${i}`;
-      const attns =
-        side === 'encoder'
-          ? [['self_attn', 'self_attn']]
-          : [
-              ['self_attn', 'self_attn'],
-              ['encoder_attn', 'multihead_attn'],
-            ];
-      for (const [a, q] of attns) {
-        out[`${qkv}.${q}.in_proj_weight`] = fused(QKV.map((p) => take(`${hf}.${a}.${p}.weight`, [E, E])));
-        out[`${qkv}.${q}.in_proj_bias`] = fused(QKV.map((p) => take(`${hf}.${a}.${p}.bias`, [E])));
-      }
-      for (const [from, to] of Object.entries(LAYER_NAMES[side])) {
-        const w = from === 'fc1' ? [Ff, E] : from === 'fc2' ? [E, Ff] : from.endsWith('out_proj') ? [E, E] : [E];
-        const b = from === 'fc1' ? [Ff] : [E];
-        out[`${qkv}.${to}.weight`] = take(`${hf}.${from}.weight`, w);
-        out[`${qkv}.${to}.bias`] = take(`${hf}.${from}.bias`, b);
-      }
-    }
-  }
+  mapLayers(take, config, out);
   for (const name of byName.keys()) {
     if (!used.has(name))
       throw new Error(`unexpected tensor ${tensorsName(tensors, name)} (not part of a Marian model qkv reads)`);
@@ -275,94 +287,12 @@ function tensorsName(tensors: Record<string, Tensor>, name: string): string {
   return Object.hasOwn(tensors, `model.${name}`) ? `model.${name}` : name;
 }
 
-/**
- * How Hugging Face's generate() decodes a Marian model by default: generation_config.json's keys where
- * the folder has one, else config.json's (transformers falls back the same way).
- */
-export interface HfGeneration {
-  /** num_beams (opus-mt: 4; 1 = greedy). */
-  numBeams: number;
-  /** max_length: the output's most ids, the decoder's start id included (opus-mt: 512). */
-  maxLength: number;
-  /** length_penalty: a hypothesis scores sum log p / length^lengthPenalty (default 1). */
-  lengthPenalty: number;
-  /** early_stopping (default false: HF's heuristic stop; true: stop once numBeams hypotheses are done). */
-  earlyStopping: boolean;
-  /** bad_words_ids of one id each: ids never generated (opus-mt: the padding id). */
-  badWordsIds: number[];
-  /** forced_eos_token_id: the id forced at the last position (opus-mt: EOS); null: none. */
-  forcedEosTokenId: number | null;
-  /** min_length (default 0): EOS is blocked while the output, start id included, is shorter. */
-  minLength: number;
-}
-
-/**
- * HfGeneration from generation_config.json (may be undefined) and the model's config; errors name the file
- * (`configName`: what the folder calls its config file; the folder layer passes it) and the key.
- */
-export function hfGeneration(
-  config: unknown,
-  generationConfig: unknown,
-  configName = 'the model config',
-): HfGeneration {
-  const from = (generationConfig ?? config) as Record<string, unknown>;
-  const file = generationConfig !== undefined ? 'generation_config.json' : configName;
-  if (from === null || typeof from !== 'object') throw new Error(`${file}: expected a JSON object`);
-  const num = (k: string, fallback: number, integer: boolean, min: number): number => {
-    const v = from[k] ?? fallback;
-    if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v)) || v < min)
-      throw new Error(
-        `${file}: ${k} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got ${JSON.stringify(v)}`,
-      );
-    return v;
-  };
-  const bad = from.bad_words_ids ?? [];
-  if (!Array.isArray(bad) || !bad.every((w) => Array.isArray(w) && w.length === 1 && Number.isInteger(w[0])))
-    throw new Error(
-      `${file}: bad_words_ids must be a list of one-id lists (e.g. [[58100]]), got ${JSON.stringify(bad)}`,
-    );
-  const early = from.early_stopping ?? false;
-  if (typeof early !== 'boolean')
-    throw new Error(
-      `${file}: early_stopping must be true or false, got ${JSON.stringify(early)} ("never" is not supported)`,
-    );
-  const forced = from.forced_eos_token_id ?? null;
-  if (forced !== null && !Number.isInteger(forced))
-    throw new Error(`${file}: forced_eos_token_id must be an id, got ${JSON.stringify(forced)}`);
-  // Settings that would change what generate() returns and that qkv does not apply: refused, not ignored.
-  const DEFAULTS: Record<string, unknown> = {
-    do_sample: false,
-    num_beam_groups: 1,
-    repetition_penalty: 1,
-    no_repeat_ngram_size: 0,
-    encoder_no_repeat_ngram_size: 0,
-    encoder_repetition_penalty: 1,
-    diversity_penalty: 0,
-    renormalize_logits: false,
-    forced_bos_token_id: null,
-    suppress_tokens: null,
-    begin_suppress_tokens: null,
-  };
-  for (const [k, d] of Object.entries(DEFAULTS)) {
-    if (from[k] !== undefined && from[k] !== d)
-      throw new Error(
-        `${file}: ${k} ${JSON.stringify(from[k])} is not supported ` +
-          `(qkv decodes with its default, ${JSON.stringify(d)})`,
-      );
-  }
-  // max_new_tokens, where given, wins over max_length (an encoder-decoder output starts with one id).
-  const maxNew = from.max_new_tokens ?? null;
-  return {
-    numBeams: num('num_beams', 1, true, 1),
-    maxLength: maxNew !== null ? num('max_new_tokens', 1, true, 1) + 1 : num('max_length', 20, true, 2),
-    lengthPenalty: num('length_penalty', 1, false, -Infinity),
-    earlyStopping: early,
-    badWordsIds: (bad as number[][]).map((w) => w[0]),
-    forcedEosTokenId: forced as number | null,
-    minLength: num('min_length', 0, true, 0),
-  };
-}
-
+/** How generate() decodes a Marian folder by default: the encoder-decoder reader's (./seq2seq-generation.ts). */
+export {
+  checkGenerationIds,
+  hfSeq2SeqGeneration as hfGeneration,
+  type HfGeneration,
+} from './seq2seq-generation.ts';
 // ---- Fine-tuning: the linear layers PEFT adapts, and the weights written back under HF's names -------------
 
 /** A submodule of `model` by its qkv path (`transformer.encoder.layers.0.self_attn`). */
