@@ -257,7 +257,7 @@ export interface Backend {
 
   /**
    * Cross-entropy with label smoothing per row of logits (R, C): writes each row's loss into `losses` (0
-   * for ignored rows), and into `reduced` [total, count]: the number of counted rows, and their losses'
+   * for ignored rows), and into `reduced` (total, count): the number of counted rows, and their losses'
    * sum (accumulated in float64), divided by the count when `mean`. No value goes back to the host.
    */
   crossEntropy(

@@ -93,7 +93,14 @@ export function decodingOptions<A extends unknown[], O extends OptionValues, G e
         "(needs --beam 2 or more; default: the model's config.json decoding, " +
         'else off)',
     )
-    .option('--no-mbr', "output beam search's best hypothesis even where the model's config.json decodes with MBR")
+    .option('--no-mbr', "output beam search's best hypothesis even where the model's config.json decodes with MBR");
+}
+
+/** --src-lang / --tgt-lang of translate and eval: a multilingual folder's (NLLB / M2M100) languages. */
+export function languageOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+) {
+  return cmd
     .option(
       '--src-lang <code>',
       "a multilingual folder's (NLLB / M2M100) source language code, e.g. eng_Latn (default: its tokenizer's src_lang)",

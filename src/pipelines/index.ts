@@ -78,6 +78,7 @@ export interface PipelineOptions {
    * the defaults of every call (a call's `srcLang`/`tgtLang` override them). Refused for other folders.
    */
   srcLang?: string;
+  /** A multilingual folder's (NLLB / M2M100) target language code, e.g. 'deu_Latn' (see srcLang). */
   tgtLang?: string;
   /**
    * A LoRA adapter in Hugging Face PEFT's format (adapter_config.json + adapter_model.safetensors, e.g. from

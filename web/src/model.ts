@@ -75,6 +75,7 @@ export const KIND_LABELS: Record<FolderKind, string> = {
   'hf-gpt2': 'GPT-2',
   marian: 'Marian',
   'hf-encoder': 'BERT-style encoder',
+  m2m100: 'M2M100 / NLLB',
 };
 
 /** Where a served folder's files are. */

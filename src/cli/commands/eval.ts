@@ -22,6 +22,7 @@ import { parseEngine } from '../onnxruntime.ts';
 import {
   dataOption,
   decodingOptions,
+  languageOptions,
   directionOption,
   dtypeOption,
   engineOption,
@@ -50,7 +51,7 @@ function flags() {
   )
     .option('--src <lang>', "source language (default: the model's training direction, else en)")
     .option('--tgt <lang>', "target language (default: the model's training direction, else de)");
-  const scoring = dtypeOption(decodingOptions(directionOption(corpus)))
+  const scoring = dtypeOption(languageOptions(decodingOptions(directionOption(corpus))))
     .option(
       '--tune-alpha <list>',
       'with --split val: also try these α (comma-separated); the best ' +

@@ -18,6 +18,7 @@ import { progressBar } from '../progress.ts';
 import {
   adapterOption,
   decodingOptions,
+  languageOptions,
   dtypeOption,
   engineOption,
   ensembleOptions,
@@ -49,7 +50,7 @@ function flags() {
   const cmd = new Command('translate').description(
     'translate one sentence per line (stdin to stdout, or --input/--output)',
   );
-  const files = adapterOption(dtypeOption(decodingOptions(ensembleOptions(modelOption(cmd)))))
+  const files = adapterOption(dtypeOption(languageOptions(decodingOptions(ensembleOptions(modelOption(cmd))))))
     .option('--input <file>', 'read sentences from a file instead of stdin')
     .option('--output <file>', 'write translations to a file instead of stdout (in a folder that exists)');
   return engineOption(files)
