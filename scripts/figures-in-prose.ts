@@ -50,7 +50,7 @@ const FIGURE =
 export const NOT_MEASUREMENTS: { pattern: RegExp; why: string }[] = [
   {
     pattern:
-      /(?:PyTorch|torch|Node|Node\.js|sacreBLEU|ONNX Runtime|ONNX|onnxruntime(?:-\w+)?|Python|TypeScript|opset|IR|version|v)(?: since| from| before)? ?\d+(?:\.\d+|\.x)+/g,
+      /(?:PyTorch|torch|Node|Node\.js|sacreBLEU|ONNX Runtime|ONNX|onnxruntime(?:-\w+)?|Python|TypeScript|transformers|tokenizers|PEFT|peft|sentencepiece|safetensors|opset|IR|version|v)(?: since| from| before)? ?\d+(?:\.\d+|\.x)+/g,
     why: "a tool's version",
   },
   { pattern: /\d+\.\d+\.\d+/g, why: 'a version (major.minor.patch)' },

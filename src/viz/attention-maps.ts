@@ -6,9 +6,10 @@
  */
 import type { AttentionStack } from './attention-data.ts';
 import { gridSvg } from './compose.ts';
-import { heatmapSvg } from './heatmap.ts';
-import { headViewSvg } from './headview.ts';
-import { averageHeads, modelViewSvg } from './modelview.ts';
+import { type HeatmapPieces, heatmapPieces } from './heatmap.ts';
+import { type HeadViewPieces, headViewPieces } from './headview.ts';
+import { averageHeads, modelViewSvg, thumbPixels, type ModelViewOptions } from './modelview.ts';
+import { joinPieces } from './svg.ts';
 
 /** One kind of attention of a model run, ready to draw. */
 export interface AttentionMaps {
@@ -77,11 +78,21 @@ export function mapsHeatmapSvg(
   head: number | 'mean',
   o: AttentionHeatmapOptions = {},
 ): string {
+  return joinPieces(mapsHeatmapPieces(m, layer, head, o));
+}
+
+/** {@link mapsHeatmapSvg} in pieces of rows, for a page to draw a few a frame. */
+export function mapsHeatmapPieces(
+  m: AttentionMaps,
+  layer: number,
+  head: number | 'mean',
+  o: AttentionHeatmapOptions = {},
+): HeatmapPieces {
   check(m, layer, head);
   const heads = m.maps[layer];
   const values = head === 'mean' ? averageHeads(heads) : heads[head];
   const fit = (n: number) => Math.max(m.minCell ?? 14, Math.min(36, Math.floor(520 / n)));
-  return heatmapSvg({
+  return heatmapPieces({
     values,
     rowLabels: m.rows,
     colLabels: m.cols,
@@ -105,11 +116,21 @@ export function mapsHeadViewSvg(
   heads?: readonly number[],
   highlight: number | null = null,
 ): string {
+  return joinPieces(mapsHeadViewPieces(m, layer, heads, highlight));
+}
+
+/** {@link mapsHeadViewSvg} in pieces of a head's rows, for a page to draw a few a frame. */
+export function mapsHeadViewPieces(
+  m: AttentionMaps,
+  layer: number,
+  heads?: readonly number[],
+  highlight: number | null = null,
+): HeadViewPieces {
   check(m, layer, 'mean');
   const all = m.maps[layer];
   const ids = heads ?? all.map((_, h) => h);
   ids.forEach((h) => check(m, layer, h));
-  return headViewSvg({
+  return headViewPieces({
     heads: ids.map((h) => all[h]),
     headIds: ids,
     leftLabels: m.rows,
@@ -119,14 +140,33 @@ export function mapsHeadViewSvg(
   });
 }
 
-/** Every layer × head as thumbnails. */
+/**
+ * Every layer × head as thumbnails; `cells` false leaves the thumbnails' cells out (a page paints them with
+ * mapsThumbPixels as they come on screen).
+ */
 export function mapsModelViewSvg(
   m: AttentionMaps,
   selected: { layer: number; head: number } | null = null,
   thumbSize = 96,
+  cells = true,
 ): string {
+  return modelViewSvg({ ...modelViewOptions(m, thumbSize), selected, cells });
+}
+
+/** The cells of the model view's thumbnail (layer, head) as an image, a pixel per cell, the colours of its rects. */
+export function mapsThumbPixels(
+  m: AttentionMaps,
+  layer: number,
+  head: number,
+  thumbSize = 96,
+): { width: number; height: number; data: Uint8ClampedArray } {
+  check(m, layer, head);
+  return thumbPixels(modelViewOptions(m, thumbSize), layer, head);
+}
+
+function modelViewOptions(m: AttentionMaps, thumbSize: number): ModelViewOptions {
   if (mapsSize(m).layers === 0) throw nothingToDraw(m);
-  return modelViewSvg({ maps: m.maps, title: `${m.name}: layers × heads`, selected, thumbSize, masked: causalMask(m) });
+  return { maps: m.maps, title: `${m.name}: layers × heads`, thumbSize, masked: causalMask(m) };
 }
 
 /** Labelled heatmaps of the chosen layers × heads (all by default), one row per layer. */

@@ -4,7 +4,7 @@
  * Several heads overlay in their own colours. Returns an SVG string.
  */
 import { headColor } from './color.ts';
-import { chartOpening, checkMatrix, esc, formatValue, maxTextWidth, px } from './svg.ts';
+import { chartOpening, checkMatrix, esc, formatValue, joinPieces, maxTextWidth, px, type SvgPieces } from './svg.ts';
 
 /** Options of {@link headViewSvg}: the weights, the token labels and the layout. */
 export interface HeadViewOptions {
@@ -39,6 +39,49 @@ const FONT = 12;
  * not match the rows and columns.
  */
 export function headViewSvg(o: HeadViewOptions): string {
+  return joinPieces(headViewPieces(o));
+}
+
+/** One line of the head view, as its <line> draws it (round caps). */
+export interface HeadViewLink {
+  /** The head's number (its colour). */
+  head: number;
+  /** The query (left token). */
+  row: number;
+  /** The key (right token). */
+  col: number;
+  x1: number;
+  y1: number;
+  x2: number;
+  y2: number;
+  /** Colour, opacity (the weight, dimmed off the highlighted row) and width (1 to 4 px with the weight). */
+  stroke: string;
+  opacity: number;
+  width: number;
+  /** The attention weight. */
+  value: number;
+}
+
+/** The head view in pieces, each piece's lines also as numbers (a page may paint a long one on a canvas). */
+export interface HeadViewPieces extends SvgPieces {
+  /** The lines of piece k, in the order the SVG has them. */
+  links(k: number): HeadViewLink[];
+  /** Query-key pairs over all heads (the most lines there can be). */
+  lines: number;
+  /** The picture's size in px. */
+  size: { width: number; height: number };
+  /** Where every line lies (their round caps included), in px of the picture. */
+  linksBox: { x: number; y: number; width: number; height: number };
+}
+
+/**
+ * Query-key pairs in one piece of {@link headViewPieces} (each a <line> with its <title> when its weight is > 0):
+ * a piece's antialiased lines, painted on a canvas, take a few ms to rasterise.
+ */
+export const HEADVIEW_PAIRS_PER_PIECE = 300;
+
+/** {@link headViewSvg} in pieces (the heads' rows in turn, about HEADVIEW_PAIRS_PER_PIECE pairs each), in `g.links`. */
+export function headViewPieces(o: HeadViewOptions): HeadViewPieces {
   if (o.heads.length === 0) throw new Error('headViewSvg: heads must hold at least one head');
   const shapes = o.heads.map((h, i) => checkMatrix(h, `headViewSvg: head ${i}`));
   const { rows, cols } = shapes[0];
@@ -85,25 +128,40 @@ export function headViewSvg(o: HeadViewOptions): string {
   });
   out.push(`</g>`);
   out.push(`<g class="links" stroke-linecap="round">`);
-  o.heads.forEach((w, k) => {
-    const c = headColor(ids[k]);
-    for (let i = 0; i < rows; i++) {
-      const dim = hl !== null && hl !== i;
-      for (let j = 0; j < cols; j++) {
-        const v = w[i][j];
-        if (!(v > minW)) continue;
-        const a = Math.min(1, v) * (dim ? 0.12 : 1);
-        out.push(
-          `<line class="link" data-head="${ids[k]}" data-row="${i}" ` +
-            `data-col="${j}" x1="${x1}" y1="${px(yOf(i))}" x2="${x2}" ` +
-            `y2="${px(yOf(j))}" stroke="${c}" stroke-opacity="${px(a)}" ` +
-            `stroke-width="${px(1 + 3 * Math.min(1, v))}"><title>head ` +
-            `${ids[k] + 1}: ${esc(o.leftLabels[i])} → ${esc(o.rightLabels[j])}: ` +
-            `${formatValue(v, 4)}</title></line>`,
-        );
-      }
-    }
-  });
+  const before = out.join('');
+  out.length = 0;
+  // Line (k, i, j): head k's weight from query i to key j, or null when it is ≤ minWeight (no line).
+  const link = (k: number, i: number, j: number): HeadViewLink | null => {
+    const v = o.heads[k][i][j];
+    if (!(v > minW)) return null;
+    const dim = hl !== null && hl !== i;
+    return {
+      head: ids[k],
+      row: i,
+      col: j,
+      x1,
+      y1: Number(px(yOf(i))),
+      x2,
+      y2: Number(px(yOf(j))),
+      stroke: headColor(ids[k]),
+      opacity: Number(px(Math.min(1, v) * (dim ? 0.12 : 1))),
+      width: Number(px(1 + 3 * Math.min(1, v))),
+      value: v,
+    };
+  };
+  const lineSvg = (l: HeadViewLink, into: string[]) =>
+    into.push(
+      `<line class="link" data-head="${l.head}" data-row="${l.row}" ` +
+        `data-col="${l.col}" x1="${l.x1}" y1="${l.y1}" x2="${l.x2}" ` +
+        `y2="${l.y2}" stroke="${l.stroke}" stroke-opacity="${l.opacity}" ` +
+        `stroke-width="${l.width}"><title>head ` +
+        `${l.head + 1}: ${esc(o.leftLabels[l.row])} → ${esc(o.rightLabels[l.col])}: ` +
+        `${formatValue(l.value, 4)}</title></line>`,
+    );
+  // The heads' rows one after another (head k's row i is row k · rows + i), rowsPerPiece of them a piece: a small
+  // head view is one piece.
+  const rowsPerPiece = Math.max(1, Math.floor(HEADVIEW_PAIRS_PER_PIECE / cols));
+  const allRows = o.heads.length * rows;
   out.push(`</g>`);
   out.push(`<g class="left-labels" text-anchor="end" dominant-baseline="central">`);
   o.leftLabels.forEach((l, i) =>
@@ -117,5 +175,29 @@ export function headViewSvg(o: HeadViewOptions): string {
     out.push(`<text class="token" data-col="${j}" x="${x3}" y="${px(yOf(j))}">${esc(l)}</text>`),
   );
   out.push(`</g></svg>`);
-  return out.join('');
+  const linksOf = (k: number): HeadViewLink[] => {
+    const got: HeadViewLink[] = [];
+    for (let r = k * rowsPerPiece; r < Math.min(allRows, (k + 1) * rowsPerPiece); r++)
+      for (let j = 0; j < cols; j++) {
+        const l = link(Math.floor(r / rows), r % rows, j);
+        if (l) got.push(l);
+      }
+    return got;
+  };
+  return {
+    before,
+    after: out.join(''),
+    container: 'g.links',
+    count: Math.ceil(allRows / rowsPerPiece),
+    piece(k) {
+      const into: string[] = [];
+      for (const l of linksOf(k)) lineSvg(l, into);
+      return into.join('');
+    },
+    links: linksOf,
+    lines: o.heads.length * rows * cols,
+    size: { width, height },
+    // A line is at most 4 px wide: its round caps reach 2 px past its ends.
+    linksBox: { x: x1 - 2, y: 0, width: x2 - x1 + 4, height },
+  };
 }

@@ -4,7 +4,17 @@
  * (shown on hover), optionally printed in the cell, and a colour bar. Returns an SVG string.
  */
 import { blues, scaleByName, textColorOn, type ColorScale, type ScaleName } from './color.ts';
-import { chartOpening, checkMatrix, esc, finiteRange, formatValue, maxTextWidth, px } from './svg.ts';
+import {
+  chartOpening,
+  checkMatrix,
+  esc,
+  finiteRange,
+  formatValue,
+  joinPieces,
+  maxTextWidth,
+  px,
+  type SvgPieces,
+} from './svg.ts';
 
 export interface HeatmapOptions {
   /** rows × cols values: row i = query i, column j = key j. */
@@ -59,7 +69,39 @@ function labelled(n: number, every: number): (i: number) => boolean {
   return (i) => every <= 1 || i % every === 0 || (i === n - 1 && (n - 1) % every > every / 2);
 }
 
+/** Cells in one piece of {@link heatmapPieces} (each a <rect> with its <title>): a few ms of a page's frame. */
+export const HEATMAP_CELLS_PER_PIECE = 1000;
+
 export function heatmapSvg(o: HeatmapOptions): string {
+  return joinPieces(heatmapPieces(o));
+}
+
+/** The heatmap's cells as numbers, for a page that paints a long map on a canvas. */
+export interface HeatmapGrid {
+  rows: number;
+  cols: number;
+  /** The cells' top-left corner and a cell's size, in px of the picture. */
+  left: number;
+  top: number;
+  cellWidth: number;
+  cellHeight: number;
+  /** Rows in each piece (piece k: rows k · rowsPerPiece onwards). */
+  rowsPerPiece: number;
+  /** Whether values are printed in the cells (then the cells are best left as SVG). */
+  showValues: boolean;
+  /** Cell (i, j)'s fill, as its <rect> has it. */
+  fill(i: number, j: number): string;
+  /** Cell (i, j)'s <title> text: its tokens and value. */
+  title(i: number, j: number): string;
+}
+
+/** {@link heatmapSvg} in pieces, with its cells as numbers (`grid`). */
+export interface HeatmapPieces extends SvgPieces {
+  grid: HeatmapGrid;
+}
+
+/** {@link heatmapSvg} in pieces of whole rows (about HEATMAP_CELLS_PER_PIECE cells each), in `g.cells`. */
+export function heatmapPieces(o: HeatmapOptions): HeatmapPieces {
   const { rows, cols } = checkMatrix(o.values, 'heatmapSvg');
   const rowLabels = o.rowLabels ?? Array.from({ length: rows }, (_, i) => String(i));
   const colLabels = o.colLabels ?? Array.from({ length: cols }, (_, i) => String(i));
@@ -114,33 +156,41 @@ export function heatmapSvg(o: HeatmapOptions): string {
   );
 
   out.push(`<g class="cells">`);
-  for (let i = 0; i < rows; i++) {
-    for (let j = 0; j < cols; j++) {
-      const v = o.values[i][j];
-      const isMasked = o.masked?.(i, j) ?? false;
-      const fill = isMasked ? MASKED_FILL : Number.isFinite(v) ? color(t(v)) : MASKED_FILL;
-      const x = left + j * cw;
-      const y = top + i * ch;
-      const title = titles
-        ? `<title>${esc(rowLabels[i])} → ${esc(colLabels[j])}: ` +
-          `${formatValue(v, titleDigits)}${isMasked ? ' (masked)' : ''}</title>`
-        : '';
-      out.push(
-        `<rect class="cell${isMasked ? ' masked' : ''}" data-row="${i}" ` +
-          `data-col="${j}" x="${px(x)}" y="${px(y)}" width="${px(cw)}" ` +
-          `height="${px(ch)}" fill="${fill}">${title}</rect>`,
+  const before = out.join('');
+  out.length = 0;
+  const fillOf = (i: number, j: number) => {
+    const v = o.values[i][j];
+    return (o.masked?.(i, j) ?? false) ? MASKED_FILL : Number.isFinite(v) ? color(t(v)) : MASKED_FILL;
+  };
+  const titleOf = (i: number, j: number) =>
+    `${rowLabels[i]} → ${colLabels[j]}: ${formatValue(o.values[i][j], titleDigits)}` +
+    `${(o.masked?.(i, j) ?? false) ? ' (masked)' : ''}`;
+  const drawCell = (i: number, j: number, into: string[]) => {
+    const v = o.values[i][j];
+    const isMasked = o.masked?.(i, j) ?? false;
+    const fill = fillOf(i, j);
+    const x = left + j * cw;
+    const y = top + i * ch;
+    const title = titles
+      ? `<title>${esc(rowLabels[i])} → ${esc(colLabels[j])}: ` +
+        `${formatValue(v, titleDigits)}${isMasked ? ' (masked)' : ''}</title>`
+      : '';
+    into.push(
+      `<rect class="cell${isMasked ? ' masked' : ''}" data-row="${i}" ` +
+        `data-col="${j}" x="${px(x)}" y="${px(y)}" width="${px(cw)}" ` +
+        `height="${px(ch)}" fill="${fill}">${title}</rect>`,
+    );
+    if (showValues && !isMasked) {
+      const fs = Math.min(11, Math.max(6, Math.floor(Math.min(cw, ch) * 0.34)));
+      into.push(
+        `<text class="value" x="${px(x + cw / 2)}" y="${px(y + ch / 2)}" ` +
+          `font-size="${fs}" text-anchor="middle" dominant-baseline="central" ` +
+          `fill="${textColorOn(fill)}" ` +
+          `pointer-events="none">${formatValue(v, digits)}</text>`,
       );
-      if (showValues && !isMasked) {
-        const fs = Math.min(11, Math.max(6, Math.floor(Math.min(cw, ch) * 0.34)));
-        out.push(
-          `<text class="value" x="${px(x + cw / 2)}" y="${px(y + ch / 2)}" ` +
-            `font-size="${fs}" text-anchor="middle" dominant-baseline="central" ` +
-            `fill="${textColorOn(fill)}" ` +
-            `pointer-events="none">${formatValue(v, digits)}</text>`,
-        );
-      }
     }
-  }
+  };
+  const rowsPerPiece = Math.max(1, Math.floor(HEATMAP_CELLS_PER_PIECE / cols));
   out.push(`</g>`);
 
   out.push(`<g class="row-labels" text-anchor="end" dominant-baseline="central">`);
@@ -178,7 +228,30 @@ export function heatmapSvg(o: HeatmapOptions): string {
   }
   if (legend) out.push(colorBar(left + gw + 16, top, Math.max(60, Math.min(gh, 240)), lo, hi, color, digits));
   out.push(`</svg>`);
-  return out.join('');
+  return {
+    before,
+    after: out.join(''),
+    container: 'g.cells',
+    count: Math.ceil(rows / rowsPerPiece),
+    grid: {
+      rows,
+      cols,
+      left,
+      top,
+      cellWidth: cw,
+      cellHeight: ch,
+      rowsPerPiece,
+      showValues,
+      fill: fillOf,
+      title: titleOf,
+    },
+    piece(k) {
+      const into: string[] = [];
+      for (let i = k * rowsPerPiece; i < Math.min(rows, (k + 1) * rowsPerPiece); i++)
+        for (let j = 0; j < cols; j++) drawCell(i, j, into);
+      return into.join('');
+    },
+  };
 }
 
 /** A vertical colour bar (max at the top) made of bands, no gradient ids (so many SVGs can share a page). */

@@ -4,7 +4,7 @@
  * token, to the previous token, … Returns an SVG string; each thumbnail is a <g class="thumb">
  * with data-layer and data-head, so a page can make it clickable.
  */
-import { blues, scaleByName, type ColorScale, type ScaleName } from './color.ts';
+import { blues, parseHex, scaleByName, type ColorScale, type ScaleName } from './color.ts';
 import { MASKED_FILL } from './heatmap.ts';
 import { chartOpening, checkMatrix, maxTextWidth, px } from './svg.ts';
 
@@ -35,6 +35,11 @@ export interface ModelViewOptions {
   background?: string | null;
   /** Extra class names on the root <svg>. */
   className?: string;
+  /**
+   * Draw the thumbnails' cells (default true). false: each thumbnail is its title and frame alone, the frame
+   * taking pointer events, for a page that paints the cells as an image (thumbPixels) when it comes on screen.
+   */
+  cells?: boolean;
 }
 
 /**
@@ -42,6 +47,83 @@ export interface ModelViewOptions {
  * the layers differ in heads or the maps in shape.
  */
 export function modelViewSvg(o: ModelViewOptions): string {
+  const { L, H, rows, cols, cell: fillOf, thumbs, width, height, left, top, tw, th, pad } = modelViewLayout(o);
+  const cw = tw / cols;
+  const ch = th / rows;
+  const out = chartOpening('qkv-modelview', width, height, `font-size="12" data-layers="${L}" data-heads="${H}"`, o);
+  for (let h = 0; h < H; h++)
+    out.push(
+      `<text class="head-label" x="${px(left + h * (tw + pad) + tw / 2)}" ` +
+        `y="${top - 6}" text-anchor="middle">head ${h + 1}</text>`,
+    );
+  for (let l = 0; l < L; l++) {
+    out.push(
+      `<text class="layer-label" x="${left - 8}" ` +
+        `y="${px(top + l * (th + pad) + th / 2)}" text-anchor="end" ` +
+        `dominant-baseline="central">layer ${l + 1}</text>`,
+    );
+    for (let h = 0; h < H; h++) {
+      const { x0, y0 } = thumbs(l, h);
+      const sel = o.selected && o.selected.layer === l && o.selected.head === h;
+      out.push(
+        `<g class="thumb${sel ? ' selected' : ''}" data-layer="${l}" ` +
+          `data-head="${h}"><title>layer ${l + 1}, head ${h + 1}</title>`,
+      );
+      if (o.cells !== false) {
+        for (let i = 0; i < rows; i++) {
+          for (let j = 0; j < cols; j++) {
+            out.push(
+              `<rect x="${px(x0 + j * cw)}" y="${px(y0 + i * ch)}" width="${px(cw)}" height="${px(ch)}" ` +
+                `fill="${fillOf(l, h, i, j)}"/>`,
+            );
+          }
+        }
+      }
+      const frame = sel ? THUMB_FRAME.selected : THUMB_FRAME.plain;
+      out.push(
+        `<rect class="frame" x="${px(x0)}" y="${px(y0)}" width="${px(tw)}" ` +
+          `height="${px(th)}" fill="none" stroke="${frame.stroke}" ` +
+          `stroke-width="${frame.width}"${o.cells === false ? ' pointer-events="all"' : ''}/></g>`,
+      );
+    }
+  }
+  out.push(`</svg>`);
+  return out.join('');
+}
+
+/**
+ * The cells of thumbnail (layer, head) as an RGBA image of one pixel per cell (cols × rows), each the colour its
+ * <rect> has in modelViewSvg: what a page paints, scaled to the frame, in place of the rects.
+ */
+export function thumbPixels(
+  o: ModelViewOptions,
+  layer: number,
+  head: number,
+): { width: number; height: number; data: Uint8ClampedArray } {
+  const { rows, cols, cell } = modelViewLayout(o);
+  const data = new Uint8ClampedArray(rows * cols * 4);
+  // The same few colours recur (masked, near 0): parsed once each.
+  const rgb = new Map<string, [number, number, number]>();
+  for (let i = 0; i < rows; i++) {
+    for (let j = 0; j < cols; j++) {
+      const fill = cell(layer, head, i, j);
+      let c = rgb.get(fill);
+      if (!c) {
+        c = parseHex(fill);
+        rgb.set(fill, c);
+      }
+      const at = (i * cols + j) * 4;
+      data[at] = c[0];
+      data[at + 1] = c[1];
+      data[at + 2] = c[2];
+      data[at + 3] = 255;
+    }
+  }
+  return { width: cols, height: rows, data };
+}
+
+/** Where the model view puts everything, and each cell's fill; throws on maps it cannot draw. */
+function modelViewLayout(o: ModelViewOptions) {
   const L = o.maps.length;
   if (L === 0) throw new Error('modelViewSvg: maps must hold at least one layer');
   const H = o.maps[0].length;
@@ -62,8 +144,6 @@ export function modelViewSvg(o: ModelViewOptions): string {
   const cell = size / Math.max(rows, cols);
   const tw = Math.max(cols * cell, size / 2);
   const th = Math.max(rows * cell, size / 2);
-  const cw = tw / cols;
-  const ch = th / rows;
   const pad = 10;
   const left = 62;
   const top = (o.title ? 28 : 6) + 18;
@@ -73,47 +153,26 @@ export function modelViewSvg(o: ModelViewOptions): string {
   const hi = o.max ?? 1;
   const color = o.scale === undefined ? blues : scaleByName(o.scale);
   const t = (v: number) => (hi === lo ? 0.5 : (v - lo) / (hi - lo));
-
-  const out = chartOpening('qkv-modelview', width, height, `font-size="12" data-layers="${L}" data-heads="${H}"`, o);
-  for (let h = 0; h < H; h++)
-    out.push(
-      `<text class="head-label" x="${px(left + h * (tw + pad) + tw / 2)}" ` +
-        `y="${top - 6}" text-anchor="middle">head ${h + 1}</text>`,
-    );
-  for (let l = 0; l < L; l++) {
-    out.push(
-      `<text class="layer-label" x="${left - 8}" ` +
-        `y="${px(top + l * (th + pad) + th / 2)}" text-anchor="end" ` +
-        `dominant-baseline="central">layer ${l + 1}</text>`,
-    );
-    for (let h = 0; h < H; h++) {
-      const x0 = left + h * (tw + pad);
-      const y0 = top + l * (th + pad);
-      const m = o.maps[l][h];
-      const sel = o.selected && o.selected.layer === l && o.selected.head === h;
-      out.push(
-        `<g class="thumb${sel ? ' selected' : ''}" data-layer="${l}" ` +
-          `data-head="${h}"><title>layer ${l + 1}, head ${h + 1}</title>`,
-      );
-      for (let i = 0; i < rows; i++) {
-        for (let j = 0; j < cols; j++) {
-          const v = m[i][j];
-          const fill = o.masked?.(i, j) || !Number.isFinite(v) ? MASKED_FILL : color(t(v));
-          out.push(
-            `<rect x="${px(x0 + j * cw)}" y="${px(y0 + i * ch)}" width="${px(cw)}" height="${px(ch)}" fill="${fill}"/>`,
-          );
-        }
-      }
-      const frame = sel ? THUMB_FRAME.selected : THUMB_FRAME.plain;
-      out.push(
-        `<rect class="frame" x="${px(x0)}" y="${px(y0)}" width="${px(tw)}" ` +
-          `height="${px(th)}" fill="none" stroke="${frame.stroke}" ` +
-          `stroke-width="${frame.width}"/></g>`,
-      );
-    }
-  }
-  out.push(`</svg>`);
-  return out.join('');
+  return {
+    L,
+    H,
+    rows,
+    cols,
+    width,
+    height,
+    left,
+    top,
+    tw,
+    th,
+    pad,
+    /** The top-left corner of thumbnail (l, h). */
+    thumbs: (l: number, h: number) => ({ x0: left + h * (tw + pad), y0: top + l * (th + pad) }),
+    /** The fill of cell (i, j) of thumbnail (l, h). */
+    cell: (l: number, h: number, i: number, j: number): string => {
+      const v = o.maps[l][h][i][j];
+      return o.masked?.(i, j) || !Number.isFinite(v) ? MASKED_FILL : color(t(v));
+    },
+  };
 }
 
 /** A thumbnail's frame, selected or not (the explorer moves the selection without drawing the grid again). */

@@ -99,3 +99,29 @@ export function chartOpening(
     out.push(`<text class="title" x="${titleX}" y="18" font-size="14" font-weight="600">${esc(o.title)}</text>`);
   return out;
 }
+
+/**
+ * An SVG in pieces, for a page that draws a long map a piece per frame: `before`, then every piece in order,
+ * then `after` is the whole picture (joinPieces). `container` selects, within the picture, the element the pieces
+ * go into: the element whose opening tag ends `before`.
+ */
+export interface SvgPieces {
+  /** The picture up to the container's opening tag. */
+  before: string;
+  /** From the container's closing tag to the end of the picture. */
+  after: string;
+  /** A selector of the container within the <svg> (e.g. 'g.cells'). */
+  container: string;
+  /** How many pieces there are. */
+  count: number;
+  /** The k-th piece (0-based): elements of the container, in order. */
+  piece(k: number): string;
+}
+
+/** The whole picture of `p`: before, every piece, after. */
+export function joinPieces(p: SvgPieces): string {
+  const out = [p.before];
+  for (let k = 0; k < p.count; k++) out.push(p.piece(k));
+  out.push(p.after);
+  return out.join('');
+}

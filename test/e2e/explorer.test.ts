@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import type { ExploreServer } from '../../src/server/static.ts';
 import { translateWithAttention } from '../../src/viz/attention-data.ts';
+import { parseHex } from '../../src/viz/color.ts';
 import { MASKED_FILL } from '../../src/viz/heatmap.ts';
 import { generateWithAttention, lineSeparatorId, type LoadedGpt } from '../../src/viz/gpt-attention.ts';
 import { toolSkip } from '../helpers/tools.ts';
@@ -318,10 +319,32 @@ test('a GPT folder: the Generate view continues a prompt and shows causal attent
     assert.equal(seen.size, GPT_LAYERS * GPT_HEADS, 'each layer × head has its own map');
     // The model view: every layer × head, each with its upper triangle grey; the head view: no line to a later token.
     assert.equal(await p.locator('[data-testid="fig-gpt-modelview"] g.thumb').count(), GPT_LAYERS * GPT_HEADS);
-    assert.equal(
-      await p.locator(`[data-testid="fig-gpt-modelview"] g.thumb rect[fill="${MASKED_FILL}"]`).count(),
-      (GPT_LAYERS * GPT_HEADS * T * (T - 1)) / 2,
+    // Each thumbnail is painted as an image of a pixel per cell once on screen (issue 63): its grey pixels.
+    await p.locator('[data-testid="fig-gpt-modelview"]').scrollIntoViewIfNeeded();
+    await p.waitForFunction(
+      (n) => document.querySelectorAll('[data-testid="fig-gpt-modelview"] g.thumb[data-drawn] image').length === n,
+      GPT_LAYERS * GPT_HEADS,
     );
+    const grey = parseHex(MASKED_FILL);
+    const greyPixels = await p
+      .locator('[data-testid="fig-gpt-modelview"] g.thumb image')
+      .evaluateAll(async (imgs, [r, g, b]) => {
+        let n = 0;
+        for (const el of imgs) {
+          const img = new Image();
+          img.src = el.getAttribute('href') ?? '';
+          await img.decode();
+          const c = document.createElement('canvas');
+          c.width = img.naturalWidth;
+          c.height = img.naturalHeight;
+          const ctx = c.getContext('2d')!;
+          ctx.drawImage(img, 0, 0);
+          const d = ctx.getImageData(0, 0, c.width, c.height).data;
+          for (let k = 0; k < d.length; k += 4) if (d[k] === r && d[k + 1] === g && d[k + 2] === b) n++;
+        }
+        return n;
+      }, grey);
+    assert.equal(greyPixels, (GPT_LAYERS * GPT_HEADS * T * (T - 1)) / 2);
     const links = await p
       .locator('[data-testid="fig-gpt-headview"] line.link')
       .evaluateAll((ls) => ls.map((x) => [Number(x.getAttribute('data-row')), Number(x.getAttribute('data-col'))]));

@@ -3,7 +3,9 @@
  * download buttons, and listed in the Export view. Views re-render figures in place by id.
  */
 import { standaloneHtml } from '../../src/viz/compose.ts';
+import { joinPieces, type SvgPieces } from '../../src/viz/svg.ts';
 import { h } from './dom.ts';
+import { type Paced, paced } from './paced.ts';
 
 export interface FigureEntry {
   id: string;
@@ -86,14 +88,62 @@ export function downloadFigureHtml(f: FigureEntry): void {
   download(`${slug(f.title)}.html`, new Blob([standaloneHtml(f.title, f.svg)], { type: 'text/html' }));
 }
 
-/** Show `svg` in the figure element `el` (created once with `figureBox`), registered as `id`. */
-export function showFigure(el: HTMLElement, entry: FigureEntry): void {
+/** The drawing in progress in each figure element (showFigureInPieces), cancelled when the figure changes. */
+const drawing = new WeakMap<HTMLElement, Paced>();
+
+function stopDrawing(el: HTMLElement): void {
+  drawing.get(el)?.cancel();
+  drawing.delete(el);
+}
+
+/**
+ * Show `svg` in the figure element `el` (created once with `figureBox`), registered as `id`; `shown`: what the
+ * page shows when it is not the picture itself (its frame, filled later), `entry.svg` then a getter, computed
+ * when the picture is downloaded.
+ */
+export function showFigure(el: HTMLElement, entry: FigureEntry, shown?: string): void {
+  stopDrawing(el);
   registry.set(entry.id, entry);
   const box = el.querySelector<HTMLElement>('.fig-svg')!;
-  box.innerHTML = entry.svg;
+  box.innerHTML = shown ?? entry.svg;
   el.hidden = false;
   el.querySelector<HTMLElement>('.fig-title')!.textContent = entry.title;
   for (const f of listeners) f();
+}
+
+/**
+ * Show a picture drawn in pieces (paced.ts) in the figure element `el`: its frame (all but the pieces) at once,
+ * then its pieces, the first at once, the rest a few per frame. The Export list's SVG is the whole picture, built
+ * when it is downloaded. `onDrawn` runs when the last piece is in; the promise says whether it was drawn whole
+ * (false: the figure changed first). `painter`, given the container, paints piece k its own way (default: the
+ * piece's SVG elements appended to the container).
+ */
+export function showFigureInPieces(
+  el: HTMLElement,
+  about: Omit<FigureEntry, 'svg'>,
+  pieces: SvgPieces,
+  onDrawn?: () => void,
+  painter?: (container: Element) => (k: number) => void,
+): Promise<boolean> {
+  let svg: string | undefined;
+  showFigure(
+    el,
+    {
+      ...about,
+      get svg() {
+        svg ??= joinPieces(pieces);
+        return svg;
+      },
+    },
+    pieces.before + pieces.after,
+  );
+  const into = el.querySelector(`.fig-svg > svg > ${pieces.container}`);
+  if (!into) throw new Error(`showFigureInPieces: no ${pieces.container} in the picture of ${about.id}`);
+  // Parsed in the container's context: SVG elements.
+  const paint = painter?.(into) ?? ((k: number) => into.insertAdjacentHTML('beforeend', pieces.piece(k)));
+  const job = paced(pieces.count, paint, onDrawn);
+  drawing.set(el, job);
+  return job.done;
 }
 
 /**
@@ -108,11 +158,18 @@ export function updateFigure(el: HTMLElement, entry: FigureEntry): void {
 }
 
 export function hideFigure(el: HTMLElement, id: string): void {
+  stopDrawing(el);
   registry.delete(id);
   el.hidden = true;
   el.querySelector<HTMLElement>('.fig-svg')!.innerHTML = '';
   for (const f of listeners) f();
 }
+
+/**
+ * A heatmap whose cells are painted on a canvas (views/heatmap-canvas.ts) has one rect.cell, the cursor: this
+ * moves it to cell (row, col) of the picture (its <svg>) and returns it.
+ */
+export const movableCells = new WeakMap<Element, (row: number, col: number) => SVGElement>();
 
 /** Make `cell` the heatmap's one tab stop, read out as its title says (its tokens and value). */
 function tabStop(cell: SVGElement): void {
@@ -128,9 +185,12 @@ function tabStop(cell: SVGElement): void {
  * attributes: a long text's map has tens of thousands of cells. Call after each showFigure.
  */
 export function keyboardCells(el: HTMLElement, at: readonly [number, number] | null = null): void {
-  const stop =
-    (at && el.querySelector<SVGElement>(`rect.cell[data-row="${at[0]}"][data-col="${at[1]}"]`)) ||
-    el.querySelector<SVGElement>('rect.cell');
+  const svg = el.querySelector('.fig-svg > svg');
+  const move = svg ? movableCells.get(svg) : undefined;
+  const stop = move
+    ? move(at?.[0] ?? 0, at?.[1] ?? 0)
+    : (at && el.querySelector<SVGElement>(`rect.cell[data-row="${at[0]}"][data-col="${at[1]}"]`)) ||
+      el.querySelector<SVGElement>('rect.cell');
   if (stop) tabStop(stop);
   if (el.dataset.keyboard) return;
   el.dataset.keyboard = 'true';
@@ -150,6 +210,12 @@ export function keyboardCells(el: HTMLElement, at: readonly [number, number] | n
     else if (e.key === 'End') c = cols - 1;
     else return;
     e.preventDefault();
+    const move = movableCells.get(svg);
+    if (move) {
+      // Cells on a canvas: the one rect.cell moves, and is read out again.
+      tabStop(move(r, c));
+      return;
+    }
     const next = svg.querySelector<SVGElement>(`rect.cell[data-row="${r}"][data-col="${c}"]`);
     if (!next || next === cell) return;
     for (const a of ['tabindex', 'role', 'aria-label']) cell.removeAttribute(a);
@@ -199,6 +265,13 @@ export function pageCss(): string {
 export function viewAsHtml(section: HTMLElement, title: string): string {
   const clone = section.cloneNode(true) as HTMLElement;
   clone.hidden = false;
+  // Each picture whole, as the Export list gives it: on the page a long one may be half drawn, or drawn as
+  // images of its cells as they came on screen (the model view's thumbnails).
+  for (const fig of clone.querySelectorAll<HTMLElement>('figure[data-figure]')) {
+    const entry = registry.get(fig.dataset.figure ?? '');
+    const box = fig.querySelector('.fig-svg');
+    if (entry && box) box.innerHTML = entry.svg;
+  }
   const live = section.querySelectorAll<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement>(
     'input, select, textarea',
   );

@@ -41,6 +41,7 @@ import { poolStats, setNumThreads } from '../../src/backend/wasm/threads.ts';
 import { chooseBackend, openOnDevice, type BackendChoice, type BackendPref } from './backend.ts';
 import { loadLocalModel } from './local-model.ts';
 import { trainHandlers, type TrainRequests } from './train-worker.ts';
+import { typedRows } from './typed-rows.ts';
 import { openServed, setPageBase, type ServedEntry } from './model.ts';
 
 /** A translation model as the Translate view describes it. */
@@ -265,18 +266,21 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
     if (translation.kind === 'marian') {
       // Hugging Face's generate() rules, the beam the page asks for and the folder's length_penalty.
       const { marian } = translation;
-      const result = await marianWithAttentionAsync(marian, text, { beam });
+      const result = withTypedRows(await marianWithAttentionAsync(marian, text, { beam }));
       return { result, unknown: unknownCharacters(marian.tokenizer, result.source, result.srcIds) };
     }
     const { model, tokenizer, targetTokenizer } = translation;
-    const result = await translateWithAttentionAsync(model, tokenizer, text, {
-      beam,
-      ...(targetTokenizer !== tokenizer && { targetTokenizer }),
-    });
+    const result = withTypedRows(
+      await translateWithAttentionAsync(model, tokenizer, text, {
+        beam,
+        ...(targetTokenizer !== tokenizer && { targetTokenizer }),
+      }),
+    );
     return { result, unknown: unknownCharacters(tokenizer, result.source, result.srcIds) };
   },
-  generate({ prompt, options }) {
-    return generateWithAttentionAsync(needGpt(), prompt, options);
+  async generate({ prompt, options }) {
+    const g = await generateWithAttentionAsync(needGpt(), prompt, options);
+    return { ...g, attention: typedRows(g.attention, transfer) };
   },
   async nextToken({ ids }) {
     logits = await lastLogitsAsync(needGpt().model, ids);
@@ -315,6 +319,19 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
   },
 };
 
+/** Buffers the reply being made moves to the page (typedRows), rather than copies. */
+const transfer: Transferable[] = [];
+
+/** A translation with its three stacks of maps as typed rows, their buffers to be transferred. */
+function withTypedRows<T extends TranslationAttention>(t: T): T {
+  return {
+    ...t,
+    encoder: typedRows(t.encoder, transfer),
+    decoder: typedRows(t.decoder, transfer),
+    cross: typedRows(t.cross, transfer),
+  };
+}
+
 /** Requests run one after another, in the order they came. */
 let queue: Promise<void> = Promise.resolve();
 
@@ -324,8 +341,10 @@ self.onmessage = (e: MessageEvent<RequestMessage>) => {
   queue = queue.then(async () => {
     try {
       const handler = handlers[op] as (a: unknown, p: (s: string) => void) => unknown;
+      transfer.length = 0;
       const value = await handler(args, (progress) => post({ id, progress }));
-      post({ id, value, threads: { launches: poolStats().launches } });
+      const reply: ReplyMessage = { id, value, threads: { launches: poolStats().launches } };
+      self.postMessage(reply, { transfer: transfer.splice(0) });
     } catch (x) {
       post({ id, error: (x as Error).message ?? String(x) });
     }

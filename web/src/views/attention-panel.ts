@@ -6,21 +6,56 @@
  * its tokens and value), Enter follows the cell's row; each thumbnail is a button.
  */
 import {
-  mapsHeadViewSvg,
-  mapsHeatmapSvg,
+  mapsHeadViewPieces,
+  mapsHeatmapPieces,
   mapsModelViewSvg,
   mapsSize,
+  mapsThumbPixels,
   type AttentionMaps,
 } from '../../../src/viz/attention-maps.ts';
 import { THUMB_FRAME } from '../../../src/viz/modelview.ts';
 import { field, h, select, setOptions } from '../dom.ts';
-import { figureBox, hideFigure, keyboardCells, showFigure, updateFigure } from '../figures.ts';
+import { figureBox, hideFigure, keyboardCells, showFigure, showFigureInPieces, updateFigure } from '../figures.ts';
+import { type Paced, paced } from '../paced.ts';
+import { canvasCells, onCanvas } from './heatmap-canvas.ts';
+import { canvasLinks, HEADVIEW_SVG_LINES } from './headview-canvas.ts';
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+/**
+ * Paints the cells of a model-view thumbnail (`g`, drawn by mapsModelViewSvg without its cells) as an image of a
+ * pixel per cell, the colours its rects have in the exported SVG, scaled to its frame: one element in place of
+ * rows × cols rects (a 512-token text's 144 thumbnails would be 37 million).
+ */
+function paintThumb(m: AttentionMaps, g: SVGGElement): void {
+  const frame = g.querySelector('rect.frame');
+  if (!frame || g.dataset.drawn) return;
+  const { width, height, data } = mapsThumbPixels(m, Number(g.dataset.layer), Number(g.dataset.head));
+  const canvas = document.createElement('canvas');
+  canvas.width = width;
+  canvas.height = height;
+  canvas.getContext('2d')!.putImageData(new ImageData(data as Uint8ClampedArray<ArrayBuffer>, width, height), 0, 0);
+  const img = document.createElementNS(SVG_NS, 'image');
+  for (const a of ['x', 'y', 'width', 'height']) img.setAttribute(a, frame.getAttribute(a) ?? '0');
+  img.setAttribute('preserveAspectRatio', 'none');
+  // A data URL, not a blob: the view saved as HTML keeps it.
+  img.setAttribute('href', canvas.toDataURL('image/png'));
+  // Cells of a pixel or more stay sharp squares, as rects are; smaller ones are averaged.
+  if (Number(frame.getAttribute('width')) >= width && Number(frame.getAttribute('height')) >= height)
+    img.style.imageRendering = 'pixelated';
+  g.insertBefore(img, frame);
+  g.dataset.drawn = 'true';
+}
 
 export interface AttentionPanel {
   /** What to append to the view, in order: the controls, a hint, the figures. */
   elements: HTMLElement[];
-  /** Show these maps (null: nothing yet); forgets the followed row, keeps the layer and head when they exist. */
-  show(maps: AttentionMaps | null): void;
+  /**
+   * Show these maps (null: nothing yet); forgets the followed row, keeps the layer and head when they exist.
+   * Resolves when the heatmap and the head view are drawn (the model view's thumbnails are painted as they
+   * come on screen).
+   */
+  show(maps: AttentionMaps | null): Promise<void>;
 }
 
 /**
@@ -76,46 +111,76 @@ export function attentionPanel(view: string, prefix = '', extra: HTMLElement[] =
     if (first && heads > 0) head.value = '0';
   };
 
-  const draw = () => {
+  /** Paints the model view's thumbnails as they come on screen (see paintThumb). */
+  let thumbsSeen: IntersectionObserver | null = null;
+  /** The thumbnails waiting to be painted, or being painted. */
+  const thumbJobs: Paced[] = [];
+  const stopThumbs = () => {
+    thumbsSeen?.disconnect();
+    thumbsSeen = null;
+    for (const j of thumbJobs) j.cancel();
+    thumbJobs.length = 0;
+  };
+
+  /**
+   * Draw what the selectors say: the heatmap and the head view in pieces (paced.ts), the model view as its frame
+   * at once, each thumbnail's cells painted when it comes near the screen. Resolves when the heatmap and the head
+   * view are whole (or replaced). `refocus`: give the heatmap's tab stop the focus once it is drawn.
+   */
+  const draw = (refocus = false): Promise<unknown> => {
     const m = current;
     if (!m || mapsSize(m).layers === 0) {
       modelViewOf = null;
+      stopThumbs();
       for (const [el, id] of [
         [figHeat, ids.heatmap],
         [figHead, ids.headview],
         [figModel, ids.modelview],
       ] as const)
         hideFigure(el, id);
-      return;
+      return Promise.resolve();
     }
     const l = Number(layer.value);
     const hd = head.value === 'mean' ? 'mean' : Number(head.value);
-    showFigure(figHeat, {
-      id: ids.heatmap,
-      view,
-      title: `${m.name}, layer ${l + 1}, ${hd === 'mean' ? 'mean of heads' : `head ${hd + 1}`}`,
-      svg: mapsHeatmapSvg(m, l, hd),
-    });
-    keyboardCells(figHeat, focused);
-    const shown = allHeads.checked || hd === 'mean' ? undefined : [hd];
-    showFigure(figHead, {
-      id: ids.headview,
-      view,
-      title: `head view: ${m.name}, layer ${l + 1}`,
-      svg: mapsHeadViewSvg(m, l, shown, highlight),
-    });
-    const selected = hd === 'mean' ? null : { layer: l, head: hd };
-    if (modelViewOf === m) {
-      let svg: string | undefined;
-      updateFigure(figModel, {
-        id: ids.modelview,
+    const cells = mapsHeatmapPieces(m, l, hd);
+    const heatDrawn = showFigureInPieces(
+      figHeat,
+      {
+        id: ids.heatmap,
         view,
-        title: `model view: ${m.name}`,
-        get svg() {
-          svg ??= mapsModelViewSvg(m, selected);
-          return svg;
-        },
-      });
+        title: `${m.name}, layer ${l + 1}, ${hd === 'mean' ? 'mean of heads' : `head ${hd + 1}`}`,
+      },
+      cells,
+      () => {
+        keyboardCells(figHeat, focused);
+        if (refocus) figHeat.querySelector<SVGElement>('rect.cell[tabindex="0"]')?.focus();
+      },
+      onCanvas(cells) ? canvasCells(cells) : undefined,
+    );
+    const shown = allHeads.checked || hd === 'mean' ? undefined : [hd];
+    const links = mapsHeadViewPieces(m, l, shown, highlight);
+    const headDrawn = showFigureInPieces(
+      figHead,
+      { id: ids.headview, view, title: `head view: ${m.name}, layer ${l + 1}` },
+      links,
+      undefined,
+      links.lines > HEADVIEW_SVG_LINES ? canvasLinks(links) : undefined,
+    );
+    const drawn = Promise.all([heatDrawn, headDrawn]);
+    const selected = hd === 'mean' ? null : { layer: l, head: hd };
+    // The Export list's model view: the vector picture, with the selection now on screen, built when downloaded.
+    let svg: string | undefined;
+    const entry = {
+      id: ids.modelview,
+      view,
+      title: `model view: ${m.name}`,
+      get svg() {
+        svg ??= mapsModelViewSvg(m, selected);
+        return svg;
+      },
+    };
+    if (modelViewOf === m) {
+      updateFigure(figModel, entry);
       for (const g of figModel.querySelectorAll('.thumb')) {
         const on =
           selected !== null && g.getAttribute('data-layer') === String(l) && g.getAttribute('data-head') === String(hd);
@@ -124,15 +189,22 @@ export function attentionPanel(view: string, prefix = '', extra: HTMLElement[] =
         g.querySelector('.frame')?.setAttribute('stroke', frame.stroke);
         g.querySelector('.frame')?.setAttribute('stroke-width', String(frame.width));
       }
-      return;
+      return drawn;
     }
-    showFigure(figModel, {
-      id: ids.modelview,
-      view,
-      title: `model view: ${m.name}`,
-      svg: mapsModelViewSvg(m, selected),
-    });
+    stopThumbs();
+    showFigure(figModel, entry, mapsModelViewSvg(m, selected, undefined, false));
     modelViewOf = m;
+    const seen = new IntersectionObserver(
+      (entries) => {
+        for (const e of entries) {
+          if (!e.isIntersecting) continue;
+          seen.unobserve(e.target);
+          thumbJobs.push(paced(1, () => paintThumb(m, e.target as SVGGElement), undefined, true));
+        }
+      },
+      { rootMargin: '200px 0px' },
+    );
+    thumbsSeen = seen;
     for (const g of figModel.querySelectorAll('.thumb')) {
       g.setAttribute('tabindex', '0');
       g.setAttribute('role', 'button');
@@ -140,18 +212,16 @@ export function attentionPanel(view: string, prefix = '', extra: HTMLElement[] =
         'aria-label',
         `layer ${Number(g.getAttribute('data-layer')) + 1}, head ${Number(g.getAttribute('data-head')) + 1}`,
       );
+      seen.observe(g);
     }
+    return drawn;
   };
 
-  layer.addEventListener('change', draw);
-  head.addEventListener('change', draw);
-  allHeads.addEventListener('change', draw);
+  for (const control of [layer, head, allHeads]) control.addEventListener('change', () => void draw());
   const follow = (cell: Element) => {
     const r = Number(cell.getAttribute('data-row'));
     highlight = highlight === r ? null : r;
-    const refocus = cell === document.activeElement;
-    draw();
-    if (refocus) figHeat.querySelector<SVGElement>('rect.cell[tabindex="0"]')?.focus();
+    void draw(cell === document.activeElement);
   };
   figHeat.addEventListener('click', (e) => {
     const cell = (e.target as Element).closest('[data-row]');
@@ -172,7 +242,7 @@ export function attentionPanel(view: string, prefix = '', extra: HTMLElement[] =
   const open = (g: Element) => {
     layer.value = g.getAttribute('data-layer')!;
     head.value = g.getAttribute('data-head')!;
-    draw();
+    void draw();
   };
   figModel.addEventListener('click', (e) => {
     const g = (e.target as Element).closest('.thumb');
@@ -189,14 +259,14 @@ export function attentionPanel(view: string, prefix = '', extra: HTMLElement[] =
 
   return {
     elements: [controls, hint, h('div', { class: 'figs' }, figHeat, figHead), figModel],
-    show(maps) {
+    async show(maps) {
       current = maps;
       highlight = null;
       focused = null;
       controls.hidden = maps === null;
       hint.hidden = maps === null;
       if (maps) fillSelectors(maps);
-      draw();
+      await draw();
     },
   };
 }

@@ -202,7 +202,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     stopLine.parentElement!.querySelector('span')!.textContent =
       c.tokenizer === 'byte-level BPE' ? 'Stop at <|endoftext|>' : 'Stop at the line end';
     deps.setModelStatus(`model: ${name}`);
-    panel.show(null);
+    void panel.show(null);
     nextToken.clear();
     neuron.clear();
     promptOut.textContent = '';
@@ -300,7 +300,8 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
         (g.lineEnded ? ', ended the line' : '') +
         (g.cut ? `, cut to fit the context of ${lm!.blockSize} tokens` : '');
       showTokens(g);
-      panel.show(gptMaps(g));
+      // Drawn in pieces (paced.ts): the page keeps its frames while a long text's maps come in.
+      await panel.show(gptMaps(g));
       await nextToken.show(g.ids.slice(0, g.promptLength));
       await neuron.show(lm!, g.ids, g.tokens);
       root.dataset.generated = String(Number(root.dataset.generated ?? 0) + 1);
@@ -311,7 +312,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       continuation.textContent = '';
       timing.textContent = '';
       tokens.replaceChildren();
-      panel.show(null);
+      void panel.show(null);
       nextToken.clear();
       neuron.clear();
     },

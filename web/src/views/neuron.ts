@@ -8,7 +8,11 @@ import { rdbu } from '../../../src/viz/color.ts';
 import type { NeuronView } from '../../../src/viz/neuron.ts';
 import { field, h, select, setOptions } from '../dom.ts';
 import type { GptInfo } from '../model-worker.ts';
+import { type Paced, paced } from '../paced.ts';
 import { runner } from '../runner.ts';
+
+/** Key rows of the table drawn in one piece. */
+const ROWS_PER_PIECE = 16;
 
 export interface NeuronPanel {
   element: HTMLElement;
@@ -44,6 +48,8 @@ export function neuronPanel(): NeuronPanel {
     err,
   );
   let state: { ids: number[]; tokens: string[] } | null = null;
+  /** The table's rows being drawn. */
+  let rowsJob: Paced | null = null;
   /** Counts draws: an answer that comes after a newer draw was asked for is dropped. */
   let asked = 0;
 
@@ -71,17 +77,17 @@ export function neuronPanel(): NeuronPanel {
     const big = (xs: number[][]) => Math.max(1e-6, ...xs.flat().map(Math.abs));
     const vScale = big([nv.q, ...nv.keys]);
     const pScale = big(nv.products);
-    const rows = nv.keys.map((k, j) =>
+    const row = (j: number) =>
       h(
         'tr',
         { 'data-key': j, 'data-score': nv.scores[j], 'data-weight': nv.weights[j] },
         h('td', { class: 'tok', text: toks[j] }),
-        h('td', {}, strip(k, vScale)),
+        h('td', {}, strip(nv.keys[j], vScale)),
         h('td', {}, strip(nv.products[j], pScale)),
         h('td', { text: nv.scores[j].toFixed(3) }),
         h('td', { text: nv.weights[j].toFixed(3) }),
-      ),
-    );
+      );
+    const body = h('tbody');
     out.replaceChildren(
       h(
         'p',
@@ -105,17 +111,30 @@ export function neuronPanel(): NeuronPanel {
             h('th', { text: 'softmax' }),
           ),
         ),
-        h('tbody', {}, ...rows),
+        body,
       ),
     );
-    // What is drawn (the numbers come from the worker, after the selectors changed).
-    out.dataset.layer = String(nv.layer);
-    out.dataset.head = String(nv.head);
-    out.dataset.query = String(nv.query);
-    caption.textContent =
-      `Layer ${nv.layer + 1}, head ${nv.head + 1}, query "${toks[nv.query]}" ` +
-      `(position ${nv.query + 1}): it attends to itself and the ${nv.query} ` +
-      `token(s) before it; 1/√d = ${nv.scale.toFixed(4)}.`;
+    // A key's row is 2 × dK coloured cells: a long text's rows come ROWS_PER_PIECE at a time (paced.ts).
+    rowsJob?.cancel();
+    const n = nv.keys.length;
+    const job = paced(
+      Math.ceil(n / ROWS_PER_PIECE),
+      (k) => {
+        for (let j = k * ROWS_PER_PIECE; j < Math.min(n, (k + 1) * ROWS_PER_PIECE); j++) body.append(row(j));
+      },
+      () => {
+        // What is drawn (the numbers come from the worker, after the selectors changed), once it all is.
+        out.dataset.layer = String(nv.layer);
+        out.dataset.head = String(nv.head);
+        out.dataset.query = String(nv.query);
+        caption.textContent =
+          `Layer ${nv.layer + 1}, head ${nv.head + 1}, query "${toks[nv.query]}" ` +
+          `(position ${nv.query + 1}): it attends to itself and the ${nv.query} ` +
+          `token(s) before it; 1/√d = ${nv.scale.toFixed(4)}.`;
+      },
+    );
+    rowsJob = job;
+    await job.done;
   };
   for (const s of [layer, head, query]) s.addEventListener('change', () => void draw());
 
@@ -141,6 +160,7 @@ export function neuronPanel(): NeuronPanel {
       return draw();
     },
     clear() {
+      rowsJob?.cancel();
       state = null;
       element.hidden = true;
     },

@@ -192,7 +192,7 @@ export function initTrain(root: HTMLElement): void {
     }
     promptOut.textContent = r.sample.prompt;
     continuation.textContent = r.sample.continuation;
-    panel.show(gptMaps(r.sample));
+    void panel.show(gptMaps(r.sample));
     root.dataset.step = String(r.step);
     root.dataset.slices = String(Number(root.dataset.slices ?? 0) + 1);
   };

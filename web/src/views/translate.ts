@@ -136,8 +136,9 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
   decoding.addEventListener('change', syncDecoding);
   syncDecoding();
 
-  const showMaps = () => {
-    if (current) panel.show(translationMaps(current, kind.value as AttentionKind));
+  /** The maps of the chosen kind, drawn in pieces (paced.ts): resolves when the heatmap and head view are whole. */
+  const showMaps = async () => {
+    if (current) await panel.show(translationMaps(current, kind.value as AttentionKind));
   };
 
   const showTokens = (t: TranslationAttention) => {
@@ -148,7 +149,7 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     );
   };
 
-  kind.addEventListener('change', showMaps);
+  kind.addEventListener('change', () => void showMaps());
 
   onSubmit(form, {
     button: go,
@@ -187,7 +188,7 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
         warn.hidden = false;
       }
       showTokens(t);
-      showMaps();
+      await showMaps();
       root.dataset.translated = String(Number(root.dataset.translated ?? 0) + 1);
     },
     fail() {
@@ -197,7 +198,7 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
       timing.textContent = '';
       warn.hidden = true;
       tokens.replaceChildren();
-      panel.show(null);
+      void panel.show(null);
     },
   });
 
@@ -257,7 +258,7 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     warn.hidden = true;
     err.hidden = true;
     tokens.replaceChildren();
-    panel.show(null);
+    void panel.show(null);
     deps.setModelStatus(`model: ${loaded.name}`);
     go.disabled = false;
   }
