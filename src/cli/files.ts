@@ -78,10 +78,10 @@ export function folderKindOfDir(dir: string): FolderKind {
  */
 export function modelDirKind(dir: string): 'seq2seq' | 'marian' | 'gpt' {
   const kind = folderKindOfDir(dir);
-  if (kind === 'm2m100')
+  if (kind === 'm2m100' || kind === 't5')
     throw new UserError(
-      `${dir}: an M2M100 / NLLB folder, which this command does not draw yet (qkv translate and the ` +
-        'translation pipeline run it)',
+      `${dir}: ${kind === 't5' ? 'a T5' : 'an M2M100 / NLLB'} folder, which this command does not draw yet (its ` +
+        'pipeline runs it)',
     );
   return kind === 'seq2seq' || kind === 'marian' ? kind : 'gpt';
 }

@@ -49,6 +49,7 @@ import {
   type MarianWeights,
 } from './marian.ts';
 import { m2m100ShapeSteps, m2m100Steps, type LoadedM2M100, type M2M100Shape } from './m2m100.ts';
+import { t5ShapeSteps, t5Steps, type LoadedT5, type T5Shape } from './t5.ts';
 import {
   checkEnsemble,
   loadInto,
@@ -138,7 +139,13 @@ export interface OpenedEncoder extends LoadedEncoder {
  * What {@link openFolder} gives: by `kind`, a translation model with its ensemble, a language model,
  * a Marian or an M2M100 / NLLB translation model, or an encoder.
  */
-export type OpenedFolder = OpenedSeq2Seq | OpenedLm | OpenedMarian | OpenedM2M100 | OpenedEncoder;
+export type OpenedFolder = OpenedSeq2Seq | OpenedLm | OpenedMarian | OpenedM2M100 | OpenedT5 | OpenedEncoder;
+
+/** A Hugging Face T5 / Flan-T5 folder opened: weights loaded, eval mode. */
+export interface OpenedT5 extends LoadedT5 {
+  /** Always 't5'. */
+  kind: 't5';
+}
 
 /**
  * A Hugging Face GPT-2 folder's shape: its tokenizer and config checked, none of its weights read (their presence
@@ -177,6 +184,7 @@ export type FolderShape =
   | HfGpt2Shape
   | (MarianShape & Kinded<'marian'>)
   | (M2M100Shape & Kinded<'m2m100'>)
+  | (T5Shape & Kinded<'t5'>)
   | (EncoderShape & Kinded<'hf-encoder'>);
 
 /** How the door opens a folder. */
@@ -399,6 +407,7 @@ export function* readFolder(src: FolderSource, options: OpenOptions = {}): Steps
   if (kind === 'gpt') return { kind, ...(yield* gptSteps(src, config, true)) };
   if (kind === 'marian') return { kind, ...(yield* marianSteps(src, config)) };
   if (kind === 'm2m100') return { kind, ...(yield* m2m100Steps(src, config)) };
+  if (kind === 't5') return { kind, ...(yield* t5Steps(src, config)) };
   if (kind === 'hf-encoder') return { kind, ...(yield* encoderSteps(src, config, options.head ?? 'auto')) };
   return { kind, ...(yield* hfGpt2Steps(src, config, options.progress)) };
 }
@@ -413,6 +422,7 @@ export function* readFolderShape(
   if (kind === 'gpt') return { kind, ...(yield* gptSteps(src, config, false)) };
   if (kind === 'marian') return { kind, ...(yield* marianShapeSteps(src, config)) };
   if (kind === 'm2m100') return { kind, ...(yield* m2m100ShapeSteps(src, config)) };
+  if (kind === 't5') return { kind, ...(yield* t5ShapeSteps(src, config)) };
   if (kind === 'hf-encoder') return { kind, ...(yield* encoderShapeSteps(src, config, options.head ?? 'auto')) };
   return yield* hfGpt2ShapeSteps(src, config);
 }

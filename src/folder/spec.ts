@@ -23,10 +23,10 @@ import type { Seq2SeqConfig } from '../models/seq2seq.ts';
  * 'm2m_100', a Hugging Face M2M100 / NLLB-200 translation model).
  * {@link folderKind} tells them apart.
  */
-export type FolderKind = 'seq2seq' | 'gpt' | 'hf-gpt2' | 'marian' | 'hf-encoder' | 'm2m100';
+export type FolderKind = 'seq2seq' | 'gpt' | 'hf-gpt2' | 'marian' | 'hf-encoder' | 'm2m100' | 't5';
 
 /** The Hugging Face model_types qkv runs, and their kinds. */
-export const HF_MODEL_TYPES: Record<string, 'hf-gpt2' | 'marian' | 'hf-encoder' | 'm2m100'> = {
+export const HF_MODEL_TYPES: Record<string, 'hf-gpt2' | 'marian' | 'hf-encoder' | 'm2m100' | 't5'> = {
   gpt2: 'hf-gpt2',
   // Today's decoders ride the same kind (a Hugging Face decoder-only language model): models/hf/llama.ts.
   llama: 'hf-gpt2',
@@ -34,6 +34,7 @@ export const HF_MODEL_TYPES: Record<string, 'hf-gpt2' | 'marian' | 'hf-encoder' 
   mistral: 'hf-gpt2',
   marian: 'marian',
   m2m_100: 'm2m100',
+  t5: 't5',
   bert: 'hf-encoder',
   roberta: 'hf-encoder',
   'xlm-roberta': 'hf-encoder',
@@ -145,8 +146,8 @@ export function folderKind(configJson: unknown, file: string = FILES.config): Fo
       file,
       `${file}: Hugging Face model_type '${String(type)}' is not supported (qkv reads model_type ` +
         `'gpt2': gpt2, distilgpt2, gpt2-medium, ...; 'llama', 'qwen2', 'mistral'; 'marian': Helsinki-NLP ` +
-        `opus-mt-*; 'm2m_100': facebook/nllb-200-*, m2m100_*; 'bert', 'roberta', 'xlm-roberta', 'distilbert': ` +
-        `encoders; and its own ` +
+        `opus-mt-*; 'm2m_100': facebook/nllb-200-*, m2m100_*; 't5': t5-*, flan-t5-*; 'bert', 'roberta', ` +
+        `'xlm-roberta', 'distilbert': encoders; and its own ` +
         `formats 'qkv-seq2seq' and 'qkv-gpt')`,
     );
   }
@@ -174,6 +175,7 @@ export const KIND_NAMES: Record<FolderKind, string> = {
   'hf-gpt2': "a Hugging Face GPT-2 model (model_type 'gpt2')",
   marian: "a Hugging Face Marian translation model (model_type 'marian')",
   m2m100: "a Hugging Face M2M100 / NLLB translation model (model_type 'm2m_100')",
+  t5: "a Hugging Face T5 / Flan-T5 model (model_type 't5')",
   'hf-encoder': "a Hugging Face encoder (model_type 'bert', 'roberta', 'xlm-roberta' or 'distilbert')",
 };
 

@@ -14,15 +14,17 @@ import { applyAdapter } from '../folder/adapter.ts';
 import type { FolderInput, OpenedFolder } from '../folder/open.ts';
 import { featureExtractionPipeline, type FeatureExtractionPipeline } from './feature-extraction.ts';
 import { fillMaskPipeline, type FillMaskPipeline } from './fill-mask.ts';
-import { openEncoder, openLanguageModel, openTranslation, readAdapterFolder } from './load.ts';
+import { openEncoder, openLanguageModel, openT5, openTranslation, readAdapterFolder } from './load.ts';
 import { textClassificationPipeline, type TextClassificationPipeline } from './text-classification.ts';
 import { applyDType, checkOptions, describeValue, didYouMean, type PipelineDType } from './options.ts';
 import { textGenerationPipeline, type TextGenerationPipeline } from './text-generation.ts';
 import { translationPipeline, type TranslationPipeline } from './translation.ts';
+import { text2textPipeline, type Text2TextPipeline } from './text2text.ts';
 
 export type { PipelineWarning } from './options.ts';
 export type { GenerationOptions, TextGenerationPipeline } from './text-generation.ts';
 export type { TranslationOptions, TranslationPipeline } from './translation.ts';
+export type { Text2TextOptions, Text2TextPipeline, Text2TextResult } from './text2text.ts';
 export type { FeatureExtractionOptions, FeatureExtractionPipeline } from './feature-extraction.ts';
 export type { FillMaskOptions, FillMaskPipeline, FillMaskResult } from './fill-mask.ts';
 export type {
@@ -37,7 +39,7 @@ export { decodingFor } from './translation.ts';
  * qkv-gpt or Hugging Face GPT-2 folder), and over a Hugging Face encoder folder (BERT, RoBERTa, XLM-R,
  * DistilBERT) 'feature-extraction', 'fill-mask' and 'text-classification'. Another name is an error naming it.
  */
-export type Task = 'translation' | 'text-generation' | EncoderTask;
+export type Task = 'translation' | 'text-generation' | 'text2text-generation' | EncoderTask;
 
 /** The tasks of an encoder folder, with the head each reads. */
 const ENCODER_TASKS = {
@@ -107,6 +109,11 @@ export function pipeline(
 ): Promise<FeatureExtractionPipeline>;
 export function pipeline(task: 'fill-mask', folder: FolderInput, options?: PipelineOptions): Promise<FillMaskPipeline>;
 export function pipeline(
+  task: 'text2text-generation',
+  folder: FolderInput,
+  options?: PipelineOptions,
+): Promise<Text2TextPipeline>;
+export function pipeline(
   task: 'text-classification',
   folder: FolderInput,
   options?: PipelineOptions,
@@ -121,6 +128,7 @@ export async function pipeline(
   | FeatureExtractionPipeline
   | FillMaskPipeline
   | TextClassificationPipeline
+  | Text2TextPipeline
 > {
   if (!TASKS.includes(task)) {
     const near = typeof task === 'string' ? didYouMean(task, TASKS) : undefined;
@@ -149,6 +157,11 @@ export async function pipeline(
     if (t === 'feature-extraction') return featureExtractionPipeline(opened);
     return t === 'fill-mask' ? fillMaskPipeline(opened) : textClassificationPipeline(opened);
   }
+  if (task === 'text2text-generation') {
+    if (adapter || (options.dtype !== undefined && options.dtype !== 'fp32'))
+      throw new Error(`${where}: adapter and dtype are not supported for a T5 folder yet`);
+    return text2textPipeline(await openT5(folder, task));
+  }
   if (task === 'translation') {
     const languages = { srcLang: options.srcLang, tgtLang: options.tgtLang };
     return translationPipeline(
@@ -174,6 +187,7 @@ export async function pipeline(
 const TASKS: readonly Task[] = [
   'translation',
   'text-generation',
+  'text2text-generation',
   'feature-extraction',
   'fill-mask',
   'text-classification',

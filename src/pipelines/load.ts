@@ -14,6 +14,7 @@ import {
   type FolderInput,
   type FolderSource,
   type OpenedM2M100,
+  type OpenedT5,
   type OpenedEncoder,
   type OpenedMarian,
   type OpenedSeq2Seq,
@@ -45,6 +46,7 @@ const KIND_NAMES: Record<FolderKind, string> = {
   'hf-gpt2': 'a Hugging Face GPT-2 model',
   marian: 'a Hugging Face Marian translation model',
   m2m100: 'a Hugging Face M2M100 / NLLB translation model',
+  t5: 'a Hugging Face T5 / Flan-T5 model',
   'hf-encoder': 'a Hugging Face encoder (BERT, RoBERTa, XLM-R, DistilBERT)',
 };
 
@@ -171,6 +173,19 @@ export async function openEncoder(
     const encoder = ofKind(opened, 'hf-encoder');
     prepare?.(encoder);
     return encoder;
+  });
+}
+
+/** A Hugging Face T5 / Flan-T5 folder, for the text2text-generation pipeline. */
+export async function openT5(source: FolderInput, task: string): Promise<OpenedT5> {
+  const src = await sourceOf(source);
+  return openForCurrentDevice(async () => {
+    const opened = await openFolder(src, {
+      accept: (kind) => {
+        if (kind !== 't5') throw wrongKind(task, kind, label(source), "a Hugging Face T5 folder (model_type 't5')");
+      },
+    });
+    return ofKind(opened, 't5');
   });
 }
 

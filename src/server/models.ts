@@ -70,6 +70,10 @@ function describe(kind: FolderKind, config: unknown): string {
       `(${TOKENIZERS[String(field(config, 'tokenizer'))] ?? String(field(config, 'tokenizer'))}), ` +
       `${String(m('nLayer'))} layers, nEmbd ${String(m('nEmbd'))}`
     );
+  if (kind === 't5')
+    return (
+      `Hugging Face T5, ${String(field(config, 'num_layers'))} layers, ` + `d_model ${String(field(config, 'd_model'))}`
+    );
   if (kind === 'marian' || kind === 'm2m100')
     return (
       `Hugging Face ${kind === 'marian' ? 'Marian' : 'M2M100 / NLLB'} translation, ` +

@@ -392,11 +392,11 @@ export { MODEL_FORMATS } from '../folder/spec.ts';
  */
 export function modelKind(configJson: unknown, file: string = FILES.config): ModelKind {
   const kind = folderKind(configJson, file);
-  if (kind === 'marian' || kind === 'm2m100')
+  if (kind === 'marian' || kind === 'm2m100' || kind === 't5')
     throw new FolderError(
       file,
-      `${file}: a Hugging Face ${kind === 'marian' ? 'Marian' : 'M2M100 / NLLB'} model; the explorer does not ` +
-        'show it in this view yet',
+      `${file}: a Hugging Face ${kind === 'marian' ? 'Marian' : kind === 't5' ? 'T5' : 'M2M100 / NLLB'} model; ` +
+        'the explorer does not show it in this view yet',
     );
   if (kind === 'hf-encoder')
     throw new FolderError(file, `${file}: a Hugging Face encoder; the explorer does not show encoder folders yet`);

@@ -99,7 +99,8 @@ export type FlowSubject =
 /** The flow's view of an opened folder (folder/open.ts's openFolder, or the Node readers' with their kind). */
 export function flowSubject(opened: OpenedFolder): FlowSubject {
   if (opened.kind === 'marian') return { kind: 'marian', marian: opened };
-  if (opened.kind === 'm2m100') throw new Error('flow: an M2M100 / NLLB folder is not drawn yet');
+  if (opened.kind === 'm2m100' || opened.kind === 't5')
+    throw new Error(`flow: ${opened.kind === 't5' ? 'a T5' : 'an M2M100 / NLLB'} folder is not drawn yet`);
   if (opened.kind === 'seq2seq') {
     const { model, tokenizer, targetTokenizer } = opened;
     return { kind: 'seq2seq', model, tokenizer, targetTokenizer };

@@ -59,6 +59,7 @@ const KIND_LINES: Record<FolderKind, string> = {
   'hf-gpt2': 'Hugging Face GPT-2, Generate view',
   marian: 'Hugging Face Marian (opus-mt), Translate view',
   m2m100: 'Hugging Face M2M100 / NLLB: not shown by the explorer yet',
+  t5: 'Hugging Face T5: not shown by the explorer yet',
   'hf-encoder': 'Hugging Face encoder (BERT family), not shown by the explorer yet',
 };
 

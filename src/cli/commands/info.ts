@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { Command } from '@commander-js/extra-typings';
 import type { Module } from '../../nn/module.ts';
 import { Seq2Seq } from '../../models/seq2seq.ts';
+import { T5 } from '../../models/hf/t5.ts';
+import { withoutInit } from '../../nn/init.ts';
 import { PRESETS } from '../../train/presets.ts';
 import { dirSource } from '../../folder/node.ts';
 import { folderShapeSync } from '../../folder/open.ts';
@@ -34,6 +36,15 @@ export function info(o: FlagsOf<typeof flags> & { log: (s: string) => void }): v
     out.preset = o.preset;
   } else {
     const kind = folderKindOfDir(o.model!);
+    if (kind === 't5') {
+      const shape = asUserError(() => folderShapeSync(dirSource(o.model!), { kinds: ['t5'] }));
+      const { modelConfig, tokenizer, generation } = shape as Extract<typeof shape, { kind: 't5' }>;
+      const m = withoutInit(() => new T5(modelConfig));
+      const t5 = { model: o.model, kind, vocabulary: tokenizer.vocabSize, generation, config: modelConfig };
+      process.stdout.write(`${JSON.stringify({ ...t5, parameters: m.numParameters() }, null, 2)}\n`);
+      o.log(`${m.numParameters().toLocaleString('en-US')} parameters`);
+      return;
+    }
     if (kind === 'marian' || kind === 'm2m100') {
       // A Hugging Face Marian or M2M100 folder: qkv's Seq2Seq with its switches (no weights read) and HF's
       // generation defaults.

@@ -15,6 +15,9 @@ import { fileURLToPath } from 'node:url';
 import { noGrad } from '../../../src/autograd/grad-mode.ts';
 import { generateHfSteps } from '../../../src/decode/hf-search.ts';
 import { T5Stepper } from '../../../src/decode/t5-stepper.ts';
+import { dirSource } from '../../../src/folder/node.ts';
+import { openFolder } from '../../../src/folder/open.ts';
+import { pipeline } from '../../../src/pipelines/index.ts';
 import { readSafetensors } from '../../../src/io/safetensors.ts';
 import { T5, t5ConfigFromHf, t5StateDict } from '../../../src/models/hf/t5.ts';
 import * as F from '../../../src/ops/index.ts';
@@ -27,6 +30,8 @@ interface Run {
   score: number;
 }
 interface Case {
+  text: string;
+  generated_text: string;
   ids: number[];
   encoder_states: number[];
   greedy: Run;
@@ -81,3 +86,23 @@ for (const name of ['t5', 'flan-t5']) {
     });
   });
 }
+
+test("T5 folders through the door and pipeline('text2text-generation'): transformers' ids and decoded text", async () => {
+  for (const name of ['t5', 'flan-t5']) {
+    const dir = join(ROOT, name);
+    const opened = await openFolder(dirSource(dir));
+    assert.equal(opened.kind, 't5');
+    const { cases } = load(name);
+    const t2t = await pipeline('text2text-generation', dir);
+    assert.equal(t2t.task, 'text2text-generation');
+    for (const c of cases) assert.deepEqual(t2t.tokenizer.encodeInput(c.text).ids, c.ids, c.text);
+    assert.deepEqual(
+      await t2t(cases.map((c) => c.text)),
+      cases.map((c) => ({ generated_text: c.generated_text })),
+    );
+    assert.deepEqual(await t2t(cases[0].text), [{ generated_text: cases[0].generated_text }]);
+    await assert.rejects(t2t('x', { beams: 2 } as never), /unknown option 'beams'/);
+  }
+  // A T5 folder is not a translation folder (yet), and a translation folder is not a T5 one.
+  await assert.rejects(pipeline('translation', join(ROOT, 't5')), /describes a Hugging Face T5/);
+});
