@@ -17,6 +17,7 @@ import { FILES, FolderError, type FileNamer } from './spec.ts';
 
 /** A T5 folder as loaded: the model (eval mode), its tokenizer, ids and generation defaults. */
 export interface LoadedT5 {
+  /** The T5 or Flan-T5 model (models/hf/t5.ts), weights loaded, eval mode. */
   model: T5;
   /** T5's tokenizer (tokenizer.json): `encodeInput(text).ids` ends with `</s>`. */
   tokenizer: HfTokenizer;

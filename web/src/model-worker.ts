@@ -246,8 +246,10 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
       throw new Error(`${entry.name} is a translation model, not a GPT: see Translate`);
     if (opened.kind === 'hf-encoder')
       throw new Error(`${entry.name} is an encoder (BERT family): the explorer does not show encoders yet`);
-    if (opened.kind === 'm2m100')
-      throw new Error(`${entry.name} is an M2M100 / NLLB translation model: the explorer does not show it yet`);
+    if (opened.kind === 'm2m100' || opened.kind === 't5')
+      throw new Error(
+        `${entry.name} is an ${opened.kind === 't5' ? 'T5' : 'M2M100 / NLLB'} model: the explorer does not show it yet`,
+      );
     gpt = { model: opened.model, tokenizer: opened.tokenizer, separatorId: opened.separatorId };
     logits = null;
     return gptInfo(gpt);

@@ -76,6 +76,7 @@ export const KIND_LABELS: Record<FolderKind, string> = {
   marian: 'Marian',
   'hf-encoder': 'BERT-style encoder',
   m2m100: 'M2M100 / NLLB',
+  t5: 'T5',
 };
 
 /** Where a served folder's files are. */
