@@ -278,7 +278,7 @@ test('bad folders: one message each, the open model keeps working', { skip }, as
     [
       'albert',
       folder('albert', { 'config.json': JSON.stringify({ ...cfg, model_type: 'albert' }) }),
-      /^Could not open the folder: config\.json: Hugging Face model_type 'albert' is not supported \(qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, \.\.\.; 'marian': Helsinki-NLP opus-mt-\*; 'bert', 'roberta', 'xlm-roberta', 'distilbert': encoders; and its own formats 'qkv-seq2seq' and 'qkv-gpt'\)$/,
+      /^Could not open the folder: config\.json: Hugging Face model_type 'albert' is not supported \(qkv reads model_type 'gpt2': gpt2, distilgpt2, gpt2-medium, \.\.\.; 'llama', 'qwen2', 'mistral'; 'marian': Helsinki-NLP opus-mt-\*; 'm2m_100': facebook\/nllb-200-\*, m2m100_\*; 't5': t5-\*, flan-t5-\*; 'bert', 'roberta', 'xlm-roberta', 'distilbert': encoders; and its own formats 'qkv-seq2seq' and 'qkv-gpt'\)$/,
     ],
     [
       // The kind is read first: an ALBERT folder lacking tokenizer.json is refused for its model_type too.
