@@ -70,3 +70,15 @@ export const REFERENCES: readonly Reference[] = [
     files: committedFiles('test/fixtures/hf-seq2seq'),
   },
 ];
+
+/**
+ * Folders of test/fixtures/ written by the reference environment's scripts that are not (yet) in REFERENCES:
+ * peft/ (make_peft_lora.py, compared by peft-regenerate.once.test.ts at 1e-5), hf-llama/ (make_hf_llama.py) and
+ * decoder-blocks/ (make_decoder_blocks.py), whose byte-for-byte regeneration across CPUs is not yet shown. The
+ * PyTorch 1.13 regeneration (regenerate.once.test.ts) leaves them alone too.
+ */
+export const OTHER_REFERENCE_FOLDERS: readonly string[] = [
+  'test/fixtures/peft',
+  'test/fixtures/hf-llama',
+  'test/fixtures/decoder-blocks',
+];

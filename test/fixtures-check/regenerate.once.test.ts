@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { listTree } from '../cli/crash.ts';
 import { tempDir } from '../e2e/tiny-model.ts';
 import { PYTHON, requireTool, toolSkip } from '../helpers/tools.ts';
-import { REFERENCES } from './references.ts';
+import { OTHER_REFERENCE_FOLDERS, REFERENCES } from './references.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const SCRIPTS = ['make_fixtures.py', 'make_optim_fixtures.py', 'make_hf_gpt2.py', 'make_marian.py'];
@@ -27,6 +27,9 @@ const SCRIPTS = ['make_fixtures.py', 'make_optim_fixtures.py', 'make_hf_gpt2.py'
 const BY_TRANSFORMERS = new Set(
   REFERENCES.flatMap((r) => r.files.map((f) => join(r.folder, f).slice('test/fixtures/'.length))),
 );
+/** The folders (under test/fixtures/) of the reference environment's other scripts: not the 1.13 scripts' either. */
+const OTHER = OTHER_REFERENCE_FOLDERS.map((d) => `${d.slice('test/fixtures/'.length)}/`);
+const byReferenceEnv = (f: string) => BY_TRANSFORMERS.has(f) || OTHER.some((d) => f.startsWith(d));
 
 /** A scratch copy of the fixture scripts and the committed fixtures. */
 function scratch(): string {
@@ -61,7 +64,7 @@ test('npm run fixtures rewrites every committed fixture with the same bytes; che
   try {
     // The committed files are overwritten: a file changed in its last bit is named below.
     for (const f of listTree(join(dir, 'test/fixtures')))
-      if (f.endsWith('.safetensors') && !BY_TRANSFORMERS.has(f)) rmSync(join(dir, 'test/fixtures', f));
+      if (f.endsWith('.safetensors') && !byReferenceEnv(f)) rmSync(join(dir, 'test/fixtures', f));
     for (const s of SCRIPTS) python(dir, s);
     assert.deepEqual(listTree(join(dir, 'test/fixtures')), listTree(join(root, 'test/fixtures')), 'the same files');
     assert.deepEqual(changed(dir), [], 'files that regenerate with other bytes');
