@@ -11,6 +11,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { readSafetensors } from '../../src/io/safetensors.ts';
 import { tempDir } from '../e2e/tiny-model.ts';
+import { noiseOnly } from '../helpers/adam-noise.ts';
 import { assertClose } from '../helpers/assert.ts';
 import { root } from '../helpers/cli.ts';
 import { REF_PYTHON, requireTool, toolSkip } from '../helpers/tools.ts';
@@ -49,6 +50,29 @@ test('make_peft_lora.py regenerates test/fixtures/peft', { skip }, () => {
     const ta = readSafetensors(new Uint8Array(a)).tensors;
     const tb = readSafetensors(new Uint8Array(b)).tensors;
     assert.deepEqual(Object.keys(ta).sort(), Object.keys(tb).sort(), name);
-    for (const k of Object.keys(tb)) assertClose(ta[k], tb[k], `${name}: ${k}`, 1e-5, 1e-5);
+    const data = JSON.parse(readFileSync(join(FIXTURE, name.split('/')[0], 'data.json'), 'utf8'));
+    const lr = (data as { optimizer: { lr: number } }).optimizer.lr;
+    for (const k of Object.keys(tb)) {
+      // A parameter after Adam's steps, or a gradient, of elements that are rounding noise (helpers/adam-noise.ts):
+      // the noise differs from CPU to CPU (measured: a Zen 4 against the Xeon that made the fixture), so those
+      // are held to Adam's step (parameters) or to being noise (gradients), the rest at 1e-5.
+      const exempt = noiseOnly(k, tb[k].shape[0] / 3);
+      if (!exempt) {
+        assertClose(ta[k], tb[k], `${name}: ${k}`, 1e-5, 1e-5);
+        continue;
+      }
+      const [a, b] = [ta[k].dataSync<Float32Array>(), tb[k].dataSync<Float32Array>()];
+      const kept = [...b.keys()].filter((i) => !exempt(i));
+      assertClose(
+        Float32Array.from(kept, (i) => a[i]),
+        Float32Array.from(kept, (i) => b[i]),
+        `${name}: ${k}`,
+        1e-5,
+        1e-5,
+      );
+      const bound = k.includes('.grad.') ? 1e-6 : 4 * lr;
+      for (let i = 0; i < b.length; i++)
+        if (exempt(i)) assert.ok(Math.abs(a[i] - b[i]) <= bound, `${name}: ${k}[${i}]: ${a[i]} vs ${b[i]}`);
+    }
   }
 });

@@ -21,6 +21,7 @@ import { peftKey, type AttachedLora } from '../../src/models/hf/peft.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { FineTuner, fineTuneLrFactor } from '../../src/train/finetune.ts';
 import { PairData, StreamData, type FineTuneData } from '../../src/train/finetune-data.ts';
+import { noiseOnly } from '../helpers/adam-noise.ts';
 import { assertClose } from '../helpers/assert.ts';
 
 const FIX = fileURLToPath(new URL('../fixtures/', import.meta.url));
@@ -105,18 +106,6 @@ function pairTensors(a: AttachedLora, grad: boolean): Record<string, Tensor> {
     }
   }
   return out;
-}
-
-/**
- * The elements of a tensor (HF name) whose gradient is zero in exact arithmetic: the key projection's bias adds
- * q·b_k to every score of a query, which softmax cancels. Both PyTorch and qkv compute it as rounding noise
- * (~1e-9), and Adam divides it by its own root mean square, so the update is ±lr in the direction of the noise:
- * those elements can only be compared within Adam's step, the rest exactly.
- */
-function noiseOnly(name: string, E: number): ((i: number) => boolean) | null {
-  if (/attn\.c_attn\.bias$/.test(name)) return (i) => i >= E && i < 2 * E;
-  if (/\.k_proj\.bias$/.test(name)) return () => true;
-  return null;
 }
 
 /** Every key of `expected` under `prefix`, compared with `actual`'s tensor of the same name (none may be missing). */
