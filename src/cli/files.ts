@@ -13,7 +13,7 @@ import {
   dirSource,
   folderKindOf,
   readEnsemble,
-  readGptShape,
+  readLmShape,
   readLm,
   readSeq2Seq,
   readSeq2SeqShape,
@@ -98,7 +98,7 @@ export function loadModelDir(dir: string, weightsFile: string = FILES.weights): 
 
 /** The model (random weights) and tokenizer of a language-model folder. */
 export function loadLmShape(dir: string): LoadedLm {
-  return asUserError(() => readGptShape(dir));
+  return asUserError(() => readLmShape(dir));
 }
 
 /**

@@ -21,6 +21,7 @@ import {
   asUserError,
   atomicWrite,
   copyFolderFiles,
+  folderKindOfDir,
   loadLmDir,
   loadModelDir,
   UserError,
@@ -62,6 +63,17 @@ function weightsFor(model: Module, a: OnnxExportArgs): { dtype: WeightDType; wei
   if (!held && (dtype === 'int8' || dtype === 'q4')) asUserError(() => model.quantize({ dtype }));
   return { dtype, weights: model.stateDict() };
 }
+
+/** A Hugging Face decoder folder's files that the export keeps beside its graph (those present). */
+const HF_LM_FILES = [
+  FILES.tokenizer,
+  FILES.tokenizerConfig,
+  FILES.generationConfig,
+  FILES.vocab,
+  FILES.merges,
+  'special_tokens_map.json',
+  'chat_template.jinja',
+];
 
 export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt' | 'marian' | 'hf-encoder'): void {
   parseOnnxDType(a.dtype); // before any folder is read
@@ -124,10 +136,16 @@ export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt' | 'marian'
   try {
     for (const [name, bytes] of Object.entries(exp.files)) atomicWrite(join(tmp, name), bytes);
     atomicWrite(join(tmp, MANIFEST), `${JSON.stringify(exp.manifest, null, 2)}\n`);
-    if (kind === 'marian' || kind === 'hf-encoder') {
-      // The folder's own files beside the graphs (a sentence-transformers folder keeps its pooling).
+    const hfLm = kind === 'gpt' && folderKindOfDir(a.model) === 'hf-gpt2';
+    if (kind === 'marian' || kind === 'hf-encoder' || hfLm) {
+      // The folder's own files beside the graphs (a sentence-transformers folder keeps its pooling; a Hugging Face
+      // decoder its tokenizer, special tokens, chat template and generation defaults).
       const files =
-        kind === 'marian' ? Object.values(MARIAN_FILES) : [FILES.tokenizer, ...Object.values(ENCODER_FILES)];
+        kind === 'marian'
+          ? Object.values(MARIAN_FILES)
+          : hfLm
+            ? HF_LM_FILES
+            : [FILES.tokenizer, ...Object.values(ENCODER_FILES)];
       for (const f of [FILES.config, ...files]) {
         const bytes = readFileIn(a.model, f);
         if (bytes !== undefined) atomicWrite(join(tmp, f), bytes);

@@ -47,7 +47,7 @@ export interface OrtSessionLike {
 /** What decoding reads from onnx.json: the manifest's shape fields (io/onnx/export.ts). */
 export type OrtModelInfo = Pick<
   OnnxManifest,
-  'numLayers' | 'numHeads' | 'headDim' | 'vocabSize' | 'maxPositions' | 'padId'
+  'numLayers' | 'numHeads' | 'numKeyValueHeads' | 'headDim' | 'vocabSize' | 'maxPositions' | 'padId'
 >;
 
 function int64(ids: ArrayLike<number>): BigInt64Array {
@@ -254,7 +254,8 @@ export class OrtGpt implements AsyncLm {
   /** Logits (L, V) of feeding `fed` after the cached context (or an empty one when `fresh`). */
   async logits(fed: number[], fresh: boolean): Promise<Float32Array> {
     const { ort, info } = this;
-    const empty = (): KV => ({ data: new Float32Array(0), dims: [1, info.numHeads, 0, info.headDim] });
+    const heads = info.numKeyValueHeads ?? info.numHeads; // the cache holds the KV heads only
+    const empty = (): KV => ({ data: new Float32Array(0), dims: [1, heads, 0, info.headDim] });
     if (fresh || this.past.length === 0)
       this.past = Array.from({ length: info.numLayers }, () => ({ k: empty(), v: empty() }));
     const feeds: Record<string, OrtTensorLike> = { input_ids: new ort.Tensor('int64', int64(fed), [1, fed.length]) };

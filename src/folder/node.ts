@@ -20,7 +20,14 @@ import type { LoadedLm } from './gpt.ts';
 import type { LoadedEncoder } from './encoder.ts';
 import type { LoadedMarian, MarianShape } from './marian.ts';
 import type { LoadedM2M100 } from './m2m100.ts';
-import { folderShapeSync, ofKind, openFolderSync, readKindSteps, type FolderShape } from './open.ts';
+import {
+  folderShapeSync,
+  hfLmWithoutWeightsSync,
+  ofKind,
+  openFolderSync,
+  readKindSteps,
+  type FolderShape,
+} from './open.ts';
 import { notFound, type LoadedModel } from './seq2seq.ts';
 import { runSync, type FolderSource } from './source.ts';
 import {
@@ -248,6 +255,15 @@ export function readEnsemble(
 /** A qkv GPT folder's model (random weights) and tokenizer. */
 export function readGptShape(dir: string): LoadedLm {
   return ofKind(folderShapeSync(dirSource(dir), { kinds: ['gpt'] }), 'gpt');
+}
+
+/**
+ * A language-model folder's tokenizer and a model of its shape with random weights (a qkv GPT folder, or a Hugging
+ * Face decoder folder with or without its weights: what `qkv export --format onnx` writes beside its graph).
+ */
+export function readLmShape(dir: string): LoadedLm {
+  const { kind } = runSync(readKindSteps(dirSource(dir), { kinds: ['gpt', 'hf-gpt2'] }));
+  return kind === 'gpt' ? readGptShape(dir) : hfLmWithoutWeightsSync(dirSource(dir));
 }
 
 /** A language-model folder of either kind (qkv GPT, Hugging Face GPT-2), weights loaded, eval mode. */

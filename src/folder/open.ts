@@ -22,7 +22,7 @@ function isDecoderConfig(config: unknown): boolean {
 import type { GPTConfig } from '../models/gpt-config.ts';
 import { GPT_FIELDS, SEQ2SEQ_FIELDS } from '../models/load-weights.ts';
 import { gptConfigFromHf, isHfConfig } from '../models/hf/gpt2.ts';
-import type { GPT } from '../models/gpt.ts';
+import { GPT } from '../models/gpt.ts';
 import type { HfLmGeneration } from '../models/hf/lm-generation.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import {
@@ -367,6 +367,36 @@ function* hfGpt2Steps(src: FolderSource, config: unknown, progress: OpenOptions[
     throw e instanceof FolderError ? e : hfWeightsError(e, src.name);
   }
   return checkedHf(model, tokenizer, src.name, src.label || undefined, generation);
+}
+
+/**
+ * A Hugging Face decoder folder without its weights (what `qkv export --format onnx` writes beside its graph): its
+ * tokenizer, generation defaults and a model of its shape (weights not drawn), for an engine that holds the weights
+ * itself (ONNX Runtime).
+ */
+function* hfLmWithoutWeightsSteps(src: FolderSource): Steps<LoadedLm> {
+  const { config } = yield* readKindSteps(src, { kinds: ['hf-gpt2'] });
+  const tokenizer = yield* hfTokenizerSteps(src);
+  const generation = hfLmDefaults(config, yield* readJson(src, FILES.generationConfig), src.name);
+  let modelConfig: GPTConfig;
+  try {
+    modelConfig = isDecoderConfig(config) ? decoderConfigFromHf(config) : gptConfigFromHf(config);
+  } catch (e) {
+    throw hfWeightsError(e, src.name);
+  }
+  // Its weights are never read (init false: no time spent drawing them).
+  return checkedHf(
+    new GPT(modelConfig, { init: false }).eval(),
+    tokenizer,
+    src.name,
+    src.label || undefined,
+    generation,
+  );
+}
+
+/** A Hugging Face decoder folder without its weights (see hfLmWithoutWeightsSteps), from a source that answers at once. */
+export function hfLmWithoutWeightsSync(input: FolderInput): LoadedLm {
+  return runSync(hfLmWithoutWeightsSteps(toSource(input)));
 }
 
 function* marianShapeSteps(src: FolderSource, config: unknown): Steps<MarianShape> {

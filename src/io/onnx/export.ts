@@ -32,6 +32,8 @@ export interface OnnxManifest {
   numLayers: number;
   /** Attention heads h. */
   numHeads: number;
+  /** GPT with grouped-query attention: the KV heads hk < h that past/present keys and values hold. */
+  numKeyValueHeads?: number;
   /** dK, each head's width. */
   headDim: number;
   /** The logits' width: the (target) vocabulary the decoder writes (an encoder: its word table's rows). */
@@ -109,7 +111,8 @@ export function exportGptOnnx(
       graphs,
       numLayers: config.nLayer,
       numHeads: config.nHead,
-      headDim: config.nEmbd / config.nHead,
+      ...(config.nKVHead !== undefined && config.nKVHead !== config.nHead && { numKeyValueHeads: config.nKVHead }),
+      headDim: config.headDim ?? config.nEmbd / config.nHead,
       vocabSize: config.vocabSize,
       maxPositions: config.blockSize,
     },
