@@ -12,6 +12,11 @@ export interface QuantizeOptions {
   tables?: QuantDType | 'float32';
   /** Leave the quantized values zero instead of quantizing the float weights: for a model about to be loaded. */
   empty?: boolean;
+  /**
+   * How q4 scales are held: 'float16' (default; llama.cpp's Q4_0, 4.5 bits a weight), or 'float32' (the scales
+   * of a q4 file written by older qkv, which loading keeps as stored).
+   */
+  q4Scales?: 'float16' | 'float32';
 }
 
 /** `options` with the defaults filled in, or a one-line error naming the option. */
@@ -21,7 +26,10 @@ function checkQuantizeOptions(options: QuantizeOptions): Required<QuantizeOption
   const tables = options.tables ?? 'int8';
   if (tables !== 'int8' && tables !== 'q4' && tables !== 'float32')
     throw new Error(`quantize: tables must be 'int8', 'q4' or 'float32', got ${show(tables)}`);
-  return { dtype, tables, empty: options.empty ?? false };
+  const q4Scales = options.q4Scales ?? 'float16';
+  if (q4Scales !== 'float16' && q4Scales !== 'float32')
+    throw new Error(`quantize: q4Scales must be 'float16' or 'float32', got ${show(q4Scales)}`);
+  return { dtype, tables, empty: options.empty ?? false, q4Scales };
 }
 
 const show = (v: unknown): string => (typeof v === 'string' ? `'${v}'` : String(v));
@@ -164,9 +172,9 @@ export class Module {
 
   /**
    * Quantize, in place and for inference, the weights of every layer of the tree that can hold quantized ones:
-   * nn.Linear and attention's packed input projection in `dtype` (`int8`, a scale per row, or `q4`, a scale
-   * per block of 32), nn.Embedding tables (and so the tied output projections that read them) in `tables`
-   * (default `int8`). Each keeps the pair of values and float32 scales as the buffers `NAME` and `NAME_scale`
+   * nn.Linear and attention's packed input projection in `dtype` (`int8`, a float32 scale per row, or `q4`, a
+   * float16 scale per block of 32), nn.Embedding tables (and so the tied output projections that read them) in
+   * `tables` (default `int8`). Each keeps the pair of values and scales as the buffers `NAME` and `NAME_scale`
    * (the names and layout `qkv export --dtype int8|q4` writes) and drops the float weight, which is no longer
    * a parameter. LayerNorm weights and biases stay float32. A quantized layer passes no gradient. Returns this.
    */
