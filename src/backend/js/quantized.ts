@@ -7,9 +7,9 @@ import { jsKernels } from './registry.ts';
  * or q4 in blocks of 32 along inF with a scale per block, float16 as qkv quantizes or float32 as older qkv
  * wrote; a half scale is widened to float32 exactly and used as that float32 would be); each row of x is
  * quantized on the fly to int8 with one scale (dynamic quantization), products are summed exactly in
- * integers, and the scales are applied once per sum. Every float step is one float32 operation (Math.fround of the double result, which
- * for +, ·, ÷ of float32 operands is the correctly rounded float32 result), so the wasm kernels
- * (assembly/quantized.ts) compute the same bits.
+ * integers, and the scales are applied once per sum. Every float step is one float32 operation (Math.fround
+ * of the double result, which for +, ·, ÷ of float32 operands is the correctly rounded float32 result), so
+ * the wasm kernels (assembly/quantized.ts) compute the same bits.
  *
  * Dimension letters: R rows of x, I = inF, O = outF.
  */
