@@ -11,6 +11,7 @@ import { isWasmView, memoryShared } from '../../src/backend/wasm/memory.ts';
 import { F, manualSeed, models, nn, noGrad, tensor } from '../../src/index.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { quantizeInt8 as exportInt8 } from '../../src/tensor/quantize.ts';
+import { halvesToFloat32 } from '../../src/tensor/half.ts';
 import { rng, uniformArray } from '../helpers/random.ts';
 
 const rand = rng(50);
@@ -28,6 +29,7 @@ for (const dtype of ['int8', 'q4'] as const) {
     if (getBackend().name === 'wasm' && memoryShared)
       assert.ok(isWasmView(lin.weight.dataSync()), 'the wasm backend keeps the values in its memory, used in place');
     assert.deepEqual(lin.weightScale!.shape, [outF, dtype === 'int8' ? 1 : inF / 32]);
+    assert.equal(lin.weightScale!.dtype, dtype === 'int8' ? 'float32' : 'float16', 'q4 scales are halves');
     assert.deepEqual(
       lin.namedParameters().map(([n]) => n),
       ['bias'],
@@ -41,7 +43,16 @@ for (const dtype of ['int8', 'q4'] as const) {
     const want = new Float32Array(rows * outF);
     const kernel = dtype === 'int8' ? linearInt8 : linearQ4;
     // biome-ignore lint/suspicious/noExplicitAny: the values' host array (Int8Array or Uint8Array), by dtype
-    kernel(f32(x), lin.weight.dataSync() as any, f32(lin.weightScale!), f32(lin.bias!), want, rows, inF, outF);
+    kernel(
+      f32(x),
+      lin.weight.dataSync() as any,
+      lin.weightScale!.dataSync() as any,
+      f32(lin.bias!),
+      want,
+      rows,
+      inF,
+      outF,
+    );
     assert.deepEqual(f32(y), want, 'the layer is the kernel');
     // Near the float layer (outputs up to ~1.5; measured 0.009 for int8, 0.097 for q4).
     let worst = 0;
@@ -175,8 +186,11 @@ for (const dtype of ['int8', 'q4'] as const) {
     assert.deepEqual(rows.slice(0, 64), table.slice(3 * 64, 4 * 64));
     assert.deepEqual(rows.slice(64, 128), new Float32Array(64), 'the padding row stays zeros');
     assert.deepEqual(rows.slice(128, 192), table.slice(11 * 64, 12 * 64));
-    // The values and scales are quantizeWeight's, and each table value is one float32 product q·s.
-    const s = f32(e.weightScale!);
+    // The values and scales are quantizeWeight's, and each table value is one float32 product q·s (a q4 scale
+    // a half, widened exactly).
+    assert.equal(e.weightScale!.dtype, dtype === 'int8' ? 'float32' : 'float16');
+    const raw = e.weightScale!.dataSync() as Float32Array | Uint16Array;
+    const s = raw instanceof Uint16Array ? halvesToFloat32(raw) : raw;
     const v = e.weight.dataSync() as Int8Array | Uint8Array;
     const e0 = 11 * 64 + 40; // row 11, column 40 (block 1 for q4)
     const q = dtype === 'int8' ? v[e0]! : (((v[e0 >> 1]! >> 0) & 15) ^ 8) - 8;
@@ -185,7 +199,7 @@ for (const dtype of ['int8', 'q4'] as const) {
     const want = new Float32Array(3 * 12);
     const kernel = dtype === 'int8' ? linearInt8 : linearQ4;
     // biome-ignore lint/suspicious/noExplicitAny: the values' host array (Int8Array or Uint8Array), by dtype
-    kernel(f32(h), v as any, s, null, want, 3, 64, 12);
+    kernel(f32(h), v as any, raw as any, null, want, 3, 64, 12);
     assert.deepEqual(f32(e.attend(h)), want);
     assert.throws(() => e.forward(tensor(Int32Array.from([12]), [1])), /index 12 at position 0 is out of range/);
   });
