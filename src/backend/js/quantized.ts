@@ -145,6 +145,7 @@ export function quantizeQ4(w: Float32Array, outF: number, inF: number): { q: Uin
   const n = outF * inF;
   const values = new Int8Array(n);
   const scale = new Uint16Array(n / Q4_BLOCK);
+  const half = f16Table32(); // a half's bits -> its float32
   for (let b = 0; b < n / Q4_BLOCK; b++) {
     const at = b * Q4_BLOCK;
     let amax = 0;
@@ -156,7 +157,7 @@ export function quantizeQ4(w: Float32Array, outF: number, inF: number): { q: Uin
           `${amax}, beyond float16 scales (at most ${7 * 65504})`,
       );
     scale[b] = h;
-    const s = halvesToFloat32(scale.subarray(b, b + 1))[0];
+    const s = half[h];
     if (s === 0) continue;
     for (let i = at; i < at + Q4_BLOCK; i++) values[i] = Math.max(-7, Math.min(7, roundHalfEven(w[i] / s)));
   }
