@@ -180,9 +180,9 @@ export class Module {
    * Quantize, in place and for inference, the weights of every layer of the tree that can hold quantized ones:
    * nn.Linear and attention's packed input projection in `dtype` (`int8`, a float32 scale per row, or `q4`, a
    * float16 scale per block of 32), nn.Embedding tables (and so the tied output projections that read them) in
-   * `tables` (default {@link defaultTables}: int8 unless the model says otherwise). Each keeps the pair of values and scales as the buffers `NAME` and `NAME_scale`
-   * (the names and layout `qkv export --dtype int8|q4` writes) and drops the float weight, which is no longer
-   * a parameter. LayerNorm weights and biases stay float32. A quantized layer passes no gradient. Returns this.
+   * `tables` (default {@link defaultTables}: int8 unless the model says otherwise). Each keeps the pair of
+   * values and scales as the buffers `NAME` and `NAME_scale` (the names and layout `qkv export --dtype int8|q4`
+   * writes) and drops the float weight, which is no longer a parameter. LayerNorm weights and biases stay float32. A quantized layer passes no gradient. Returns this.
    */
   quantize(options: QuantizeOptions): this {
     const o = checkQuantizeOptions(options, (dtype) => this.defaultTables(dtype));
