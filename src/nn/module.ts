@@ -182,7 +182,8 @@ export class Module {
    * float16 scale per block of 32), nn.Embedding tables (and so the tied output projections that read them) in
    * `tables` (default {@link defaultTables}: int8 unless the model says otherwise). Each keeps the pair of
    * values and scales as the buffers `NAME` and `NAME_scale` (the names and layout `qkv export --dtype int8|q4`
-   * writes) and drops the float weight, which is no longer a parameter. LayerNorm weights and biases stay float32. A quantized layer passes no gradient. Returns this.
+   * writes) and drops the float weight, which is no longer a parameter. LayerNorm weights and biases stay
+   * float32. A quantized layer passes no gradient. Returns this.
    */
   quantize(options: QuantizeOptions): this {
     const o = checkQuantizeOptions(options, (dtype) => this.defaultTables(dtype));
