@@ -173,6 +173,57 @@ test('a quantized GPT_TINY: logits within the stated bound of the float model', 
   }
 });
 
+/**
+ * A tiny Llama-family GPT (RMS norms, rotary positions, the gated MLP, 4 heads over 2 KV heads, no biases) in q4:
+ * tied, its table (the head too) is q4 with float16 scales, as every other weight (issue 58: four and a half bits
+ * a weight); untied, the table stays int8 and lm_head is q4. The logits within GPT_TINY's q4 bound above (20% of
+ * the largest), a wrong scale or block far outside it.
+ */
+test('a q4 Llama-family GPT: the tied table q4 with float16 scales, an untied one int8; logits within the bound', () => {
+  const llama = (tiedHead: boolean) => ({
+    ...models.GPT_TINY,
+    positions: 'rotary' as const,
+    norm: 'rms' as const,
+    mlp: 'swiglu' as const,
+    dFf: 96,
+    nHead: 4,
+    nKVHead: 2,
+    qkvBias: false,
+    outBias: false,
+    mlpBias: false,
+    tiedHead,
+    rope: { base: 10000 },
+  });
+  const ids = tensor(
+    Int32Array.from({ length: 2 * 16 }, () => Math.floor(rand() * 256)),
+    [2, 16],
+  );
+  for (const tied of [true, false]) {
+    manualSeed(58);
+    const base = new models.GPT(llama(tied)).eval();
+    const ref = f32(noGrad(() => base.forward(ids))).slice();
+    const m = new models.GPT(llama(tied)).eval();
+    m.loadStateDict(base.stateDict());
+    m.quantize({ dtype: 'q4' });
+    const sd = m.stateDict();
+    assert.equal(sd['wte.weight']!.dtype, tied ? 'q4' : 'int8', `tied ${tied}: the table`);
+    assert.equal(sd['wte.weight_scale']!.dtype, tied ? 'float16' : 'float32');
+    if (!tied) assert.equal(sd['lm_head.weight_scale']!.dtype, 'float16', 'the untied head is q4');
+    assert.equal(sd['h.1.mlp.down_proj.weight_scale']!.dtype, 'float16');
+    assert.equal(m.quantize({ dtype: 'q4', tables: 'int8' }).wte.weight.dtype, tied ? 'q4' : 'int8', 'kept');
+    const other = new models.GPT(llama(tied)).eval().quantize({ dtype: 'q4', tables: 'int8' });
+    assert.equal(other.wte.weight.dtype, 'int8', 'tables: int8 when told');
+    const got = f32(noGrad(() => m.forward(ids)));
+    let worst = 0;
+    let largest = 0;
+    for (let i = 0; i < ref.length; i++) {
+      worst = Math.max(worst, Math.abs(got[i]! - ref[i]!));
+      largest = Math.max(largest, Math.abs(ref[i]!));
+    }
+    assert.ok(worst > 0 && worst <= 0.2 * largest, `tied ${tied}: max |Δ logits| ${worst}, largest ${largest}`);
+  }
+});
+
 for (const dtype of ['int8', 'q4'] as const) {
   test(`Embedding.quantize (${dtype}): lookups are the table dequantized, bit for bit; attend is the quantized kernel`, () => {
     manualSeed(5);
