@@ -1,5 +1,5 @@
 import type { HostKernels } from '../backend.ts';
-import { f16Table32, halvesToFloat32, numberToF16Bits } from '../../tensor/half.ts';
+import { f16Table32, numberToF16Bits } from '../../tensor/half.ts';
 import { jsKernels } from './registry.ts';
 
 /**
@@ -84,11 +84,6 @@ export const linearInt8: HostKernels['linearInt8'] = (x, wq, wScale, bias, out, 
   }
 };
 
-/** q4 scales as float32: float32 ones as they are, the first `n` of float16 ones (their bits) widened exactly. */
-export function q4Scales(wScale: Float32Array | Uint16Array, n: number): Float32Array {
-  return wScale instanceof Uint16Array ? halvesToFloat32(wScale, Math.min(n, wScale.length)) : wScale;
-}
-
 /**
  * out (R, O) = x (R, I) · Wᵀ + bias with W = wq (O, I) q4 · wScale (O, I/32): element (o, i) of W is the
  * nibble of byte (o·I + i)/2 (low for even i), times wScale[o·I/32 + i/32] (float32, or float16 widened).
@@ -97,7 +92,7 @@ export const linearQ4: HostKernels['linearQ4'] = (x, wq, scales, bias, out, rows
   if (inF % Q4_BLOCK !== 0) throw new RangeError(`linearQ4: inF ${inF} is not a multiple of ${Q4_BLOCK}`);
   const nb = inF / Q4_BLOCK;
   checkSizes('linearQ4', x, wq.length, (outF * inF) / 2, scales, outF * nb, bias, out, rows, inF, outF);
-  const wScale = q4Scales(scales, outF * nb);
+  const half = scales instanceof Uint16Array ? f16Table32() : null; // a half's bits -> its float32
   const q = new Int8Array(inF);
   for (let r = 0; r < rows; r++) {
     const sx = quantizeRow(x, r, inF, q);
@@ -112,7 +107,8 @@ export const linearQ4: HostKernels['linearQ4'] = (x, wq, scales, bias, out, rows
           const hi = ((v >> 4) ^ 8) - 8;
           acc += q[b * Q4_BLOCK + 2 * j] * lo + q[b * Q4_BLOCK + 2 * j + 1] * hi;
         }
-        sum = Math.fround(sum + Math.fround(acc * wScale[o * nb + b]));
+        const k = o * nb + b;
+        sum = Math.fround(sum + Math.fround(acc * (half ? half[scales[k]!]! : scales[k]!)));
       }
       const y = Math.fround(sum * sx);
       out[r * outF + o] = bias ? Math.fround(y + bias[o]) : y;
