@@ -1,6 +1,6 @@
 /**
  * q4 with float16 scales (issue 58, point 5; llama.cpp's Q4_0: 4.5 bits a weight) against torch
- * (test/fixtures/q4-half.safetensors, scripts/fixtures/make_q4_half.py): each block's scale is max|w|/7 rounded
+ * (test/fixtures/q4-half/, scripts/fixtures/ref_q4_half.py): each block's scale is max|w|/7 rounded
  * to float16 as torch's `.half()` rounds it (to nearest even: the fixture holds ties both ways and subnormal
  * halves), and the values are quantized against that rounded scale, so a weight dequantizes to exactly q·s16.
  * A scale kept in float32 (the layout before) or rounded another way fails the comparison of bits.
@@ -15,7 +15,7 @@ import { F, tensor } from '../../src/index.ts';
 import { halvesToFloat32, numberToF16Bits } from '../../src/tensor/half.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 
-const fixture = readSafetensors(readFileSync(join(import.meta.dirname, '../fixtures/q4-half.safetensors')), {
+const fixture = readSafetensors(readFileSync(join(import.meta.dirname, '../fixtures/q4-half/expected.safetensors')), {
   bytes: true,
 }).tensors;
 const w = fixture.w!.dataSync() as Float32Array;
