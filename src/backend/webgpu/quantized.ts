@@ -2,7 +2,7 @@
  * Quantized linear layers on the GPU: out (R, O) = x (R, I) · Wᵀ + bias with W int8 (O, I) and a scale per
  * row, or q4 (O, I) with a scale per block of 32 along I. The weights stay packed as this device keeps them
  * (int8 4 a u32 word, q4 8 a word, element e in bits 8(e%4) or 4(e%8) of word e/4 or e/8); q4 scales are
- * float32, or float16 two a word (scale k in bits 16(k%2) of word k/2), widened exactly ({@link SCALE}).
+ * float32, or float16 two a word (scale k in bits 16(k%2) of word k/2), widened exactly (half-scales.ts).
  *
  * Two dispatches: x's rows quantized to int8 (packed 4 a word, rows padded with zeros to whole words) with
  * their scales, then the products summed exactly in i32 and scaled once per sum (int8) or once per block
@@ -403,7 +403,7 @@ function linear(
   outF: number,
 ): void {
   const name = kind === 'int8' ? 'linearInt8' : 'linearQ4';
-  const half = buf(wScale).half === true;
+  const half = kind === 'q4' && buf(wScale).half === true; // int8 scales are float32
   if (kind === 'q4' && inF % Q4_BLOCK !== 0)
     throw new RangeError(`linearQ4: inF ${inF} is not a multiple of ${Q4_BLOCK}`);
   need(name, 'x', x, rows * inF, 4);
@@ -459,7 +459,7 @@ function embeddingQuantized(
   dim: number,
 ): void {
   const name = kind === 'int8' ? 'embeddingInt8' : 'embeddingQ4';
-  const half = buf(wScale).half === true;
+  const half = kind === 'q4' && buf(wScale).half === true; // int8 scales are float32
   if (kind === 'q4' && dim % Q4_BLOCK !== 0)
     throw new RangeError(`embeddingQ4: dim ${dim} is not a multiple of ${Q4_BLOCK}`);
   const n = buf(ids).bytes / 4;
