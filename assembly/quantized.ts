@@ -248,13 +248,33 @@ export function linearInt8Range(
   return f32x4.add(sum, f32x4.mul(f32x4.convert_i32x4_s(acc), scale));
 }
 
-/** The four rows' scales of one block, sStep bytes apart from sb: lane k is row k's. */
+/**
+ * A float16 value (its bits h) as float32, exactly (the js twin's table): a normal half rebiased into a
+ * float32's exponent on the bits; a subnormal one (or zero) as its integer mantissa times 2^-24, an exact
+ * product whose result is a normal float32. Infinities and NaN are not expected (the loader refuses them).
+ */
 // @ts-ignore: decorator
-@inline function q4scales(sb: usize, sStep: usize): v128 {
-  let scale = f32x4.splat(load<f32>(sb));
-  scale = f32x4.replace_lane(scale, 1, load<f32>(sb + sStep));
-  scale = f32x4.replace_lane(scale, 2, load<f32>(sb + 2 * sStep));
-  return f32x4.replace_lane(scale, 3, load<f32>(sb + 3 * sStep));
+@inline function halfToF32(h: u32): f32 {
+  const e = (h >> 10) & 31;
+  const v: f32 =
+    e == 0 ? <f32>(h & 1023) * <f32>5.9604644775390625e-8 : reinterpret<f32>(((h & 0x7fff) + 0x1c000) << 13);
+  return (h & 0x8000) != 0 ? -v : v;
+}
+
+/** Scale k of a q4 weight's scales at s: float32, or float16 where `half` is 1. */
+// @ts-ignore: decorator
+@inline function q4scale(s: usize, k: usize, half: i32): f32 {
+  return half != 0 ? halfToF32(<u32>load<u16>(s + 2 * k)) : load<f32>(s + 4 * k);
+}
+
+/** The four rows' scales of block b, nb scales a row from row o's at s: lane k is row k's. */
+// @ts-ignore: decorator
+@inline function q4scales(s: usize, o: usize, nb: usize, b: usize, half: i32): v128 {
+  const k = o * nb + b;
+  let scale = f32x4.splat(q4scale(s, k, half));
+  scale = f32x4.replace_lane(scale, 1, q4scale(s, k + nb, half));
+  scale = f32x4.replace_lane(scale, 2, q4scale(s, k + 2 * nb, half));
+  return f32x4.replace_lane(scale, 3, q4scale(s, k + 3 * nb, half));
 }
 
 /** Block b of the four q4 weight rows at w0 (rowBytes apart), unpacked here, against x's row at qr: q4unpacked. */
@@ -271,11 +291,11 @@ export function linearInt8Range(
 
 /**
  * Outputs [o0, o1) of every row: out (R, O) from quantized rows (q in q4 order, sx) and wq (O, I) q4
- * packed, wScale (O, I/32); I a multiple of 32.
+ * packed, wScale (O, I/32) float32, or float16 where `half` is 1; I a multiple of 32.
  */
 export function linearQ4Range(
   q: usize, sx: usize, wq: usize, wScale: usize, bias: usize, out: usize, rows: i32, inF: i32, outF: i32,
-  o0: i32, o1: i32,
+  o0: i32, o1: i32, half: i32,
 ): void {
   const nb = inF >> 5;
   // Four weight rows at a time (the GEMV of decoding): x's block loaded once for the four, their
@@ -287,8 +307,6 @@ export function linearQ4Range(
   for (; o + 4 <= o1; o += 4) {
     const w0 = wq + (<usize>o * <usize>inF >> 1);
     const rowBytes = <usize>inF >> 1;
-    const s0 = wScale + <usize>o * <usize>nb * 4;
-    const sStep = <usize>nb * 4;
     const corr = sx + <usize>rows * 4;
     let r = 0;
     // Two rows of x at a time (beam search, prefill): each weight block loaded and unpacked once for both;
@@ -301,8 +319,7 @@ export function linearQ4Range(
       let sumA = f32x4.splat(0);
       let sumB = f32x4.splat(0);
       for (let b = 0; b < nb; b++) {
-        const sb = s0 + <usize>b * 4;
-        const scale = q4scales(sb, sStep);
+        const scale = q4scales(wScale, <usize>o, <usize>nb, <usize>b, half);
         const wb = w0 + <usize>b * 16;
         const w1 = v128.load(wb);
         const w2 = v128.load(wb + rowBytes);
@@ -327,8 +344,7 @@ export function linearQ4Range(
       const cr = corr + <usize>r * <usize>nb * 4;
       let sum = f32x4.splat(0);
       for (let b = 0; b < nb; b++) {
-        const sb = s0 + <usize>b * 4;
-        const scale = q4scales(sb, sStep);
+        const scale = q4scales(wScale, <usize>o, <usize>nb, <usize>b, half);
         sum = q4step(qr, cr, w0, rowBytes, b, scale, sum);
       }
       let y = f32x4.mul(sum, f32x4.splat(load<f32>(sx + <usize>r * 4)));
@@ -338,7 +354,6 @@ export function linearQ4Range(
   }
   for (; o < o1; o++) {
     const wo = wq + (<usize>o * <usize>inF >> 1);
-    const so = wScale + <usize>o * <usize>nb * 4;
     for (let r = 0; r < rows; r++) {
       const qr = q + <usize>r * <usize>inF;
       const s = load<f32>(sx + <usize>r * 4);
@@ -349,7 +364,7 @@ export function linearQ4Range(
         const hi = i8x16.shr_s(w, 4); // elements 2j + 1
         const qb = qr + <usize>b * 32;
         const acc = dot16q4(hi, v128.load(qb + 16), dot16q4(lo, v128.load(qb), i32x4.splat(0)));
-        sum += <f32>isum(acc) * load<f32>(so + <usize>b * 4);
+        sum += <f32>isum(acc) * q4scale(wScale, <usize>o * <usize>nb + <usize>b, half);
       }
       let y: f32 = sum * s;
       if (bias != 0) y += load<f32>(bias + <usize>o * 4);

@@ -61,7 +61,7 @@ const args = process.argv.slice(2);
 const REPS = Number(args[args.indexOf('--reps') + 1] ?? 0) || 3;
 const CPU_PROFILE = !args.includes('--no-cpu-profile');
 
-const BYTES: Record<DType, number> = { float32: 4, int32: 4, bool: 1, uint8: 1, int8: 1, q4: 0.5 };
+const BYTES: Record<DType, number> = { float32: 4, int32: 4, bool: 1, uint8: 1, int8: 1, q4: 0.5, float16: 2 };
 const median = (xs: number[]) => (xs.length ? [...xs].sort((a, b) => a - b)[xs.length >> 1]! : 0);
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 

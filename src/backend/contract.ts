@@ -40,6 +40,8 @@ export type I32 = Storage<'int32'>;
 export type I8 = Storage<'int8'>;
 /** Signed 4-bit values packed two a byte, element 2i in the low nibble (a Uint8Array on js and wasm). */
 export type Q4 = Storage<'q4'>;
+/** IEEE half-precision values as their bits: a q4 weight's scales (a Uint16Array on js and wasm). */
+export type F16 = Storage<'float16'>;
 
 export type BinaryOp = 'add' | 'sub' | 'mul' | 'div';
 export type UnaryOp = 'exp' | 'log' | 'neg' | 'sqrt' | 'tanh' | 'sigmoid' | 'abs';
@@ -328,15 +330,30 @@ export interface Backend {
    * (js/quantized.ts).
    */
   linearInt8(x: F32, wq: I8, wScale: F32, bias: F32 | null, out: F32, rows: number, inF: number, outF: number): void;
-  /** As {@link linearInt8}, wq q4 (outF, inF) with one scale per block of 32 along inF: wScale (outF, inF/32). */
-  linearQ4(x: F32, wq: Q4, wScale: F32, bias: F32 | null, out: F32, rows: number, inF: number, outF: number): void;
+  /**
+   * As {@link linearInt8}, wq q4 (outF, inF) with one scale per block of 32 along inF: wScale (outF, inF/32),
+   * float32 or float16 (each half widened to float32 exactly, then used as a float32 scale would be).
+   */
+  linearQ4(
+    x: F32,
+    wq: Q4,
+    wScale: F32 | F16,
+    bias: F32 | null,
+    out: F32,
+    rows: number,
+    inF: number,
+    outF: number,
+  ): void;
   /**
    * Rows of an int8 table (num, dim) picked by ids (n): out (n, dim), each value q·scale[row] rounded once to
    * float32 (what the table dequantized at load holds). Ids are in range (the op checks them where it reads them).
    */
   embeddingInt8(wq: I8, wScale: F32, ids: I32, out: F32, dim: number): void;
-  /** As {@link embeddingInt8}, the table q4 (num, dim) with a scale per block of 32 along dim: wScale (num, dim/32). */
-  embeddingQ4(wq: Q4, wScale: F32, ids: I32, out: F32, dim: number): void;
+  /**
+   * As {@link embeddingInt8}, the table q4 (num, dim) with a scale per block of 32 along dim: wScale (num, dim/32),
+   * float32 or float16 (widened exactly).
+   */
+  embeddingQ4(wq: Q4, wScale: F32 | F16, ids: I32, out: F32, dim: number): void;
 }
 
 /** A backend's kernels: every member of the contract but its name and device. */
@@ -401,6 +418,7 @@ interface HostArrays {
   uint8: Uint8Array;
   bool: Uint8Array;
   q4: Uint8Array;
+  float16: Uint16Array;
 }
 type HostArgs<A extends readonly unknown[]> = { [I in keyof A]: HostArg<A[I]> };
 

@@ -60,7 +60,8 @@ function weightsFor(model: Module, a: OnnxExportArgs): { dtype: WeightDType; wei
       `--dtype ${a.dtype}: ${a.model} holds ${held} weights, exported as they are stored: drop --dtype, ` +
         'or export the float folder',
     );
-  if (!held && (dtype === 'int8' || dtype === 'q4')) asUserError(() => model.quantize({ dtype }));
+  // Tables int8 whatever the model's own choice (GPT.defaultTables): the graphs gather int8 tables only.
+  if (!held && (dtype === 'int8' || dtype === 'q4')) asUserError(() => model.quantize({ dtype, tables: 'int8' }));
   return { dtype, weights: model.stateDict() };
 }
 

@@ -16,6 +16,7 @@
  */
 import { Tensor } from '../tensor/tensor.ts';
 import { shapeToString } from '../tensor/shape.ts';
+import { f16Table32, numberToF16Bits } from '../tensor/half.ts';
 
 /** The element types of the safetensors format, by its names. */
 export type SafetensorsDType =
@@ -134,54 +135,6 @@ function isNonNegativeInt(v: unknown): v is number {
 
 const scratchF32 = new Float32Array(1);
 const scratchU32 = new Uint32Array(scratchF32.buffer);
-
-let f16Table: Float32Array | null = null;
-
-/** All 65536 half-precision values as float32 (exact: every F16 value is representable). */
-function getF16Table(): Float32Array {
-  if (f16Table) return f16Table;
-  const t = new Float32Array(65536);
-  for (let h = 0; h < 65536; h++) t[h] = f16BitsToNumber(h);
-  f16Table = t;
-  return t;
-}
-
-/** Decode IEEE 754 binary16 bits (subnormals, infinities and NaN included). */
-function f16BitsToNumber(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exp = (h >>> 10) & 0x1f;
-  const mant = h & 0x3ff;
-  if (exp === 0) return sign * mant * 2 ** -24;
-  if (exp === 0x1f) return mant ? NaN : sign * Infinity;
-  return sign * (1024 + mant) * 2 ** (exp - 25);
-}
-
-/** float32 -> binary16 bits, round to nearest even; overflow gives infinity, NaN stays NaN. */
-function numberToF16Bits(value: number): number {
-  scratchF32[0] = value;
-  const x = scratchU32[0];
-  const sign = (x >>> 16) & 0x8000;
-  const exp = (x >>> 23) & 0xff;
-  const mant = x & 0x7fffff;
-  if (exp === 0xff) return mant ? sign | 0x7e00 | (mant >>> 13) : sign | 0x7c00;
-  const e = exp - 112; // rebias 127 -> 15
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    // Subnormal half (or zero): value = m * 2^-24 with m = full / 2^(14 - e).
-    if (e < -10) return sign; // below half the smallest subnormal: rounds to (signed) zero
-    const full = mant | 0x800000;
-    const shift = 14 - e;
-    let m = full >>> shift;
-    const rem = full & ((1 << shift) - 1);
-    const half = 1 << (shift - 1);
-    if (rem > half || (rem === half && m & 1)) m++;
-    return sign | m; // m may carry into the smallest normal, which is the right encoding
-  }
-  let h = sign | (e << 10) | (mant >>> 13);
-  const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && h & 1)) h++; // a carry rolls into the exponent / to inf
-  return h;
-}
 
 /** float32 -> bfloat16 bits, round to nearest even; NaN stays (quiet) NaN. */
 function numberToBF16Bits(value: number): number {
@@ -417,7 +370,7 @@ function decodeTensor(bytes: Uint8Array, dataStart: number, e: Entry): Tensor {
     }
     case 'F16': {
       const out = new Float32Array(n);
-      const table = getF16Table();
+      const table = f16Table32();
       for (let i = 0; i < n; i++) out[i] = table[dv.getUint16(i * 2, true)];
       return new Tensor(out, e.shape, 'float32');
     }
@@ -501,6 +454,7 @@ const ALLOWED_WRITE: Record<Tensor['dtype'], readonly WriteDType[]> = {
   bool: ['BOOL', 'U8'],
   uint8: ['U8'],
   int8: ['I8'],
+  float16: ['F16'],
   // A q4 tensor is packed bytes: written as its int8 values or by a quantized writer, never raw.
   q4: [],
 };
@@ -511,6 +465,7 @@ const DEFAULT_WRITE: Record<Tensor['dtype'], WriteDType> = {
   bool: 'BOOL',
   uint8: 'U8',
   int8: 'I8',
+  float16: 'F16',
   q4: 'U8',
 };
 
@@ -621,7 +576,9 @@ function encodeTensor(out: Uint8Array, dv: DataView, at: number, p: Planned): vo
       else for (let i = 0; i < n; i++) dv.setInt32(at + i * 4, data[i], true);
       return;
     case 'F16':
-      for (let i = 0; i < n; i++) dv.setUint16(at + i * 2, numberToF16Bits(data[i]), true);
+      // A float16 tensor holds the bits already (q4 scales); float32 values are rounded to nearest even.
+      if (p.tensor.dtype === 'float16') for (let i = 0; i < n; i++) dv.setUint16(at + i * 2, data[i], true);
+      else for (let i = 0; i < n; i++) dv.setUint16(at + i * 2, numberToF16Bits(data[i]), true);
       return;
     case 'BF16':
       for (let i = 0; i < n; i++) dv.setUint16(at + i * 2, numberToBF16Bits(data[i]), true);

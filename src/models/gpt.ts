@@ -33,6 +33,7 @@ import { Module, ModuleList } from '../nn/module.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { upload } from '../ops/util.ts';
+import type { QuantDType } from '../ops/matmul.ts';
 import { noGrad } from '../autograd/grad-mode.ts';
 import type { GPTActivation, GPTConfig } from './gpt-config.ts';
 import { copyHfTensor, gptConfigFromHf, planHfGpt2Load } from './hf/gpt2.ts';
@@ -436,6 +437,16 @@ export class GPT extends Module {
       pos = F.narrow(this.pe!, 0, offset, T); // rows offset..offset+T-1 of the table, on its device
     }
     return this.drop.forward(F.add(this.wte.forward(ids), pos));
+  }
+
+  /**
+   * quantize()'s tables when not told: q4 in a q4 Llama-family model (RMS norms) whose head is tied (SmolLM2,
+   * Llama 3.2 1B): there the table is also the output projection, the largest matrix of a small model, and q4
+   * like every other weight (4.5 bits a weight in all: issue 58); else int8 (GPT-2-style models, as
+   * records/quantized measured them; an untied model's table is only gathered).
+   */
+  protected override defaultTables(dtype: QuantDType): QuantDType | 'float32' {
+    return dtype === 'q4' && this.lmHead === null && this.config.norm === 'rms' ? 'q4' : 'int8';
   }
 
   /** Logits over the vocabulary: h·wteᵀ with the tied matrix, else lm_head. */

@@ -11,6 +11,7 @@ import type { Module } from '../nn/module.ts';
 import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { SCALE_SUFFIX } from '../tensor/quantize.ts';
+import { exactHalves } from '../tensor/half.ts';
 import { dequantizeWeight, Q4_BLOCK, type QuantDType } from '../ops/matmul.ts';
 
 /** A config field whose value is one dimension of one tensor (e.g. dModel = embedding.weight's columns). */
@@ -153,9 +154,11 @@ export function loadWeights(
 }
 
 /**
- * `stored` as `model` takes it, without dequantizing. A quantized weight in a file is `NAME` with a float32
+ * `stored` as `model` takes it, without dequantizing. A quantized weight in a file is `NAME` with a float
  * `NAME_scale` beside it: int8 values (I8, read as int8, or as int32 by a reader that widens) with scales
- * (rows, 1), or q4 values packed two a byte (U8 (rows, cols/2), read as uint8) with scales (rows, cols/32).
+ * (rows, 1), or q4 values packed two a byte (U8 (rows, cols/2), read as uint8) with scales (rows, cols/32):
+ * F16 as qkv writes them (4.5 bits a weight), held as float16; F32 as older qkv wrote them, held as float16
+ * where every one is a half exactly (the same values, so the same results), else as float32.
  * The layer of `model` that owns `NAME` is quantized to that dtype first (zero values, loaded next) where
  * it can hold a quantized weight (nn.Linear, attention's in_proj, nn.Embedding: Module.quantizeOwn); a
  * quantized tensor that no such layer owns comes back float32 (q·s), as every quantized tensor used to.
@@ -179,7 +182,12 @@ export function quantizedAsStored(model: Module, stored: Record<string, Tensor>)
     const owner = modules.get(dot < 0 ? '' : name.slice(0, dot));
     const before = model.stateDict()[name];
     if (owner && before?.dtype === 'float32' && shapeToString(before.shape) === shapeToString(values.shape))
-      owner.quantizeOwn({ dtype: values.dtype as QuantDType, tables: values.dtype as QuantDType, empty: true });
+      owner.quantizeOwn({
+        dtype: values.dtype as QuantDType,
+        tables: values.dtype as QuantDType,
+        empty: true,
+        q4Scales: scale.dtype === 'float16' ? 'float16' : 'float32',
+      });
     const own = model.stateDict();
     if (own[name]?.dtype === values.dtype && Object.hasOwn(own, name + SCALE_SUFFIX)) {
       out[name] = values;
@@ -219,7 +227,13 @@ function quantizedPair(name: string, stored: Tensor, scale: Tensor): { values: T
         `quantized weight '${name}': scale ${s[i]} at index ${i} of '${scaleName}' ` +
           '(expected a finite scale >= 0): the file is corrupt',
       );
-  if (q4) return { values: new Tensor(new Uint8Array(stored.dataSync<Uint8Array>()), [rows, cols], 'q4'), scale };
+  if (q4) {
+    const halves = exactHalves(s);
+    return {
+      values: new Tensor(new Uint8Array(stored.dataSync<Uint8Array>()), [rows, cols], 'q4'),
+      scale: halves ? new Tensor(halves, want, 'float16') : scale,
+    };
+  }
   const v = stored.dataSync<Int8Array | Int32Array>();
   for (let i = 0; i < v.length; i++)
     // −128 too: qkv's quantizers write −127..127, but every kernel computes −128 exactly (issue 61).

@@ -8,20 +8,34 @@ import type { QuantDType } from '../ops/index.ts';
 export interface QuantizeOptions {
   /** nn.Linear weights and attention's packed input projection: 'int8' or 'q4'. */
   dtype: QuantDType;
-  /** nn.Embedding tables, which tied output projections read too: 'int8' (default), 'q4', or 'float32' (kept). */
+  /**
+   * nn.Embedding tables, which tied output projections read too: 'int8', 'q4', or 'float32' (kept). Default: the
+   * model's choice (Module.defaultTables): int8, but q4 in a q4 Llama-family GPT whose head is tied.
+   */
   tables?: QuantDType | 'float32';
   /** Leave the quantized values zero instead of quantizing the float weights: for a model about to be loaded. */
   empty?: boolean;
+  /**
+   * How q4 scales are held: 'float16' (default; llama.cpp's Q4_0, 4.5 bits a weight), or 'float32' (the scales
+   * of a q4 file written by older qkv, which loading keeps as stored).
+   */
+  q4Scales?: 'float16' | 'float32';
 }
 
 /** `options` with the defaults filled in, or a one-line error naming the option. */
-function checkQuantizeOptions(options: QuantizeOptions): Required<QuantizeOptions> {
+function checkQuantizeOptions(
+  options: QuantizeOptions,
+  defaultTables: (dtype: QuantDType) => QuantDType | 'float32',
+): Required<QuantizeOptions> {
   const dtype = options?.dtype;
   if (dtype !== 'int8' && dtype !== 'q4') throw new Error(`quantize: dtype must be 'int8' or 'q4', got ${show(dtype)}`);
-  const tables = options.tables ?? 'int8';
+  const tables = options.tables ?? defaultTables(dtype);
   if (tables !== 'int8' && tables !== 'q4' && tables !== 'float32')
     throw new Error(`quantize: tables must be 'int8', 'q4' or 'float32', got ${show(tables)}`);
-  return { dtype, tables, empty: options.empty ?? false };
+  const q4Scales = options.q4Scales ?? 'float16';
+  if (q4Scales !== 'float16' && q4Scales !== 'float32')
+    throw new Error(`quantize: q4Scales must be 'float16' or 'float32', got ${show(q4Scales)}`);
+  return { dtype, tables, empty: options.empty ?? false, q4Scales };
 }
 
 const show = (v: unknown): string => (typeof v === 'string' ? `'${v}'` : String(v));
@@ -164,14 +178,15 @@ export class Module {
 
   /**
    * Quantize, in place and for inference, the weights of every layer of the tree that can hold quantized ones:
-   * nn.Linear and attention's packed input projection in `dtype` (`int8`, a scale per row, or `q4`, a scale
-   * per block of 32), nn.Embedding tables (and so the tied output projections that read them) in `tables`
-   * (default `int8`). Each keeps the pair of values and float32 scales as the buffers `NAME` and `NAME_scale`
-   * (the names and layout `qkv export --dtype int8|q4` writes) and drops the float weight, which is no longer
-   * a parameter. LayerNorm weights and biases stay float32. A quantized layer passes no gradient. Returns this.
+   * nn.Linear and attention's packed input projection in `dtype` (`int8`, a float32 scale per row, or `q4`, a
+   * float16 scale per block of 32), nn.Embedding tables (and so the tied output projections that read them) in
+   * `tables` (default {@link defaultTables}: int8 unless the model says otherwise). Each keeps the pair of
+   * values and scales as the buffers `NAME` and `NAME_scale` (the names and layout `qkv export --dtype int8|q4`
+   * writes) and drops the float weight, which is no longer a parameter. LayerNorm weights and biases stay
+   * float32. A quantized layer passes no gradient. Returns this.
    */
   quantize(options: QuantizeOptions): this {
-    const o = checkQuantizeOptions(options);
+    const o = checkQuantizeOptions(options, (dtype) => this.defaultTables(dtype));
     for (const [name, m] of this.namedModules()) {
       try {
         m.quantizeOwn(o);
@@ -180,6 +195,15 @@ export class Module {
       }
     }
     return this;
+  }
+
+  /**
+   * The dtype {@link quantize} gives this tree's nn.Embedding tables when not told (`tables`): int8 (the part of
+   * a small model whose rounding moves the next-token distribution most: docs/quantized.md); a model may choose
+   * otherwise (models/gpt.ts: q4 where a Llama-family head is tied).
+   */
+  protected defaultTables(_dtype: QuantDType): QuantDType | 'float32' {
+    return 'int8';
   }
 
   /**

@@ -1,13 +1,14 @@
 import { record } from '../autograd/engine.ts';
 import { broadcastShapes, shapeToString, sizeOf, stridesOf } from '../tensor/shape.ts';
-import type { I8, Q4 } from '../backend/backend.ts';
+import type { Backend, F16, F32, I8, Q4 } from '../backend/backend.ts';
 import { embeddingInt8, embeddingQ4, Q4_BLOCK, quantizeInt8, quantizeQ4 } from '../backend/js/quantized.ts';
 
 export { Q4_BLOCK };
 import { Tensor } from '../tensor/tensor.ts';
+import { halvesToFloat32 } from '../tensor/half.ts';
 import { sumToShape } from './reduce.ts';
 import { narrow } from './shape.ts';
-import { empty, f32, i32, K, st, upload, zerosF } from './util.ts';
+import { empty, f32, i32, K, onDevice, st, upload, zerosF } from './util.ts';
 
 /**
  * C = A·B for the last two dims, broadcasting the batch dims (torch.matmul for rank >= 2; a 1-D
@@ -248,19 +249,39 @@ export type QuantDType = 'int8' | 'q4';
 export interface QuantizedWeight {
   /** int8 or q4 values, (out, in). */
   values: Tensor;
-  /** float32 scales, (out, blocks): (out, 1) for int8 (tensor/quantize.ts's layout), (out, in/32) for q4. */
+  /**
+   * The scales, (out, blocks): float32 (out, 1) for int8 (tensor/quantize.ts's layout); (out, in/32) for q4,
+   * float16 (as quantizeWeight makes them; llama.cpp's Q4_0) or float32 (as older qkv wrote q4 files).
+   */
   scale: Tensor;
+}
+
+/** The storage of a quantized pair's scales: float32, or for q4 values float16 too; else an error naming op. */
+function scaleStorage(op: string, values: Tensor, scale: Tensor, k: Backend): F32 | F16 {
+  if (values.dtype === 'q4' && scale instanceof Tensor && scale.dtype === 'float16') {
+    onDevice(scale, k, op, 'scale');
+    return scale.storage as F16;
+  }
+  if (values.dtype === 'q4' && scale instanceof Tensor && scale.dtype !== 'float32')
+    throw new Error(`${op}: scale of q4 values must be float16 or float32, got ${scale.dtype}`);
+  return f32(scale, op, 'scale', k);
 }
 
 /**
  * A float32 weight (out, in) quantized on the host, as {@link linearQuantized} takes it: `values` int8 with
  * one float32 `scale` per output row (max|row|/127; shape (out, 1)), or q4 (in a multiple of 32) with one
- * scale per block of 32 along `in`, shape (out, in/32) (max|block|/7, values −7..7); q = w/scale rounded half
- * to even, as tensor/quantize.ts (`qkv export --dtype int8`) rounds (src/backend/js/quantized.ts). Reads
+ * float16 scale per block of 32 along `in`, shape (out, in/32) (max|block|/7 rounded to float16, values −7..7
+ * against that rounded scale: 4.5 bits a weight, llama.cpp's Q4_0); q = w/scale rounded half to even, as
+ * tensor/quantize.ts (`qkv export --dtype int8`) rounds (src/backend/js/quantized.ts). Reads
  * the weight with dataSync (devices that read synchronously). With `empty`, the pair is made zero-filled
- * without reading the weight: for a model whose quantized values are about to be loaded.
+ * without reading the weight: for a model whose quantized values are about to be loaded. With `q4Scales`
+ * 'float32', q4 scales are held as float32 (the halves widened; the layout of q4 files of older qkv).
  */
-export function quantizeWeight(weight: Tensor, dtype: QuantDType, options: { empty?: boolean } = {}): QuantizedWeight {
+export function quantizeWeight(
+  weight: Tensor,
+  dtype: QuantDType,
+  options: { empty?: boolean; q4Scales?: 'float16' | 'float32' } = {},
+): QuantizedWeight {
   f32(weight, 'quantizeWeight', 'weight');
   if (weight.ndim !== 2)
     throw new Error(`quantizeWeight: weight must be 2-D (out, in), got shape ${shapeToString(weight.shape)}`);
@@ -271,32 +292,33 @@ export function quantizeWeight(weight: Tensor, dtype: QuantDType, options: { emp
   const scaleShape = [outF, dtype === 'int8' ? 1 : inF / Q4_BLOCK];
   const d = weight.device;
   const vs = d.alloc(dtype, outF * inF, { persistent: true });
-  const ss = d.alloc('float32', outF * scaleShape[1], { persistent: true });
+  const scaleDType = dtype === 'int8' || options.q4Scales === 'float32' ? 'float32' : 'float16';
+  const ss = d.alloc(scaleDType, outF * scaleShape[1], { persistent: true });
   if (!options.empty) {
     const w = weight.dataSync() as Float32Array;
     const { q, scale } = dtype === 'int8' ? quantizeInt8(w, outF, inF) : quantizeQ4(w, outF, inF);
     d.write(vs, dtype, q);
-    d.write(ss, 'float32', scale);
+    d.write(ss, scaleDType, scale instanceof Uint16Array && scaleDType === 'float32' ? halvesToFloat32(scale) : scale);
   }
   return {
     values: Tensor.fromStorage(d, vs, [outF, inF], dtype),
-    scale: Tensor.fromStorage(d, ss, scaleShape, 'float32'),
+    scale: Tensor.fromStorage(d, ss, scaleShape, scaleDType),
   };
 }
 
 /**
  * y = x·Wᵀ + b with W a quantized pair (see {@link quantizeWeight}): `values` int8 (out, in) with `scale`
- * (out, 1), or q4 (out, in) with `scale` (out, in/32). x's rows are quantized to int8 on the fly, products
- * summed in int32 (kernels linearInt8, linearQ4). Inference only: it records no gradient.
+ * (out, 1), or q4 (out, in) with `scale` (out, in/32), float16 or float32. x's rows are quantized to int8 on
+ * the fly, products summed in int32 (kernels linearInt8, linearQ4). Inference only: it records no gradient.
  */
 export function linearQuantized(x: Tensor, values: Tensor, scale: Tensor, bias?: Tensor | null): Tensor {
   const xd = f32(x, 'linearQuantized', 'input');
-  const sd = f32(scale, 'linearQuantized', 'scale');
   const k = K(values);
   if (values.ndim !== 2 || (values.dtype !== 'int8' && values.dtype !== 'q4'))
     throw new Error(
       `linearQuantized: values must be 2-D int8 or q4 (out, in), got ${values.dtype} ${shapeToString(values.shape)}`,
     );
+  const sd = scaleStorage('linearQuantized', values, scale, k);
   const [outF, inF] = values.shape;
   const scaleShape = [outF, values.dtype === 'int8' ? 1 : inF / Q4_BLOCK];
   if (shapeToString(scale.shape) !== shapeToString(scaleShape))
@@ -311,7 +333,7 @@ export function linearQuantized(x: Tensor, values: Tensor, scale: Tensor, bias?:
   const bd = bias ? f32(bias, 'linearQuantized', 'bias') : null;
   const rows = x.size / inF;
   const out = empty([...x.shape.slice(0, -1), outF]);
-  if (values.dtype === 'int8') k.linearInt8(xd, values.storage as I8, sd, bd, st(out), rows, inF, outF);
+  if (values.dtype === 'int8') k.linearInt8(xd, values.storage as I8, sd as F32, bd, st(out), rows, inF, outF);
   else k.linearQ4(xd, values.storage as Q4, sd, bd, st(out), rows, inF, outF);
   return out;
 }
@@ -321,11 +343,14 @@ function scaleShapeOf(values: Tensor): number[] {
   return [values.shape[0], values.dtype === 'int8' ? 1 : values.shape[1] / Q4_BLOCK];
 }
 
-/** Throws unless `values`/`scale` are a quantized pair (int8 or q4 (rows, cols), float32 scales of its shape). */
+/**
+ * Throws unless `values`/`scale` are a quantized pair (int8 or q4 (rows, cols), scales of its shape: float32,
+ * or float16 for q4).
+ */
 function checkPair(op: string, values: Tensor, scale: Tensor): void {
   if (values.ndim !== 2 || (values.dtype !== 'int8' && values.dtype !== 'q4'))
     throw new Error(`${op}: values must be 2-D int8 or q4, got ${values.dtype} ${shapeToString(values.shape)}`);
-  f32(scale, op, 'scale');
+  scaleStorage(op, values, scale, K(values));
   if (shapeToString(scale.shape) !== shapeToString(scaleShapeOf(values)))
     throw new Error(
       `${op}: scale of ${values.dtype} values ${shapeToString(values.shape)} must have shape ` +
@@ -362,7 +387,7 @@ export function embeddingQuantized(ids: Tensor, values: Tensor, scale: Tensor): 
   checkPair('embeddingQuantized', values, scale);
   if (ids.dtype !== 'int32') throw new Error(`embeddingQuantized: input ids must be int32, got ${ids.dtype}`);
   const k = K(values);
-  const sd = f32(scale, 'embeddingQuantized', 'scale', k);
+  const sd = scaleStorage('embeddingQuantized', values, scale, k);
   const idd = i32(ids, 'embeddingQuantized', 'input', k);
   const [num, dim] = values.shape;
   if (ids.device.readSync) {
@@ -372,7 +397,7 @@ export function embeddingQuantized(ids: Tensor, values: Tensor, scale: Tensor): 
         throw new Error(`embeddingQuantized: index ${id[i]} at position ${i} is out of range for ${num} embeddings`);
   }
   const out = empty([...ids.shape, dim], k);
-  if (values.dtype === 'int8') k.embeddingInt8(values.storage as I8, sd, idd, st(out), dim);
+  if (values.dtype === 'int8') k.embeddingInt8(values.storage as I8, sd as F32, idd, st(out), dim);
   else k.embeddingQ4(values.storage as Q4, sd, idd, st(out), dim);
   return out;
 }
@@ -386,8 +411,8 @@ export function dequantizeWeight(values: Tensor, scale: Tensor): Tensor {
   const [rows, cols] = values.shape;
   const every = Int32Array.from({ length: rows }, (_, i) => i);
   const out = new Float32Array(rows * cols);
-  const s = scale.dataSync<Float32Array>();
-  if (values.dtype === 'int8') embeddingInt8(values.dataSync<Int8Array>(), s, every, out, cols);
+  const s = scale.dataSync<Float32Array | Uint16Array>();
+  if (values.dtype === 'int8') embeddingInt8(values.dataSync<Int8Array>(), s as Float32Array, every, out, cols);
   else embeddingQ4(values.dataSync<Uint8Array>(), s, every, out, cols);
   return upload(out, [rows, cols]);
 }

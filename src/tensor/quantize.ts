@@ -127,11 +127,12 @@ export function dequantizeInt8(tensors: Record<string, Tensor>): Record<string, 
 }
 
 /**
- * A quantized model's state dict (`module.quantize()`: int8 and q4 values with float32 `NAME_scale` beside
- * them) as a safetensors file holds it: int8 values as I8; q4 values, which safetensors has no dtype for, as
- * their packed bytes, U8 of shape [rows, cols/2] (element 2i of a row in the low nibble of byte i, two's
- * complement), beside scales [rows, cols/32]; the scales F32, other float tensors `rest` (F16 by default).
- * Returns the tensors and the dtype record for `writeSafetensors`.
+ * A quantized model's state dict (`module.quantize()`: int8 and q4 values with `NAME_scale` beside them) as a
+ * safetensors file holds it: int8 values as I8 beside F32 scales [rows, 1]; q4 values, which safetensors has
+ * no dtype for, as their packed bytes, U8 of shape [rows, cols/2] (element 2i of a row in the low nibble of
+ * byte i, two's complement), beside scales [rows, cols/32], F16 (their bits as held: 4.5 bits a weight,
+ * llama.cpp's Q4_0) or F32 where the model holds float32 ones (a q4 file of older qkv, loaded); other float
+ * tensors `rest` (F16 by default). Returns the tensors and the dtype record for `writeSafetensors`.
  */
 export function quantizedForFile(
   weights: Record<string, Tensor>,
@@ -150,6 +151,7 @@ export function quantizedForFile(
     } else {
       tensors[name] = t;
       if (t.dtype === 'int8') dtype[name] = 'I8';
+      else if (t.dtype === 'float16') dtype[name] = 'F16';
       else if (t.dtype === 'float32')
         dtype[name] =
           Object.hasOwn(weights, name.slice(0, -SCALE_SUFFIX.length)) && name.endsWith(SCALE_SUFFIX)
@@ -164,4 +166,4 @@ export function quantizedForFile(
 export const QUANTIZED_METADATA =
   'NAME with NAME_scale beside it is quantized: int8 (I8) rows times NAME_scale [rows, 1], or q4 packed ' +
   'two a byte (U8 [rows, cols/2], element 2i in the low nibble, signed) times NAME_scale [rows, cols/32] ' +
-  '(a scale per block of 32 in a row)';
+  '(a scale per block of 32 in a row, F16; F32 in files of older qkv)';

@@ -11,13 +11,17 @@
 
 /**
  * A tensor's element type: `float32` values, `int32` ids, `bool` masks (one byte, 0 or 1), the byte dtypes
- * `uint8` and `int8`, and `q4`: signed 4-bit integers (−8..7) packed two to a byte, element 2i in the low
- * nibble of byte i. A quantized weight is a pair of tensors (its int8/q4 values and float32 scales), not a
- * dtype of its own: see docs/design-backends.md.
+ * `uint8` and `int8`, `q4`: signed 4-bit integers (−8..7) packed two to a byte, element 2i in the low
+ * nibble of byte i, and `float16`: IEEE half-precision values held as their bits (a q4 weight's scales; no
+ * op computes on them). A quantized weight is a pair of tensors (its int8/q4 values and float32 or float16
+ * scales), not a dtype of its own: see docs/design-backends.md.
  */
-export type DType = 'float32' | 'int32' | 'bool' | 'uint8' | 'int8' | 'q4';
-/** The host arrays of the dtypes: Float32Array, Int32Array, Uint8Array (bool, uint8, q4 packed), Int8Array. */
-export type TypedData = Float32Array | Int32Array | Uint8Array | Int8Array;
+export type DType = 'float32' | 'int32' | 'bool' | 'uint8' | 'int8' | 'q4' | 'float16';
+/**
+ * The host arrays of the dtypes: Float32Array, Int32Array, Uint8Array (bool, uint8, q4 packed), Int8Array,
+ * Uint16Array (float16's bits).
+ */
+export type TypedData = Float32Array | Int32Array | Uint8Array | Int8Array | Uint16Array;
 
 declare const storageBrand: unique symbol;
 /**
@@ -102,6 +106,8 @@ export function hostArray(dtype: DType, n: number): TypedData {
       return new Uint8Array(n);
     case 'q4':
       return new Uint8Array(storageLength('q4', n));
+    case 'float16':
+      return new Uint16Array(n);
   }
 }
 
@@ -114,6 +120,8 @@ export function hostArrayFits(dtype: DType, data: TypedData): boolean {
       return data instanceof Int32Array;
     case 'int8':
       return data instanceof Int8Array;
+    case 'float16':
+      return data instanceof Uint16Array;
     default:
       return data instanceof Uint8Array;
   }
@@ -132,8 +140,11 @@ export function hostDevice(
   extra: Pick<Device, 'scoped' | 'isPersistent'> & {
     /** Where long-lived float32 storage goes (the wasm backend: its memory). */
     persistentFloat32?: (n: number) => Float32Array;
-    /** Where long-lived int8 and q4 storage (quantized weights) goes: zeroed bytes, as the dtype's array. */
-    persistentBytes?: (dtype: 'int8' | 'q4', bytes: number) => Int8Array | Uint8Array;
+    /**
+     * Where long-lived int8, q4 and float16 storage (quantized weights and their half scales) goes: zeroed
+     * bytes, as the dtype's array.
+     */
+    persistentBytes?: (dtype: 'int8' | 'q4' | 'float16', bytes: number) => Int8Array | Uint8Array | Uint16Array;
   } = {},
 ): Device {
   const { persistentFloat32, persistentBytes, ...rest } = extra;
@@ -143,6 +154,7 @@ export function hostDevice(
       if (dtype === 'float32' && options?.persistent && persistentFloat32) return persistentFloat32(n) as never;
       if ((dtype === 'int8' || dtype === 'q4') && options?.persistent && persistentBytes)
         return persistentBytes(dtype, storageLength(dtype, n)) as never;
+      if (dtype === 'float16' && options?.persistent && persistentBytes) return persistentBytes(dtype, 2 * n) as never;
       return hostArray(dtype, n) as never;
     },
     fromHost: (values) => values as never,

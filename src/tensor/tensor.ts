@@ -266,6 +266,7 @@ export function dtypeOfData(data: TypedData): DType {
   if (data instanceof Int32Array) return 'int32';
   if (data instanceof Uint8Array) return 'bool';
   if (data instanceof Int8Array) return 'int8';
+  if (data instanceof Uint16Array) return 'float16';
   throw new Error(`Tensor: unsupported storage ${(data as object).constructor.name}`);
 }
 

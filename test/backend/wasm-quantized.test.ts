@@ -30,6 +30,7 @@ import {
   roundHalfEven,
 } from '../../src/backend/js/quantized.ts';
 import { setWasmVariant } from '../../src/backend/wasm/loader.ts';
+import { alloc } from '../../src/backend/wasm/memory.ts';
 import { randomSource, sameBits, variants, w } from './twins.ts';
 
 const jsBackend = hostBackend(jsB);
@@ -55,17 +56,43 @@ function quantRow(x: Float32Array): { q: number[]; sx: number } {
   return { q: Array.from(x, (v) => rhe(Math.fround(v * inv))), sx: Math.fround(amax / 127) };
 }
 
+/** Half-precision bits as a number, written out from IEEE 754's definition (not the library's table). */
+function half(h: number): number {
+  const e = (h >> 10) & 31;
+  const m = h & 1023;
+  const v = e === 0 ? (m / 1024) * 2 ** -14 : (1 + m / 1024) * 2 ** (e - 15);
+  return h & 0x8000 ? -v : v;
+}
+
+/**
+ * Random float16 scales (their bits) of magnitude about 2^-15..2^-4, subnormal halves (below 2^-14) and zeros
+ * among them; never infinite or NaN (the loader refuses those).
+ */
+const halfScales = (n: number) =>
+  Uint16Array.from({ length: n }, (_, i) =>
+    i % 17 === 5 ? 0 : i % 7 === 3 ? Math.floor(rand() * 1024) : 0x0400 + Math.floor(rand() * 0x2c00),
+  );
+
+/** A Uint16Array in wasm memory, holding a's values. */
+function w16(a: Uint16Array): Uint16Array {
+  const block = alloc(Math.ceil(a.length / 2));
+  const v = new Uint16Array(block.buffer, block.byteOffset, a.length);
+  v.set(a);
+  return v;
+}
+
 /** Element (o, i) of a weight as its integer and its scale. */
 type Weight = (o: number, i: number) => { q: number; s: number };
 const int8Weight =
   (wq: Int8Array, scale: Float32Array, inF: number): Weight =>
   (o, i) => ({ q: wq[o * inF + i]!, s: scale[o]! });
 const q4Weight =
-  (wq: Uint8Array, scale: Float32Array, inF: number): Weight =>
+  (wq: Uint8Array, scale: Float32Array | Uint16Array, inF: number): Weight =>
   (o, i) => {
     const e = o * inF + i;
     const nib = e % 2 === 0 ? wq[e >> 1]! & 15 : wq[e >> 1]! >> 4;
-    return { q: nib >= 8 ? nib - 16 : nib, s: scale[(o * inF + i) >> 5]! };
+    const k = (o * inF + i) >> 5;
+    return { q: nib >= 8 ? nib - 16 : nib, s: scale instanceof Uint16Array ? half(scale[k]!) : scale[k]! };
   };
 
 /** The twin's output checked against its definition in float64, within its float32 roundings. */
@@ -242,7 +269,10 @@ test('a row of zeros gives the bias exactly; linearQ4 refuses inF not a multiple
     be.linearQ4(x, q, scale, bias, out, 2, 32, 3);
     sameBits(out.subarray(0, 3), bias, `${be.name} zero row`);
     assert.throws(() => be.linearQ4(x, q, scale, bias, out, 1, 48, 1), /linearQ4: inF 48 is not a multiple of 32/);
-    assert.throws(() => be.linearInt8(x, new Int8Array(5), scale, null, out, 1, 32, 3), /linearInt8: wq has 5/);
+    assert.throws(
+      () => be.linearInt8(x, new Int8Array(5), new Float32Array(3), null, out, 1, 32, 3),
+      /linearInt8: wq has 5/,
+    );
   }
 });
 
@@ -270,15 +300,20 @@ for (const variant of variants) {
       }
       for (const [rows, inF, outF] of [...Q4_SHAPES, ...THREADED]) {
         for (const withBias of [true, false]) {
-          const x = place(randn(rows * inF, 3));
-          const q = q4Bytes((outF * inF) / 2);
-          const scale = place(randn((outF * inF) / 32, 0.01));
-          const bias = withBias ? place(randn(outF)) : null;
-          const oj = new Float32Array(rows * outF).fill(NaN);
-          const ow = place(new Float32Array(rows * outF).fill(NaN));
-          jsBackend.linearQ4(x, q, scale, bias, oj, rows, inF, outF);
-          wasmBackend.linearQ4(x, q, scale, bias, ow, rows, inF, outF);
-          sameBits(ow, oj, `q4 ${rows}x${inF}x${outF} bias ${withBias} in wasm memory ${inWasm}`);
+          // float16 scales (as qkv quantizes) and float32 ones (q4 files of older qkv).
+          for (const scales of ['float16', 'float32']) {
+            const x = place(randn(rows * inF, 3));
+            const q = q4Bytes((outF * inF) / 2);
+            const n = (outF * inF) / 32;
+            const scale = scales === 'float16' ? (inWasm ? w16(halfScales(n)) : halfScales(n)) : place(randn(n, 0.01));
+            const bias = withBias ? place(randn(outF)) : null;
+            const oj = new Float32Array(rows * outF).fill(NaN);
+            const ow = place(new Float32Array(rows * outF).fill(NaN));
+            jsBackend.linearQ4(x, q, scale, bias, oj, rows, inF, outF);
+            wasmBackend.linearQ4(x, q, scale, bias, ow, rows, inF, outF);
+            const what = `q4 ${rows}x${inF}x${outF} ${scales} scales bias ${withBias} in wasm memory ${inWasm}`;
+            sameBits(ow, oj, what);
+          }
         }
       }
     }
@@ -306,17 +341,21 @@ for (const variant of variants) {
       }
     // Threaded (over 2²² flops): two ranges of 551 outputs, the second starting at 551.
     cases.push(['int8', 1, 2048, 1102], ['q4', 1, 2048, 1102], ['int8', 2, 2048, 1103], ['q4', 3, 1024, 1105]);
-    for (const [kind, rows, inF, outF] of cases) {
+    for (const [c, [kind, rows, inF, outF]] of cases.entries()) {
       const x = randn(rows * inF, 3);
       const bias = randn(outF);
       const q = kind === 'int8' ? int8Values(outF * inF) : q4Bytes((outF * inF) / 2);
-      const scale = randn(kind === 'int8' ? outF : (outF * inF) / 32, 0.01);
+      // q4: float16 scales in every other case (each row's own halves), float32 in the others.
+      const scale =
+        kind === 'q4' && c % 2 === 0
+          ? halfScales((outF * inF) / 32)
+          : randn(kind === 'int8' ? outF : (outF * inF) / 32, 0.01);
       const oj = new Float32Array(rows * outF).fill(NaN);
       const ow = new Float32Array(rows * outF).fill(NaN);
       const what = `${kind} ${rows}x${inF}x${outF}`;
       if (kind === 'int8') {
-        jsBackend.linearInt8(x, q as Int8Array, scale, bias, oj, rows, inF, outF);
-        wasmBackend.linearInt8(x, q as Int8Array, scale, bias, ow, rows, inF, outF);
+        jsBackend.linearInt8(x, q as Int8Array, scale as Float32Array, bias, oj, rows, inF, outF);
+        wasmBackend.linearInt8(x, q as Int8Array, scale as Float32Array, bias, ow, rows, inF, outF);
       } else {
         jsBackend.linearQ4(x, q as Uint8Array, scale, bias, oj, rows, inF, outF);
         wasmBackend.linearQ4(x, q as Uint8Array, scale, bias, ow, rows, inF, outF);

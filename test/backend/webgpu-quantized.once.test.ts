@@ -5,11 +5,13 @@
  * float32 quantized by the twin's own quantizers (quantizeInt8, quantizeQ4, which ops/matmul.ts's
  * quantizeWeight calls), uploaded packed as the device keeps them; rows 1 to 8 take the GEMV kernels,
  * more the tiled ones. Edge rows: zeros, values whose 127/max|x| overflows float32, exact halves (ties of
- * the rounding), and sums past 2^24 (rounded when they become float32).
+ * the rounding), and sums past 2^24 (rounded when they become float32). q4 scales both ways: float16 as the
+ * quantizer makes them (two a word on the device, subnormal halves included), and float32 ones (q4 files of
+ * qkv before float16 scales), arbitrary floats.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { F32, I32, I8, Q4 } from '../../src/backend/backend.ts';
+import type { F16, F32, I32, I8, Q4 } from '../../src/backend/backend.ts';
 import {
   embeddingInt8 as jsEmbeddingInt8,
   embeddingQ4 as jsEmbeddingQ4,
@@ -21,6 +23,7 @@ import {
 import { u } from '../../src/backend/webgpu/context.ts';
 import { buf } from '../../src/backend/webgpu/device.ts';
 import { DIV_RN, I2F, embeddingInt8, embeddingQ4, linearInt8, linearQ4 } from '../../src/backend/webgpu/quantized.ts';
+import { halvesToFloat32 } from '../../src/tensor/half.ts';
 import { rng } from '../helpers/random.ts';
 import { ctx, down, out, sameBits, up } from './webgpu-twins.ts';
 
@@ -28,6 +31,18 @@ const rand = rng(4949);
 const randomArray = (n: number, lo = -1, hi = 1) => Float32Array.from({ length: n }, () => lo + rand() * (hi - lo));
 
 type Kind = 'int8' | 'q4';
+
+/** q4 scales as uploaded: the quantizer's halves (float16), or float32 ones that are no halves. */
+type Scales = 'float16' | 'float32';
+
+/** The quantizer's half scales, or float32 scales near them that are not halves (the js twin's input). */
+function q4Scales(halves: Uint16Array, scales: Scales): Uint16Array | Float32Array {
+  if (scales === 'float16') return halves;
+  return halvesToFloat32(halves).map((v) => Math.fround(v * (1 + 1e-4 * rand())));
+}
+
+/** Scales on the device, as their dtype. */
+const upScales = (s: Uint16Array | Float32Array) => (s instanceof Uint16Array ? up(s, 'float16') : up(s)) as F16 | F32;
 
 /** Both kernels on x (rows, inF) and a random weight (outF, inF), compared bit for bit. */
 async function check(
@@ -39,6 +54,7 @@ async function check(
   withBias: boolean,
   what: string,
   w = randomArray(outF * inF),
+  scales: Scales = 'float16',
 ): Promise<void> {
   const bias = withBias ? randomArray(outF) : null;
   const init = randomArray(rows * outF + 2);
@@ -50,12 +66,13 @@ async function check(
     const gb = bias ? (up(bias) as F32) : null;
     linearInt8(up(x) as F32, up(q, 'int8') as I8, up(scale) as F32, gb, gpuOut as F32, rows, inF, outF);
   } else {
-    const { q, scale } = quantizeQ4(w, outF, inF);
+    const { q, scale: halves } = quantizeQ4(w, outF, inF);
+    const scale = q4Scales(halves, scales);
     jsQ4(x, q, scale, bias, expected, rows, inF, outF);
     const gb = bias ? (up(bias) as F32) : null;
-    linearQ4(up(x) as F32, up(q, 'q4') as Q4, up(scale) as F32, gb, gpuOut as F32, rows, inF, outF);
+    linearQ4(up(x) as F32, up(q, 'q4') as Q4, upScales(scale), gb, gpuOut as F32, rows, inF, outF);
   }
-  sameBits(await down(gpuOut, init.length), expected, what);
+  sameBits(await down(gpuOut, init.length), expected, `${what}${kind === 'q4' ? ` (${scales} scales)` : ''}`);
 }
 
 for (const kind of ['int8', 'q4'] as Kind[]) {
@@ -65,7 +82,10 @@ for (const kind of ['int8', 'q4'] as Kind[]) {
         for (const outF of [5, 37, 67]) {
           if (inF === 640 && outF !== 37) continue; // 20 blocks of 32: crosses the GEMV's chunks of 16
           const withBias = (rows + outF) % 2 === 0;
-          await check(kind, randomArray(rows * inF), rows, inF, outF, withBias, `${rows}x${inF}->${outF}`);
+          const what = `${rows}x${inF}->${outF}`;
+          const w = randomArray(outF * inF);
+          await check(kind, randomArray(rows * inF), rows, inF, outF, withBias, what, w);
+          if (kind === 'q4') await check(kind, randomArray(rows * inF), rows, inF, outF, withBias, what, w, 'float32');
         }
   });
 
@@ -90,6 +110,12 @@ for (const kind of ['int8', 'q4'] as Kind[]) {
       const wb = randomArray(5 * big, 0.9, 1);
       await check(kind, xb, r, big, 5, false, `sums past 2^24 x${r}`, wb);
     }
+    // q4: weights so small that their half scales are subnormal (max|w|/7 below 2^-14), widened exactly.
+    if (kind === 'q4')
+      for (const r of [1, 9]) {
+        const tiny = randomArray(7 * inF, -2e-5, 2e-5);
+        await check(kind, randomArray(r * inF), r, inF, 7, true, `subnormal half scales x${r}`, tiny);
+      }
   });
 }
 
@@ -105,12 +131,17 @@ test('no rows or outputs: nothing written; short storage and a bad inF name the 
   const x = up(randomArray(2 * 32)) as F32;
   const { q, scale } = quantizeQ4(randomArray(3 * 32), 3, 32);
   assert.throws(
-    () => linearQ4(x, up(q, 'q4') as Q4, up(scale) as F32, null, up(new Float32Array(5)) as F32, 2, 32, 3),
+    () => linearQ4(x, up(q, 'q4') as Q4, upScales(scale), null, up(new Float32Array(5)) as F32, 2, 32, 3),
     /linearQ4: out has 5 elements, expected at least 6/,
   );
   assert.throws(
-    () => linearQ4(x, up(q, 'q4') as Q4, up(scale) as F32, null, up(new Float32Array(6)) as F32, 2, 30, 3),
+    () => linearQ4(x, up(q, 'q4') as Q4, upScales(scale), null, up(new Float32Array(6)) as F32, 2, 30, 3),
     /linearQ4: inF 30 is not a multiple of 32/,
+  );
+  assert.throws(
+    () =>
+      linearQ4(x, up(q, 'q4') as Q4, upScales(scale.subarray(0, 2)), null, up(new Float32Array(6)) as F32, 2, 32, 3),
+    /linearQ4: wScale has 2 elements, expected at least 3/,
   );
 });
 
@@ -124,7 +155,7 @@ test('quantized tables: rows picked by ids (repeats, first and last row, a zero 
     w.fill(0, dim, 2 * dim); // row 1: zeros (scale 0)
     const ids = Int32Array.from([0, num - 1, 1, 2, 2, num - 1, 0, Math.floor(num / 2)]);
     const init = randomArray(ids.length * dim + 3);
-    for (const kind of dim % 32 === 0 ? ['int8', 'q4'] : ['int8']) {
+    for (const kind of dim % 32 === 0 ? ['int8', 'q4', 'q4-float32'] : ['int8']) {
       const expected = init.slice();
       const gpuOut = out(init);
       if (kind === 'int8') {
@@ -132,9 +163,10 @@ test('quantized tables: rows picked by ids (repeats, first and last row, a zero 
         jsEmbeddingInt8(q, scale, ids, expected, dim);
         embeddingInt8(up(q, 'int8') as I8, up(scale) as F32, up(ids, 'int32') as I32, gpuOut as F32, dim);
       } else {
-        const { q, scale } = quantizeQ4(w, num, dim);
+        const { q, scale: halves } = quantizeQ4(w, num, dim);
+        const scale = q4Scales(halves, kind === 'q4' ? 'float16' : 'float32');
         jsEmbeddingQ4(q, scale, ids, expected, dim);
-        embeddingQ4(up(q, 'q4') as Q4, up(scale) as F32, up(ids, 'int32') as I32, gpuOut as F32, dim);
+        embeddingQ4(up(q, 'q4') as Q4, upScales(scale), up(ids, 'int32') as I32, gpuOut as F32, dim);
       }
       sameBits(await down(gpuOut, init.length), expected, `${kind} table ${num}x${dim}`);
     }

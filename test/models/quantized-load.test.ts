@@ -7,6 +7,8 @@
  * is refused naming the tensor. The explorer's flow (viz/flow) of a quantized model is its forward.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { getBackend, setBackend } from '../../src/backend/backend.ts';
 import { readSafetensors, writeSafetensors } from '../../src/io/safetensors.ts';
@@ -55,6 +57,13 @@ for (const dtype of ['int8', 'q4'] as const) {
     const packed = file['h.0.mlp.c_fc.weight']!;
     assert.equal(packed.dtype, dtype === 'q4' ? 'uint8' : 'int8', 'q4 is stored as its packed bytes (U8)');
     if (dtype === 'q4') assert.deepEqual(packed.shape, [4 * GPT_TINY.nEmbd, GPT_TINY.nEmbd / 2]);
+    // q4 scales are float16 in memory and F16 in the file (4.5 bits a weight); int8's stay float32, F32.
+    const held = source.stateDict()['h.0.mlp.c_fc.weight_scale']!;
+    assert.equal(held.dtype, dtype === 'q4' ? 'float16' : 'float32');
+    assert.equal(
+      quantizedForFile(source.stateDict()).dtype['h.0.mlp.c_fc.weight_scale'],
+      dtype === 'q4' ? 'F16' : 'F32',
+    );
 
     const model = new GPT(GPT_TINY);
     loadWeights(model, file, GPT_TINY, GPT_FIELDS);
@@ -82,6 +91,35 @@ for (const dtype of ['int8', 'q4'] as const) {
     assert.deepEqual(f32(noGrad(() => model.eval().forward(ids))), want);
   });
 }
+
+/**
+ * A q4 file of qkv before float16 scales (test/fixtures/q4-f32-scales, written by commit 145817a: U8 values,
+ * F32 scales, the tables q4 too; scripts/fixtures/make_q4_f32_scales.ts) still loads: its scales stay float32
+ * (they are not halves), and the model's logits on the js backend are the ones that qkv computed, bit for bit.
+ * Written again, the scales stay F32.
+ */
+test('a q4 file of older qkv (F32 scales) loads as it is stored and gives its logits bit for bit', () => {
+  const dir = join(import.meta.dirname, '../fixtures/q4-f32-scales');
+  const file = readSafetensors(readFileSync(join(dir, 'model.safetensors')), { bytes: true }).tensors;
+  const expected = readSafetensors(readFileSync(join(dir, 'expected.safetensors'))).tensors;
+  const model = new GPT(GPT_TINY);
+  loadWeights(model, file, GPT_TINY, GPT_FIELDS);
+  const sd = model.stateDict();
+  for (const k of ['h.0.attn.in_proj_weight', 'h.1.mlp.c_fc.weight', 'wte.weight', 'wpe.weight']) {
+    assert.equal(sd[k]!.dtype, 'q4', k);
+    assert.equal(sd[`${k}_scale`]!.dtype, 'float32', `${k}_scale stays float32`);
+    assert.deepEqual(Array.from(f32(sd[`${k}_scale`]!)), Array.from(f32(file[`${k}_scale`]!)), `${k}_scale`);
+  }
+  assert.equal(quantizedForFile(sd).dtype['wte.weight_scale'], 'F32');
+  const before = getBackend().name;
+  void setBackend('js');
+  try {
+    const logits = f32(noGrad(() => model.eval().forward(expected.ids!)));
+    assert.deepEqual(logits, f32(expected.logits!), 'the logits of the qkv that wrote the file');
+  } finally {
+    void setBackend(before);
+  }
+});
 
 test('an int8 file read by a reader that widens I8 to int32 loads the same', () => {
   manualSeed(12);

@@ -11,6 +11,7 @@ import { isWasmView, memoryShared } from '../../src/backend/wasm/memory.ts';
 import { F, manualSeed, models, nn, noGrad, tensor } from '../../src/index.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { quantizeInt8 as exportInt8 } from '../../src/tensor/quantize.ts';
+import { halvesToFloat32 } from '../../src/tensor/half.ts';
 import { rng, uniformArray } from '../helpers/random.ts';
 
 const rand = rng(50);
@@ -28,6 +29,7 @@ for (const dtype of ['int8', 'q4'] as const) {
     if (getBackend().name === 'wasm' && memoryShared)
       assert.ok(isWasmView(lin.weight.dataSync()), 'the wasm backend keeps the values in its memory, used in place');
     assert.deepEqual(lin.weightScale!.shape, [outF, dtype === 'int8' ? 1 : inF / 32]);
+    assert.equal(lin.weightScale!.dtype, dtype === 'int8' ? 'float32' : 'float16', 'q4 scales are halves');
     assert.deepEqual(
       lin.namedParameters().map(([n]) => n),
       ['bias'],
@@ -41,7 +43,16 @@ for (const dtype of ['int8', 'q4'] as const) {
     const want = new Float32Array(rows * outF);
     const kernel = dtype === 'int8' ? linearInt8 : linearQ4;
     // biome-ignore lint/suspicious/noExplicitAny: the values' host array (Int8Array or Uint8Array), by dtype
-    kernel(f32(x), lin.weight.dataSync() as any, f32(lin.weightScale!), f32(lin.bias!), want, rows, inF, outF);
+    kernel(
+      f32(x),
+      lin.weight.dataSync() as any,
+      lin.weightScale!.dataSync() as any,
+      f32(lin.bias!),
+      want,
+      rows,
+      inF,
+      outF,
+    );
     assert.deepEqual(f32(y), want, 'the layer is the kernel');
     // Near the float layer (outputs up to ~1.5; measured 0.009 for int8, 0.097 for q4).
     let worst = 0;
@@ -162,6 +173,57 @@ test('a quantized GPT_TINY: logits within the stated bound of the float model', 
   }
 });
 
+/**
+ * A tiny Llama-family GPT (RMS norms, rotary positions, the gated MLP, 4 heads over 2 KV heads, no biases) in q4:
+ * tied, its table (the head too) is q4 with float16 scales, as every other weight (issue 58: four and a half bits
+ * a weight); untied, the table stays int8 and lm_head is q4. The logits within GPT_TINY's q4 bound above (20% of
+ * the largest), a wrong scale or block far outside it.
+ */
+test('a q4 Llama-family GPT: the tied table q4 with float16 scales, an untied one int8; logits within the bound', () => {
+  const llama = (tiedHead: boolean) => ({
+    ...models.GPT_TINY,
+    positions: 'rotary' as const,
+    norm: 'rms' as const,
+    mlp: 'swiglu' as const,
+    dFf: 96,
+    nHead: 4,
+    nKVHead: 2,
+    qkvBias: false,
+    outBias: false,
+    mlpBias: false,
+    tiedHead,
+    rope: { base: 10000 },
+  });
+  const ids = tensor(
+    Int32Array.from({ length: 2 * 16 }, () => Math.floor(rand() * 256)),
+    [2, 16],
+  );
+  for (const tied of [true, false]) {
+    manualSeed(58);
+    const base = new models.GPT(llama(tied)).eval();
+    const ref = f32(noGrad(() => base.forward(ids))).slice();
+    const m = new models.GPT(llama(tied)).eval();
+    m.loadStateDict(base.stateDict());
+    m.quantize({ dtype: 'q4' });
+    const sd = m.stateDict();
+    assert.equal(sd['wte.weight']!.dtype, tied ? 'q4' : 'int8', `tied ${tied}: the table`);
+    assert.equal(sd['wte.weight_scale']!.dtype, tied ? 'float16' : 'float32');
+    if (!tied) assert.equal(sd['lm_head.weight_scale']!.dtype, 'float16', 'the untied head is q4');
+    assert.equal(sd['h.1.mlp.down_proj.weight_scale']!.dtype, 'float16');
+    assert.equal(m.quantize({ dtype: 'q4', tables: 'int8' }).wte.weight.dtype, tied ? 'q4' : 'int8', 'kept');
+    const other = new models.GPT(llama(tied)).eval().quantize({ dtype: 'q4', tables: 'int8' });
+    assert.equal(other.wte.weight.dtype, 'int8', 'tables: int8 when told');
+    const got = f32(noGrad(() => m.forward(ids)));
+    let worst = 0;
+    let largest = 0;
+    for (let i = 0; i < ref.length; i++) {
+      worst = Math.max(worst, Math.abs(got[i]! - ref[i]!));
+      largest = Math.max(largest, Math.abs(ref[i]!));
+    }
+    assert.ok(worst > 0 && worst <= 0.2 * largest, `tied ${tied}: max |Δ logits| ${worst}, largest ${largest}`);
+  }
+});
+
 for (const dtype of ['int8', 'q4'] as const) {
   test(`Embedding.quantize (${dtype}): lookups are the table dequantized, bit for bit; attend is the quantized kernel`, () => {
     manualSeed(5);
@@ -175,8 +237,11 @@ for (const dtype of ['int8', 'q4'] as const) {
     assert.deepEqual(rows.slice(0, 64), table.slice(3 * 64, 4 * 64));
     assert.deepEqual(rows.slice(64, 128), new Float32Array(64), 'the padding row stays zeros');
     assert.deepEqual(rows.slice(128, 192), table.slice(11 * 64, 12 * 64));
-    // The values and scales are quantizeWeight's, and each table value is one float32 product q·s.
-    const s = f32(e.weightScale!);
+    // The values and scales are quantizeWeight's, and each table value is one float32 product q·s (a q4 scale
+    // a half, widened exactly).
+    assert.equal(e.weightScale!.dtype, dtype === 'int8' ? 'float32' : 'float16');
+    const raw = e.weightScale!.dataSync() as Float32Array | Uint16Array;
+    const s = raw instanceof Uint16Array ? halvesToFloat32(raw) : raw;
     const v = e.weight.dataSync() as Int8Array | Uint8Array;
     const e0 = 11 * 64 + 40; // row 11, column 40 (block 1 for q4)
     const q = dtype === 'int8' ? v[e0]! : (((v[e0 >> 1]! >> 0) & 15) ^ 8) - 8;
@@ -185,7 +250,7 @@ for (const dtype of ['int8', 'q4'] as const) {
     const want = new Float32Array(3 * 12);
     const kernel = dtype === 'int8' ? linearInt8 : linearQ4;
     // biome-ignore lint/suspicious/noExplicitAny: the values' host array (Int8Array or Uint8Array), by dtype
-    kernel(f32(h), v as any, s, null, want, 3, 64, 12);
+    kernel(f32(h), v as any, raw as any, null, want, 3, 64, 12);
     assert.deepEqual(f32(e.attend(h)), want);
     assert.throws(() => e.forward(tensor(Int32Array.from([12]), [1])), /index 12 at position 0 is out of range/);
   });

@@ -34,7 +34,7 @@ test('qkv export --dtype q4: packed bytes (U8) with their scales, int8 tables, f
   const file = readSafetensors(readFileSync(join(GPT_Q4, 'model.safetensors')));
   assert.equal(file.dtypes['h.0.mlp.c_fc.weight'], 'U8');
   assert.deepEqual(file.tensors['h.0.mlp.c_fc.weight']!.shape, [512, 64], 'c_fc (512, 128) as 64 bytes a row');
-  assert.equal(file.dtypes['h.0.mlp.c_fc.weight_scale'], 'F32');
+  assert.equal(file.dtypes['h.0.mlp.c_fc.weight_scale'], 'F16', 'a float16 scale per block: 4.5 bits a weight');
   assert.deepEqual(file.tensors['h.0.mlp.c_fc.weight_scale']!.shape, [512, 4]);
   assert.equal(file.dtypes['h.0.attn.in_proj_weight'], 'U8');
   assert.equal(file.dtypes['wte.weight'], 'I8');

@@ -1,13 +1,15 @@
 import type { HostKernels } from '../backend.ts';
+import { f16Table32, numberToF16Bits } from '../../tensor/half.ts';
 import { jsKernels } from './registry.ts';
 
 /**
  * Quantized linear layers: the reference. The weight is kept quantized (int8 with a scale per output row,
- * or q4 in blocks of 32 along inF with a scale per block); each row of x is quantized on the fly to int8
- * with one scale (dynamic quantization), products are summed exactly in integers, and the scales are
- * applied once per sum. Every float step is one float32 operation (Math.fround of the double result, which
- * for +, ·, ÷ of float32 operands is the correctly rounded float32 result), so the wasm kernels
- * (assembly/quantized.ts) compute the same bits.
+ * or q4 in blocks of 32 along inF with a scale per block, float16 as qkv quantizes or float32 as older qkv
+ * wrote; a half scale is widened to float32 exactly and used as that float32 would be); each row of x is
+ * quantized on the fly to int8 with one scale (dynamic quantization), products are summed exactly in
+ * integers, and the scales are applied once per sum. Every float step is one float32 operation (Math.fround
+ * of the double result, which for +, ·, ÷ of float32 operands is the correctly rounded float32 result), so
+ * the wasm kernels (assembly/quantized.ts) compute the same bits.
  *
  * Dimension letters: R rows of x, I = inF, O = outF.
  */
@@ -45,7 +47,7 @@ function checkSizes(
   x: Float32Array,
   wqLength: number,
   wqNeed: number,
-  wScale: Float32Array,
+  wScale: Float32Array | Uint16Array,
   scales: number,
   bias: Float32Array | null,
   out: Float32Array,
@@ -84,12 +86,13 @@ export const linearInt8: HostKernels['linearInt8'] = (x, wq, wScale, bias, out, 
 
 /**
  * out (R, O) = x (R, I) · Wᵀ + bias with W = wq (O, I) q4 · wScale (O, I/32): element (o, i) of W is the
- * nibble of byte (o·I + i)/2 (low for even i), times wScale[o·I/32 + i/32].
+ * nibble of byte (o·I + i)/2 (low for even i), times wScale[o·I/32 + i/32] (float32, or float16 widened).
  */
-export const linearQ4: HostKernels['linearQ4'] = (x, wq, wScale, bias, out, rows, inF, outF) => {
+export const linearQ4: HostKernels['linearQ4'] = (x, wq, scales, bias, out, rows, inF, outF) => {
   if (inF % Q4_BLOCK !== 0) throw new RangeError(`linearQ4: inF ${inF} is not a multiple of ${Q4_BLOCK}`);
   const nb = inF / Q4_BLOCK;
-  checkSizes('linearQ4', x, wq.length, (outF * inF) / 2, wScale, outF * nb, bias, out, rows, inF, outF);
+  checkSizes('linearQ4', x, wq.length, (outF * inF) / 2, scales, outF * nb, bias, out, rows, inF, outF);
+  const half = scales instanceof Uint16Array ? f16Table32() : null; // a half's bits -> its float32
   const q = new Int8Array(inF);
   for (let r = 0; r < rows; r++) {
     const sx = quantizeRow(x, r, inF, q);
@@ -104,7 +107,8 @@ export const linearQ4: HostKernels['linearQ4'] = (x, wq, wScale, bias, out, rows
           const hi = ((v >> 4) ^ 8) - 8;
           acc += q[b * Q4_BLOCK + 2 * j] * lo + q[b * Q4_BLOCK + 2 * j + 1] * hi;
         }
-        sum = Math.fround(sum + Math.fround(acc * wScale[o * nb + b]));
+        const k = o * nb + b;
+        sum = Math.fround(sum + Math.fround(acc * (half ? half[scales[k]!]! : scales[k]!)));
       }
       const y = Math.fround(sum * sx);
       out[r * outF + o] = bias ? Math.fround(y + bias[o]) : y;
@@ -125,16 +129,34 @@ export function quantizeInt8(w: Float32Array, outF: number, inF: number): { q: I
 }
 
 /**
- * A float32 weight (O, I) quantized to q4 in blocks of 32 along I, as `linearQ4` takes it, by the same rule
- * with 7 for 127: symmetric, values −7..7 (−8 unused, so each element's error is at most scale/2), packed
- * two a byte, element 2i in the low nibble.
+ * A float32 weight (O, I) quantized to q4 in blocks of 32 along I, as `linearQ4` takes it (llama.cpp's Q4_0
+ * shape: 4.5 bits a weight): each block's scale is fround(max|block|/7) rounded to float16 to nearest even
+ * (torch's `.half()`), returned as its bits, and the values are roundHalfEven(w/s) against that rounded
+ * scale s (the quotient in float64), clamped to −7..7 (−8 unused): dequantized, a value is exactly q·s.
+ * A block whose scale rounds to 0 is zeros. Packed two a byte, element 2i in the low nibble. A block whose
+ * scale overflows float16 (max|w| above 7·65504) is an error naming it.
  */
-export function quantizeQ4(w: Float32Array, outF: number, inF: number): { q: Uint8Array; scale: Float32Array } {
+export function quantizeQ4(w: Float32Array, outF: number, inF: number): { q: Uint8Array; scale: Uint16Array } {
   if (inF % Q4_BLOCK !== 0) throw new RangeError(`quantizeQ4: inF ${inF} is not a multiple of ${Q4_BLOCK}`);
   const n = outF * inF;
   const values = new Int8Array(n);
-  const scale = new Float32Array(n / Q4_BLOCK);
-  for (let b = 0; b < n / Q4_BLOCK; b++) scale[b] = quantizeBlock(w, b * Q4_BLOCK, Q4_BLOCK, 7, values);
+  const scale = new Uint16Array(n / Q4_BLOCK);
+  const half = f16Table32(); // a half's bits -> its float32
+  for (let b = 0; b < n / Q4_BLOCK; b++) {
+    const at = b * Q4_BLOCK;
+    let amax = 0;
+    for (let i = at; i < at + Q4_BLOCK; i++) amax = Math.max(amax, Math.abs(w[i]));
+    const h = numberToF16Bits(Math.fround(amax / 7));
+    if (h >= 0x7c00)
+      throw new RangeError(
+        `quantizeQ4: block ${b % (inF / Q4_BLOCK)} of row ${Math.floor(b / (inF / Q4_BLOCK))} has max|w| ` +
+          `${amax}, beyond float16 scales (at most ${7 * 65504})`,
+      );
+    scale[b] = h;
+    const s = half[h];
+    if (s === 0) continue;
+    for (let i = at; i < at + Q4_BLOCK; i++) values[i] = Math.max(-7, Math.min(7, roundHalfEven(w[i] / s)));
+  }
   const q = new Uint8Array(n / 2);
   for (let i = 0; i < n; i += 2) q[i >> 1] = (values[i] & 15) | ((values[i + 1] & 15) << 4);
   return { q, scale };
@@ -158,15 +180,20 @@ export const embeddingInt8: HostKernels['embeddingInt8'] = (wq, wScale, ids, out
   }
 };
 
-/** Rows of a q4 table picked by ids (element e in nibble e % 2 of byte e/2), each value q·s rounded once. */
+/**
+ * Rows of a q4 table picked by ids (element e in nibble e % 2 of byte e/2), each value q·s rounded once (s
+ * float32, or float16 widened).
+ */
 export const embeddingQ4: HostKernels['embeddingQ4'] = (wq, wScale, ids, out, dim) => {
   const nb = dim / Q4_BLOCK;
+  const half = wScale instanceof Uint16Array ? f16Table32() : null; // a half's bits -> its float32
   for (let i = 0; i < ids.length; i++) {
     const r = ids[i];
     for (let c = 0; c < dim; c++) {
       const e = r * dim + c;
       const v = (((wq[e >> 1] >> ((e & 1) * 4)) & 15) ^ 8) - 8; // the signed nibble
-      out[i * dim + c] = v * wScale[r * nb + Math.floor(c / Q4_BLOCK)];
+      const k = r * nb + Math.floor(c / Q4_BLOCK);
+      out[i * dim + c] = v * (half ? half[wScale[k]] : wScale[k]);
     }
   }
 };

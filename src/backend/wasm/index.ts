@@ -84,7 +84,9 @@ const wasmDevice: Device = memoryShared
         const view =
           dtype === 'int8'
             ? new Int8Array(block.buffer, block.byteOffset, bytes)
-            : new Uint8Array(block.buffer, block.byteOffset, bytes);
+            : dtype === 'float16'
+              ? new Uint16Array(block.buffer, block.byteOffset, bytes / 2)
+              : new Uint8Array(block.buffer, block.byteOffset, bytes);
         retainUntilCollected(block, [view]);
         persistent.add(view);
         return view;

@@ -1,7 +1,8 @@
 /**
  * Quantized linear layers (assembly/quantized.ts) behind the Backend interface: x's rows quantized to
  * int8 once into scratch, then the outputs split among the threads by columns (each output computed as
- * one thread computes it, so the bits do not depend on the thread count). The results are bit-identical
+ * one thread computes it, so the bits do not depend on the thread count); q4 scales float32 or float16 (read
+ * as halves in wasm memory, widened exactly). The results are bit-identical
  * to the js twin (src/backend/js/quantized.ts), which defines them.
  */
 import type { HostKernels } from '../backend.ts';
@@ -19,8 +20,8 @@ const K = declareExports('quantized.ts', {
   quantizeRowsI8: sig<[x: Ptr, rows: I32, inF: I32, q: Ptr, sx: Ptr, q4: I32]>(6),
   /** Outputs [o0, o1) of every row against an int8 weight. */
   linearInt8Range: sig<[...Head, o0: I32, o1: I32]>(11),
-  /** Outputs [o0, o1) of every row against a q4 weight. */
-  linearQ4Range: sig<[...Head, o0: I32, o1: I32]>(11),
+  /** Outputs [o0, o1) of every row against a q4 weight, its scales float32 (half 0) or float16 (half 1). */
+  linearQ4Range: sig<[...Head, o0: I32, o1: I32, half: I32]>(12),
 });
 
 const align = (n: number) => Math.ceil(n / 16) * 16;
@@ -34,7 +35,7 @@ function run(
   kind: 'int8' | 'q4',
   x: Float32Array,
   wq: Int8Array | Uint8Array,
-  wScale: Float32Array,
+  wScale: Float32Array | Uint16Array,
   bias: Float32Array | null,
   out: Float32Array,
   rows: number,
@@ -69,7 +70,9 @@ function run(
       wasm.quantizeRowsI8(px!, rows, inF, scratch!, scratch! + qBytes, kind === 'q4' ? 1 : 0);
       const head: Head = [scratch!, scratch! + qBytes, pw!, ps!, pb!, po!, rows, inF, outF];
       const kernel = kind === 'int8' ? 'linearInt8Range' : 'linearQ4Range';
-      splitUnits(kernel, outF, 2 * rows * inF, (o0, o1) => [...head, o0, o1]);
+      const half = wScale instanceof Uint16Array ? 1 : 0;
+      if (kind === 'int8') splitUnits(kernel, outF, 2 * rows * inF, (o0, o1) => [...head, o0, o1]);
+      else splitUnits(kernel, outF, 2 * rows * inF, (o0, o1) => [...head, o0, o1, half]);
     },
   );
 }

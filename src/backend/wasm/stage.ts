@@ -8,7 +8,7 @@
 import { alloc, free, isWasmView, memory } from './memory.ts';
 
 export type Mode = 'in' | 'out' | 'inout';
-type View = Float32Array | Int32Array | Int8Array | Uint8Array;
+type View = Float32Array | Int32Array | Int8Array | Uint8Array | Uint16Array;
 export interface Arg {
   x: View | null;
   mode: Mode;

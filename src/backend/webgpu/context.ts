@@ -26,8 +26,10 @@ export interface GpuBuf {
   /** Bytes in use (a multiple of 4). */
   readonly bytes: number;
   readonly held: Held;
-  /** Packed int8/q4 values (set by the device), which the word kernels (layout) refuse. */
+  /** Packed int8/q4 values or float16 halves (set by the device), which the word kernels (layout) refuse. */
   packed: boolean;
+  /** float16 storage, two halves a word (set by the device): q4 scales, which the q4 kernels read as halves. */
+  half?: boolean;
 }
 
 /** A compute kernel: WGSL with its params (if any) at @binding(0) and storage buffers at 1, 2, ... */

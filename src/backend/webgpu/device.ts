@@ -1,8 +1,8 @@
 /**
  * The webgpu device: tensors in GPU buffers. float32 and int32 are 4 bytes an element; bool and uint8 are
- * widened to one 32-bit word an element (WGSL has no 8-bit type, and masks are small), int8 and q4 stay
- * packed (4 and 8 values a word: quantized weights keep their size). Reads are asynchronous only: there is
- * no `readSync`, so `t.dataSync()` of a GPU tensor throws naming `await t.data()`.
+ * widened to one 32-bit word an element (WGSL has no 8-bit type, and masks are small), int8, q4 and float16
+ * stay packed (4, 8 and 2 values a word: quantized weights and their half scales keep their size). Reads are
+ * asynchronous only: there is no `readSync`, so `t.dataSync()` of a GPU tensor throws naming `await t.data()`.
  */
 /// <reference types="@webgpu/types" />
 import type { Device, DType, ScopedAllocator, Storage, TypedData } from '../../tensor/storage.ts';
@@ -15,6 +15,8 @@ export function gpuBytes(dtype: DType, n: number): number {
       return n;
     case 'q4':
       return Math.ceil(n / 2);
+    case 'float16':
+      return 2 * n;
     default:
       return 4 * n;
   }
@@ -22,7 +24,7 @@ export function gpuBytes(dtype: DType, n: number): number {
 
 /** Whether the device keeps dtype as one 32-bit word an element. */
 export function wordSized(dtype: DType): boolean {
-  return dtype !== 'int8' && dtype !== 'q4';
+  return dtype !== 'int8' && dtype !== 'q4' && dtype !== 'float16';
 }
 
 /** The handle of storage (for the backend's kernels). */
@@ -43,6 +45,12 @@ const WG = 64u;
 /** Host values in the device's layout (bool and uint8 widened to words). */
 function toDevice(values: TypedData, dtype: DType): ArrayBufferView {
   if (dtype === 'bool' || dtype === 'uint8') return Uint32Array.from(values as Uint8Array);
+  // An odd number of halves fills half a word: padded with a zero half to the whole word.
+  if (dtype === 'float16' && values.length % 2 === 1) {
+    const padded = new Uint16Array(values.length + 1);
+    padded.set(values as Uint16Array);
+    return padded;
+  }
   return values;
 }
 
@@ -60,6 +68,8 @@ function toHost(bytes: ArrayBuffer, dtype: DType, n: number): TypedData {
       return new Int8Array(bytes, 0, n);
     case 'q4':
       return new Uint8Array(bytes, 0, Math.ceil(n / 2));
+    case 'float16':
+      return new Uint16Array(bytes, 0, n);
   }
 }
 
@@ -77,6 +87,7 @@ export function webgpuDevice(ctx: GpuContext): Device {
     alloc(dtype, n, options) {
       const h = ctx.alloc(gpuBytes(dtype, n), options?.zero ?? true);
       h.packed = !wordSized(dtype);
+      h.half = dtype === 'float16';
       if (options?.persistent) persistent.add(h);
       return h as never;
     },
@@ -84,6 +95,7 @@ export function webgpuDevice(ctx: GpuContext): Device {
       const data = toDevice(values, dtype);
       const h = ctx.alloc(data.byteLength, false);
       h.packed = !wordSized(dtype);
+      h.half = dtype === 'float16';
       ctx.write(h, data, 0, true);
       return h as never;
     },

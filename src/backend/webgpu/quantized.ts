@@ -1,7 +1,8 @@
 /**
  * Quantized linear layers on the GPU: out (R, O) = x (R, I) · Wᵀ + bias with W int8 (O, I) and a scale per
  * row, or q4 (O, I) with a scale per block of 32 along I. The weights stay packed as this device keeps them
- * (int8 4 a u32 word, q4 8 a word, element e in bits 8(e%4) or 4(e%8) of word e/4 or e/8).
+ * (int8 4 a u32 word, q4 8 a word, element e in bits 8(e%4) or 4(e%8) of word e/4 or e/8); q4 scales are
+ * float32, or float16 two a word (scale k in bits 16(k%2) of word k/2), widened exactly (half-scales.ts).
  *
  * Two dispatches: x's rows quantized to int8 (packed 4 a word, rows padded with zeros to whole words) with
  * their scales, then the products summed exactly in i32 and scaled once per sum (int8) or once per block
@@ -25,12 +26,13 @@
  * steps (nb + 3 of them, nb the blocks of a q4 row, 1 for int8) is within 1 ULP of the twin's.
  * Oracle: js/quantized.ts.
  */
-import type { Backend, F32 } from '../backend.ts';
+import type { Backend, F16, F32 } from '../backend.ts';
 import type { Storage } from '../../tensor/storage.ts';
 import { Q4_BLOCK } from '../js/quantized.ts';
 import { FDIV, INF, perElement, runPerElement } from './wgsl.ts';
 import { type GpuBuf, grid, u } from './context.ts';
 import { buf } from './device.ts';
+import { scaleCode, withScales } from './half-scales.ts';
 import { gpu, webgpuKernels } from './registry.ts';
 
 /** Rows of x up to which the GEMV-shaped kernels run. */
@@ -322,7 +324,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) li: 
     let b = b0 + lane;
     if (o < p.outF && b < nb) {
       let w = wq[o * nb + b];
-      let s = ws[o * nb + b];
+      let s = scale(o * nb + b);
       for (var r = 0u; r < ${GEMV_MAX_ROWS}u; r++) {
         if (r < p.rows) {
           let at = r * (p.words / 4u) + 2u * b;
@@ -363,7 +365,7 @@ var<workgroup> Ss: array<f32, 32>;`,
       if (o0 + o < p.outF) { v = wq[((o0 + o) * nb + b) * 4u + t]; }
       Ws[o * 5u + t] = v;
     }
-    if (li < 32u) { Ss[li] = select(0.0, ws[(o0 + li) * nb + b], o0 + li < p.outF); }`,
+    if (li < 32u) { Ss[li] = select(0.0, scale((o0 + li) * nb + b), o0 + li < p.outF); }`,
   /* wgsl */ `
     var acc = array<vec4i, 4>();
     for (var t = 0u; t < 8u; t++) {
@@ -393,7 +395,7 @@ function linear(
   kind: 'int8' | 'q4',
   x: F32,
   wq: Storage,
-  wScale: F32,
+  wScale: F32 | F16,
   bias: F32 | null,
   out: F32,
   rows: number,
@@ -401,11 +403,12 @@ function linear(
   outF: number,
 ): void {
   const name = kind === 'int8' ? 'linearInt8' : 'linearQ4';
+  const half = kind === 'q4' && buf(wScale).half === true; // int8 scales are float32
   if (kind === 'q4' && inF % Q4_BLOCK !== 0)
     throw new RangeError(`linearQ4: inF ${inF} is not a multiple of ${Q4_BLOCK}`);
   need(name, 'x', x, rows * inF, 4);
   need(name, 'wq', wq, outF * inF, kind === 'int8' ? 1 : 0.5);
-  need(name, 'wScale', wScale, kind === 'int8' ? outF : (outF * inF) / Q4_BLOCK, 4);
+  need(name, 'wScale', wScale, kind === 'int8' ? outF : (outF * inF) / Q4_BLOCK, half ? 2 : 4);
   if (bias) need(name, 'bias', bias, outF, 4);
   need(name, 'out', out, rows * outF, 4);
   if (rows === 0 || outF === 0) return;
@@ -425,8 +428,8 @@ function linear(
     code = gemv ? int8GemvCode(aligned) : int8TiledCode(aligned);
     groups = gemv ? Math.ceil(outF / 8) : tilesO * Math.ceil(rows / 32);
   } else {
-    key = `linearQ4-${gemv ? 'gemv' : 'tiled'}`;
-    code = gemv ? Q4_GEMV : Q4_TILED;
+    key = `linearQ4-${gemv ? 'gemv' : 'tiled'}${half ? '-f16' : ''}`;
+    code = withScales(gemv ? Q4_GEMV : Q4_TILED, half);
     groups = gemv ? Math.ceil(outF / 16) : tilesO * Math.ceil(rows / 32);
   }
   if (gemv) tilesO = groups;
@@ -447,8 +450,16 @@ export const linearQ4: Backend['linearQ4'] = (x, wq, wScale, bias, out, rows, in
  * Rows of a quantized table picked by ids, a thread per output value: q (unpacked from its word) times its
  * scale, one float32 multiplication, which WGSL rounds correctly (the twin's Math.fround of the product).
  */
-function embeddingQuantized(kind: 'int8' | 'q4', wq: Storage, wScale: F32, ids: Storage, out: F32, dim: number): void {
+function embeddingQuantized(
+  kind: 'int8' | 'q4',
+  wq: Storage,
+  wScale: F32 | F16,
+  ids: Storage,
+  out: F32,
+  dim: number,
+): void {
   const name = kind === 'int8' ? 'embeddingInt8' : 'embeddingQ4';
+  const half = kind === 'q4' && buf(wScale).half === true; // int8 scales are float32
   if (kind === 'q4' && dim % Q4_BLOCK !== 0)
     throw new RangeError(`embeddingQ4: dim ${dim} is not a multiple of ${Q4_BLOCK}`);
   const n = buf(ids).bytes / 4;
@@ -456,12 +467,13 @@ function embeddingQuantized(kind: 'int8' | 'q4', wq: Storage, wScale: F32, ids: 
   const value =
     kind === 'int8'
       ? 'f32(bitcast<i32>(v[e / 4u] << (24u - 8u * (e % 4u))) >> 24u) * s[r]'
-      : 'f32(i32(((v[e / 8u] >> (4u * (e % 8u))) & 15u) ^ 8u) - 8) * s[r * (p.dim / 32u) + c / 32u]';
+      : 'f32(i32(((v[e / 8u] >> (4u * (e % 8u))) & 15u) ^ 8u) - 8) * scale(r * (p.dim / 32u) + c / 32u)';
   const code = perElement(
     'dim: u32',
     /* wgsl */ `
 @group(0) @binding(1) var<storage, read> v: array<u32>;
-@group(0) @binding(2) var<storage, read> s: array<f32>;
+@group(0) @binding(2) var<storage, read> ${kind === 'int8' ? 's' : 'ws'}: array<${half ? 'u32' : 'f32'}>;
+${kind === 'q4' ? scaleCode(half) : ''}
 @group(0) @binding(3) var<storage, read> ids: array<i32>;
 @group(0) @binding(4) var<storage, read_write> o: array<f32>;`,
     /* wgsl */ `
@@ -470,7 +482,7 @@ function embeddingQuantized(kind: 'int8' | 'q4', wq: Storage, wScale: F32, ids: 
   let e = r * p.dim + c;
   o[i] = ${value};`,
   );
-  runPerElement(name, code, n * dim, [buf(wq), buf(wScale), buf(ids), buf(out)], [u(dim)]);
+  runPerElement(half ? `${name}-f16` : name, code, n * dim, [buf(wq), buf(wScale), buf(ids), buf(out)], [u(dim)]);
 }
 
 export const embeddingInt8: Backend['embeddingInt8'] = (wq, wScale, ids, out, dim) =>

@@ -6,6 +6,7 @@
  * positions, E dModel, h heads, dK = E / h.
  */
 import type { Tensor } from '../../tensor/tensor.ts';
+import { halvesToFloat32 } from '../../tensor/half.ts';
 import type { GraphBuilder } from './builder.ts';
 
 /** A model's state dict as initializers: each weight is added once, on first use, under its own name. */
@@ -58,7 +59,10 @@ export class Weights {
     const per = t.dtype === 'q4' ? cols / 2 : cols;
     const sPer = st.shape[1];
     const v = (t.dataSync() as Int8Array | Uint8Array).subarray(r0 * per, (r0 + rows) * per);
-    return { v, s: st.dataSync<Float32Array>().subarray(r0 * sPer, (r0 + rows) * sPer), rows, cols };
+    // float16 scales (q4 as qkv quantizes) widened exactly: MatMulNBits' scales here are float32.
+    const all = st.dataSync<Float32Array | Uint16Array>();
+    const s = all instanceof Uint16Array ? halvesToFloat32(all) : all;
+    return { v, s: s.subarray(r0 * sPer, (r0 + rows) * sPer), rows, cols };
   }
 
   /** The uint8 scalar 128: the zero point of x quantized as uint8 (MatMulInteger's a_zero_point). */
