@@ -181,7 +181,9 @@ export class Captured {
       if (!ids) continue; // a GPU trusts its ids, as the eager op does
       for (let i = 0; i < t.size; i++) {
         if (!(ids[i] >= 0 && ids[i] < g.rows))
-          throw new Error(`replay: input ${g.input}: index ${ids[i]} at position ${i} is out of range for ${g.rows} rows`);
+          throw new Error(
+            `replay: input ${g.input}: index ${ids[i]} at position ${i} is out of range for ${g.rows} rows`,
+          );
       }
     }
     for (const p of this.patches) p.container[p.key] = inputs[p.input].storage;
@@ -240,7 +242,8 @@ export function capture(
 
   const refs = new Map<unknown, Ref>();
   inputs.forEach((t, i) => {
-    if (refs.has(t.storage)) throw new CaptureError(`capture: inputs ${refs.get(t.storage)!.input} and ${i} share storage`);
+    if (refs.has(t.storage))
+      throw new CaptureError(`capture: inputs ${refs.get(t.storage)!.input} and ${i} share storage`);
     refs.set(t.storage, new Ref(i, -1));
   });
   const slots: Slot[] = [];
@@ -266,11 +269,13 @@ export function capture(
     if (ref) return use(ref);
     if (ArrayBuffer.isView(v)) {
       const inside = owned.find((o) => overlaps(o.view, v));
-      if (inside)
+      if (inside) {
+        const whose = inside.ref.input >= 0 ? `input ${inside.ref.input}` : "a step's buffer";
         throw new CaptureError(
-          `capture: a kernel got a view into ${inside.ref.input >= 0 ? `input ${inside.ref.input}` : "a step's buffer"} ` +
-            '(a subarray of its storage): views of captured storage cannot be replayed',
+          `capture: a kernel got a view into ${whose} (a subarray of its storage): views of captured storage ` +
+            'cannot be replayed',
         );
+      }
       return v; // storage from before the step (weights, a static cache): by reference
     }
     if (depth < 3 && Array.isArray(v)) return v.map((x) => arg(x, depth + 1));
@@ -362,7 +367,8 @@ export function capture(
     active = false;
     setHostReadGuard(prevGuard);
   }
-  if (result instanceof Promise) throw new CaptureError('capture: the step must be synchronous (it returned a Promise)');
+  if (result instanceof Promise)
+    throw new CaptureError('capture: the step must be synchronous (it returned a Promise)');
   const outputs = Array.isArray(result) ? result : [result];
   const outputRefs = outputs.map((t, i) => {
     if (!(t instanceof Tensor)) throw new CaptureError(`capture: the step must return tensors; output ${i} is not one`);
@@ -404,9 +410,7 @@ export function compile(
   if (!Number.isInteger(max) || max < 1) throw new Error(`compile: maxCaptures must be an integer >= 1, got ${max}`);
   const captures = new Map<string, Captured>();
   const run = (...inputs: Tensor[]): Tensor[] => {
-    const key = inputs
-      .map((t) => (t instanceof Tensor ? `${t.dtype}${shapeToString(t.shape)}` : typeof t))
-      .join(';');
+    const key = inputs.map((t) => (t instanceof Tensor ? `${t.dtype}${shapeToString(t.shape)}` : typeof t)).join(';');
     const hit = captures.get(key);
     if (hit) {
       captures.delete(key);
@@ -420,4 +424,3 @@ export function compile(
   };
   return Object.assign(run, { captures: captures as ReadonlyMap<string, Captured>, clear: () => captures.clear() });
 }
-

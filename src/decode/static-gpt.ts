@@ -82,9 +82,12 @@ export class StaticGPTDecoder {
     const L = ids.shape[1];
     const S = this.maxLength;
     const p = this.length;
-    if (p + L > S)
-      throw new Error(`StaticGPTDecoder: positions ${p}..${p + L - 1} exceed the cache's maxLength ${S}`);
-    const positions = new Tensor(Int32Array.from({ length: L }, (_, l) => p + l), [L], 'int32');
+    if (p + L > S) throw new Error(`StaticGPTDecoder: positions ${p}..${p + L - 1} exceed the cache's maxLength ${S}`);
+    const positions = new Tensor(
+      Int32Array.from({ length: L }, (_, l) => p + l),
+      [L],
+      'int32',
+    );
     const place = new Float32Array(S * L);
     const bias = new Float32Array(L * S);
     for (let l = 0; l < L; l++) {
@@ -106,7 +109,10 @@ export class StaticGPTDecoder {
     if (m.wpe) x = F.add(x, m.wpe.forward(positions));
     else if (m.pe) x = F.add(x, F.embedding(positions, m.pe));
     x = m.drop.forward(x);
-    const rope = this.rope && { cos: F.embedding(positions, this.rope.cos), sin: F.embedding(positions, this.rope.sin) };
+    const rope = this.rope && {
+      cos: F.embedding(positions, this.rope.cos),
+      sin: F.embedding(positions, this.rope.sin),
+    };
     [...m.h].forEach((block, i) => {
       let { q, k, v } = block.attn.projectSelf(block.ln1.forward(x));
       if (rope) {
