@@ -17,7 +17,7 @@
  * replay of this step equals its eager run bit for bit. Sliding-window blocks are not supported yet.
  */
 import { noGrad } from '../autograd/grad-mode.ts';
-import { compile, type CompiledStep } from '../compile/capture.ts';
+import { type Captured, compile, type CompiledStep } from '../compile/capture.ts';
 import type { GPT } from '../models/gpt.ts';
 import { enterEvalMode } from '../nn/module.ts';
 import * as F from '../ops/index.ts';
@@ -64,6 +64,11 @@ export class StaticGPTDecoder {
     const step = (ids: Tensor, positions: Tensor, place: Tensor, bias: Tensor): Tensor =>
       this.forward(ids, positions, place, bias);
     this.compiled = (options.compiled ?? true) ? compile(step) : null;
+  }
+
+  /** The captures held (one per step shape: the prefill's, the one-token step's), or null when not compiled. */
+  get captures(): ReadonlyMap<string, Captured> | null {
+    return this.compiled?.captures ?? null;
   }
 
   /** Forget every position (zero the cache): the next step starts at position 0. */
@@ -139,6 +144,11 @@ function writeInto(dst: Tensor, src: Tensor): void {
 export interface StaticGenerateOptions extends GenerateOptions {
   /** Capture each step shape once and replay it (default true); false runs the static cache eagerly. */
   compiled?: boolean;
+  /**
+   * A decoder of this model to reuse (its captures with it, so that a second generation replays from its first
+   * step); its maxLength must hold the prompt and maxTokens (or be the blockSize). Default: a new one.
+   */
+  decoder?: StaticGPTDecoder;
 }
 
 /**
@@ -154,7 +164,13 @@ export function* generateStaticStream(
   const restoreMode = enterEvalMode(model);
   try {
     const maxLength = Math.min(blockSize, Math.max(1, prompt.length + Math.max(0, options.maxTokens)));
-    const decoder = new StaticGPTDecoder(model, maxLength, { compiled: options.compiled });
+    const given = options.decoder;
+    if (given && (given.model !== model || given.maxLength < maxLength))
+      throw new Error(
+        `generateStatic: options.decoder must be a StaticGPTDecoder of this model with maxLength >= ${maxLength}, ` +
+          `got ${given.model === model ? `maxLength ${given.maxLength}` : "another model's"}`,
+      );
+    const decoder = given ?? new StaticGPTDecoder(model, maxLength, { compiled: options.compiled });
     const run = (fed: number[], fresh: boolean): Float32Array =>
       noGrad(() =>
         memoryScope(() => {

@@ -59,6 +59,24 @@ for (const [name, config] of CONFIGS) {
   });
 }
 
+test('a kept decoder serves a second generation from its captures; a decoder too short is refused', () => {
+  manualSeed(4);
+  const model = wide({ ...GPT_TINY, vocabSize: 97, blockSize: 32 });
+  const options = { maxTokens: 10, temperature: 0 };
+  const decoder = new StaticGPTDecoder(model, 20);
+  const first = generateStatic(model, PROMPT, { ...options, decoder });
+  const captures = [...decoder.captures!.values()];
+  const second = generateStatic(model, PROMPT, { ...options, decoder });
+  assert.deepEqual([...decoder.captures!.values()], captures); // no new capture: every step replayed
+  assert.deepEqual(second.ids, first.ids);
+  assert.deepEqual(second.ids, generate(model, PROMPT, options).ids);
+  second.logits.forEach((l, i) => assert.deepEqual(bits(l), bits(first.logits[i]), `step ${i}`));
+  assert.throws(
+    () => generateStatic(model, PROMPT, { ...options, decoder: new StaticGPTDecoder(model, 14) }),
+    /options\.decoder must be a StaticGPTDecoder of this model with maxLength >= 15, got maxLength 14/,
+  );
+});
+
 test('the context cut (prompt + maxTokens > blockSize) refills the static cache as generate does', () => {
   manualSeed(5);
   const model = wide({ ...GPT_TINY, vocabSize: 61, blockSize: 12 });
@@ -76,8 +94,7 @@ test('one capture serves every one-token step; the decoder refuses positions pas
   noGrad(() => {
     decoder.step(new Tensor(Int32Array.from([1, 2]), [1, 2], 'int32'));
     for (let i = 0; i < 4; i++) decoder.step(new Tensor(Int32Array.from([i + 3]), [1, 1], 'int32'));
-    const captures = (decoder as unknown as { compiled: { captures: Map<string, unknown> } }).compiled.captures;
-    assert.equal(captures.size, 2); // the prefill's shape and the one-token step's
+    assert.equal(decoder.captures?.size, 2); // the prefill's shape and the one-token step's
     assert.throws(
       () => decoder.step(new Tensor(Int32Array.from([1]), [1, 1], 'int32')),
       /positions 6\.\.6 exceed the cache's maxLength 6/,
