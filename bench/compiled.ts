@@ -84,12 +84,18 @@ const stats = decoder.captures!.get('int32[1, 1];int32[1];float32[10, 1];float32
 console.log(`one token step: ${JSON.stringify(stats)}`);
 
 const times = engines.map(() => [] as number[]);
+// Process CPU time (user + system, every thread: qkv's wasm workers, ORT's pool) beside the wall time: on a loaded
+// machine it moves less than the wall time, which waits for the cores.
+const cpu = engines.map(() => [] as number[]);
 const loadBefore = loadavg()[0];
 for (let r = 0; r < RUNS; r++) {
   for (const [i, e] of engines.entries()) {
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     await e.run();
     times[i].push(performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    cpu[i].push((c.user + c.system) / 1000);
   }
 }
 const loadAfter = loadavg()[0];
@@ -102,6 +108,8 @@ const rows = engines.map((e, i) => ({
   min_ms: Math.min(...times[i]),
   max_ms: Math.max(...times[i]),
   runs_ms: times[i].map((t) => Math.round(t)),
+  cpu_median_ms: median(cpu[i]),
+  cpu_runs_ms: cpu[i].map((t) => Math.round(t)),
 }));
 console.log(
   `GPT-2-124M-shaped, random weights, ${prompt.length}-token prompt + ${NEW} greedy tokens, fp32, qkv wasm ` +
@@ -111,7 +119,7 @@ console.log(
 for (const r of rows)
   console.log(
     `${r.engine.padEnd(26)} ${r.median_ms.toFixed(0).padStart(7)} ms  ${r.tokens_per_s.toFixed(1).padStart(6)} tokens/s` +
-      `  (min ${r.min_ms.toFixed(0)}, max ${r.max_ms.toFixed(0)})`,
+      `  (min ${r.min_ms.toFixed(0)}, max ${r.max_ms.toFixed(0)}; CPU ${r.cpu_median_ms.toFixed(0)} ms)`,
   );
 console.log(
   JSON.stringify({
