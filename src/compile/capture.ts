@@ -32,6 +32,7 @@ import { Tensor } from '../tensor/tensor.ts';
 
 /** Why a step could not be captured (a host read, grad mode, random draws, ...). */
 export class CaptureError extends Error {
+  /** `CaptureError`. */
   override name = 'CaptureError';
 }
 
@@ -93,6 +94,7 @@ const BYTES: Record<DType, number> = { float32: 4, int32: 4, bool: 1, uint8: 1, 
 
 /** A captured step: {@link replay} runs it again on new inputs of the same shapes and dtypes. */
 export class Captured {
+  /** What one replay runs and the memory of its plan. */
   readonly stats: CaptureStats;
   private readonly calls: Call[];
   private readonly patches: Patch[];
@@ -226,7 +228,12 @@ let active = false;
 export function capture(
   step: (...inputs: Tensor[]) => Tensor | Tensor[],
   inputs: readonly Tensor[],
-): { outputs: Tensor[]; captured: Captured } {
+): {
+  /** The eager run's outputs. */
+  outputs: Tensor[];
+  /** The step, to replay on new inputs. */
+  captured: Captured;
+} {
   if (active) throw new CaptureError('capture: a capture is already running (captures do not nest)');
   if (isGradEnabled())
     throw new CaptureError(

@@ -29,7 +29,12 @@ import { type GeneratedToken, type GenerateOptions, generation } from './gpt.ts'
 /** A GPT's keys and values for positions 0..maxLength−1, written in place, and the step that writes them. */
 export class StaticGPTDecoder {
   /** Per block keys and values (batch, hKV, maxLength, headDim). */
-  readonly layers: { k: Tensor; v: Tensor }[];
+  readonly layers: {
+    /** Keys, zero where no position was written. */
+    k: Tensor;
+    /** Values, zero where no position was written. */
+    v: Tensor;
+  }[];
   /** Positions fed so far: the position of the next token. */
   length = 0;
   private readonly compiled: CompiledStep | null;
@@ -40,7 +45,9 @@ export class StaticGPTDecoder {
    * captured once per shape (prefill, then one token) and replayed; false runs it eagerly (the reference).
    */
   constructor(
+    /** The model whose steps it runs (its weights are read by reference: updates are seen). */
     readonly model: GPT,
+    /** Positions the cache holds. */
     readonly maxLength: number,
     options: { batch?: number; compiled?: boolean } = {},
   ) {
@@ -197,7 +204,12 @@ export function generateStatic(
   model: GPT,
   prompt: readonly number[],
   options: StaticGenerateOptions,
-): { ids: number[]; logits: Float32Array[] } {
+): {
+  /** The generated ids, the prompt not included. */
+  ids: number[];
+  /** The next-token logits each id was drawn from, (vocabSize) each. */
+  logits: Float32Array[];
+} {
   const ids: number[] = [];
   const logits: Float32Array[] = [];
   for (const t of generateStaticStream(model, prompt, options)) {
