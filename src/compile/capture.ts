@@ -325,8 +325,9 @@ export function capture(
       record('device', dev.copy, dev, [src, dst, dtype, n]);
       dev.copy(src, dst, dtype, n);
     },
-    read() {
-      throw new CaptureError("capture: the step reads a tensor's values back (data()); a replay cannot");
+    read(storage, dtype, n) {
+      if (active) throw new CaptureError("capture: the step reads a tensor's values back (data()); a replay cannot");
+      return dev.read(storage, dtype, n);
     },
     readSync(storage, dtype, n) {
       if (active) throw new CaptureError("capture: the step reads a tensor's values on the host (dataSync)");
