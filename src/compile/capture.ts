@@ -134,6 +134,7 @@ export class Captured {
         this.patches.push({ container, key, input: v.input });
         return null;
       }
+      if (!holdsRef(v)) return v; // by identity (a GPU backend's storage handle is a plain object)
       if (Array.isArray(v)) {
         const out: unknown[] = [];
         v.forEach((x, i) => {
@@ -192,6 +193,15 @@ export class Captured {
     for (const c of this.calls) c.fn.apply(c.self, c.args);
     return this.outputs.map((o) => o(inputs));
   }
+}
+
+/** Whether a recorded argument holds a {@link Ref} (in arrays and plain objects, as `arg` builds them). */
+function holdsRef(v: unknown, depth = 0): boolean {
+  if (v instanceof Ref) return true;
+  if (depth >= 3) return false;
+  if (Array.isArray(v)) return v.some((x) => holdsRef(x, depth + 1));
+  if (isPlainObject(v)) return Object.values(v).some((x) => holdsRef(x, depth + 1));
+  return false;
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -285,9 +295,16 @@ export function capture(
       }
       return v; // storage from before the step (weights, a static cache): by reference
     }
-    if (depth < 3 && Array.isArray(v)) return v.map((x) => arg(x, depth + 1));
-    if (depth < 3 && isPlainObject(v))
-      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, arg(x, depth + 1)]));
+    // Parameter objects (AttentionParams' bias) are rebuilt only where they hold captured storage; anything
+    // else (GemmParams, a GPU backend's storage handle from before the step) is kept as it is, by identity.
+    if (depth < 3 && Array.isArray(v)) {
+      const mapped = v.map((x) => arg(x, depth + 1));
+      return mapped.some((x, i) => x !== v[i]) ? mapped : v;
+    }
+    if (depth < 3 && isPlainObject(v)) {
+      const entries = Object.entries(v).map(([k, x]) => [k, arg(x, depth + 1)] as const);
+      return entries.some(([k, x]) => x !== v[k]) ? Object.fromEntries(entries) : v;
+    }
     return v;
   };
   const record = (what: string, fn: unknown, self: unknown, args: unknown[]): void => {
