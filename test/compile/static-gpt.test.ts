@@ -87,6 +87,28 @@ test('the context cut (prompt + maxTokens > blockSize) refills the static cache 
   assert.deepEqual(replayed.ids, dynamic.ids);
 });
 
+test('a batch of two rows: the replayed static steps equal the eager ones bit for bit; sliding windows refused', () => {
+  manualSeed(9);
+  const model = wide({ ...GPT_TINY, vocabSize: 97, blockSize: 16 });
+  const eager = new StaticGPTDecoder(model, 8, { batch: 2, compiled: false });
+  const replayed = new StaticGPTDecoder(model, 8, { batch: 2 });
+  const feeds = [
+    [4, 8, 15, 16, 23, 42],
+    [1, 2],
+    [3, 5],
+    [7, 11],
+  ];
+  noGrad(() => {
+    for (const [s, fed] of feeds.entries()) {
+      const x = new Tensor(Int32Array.from(fed), [2, fed.length / 2], 'int32');
+      const a = bits(eager.step(x).dataSync<Float32Array>());
+      assert.deepEqual(bits(replayed.step(x).dataSync<Float32Array>()), a, `step ${s}`);
+    }
+  });
+  const windowed = new GPT({ ...GPT_TINY, vocabSize: 20, blockSize: 16, slidingWindow: 4 });
+  assert.throws(() => new StaticGPTDecoder(windowed, 8), /sliding-window attention is not supported/);
+});
+
 test('one capture serves every one-token step; the decoder refuses positions past maxLength', () => {
   manualSeed(2);
   const model = new GPT({ ...GPT_TINY, vocabSize: 50, blockSize: 16 }).eval();
