@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { getBackend } from '../../src/backend/backend.ts';
+import { gpu } from '../../src/backend/webgpu/registry.ts';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
 import { CaptureError, capture } from '../../src/compile/capture.ts';
 import { StaticGPTDecoder } from '../../src/decode/static-gpt.ts';
@@ -60,4 +61,39 @@ test('webgpu: the static-cache GPT step replays its eager run bit for bit, step 
     assert.deepEqual(b, a, `step ${s}`);
   }
   assert.equal(replayed.captures?.size, 2);
+});
+
+test('webgpu: a replayed GPT-2-deep token step records the dispatches of the eager step, in no more submits', async (t) => {
+  manualSeed(8);
+  // GPT-2 small's depth at a narrow width (the kernels of a token do not depend on the width or the heads).
+  const model = new GPT({ ...GPT_TINY, vocabSize: 1000, blockSize: 64, nLayer: 12, nHead: 2, nEmbd: 16 }).eval();
+  const ctx = gpu();
+  const counted = async (step: () => Tensor) => {
+    await ctx.sync();
+    const d0 = ctx.stats.dispatches;
+    const s0 = ctx.stats.submits;
+    const logits = noGrad(step);
+    ctx.flush();
+    const counts = { dispatches: ctx.stats.dispatches - d0, submits: ctx.stats.submits - s0 };
+    await logits.data();
+    return counts;
+  };
+  const prompt = ids([464, 2068, 7586], [1, 3]);
+  const next = ids([21831], [1, 1]);
+  const cache = model.initCache();
+  noGrad(() => model.forwardCached(prompt, cache));
+  const dynamic = await counted(() => model.forwardCached(next, cache).logits);
+  const eager = new StaticGPTDecoder(model, 8, { compiled: false });
+  noGrad(() => eager.step(prompt));
+  const staticEager = await counted(() => eager.step(next));
+  const replayed = new StaticGPTDecoder(model, 8);
+  noGrad(() => replayed.step(prompt));
+  noGrad(() => replayed.step(next)); // captures the one-token step
+  const replay = await counted(() => replayed.step(ids([318], [1, 1])));
+  t.diagnostic(
+    `per token: dynamic ${JSON.stringify(dynamic)}, static eager ${JSON.stringify(staticEager)}, replay ${JSON.stringify(replay)}`,
+  );
+  assert.equal(replay.dispatches, staticEager.dispatches);
+  assert.ok(replay.submits <= staticEager.submits, `${replay.submits} > ${staticEager.submits}`);
+  assert.ok(dynamic.dispatches > 0);
 });
