@@ -38,6 +38,14 @@ export * as nn from './nn/index.ts';
 export * as io from './io/index.ts';
 export * as models from './models/index.ts';
 export * as decode from './decode/index.ts';
+export {
+  capture,
+  compile,
+  CaptureError,
+  Captured,
+  type CaptureStats,
+  type CompiledStep,
+} from './compile/capture.ts';
 export * as data from './data/index.ts';
 export * as train from './train/index.ts';
 export * as optim from './optim/index.ts';

@@ -23,6 +23,20 @@ function use(b: Backend): void {
   setDefaultDevice(b.device);
 }
 
+/**
+ * Run `fn` with `b` as the current backend and its device as the default one, then restore the backend before:
+ * the hook the capture recorder of src/compile runs a step through (`b` is not registered).
+ */
+export function withBackend<T>(b: Backend, fn: () => T): T {
+  const prev = current;
+  use(b);
+  try {
+    return fn();
+  } finally {
+    if (prev !== null) use(prev);
+  }
+}
+
 const loaders = new Map<string, () => Promise<Backend | null>>();
 
 /**

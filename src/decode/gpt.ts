@@ -86,13 +86,13 @@ export interface AsyncLm {
   run(fed: number[], fresh: boolean): Promise<Float32Array>;
 }
 
-type GenerationEvent = { run: LmRun } | { token: GeneratedToken };
+export type GenerationEvent = { run: LmRun } | { token: GeneratedToken };
 
 /**
- * Generation itself, written once for every engine: it yields the runs it needs (resumed with their
- * logits) and the tokens it draws.
+ * Generation itself, written once for every engine (the dynamic and the static KV cache, ONNX Runtime): it
+ * yields the runs it needs (resumed with their logits) and the tokens it draws.
  */
-function* generation(
+export function* generation(
   vocabSize: number,
   blockSize: number,
   prompt: readonly number[],

@@ -34,5 +34,11 @@ export {
   type GenerateOptions,
   type GeneratedToken,
 } from './gpt.ts';
+export {
+  StaticGPTDecoder,
+  generateStatic,
+  generateStaticStream,
+  type StaticGenerateOptions,
+} from './static-gpt.ts';
 export { sampleToken, samplingDistribution, checkSamplingOptions, argmax, type SamplingOptions } from './sample.ts';
 export { generateHf, generateHfPausing, translateIdsHf, type HfSearchOptions } from './hf-search.ts';

@@ -1,5 +1,6 @@
 import { record } from '../autograd/engine.ts';
 import { shapeToString } from '../tensor/shape.ts';
+import { capturing } from '../tensor/storage.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { empty, f32, i32, K, st, zerosF } from './util.ts';
 
@@ -12,8 +13,8 @@ export function embedding(ids: Tensor, weight: Tensor, paddingIdx: number | null
   const [num, dim] = weight.shape;
   const idd = i32(ids, 'embedding', 'input');
   // Ids come from the host (a tokenizer); where they can be read at once they are checked here, on other
-  // devices they are trusted as a GPU kernel would trust them.
-  const host = ids.device.readSync ? ids.dataSync<Int32Array>() : null;
+  // devices they are trusted as a GPU kernel would trust them. Under capture (src/compile) the replay checks them.
+  const host = ids.device.readSync && !capturing() ? ids.dataSync<Int32Array>() : null;
   if (host) {
     for (let i = 0; i < host.length; i++) {
       if (host[i] < 0 || host[i] >= num) {

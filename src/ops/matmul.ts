@@ -4,6 +4,7 @@ import type { Backend, F16, F32, I8, Q4 } from '../backend/backend.ts';
 import { embeddingInt8, embeddingQ4, Q4_BLOCK, quantizeInt8, quantizeQ4 } from '../backend/js/quantized.ts';
 
 export { Q4_BLOCK };
+import { capturing } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { halvesToFloat32 } from '../tensor/half.ts';
 import { sumToShape } from './reduce.ts';
@@ -390,7 +391,7 @@ export function embeddingQuantized(ids: Tensor, values: Tensor, scale: Tensor): 
   const sd = scaleStorage('embeddingQuantized', values, scale, k);
   const idd = i32(ids, 'embeddingQuantized', 'input', k);
   const [num, dim] = values.shape;
-  if (ids.device.readSync) {
+  if (ids.device.readSync && !capturing()) {
     const id = ids.dataSync<Int32Array>();
     for (let i = 0; i < id.length; i++)
       if (!(id[i] >= 0 && id[i] < num))

@@ -236,6 +236,28 @@ export function setScopePoisoning(on: boolean): void {
   poison = on;
 }
 
+let hostReadGuard: ((what: string) => void) | null = null;
+
+/**
+ * While a step is captured (src/compile), `guard` is called before any tensor's values are read on the host
+ * (it throws naming the read); null ends it. Returns the guard before, to restore.
+ */
+export function setHostReadGuard(guard: ((what: string) => void) | null): ((what: string) => void) | null {
+  const prev = hostReadGuard;
+  hostReadGuard = guard;
+  return prev;
+}
+
+/** Throws while a step is captured: `what` (dataSync, item, ...) reads a tensor's values on the host. */
+export function checkHostRead(what: string): void {
+  if (hostReadGuard !== null) hostReadGuard(what);
+}
+
+/** Whether a step is being captured now (ops skip their host-side checks of ids; the replay checks inputs). */
+export function capturing(): boolean {
+  return hostReadGuard !== null;
+}
+
 /** Storage of the tensors in `value`: a tensor, or arrays and plain objects of them (2 levels). */
 function heldArrays(value: unknown, out: Storage[], depth = 0): void {
   if (value === null || typeof value !== 'object' || depth > 2) return;

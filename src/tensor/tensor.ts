@@ -1,5 +1,6 @@
 import {
   allocFloat32,
+  checkHostRead,
   type Device,
   type DType,
   defaultDevice,
@@ -115,6 +116,7 @@ export class Tensor {
    * {@link Tensor.write}), on a device that reads back asynchronously an error naming `await t.data()`.
    */
   dataSync<T extends TypedData = TypedData>(): T {
+    checkHostRead('dataSync (or item, toArray, tolist)');
     const read = this.device.readSync;
     if (read === undefined) {
       throw new Error(
@@ -127,6 +129,7 @@ export class Tensor {
 
   /** The values, as a host array the caller owns (a copy), on every device. */
   data<T extends TypedData = TypedData>(): Promise<T> {
+    checkHostRead('data');
     return this.device.read(this.storage, this.dtype, this.size) as Promise<T>;
   }
 

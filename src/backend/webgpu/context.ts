@@ -82,8 +82,11 @@ export class GpuContext {
   private readonly programs = new Map<string, Program>();
   private error: string | null = null;
   private readonly collected = new FinalizationRegistry<Held>((held) => this.free(held));
-  /** Bytes in buffers made and not destroyed (in use or pooled), and in use now. */
-  readonly stats = { allocatedBytes: 0, liveBytes: 0, buffersCreated: 0 };
+  /**
+   * Bytes in buffers made and not destroyed (in use or pooled), and in use now; and counts of the work handed to
+   * the GPU: dispatches recorded, command buffers submitted (issue 62 counts them per decoding step).
+   */
+  readonly stats = { allocatedBytes: 0, liveBytes: 0, buffersCreated: 0, dispatches: 0, submits: 0 };
 
   constructor(
     readonly device: GPUDevice,
@@ -231,6 +234,7 @@ export class GpuContext {
     this.pass.setPipeline(p.pipeline);
     this.pass.setBindGroup(0, group);
     this.pass.dispatchWorkgroups(x, y, z);
+    this.stats.dispatches++;
     for (const b of bound) if (!buffers.includes(b)) this.release(b);
     this.count();
   }
@@ -261,6 +265,7 @@ export class GpuContext {
     }
     if (this.encoder !== null) {
       this.queue.submit([this.encoder.finish()]);
+      this.stats.submits++;
       this.encoder = null;
     }
     this.recorded = 0;

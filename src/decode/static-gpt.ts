@@ -1,0 +1,220 @@
+/**
+ * GPT decoding over a static KV cache (issue 62, point 2), so that one capture (src/compile) serves every step.
+ * The cache is preallocated at the search's maximum length S: per block keys and values (B, hKV, S, headDim),
+ * zero where nothing was written. A step of L new tokens at positions p..p+L−1 has the same shapes at every p:
+ * the position enters as data, never as a size.
+ *
+ * - `positions` (L) int32: the rows of the position table (learned, sinusoidal) or of the rotary tables taken
+ *   by an embedding kernel;
+ * - `place` (S, L) float32, one-hot (place[s, l] = 1 where s = p + l): the new keys and values join the cache
+ *   as cache + place·k, a GEMM with one nonzero term per row, so exact: rows outside p..p+L−1 gain ±0, the new
+ *   rows (zero before) become k itself;
+ * - `bias` (L, S) float32: 0 where key s ≤ p + l, −∞ after: the causal mask over the full length, so attention
+ *   over all S keys weighs exactly the ones the dynamic cache would hold.
+ *
+ * The dynamic cache (models/gpt.ts's forwardCached) attends over p + L keys, this over S with the rest at −∞:
+ * the same softmax up to the kernel's rounding, so greedy decoding draws the same tokens (test/compile), and a
+ * replay of this step equals its eager run bit for bit. Sliding-window blocks are not supported yet.
+ */
+import { noGrad } from '../autograd/grad-mode.ts';
+import { type Captured, compile, type CompiledStep } from '../compile/capture.ts';
+import type { GPT } from '../models/gpt.ts';
+import { enterEvalMode } from '../nn/module.ts';
+import * as F from '../ops/index.ts';
+import { K, upload } from '../ops/util.ts';
+import { memoryScope } from '../tensor/storage.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import { type GeneratedToken, type GenerateOptions, generation } from './gpt.ts';
+
+/** A GPT's keys and values for positions 0..maxLength−1, written in place, and the step that writes them. */
+export class StaticGPTDecoder {
+  /** Per block keys and values (batch, hKV, maxLength, headDim). */
+  readonly layers: {
+    /** Keys, zero where no position was written. */
+    k: Tensor;
+    /** Values, zero where no position was written. */
+    v: Tensor;
+  }[];
+  /** Positions fed so far: the position of the next token. */
+  length = 0;
+  private readonly compiled: CompiledStep | null;
+  private readonly rope: { cos: Tensor; sin: Tensor } | null;
+
+  /**
+   * `maxLength`: the longest sequence a search feeds (≤ blockSize). `compiled` (default true): each step is
+   * captured once per shape (prefill, then one token) and replayed; false runs it eagerly (the reference).
+   */
+  constructor(
+    /** The model whose steps it runs (its weights are read by reference: updates are seen). */
+    readonly model: GPT,
+    /** Positions the cache holds. */
+    readonly maxLength: number,
+    options: { batch?: number; compiled?: boolean } = {},
+  ) {
+    const c = model.config;
+    if (!Number.isInteger(maxLength) || maxLength < 1 || maxLength > c.blockSize)
+      throw new Error(`StaticGPTDecoder: maxLength must be an integer in [1, ${c.blockSize}], got ${maxLength}`);
+    const batch = options.batch ?? 1;
+    if (!Number.isInteger(batch) || batch < 1)
+      throw new Error(`StaticGPTDecoder: batch must be a positive integer, got ${batch}`);
+    const blocks = [...model.h];
+    if (blocks.some((b) => b.window !== null))
+      throw new Error('StaticGPTDecoder: sliding-window attention is not supported by the static cache yet');
+    const device = K().device;
+    const a = blocks[0].attn;
+    const shape = [batch, a.numKVHeads, maxLength, a.headDim];
+    const n = shape.reduce((x, y) => x * y, 1);
+    const zeros = (): Tensor =>
+      Tensor.fromStorage(device, device.alloc('float32', n, { zero: true, persistent: true }), shape, 'float32');
+    this.layers = blocks.map(() => ({ k: zeros(), v: zeros() }));
+    this.rope = model.rope ? model.rope.tables(0, maxLength) : null;
+    const step = (ids: Tensor, positions: Tensor, place: Tensor, bias: Tensor): Tensor =>
+      this.forward(ids, positions, place, bias);
+    this.compiled = (options.compiled ?? true) ? compile(step) : null;
+  }
+
+  /** The captures held (one per step shape: the prefill's, the one-token step's), or null when not compiled. */
+  get captures(): ReadonlyMap<string, Captured> | null {
+    return this.compiled?.captures ?? null;
+  }
+
+  /** Forget every position (zero the cache): the next step starts at position 0. */
+  reset(): void {
+    const device = K().device;
+    for (const l of this.layers) for (const t of [l.k, l.v]) device.fill(t.storage, 'float32', 0, t.size);
+    this.length = 0;
+  }
+
+  /**
+   * Logits (batch, L, vocabSize) of L new ids (batch, L) at positions length..length+L−1, their keys and values
+   * written into the cache. Run it without grad (generateStatic does). With `compiled`, the returned tensor is
+   * the capture's output buffer: read it before the next step.
+   */
+  step(ids: Tensor): Tensor {
+    const L = ids.shape[1];
+    const S = this.maxLength;
+    const p = this.length;
+    if (p + L > S) throw new Error(`StaticGPTDecoder: positions ${p}..${p + L - 1} exceed the cache's maxLength ${S}`);
+    const positions = new Tensor(
+      Int32Array.from({ length: L }, (_, l) => p + l),
+      [L],
+      'int32',
+    );
+    const place = new Float32Array(S * L);
+    const bias = new Float32Array(L * S);
+    for (let l = 0; l < L; l++) {
+      place[(p + l) * L + l] = 1;
+      bias.fill(Number.NEGATIVE_INFINITY, l * S + p + l + 1, (l + 1) * S);
+    }
+    const inputs = [ids, positions, upload(place, [S, L]), upload(bias, [L, S])];
+    const logits = this.compiled
+      ? this.compiled(...inputs)[0]
+      : this.forward(inputs[0], inputs[1], inputs[2], inputs[3]);
+    this.length += L;
+    return logits;
+  }
+
+  /** The step as a function of its inputs only (what is captured): see the file comment. */
+  private forward(ids: Tensor, positions: Tensor, place: Tensor, bias: Tensor): Tensor {
+    const m = this.model;
+    let x = m.wte.forward(ids);
+    if (m.wpe) x = F.add(x, m.wpe.forward(positions));
+    else if (m.pe) x = F.add(x, F.embedding(positions, m.pe));
+    x = m.drop.forward(x);
+    const rope = this.rope && {
+      cos: F.embedding(positions, this.rope.cos),
+      sin: F.embedding(positions, this.rope.sin),
+    };
+    [...m.h].forEach((block, i) => {
+      let { q, k, v } = block.attn.projectSelf(block.ln1.forward(x));
+      if (rope) {
+        q = F.rotaryEmbedding(q, rope.cos, rope.sin);
+        k = F.rotaryEmbedding(k, rope.cos, rope.sin);
+      }
+      const cache = this.layers[i];
+      writeInto(cache.k, F.add(cache.k, F.matmul(place, k)));
+      writeInto(cache.v, F.add(cache.v, F.matmul(place, v)));
+      const r = block.attn.attendProjected(q, cache.k, cache.v, { isCausal: false, attnBias: bias });
+      x = F.add(x, block.residDropout.forward(r.output));
+      x = F.add(x, block.mlp.forward(block.ln2.forward(x)));
+    });
+    return m.head(x);
+  }
+}
+
+/** dst's storage ← src's (same size), through the current backend's device (so a capture records it). */
+function writeInto(dst: Tensor, src: Tensor): void {
+  K(dst, src).device.copy(src.storage, dst.storage, 'float32', dst.size);
+}
+
+/** Options of {@link generateStatic}: {@link GenerateOptions}, and whether steps are captured and replayed. */
+export interface StaticGenerateOptions extends GenerateOptions {
+  /** Capture each step shape once and replay it (default true); false runs the static cache eagerly. */
+  compiled?: boolean;
+  /**
+   * A decoder of this model to reuse (its captures with it, so that a second generation replays from its first
+   * step); its maxLength must hold the prompt and maxTokens (or be the blockSize). Default: a new one.
+   */
+  decoder?: StaticGPTDecoder;
+}
+
+/**
+ * generateStream's tokens (the same draws, cuts and checks: decode/gpt.ts's `generation`) over a static KV cache
+ * of length min(blockSize, prompt + maxTokens), each step replayed from a capture by default.
+ */
+export function* generateStaticStream(
+  model: GPT,
+  prompt: readonly number[],
+  options: StaticGenerateOptions,
+): IterableIterator<GeneratedToken> {
+  const { vocabSize, blockSize } = model.config;
+  const restoreMode = enterEvalMode(model);
+  try {
+    const maxLength = Math.min(blockSize, Math.max(1, prompt.length + Math.max(0, options.maxTokens)));
+    const given = options.decoder;
+    if (given && (given.model !== model || given.maxLength < maxLength))
+      throw new Error(
+        `generateStatic: options.decoder must be a StaticGPTDecoder of this model with maxLength >= ${maxLength}, ` +
+          `got ${given.model === model ? `maxLength ${given.maxLength}` : "another model's"}`,
+      );
+    const decoder = given ?? new StaticGPTDecoder(model, maxLength, { compiled: options.compiled });
+    const run = (fed: number[], fresh: boolean): Float32Array =>
+      noGrad(() =>
+        memoryScope(() => {
+          if (fresh) decoder.reset();
+          const logits = decoder.step(new Tensor(Int32Array.from(fed), [1, fed.length], 'int32'));
+          return logits.dataSync<Float32Array>().slice((fed.length - 1) * vocabSize, fed.length * vocabSize);
+        }),
+      );
+    const g = generation(vocabSize, blockSize, prompt, options);
+    for (let r = g.next(); !r.done; ) {
+      if ('run' in r.value) r = g.next(run(r.value.run.fed, r.value.run.fresh));
+      else {
+        yield r.value.token;
+        r = g.next();
+      }
+    }
+  } finally {
+    restoreMode();
+  }
+}
+
+/** Generate all at once over the static cache: the new ids, and the logits each was drawn from. */
+export function generateStatic(
+  model: GPT,
+  prompt: readonly number[],
+  options: StaticGenerateOptions,
+): {
+  /** The generated ids, the prompt not included. */
+  ids: number[];
+  /** The next-token logits each id was drawn from, (vocabSize) each. */
+  logits: Float32Array[];
+} {
+  const ids: number[] = [];
+  const logits: Float32Array[] = [];
+  for (const t of generateStaticStream(model, prompt, options)) {
+    ids.push(t.id);
+    logits.push(t.logits);
+  }
+  return { ids, logits };
+}
