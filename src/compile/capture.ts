@@ -90,7 +90,7 @@ export interface CaptureStats {
   bytes: number;
 }
 
-const BYTES: Record<DType, number> = { float32: 4, int32: 4, bool: 1, uint8: 1, int8: 1, q4: 1 };
+const BYTES: Record<DType, number> = { float32: 4, int32: 4, bool: 1, uint8: 1, int8: 1, q4: 1, float16: 2 };
 
 /** A captured step: {@link replay} runs it again on new inputs of the same shapes and dtypes. */
 export class Captured {

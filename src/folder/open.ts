@@ -394,7 +394,7 @@ function* hfLmWithoutWeightsSteps(src: FolderSource): Steps<LoadedLm> {
   );
 }
 
-/** A Hugging Face decoder folder without its weights (see hfLmWithoutWeightsSteps), from a source that answers at once. */
+/** A Hugging Face decoder folder without its weights (hfLmWithoutWeightsSteps), from a source that answers at once. */
 export function hfLmWithoutWeightsSync(input: FolderInput): LoadedLm {
   return runSync(hfLmWithoutWeightsSteps(toSource(input)));
 }
