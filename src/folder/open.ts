@@ -328,7 +328,7 @@ function* hfWeightsMissing(src: FolderSource): Steps<FolderError> {
   return (yield* hasFile(src, FILES.pytorchWeights)) ? pytorchOnly(src.name) : notFound(FILES.weights, src.name);
 }
 
-function* hfGpt2ShapeSteps(src: FolderSource, config: unknown): Steps<HfGpt2Shape> {
+function* hfGpt2ShapeSteps(src: FolderSource, config: unknown, withWeights = true): Steps<HfGpt2Shape> {
   const tokenizer = yield* hfTokenizerSteps(src);
   const generation = hfLmDefaults(config, yield* readJson(src, FILES.generationConfig), src.name);
   let modelConfig: GPTConfig;
@@ -339,7 +339,7 @@ function* hfGpt2ShapeSteps(src: FolderSource, config: unknown): Steps<HfGpt2Shap
   }
   checkHfVocab(tokenizer, modelConfig.vocabSize, src.name);
   // The weights' presence, where the source tells it without reading them (not a URL: that would fetch 500 MB).
-  if (src.range && !isDecoderConfig(config) && !(yield* hasFile(src, FILES.weights)))
+  if (withWeights && src.range && !isDecoderConfig(config) && !(yield* hasFile(src, FILES.weights)))
     throw yield* hfWeightsMissing(src);
   return { kind: 'hf-gpt2', tokenizer, modelConfig, generation };
 }
@@ -376,14 +376,7 @@ function* hfGpt2Steps(src: FolderSource, config: unknown, progress: OpenOptions[
  */
 function* hfLmWithoutWeightsSteps(src: FolderSource): Steps<LoadedLm> {
   const { config } = yield* readKindSteps(src, { kinds: ['hf-gpt2'] });
-  const tokenizer = yield* hfTokenizerSteps(src);
-  const generation = hfLmDefaults(config, yield* readJson(src, FILES.generationConfig), src.name);
-  let modelConfig: GPTConfig;
-  try {
-    modelConfig = isDecoderConfig(config) ? decoderConfigFromHf(config) : gptConfigFromHf(config);
-  } catch (e) {
-    throw hfWeightsError(e, src.name);
-  }
+  const { tokenizer, modelConfig, generation } = yield* hfGpt2ShapeSteps(src, config, false);
   // Its weights are never read (init false: no time spent drawing them).
   return checkedHf(
     new GPT(modelConfig, { init: false }).eval(),

@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
@@ -21,8 +21,8 @@ import { GPT, type GPTConfig } from '../../src/models/gpt.ts';
 import * as F from '../../src/ops/index.ts';
 import { manualSeed } from '../../src/tensor/random.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
-import { tempDir } from '../e2e/tiny-model.ts';
 import { qkv, root } from '../helpers/cli.ts';
+import { int64Tensor, KeptGraphs } from '../helpers/ort.ts';
 import { PYTHON, requireTool, toolSkip } from '../helpers/tools.ts';
 
 const BASE = { vocabSize: 53, blockSize: 40, nLayer: 2, nEmbd: 32, dropout: 0, positions: 'rotary' } as const;
@@ -75,12 +75,7 @@ function ids(B: number, T: number, V: number): Tensor {
   }
   return new Tensor(d, [B, T], 'int32');
 }
-const i64 = (t: Tensor) =>
-  new ort.Tensor(
-    'int64',
-    BigInt64Array.from(t.dataSync<Int32Array>(), (x) => BigInt(x)),
-    t.shape,
-  );
+const i64 = int64Tensor;
 
 /** |a − b| ≤ 1e-4 + 1e-4·|b| everywhere (b: qkv), with the shapes equal. */
 function assertClose(got: ort.Tensor, want: Tensor, what: string): void {
@@ -92,14 +87,8 @@ function assertClose(got: ort.Tensor, want: Tensor, what: string): void {
       assert.fail(`${what}: element ${i}: ONNX Runtime ${a[i]}, qkv ${b[i]}`);
 }
 
-const written: string[] = [];
-const dir = tempDir('qkv-onnx-decoders-');
-function keepFile(name: string, bytes: Uint8Array): Uint8Array {
-  const p = join(dir, `${name.replace(/[^a-z0-9]+/gi, '_')}.onnx`);
-  writeFileSync(p, bytes);
-  written.push(p);
-  return bytes;
-}
+const graphs = new KeptGraphs('qkv-onnx-decoders-');
+const keepFile = (name: string, bytes: Uint8Array) => graphs.keep(name, bytes);
 
 for (const [name, cfg] of Object.entries(CONFIGS)) {
   test(`${name}: logits with an empty and a filled past equal qkv's (batch 1/2/3)`, async () => {
@@ -172,24 +161,18 @@ for (const folder of ['llama-gqa-tied', 'qwen2-bias-untied', 'llama3-rope', 'mis
   });
 }
 
-test('qkv export --format onnx of a Hugging Face decoder folder: --engine onnxruntime generates what qkv generates', () => {
-  for (const folder of ['qwen2-bias-untied', 'mistral-window']) {
-    const out = join(dir, `${folder}-export`);
-    const e = qkv([
-      'export',
-      '--format',
-      'onnx',
-      '--model',
-      join(root, 'test/fixtures/hf-llama', folder),
-      '--out',
-      out,
-    ]);
+test('qkv export --format onnx of a Hugging Face decoder folder (and GPT-2’s): --engine onnxruntime generates what qkv generates', () => {
+  for (const folder of ['hf-llama/qwen2-bias-untied', 'hf-llama/mistral-window', 'hf-gpt2-tiny']) {
+    const out = join(graphs.dir, `${folder.replace('/', '-')}-export`);
+    const e = qkv(['export', '--format', 'onnx', '--model', join(root, 'test/fixtures', folder), '--out', out]);
     assert.equal(e.status, 0, e.stderr);
-    // The folder's own files go beside the graph: its tokenizer and its generation defaults.
-    for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'generation_config.json', 'onnx.json'])
-      assert.ok(readFileSync(join(out, f)).length > 0, f);
+    // The folder's own files go beside the graph (its tokenizer, its generation defaults), the weights do not.
+    const own = readdirSync(join(root, 'test/fixtures', folder)).filter((f) => !/^(expected\.|model[.-])/.test(f));
+    assert.deepEqual(readdirSync(out).sort(), [...own, 'decoder_model.onnx', 'onnx.json'].sort(), folder);
+    for (const f of own)
+      assert.deepEqual(readFileSync(join(out, f)), readFileSync(join(root, 'test/fixtures', folder, f)));
     const args = ['--prompt', 'Two dogs play in the snow', '--max-tokens', '12'];
-    const a = qkv(['generate', '--model', join(root, 'test/fixtures/hf-llama', folder), ...args]);
+    const a = qkv(['generate', '--model', join(root, 'test/fixtures', folder), ...args]);
     const b = qkv(['generate', '--engine', 'onnxruntime', '--model', out, ...args]);
     assert.equal(b.status, 0, b.stderr);
     assert.match(b.stderr, /12 tokens in .* ONNX Runtime\)/);
@@ -199,8 +182,8 @@ test('qkv export --format onnx of a Hugging Face decoder folder: --engine onnxru
 
 test("Debian's ONNX checker (full_check) accepts every graph", { skip: toolSkip('onnx') }, () => {
   requireTool('onnx');
-  assert.ok(written.length >= 8, `${written.length} graphs written`);
+  assert.ok(graphs.written.length >= 8, `${graphs.written.length} graphs written`);
   const script = 'import onnx, sys\nfor p in sys.argv[1:]: onnx.checker.check_model(onnx.load(p), full_check=True)\n';
-  const r = spawnSync(PYTHON, ['-c', script, ...written], { encoding: 'utf8' });
+  const r = spawnSync(PYTHON, ['-c', script, ...graphs.written], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
 });

@@ -8,8 +8,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { tempDir } from '../e2e/tiny-model.ts';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
@@ -22,6 +20,7 @@ import { Seq2Seq, type Seq2SeqConfig } from '../../src/models/seq2seq.ts';
 import { manualSeed } from '../../src/tensor/random.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import * as F from '../../src/ops/index.ts';
+import { int64Tensor, KeptGraphs } from '../helpers/ort.ts';
 import { PYTHON, requireTool, toolSkip } from '../helpers/tools.ts';
 
 const PAD = 0;
@@ -82,12 +81,7 @@ function ids(B: number, T: number, V: number, lens: number[] = Array(B).fill(T))
   return new Tensor(d, [B, T], 'int32');
 }
 
-const i64 = (t: Tensor) =>
-  new ort.Tensor(
-    'int64',
-    BigInt64Array.from(t.dataSync<Int32Array>(), (x) => BigInt(x)),
-    t.shape,
-  );
+const i64 = int64Tensor;
 const keep = (t: Tensor) =>
   new ort.Tensor(
     'int64',
@@ -118,14 +112,8 @@ function roundedToHalf<M extends Seq2Seq | GPT>(m: M): M {
 }
 
 /** Every graph written to disk, for the checker. */
-const written: string[] = [];
-const dir = tempDir('qkv-onnx-');
-function keepFile(name: string, bytes: Uint8Array): Uint8Array {
-  const p = join(dir, `${name.replace(/[^a-z0-9]+/gi, '_')}.onnx`);
-  writeFileSync(p, bytes);
-  written.push(p);
-  return bytes;
-}
+const graphs = new KeptGraphs('qkv-onnx-');
+const keepFile = (name: string, bytes: Uint8Array) => graphs.keep(name, bytes);
 
 for (const [name, cfg] of Object.entries(S2S)) {
   for (const dtype of ['fp32', 'fp16'] as const) {
@@ -312,10 +300,10 @@ test('ONNX checker (onnx.checker.check_model, full_check=True) accepts every exp
   skip: toolSkip('onnx'),
 }, () => {
   requireTool('onnx');
-  assert.ok(written.length >= 13, `${written.length} graphs written by the tests above`);
+  assert.ok(graphs.written.length >= 13, `${graphs.written.length} graphs written by the tests above`);
   const script =
     'import sys, onnx\nfor p in sys.argv[1:]:\n    onnx.checker.check_model(p, full_check=True)\n    print("ok", p)';
-  const r = spawnSync(PYTHON, ['-c', script, ...written], { encoding: 'utf8' });
+  const r = spawnSync(PYTHON, ['-c', script, ...graphs.written], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
-  assert.equal(r.stdout.trim().split('\n').length, written.length, r.stdout);
+  assert.equal(r.stdout.trim().split('\n').length, graphs.written.length, r.stdout);
 });
