@@ -141,3 +141,22 @@ export function loadEnsemble(
 ): LoadedEnsemble {
   return asUserError(() => readForCurrentDevice(() => readEnsemble(dir, others, opts)));
 }
+
+/** The lines of `input` (else stdin), a last empty line (the final newline's) dropped. */
+export async function readInputLines(input: string | undefined): Promise<string[]> {
+  let text: string;
+  if (input !== undefined) {
+    try {
+      text = readFileSync(input, 'utf8');
+    } catch {
+      throw new UserError(`input file not found: ${input}`);
+    }
+  } else {
+    const chunks: Buffer[] = [];
+    for await (const c of process.stdin) chunks.push(c as Buffer);
+    text = Buffer.concat(chunks).toString('utf8');
+  }
+  const lines = text.split(/\r?\n/);
+  if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}

@@ -23,6 +23,7 @@ import { generateCommand } from './commands/generate.ts';
 import { infoCommand } from './commands/info.ts';
 import { trainLmCommand } from './commands/train-lm.ts';
 import { trainCommand } from './commands/train.ts';
+import { summarizeCommand } from './commands/summarize.ts';
 import { translateCommand } from './commands/translate.ts';
 import { packageVersion } from './version.ts';
 
@@ -45,6 +46,7 @@ for (const command of [
   trainCommand(),
   dataCommand(),
   translateCommand(),
+  summarizeCommand(),
   evalCommand(),
   bleuCommand(),
   infoCommand(),

@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { generateHfAsync, type HfSearchOptions } from '../decode/hf-search.ts';
+import { generateHfAsync, sourceIds, type HfSearchOptions } from '../decode/hf-search.ts';
 import { OrtGpt, OrtSeq2Seq, OrtSeq2SeqStepper, type OrtLike, type OrtSessionLike } from '../decode/onnxruntime.ts';
 import { MANIFEST, type OnnxManifest } from '../io/onnx/export.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
@@ -125,6 +125,7 @@ export async function translateIdsHfOnnx(
     const stepper = new OrtSeq2SeqStepper(engine, memory, mask, src.shape[1], false);
     const res = await generateHfAsync(stepper, src.shape[0], {
       ...rules,
+      ...sourceIds(rules as HfSearchOptions, src.dataSync<Int32Array>(), src.shape, tok.padId),
       numBeams: o.beam,
       lengthPenalty: o.alpha,
       maxLength,

@@ -5,8 +5,10 @@
  *
  *   - every output starts from the decoder start id, and `maxLength` counts it: at most maxLength − 1
  *     ids are generated (cur_len: the ids so far, the start id included);
- *   - the logits processors, in transformers' order (`_get_logits_processor`), on each row of log-probabilities:
- *     no repeated n-gram (`noRepeatNgramSize`), `badWordsIds` never generated, EOS blocked while cur_len <
+ *   - the logits processors (decode/hf-processors.ts), in transformers' order (`_get_logits_processor`), on each
+ *     row of log-probabilities (greedy search with a repetition penalty: of raw logits, as generate()'s greedy
+ *     search penalizes them): the repetition penalty, no repeated n-gram of the output (`noRepeatNgramSize`) nor of
+ *     the source (`encoderNoRepeatNgramSize`), `badWordsIds` never generated, EOS blocked while cur_len <
  *     minLength or fewer than minNewTokens ids are generated, at cur_len 1 every id but `forcedBosTokenId`
  *     ruled out and it set to 0 (ForcedBOSTokenLogitsProcessor), at the last position (cur_len = maxLength − 1)
  *     the same for `forcedEosTokenId` (ForcedEOSTokenLogitsProcessor: its score is 0, not its log-probability),
@@ -18,13 +20,15 @@
  *   - a pooled hypothesis scores sum log p / len^lengthPenalty, len = the ids generated (EOS included,
  *     the start id not); the pool keeps the numBeams best;
  *   - a sentence is done once its pool is full and, with earlyStopping false, the best running sum /
- *     (ids generated so far)^lengthPenalty does not beat the worst pooled score (HF's heuristic).
+ *     (ids generated so far)^lengthPenalty does not beat the worst pooled score (HF's heuristic); with 'never'
+ *     and lengthPenalty > 0, the best running sum / (maxLength − 1)^lengthPenalty (the longest still possible).
  *
  * Greedy search's ids are generate()'s whether or not the processors renormalise; its `logProbs` are the sums of
  * the processed log-probabilities, which are generate()'s scores with renormalizeLogits (without it generate()
  * scores greedy steps by the processed raw logits, which a stepper does not return).
  */
 import { noGrad } from '../autograd/grad-mode.ts';
+import { logSoftmaxRow, processRow } from './hf-processors.ts';
 import type { HfGeneration } from '../models/hf/seq2seq-generation.ts';
 import { enterEvalMode, withEvalMode } from '../nn/module.ts';
 import type { Tensor } from '../tensor/tensor.ts';
@@ -47,8 +51,21 @@ export interface HfSearchOptions {
   maxLength: number;
   /** Exponent of the length in a hypothesis's score (HF's default 1). */
   lengthPenalty?: number;
-  /** Stop a sentence once numBeams hypotheses are pooled (default false: HF's heuristic). */
-  earlyStopping?: boolean;
+  /**
+   * Stop a sentence once numBeams hypotheses are pooled (true), by HF's heuristic (false, the default), or by the
+   * heuristic at the longest length still possible where lengthPenalty > 0 ('never').
+   */
+  earlyStopping?: boolean | 'never';
+  /**
+   * repetition_penalty (default 1: none): the score of an id already in the output (the start id included) divided
+   * by it where positive, multiplied where negative. Beam search applies it to log-probabilities, greedy search to
+   * the raw logits (the stepper's `stepLogits`), as generate() does.
+   */
+  repetitionPenalty?: number;
+  /** encoder_no_repeat_ngram_size (default 0: none): no n-gram of the sentence's source ids is generated. */
+  encoderNoRepeatNgramSize?: number;
+  /** Each sentence's source ids, its padding left out (what encoderNoRepeatNgramSize reads). */
+  encoderIds?: readonly (readonly number[])[];
   /** Ids never generated (bad_words_ids; the padding id is ruled out only through it, as generate() does). */
   badWordsIds?: readonly number[];
   /** The id forced at the last position (null or absent: none). */
@@ -80,6 +97,8 @@ export function hfRules(
     eosId: ids.eosId,
     maxLength: g.maxLength,
     earlyStopping: g.earlyStopping,
+    repetitionPenalty: g.repetitionPenalty,
+    encoderNoRepeatNgramSize: g.encoderNoRepeatNgramSize,
     badWordsIds: g.badWordsIds,
     forcedEosTokenId: g.forcedEosTokenId,
     forcedBosTokenId: g.forcedBosTokenId,
@@ -90,55 +109,11 @@ export function hfRules(
   };
 }
 
-/** The search's own needs: the options with the padding id that fills `ids`. */
-type Rules = HfSearchOptions & { padId: number };
-
-/** Ids that would repeat an n-gram of `prefix` (HF's NoRepeatNGramLogitsProcessor, `_get_generated_ngrams`). */
-function bannedByNgrams(prefix: readonly number[], n: number): number[] {
-  const len = prefix.length;
-  if (n <= 0 || len + 1 < n) return [];
-  // The last n − 1 ids; every earlier n-gram starting with them bans its last id.
-  const banned: number[] = [];
-  for (let i = 0; i + n <= len; i++) {
-    let same = true;
-    for (let j = 0; j < n - 1 && same; j++) same = prefix[i + j] === prefix[len - n + 1 + j];
-    if (same) banned.push(prefix[i + n - 1]);
-  }
-  return banned;
-}
-
-/** Row [off, off + V) replaced by its log-softmax (LogitNormalization; −∞ entries stay −∞). */
-function logSoftmaxRow(x: Float32Array, off: number, V: number): void {
-  let max = -Infinity;
-  for (let j = 0; j < V; j++) if (x[off + j] > max) max = x[off + j];
-  if (max === -Infinity) return;
-  let sum = 0;
-  for (let j = 0; j < V; j++) sum += Math.exp(x[off + j] - max);
-  const shift = max + Math.log(sum);
-  for (let j = 0; j < V; j++) x[off + j] -= shift;
-}
-
-/** Every id of the row −∞ but `id`, which scores 0 (ForcedBOS/ForcedEOSTokenLogitsProcessor). */
-function force(lp: Float32Array, off: number, V: number, id: number): void {
-  lp.fill(-Infinity, off, off + V);
-  lp[off + id] = 0;
-}
-
 /**
- * HF's logits processors on one row of log-probabilities, in place, in transformers' order. `prefix`: the row's
- * ids so far, the start id included (its length is cur_len).
+ * The search's own needs: the options with the padding id that fills `ids`, and whether the stepper gives raw
+ * logits (greedy search with a repetition penalty) rather than log-probabilities.
  */
-function processRow(lp: Float32Array, off: number, V: number, prefix: readonly number[], o: Rules): void {
-  const curLen = prefix.length;
-  for (const id of bannedByNgrams(prefix, o.noRepeatNgramSize ?? 0)) lp[off + id] = -Infinity;
-  for (const id of o.badWordsIds ?? []) if (id >= 0 && id < V && id !== o.eosId) lp[off + id] = -Infinity;
-  if (curLen < (o.minLength ?? 0) || curLen - 1 < (o.minNewTokens ?? 0)) lp[off + o.eosId] = -Infinity;
-  const bos = o.forcedBosTokenId ?? null;
-  if (bos !== null && curLen === 1) force(lp, off, V, bos);
-  const eos = o.forcedEosTokenId ?? null;
-  if (eos !== null && curLen === o.maxLength - 1) force(lp, off, V, eos);
-  if (o.renormalizeLogits) logSoftmaxRow(lp, off, V);
-}
+type Rules = HfSearchOptions & { padId: number; rawLogits?: boolean };
 
 function argmax(x: Float32Array, off: number, V: number): number {
   let best = 0;
@@ -172,7 +147,9 @@ function* greedySteps(
     const keep: number[] = [];
     const next: number[] = [];
     active.forEach((s, row) => {
-      processRow(lp, row * V, V, [o.decoderStartId, ...out[s]], o);
+      processRow(lp, row * V, V, [o.decoderStartId, ...out[s]], o, o.encoderIds?.[s]);
+      // Raw logits (repetition penalty): the score is the processed row's log-softmax.
+      if (o.rawLogits && !o.renormalizeLogits) logSoftmaxRow(lp, row * V, V);
       const tok = argmax(lp, row * V, V);
       out[s].push(tok);
       logProbs[s] += lp[row * V + tok];
@@ -237,7 +214,7 @@ function* beamSteps(stepper: StepperRows, B: number, o: Rules): Generator<Int32A
       const top: Candidate[] = [];
       for (let b = 0; b < k; b++) {
         const off = (r0 + b) * V;
-        processRow(lp, off, V, [o.decoderStartId, ...beams[s][b]], o);
+        processRow(lp, off, V, [o.decoderStartId, ...beams[s][b]], o, o.encoderIds?.[s]);
         for (let v = 0; v < V; v++) {
           const sum = sums[s][b] + lp[off + v];
           if (top.length === 2 * k && !(sum > top[2 * k - 1].sum)) continue;
@@ -252,7 +229,7 @@ function* beamSteps(stepper: StepperRows, B: number, o: Rules): Generator<Int32A
       const penalized = top.map((c, i) => (hits[i] ? c.sum - 1e9 : c.sum));
       // The first k that finish join the pool, scored sum / generated^lp (EOS counted; start id not).
       const pool = pools[s];
-      if (!(early && pool.length === k)) {
+      if (!(early === true && pool.length === k)) {
         top.forEach((c, rank) => {
           if (rank >= k || !hits[rank]) return;
           const finished = c.tok === o.eosId;
@@ -273,7 +250,9 @@ function* beamSteps(stepper: StepperRows, B: number, o: Rules): Generator<Int32A
       // the ids generated so far does not beat the worst pooled score; early_stopping true: once full.
       const full = pools[s].length === k;
       const worst = full ? pools[s][k - 1].score : -Infinity;
-      const done = full && (early || !(sums[s][0] / curLen ** lpow > worst));
+      // 'never' with a positive length penalty: the best running sum at the longest length still possible.
+      const bestLength = early === 'never' && lpow > 0 ? o.maxLength - 1 : curLen;
+      const done = full && (early === true || !(sums[s][0] / bestLength ** lpow > worst));
       if (done || hits.every(Boolean)) return;
       stillActive.push(s);
       for (const { c } of running) parents.push(r0 + c.beam);
@@ -312,6 +291,11 @@ function checkHfOptions(o: HfSearchOptions): void {
 /** The search over any Stepper: greedy for one beam, else HF's beam search. */
 function hfSteps(stepper: StepperRows, B: number, o: Rules): Generator<Int32Array, BeamSearchResult, Float32Array> {
   checkHfOptions(o);
+  if ((o.encoderNoRepeatNgramSize ?? 0) > 0 && (o.encoderIds?.length ?? 0) < B)
+    throw new Error(
+      `generateHf: encoderNoRepeatNgramSize ${o.encoderNoRepeatNgramSize} needs each sentence's source ids ` +
+        `(encoderIds, ${B} of them), got ${o.encoderIds?.length ?? 'none'}`,
+    );
   return o.numBeams === 1 ? greedySteps(stepper, B, o) : beamSteps(stepper, B, o);
 }
 
@@ -321,6 +305,19 @@ export function generateHfAsync(
   B: number,
   options: HfSearchOptions & { padId: number },
 ): Promise<BeamSearchResult> {
+  if (greedyPenalized(options)) {
+    // generate()'s greedy search penalizes the raw logits: the steps return them.
+    const logits = stepper.stepLogits?.bind(stepper);
+    if (!logits)
+      return Promise.reject(
+        new Error(
+          'repetition_penalty with greedy search (num_beams 1) is applied to raw logits, which this engine ' +
+            '(ONNX Runtime) does not return: use beam search, or the qkv engine',
+        ),
+      );
+    const raw: AsyncStepper = stepping(stepper, logits);
+    return driveAsync(hfSteps(raw, B, { ...options, rawLogits: true }), raw);
+  }
   return driveAsync(hfSteps(stepper, B, options), stepper);
 }
 
@@ -330,7 +327,50 @@ export function generateHfSteps(
   B: number,
   options: HfSearchOptions & { padId: number },
 ): BeamSearchResult {
-  return driveSync(hfSteps(stepper, B, options), stepper);
+  if (!greedyPenalized(options)) return driveSync(hfSteps(stepper, B, options), stepper);
+  // generate()'s greedy search penalizes the raw logits: the steps return them.
+  const logits = stepper.stepLogits?.bind(stepper);
+  if (!logits)
+    throw new Error(
+      'generateHf: repetitionPenalty with greedy search needs a stepper that gives raw logits (stepLogits)',
+    );
+  const raw: Stepper = stepping(stepper, logits);
+  return driveSync(hfSteps(raw, B, { ...options, rawLogits: true }), raw);
+}
+
+/** `stepper` whose steps are `step` (its raw logits): its rows read through, kept in step with it. */
+function stepping<R>(stepper: StepperRows, step: (last: Int32Array) => R): StepperRows & { step: typeof step } {
+  return {
+    get rows() {
+      return stepper.rows;
+    },
+    vocabSize: stepper.vocabSize,
+    reorder: (rows) => stepper.reorder(rows),
+    step,
+  };
+}
+
+/** Greedy search with a repetition penalty, which generate() applies to the raw logits. */
+function greedyPenalized(o: HfSearchOptions): boolean {
+  return o.numBeams === 1 && (o.repetitionPenalty ?? 1) !== 1;
+}
+
+/**
+ * Each row of the sources (B, S), `ids` their values, without its padding, where encoderNoRepeatNgramSize needs them
+ * and none are given.
+ */
+export function sourceIds(
+  o: HfSearchOptions,
+  ids: ArrayLike<number>,
+  [B, S]: readonly number[],
+  padId: number,
+): { encoderIds?: readonly (readonly number[])[] } {
+  if (!o.encoderNoRepeatNgramSize || o.encoderIds) return {};
+  return {
+    encoderIds: Array.from({ length: B }, (_, b) =>
+      Array.from({ length: S }, (_, j) => ids[b * S + j]).filter((t) => t !== padId),
+    ),
+  };
 }
 
 /**
@@ -347,6 +387,7 @@ export function generateHf(model: Models, src: Tensor, options: HfSearchOptions)
     noGrad(() =>
       generateHfSteps(abortable(encodeSources(members, src, ids), options.signal), src.shape[0], {
         ...options,
+        ...sourceIds(options, src.dataSync<Int32Array>(), src.shape, padId),
         maxLength,
         padId,
       }),
@@ -371,7 +412,12 @@ export async function generateHfPausing(
   try {
     const stepper = noGrad(() => encodeSources(members, src, ids));
     const pausing = pausingStepper(stepper, options.signal);
-    return await generateHfAsync(pausing, src.shape[0], { ...options, maxLength, padId });
+    return await generateHfAsync(pausing, src.shape[0], {
+      ...options,
+      ...sourceIds(options, src.dataSync<Int32Array>(), src.shape, padId),
+      maxLength,
+      padId,
+    });
   } finally {
     restore();
   }

@@ -65,6 +65,13 @@ export function pausingStepper(stepper: Stepper, signal: AbortSignal | undefined
       if (stepper.stepAsync) return noGrad(() => stepper.stepAsync!(last));
       return noGrad(() => stepper.step(last));
     },
+    ...(stepper.stepLogits && {
+      stepLogits: async (last: Int32Array) => {
+        await pause();
+        signal?.throwIfAborted();
+        return noGrad(() => stepper.stepLogits!(last));
+      },
+    }),
   };
 }
 

@@ -32,12 +32,19 @@ export interface Stepper extends StepperRows {
    * synchronous reads (a GPU) is decoded. The model's work is recorded before the promise is returned.
    */
   stepAsync?(last: Int32Array): Promise<Float32Array>;
+  /**
+   * The same step, returning the raw next-token logits (rows × vocab, nothing ruled out) instead of their
+   * log-softmax: what generate()'s greedy search applies a repetition penalty to (decode/hf-search.ts).
+   */
+  stepLogits?(last: Int32Array): Float32Array;
 }
 
 /** A Stepper whose steps run elsewhere and answer later (ONNX Runtime's session.run is asynchronous). */
 export interface AsyncStepper extends StepperRows {
   /** Feed each row's last id; resolves to log-probabilities (rows × vocab), padding id at −∞. */
   step(last: Int32Array): Promise<Float32Array>;
+  /** The same step resolving to the raw logits (Stepper's stepLogits), where the engine gives them. */
+  stepLogits?(last: Int32Array): Promise<Float32Array>;
 }
 
 /**
@@ -75,6 +82,12 @@ export function abortable<S extends Stepper>(stepper: S, signal: AbortSignal | u
       signal.throwIfAborted();
       return stepper.step(last);
     },
+    ...(stepper.stepLogits && {
+      stepLogits: (last: Int32Array) => {
+        signal.throwIfAborted();
+        return stepper.stepLogits!(last);
+      },
+    }),
     ...(stepper.stepAsync && {
       stepAsync: (last: Int32Array) => {
         signal.throwIfAborted();
@@ -104,6 +117,13 @@ export function logProbs(logits: Tensor, padId: number, step: number, copy = fal
   const read = F.logSoftmax(logits, -1).dataSync() as Float32Array;
   // In a memoryScope (CachedStepper.step) the values are the scope's storage: the search gets its own copy.
   return checkedLogProbs(copy ? read.slice() : read, logits, padId, step);
+}
+
+/** (N, V) logits read to the host (a copy), checked finite as {@link logProbs} checks them (−∞ allowed). */
+export function rawLogits(logits: Tensor, step: number): Float32Array {
+  const x = (logits.dataSync() as Float32Array).slice();
+  checkedLogProbs(x, logits, -1, step);
+  return x;
 }
 
 /** {@link logProbs}, read back asynchronously (any device): the log-softmax is recorded at once. */
@@ -205,6 +225,13 @@ export class CachedStepper implements Stepper {
     );
   }
 
+  stepLogits(last: Int32Array): Float32Array {
+    const n = ++this.steps;
+    return memoryScope(() =>
+      rawLogits(this.model.decodeStep(new Tensor(last, [last.length, 1], 'int32'), this.cache), n),
+    );
+  }
+
   /**
    * step() read back asynchronously, in a memoryScope too: the read of the log-probabilities is recorded (and,
    * on a GPU, submitted) before the scope releases the step's storage.
@@ -257,6 +284,11 @@ export class FullStepper implements Stepper {
   step(last: Int32Array): Float32Array {
     const [logits, T] = this.logits(last);
     return logProbs(logits, this.maskPadding ? this.model.config.padId : -1, T);
+  }
+
+  stepLogits(last: Int32Array): Float32Array {
+    const [logits, T] = this.logits(last);
+    return rawLogits(logits, T);
   }
 
   stepAsync(last: Int32Array): Promise<Float32Array> {

@@ -35,14 +35,21 @@ export class T5Stepper implements Stepper {
   }
 
   step(last: Int32Array): Float32Array {
+    return Float32Array.from(F.logSoftmax(this.logits(last), -1).dataSync<Float32Array>());
+  }
+
+  stepLogits(last: Int32Array): Float32Array {
+    return Float32Array.from(this.logits(last).dataSync<Float32Array>());
+  }
+
+  /** The next-token logits (N, V) after feeding `last`. */
+  private logits(last: Int32Array): Tensor {
     this.prefixes.forEach((p, i) => p.push(last[i]));
     const N = this.prefixes.length;
     const T = this.prefixes[0].length;
     const tgt = new Tensor(Int32Array.from(this.prefixes.flat()), [N, T], 'int32');
     const logits = this.model.decode(tgt, this.memory, this.srcPadding); // (N, T, V)
-    const V = this.vocabSize;
-    const lastRow = F.narrow(logits, 1, T - 1, 1).reshape(N, V); // (N, V)
-    return Float32Array.from(F.logSoftmax(lastRow, -1).dataSync<Float32Array>());
+    return F.narrow(logits, 1, T - 1, 1).reshape(N, this.vocabSize);
   }
 
   reorder(rows: Int32Array): void {

@@ -27,6 +27,8 @@ export interface LoadedT5 {
   ids: MarianIds;
   /** How generate() decodes it by default (generation_config.json, else config.json). */
   generation: HfGeneration;
+  /** generation_config.json as read (undefined where the folder has none): what a task's params are set over. */
+  generationConfig: unknown;
   /** The weights file read. */
   weightsFile: string;
 }
@@ -81,7 +83,7 @@ export function* t5ShapeSteps(src: FolderSource, config: unknown): Steps<T5Shape
       `${name(FILES.config)}: vocab_size is ${modelConfig.vocabSize}, but the tokenizer's ` +
         `(${name(FILES.tokenizer)}) is ${tokenizer.vocabSize}`,
     );
-  return { tokenizer, config: c, ids, generation, modelConfig };
+  return { tokenizer, config: c, ids, generation, generationConfig, modelConfig };
 }
 
 /** A T5 folder: its shape checked, then its weights (model.safetensors, else pytorch_model.bin), eval mode. */

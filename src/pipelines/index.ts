@@ -19,12 +19,26 @@ import { textClassificationPipeline, type TextClassificationPipeline } from './t
 import { applyDType, checkOptions, describeValue, didYouMean, type PipelineDType } from './options.ts';
 import { textGenerationPipeline, type TextGenerationPipeline } from './text-generation.ts';
 import { translationPipeline, type TranslationPipeline } from './translation.ts';
-import { text2textPipeline, type Text2TextPipeline } from './text2text.ts';
+import {
+  isT5TranslationTask,
+  text2textPipeline,
+  type SummarizationPipeline,
+  type T5TranslationPipeline,
+  type Text2TextPipeline,
+} from './text2text.ts';
 
 export type { PipelineWarning } from './options.ts';
 export type { GenerationOptions, TextGenerationPipeline } from './text-generation.ts';
 export type { TranslationOptions, TranslationPipeline } from './translation.ts';
-export type { Text2TextOptions, Text2TextPipeline, Text2TextResult } from './text2text.ts';
+export type {
+  SummarizationPipeline,
+  T5Task,
+  T5TaskPipeline,
+  T5TranslationPipeline,
+  Text2TextOptions,
+  Text2TextPipeline,
+  Text2TextResult,
+} from './text2text.ts';
 export type { FeatureExtractionOptions, FeatureExtractionPipeline } from './feature-extraction.ts';
 export type { FillMaskOptions, FillMaskPipeline, FillMaskResult } from './fill-mask.ts';
 export type {
@@ -35,11 +49,18 @@ export type {
 export { decodingFor } from './translation.ts';
 
 /**
- * The tasks {@link pipeline} knows: 'translation' (a qkv-seq2seq or Marian folder), 'text-generation' (a
- * qkv-gpt or Hugging Face GPT-2 folder), and over a Hugging Face encoder folder (BERT, RoBERTa, XLM-R,
+ * The tasks {@link pipeline} knows: 'translation' (a qkv-seq2seq, Marian or M2M100 / NLLB folder), 'text-generation'
+ * (a qkv-gpt or Hugging Face GPT-2 folder), over a T5 folder 'text2text-generation', 'summarization' and
+ * transformers' 'translation_XX_to_YY', and over a Hugging Face encoder folder (BERT, RoBERTa, XLM-R,
  * DistilBERT) 'feature-extraction', 'fill-mask' and 'text-classification'. Another name is an error naming it.
  */
-export type Task = 'translation' | 'text-generation' | 'text2text-generation' | EncoderTask;
+export type Task =
+  | 'translation'
+  | 'text-generation'
+  | 'text2text-generation'
+  | 'summarization'
+  | `translation_${string}_to_${string}`
+  | EncoderTask;
 
 /** The tasks of an encoder folder, with the head each reads. */
 const ENCODER_TASKS = {
@@ -118,6 +139,16 @@ export function pipeline(
   folder: FolderInput,
   options?: PipelineOptions,
 ): Promise<TextClassificationPipeline>;
+export function pipeline(
+  task: 'summarization',
+  folder: FolderInput,
+  options?: PipelineOptions,
+): Promise<SummarizationPipeline>;
+export function pipeline(
+  task: `translation_${string}_to_${string}`,
+  folder: FolderInput,
+  options?: PipelineOptions,
+): Promise<T5TranslationPipeline>;
 export async function pipeline(
   task: Task,
   folder: FolderInput,
@@ -129,12 +160,15 @@ export async function pipeline(
   | FillMaskPipeline
   | TextClassificationPipeline
   | Text2TextPipeline
+  | SummarizationPipeline
+  | T5TranslationPipeline
 > {
-  if (!TASKS.includes(task)) {
+  if (!TASKS.includes(task) && !(typeof task === 'string' && isT5TranslationTask(task))) {
     const near = typeof task === 'string' ? didYouMean(task, TASKS) : undefined;
     throw new Error(
       `pipeline: unknown task ${typeof task === 'string' ? `'${task}'` : describeValue(task)}` +
-        `${near ? ` (did you mean '${near}'?)` : ''} (expected ${TASKS.map((t) => `'${t}'`).join(', ')})`,
+        `${near ? ` (did you mean '${near}'?)` : ''} (expected ${TASKS.map((t) => `'${t}'`).join(', ')}, ` +
+        "or a T5 folder's 'translation_XX_to_YY')",
     );
   }
   checkFolder(task, folder);
@@ -157,10 +191,21 @@ export async function pipeline(
     if (t === 'feature-extraction') return featureExtractionPipeline(opened);
     return t === 'fill-mask' ? fillMaskPipeline(opened) : textClassificationPipeline(opened);
   }
-  if (task === 'text2text-generation') {
+  if (task === 'text2text-generation' || task === 'summarization' || isT5TranslationTask(task)) {
     if (adapter || (options.dtype !== undefined && options.dtype !== 'fp32'))
       throw new Error(`${where}: adapter and dtype are not supported for a T5 folder yet`);
-    return text2textPipeline(await openT5(folder, task));
+    if (options.srcLang !== undefined || options.tgtLang !== undefined)
+      throw new Error(
+        `${where}: srcLang and tgtLang choose an NLLB / M2M100 folder's languages; a T5 folder's task does`,
+      );
+    if (options.ensemble !== undefined)
+      throw new Error(`${where}: ensemble takes qkv translation folders, not a T5 folder`);
+    const opened = await openT5(folder, task);
+    try {
+      return text2textPipeline(opened, task);
+    } catch (e) {
+      throw new Error(`${where}: ${(e as Error).message}`);
+    }
   }
   if (task === 'translation') {
     const languages = { srcLang: options.srcLang, tgtLang: options.tgtLang };
@@ -188,6 +233,7 @@ const TASKS: readonly Task[] = [
   'translation',
   'text-generation',
   'text2text-generation',
+  'summarization',
   'feature-extraction',
   'fill-mask',
   'text-classification',

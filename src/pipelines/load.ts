@@ -135,6 +135,14 @@ export async function openTranslation(
     const opened = await openFolder(src, {
       ensemble,
       accept: (kind) => {
+        if (kind === 't5')
+          throw wrongKind(
+            'translation',
+            kind,
+            label(source),
+            `${wanted}: a T5 folder translates by transformers' task names, pipeline('translation_en_to_de', ` +
+              "folder) (the translation_* keys of its config.json's task_specific_params)",
+          );
         if (kind !== 'seq2seq' && kind !== 'marian' && kind !== 'm2m100')
           throw wrongKind('translation', kind, label(source), wanted);
       },

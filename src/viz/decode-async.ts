@@ -6,7 +6,7 @@
  * so on a CPU device these are greedy, beamSearch and generateHf themselves: the same steps, the same bits.
  */
 import { noGrad } from '../autograd/grad-mode.ts';
-import { generateHfAsync, type HfSearchOptions } from '../decode/hf-search.ts';
+import { generateHfAsync, sourceIds, type HfSearchOptions } from '../decode/hf-search.ts';
 import {
   beamSearchAsync,
   checkBeamOptions,
@@ -100,6 +100,11 @@ export function generateHfReading(
   const ids = { bosId: options.decoderStartId, eosId: options.eosId };
   return run(model, src, srcIds, ids, (stepper, _maxLens, padId, members) => {
     const maxLength = Math.min(options.maxLength, Math.min(...members.map((m) => m.config.maxLen)) + 1);
-    return generateHfAsync(stepper, src.shape[0], { ...options, maxLength, padId });
+    return generateHfAsync(stepper, src.shape[0], {
+      ...options,
+      ...sourceIds(options, srcIds, src.shape, padId),
+      maxLength,
+      padId,
+    });
   });
 }

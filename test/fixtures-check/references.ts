@@ -67,7 +67,14 @@ export const REFERENCES: readonly Reference[] = [
     // generate() returns on them; the SentencePiece models are trained by the script itself.
     script: 'scripts/fixtures/make_hf_seq2seq.py',
     folder: 'test/fixtures/hf-seq2seq',
-    files: committedFiles('test/fixtures/hf-seq2seq'),
+    files: committedFiles('test/fixtures/hf-seq2seq', ['rules.json']),
+  },
+  {
+    // generate()'s rules (repetition penalty, no-repeat n-grams, early_stopping, length penalty) and the T5 task
+    // pipelines on the folders above.
+    script: 'scripts/fixtures/make_hf_seq2seq_rules.py',
+    folder: 'test/fixtures/hf-seq2seq',
+    files: ['rules.json'],
   },
   {
     // Llama, Qwen2, Mistral and Llama-3-rope folders as save_pretrained writes them (bf16/fp16/sharded), their

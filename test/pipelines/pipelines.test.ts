@@ -115,5 +115,5 @@ test('a folder of the other kind is refused by name', async () => {
     /model folder not found: .*no-such-folder/,
   );
   // @ts-expect-error an unknown task
-  await assert.rejects(pipeline('summarization', GPT), /pipeline: unknown task 'summarization'/);
+  await assert.rejects(pipeline('question-answering', GPT), /pipeline: unknown task 'question-answering'/);
 });

@@ -7,12 +7,13 @@
  * is an empty line, not an error; an over-long line is reported and makes the exit status 2. The
  * lines go through the translation pipeline (src/pipelines/), the object library users call.
  */
-import { closeSync, createReadStream, existsSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, openSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Command } from '@commander-js/extra-typings';
 import { degradedSummary, EXIT_DEGRADED, type DegradedLine } from '../../decode/batch.ts';
 import type { TranslationOptions, TranslationPipeline } from '../../pipelines/translation.ts';
-import { atomicWrite, checkOutputFolder, UserError } from '../files.ts';
+import { atomicWrite, checkOutputFolder, folderKindOfDir, readInputLines, UserError } from '../files.ts';
+import { runT5Lines, t5TranslationTask } from './summarize.ts';
 import { asDegraded, collect, enginePipeline, openEngine, reportDegraded, translationOptions } from '../decoding.ts';
 import { progressBar } from '../progress.ts';
 import {
@@ -52,7 +53,12 @@ function flags() {
   );
   const files = adapterOption(dtypeOption(languageOptions(decodingOptions(ensembleOptions(modelOption(cmd))))))
     .option('--input <file>', 'read sentences from a file instead of stdin')
-    .option('--output <file>', 'write translations to a file instead of stdout (in a folder that exists)');
+    .option('--output <file>', 'write translations to a file instead of stdout (in a folder that exists)')
+    .option(
+      '--task <name>',
+      "a T5 folder's translation task, transformers' name in its config.json's task_specific_params " +
+        '(e.g. translation_en_to_de: its prefix and generation keys; default: the first translation_* task)',
+    );
   return engineOption(files)
     .option(
       '--skip-long',
@@ -77,23 +83,15 @@ export function translateCommand() {
 export type TranslateArgs = Optional<TranslateFlags, 'engine'> & { log: (line: string) => void };
 
 export async function translate(o: TranslateArgs): Promise<void> {
+  if (folderKindOfDir(o.model) === 't5') return translateT5(o);
+  if (o.task !== undefined) throw new UserError(`--task chooses a T5 folder's task; ${o.model} is not a T5 folder`);
   if (o.output !== undefined) checkOutputFolder(o.output);
   const engine = await openEngine(o);
   const translator = enginePipeline(engine);
   const options = translationOptions(o);
   translator.decoding(options); // the flags' errors before any input is read
   if (o.stream || (o.input === undefined && process.stdin.isTTY)) return translateStream(o, translator, options);
-  let text: string;
-  if (o.input !== undefined) {
-    try {
-      text = readFileSync(o.input, 'utf8');
-    } catch {
-      throw new UserError(`input file not found: ${o.input}`);
-    }
-  } else {
-    text = await readStdin();
-  }
-  const lines = splitLines(text);
+  const lines = await readInputLines(o.input);
   const degraded: DegradedLine[] = [];
   // A bar on a terminal only: stderr that goes to a file or a pipe holds the reports alone.
   const bar = process.stderr.isTTY
@@ -155,14 +153,26 @@ async function translateStream(
   }
 }
 
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-function splitLines(text: string): string[] {
-  const lines = text.split(/\r?\n/);
-  if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
-  return lines;
+/**
+ * A T5 folder: its translation task (--task, else its first translation_* one) through the T5 pipeline, line by
+ * line (--beam is num_beams); the flags of qkv's and Marian's searches are refused by name.
+ */
+async function translateT5(o: TranslateArgs): Promise<void> {
+  const refused = [
+    ['--alpha', o.alpha],
+    ['--mbr', o.mbr],
+    ['--ensemble', Array.isArray(o.ensemble) && o.ensemble.length > 0 ? o.ensemble : undefined],
+    ['--skip-long', o.skipLong],
+    ['--stream', o.stream],
+    ['--src-lang', o.srcLang],
+    ['--tgt-lang', o.tgtLang],
+    ['--dtype', o.dtype],
+    ['--adapter', o.adapter],
+  ] as const;
+  for (const [flag, v] of refused)
+    if (v !== undefined && v !== false)
+      throw new UserError(`${flag} is not available for a T5 folder (${o.model}): its task's settings decide`);
+  if (o.engine !== undefined && o.engine !== 'qkv')
+    throw new UserError('--engine onnxruntime does not run T5 folders yet: use --engine qkv');
+  await runT5Lines(o, 'translate', (opened) => t5TranslationTask(opened, o.model, o.task));
 }

@@ -14,6 +14,8 @@
  * scores that sampling normalises anyway) are read and left.
  */
 
+import { generationSource, refuseUnsupported } from './generation-config.ts';
+
 /** A causal LM's generation defaults, as generate() would apply them with no options. */
 export interface HfLmGeneration {
   /** do_sample: draw tokens (temperature, topK, topP apply) instead of taking the argmax. */
@@ -107,29 +109,8 @@ export function hfLmGeneration(
   generationConfig: unknown,
   configName = 'the model config',
 ): HfLmGeneration {
-  const file = generationConfig !== undefined ? 'generation_config.json' : configName;
-  const raw = generationConfig ?? config;
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error(`${file}: expected a JSON object`);
-  const all = raw as Record<string, unknown>;
-  const from: Record<string, unknown> =
-    generationConfig !== undefined
-      ? all
-      : Object.fromEntries(FROM_MODEL_CONFIG.filter((k) => all[k] !== undefined).map((k) => [k, all[k]]));
-  const value = (k: string) => (from[k] === null ? undefined : from[k]);
-  const num = (k: string, fallback: number, kind: 'int' | 'number', min: number, exclusive = false): number => {
-    const v = value(k) ?? fallback;
-    const ok =
-      typeof v === 'number' &&
-      Number.isFinite(v) &&
-      (kind === 'number' || Number.isInteger(v)) &&
-      (exclusive ? v > min : v >= min);
-    if (!ok)
-      throw new Error(
-        `${file}: ${k} must be ${kind === 'int' ? 'an integer' : 'a number'} ${exclusive ? '>' : '>='} ${min}, ` +
-          `got ${JSON.stringify(v)}`,
-      );
-    return v as number;
-  };
+  const src = generationSource(config, generationConfig, FROM_MODEL_CONFIG, configName);
+  const { file, value, num, set } = src;
   const optionalInt = (k: string, min: number): number | null =>
     value(k) === undefined ? null : num(k, 0, 'int', min);
   const doSample = value('do_sample') ?? false;
@@ -139,19 +120,9 @@ export function hfLmGeneration(
   const eosTokenIds = eos === undefined ? [] : Array.isArray(eos) ? eos : [eos];
   if (!eosTokenIds.every((id) => Number.isInteger(id) && (id as number) >= 0))
     throw new Error(`${file}: eos_token_id must be an id or a list of ids, got ${JSON.stringify(eos)}`);
-  for (const [k, off] of Object.entries(REFUSED)) {
-    const v = from[k];
-    if (v === undefined || v === null || v === off || (Array.isArray(v) && v.length === 0)) continue;
-    throw new Error(
-      `${file}: ${k} ${JSON.stringify(v)} is not supported for a language model ` +
-        `(qkv generates with ${JSON.stringify(off)}, transformers' default: remove the key, or set it to that)`,
-    );
-  }
+  refuseUnsupported(src, REFUSED, ' for a language model', 'generates');
   const topP = num('top_p', 1, 'number', 0, true);
   if (topP > 1) throw new Error(`${file}: top_p must be in (0, 1], got ${topP}`);
-  const set = Object.fromEntries(
-    Object.entries(from).filter(([k]) => k !== 'transformers_version' && k !== '_from_model_config'),
-  );
   return {
     doSample,
     temperature: num('temperature', 1, 'number', 0),

@@ -12,6 +12,8 @@
  * `do_sample`) are left.
  */
 
+import { generationSource, refuseUnsupported, type GenerationOverrides } from './generation-config.ts';
+
 /** An encoder-decoder's generation defaults, as generate() applies them with no options. */
 export interface HfGeneration {
   /** num_beams (opus-mt: 4; 1 = greedy). */
@@ -20,8 +22,15 @@ export interface HfGeneration {
   maxLength: number;
   /** length_penalty: a hypothesis scores sum log p / length^lengthPenalty (default 1). */
   lengthPenalty: number;
-  /** early_stopping (default false: HF's heuristic stop; true: stop once numBeams hypotheses are done). */
-  earlyStopping: boolean;
+  /**
+   * early_stopping (default false: HF's heuristic stop; true: stop once numBeams hypotheses are done; 'never': the
+   * heuristic with the longest length still possible where length_penalty > 0).
+   */
+  earlyStopping: boolean | 'never';
+  /** repetition_penalty (default 1: none): the score of an id already in the output divided by it (× where < 0). */
+  repetitionPenalty: number;
+  /** encoder_no_repeat_ngram_size (default 0: none): no n-gram of the source is generated. */
+  encoderNoRepeatNgramSize: number;
   /** bad_words_ids of one id each: ids never generated (opus-mt: the padding id). */
   badWordsIds: number[];
   /** forced_eos_token_id: the id forced at the last position, scoring 0 (opus-mt: EOS); null: none. */
@@ -84,8 +93,6 @@ const REFUSED: Record<string, unknown> = {
   num_beam_groups: 1,
   diversity_penalty: 0,
   penalty_alpha: null,
-  repetition_penalty: 1,
-  encoder_no_repeat_ngram_size: 0,
   encoder_repetition_penalty: 1,
   sequence_bias: null,
   suppress_tokens: null,
@@ -103,30 +110,17 @@ const REFUSED: Record<string, unknown> = {
 
 /**
  * An encoder-decoder's generation defaults from generation_config.json (undefined where the folder has none)
- * and config.json; errors name the file (`configName`: what the folder calls its config) and the key.
+ * and config.json, with `overrides` (a pipeline task's `task_specific_params`) set over them; errors name the file
+ * (`configName`: what the folder calls its config) and the key.
  */
 export function hfSeq2SeqGeneration(
   config: unknown,
   generationConfig: unknown,
   configName = 'the model config',
+  overrides?: GenerationOverrides,
 ): HfGeneration {
-  const file = generationConfig !== undefined ? 'generation_config.json' : configName;
-  const raw = generationConfig ?? config;
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error(`${file}: expected a JSON object`);
-  const all = raw as Record<string, unknown>;
-  const from: Record<string, unknown> =
-    generationConfig !== undefined
-      ? all
-      : Object.fromEntries(FROM_MODEL_CONFIG.filter((k) => all[k] !== undefined).map((k) => [k, all[k]]));
-  const value = (k: string) => (from[k] === null ? undefined : from[k]);
-  const num = (k: string, fallback: number, integer: boolean, min: number): number => {
-    const v = value(k) ?? fallback;
-    if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v)) || v < min)
-      throw new Error(
-        `${file}: ${k} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got ${JSON.stringify(v)}`,
-      );
-    return v;
-  };
+  const src = generationSource(config, generationConfig, FROM_MODEL_CONFIG, configName, overrides);
+  const { file, value, num, set } = src;
   const id = (k: string): number | null => {
     let v = value(k);
     // transformers accepts a list of EOS ids; one is what an encoder-decoder folder holds.
@@ -138,40 +132,33 @@ export function hfSeq2SeqGeneration(
   };
   const flag = (k: string): boolean => {
     const v = value(k) ?? false;
-    const never = v === 'never' ? ' ("never" is not supported)' : '';
-    if (typeof v !== 'boolean')
-      throw new Error(`${file}: ${k} must be true or false, got ${JSON.stringify(v)}${never}`);
+    if (typeof v !== 'boolean') throw new Error(`${file}: ${k} must be true or false, got ${JSON.stringify(v)}`);
     return v;
   };
-  for (const [k, off] of Object.entries(REFUSED)) {
-    const v = from[k];
-    if (v === undefined || v === null || v === off || (Array.isArray(v) && v.length === 0)) continue;
-    throw new Error(
-      `${file}: ${k} ${JSON.stringify(v)} is not supported (qkv decodes with ${JSON.stringify(off)}, ` +
-        `transformers' default: remove the key, or set it to that)`,
-    );
-  }
+  const early = value('early_stopping') ?? false;
+  if (typeof early !== 'boolean' && early !== 'never')
+    throw new Error(`${file}: early_stopping must be true, false or "never", got ${JSON.stringify(early)}`);
+  refuseUnsupported(src, REFUSED, '', 'decodes');
   const bad = value('bad_words_ids') ?? [];
   if (!Array.isArray(bad) || !bad.every((w) => Array.isArray(w) && w.length === 1 && Number.isInteger(w[0])))
     throw new Error(
       `${file}: bad_words_ids must be a list of one-id lists (e.g. [[58100]]), got ${JSON.stringify(bad)}`,
     );
   const maxNew = value('max_new_tokens');
-  const set = Object.fromEntries(
-    Object.entries(from).filter(([k]) => k !== 'transformers_version' && k !== '_from_model_config'),
-  );
   return {
-    numBeams: num('num_beams', 1, true, 1),
+    numBeams: num('num_beams', 1, 'int', 1),
     // max_new_tokens, where given, wins over max_length (an encoder-decoder output starts with one id).
-    maxLength: maxNew !== undefined ? num('max_new_tokens', 1, true, 1) + 1 : num('max_length', 20, true, 2),
-    lengthPenalty: num('length_penalty', 1, false, -Infinity),
-    earlyStopping: flag('early_stopping'),
+    maxLength: maxNew !== undefined ? num('max_new_tokens', 1, 'int', 1) + 1 : num('max_length', 20, 'int', 2),
+    lengthPenalty: num('length_penalty', 1, 'number', -Infinity),
+    earlyStopping: early,
+    repetitionPenalty: num('repetition_penalty', 1, 'number', 0, true),
+    encoderNoRepeatNgramSize: num('encoder_no_repeat_ngram_size', 0, 'int', 0),
     badWordsIds: (bad as number[][]).map((w) => w[0]),
     forcedEosTokenId: id('forced_eos_token_id'),
     forcedBosTokenId: id('forced_bos_token_id'),
-    minLength: num('min_length', 0, true, 0),
-    minNewTokens: num('min_new_tokens', 0, true, 0),
-    noRepeatNgramSize: num('no_repeat_ngram_size', 0, true, 0),
+    minLength: num('min_length', 0, 'int', 0),
+    minNewTokens: num('min_new_tokens', 0, 'int', 0),
+    noRepeatNgramSize: num('no_repeat_ngram_size', 0, 'int', 0),
     renormalizeLogits: flag('renormalize_logits'),
     decoderStartTokenId: id('decoder_start_token_id'),
     eosTokenId: id('eos_token_id'),

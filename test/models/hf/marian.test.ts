@@ -269,13 +269,20 @@ test("marian: HF's generation settings, generation_config.json first, else confi
   assert.equal(g.numBeams, 1);
   assert.equal(g.lengthPenalty, 0.6);
   assert.equal(g.forcedEosTokenId, null);
+  // Applied now (test/models/hf/seq2seq-rules.test.ts holds them to generate()); what is not done is refused by name.
+  assert.equal(hfGeneration(config, { num_beams: 4, repetition_penalty: 1.2 }).repetitionPenalty, 1.2);
+  assert.equal(hfGeneration({ ...config, early_stopping: 'never' }, undefined).earlyStopping, 'never');
   assert.throws(
-    () => hfGeneration(config, { num_beams: 4, repetition_penalty: 1.2 }),
-    /^Error: generation_config\.json: repetition_penalty 1\.2 is not supported/,
+    () => hfGeneration(config, { num_beams: 4, encoder_repetition_penalty: 1.2 }),
+    /^Error: generation_config\.json: encoder_repetition_penalty 1\.2 is not supported/,
   );
   assert.throws(
-    () => hfGeneration({ ...config, early_stopping: 'never' }, undefined),
-    /early_stopping must be true or false/,
+    () => hfGeneration({ ...config, early_stopping: 'always' }, undefined),
+    /early_stopping must be true, false or "never", got "always"/,
+  );
+  assert.throws(
+    () => hfGeneration(config, { repetition_penalty: 0 }),
+    /generation_config\.json: repetition_penalty must be a number > 0, got 0/,
   );
   assert.throws(
     () => marianConfigFromHf({ ...config, activation_function: 'gelu_new' }),
