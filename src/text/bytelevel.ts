@@ -251,7 +251,7 @@ export class ByteLevelBpeTokenizer {
     if (!this.chatTemplate)
       throw new Error(
         'applyChatTemplate: this tokenizer has no chat template (its folder has no chat_template.jinja and no ' +
-          "chat_template in tokenizer_config.json): give the model a plain text prompt",
+          'chat_template in tokenizer_config.json): give the model a plain text prompt',
       );
     const text = this.chatTemplate.render(messages, options);
     return options.tokenize === false ? text : this.encodeText(text, { addSpecialTokens: false }).ids;

@@ -99,7 +99,9 @@ export class ChatTemplate {
     for (const entry of t) {
       const { name, template } = (entry ?? {}) as { name?: unknown; template?: unknown };
       if (typeof name !== 'string' || typeof template !== 'string')
-        throw new Error(`${key}: each entry must be { "name": string, "template": string }, got ${JSON.stringify(entry)}`);
+        throw new Error(
+          `${key}: each entry must be { "name": string, "template": string }, got ${JSON.stringify(entry)}`,
+        );
       named.set(name, template);
     }
     const chosen = named.get('default');
@@ -142,10 +144,10 @@ export function isConversation(v: unknown): v is ChatMessage[] {
 
 /** An Error naming the first message that is not `{ role: string, content: string }`, or an empty conversation. */
 export function checkMessages(messages: readonly ChatMessage[]): void {
-  if (!Array.isArray(messages) || messages.length === 0)
-    throw new Error(
-      `messages: expected a non-empty array of { role, content }, got ${Array.isArray(messages) ? 'an empty array' : kindOf(messages)}`,
-    );
+  if (!Array.isArray(messages) || messages.length === 0) {
+    const got = Array.isArray(messages) ? 'an empty array' : kindOf(messages);
+    throw new Error(`messages: expected a non-empty array of { role, content }, got ${got}`);
+  }
   messages.forEach((m, i) => {
     const ok = m !== null && typeof m === 'object' && typeof m.role === 'string' && typeof m.content === 'string';
     if (!ok)

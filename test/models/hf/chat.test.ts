@@ -40,13 +40,14 @@ const expected = (name: string): Expected =>
 
 for (const name of FOLDERS) {
   test(`${name}: apply_chat_template's text, ids and tokens as transformers`, () => {
-    const { tokenizer } = readLm(`${ROOT}${name}`);
-    assert.ok(tokenizer instanceof ByteLevelBpeTokenizer);
+    const loaded = readLm(`${ROOT}${name}`).tokenizer;
+    assert.ok(loaded instanceof ByteLevelBpeTokenizer);
+    const tokenizer: ByteLevelBpeTokenizer = loaded;
     for (const c of expected(name).cases) {
       const what = `${name}: ${JSON.stringify(c.messages)} (add_generation_prompt ${c.add_generation_prompt})`;
       const o = { addGenerationPrompt: c.add_generation_prompt };
       assert.equal(tokenizer.applyChatTemplate(c.messages, { ...o, tokenize: false }), c.text, what);
-      const ids = tokenizer.applyChatTemplate(c.messages, o);
+      const ids: number[] = tokenizer.applyChatTemplate(c.messages, o);
       assert.deepEqual(ids, c.ids, what);
       assert.deepEqual(
         ids.map((id) => tokenizer.idToToken(id)),
@@ -110,7 +111,10 @@ test("pipeline('text-generation') with chat messages: transformers' generated_te
 });
 
 test('a folder without a chat template refuses messages in one line', async () => {
-  const generate = await pipeline('text-generation', fileURLToPath(new URL('../../fixtures/hf-llama/llama-gqa-tied', import.meta.url)));
+  const generate = await pipeline(
+    'text-generation',
+    fileURLToPath(new URL('../../fixtures/hf-llama/llama-gqa-tied', import.meta.url)),
+  );
   await assert.rejects(
     generate([{ role: 'user', content: 'hi' }]),
     (e: Error) =>
