@@ -22,7 +22,8 @@ import { translationPipeline, type TranslationPipeline } from './translation.ts'
 import { text2textPipeline, type Text2TextPipeline } from './text2text.ts';
 
 export type { PipelineWarning } from './options.ts';
-export type { GenerationOptions, TextGenerationPipeline } from './text-generation.ts';
+export type { ChatGenerated, GenerationOptions, TextGenerationPipeline } from './text-generation.ts';
+export type { ChatMessage, ChatRenderOptions } from '../text/chat-template.ts';
 export type { TranslationOptions, TranslationPipeline } from './translation.ts';
 export type { Text2TextOptions, Text2TextPipeline, Text2TextResult } from './text2text.ts';
 export type { FeatureExtractionOptions, FeatureExtractionPipeline } from './feature-extraction.ts';

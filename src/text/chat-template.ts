@@ -133,15 +133,6 @@ export class ChatTemplate {
   }
 }
 
-/** Whether `v` is a conversation: a non-empty array of objects with a string role (content checked on render). */
-export function isConversation(v: unknown): v is ChatMessage[] {
-  return (
-    Array.isArray(v) &&
-    v.length > 0 &&
-    v.every((m) => m !== null && typeof m === 'object' && !Array.isArray(m) && typeof m.role === 'string')
-  );
-}
-
 /** An Error naming the first message that is not `{ role: string, content: string }`, or an empty conversation. */
 export function checkMessages(messages: readonly ChatMessage[]): void {
   if (!Array.isArray(messages) || messages.length === 0) {
