@@ -49,6 +49,12 @@ export interface GenerationOptions {
    * negative) before each draw. Default 1 (none), or a Hugging Face folder's `repetition_penalty`.
    */
   repetitionPenalty?: number;
+  /**
+   * Stop once the text holds one of these strings (transformers' `stop_strings`): after the token whose text
+   * completes an occurrence (one that reaches into that token; the prompt's text counts for the occurrence's start).
+   * The string stays in the output, as in transformers. Default: none.
+   */
+  stopStrings?: string[];
   /** Seed of the sampling, an integer >= 0 (default: a random one, as the CLI without --seed). */
   seed?: number;
   /** The KV cache (default true; false recomputes the context at every step, as --no-cache). */
@@ -81,6 +87,7 @@ const GENERATION_OPTIONS: OptionSpec = {
   topK: 'positiveInt',
   topP: 'probability',
   repetitionPenalty: 'positiveNumber',
+  stopStrings: 'strings',
   seed: 'nonNegativeInt',
   useCache: 'boolean',
   beyondContext: 'boolean',
@@ -258,17 +265,26 @@ async function* pieces(
       };
   const stops = new Set(options.stopIds ?? []);
   let n = 0;
+  let before = shown; // the text of the ids before this token (a trailing U+FFFD, an unfinished character, cut)
   for await (const t of engine.tokens(context, options)) {
     all.push(t.id);
     n++;
     const text = idsText(tokenizer, all, separatorId);
+    // A stop string ends generation where an occurrence reaches into this token's text (transformers'
+    // StopStringCriteria: not one that lies wholly in the text before it).
+    const stopped = (o.stopStrings ?? []).some((x) => {
+      const at = text.lastIndexOf(x);
+      return at >= 0 && at + x.length > before.length;
+    });
+    before = text.endsWith('\uFFFD') ? text.replace(/\uFFFD+$/, '') : text;
     // A token that ends inside a character (byte-level BPE) reads as U+FFFD until the next completes it: its piece
     // waits (''), so that the pieces join to the text of the ids; the last token's shows whatever is there.
-    const last = n >= maxTokens || stops.has(t.id);
+    const last = n >= maxTokens || stops.has(t.id) || stopped;
     const wait = !last && text.endsWith('\uFFFD') && text.startsWith(shown);
     const piece = wait ? '' : text.slice(shown.length);
     if (!wait) shown = text;
     yield { id: t.id, piece };
+    if (stopped) break;
     // Before the next step (which runs when the loop asks for the next token): let a timer or an event abort.
     if (o.signal) {
       await pause();

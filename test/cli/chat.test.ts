@@ -18,6 +18,7 @@ interface Generated {
 }
 const expected = (name: string) =>
   JSON.parse(readFileSync(join(F, name, 'expected-chat.json'), 'utf8')) as {
+    stopStrings: { chat: Generated & { stop: string } };
     pipeline: Generated;
     twoTurns: [Generated, Generated];
   };
@@ -88,6 +89,19 @@ test('qkv chat keeps the KV cache: the second turn feeds only what follows the f
     { maxNewTokens: 1 },
   );
   assert.equal(b.content, generated_text.at(-1)!.content);
+});
+
+test("qkv chat --stop: transformers' reply with stop_strings", () => {
+  const { chat } = expected('qwen2.5-chat').stopStrings;
+  const r = qkv(
+    ['chat', '--model', join(F, 'qwen2.5-chat'), '--max-tokens', '10', '--json', '--stop', chat.stop],
+    `${chat.messages[0].content}\n`,
+  );
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(
+    turns(r.stdout).map((t) => t.content),
+    [reply(chat)],
+  );
 });
 
 test('qkv chat refuses a folder without a chat template in one line', () => {

@@ -44,6 +44,11 @@ export function samplingOptions<A extends unknown[], O extends OptionValues, G e
       'divide the logits of tokens already in the text by r (default 1; a Hugging Face folder: its own)',
       num('--repetition-penalty'),
     )
+    .option(
+      '--stop <text>',
+      "stop once the text holds it (transformers' stop_strings; repeat the flag for several)",
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
     .option('--seed <n>', 'random seed (default: random, printed)', nonNegativeInt('--seed'))
     .option('--no-cache', 'recompute the whole context at every step instead of using the KV cache');
 }
@@ -113,7 +118,7 @@ export async function generateText(a: GenerateArgs): Promise<void> {
  * generated (the context cut as it fills), with a seed chosen here so that it can be printed.
  */
 export function generationOptions(
-  a: Pick<GenerateArgs, 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'repetitionPenalty' | 'cache'>,
+  a: Pick<GenerateArgs, 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'repetitionPenalty' | 'stop' | 'cache'>,
   seed: number,
 ): GenerationOptions {
   return {
@@ -122,6 +127,7 @@ export function generationOptions(
     topK: a.topK,
     topP: a.topP,
     repetitionPenalty: a.repetitionPenalty,
+    stopStrings: a.stop,
     seed,
     useCache: a.cache,
     beyondContext: true,

@@ -29,7 +29,12 @@ interface Generated {
   generated_text: ChatMessage[];
   ids: number[];
 }
+interface Stopped {
+  chat: Generated & { stop: string };
+  text: { prompt: string; stop: string; ids: number[]; generated: string };
+}
 interface Expected {
+  stopStrings: Stopped;
   cases: Case[];
   pipeline: Generated;
   twoTurns: [Generated, Generated];
@@ -108,6 +113,34 @@ test("pipeline('text-generation') with chat messages: transformers' generated_te
     for await (const piece of generate.stream(e.pipeline.messages, { maxNewTokens: 10 })) streamed += piece;
     assert.equal(streamed, e.pipeline.generated_text.at(-1)!.content);
   }
+});
+
+test("stopStrings: generate()'s stop_strings, on a chat and on a text prompt", async () => {
+  for (const name of FOLDERS) {
+    const { chat, text } = expected(name).stopStrings;
+    const generate = await pipeline('text-generation', `${ROOT}${name}`);
+    const ids: number[] = [];
+    const out = await generate(chat.messages, {
+      maxNewTokens: 10,
+      stopStrings: [chat.stop],
+      onToken: (_, id) => ids.push(id),
+    });
+    assert.deepEqual(ids, chat.ids, `${name}: chat ids stopped at ${JSON.stringify(chat.stop)}`);
+    assert.deepEqual(out, [{ generated_text: chat.generated_text }]);
+    ids.length = 0;
+    const got = await generate(text.prompt, {
+      maxNewTokens: 10,
+      stopStrings: [text.stop],
+      onToken: (_, id) => ids.push(id),
+    });
+    assert.deepEqual(ids, text.ids, `${name}: ids of ${JSON.stringify(text.prompt)} stopped at ${text.stop}`);
+    assert.equal(got, text.generated);
+  }
+  const generate = await pipeline('text-generation', `${ROOT}qwen2.5-chat`);
+  await assert.rejects(
+    generate('A dog', { stopStrings: 'x' as never }),
+    /text-generation: stopStrings: expected an array of non-empty strings, got/,
+  );
 });
 
 test('a folder without a chat template refuses messages in one line', async () => {
