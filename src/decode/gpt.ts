@@ -147,8 +147,8 @@ function* generation(
 
 /**
  * A KV cache kept from one generation to the next (a conversation: `qkv chat`): the keys and values of `ids`.
- * A generation given one whose `ids` are a prefix of its prompt feeds only the rest of the prompt; otherwise (the
- * new prompt rewrites an earlier token, or the context was cut) the prompt is fed again from an empty cache.
+ * A generation feeds only the part of its prompt after the longest common prefix of `ids` and the prompt; where
+ * the prompt departs from `ids` (it rewrites an earlier token), the cache is first cropped to that prefix.
  * Call {@link release} when the conversation ends (or is reset).
  */
 export class KeptCache {
@@ -158,8 +158,11 @@ export class KeptCache {
   ids: number[] = [];
   /** Of the last generation's prompt, how many tokens came from the cache (0: none, or fed again). */
   reused = 0;
-  /** Whether the last generation found the cache holding something else than a prefix of its prompt. */
-  refed = false;
+  /**
+   * How many cached tokens the last generation dropped: those after the longest common prefix of the cache's ids
+   * and its prompt (0 where the cache held a prefix of the prompt).
+   */
+  dropped = 0;
 
   /** Free the cache (it starts empty next time). */
   release(): void {
@@ -198,7 +201,7 @@ export function* generateStream(
   const keep = useCache ? kept : undefined;
   if (keep) {
     keep.reused = 0;
-    keep.refed = false;
+    keep.dropped = 0;
   }
   try {
     // Last-row logits of running the model on `fed`: from scratch (no cache, or a new cache) or cached. Each
@@ -214,14 +217,19 @@ export function* generateStream(
           else if (keep) {
             let feed = fed;
             if (fresh) {
-              const n = first ? commonPrefix(keep.ids, fed) : 0;
-              // Only a whole prefix, and at least one token left to feed (the logits of the prompt's last).
-              if (keep.cache && n === keep.ids.length && n < fed.length) {
+              // What the cache holds of the prompt, leaving at least one token to feed (the logits of its last).
+              const n = first ? Math.min(commonPrefix(keep.ids, fed), fed.length - 1) : 0;
+              if (keep.cache && n > 0) {
+                // The cached tokens after the common prefix (the new rendering departs there) are dropped.
+                if (n < keep.ids.length) {
+                  keep.cache.crop(n);
+                  keep.dropped = keep.ids.length - n;
+                }
                 feed = fed.slice(n);
                 keep.reused = n;
-                keptIds = keep.ids;
+                keptIds = keep.ids.slice(0, n);
               } else {
-                if (first && keep.ids.length > 0) keep.refed = true;
+                if (first) keep.dropped = keep.ids.length;
                 keep.cache?.release();
                 keep.cache = model.initCache().ownStorage();
                 keptIds = [];

@@ -45,6 +45,9 @@ for (const name of ['smollm2-chatml', 'qwen2.5-chat', 'llama3-chat']) {
       ],
     );
     assert.match(j.stderr, /10 tokens in .* of the conversation's \d+ tokens from the KV cache/);
+    // The second turn fed only what follows the common prefix (at least the first turn's prompt).
+    assert.equal(got[0].reused, 0);
+    assert.ok(got[1].reused >= got[0].promptTokens, `reused ${got[1].reused} of ${got[1].promptTokens}`);
     // The text as it streams: each reply, then a line end.
     const r = qkv(['chat', '--model', join(F, name), '--max-tokens', '10'], input);
     assert.equal(r.status, 0, r.stderr);

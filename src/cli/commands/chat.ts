@@ -2,9 +2,9 @@
  * `qkv chat`: a conversation with a Hugging Face chat model folder (a chat template: chat_template.jinja or
  * tokenizer_config.json's chat_template), one user message per stdin line, each reply streamed to stdout, through
  * the text-generation pipeline library users call with chat messages. The KV cache is kept between turns: each turn
- * the whole conversation is rendered and tokenized again (as transformers would), and where the tokens the cache
- * holds are a prefix of the new ones only the rest is fed; where they are not (the reply's text tokenizes otherwise
- * than the tokens drawn, or a template rewrites earlier turns), the conversation is fed again from an empty cache.
+ * the whole conversation is rendered and tokenized again (as transformers would), and only what follows the longest
+ * common prefix of the cached tokens and the new ones is fed, the cache cropped to that prefix first where it holds
+ * more (the reply's text tokenizes otherwise than the tokens drawn, or a template rewrites earlier turns).
  */
 import { Command } from '@commander-js/extra-typings';
 import { createInterface } from 'node:readline';
@@ -117,10 +117,11 @@ export async function chat(a: ChatArgs): Promise<void> {
         write(`${JSON.stringify(out)}\n`);
       } else write('\n');
       const s = (performance.now() - t0) / 1000;
+      const dropped =
+        kept.dropped > 0 ? ` (${kept.dropped} cached tokens after them dropped: the new rendering differs there)` : '';
       a.log(
         `${n} tokens in ${s.toFixed(2)} s; ${kept.reused} of the conversation's ${promptTokens} tokens from the KV ` +
-          `cache${kept.refed ? ' (its tokens were no prefix of the new rendering: fed again)' : ''}` +
-          (sampling ? `, seed ${seed + turn - 1}` : ''),
+          `cache${dropped}${sampling ? `, seed ${seed + turn - 1}` : ''}`,
       );
     }
   } finally {

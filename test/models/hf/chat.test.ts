@@ -12,7 +12,9 @@ import { fileURLToPath } from 'node:url';
 import { readLm } from '../../../src/folder/node.ts';
 import { ByteLevelBpeTokenizer } from '../../../src/text/bytelevel.ts';
 import { ChatTemplate, type ChatMessage } from '../../../src/text/chat-template.ts';
-import { pipeline } from '../../../src/index.ts';
+import { noGrad, pipeline, Tensor } from '../../../src/index.ts';
+import { KeptCache, generateStream } from '../../../src/decode/gpt.ts';
+import { assertClose } from '../../helpers/assert.ts';
 
 const ROOT = fileURLToPath(new URL('../../fixtures/hf-chat/', import.meta.url));
 const FOLDERS = ['smollm2-chatml', 'qwen2.5-chat', 'llama3-chat'];
@@ -154,4 +156,44 @@ test('a folder without a chat template refuses messages in one line', async () =
       /^text-generation: this folder has no chat template \(.*\): give a text prompt$/.test(e.message) &&
       !e.message.includes('\n'),
   );
+});
+
+test('GPTCache.crop and KeptCache: a prompt departing from the cached ids feeds from the common prefix', () => {
+  const { model } = readLm(`${ROOT}qwen2.5-chat`);
+  const a = [5, 17, 42, 99, 3, 250, 7, 8, 64, 120, 33, 2];
+  const b = [...a.slice(0, 7), 11, 12, 13, 14];
+  noGrad(() => {
+    const ids = (xs: number[]) => new Tensor(Int32Array.from(xs), [1, xs.length], 'int32');
+    const cache = model.initCache();
+    model.forwardCached(ids(a), cache);
+    cache.crop(7);
+    assert.equal(cache.length, 7);
+    assert.equal(cache.layers[0].k!.shape[2], 7);
+    const cropped = model.forwardCached(ids(b.slice(7)), cache).logits;
+    const fresh = model.forward(ids(b));
+    const V = model.config.vocabSize;
+    assertClose(
+      cropped.reshape(4, V),
+      fresh
+        .reshape(b.length, V)
+        .dataSync<Float32Array>()
+        .slice(7 * V),
+      'cropped',
+      1e-5,
+      1e-5,
+    );
+  });
+  // Through generation: the kept cache reuses the common prefix and draws what a fresh cache draws.
+  const kept = new KeptCache();
+  const o = { maxTokens: 4, temperature: 0 };
+  const first = [...generateStream(model, a, o, kept)].map((t) => t.id);
+  assert.deepEqual(kept.ids, [...a, ...first.slice(0, 3)]);
+  const again = [...generateStream(model, b, o, kept)].map((t) => t.id);
+  assert.equal(kept.reused, 7);
+  assert.equal(kept.dropped, a.length + 3 - 7);
+  assert.deepEqual(
+    again,
+    [...generateStream(model, b, o)].map((t) => t.id),
+  );
+  kept.release();
 });
