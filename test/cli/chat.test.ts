@@ -18,7 +18,10 @@ interface Generated {
 }
 const expected = (name: string) =>
   JSON.parse(readFileSync(join(F, name, 'expected-chat.json'), 'utf8')) as {
-    stopStrings: { chat: Generated & { stop: string } };
+    stopStrings: {
+      chat: Generated & { stop: string };
+      text: { prompt: string; stop: string; generated: string };
+    };
     pipeline: Generated;
     twoTurns: [Generated, Generated];
   };
@@ -105,6 +108,25 @@ test("qkv chat --stop: transformers' reply with stop_strings", () => {
     turns(r.stdout).map((t) => t.content),
     [reply(chat)],
   );
+});
+
+test("qkv generate --stop: transformers' continuation with stop_strings", () => {
+  const { text } = expected('qwen2.5-chat').stopStrings;
+  const r = qkv([
+    'generate',
+    '--model',
+    join(F, 'qwen2.5-chat'),
+    '--prompt',
+    text.prompt,
+    '--max-tokens',
+    '10',
+    '--stop',
+    'no such text',
+    '--stop',
+    text.stop,
+  ]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, `${text.prompt}${text.generated}\n`);
 });
 
 test('qkv chat refuses a folder without a chat template in one line', () => {
