@@ -60,6 +60,8 @@ export {
   type TranslationOptions,
   type TextGenerationPipeline,
   type GenerationOptions,
+  type ChatGenerated,
+  type ChatMessage,
   type PipelineWarning,
 } from './pipelines/index.ts';
 export { setNumThreads, numThreads } from './backend/wasm/threads.ts';

@@ -20,6 +20,7 @@ import { fillMaskCommand } from './commands/fill-mask.ts';
 import { finetuneCommand, mergeCommand } from './commands/finetune.ts';
 import { flowCommand } from './commands/flow.ts';
 import { generateCommand } from './commands/generate.ts';
+import { chatCommand } from './commands/chat.ts';
 import { infoCommand } from './commands/info.ts';
 import { trainLmCommand } from './commands/train-lm.ts';
 import { trainCommand } from './commands/train.ts';
@@ -55,6 +56,7 @@ for (const command of [
   finetuneCommand(),
   mergeCommand(),
   generateCommand(),
+  chatCommand(),
   embedCommand(),
   fillMaskCommand(),
   classifyCommand(),

@@ -146,18 +146,63 @@ export function* generation(
 }
 
 /**
+ * A KV cache kept from one generation to the next (a conversation: `qkv chat`): the keys and values of `ids`.
+ * A generation feeds only the part of its prompt after the longest common prefix of `ids` and the prompt; where
+ * the prompt departs from `ids` (it rewrites an earlier token), the cache is first cropped to that prefix.
+ * Call {@link release} when the conversation ends (or is reset).
+ */
+export class KeptCache {
+  /** The cache, null until a generation fills it. */
+  cache: GPTCache | null = null;
+  /** The ids whose keys and values the cache holds, in order (position 0 first). */
+  ids: number[] = [];
+  /** Of the last generation's prompt, how many tokens came from the cache (0: none, or fed again). */
+  reused = 0;
+  /**
+   * How many cached tokens the last generation dropped: those after the longest common prefix of the cache's ids
+   * and its prompt (0 where the cache held a prefix of the prompt).
+   */
+  dropped = 0;
+
+  /** Free the cache (it starts empty next time). */
+  release(): void {
+    this.cache?.release();
+    this.cache = null;
+    this.ids = [];
+  }
+}
+
+/** The length of the longest common prefix of a and b. */
+function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
+}
+
+/**
  * Generate token by token (a lazy iterator, for streaming): the model runs in eval mode without
- * autograd while it is iterated, and its mode is restored when the iteration ends.
+ * autograd while it is iterated, and its mode is restored when the iteration ends. With `kept` (and the cache
+ * on), the KV cache is the kept one: what it holds of the prompt is not fed again, and it is left filled for the
+ * next call.
  */
 export function* generateStream(
   model: GPT,
   prompt: readonly number[],
   options: GenerateOptions,
+  kept?: KeptCache,
 ): IterableIterator<GeneratedToken> {
   const { vocabSize, blockSize } = model.config;
   const useCache = options.useCache ?? true;
   const restoreMode = enterEvalMode(model);
   let cache: GPTCache | null = null;
+  let first = true;
+  // The kept cache's ids while it is being fed: cleared first, so that an error mid-run leaves it empty-handed.
+  let keptIds: number[] = [];
+  const keep = useCache ? kept : undefined;
+  if (keep) {
+    keep.reused = 0;
+    keep.dropped = 0;
+  }
   try {
     // Last-row logits of running the model on `fed`: from scratch (no cache, or a new cache) or cached. Each
     // run is a memoryScope (under wasm its activations live in wasm memory, kernels in place, released when
@@ -169,7 +214,35 @@ export function* generateStream(
           const x = new Tensor(Int32Array.from(fed), [1, fed.length], 'int32');
           let logits: Tensor;
           if (!useCache) logits = model.forward(x);
-          else {
+          else if (keep) {
+            let feed = fed;
+            if (fresh) {
+              // What the cache holds of the prompt, leaving at least one token to feed (the logits of its last).
+              const n = first ? Math.min(commonPrefix(keep.ids, fed), fed.length - 1) : 0;
+              if (keep.cache && n > 0) {
+                // The cached tokens after the common prefix (the new rendering departs there) are dropped.
+                if (n < keep.ids.length) {
+                  keep.cache.crop(n);
+                  keep.dropped = keep.ids.length - n;
+                }
+                feed = fed.slice(n);
+                keep.reused = n;
+                keptIds = keep.ids.slice(0, n);
+              } else {
+                if (first) keep.dropped = keep.ids.length;
+                keep.cache?.release();
+                keep.cache = model.initCache().ownStorage();
+                keptIds = [];
+              }
+              first = false;
+            }
+            keep.ids = [];
+            const f = new Tensor(Int32Array.from(feed), [1, feed.length], 'int32');
+            logits = model.forwardCached(f, keep.cache!).logits;
+            keptIds.push(...feed);
+            keep.ids = keptIds;
+            return logits.dataSync<Float32Array>().slice((feed.length - 1) * vocabSize, feed.length * vocabSize);
+          } else {
             if (fresh) {
               cache?.release();
               cache = model.initCache().ownStorage();

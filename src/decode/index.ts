@@ -30,6 +30,7 @@ export {
   generate,
   generateStream,
   generateStreamAsync,
+  KeptCache,
   type AsyncLm,
   type GenerateOptions,
   type GeneratedToken,

@@ -14,6 +14,7 @@ import { ByteLevelBpeTokenizer, byteLevelBpeJson } from '../text/bytelevel.ts';
 import { CharTokenizer } from '../text/chars.ts';
 import { tokenizerFromJSON } from '../text/load.ts';
 import { bosEosPostProcessor } from '../text/post-processor.ts';
+import { ChatTemplate } from '../text/chat-template.ts';
 import { hfLmGeneration, type HfLmGeneration } from '../models/hf/lm-generation.ts';
 import { decodeLines, encodeLines, type LmTokenizer } from '../text/lines.ts';
 import { notFound } from './seq2seq.ts';
@@ -155,6 +156,8 @@ export interface HfTokenizerFiles {
    * tokens go around a prompt (with tokenizer.json, its post-processor does), as transformers 5 reads them.
    */
   tokenizerConfig?: unknown;
+  /** chat_template.jinja's text: the chat template, over tokenizer_config.json's `chat_template` (transformers 5). */
+  chatTemplate?: string;
 }
 
 /**
@@ -213,7 +216,17 @@ export function hfTokenizer(files: HfTokenizerFiles, name: FileNamer = bareNames
     throw new FolderError(file, `${name(file)}: ${m}`);
   }
   if (!(tokenizer instanceof ByteLevelBpeTokenizer)) return tokenizer;
-  return withTokenizerConfig(tokenizer, files.tokenizerConfig, file === FILES.tokenizer, name);
+  let template: ChatTemplate | null;
+  try {
+    template = ChatTemplate.fromFolder(files.tokenizerConfig, files.chatTemplate);
+  } catch (e) {
+    const m = (e as Error).message;
+    const at = m.startsWith(FILES.chatTemplate) ? FILES.chatTemplate : FILES.tokenizerConfig;
+    throw new FolderError(at, `${name(at)}${m.slice(m.startsWith(at) ? at.length : 0)}`);
+  }
+  return withTokenizerConfig(tokenizer, files.tokenizerConfig, file === FILES.tokenizer, name).withChatTemplate(
+    template,
+  );
 }
 
 /** A special token of tokenizer_config.json: a string, or an AddedToken object's content; undefined where unset. */

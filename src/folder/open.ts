@@ -304,10 +304,16 @@ function* gptSteps(src: FolderSource, config: unknown, weights: boolean): Steps<
 /** A Hugging Face folder's tokenizer: tokenizer.json, else vocab.json + merges.txt (read only then). */
 function* hfTokenizerSteps(src: FolderSource): Steps<GptTokenizer> {
   const tokenizerConfig = yield* readJson(src, FILES.tokenizerConfig);
+  const chatTemplate = yield* readText(src, FILES.chatTemplate);
   const tokenizer = yield* readJson(src, FILES.tokenizer);
-  if (tokenizer !== undefined) return hfTokenizer({ tokenizer, tokenizerConfig }, src.name);
+  if (tokenizer !== undefined) return hfTokenizer({ tokenizer, tokenizerConfig, chatTemplate }, src.name);
   return hfTokenizer(
-    { vocab: yield* readJson(src, FILES.vocab), merges: yield* readText(src, FILES.merges), tokenizerConfig },
+    {
+      vocab: yield* readJson(src, FILES.vocab),
+      merges: yield* readText(src, FILES.merges),
+      tokenizerConfig,
+      chatTemplate,
+    },
     src.name,
   );
 }
@@ -531,6 +537,7 @@ function lmContents(
     [FILES.vocab]: files.vocab as FileContents | undefined,
     [FILES.merges]: files.merges,
     [FILES.tokenizerConfig]: files.tokenizerConfig as FileContents | undefined,
+    [FILES.chatTemplate]: files.chatTemplate,
     [FILES.generationConfig]: files.generationConfig as FileContents | undefined,
     [FILES.weights]: files.weights,
   };

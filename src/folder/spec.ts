@@ -64,6 +64,8 @@ export const FILES = {
   generationConfig: 'generation_config.json',
   /** A Hugging Face folder's tokenizer settings (`add_bos_token`, the special tokens); optional. */
   tokenizerConfig: 'tokenizer_config.json',
+  /** A Hugging Face folder's chat template as transformers 5 saves it (over tokenizer_config.json's); optional. */
+  chatTemplate: 'chat_template.jinja',
 } as const;
 
 /** The target side's tokenizer file of a model with separate vocabularies. */

@@ -25,7 +25,7 @@
  */
 import * as F from '../ops/index.ts';
 import { MultiheadAttention } from '../nn/attention.ts';
-import { appendKeysValues, type KeyValueCache, ownLayers, releaseOwnedLayers } from '../nn/kv-cache.ts';
+import { appendKeysValues, cropKeysValues, type KeyValueCache, ownLayers, releaseOwnedLayers } from '../nn/kv-cache.ts';
 import { constant_, normal_, withoutInit } from '../nn/init.ts';
 import { Dropout, Embedding, LayerNorm, Linear, RMSNorm, SwiGLU, sinusoidalTable } from '../nn/layers.ts';
 import { RotaryEmbedding } from '../nn/rotary.ts';
@@ -150,6 +150,15 @@ export class GPTCache {
    */
   ownStorage(): this {
     ownLayers(this, this.layers);
+    return this;
+  }
+
+  /** Keep the first `length` positions only (HF's `DynamicCache.crop`): the next token fed is at `length`. */
+  crop(length: number): this {
+    if (!Number.isInteger(length) || length < 0 || length > this.length)
+      throw new Error(`GPTCache.crop: length must be an integer in [0, ${this.length}], got ${length}`);
+    for (const l of this.layers) cropKeysValues(l, length);
+    this.length = length;
     return this;
   }
 

@@ -119,6 +119,31 @@ export function appendKeysValues(layer: KeyValueCache, k: Tensor, v: Tensor): vo
 }
 
 /**
+ * Keep only the first `length` positions of a layer's keys and values (dim 2; HF's `DynamicCache.crop`): a
+ * conversation whose new rendering departs from what the cache holds keeps the common prefix. Into the owned
+ * storage of {@link ownLayers} (the old block freed), else fresh storage no memoryScope owns. Not differentiable.
+ */
+export function cropKeysValues(layer: KeyValueCache, length: number): void {
+  const store = stores.get(layer);
+  const crop = (t: Tensor | null): Tensor | null => {
+    if (!t || t.shape[2] === length) return t;
+    if (!Number.isInteger(length) || length < 0 || length > t.shape[2])
+      throw new Error(`cropKeysValues: length must be an integer in [0, ${t.shape[2]}], got ${length}`);
+    const k = K(t);
+    const shape = t.shape.slice();
+    shape[2] = length;
+    const outer = sizeOf(shape.slice(0, 2));
+    const inner = sizeOf(shape.slice(3));
+    const storage = store ? store.alloc(sizeOf(shape)) : k.device.alloc(t.dtype, sizeOf(shape), { zero: false });
+    k.copyRows(t.storage, 0, t.shape[2] * inner, storage, 0, length * inner, outer, length * inner);
+    store?.free(t);
+    return Tensor.fromStorage(k.device, storage, shape, t.dtype);
+  };
+  layer.k = crop(layer.k);
+  layer.v = crop(layer.v);
+}
+
+/**
  * `cat([old, add], dim)` (`add` alone when old is null) in storage that no memoryScope owns: a cache is
  * grown inside a decoding step, which may run in a memoryScope (CachedStepper.step), and must outlive it.
  * With `store`, the cache's own storage, and old's block freed. Where gradients are being recorded through

@@ -28,7 +28,8 @@ import {
 } from './text2text.ts';
 
 export type { PipelineWarning } from './options.ts';
-export type { GenerationOptions, TextGenerationPipeline } from './text-generation.ts';
+export type { ChatGenerated, GenerationOptions, TextGenerationPipeline } from './text-generation.ts';
+export type { ChatMessage, ChatRenderOptions } from '../text/chat-template.ts';
 export type { TranslationOptions, TranslationPipeline } from './translation.ts';
 export type {
   SummarizationPipeline,

@@ -49,6 +49,10 @@ const KINDS = {
     expected: "'fp32', 'q8' (or 'int8') or 'q4'",
     ok: (v: unknown) => typeof v === 'string' && Object.hasOwn(DTYPES, v),
   },
+  strings: {
+    expected: 'an array of non-empty strings',
+    ok: (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string' && x.length > 0),
+  },
   signal: {
     expected: 'an AbortSignal',
     ok: (v: unknown) =>

@@ -17,6 +17,8 @@ import { idsText, promptContext, promptIds, type GptTokenizer, type LoadedLm } f
 import type { LmConfigFile } from '../folder/spec.ts';
 import type { GPT } from '../models/gpt.ts';
 import { BpeTokenizer } from '../text/bpe.ts';
+import { ByteLevelBpeTokenizer } from '../text/bytelevel.ts';
+import { checkMessages, type ChatMessage } from '../text/chat-template.ts';
 import { CharTokenizer } from '../text/chars.ts';
 import { checkOptions, describeValue, warner, type OptionSpec, type PipelineWarning } from './options.ts';
 
@@ -47,6 +49,12 @@ export interface GenerationOptions {
    * negative) before each draw. Default 1 (none), or a Hugging Face folder's `repetition_penalty`.
    */
   repetitionPenalty?: number;
+  /**
+   * Stop once the text holds one of these strings (transformers' `stop_strings`): after the token whose text
+   * completes an occurrence (one that reaches into that token; the prompt's text counts for the occurrence's start).
+   * The string stays in the output, as in transformers. Default: none.
+   */
+  stopStrings?: string[];
   /** Seed of the sampling, an integer >= 0 (default: a random one, as the CLI without --seed). */
   seed?: number;
   /** The KV cache (default true; false recomputes the context at every step, as --no-cache). */
@@ -79,6 +87,7 @@ const GENERATION_OPTIONS: OptionSpec = {
   topK: 'positiveInt',
   topP: 'probability',
   repetitionPenalty: 'positiveNumber',
+  stopStrings: 'strings',
   seed: 'nonNegativeInt',
   useCache: 'boolean',
   beyondContext: 'boolean',
@@ -100,8 +109,17 @@ const DEFAULT_NEW_TOKENS = 200;
 export interface TextGenerationPipeline {
   /** The continuation of `prompt` (the prompt itself not included). */
   (prompt: string, options?: GenerationOptions): Promise<string>;
-  /** The continuation, piece by piece (pieces that add no text are left out). */
-  stream(prompt: string, options?: GenerationOptions): AsyncIterableIterator<string>;
+  /**
+   * A conversation's next assistant message, in transformers.js's shape: the messages and the reply,
+   * `[{ generated_text: [...messages, { role: 'assistant', content }] }]`. The folder's chat template renders the
+   * conversation with the generation prompt (`apply_chat_template(messages, add_generation_prompt=True)`); a
+   * folder without one is an Error.
+   */
+  (messages: readonly ChatMessage[], options?: GenerationOptions): Promise<ChatGenerated>;
+  /** A batch of conversations: one {@link ChatGenerated} each, in order (generated one after the other). */
+  (conversations: readonly (readonly ChatMessage[])[], options?: GenerationOptions): Promise<ChatGenerated[]>;
+  /** The continuation (or a conversation's reply), piece by piece (pieces that add no text are left out). */
+  stream(prompt: string | readonly ChatMessage[], options?: GenerationOptions): AsyncIterableIterator<string>;
   /** Always 'text-generation': the task it was made for. */
   readonly task: 'text-generation';
   /** The folder's language model (eval mode): a qkv GPT, or GPT-2's weights on qkv's GPT. */
@@ -113,6 +131,9 @@ export interface TextGenerationPipeline {
   /** config.json as qkv reads it (a Hugging Face GPT-2 one described in qkv's terms). */
   readonly config: LmConfigFile;
 }
+
+/** A conversation continued: the messages and the assistant's reply (transformers' and transformers.js's shape). */
+export type ChatGenerated = [{ generated_text: ChatMessage[] }];
 
 /**
  * How a text-generation pipeline draws tokens: qkv's GPT (the default) or another engine (the
@@ -141,19 +162,44 @@ const PIPELINE_NAMES: GenerationNames = { prompt: 'the prompt', prefix: 'text-ge
 async function* pieces(
   lm: LoadedLm,
   engine: GenerationEngine,
-  prompt: string,
+  prompt: string | readonly ChatMessage[],
   o: GenerationOptions,
 ): AsyncGenerator<{ id: number; piece: string }> {
   checkOptions('text-generation', o, GENERATION_OPTIONS);
   const names = engine.names ?? PIPELINE_NAMES;
-  if (typeof prompt !== 'string')
-    throw new Error(`${names.prefix}prompt: expected a string, got ${describeValue(prompt)}`);
-  if (prompt === '') throw new Error(`${names.prefix}${names.prompt} is empty: give some text to continue`);
   const { model, tokenizer, separatorId, generation: hf } = lm;
   const { blockSize } = model.config;
-  const ids = promptIds(tokenizer, prompt, separatorId);
-  // qkv's folders: the prompt after a line separator; a Hugging Face folder: its tokenizer's ids, specials included.
-  const context = promptContext(lm, prompt);
+  let ids: number[];
+  let context: number[];
+  if (Array.isArray(prompt)) {
+    // A conversation: the folder's chat template with the generation prompt, its ids without added specials.
+    if (!(tokenizer instanceof ByteLevelBpeTokenizer) || !tokenizer.chatTemplate || !hf)
+      throw new Error(
+        `${names.prefix}this folder has no chat template (no chat_template.jinja, no chat_template in ` +
+          'tokenizer_config.json): give a text prompt',
+      );
+    try {
+      checkMessages(prompt);
+      if (prompt.at(-1)!.role === 'assistant')
+        throw new Error(
+          'messages: the conversation ends with an assistant message; transformers would continue it ' +
+            '(continue_final_message), which qkv does not: end it with a user message',
+        );
+      ids = tokenizer.applyChatTemplate(prompt, { addGenerationPrompt: true });
+    } catch (e) {
+      throw new Error(`${names.prefix}${(e as Error).message}`);
+    }
+    context = ids;
+  } else {
+    if (typeof prompt !== 'string')
+      throw new Error(
+        `${names.prefix}prompt: expected a string or chat messages [{ role, content }], got ${describeValue(prompt)}`,
+      );
+    if (prompt === '') throw new Error(`${names.prefix}${names.prompt} is empty: give some text to continue`);
+    ids = promptIds(tokenizer, prompt, separatorId);
+    // qkv's folders: the prompt after a line separator; a Hugging Face folder: its tokenizer's ids, specials included.
+    context = promptContext(lm, prompt);
+  }
   if (Math.max(ids.length, hf ? context.length : 0) > blockSize)
     throw new Error(
       `${names.prefix}the prompt is ${hf ? context.length : ids.length} tokens long; ` +
@@ -217,12 +263,28 @@ async function* pieces(
         seed,
         useCache: o.useCache ?? true,
       };
+  const stops = new Set(options.stopIds ?? []);
+  let n = 0;
+  let before = shown; // the text of the ids before this token (a trailing U+FFFD, an unfinished character, cut)
   for await (const t of engine.tokens(context, options)) {
     all.push(t.id);
+    n++;
     const text = idsText(tokenizer, all, separatorId);
-    const piece = text.slice(shown.length);
-    shown = text;
+    // A stop string ends generation where an occurrence reaches into this token's text (transformers'
+    // StopStringCriteria: not one that lies wholly in the text before it).
+    const stopped = (o.stopStrings ?? []).some((x) => {
+      const at = text.lastIndexOf(x);
+      return at >= 0 && at + x.length > before.length;
+    });
+    before = text.endsWith('\uFFFD') ? text.replace(/\uFFFD+$/, '') : text;
+    // A token that ends inside a character (byte-level BPE) reads as U+FFFD until the next completes it: its piece
+    // waits (''), so that the pieces join to the text of the ids; the last token's shows whatever is there.
+    const last = n >= maxTokens || stops.has(t.id) || stopped;
+    const wait = !last && text.endsWith('\uFFFD') && text.startsWith(shown);
+    const piece = wait ? '' : text.slice(shown.length);
+    if (!wait) shown = text;
     yield { id: t.id, piece };
+    if (stopped) break;
     // Before the next step (which runs when the loop asks for the next token): let a timer or an event abort.
     if (o.signal) {
       await pause();
@@ -242,7 +304,7 @@ export function textGenerationPipeline(lm: LoadedLm, engine?: GenerationEngine):
     tokens: (context, o) =>
       onGpu ? generateStreamAsync(gptAsyncLm(lm.model, o.useCache), context, o) : generateStream(lm.model, context, o),
   };
-  const run = async (prompt: string, options: GenerationOptions = {}): Promise<string> => {
+  const text = async (prompt: string | readonly ChatMessage[], options: GenerationOptions): Promise<string> => {
     let out = '';
     for await (const { id, piece } of pieces(lm, draw, prompt, options)) {
       out += piece;
@@ -250,13 +312,32 @@ export function textGenerationPipeline(lm: LoadedLm, engine?: GenerationEngine):
     }
     return out;
   };
-  async function* stream(prompt: string, options: GenerationOptions = {}): AsyncIterableIterator<string> {
+  const chat = async (messages: readonly ChatMessage[], options: GenerationOptions): Promise<ChatGenerated> => {
+    const content = await text(messages, options);
+    return [{ generated_text: [...messages.map((m) => ({ ...m })), { role: 'assistant', content }] }];
+  };
+  async function run(
+    prompt: string | readonly ChatMessage[] | readonly (readonly ChatMessage[])[],
+    options: GenerationOptions = {},
+  ): Promise<string | ChatGenerated | ChatGenerated[]> {
+    if (!Array.isArray(prompt)) return text(prompt as string, options);
+    if (prompt.length > 0 && prompt.every((c) => Array.isArray(c))) {
+      const out: ChatGenerated[] = [];
+      for (const c of prompt as readonly (readonly ChatMessage[])[]) out.push(await chat(c, options));
+      return out;
+    }
+    return chat(prompt as readonly ChatMessage[], options);
+  }
+  async function* stream(
+    prompt: string | readonly ChatMessage[],
+    options: GenerationOptions = {},
+  ): AsyncIterableIterator<string> {
     for await (const { id, piece } of pieces(lm, draw, prompt, options)) {
       options.onToken?.(piece, id);
       if (piece !== '') yield piece;
     }
   }
-  return Object.assign(run, {
+  return Object.assign(run as TextGenerationPipeline, {
     stream,
     task: 'text-generation' as const,
     model: lm.model,

@@ -20,6 +20,7 @@
  */
 
 import { postProcessorFromJSON, type Encoded, type PostProcessor } from './post-processor.ts';
+import type { ChatMessage, ChatRenderOptions, ChatTemplate } from './chat-template.ts';
 
 /** GPT-2's pre-tokenizer pattern (the `use_regex` of HF's ByteLevel). */
 export const GPT2_PATTERN = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
@@ -95,6 +96,11 @@ export class ByteLevelBpeTokenizer {
   private readonly postProcessorJson: unknown;
   /** Number of ids: one more than the largest id of the vocabulary and the added tokens (50257 for GPT-2). */
   readonly vocabSize: number;
+  /**
+   * The folder's chat template (chat_template.jinja, else tokenizer_config.json's chat_template), or null: a
+   * tokenizer.json alone has none (text/chat-template.ts; set by the folder loaders with {@link withChatTemplate}).
+   */
+  readonly chatTemplate: ChatTemplate | null;
 
   private constructor(
     vocab: Map<string, number>,
@@ -105,7 +111,9 @@ export class ByteLevelBpeTokenizer {
     postProcessorJson: unknown,
     postProcessor: PostProcessor = postProcessorFromJSON(postProcessorJson),
     split: SplitStep | null = null,
+    chatTemplate: ChatTemplate | null = null,
   ) {
+    this.chatTemplate = chatTemplate;
     this.split = split;
     this.postProcessorJson = postProcessorJson;
     this.postProcessor = postProcessor;
@@ -208,7 +216,45 @@ export class ByteLevelBpeTokenizer {
       this.postProcessorJson,
       postProcessor,
       this.split,
+      this.chatTemplate,
     );
+  }
+
+  /** The same tokenizer with a chat template (a folder's; null: none). */
+  withChatTemplate(chatTemplate: ChatTemplate | null): ByteLevelBpeTokenizer {
+    return new ByteLevelBpeTokenizer(
+      this.vocab,
+      this.merges,
+      this.added,
+      this.addPrefixSpace,
+      this.useRegex,
+      this.postProcessorJson,
+      this.postProcessor,
+      this.split,
+      chatTemplate,
+    );
+  }
+
+  /**
+   * A conversation through the folder's chat template, as transformers' `tokenizer.apply_chat_template` and
+   * transformers.js's `tokenizer.apply_chat_template` (named here as qkv names methods): the rendered text with
+   * `tokenize: false`, else (default) its ids, encoded WITHOUT the post-processor's special tokens (the template
+   * writes them: transformers tokenizes the rendering with add_special_tokens=False). `addGenerationPrompt`
+   * (default false) ends with the header of the assistant's turn. A tokenizer without a template is an Error.
+   */
+  applyChatTemplate(messages: readonly ChatMessage[], options: ChatRenderOptions & { tokenize: false }): string;
+  applyChatTemplate(messages: readonly ChatMessage[], options?: ChatRenderOptions & { tokenize?: true }): number[];
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    options: ChatRenderOptions & { tokenize?: boolean } = {},
+  ): string | number[] {
+    if (!this.chatTemplate)
+      throw new Error(
+        'applyChatTemplate: this tokenizer has no chat template (its folder has no chat_template.jinja and no ' +
+          'chat_template in tokenizer_config.json): give the model a plain text prompt',
+      );
+    const text = this.chatTemplate.render(messages, options);
+    return options.tokenize === false ? text : this.encodeText(text, { addSpecialTokens: false }).ids;
   }
 
   /**

@@ -41,6 +41,8 @@ export { CharTokenizer } from './chars.ts';
 export type { CharLearnOptions, CharTokenizerJson } from './chars.ts';
 export { ByteLevelBpeTokenizer, GPT2_PATTERN, bytesToUnicode } from './bytelevel.ts';
 export type { ByteLevelDecodeOptions } from './bytelevel.ts';
+export { ChatTemplate, checkMessages } from './chat-template.ts';
+export type { ChatMessage, ChatRenderOptions } from './chat-template.ts';
 export { tokenizerFromJSON, tokenizerKind } from './load.ts';
 export { PieceType, readSpmModel, SentencePiece } from './sentencepiece.ts';
 export type { SpmEncoding, SpmModel, SpmNormalizerSpec, SpmPiece, SpmTrainerSpec } from './sentencepiece.ts';

@@ -163,7 +163,10 @@ test('text-generation: unknown options, wrong types, a prompt that is no string,
     generate('A dog', { seed: '1' } as never),
     /text-generation: seed: expected an integer >= 0, got string '1'/,
   );
-  await assert.rejects(generate(5 as never), /^Error: text-generation: prompt: expected a string, got number 5$/);
+  await assert.rejects(
+    generate(5 as never),
+    /^Error: text-generation: prompt: expected a string or chat messages \[\{ role, content \}\], got number 5$/,
+  );
   await assert.rejects(async () => {
     for await (const _ of generate.stream('A dog', { topk: 3 } as never));
   }, /did you mean 'topK'/);

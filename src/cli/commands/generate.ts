@@ -2,7 +2,7 @@
  * `qkv generate`: a prompt continued by a language model folder (qkv train-lm, or Hugging Face
  * GPT-2), streamed, through the text-generation pipeline library users call.
  */
-import { Command } from '@commander-js/extra-typings';
+import { Command, type OptionValues } from '@commander-js/extra-typings';
 import { readFileSync } from 'node:fs';
 import { generateStream, generateStreamAsync } from '../../decode/gpt.ts';
 import { textGenerationPipeline, type GenerationOptions } from '../../pipelines/text-generation.ts';
@@ -16,8 +16,17 @@ function flags() {
   const cmd = new Command('generate').description(
     'continue a prompt with a language model from train-lm, streaming to stdout',
   );
-  const options = modelOption(cmd)
-    .requiredOption('--prompt <text>', 'text to continue; - reads it from stdin')
+  const options = samplingOptions(
+    modelOption(cmd).requiredOption('--prompt <text>', 'text to continue; - reads it from stdin'),
+  );
+  return engineOption(adapterOption(dtypeOption(options)));
+}
+
+/** The flags of how tokens are drawn, `qkv generate`'s and `qkv chat`'s: the pipeline's generation options. */
+export function samplingOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(
+  cmd: Command<A, O, G>,
+) {
+  return cmd
     .option(
       '--max-tokens <n>',
       "tokens to generate (default 200; a Hugging Face folder: its generation_config.json's, as generate())",
@@ -35,9 +44,13 @@ function flags() {
       'divide the logits of tokens already in the text by r (default 1; a Hugging Face folder: its own)',
       num('--repetition-penalty'),
     )
+    .option(
+      '--stop <text>',
+      "stop once the text holds it (transformers' stop_strings; repeat the flag for several)",
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
     .option('--seed <n>', 'random seed (default: random, printed)', nonNegativeInt('--seed'))
     .option('--no-cache', 'recompute the whole context at every step instead of using the KV cache');
-  return engineOption(adapterOption(dtypeOption(options)));
 }
 
 export function generateCommand() {
@@ -104,13 +117,17 @@ export async function generateText(a: GenerateArgs): Promise<void> {
  * The pipeline options the flags ask for, in one place: past the model's context as the CLI always
  * generated (the context cut as it fills), with a seed chosen here so that it can be printed.
  */
-function generationOptions(a: GenerateArgs, seed: number): GenerationOptions {
+export function generationOptions(
+  a: Pick<GenerateArgs, 'maxTokens' | 'temperature' | 'topK' | 'topP' | 'repetitionPenalty' | 'stop' | 'cache'>,
+  seed: number,
+): GenerationOptions {
   return {
     maxNewTokens: a.maxTokens,
     temperature: a.temperature,
     topK: a.topK,
     topP: a.topP,
     repetitionPenalty: a.repetitionPenalty,
+    stopStrings: a.stop,
     seed,
     useCache: a.cache,
     beyondContext: true,
