@@ -16,6 +16,7 @@ import {
   openFolder,
   type FolderKind,
   type LoadedGpt,
+  type OpenedEncoder,
 } from '../../src/folder/index.ts';
 import { gptParameterCount } from '../../src/models/gpt.ts';
 import { gptConfigFromHf } from '../../src/models/hf/gpt2.ts';
@@ -25,9 +26,9 @@ export const WASM_LIMIT_BYTES = 4 * 2 ** 30 - 256 * 2 ** 20;
 /** The js backend keeps each tensor in its own ArrayBuffer; past a few GB the tab runs out. */
 export const JS_LIMIT_BYTES = 3 * 2 ** 30;
 
-/** The parts the views use. */
-function lmOf({ model, tokenizer, separatorId }: LoadedGpt): LoadedGpt {
-  return { model, tokenizer, separatorId };
+/** The parts the views use: a Hugging Face folder's generation settings too (the page generates as the pipeline). */
+function lmOf({ model, tokenizer, separatorId, generation }: LoadedGpt): LoadedGpt {
+  return { model, tokenizer, separatorId, ...(generation && { generation }) };
 }
 
 function mb(bytes: number): string {
@@ -55,16 +56,19 @@ export function checkPageLimit(config: unknown, backend: string, file: string = 
 }
 
 export interface LocalModel {
-  lm: LoadedGpt;
+  /** The GPT, where the folder is one (a qkv GPT or a Hugging Face GPT-2). */
+  lm?: LoadedGpt;
+  /** The encoder, where the folder is a BERT-family one (BERT, DistilBERT, RoBERTa, XLM-R). */
+  encoder?: OpenedEncoder;
   name: string;
-  /** 'Hugging Face GPT-2' or 'qkv GPT'. */
+  /** 'Hugging Face GPT-2', 'qkv GPT' or the encoder's family ('Hugging Face bert'). */
   source: string;
   /** Bytes of model.safetensors and the seconds it took to load. */
   bytes: number;
   seconds: number;
 }
 
-/** Load a GPT from a folder's files; `backend` decides the size limit; `progress` gets status lines. */
+/** Load a GPT or a BERT-family encoder from a folder's files; `backend` decides the size limit; `progress` gets status lines. */
 export async function loadLocalModel(
   files: Iterable<File>,
   backend: string,
@@ -81,6 +85,8 @@ export async function loadLocalModel(
         `${src.name(FILES.config)}: ${KIND_NAMES[kind]}: open it in Translate ` +
           `(or with qkv explore --model ${name}); this view opens GPTs`,
       );
+    if (kind === 'm2m100' || kind === 't5')
+      throw new Error(`${src.name(FILES.config)}: ${KIND_NAMES[kind]}: the explorer does not show this kind yet`);
     if (kind === 'hf-gpt2') checkPageLimit(config, backend, src.name(FILES.config));
     else progress(`reading ${weights}`);
   };
@@ -92,11 +98,17 @@ export async function loadLocalModel(
     }),
     'gpt',
     'hf-gpt2',
+    'hf-encoder',
   );
   return {
-    lm: lmOf(opened),
+    ...(opened.kind === 'hf-encoder' ? { encoder: opened } : { lm: lmOf(opened) }),
     name,
-    source: opened.kind === 'hf-gpt2' ? 'Hugging Face GPT-2' : 'qkv GPT',
+    source:
+      opened.kind === 'hf-encoder'
+        ? `Hugging Face ${opened.hf.family}`
+        : opened.kind === 'hf-gpt2'
+          ? 'Hugging Face GPT-2'
+          : 'qkv GPT',
     bytes: (await src.range?.(FILES.weights))?.size ?? 0,
     seconds: (performance.now() - t0) / 1000,
   };

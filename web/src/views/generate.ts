@@ -12,9 +12,10 @@
 import { gptMaps, type GptAttention } from '../../../src/viz/gpt-attention.ts';
 import { field, h, nextFrame, onSubmit, select } from '../dom.ts';
 import { NO_MODEL, type ModelViewDeps, type ServedEntry } from '../model.ts';
-import type { GptInfo } from '../model-worker.ts';
+import type { GptInfo, LmInfo } from '../model-worker.ts';
 import { runner } from '../runner.ts';
 import { attentionPanel } from './attention-panel.ts';
+import { encoderPanel } from './encoder.ts';
 import { nextTokenPanel } from './next-token.ts';
 import { neuronPanel } from './neuron.ts';
 
@@ -124,7 +125,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       text:
         ' or drop its files here (config.json, tokenizer.json, ' +
         'model.safetensors: a Hugging Face GPT-2 download such as gpt2 or ' +
-        'distilgpt2, or a qkv train-lm folder). Nothing leaves this page. ',
+        'distilgpt2, a BERT, DistilBERT, RoBERTa or XLM-R one, or a qkv train-lm folder). Nothing leaves this page. ',
     }),
     folderStatus,
   );
@@ -156,22 +157,18 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     return decoding.value === 'sample' ? o : { ...o, temperature: 1, greedy: true };
   });
   const neuron = neuronPanel();
+  const encoder = encoderPanel(root);
+  const result = h('p', { class: 'result' }, h('span', { class: 'label', text: 'Text: ' }), out, ' ', timing);
 
   root.append(
-    h(
-      'div',
-      { class: 'panel' },
-      drop,
-      info,
-      form,
-      h('p', { class: 'result' }, h('span', { class: 'label', text: 'Text: ' }), out, ' ', timing),
-      err,
-      tokens,
-    ),
+    h('div', { class: 'panel' }, drop, info, form, result, err, tokens),
     nextToken.element,
     ...panel.elements,
     neuron.element,
+    ...encoder.elements,
   );
+  /** The GPT's parts of the view, hidden while an encoder is open (which shows its own). */
+  const gptParts = [form, result, tokens, ...panel.elements];
 
   let lm: GptInfo | null = null;
   /** Counts model loads: a load that finishes after a newer one started is dropped. */
@@ -189,9 +186,42 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
   decoding.addEventListener('change', () => void nextToken.update());
 
   /** Use this model from now on: its description, the limits of the form, the views emptied. */
-  const setModel = (c: GptInfo, name: string, source: string) => {
+  const setModel = (m: LmInfo, name: string, source: string) => {
+    if ('kind' in m) {
+      // A BERT-family encoder: its attention and fill-mask (views/encoder.ts) in place of generation.
+      lm = null;
+      go.disabled = true;
+      for (const e of gptParts) e.hidden = true;
+      void panel.show(null);
+      nextToken.clear();
+      neuron.clear();
+      err.hidden = true;
+      info.textContent =
+        `Model ${name}: ${source}, an encoder (it reads a text whole, every token attending to every other; it ` +
+        `generates nothing), ${m.nLayer} layers, ${m.nHead} heads, ${m.dModel} wide, at most ${m.maxTokens} ` +
+        `tokens, vocabulary ${m.vocabSize}, ${m.parameters.toLocaleString('en')} parameters.`;
+      info.classList.remove('error', 'warning');
+      deps.setModelStatus(`model: ${name}`);
+      encoder.use(m);
+      root.dataset.encoder = 'true';
+      return;
+    }
+    const c: GptInfo = m;
+    encoder.use(null);
+    delete root.dataset.encoder;
+    for (const e of gptParts) e.hidden = false;
     lm = c;
     maxTokens.max = String(c.blockSize - 1);
+    // A Hugging Face folder's own settings (generation_config.json, else config.json), as the pipeline starts from.
+    const g = c.generation;
+    if (g) {
+      decoding.value = g.doSample ? 'sample' : 'greedy';
+      temperature.value = String(g.temperature);
+      topK.value = String(g.topK);
+      topP.value = String(g.topP);
+      maxTokens.value = String(Math.max(1, Math.min(g.maxNewTokens ?? 20, c.blockSize - 1)));
+      syncDecoding();
+    }
     info.textContent =
       `Model ${name}: ${source}, ${c.nLayer} layers, ${c.nHead} heads, nEmbd ` +
       `${c.nEmbd}, context ${c.blockSize} tokens, vocabulary ` +
@@ -345,17 +375,21 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       return;
     }
     info.textContent = `Loading ${entry.name}…`;
-    let opened: GptInfo;
+    let opened: LmInfo;
     try {
       opened = (await runner.call('openServed', { view: 'generate', entry }, (s) => {
         if (mine === opening) info.textContent = s;
-      })) as GptInfo;
+      })) as LmInfo;
     } catch (e) {
       if (mine === opening) fail((e as Error).message);
       return;
     }
     if (mine !== opening) return; // another model was chosen meanwhile
-    setModel(opened, entry.name, entry.kind === 'hf-gpt2' ? 'Hugging Face GPT-2' : 'GPT');
+    setModel(
+      opened,
+      entry.name,
+      'kind' in opened ? `Hugging Face ${opened.family}` : entry.kind === 'hf-gpt2' ? 'Hugging Face GPT-2' : 'GPT',
+    );
     root.dataset.model = entry.id;
   };
   return { use };
