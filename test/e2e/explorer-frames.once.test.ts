@@ -270,7 +270,7 @@ test("a GPT-2-shaped folder (12 layers × 12 heads, GPT-2's vocabulary), 100 tok
   const page = await open('hf-gpt2-shaped', 'generate', errors);
   const run = await generate(page, expected.prompt, expected.new_ids.length);
   withinBudget('GPT-2-shaped, 100 tokens, click to still', run);
-  // transformers' greedy generate() from what the page feeds: <|endoftext|> then the prompt (the fixture script says why).
+  // transformers' greedy generate() from what the page feeds: the prompt alone, as the pipeline feeds it.
   assert.equal(await page.getByTestId('continuation').textContent(), expected.text, "transformers' greedy generate()");
   const scroll = await heartbeat(page, () => scrollThrough(page));
   withinBudget('GPT-2-shaped, 100 tokens, scrolling through the views', scroll);

@@ -214,11 +214,12 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     maxTokens.max = String(c.blockSize - 1);
     // A Hugging Face folder's own settings (generation_config.json, else config.json), as the pipeline starts from.
     const g = c.generation;
+    // Its sampling settings where it samples (do_sample); a greedy folder leaves them open (all tokens, p 1).
     if (g) {
       decoding.value = g.doSample ? 'sample' : 'greedy';
-      temperature.value = String(g.temperature);
-      topK.value = String(g.topK);
-      topP.value = String(g.topP);
+      temperature.value = String(g.doSample ? g.temperature : 0.8);
+      topK.value = String(g.doSample ? g.topK : 0);
+      topP.value = String(g.doSample ? g.topP : 1);
       maxTokens.value = String(Math.max(1, Math.min(g.maxNewTokens ?? 20, c.blockSize - 1)));
       syncDecoding();
     }
