@@ -21,6 +21,7 @@ import { ofKind, openFolder } from '../../src/folder/open.ts';
 import { pipeline } from '../../src/pipelines/index.ts';
 import { describeFolder, type ExploreServer } from '../../src/server/static.ts';
 import { encoderAttentionAsync } from '../../src/viz/encoder-attention.ts';
+import { flowSubject, textFlowAsync } from '../../src/viz/flow.ts';
 import { toolSkip } from '../helpers/tools.ts';
 import { BACKEND, closeAll, collectErrors, launchChromium, serveExplorer } from './chromium.ts';
 
@@ -234,6 +235,44 @@ test('a BERT-family folder picked in the page opens as a served one does; a bare
   await counted(page, 'opened', before + 2);
   assert.equal(await page.getByTestId('fill-mask').isDisabled(), true);
   assert.match((await page.locator('#fill-note').textContent()) ?? '', /no masked-LM head \(head 'none'\)/);
+  assert.deepEqual(errors, []);
+  await page.context().close();
+});
+
+test("the Flow view on a served BERT folder: one encoder stack, `qkv flow`'s stages and numbers", {
+  skip,
+}, async () => {
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  collectErrors(page, errors);
+  await page.goto(`${server.url}?backend=${BACKEND}#flow`);
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 60000 });
+  const text = 'a man in a [MASK] shirt.';
+  await page.getByTestId('flow-text').fill(text);
+  await page.locator('#flow-model').selectOption('bert-mlm');
+  await page.getByTestId('flow-run').click();
+  await page.waitForFunction(
+    () => document.querySelector('#flow-lanes button[data-stage="softmax"]') !== null,
+    undefined,
+    { timeout: 60000 },
+  );
+  assert.deepEqual(await page.locator('.flow-lane-box h3').allTextContents(), [
+    'Encoder stack (every token sees every other)',
+  ]);
+  const want = await textFlowAsync(flowSubject(await opened('bert-mlm')), text);
+  const ids = await page
+    .locator('#flow-lanes button[data-stage]')
+    .evaluateAll((bs) => bs.map((b) => b.getAttribute('data-stage')));
+  assert.deepEqual(
+    ids,
+    want.flow.stages.map((s) => s.id),
+  );
+  // The softmax's top tokens at the mask: the flow's, which are the masked-LM head's.
+  await page.locator('#flow-lanes button[data-stage="softmax"]').click();
+  await page.waitForFunction(() => document.querySelector('#flow-detail')?.getAttribute('data-stage') === 'softmax');
+  const top = await page.locator('#flow-detail [data-testid="flow-top"]').textContent();
+  const at = want.flow.axes.tokens!.tokens.indexOf('[MASK]');
+  const best = want.flow.stages.find((s) => s.id === 'softmax')!.top![at][0];
+  assert.ok(top?.includes(best.token), `the mask's likeliest token ${best.token} is listed`);
   assert.deepEqual(errors, []);
   await page.context().close();
 });

@@ -20,6 +20,8 @@ import {
   fillMaskWithAttention,
   positionMaps,
 } from '../../src/viz/encoder-attention.ts';
+import { flowSubject, textFlowAsync } from '../../src/viz/flow.ts';
+import { Tensor } from '../../src/tensor/tensor.ts';
 
 const ROOT = fileURLToPath(new URL('../fixtures/hf-encoders/', import.meta.url));
 const FOLDERS = ['bert-mlm', 'distilbert-mlm', 'roberta-mlm', 'xlm-roberta-mlm'];
@@ -125,4 +127,37 @@ test("fill-mask: the pipeline's candidates (transformers' pipeline('fill-mask'))
     assert.equal(m.rows[nhead + 1], 'L2 H2');
     assert.deepEqual(m.maps[0][0][nhead + 1], f.attention.attention[1][1][f.maskAt]);
   }
+});
+
+test("an encoder's flow: the model's own pass, stage by stage (states, attention, masked-LM logits)", async () => {
+  for (const name of ['bert-mlm', 'roberta-mlm', 'distilbert-mlm']) {
+    const enc = await open(name);
+    const text = 'A man in a blue shirt.';
+    const run = await textFlowAsync(flowSubject(enc), text, { dims: 4 });
+    const c = enc.model.config;
+    assert.equal(run.flow.model, 'encoder');
+    const ids = run.flow.axes.tokens!.ids;
+    const a = await encoderAttentionAsync(enc, text);
+    assert.deepEqual(ids, a.ids);
+    assert.deepEqual(run.flow.axes.tokens!.tokens, a.tokens);
+    const T = ids.length;
+    // The last layer's output and the logits equal Encoder.forward's and maskedLM's, bit for bit.
+    const inputs = { inputIds: new Tensor(Int32Array.from(ids), [1, T], 'int32') };
+    const hidden = enc.model.forward(inputs).hidden;
+    const last = run.vectors(`layer.${c.numLayers - 1}.norm2`).flat();
+    assert.deepEqual(last, Array.from(hidden.dataSync<Float32Array>()), `${name}: states`);
+    assert.deepEqual(
+      Array.from(run.logits.dataSync<Float32Array>()),
+      Array.from(enc.model.maskedLM(hidden).dataSync<Float32Array>()),
+      `${name}: logits`,
+    );
+    const attn = run.flow.stages.find((s) => s.id === 'layer.1.attn')!;
+    assert.equal(attn.causal, false);
+    attn.heads!.forEach((h, hd) => assert.deepEqual(h.weights, a.attention[1][hd], `${name}: head ${hd}`));
+    assert.deepEqual(
+      run.flow.stages.map((s) => s.id).slice(0, 4),
+      name === 'distilbert-mlm' ? ['embed', 'pos', 'input', 'layer.0.attn'] : ['embed', 'type', 'pos', 'input'],
+    );
+  }
+  await assert.rejects(textFlowAsync(flowSubject(await open('bert-mlm')), 'x', { target: 'y' }), /has no target/);
 });

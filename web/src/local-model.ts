@@ -68,7 +68,10 @@ export interface LocalModel {
   seconds: number;
 }
 
-/** Load a GPT or a BERT-family encoder from a folder's files; `backend` decides the size limit; `progress` gets status lines. */
+/**
+ * Load a GPT or a BERT-family encoder from a folder's files; `backend` decides the size limit; `progress` gets status
+ * lines.
+ */
 export async function loadLocalModel(
   files: Iterable<File>,
   backend: string,

@@ -129,6 +129,13 @@ export function encoderPanel(root: HTMLElement): EncoderPanel {
           text: t,
         }),
       ),
+      h('span', {
+        class: 'muted',
+        text:
+          ' special tokens in blue' +
+          (a.roles.includes('padding') ? ', padding hatched (no position attends to it)' : '') +
+          (maskAt >= 0 ? ', the mask outlined' : ''),
+      }),
     );
   };
 
