@@ -15,7 +15,7 @@ import { NO_MODEL, type ModelViewDeps, type ServedEntry } from '../model.ts';
 import type { GptInfo, LmInfo } from '../model-worker.ts';
 import { runner } from '../runner.ts';
 import { attentionPanel } from './attention-panel.ts';
-import { encoderPanel } from './encoder.ts';
+import { encoderPanel, type EncoderPanel } from './encoder.ts';
 import { nextTokenPanel } from './next-token.ts';
 import { neuronPanel } from './neuron.ts';
 
@@ -157,7 +157,15 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     return decoding.value === 'sample' ? o : { ...o, temperature: 1, greedy: true };
   });
   const neuron = neuronPanel();
-  const encoder = encoderPanel(root);
+  /** The encoder's panel (views/encoder.ts), made and appended when an encoder is first opened. */
+  let encoder: EncoderPanel | null = null;
+  const encoderView = (): EncoderPanel => {
+    if (!encoder) {
+      encoder = encoderPanel(root);
+      root.append(...encoder.elements);
+    }
+    return encoder;
+  };
   const result = h('p', { class: 'result' }, h('span', { class: 'label', text: 'Text: ' }), out, ' ', timing);
 
   root.append(
@@ -165,7 +173,6 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     nextToken.element,
     ...panel.elements,
     neuron.element,
-    ...encoder.elements,
   );
   /** The GPT's parts of the view, hidden while an encoder is open (which shows its own). */
   const gptParts = [form, result, tokens, ...panel.elements];
@@ -202,12 +209,12 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
         `tokens, vocabulary ${m.vocabSize}, ${m.parameters.toLocaleString('en')} parameters.`;
       info.classList.remove('error', 'warning');
       deps.setModelStatus(`model: ${name}`);
-      encoder.use(m);
+      encoderView().use(m);
       root.dataset.encoder = 'true';
       return;
     }
     const c: GptInfo = m;
-    encoder.use(null);
+    encoder?.use(null);
     delete root.dataset.encoder;
     for (const e of gptParts) e.hidden = false;
     lm = c;
