@@ -41,6 +41,7 @@ import {
 } from '../../src/viz/encoder-attention.ts';
 import type { OpenedEncoder } from '../../src/folder/open.ts';
 import type { HfLmGeneration } from '../../src/models/hf/lm-generation.ts';
+import type { GPTConfig } from '../../src/models/gpt-config.ts';
 import type { SamplingOptions } from '../../src/decode/sample.ts';
 import type { Seq2Seq } from '../../src/models/seq2seq.ts';
 import type { BpeTokenizer } from '../../src/text/bpe.ts';
@@ -76,6 +77,10 @@ export interface GptInfo {
   vocabSize: number;
   tokenizer: 'characters' | 'byte-level BPE' | 'BPE';
   parameters: number;
+  /** KV heads (grouped-query attention where fewer than nHead: nHead / nKVHead query heads share each). */
+  nKVHead: number;
+  /** A Llama-family decoder's rotary positions (what rotaryAngles reads), or null (learned or sinusoidal). */
+  rotary: Pick<GPTConfig, 'positions' | 'headDim' | 'nEmbd' | 'nHead' | 'rope'> | null;
   /**
    * A Hugging Face folder's generation settings (generation_config.json, else config.json's keys), which the
    * view starts from as the text-generation pipeline does; undefined for qkv's own folders.
@@ -199,6 +204,11 @@ function gptInfo(lm: LoadedGpt): GptInfo {
           ? 'byte-level BPE'
           : 'BPE',
     parameters: lm.model.numParameters(),
+    nKVHead: c.nKVHead ?? c.nHead,
+    rotary:
+      c.positions === 'rotary'
+        ? { positions: c.positions, headDim: c.headDim, nEmbd: c.nEmbd, nHead: c.nHead, rope: c.rope }
+        : null,
     ...(lm.generation && { generation: lm.generation }),
   };
 }

@@ -47,6 +47,12 @@ function paintThumb(m: AttentionMaps, g: SVGGElement): void {
   g.dataset.drawn = 'true';
 }
 
+/** A head's name in the selector: with grouped-query attention, the KV head its group shares. */
+function headLabel(i: number, heads: number, kvHeads: number | undefined): string {
+  if (!kvHeads || kvHeads >= heads) return `head ${i + 1}`;
+  return `head ${i + 1} · KV ${Math.floor(i / (heads / kvHeads)) + 1}`;
+}
+
 export interface AttentionPanel {
   /** What to append to the view, in order: the controls, a hint, the figures. */
   elements: HTMLElement[];
@@ -106,7 +112,7 @@ export function attentionPanel(view: string, prefix = '', extra: HTMLElement[] =
     );
     setOptions(head, [
       ['mean', 'mean of heads'] as const,
-      ...Array.from({ length: heads }, (_, i) => [String(i), `head ${i + 1}`] as const),
+      ...Array.from({ length: heads }, (_, i) => [String(i), headLabel(i, heads, m.kvHeads)] as const),
     ]);
     if (first && heads > 0) head.value = '0';
   };

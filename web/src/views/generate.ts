@@ -18,6 +18,7 @@ import { attentionPanel } from './attention-panel.ts';
 import { encoderPanel, type EncoderPanel } from './encoder.ts';
 import { nextTokenPanel } from './next-token.ts';
 import { neuronPanel } from './neuron.ts';
+import { kvSharing, rotaryPanel } from './rotary.ts';
 
 export interface GenerateView {
   /** Open this served GPT (null: none is served) and use it from now on. */
@@ -157,6 +158,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     return decoding.value === 'sample' ? o : { ...o, temperature: 1, greedy: true };
   });
   const neuron = neuronPanel();
+  const positions = rotaryPanel();
   /** The encoder's panel (views/encoder.ts), made and appended when an encoder is first opened. */
   let encoder: EncoderPanel | null = null;
   const encoderView = (): EncoderPanel => {
@@ -172,6 +174,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     h('div', { class: 'panel' }, drop, info, form, result, err, tokens),
     nextToken.element,
     ...panel.elements,
+    positions.element,
     neuron.element,
   );
   /** The GPT's parts of the view, hidden while an encoder is open (which shows its own). */
@@ -199,6 +202,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       lm = null;
       go.disabled = true;
       for (const e of gptParts) e.hidden = true;
+      positions.clear();
       void panel.show(null);
       nextToken.clear();
       neuron.clear();
@@ -234,8 +238,11 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       `Model ${name}: ${source}, ${c.nLayer} layers, ${c.nHead} heads, nEmbd ` +
       `${c.nEmbd}, context ${c.blockSize} tokens, vocabulary ` +
       `${c.vocabSize} (${c.tokenizer}), ` +
-      `${c.parameters.toLocaleString('en')} parameters.`;
+      `${c.parameters.toLocaleString('en')} parameters.` +
+      (c.rotary ? ' Rotary positions.' : '') +
+      (kvSharing(c.nHead, c.nKVHead) ? ` ${kvSharing(c.nHead, c.nKVHead)}` : '');
     info.classList.remove('error', 'warning');
+    positions.clear();
     // GPT-2 ends a document with <|endoftext|>, not at a line end.
     stopLine.parentElement!.querySelector('span')!.textContent =
       c.tokenizer === 'byte-level BPE' ? 'Stop at <|endoftext|>' : 'Stop at the line end';
@@ -339,7 +346,8 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
         (g.cut ? `, cut to fit the context of ${lm!.blockSize} tokens` : '');
       showTokens(g);
       // Drawn in pieces (paced.ts): the page keeps its frames while a long text's maps come in.
-      await panel.show(gptMaps(g));
+      await panel.show({ ...gptMaps(g), kvHeads: lm!.nKVHead });
+      positions.show(lm!, g.tokens);
       await nextToken.show(g.ids.slice(0, g.promptLength));
       await neuron.show(lm!, g.ids, g.tokens);
       root.dataset.generated = String(Number(root.dataset.generated ?? 0) + 1);
@@ -353,6 +361,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       void panel.show(null);
       nextToken.clear();
       neuron.clear();
+      positions.clear();
     },
   });
 
