@@ -56,7 +56,9 @@ export function rotaryHeatmapSvg(r: RotaryAngles, tokens?: readonly string[]): s
     values: r.angles.map((row) => row.map((a) => Math.cos(a))),
     rowLabels: r.angles.map((_, t) => (tokens?.[t] !== undefined ? `${t} ${tokens[t]}` : String(t))),
     colLabels: r.inverseFrequencies.map((_, i) => String(i)),
-    title: `rotary angles: cos(t·θᵢ), θᵢ = ${r.base}^(−2i/${r.headDim})${r.scaling === 'default' ? '' : `, ${r.scaling} scaling`}`,
+    title:
+      `rotary angles: cos(t·θᵢ), θᵢ = ${r.base}^(−2i/${r.headDim})` +
+      (r.scaling === 'default' ? '' : `, ${r.scaling} scaling`),
     xLabel: 'feature pair i (fast → slow)',
     yLabel: 'position t',
     min: -1,
