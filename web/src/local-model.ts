@@ -20,6 +20,7 @@ import {
 } from '../../src/folder/index.ts';
 import { gptParameterCount } from '../../src/models/gpt.ts';
 import { gptConfigFromHf } from '../../src/models/hf/gpt2.ts';
+import { decoderConfigFromHf, HF_DECODER_TYPES } from '../../src/models/hf/llama.ts';
 
 /** What the page can hold: wasm32 memory is 4 GiB; keep room for activations, the KV cache and the page. */
 export const WASM_LIMIT_BYTES = 4 * 2 ** 30 - 256 * 2 ** 20;
@@ -40,7 +41,11 @@ function mb(bytes: number): string {
  * read.
  */
 export function checkPageLimit(config: unknown, backend: string, file: string = FILES.config): void {
-  const cfg = gptConfigFromHf(config);
+  // GPT-2's config.json, or a Llama, Qwen2 or Mistral one (the 'hf-gpt2' kind's other family).
+  const type = (config as { model_type?: unknown } | null)?.model_type;
+  const cfg = (HF_DECODER_TYPES as readonly unknown[]).includes(type)
+    ? decoderConfigFromHf(config)
+    : gptConfigFromHf(config);
   const need = gptParameterCount(cfg) * 4;
   const limit = backend === 'wasm' ? WASM_LIMIT_BYTES : JS_LIMIT_BYTES;
   if (need > limit) {
