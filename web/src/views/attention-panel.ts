@@ -67,12 +67,18 @@ export interface AttentionPanel {
 /**
  * `view` names the figures' view in the Export list; `prefix` goes before every id of the panel (its
  * controls and figures), so that two views' panels are told apart on the page and in the Export list;
- * `extra` fields go first in the controls row.
+ * `extra` fields go first in the controls row; `options.allHeads`: whether the head view starts with every head
+ * (default true).
  */
-export function attentionPanel(view: string, prefix = '', extra: HTMLElement[] = []): AttentionPanel {
+export function attentionPanel(
+  view: string,
+  prefix = '',
+  extra: HTMLElement[] = [],
+  options: { allHeads?: boolean } = {},
+): AttentionPanel {
   const layer = select(`${prefix}layer`, []);
   const head = select(`${prefix}head`, []);
-  const allHeads = h('input', { type: 'checkbox', id: `${prefix}all-heads`, checked: true });
+  const allHeads = h('input', { type: 'checkbox', id: `${prefix}all-heads`, checked: options.allHeads ?? true });
   const controls = h(
     'div',
     { class: 'row controls', id: `${prefix}attn-controls`, hidden: true },

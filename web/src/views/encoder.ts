@@ -91,7 +91,10 @@ export function encoderPanel(root: HTMLElement): EncoderPanel {
   });
   const tokens = h('div', { id: 'enc-tokens', class: 'tokens', 'data-testid': 'enc-tokens' });
   const figMask = figureBox('enc-mask-attention');
-  const panel = attentionPanel('Generate', 'enc-');
+  // The head view starts with the chosen head: an encoder's every query sees every key, so all heads of a long
+  // text are heads × T² lines (12 × 214² = 550 thousand for 120 words), which the page cannot keep drawing
+  // within its frame budget; the box adds them.
+  const panel = attentionPanel('Generate', 'enc-', [], { allHeads: false });
   const neuron = neuronPanel({
     prefix: 'enc-',
     bidirectional: true,
