@@ -13,7 +13,7 @@ import {
   type EncoderAttention,
   type TokenRole,
 } from '../../../src/viz/encoder-attention.ts';
-import { field, h, onSubmit } from '../dom.ts';
+import { field, h, nextFrame, onSubmit } from '../dom.ts';
 import { figureBox, hideFigure, showFigureInPieces } from '../figures.ts';
 import type { EncoderInfo } from '../model-worker.ts';
 import { runner } from '../runner.ts';
@@ -216,6 +216,9 @@ export function encoderPanel(root: HTMLElement): EncoderPanel {
         ),
       );
       results.hidden = false;
+      // The text's maps first; the mask's map a frame later, so their first pieces are not drawn in one task.
+      const attentionDrawn = showAttention(f.attention, undefined, f.maskAt);
+      await nextFrame();
       const maps = positionMaps(f.attention, f.maskAt);
       const cells = mapsHeatmapPieces(maps, 0, 0);
       const maskDrawn = showFigureInPieces(
@@ -229,7 +232,7 @@ export function encoderPanel(root: HTMLElement): EncoderPanel {
         undefined,
         onCanvas(cells) ? canvasCells(cells) : undefined,
       );
-      await Promise.all([maskDrawn, showAttention(f.attention, undefined, f.maskAt)]);
+      await Promise.all([maskDrawn, attentionDrawn]);
       root.dataset.filled = String(Number(root.dataset.filled ?? 0) + 1);
     },
     fail: clear,
