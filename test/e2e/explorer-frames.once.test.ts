@@ -313,7 +313,6 @@ test('a BERT-shaped folder (12 layers × 12 heads), fill-mask over 120 words: no
     attribute: 'data-filled',
     value: '1',
   });
-  withinBudget('BERT-shaped, fill-mask over 120 words, click to still', run);
   // transformers' pipeline('fill-mask') on the same folder and text.
   const rows = await page.evaluate(() =>
     Array.from(document.querySelectorAll('#fill-results tbody tr'), (r) => ({
@@ -325,11 +324,10 @@ test('a BERT-shaped folder (12 layers × 12 heads), fill-mask over 120 words: no
     rows.map((r) => r.token),
     expected.fillMask.map((r) => r.token),
   );
-  rows.forEach((r, k) => assert.ok(Math.abs(r.score - expected.fillMask[k].score) < 1e-5, `score ${k}`));
+  rows.forEach((r, k) => assert.ok(Math.abs(r.score - expected.fillMask[k].score) < 1e-6, `score ${k}`));
   const T = expected.ids.length;
   assert.equal(await page.locator('#enc-tokens .chip').count(), T);
   const scroll = await heartbeat(page, () => scrollThrough(page));
-  withinBudget('BERT-shaped, fill-mask over 120 words, scrolling through the views', scroll);
   await assertModelViewDrawn(page, 'enc-modelview', 12, 12);
   // The long maps are painted on canvases: the heatmap (T × T), the mask's row per layer × head (144 × T).
   assert.equal(
@@ -344,4 +342,7 @@ test('a BERT-shaped folder (12 layers × 12 heads), fill-mask over 120 words: no
   );
   assert.deepEqual(errors, []);
   await page.context().close();
+  // The bounds last: what the page drew is checked above whatever the machine's load did to its frames.
+  withinBudget('BERT-shaped, fill-mask over 120 words, click to still', run);
+  withinBudget('BERT-shaped, fill-mask over 120 words, scrolling through the views', scroll);
 });
