@@ -5,7 +5,9 @@
  */
 import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
+import { ENCODER_FILES } from '../folder/encoder.ts';
 import { FILES, MARIAN_FILES, type FolderKind } from '../folder/index.ts';
+import { encoderConfigFromHf } from '../models/hf/bert.ts';
 import { folderKindOf, readJsonIn } from '../folder/node.ts';
 
 /** One served folder. `dir` stays on the server; the page sees the rest (models.json). */
@@ -41,6 +43,10 @@ export const SERVED_FILES: readonly string[] = [
   FILES.vocab,
   FILES.merges,
   ...Object.values(MARIAN_FILES).filter((f) => f !== FILES.vocab),
+  // An encoder's: BERT's slow vocabulary and sentence-transformers' length (not modules.json, whose pooling file
+  // sits in a subfolder: pooling is for sentence embeddings, which the explorer does not compute).
+  ENCODER_FILES.vocabTxt,
+  ENCODER_FILES.sentenceBert,
 ];
 
 const ID = /^[A-Za-z0-9._-]+$/;
@@ -80,6 +86,11 @@ function describe(kind: FolderKind, config: unknown): string {
       `${String(field(config, 'encoder_layers'))} + ` +
       `${String(field(config, 'decoder_layers'))} layers, d_model ${String(field(config, 'd_model'))}`
     );
+  if (kind === 'hf-encoder') {
+    const { family, model: c } = encoderConfigFromHf(config);
+    const head = c.head.kind === 'masked-lm' ? ', masked-LM' : c.head.kind === 'classification' ? ', classifier' : '';
+    return `Hugging Face encoder (${family}${head}), ${c.numLayers} layers, hidden ${c.dModel}`;
+  }
   return `Hugging Face GPT-2, ${String(field(config, 'n_layer'))} layers, n_embd ${String(field(config, 'n_embd'))}`;
 }
 

@@ -31,6 +31,11 @@ export interface AttentionMaps {
   emptyReason?: string;
   /** Smallest side of a heatmap cell in px (default 14), for long sequences. */
   minCell?: number;
+  /**
+   * Grouped-query attention: the KV heads the heads share (heads / kvHeads query heads read each); the page labels
+   * each head with its KV head. Absent: every head has its own.
+   */
+  kvHeads?: number;
 }
 
 /** Options of {@link mapsHeatmapSvg}. */

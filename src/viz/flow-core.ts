@@ -116,13 +116,13 @@ export interface FlowTokens {
 
 /** A model's forward pass as stages (see the file comment). */
 export interface ModelFlow {
-  /** 'seq2seq': encoder and decoder; 'gpt': decoder-only blocks. */
-  model: 'seq2seq' | 'gpt';
+  /** 'seq2seq': encoder and decoder; 'gpt': decoder-only blocks; 'encoder': a BERT-family encoder. */
+  model: 'seq2seq' | 'gpt' | 'encoder';
   /** The model's shape. */
   config: {
     dModel: number;
     heads: number;
-    /** Layers per stack: [encoder, decoder] for a Seq2Seq, [blocks] for a GPT. */
+    /** Layers per stack: [encoder, decoder] for a Seq2Seq, [blocks] for a GPT, [layers] for an encoder. */
     layers: number[];
     dFF: number;
     vocabSize: number;

@@ -212,7 +212,7 @@ export function recordSeq2seqFlow(
   return { run, rec };
 }
 
-type MetaOf = (
+export type MetaOf = (
   id: string,
   kind: FlowStageKind,
   title: string,
@@ -249,7 +249,7 @@ interface AttentionPart {
  * The attention sub-layers of a Seq2Seq layer, in order, each residual with its norm (norm1, norm2):
  * post-norm LayerNorm(x + Drop(Attn(x))), or pre-norm x + Drop(Attn(LayerNorm(x))).
  */
-function subLayers(rec: Recorder, layer: LayerParts, x: Tensor, meta: MetaOf, parts: AttentionPart[]): Tensor {
+export function subLayers(rec: Recorder, layer: LayerParts, x: Tensor, meta: MetaOf, parts: AttentionPart[]): Tensor {
   parts.forEach((p, n) => {
     const norm = n === 0 ? layer.norm1 : layer.norm2;
     const k = n + 1;
@@ -280,7 +280,7 @@ function subLayers(rec: Recorder, layer: LayerParts, x: Tensor, meta: MetaOf, pa
 }
 
 /** The feed-forward sub-layer (the layer's k-th, with its norm and residual dropout), as its ffBlock runs it. */
-function ffnSubLayer(
+export function ffnSubLayer(
   rec: Recorder,
   layer: LayerParts,
   x: Tensor,

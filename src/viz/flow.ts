@@ -1,5 +1,6 @@
 /**
- * The whole model as a flow (the Transformer Explainer's view, on every model qkv loads): the entry.
+ * The whole model as a flow (the Transformer Explainer's view, on every model qkv loads): the entry; a
+ * BERT-family encoder's flow is flow-encoder.ts's, reached through `textFlow` on its folder.
  * `modelFlow(model, input)` runs one forward pass of a Seq2Seq (source and decoder input ids) or a
  * GPT (ids) and returns its stages (flow-core.ts describes them; flow-seq2seq.ts and flow-gpt.ts
  * build them). `textFlow(subject, text)` starts from text as `qkv flow` and the explorer's Flow view
@@ -19,6 +20,8 @@ import { Tensor } from '../tensor/tensor.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
 import type { FlowAxis, FlowOptions, FlowRun, FlowStage, ModelFlow, Recorder } from './flow-core.ts';
 import { generateHfReading, greedyReading } from './decode-async.ts';
+import { encoderTokenLabel, type ExplorerEncoder } from './encoder-attention.ts';
+import { recordEncoderFlow } from './flow-encoder.ts';
 import { gptFlow, recordGptFlow } from './flow-gpt.ts';
 import { recordSeq2seqFlow, seq2seqFlow } from './flow-seq2seq.ts';
 import { tokenLabel } from './gpt-attention.ts';
@@ -94,7 +97,8 @@ export function flowOutline(flow: ModelFlow, maxRows = 24, maxCols = 16): FlowOu
 export type FlowSubject =
   | { kind: 'seq2seq'; model: Seq2Seq; tokenizer: BpeTokenizer; targetTokenizer: BpeTokenizer }
   | { kind: 'marian'; marian: Pick<LoadedMarian, 'model' | 'tokenizer' | 'ids' | 'generation'> }
-  | { kind: 'gpt'; lm: LoadedGpt };
+  | { kind: 'gpt'; lm: LoadedGpt }
+  | { kind: 'encoder'; encoder: ExplorerEncoder };
 
 /** The flow's view of an opened folder (folder/open.ts's openFolder, or the Node readers' with their kind). */
 export function flowSubject(opened: OpenedFolder): FlowSubject {
@@ -105,9 +109,10 @@ export function flowSubject(opened: OpenedFolder): FlowSubject {
     const { model, tokenizer, targetTokenizer } = opened;
     return { kind: 'seq2seq', model, tokenizer, targetTokenizer };
   }
-  if (opened.kind === 'hf-encoder') throw new Error('flowSubject: the flow view does not show encoder folders yet');
-  const { model, tokenizer, separatorId } = opened;
-  return { kind: 'gpt', lm: { model, tokenizer, separatorId } };
+  if (opened.kind === 'hf-encoder') return { kind: 'encoder', encoder: opened };
+  // A Hugging Face folder's generation settings kept: its prompt is fed as the text-generation pipeline feeds it.
+  const { model, tokenizer, separatorId, generation } = opened;
+  return { kind: 'gpt', lm: { model, tokenizer, separatorId, ...(generation && { generation }) } };
 }
 
 /** Options of {@link textFlow}. */
@@ -181,6 +186,23 @@ function textFlowPlan(
   flow(translated: Translated | null, deferred: boolean): { run: FlowRun & { text: FlowText }; rec: Recorder };
 } {
   const target = options.target?.trim() ? options.target.trim() : null;
+  if (subject.kind === 'encoder') {
+    if (target !== null) throw new Error('flow: an encoder has no target: give the text alone');
+    if (text.trim() === '') throw new Error('flow: the text is empty');
+    const { encoder } = subject;
+    // As the pipelines and the encoder views tokenize it: its special tokens, cut to the model's length.
+    const row = encoder.tokenizer.encodeInput(text, { maxLength: encoder.maxTokens });
+    checkLength(row.ids.length, 'the text');
+    const label = (id: number) => encoderTokenLabel(encoder.tokenizer, id);
+    return {
+      translate: null,
+      flow: (_translated, deferred) => {
+        const flowOptions = { dims: options.dims, top: options.top, label };
+        const { run, rec } = recordEncoderFlow(encoder.model, row.ids, row.typeIds, flowOptions, deferred);
+        return { run: { ...run, text: { text } }, rec };
+      },
+    };
+  }
   if (subject.kind === 'gpt') {
     if (target !== null) throw new Error('flow: a GPT has no target: give the prompt alone');
     if (text.trim() === '') throw new Error('flow: the prompt is empty');

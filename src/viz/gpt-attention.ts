@@ -15,6 +15,7 @@ import {
   checkedHf as folderCheckedHf,
   hfTokenizer as folderHfTokenizer,
   idsText,
+  promptContext,
   promptIds,
   type GptTokenizer,
   type LoadedGpt,
@@ -35,8 +36,13 @@ export { idsText, lineSeparatorId, promptIds } from '../folder/gpt.ts';
  * The model (in eval mode) and tokenizer of a language-model folder's three files, from their contents (folder/gpt.ts).
  */
 export function loadGptFromFiles(configJson: unknown, tokenizerJson: unknown, weights: Uint8Array): LoadedGpt {
-  const { model, tokenizer, separatorId } = lmFromFiles({ config: configJson, tokenizer: tokenizerJson, weights });
-  return { model, tokenizer, separatorId };
+  const { model, tokenizer, separatorId, generation } = lmFromFiles({
+    config: configJson,
+    tokenizer: tokenizerJson,
+    weights,
+  });
+  // A Hugging Face folder's generation settings (config.json's keys here) kept: it generates as the pipeline does.
+  return { model, tokenizer, separatorId, ...(generation && { generation }) };
 }
 
 /** A Hugging Face folder's tokenizer.json (byte-level BPE, or another kind qkv reads), errors naming the file. */
@@ -187,18 +193,22 @@ function generationPlan(
       `generate: the prompt is ${promptIds.length} tokens long; this model's ` +
         `context holds ${blockSize}, with room for at least one more`,
     );
-  // A Hugging Face folder: its tokenizer's ids with its special tokens (none for GPT-2), as the pipeline feeds them.
-  const hf = lm.generation !== undefined && tokenizer instanceof ByteLevelBpeTokenizer;
-  const fed = hf
-    ? tokenizer.encodeText(prompt).ids
-    : promptIds.length + 1 < blockSize
-      ? [separatorId, ...promptIds]
-      : promptIds;
+  // A Hugging Face folder: what the text-generation pipeline feeds (its tokenizer's ids with its own special
+  // tokens: none for GPT-2, a BOS for Llama's), and its generation_config.json's rules (the stop ids, the
+  // repetition penalty, the least new tokens); qkv's folders: the prompt after a line start.
+  const hf = lm.generation;
+  const fed = promptContext(lm, prompt);
+  if (hf && fed.length >= blockSize)
+    throw new Error(
+      `generate: the prompt is ${fed.length} tokens long; this model's ` +
+        `context holds ${blockSize}, with room for at least one more`,
+    );
   const want = options.maxTokens ?? 40;
   if (!Number.isInteger(want) || want < 1)
     throw new Error(`generate: maxTokens must be a positive integer, got ${want}`);
   const maxTokens = Math.min(want, blockSize - fed.length);
   const stop = options.stopAtLineEnd ?? true;
+  const stopIds = hf ? hf.eosTokenIds : [separatorId];
   return {
     fed,
     options: {
@@ -207,11 +217,15 @@ function generationPlan(
       topK: options.topK,
       topP: options.topP,
       seed: options.seed ?? 0,
-      stopIds: stop ? (hf ? lm.generation!.eosTokenIds : [separatorId]) : [],
+      stopIds: stop ? stopIds : [],
+      ...(hf && {
+        repetitionPenalty: hf.repetitionPenalty,
+        minNewTokens: stop ? Math.max(hf.minNewTokens, hf.minLength - fed.length) : 0,
+      }),
     },
     result(generated) {
       const ids = [...fed, ...generated];
-      const lineEnded = generated.length > 0 && generated[generated.length - 1] === separatorId;
+      const lineEnded = generated.length > 0 && stopIds.includes(generated[generated.length - 1]);
       const shownPrompt = idsText(tokenizer, promptIds, separatorId);
       const full = idsText(tokenizer, [...promptIds, ...(lineEnded ? generated.slice(0, -1) : generated)], separatorId);
       return {

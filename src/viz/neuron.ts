@@ -3,10 +3,12 @@
  * The block's input is normalised (ln_1) and projected: q_i is i's query vector, k_j the key of
  * every position j ≤ i (the causal mask hides the rest), q_i ⊙ k_j their elementwise product, whose
  * sum scaled by 1/√d is the score (§3.2.1), and the softmax of the scores is the attention row
- * that the heatmap draws. Pure numbers, from the model's own modules.
+ * that the heatmap draws. A Llama-family decoder's queries and keys are turned by their rotary angles first, and
+ * a query head reads the keys of the KV head its group shares. Pure numbers, from the model's own modules.
  */
 import { noGrad } from '../autograd/grad-mode.ts';
 import type { GPT } from '../models/gpt.ts';
+import * as F from '../ops/index.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { valuesOf } from './attention-data.ts';
 
@@ -66,10 +68,14 @@ function projections(
     throw new Error(`neuronView: query ${query} is not a position of the ${T} tokens`);
   return noGrad(() => {
     let x = model.embed(new Tensor(Int32Array.from(ids), [1, T], 'int32')); // (1, T, E)
+    // Rotary positions (Llama, Qwen2, Mistral): every block's queries and keys turned by their positions' angles.
+    const rope = model.rope ? model.rope.tables(0, T) : null;
     const blocks = [...model.h];
-    for (let l = 0; l < layer; l++) x = blocks[l].forward(x);
+    for (let l = 0; l < layer; l++) x = blocks[l].forward(x, rope);
     const block = blocks[layer];
-    return block.attn.projectSelf(block.ln1.forward(x));
+    const { q, k } = block.attn.projectSelf(block.ln1.forward(x));
+    if (!rope) return { q, k };
+    return { q: F.rotaryEmbedding(q, rope.cos, rope.sin), k: F.rotaryEmbedding(k, rope.cos, rope.sin) };
   });
 }
 
@@ -84,10 +90,13 @@ function fromProjections(
   kd: Float32Array,
 ): NeuronView {
   const { nHead, nEmbd } = model.config;
-  const d = nEmbd / nHead;
-  const row = (t: Float32Array, j: number) => Array.from(t.subarray((head * T + j) * d, (head * T + j + 1) * d));
-  const qi = row(qd, query);
-  const keys = Array.from({ length: query + 1 }, (_, j) => row(kd, j));
+  const d = model.config.headDim ?? nEmbd / nHead;
+  // Grouped-query attention: query head `head` reads the keys of KV head ⌊head / (nHead / nKVHead)⌋.
+  const kvHead = Math.floor(head / (nHead / (model.config.nKVHead ?? nHead)));
+  const row = (t: Float32Array, hd: number, j: number) =>
+    Array.from(t.subarray((hd * T + j) * d, (hd * T + j + 1) * d));
+  const qi = row(qd, head, query);
+  const keys = Array.from({ length: query + 1 }, (_, j) => row(kd, kvHead, j));
   const products = keys.map((kj) => kj.map((v, c) => v * qi[c]));
   const scale = 1 / Math.sqrt(d);
   const scores = products.map((p) => p.reduce((s, v) => s + v, 0) * scale);

@@ -57,6 +57,14 @@ let gpt2Shaped: { dir: string; expected: { prompt: string; ids: number[]; new_id
   null;
 const skipGpt2Shaped = skip || toolSkip('transformers');
 
+/** TEXT_120 with one word masked, for the BERT-shaped folder's fill-mask. */
+const MASKED_120 = TEXT_120.replace('a red hat', 'a red [MASK]');
+/** The BERT-shaped folder and transformers' fill-mask of MASKED_120 (scripts/fixtures/make_hf_bert_shaped.py). */
+let bertShaped: {
+  dir: string;
+  expected: { ids: number[]; fillMask: { score: number; token: number; sequence: string }[] };
+} | null = null;
+
 before(async () => {
   if (skip) return;
   if (!skipGpt2Shaped) {
@@ -67,6 +75,13 @@ before(async () => {
     });
     assert.equal(r.status, 0, `make_hf_gpt2_shaped.py failed:\n${r.stderr}`);
     gpt2Shaped = { dir: join(dir, 'folder'), expected: JSON.parse(readFileSync(join(dir, 'expected.json'), 'utf8')) };
+    const bert = tempDir('qkv-bert-shaped-');
+    const b = spawnSync(REF_PYTHON, [join(ROOT, 'scripts', 'fixtures', 'make_hf_bert_shaped.py'), bert, MASKED_120], {
+      encoding: 'utf8',
+      cwd: ROOT,
+    });
+    assert.equal(b.status, 0, `make_hf_bert_shaped.py failed:\n${b.stderr}`);
+    bertShaped = { dir: join(bert, 'folder'), expected: JSON.parse(readFileSync(join(bert, 'expected.json'), 'utf8')) };
   }
   server = await serveExplorer({
     models: [
@@ -74,6 +89,7 @@ before(async () => {
       describeFolder(join(ROOT, 'models', 'gpt-multi30k-char'), 'gpt-multi30k-char'),
       describeFolder(join(ROOT, 'test', 'fixtures', 'hf-gpt2-tiny'), 'hf-gpt2-tiny'),
       ...(gpt2Shaped ? [describeFolder(gpt2Shaped.dir, 'hf-gpt2-shaped')] : []),
+      ...(bertShaped ? [describeFolder(bertShaped.dir, 'hf-bert-shaped')] : []),
     ],
   });
   browser = await launchChromium();
@@ -270,7 +286,7 @@ test("a GPT-2-shaped folder (12 layers × 12 heads, GPT-2's vocabulary), 100 tok
   const page = await open('hf-gpt2-shaped', 'generate', errors);
   const run = await generate(page, expected.prompt, expected.new_ids.length);
   withinBudget('GPT-2-shaped, 100 tokens, click to still', run);
-  // transformers' greedy generate() from what the page feeds: <|endoftext|> then the prompt (the fixture script says why).
+  // transformers' greedy generate() from what the page feeds: the prompt alone, as the pipeline feeds it.
   assert.equal(await page.getByTestId('continuation').textContent(), expected.text, "transformers' greedy generate()");
   const scroll = await heartbeat(page, () => scrollThrough(page));
   withinBudget('GPT-2-shaped, 100 tokens, scrolling through the views', scroll);
@@ -283,4 +299,50 @@ test("a GPT-2-shaped folder (12 layers × 12 heads, GPT-2's vocabulary), 100 tok
   assert.equal(await page.locator('figure[data-figure="gpt-headview"] canvas.links-canvas[data-drawn]').count(), 1);
   assert.deepEqual(errors, []);
   await page.context().close();
+});
+
+test('a BERT-shaped folder (12 layers × 12 heads), fill-mask over 120 words: no frame gap over 100 ms', {
+  skip: skipGpt2Shaped,
+}, async () => {
+  const { expected } = bertShaped!;
+  const errors: string[] = [];
+  const page = await open('hf-bert-shaped', 'generate', errors);
+  await page.getByTestId('fill-text').fill(MASKED_120);
+  const run = await heartbeat(page, () => page.getByTestId('fill-mask').click(), {
+    selector: '#view-generate',
+    attribute: 'data-filled',
+    value: '1',
+  });
+  // transformers' pipeline('fill-mask') on the same folder and text.
+  const rows = await page.evaluate(() =>
+    Array.from(document.querySelectorAll('#fill-results tbody tr'), (r) => ({
+      token: Number(r.getAttribute('data-token')),
+      score: Number(r.getAttribute('data-score')),
+    })),
+  );
+  assert.deepEqual(
+    rows.map((r) => r.token),
+    expected.fillMask.map((r) => r.token),
+  );
+  rows.forEach((r, k) => assert.ok(Math.abs(r.score - expected.fillMask[k].score) < 1e-6, `score ${k}`));
+  const T = expected.ids.length;
+  assert.equal(await page.locator('#enc-tokens .chip').count(), T);
+  const scroll = await heartbeat(page, () => scrollThrough(page));
+  await assertModelViewDrawn(page, 'enc-modelview', 12, 12);
+  // The long maps are painted on canvases: the heatmap (T × T), the mask's row per layer × head (144 × T).
+  assert.equal(
+    await page.locator('figure[data-figure="enc-heatmap"] canvas.cells-canvas[data-drawn]').getAttribute('data-rows'),
+    String(T),
+  );
+  assert.equal(
+    await page
+      .locator('figure[data-figure="enc-mask-attention"] canvas.cells-canvas[data-drawn]')
+      .getAttribute('data-rows'),
+    '144',
+  );
+  assert.deepEqual(errors, []);
+  await page.context().close();
+  // The bounds last: what the page drew is checked above whatever the machine's load did to its frames.
+  withinBudget('BERT-shaped, fill-mask over 120 words, click to still', run);
+  withinBudget('BERT-shaped, fill-mask over 120 words, scrolling through the views', scroll);
 });

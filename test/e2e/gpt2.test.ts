@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import type { ExploreServer } from '../../src/server/static.ts';
 import { io } from '../../src/index.ts';
+import { pipeline } from '../../src/pipelines/index.ts';
 import { generateWithAttention, loadGptFromFiles } from '../../src/viz/gpt-attention.ts';
 import { lastLogits, nextTokenView } from '../../src/viz/next-token.ts';
 import { toolSkip } from '../helpers/tools.ts';
@@ -31,9 +32,11 @@ const skip = toolSkip('chromium');
 const readFix = (name: string) => new Uint8Array(readFileSync(join(FIX, name)));
 const fixJson = (name: string) => JSON.parse(readFileSync(join(FIX, name), 'utf8')) as Record<string, unknown>;
 const expected = io.readSafetensors(readFix('expected.safetensors')).tensors;
-const inputIds = Array.from(expected.input_ids.dataSync<Int32Array>());
+// The prompt alone, as pipeline('text-generation') feeds a GPT-2 folder (its tokenizer adds no special token).
+const inputIds = Array.from(expected.prompt_ids.dataSync<Int32Array>());
 const T0 = inputIds.length;
-const [, , V] = expected.logits.shape;
+const [, , V] = expected.prompt_logits.shape;
+const torchAttn = (l: number) => expected[`prompt_attn.${l}`].dataSync<Float32Array>();
 const NH = 4;
 
 /** A fresh page on the server, ready, collecting its errors. */
@@ -153,7 +156,7 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
   // Node's model from the same files: the page must generate what Node generates.
   const lm = loadGptFromFiles(fixJson('config.json'), fixJson('tokenizer.json'), readFix('model.safetensors'));
   const ref = generateWithAttention(lm, PROMPT, { maxTokens: 6, temperature: 1, seed: 5, stopAtLineEnd: false });
-  assert.deepEqual(ref.ids.slice(0, T0), inputIds, 'the page feeds <|endoftext|> + the prompt, as the fixture');
+  assert.deepEqual(ref.ids.slice(0, T0), inputIds, 'the page feeds the prompt alone, as the pipeline and the fixture');
   await page.getByTestId('prompt').fill(PROMPT);
   await page.selectOption('#sampling', 'sample');
   await page.getByTestId('temperature').fill('1');
@@ -175,7 +178,7 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
       await page.selectOption('#gpt-head', String(hd));
       const { rows, cols, values } = await readHeatmap(page);
       assert.deepEqual([rows, cols], [T, T]);
-      const torch = expected[`attn.${l}`].dataSync<Float32Array>();
+      const torch = torchAttn(l);
       for (let i = 0; i < T0; i++) {
         for (let j = 0; j < T0; j++) {
           const want = torch[(hd * T0 + i) * T0 + j];
@@ -199,7 +202,7 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
       kept: Number(document.querySelector('#next-token-mass')!.getAttribute('data-kept')),
       sampled: Number(document.querySelector('#next-token-sampled')!.getAttribute('data-id')),
     }));
-  const torchP = softmax(expected.logits.dataSync<Float32Array>().subarray((T0 - 1) * V, T0 * V));
+  const torchP = softmax(expected.prompt_logits.dataSync<Float32Array>().subarray((T0 - 1) * V, T0 * V));
   const node = nextTokenView(lastLogits(lm.model, inputIds), { temperature: 1, seed: 5 });
   let shown = await readNext();
   assert.equal(shown.rows.length, 20);
@@ -259,7 +262,7 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
     const z2 = nv.reduce((s, x) => s + Math.exp(x.score), 0);
     nv.forEach((x) => assert.ok(Math.abs(Math.exp(x.score) / z2 - x.weight) < 1e-6, 'softmax of the scores'));
     if (q === T0 - 1) {
-      const torch = expected[`attn.${l}`].dataSync<Float32Array>();
+      const torch = torchAttn(l);
       nv.forEach((x, j) => assert.ok(Math.abs(x.weight - torch[(hd * T0 + q) * T0 + j]) < 1e-4, 'PyTorch row'));
     }
   }
@@ -361,6 +364,14 @@ test('qkv explore --model on a Hugging Face GPT-2 folder: the page loads it from
     await p.getByTestId('generate').click();
     await p.waitForFunction(() => document.querySelector('#view-generate')?.getAttribute('data-generated') === '1');
     assert.equal(await p.getByTestId('continuation').textContent(), ref.continuation);
+    // The page generates as pipeline('text-generation') does: the prompt alone, the folder's settings (greedy,
+    // stopping at its eos_token_id), the same tokens.
+    const gen = await pipeline('text-generation', FIX);
+    assert.equal(await p.locator('#sampling').inputValue(), 'greedy', "the folder's do_sample (none: greedy)");
+    await p.locator('#stop-line').check();
+    await p.getByTestId('generate').click();
+    await p.waitForFunction(() => document.querySelector('#view-generate')?.getAttribute('data-generated') === '2');
+    assert.equal(await p.getByTestId('continuation').textContent(), await gen('A dog', { maxNewTokens: 5 }));
     assert.deepEqual(errs, []);
   } finally {
     await p.close();

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { flow } from '../../src/cli/commands/flow.ts';
-import { readLm, readSeq2Seq } from '../../src/folder/node.ts';
+import { readEncoderDir, readLm, readSeq2Seq } from '../../src/folder/node.ts';
 import { textFlow } from '../../src/viz/flow.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -78,4 +78,14 @@ test('the command line prints the same JSON; bad flags and stages are one line',
   const gpt = qkv('--model', GPT, 'A dog', '--target', 'x');
   assert.equal(gpt.status, 1);
   assert.equal(gpt.stderr, 'qkv: flow: a GPT has no target: give the prompt alone\n');
+});
+
+test('flow() on a BERT-family folder is textFlow on it: the encoder stack, the masked-LM logits', () => {
+  const dir = `${ROOT}test/fixtures/hf-encoders/roberta-mlm`;
+  const want = textFlow({ kind: 'encoder', encoder: readEncoderDir(dir) }, 'Two <mask> play.', { dims: 4 });
+  const got = flow({ model: dir, sentence: 'Two <mask> play.', dims: 4, log: quiet });
+  assert.deepEqual(got, { ...want.flow, text: want.text });
+  assert.equal(got.model, 'encoder');
+  assert.deepEqual([got.axes.tokens!.tokens[0], got.axes.tokens!.tokens.at(-1)], ['<s>', '</s>']);
+  assert.deepEqual(got.stages.at(-1)!.id, 'softmax');
 });

@@ -16,18 +16,20 @@ import {
   openFolder,
   type FolderKind,
   type LoadedGpt,
+  type OpenedEncoder,
 } from '../../src/folder/index.ts';
 import { gptParameterCount } from '../../src/models/gpt.ts';
 import { gptConfigFromHf } from '../../src/models/hf/gpt2.ts';
+import { decoderConfigFromHf, HF_DECODER_TYPES } from '../../src/models/hf/llama.ts';
 
 /** What the page can hold: wasm32 memory is 4 GiB; keep room for activations, the KV cache and the page. */
 export const WASM_LIMIT_BYTES = 4 * 2 ** 30 - 256 * 2 ** 20;
 /** The js backend keeps each tensor in its own ArrayBuffer; past a few GB the tab runs out. */
 export const JS_LIMIT_BYTES = 3 * 2 ** 30;
 
-/** The parts the views use. */
-function lmOf({ model, tokenizer, separatorId }: LoadedGpt): LoadedGpt {
-  return { model, tokenizer, separatorId };
+/** The parts the views use: a Hugging Face folder's generation settings too (the page generates as the pipeline). */
+function lmOf({ model, tokenizer, separatorId, generation }: LoadedGpt): LoadedGpt {
+  return { model, tokenizer, separatorId, ...(generation && { generation }) };
 }
 
 function mb(bytes: number): string {
@@ -39,7 +41,11 @@ function mb(bytes: number): string {
  * read.
  */
 export function checkPageLimit(config: unknown, backend: string, file: string = FILES.config): void {
-  const cfg = gptConfigFromHf(config);
+  // GPT-2's config.json, or a Llama, Qwen2 or Mistral one (the 'hf-gpt2' kind's other family).
+  const type = (config as { model_type?: unknown } | null)?.model_type;
+  const cfg = (HF_DECODER_TYPES as readonly unknown[]).includes(type)
+    ? decoderConfigFromHf(config)
+    : gptConfigFromHf(config);
   const need = gptParameterCount(cfg) * 4;
   const limit = backend === 'wasm' ? WASM_LIMIT_BYTES : JS_LIMIT_BYTES;
   if (need > limit) {
@@ -55,16 +61,22 @@ export function checkPageLimit(config: unknown, backend: string, file: string = 
 }
 
 export interface LocalModel {
-  lm: LoadedGpt;
+  /** The GPT, where the folder is one (a qkv GPT or a Hugging Face GPT-2). */
+  lm?: LoadedGpt;
+  /** The encoder, where the folder is a BERT-family one (BERT, DistilBERT, RoBERTa, XLM-R). */
+  encoder?: OpenedEncoder;
   name: string;
-  /** 'Hugging Face GPT-2' or 'qkv GPT'. */
+  /** 'Hugging Face GPT-2', 'qkv GPT' or the encoder's family ('Hugging Face bert'). */
   source: string;
   /** Bytes of model.safetensors and the seconds it took to load. */
   bytes: number;
   seconds: number;
 }
 
-/** Load a GPT from a folder's files; `backend` decides the size limit; `progress` gets status lines. */
+/**
+ * Load a GPT or a BERT-family encoder from a folder's files; `backend` decides the size limit; `progress` gets status
+ * lines.
+ */
 export async function loadLocalModel(
   files: Iterable<File>,
   backend: string,
@@ -81,6 +93,8 @@ export async function loadLocalModel(
         `${src.name(FILES.config)}: ${KIND_NAMES[kind]}: open it in Translate ` +
           `(or with qkv explore --model ${name}); this view opens GPTs`,
       );
+    if (kind === 'm2m100' || kind === 't5')
+      throw new Error(`${src.name(FILES.config)}: ${KIND_NAMES[kind]}: the explorer does not show this kind yet`);
     if (kind === 'hf-gpt2') checkPageLimit(config, backend, src.name(FILES.config));
     else progress(`reading ${weights}`);
   };
@@ -92,11 +106,17 @@ export async function loadLocalModel(
     }),
     'gpt',
     'hf-gpt2',
+    'hf-encoder',
   );
   return {
-    lm: lmOf(opened),
+    ...(opened.kind === 'hf-encoder' ? { encoder: opened } : { lm: lmOf(opened) }),
     name,
-    source: opened.kind === 'hf-gpt2' ? 'Hugging Face GPT-2' : 'qkv GPT',
+    source:
+      opened.kind === 'hf-encoder'
+        ? `Hugging Face ${opened.hf.family}`
+        : opened.kind === 'hf-gpt2'
+          ? 'Hugging Face GPT-2'
+          : 'qkv GPT',
     bytes: (await src.range?.(FILES.weights))?.size ?? 0,
     seconds: (performance.now() - t0) / 1000,
   };

@@ -32,6 +32,16 @@ import {
   type FlowText,
 } from '../../src/viz/flow.ts';
 import { lastLogitsAsync, nextTokenView, type NextTokenView } from '../../src/viz/next-token.ts';
+import {
+  encoderAttentionAsync,
+  encoderNeuronViewAsync,
+  fillMaskWithAttention,
+  type EncoderAttention,
+  type FillMaskAttention,
+} from '../../src/viz/encoder-attention.ts';
+import type { OpenedEncoder } from '../../src/folder/open.ts';
+import type { HfLmGeneration } from '../../src/models/hf/lm-generation.ts';
+import type { GPTConfig } from '../../src/models/gpt-config.ts';
 import type { SamplingOptions } from '../../src/decode/sample.ts';
 import type { Seq2Seq } from '../../src/models/seq2seq.ts';
 import type { BpeTokenizer } from '../../src/text/bpe.ts';
@@ -67,7 +77,37 @@ export interface GptInfo {
   vocabSize: number;
   tokenizer: 'characters' | 'byte-level BPE' | 'BPE';
   parameters: number;
+  /** KV heads (grouped-query attention where fewer than nHead: nHead / nKVHead query heads share each). */
+  nKVHead: number;
+  /** A Llama-family decoder's rotary positions (what rotaryAngles reads), or null (learned or sinusoidal). */
+  rotary: Pick<GPTConfig, 'positions' | 'headDim' | 'nEmbd' | 'nHead' | 'rope'> | null;
+  /**
+   * A Hugging Face folder's generation settings (generation_config.json, else config.json's keys), which the
+   * view starts from as the text-generation pipeline does; undefined for qkv's own folders.
+   */
+  generation?: HfLmGeneration;
 }
+
+/** A BERT-family encoder as the Generate view describes it (it shows its attention and fill-mask instead). */
+export interface EncoderInfo {
+  kind: 'encoder';
+  /** config.json's model_type: bert, distilbert, roberta, xlm-roberta. */
+  family: string;
+  nLayer: number;
+  nHead: number;
+  dModel: number;
+  /** The longest input in tokens, special tokens included. */
+  maxTokens: number;
+  vocabSize: number;
+  /** The head the folder has: 'masked-lm' fills masks. */
+  head: 'none' | 'masked-lm' | 'classification';
+  /** The mask token ([MASK], <mask>), or null where the tokenizer has none. */
+  maskToken: string | null;
+  parameters: number;
+}
+
+/** What opening a folder in the Generate view gives: a GPT, or an encoder. */
+export type LmInfo = GptInfo | EncoderInfo;
 
 /** The requests, by name: their arguments and what they answer (training's: train-worker.ts). */
 export interface Requests extends TrainRequests {
@@ -76,10 +116,19 @@ export interface Requests extends TrainRequests {
    * (the page's ?threads=N; default: the cores, at most 8).
    */
   init: { args: { pref: BackendPref; pageUrl: string; threads?: number }; value: BackendChoice };
-  openServed: { args: { view: 'translate' | 'generate'; entry: ServedEntry }; value: TranslationInfo | GptInfo };
+  openServed: { args: { view: 'translate' | 'generate'; entry: ServedEntry }; value: TranslationInfo | LmInfo };
   openLocal: {
     args: { files: File[] };
-    value: GptInfo & { name: string; source: string; bytes: number; seconds: number };
+    value: LmInfo & { name: string; source: string; bytes: number; seconds: number };
+  };
+  /** The open encoder's self-attention over a text (padded to `padTo` tokens where given). */
+  encode: { args: { text: string; padTo?: number }; value: EncoderAttention };
+  /** The open encoder's top `topK` tokens for the mask of a text, and the text's attention. */
+  fillMask: { args: { text: string; topK: number }; value: FillMaskAttention };
+  /** The neuron view of the open encoder over a text. */
+  encoderNeuron: {
+    args: { text: string; padTo?: number; layer: number; head: number; query: number };
+    value: NeuronView;
   };
   /** A translation folder picked in the Translate view (qkv's, or a Hugging Face Marian one), opened in the page. */
   openLocalTranslation: { args: { files: File[] }; value: TranslationInfo & { name: string } };
@@ -132,6 +181,8 @@ type Translation =
 let backend: BackendChoice | null = null;
 let translation: Translation | null = null;
 let gpt: LoadedGpt | null = null;
+/** The Generate view's encoder, when the folder opened there is a BERT-family one (then `gpt` is null). */
+let encoder: OpenedEncoder | null = null;
 /** The logits after the prompt, for the next-token view's redraws. */
 let logits: Float32Array | null = null;
 /** The Flow view's model (the served folder of that id) and its last run, whose full vectors it asks for. */
@@ -153,7 +204,40 @@ function gptInfo(lm: LoadedGpt): GptInfo {
           ? 'byte-level BPE'
           : 'BPE',
     parameters: lm.model.numParameters(),
+    nKVHead: c.nKVHead ?? c.nHead,
+    rotary:
+      c.positions === 'rotary'
+        ? { positions: c.positions, headDim: c.headDim, nEmbd: c.nEmbd, nHead: c.nHead, rope: c.rope }
+        : null,
+    ...(lm.generation && { generation: lm.generation }),
   };
+}
+
+/** Make an opened encoder folder the Generate view's model; what the view says of it. */
+function useEncoder(opened: OpenedEncoder): EncoderInfo {
+  encoder = opened;
+  gpt = null;
+  logits = null;
+  const c = opened.model.config;
+  const t = opened.tokenizer;
+  const mask = ['[MASK]', '<mask>'].find((m) => t.tokenToId(m) !== undefined && t.isSpecial(t.tokenToId(m)!));
+  return {
+    kind: 'encoder',
+    family: opened.hf.family,
+    nLayer: c.numLayers,
+    nHead: c.nhead,
+    dModel: c.dModel,
+    maxTokens: opened.maxTokens,
+    vocabSize: t.vocabSize,
+    head: c.head.kind,
+    maskToken: mask ?? null,
+    parameters: opened.model.numParameters(),
+  };
+}
+
+function needEncoder(): OpenedEncoder {
+  if (!encoder) throw new Error('no encoder is open');
+  return encoder;
 }
 
 /** The characters of `text` that `tokenizer` reads as its unknown token (none when `ids` holds no unk). */
@@ -244,24 +328,48 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
     }
     if (opened.kind === 'seq2seq' || opened.kind === 'marian')
       throw new Error(`${entry.name} is a translation model, not a GPT: see Translate`);
-    if (opened.kind === 'hf-encoder')
-      throw new Error(`${entry.name} is an encoder (BERT family): the explorer does not show encoders yet`);
+    if (opened.kind === 'hf-encoder') return useEncoder(opened);
     if (opened.kind === 'm2m100' || opened.kind === 't5')
       throw new Error(
         `${entry.name} is an ${opened.kind === 't5' ? 'T5' : 'M2M100 / NLLB'} model: the explorer does not show it yet`,
       );
-    gpt = { model: opened.model, tokenizer: opened.tokenizer, separatorId: opened.separatorId };
+    // The folder's generation settings travel with it: the page feeds and stops as the text-generation pipeline.
+    gpt = {
+      model: opened.model,
+      tokenizer: opened.tokenizer,
+      separatorId: opened.separatorId,
+      ...(opened.generation && { generation: opened.generation }),
+    };
+    encoder = null;
     logits = null;
     return gptInfo(gpt);
   },
   async openLocal({ files }, progress) {
     const r = await openOnDevice(cpuName(), async () => {
       const local = await loadLocalModel(files, cpuName(), progress);
-      return { ...local, model: local.lm.model };
+      return { ...local, model: local.encoder ? local.encoder.model : local.lm!.model };
     });
-    gpt = r.lm;
+    const info = r.encoder ? useEncoder(r.encoder) : gptInfo((gpt = r.lm!));
+    if (!r.encoder) encoder = null;
     logits = null;
-    return { ...gptInfo(r.lm), name: r.name, source: r.source, bytes: r.bytes, seconds: r.seconds };
+    return { ...info, name: r.name, source: r.source, bytes: r.bytes, seconds: r.seconds };
+  },
+  async encode({ text, padTo }) {
+    const a = await encoderAttentionAsync(needEncoder(), text, { padTo });
+    return { ...a, attention: typedRows(a.attention, transfer) };
+  },
+  async fillMask({ text, topK }) {
+    const enc = needEncoder();
+    if (enc.model.config.head.kind !== 'masked-lm')
+      throw new Error(
+        `this folder's model has no masked-LM head (${enc.hf.family}, head '${enc.model.config.head.kind}'): ` +
+          'fill-mask needs a *ForMaskedLM folder',
+      );
+    const f = await fillMaskWithAttention(enc, text, topK);
+    return { ...f, attention: { ...f.attention, attention: typedRows(f.attention.attention, transfer) } };
+  },
+  encoderNeuron({ text, padTo, layer, head, query }) {
+    return encoderNeuronViewAsync(needEncoder(), text, layer, head, query, { padTo });
   },
   // The models run through the viz functions' asynchronous forms on every backend: a GPU's tensors read back
   // only so, and on the CPU backends they give the synchronous forms' results, number for number.

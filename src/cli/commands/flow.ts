@@ -4,14 +4,15 @@
  * feed-forward block, the logits and the softmax), printed as JSON on stdout: the numbers the
  * explorer's Flow view draws, for the same model and sentence. A translator's decoder is fed --target
  * (after the start token), or else the model's greedy translation; a language model reads the
- * sentence as its prompt.
+ * sentence as its prompt; a BERT-family encoder reads it whole (its special tokens added).
  */
 import { Command } from '@commander-js/extra-typings';
 import { InvalidArgumentError } from 'commander';
-import { readMarianDir } from '../../folder/node.ts';
+import { readEncoderDir, readMarianDir } from '../../folder/node.ts';
 import { textFlow, FLOW_DIMS, FLOW_TOP, type FlowSubject, type FlowText, type ModelFlow } from '../../viz/flow.ts';
 import { int } from '../args.ts';
-import { asUserError, loadLmDir, loadModelDir, modelDirKind, UserError } from '../files.ts';
+import { asUserError, folderKindOfDir, loadLmDir, loadModelDir, modelDirKind, UserError } from '../files.ts';
+import { readForCurrentDevice } from '../../pipelines/load.ts';
 import { log, modelOption, type FlagsOf, type Optional } from '../options.ts';
 
 /** Comma-separated stage ids, or `all`. */
@@ -67,6 +68,8 @@ export type FlowJson = ModelFlow & { text: FlowText; full?: Record<string, numbe
 
 /** The model of a folder as viz/flow.ts reads it. */
 function subjectOf(dir: string): FlowSubject {
+  if (folderKindOfDir(dir) === 'hf-encoder')
+    return { kind: 'encoder', encoder: asUserError(() => readForCurrentDevice(() => readEncoderDir(dir))) };
   const kind = modelDirKind(dir);
   if (kind === 'gpt') return { kind: 'gpt', lm: loadLmDir(dir) };
   if (kind === 'marian') return { kind: 'marian', marian: asUserError(() => readMarianDir(dir)) };

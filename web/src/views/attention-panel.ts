@@ -47,6 +47,12 @@ function paintThumb(m: AttentionMaps, g: SVGGElement): void {
   g.dataset.drawn = 'true';
 }
 
+/** A head's name in the selector: with grouped-query attention, the KV head its group shares. */
+function headLabel(i: number, heads: number, kvHeads: number | undefined): string {
+  if (!kvHeads || kvHeads >= heads) return `head ${i + 1}`;
+  return `head ${i + 1} · KV ${Math.floor(i / (heads / kvHeads)) + 1}`;
+}
+
 export interface AttentionPanel {
   /** What to append to the view, in order: the controls, a hint, the figures. */
   elements: HTMLElement[];
@@ -61,12 +67,18 @@ export interface AttentionPanel {
 /**
  * `view` names the figures' view in the Export list; `prefix` goes before every id of the panel (its
  * controls and figures), so that two views' panels are told apart on the page and in the Export list;
- * `extra` fields go first in the controls row.
+ * `extra` fields go first in the controls row; `options.allHeads`: whether the head view starts with every head
+ * (default true).
  */
-export function attentionPanel(view: string, prefix = '', extra: HTMLElement[] = []): AttentionPanel {
+export function attentionPanel(
+  view: string,
+  prefix = '',
+  extra: HTMLElement[] = [],
+  options: { allHeads?: boolean } = {},
+): AttentionPanel {
   const layer = select(`${prefix}layer`, []);
   const head = select(`${prefix}head`, []);
-  const allHeads = h('input', { type: 'checkbox', id: `${prefix}all-heads`, checked: true });
+  const allHeads = h('input', { type: 'checkbox', id: `${prefix}all-heads`, checked: options.allHeads ?? true });
   const controls = h(
     'div',
     { class: 'row controls', id: `${prefix}attn-controls`, hidden: true },
@@ -106,7 +118,7 @@ export function attentionPanel(view: string, prefix = '', extra: HTMLElement[] =
     );
     setOptions(head, [
       ['mean', 'mean of heads'] as const,
-      ...Array.from({ length: heads }, (_, i) => [String(i), `head ${i + 1}`] as const),
+      ...Array.from({ length: heads }, (_, i) => [String(i), headLabel(i, heads, m.kvHeads)] as const),
     ]);
     if (first && heads > 0) head.value = '0';
   };

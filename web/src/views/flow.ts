@@ -27,6 +27,7 @@ const isTranslator = (m: ServedEntry) => m.kind === 'seq2seq' || m.kind === 'mar
 /** The lanes of a flow: a translator's encoder and decoder, or a GPT's one stack. */
 function lanes(flow: FlowOutline): { name: string; stages: FlowStageOutline[] }[] {
   if (flow.model === 'gpt') return [{ name: 'Decoder-only stack', stages: flow.stages }];
+  if (flow.model === 'encoder') return [{ name: 'Encoder stack (every token sees every other)', stages: flow.stages }];
   return [
     { name: 'Encoder (source)', stages: flow.stages.filter((s) => s.axis === 'source') },
     { name: 'Decoder (target)', stages: flow.stages.filter((s) => s.axis !== 'source') },

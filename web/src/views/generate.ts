@@ -12,11 +12,13 @@
 import { gptMaps, type GptAttention } from '../../../src/viz/gpt-attention.ts';
 import { field, h, nextFrame, onSubmit, select } from '../dom.ts';
 import { NO_MODEL, type ModelViewDeps, type ServedEntry } from '../model.ts';
-import type { GptInfo } from '../model-worker.ts';
+import type { GptInfo, LmInfo } from '../model-worker.ts';
 import { runner } from '../runner.ts';
 import { attentionPanel } from './attention-panel.ts';
+import { encoderPanel, type EncoderPanel } from './encoder.ts';
 import { nextTokenPanel } from './next-token.ts';
 import { neuronPanel } from './neuron.ts';
+import { kvSharing, rotaryPanel } from './rotary.ts';
 
 export interface GenerateView {
   /** Open this served GPT (null: none is served) and use it from now on. */
@@ -124,7 +126,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       text:
         ' or drop its files here (config.json, tokenizer.json, ' +
         'model.safetensors: a Hugging Face GPT-2 download such as gpt2 or ' +
-        'distilgpt2, or a qkv train-lm folder). Nothing leaves this page. ',
+        'distilgpt2, a BERT, DistilBERT, RoBERTa or XLM-R one, or a qkv train-lm folder). Nothing leaves this page. ',
     }),
     folderStatus,
   );
@@ -156,22 +158,27 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     return decoding.value === 'sample' ? o : { ...o, temperature: 1, greedy: true };
   });
   const neuron = neuronPanel();
+  const positions = rotaryPanel();
+  /** The encoder's panel (views/encoder.ts), made and appended when an encoder is first opened. */
+  let encoder: EncoderPanel | null = null;
+  const encoderView = (): EncoderPanel => {
+    if (!encoder) {
+      encoder = encoderPanel(root);
+      root.append(...encoder.elements);
+    }
+    return encoder;
+  };
+  const result = h('p', { class: 'result' }, h('span', { class: 'label', text: 'Text: ' }), out, ' ', timing);
 
   root.append(
-    h(
-      'div',
-      { class: 'panel' },
-      drop,
-      info,
-      form,
-      h('p', { class: 'result' }, h('span', { class: 'label', text: 'Text: ' }), out, ' ', timing),
-      err,
-      tokens,
-    ),
+    h('div', { class: 'panel' }, drop, info, form, result, err, tokens),
     nextToken.element,
     ...panel.elements,
+    positions.element,
     neuron.element,
   );
+  /** The GPT's parts of the view, hidden while an encoder is open (which shows its own). */
+  const gptParts = [form, result, tokens, ...panel.elements];
 
   let lm: GptInfo | null = null;
   /** Counts model loads: a load that finishes after a newer one started is dropped. */
@@ -189,15 +196,53 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
   decoding.addEventListener('change', () => void nextToken.update());
 
   /** Use this model from now on: its description, the limits of the form, the views emptied. */
-  const setModel = (c: GptInfo, name: string, source: string) => {
+  const setModel = (m: LmInfo, name: string, source: string) => {
+    if ('kind' in m) {
+      // A BERT-family encoder: its attention and fill-mask (views/encoder.ts) in place of generation.
+      lm = null;
+      go.disabled = true;
+      for (const e of gptParts) e.hidden = true;
+      positions.clear();
+      void panel.show(null);
+      nextToken.clear();
+      neuron.clear();
+      err.hidden = true;
+      info.textContent =
+        `Model ${name}: ${source}, an encoder (it reads a text whole, every token attending to every other; it ` +
+        `generates nothing), ${m.nLayer} layers, ${m.nHead} heads, ${m.dModel} wide, at most ${m.maxTokens} ` +
+        `tokens, vocabulary ${m.vocabSize}, ${m.parameters.toLocaleString('en')} parameters.`;
+      info.classList.remove('error', 'warning');
+      deps.setModelStatus(`model: ${name}`);
+      encoderView().use(m);
+      root.dataset.encoder = 'true';
+      return;
+    }
+    const c: GptInfo = m;
+    encoder?.use(null);
+    delete root.dataset.encoder;
+    for (const e of gptParts) e.hidden = false;
     lm = c;
     maxTokens.max = String(c.blockSize - 1);
+    // A Hugging Face folder's own settings (generation_config.json, else config.json), as the pipeline starts from.
+    const g = c.generation;
+    // Its sampling settings where it samples (do_sample); a greedy folder leaves them open (all tokens, p 1).
+    if (g) {
+      decoding.value = g.doSample ? 'sample' : 'greedy';
+      temperature.value = String(g.doSample ? g.temperature : 0.8);
+      topK.value = String(g.doSample ? g.topK : 0);
+      topP.value = String(g.doSample ? g.topP : 1);
+      maxTokens.value = String(Math.max(1, Math.min(g.maxNewTokens ?? 20, c.blockSize - 1)));
+      syncDecoding();
+    }
     info.textContent =
       `Model ${name}: ${source}, ${c.nLayer} layers, ${c.nHead} heads, nEmbd ` +
       `${c.nEmbd}, context ${c.blockSize} tokens, vocabulary ` +
       `${c.vocabSize} (${c.tokenizer}), ` +
-      `${c.parameters.toLocaleString('en')} parameters.`;
+      `${c.parameters.toLocaleString('en')} parameters.` +
+      (c.rotary ? ' Rotary positions.' : '') +
+      (kvSharing(c.nHead, c.nKVHead) ? ` ${kvSharing(c.nHead, c.nKVHead)}` : '');
     info.classList.remove('error', 'warning');
+    positions.clear();
     // GPT-2 ends a document with <|endoftext|>, not at a line end.
     stopLine.parentElement!.querySelector('span')!.textContent =
       c.tokenizer === 'byte-level BPE' ? 'Stop at <|endoftext|>' : 'Stop at the line end';
@@ -301,7 +346,8 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
         (g.cut ? `, cut to fit the context of ${lm!.blockSize} tokens` : '');
       showTokens(g);
       // Drawn in pieces (paced.ts): the page keeps its frames while a long text's maps come in.
-      await panel.show(gptMaps(g));
+      await panel.show({ ...gptMaps(g), kvHeads: lm!.nKVHead });
+      positions.show(lm!, g.tokens);
       await nextToken.show(g.ids.slice(0, g.promptLength));
       await neuron.show(lm!, g.ids, g.tokens);
       root.dataset.generated = String(Number(root.dataset.generated ?? 0) + 1);
@@ -315,6 +361,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       void panel.show(null);
       nextToken.clear();
       neuron.clear();
+      positions.clear();
     },
   });
 
@@ -345,17 +392,21 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       return;
     }
     info.textContent = `Loading ${entry.name}…`;
-    let opened: GptInfo;
+    let opened: LmInfo;
     try {
       opened = (await runner.call('openServed', { view: 'generate', entry }, (s) => {
         if (mine === opening) info.textContent = s;
-      })) as GptInfo;
+      })) as LmInfo;
     } catch (e) {
       if (mine === opening) fail((e as Error).message);
       return;
     }
     if (mine !== opening) return; // another model was chosen meanwhile
-    setModel(opened, entry.name, entry.kind === 'hf-gpt2' ? 'Hugging Face GPT-2' : 'GPT');
+    setModel(
+      opened,
+      entry.name,
+      'kind' in opened ? `Hugging Face ${opened.family}` : entry.kind === 'hf-gpt2' ? 'Hugging Face GPT-2' : 'GPT',
+    );
     root.dataset.model = entry.id;
   };
   return { use };

@@ -31,16 +31,28 @@ function strip(v: readonly number[], scale: number, cls = 'strip'): HTMLElement 
   return el;
 }
 
-export function neuronPanel(): NeuronPanel {
-  const layer = select('neuron-layer', []);
-  const head = select('neuron-head', []);
-  const query = select('neuron-query', []);
-  const caption = h('p', { class: 'muted', id: 'neuron-caption' });
-  const out = h('div', { id: 'neuron-out', 'data-testid': 'neuron-view' });
+/** Where a neuron panel's numbers come from, and what its ids start with. */
+export interface NeuronSource {
+  /** Before every id of the panel ('' for the GPT's: neuron-layer, …; 'enc-' for the encoder's). */
+  prefix: string;
+  /** The view of a head for a query (default: the open GPT's, over the ids shown). */
+  ask?(ids: readonly number[], layer: number, head: number, query: number): Promise<NeuronView>;
+  /** Every key is seen (an encoder): the caption says so, and the query starts at the first token. */
+  bidirectional?: boolean;
+}
+
+export function neuronPanel(source: NeuronSource = { prefix: '' }): NeuronPanel {
+  const p = source.prefix;
+  const ask = source.ask ?? ((ids, layer, head, query) => runner.call('neuron', { ids: [...ids], layer, head, query }));
+  const layer = select(`${p}neuron-layer`, []);
+  const head = select(`${p}neuron-head`, []);
+  const query = select(`${p}neuron-query`, []);
+  const caption = h('p', { class: 'muted', id: `${p}neuron-caption` });
+  const out = h('div', { id: `${p}neuron-out`, 'data-testid': `${p}neuron-view` });
   const err = h('p', { class: 'error', role: 'alert', hidden: true });
   const element = h(
     'section',
-    { class: 'panel', id: 'neuron', hidden: true },
+    { class: 'panel', id: `${p}neuron`, hidden: true },
     h('h3', { text: 'Neuron view' }),
     h('div', { class: 'row controls' }, field('Layer', layer), field('Head', head), field('Query token', query)),
     caption,
@@ -59,12 +71,7 @@ export function neuronPanel(): NeuronPanel {
     const now = state;
     let nv: NeuronView;
     try {
-      nv = await runner.call('neuron', {
-        ids: now.ids,
-        layer: Number(layer.value),
-        head: Number(head.value),
-        query: Number(query.value),
-      });
+      nv = await ask(now.ids, Number(layer.value), Number(head.value), Number(query.value));
     } catch (e) {
       if (mine !== asked) return;
       err.textContent = (e as Error).message;
@@ -129,8 +136,11 @@ export function neuronPanel(): NeuronPanel {
         out.dataset.query = String(nv.query);
         caption.textContent =
           `Layer ${nv.layer + 1}, head ${nv.head + 1}, query "${toks[nv.query]}" ` +
-          `(position ${nv.query + 1}): it attends to itself and the ${nv.query} ` +
-          `token(s) before it; 1/√d = ${nv.scale.toFixed(4)}.`;
+          `(position ${nv.query + 1}): ` +
+          (source.bidirectional
+            ? 'it attends to every token but padding (whose score is −∞, its weight 0)'
+            : `it attends to itself and the ${nv.query} token(s) before it`) +
+          `; 1/√d = ${nv.scale.toFixed(4)}.`;
       },
     );
     rowsJob = job;
@@ -155,7 +165,7 @@ export function neuronPanel(): NeuronPanel {
         tokens.map((t, i) => [String(i), `${i + 1}: ${t}`] as const),
         false,
       );
-      query.value = String(tokens.length - 1);
+      query.value = String(source.bidirectional ? 0 : tokens.length - 1);
       element.hidden = false;
       return draw();
     },
