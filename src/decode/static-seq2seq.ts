@@ -1,6 +1,6 @@
 /**
  * The translation model's decoder over a static cache (issue 62, point 2), so that one capture (src/compile)
- * serves every step of a greedy or beam search. Storage is preallocated for `rows` physical rows (the batch,
+ * serves every step of a greedy or beam search. Storage is preallocated for `capacity` rows (the batch,
  * times the beam) and `maxLength` target positions:
  *
  * - per layer, self-attention keys and values (rows, h, maxLength, dK), zero where nothing was written; a step's
@@ -65,20 +65,22 @@ export class StaticSeq2SeqStepper implements Stepper {
   private readonly maskPadding: boolean;
 
   /**
-   * `memory` (B, S, dModel) and `srcPadding` (B, S) of B sources (rows 0..B−1); `rows` ≥ B physical rows (the
+   * `memory` (B, S, dModel) and `srcPadding` (B, S) of B sources (rows 0..B−1); `capacity` ≥ B rows (the
    * widest the search gets: B × beam); `maxLength` the most ids fed to one row.
    */
   constructor(
     private readonly model: Seq2Seq,
     memory: Tensor,
     srcPadding: Tensor,
-    readonly rows: number,
+    /** Rows the storage holds (the widest the search gets: B × beam). */
+    readonly capacity: number,
+    /** Target positions the cache holds: the most ids fed to one row. */
     readonly maxLength: number,
     options: StaticStepperOptions = {},
   ) {
     const [B, S] = memory.shape;
-    if (!Number.isInteger(rows) || rows < B)
-      throw new Error(`StaticSeq2SeqStepper: rows must be an integer >= the batch ${B}, got ${rows}`);
+    if (!Number.isInteger(capacity) || capacity < B)
+      throw new Error(`StaticSeq2SeqStepper: capacity must be an integer >= the batch ${B}, got ${capacity}`);
     const positions = model.config.maxLen;
     if (!Number.isInteger(maxLength) || maxLength < 1 || maxLength > positions)
       throw new Error(`StaticSeq2SeqStepper: maxLength must be an integer in [1, ${positions}], got ${maxLength}`);
@@ -91,7 +93,7 @@ export class StaticSeq2SeqStepper implements Stepper {
     };
     /** A (rows, ...) zero tensor whose first B rows are t's. */
     const rowsOf = (t: Tensor): Tensor => {
-      const z = zeros([rows, ...t.shape.slice(1)]);
+      const z = zeros([capacity, ...t.shape.slice(1)]);
       K(t).device.copy(t.storage, z.storage, 'float32', t.size);
       return z;
     };
@@ -100,17 +102,17 @@ export class StaticSeq2SeqStepper implements Stepper {
       const layers = c.layers.map((l) => {
         const [, h, , d] = l.memoryK.shape;
         return {
-          selfK: zeros([rows, h, maxLength, d]),
-          selfV: zeros([rows, h, maxLength, d]),
+          selfK: zeros([capacity, h, maxLength, d]),
+          selfV: zeros([capacity, h, maxLength, d]),
           memoryK: rowsOf(l.memoryK),
           memoryV: rowsOf(l.memoryV),
         };
       });
-      return { layers, memoryBias: c.memoryKeyPaddingMask ? rowsOf(c.memoryKeyPaddingMask) : zeros([rows, S]) };
+      return { layers, memoryBias: c.memoryKeyPaddingMask ? rowsOf(c.memoryKeyPaddingMask) : zeros([capacity, S]) };
     });
     this.layers = cache.layers;
     this.memoryBias = cache.memoryBias;
-    this.padded = new Uint8Array(rows * maxLength);
+    this.padded = new Uint8Array(capacity * maxLength);
     this.live = B;
     const compiled = options.compiled ?? true;
     const step = (ids: Tensor, pos: Tensor, place: Tensor, bias: Tensor): Tensor[] =>
@@ -126,6 +128,11 @@ export class StaticSeq2SeqStepper implements Stepper {
     return [...this.compiledStep.captures.values(), ...this.compiledReorder.captures.values()];
   }
 
+  /** Rows being decoded (the live ones; the storage holds `capacity`). */
+  get rows(): number {
+    return this.live;
+  }
+
   get vocabSize(): number {
     return this.model.targetVocabSize;
   }
@@ -139,12 +146,12 @@ export class StaticSeq2SeqStepper implements Stepper {
     if (p >= S) throw new Error(`StaticSeq2SeqStepper.step: position ${p} exceeds the cache's maxLength ${S}`);
     const { padId } = this.model.config;
     const maskTarget = this.model.config.maskTargetPadding ?? true;
-    const ids = new Int32Array(this.rows);
+    const ids = new Int32Array(this.capacity);
     ids.set(last);
     const place = new Float32Array(S);
     place[p] = 1;
-    const bias = new Float32Array(this.rows * S);
-    for (let r = 0; r < this.rows; r++) {
+    const bias = new Float32Array(this.capacity * S);
+    for (let r = 0; r < this.capacity; r++) {
       if (r < n && maskTarget && last[r] === padId) this.padded[r * S + p] = 1;
       for (let s = 0; s < S; s++) if (s > p || this.padded[r * S + s]) bias[r * S + s] = Number.NEGATIVE_INFINITY;
     }
@@ -152,10 +159,10 @@ export class StaticSeq2SeqStepper implements Stepper {
     const first = this.model.config.positionOffset ?? 0;
     const lp = memoryScope(() => {
       const inputs = [
-        new Tensor(ids, [this.rows, 1], 'int32'),
+        new Tensor(ids, [this.capacity, 1], 'int32'),
         new Tensor(Int32Array.of(first + p), [1], 'int32'),
         upload(place, [S, 1]),
-        upload(bias, [this.rows, S]),
+        upload(bias, [this.capacity, S]),
       ];
       const [logits, logp] = this.compiledStep
         ? this.compiledStep(...inputs)
@@ -170,21 +177,21 @@ export class StaticSeq2SeqStepper implements Stepper {
   /** Keep live rows `rows` (in order, repeats allowed): every row-indexed storage gathered, in place. */
   reorder(rows: Int32Array): void {
     const n = this.live;
-    if (rows.length > this.rows)
-      throw new Error(`StaticSeq2SeqStepper.reorder: at most ${this.rows} rows, got ${rows.length}`);
+    if (rows.length > this.capacity)
+      throw new Error(`StaticSeq2SeqStepper.reorder: at most ${this.capacity} rows, got ${rows.length}`);
     for (const r of rows)
       if (!Number.isInteger(r) || r < 0 || r >= n)
         throw new Error(`StaticSeq2SeqStepper.reorder: row ${r} is out of range for ${n} live rows`);
     this.live = rows.length;
     if (rows.every((r, i) => r === i)) return; // a prefix: nothing moves
     // Rows past the live ones keep their own contents (unused).
-    const all = Int32Array.from({ length: this.rows }, (_, i) => (i < rows.length ? rows[i] : i));
+    const all = Int32Array.from({ length: this.capacity }, (_, i) => (i < rows.length ? rows[i] : i));
     const S = this.maxLength;
     const padded = new Uint8Array(this.padded.length);
     all.forEach((r, i) => padded.set(this.padded.subarray(r * S, (r + 1) * S), i * S));
     this.padded = padded;
     memoryScope(() => {
-      const rowIds = new Tensor(all, [this.rows], 'int32');
+      const rowIds = new Tensor(all, [this.capacity], 'int32');
       if (this.compiledReorder) this.compiledReorder(rowIds);
       else this.gather(rowIds);
     });
@@ -242,7 +249,7 @@ export class StaticSeq2SeqStepper implements Stepper {
     for (const l of this.layers) moved.push(l.selfK, l.selfV, l.memoryK, l.memoryV);
     moved.push(this.memoryBias);
     // An embedding kernel is a row gather whose rows are data: (rows, rest) viewed as a table.
-    const gathered = moved.map((t) => F.embedding(rowIds, t.reshape(this.rows, -1)));
+    const gathered = moved.map((t) => F.embedding(rowIds, t.reshape(this.capacity, -1)));
     moved.forEach((t, i) => writeInto(t, gathered[i]));
     return gathered.slice(0, 1);
   }

@@ -102,6 +102,9 @@ const SRC = [
     // The option of the public searches.
     assert.deepEqual(greedy(model, src, { ...o, staticCache: true }).tokens, today.tokens);
     assert.deepEqual(greedy(model, src, { ...o, staticCache: 'eager' }).tokens, today.tokens);
+    // An ensemble: one static stepper per member.
+    const pair = [model, wide(config, 9)];
+    assert.deepEqual(greedy(pair, src, { ...o, staticCache: true }).tokens, greedy(pair, src, o).tokens);
   });
 
   test(`tiny ${name}: beam-4 over the static cache (its reorder a captured gather) gives today's tokens`, () => {
@@ -128,7 +131,7 @@ test('the static stepper refuses a bad size, a wrong number of ids and rows out 
     const memory = model.encode(src, pad);
     assert.throws(
       () => new StaticSeq2SeqStepper(model, memory, pad, 1, 8),
-      /rows must be an integer >= the batch 2, got 1/,
+      /capacity must be an integer >= the batch 2, got 1/,
     );
     assert.throws(
       () => new StaticSeq2SeqStepper(model, memory, pad, 2, 41),
