@@ -41,5 +41,6 @@ export {
   generateStaticStream,
   type StaticGenerateOptions,
 } from './static-gpt.ts';
+export { StaticSeq2SeqStepper, type StaticStepperOptions } from './static-seq2seq.ts';
 export { sampleToken, samplingDistribution, checkSamplingOptions, argmax, type SamplingOptions } from './sample.ts';
 export { generateHf, generateHfPausing, translateIdsHf, type HfSearchOptions } from './hf-search.ts';

@@ -2,6 +2,7 @@
  * Decoding for the translation model (§6.1 of the paper): greedy, and beam search with beam 4 and
  * the GNMT length penalty α = 0.6, maximum output length = input length + 50, batched over
  * sentences, incremental through the decoder's key/value cache.
+ * (over 500 lines: both searches, the driver they share and its checks; the steppers are in stepper.ts.)
  */
 import { noGrad } from '../autograd/grad-mode.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
@@ -20,6 +21,7 @@ import {
   type Stepper,
   type StepperRows,
 } from './stepper.ts';
+import { encodeStatic } from './static-seq2seq.ts';
 
 /**
  * What the searches decode with: one model, or an ensemble of models that read the same source ids
@@ -49,6 +51,8 @@ export interface DecodeOptions {
   minLen?: number;
   /** Checked before every step: once aborted, decoding stops with the signal's reason. */
   signal?: AbortSignal;
+  /** A static cache (decode/static-seq2seq.ts): steps replayed (true) or op by op ('eager'); default false. */
+  staticCache?: boolean | 'eager';
 }
 
 export interface BeamSearchOptions extends DecodeOptions {
@@ -203,9 +207,9 @@ interface Live {
  */
 export function beamSearch(model: Models, src: Tensor, options: BeamSearchOptions): BeamSearchResult {
   checkBeamOptions(options);
-  return run(model, src, options, (stepper, maxLens, padId) =>
-    beamSearchSteps(stepper, maxLens, { ...options, padId }),
-  );
+  const search = (stepper: Stepper, maxLens: number[], padId: number) =>
+    beamSearchSteps(stepper, maxLens, { ...options, padId });
+  return run(model, src, options, search, options.beamSize ?? 4);
 }
 
 export function checkBeamOptions(options: { beamSize?: number; lengthPenalty?: number }): void {
@@ -366,12 +370,16 @@ function run<R>(
   src: Tensor,
   options: DecodeOptions,
   search: (stepper: Stepper, maxLens: number[], padId: number) => R,
+  /** Rows per sentence the search may keep (its beam): what a static cache holds. */
+  beam = 1,
 ): R {
   const { members, maxLens, padId } = prepareSearch(model, src, options);
   return withEvalMode(members, () =>
     noGrad(() => {
       // The caches own their storage (wasm memory under wasm) and are freed when the search ends.
-      const stepper = encodeSources(members, src, options, true);
+      const stepper = options.staticCache
+        ? encodeStatic(members, src, options, maxLens, beam)
+        : encodeSources(members, src, options, true);
       try {
         return search(abortable(stepper, options.signal), maxLens, padId);
       } finally {

@@ -116,7 +116,7 @@ export function pause(): Promise<void> {
 export function logProbs(logits: Tensor, padId: number, step: number, copy = false): Float32Array {
   const read = F.logSoftmax(logits, -1).dataSync() as Float32Array;
   // In a memoryScope (CachedStepper.step) the values are the scope's storage: the search gets its own copy.
-  return checkedLogProbs(copy ? read.slice() : read, logits, padId, step);
+  return checkedLogProbs(copy ? read.slice() : read, lastDim(logits), padId, step);
 }
 
 /** (N, V) logits read to the host (a copy), checked finite as {@link logProbs} checks them (−∞ allowed). */
@@ -129,12 +129,18 @@ export function rawLogits(logits: Tensor, step: number): Float32Array {
 /** {@link logProbs}, read back asynchronously (any device): the log-softmax is recorded at once. */
 export async function logProbsAsync(logits: Tensor, padId: number, step: number): Promise<Float32Array> {
   const lp = F.logSoftmax(logits, -1);
-  return checkedLogProbs((await lp.data()) as Float32Array, logits, padId, step);
+  return checkedLogProbs((await lp.data()) as Float32Array, lastDim(logits), padId, step);
 }
 
-/** The non-finite check and the padding id ruled out, on the host values of a step's log-softmax. */
-function checkedLogProbs(lp: Float32Array, logits: Tensor, padId: number, step: number): Float32Array {
-  const V = logits.shape[logits.shape.length - 1];
+function lastDim(t: Tensor): number {
+  return t.shape[t.shape.length - 1];
+}
+
+/**
+ * The non-finite check and the padding id ruled out (padId −1: none), on the host values of a step's log-softmax
+ * (rows of V), in place.
+ */
+export function checkedLogProbs(lp: Float32Array, V: number, padId: number, step: number): Float32Array {
   const total = sum(lp);
   // The values are searched only when their sum says one may be NaN or +∞.
   const suspect = Number.isNaN(total) || total === Infinity;
@@ -361,7 +367,7 @@ export class EnsembleStepper implements Stepper {
 
   /** Free what the members hold (CachedStepper.release); no step may follow. */
   release(): void {
-    for (const m of this.members) if (m instanceof CachedStepper) m.release();
+    for (const m of this.members) (m as { release?: () => void }).release?.();
   }
 }
 

@@ -62,7 +62,8 @@ function resolved(o: TransformerLayerOptions): Required<TransformerLayerOptions>
   };
 }
 
-function activate(x: Tensor, a: Activation): Tensor {
+/** The feed-forward nonlinearity `a` of x (the decoder layer's, also run by decode/static-seq2seq.ts). */
+export function activate(x: Tensor, a: Activation): Tensor {
   if (a === 'relu') return F.relu(x);
   if (a === 'gelu') return F.gelu(x);
   if (a === 'silu') return F.mul(x, F.sigmoid(x));

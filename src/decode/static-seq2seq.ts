@@ -1,0 +1,283 @@
+/**
+ * The translation model's decoder over a static cache (issue 62, point 2), so that one capture (src/compile)
+ * serves every step of a greedy or beam search. Storage is preallocated for `capacity` rows (the batch,
+ * times the beam) and `maxLength` target positions:
+ *
+ * - per layer, self-attention keys and values (rows, h, maxLength, dK), zero where nothing was written; a step's
+ *   key and value join them as cache + place·k, `place` (maxLength, 1) one-hot at the position (a GEMM with one
+ *   nonzero term per row: exact), as decode/static-gpt.ts;
+ * - per layer, the cross-attention keys and values of the memory (rows, h, S, dK) and the memory's padding bias
+ *   (rows, S), computed once per source by the model's own initCache and copied in;
+ * - the self-attention's key bias (rows, maxLength), built on the host at each step: 0 for the positions fed so
+ *   far, −∞ after the new one and where a padding id was fed (the dynamic cache's target padding mask).
+ *
+ * The position enters as data (a row of the sinusoid table taken by an embedding kernel), never as a size, so
+ * every step has the same shapes. A search's reorder (sentences that finish, beams that swap) is a second
+ * captured step: every row-indexed storage gathered by an embedding kernel over the row ids (an input), then
+ * copied back in place. Rows past the search's live ones are computed and ignored.
+ *
+ * The dynamic cache (nn/kv-cache.ts) attends over t + 1 keys, this over maxLength with the rest at −∞: the same
+ * softmax up to the kernel's rounding, so greedy decoding draws today's tokens (test/compile/static-seq2seq), and
+ * a replayed step equals its eager run bit for bit.
+ */
+import { type Captured, compile, type CompiledStep } from '../compile/capture.ts';
+import type { Seq2Seq } from '../models/seq2seq.ts';
+import { activate } from '../nn/transformer.ts';
+import * as F from '../ops/index.ts';
+import { K, upload } from '../ops/util.ts';
+import { memoryScope } from '../tensor/storage.ts';
+import { Tensor } from '../tensor/tensor.ts';
+import type { DecodeOptions } from './search.ts';
+import { checkedLogProbs, EnsembleStepper, type Stepper } from './stepper.ts';
+
+/** A static layer cache: self-attention keys/values over maxLength, the memory's keys/values. */
+interface StaticLayer {
+  selfK: Tensor;
+  selfV: Tensor;
+  memoryK: Tensor;
+  memoryV: Tensor;
+}
+
+/** Options of {@link StaticSeq2SeqStepper}. */
+export interface StaticStepperOptions {
+  /** Capture the step and the reorder once, replay them afterwards (default true); false runs them eagerly. */
+  compiled?: boolean;
+  /** Rule the padding id out of every step (default true, as CachedStepper's). */
+  maskPadding?: boolean;
+  /** Keep a copy of every step's logits (rows × vocab, the live rows) in `trace` (tests compare them). */
+  trace?: boolean;
+}
+
+/** A Stepper over the static cache (see the file comment), for greedy and beam search. */
+export class StaticSeq2SeqStepper implements Stepper {
+  /** With options.trace, each step's logits of the live rows; else null. */
+  readonly trace: Float32Array[] | null;
+  private readonly layers: StaticLayer[];
+  /** (rows, S) memory padding bias. */
+  private readonly memoryBias: Tensor;
+  /** Host copy of which target positions of each physical row were fed a padding id. */
+  private padded: Uint8Array;
+  private live: number;
+  private length = 0;
+  private steps = 0;
+  private readonly compiledStep: CompiledStep | null;
+  private readonly compiledReorder: CompiledStep | null;
+  private readonly maskPadding: boolean;
+
+  /**
+   * `memory` (B, S, dModel) and `srcPadding` (B, S) of B sources (rows 0..B−1); `capacity` ≥ B rows (the
+   * widest the search gets: B × beam); `maxLength` the most ids fed to one row.
+   */
+  constructor(
+    private readonly model: Seq2Seq,
+    memory: Tensor,
+    srcPadding: Tensor,
+    /** Rows the storage holds (the widest the search gets: B × beam). */
+    readonly capacity: number,
+    /** Target positions the cache holds: the most ids fed to one row. */
+    readonly maxLength: number,
+    options: StaticStepperOptions = {},
+  ) {
+    const [B, S] = memory.shape;
+    if (!Number.isInteger(capacity) || capacity < B)
+      throw new Error(`StaticSeq2SeqStepper: capacity must be an integer >= the batch ${B}, got ${capacity}`);
+    const positions = model.config.maxLen;
+    if (!Number.isInteger(maxLength) || maxLength < 1 || maxLength > positions)
+      throw new Error(`StaticSeq2SeqStepper: maxLength must be an integer in [1, ${positions}], got ${maxLength}`);
+    this.maskPadding = options.maskPadding ?? true;
+    this.trace = options.trace ? [] : null;
+    const device = K().device;
+    const zeros = (shape: number[]): Tensor => {
+      const n = shape.reduce((x, y) => x * y, 1);
+      return Tensor.fromStorage(device, device.alloc('float32', n, { zero: true, persistent: true }), shape, 'float32');
+    };
+    /** A (rows, ...) zero tensor whose first B rows are t's. */
+    const rowsOf = (t: Tensor): Tensor => {
+      const z = zeros([capacity, ...t.shape.slice(1)]);
+      K(t).device.copy(t.storage, z.storage, 'float32', t.size);
+      return z;
+    };
+    const cache = memoryScope(() => {
+      const c = model.initCache(memory, srcPadding);
+      const layers = c.layers.map((l) => {
+        const [, h, , d] = l.memoryK.shape;
+        return {
+          selfK: zeros([capacity, h, maxLength, d]),
+          selfV: zeros([capacity, h, maxLength, d]),
+          memoryK: rowsOf(l.memoryK),
+          memoryV: rowsOf(l.memoryV),
+        };
+      });
+      return { layers, memoryBias: c.memoryKeyPaddingMask ? rowsOf(c.memoryKeyPaddingMask) : zeros([capacity, S]) };
+    });
+    this.layers = cache.layers;
+    this.memoryBias = cache.memoryBias;
+    this.padded = new Uint8Array(capacity * maxLength);
+    this.live = B;
+    const compiled = options.compiled ?? true;
+    const step = (ids: Tensor, pos: Tensor, place: Tensor, bias: Tensor): Tensor[] =>
+      this.forward(ids, pos, place, bias);
+    const reorder = (rowIds: Tensor): Tensor[] => this.gather(rowIds);
+    this.compiledStep = compiled ? compile(step) : null;
+    this.compiledReorder = compiled ? compile(reorder) : null;
+  }
+
+  /** The captures held (the step's, the reorder's), or null when not compiled. */
+  get captures(): Captured[] | null {
+    if (!this.compiledStep || !this.compiledReorder) return null;
+    return [...this.compiledStep.captures.values(), ...this.compiledReorder.captures.values()];
+  }
+
+  /** Rows being decoded (the live ones; the storage holds `capacity`). */
+  get rows(): number {
+    return this.live;
+  }
+
+  get vocabSize(): number {
+    return this.model.targetVocabSize;
+  }
+
+  /** One id per live row at the next position: log-probabilities (live rows × vocab), padding id at −∞. */
+  step(last: Int32Array): Float32Array {
+    const n = this.live;
+    if (last.length !== n) throw new Error(`StaticSeq2SeqStepper.step: last must hold ${n} ids, got ${last.length}`);
+    const p = this.length;
+    const S = this.maxLength;
+    if (p >= S) throw new Error(`StaticSeq2SeqStepper.step: position ${p} exceeds the cache's maxLength ${S}`);
+    const { padId } = this.model.config;
+    const maskTarget = this.model.config.maskTargetPadding ?? true;
+    const ids = new Int32Array(this.capacity);
+    ids.set(last);
+    const place = new Float32Array(S);
+    place[p] = 1;
+    const bias = new Float32Array(this.capacity * S);
+    for (let r = 0; r < this.capacity; r++) {
+      if (r < n && maskTarget && last[r] === padId) this.padded[r * S + p] = 1;
+      for (let s = 0; s < S; s++) if (s > p || this.padded[r * S + s]) bias[r * S + s] = Number.NEGATIVE_INFINITY;
+    }
+    const V = this.vocabSize;
+    const first = this.model.config.positionOffset ?? 0;
+    const lp = memoryScope(() => {
+      const inputs = [
+        new Tensor(ids, [this.capacity, 1], 'int32'),
+        new Tensor(Int32Array.of(first + p), [1], 'int32'),
+        upload(place, [S, 1]),
+        upload(bias, [this.capacity, S]),
+      ];
+      const [logits, logp] = this.compiledStep
+        ? this.compiledStep(...inputs)
+        : this.forward(inputs[0], inputs[1], inputs[2], inputs[3]);
+      if (this.trace) this.trace.push(logits.dataSync<Float32Array>().slice(0, n * V));
+      return logp.dataSync<Float32Array>().slice(0, n * V);
+    });
+    this.length++;
+    return checkedLogProbs(lp, V, this.maskPadding ? padId : -1, ++this.steps);
+  }
+
+  /** Keep live rows `rows` (in order, repeats allowed): every row-indexed storage gathered, in place. */
+  reorder(rows: Int32Array): void {
+    const n = this.live;
+    if (rows.length > this.capacity)
+      throw new Error(`StaticSeq2SeqStepper.reorder: at most ${this.capacity} rows, got ${rows.length}`);
+    for (const r of rows)
+      if (!Number.isInteger(r) || r < 0 || r >= n)
+        throw new Error(`StaticSeq2SeqStepper.reorder: row ${r} is out of range for ${n} live rows`);
+    this.live = rows.length;
+    if (rows.every((r, i) => r === i)) return; // a prefix: nothing moves
+    // Rows past the live ones keep their own contents (unused).
+    const all = Int32Array.from({ length: this.capacity }, (_, i) => (i < rows.length ? rows[i] : i));
+    const S = this.maxLength;
+    const padded = new Uint8Array(this.padded.length);
+    all.forEach((r, i) => padded.set(this.padded.subarray(r * S, (r + 1) * S), i * S));
+    this.padded = padded;
+    memoryScope(() => {
+      const rowIds = new Tensor(all, [this.capacity], 'int32');
+      if (this.compiledReorder) this.compiledReorder(rowIds);
+      else this.gather(rowIds);
+    });
+  }
+
+  /** Nothing to free by hand: the storage is long-lived and freed when collected. */
+  release(): void {}
+
+  /** The step as a function of its inputs only (what is captured): logits and log-probabilities (rows, 1, V). */
+  private forward(ids: Tensor, pos: Tensor, place: Tensor, bias: Tensor): Tensor[] {
+    const m = this.model;
+    const c = m.config;
+    const e = (m.tgtEmbedding ?? m.embedding).forward(ids);
+    let x = (c.scaleEmbedding ?? true) ? F.mul(e, Math.sqrt(c.dModel)) : e;
+    x = m.positions.dropout.forward(F.add(x, F.embedding(pos, m.positions.pe)));
+    const decoder = m.transformer.decoder;
+    [...decoder.layers].forEach((layer, i) => {
+      const cache = this.layers[i];
+      const sa = (y: Tensor): Tensor => {
+        const { q, k, v } = layer.selfAttn.projectSelf(y);
+        writeInto(cache.selfK, F.add(cache.selfK, F.matmul(place, k)));
+        writeInto(cache.selfV, F.add(cache.selfV, F.matmul(place, v)));
+        const r = layer.selfAttn.attendProjected(q, cache.selfK, cache.selfV, { keyPaddingMask: bias });
+        return layer.dropout1.forward(r.output);
+      };
+      const mha = (y: Tensor): Tensor => {
+        const a = layer.multiheadAttn;
+        const r = a.attendProjected(a.projectQuery(y), cache.memoryK, cache.memoryV, {
+          keyPaddingMask: this.memoryBias,
+        });
+        return layer.dropout2.forward(r.output);
+      };
+      const ff = (y: Tensor): Tensor =>
+        layer.dropout3.forward(
+          layer.linear2.forward(layer.dropout.forward(activate(layer.linear1.forward(y), layer.options.activation))),
+        );
+      if (layer.options.normFirst) {
+        x = F.add(x, sa(layer.norm1.forward(x)));
+        x = F.add(x, mha(layer.norm2.forward(x)));
+        x = F.add(x, ff(layer.norm3.forward(x)));
+      } else {
+        x = layer.norm1.forward(F.add(x, sa(x)));
+        x = layer.norm2.forward(F.add(x, mha(x)));
+        x = layer.norm3.forward(F.add(x, ff(x)));
+      }
+    });
+    if (decoder.norm) x = decoder.norm.forward(x);
+    const logits = m.generator(x);
+    return [logits, F.logSoftmax(logits, -1)];
+  }
+
+  /** The reorder as a function of the row ids (rows) only: each row-indexed tensor ← its rows `rowIds`. */
+  private gather(rowIds: Tensor): Tensor[] {
+    const moved: Tensor[] = [];
+    for (const l of this.layers) moved.push(l.selfK, l.selfV, l.memoryK, l.memoryV);
+    moved.push(this.memoryBias);
+    // An embedding kernel is a row gather whose rows are data: (rows, rest) viewed as a table.
+    const gathered = moved.map((t) => F.embedding(rowIds, t.reshape(this.capacity, -1)));
+    moved.forEach((t, i) => writeInto(t, gathered[i]));
+    return gathered.slice(0, 1);
+  }
+}
+
+/** dst's storage ← src's (same size), through the current backend's device (so a capture records it). */
+function writeInto(dst: Tensor, src: Tensor): void {
+  K(dst, src).device.copy(src.storage, dst.storage, 'float32', dst.size);
+}
+
+/**
+ * The source encoded by every member, and a stepper over their static caches (decode/static-seq2seq.ts), sized
+ * for B × `beam` rows and the longest of `maxLens`.
+ */
+export function encodeStatic(
+  members: readonly Seq2Seq[],
+  src: Tensor,
+  options: DecodeOptions,
+  maxLens: readonly number[],
+  beam: number,
+): Stepper {
+  const maxLength = Math.max(1, ...maxLens);
+  const steppers = members.map((m): Stepper => {
+    const srcPadding = m.paddingMask(src);
+    return new StaticSeq2SeqStepper(m, m.encode(src, srcPadding), srcPadding, src.shape[0] * beam, maxLength, {
+      compiled: options.staticCache !== 'eager',
+      maskPadding: options.maskPadding ?? true,
+    });
+  });
+  return steppers.length === 1 ? steppers[0] : new EnsembleStepper(steppers);
+}
