@@ -11,6 +11,9 @@
  *   - TensorFlow.js 4 with @tensorflow/tfjs-backend-wasm (SIMD; one thread under Node), on the
  *     GEMMs and the attention layers (it has no Transformer model to train);
  *   - PyTorch from /usr/bin/python3 when it imports torch, with 2 threads and OMP_WAIT_POLICY=PASSIVE.
+ * Scripts of their own run as children too, each with its peers (their headers say how): bench/gpt2.ts,
+ * gpt2-quantized.ts, translate-quantized.ts, encoders.ts, decoders.ts (a SmolLM2-135M-shaped Llama against ONNX
+ * Runtime and transformers' LlamaForCausalLM), onnx.ts.
  * Prints a table and writes it, with the machine's description, to a new file bench/results/DATE-CPU.md
  * (one file per run, never overwritten).
  *   npm run bench                 everything (~8 minutes on 2 cores)
