@@ -11,6 +11,9 @@
  *   - TensorFlow.js 4 with @tensorflow/tfjs-backend-wasm (SIMD; one thread under Node), on the
  *     GEMMs and the attention layers (it has no Transformer model to train);
  *   - PyTorch from /usr/bin/python3 when it imports torch, with 2 threads and OMP_WAIT_POLICY=PASSIVE.
+ * Scripts of their own run as children too, each with its peers (their headers say how): bench/gpt2.ts,
+ * gpt2-quantized.ts, translate-quantized.ts, encoders.ts, decoders.ts (a SmolLM2-135M-shaped Llama against ONNX
+ * Runtime and transformers' LlamaForCausalLM), onnx.ts.
  * Prints a table and writes it, with the machine's description, to a new file bench/results/DATE-CPU.md
  * (one file per run, never overwritten).
  *   npm run bench                 everything (~8 minutes on 2 cores)
@@ -20,6 +23,7 @@ import { spawnSync } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { acquireBenchLock } from './lock.ts';
+import { decodersTable, type DecoderRow } from './decoders-shape.ts';
 import { batchIds, RECIPE, SMALL, trainer, type TrainShape } from './train-step.ts';
 import { codeVersion, cpuName, writeNewResults } from './results.ts';
 import type { GemmParams } from '../src/backend/backend.ts';
@@ -382,6 +386,24 @@ let encodersTable = '';
 }
 
 // ---------------------------------------------------------------------------------------------
+// Today's decoders: a SmolLM2-135M-shaped Llama, 64 greedy tokens: qkv fp32/int8/q4, ONNX Runtime on its exports,
+// PyTorch (transformers' LlamaForCausalLM) on the same weights, with peak memory (bench/decoders.ts, its own process).
+let decodersTableText = '';
+{
+  log('SmolLM2-135M shape, 64 greedy tokens: qkv, ONNX Runtime, PyTorch...');
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'bench/decoders.ts', '--in-index', ...(withPeers ? [] : ['--no-peers'])],
+    { cwd: root, encoding: 'utf8', maxBuffer: 1 << 26 },
+  );
+  if (r.status !== 0) throw new Error(`bench/decoders.ts failed: ${r.stderr}`);
+  const out = r.stdout.trim().split('\n');
+  log(out.slice(0, -1).join('\n'));
+  const res = JSON.parse(out[out.length - 1]!) as { rows: DecoderRow[]; cpu: string; note?: string };
+  decodersTableText = `${res.note ? `${res.note}.\n\n` : ''}${decodersTable(res.rows, res.cpu)}`;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Decoding: qkv (wasm) against ONNX Runtime on the same exported model (bench/onnx.ts, its own process).
 let onnxTable = '';
 {
@@ -517,5 +539,9 @@ ${translateTable}
 Sentence embeddings (bench/encoders.ts): a BERT of all-MiniLM-L6-v2's shape (6 layers, 384 wide, 12 heads, feed-forward 1536, vocabulary 30522; random weights made and saved by transformers, with a WordPiece trained on Multi30K) as a sentence-transformers folder (mean pooling, normalized), embedding the first 256 test_2016_flickr sentences in batches of 32: qkv (wasm, 2 threads; \`pipeline('feature-extraction')\`, fp32 and \`{ dtype: 'q8' }\`), ONNX Runtime (2 threads) on the folder's \`qkv export --format onnx\` graphs (fp32 MatMul, int8 MatMulInteger) fed by qkv's tokenizer, and PyTorch 2.13 with transformers 5.18 (.venv-ref, 2 threads; fp32 and \`quantize_dynamic\` int8) on the same folder. Every engine's embeddings are checked against qkv fp32's first (fp32 within 1e-4, int8 within 0.05); medians of 5 runs, qkv and ONNX Runtime alternating, PyTorch in its own process.
 
 ${encodersTable}
+
+Today's decoders (bench/decoders.ts): a Llama of SmolLM2-135M's shape (30 layers, 576 wide, 9 heads over 3 KV heads, SwiGLU 1536, vocabulary 49152, tied head, rotary θ 100000; random weights seeded in qkv) continuing a 16-id prompt by 64 greedy tokens, batch 1, with the KV cache: qkv (wasm, 2 threads; fp32, \`quantize({ dtype: 'int8' })\`, q4 with float16 scales and the tied table q4), ONNX Runtime (2 threads) on qkv's exports of the same weights (fp32 MatMul, int8 MatMulInteger, q4 MatMulNBits with an int8 table: the export takes no q4 table), and PyTorch with transformers' LlamaForCausalLM (.venv-ref, 2 threads, \`generate()\`) on the same weights written as a Hugging Face folder. Medians of 5 runs, qkv and ONNX Runtime alternating, PyTorch in its own process; peak MiB from a process of its own per row; tokens: how many equal qkv fp32's (random weights can tie).
+
+${decodersTableText}
 `);
 log(`wrote bench/${written}`);
