@@ -122,7 +122,7 @@ export function logProbs(logits: Tensor, padId: number, step: number, copy = fal
 /** (N, V) logits read to the host (a copy), checked finite as {@link logProbs} checks them (−∞ allowed). */
 export function rawLogits(logits: Tensor, step: number): Float32Array {
   const x = (logits.dataSync() as Float32Array).slice();
-  checkedLogProbs(x, logits, -1, step);
+  checkedLogProbs(x, lastDim(logits), -1, step);
   return x;
 }
 
