@@ -133,7 +133,12 @@ export interface TextGenerationPipeline {
 }
 
 /** A conversation continued: the messages and the assistant's reply (transformers' and transformers.js's shape). */
-export type ChatGenerated = [{ generated_text: ChatMessage[] }];
+export type ChatGenerated = [
+  {
+    /** The conversation's messages, then the assistant's reply. */
+    generated_text: ChatMessage[];
+  },
+];
 
 /**
  * How a text-generation pipeline draws tokens: qkv's GPT (the default) or another engine (the

@@ -23,10 +23,29 @@ function flags() {
 }
 
 /** The flags of how tokens are drawn, `qkv generate`'s and `qkv chat`'s: the pipeline's generation options. */
+/**
+ * The values of {@link samplingOptions}'s flags, as commander parses them (a type, not an interface: commander's
+ * option values must take an index signature, which only a type literal gives implicitly).
+ */
+export type SamplingFlags = {
+  maxTokens?: number;
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  repetitionPenalty?: number;
+  stop?: string[];
+  seed?: number;
+  cache: boolean;
+};
+
+/**
+ * Its return type is written out (the flags' values as SamplingFlags): inferred through eight `.option` calls on a
+ * generic Command, it made TypeScript's checker run for minutes (tsc, typedoc).
+ */
 export function samplingOptions<A extends unknown[], O extends OptionValues, G extends OptionValues>(
   cmd: Command<A, O, G>,
-) {
-  return cmd
+): Command<A, O & SamplingFlags, G> {
+  return (cmd as unknown as Command<A, OptionValues, G>)
     .option(
       '--max-tokens <n>',
       "tokens to generate (default 200; a Hugging Face folder: its generation_config.json's, as generate())",
@@ -50,7 +69,10 @@ export function samplingOptions<A extends unknown[], O extends OptionValues, G e
       (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
     )
     .option('--seed <n>', 'random seed (default: random, printed)', nonNegativeInt('--seed'))
-    .option('--no-cache', 'recompute the whole context at every step instead of using the KV cache');
+    .option(
+      '--no-cache',
+      'recompute the whole context at every step instead of using the KV cache',
+    ) as unknown as Command<A, O & SamplingFlags, G>;
 }
 
 export function generateCommand() {
