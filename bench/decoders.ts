@@ -30,6 +30,7 @@
  * The last line printed is JSON: { rows: [{ engine, dtype, ms, tps, weight_mib, peak_mib, load, note? }], tokens,
  * cpu }.
  */
+import { FILES } from '../src/folder/spec.ts';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -253,8 +254,8 @@ if (withPeers && !torchSkipped) {
     cfg,
   );
   mkdirSync(folder);
-  writeFileSync(join(folder, 'config.json'), JSON.stringify(HF_CONFIG, null, 2));
-  writeFileSync(join(folder, 'model.safetensors'), writeSafetensors(hf));
+  writeFileSync(join(folder, FILES.config), JSON.stringify(HF_CONFIG, null, 2));
+  writeFileSync(join(folder, FILES.weights), writeSafetensors(hf));
   setBackend('wasm');
   const hfBytes = Object.values(hf).reduce((n, x) => n + x.size * 4, 0);
 

@@ -24,6 +24,7 @@ export const LAYERS: Record<string, number> = {
   backend: 2,
   autograd: 3,
   ops: 4,
+  compile: 4, // capture and replay: under decode, beside ops (it records the backend's kernels, not ops)
   nn: 5,
   models: 6,
   optim: 7,
@@ -33,11 +34,11 @@ export const LAYERS: Record<string, number> = {
   decode: 8,
   folder: 9,
   train: 10,
-  viz: 10,
   pipelines: 10,
   server: 10,
-  cli: 11,
-  '.': 12, // src/index.ts, the library's entry
+  viz: 11, // over pipelines: the explorer's fill-mask runs the pipeline's own code
+  cli: 12,
+  '.': 13, // src/index.ts, the library's entry
 };
 
 function walk(dir: string): string[] {

@@ -3,7 +3,20 @@
  * decode/hf-search.ts: RepetitionPenalty, NoRepeatNGram, EncoderNoRepeatNGram, NoBadWords, MinLength,
  * MinNewTokensLength, ForcedBOSToken, ForcedEOSToken, then LogitNormalization (renormalize_logits).
  */
-import type { HfSearchOptions } from './hf-search.ts';
+/** The options of hf-search.ts's HfSearchOptions that the processors read (not imported: hf-search.ts imports this). */
+export interface ProcessorOptions {
+  eosId: number;
+  maxLength: number;
+  repetitionPenalty?: number;
+  encoderNoRepeatNgramSize?: number;
+  badWordsIds?: readonly number[];
+  forcedEosTokenId?: number | null;
+  minLength?: number;
+  minNewTokens?: number;
+  forcedBosTokenId?: number | null;
+  noRepeatNgramSize?: number;
+  renormalizeLogits?: boolean;
+}
 
 /** Ids that would repeat an n-gram of `prefix` (HF's NoRepeatNGramLogitsProcessor, `_get_generated_ngrams`). */
 function bannedByNgrams(prefix: readonly number[], n: number): number[] {
@@ -61,7 +74,7 @@ export function processRow(
   off: number,
   V: number,
   prefix: readonly number[],
-  o: HfSearchOptions,
+  o: ProcessorOptions,
   source: readonly number[] | undefined,
 ): void {
   const curLen = prefix.length;

@@ -27,7 +27,6 @@ import * as F from '../ops/index.ts';
 import { K, upload } from '../ops/util.ts';
 import { memoryScope } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
-import type { DecodeOptions } from './search.ts';
 import { checkedLogProbs, EnsembleStepper, type Stepper } from './stepper.ts';
 
 /** A static layer cache: self-attention keys/values over maxLength, the memory's keys/values. */
@@ -267,7 +266,8 @@ function writeInto(dst: Tensor, src: Tensor): void {
 export function encodeStatic(
   members: readonly Seq2Seq[],
   src: Tensor,
-  options: DecodeOptions,
+  /** The search's options this stepper reads (search.ts's DecodeOptions, not imported: search.ts imports this file). */
+  options: { staticCache?: boolean | 'eager'; maskPadding?: boolean },
   maxLens: readonly number[],
   beam: number,
 ): Stepper {

@@ -13,6 +13,7 @@
  * generation config, as in transformers. Unlike the translation pipeline, an empty string is given to the model as
  * transformers gives it (`</s>` alone, after any prefix).
  */
+import { FILES } from '../folder/spec.ts';
 import { noGrad } from '../autograd/grad-mode.ts';
 import { generateHfSteps, hfRules } from '../decode/hf-search.ts';
 import { T5Stepper } from '../decode/t5-stepper.ts';
@@ -95,11 +96,11 @@ export function t5TaskSettings(opened: OpenedT5, task: string): { prefix: string
     throw new Error(`${where}: expected a JSON object, got ${describeValue(params)}`);
   const { prefix = '', ...values } = params as Record<string, unknown>;
   if (typeof prefix !== 'string') throw new Error(`${where}.prefix: expected a string, got ${describeValue(prefix)}`);
-  const generation = hfSeq2SeqGeneration(opened.config, opened.generationConfig, 'config.json', {
+  const generation = hfSeq2SeqGeneration(opened.config, opened.generationConfig, FILES.config, {
     values,
     name: where,
   });
-  checkGenerationIds(generation, opened.ids, 'config.json');
+  checkGenerationIds(generation, opened.ids, FILES.config);
   return { prefix, generation };
 }
 
