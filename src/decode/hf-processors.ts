@@ -3,18 +3,33 @@
  * decode/hf-search.ts: RepetitionPenalty, NoRepeatNGram, EncoderNoRepeatNGram, NoBadWords, MinLength,
  * MinNewTokensLength, ForcedBOSToken, ForcedEOSToken, then LogitNormalization (renormalize_logits).
  */
-/** The options of hf-search.ts's HfSearchOptions that the processors read (not imported: hf-search.ts imports this). */
+/** The generation rules the processors apply (HfSearchOptions adds the search's own: beams, length penalty, …). */
 export interface ProcessorOptions {
+  /** The id that ends a sentence. */
   eosId: number;
+  /** Most ids of an output, the start id included. */
   maxLength: number;
+  /**
+   * repetition_penalty (default 1: none): the score of an id already in the output (the start id included) divided
+   * by it where positive, multiplied where negative. Beam search applies it to log-probabilities, greedy search to
+   * the raw logits (the stepper's `stepLogits`), as generate() does.
+   */
   repetitionPenalty?: number;
+  /** encoder_no_repeat_ngram_size (default 0: none): no n-gram of the sentence's source ids is generated. */
   encoderNoRepeatNgramSize?: number;
+  /** Ids never generated (bad_words_ids; the padding id is ruled out only through it, as generate() does). */
   badWordsIds?: readonly number[];
+  /** The id forced at the last position (null or absent: none). */
   forcedEosTokenId?: number | null;
+  /** EOS is blocked while the output, start id included, is shorter (default 0). */
   minLength?: number;
+  /** EOS is blocked until this many ids are generated (the start id not counted; default 0). */
   minNewTokens?: number;
+  /** The id forced first, after the start id (NLLB's target language code; null or absent: none). */
   forcedBosTokenId?: number | null;
+  /** No n-gram of this size is generated twice in an output, the start id included (0 or absent: none). */
   noRepeatNgramSize?: number;
+  /** A log-softmax again after the processors (generation_config.json `renormalize_logits`; default false). */
   renormalizeLogits?: boolean;
 }
 

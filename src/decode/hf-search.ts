@@ -28,7 +28,7 @@
  * scores greedy steps by the processed raw logits, which a stepper does not return).
  */
 import { noGrad } from '../autograd/grad-mode.ts';
-import { logSoftmaxRow, processRow } from './hf-processors.ts';
+import { logSoftmaxRow, processRow, type ProcessorOptions } from './hf-processors.ts';
 import type { HfGeneration } from '../models/hf/seq2seq-generation.ts';
 import { enterEvalMode, withEvalMode } from '../nn/module.ts';
 import type { Tensor } from '../tensor/tensor.ts';
@@ -40,15 +40,11 @@ import { pausingStepper } from './pausing.ts';
 import { abortable, driveAsync, driveSync, type AsyncStepper, type Stepper, type StepperRows } from './stepper.ts';
 
 /** Hugging Face's generation settings (models/hf/seq2seq-generation.ts reads them from a folder; hfRules). */
-export interface HfSearchOptions {
+export interface HfSearchOptions extends ProcessorOptions {
   /** The decoder's first input (Marian: the padding id), not part of the output. */
   decoderStartId: number;
-  /** The id that ends a sentence. */
-  eosId: number;
   /** Beams (1: greedy). */
   numBeams: number;
-  /** Most ids of an output, the start id included. */
-  maxLength: number;
   /** Exponent of the length in a hypothesis's score (HF's default 1). */
   lengthPenalty?: number;
   /**
@@ -56,30 +52,8 @@ export interface HfSearchOptions {
    * heuristic at the longest length still possible where lengthPenalty > 0 ('never').
    */
   earlyStopping?: boolean | 'never';
-  /**
-   * repetition_penalty (default 1: none): the score of an id already in the output (the start id included) divided
-   * by it where positive, multiplied where negative. Beam search applies it to log-probabilities, greedy search to
-   * the raw logits (the stepper's `stepLogits`), as generate() does.
-   */
-  repetitionPenalty?: number;
-  /** encoder_no_repeat_ngram_size (default 0: none): no n-gram of the sentence's source ids is generated. */
-  encoderNoRepeatNgramSize?: number;
   /** Each sentence's source ids, its padding left out (what encoderNoRepeatNgramSize reads). */
   encoderIds?: readonly (readonly number[])[];
-  /** Ids never generated (bad_words_ids; the padding id is ruled out only through it, as generate() does). */
-  badWordsIds?: readonly number[];
-  /** The id forced at the last position (null or absent: none). */
-  forcedEosTokenId?: number | null;
-  /** EOS is blocked while the output, start id included, is shorter (default 0). */
-  minLength?: number;
-  /** EOS is blocked until this many ids are generated (the start id not counted; default 0). */
-  minNewTokens?: number;
-  /** The id forced first, after the start id (NLLB's target language code; null or absent: none). */
-  forcedBosTokenId?: number | null;
-  /** No n-gram of this size is generated twice in an output, the start id included (0 or absent: none). */
-  noRepeatNgramSize?: number;
-  /** A log-softmax again after the processors (generation_config.json `renormalize_logits`; default false). */
-  renormalizeLogits?: boolean;
   /** Checked before every step. */
   signal?: AbortSignal;
 }

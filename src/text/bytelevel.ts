@@ -207,21 +207,16 @@ export class ByteLevelBpeTokenizer {
    * `add_eos_token` rebuild the template, as transformers 5 does (text/post-processor.ts `bosEosPostProcessor`).
    */
   withPostProcessor(postProcessor: PostProcessor): ByteLevelBpeTokenizer {
-    return new ByteLevelBpeTokenizer(
-      this.vocab,
-      this.merges,
-      this.added,
-      this.addPrefixSpace,
-      this.useRegex,
-      this.postProcessorJson,
-      postProcessor,
-      this.split,
-      this.chatTemplate,
-    );
+    return this.with({ postProcessor });
   }
 
   /** The same tokenizer with a chat template (a folder's; null: none). */
   withChatTemplate(chatTemplate: ChatTemplate | null): ByteLevelBpeTokenizer {
+    return this.with({ chatTemplate });
+  }
+
+  /** A copy with `change`'s post-processor or chat template in place of this one's. */
+  private with(change: { postProcessor?: PostProcessor; chatTemplate?: ChatTemplate | null }): ByteLevelBpeTokenizer {
     return new ByteLevelBpeTokenizer(
       this.vocab,
       this.merges,
@@ -229,9 +224,9 @@ export class ByteLevelBpeTokenizer {
       this.addPrefixSpace,
       this.useRegex,
       this.postProcessorJson,
-      this.postProcessor,
+      change.postProcessor ?? this.postProcessor,
       this.split,
-      chatTemplate,
+      change.chatTemplate === undefined ? this.chatTemplate : change.chatTemplate,
     );
   }
 
