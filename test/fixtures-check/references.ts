@@ -7,13 +7,16 @@
  * inputs) leaves these files alone, and scripts/fixtures/README.md lists them.
  */
 import { readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { basename, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** Every committed file under `folder` (from the repository root), relative to it, but the `inputs` it reads. */
-function committedFiles(folder: string, inputs: readonly string[] = []): string[] {
+/**
+ * Every committed file under `folder` (from the repository root), relative to it, but the `inputs` it reads and the
+ * files whose base name is in `others` (another script's).
+ */
+function committedFiles(folder: string, inputs: readonly string[] = [], others: readonly string[] = []): string[] {
   const base = join(ROOT, folder);
   const walk = (dir: string): string[] =>
     readdirSync(dir).flatMap((name) => {
@@ -21,7 +24,7 @@ function committedFiles(folder: string, inputs: readonly string[] = []): string[
       return statSync(p).isDirectory() ? walk(p) : [relative(base, p)];
     });
   return walk(base)
-    .filter((f) => !inputs.includes(f))
+    .filter((f) => !inputs.includes(f) && !others.includes(basename(f)))
     .sort();
 }
 
@@ -33,6 +36,9 @@ export interface Reference {
   /** The files the script writes, all of them committed in `folder`. */
   files: string[];
 }
+
+/** The files make_hf_encoder_attention.py writes in each masked-LM folder of make_hf_encoders.py's. */
+const ENCODER_ATTENTION = ['attention.json', 'attention.safetensors'];
 
 export const REFERENCES: readonly Reference[] = [
   {
@@ -60,7 +66,15 @@ export const REFERENCES: readonly Reference[] = [
     // tokenizers' trained vocabularies (trained.json) are an input (tokenizers' trainers break ties in hash order).
     script: 'scripts/fixtures/make_hf_encoders.py',
     folder: 'test/fixtures/hf-encoders',
-    files: committedFiles('test/fixtures/hf-encoders', ['trained.json']),
+    files: committedFiles('test/fixtures/hf-encoders', ['trained.json'], ENCODER_ATTENTION),
+  },
+  {
+    // Each layer's attention per head on the masked-LM folders above (output_attentions, eager), for the explorer.
+    script: 'scripts/fixtures/make_hf_encoder_attention.py',
+    folder: 'test/fixtures/hf-encoders',
+    files: ['bert-mlm', 'distilbert-mlm', 'roberta-mlm', 'xlm-roberta-mlm'].flatMap((m) =>
+      ENCODER_ATTENTION.map((f) => `${m}/${f}`),
+    ),
   },
   {
     // Marian (opus-mt's generation_config.json keys) and NLLB folders as save_pretrained writes them, and what
@@ -82,6 +96,12 @@ export const REFERENCES: readonly Reference[] = [
     script: 'scripts/fixtures/make_hf_llama.py',
     folder: 'test/fixtures/hf-llama',
     files: committedFiles('test/fixtures/hf-llama'),
+  },
+  {
+    // Chat folders (Llama, Qwen2, Llama 3 templates), what apply_chat_template renders and the pipeline generates.
+    script: 'scripts/fixtures/make_hf_chat.py',
+    folder: 'test/fixtures/hf-chat',
+    files: committedFiles('test/fixtures/hf-chat'),
   },
   {
     // RMSNorm, SwiGLU, rotary tables and grouped-query attention with their gradients, by torch and transformers.
