@@ -31,6 +31,26 @@ export function setParallelThreshold(flops: number): number {
 }
 
 /**
+ * Flop-like units per byte of weights that a q4 product of a few rows (a decoding step's) unpacks: its cost is in
+ * the unpacking, not in the flops, so counted in flops alone a SmolLM2-135M-shaped model's q4 products stayed
+ * under the pool's floor and ran on one thread. bench/ab-read.ts measured splitting them by bytes paying for q4
+ * and not for fp32 or int8 matrix-vector products (one thread already reads their weights as fast as two;
+ * records/compiled, run 4), so only the q4 kernel counts bytes. 0: flops alone (the rule before), for benches.
+ */
+let readCost = 8;
+
+/** Sets readCost (see there); returns the previous value. */
+export function setReadCost(unitsPerByte: number): number {
+  if (!(unitsPerByte >= 0)) throw new Error(`setReadCost: expected a number >= 0, got ${unitsPerByte}`);
+  const prev = readCost;
+  readCost = unitsPerByte;
+  return prev;
+}
+
+/** The work of a product of `flops` that reads `bytes` of weights, in threadsFor's units. */
+export const readWork = (flops: number, bytes: number): number => Math.max(flops, readCost * bytes);
+
+/**
  * Start the thread pool where it starts asynchronously (a browser's Web Workers, from a Web Worker
  * on a cross-origin isolated page) and resolve once it runs or failed; resolves with the threads
  * large kernels are then split among (1 without a shared memory or without the module). On Node

@@ -8,7 +8,7 @@
 import type { HostKernels } from '../backend.ts';
 import { embeddingInt8, embeddingQ4, Q4_BLOCK } from '../js/quantized.ts';
 import { declareExports, sig, type I32, type Ptr } from './loader.ts';
-import { splitUnits } from './parallel.ts';
+import { readWork, splitUnits } from './parallel.ts';
 import { wasmKernels } from './registry.ts';
 import { staged } from './stage.ts';
 
@@ -71,8 +71,15 @@ function run(
       const head: Head = [scratch!, scratch! + qBytes, pw!, ps!, pb!, po!, rows, inF, outF];
       const kernel = kind === 'int8' ? 'linearInt8Range' : 'linearQ4Range';
       const half = wScale instanceof Uint16Array ? 1 : 0;
-      if (kind === 'int8') splitUnits(kernel, outF, 2 * rows * inF, (o0, o1) => [...head, o0, o1]);
-      else splitUnits(kernel, outF, 2 * rows * inF, (o0, o1) => [...head, o0, o1, half]);
+      // Per output 2·rows·inF flops; a q4 output also unpacks its weight row (half a byte a value and a scale per
+      // 32), which costs more than the flops say: counted by the bytes (readWork; bench/ab-read.ts measured it
+      // paying for q4 and not for int8 or fp32, records/compiled run 4).
+      const flops = 2 * rows * inF;
+      if (kind === 'int8') splitUnits(kernel, outF, flops, (o0, o1) => [...head, o0, o1]);
+      else {
+        const cost = readWork(flops, inF / 2 + (inF / Q4_BLOCK) * (half ? 2 : 4));
+        splitUnits(kernel, outF, cost, (o0, o1) => [...head, o0, o1, half]);
+      }
     },
   );
 }
