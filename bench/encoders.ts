@@ -2,14 +2,15 @@
  * Sentence embeddings of a MiniLM-L6-shaped BERT (issue 57, point 6): all-MiniLM-L6-v2's shape (6 layers, 384
  * wide, 12 heads, feed-forward 1536, vocabulary 30522, 512 positions; random weights, torch seed 1), as a
  * sentence-transformers folder (mean pooling, then L2 normalizing), embedding the first N lines of Multi30K's
- * test_2016_flickr.en (N = 256 unless --sentences says), in batches of 32, on every engine in one run:
+ * test_2016_flickr.en (N = 256 unless --sentences says), in batches of 32 longest first (the pipeline's order), on every engine in one run:
  *   - qkv, wasm backend, 2 threads: pipeline('feature-extraction', folder) in fp32 and with { dtype: 'q8' }
  *     (module.quantize: the layers' weights int8 per row, the tables int8; activations int8 per row);
  *   - ONNX Runtime (onnxruntime-node, CPU, 2 intra-op threads, no spinning) on the folder's
  *     `qkv export --format onnx` graphs, fp32 (MatMul) and int8 (MatMulInteger), fed by qkv's tokenizer,
- *     pooled and normalized in JavaScript as the pipeline does;
+ *     pooled and normalized in JavaScript as the pipeline does, in the pipeline's batches (longest first);
  *   - PyTorch 2.13 with transformers 5.18 (.venv-ref/bin/python, 2 threads): BertModel.from_pretrained on the
- *     same folder, its fast tokenizer, the same pooling; fp32, and torch.ao.quantization.quantize_dynamic int8.
+ *     same folder, its fast tokenizer, the same pooling and the same batches; fp32, and
+ *     torch.ao.quantization.quantize_dynamic int8.
  * The folder is made by transformers itself (save_pretrained), with a WordPiece of up to 30522 pieces trained by
  * `tokenizers` on Multi30K's train.en, so every engine reads one folder.
  * Checked first: every engine's embeddings equal qkv fp32's (fp32 within 1e-4; the int8 rows within 0.05, and
@@ -112,11 +113,21 @@ const engines: Engine[] = [
 ];
 
 // ---- ONNX Runtime on the folder's export ---------------------------------------------------------------
+/**
+ * The order every engine batches the lines in: the pipeline's (runEncoder: longest first by qkv's token count,
+ * ties in input order, as sentence-transformers' encode() sorts), so that all pad the same batches.
+ */
+const ORDER = (() => {
+  const n = lines.map((l) => fp32.opened.tokenizer.encodeInput(l).ids.length);
+  return n.map((_, i) => i).sort((a, b) => n[b]! - n[a]!);
+})();
+
 /** The embeddings of every line from a session of the exported graph: qkv's tokenizer, batches of BATCH. */
 async function ortEmbed(session: ort.InferenceSession): Promise<Float32Array> {
   const out = new Float32Array(lines.length * E);
   for (let start = 0; start < lines.length; start += BATCH) {
-    const rows = lines.slice(start, start + BATCH).map((l) => fp32.opened.tokenizer.encodeInput(l));
+    const index = ORDER.slice(start, start + BATCH);
+    const rows = index.map((i) => fp32.opened.tokenizer.encodeInput(lines[i]!));
     const [B, T] = [rows.length, Math.max(...rows.map((r) => r.ids.length))];
     const ids = new BigInt64Array(B * T);
     const mask = new BigInt64Array(B * T);
@@ -130,7 +141,7 @@ async function ortEmbed(session: ort.InferenceSession): Promise<Float32Array> {
       token_type_ids: new ort.Tensor('int64', new BigInt64Array(B * T), [B, T]),
     };
     const h = (await session.run(feeds)).last_hidden_state!.data as Float32Array; // (B, T, E)
-    rows.forEach((r, b) => out.set(meanNormalized(h, b, T, r.ids.length), (start + b) * E));
+    rows.forEach((r, b) => out.set(meanNormalized(h, b, T, r.ids.length), index[b]! * E));
   }
   return out;
 }
@@ -208,18 +219,22 @@ import numpy as np
 from transformers import BertModel, AutoTokenizer
 torch.set_num_threads(${THREADS})
 folder, runs = sys.argv[1], int(sys.argv[2])
-lines = json.loads(sys.stdin.read())
+given = json.loads(sys.stdin.read())
+lines, order = given["lines"], given["order"]
 tok = AutoTokenizer.from_pretrained(folder)
 def embed(m):
     out = []
     with torch.no_grad():
         for s in range(0, len(lines), ${BATCH}):
-            enc = tok(lines[s:s + ${BATCH}], padding=True, return_tensors="pt")
+            enc = tok([lines[i] for i in order[s:s + ${BATCH}]], padding=True, return_tensors="pt")
             h = m(**enc).last_hidden_state
             mask = enc["attention_mask"].unsqueeze(-1).to(h.dtype)
             mean = (h * mask).sum(1) / torch.clamp(mask.sum(1), min=1e-9)
             out.append(torch.nn.functional.normalize(mean, p=2, dim=1))
-    return torch.cat(out)
+    emb = torch.cat(out)
+    back = torch.empty_like(emb)
+    back[torch.tensor(order)] = emb  # the input order again
+    return back
 def timed(m):
     first = embed(m); ts = []
     for _ in range(runs):
@@ -236,7 +251,7 @@ print(json.dumps({"torch": torch.__version__, "engine": engine, "fp32": {"ms": f
                   "int8": {"ms": i8_ms, "emb": i8.flatten().tolist()}}))
 `;
   const p = spawnSync(PYTHON, ['-c', py, folder, String(RUNS)], {
-    input: JSON.stringify(lines),
+    input: JSON.stringify({ lines, order: ORDER }),
     encoding: 'utf8',
     env: { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', OMP_NUM_THREADS: String(THREADS) },
     maxBuffer: 1 << 28,

@@ -8,6 +8,7 @@
 import { noGrad } from '../autograd/grad-mode.ts';
 import type { OpenedEncoder } from '../folder/open.ts';
 import { positionIds, type Encoder } from '../models/encoder.ts';
+import { memoryScope } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import type { HfEncoding } from '../text/hf-tokenizer.ts';
 import { describeValue, warner, type PipelineWarning } from './options.ts';
@@ -39,6 +40,8 @@ export function textsOf(task: string, input: unknown): { texts: string[]; one: b
 export interface EncodedBatch {
   /** The texts' encodings (ids with special tokens, after truncation). */
   rows: HfEncoding[];
+  /** Each row's text: its index in the input list. */
+  index: number[];
   /** The padded length. */
   T: number;
   /** The last layer's states (B, T, dModel), read back. */
@@ -74,7 +77,11 @@ export function batchInputs(model: Encoder, rows: readonly HfEncoding[]) {
 
 /**
  * Every text through the encoder (and the head `head` names), in batches of {@link BATCH}: one EncodedBatch
- * per batch, in order. Texts longer than the model reads are cut to `opened.maxTokens`, each with a warning.
+ * per batch, each row with the index of its text. Texts longer than the model reads are cut to
+ * `opened.maxTokens`, each with a warning. The texts are batched longest first, as sentence-transformers'
+ * encode() orders them, so that a batch pads its texts to about their own length and not to the longest of a
+ * mixed batch (on Multi30K sentences in batches of 32 in input order, about 45% of the padded tokens were
+ * padding); each text's result does not depend on its batch (the padding is masked).
  */
 export async function runEncoder(
   task: string,
@@ -84,29 +91,38 @@ export async function runEncoder(
   options: EncoderCallOptions,
 ): Promise<EncodedBatch[]> {
   const warn = warner(options.onWarning);
+  const encoded = texts.map((text, i) => {
+    const r = opened.tokenizer.encodeInput(text, { maxLength: opened.maxTokens });
+    if (r.truncated > 0)
+      warn({
+        kind: 'truncated',
+        message: `${task}: input ${i}: ${r.ids.length + r.truncated} tokens, truncated to ${r.ids.length}`,
+        line: i + 1,
+      });
+    return r;
+  });
+  // Longest first; equal lengths keep their order (a stable sort).
+  const order = encoded.map((_, i) => i).sort((a, b) => encoded[b]!.ids.length - encoded[a]!.ids.length);
   const out: EncodedBatch[] = [];
   for (let start = 0; start < texts.length; start += BATCH) {
     await new Promise((r) => setTimeout(r, 0)); // lets a timer or an event abort the call
     options.signal?.throwIfAborted();
-    const rows = texts.slice(start, start + BATCH).map((text, i) => {
-      const r = opened.tokenizer.encodeInput(text, { maxLength: opened.maxTokens });
-      if (r.truncated > 0)
-        warn({
-          kind: 'truncated',
-          message: `${task}: input ${start + i}: ${r.ids.length + r.truncated} tokens, truncated to ${r.ids.length}`,
-          line: start + i + 1,
-        });
-      return r;
-    });
+    const index = order.slice(start, start + BATCH);
+    const rows = index.map((i) => encoded[i]!);
     const { T, inputs } = batchInputs(opened.model, rows);
-    const { hidden, logits } = noGrad(() => {
-      const h = opened.model.forward(inputs).hidden;
-      const l =
-        head === 'masked-lm' ? opened.model.maskedLM(h) : head === 'classification' ? opened.model.classify(h) : null;
-      return { hidden: h, logits: l };
-    });
+    // In a memoryScope: under wasm the activations live in wasm memory, kernels work in place (no copies in and
+    // out of it per call), and are freed when the batch ends; the two outputs are kept.
+    const { hidden, logits } = memoryScope(() =>
+      noGrad(() => {
+        const h = opened.model.forward(inputs).hidden;
+        const l =
+          head === 'masked-lm' ? opened.model.maskedLM(h) : head === 'classification' ? opened.model.classify(h) : null;
+        return { hidden: h, logits: l };
+      }),
+    );
     out.push({
       rows,
+      index,
       T,
       hidden: await hidden.data<Float32Array>(),
       head: logits ? await logits.data<Float32Array>() : null,

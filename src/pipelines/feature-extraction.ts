@@ -44,9 +44,9 @@ export function featureExtractionPipeline(opened: OpenedEncoder): FeatureExtract
     if (pooling === 'none') {
       const T = Math.max(0, ...batches.map((b) => b.T));
       const out = new Float32Array(texts.length * T * E);
-      let n = 0;
       for (const b of batches) {
-        for (let r = 0; r < b.rows.length; r++, n++) {
+        for (let r = 0; r < b.rows.length; r++) {
+          const n = b.index[r]!;
           for (let t = 0; t < b.T; t++) {
             const row = b.hidden.subarray((r * b.T + t) * E, (r * b.T + t + 1) * E);
             out.set(normalize ? normalized(Array.from(row)) : row, (n * T + t) * E);
@@ -56,7 +56,6 @@ export function featureExtractionPipeline(opened: OpenedEncoder): FeatureExtract
       return new Tensor(out, [texts.length, T, E]);
     }
     const out = new Float32Array(texts.length * E);
-    let n = 0;
     for (const b of batches) {
       b.rows.forEach((row, r) => {
         const v = new Float64Array(E);
@@ -64,7 +63,7 @@ export function featureExtractionPipeline(opened: OpenedEncoder): FeatureExtract
         for (let t = 0; t < count; t++) for (let e = 0; e < E; e++) v[e] += b.hidden[(r * b.T + t) * E + e];
         // sentence-transformers: sum / max(count, 1e-9), in float32
         const pooled = Array.from(v, (x) => Math.fround(Math.fround(x) / Math.max(count, 1e-9)));
-        out.set(normalize ? normalized(pooled) : pooled, n++ * E);
+        out.set(normalize ? normalized(pooled) : pooled, b.index[r]! * E);
       });
     }
     return new Tensor(out, [texts.length, E]);

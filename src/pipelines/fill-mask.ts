@@ -55,30 +55,26 @@ export function fillMaskPipeline(opened: OpenedEncoder): FillMaskPipeline {
     const { texts, one } = textsOf('fill-mask', input);
     const topK = Math.min(options.topK ?? 5, V);
     const batches = await runEncoder('fill-mask', opened, texts, 'masked-lm', options);
-    const results: FillMaskResult[][] = [];
-    let n = 0;
+    const results: FillMaskResult[][] = new Array(texts.length);
     for (const b of batches) {
       b.rows.forEach((row, r) => {
         const at = row.ids.flatMap((id, i) => (id === maskId ? [i] : []));
         if (at.length !== 1)
           throw new Error(
-            `fill-mask: input ${n}: expected the mask token ${maskToken} once, found it ${at.length} times`,
+            `fill-mask: input ${b.index[r]}: expected the mask token ${maskToken} once, found it ${at.length} times`,
           );
-        n++;
         const probs = softmaxRow(b.head!.subarray((r * b.T + at[0]) * V, (r * b.T + at[0] + 1) * V));
         // Highest first; equal scores by id, as torch.topk on CPU returns them.
         const order = Array.from(probs.keys()).sort((x, y) => probs[y] - probs[x] || x - y);
-        results.push(
-          order.slice(0, topK).map((token) => {
-            const filled = row.ids.map((id, i) => (i === at[0] ? token : id));
-            return {
-              score: probs[token],
-              token,
-              token_str: tokenizer.decode([token]),
-              sequence: tokenizer.decode(filled, { skipSpecialTokens: true }),
-            };
-          }),
-        );
+        results[b.index[r]!] = order.slice(0, topK).map((token) => {
+          const filled = row.ids.map((id, i) => (i === at[0] ? token : id));
+          return {
+            score: probs[token],
+            token,
+            token_str: tokenizer.decode([token]),
+            sequence: tokenizer.decode(filled, { skipSpecialTokens: true }),
+          };
+        });
       });
     }
     return one ? results[0] : results;

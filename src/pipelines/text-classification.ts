@@ -44,13 +44,13 @@ export function textClassificationPipeline(opened: OpenedEncoder): TextClassific
     const { texts, one } = textsOf('text-classification', input);
     const topK = Math.min(options.topK ?? 1, labels.length);
     const batches = await runEncoder('text-classification', opened, texts, 'classification', options);
-    const results: ClassificationResult[][] = [];
+    const results: ClassificationResult[][] = new Array(texts.length);
     for (const b of batches) {
       b.rows.forEach((_, r) => {
         const logits = b.head!.subarray(r * labels.length, (r + 1) * labels.length);
         const scores = sigmoid ? Array.from(logits, (x) => Math.fround(1 / (1 + Math.exp(-x)))) : softmaxRow(logits);
         const order = Array.from(scores.keys()).sort((x, y) => scores[y] - scores[x] || x - y);
-        results.push(order.slice(0, topK).map((i) => ({ label: labels[i], score: scores[i] })));
+        results[b.index[r]!] = order.slice(0, topK).map((i) => ({ label: labels[i], score: scores[i] }));
       });
     }
     if (topK === 1) return results.map((r) => r[0]);
