@@ -5,7 +5,8 @@
  * (greedy and beam 4, which qkv's own engine gives too: test/models/hf/m2m100.test.ts, t5.test.ts), NLLB's with the
  * target language forced first, the scores within the bounds of those tests; `qkv translate --engine onnxruntime`
  * (`--src-lang/--tgt-lang`, a T5's `--task`) and `qkv summarize --engine onnxruntime` on the exported folders write
- * transformers' texts, and qkv's at beam 4.
+ * transformers' texts, and qkv's at beam 4. On a padded batch of two T5 sources, the exported encoder's states and
+ * each step's log-probabilities, through a reorder that duplicates a row, are qkv's (cached) within 1e-4 + 1e-4·|x|.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,12 +18,16 @@ import { exportModel } from '../../src/cli/commands/export.ts';
 import { summarize } from '../../src/cli/commands/summarize.ts';
 import { translate } from '../../src/cli/commands/translate.ts';
 import { SESSION_OPTIONS, t5OnnxEngine } from '../../src/cli/onnxruntime.ts';
+import { noGrad } from '../../src/autograd/grad-mode.ts';
 import { generateHfAsync, hfRules } from '../../src/decode/hf-search.ts';
+import { t5Stepper } from '../../src/decode/t5-stepper.ts';
 import { OrtSeq2Seq, OrtSeq2SeqStepper } from '../../src/decode/onnxruntime.ts';
 import { readM2M100Dir, readT5Dir } from '../../src/folder/node.ts';
 import { exportSeq2SeqOnnx, exportT5Onnx } from '../../src/io/onnx/export.ts';
+import * as F from '../../src/ops/index.ts';
 import { Tensor } from '../../src/tensor/tensor.ts';
 import { tempDir } from '../e2e/tiny-model.ts';
+import { assertClose } from '../helpers/assert.ts';
 
 const NLLB = fileURLToPath(new URL('../fixtures/hf-seq2seq/nllb/', import.meta.url));
 
@@ -112,20 +117,53 @@ interface T5Case {
 const t5Cases = (name: string): T5Case[] =>
   JSON.parse(readFileSync(join(T5_ROOT, name, 'expected.json'), 'utf8')).cases;
 
+/** A T5 fixture folder as qkv reads it, and its fp32 export in ONNX Runtime. */
+async function t5OnOrt(name: string): Promise<{ m: ReturnType<typeof readT5Dir>; engine: OrtSeq2Seq }> {
+  const m = readT5Dir(join(T5_ROOT, name));
+  const exp = exportT5Onnx(m.model.config, m.model.stateDict(), { dtype: 'fp32', withAttention: false });
+  const s = (f: string) => ort.InferenceSession.create(exp.files[f], SESSION_OPTIONS);
+  const engine = new OrtSeq2Seq(
+    ort,
+    {
+      encoder: await s(exp.manifest.graphs.encoder),
+      decoder: await s(exp.manifest.graphs.decoder),
+      decoderWithPast: await s(exp.manifest.graphs.decoderWithPast),
+    },
+    exp.manifest,
+  );
+  return { m, engine };
+}
+
 for (const name of ['t5', 'flan-t5']) {
+  test(`${name} exported to ONNX, a padded batch: the encoder states and each step's log-probabilities are qkv's`, async () => {
+    const { m, engine } = await t5OnOrt(name);
+    const cases = t5Cases(name);
+    const sources = [cases[2].ids, cases[1].ids];
+    const S = Math.max(...sources.map((x) => x.length));
+    assert.notEqual(sources[0].length, sources[1].length, 'the sources must differ in length (padding)');
+    const padded = sources.flatMap((x) => [...x, ...new Array<number>(S - x.length).fill(m.ids.padId)]);
+    const src = new Tensor(Int32Array.from(padded), [2, S], 'int32');
+    const { memory, mask } = await engine.encode(src);
+    const qkvMemory = noGrad(() => m.model.encode(src));
+    assertClose(memory.data as Float32Array, qkvMemory, `${name}: encoder states`, 1e-4, 1e-4);
+    // Both engines' steps, with their caches, through a reorder that duplicates a row (as beam search does).
+    const onnx = new OrtSeq2SeqStepper(engine, memory, mask, S, false);
+    const qkv = t5Stepper(m.model, qkvMemory, F.eq(src, m.ids.padId));
+    for (let t = 0; t < 16; t++) {
+      if (t === 5) for (const stepper of [onnx, qkv]) stepper.reorder(Int32Array.from([1, 0, 1]));
+      const last = Int32Array.from({ length: onnx.rows }, (_, r) => (t === 0 ? 0 : 2 + ((5 * t + 17 * r) % 120)));
+      assertClose(
+        await onnx.step(last),
+        noGrad(() => qkv.step(last)),
+        `${name}: step ${t}`,
+        1e-4,
+        1e-4,
+      );
+    }
+  });
+
   test(`${name} exported to ONNX: ONNX Runtime's greedy and beam-4 ids are transformers' (and qkv's)`, async () => {
-    const m = readT5Dir(join(T5_ROOT, name));
-    const exp = exportT5Onnx(m.model.config, m.model.stateDict(), { dtype: 'fp32', withAttention: false });
-    const s = (f: string) => ort.InferenceSession.create(exp.files[f], SESSION_OPTIONS);
-    const engine = new OrtSeq2Seq(
-      ort,
-      {
-        encoder: await s(exp.manifest.graphs.encoder),
-        decoder: await s(exp.manifest.graphs.decoder),
-        decoderWithPast: await s(exp.manifest.graphs.decoderWithPast),
-      },
-      exp.manifest,
-    );
+    const { engine } = await t5OnOrt(name);
     const generate = t5OnnxEngine(engine);
     for (const c of t5Cases(name)) {
       for (const [numBeams, want] of [
