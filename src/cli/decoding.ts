@@ -17,10 +17,11 @@ import {
   translationPipeline,
   type DecodingNames,
   type TranslationOptions,
+  type TranslationEngine,
   type TranslationPipeline,
 } from '../pipelines/translation.ts';
 import { MARIAN_FILES, type LoadedMarian } from '../folder/marian.ts';
-import { readJsonIn, readM2M100Dir, readMarianDir, readMarianShape } from '../folder/node.ts';
+import { readJsonIn, readM2M100Dir, readM2M100Shape, readMarianDir, readMarianShape } from '../folder/node.ts';
 import type { LoadedM2M100 } from '../folder/m2m100.ts';
 import { translateIdsHf } from '../decode/hf-search.ts';
 import { MANIFEST } from '../io/onnx/export.ts';
@@ -144,7 +145,10 @@ export function reportDegraded(o: Common, degraded: readonly DegradedLine[], tot
  * `pipeline('translation', dir)`, with errors naming the flags.
  */
 export function enginePipeline(engine: Engine): TranslationPipeline {
-  if (engine.m2m100) return translationPipeline({ kind: 'm2m100', ...engine.m2m100 }, undefined, FLAG_NAMES);
+  if (engine.m2m100) {
+    const onnx = engine.runHf && { model: engine.model, run: engine.run, runHf: engine.runHf, names: FLAG_NAMES };
+    return translationPipeline({ kind: 'm2m100', ...engine.m2m100 }, onnx || undefined, FLAG_NAMES);
+  }
   if (engine.marian)
     return translationPipeline(
       { kind: 'marian', ...engine.marian },
@@ -162,7 +166,10 @@ export interface Engine {
   loaded: LoadedEnsemble | null;
   /** A Hugging Face Marian folder as loaded, decoded by HF's rules (the pipeline's own path). */
   marian?: LoadedMarian;
-  /** A Hugging Face M2M100 / NLLB folder as loaded (qkv engine only; --src-lang/--tgt-lang choose the languages). */
+  /**
+   * A Hugging Face M2M100 / NLLB folder as loaded (--src-lang/--tgt-lang choose the languages); with --engine
+   * onnxruntime, its export's shape (no weights), decoded by runHf.
+   */
   m2m100?: LoadedM2M100;
   /**
    * The folder's config.json in qkv's form, what eval reads the language pair and decoding defaults
@@ -172,6 +179,8 @@ export interface Engine {
   /** What encodeLines needs: the members, or the ONNX folder's model shape. */
   model: LoadedEnsemble['model'] | LoadedEnsemble['members'];
   run(ids: number[][], o: TranslateOptions): Promise<string[]>;
+  /** An M2M100 export on ONNX Runtime: Hugging Face's rules, given per call by the pipeline (its languages). */
+  runHf?: TranslationEngine['runHf'];
   /** For logs: `, an ensemble of 2 models`, `, ONNX Runtime`, or nothing. */
   label: string;
 }
@@ -218,18 +227,34 @@ export async function openEngine(o: Common & { engine?: string }): Promise<Engin
   };
 }
 
-/** A Hugging Face M2M100 / NLLB folder, decoded by HF's generate() rules with the qkv engine. */
-function openM2M100Engine(o: Common & { engine?: string }): Engine {
+/**
+ * A Hugging Face M2M100 / NLLB folder (--engine qkv), or its `qkv export --format onnx` folder (--engine onnxruntime,
+ * the same config.json and tokenizer files beside the graphs): decoded by HF's generate() rules either way, the
+ * pipeline forcing the target language per call.
+ */
+async function openM2M100Engine(o: Common & { engine?: string }): Promise<Engine> {
   if (o.ensemble) throw new UserError('--ensemble takes qkv translation folders, not a Hugging Face M2M100 folder');
-  if (parseEngine(o.engine) !== 'qkv')
-    throw new UserError('--engine onnxruntime does not run M2M100 / NLLB folders yet: use --engine qkv');
-  const m = asUserError(() =>
-    readForCurrentDevice(() => {
-      const read = readM2M100Dir(o.model);
-      withDType(o, [read.model]);
-      return read;
-    }),
-  );
+  const onnx = parseEngine(o.engine) === 'onnxruntime';
+  if (onnx && o.dtype) throw noOnnxDType();
+  if (onnx && o.adapter) throw new UserError('--adapter is not available for an M2M100 / NLLB folder');
+  let m: LoadedM2M100;
+  let runHf: Engine['runHf'];
+  if (onnx) {
+    const { modelConfig, ...shape } = asUserError(() => readM2M100Shape(o.model));
+    const engine = await openOnnxSeq2Seq(o.model);
+    // What encodeLines reads the source length limit from: a model of the same shape (no weights).
+    m = { ...shape, model: withoutInit(() => new Seq2Seq(modelConfig)), weightsFile: MANIFEST };
+    const target = { padId: shape.tokenizer.padId, decode: (x: readonly number[]) => shape.tokenizer.decode(x) };
+    runHf = (ids, t, rules) => translateIdsHfOnnx(engine, target, ids, t, rules);
+  } else {
+    m = asUserError(() =>
+      readForCurrentDevice(() => {
+        const read = readM2M100Dir(o.model);
+        withDType(o, [read.model]);
+        return read;
+      }),
+    );
+  }
   const src = o.srcLang ?? m.tokenizer.srcLang;
   const tgt = o.tgtLang ?? m.tokenizer.tgtLang;
   return {
@@ -243,7 +268,8 @@ function openM2M100Engine(o: Common & { engine?: string }): Engine {
     },
     model: m.model,
     run: () => Promise.reject(new Error('internal: the M2M100 pipeline decides the run')),
-    label: ', Hugging Face generation rules',
+    ...(runHf && { runHf }),
+    label: onnx ? ', ONNX Runtime, Hugging Face generation rules' : ', Hugging Face generation rules',
   };
 }
 

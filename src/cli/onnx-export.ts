@@ -8,14 +8,21 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from
 import { basename, dirname, join, resolve } from 'node:path';
 import { nodeWriteFs } from '../io/atomic.ts';
 import { faultPoint } from '../util/fault.ts';
-import { exportEncoderOnnx, exportGptOnnx, exportSeq2SeqOnnx, MANIFEST, type OnnxExport } from '../io/onnx/export.ts';
+import {
+  exportEncoderOnnx,
+  exportGptOnnx,
+  exportSeq2SeqOnnx,
+  exportT5Onnx,
+  MANIFEST,
+  type OnnxExport,
+} from '../io/onnx/export.ts';
 import type { WeightDType } from '../io/onnx/builder.ts';
 import type { Module } from '../nn/module.ts';
 import { heldDType } from '../pipelines/options.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import { MARIAN_FILES } from '../folder/marian.ts';
 import { ENCODER_FILES } from '../folder/encoder.ts';
-import { readEncoderDir, readFileIn, readMarianDir } from '../folder/node.ts';
+import { readEncoderDir, readFileIn, readM2M100Dir, readMarianDir, readT5Dir } from '../folder/node.ts';
 import { FILES } from '../folder/spec.ts';
 import {
   asUserError,
@@ -76,7 +83,13 @@ const HF_LM_FILES = [
   'chat_template.jinja',
 ];
 
-export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt' | 'marian' | 'hf-encoder'): void {
+/** A Hugging Face M2M100 / NLLB or T5 folder's files that the export keeps beside its graphs (those present). */
+const HF_SEQ2SEQ_FILES = [FILES.generationConfig, FILES.tokenizer, FILES.tokenizerConfig, 'special_tokens_map.json'];
+
+export function exportOnnx(
+  a: OnnxExportArgs,
+  kind: 'seq2seq' | 'gpt' | 'marian' | 'm2m100' | 't5' | 'hf-encoder',
+): void {
   parseOnnxDType(a.dtype); // before any folder is read
   const out = resolve(a.out);
   if (existsSync(out)) {
@@ -103,9 +116,19 @@ export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt' | 'marian'
     const w = weightsFor(model, a);
     dtype = w.dtype;
     exp = exportEncoderOnnx(model.config, w.weights, { dtype, withAttention });
-  } else if (kind === 'marian') {
-    // qkv's Seq2Seq with Marian's switches, as the graphs compute it; the folder's own files go beside them.
-    const { model } = asUserError(() => readMarianDir(a.model));
+  } else if (kind === 't5') {
+    // T5's own graphs (io/onnx/t5.ts), in float weights only.
+    const { model } = asUserError(() => readT5Dir(a.model));
+    params = model.numParameters();
+    dtype = parseOnnxDType(a.dtype);
+    if (dtype !== 'fp32' && dtype !== 'fp16')
+      throw new UserError(
+        `--dtype ${a.dtype}: a T5 folder is exported with f32 or f16 weights (no int8 or q4 T5 graphs)`,
+      );
+    exp = exportT5Onnx(model.config, model.stateDict(), { dtype, withAttention });
+  } else if (kind === 'marian' || kind === 'm2m100') {
+    // qkv's Seq2Seq with Marian's (or M2M100's) switches, as the graphs compute it; the folder's own files go beside.
+    const { model } = asUserError(() => (kind === 'marian' ? readMarianDir(a.model) : readM2M100Dir(a.model)));
     params = model.numParameters();
     const w = weightsFor(model, a);
     dtype = w.dtype;
@@ -138,15 +161,17 @@ export function exportOnnx(a: OnnxExportArgs, kind: 'seq2seq' | 'gpt' | 'marian'
     for (const [name, bytes] of Object.entries(exp.files)) atomicWrite(join(tmp, name), bytes);
     atomicWrite(join(tmp, MANIFEST), `${JSON.stringify(exp.manifest, null, 2)}\n`);
     const hfLm = kind === 'gpt' && folderKindOfDir(a.model) === 'hf-gpt2';
-    if (kind === 'marian' || kind === 'hf-encoder' || hfLm) {
+    if (kind === 'marian' || kind === 'm2m100' || kind === 't5' || kind === 'hf-encoder' || hfLm) {
       // The folder's own files beside the graphs (a sentence-transformers folder keeps its pooling; a Hugging Face
       // decoder its tokenizer, special tokens, chat template and generation defaults).
       const files =
         kind === 'marian'
           ? Object.values(MARIAN_FILES)
-          : hfLm
-            ? HF_LM_FILES
-            : [FILES.tokenizer, ...Object.values(ENCODER_FILES)];
+          : kind === 'm2m100' || kind === 't5'
+            ? HF_SEQ2SEQ_FILES
+            : hfLm
+              ? HF_LM_FILES
+              : [FILES.tokenizer, ...Object.values(ENCODER_FILES)];
       for (const f of [FILES.config, ...files]) {
         const bytes = readFileIn(a.model, f);
         if (bytes !== undefined) atomicWrite(join(tmp, f), bytes);

@@ -10,6 +10,8 @@ import { OrtGpt, OrtSeq2Seq, OrtSeq2SeqStepper, type OrtLike, type OrtSessionLik
 import { MANIFEST, type OnnxManifest } from '../io/onnx/export.ts';
 import type { BpeTokenizer } from '../text/bpe.ts';
 import { outputText, sourceBatches, type TranslateOptions } from '../decode/batch.ts';
+import type { T5Engine } from '../pipelines/text2text.ts';
+import { Tensor } from '../tensor/tensor.ts';
 import { readJson, UserError } from './files.ts';
 
 export type Engine = 'qkv' | 'onnxruntime';
@@ -107,8 +109,8 @@ export async function translateIdsOnnx(
 }
 
 /**
- * translateIdsHf (decode/hf-search.ts) on ONNX Runtime, for a Marian export: the same batches, Hugging
- * Face's generate() rules over the exported graphs' steps.
+ * translateIdsHf (decode/hf-search.ts) on ONNX Runtime, for a Marian or M2M100 / NLLB export: the same batches,
+ * Hugging Face's generate() rules over the exported graphs' steps.
  */
 export async function translateIdsHfOnnx(
   engine: OrtSeq2Seq,
@@ -117,7 +119,7 @@ export async function translateIdsHfOnnx(
   o: TranslateOptions,
   rules: Omit<HfSearchOptions, 'numBeams' | 'lengthPenalty' | 'signal'>,
 ): Promise<string[]> {
-  if (o.mbr) throw new UserError('--mbr is not available for a Hugging Face Marian folder');
+  if (o.mbr) throw new UserError('--mbr is not available for a Hugging Face folder (Marian, M2M100 / NLLB)');
   const out = srcIds.map(() => '');
   const maxLength = Math.min(o.maxLen !== undefined ? o.maxLen + 1 : rules.maxLength, engine.info.maxPositions + 1);
   for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
@@ -135,4 +137,23 @@ export async function translateIdsHfOnnx(
     o.onProgress?.(done, srcIds.length);
   }
   return out;
+}
+
+/**
+ * A T5 export's generation on ONNX Runtime, for the T5 pipelines (pipelines/text2text.ts's engine): one source
+ * encoded, then generate()'s rules over the exported decoder's steps, the padding id not ruled out (generate()'s
+ * rule), the length capped as qkv's own decoding of the export's manifest caps it.
+ */
+export function t5OnnxEngine(engine: OrtSeq2Seq): T5Engine {
+  return {
+    async generate(src, options) {
+      const ids = new Tensor(Int32Array.from(src), [1, src.length], 'int32');
+      const { memory, mask } = await engine.encode(ids);
+      const stepper = new OrtSeq2SeqStepper(engine, memory, mask, src.length, false);
+      return generateHfAsync(stepper, 1, {
+        ...options,
+        maxLength: Math.min(options.maxLength, engine.info.maxPositions + 1),
+      });
+    },
+  };
 }

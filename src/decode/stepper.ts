@@ -179,6 +179,20 @@ function sum(x: Float32Array): number {
   return s0 + s1 + s2 + s3;
 }
 
+/**
+ * What CachedStepper asks of a model: a Seq2Seq (models/seq2seq.ts), or a Hugging Face T5 (models/hf/t5.ts), each
+ * with a TransformerDecoderCache (nn/kv-cache.ts).
+ */
+export interface CachedDecoder {
+  readonly config: { readonly padId: number };
+  /** The logits' width. */
+  readonly targetVocabSize: number;
+  /** The cache of a memory (N, S, d) and its padding (N, S), TRUE = padding. */
+  initCache(memory: Tensor, srcPadding: Tensor | null): TransformerDecoderCache;
+  /** The last ids (N, 1) → next-token logits (N, V); the cache grows by one position. */
+  decodeStep(lastTokens: Tensor, cache: TransformerDecoderCache): Tensor;
+}
+
 /** Incremental: the decoder's KV cache, one new position per step. */
 export class CachedStepper implements Stepper {
   private readonly cache: TransformerDecoderCache;
@@ -189,7 +203,7 @@ export class CachedStepper implements Stepper {
    * place by the kernels), freed by {@link release} when the search ends.
    */
   constructor(
-    private readonly model: Seq2Seq,
+    private readonly model: CachedDecoder,
     memory: Tensor,
     srcPadding: Tensor,
     own = false,

@@ -1,14 +1,22 @@
 /**
- * generate()'s steps over a Hugging Face T5 (models/hf/t5.ts), for decode/hf-search.ts: each step re-runs the
- * decoder on every row's whole prefix (no key/value cache yet), the padding id not ruled out (generate()'s rule).
+ * generate()'s steps over a Hugging Face T5 (models/hf/t5.ts), for decode/hf-search.ts, the padding id not ruled out
+ * (generate()'s rule): {@link t5Stepper}, with T5's key/value cache (stepper.ts's CachedStepper over T5.initCache and
+ * T5.decodeStep: one new position per step, the cache's rows reordered by beam search), and the reference it is
+ * tested against, {@link T5FullStepper}, which re-runs the decoder on every row's whole prefix at each step.
  */
 import * as F from '../ops/index.ts';
 import type { T5 } from '../models/hf/t5.ts';
+import { gatherRows } from '../nn/kv-cache.ts';
 import { Tensor } from '../tensor/tensor.ts';
-import type { Stepper } from './stepper.ts';
+import { CachedStepper, type Stepper } from './stepper.ts';
 
-/** The steps of a T5 over its encoder's states (B, S, d) and the source padding (B, S). */
-export class T5Stepper implements Stepper {
+/** The cached steps of a T5 over its encoder's states (B, S, d) and the source padding (B, S), TRUE = padding. */
+export function t5Stepper(model: T5, memory: Tensor, srcPadding: Tensor): CachedStepper {
+  return new CachedStepper(model, memory, srcPadding, false, false);
+}
+
+/** Reference: the steps of a T5 re-running the decoder on the whole prefix (quadratic), no cache. */
+export class T5FullStepper implements Stepper {
   private prefixes: number[][];
   private memory: Tensor;
   private srcPadding: Tensor;
@@ -55,16 +63,7 @@ export class T5Stepper implements Stepper {
   reorder(rows: Int32Array): void {
     this.prefixes = Array.from(rows, (r) => this.prefixes[r].slice());
     this.rowOf = Int32Array.from(rows, (r) => this.rowOf[r]);
-    const [, S, d] = this.fullMemory.shape;
-    const mem = this.fullMemory.dataSync<Float32Array>();
-    const pad = this.fullPadding.dataSync<Uint8Array>();
-    const m = new Float32Array(rows.length * S * d);
-    const p = new Uint8Array(rows.length * S);
-    this.rowOf.forEach((src, i) => {
-      m.set(mem.subarray(src * S * d, (src + 1) * S * d), i * S * d);
-      p.set(pad.subarray(src * S, (src + 1) * S), i * S);
-    });
-    this.memory = new Tensor(m, [rows.length, S, d], 'float32');
-    this.srcPadding = new Tensor(p, [rows.length, S], this.fullPadding.dtype);
+    this.memory = gatherRows(this.fullMemory, this.rowOf);
+    this.srcPadding = gatherRows(this.fullPadding, this.rowOf);
   }
 }

@@ -19,7 +19,8 @@ import type { Tensor } from '../tensor/tensor.ts';
 import type { LoadedLm } from './gpt.ts';
 import type { LoadedEncoder } from './encoder.ts';
 import type { LoadedMarian, MarianShape } from './marian.ts';
-import type { LoadedM2M100 } from './m2m100.ts';
+import type { LoadedM2M100, M2M100Shape } from './m2m100.ts';
+import type { LoadedT5, T5Shape } from './t5.ts';
 import {
   folderShapeSync,
   hfLmWithoutWeightsSync,
@@ -300,4 +301,19 @@ export function readEncoderDir(dir: string): LoadedEncoder {
 /** A Marian folder's config.json, tokenizer files and generation config checked, no weight read (its tokenizer). */
 export function readMarianShape(dir: string): MarianShape {
   return ofKind(folderShapeSync(dirSource(dir), { kinds: ['marian'] }), 'marian');
+}
+
+/** An M2M100 / NLLB folder's config.json, tokenizer files and generation config checked, no weight read. */
+export function readM2M100Shape(dir: string): M2M100Shape {
+  return ofKind(folderShapeSync(dirSource(dir), { kinds: ['m2m100'] }), 'm2m100');
+}
+
+/** A Hugging Face T5 / Flan-T5 folder on disk, weights loaded, eval mode (tokenizer and config checked first). */
+export function readT5Dir(dir: string): LoadedT5 {
+  return ofKind(openFolderSync(dirSource(dir), { kinds: ['t5'] }), 't5');
+}
+
+/** A T5 folder's config.json, tokenizer and generation config checked, no weight read. */
+export function readT5Shape(dir: string): T5Shape {
+  return ofKind(folderShapeSync(dirSource(dir), { kinds: ['t5'] }), 't5');
 }

@@ -41,7 +41,7 @@ export interface MultiheadAttentionOptions {
 export interface MultiheadAttentionForwardOptions {
   /** (N, S): TRUE = this key is padding and is ignored; or float, added to the scores. */
   keyPaddingMask?: Tensor | null;
-  /** (L, S) or (N·numHeads, L, S): TRUE = attention NOT allowed; or float, added. */
+  /** (L, S), (N·numHeads, L, S) or (N or 1, numHeads, L, S): TRUE = attention NOT allowed; or float, added. */
   attnMask?: Tensor | null;
   /** Return the attention weights (default true, as torch). */
   needWeights?: boolean;
@@ -418,7 +418,8 @@ export class MultiheadAttention extends Module {
    * Attention of projected queries q (N, h, L, dK) over projected keys/values k, v (N, hKV, S, dK),
    * heads concatenated and projected by Wᴼ: returns output (N, L, E) batch-first and, if asked,
    * the per-head weights (N, h, L, S). keyPaddingMask (N, S): TRUE = blocked, or float, added;
-   * attnBias (L, S), float, added (a sliding window's −∞ beyond it).
+   * attnBias (L, S), float, added (a sliding window's −∞ beyond it), or per head (1 or N, h, L, S): T5's
+   * relative position bias.
    * isCausal aligns to the end (query i is key position i + S − L), as a KV cache needs.
    */
   attendProjected(
@@ -530,8 +531,17 @@ export class MultiheadAttention extends Module {
           );
         }
         am = m.reshape(N, h, L, S);
+      } else if (m.ndim === 4) {
+        // A per-head bias shared by the rows (T5's relative position bias, (1, h, L, S)), broadcast, not copied.
+        if ((m.shape[0] !== N && m.shape[0] !== 1) || m.shape[1] !== h || m.shape[2] !== L || m.shape[3] !== S) {
+          throw new Error(
+            `${name}: 4-D attnMask must have shape [${N} or 1, ${h}, ${L}, ${S}] ` +
+              `(N, numHeads, L, S), got ${shapeToString(m.shape)}`,
+          );
+        }
+        am = m;
       } else {
-        throw new Error(`${name}: attnMask must be 2-D or 3-D, got shape ${shapeToString(m.shape)}`);
+        throw new Error(`${name}: attnMask must be 2-D, 3-D or 4-D, got shape ${shapeToString(m.shape)}`);
       }
     }
     let pm: Tensor | null = null;

@@ -15,8 +15,9 @@
  */
 import { FILES } from '../folder/spec.ts';
 import { noGrad } from '../autograd/grad-mode.ts';
-import { generateHfSteps, hfRules } from '../decode/hf-search.ts';
-import { T5Stepper } from '../decode/t5-stepper.ts';
+import { generateHfSteps, hfRules, type HfSearchOptions } from '../decode/hf-search.ts';
+import type { BeamSearchResult } from '../decode/search.ts';
+import { t5Stepper } from '../decode/t5-stepper.ts';
 import type { OpenedT5 } from '../folder/open.ts';
 import { checkGenerationIds, hfSeq2SeqGeneration, type HfGeneration } from '../models/hf/seq2seq-generation.ts';
 import type { T5 } from '../models/hf/t5.ts';
@@ -106,10 +107,19 @@ export function t5TaskSettings(opened: OpenedT5, task: string): { prefix: string
 
 const RESULT_KEYS = { 'text2text-generation': 'generated_text', summarization: 'summary_text' } as const;
 
-/** The pipeline of an opened T5 folder for `task` (default 'text2text-generation'). */
+/**
+ * Another engine for a T5 pipeline's generation (the CLI's ONNX Runtime over a T5 export): one source's ids, the
+ * search's options → generate()'s result, as qkv's own steps give it.
+ */
+export interface T5Engine {
+  generate(src: readonly number[], options: HfSearchOptions & { padId: number }): Promise<BeamSearchResult>;
+}
+
+/** The pipeline of an opened T5 folder for `task` (default 'text2text-generation'), on qkv or on `engine`. */
 export function text2textPipeline<T extends T5Task = 'text2text-generation'>(
   opened: OpenedT5,
   task: T = 'text2text-generation' as T,
+  engine?: T5Engine,
 ): T5TaskPipeline<T> {
   const { model, tokenizer, config, ids } = opened;
   const { prefix, generation } = t5TaskSettings(opened, task);
@@ -125,18 +135,21 @@ export function text2textPipeline<T extends T5Task = 'text2text-generation'>(
     const out: Record<string, string>[] = [];
     for (const text of texts) {
       const src = tokenizer.encodeInput(prefix + text).ids;
-      const res = noGrad(() => {
-        const srcT = new Tensor(Int32Array.from(src), [1, src.length], 'int32');
-        const memory = model.encode(srcT);
-        return generateHfSteps(new T5Stepper(model, memory, F.eq(srcT, ids.padId)), 1, {
-          ...hfRules(ids, generation),
-          numBeams: options.beam ?? generation.numBeams,
-          lengthPenalty: generation.lengthPenalty,
-          encoderIds: [src],
-          ...(options.maxNewTokens !== undefined && { maxLength: options.maxNewTokens + 1 }),
-          padId: ids.padId,
-        });
-      });
+      const search = {
+        ...hfRules(ids, generation),
+        numBeams: options.beam ?? generation.numBeams,
+        lengthPenalty: generation.lengthPenalty,
+        encoderIds: [src],
+        ...(options.maxNewTokens !== undefined && { maxLength: options.maxNewTokens + 1 }),
+        padId: ids.padId,
+      };
+      const res = engine
+        ? await engine.generate(src, search)
+        : noGrad(() => {
+            const srcT = new Tensor(Int32Array.from(src), [1, src.length], 'int32');
+            const memory = model.encode(srcT);
+            return generateHfSteps(t5Stepper(model, memory, F.eq(srcT, ids.padId)), 1, search);
+          });
       out.push({ [key]: tokenizer.decode(res.tokens[0], { skipSpecialTokens: true }) });
     }
     return out as Record<ResultKey<T>, string>[];

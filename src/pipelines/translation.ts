@@ -174,6 +174,15 @@ export interface TranslationEngine {
   model: Models;
   /** The target text of each line's source ids. */
   run(ids: number[][], options: TranslateOptions): Promise<string[]>;
+  /**
+   * The same by Hugging Face's generate() rules given per call (a multilingual folder's: its target language forced
+   * first), where the engine decodes a Hugging Face folder (the CLI's ONNX Runtime on an NLLB / M2M100 export).
+   */
+  runHf?(
+    ids: number[][],
+    options: TranslateOptions,
+    rules: Omit<HfSearchOptions, 'numBeams' | 'lengthPenalty' | 'signal'>,
+  ): Promise<string[]>;
   /** How decodingFor names the options (default: the pipeline's own names). */
   names?: DecodingNames;
 }
@@ -258,7 +267,7 @@ function m2m100Pipeline(
     const rules = { ...hfRules(ids, generation), forcedBosTokenId: forced };
     return {
       tokenizer: { encode: (line: string) => tokenizer.encode(line, srcLang) },
-      run: (x, t) => translateIdsHf(model, target, x, t, rules),
+      run: (x, t) => (engine?.runHf ? engine.runHf(x, t, rules) : translateIdsHf(model, target, x, t, rules)),
     };
   };
   return pipelineOver(

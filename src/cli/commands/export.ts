@@ -29,7 +29,7 @@ function flags() {
   const cmd = new Command('export').description(
     'copy a trained model (translation, or language model from train-lm) ' +
       'into a folder to ship (weights as fp16 by default), or export it to ' +
-      'ONNX (--format onnx; also a Hugging Face Marian or encoder folder)',
+      'ONNX (--format onnx; also a Hugging Face Marian, M2M100 / NLLB, T5 or encoder folder)',
   );
   const options = modelOption(cmd, 'trained model folder (e.g. runs/NAME)')
     .requiredOption('--out <dir>', 'destination folder (e.g. models/multi30k-en-de)')
@@ -84,9 +84,10 @@ export function exportModel(o: ExportArgs): void {
         'export it with --format onnx',
     );
   }
-  if (folderKind === 'marian') {
-    if (o.ensemble) throw new UserError('--ensemble is for qkv translation folders, not a Hugging Face Marian folder');
-    if (format === 'onnx') return exportOnnx(o, 'marian');
+  if (folderKind === 'marian' || folderKind === 'm2m100' || folderKind === 't5') {
+    const what = folderKind === 'marian' ? 'Marian' : folderKind === 'm2m100' ? 'M2M100 / NLLB' : 'T5';
+    if (o.ensemble) throw new UserError(`--ensemble is for qkv translation folders, not a Hugging Face ${what} folder`);
+    if (format === 'onnx') return exportOnnx(o, folderKind);
     throw new UserError(
       `${o.model} is a Hugging Face folder: qkv reads it as it is (--model ${o.model}); ` +
         'export it with --format onnx, or take a qkv run folder',

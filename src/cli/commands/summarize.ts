@@ -3,24 +3,31 @@
  * pipeline of a Hugging Face T5 folder (its config.json's `task_specific_params.summarization`: the "summarize: "
  * prefix and the generation keys, as transformers' pipelines apply them). `qkv translate --model DIR` of a T5 folder
  * runs the same lines through a `translation_XX_to_YY` task (runT5Lines). One output line per input line; an empty
- * (or blank) line gives an empty line without running the model, as translate's rule is.
+ * (or blank) line gives an empty line without running the model, as translate's rule is. With `--engine onnxruntime`
+ * the folder is a `qkv export --format onnx` of a T5 folder (its config and tokenizer beside the graphs), decoded by
+ * the same pipeline on ONNX Runtime.
  *
- * A command of its own rather than an option of translate: translate's flags (α, MBR, ensembles, languages, ONNX
- * Runtime) do not apply, and transformers and transformers.js name it a task of its own.
+ * A command of its own rather than an option of translate: translate's flags (α, MBR, ensembles, languages) do not
+ * apply, and transformers and transformers.js name it a task of its own.
  */
 import { Command } from '@commander-js/extra-typings';
 import type { OpenedT5 } from '../../folder/open.ts';
+import { readT5Shape } from '../../folder/node.ts';
+import { MANIFEST } from '../../io/onnx/export.ts';
+import { T5 } from '../../models/hf/t5.ts';
+import { withoutInit } from '../../nn/init.ts';
 import { openT5 } from '../../pipelines/load.ts';
-import { t5TranslationTasks, text2textPipeline, type T5Task } from '../../pipelines/text2text.ts';
+import { t5TranslationTasks, text2textPipeline, type T5Engine, type T5Task } from '../../pipelines/text2text.ts';
+import { openOnnxSeq2Seq, parseEngine, t5OnnxEngine } from '../onnxruntime.ts';
 import { int } from '../args.ts';
-import { atomicWrite, checkOutputFolder, readInputLines, UserError } from '../files.ts';
-import { log, modelOption, type FlagsOf } from '../options.ts';
+import { asUserError, atomicWrite, checkOutputFolder, readInputLines, UserError } from '../files.ts';
+import { engineOption, log, modelOption, type FlagsOf, type Optional } from '../options.ts';
 
 function flags() {
   const cmd = new Command('summarize').description(
     "summarize one text per line with a T5 folder's summarization task (stdin to stdout, or --input/--output)",
   );
-  return modelOption(cmd)
+  return engineOption(modelOption(cmd))
     .option('--beam <n>', "beams, 1 = greedy (default: the task's num_beams)", int('--beam'))
     .option(
       '--max-new-tokens <n>',
@@ -35,7 +42,7 @@ export function summarizeCommand() {
   return flags().action(async (o) => summarize({ ...o, log }));
 }
 
-export type SummarizeArgs = FlagsOf<typeof flags> & { log: (line: string) => void };
+export type SummarizeArgs = Optional<FlagsOf<typeof flags>, 'engine'> & { log: (line: string) => void };
 
 export async function summarize(o: SummarizeArgs): Promise<void> {
   await runT5Lines(o, 'summarize', () => 'summarization');
@@ -48,6 +55,8 @@ export interface T5LinesArgs {
   maxNewTokens?: number;
   input?: string;
   output?: string;
+  /** qkv (default) or onnxruntime: --model is then a T5 folder's `qkv export --format onnx`. */
+  engine?: string;
 }
 
 /**
@@ -61,14 +70,22 @@ export async function runT5Lines(
 ): Promise<void> {
   if (o.output !== undefined) checkOutputFolder(o.output);
   let opened: OpenedT5;
-  try {
-    opened = await openT5(o.model, command);
-  } catch (e) {
-    throw new UserError((e as Error).message.replace(`pipeline('${command}'): `, ''));
+  let engine: T5Engine | undefined;
+  if (parseEngine(o.engine) === 'onnxruntime') {
+    // The export's config and tokenizer; the weights are in the graphs (a model of the same shape for the pipeline).
+    const { modelConfig, ...shape } = asUserError(() => readT5Shape(o.model));
+    opened = { kind: 't5', ...shape, model: withoutInit(() => new T5(modelConfig)), weightsFile: MANIFEST };
+    engine = t5OnnxEngine(await openOnnxSeq2Seq(o.model));
+  } else {
+    try {
+      opened = await openT5(o.model, command);
+    } catch (e) {
+      throw new UserError((e as Error).message.replace(`pipeline('${command}'): `, ''));
+    }
   }
   let run: ReturnType<typeof text2textPipeline<T5Task>>;
   try {
-    run = text2textPipeline(opened, task(opened));
+    run = text2textPipeline(opened, task(opened), engine);
   } catch (e) {
     throw new UserError((e as Error).message);
   }

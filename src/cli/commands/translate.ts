@@ -154,8 +154,9 @@ async function translateStream(
 }
 
 /**
- * A T5 folder: its translation task (--task, else its first translation_* one) through the T5 pipeline, line by
- * line (--beam is num_beams); the flags of qkv's and Marian's searches are refused by name.
+ * A T5 folder (or, with --engine onnxruntime, its ONNX export): its translation task (--task, else its first
+ * translation_* one) through the T5 pipeline, line by line (--beam is num_beams); the flags of qkv's and Marian's
+ * searches are refused by name.
  */
 async function translateT5(o: TranslateArgs): Promise<void> {
   const refused = [
@@ -172,7 +173,5 @@ async function translateT5(o: TranslateArgs): Promise<void> {
   for (const [flag, v] of refused)
     if (v !== undefined && v !== false)
       throw new UserError(`${flag} is not available for a T5 folder (${o.model}): its task's settings decide`);
-  if (o.engine !== undefined && o.engine !== 'qkv')
-    throw new UserError('--engine onnxruntime does not run T5 folders yet: use --engine qkv');
   await runT5Lines(o, 'translate', (opened) => t5TranslationTask(opened, o.model, o.task));
 }

@@ -11,6 +11,8 @@ import { OPSET, type WeightDType } from './builder.ts';
 import { encoderModelGraph } from './encoder.ts';
 import { gptDecoderGraph } from './gpt.ts';
 import { seq2seqDecoderGraph, seq2seqEncoderGraph } from './seq2seq.ts';
+import { t5DecoderGraph, t5EncoderGraph } from './t5.ts';
+import type { T5Config } from '../../models/hf/t5.ts';
 
 /** `onnx.json`: which graph is which, and the shapes a runtime needs for the key/value cache. */
 export interface OnnxManifest {
@@ -89,6 +91,48 @@ export function exportSeq2SeqOnnx(
       [graphs.encoder]: seq2seqEncoderGraph(config, weights, o),
       [graphs.decoder]: seq2seqDecoderGraph(config, weights, false, o),
       [graphs.decoderWithPast]: seq2seqDecoderGraph(config, weights, true, o),
+    },
+  };
+}
+
+/**
+ * The longest output a T5 export's runtime decodes (onnx.json maxPositions): T5 has no position table (its positions
+ * are relative), so this is the n_positions of T5's own configs, a bound for the runtimes, not the model's.
+ */
+export const T5_MAX_POSITIONS = 512;
+
+/** The three graphs of a Hugging Face T5 / Flan-T5 (io/onnx/t5.ts: seq2seq's names and layout) and their manifest. */
+export function exportT5Onnx(
+  config: T5Config,
+  weights: Record<string, Tensor>,
+  o: { dtype: WeightDType; withAttention: boolean },
+): OnnxExport {
+  const graphs = {
+    encoder: 'encoder_model.onnx',
+    decoder: 'decoder_model.onnx',
+    decoderWithPast: 'decoder_with_past_model.onnx',
+  };
+  return {
+    manifest: {
+      format: 'qkv-onnx',
+      version: 1,
+      kind: 'seq2seq',
+      opset: OPSET,
+      dtype: o.dtype,
+      withAttention: o.withAttention,
+      graphs,
+      numLayers: config.numDecoderLayers,
+      numEncoderLayers: config.numLayers,
+      numHeads: config.numHeads,
+      headDim: config.dKv,
+      vocabSize: config.vocabSize,
+      maxPositions: T5_MAX_POSITIONS,
+      padId: config.padId,
+    },
+    files: {
+      [graphs.encoder]: t5EncoderGraph(config, weights, o),
+      [graphs.decoder]: t5DecoderGraph(config, weights, false, o),
+      [graphs.decoderWithPast]: t5DecoderGraph(config, weights, true, o),
     },
   };
 }

@@ -67,9 +67,13 @@ function embed(
   const tok = tableRows(g, w, table, ids, 'tok_emb');
   const scaled =
     (c.scaleEmbedding ?? true) ? g.op('Mul', [tok, g.constFloat(Math.sqrt(c.dModel))], 'tok_emb_scaled') : tok;
-  const table2 = sinusoidalTable(c.maxLen, c.dModel, c.positionLayout).dataSync() as Float32Array;
-  const pe = g.table('positions.pe', table2, [c.maxLen, c.dModel]);
-  return g.op('Add', [scaled, g.op('Gather', [pe, positions], 'pos_emb')], 'embedded');
+  // fairseq's models (M2M100/NLLB) number positions from padding_idx + 1: the table's rows start there.
+  const first = c.positionOffset ?? 0;
+  const rows = c.maxLen + first;
+  const table2 = sinusoidalTable(rows, c.dModel, c.positionLayout).dataSync() as Float32Array;
+  const pe = g.table('positions.pe', table2, [rows, c.dModel]);
+  const at = first === 0 ? positions : g.op('Add', [positions, g.constInt([first], true)], 'positions.offset');
+  return g.op('Add', [scaled, g.op('Gather', [pe, at], 'pos_emb')], 'embedded');
 }
 
 /** Post-norm LayerNorm(x + f(x)) or pre-norm x + f(LayerNorm(x)). */

@@ -6,14 +6,20 @@
  * multiplied by √d_kv at load (exact for d_kv a power of 4); the head is the shared table, scaled by d_model^-0.5
  * (`scale_decoder_outputs`, T5 v1.0) or not (v1.1 / Flan-T5), or a separate `lm_head.weight` where the file has one.
  *
- * Not yet: the folder door, the tokenizer and the pipelines; decode/t5-stepper.ts re-runs the decoder's whole prefix
- * each step (no cache).
+ * Incremental decoding (initCache, decodeStep) keeps per decoder layer the self-attention keys/values of the prefix
+ * and the cross-attention keys/values of the encoder states, computed once, in nn/kv-cache.ts's
+ * TransformerDecoderCache (reordered by beam search as Marian's); the one new query, at position t, gets the bias of
+ * the relative positions j − t of the keys j = 0..t, as transformers' `compute_bias` gives it with a cache (the query
+ * at `cache_position`, not at 0).
  */
 import * as F from '../../ops/index.ts';
 import { MultiheadAttention } from '../../nn/attention.ts';
 import { Embedding, Linear, RMSNorm } from '../../nn/layers.ts';
 import { Module } from '../../nn/module.ts';
 import { RelativePositionBias } from '../../nn/relative-position-bias.ts';
+import { appendSelf, TransformerDecoderCache, type DecoderLayerCache } from '../../nn/kv-cache.ts';
+import { maskToBias } from '../../ops/attention.ts';
+import { shapeToString } from '../../tensor/shape.ts';
 import { Tensor } from '../../tensor/tensor.ts';
 
 /** What defines a T5 model (config.json's keys, camelCased). */
@@ -119,6 +125,21 @@ class T5Block extends Module {
     }
     return F.add(x, this.ff.forward(this.norms[this.norms.length - 1].forward(x)));
   }
+
+  /**
+   * A decoder block on one new position x (N, 1, d): its self-attention keys/values join `cache`, its query attends
+   * to every cached position with `bias` (1, h, 1, t + 1) added, then to the cached memory keys/values.
+   */
+  forwardStep(x: Tensor, cache: DecoderLayerCache, bias: Tensor, memoryPadding: Tensor | null): Tensor {
+    const sa = this.selfAttn;
+    const { q, k, v } = sa.projectSelf(this.norms[0].forward(x)); // (N, h, 1, dK) each
+    appendSelf(cache, k, v); // selfK, selfV (N, h, t + 1, dK)
+    x = F.add(x, sa.attendProjected(q, cache.selfK!, cache.selfV!, { attnBias: bias }).output);
+    const ca = this.crossAttn!;
+    const cq = ca.projectQuery(this.norms[1].forward(x)); // (N, h, 1, dK)
+    x = F.add(x, ca.attendProjected(cq, cache.memoryK, cache.memoryV, { keyPaddingMask: memoryPadding }).output);
+    return F.add(x, this.ff.forward(this.norms[2].forward(x)));
+  }
 }
 
 /** A T5 encoder-decoder (see the file comment). */
@@ -192,9 +213,66 @@ export class T5 extends Module {
     const bias = this.biasFor(this.decoderBias, B, T, T, causal);
     let x = this.shared.forward(tgt);
     for (const block of this.decoder) x = block.forward(x, bias, memory, srcPadding);
+    return this.head(x);
+  }
+
+  /** The decoder's last states (…, d) → logits (…, V): the final norm, T5 v1.0's d_model^-0.5, the head. */
+  private head(x: Tensor): Tensor {
     x = this.decoderNorm.forward(x);
     if (this.config.scaleDecoderOutputs) x = F.mul(x, this.config.dModel ** -0.5);
     return this.lmHead ? this.lmHead.forward(x) : this.shared.attend(x);
+  }
+
+  /** The logits' width (decode/stepper.ts's CachedStepper reads it, as of a Seq2Seq). */
+  get targetVocabSize(): number {
+    return this.config.vocabSize;
+  }
+
+  /**
+   * Start incremental decoding over the encoder's states memory (N, S, d) and their padding (N, S), TRUE = padding:
+   * each decoder layer's cross-attention keys and values, computed once. Reorder rows with `cache.reorder(rows)`.
+   */
+  initCache(memory: Tensor, srcPadding: Tensor | null): TransformerDecoderCache {
+    if (memory.ndim !== 3 || memory.shape[2] !== this.config.dModel)
+      throw new Error(`T5.initCache: memory must be (N, S, ${this.config.dModel}), got ${shapeToString(memory.shape)}`);
+    const [N, S] = memory.shape;
+    let bias: Tensor | null = null;
+    if (srcPadding) {
+      if (srcPadding.ndim !== 2 || srcPadding.shape[0] !== N || srcPadding.shape[1] !== S)
+        throw new Error(`T5.initCache: srcPadding must be (${N}, ${S}), got ${shapeToString(srcPadding.shape)}`);
+      bias = maskToBias(srcPadding, 'block', 'T5.initCache', 'srcPadding');
+      if (bias === srcPadding) bias = srcPadding.clone(); // the cache owns its copy
+    }
+    const layers = this.decoder.map((block): DecoderLayerCache => {
+      const { k, v } = block.crossAttn!.projectKeyValue(memory, memory); // (N, h, S, dK) each
+      return { selfK: null, selfV: null, memoryK: k, memoryV: v };
+    });
+    return new TransformerDecoderCache(layers, bias, N);
+  }
+
+  /**
+   * One decoding step: each row's last id (N, 1) at position t = cache.length → the next-token logits (N, V); the
+   * cache grows by one. Equal to decode()'s last row over the whole prefix.
+   */
+  decodeStep(lastTokens: Tensor, cache: TransformerDecoderCache): Tensor {
+    cache.checkLive('decodeStep');
+    const N = cache.batchSize;
+    if (lastTokens.dtype !== 'int32' || lastTokens.ndim !== 2 || lastTokens.shape[0] !== N || lastTokens.shape[1] !== 1)
+      throw new Error(
+        `T5.decodeStep: lastTokens must be int32 ids (${N}, 1) (one per row of the cache), got ` +
+          `${lastTokens.dtype} ${shapeToString(lastTokens.shape)}`,
+      );
+    if (cache.layers.length !== this.decoder.length)
+      throw new Error(`T5.decodeStep: the cache has ${cache.layers.length} layers, the decoder ${this.decoder.length}`);
+    const t = cache.length;
+    // The query at position t against the keys 0..t (transformers: compute_bias at cache_position t): (1, h, 1, t + 1).
+    const bias = this.decoderBias.forward(1, t + 1, t);
+    let x = this.shared.forward(lastTokens); // (N, 1, d)
+    this.decoder.forEach((block, i) => {
+      x = block.forwardStep(x, cache.layers[i], bias, cache.memoryKeyPaddingMask);
+    });
+    cache.length = t + 1;
+    return this.head(x).reshape(N, this.config.vocabSize);
   }
 }
 

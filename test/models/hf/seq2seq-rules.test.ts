@@ -24,7 +24,7 @@ import {
   hfRules,
   type HfSearchOptions,
 } from '../../../src/decode/hf-search.ts';
-import { T5Stepper } from '../../../src/decode/t5-stepper.ts';
+import { T5FullStepper, t5Stepper } from '../../../src/decode/t5-stepper.ts';
 import { dirSource } from '../../../src/folder/node.ts';
 import { openFolder, type OpenedMarian, type OpenedT5 } from '../../../src/folder/open.ts';
 import { hfSeq2SeqGeneration } from '../../../src/models/hf/seq2seq-generation.ts';
@@ -108,25 +108,28 @@ function check(what: string, variant: string, res: ReturnType<typeof generateHf>
   assert.ok(Math.abs(score - want.score) < bound, `${what} ${variant}: score ${score} vs ${want.score}`);
 }
 
-test("T5: generate()'s rules as transformers applies them, greedy and beam-4", async () => {
+test("T5: generate()'s rules as transformers applies them, greedy and beam-4, cached and uncached", async () => {
   const t5 = (await openFolder(dirSource(join(ROOT, 't5/t5')))) as OpenedT5;
   noGrad(() => {
     for (const variant of R.variants) {
       R.t5.ids.forEach((src, i) => {
         const srcT = new Tensor(Int32Array.from(src), [1, src.length], 'int32');
-        const stepper = new T5Stepper(t5.model, t5.model.encode(srcT), F.eq(srcT, t5.ids.padId));
-        const res = generateHfSteps(stepper, 1, {
-          ...optionsOf('t5/t5', t5.ids, variant),
-          encoderIds: [src],
-          padId: t5.ids.padId,
-        });
-        check(`t5 sentence ${i}`, variant, res, R.t5.runs[variant][i], t5.ids.eosId);
+        const memory = t5.model.encode(srcT);
+        const padding = F.eq(srcT, t5.ids.padId);
+        for (const stepper of [t5Stepper(t5.model, memory, padding), new T5FullStepper(t5.model, memory, padding)]) {
+          const res = generateHfSteps(stepper, 1, {
+            ...optionsOf('t5/t5', t5.ids, variant),
+            encoderIds: [src],
+            padId: t5.ids.padId,
+          });
+          check(`t5 sentence ${i} (${stepper.constructor.name})`, variant, res, R.t5.runs[variant][i], t5.ids.eosId);
+        }
       });
     }
     // encoder_no_repeat_ngram_size without the sources is an error, not a rule silently left out.
     const src = R.t5.ids[0];
     const srcT = new Tensor(Int32Array.from(src), [1, src.length], 'int32');
-    const stepper = new T5Stepper(t5.model, t5.model.encode(srcT), F.eq(srcT, t5.ids.padId));
+    const stepper = t5Stepper(t5.model, t5.model.encode(srcT), F.eq(srcT, t5.ids.padId));
     assert.throws(
       () => generateHfSteps(stepper, 1, { ...optionsOf('t5/t5', t5.ids, 'greedy-encoder-no-repeat-2'), padId: 0 }),
       /generateHf: encoderNoRepeatNgramSize 2 needs each sentence's source ids \(encoderIds, 1 of them\), got none/,
