@@ -6,7 +6,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkpoint, F, manualSeed, models, noGrad, randn, Tensor } from '../../src/index.ts';
+import { getBackend } from '../../src/backend/backend.ts';
+import { bytesInUse } from '../../src/backend/wasm/memory.ts';
+import { checkpoint, F, manualSeed, memoryScope, models, noGrad, randn, Tensor } from '../../src/index.ts';
 import { defaultGenerator } from '../../src/tensor/random.ts';
 import type { GPTConfig } from '../../src/models/gpt-config.ts';
 
@@ -129,3 +131,44 @@ for (const [kind, config] of Object.entries(CONFIGS))
     assert.deepEqual(re.loss, plain.loss, 'the loss');
     assert.deepEqual(re.grads, plain.grads, 'every LoRA gradient');
   });
+
+test("GPT.recompute frees the blocks' insides: after the forward pass a step holds a fraction of the plain path's " +
+  'scoped memory (wasm)', { skip: getBackend().name !== 'wasm' && "scoped memory is the wasm backend's" }, () => {
+  manualSeed(6);
+  const config: GPTConfig = {
+    vocabSize: 50,
+    blockSize: 64,
+    nLayer: 6,
+    nHead: 4,
+    nEmbd: 64,
+    dropout: 0,
+    positions: 'learned',
+  };
+  const model = new models.GPT(config);
+  for (const p of model.parameters()) p.requiresGrad = false;
+  for (const block of model.h) block.attn.addInProjLora('qkv', { r: 4, alpha: 8, init: 'random' });
+  model.train();
+  const ids = new Tensor(
+    Int32Array.from({ length: 128 }, (_, i) => (i * 7) % 50),
+    [2, 64],
+    'int32',
+  );
+  const target = new Tensor(
+    Int32Array.from({ length: 128 }, (_, i) => (i * 3 + 1) % 50),
+    [128],
+    'int32',
+  );
+  const held = (recompute: boolean) => {
+    model.recompute = recompute;
+    return memoryScope(() => {
+      const before = bytesInUse();
+      const loss = F.crossEntropy(model.forward(ids).reshape(128, 50), target);
+      const after = bytesInUse() - before; // what the forward pass keeps for the backward
+      loss.backward();
+      return after;
+    });
+  };
+  const plain = held(false);
+  const re = held(true);
+  assert.ok(re < plain / 3, `with recompute ${re} bytes held after the forward, plain ${plain}`);
+});
