@@ -13,7 +13,8 @@
  *   - PyTorch from /usr/bin/python3 when it imports torch, with 2 threads and OMP_WAIT_POLICY=PASSIVE.
  * Scripts of their own run as children too, each with its peers (their headers say how): bench/gpt2.ts,
  * gpt2-quantized.ts, translate-quantized.ts, encoders.ts, decoders.ts (a SmolLM2-135M-shaped Llama against ONNX
- * Runtime and transformers' LlamaForCausalLM), onnx.ts.
+ * Runtime and transformers' LlamaForCausalLM), finetune.ts (LoRA steps on that Llama against PyTorch + PEFT),
+ * onnx.ts.
  * Prints a table and writes it, with the machine's description, to a new file bench/results/DATE-CPU.md
  * (one file per run, never overwritten).
  *   npm run bench                 everything (~8 minutes on 2 cores)
@@ -24,6 +25,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { acquireBenchLock } from './lock.ts';
 import { decodersTable, type DecoderRow } from './decoders-shape.ts';
+import { finetuneTable, type FinetuneRow } from './finetune-shape.ts';
 import { batchIds, RECIPE, SMALL, trainer, type TrainShape } from './train-step.ts';
 import { codeVersion, cpuName, writeNewResults } from './results.ts';
 import type { GemmParams } from '../src/backend/backend.ts';
@@ -404,6 +406,24 @@ let decodersTableText = '';
 }
 
 // ---------------------------------------------------------------------------------------------
+// Fine-tuning: LoRA on the SmolLM2-135M shape, 256 tokens a step, qkv with and without recomputation and over int8/q4
+// bases, PyTorch + PEFT on the same weights; step time and peak memory (bench/finetune.ts, a process per row).
+let finetuneTableText = '';
+{
+  log('SmolLM2-135M shape, LoRA steps: qkv, PyTorch + PEFT...');
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'bench/finetune.ts', '--in-index', ...(withPeers ? [] : ['--no-peers'])],
+    { cwd: root, encoding: 'utf8', maxBuffer: 1 << 26 },
+  );
+  if (r.status !== 0) throw new Error(`bench/finetune.ts failed: ${r.stderr}`);
+  const out = r.stdout.trim().split('\n');
+  log(out.slice(0, -1).join('\n'));
+  const res = JSON.parse(out[out.length - 1]!) as { rows: FinetuneRow[]; cpu: string; note?: string };
+  finetuneTableText = `${res.note ? `${res.note}.\n\n` : ''}${finetuneTable(res.rows, res.cpu)}`;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Decoding: qkv (wasm) against ONNX Runtime on the same exported model (bench/onnx.ts, its own process).
 let onnxTable = '';
 {
@@ -543,5 +563,9 @@ ${encodersTable}
 Today's decoders (bench/decoders.ts): a Llama of SmolLM2-135M's shape (30 layers, 576 wide, 9 heads over 3 KV heads, SwiGLU 1536, vocabulary 49152, tied head, rotary θ 100000; random weights seeded in qkv) continuing a 16-id prompt by 64 greedy tokens, batch 1, with the KV cache: qkv (wasm, 2 threads; fp32, \`quantize({ dtype: 'int8' })\`, q4 with float16 scales and the tied table q4), ONNX Runtime (2 threads) on qkv's exports of the same weights (fp32 MatMul, int8 MatMulInteger, q4 MatMulNBits with an int8 table: the export takes no q4 table), and PyTorch with transformers' LlamaForCausalLM (.venv-ref, 2 threads, \`generate()\`) on the same weights written as a Hugging Face folder. Medians of 5 runs, qkv and ONNX Runtime alternating, PyTorch in its own process; peak MiB from a process of its own per row; tokens: how many equal qkv fp32's (random weights can tie).
 
 ${decodersTableText}
+
+Fine-tuning (bench/finetune.ts): LoRA (PEFT's default for llama: q_proj and v_proj, r 8, α 16) on the Llama of the table above, one sequence of 256 tokens a step, AdamW with Trainer's defaults and clipping at 1: qkv (wasm, 2 threads; the fp32 base with and without recomputing each block's activations in the backward pass, and QLoRA-style int8 and q4 bases through \`quantizeForLora\`) and PyTorch + PEFT (.venv-ref, 2 threads; with and without transformers' gradient checkpointing) on the same weights written as a Hugging Face folder. Medians of 3 steps after one; each row in a process of its own, its peak resident memory less its memory before the model; the fp32 rows' first losses checked to agree first. bitsandbytes has no CPU kernels here, so the quantized rows have no PyTorch twin.
+
+${finetuneTableText}
 `);
 log(`wrote bench/${written}`);

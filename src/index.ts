@@ -22,7 +22,7 @@ export {
 } from './tensor/tensor.ts';
 export { Generator, manualSeed, defaultGenerator } from './tensor/random.ts';
 export { memoryScope } from './tensor/storage.ts';
-export { noGrad, enableGrad, isGradEnabled, gradcheck, type GradcheckOptions } from './autograd/index.ts';
+export { noGrad, enableGrad, isGradEnabled, gradcheck, checkpoint, type GradcheckOptions } from './autograd/index.ts';
 export {
   setBackend,
   backendReady,

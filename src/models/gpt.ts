@@ -34,6 +34,7 @@ import { shapeToString } from '../tensor/shape.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { upload } from '../ops/util.ts';
 import type { QuantDType } from '../ops/matmul.ts';
+import { checkpoint } from '../autograd/checkpoint.ts';
 import { noGrad } from '../autograd/grad-mode.ts';
 import type { GPTActivation, GPTConfig } from './gpt-config.ts';
 import { copyHfTensor, gptConfigFromHf, planHfGpt2Load } from './hf/gpt2.ts';
@@ -340,6 +341,12 @@ export class GPT extends Module {
   readonly lmHead: Linear | null;
   /** positions 'rotary': the rotary embedding of every block's queries and keys (no parameters), else null. */
   readonly rope: RotaryEmbedding | null;
+  /**
+   * Recompute each block's activations in the backward pass instead of keeping them (autograd/checkpoint.ts;
+   * transformers' gradient_checkpointing): a training step holds the blocks' inputs, not their insides, for one
+   * more forward per block. The gradients are the same. Off by default; only forward() under recording uses it.
+   */
+  recompute = false;
 
   /**
    * options.init false skips every random initialisation, GPT-2's and the layers' own (weights stay 0/1, built
@@ -474,7 +481,8 @@ export class GPT extends Module {
     this.checkIds(ids, 'ids');
     let x = this.embed(ids);
     const rope = this.ropeTables(0, ids.shape[1]);
-    for (const block of this.h) x = block.forward(x, rope);
+    for (const block of this.h)
+      x = this.recompute ? checkpoint((y) => block.forward(y, rope), x, block.parameters()) : block.forward(x, rope);
     return this.head(x);
   }
 

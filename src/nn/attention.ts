@@ -65,7 +65,7 @@ export interface MultiheadAttentionForwardOptions {
 /** Which rows of the packed in_proj_weight [q; k; v] a LoRA pair adapts: one projection, or all three. */
 export type InProjPart = 'q' | 'k' | 'v' | 'qkv';
 
-const PART_ROWS: Record<InProjPart, [first: number, count: number]> = { q: [0, 1], k: [1, 1], v: [2, 1], qkv: [0, 3] };
+const PART_INDEX: Record<InProjPart, [first: number, count: number]> = { q: [0, 1], k: [1, 1], v: [2, 1], qkv: [0, 3] };
 
 export class MultiheadAttention extends Module {
   /** dK = dV, each head's width: embedDim / numHeads unless given. */
@@ -87,6 +87,11 @@ export class MultiheadAttention extends Module {
   inProjWeight: Tensor | null;
   /** The quantized in_proj_weight's float32 scales, `in_proj_weight_scale` (3E, 1) or (3E, E/32); else null. */
   inProjScale: Tensor | null = null;
+  /**
+   * The quantized in_proj_weight's product: false, the int8/q4 kernels (inference, no gradient); true, x·dequant(W)ᵀ
+   * in float32 with the gradient to x (QLoRA training: nn/qlora.ts). The output projection is a Linear with its own.
+   */
+  computeDequantized = false;
   /** W^Q (E, E), `q_proj_weight`, when kdim or vdim differs from E; else null. */
   readonly qProjWeight: Tensor | null;
   /** W^K (E, kdim), `k_proj_weight`, when kdim or vdim differs from E; else null. */
@@ -267,25 +272,21 @@ export class MultiheadAttention extends Module {
   readonly inProjLora: Partial<Record<InProjPart, LoraLinear>> = {};
 
   /**
-   * Attach a LoRA pair to rows of the packed in_proj_weight (`part`: 'q', 'k', 'v', or 'qkv' for all 3E rows),
-   * registered as `lora_<part>`; every projection path (forward, projectSelf/Query/KeyValue) adds its update.
+   * Attach a LoRA pair to rows of the packed in_proj_weight (`part`: 'q', 'k', 'v', or 'qkv' for all its rows:
+   * q's are h·dK, k's and v's hKV·dK), registered as `lora_<part>`; every projection path (forward,
+   * projectSelf/Query/KeyValue) adds its update.
    */
   addInProjLora(part: InProjPart, options: LoraOptions): LoraLinear {
     if (!this.inProjWeight)
       throw new Error('MultiheadAttention.addInProjLora: this attention has separate q/k/v weights (kdim/vdim ≠ E)');
-    if (this.numKVHeads !== this.numHeads || this.headDim * this.numHeads !== this.embedDim)
-      throw new Error(
-        'MultiheadAttention.addInProjLora: grouped-query attention or a head_dim other than embedDim / numHeads ' +
-          `(numKVHeads ${this.numKVHeads}, headDim ${this.headDim}) is not supported for LoRA on the packed in_proj`,
-      );
-    if (!Object.hasOwn(PART_ROWS, part))
+    if (!Object.hasOwn(PART_INDEX, part))
       throw new Error(`MultiheadAttention.addInProjLora: part must be 'q', 'k', 'v' or 'qkv', got ${String(part)}`);
     const taken = Object.keys(this.inProjLora) as InProjPart[];
     if (taken.some((t) => t === part || t === 'qkv' || part === 'qkv'))
       throw new Error(
         `MultiheadAttention.addInProjLora: rows of '${part}' already have an adapter (${taken.join(', ')})`,
       );
-    const lora = new LoraLinear(this.embedDim, PART_ROWS[part][1] * this.embedDim, options);
+    const lora = new LoraLinear(this.embedDim, this.partRows(part)[1], options);
     this.inProjLora[part] = this.registerModule(`lora_${part}`, lora);
     return lora;
   }
@@ -299,7 +300,7 @@ export class MultiheadAttention extends Module {
         mergeInto(
           this.inProjWeight!,
           noGrad(() => lora.deltaWeight()),
-          PART_ROWS[part][0] * this.embedDim,
+          this.partRows(part)[0],
         );
       }
       this.removeModule(`lora_${part}`);
@@ -327,7 +328,20 @@ export class MultiheadAttention extends Module {
     const own = this.inProjLora[(['q', 'k', 'v'] as const)[i]];
     if (own) return own.forward(x);
     const all = this.inProjLora.qkv;
-    return all ? all.forwardRows(x, i * this.embedDim, this.embedDim) : null;
+    if (!all) return null;
+    const sizes = this.partSizes();
+    return all.forwardRows(x, i === 0 ? 0 : sizes[0] + (i - 1) * sizes[1], sizes[i]);
+  }
+
+  /**
+   * The first row and the row count of `part` in the packed in_proj_weight: q h·dK rows, k and v hKV·dK each
+   * (grouped-query attention: fewer key and value rows than query rows).
+   */
+  private partRows(part: InProjPart): [start: number, count: number] {
+    const sizes = this.partSizes();
+    const [first, n] = PART_INDEX[part];
+    const start = sizes.slice(0, first).reduce((a, b) => a + b, 0);
+    return [start, sizes.slice(first, first + n).reduce((a, b) => a + b, 0)];
   }
 
   /**
@@ -342,7 +356,9 @@ export class MultiheadAttention extends Module {
     if (this.inProjScale) {
       const b = this.inProjBias && n < 3 ? F.narrow(this.inProjBias, 0, start, count) : this.inProjBias;
       const p = n < 3 ? F.quantizedRows(W, this.inProjScale, start, count) : { values: W, scale: this.inProjScale };
-      return F.linearQuantized(x, p.values, p.scale, b);
+      return this.computeDequantized
+        ? F.linearDequantized(x, p.values, p.scale, b)
+        : F.linearQuantized(x, p.values, p.scale, b);
     }
     return n < 3 ? linearRows(x, W, this.inProjBias, start, count) : F.linear(x, W, this.inProjBias);
   }

@@ -44,3 +44,5 @@ export {
 export { TransformerDecoderCache, gatherRows, type DecoderLayerCache } from './kv-cache.ts';
 export { SimpleSelfAttention } from './simple.ts';
 export * as init from './init.ts';
+export { LoraLinear, freeze, loraModules, trainableParameters, type LoraOptions } from './lora.ts';
+export { quantizeForLora } from './qlora.ts';

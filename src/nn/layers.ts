@@ -39,11 +39,20 @@ export class Linear extends Module {
   /** A low-rank adapter added to the output (addLora), registered as `lora`; null without one. */
   lora: LoraLinear | null = null;
 
+  /**
+   * A quantized weight's product: false, the int8/q4 kernels (x's rows quantized on the fly; inference, no
+   * gradient); true, x·dequant(W)ᵀ in float32 with the gradient to x (F.linearDequantized: QLoRA training, set by
+   * nn/qlora.ts `prepareQuantizedTraining`). No effect on a float weight.
+   */
+  computeDequantized = false;
+
   /** x (..., inFeatures) -> (..., outFeatures), plus the LoRA update where an adapter is attached. */
   forward(x: Tensor): Tensor {
-    const y = this.weightScale
-      ? F.linearQuantized(x, this.weight, this.weightScale, this.bias)
-      : F.linear(x, this.weight, this.bias);
+    const y = !this.weightScale
+      ? F.linear(x, this.weight, this.bias)
+      : this.computeDequantized
+        ? F.linearDequantized(x, this.weight, this.weightScale, this.bias)
+        : F.linearQuantized(x, this.weight, this.weightScale, this.bias);
     return this.lora ? F.add(y, this.lora.forward(x)) : y;
   }
 

@@ -26,6 +26,7 @@ export {
   matmul,
   linear,
   linearQuantized,
+  linearDequantized,
   quantizeWeight,
   quantizedRows,
   embeddingQuantized,

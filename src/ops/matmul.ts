@@ -4,7 +4,7 @@ import type { Backend, F16, F32, I8, Q4 } from '../backend/backend.ts';
 import { embeddingInt8, embeddingQ4, Q4_BLOCK, quantizeInt8, quantizeQ4 } from '../backend/js/quantized.ts';
 
 export { Q4_BLOCK };
-import { capturing } from '../tensor/storage.ts';
+import { capturing, memoryScope } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { halvesToFloat32 } from '../tensor/half.ts';
 import { sumToShape } from './reduce.ts';
@@ -337,6 +337,72 @@ export function linearQuantized(x: Tensor, values: Tensor, scale: Tensor, bias?:
   if (values.dtype === 'int8') k.linearInt8(xd, values.storage as I8, sd as F32, bd, st(out), rows, inF, outF);
   else k.linearQ4(xd, values.storage as Q4, sd, bd, st(out), rows, inF, outF);
   return out;
+}
+
+/**
+ * y = x·dequant(W)ᵀ + b in float32, W a quantized pair (see {@link quantizeWeight}): the weight-only path a
+ * QLoRA step trains through (Dettmers et al. 2023, "QLoRA": the frozen base is stored in 4 or 8 bits and
+ * dequantized to the compute dtype for each product). Unlike {@link linearQuantized}, x is not quantized, so the
+ * result is F.linear on dequantizeWeight(values, scale) to float32 rounding, and it records a gradient: to x,
+ * dX = dY·dequant(W), so adapters below a quantized layer learn, and to the bias where it requires one; none to
+ * the quantized values (frozen: they have no float form to update). The float weight lives only while its
+ * product runs: it is dequantized on the device (kernels embeddingInt8 / embeddingQ4 over every row) in the
+ * forward, freed, and dequantized again in the backward, so a step never holds a float copy of the base.
+ */
+export function linearDequantized(x: Tensor, values: Tensor, scale: Tensor, bias?: Tensor | null): Tensor {
+  checkPair('linearDequantized', values, scale);
+  const k = K(values);
+  const xd = f32(x, 'linearDequantized', 'input', k);
+  const [outF, inF] = values.shape;
+  if (x.ndim < 1 || x.shape[x.ndim - 1] !== inF)
+    throw new Error(`linearDequantized: input last dim must be ${inF}, got input shape ${shapeToString(x.shape)}`);
+  if (bias && (bias.ndim !== 1 || bias.shape[0] !== outF))
+    throw new Error(`linearDequantized: bias must have shape [${outF}], got ${shapeToString(bias.shape)}`);
+  const bd = bias ? f32(bias, 'linearDequantized', 'bias', k) : null;
+  const rows = x.size / inF;
+  const gemm = { batch: 1, transA: false, strideA: 0, strideB: 0, strideC: 0 };
+  // A scope of its own: the dequantized weight is released when the product is made, the output kept.
+  const out = memoryScope(() => {
+    const w = dequantizedOnDevice(values, scale, k); // (out, in)
+    const y = empty([...x.shape.slice(0, -1), outF], k);
+    if (bd) k.copyRows(bd, 0, 0, st(y), 0, outF, rows, outF);
+    k.gemm(xd, st(w), st(y), { ...gemm, m: rows, n: outF, k: inF, transB: true, accumulate: !!bd });
+    return y;
+  });
+  const inputs = bias ? [x, bias] : [x];
+  return record(out, 'linearDequantized', inputs, (g) => {
+    const gd = st(g);
+    let dx: Tensor | null = null;
+    let db: Tensor | null = null;
+    if (x.requiresGrad)
+      dx = memoryScope(() => {
+        const w = dequantizedOnDevice(values, scale, K()); // (out, in), again: not kept from the forward
+        const d = empty(x.shape);
+        K().gemm(gd, st(w), st(d), { ...gemm, m: rows, n: inF, k: outF, transB: false, accumulate: false });
+        return d; // (R, out)·(out, in)
+      });
+    if (bias?.requiresGrad) {
+      db = empty([outF]);
+      K().reduceSum(gd, [rows, outF], st(db), [1, outF]);
+    }
+    return bias ? [dx, db] : [dx];
+  });
+}
+
+/** The float32 weight (out, in) of a checked quantized pair, dequantized on its device (q·s, as the table kernels). */
+function dequantizedOnDevice(values: Tensor, scale: Tensor, k: Backend): Tensor {
+  const [rows, cols] = values.shape;
+  const every = upload(
+    Int32Array.from({ length: rows }, (_, i) => i),
+    [rows],
+    k,
+  );
+  const w = empty([rows, cols], k);
+  const sd = scaleStorage('linearDequantized', values, scale, k);
+  if (values.dtype === 'int8')
+    k.embeddingInt8(values.storage as I8, sd as F32, i32(every, 'linearDequantized', 'ids', k), st(w), cols);
+  else k.embeddingQ4(values.storage as Q4, sd, i32(every, 'linearDequantized', 'ids', k), st(w), cols);
+  return w;
 }
 
 /** The shape of a quantized pair's scales: (out, 1) for int8, (out, in/32) for q4. */

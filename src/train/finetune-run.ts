@@ -22,6 +22,8 @@ import { openFolderSync } from '../folder/open.ts';
 import { FILES } from '../folder/spec.ts';
 import { tunable, type Tunable } from '../folder/tunable.ts';
 import { attachLora, loraConfig, parseLoraConfig, type AttachedLora, type PeftLoraConfig } from '../models/hf/peft.ts';
+import { quantizeForLora } from '../nn/qlora.ts';
+import type { QuantDType } from '../ops/matmul.ts';
 import { manualSeed } from '../tensor/random.ts';
 import { type FineTuneData, PairData, StreamData } from './finetune-data.ts';
 import { FineTuner, type FineTuneOptions, type FineTuneStepResult } from './finetune.ts';
@@ -52,6 +54,10 @@ export interface FineTuneRun {
   resume: boolean;
   /** LoRA's shape; undefined: full fine-tuning. */
   lora?: FineTuneLora;
+  /** QLoRA: the frozen base held in int8 or q4 under the LoRA pairs (nn/qlora.ts); undefined: float32. */
+  quantize?: QuantDType;
+  /** Recompute each block's activations in the backward pass (language models: GPT.recompute). */
+  recompute?: boolean;
   /** Training and validation lines: text (a language model), `source<TAB>target` (a translation model). */
   train: string[];
   val: string[];
@@ -114,6 +120,18 @@ export async function runFineTune(a: FineTuneRun): Promise<void> {
   const t = tunable(openFolderSync(dirSource(a.model)));
   const model = t.model;
   let attached: AttachedLora | null = null;
+  if (a.quantize) {
+    if (!a.lora)
+      throw new Error(`--quantize ${a.quantize} needs --lora: a quantized base is frozen, only adapters train on it`);
+    quantizeForLora(model, a.quantize);
+  }
+  if (a.recompute) {
+    if (t.task !== 'lm')
+      throw new Error(
+        `--recompute: only the language models (GPT-2, Llama-style) recompute their blocks, not ${t.kind}`,
+      );
+    t.model.recompute = true;
+  }
   if (a.lora) {
     let config: PeftLoraConfig;
     if (a.resume) {
@@ -170,7 +188,8 @@ export async function runFineTune(a: FineTuneRun): Promise<void> {
   }
   const trained = [...trainer.decayed.params, ...trainer.undecayed.params].reduce((n, p) => n + p.size, 0);
   a.log(
-    `${t.kind} ${attached ? `LoRA (${attached.pairs.length} layers, r ${attached.config.r})` : 'full'}: ` +
+    `${t.kind} ${attached ? `LoRA (${attached.pairs.length} layers, r ${attached.config.r})` : 'full'}` +
+      `${a.quantize ? ` over a frozen ${a.quantize} base` : ''}${a.recompute ? ', blocks recomputed' : ''}: ` +
       `${trained.toLocaleString('en-US')} of ${model.numParameters().toLocaleString('en-US')} parameters train; ` +
       `${data.describe()}`,
   );

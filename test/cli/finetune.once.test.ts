@@ -155,6 +155,23 @@ test('qkv finetune --lora (GPT-2): a PEFT adapter folder; killed after step 5 an
   assert.equal(g1.stdout, g2.stdout);
 });
 
+test('qkv finetune --lora --quantize q4 --recompute (GPT-2): QLoRA resumes exactly; the adapter is a PEFT one', async () => {
+  const args = lmArgs(['--lora', '--r', '4', '--target-modules', 'c_attn,c_fc', '--quantize', 'q4', '--recompute']);
+  const out = await killAndResume(args, 3, ['adapter_model.safetensors', 'adapter_config.json']);
+  const first = await qkv(args(join(work, 'qlora-log')));
+  assert.equal(first.status, 0, first.stderr);
+  assert.match(first.stderr, /LoRA \(4 layers, r 4\) over a frozen q4 base, blocks recomputed/);
+  const keys = Object.keys(readSafetensors(new Uint8Array(read(out, 'adapter_model.safetensors'))).tensors);
+  assert.equal(keys.length, 8, 'A and B of c_attn and c_fc in both blocks');
+  // Trained over the q4 base: the adapter moved from its start (B is no longer zero).
+  const t = readSafetensors(new Uint8Array(read(out, 'adapter_model.safetensors'))).tensors;
+  const b = t['base_model.model.transformer.h.0.mlp.c_fc.lora_B.weight'].dataSync<Float32Array>();
+  assert.ok(
+    b.some((v) => v !== 0),
+    "c_fc's B trained (its gradient came through the quantized c_proj above it)",
+  );
+});
+
 test('qkv finetune (Marian, full): a Hugging Face folder qkv translate opens; killed after step 3 and resumed, the same files', async () => {
   const args = (out: string) => [
     'finetune',
@@ -258,6 +275,9 @@ test('qkv finetune refuses what it cannot do, by name', async () => {
     [['--model', GPT2, '--lora', '--target-modules', 'wte'], /embeddings and the tied output projection/],
     [['--model', MARIAN, '--schedule', 'cosine'], /--schedule must be linear or constant/],
     [['--model', GPT2, '--out', GPT2], /--out must be another folder than --model/],
+    [['--model', GPT2, '--quantize', 'q4'], /--quantize q4 needs --lora/],
+    [['--model', GPT2, '--lora', '--quantize', 'q8'], /--quantize must be int8 or q4, got 'q8'/],
+    [['--model', MARIAN, '--recompute'], /--recompute: only the language models .* not marian/],
   ];
   const runs = await Promise.all(
     cases.map(([args], i) =>

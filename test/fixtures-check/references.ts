@@ -115,6 +115,13 @@ export const REFERENCES: readonly Reference[] = [
     folder: 'test/fixtures/q4-half',
     files: ['expected.safetensors'],
   },
+  {
+    // QLoRA steps: PEFT on the tiny GPT-2 and Llama folders with their linear layers quantized as qkv does and
+    // dequantized (float64, stored float32).
+    script: 'scripts/fixtures/make_peft_qlora.py',
+    folder: 'test/fixtures/peft-qlora',
+    files: ['gpt2-int8', 'gpt2-q4', 'llama-int8'].flatMap((c) => [`${c}/data.json`, `${c}/expected.safetensors`]),
+  },
 ];
 
 /**

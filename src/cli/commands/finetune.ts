@@ -40,6 +40,8 @@ function flags() {
       '--target-modules <names>',
       "comma-separated module names, or 'all-linear' (default PEFT's: GPT-2 c_attn, Marian q_proj,v_proj)",
     )
+    .option('--quantize <dtype>', 'QLoRA (with --lora): hold the frozen base in int8 or q4, the adapters float32')
+    .option('--recompute', "GPT-2/Llama: recompute each block's activations in the backward pass (less memory)", false)
     .option('--max-steps <n>', 'optimizer steps (the linear decay ends there)', int('--max-steps'), 1000)
     .option('--lr <x>', 'peak learning rate (default 5e-5, with --lora 2e-4)', num('--lr'))
     .option('--warmup <n>', 'linear warmup steps', nonNegativeInt('--warmup'), 0)
@@ -81,6 +83,9 @@ export async function finetune(a: FineTuneArgs): Promise<void> {
     throw new UserError(`--schedule must be linear or constant, got '${a.schedule}'`);
   if (resolve(a.out) === resolve(a.model)) throw new UserError('--out must be another folder than --model');
   checkRunFolder(a.out, a.resume);
+  if (a.quantize !== undefined && a.quantize !== 'int8' && a.quantize !== 'q4')
+    throw new UserError(`--quantize must be int8 or q4, got '${a.quantize}'`);
+  if (a.quantize && !a.lora) throw new UserError(`--quantize ${a.quantize} needs --lora (QLoRA: only adapters train)`);
   const targets = a.targetModules?.split(',').map((s) => s.trim());
   await runFineTune({
     model: a.model,
@@ -94,6 +99,8 @@ export async function finetune(a: FineTuneArgs): Promise<void> {
           targetModules: targets?.length === 1 && targets[0] === 'all-linear' ? 'all-linear' : targets,
         }
       : undefined,
+    quantize: a.quantize === 'int8' || a.quantize === 'q4' ? a.quantize : undefined,
+    recompute: a.recompute,
     ...readData(a),
     dataName: a.data,
     maxSteps: a.maxSteps,

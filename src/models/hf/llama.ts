@@ -25,6 +25,10 @@ import type { GPTConfig } from '../gpt-config.ts';
 import type { RopeScaling } from '../../nn/rotary.ts';
 import { shapeToString } from '../../tensor/shape.ts';
 import type { Tensor } from '../../tensor/tensor.ts';
+import type { MultiheadAttention } from '../../nn/attention.ts';
+import type { Linear } from '../../nn/layers.ts';
+import type { Module } from '../../nn/module.ts';
+import type { LinearSite } from './peft.ts';
 
 /** The model_types read here. */
 export const HF_DECODER_TYPES = ['llama', 'qwen2', 'mistral'] as const;
@@ -232,4 +236,50 @@ export function copyDecoderTensor(dst: Tensor, src: Tensor, target: DecoderTarge
   }
   const width = dst.shape.length > 1 ? dst.shape[1] : 1;
   dst.write(data, target.rows[0] * width);
+}
+
+// ---- Fine-tuning: the linear layers PEFT adapts ------------------------------------------------------------
+
+/** A submodule of `model` by its qkv path (`h.0.attn`). */
+function moduleAt<M>(model: Module, path: string): M {
+  const m = model.namedModules().find(([n]) => n === path);
+  if (!m) throw new Error(`internal: no module '${path}' in the GPT`);
+  return m[1] as M;
+}
+
+/**
+ * LlamaForCausalLM's (and Qwen2's, Mistral's) linear layers by their module paths, as PEFT matches target_modules
+ * against them (its default for llama: q_proj, v_proj), on qkv's layers: `self_attn.{q,k,v}_proj` are rows of the
+ * packed in_proj (q h·dK rows, k and v hKV·dK each: grouped KV heads), `self_attn.o_proj` the attention's out_proj,
+ * `mlp.{gate,up,down}_proj` the SwiGLU's. All are nn.Linear in Hugging Face (no Conv1D). An untied lm_head is left
+ * out, as PEFT's all-linear leaves it.
+ */
+export function llamaLinearSites(model: Module & { readonly config: GPTConfig }): LinearSite[] {
+  const c = model.config;
+  const dK = c.headDim ?? c.nEmbd / c.nHead;
+  const widths = { q: c.nHead * dK, k: (c.nKVHead ?? c.nHead) * dK, v: (c.nKVHead ?? c.nHead) * dK };
+  const sites: LinearSite[] = [];
+  const linear = (path: string, l: Linear): LinearSite => ({
+    path,
+    layer: { linear: l },
+    inFeatures: l.inFeatures,
+    outFeatures: l.outFeatures,
+    conv1d: false,
+  });
+  for (let i = 0; i < c.nLayer; i++) {
+    const p = `model.layers.${i}`;
+    const attention = moduleAt<MultiheadAttention>(model, `h.${i}.attn`);
+    for (const part of ['q', 'k', 'v'] as const)
+      sites.push({
+        path: `${p}.self_attn.${part}_proj`,
+        layer: { attention, part },
+        inFeatures: c.nEmbd,
+        outFeatures: widths[part],
+        conv1d: false,
+      });
+    sites.push(linear(`${p}.self_attn.o_proj`, moduleAt<Linear>(model, `h.${i}.attn.out_proj`)));
+    for (const m of ['gate', 'up', 'down'])
+      sites.push(linear(`${p}.mlp.${m}_proj`, moduleAt<Linear>(model, `h.${i}.mlp.${m}_proj`)));
+  }
+  return sites;
 }
