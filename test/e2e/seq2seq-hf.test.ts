@@ -65,11 +65,15 @@ function heatmapValues(): Promise<number[][]> {
   });
 }
 
-/** Every layer × head of every kind on screen equals Node's maps (the titles' four digits). */
+/** Every layer × head of every kind on screen equals Node's maps (the titles' four digits); the model view has them all. */
 async function everyHead(ref: TranslationAttention, what: string): Promise<void> {
   for (const kind of ['encoder', 'decoder', 'cross'] as AttentionKind[]) {
     await page.selectOption('#kind', kind);
     const maps = ref[kind];
+    await page.waitForFunction(
+      (n) => document.querySelectorAll('[data-testid="fig-modelview"] g.thumb').length === n,
+      maps.length * maps[0].length,
+    );
     for (let l = 0; l < maps.length; l++)
       for (let hd = 0; hd < maps[l].length; hd++) {
         await page.selectOption('#layer', String(l));
