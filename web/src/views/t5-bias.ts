@@ -42,7 +42,7 @@ export function t5BiasPanel(): T5BiasPanel {
         'away (log-spaced buckets), one beyond the last. Every layer of a stack reuses its first layer’s table. ' +
         'Cross-attention has none.',
     }),
-    h('div', { class: 'row controls' }, field('Stack', stack), field('Head', head)),
+    h('div', { class: 'row' }, field('Stack', stack), field('Head', head)),
     offsets,
     map,
   );
