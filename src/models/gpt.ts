@@ -274,9 +274,9 @@ export class Block extends Module {
   /**
    * The sliding window as an additive bias (L, S): −∞ where key j is `window` or more positions before query i
    * (the last L of S positions), as transformers' sliding_window_overlay (kv_idx > q_idx − window); null when the
-   * block has no window or every key is within it.
+   * block has no window or every key is within it. Public for viz/flow-gpt.ts, which composes the block's pass.
    */
-  private windowBias(L: number, S: number): Tensor | null {
+  windowBias(L: number, S: number): Tensor | null {
     const w = this.window;
     if (w === null || S <= w) return null;
     const d = new Float32Array(L * S);

@@ -151,7 +151,7 @@ function encoderWeights(model: Seq2Seq, src: Tensor): { memory: Tensor; weights:
 }
 
 /** A sentence's source ids as `qkv translate` reads them: trimmed, encoded, cut to the model's first maxLen tokens. */
-function sourceOf(
+export function sourceOf(
   encode: (text: string) => number[],
   maxLen: number,
   sentence: string,
@@ -164,7 +164,7 @@ function sourceOf(
 }
 
 /** The source as the searches take it: (1, S) int32. */
-function sourceTensor(srcIds: readonly number[]): Tensor {
+export function sourceTensor(srcIds: readonly number[]): Tensor {
   return new Tensor(Int32Array.from(srcIds), [1, srcIds.length], 'int32');
 }
 
@@ -183,7 +183,7 @@ function targetOf(model: Seq2Seq, tokenizer: BpeTokenizer, targetTokenizer: BpeT
 }
 
 /** The result, from the source, the search's output and its maps (read). */
-function assembled(
+export function assembled(
   source: { text: string; srcIds: number[]; truncatedFrom: number | undefined },
   translation: string,
   finished: boolean,
@@ -276,7 +276,7 @@ function seq2seqNames(
 }
 
 /** Every attention map of one decoded output, with the decoder's output and input ids. */
-interface Maps<M> {
+export interface Maps<M> {
   outIds: number[];
   inIds: number[];
   encoder: M;
@@ -285,13 +285,13 @@ interface Maps<M> {
 }
 
 /** The maps as tensors, (1, h, L, S) each, not read yet (see recordMaps). */
-type RecordedMaps = Maps<Tensor[]>;
+export type RecordedMaps = Maps<Tensor[]>;
 
 /**
  * Every attention map of one decoded output: the encoder's, then the decoder's and the cross maps with the
  * decoder fed the start id and the output (EOS appended when it finished), teacher-forced in one call.
  */
-function recordMaps(
+export function recordMaps(
   model: Seq2Seq,
   src: Tensor,
   tokens: number[],
@@ -312,12 +312,12 @@ function recordMaps(
 }
 
 /** The maps' values, [layer][head][query][key], read now (a CPU device). */
-function readMaps(m: RecordedMaps): Maps<AttentionStack> {
+export function readMaps(m: RecordedMaps): Maps<AttentionStack> {
   return { ...m, encoder: m.encoder.map(headsOf), decoder: m.decoder.map(headsOf), cross: m.cross.map(headsOf) };
 }
 
 /** {@link readMaps}, read back asynchronously (every device). */
-async function readMapsAsync(m: RecordedMaps): Promise<Maps<AttentionStack>> {
+export async function readMapsAsync(m: RecordedMaps): Promise<Maps<AttentionStack>> {
   const [encoder, decoder, cross] = await Promise.all([m.encoder, m.decoder, m.cross].map(headsOfAsync));
   return { ...m, encoder, decoder, cross };
 }

@@ -50,6 +50,11 @@ export interface FlowHead {
   v: FlowRow[];
   /** weights · v: the head's output per query token, before the heads are joined and projected by Wᴼ. */
   out: FlowRow[];
+  /**
+   * Grouped-query attention (Llama, Qwen2, Mistral): the key/value head this query head reads (from 0), shared with
+   * the other heads of its group, whose `k` and `v` are the same rows; absent where every head has its own.
+   */
+  kvHead?: number;
 }
 
 /** One of the most probable next tokens at a position. */
@@ -103,6 +108,8 @@ export interface FlowStage {
   causal?: boolean;
   /** Attention stages: every head. */
   heads?: FlowHead[];
+  /** Attention stages with grouped-query attention: how many key/value heads the query heads share. */
+  kvHeads?: number;
   /** Logits and softmax: per position, the `top` most probable next tokens. */
   top?: FlowTop[][];
 }
@@ -128,6 +135,10 @@ export interface ModelFlow {
     vocabSize: number;
     /** Post-norm LayerNorm(x + f(x)) (the paper's) or pre-norm x + f(LayerNorm(x)). */
     norm: 'post' | 'pre';
+    /** Grouped-query attention: the key/value heads per layer (fewer than `heads`); absent otherwise. */
+    kvHeads?: number;
+    /** A Llama-family decoder: rotary positions (no position table), RMSNorm, the SwiGLU MLP. */
+    family?: 'llama';
   };
   /** How many leading components each row keeps. */
   dims: number;
@@ -289,6 +300,46 @@ export function attend(
   return { output, heads };
 }
 
+/**
+ * One self-attention sub-layer of a decoder that turns its queries and keys itself (rotary positions) or reads grouped
+ * KV heads, as models/gpt.ts's Block calls it: `mha.attendProjected(q, k, v, options)` without weights (the stream),
+ * then with them (for display). q (1, h, L, dK), k and v (1, hKV, S, dK). Each query head's k and v rows are its
+ * group's KV head (`kvHead`, set where hKV < h); its output is weights · v of that KV head.
+ */
+export function attendProjected(
+  rec: Recorder,
+  mha: MultiheadAttention,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  options: { isCausal: boolean; attnBias: Tensor | null },
+): { output: Tensor; heads: FlowHead[] } {
+  const { output } = mha.attendProjected(q, k, v, { ...options, needWeights: false });
+  const w = mha.attendProjected(q, k, v, { ...options, needWeights: true }).weights!;
+  const [, h, L, S] = w.shape;
+  const hKV = k.shape[1];
+  const g = h / hKV;
+  const dK = mha.headDim;
+  // The g query heads of a group are consecutive: (1, h, L, S) read as (1, hKV, g·L, S) meets its KV head's values.
+  const ctx = F.matmul(w.reshape(1, hKV, g * L, S), v); // (1, hKV, g·L, dK) = (1, h, L, dK)
+  const dims = rec.dims;
+  const heads: FlowHead[] = [];
+  rec.read([w, q, k, v, ctx], ([wd, qd, kd, vd, cd]) => {
+    for (let a = 0; a < h; a++) {
+      const kv = Math.floor(a / g);
+      heads.push({
+        weights: Array.from({ length: L }, (_, i) => Array.from(wd.subarray((a * L + i) * S, (a * L + i + 1) * S))),
+        q: rowsOf(qd.subarray(a * L * dK, (a + 1) * L * dK), L, dK, dims),
+        k: rowsOf(kd.subarray(kv * S * dK, (kv + 1) * S * dK), S, dK, dims),
+        v: rowsOf(vd.subarray(kv * S * dK, (kv + 1) * S * dK), S, dK, dims),
+        out: rowsOf(cd.subarray(a * L * dK, (a + 1) * L * dK), L, dK, dims),
+        ...(g > 1 && { kvHead: kv }),
+      });
+    }
+  });
+  return { output, heads };
+}
+
 /** The feed-forward block's non-linearity, as nn/transformer.ts applies it. */
 export function activate(x: Tensor, a: 'relu' | 'gelu' | 'silu'): Tensor {
   if (a === 'relu') return F.relu(x);
@@ -305,17 +356,14 @@ export function outputStages(
   axis: FlowAxis,
   top: number,
   label: (id: number) => string,
+  formula = 'h · Eᵀ (the tied embedding)',
 ): void {
   const V = logits.shape[2];
   const T = logits.shape[1];
   const probs = F.softmax(logits, -1);
   const tops: FlowTop[][] = [];
   const group = 'output';
-  rec.add(
-    { id: 'logits', group, layer: null, kind: 'logits', title: 'logits', formula: 'h · Eᵀ (the tied embedding)', axis },
-    logits,
-    { top: tops },
-  );
+  rec.add({ id: 'logits', group, layer: null, kind: 'logits', title: 'logits', formula, axis }, logits, { top: tops });
   rec.add(
     { id: 'softmax', group, layer: null, kind: 'softmax', title: 'softmax', formula: 'p = softmax(logits)', axis },
     probs,

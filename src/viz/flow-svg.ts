@@ -74,9 +74,9 @@ export function flowAttentionMaps(flow: FlowAxes, stage: FlowStage): AttentionMa
 /** One head's weights (or their mean) of an attention stage, as the attention heatmap. */
 export function flowHeadSvg(flow: FlowAxes, stage: FlowStage, head: number | 'mean'): string {
   const m = flowAttentionMaps(flow, stage);
-  return mapsHeatmapSvg(m, 0, head, {
-    title: `${m.name} · ${head === 'mean' ? 'mean of heads' : `head ${head + 1}`}`,
-  });
+  const kv = head === 'mean' ? undefined : stage.heads![head]?.kvHead;
+  const name = head === 'mean' ? 'mean of heads' : `head ${head + 1}${kv === undefined ? '' : ` · KV ${kv + 1}`}`;
+  return mapsHeatmapSvg(m, 0, head, { title: `${m.name} · ${name}` });
 }
 
 /**

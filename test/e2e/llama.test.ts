@@ -4,7 +4,10 @@
  * view: it generates as pipeline('text-generation') does (its BOS, its generation_config.json, greedy), every
  * layer × head of the heatmap equals Node's, each head is named with the KV head its group shares, the rotary
  * angles are drawn over the tokens, and the neuron view's softmax is the heatmap's row in a head of the second
- * group. Runs once per backend pass (QKV_BACKEND=wasm opens ?backend=wasm, else js).
+ * group. The Flow view of the same folder lists the stages of Node's flow in order (RMSNorm, the turned queries and
+ * keys, grouped-query attention, the SwiGLU MLP) and shows a head's keys and values as its group's KV head's, shared
+ * with the other head of the group, with Node's numbers. Runs once per backend pass (QKV_BACKEND=wasm opens
+ * ?backend=wasm, else js).
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -15,6 +18,7 @@ import { dirSource } from '../../src/folder/node.ts';
 import { ofKind, openFolder } from '../../src/folder/open.ts';
 import { pipeline } from '../../src/pipelines/index.ts';
 import { describeFolder, type ExploreServer } from '../../src/server/static.ts';
+import { flowSubject, textFlow } from '../../src/viz/flow.ts';
 import { generateWithAttention } from '../../src/viz/gpt-attention.ts';
 import { toolSkip } from '../helpers/tools.ts';
 import { BACKEND, closeAll, collectErrors, launchChromium, serveExplorer } from './chromium.ts';
@@ -111,6 +115,73 @@ test('a served Llama folder: generated as the pipeline, every head as Node, KV g
     Array.from(document.querySelectorAll('#neuron-out tr[data-key]'), (r) => Number(r.getAttribute('data-weight'))),
   );
   weights.forEach((w, j) => assert.ok(Math.abs(w - ref.attention[1][3][T - 1][j]) < 1e-5, `neuron key ${j}`));
+  assert.deepEqual(errors, []);
+  await page.context().close();
+});
+
+test("the Flow view of the Llama folder: the stages of Node's flow, a KV head shared by its group", {
+  skip,
+}, async () => {
+  const errors: string[] = [];
+  const page = await (await browser.newContext({ viewport: { width: 1400, height: 900 } })).newPage();
+  collectErrors(page, errors);
+  await page.goto(`${server.url}?backend=${BACKEND}#flow`);
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 60000 });
+  await page.getByTestId('flow-text').fill(PROMPT);
+  await page.getByTestId('flow-run').click();
+  await page.waitForFunction(
+    () => Number(document.querySelector('#view-flow')?.getAttribute('data-flowed') ?? 0) >= 1,
+    {
+      timeout: 60000,
+    },
+  );
+  // The first run (on the example text) may have drawn first: wait for the prompt's.
+  const node = textFlow(flowSubject(await openFolder(dirSource(DIR), { ensemble: false })), PROMPT);
+  await page.waitForFunction(
+    (n) =>
+      document.querySelectorAll('#flow-lanes button[data-stage]').length === n &&
+      (document.querySelector('#flow-summary')?.textContent ?? '').includes('A man in a blue shirt'),
+    node.flow.stages.length,
+    { timeout: 60000 },
+  );
+  const ids = await page
+    .locator('#flow-lanes button[data-stage]')
+    .evaluateAll((bs) => bs.map((b) => b.getAttribute('data-stage')!));
+  assert.deepEqual(
+    ids,
+    node.flow.stages.map((s) => s.id),
+  );
+  assert.ok(ids.includes('h.0.q') && ids.includes('h.1.mlp.gate'), 'the turned queries and the SwiGLU gate');
+  await page.locator('#flow-lanes button[data-stage="h.1.attn"]').click();
+  await page.waitForFunction(() => document.querySelector('#flow-detail')?.getAttribute('data-stage') === 'h.1.attn');
+  assert.match(
+    (await page.getByTestId('flow-kv-sharing').textContent()) ?? '',
+    /4 query heads, 2 key\/value heads; heads 1–2 share KV head 1, heads 3–4 share KV head 2/,
+  );
+  assert.deepEqual(await page.locator('#flow-head-select option').allTextContents(), [
+    'mean of heads',
+    'head 1 · KV 1',
+    'head 2 · KV 1',
+    'head 3 · KV 2',
+    'head 4 · KV 2',
+  ]);
+  const stage = node.flow.stages.find((s) => s.id === 'h.1.attn')!;
+  for (const hd of [2, 3]) {
+    await page.selectOption('#flow-head-select', String(hd));
+    const keys = page.locator('#flow-detail [data-testid="flow-head-keys"]');
+    assert.equal(await keys.locator('caption').textContent(), 'KV head 2, shared by heads 3–4: keys and values');
+    const norms = await keys.evaluate((t) =>
+      Array.from(t.querySelectorAll('tr[data-token]')).map((tr) => [
+        Number(tr.querySelector('[data-key="k.norm"]')!.getAttribute('data-value')),
+        Number(tr.querySelector('[data-key="v.norm"]')!.getAttribute('data-value')),
+      ]),
+    );
+    const h = stage.heads![hd];
+    const want = h.k.map((r, i) => [r.norm, h.v[i].norm]);
+    norms.forEach((r, i) =>
+      r.forEach((v, j) => assert.ok(Math.abs(v - want[i][j]) <= 1e-5 * (1 + want[i][j]), `head ${hd + 1} key ${i}`)),
+    );
+  }
   assert.deepEqual(errors, []);
   await page.context().close();
 });

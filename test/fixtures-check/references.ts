@@ -40,6 +40,9 @@ export interface Reference {
 /** The files make_hf_encoder_attention.py writes in each masked-LM folder of make_hf_encoders.py's. */
 const ENCODER_ATTENTION = ['attention.json', 'attention.safetensors'];
 
+/** The files make_hf_seq2seq_attention.py writes in the T5, Flan-T5 and NLLB folders of make_hf_seq2seq.py's. */
+const SEQ2SEQ_ATTENTION = ['attention.json', 'attention.safetensors'];
+
 export const REFERENCES: readonly Reference[] = [
   {
     script: 'scripts/fixtures/ref_marian.py',
@@ -81,7 +84,14 @@ export const REFERENCES: readonly Reference[] = [
     // generate() returns on them; the SentencePiece models are trained by the script itself.
     script: 'scripts/fixtures/make_hf_seq2seq.py',
     folder: 'test/fixtures/hf-seq2seq',
-    files: committedFiles('test/fixtures/hf-seq2seq', ['rules.json']),
+    files: committedFiles('test/fixtures/hf-seq2seq', ['rules.json'], SEQ2SEQ_ATTENTION),
+  },
+  {
+    // Every layer's encoder, decoder and cross-attention per head on the T5, Flan-T5 and NLLB folders above
+    // (output_attentions, eager), and T5's relative position bias with its buckets, for the explorer.
+    script: 'scripts/fixtures/make_hf_seq2seq_attention.py',
+    folder: 'test/fixtures/hf-seq2seq',
+    files: ['t5/t5', 't5/flan-t5', 'nllb'].flatMap((m) => SEQ2SEQ_ATTENTION.map((f) => `${m}/${f}`)),
   },
   {
     // generate()'s rules (repetition penalty, no-repeat n-grams, early_stopping, length penalty) and the T5 task

@@ -3,7 +3,8 @@
  * pass): the asynchronous viz functions on models moved to the GPU against the synchronous ones on the js
  * backend, in one process. Translation with its attention maps (the shipped EN→DE model, greedy and beam 2;
  * the marian-tiny fixture), generation with its attention (the shipped character GPT, the hf-gpt2-tiny
- * fixture), the next-token logits, the neuron view and the flows.
+ * fixture), the next-token logits, the neuron view and the flows (a Llama-family decoder's too); an NLLB
+ * translation's maps (issue 59).
  *
  * Token ids must be equal. Numbers are float32 on both sides, in another order of operations (the GPU's tree
  * reductions and WGSL's exp): attention weights (in [0, 1]) and logits agree to 1e-4 + 1e-4·|js|, the
@@ -12,7 +13,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { getBackend, setBackend } from '../../src/backend/backend.ts';
-import { readHfGpt2Dir, readLm, readMarianDir, readSeq2Seq } from '../../src/folder/node.ts';
+import { dirSource, readHfGpt2Dir, readLm, readMarianDir, readSeq2Seq } from '../../src/folder/node.ts';
+import { ofKind, openFolderSync } from '../../src/folder/open.ts';
 import type { Module } from '../../src/nn/module.ts';
 import {
   marianWithAttention,
@@ -25,6 +27,7 @@ import type { FlowRun } from '../../src/viz/flow-core.ts';
 import { textFlow, textFlowAsync } from '../../src/viz/flow.ts';
 import { generateWithAttention, generateWithAttentionAsync } from '../../src/viz/gpt-attention.ts';
 import { neuronView, neuronViewAsync } from '../../src/viz/neuron.ts';
+import { m2m100WithAttention, m2m100WithAttentionAsync } from '../../src/viz/seq2seq-hf-attention.ts';
 import { lastLogits, lastLogitsAsync } from '../../src/viz/next-token.ts';
 import { assertClose } from '../helpers/assert.ts';
 
@@ -63,6 +66,11 @@ const de = await both(() => readSeq2Seq('models/multi30k-en-de'));
 const marian = await both(() => readMarianDir('test/fixtures/marian-tiny'));
 const gpt = await both(() => readLm('models/gpt-multi30k-char'));
 const gpt2 = await both(() => readHfGpt2Dir('test/fixtures/hf-gpt2-tiny'));
+// A grouped-query Llama (rotary, RMSNorm, SwiGLU) and an NLLB folder (issues 58 and 59).
+const llama = await both(() => readLm('test/fixtures/hf-llama/llama-gqa-tied'));
+const nllb = await both(() =>
+  ofKind(openFolderSync(dirSource('test/fixtures/hf-seq2seq/nllb'), { ensemble: false }), 'm2m100'),
+);
 
 test('a translation and its maps on webgpu: the js ids, maps within 1e-4 (EN→DE greedy and beam 2; Marian)', async () => {
   for (const beam of [1, 2]) {
@@ -78,6 +86,16 @@ test('a translation and its maps on webgpu: the js ids, maps within 1e-4 (EN→D
   const ref = await onJs(() => marianWithAttention(marian.js, 'a b c', { beam: 2 }));
   assert.deepEqual(got.outIds, ref.outIds, 'Marian ids');
   for (const kind of ['encoder', 'decoder', 'cross'] as const) close(got[kind], ref[kind], `Marian ${kind}`);
+});
+
+test('an NLLB translation and its maps on webgpu: the js ids, maps within 1e-4 (the target language forced)', async () => {
+  const options = { beam: 1, srcLang: 'eng_Latn', tgtLang: 'deu_Latn' };
+  const got = await m2m100WithAttentionAsync(nllb.gpu, 'A man is riding a bike.', options);
+  const ref = await onJs(() => m2m100WithAttention(nllb.js, 'A man is riding a bike.', options));
+  assert.deepEqual(got.outIds, ref.outIds);
+  close(got.encoder, ref.encoder, 'NLLB encoder');
+  close(got.decoder, ref.decoder, 'NLLB decoder');
+  close(got.cross, ref.cross, 'NLLB cross');
 });
 
 test('a generation and its attention on webgpu: the js tokens, maps within 1e-4 (qkv GPT, HF GPT-2)', async () => {
@@ -98,7 +116,7 @@ test('a generation and its attention on webgpu: the js tokens, maps within 1e-4 
   }
 });
 
-test('flows on webgpu: the js stages within 1e-4 (a GPT; a translator fed its own translation)', async () => {
+test('flows on webgpu: the js stages within 1e-4 (a GPT; a translator fed its own translation; a grouped-query Llama)', async () => {
   const numbers = (run: FlowRun) =>
     run.flow.stages.flatMap((s) => [
       ...s.rows.flatMap((r) => [r.mean, r.min, r.max, ...r.head]),
@@ -107,6 +125,7 @@ test('flows on webgpu: the js stages within 1e-4 (a GPT; a translator fed its ow
   const cases = [
     { gpu: { kind: 'gpt' as const, lm: gpt.gpu }, js: { kind: 'gpt' as const, lm: gpt.js }, text: 'A dog' },
     { gpu: { kind: 'seq2seq' as const, ...de.gpu }, js: { kind: 'seq2seq' as const, ...de.js }, text: 'A dog runs.' },
+    { gpu: { kind: 'gpt' as const, lm: llama.gpu }, js: { kind: 'gpt' as const, lm: llama.js }, text: 'A man in a' },
   ];
   for (const c of cases) {
     const got = await textFlowAsync(c.gpu, c.text, { dims: 4 });

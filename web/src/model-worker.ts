@@ -1,4 +1,7 @@
 /**
+ * Over 500 lines: the page's one table of requests and the model of each view they run on (qkv's folders, GPT-2,
+ * Llama, BERT-family, Marian, NLLB and T5), each handler a few lines, read together as the worker's protocol.
+ *
  * The explorer's model worker: every model of the page lives and runs here, off the page's main
  * thread (opening a folder, translating, generating, the next-token and neuron views, training). The page
  * talks to it through runner.ts: one request at a time in arrival order (a request waits for the
@@ -12,7 +15,20 @@ import {
   type TranslationAttention,
 } from '../../src/viz/attention-data.ts';
 import type { LoadedMarian } from '../../src/folder/marian.ts';
-import { filesSource, openFolder, type OpenedMarian, type OpenedSeq2Seq } from '../../src/folder/open.ts';
+import {
+  filesSource,
+  openFolder,
+  type OpenedM2M100,
+  type OpenedMarian,
+  type OpenedSeq2Seq,
+  type OpenedT5,
+} from '../../src/folder/open.ts';
+import { t5TranslationTasks } from '../../src/pipelines/text2text.ts';
+import {
+  m2m100WithAttentionAsync,
+  t5WithAttentionAsync,
+  type T5PositionBias,
+} from '../../src/viz/seq2seq-hf-attention.ts';
 import {
   generateWithAttentionAsync,
   tokenLabel,
@@ -48,7 +64,7 @@ import type { BpeTokenizer } from '../../src/text/bpe.ts';
 import { ByteLevelBpeTokenizer } from '../../src/text/bytelevel.ts';
 import { CharTokenizer } from '../../src/text/chars.ts';
 import { poolStats, setNumThreads } from '../../src/backend/wasm/threads.ts';
-import { chooseBackend, openOnDevice, type BackendChoice, type BackendPref } from './backend.ts';
+import { chooseBackend, onGpu, openOnDevice, type BackendChoice, type BackendPref } from './backend.ts';
 import { loadLocalModel } from './local-model.ts';
 import { trainHandlers, type TrainRequests } from './train-worker.ts';
 import { typedRows } from './typed-rows.ts';
@@ -66,6 +82,20 @@ export interface TranslationInfo {
   /** The target vocabulary's size when the model has its own (null: shared). */
   targetVocabSize: number | null;
   parameters: number;
+  /**
+   * A Hugging Face M2M100 / NLLB folder: its language codes and the tokenizer's default source and target (null:
+   * none set); a T5 folder: the tasks its config.json names (task_specific_params: their prefixes), in file order.
+   */
+  hf?:
+    | { family: 'm2m100'; languages: string[]; srcLang: string; tgtLang: string | null }
+    | { family: 't5'; tasks: { name: string; prefix: string }[] };
+}
+
+/** What the Translate view asks for beyond the text and the beam: an NLLB folder's languages, a T5 folder's task. */
+export interface TranslateChoices {
+  srcLang?: string;
+  tgtLang?: string;
+  task?: string;
 }
 
 /** A GPT as the Generate view describes it. */
@@ -132,7 +162,16 @@ export interface Requests extends TrainRequests {
   };
   /** A translation folder picked in the Translate view (qkv's, or a Hugging Face Marian one), opened in the page. */
   openLocalTranslation: { args: { files: File[] }; value: TranslationInfo & { name: string } };
-  translate: { args: { text: string; beam: number }; value: { result: TranslationAttention; unknown: string[] } };
+  translate: {
+    args: { text: string; beam: number } & TranslateChoices;
+    /** `bias`: a T5's relative position bias per head over the positions, encoder's and decoder's. */
+    value: {
+      result: TranslationAttention;
+      unknown: string[];
+      bias?: { encoder: T5PositionBias; decoder: T5PositionBias | null };
+      prefix?: string;
+    };
+  };
   generate: { args: { prompt: string; options: GenerateAttentionOptions }; value: GptAttention };
   nextToken: { args: { ids: number[] }; value: { vocabSize: number } };
   nextTokenView: {
@@ -173,10 +212,12 @@ export type ReplyMessage =
   | { id: number; value: unknown; threads: ThreadStats }
   | { id: number; error: string };
 
-/** A translation model as the Translate view runs it: a qkv folder's, or a Hugging Face Marian folder's. */
+/** A translation model as the Translate view runs it: a qkv folder's, or a Hugging Face Marian, NLLB or T5 one. */
 type Translation =
   | { kind: 'seq2seq'; model: Seq2Seq; tokenizer: BpeTokenizer; targetTokenizer: BpeTokenizer }
-  | { kind: 'marian'; marian: LoadedMarian };
+  | { kind: 'marian'; marian: LoadedMarian }
+  | { kind: 'm2m100'; opened: OpenedM2M100 }
+  | { kind: 't5'; opened: OpenedT5 };
 
 let backend: BackendChoice | null = null;
 let translation: Translation | null = null;
@@ -278,6 +319,54 @@ function useTranslation(opened: OpenedSeq2Seq | OpenedMarian): TranslationInfo {
   };
 }
 
+/** Make an opened NLLB / M2M100 or T5 folder the Translate view's model; what the view says of it. */
+function useHfTranslation(opened: OpenedM2M100 | OpenedT5): TranslationInfo {
+  const parameters = opened.model.numParameters();
+  if (opened.kind === 'm2m100') {
+    translation = { kind: 'm2m100', opened };
+    const c = opened.model.config;
+    const t = opened.tokenizer;
+    return {
+      config: opened.config,
+      dModel: c.dModel,
+      numEncoderLayers: c.numEncoderLayers,
+      numDecoderLayers: c.numDecoderLayers,
+      nhead: c.nhead,
+      vocabSize: t.vocabSize,
+      targetVocabSize: null,
+      parameters,
+      hf: { family: 'm2m100', languages: [...t.languageCodes.keys()], srcLang: t.srcLang, tgtLang: t.tgtLang },
+    };
+  }
+  // T5 builds its position bias on the host (models/hf/t5.ts): it runs on the CPU backends.
+  if (onGpu())
+    throw new Error(
+      'a T5 folder runs on the wasm and js backends in the explorer (its position bias is built on the host): ' +
+        'choose wasm in the backend switch',
+    );
+  translation = { kind: 't5', opened };
+  const c = opened.model.config;
+  const tsp = opened.config.task_specific_params as Record<string, { prefix?: unknown }> | undefined;
+  const tasks = [
+    ...(tsp && typeof tsp === 'object' && 'summarization' in tsp ? ['summarization'] : []),
+    ...t5TranslationTasks(opened.config),
+  ].map((name) => {
+    const prefix = tsp?.[name]?.prefix;
+    return { name, prefix: typeof prefix === 'string' ? prefix : '' };
+  });
+  return {
+    config: opened.config,
+    dModel: c.dModel,
+    numEncoderLayers: c.numLayers,
+    numDecoderLayers: c.numDecoderLayers,
+    nhead: c.numHeads,
+    vocabSize: opened.tokenizer.vocabSize,
+    targetVocabSize: null,
+    parameters,
+    hf: { family: 't5', tasks },
+  };
+}
+
 function needGpt(): LoadedGpt {
   if (!gpt) throw new Error('no GPT is open');
   return gpt;
@@ -295,6 +384,7 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
     progress('reading the folder…');
     const src = filesSource(files);
     const opened = await openOnDevice(cpuName(), () => openFolder(src, { ensemble: false }));
+    if (opened.kind === 'm2m100' || opened.kind === 't5') return { ...useHfTranslation(opened), name: src.label };
     if (opened.kind !== 'seq2seq' && opened.kind !== 'marian')
       throw new Error(`${src.label} is a language model, not a translation model: open it in Generate`);
     return { ...useTranslation(opened), name: src.label };
@@ -302,6 +392,7 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
   async openServed({ view, entry }, progress) {
     const opened = await openOnBackend(entry, progress);
     if (view === 'translate' && opened.kind === 'marian') return useTranslation(opened);
+    if (view === 'translate' && (opened.kind === 'm2m100' || opened.kind === 't5')) return useHfTranslation(opened);
     if (view === 'translate') {
       if (opened.kind !== 'seq2seq')
         throw new Error(
@@ -326,13 +417,9 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
         parameters: opened.model.numParameters(),
       } satisfies TranslationInfo;
     }
-    if (opened.kind === 'seq2seq' || opened.kind === 'marian')
+    if (opened.kind === 'seq2seq' || opened.kind === 'marian' || opened.kind === 'm2m100' || opened.kind === 't5')
       throw new Error(`${entry.name} is a translation model, not a GPT: see Translate`);
     if (opened.kind === 'hf-encoder') return useEncoder(opened);
-    if (opened.kind === 'm2m100' || opened.kind === 't5')
-      throw new Error(
-        `${entry.name} is an ${opened.kind === 't5' ? 'T5' : 'M2M100 / NLLB'} model: the explorer does not show it yet`,
-      );
     // The folder's generation settings travel with it: the page feeds and stops as the text-generation pipeline.
     gpt = {
       model: opened.model,
@@ -373,8 +460,20 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
   },
   // The models run through the viz functions' asynchronous forms on every backend: a GPU's tensors read back
   // only so, and on the CPU backends they give the synchronous forms' results, number for number.
-  async translate({ text, beam }) {
+  async translate({ text, beam, srcLang, tgtLang, task }) {
     if (!translation) throw new Error('no translation model is open');
+    if (translation.kind === 'm2m100') {
+      // generate()'s rules, the target language's code forced first, as pipeline('translation', { srcLang, tgtLang }).
+      const { opened } = translation;
+      const lang = srcLang ?? opened.tokenizer.srcLang;
+      const result = withTypedRows(await m2m100WithAttentionAsync(opened, text, { beam, srcLang, tgtLang }));
+      const tok = { unkId: opened.tokenizer.unkId, encode: (t: string) => opened.tokenizer.encode(t, lang) };
+      return { result, unknown: unknownCharacters(tok, result.source, result.srcIds) };
+    }
+    if (translation.kind === 't5') {
+      const { bias, prefix, ...t } = await t5WithAttentionAsync(translation.opened, text, { beam, task });
+      return { result: withTypedRows(t), unknown: [], bias, prefix };
+    }
     if (translation.kind === 'marian') {
       // Hugging Face's generate() rules, the beam the page asks for and the folder's length_penalty.
       const { marian } = translation;

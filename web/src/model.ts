@@ -61,11 +61,13 @@ export async function fetchServedModels(): Promise<Served> {
 }
 
 /**
- * The view that shows a served folder: Translate for a translation model, Generate for the rest (GPTs, and a folder
- * that fails, whose message Generate shows).
+ * The view that shows a served folder: Translate for a translation model (qkv's, Marian, NLLB / M2M100, T5), Generate
+ * for the rest (GPTs, encoders, and a folder that fails, whose message Generate shows).
  */
 export function viewOf(m: ServedEntry): 'translate' | 'generate' {
-  return m.kind === 'seq2seq' || m.kind === 'marian' ? 'translate' : 'generate';
+  return m.kind === 'seq2seq' || m.kind === 'marian' || m.kind === 'm2m100' || m.kind === 't5'
+    ? 'translate'
+    : 'generate';
 }
 
 /** How the switcher names a kind. */

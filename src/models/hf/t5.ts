@@ -99,6 +99,24 @@ function attention(c: T5Config): MultiheadAttention {
   return new MultiheadAttention(c.dModel, c.numHeads, { bias: false, headDim: c.dKv, batchFirst: true });
 }
 
+/** Where a pass records its attention weights, (B, h, L, S) per layer: what the explorer draws (viz/). */
+export interface T5Weights {
+  /** Self-attention, one per layer. */
+  self: Tensor[];
+  /** Cross-attention (the decoder's), one per layer. */
+  cross: Tensor[];
+}
+
+/** The per-head weights (B, h, L, S) of one attention call. */
+function weightsOf(
+  mha: MultiheadAttention,
+  x: Tensor,
+  kv: Tensor,
+  masks: { attnMask?: Tensor; keyPaddingMask?: Tensor | null },
+): Tensor {
+  return mha.forward(x, kv, kv, { ...masks, needWeights: true, averageAttnWeights: false }).weights!;
+}
+
 /** One block: self-attention (+ cross-attention in the decoder) and the feed-forward, each pre-normed, residual. */
 class T5Block extends Module {
   readonly norms: RMSNorm[];
@@ -114,13 +132,19 @@ class T5Block extends Module {
     this.crossAttn = decoder ? this.registerModule('cross_attn', attention(c)) : null;
     this.ff = this.registerModule('ff', new T5FeedForward(c));
   }
-  /** x (B, T, d); bias (B·h, T, T) added to the self-attention scores; memory (B, S, d) for the decoder. */
-  forward(x: Tensor, bias: Tensor, memory: Tensor | null, srcPadding: Tensor | null): Tensor {
+  /**
+   * x (B, T, d); bias (B·h, T, T) added to the self-attention scores; memory (B, S, d) for the decoder. With
+   * `record`, each attention's weights (B, h, T, ·) are pushed to it, from a second call of the same module (the
+   * stream is the one without weights).
+   */
+  forward(x: Tensor, bias: Tensor, memory: Tensor | null, srcPadding: Tensor | null, record?: T5Weights): Tensor {
     let h = this.norms[0].forward(x);
     x = F.add(x, this.selfAttn.forward(h, h, h, { attnMask: bias, needWeights: false }).output);
+    if (record) record.self.push(weightsOf(this.selfAttn, h, h, { attnMask: bias }));
     if (this.crossAttn && memory) {
       h = this.norms[1].forward(x);
       const o = this.crossAttn.forward(h, memory, memory, { keyPaddingMask: srcPadding, needWeights: false });
+      if (record) record.cross.push(weightsOf(this.crossAttn, h, memory, { keyPaddingMask: srcPadding }));
       x = F.add(x, o.output);
     }
     return F.add(x, this.ff.forward(this.norms[this.norms.length - 1].forward(x)));
@@ -188,8 +212,11 @@ export class T5 extends Module {
     return new Tensor(out, [B * h, L, S], 'float32');
   }
 
-  /** ids (B, S) → the encoder's last hidden states (B, S, d). Padding ids are masked as keys. */
-  encode(src: Tensor): Tensor {
+  /**
+   * ids (B, S) → the encoder's last hidden states (B, S, d). Padding ids are masked as keys. With `record`, each
+   * layer's self-attention weights (B, h, S, S) are pushed to it.
+   */
+  encode(src: Tensor, record?: Tensor[]): Tensor {
     const [B, S] = src.shape;
     // The padding keys ruled out through the bias (T5 adds its mask to the position bias).
     const ids = src.dataSync<Int32Array>();
@@ -201,18 +228,22 @@ export class T5 extends Module {
           for (let hh = 0; hh < h; hh++) for (let i = 0; i < S; i++) bias[((r * h + hh) * S + i) * S + j] = -Infinity;
     const mask = new Tensor(bias, [B * h, S, S], 'float32');
     let x = this.shared.forward(src);
-    for (const block of this.encoder) x = block.forward(x, mask, null, null);
+    const weights = record && { self: record, cross: [] };
+    for (const block of this.encoder) x = block.forward(x, mask, null, null, weights);
     return this.encoderNorm.forward(x);
   }
 
-  /** Next-token logits (B, T, V) for target prefixes (B, T) over the encoder's states. */
-  decode(tgt: Tensor, memory: Tensor, srcPadding: Tensor): Tensor {
+  /**
+   * Next-token logits (B, T, V) for target prefixes (B, T) over the encoder's states. With `record`, each layer's
+   * self-attention (B, h, T, T) and cross-attention (B, h, T, S) weights are pushed to it.
+   */
+  decode(tgt: Tensor, memory: Tensor, srcPadding: Tensor, record?: T5Weights): Tensor {
     const [B, T] = tgt.shape;
     const causal = new Float32Array(T * T);
     for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) causal[i * T + j] = -Infinity;
     const bias = this.biasFor(this.decoderBias, B, T, T, causal);
     let x = this.shared.forward(tgt);
-    for (const block of this.decoder) x = block.forward(x, bias, memory, srcPadding);
+    for (const block of this.decoder) x = block.forward(x, bias, memory, srcPadding, record);
     return this.head(x);
   }
 

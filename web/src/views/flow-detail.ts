@@ -135,6 +135,10 @@ function headTables(flow: FlowAxes, stage: FlowStage, head: FlowHead, n: number)
     });
     return t;
   };
+  const kv =
+    head.kvHead === undefined
+      ? `head ${n + 1}: keys and values`
+      : `KV head ${head.kvHead + 1}, shared by ${groupOf(stage, head.kvHead)}: keys and values`;
   return h(
     'div',
     { class: 'flow-heads' },
@@ -145,7 +149,28 @@ function headTables(flow: FlowAxes, stage: FlowStage, head: FlowHead, n: number)
       ['q', head.q],
       ['out', head.out],
     ),
-    pair('flow-head-keys', `head ${n + 1}: keys and values`, keys, ['k', head.k], ['v', head.v]),
+    pair('flow-head-keys', kv, keys, ['k', head.k], ['v', head.v]),
+  );
+}
+
+/** The query heads that read KV head `kv` of a grouped-query stage: 'heads 3–4'. */
+function groupOf(stage: FlowStage, kv: number): string {
+  const g = stage.heads!.length / stage.kvHeads!;
+  return g === 1 ? `head ${kv + 1}` : `heads ${kv * g + 1}–${(kv + 1) * g}`;
+}
+
+/** A head's name in the selector: with grouped-query attention, the KV head its group shares. */
+function headName(head: FlowHead, i: number): string {
+  return head.kvHead === undefined ? `head ${i + 1}` : `head ${i + 1} · KV ${head.kvHead + 1}`;
+}
+
+/** What a grouped-query stage's heads share: 'Grouped-query attention: …; heads 1–2 share KV head 1, …'. */
+function sharing(stage: FlowStage): string {
+  const kv = stage.kvHeads!;
+  const groups = Array.from({ length: kv }, (_, k) => `${groupOf(stage, k)} share KV head ${k + 1}`);
+  return (
+    `Grouped-query attention: ${stage.heads!.length} query heads, ${kv} key/value heads; ${groups.join(', ')} ` +
+    '(the same keys and values, one copy).'
   );
 }
 
@@ -221,7 +246,7 @@ export function renderDetail(root: HTMLElement, flow: FlowAxes, stage: FlowStage
   if (stage.heads) {
     const headSel = select('flow-head-select', [
       ['mean', 'mean of heads'],
-      ...stage.heads.map((_, i) => [String(i), `head ${i + 1}`] as const),
+      ...stage.heads.map((hd, i) => [String(i), headName(hd, i)] as const),
     ]);
     headSel.value = '0';
     const figHead = figureBox('flow-head');
@@ -231,7 +256,7 @@ export function renderDetail(root: HTMLElement, flow: FlowAxes, stage: FlowStage
       showFigure(figHead, {
         id: 'flow-head',
         view: 'Flow',
-        title: `${stage.group} · ${stage.title} · ${hd === 'mean' ? 'mean of heads' : `head ${hd + 1}`}`,
+        title: `${stage.group} · ${stage.title} · ${hd === 'mean' ? 'mean of heads' : headName(stage.heads![hd], hd)}`,
         svg: flowHeadSvg(flow, stage, hd),
       });
       keyboardCells(figHead);
@@ -242,6 +267,8 @@ export function renderDetail(root: HTMLElement, flow: FlowAxes, stage: FlowStage
       );
     };
     headSel.addEventListener('change', drawHead);
+    if (stage.kvHeads !== undefined)
+      parts.push(h('p', { class: 'muted', 'data-testid': 'flow-kv-sharing', text: sharing(stage) }));
     parts.push(h('div', { class: 'row controls' }, field('Head', headSel)), figHead, tables);
     queueMicrotask(drawHead);
   }

@@ -13,6 +13,7 @@ import type { FlowOutline, FlowStage, FlowStageOutline, FlowText } from '../../.
 import { flowThumbColors } from '../../../src/viz/flow-svg.ts';
 import { field, h, onSubmit } from '../dom.ts';
 import { KIND_LABELS, NO_MODEL, type Served, type ServedEntry } from '../model.ts';
+import { type Paced, paced } from '../paced.ts';
 import { runner } from '../runner.ts';
 import { renderDetail } from './flow-detail.ts';
 import './flow.css';
@@ -139,6 +140,8 @@ export function initFlow(root: HTMLElement, deps: { served: Served }): void {
   let opening = 0;
   let open: HTMLButtonElement | null = null;
   let ran = false;
+  /** The lanes being drawn, column by column. */
+  let drawing: Paced | null = null;
   const entry = () => models.find((m) => m.id === model.value) ?? null;
   const showTarget = () => {
     targetField.hidden = !(entry() && isTranslator(entry()!));
@@ -208,46 +211,51 @@ export function initFlow(root: HTMLElement, deps: { served: Served }): void {
       'The same numbers: ',
       h('code', { text: args.join(' ') }),
     );
+    // The lanes' boxes at once, their columns in pieces (a 30-block decoder has hundreds of stages, each a
+    // thumbnail): a few columns a frame, so the page keeps drawing (issue 63's paced drawing).
+    drawing?.cancel();
+    const pieces: { list: HTMLElement; col: { group: string; stages: FlowStageOutline[] } }[] = [];
     lanesBox.replaceChildren(
-      ...lanes(f).map((lane) =>
-        h(
-          'section',
-          { class: 'flow-lane-box', 'aria-label': lane.name },
-          h('h3', { text: lane.name }),
-          h(
-            'div',
-            { class: 'flow-lane', role: 'list' },
-            ...columns(lane.stages).map((col) =>
-              h(
-                'div',
-                { class: 'flow-col', role: 'listitem', 'data-group': col.group },
-                h('h4', { text: col.group }),
-                ...col.stages.map((s) => {
-                  const T = s.tokens;
-                  const b = h(
-                    'button',
-                    {
-                      type: 'button',
-                      class: `flow-stage kind-${s.kind}`,
-                      'data-stage': s.id,
-                      'aria-expanded': 'false',
-                      'aria-controls': 'flow-detail',
-                      'aria-label': `${col.group}, ${s.title}: ${T} × ${s.width}`,
-                    },
-                    h('span', { class: 'flow-stage-title', text: s.title }),
-                  );
-                  b.append(thumbCanvas(s), h('span', { class: 'flow-shape', text: `${T} × ${s.width}` }));
-                  b.addEventListener('click', () => void toggle(b, s));
-                  return b;
-                }),
-              ),
-            ),
-          ),
-        ),
-      ),
+      ...lanes(f).map((lane) => {
+        const list = h('div', { class: 'flow-lane', role: 'list' });
+        for (const col of columns(lane.stages)) pieces.push({ list, col });
+        return h('section', { class: 'flow-lane-box', 'aria-label': lane.name }, h('h3', { text: lane.name }), list);
+      }),
     );
-    root.dataset.flowed = String(Number(root.dataset.flowed ?? 0) + 1);
+    drawing = paced(
+      pieces.length,
+      (k) => pieces[k].list.append(column(pieces[k].col)),
+      () => {
+        root.dataset.flowed = String(Number(root.dataset.flowed ?? 0) + 1);
+      },
+    );
   };
+
+  /** One column of a lane: its group's stages, each a button with its thumbnail. */
+  const column = (col: { group: string; stages: FlowStageOutline[] }) =>
+    h(
+      'div',
+      { class: 'flow-col', role: 'listitem', 'data-group': col.group },
+      h('h4', { text: col.group }),
+      ...col.stages.map((s) => {
+        const T = s.tokens;
+        const b = h(
+          'button',
+          {
+            type: 'button',
+            class: `flow-stage kind-${s.kind}`,
+            'data-stage': s.id,
+            'aria-expanded': 'false',
+            'aria-controls': 'flow-detail',
+            'aria-label': `${col.group}, ${s.title}: ${T} × ${s.width}`,
+          },
+          h('span', { class: 'flow-stage-title', text: s.title }),
+        );
+        b.append(thumbCanvas(s), h('span', { class: 'flow-shape', text: `${T} × ${s.width}` }));
+        b.addEventListener('click', () => void toggle(b, s));
+        return b;
+      }),
+    );
 
   onSubmit(form, {
     button: go,
@@ -270,6 +278,7 @@ export function initFlow(root: HTMLElement, deps: { served: Served }): void {
     },
     fail() {
       flow = null;
+      drawing?.cancel();
       close();
       lanesBox.replaceChildren();
       summary.textContent = '';

@@ -1,6 +1,8 @@
 /**
  * Translate view: type English, get its translation from the served translation model chosen in
- * the model switcher (EN→DE, EN→FR, ...; greedy or beam search, run in the browser by qkv),
+ * the model switcher (EN→DE, EN→FR, ...; greedy or beam search, run in the browser by qkv; a Hugging Face NLLB /
+ * M2M100 folder between the languages chosen, a T5 folder's output for the task chosen, with its relative
+ * position bias drawn per head: t5-bias.ts),
  * then look at every attention map: encoder self-attention, decoder masked self-attention and
  * cross-attention, per layer and head (heatmap with tokens on both axes, values on hover), the
  * head view (lines weighted by attention) and the model view (all layers × heads). The model is
@@ -9,11 +11,12 @@
  */
 import { KIND_NAMES, type AttentionKind, type TranslationAttention } from '../../../src/viz/attention-data.ts';
 import { translationMaps } from '../../../src/viz/translation.ts';
-import { field, h, onSubmit, select } from '../dom.ts';
+import { field, h, onSubmit, select, setOptions } from '../dom.ts';
 import { namedEnsemble, NO_MODEL, type ModelViewDeps, type ServedEntry } from '../model.ts';
-import type { TranslationInfo } from '../model-worker.ts';
+import type { TranslateChoices, TranslationInfo } from '../model-worker.ts';
 import { runner } from '../runner.ts';
 import { attentionPanel } from './attention-panel.ts';
+import { t5BiasPanel } from './t5-bias.ts';
 
 interface Loaded {
   info: TranslationInfo;
@@ -59,6 +62,14 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     'greedy',
   );
   const beam = h('input', { id: 'beam', type: 'number', min: 2, max: 16, value: 4, 'data-testid': 'beam' });
+  // An NLLB / M2M100 folder's languages (its codes, e.g. eng_Latn → deu_Latn); a T5 folder's task (its prefix).
+  const srcLang = select('src-lang', []);
+  const tgtLang = select('tgt-lang', []);
+  const langFields = [field('From', srcLang), field('To', tgtLang)];
+  const task = select('t5-task', []);
+  const taskField = field('Task', task);
+  const srcField = field('English', src);
+  for (const f of [...langFields, taskField]) f.hidden = true;
   const go = h('button', {
     type: 'submit',
     id: 'translate',
@@ -69,7 +80,9 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
   const form = h(
     'form',
     { id: 'translate-form', class: 'row' },
-    field('English', src),
+    srcField,
+    ...langFields,
+    taskField,
     field('Decoding', decoding),
     field('Beam size', beam),
     go,
@@ -94,7 +107,8 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
       class: 'muted',
       text:
         ' (a qkv train folder, or a Hugging Face Marian download such as Helsinki-NLP/opus-mt-en-de: ' +
-        'config.json, source.spm, target.spm, vocab.json, model.safetensors). Nothing leaves this page. ',
+        'config.json, source.spm, target.spm, vocab.json, model.safetensors; an NLLB / M2M100 or T5 / Flan-T5 ' +
+        'folder: config.json, tokenizer.json, model.safetensors). Nothing leaves this page. ',
     }),
     folderStatus,
   );
@@ -111,6 +125,7 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     'cross',
   );
   const panel = attentionPanel('Translate', '', [field('Attention', kind)]);
+  const bias = t5BiasPanel();
 
   root.append(
     h(
@@ -125,6 +140,7 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
       tokens,
     ),
     ...panel.elements,
+    bias.element,
   );
 
   let loaded: Loaded | null = null;
@@ -168,7 +184,15 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
       const size = Number(beam.value);
       if (useBeam && (beam.value.trim() === '' || !Number.isInteger(size) || size < 2 || size > 16))
         throw new Error(`the beam size must be a whole number from 2 to 16, got '${beam.value}'`);
-      const { result: t, unknown } = await runner.call('translate', { text: src.value, beam: useBeam ? size : 1 });
+      const family = loaded?.info.hf?.family;
+      const choices: TranslateChoices =
+        family === 'm2m100'
+          ? { srcLang: srcLang.value, tgtLang: tgtLang.value }
+          : family === 't5'
+            ? { task: task.value }
+            : {};
+      const r = await runner.call('translate', { text: src.value, beam: useBeam ? size : 1, ...choices });
+      const { result: t, unknown } = r;
       const ms = performance.now() - t0;
       current = t;
       out.textContent = t.translation === '' ? '(empty)' : t.translation;
@@ -188,6 +212,7 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
         warn.hidden = false;
       }
       showTokens(t);
+      bias.show(r.bias ?? null, { encoder: t.srcTokens, decoder: t.tgtTokens });
       await showMaps();
       root.dataset.translated = String(Number(root.dataset.translated ?? 0) + 1);
     },
@@ -199,6 +224,7 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
       warn.hidden = true;
       tokens.replaceChildren();
       void panel.show(null);
+      bias.show(null, { encoder: [], decoder: [] });
     },
   });
 
@@ -251,6 +277,32 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
         `this model alone, so its translations can differ from theirs.`;
     }
     outLabel.textContent = `${targetLanguage(opened.config)}: `;
+    const hf = opened.hf;
+    for (const f of langFields) f.hidden = hf?.family !== 'm2m100';
+    taskField.hidden = hf?.family !== 't5';
+    srcField.firstChild!.textContent = hf ? 'Text' : 'English';
+    if (hf?.family === 'm2m100') {
+      const codes = hf.languages.map((c) => [c, c] as const);
+      setOptions(srcLang, codes, false);
+      setOptions(tgtLang, codes, false);
+      srcLang.value = hf.srcLang;
+      tgtLang.value = hf.tgtLang ?? (hf.languages.includes('deu_Latn') ? 'deu_Latn' : hf.languages[0]);
+      outLabel.textContent = 'Translation: ';
+      info.textContent += ` NLLB / M2M100: ${hf.languages.length} language codes; the target's code is forced first.`;
+    }
+    if (hf?.family === 't5') {
+      setOptions(
+        task,
+        [
+          ['text2text-generation', 'none: the text as typed'],
+          ...hf.tasks.map((x) => [x.name, x.prefix ? `${x.name} (“${x.prefix.trim()}”)` : x.name] as const),
+        ],
+        false,
+      );
+      task.value = hf.tasks.find((x) => x.name.startsWith('translation_'))?.name ?? 'text2text-generation';
+      outLabel.textContent = 'Output: ';
+      info.textContent += ' T5: no position encoding; its relative position bias is drawn per head below.';
+    }
     // The last translation was another model's: cleared.
     current = null;
     out.textContent = '';
@@ -259,6 +311,7 @@ export function initTranslate(root: HTMLElement, deps: ModelViewDeps): Translate
     err.hidden = true;
     tokens.replaceChildren();
     void panel.show(null);
+    bias.show(null, { encoder: [], decoder: [] });
     deps.setModelStatus(`model: ${loaded.name}`);
     go.disabled = false;
   }
