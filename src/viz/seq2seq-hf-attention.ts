@@ -16,7 +16,7 @@
  */
 import { noGrad } from '../autograd/grad-mode.ts';
 import { generateHf, generateHfSteps, hfRules, type HfSearchOptions } from '../decode/hf-search.ts';
-import { T5Stepper } from '../decode/t5-stepper.ts';
+import { t5Stepper } from '../decode/t5-stepper.ts';
 import type { OpenedM2M100, OpenedT5 } from '../folder/open.ts';
 import type { T5Weights } from '../models/hf/t5.ts';
 import { relativePositionBucket, type RelativePositionBias } from '../nn/relative-position-bias.ts';
@@ -176,7 +176,7 @@ export function t5WithAttention(opened: OpenedT5, text: string, options: T5Atten
     const padding = F.eq(src, ids.padId);
     const encoder: Tensor[] = [];
     const memory = model.encode(src, encoder);
-    const res = generateHfSteps(new T5Stepper(model, memory, padding), 1, {
+    const res = generateHfSteps(t5Stepper(model, memory, padding), 1, {
       ...hfRules(ids, generation),
       numBeams: options.beam ?? generation.numBeams,
       lengthPenalty: generation.lengthPenalty,
