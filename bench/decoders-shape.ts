@@ -5,6 +5,13 @@
  */
 import { execFileSync } from 'node:child_process';
 import { cpus } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FILES } from '../src/folder/spec.ts';
+import { writeSafetensors } from '../src/io/safetensors.ts';
+import { hfDecoderTarget, planHfDecoderLoad } from '../src/models/hf/llama.ts';
+import type { GPTConfig } from '../src/models/gpt-config.ts';
+import { Tensor } from '../src/tensor/tensor.ts';
 import { cpuName } from './results.ts';
 
 export const smoke = process.argv.includes('--smoke');
@@ -82,4 +89,45 @@ export function decodersTable(rows: DecoderRow[], cpu: string): string {
         `${r.load.toFixed(2)} | ${r.note ?? ''} |`,
     ),
   ].join('\n');
+}
+
+/**
+ * qkv weights of HF_CONFIG's Llama written as a Hugging Face folder (config.json and model.safetensors) in `folder`,
+ * for the peers that read one: each HF tensor sliced from qkv's by models/hf/llama.ts's map, every qkv parameter
+ * filled exactly once with the shapes the loader wants (the loader's own plan checks it). Returns the bytes written.
+ * Call it on the js backend: the copies then stay off WebAssembly memory (4 GiB at most), which holds the models.
+ */
+export function writeHfLlamaFolder(folder: string, weights: Record<string, Tensor>, cfg: GPTConfig): number {
+  const hfNames = ['model.embed_tokens.weight', 'model.norm.weight'];
+  for (let i = 0; i < HF_CONFIG.num_hidden_layers; i++)
+    for (const m of [
+      'input_layernorm',
+      'post_attention_layernorm',
+      ...['q', 'k', 'v', 'o'].map((x) => `self_attn.${x}_proj`),
+      ...['gate', 'up', 'down'].map((x) => `mlp.${x}_proj`),
+    ])
+      hfNames.push(`model.layers.${i}.${m}.weight`);
+  const hf: Record<string, Tensor> = {};
+  for (const name of hfNames) {
+    const target = hfDecoderTarget(name, cfg);
+    if (!target) throw new Error(`writeHfLlamaFolder: no qkv place for ${name}`);
+    const src = weights[target.name]!;
+    const width = src.shape.length > 1 ? src.shape[1]! : 1;
+    const data = src.dataSync<Float32Array>();
+    hf[name] = target.rows
+      ? new Tensor(data.slice(target.rows[0] * width, (target.rows[0] + target.rows[1]) * width), [
+          target.rows[1],
+          width,
+        ])
+      : new Tensor(data.slice(), src.shape);
+  }
+  planHfDecoderLoad(
+    Object.entries(hf).map(([name, t]) => ({ name, shape: t.shape })),
+    weights,
+    cfg,
+  );
+  mkdirSync(folder);
+  writeFileSync(join(folder, FILES.config), JSON.stringify(HF_CONFIG, null, 2));
+  writeFileSync(join(folder, FILES.weights), writeSafetensors(hf));
+  return Object.values(hf).reduce((n, x) => n + x.size * 4, 0);
 }

@@ -1,36 +1,3 @@
-/**
- * Today's decoders (issue 58, point 7): a SmolLM2-135M-shaped Llama (30 layers, 576 wide, 9 heads over 3 KV heads,
- * SwiGLU 1536, vocabulary 49152, tied head, RMS norm, rotary θ 100000; random weights: qkv's init under manualSeed(1),
- * the layers' matrices ×10 so that greedy decoding does not repeat one id) continues a 16-id prompt by 64 greedy
- * tokens, batch 1, with the KV cache, on every engine in one run:
- *   - qkv, wasm backend, 2 threads: fp32, int8 (module.quantize({ dtype: 'int8' }), as `{ dtype: 'q8' }`) and q4
- *     (float16 scales per block of 32; the tied table q4 too, as quantize() chooses for a tied Llama);
- *   - ONNX Runtime (onnxruntime-node, CPU, 2 intra-op threads, no spinning) on qkv's own export of the same weights
- *     (exportGptOnnx: grouped KV heads in the cache), driven by qkv's generation code (OrtGpt): fp32 (MatMul), int8
- *     (MatMulInteger), q4 (MatMulNBits). The export takes int8 tables only: its q4 graph is made from the q4 model
- *     with an int8 table (quantize({ dtype: 'q4', tables: 'int8' })), which the row's note says;
- *   - PyTorch (.venv-ref: transformers' LlamaForCausalLM, 2 threads) on the same weights, written by this script
- *     as a Hugging Face folder (config.json, model.safetensors in HF's names: models/hf/llama.ts's map in reverse,
- *     checked by its own load plan), generate(max_new_tokens=64, min_new_tokens=64, do_sample=False).
- * Checked first (fatal): qkv's cached generation equals recomputing without the cache (4 tokens, each dtype);
- * PyTorch's logits at the prompt's last position are within 1e-3 of qkv fp32's (else the weights differ).
- * Reported, not fatal (random weights have near-ties; low precision drifts): how many of each engine's 64 tokens
- * equal qkv fp32's, and ONNX Runtime's qkv's in the same dtype (its q4: qkv q4 with the int8 table it was made
- * from), with the length of the common start.
- * Timed: medians of RUNS runs (64 tokens each, the 16-id prefill included), qkv and ONNX Runtime alternating run
- * by run in this process; PyTorch in its own process (a warm-up, then RUNS runs). Tokens/s = 64 / median.
- * Peak MiB: each row decoding once in a process of its own (bench/decoders-peak.ts, PyTorch in Python), its peak
- * resident memory less its memory before the model. Weight MiB: qkv its state dict's bytes (float32 4, float16 2,
- * int8 1, q4 ½), ONNX Runtime its graph's, PyTorch its parameters' (float32, the tied table once). The CPU
- * (lscpu) and the 1-minute load average (median over the engine's runs) are printed beside every figure.
- *   npx tsx bench/decoders.ts             the real shape; writes bench/results/DATE-CPU-decoders.md
- *   npx tsx bench/decoders.ts --smoke     a tiny Llama (2 layers, 96 wide, 6 heads over 2), one run each, no file
- *   npx tsx bench/decoders.ts --no-peers  qkv only
- *   --in-index                            run by bench/index.ts: no lock of its own, no results file
- * The last line printed is JSON: { rows: [{ engine, dtype, ms, tps, weight_mib, peak_mib, load, note? }], tokens,
- * cpu }.
- */
-import { FILES } from '../src/folder/spec.ts';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -43,8 +10,7 @@ import { SESSION_OPTIONS } from '../src/cli/onnxruntime.ts';
 import { generateStreamAsync } from '../src/decode/gpt.ts';
 import { OrtGpt } from '../src/decode/onnxruntime.ts';
 import { exportGptOnnx } from '../src/io/onnx/export.ts';
-import { writeSafetensors } from '../src/io/safetensors.ts';
-import { decoderConfigFromHf, hfDecoderTarget, planHfDecoderLoad } from '../src/models/hf/llama.ts';
+import { decoderConfigFromHf } from '../src/models/hf/llama.ts';
 import { decode, manualSeed, models, noGrad, setBackend, Tensor } from '../src/index.ts';
 import { storageLength } from '../src/tensor/storage.ts';
 import { acquireBenchLock } from './lock.ts';
@@ -60,6 +26,7 @@ import {
   SEED,
   smoke,
   THREADS,
+  writeHfLlamaFolder,
 } from './decoders-shape.ts';
 
 const inIndex = process.argv.includes('--in-index');
@@ -220,44 +187,11 @@ const torchSkipped =
     : '';
 if (torchSkipped) console.log(torchSkipped);
 if (withPeers && !torchSkipped) {
-  // HF's names for every tensor of the checkpoint, mapped to qkv's places by models/hf/llama.ts, then sliced back.
-  const L = HF_CONFIG.num_hidden_layers;
-  const hfNames = ['model.embed_tokens.weight', 'model.norm.weight'];
-  for (let i = 0; i < L; i++)
-    for (const m of [
-      'input_layernorm',
-      'post_attention_layernorm',
-      ...['q', 'k', 'v', 'o'].map((x) => `self_attn.${x}_proj`),
-      ...['gate', 'up', 'down'].map((x) => `mlp.${x}_proj`),
-    ])
-      hfNames.push(`model.layers.${i}.${m}.weight`);
-  // On the js backend: the copies stay off WebAssembly memory (4 GiB at most), which holds the models.
+  // HF's names for every tensor of the checkpoint, mapped to qkv's places by models/hf/llama.ts, then sliced back;
+  // on the js backend: the copies stay off WebAssembly memory (4 GiB at most), which holds the models.
   setBackend('js');
-  const hf: Record<string, Tensor> = {};
-  for (const name of hfNames) {
-    const target = hfDecoderTarget(name, cfg);
-    if (!target) throw new Error(`bench/decoders.ts: no qkv place for ${name}`);
-    const src = weights[target.name]!;
-    const width = src.shape.length > 1 ? src.shape[1]! : 1;
-    const data = src.dataSync<Float32Array>();
-    hf[name] = target.rows
-      ? new Tensor(data.slice(target.rows[0] * width, (target.rows[0] + target.rows[1]) * width), [
-          target.rows[1],
-          width,
-        ])
-      : new Tensor(data.slice(), src.shape);
-  }
-  // Every qkv parameter filled exactly once, shapes as the loader wants them: the loader's own plan.
-  planHfDecoderLoad(
-    Object.entries(hf).map(([name, t]) => ({ name, shape: t.shape })),
-    weights,
-    cfg,
-  );
-  mkdirSync(folder);
-  writeFileSync(join(folder, FILES.config), JSON.stringify(HF_CONFIG, null, 2));
-  writeFileSync(join(folder, FILES.weights), writeSafetensors(hf));
+  const hfBytes = writeHfLlamaFolder(folder, weights, cfg);
   setBackend('wasm');
-  const hfBytes = Object.values(hf).reduce((n, x) => n + x.size * 4, 0);
 
   const env = { ...process.env, OMP_WAIT_POLICY: 'PASSIVE', OMP_NUM_THREADS: String(THREADS) };
   const args = [folder, JSON.stringify(PROMPT), String(NEW), String(RUNS), String(THREADS)];

@@ -23,14 +23,12 @@
  * batch, cpu, note? }.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FILES } from '../src/folder/spec.ts';
-import { writeSafetensors } from '../src/io/safetensors.ts';
-import { decoderConfigFromHf, hfDecoderTarget, planHfDecoderLoad } from '../src/models/hf/llama.ts';
-import { models, setBackend, Tensor } from '../src/index.ts';
+import { decoderConfigFromHf } from '../src/models/hf/llama.ts';
+import { models, setBackend } from '../src/index.ts';
 import {
   BATCH,
   cpuLine,
@@ -45,6 +43,7 @@ import {
   stepIds,
   THREADS,
 } from './finetune-shape.ts';
+import { writeHfLlamaFolder } from './decoders-shape.ts';
 import { acquireBenchLock } from './lock.ts';
 import { writeSeededWeights } from './peak-weights.ts';
 import { codeVersion, cpuName, writeNewResults } from './results.ts';
@@ -206,35 +205,5 @@ function writeHfFolder(folder: string): void {
   const m = new models.GPT(cfg, { init: false });
   writeSeededWeights(m);
   const weights = m.stateDict();
-  const hfNames = ['model.embed_tokens.weight', 'model.norm.weight'];
-  for (let i = 0; i < HF_CONFIG.num_hidden_layers; i++)
-    for (const sub of [
-      'input_layernorm',
-      'post_attention_layernorm',
-      ...['q', 'k', 'v', 'o'].map((x) => `self_attn.${x}_proj`),
-      ...['gate', 'up', 'down'].map((x) => `mlp.${x}_proj`),
-    ])
-      hfNames.push(`model.layers.${i}.${sub}.weight`);
-  const hf: Record<string, Tensor> = {};
-  for (const name of hfNames) {
-    const target = hfDecoderTarget(name, cfg);
-    if (!target) throw new Error(`bench/finetune.ts: no qkv place for ${name}`);
-    const src = weights[target.name]!;
-    const width = src.shape.length > 1 ? src.shape[1]! : 1;
-    const data = src.dataSync<Float32Array>();
-    hf[name] = target.rows
-      ? new Tensor(data.slice(target.rows[0] * width, (target.rows[0] + target.rows[1]) * width), [
-          target.rows[1],
-          width,
-        ])
-      : new Tensor(data.slice(), src.shape);
-  }
-  planHfDecoderLoad(
-    Object.entries(hf).map(([name, t]) => ({ name, shape: t.shape })),
-    weights,
-    cfg,
-  );
-  mkdirSync(folder);
-  writeFileSync(join(folder, FILES.config), JSON.stringify(HF_CONFIG, null, 2));
-  writeFileSync(join(folder, FILES.weights), writeSafetensors(hf));
+  writeHfLlamaFolder(folder, weights, cfg);
 }

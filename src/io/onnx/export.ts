@@ -59,17 +59,20 @@ export interface OnnxExport {
   files: Record<string, Uint8Array>;
 }
 
+/** The file names of an encoder-decoder export's three graphs (qkv's own, Marian, M2M100/NLLB and T5 alike). */
+const SEQ2SEQ_GRAPHS = {
+  encoder: 'encoder_model.onnx',
+  decoder: 'decoder_model.onnx',
+  decoderWithPast: 'decoder_with_past_model.onnx',
+} as const;
+
 /** The three graphs of a translation model and their manifest. */
 export function exportSeq2SeqOnnx(
   config: Seq2SeqConfig,
   weights: Record<string, Tensor>,
   o: { dtype: WeightDType; withAttention: boolean },
 ): OnnxExport {
-  const graphs = {
-    encoder: 'encoder_model.onnx',
-    decoder: 'decoder_model.onnx',
-    decoderWithPast: 'decoder_with_past_model.onnx',
-  };
+  const graphs = { ...SEQ2SEQ_GRAPHS };
   return {
     manifest: {
       format: 'qkv-onnx',
@@ -107,11 +110,7 @@ export function exportT5Onnx(
   weights: Record<string, Tensor>,
   o: { dtype: WeightDType; withAttention: boolean },
 ): OnnxExport {
-  const graphs = {
-    encoder: 'encoder_model.onnx',
-    decoder: 'decoder_model.onnx',
-    decoderWithPast: 'decoder_with_past_model.onnx',
-  };
+  const graphs = { ...SEQ2SEQ_GRAPHS };
   return {
     manifest: {
       format: 'qkv-onnx',
