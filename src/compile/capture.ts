@@ -90,6 +90,12 @@ export interface CaptureStats {
   bytes: number;
 }
 
+/**
+ * Captures made and replays run since the process started, by every {@link capture} and {@link Captured.replay}
+ * (compile's, the static caches' included): what tests read to see that a path was replayed, not run eagerly.
+ */
+export const captureCounts = { captures: 0, replays: 0 };
+
 const BYTES: Record<DType, number> = { float32: 4, int32: 4, bool: 1, uint8: 1, int8: 1, q4: 1, float16: 2 };
 
 /** A captured step: {@link replay} runs it again on new inputs of the same shapes and dtypes. */
@@ -191,6 +197,7 @@ export class Captured {
     }
     for (const p of this.patches) p.container[p.key] = inputs[p.input].storage;
     for (const c of this.calls) c.fn.apply(c.self, c.args);
+    captureCounts.replays++;
     return this.outputs.map((o) => o(inputs));
   }
 }
@@ -402,6 +409,7 @@ export function capture(
     return { ref: ref ?? t.storage, shape: t.shape.slice(), dtype: t.dtype };
   });
   const captured = new Captured(real, specs, calls, slots, outputRefs, guards);
+  captureCounts.captures++;
   return { outputs, captured };
 }
 

@@ -1,7 +1,7 @@
 /**
  * The translation model's decoder over a static cache (issue 62, point 2), so that one capture (src/compile)
- * serves every step of a greedy or beam search. Storage is preallocated for `capacity` rows (the batch,
- * times the beam) and `maxLength` target positions:
+ * serves every step of a greedy or beam search with the same rows. Storage is preallocated for `capacity` rows
+ * (the batch, times the beam) and `maxLength` target positions:
  *
  * - per layer, self-attention keys and values (rows, h, maxLength, dK), zero where nothing was written; a step's
  *   key and value join them as cache + place·k, `place` (maxLength, 1) one-hot at the position (a GEMM with one
@@ -11,14 +11,19 @@
  * - the self-attention's key bias (rows, maxLength), built on the host at each step: 0 for the positions fed so
  *   far, −∞ after the new one and where a padding id was fed (the dynamic cache's target padding mask).
  *
- * The position enters as data (a row of the sinusoid table taken by an embedding kernel), never as a size, so
- * every step has the same shapes. A search's reorder (sentences that finish, beams that swap) is a second
- * captured step: every row-indexed storage gathered by an embedding kernel over the row ids (an input), then
- * copied back in place. Rows past the search's live ones are computed and ignored.
+ * The position enters as data (a row of the sinusoid table taken by an embedding kernel), never as a size. A
+ * step computes the live rows only (the first `rows` of the storage, read in place), as the dynamic cache does:
+ * the GEMMs then have the dynamic cache's row counts, and the wasm GEMM takes another path (dot products) at
+ * four rows or fewer, so computing all `capacity` rows would change the bits of the live ones. So there is one
+ * capture per live row count: a search whose rows stay the same (a beam of one sentence, steps between two
+ * sentences finishing) replays. A search's reorder (sentences that finish, beams that swap) is a second captured
+ * step, per new row count: every row-indexed storage gathered by an embedding kernel over the row ids (an input),
+ * then copied back in place into its first rows.
  *
- * The dynamic cache (nn/kv-cache.ts) attends over t + 1 keys, this over maxLength with the rest at −∞: the same
- * softmax up to the kernel's rounding, so greedy decoding draws today's tokens (test/compile/static-seq2seq), and
- * a replayed step equals its eager run bit for bit.
+ * The dynamic cache (nn/kv-cache.ts) attends over t + 1 keys, this over maxLength with the rest at −∞: the
+ * attention kernels add nothing for a key at −∞ (an exp of 0, a weight of 0) and sum in the same order, so the
+ * steps give the dynamic cache's log-probabilities bit for bit on js and wasm (test/compile/static-seq2seq), and a
+ * replayed step equals its eager run bit for bit.
  */
 import { type Captured, compile, type CompiledStep } from '../compile/capture.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
@@ -145,29 +150,27 @@ export class StaticSeq2SeqStepper implements Stepper {
     if (p >= S) throw new Error(`StaticSeq2SeqStepper.step: position ${p} exceeds the cache's maxLength ${S}`);
     const { padId } = this.model.config;
     const maskTarget = this.model.config.maskTargetPadding ?? true;
-    const ids = new Int32Array(this.capacity);
-    ids.set(last);
     const place = new Float32Array(S);
     place[p] = 1;
-    const bias = new Float32Array(this.capacity * S);
-    for (let r = 0; r < this.capacity; r++) {
-      if (r < n && maskTarget && last[r] === padId) this.padded[r * S + p] = 1;
+    const bias = new Float32Array(n * S);
+    for (let r = 0; r < n; r++) {
+      if (maskTarget && last[r] === padId) this.padded[r * S + p] = 1;
       for (let s = 0; s < S; s++) if (s > p || this.padded[r * S + s]) bias[r * S + s] = Number.NEGATIVE_INFINITY;
     }
     const V = this.vocabSize;
     const first = this.model.config.positionOffset ?? 0;
     const lp = memoryScope(() => {
       const inputs = [
-        new Tensor(ids, [this.capacity, 1], 'int32'),
+        new Tensor(Int32Array.from(last), [n, 1], 'int32'),
         new Tensor(Int32Array.of(first + p), [1], 'int32'),
         upload(place, [S, 1]),
-        upload(bias, [this.capacity, S]),
+        upload(bias, [n, S]),
       ];
       const [logits, logp] = this.compiledStep
         ? this.compiledStep(...inputs)
         : this.forward(inputs[0], inputs[1], inputs[2], inputs[3]);
-      if (this.trace) this.trace.push(logits.dataSync<Float32Array>().slice(0, n * V));
-      return logp.dataSync<Float32Array>().slice(0, n * V);
+      if (this.trace) this.trace.push(logits.dataSync<Float32Array>().slice());
+      return logp.dataSync<Float32Array>().slice();
     });
     this.length++;
     return checkedLogProbs(lp, V, this.maskPadding ? padId : -1, ++this.steps);
@@ -183,14 +186,12 @@ export class StaticSeq2SeqStepper implements Stepper {
         throw new Error(`StaticSeq2SeqStepper.reorder: row ${r} is out of range for ${n} live rows`);
     this.live = rows.length;
     if (rows.every((r, i) => r === i)) return; // a prefix: nothing moves
-    // Rows past the live ones keep their own contents (unused).
-    const all = Int32Array.from({ length: this.capacity }, (_, i) => (i < rows.length ? rows[i] : i));
     const S = this.maxLength;
     const padded = new Uint8Array(this.padded.length);
-    all.forEach((r, i) => padded.set(this.padded.subarray(r * S, (r + 1) * S), i * S));
+    rows.forEach((r, i) => padded.set(this.padded.subarray(r * S, (r + 1) * S), i * S));
     this.padded = padded;
     memoryScope(() => {
-      const rowIds = new Tensor(all, [this.capacity], 'int32');
+      const rowIds = new Tensor(Int32Array.from(rows), [rows.length], 'int32');
       if (this.compiledReorder) this.compiledReorder(rowIds);
       else this.gather(rowIds);
     });
@@ -203,23 +204,25 @@ export class StaticSeq2SeqStepper implements Stepper {
   private forward(ids: Tensor, pos: Tensor, place: Tensor, bias: Tensor): Tensor[] {
     const m = this.model;
     const c = m.config;
+    const n = ids.shape[0];
     const e = (m.tgtEmbedding ?? m.embedding).forward(ids);
     let x = (c.scaleEmbedding ?? true) ? F.mul(e, Math.sqrt(c.dModel)) : e;
     x = m.positions.dropout.forward(F.add(x, F.embedding(pos, m.positions.pe)));
     const decoder = m.transformer.decoder;
     [...decoder.layers].forEach((layer, i) => {
-      const cache = this.layers[i];
+      const l = this.layers[i];
+      const [selfK, selfV, memoryK, memoryV] = [l.selfK, l.selfV, l.memoryK, l.memoryV].map((t) => firstRows(t, n));
       const sa = (y: Tensor): Tensor => {
         const { q, k, v } = layer.selfAttn.projectSelf(y);
-        writeInto(cache.selfK, F.add(cache.selfK, F.matmul(place, k)));
-        writeInto(cache.selfV, F.add(cache.selfV, F.matmul(place, v)));
-        const r = layer.selfAttn.attendProjected(q, cache.selfK, cache.selfV, { keyPaddingMask: bias });
+        writeInto(selfK, F.add(selfK, F.matmul(place, k)));
+        writeInto(selfV, F.add(selfV, F.matmul(place, v)));
+        const r = layer.selfAttn.attendProjected(q, selfK, selfV, { keyPaddingMask: bias });
         return layer.dropout1.forward(r.output);
       };
       const mha = (y: Tensor): Tensor => {
         const a = layer.multiheadAttn;
-        const r = a.attendProjected(a.projectQuery(y), cache.memoryK, cache.memoryV, {
-          keyPaddingMask: this.memoryBias,
+        const r = a.attendProjected(a.projectQuery(y), memoryK, memoryV, {
+          keyPaddingMask: firstRows(this.memoryBias, n),
         });
         return layer.dropout2.forward(r.output);
       };
@@ -242,16 +245,25 @@ export class StaticSeq2SeqStepper implements Stepper {
     return [logits, F.logSoftmax(logits, -1)];
   }
 
-  /** The reorder as a function of the row ids (rows) only: each row-indexed tensor ← its rows `rowIds`. */
+  /**
+   * The reorder as a function of the row ids only: the first rowIds.length rows of each row-indexed tensor ←
+   * its rows `rowIds`.
+   */
   private gather(rowIds: Tensor): Tensor[] {
     const moved: Tensor[] = [];
     for (const l of this.layers) moved.push(l.selfK, l.selfV, l.memoryK, l.memoryV);
     moved.push(this.memoryBias);
     // An embedding kernel is a row gather whose rows are data: (rows, rest) viewed as a table.
     const gathered = moved.map((t) => F.embedding(rowIds, t.reshape(this.capacity, -1)));
-    moved.forEach((t, i) => writeInto(t, gathered[i]));
+    moved.forEach((t, i) => writeInto(firstRows(t, rowIds.shape[0]), gathered[i]));
     return gathered.slice(0, 1);
   }
+}
+
+/** The first n rows of t (dim 0), in place: a tensor over t's own storage (which holds more). */
+function firstRows(t: Tensor, n: number): Tensor {
+  if (n === t.shape[0]) return t;
+  return Tensor.fromStorage(t.device, t.storage, [n, ...t.shape.slice(1)], t.dtype);
 }
 
 /** dst's storage ← src's (same size), through the current backend's device (so a capture records it). */

@@ -1,6 +1,7 @@
-// The static KV cache (src/decode/static-gpt.ts): greedy decoding over it draws today's tokens (the dynamic
-// cache's generate), and its captured steps replay the eager static steps bit for bit, for learned,
-// sinusoidal and rotary positions (GPT-2's and Llama's families share the GPT class).
+// The static KV cache (src/decode/static-gpt.ts): greedy decoding over it draws today's tokens from today's
+// logits bit for bit (the dynamic cache's generate), and its captured steps replay the eager static steps bit for
+// bit, for learned, sinusoidal and rotary positions and sliding windows (GPT-2's and Llama's families share the
+// GPT class).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
@@ -31,6 +32,22 @@ const CONFIGS: [string, GPTConfig][] = [
       tiedHead: false,
     },
   ],
+  [
+    'sliding window of 4 in blocks 0 and 2 (Mistral-like), rotary',
+    {
+      ...GPT_TINY,
+      vocabSize: 97,
+      blockSize: 40,
+      nLayer: 3,
+      nHead: 4,
+      nKVHead: 2,
+      positions: 'rotary',
+      norm: 'rms',
+      mlp: 'swiglu',
+      slidingWindow: 4,
+      slidingLayers: [0, 2],
+    },
+  ],
 ];
 const PROMPT = [5, 17, 3, 88, 42];
 
@@ -54,8 +71,12 @@ for (const [name, config] of CONFIGS) {
     assert.ok(new Set(dynamic.ids).size >= 8, `a degenerate draw: ${dynamic.ids}`);
     assert.deepEqual(eager.ids, dynamic.ids);
     assert.deepEqual(replayed.ids, dynamic.ids);
-    // Replay and eager static steps: the same logits, bit for bit, at every step.
+    // Replayed, eager static and dynamic steps: the same logits, bit for bit, at every step.
     eager.logits.forEach((l, i) => assert.deepEqual(bits(replayed.logits[i]), bits(l), `step ${i}`));
+    dynamic.logits.forEach((l, i) => assert.deepEqual(bits(eager.logits[i]), bits(l), `step ${i}: static vs dynamic`));
+    // The cache holds the KV heads only (grouped-query attention).
+    const { nHead, nKVHead = nHead, nEmbd } = config;
+    assert.deepEqual(new StaticGPTDecoder(model, 8).layers[0].k.shape, [1, nKVHead, 8, nEmbd / nHead]);
   });
 }
 
@@ -85,9 +106,10 @@ test('the context cut (prompt + maxTokens > blockSize) refills the static cache 
   const replayed = generateStatic(model, [1, 2, 3, 4], options);
   assert.ok(new Set(dynamic.ids).size >= 5, `a degenerate draw: ${dynamic.ids}`);
   assert.deepEqual(replayed.ids, dynamic.ids);
+  dynamic.logits.forEach((l, i) => assert.deepEqual(bits(replayed.logits[i]), bits(l), `step ${i}`));
 });
 
-test('a batch of two rows: the replayed static steps equal the eager ones bit for bit; sliding windows refused', () => {
+test('a batch of two rows: the replayed static steps equal the eager ones bit for bit', () => {
   manualSeed(9);
   const model = wide({ ...GPT_TINY, vocabSize: 97, blockSize: 16 });
   const eager = new StaticGPTDecoder(model, 8, { batch: 2, compiled: false });
@@ -105,8 +127,6 @@ test('a batch of two rows: the replayed static steps equal the eager ones bit fo
       assert.deepEqual(bits(replayed.step(x).dataSync<Float32Array>()), a, `step ${s}`);
     }
   });
-  const windowed = new GPT({ ...GPT_TINY, vocabSize: 20, blockSize: 16, slidingWindow: 4 });
-  assert.throws(() => new StaticGPTDecoder(windowed, 8), /sliding-window attention is not supported/);
 });
 
 test('one capture serves every one-token step; the decoder refuses positions past maxLength', () => {
