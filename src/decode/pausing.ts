@@ -14,6 +14,7 @@ import {
   greedySearchAsync,
   prepareSearch,
   readsSync,
+  releaseStepper,
   type BeamSearchOptions,
   type BeamSearchResult,
   type DecodeOptions,
@@ -94,13 +95,15 @@ async function runPausing<R>(
   const restore = enterEvalMode(members);
   try {
     // The static cache (options.staticCache) reads its steps back synchronously: the CPU backends only.
+    const isStatic = Boolean(options.staticCache) && readsSync(members);
     const stepper = noGrad(() =>
-      options.staticCache && readsSync(members)
-        ? encodeStatic(members, src, options, maxLens, beam)
-        : encodeSources(members, src, options),
+      isStatic ? encodeStatic(members, src, options, maxLens, beam) : encodeSources(members, src, options),
     );
-    const pausing = pausingStepper(stepper, options.signal);
-    return await search(pausing, maxLens, padId);
+    try {
+      return await search(pausingStepper(stepper, options.signal), maxLens, padId);
+    } finally {
+      if (isStatic) releaseStepper(stepper); // the static caches' storage and captures, freed now
+    }
   } finally {
     restore();
   }

@@ -20,6 +20,7 @@
  */
 import { noGrad } from '../autograd/grad-mode.ts';
 import { type Captured, compile, type CompiledStep } from '../compile/capture.ts';
+import { OwnedStorage } from '../compile/owned.ts';
 import type { GPT } from '../models/gpt.ts';
 import { enterEvalMode } from '../nn/module.ts';
 import * as F from '../ops/index.ts';
@@ -40,6 +41,7 @@ export class StaticGPTDecoder {
   /** Positions fed so far: the position of the next token. */
   length = 0;
   private readonly compiled: CompiledStep | null;
+  private readonly storage: OwnedStorage;
   private readonly rope: { cos: Tensor; sin: Tensor } | null;
   /** The window sizes of the sliding-window blocks, each one more bias input of the step. */
   private readonly windows: number[];
@@ -67,8 +69,8 @@ export class StaticGPTDecoder {
     const a = blocks[0].attn;
     const shape = [batch, a.numKVHeads, maxLength, a.headDim];
     const n = shape.reduce((x, y) => x * y, 1);
-    const zeros = (): Tensor =>
-      Tensor.fromStorage(device, device.alloc('float32', n, { zero: true, persistent: true }), shape, 'float32');
+    this.storage = new OwnedStorage(device, this);
+    const zeros = (): Tensor => Tensor.fromStorage(device, this.storage.alloc('float32', n), shape, 'float32');
     this.layers = blocks.map(() => ({ k: zeros(), v: zeros() }));
     this.rope = model.rope ? model.rope.tables(0, maxLength) : null;
     const step = (...inputs: Tensor[]): Tensor => this.forward(inputs);
@@ -78,6 +80,15 @@ export class StaticGPTDecoder {
   /** The captures held (one per step shape: the prefill's, the one-token step's), or null when not compiled. */
   get captures(): ReadonlyMap<string, Captured> | null {
     return this.compiled?.captures ?? null;
+  }
+
+  /**
+   * Free the cache and the captures now (else once the decoder is collected); the decoder cannot be used
+   * afterwards, nor the logits of its steps.
+   */
+  release(): void {
+    this.compiled?.clear();
+    this.storage.releaseAll();
   }
 
   /** Forget every position (zero the cache): the next step starts at position 0. */
@@ -176,6 +187,7 @@ export function* generateStaticStream(
 ): IterableIterator<GeneratedToken> {
   const { vocabSize, blockSize } = model.config;
   const restoreMode = enterEvalMode(model);
+  let made: StaticGPTDecoder | null = null;
   try {
     const maxLength = Math.min(blockSize, Math.max(1, prompt.length + Math.max(0, options.maxTokens)));
     const given = options.decoder;
@@ -184,7 +196,8 @@ export function* generateStaticStream(
         `generateStatic: options.decoder must be a StaticGPTDecoder of this model with maxLength >= ${maxLength}, ` +
           `got ${given.model === model ? `maxLength ${given.maxLength}` : "another model's"}`,
       );
-    const decoder = given ?? new StaticGPTDecoder(model, maxLength, { compiled: options.compiled });
+    made = given ? null : new StaticGPTDecoder(model, maxLength, { compiled: options.compiled });
+    const decoder = given ?? made!;
     const run = (fed: number[], fresh: boolean): Float32Array =>
       noGrad(() =>
         memoryScope(() => {
@@ -202,6 +215,7 @@ export function* generateStaticStream(
       }
     }
   } finally {
+    (made as StaticGPTDecoder | null)?.release(); // a decoder made here is freed here (a given one is the caller's)
     restoreMode();
   }
 }

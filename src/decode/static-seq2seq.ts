@@ -12,13 +12,16 @@
  *   far, −∞ after the new one and where a padding id was fed (the dynamic cache's target padding mask).
  *
  * The position enters as data (a row of the sinusoid table taken by an embedding kernel), never as a size. A
- * step computes the live rows only (the first `rows` of the storage, read in place), as the dynamic cache does:
- * the GEMMs then have the dynamic cache's row counts, and the wasm GEMM takes another path (dot products) at
- * four rows or fewer, so computing all `capacity` rows would change the bits of the live ones. So there is one
- * capture per live row count: a search whose rows stay the same (a beam of one sentence, steps between two
- * sentences finishing) replays. A search's reorder (sentences that finish, beams that swap) is a second captured
- * step, per new row count: every row-indexed storage gathered by an embedding kernel over the row ids (an input),
- * then copied back in place into its first rows.
+ * step computes the first `computedRows(live)` rows of the storage (read in place): the live rows alone where
+ * there are four or fewer, else the next power of two (at most `capacity`), the rows past the live ones computed
+ * and ignored. Why not always `capacity`: the wasm GEMM takes another path (dot products of rows) at four rows
+ * or fewer, so the live rows' bits would depend on how many dead rows were computed with them; above four rows
+ * every kernel computes a row the same whatever the row count (the packed GEMM's tiles are zero-padded), so the
+ * dynamic cache's bits are kept. Why not exactly the live rows: one capture per row count, and a beam search's
+ * rows change at almost every step once hypotheses finish. So at most 4 + log2(capacity) captures, each
+ * replayed until the rows cross to another bucket, for at most twice the rows. A search's reorder (sentences
+ * that finish, beams that swap) is a second captured step, bucketed the same way: every row-indexed storage
+ * gathered by an embedding kernel over the row ids (an input), then copied back in place into its first rows.
  *
  * The dynamic cache (nn/kv-cache.ts) attends over t + 1 keys, this over maxLength with the rest at −∞: the
  * attention kernels add nothing for a key at −∞ (an exp of 0, a weight of 0) and sum in the same order, so the
@@ -26,6 +29,7 @@
  * replayed step equals its eager run bit for bit.
  */
 import { type Captured, compile, type CompiledStep } from '../compile/capture.ts';
+import { OwnedStorage } from '../compile/owned.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { activate } from '../nn/transformer.ts';
 import * as F from '../ops/index.ts';
@@ -67,6 +71,7 @@ export class StaticSeq2SeqStepper implements Stepper {
   private readonly compiledStep: CompiledStep | null;
   private readonly compiledReorder: CompiledStep | null;
   private readonly maskPadding: boolean;
+  private readonly storage: OwnedStorage;
 
   /**
    * `memory` (B, S, dModel) and `srcPadding` (B, S) of B sources (rows 0..B−1); `capacity` ≥ B rows (the
@@ -91,9 +96,11 @@ export class StaticSeq2SeqStepper implements Stepper {
     this.maskPadding = options.maskPadding ?? true;
     this.trace = options.trace ? [] : null;
     const device = K().device;
+    const storage = new OwnedStorage(device, this);
+    this.storage = storage;
     const zeros = (shape: number[]): Tensor => {
       const n = shape.reduce((x, y) => x * y, 1);
-      return Tensor.fromStorage(device, device.alloc('float32', n, { zero: true, persistent: true }), shape, 'float32');
+      return Tensor.fromStorage(device, storage.alloc('float32', n), shape, 'float32');
     };
     /** A (rows, ...) zero tensor whose first B rows are t's. */
     const rowsOf = (t: Tensor): Tensor => {
@@ -152,25 +159,30 @@ export class StaticSeq2SeqStepper implements Stepper {
     const maskTarget = this.model.config.maskTargetPadding ?? true;
     const place = new Float32Array(S);
     place[p] = 1;
-    const bias = new Float32Array(n * S);
-    for (let r = 0; r < n; r++) {
-      if (maskTarget && last[r] === padId) this.padded[r * S + p] = 1;
-      for (let s = 0; s < S; s++) if (s > p || this.padded[r * S + s]) bias[r * S + s] = Number.NEGATIVE_INFINITY;
+    // Rows past the live ones: the first live row's id, keys up to p seen (finite values, ignored).
+    const rows = computedRows(n, this.capacity);
+    const ids = new Int32Array(rows).fill(last[0]);
+    ids.set(last);
+    const bias = new Float32Array(rows * S);
+    for (let r = 0; r < rows; r++) {
+      if (r < n && maskTarget && last[r] === padId) this.padded[r * S + p] = 1;
+      for (let s = 0; s < S; s++)
+        if (s > p || (r < n && this.padded[r * S + s])) bias[r * S + s] = Number.NEGATIVE_INFINITY;
     }
     const V = this.vocabSize;
     const first = this.model.config.positionOffset ?? 0;
     const lp = memoryScope(() => {
       const inputs = [
-        new Tensor(Int32Array.from(last), [n, 1], 'int32'),
+        new Tensor(ids, [rows, 1], 'int32'),
         new Tensor(Int32Array.of(first + p), [1], 'int32'),
         upload(place, [S, 1]),
-        upload(bias, [n, S]),
+        upload(bias, [rows, S]),
       ];
       const [logits, logp] = this.compiledStep
         ? this.compiledStep(...inputs)
         : this.forward(inputs[0], inputs[1], inputs[2], inputs[3]);
-      if (this.trace) this.trace.push(logits.dataSync<Float32Array>().slice());
-      return logp.dataSync<Float32Array>().slice();
+      if (this.trace) this.trace.push(logits.dataSync<Float32Array>().slice(0, n * V));
+      return logp.dataSync<Float32Array>().slice(0, n * V);
     });
     this.length++;
     return checkedLogProbs(lp, V, this.maskPadding ? padId : -1, ++this.steps);
@@ -191,14 +203,21 @@ export class StaticSeq2SeqStepper implements Stepper {
     rows.forEach((r, i) => padded.set(this.padded.subarray(r * S, (r + 1) * S), i * S));
     this.padded = padded;
     memoryScope(() => {
-      const rowIds = new Tensor(Int32Array.from(rows), [rows.length], 'int32');
+      // Bucketed as the steps: rows past the new live ones copy row 0 (ignored).
+      const ids = new Int32Array(computedRows(rows.length, this.capacity));
+      ids.set(rows);
+      const rowIds = new Tensor(ids, [ids.length], 'int32');
       if (this.compiledReorder) this.compiledReorder(rowIds);
       else this.gather(rowIds);
     });
   }
 
-  /** Nothing to free by hand: the storage is long-lived and freed when collected. */
-  release(): void {}
+  /** Free the cache and the captures now (else once the stepper is collected); no step may follow. */
+  release(): void {
+    this.compiledStep?.clear();
+    this.compiledReorder?.clear();
+    this.storage.releaseAll();
+  }
 
   /** The step as a function of its inputs only (what is captured): logits and log-probabilities (rows, 1, V). */
   private forward(ids: Tensor, pos: Tensor, place: Tensor, bias: Tensor): Tensor[] {
@@ -258,6 +277,11 @@ export class StaticSeq2SeqStepper implements Stepper {
     moved.forEach((t, i) => writeInto(firstRows(t, rowIds.shape[0]), gathered[i]));
     return gathered.slice(0, 1);
   }
+}
+
+/** Rows a step computes for n live ones (see the file comment): n up to four, else the next power of two. */
+export function computedRows(n: number, capacity: number): number {
+  return n <= 4 ? n : Math.min(capacity, 2 ** Math.ceil(Math.log2(n)));
 }
 
 /** The first n rows of t (dim 0), in place: a tensor over t's own storage (which holds more). */

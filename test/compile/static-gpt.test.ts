@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
+import { bytesInUse } from '../../src/backend/wasm/memory.ts';
 import { generate } from '../../src/decode/gpt.ts';
 import { generateStatic, StaticGPTDecoder } from '../../src/decode/static-gpt.ts';
 import { GPT, GPT_TINY, type GPTConfig } from '../../src/models/gpt.ts';
@@ -143,4 +144,20 @@ test('one capture serves every one-token step; the decoder refuses positions pas
     );
   });
   assert.throws(() => new StaticGPTDecoder(model, 17), /maxLength must be an integer in \[1, 16\], got 17/);
+});
+
+test('a generation frees the static cache and captures it made when it ends (wasm memory back where it was)', () => {
+  manualSeed(6);
+  const model = wide({ ...GPT_TINY, vocabSize: 97, blockSize: 32 });
+  const options = { maxTokens: 8, temperature: 0 };
+  generateStatic(model, PROMPT, options); // first use: whatever the kernels keep (scratch) is allocated here
+  const before = bytesInUse();
+  for (let i = 0; i < 3; i++) generateStatic(model, PROMPT, options);
+  assert.equal(bytesInUse(), before); // js: nothing in wasm memory; wasm: the caches and plans freed
+  const decoder = new StaticGPTDecoder(model, 16);
+  generateStatic(model, PROMPT, { ...options, decoder }); // a given decoder is the caller's: kept
+  assert.ok(bytesInUse() >= before);
+  const kept = [...decoder.captures!.values()];
+  decoder.release();
+  assert.throws(() => kept[0].replay([]), /this capture was released/);
 });

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
+import { bytesInUse } from '../../src/backend/wasm/memory.ts';
 import { loadModelDir } from '../../src/cli/files.ts';
 import { encodeLines } from '../../src/decode/batch.ts';
 import {
@@ -177,4 +178,26 @@ test("the shipped model on Multi30K sentences: static greedy and beam-4 give tod
   assertSame(greedy(model, src, { ...o, staticCache: true }), today, 'greedy');
   const beam = beamSearch(model, src, { ...o, beamSize: 4 });
   assertSame(beamSearch(model, src, { ...o, beamSize: 4, staticCache: true }), beam, 'beam 4');
+});
+
+test('a search frees its static caches and captures when it ends (wasm memory back where it was)', () => {
+  const model = wide(TINY, 8);
+  const src = batch(SRC, 0);
+  const o = { bosId: 1, eosId: 2, maxLen: 16, staticCache: true };
+  beamSearch(model, src, o); // first use: whatever the kernels keep (scratch) is allocated here
+  const before = bytesInUse();
+  for (let i = 0; i < 3; i++) beamSearch(model, src, o);
+  greedy(model, src, o);
+  // Under js nothing lives in wasm memory (0 = 0); under wasm the caches and plans are blocks of it.
+  assert.equal(bytesInUse(), before);
+  // A released capture refuses to replay.
+  noGrad(() => {
+    const pad = model.paddingMask(src);
+    const stepper = new StaticSeq2SeqStepper(model, model.encode(src, pad), pad, 3, 4);
+    stepper.step(Int32Array.of(1, 1, 1));
+    stepper.step(Int32Array.of(5, 6, 7)); // a replay
+    const [captured] = stepper.captures!;
+    stepper.release();
+    assert.throws(() => captured.replay([]), /this capture was released/);
+  });
 });
