@@ -4,8 +4,9 @@
  * beam 4, fp32, on the wasm backend (2 threads), three ways each:
  *   - eager: today's search (the dynamic decoder cache, op by op);
  *   - static cache, eager: the static cache (src/decode/static-seq2seq.ts) run op by op;
- *   - replayed: its step and its reorder captured once per search (src/compile) and replayed (the captures,
- *     one eager step each, are in the time: a search makes its own stepper).
+ *   - replayed: its step and its reorder captured once per row bucket (src/compile; the live rows up to four,
+ *     else the next power of two) and replayed (the captures, one eager step each, are in the time: a search
+ *     makes its own stepper). This is what the translation pipeline and `qkv translate` now run by default.
  * Checked first: the three give the same tokens. Then RUNS rounds, each engine once per round in turn
  * (alternating, as bench/onnx.ts), the median per engine. Prints a table and, last, one JSON line.
  *   npx tsx bench/compiled-seq2seq.ts [--smoke]

@@ -40,6 +40,7 @@ export * as models from './models/index.ts';
 export * as decode from './decode/index.ts';
 export {
   capture,
+  captureCounts,
   compile,
   CaptureError,
   Captured,

@@ -73,6 +73,8 @@ export interface Common {
   /** --src-lang / --tgt-lang: a multilingual folder's (NLLB / M2M100) languages. */
   srcLang?: string;
   tgtLang?: string;
+  /** --no-compiled (translate): the dynamic decoder cache, op by op, instead of the static one replayed. */
+  compiled?: boolean;
   log: (s: string) => void;
 }
 
@@ -83,6 +85,7 @@ export function translationOptions(o: Common): TranslationOptions {
     alpha: o.alpha,
     mbr: o.mbr,
     skipLong: o.skipLong,
+    ...(o.compiled === false && { compiled: false }),
     ...(o.srcLang !== undefined && { srcLang: o.srcLang }),
     ...(o.tgtLang !== undefined && { tgtLang: o.tgtLang }),
   };

@@ -29,6 +29,7 @@ import {
   storageLength,
 } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
+import { OwnedStorage } from './owned.ts';
 
 /** Why a step could not be captured (a host read, grad mode, random draws, ...). */
 export class CaptureError extends Error {
@@ -90,6 +91,12 @@ export interface CaptureStats {
   bytes: number;
 }
 
+/**
+ * Captures made and replays run since the process started, by every {@link capture} and {@link Captured.replay}
+ * (compile's, the static caches' included): what tests read to see that a path was replayed, not run eagerly.
+ */
+export const captureCounts = { captures: 0, replays: 0 };
+
 const BYTES: Record<DType, number> = { float32: 4, int32: 4, bool: 1, uint8: 1, int8: 1, q4: 1, float16: 2 };
 
 /** A captured step: {@link replay} runs it again on new inputs of the same shapes and dtypes. */
@@ -99,6 +106,8 @@ export class Captured {
   private readonly calls: Call[];
   private readonly patches: Patch[];
   private readonly outputs: ((inputs: readonly Tensor[]) => Tensor)[];
+  /** The plan's buffers (null once released). */
+  private storage: OwnedStorage | null;
 
   constructor(
     private readonly backend: Backend,
@@ -109,6 +118,8 @@ export class Captured {
     private readonly guards: readonly IdsGuard[],
   ) {
     const device = backend.device;
+    const storage = new OwnedStorage(device, this);
+    this.storage = storage;
     // The plan: each slot gets a buffer of its dtype and size that no slot live at the same time holds.
     const pools = new Map<string, { buffer: Storage; freeAfter: number }[]>();
     const buffers: Storage[] = [];
@@ -120,7 +131,7 @@ export class Captured {
       let entry = pool.find((e) => e.freeAfter < s.first);
       if (!entry) {
         // Long-lived storage: under wasm, a block of its memory, so the kernels run on it in place.
-        entry = { buffer: device.alloc(s.dtype, s.n, { zero: true, persistent: true }), freeAfter: -1 };
+        entry = { buffer: storage.alloc(s.dtype, s.n), freeAfter: -1 };
         pool.push(entry);
         bytes += storageLength(s.dtype, s.n) * BYTES[s.dtype];
       }
@@ -177,6 +188,7 @@ export class Captured {
    * every replay: read or copy them before the next replay of this capture overwrites them.
    */
   replay(inputs: readonly Tensor[]): Tensor[] {
+    if (!this.storage) throw new Error('replay: this capture was released (its buffers are freed)');
     checkInputs(inputs, this.inputSpecs, this.backend);
     for (const g of this.guards) {
       const t = inputs[g.input];
@@ -191,7 +203,17 @@ export class Captured {
     }
     for (const p of this.patches) p.container[p.key] = inputs[p.input].storage;
     for (const c of this.calls) c.fn.apply(c.self, c.args);
+    captureCounts.replays++;
     return this.outputs.map((o) => o(inputs));
+  }
+
+  /**
+   * Free the plan's buffers now (else they are freed once this capture is collected): no replay may follow, and
+   * the outputs of its replays must no longer be read.
+   */
+  release(): void {
+    this.storage?.releaseAll();
+    this.storage = null;
   }
 }
 
@@ -402,6 +424,7 @@ export function capture(
     return { ref: ref ?? t.storage, shape: t.shape.slice(), dtype: t.dtype };
   });
   const captured = new Captured(real, specs, calls, slots, outputRefs, guards);
+  captureCounts.captures++;
   return { outputs, captured };
 }
 
@@ -418,14 +441,14 @@ export interface CompiledStep {
   (...inputs: Tensor[]): Tensor[];
   /** The capture of each set of input shapes held now, by key (`float32[1,4];int32[1,1]`). */
   readonly captures: ReadonlyMap<string, Captured>;
-  /** Forget every capture (the next call captures again). */
+  /** Forget every capture and free its buffers (the next call captures again; earlier outputs are void). */
   clear(): void;
 }
 
 /**
  * `step` captured once per set of input dtypes and shapes (at most `maxCaptures`, default 8, the least recently
- * used dropped first) and replayed afterwards. A replay's outputs are overwritten by the next replay of the same
- * capture (see {@link Captured.replay}); the capturing call's outputs are the eager run's own.
+ * used dropped first, its buffers freed) and replayed afterwards. A replay's outputs are overwritten by the next
+ * replay of the same capture (see {@link Captured.replay}); the capturing call's outputs are the eager run's own.
  */
 export function compile(
   step: (...inputs: Tensor[]) => Tensor | Tensor[],
@@ -444,8 +467,16 @@ export function compile(
     }
     const { outputs, captured } = capture(step, inputs);
     captures.set(key, captured);
-    if (captures.size > max) captures.delete(captures.keys().next().value as string);
+    if (captures.size > max) {
+      const oldest = captures.keys().next().value as string;
+      captures.get(oldest)!.release();
+      captures.delete(oldest);
+    }
     return outputs;
   };
-  return Object.assign(run, { captures: captures as ReadonlyMap<string, Captured>, clear: () => captures.clear() });
+  const clear = (): void => {
+    for (const c of captures.values()) c.release();
+    captures.clear();
+  };
+  return Object.assign(run, { captures: captures as ReadonlyMap<string, Captured>, clear });
 }

@@ -38,6 +38,11 @@ export interface TranslateOptions {
    * translateIdsAsync also lets the event loop run before each step, so a timer or an event can abort it.
    */
   signal?: AbortSignal;
+  /**
+   * Decode over a static cache with captured, replayed steps (decode/static-seq2seq.ts; default true): the same
+   * tokens and scores bit for bit as the dynamic cache (false), which a model on a GPU always uses.
+   */
+  compiled?: boolean;
 }
 
 /** Exit status of translate/eval when every line was written but some were degraded (1 stays for errors). */
@@ -156,7 +161,7 @@ export function* sourceBatches(
  */
 export function translateIds(model: Models, tok: BpeTokenizer, srcIds: number[][], o: TranslateOptions): string[] {
   const out = srcIds.map(() => '');
-  const ids = searchIds(tok, o);
+  const ids = searchIds(model, tok, o);
   for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
     const res =
       o.beam > 1
@@ -181,7 +186,7 @@ export async function translateIdsAsync(
   // The synchronous loop where it can run: no signal to hear, and values that read back at once (not a GPU).
   if (!o.signal && readsSync(model)) return translateIds(model, tok, srcIds, o);
   const out = srcIds.map(() => '');
-  const ids = searchIds(tok, o);
+  const ids = searchIds(model, tok, o);
   for (const { rows, src, done } of sourceBatches(srcIds, tok.padId, o)) {
     const res =
       o.beam > 1
@@ -193,11 +198,15 @@ export async function translateIdsAsync(
   return out;
 }
 
-/** What the searches take from the tokenizer and the options: the ids, the length limit, the signal. */
-function searchIds(tok: BpeTokenizer, o: TranslateOptions) {
+/**
+ * What the searches take from the tokenizer and the options: the ids, the length limit, the signal, and the
+ * static cache where the models read back synchronously (the CPU backends) and `o.compiled` is not false.
+ */
+function searchIds(model: Models, tok: BpeTokenizer, o: TranslateOptions) {
   return {
     bosId: tok.bosId,
     eosId: tok.eosId,
+    ...(o.compiled !== false && readsSync(model) && { staticCache: true }),
     ...(o.maxLen !== undefined && { maxLen: o.maxLen }),
     ...(o.signal && { signal: o.signal }),
   };

@@ -39,6 +39,8 @@ export {
   StaticGPTDecoder,
   generateStatic,
   generateStaticStream,
+  generateStreamCompiled,
+  staticCacheServes,
   type StaticGenerateOptions,
 } from './static-gpt.ts';
 export { StaticSeq2SeqStepper, type StaticStepperOptions } from './static-seq2seq.ts';

@@ -13,12 +13,15 @@ import {
   encodeSources,
   greedySearchAsync,
   prepareSearch,
+  readsSync,
+  releaseStepper,
   type BeamSearchOptions,
   type BeamSearchResult,
   type DecodeOptions,
   type DecodeResult,
   type Models,
 } from './search.ts';
+import { encodeStatic } from './static-seq2seq.ts';
 import { pause, type AsyncStepper, type Stepper } from './stepper.ts';
 
 /**
@@ -34,8 +37,12 @@ export function greedyPausing(model: Models, src: Tensor, options: DecodeOptions
 /** beamSearch, letting the event loop run before every step, as greedyPausing. */
 export function beamSearchPausing(model: Models, src: Tensor, options: BeamSearchOptions): Promise<BeamSearchResult> {
   checkBeamOptions(options);
-  return runPausing(model, src, options, (stepper, maxLens, padId) =>
-    beamSearchAsync(stepper, maxLens, { ...options, padId }),
+  return runPausing(
+    model,
+    src,
+    options,
+    (stepper, maxLens, padId) => beamSearchAsync(stepper, maxLens, { ...options, padId }),
+    options.beamSize ?? 4,
   );
 }
 
@@ -80,14 +87,23 @@ async function runPausing<R>(
   src: Tensor,
   options: DecodeOptions,
   search: (stepper: AsyncStepper, maxLens: number[], padId: number) => Promise<R>,
+  /** Rows per sentence the search may keep (its beam): what a static cache holds. */
+  beam = 1,
 ): Promise<R> {
   const ids = src.device.readSync ? src.dataSync<Int32Array>() : await src.data<Int32Array>();
   const { members, maxLens, padId } = prepareSearch(model, src, options, ids);
   const restore = enterEvalMode(members);
   try {
-    const stepper = noGrad(() => encodeSources(members, src, options));
-    const pausing = pausingStepper(stepper, options.signal);
-    return await search(pausing, maxLens, padId);
+    // The static cache (options.staticCache) reads its steps back synchronously: the CPU backends only.
+    const isStatic = Boolean(options.staticCache) && readsSync(members);
+    const stepper = noGrad(() =>
+      isStatic ? encodeStatic(members, src, options, maxLens, beam) : encodeSources(members, src, options),
+    );
+    try {
+      return await search(pausingStepper(stepper, options.signal), maxLens, padId);
+    } finally {
+      if (isStatic) releaseStepper(stepper); // the static caches' storage and captures, freed now
+    }
   } finally {
     restore();
   }

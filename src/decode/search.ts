@@ -21,7 +21,7 @@ import {
   type Stepper,
   type StepperRows,
 } from './stepper.ts';
-import { encodeStatic } from './static-seq2seq.ts';
+import { encodeStatic, StaticSeq2SeqStepper } from './static-seq2seq.ts';
 
 /**
  * What the searches decode with: one model, or an ensemble of models that read the same source ids
@@ -389,9 +389,10 @@ function run<R>(
   );
 }
 
-/** Free what the steppers of encodeSources(..., own = true) hold (their caches' storage). */
+/** Free what the steppers of encodeSources(..., own = true) and encodeStatic hold (their caches' storage). */
 export function releaseStepper(stepper: Stepper): void {
-  if (stepper instanceof CachedStepper || stepper instanceof EnsembleStepper) stepper.release();
+  if (stepper instanceof CachedStepper || stepper instanceof EnsembleStepper || stepper instanceof StaticSeq2SeqStepper)
+    stepper.release();
 }
 
 /** The members, checked, and each sentence's length limit, after the checks of src and the options (decode's). */

@@ -13,18 +13,21 @@
  *   over all S keys weighs exactly the ones the dynamic cache would hold.
  *
  * The dynamic cache (models/gpt.ts's forwardCached) attends over p + L keys, this over S with the rest at −∞:
- * the same softmax up to the kernel's rounding, so greedy decoding draws the same tokens (test/compile), and a
- * replay of this step equals its eager run bit for bit. Sliding-window blocks are not supported yet.
+ * the attention kernels add nothing for a key at −∞ (an exp of 0, a weight of 0) and sum in
+ * the same order, so the logits are the dynamic cache's bit for bit on js and wasm (test/compile), and a replay of
+ * this step equals its eager run bit for bit. A sliding-window block (Mistral) takes one more bias per window
+ * size, −∞ also for keys `window` or more positions before the query (the dynamic cache's windowBias).
  */
 import { noGrad } from '../autograd/grad-mode.ts';
 import { type Captured, compile, type CompiledStep } from '../compile/capture.ts';
+import { OwnedStorage } from '../compile/owned.ts';
 import type { GPT } from '../models/gpt.ts';
 import { enterEvalMode } from '../nn/module.ts';
 import * as F from '../ops/index.ts';
 import { K, upload } from '../ops/util.ts';
 import { memoryScope } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
-import { type GeneratedToken, type GenerateOptions, generation } from './gpt.ts';
+import { type GeneratedToken, type GenerateOptions, generateStream, generation } from './gpt.ts';
 
 /** A GPT's keys and values for positions 0..maxLength−1, written in place, and the step that writes them. */
 export class StaticGPTDecoder {
@@ -38,7 +41,10 @@ export class StaticGPTDecoder {
   /** Positions fed so far: the position of the next token. */
   length = 0;
   private readonly compiled: CompiledStep | null;
+  private readonly storage: OwnedStorage;
   private readonly rope: { cos: Tensor; sin: Tensor } | null;
+  /** The window sizes of the sliding-window blocks, each one more bias input of the step. */
+  private readonly windows: number[];
 
   /**
    * `maxLength`: the longest sequence a search feeds (≤ blockSize). `compiled` (default true): each step is
@@ -58,24 +64,31 @@ export class StaticGPTDecoder {
     if (!Number.isInteger(batch) || batch < 1)
       throw new Error(`StaticGPTDecoder: batch must be a positive integer, got ${batch}`);
     const blocks = [...model.h];
-    if (blocks.some((b) => b.window !== null))
-      throw new Error('StaticGPTDecoder: sliding-window attention is not supported by the static cache yet');
+    this.windows = [...new Set(blocks.flatMap((b) => (b.window === null ? [] : [b.window])))];
     const device = K().device;
     const a = blocks[0].attn;
     const shape = [batch, a.numKVHeads, maxLength, a.headDim];
     const n = shape.reduce((x, y) => x * y, 1);
-    const zeros = (): Tensor =>
-      Tensor.fromStorage(device, device.alloc('float32', n, { zero: true, persistent: true }), shape, 'float32');
+    this.storage = new OwnedStorage(device, this);
+    const zeros = (): Tensor => Tensor.fromStorage(device, this.storage.alloc('float32', n), shape, 'float32');
     this.layers = blocks.map(() => ({ k: zeros(), v: zeros() }));
     this.rope = model.rope ? model.rope.tables(0, maxLength) : null;
-    const step = (ids: Tensor, positions: Tensor, place: Tensor, bias: Tensor): Tensor =>
-      this.forward(ids, positions, place, bias);
+    const step = (...inputs: Tensor[]): Tensor => this.forward(inputs);
     this.compiled = (options.compiled ?? true) ? compile(step) : null;
   }
 
   /** The captures held (one per step shape: the prefill's, the one-token step's), or null when not compiled. */
   get captures(): ReadonlyMap<string, Captured> | null {
     return this.compiled?.captures ?? null;
+  }
+
+  /**
+   * Free the cache and the captures now (else once the decoder is collected); the decoder cannot be used
+   * afterwards, nor the logits of its steps.
+   */
+  release(): void {
+    this.compiled?.clear();
+    this.storage.releaseAll();
   }
 
   /** Forget every position (zero the cache): the next step starts at position 0. */
@@ -106,16 +119,20 @@ export class StaticGPTDecoder {
       place[(p + l) * L + l] = 1;
       bias.fill(Number.NEGATIVE_INFINITY, l * S + p + l + 1, (l + 1) * S);
     }
-    const inputs = [ids, positions, upload(place, [S, L]), upload(bias, [L, S])];
-    const logits = this.compiled
-      ? this.compiled(...inputs)[0]
-      : this.forward(inputs[0], inputs[1], inputs[2], inputs[3]);
+    // A window w: also −∞ for keys j ≤ i − w (query i = p + l), as the dynamic cache's windowBias.
+    const windowed = this.windows.map((w) => {
+      const b = bias.slice();
+      for (let l = 0; l < L; l++) b.fill(Number.NEGATIVE_INFINITY, l * S, l * S + Math.max(0, p + l - w + 1));
+      return upload(b, [L, S]);
+    });
+    const inputs = [ids, positions, upload(place, [S, L]), upload(bias, [L, S]), ...windowed];
+    const logits = this.compiled ? this.compiled(...inputs)[0] : this.forward(inputs);
     this.length += L;
     return logits;
   }
 
   /** The step as a function of its inputs only (what is captured): see the file comment. */
-  private forward(ids: Tensor, positions: Tensor, place: Tensor, bias: Tensor): Tensor {
+  private forward([ids, positions, place, bias, ...windowed]: Tensor[]): Tensor {
     const m = this.model;
     let x = m.wte.forward(ids);
     if (m.wpe) x = F.add(x, m.wpe.forward(positions));
@@ -134,7 +151,8 @@ export class StaticGPTDecoder {
       const cache = this.layers[i];
       writeInto(cache.k, F.add(cache.k, F.matmul(place, k)));
       writeInto(cache.v, F.add(cache.v, F.matmul(place, v)));
-      const r = block.attn.attendProjected(q, cache.k, cache.v, { isCausal: false, attnBias: bias });
+      const attnBias = block.window === null ? bias : windowed[this.windows.indexOf(block.window)];
+      const r = block.attn.attendProjected(q, cache.k, cache.v, { isCausal: false, attnBias });
       x = F.add(x, block.residDropout.forward(r.output));
       x = F.add(x, block.mlp.forward(block.ln2.forward(x)));
     });
@@ -169,6 +187,7 @@ export function* generateStaticStream(
 ): IterableIterator<GeneratedToken> {
   const { vocabSize, blockSize } = model.config;
   const restoreMode = enterEvalMode(model);
+  let made: StaticGPTDecoder | null = null;
   try {
     const maxLength = Math.min(blockSize, Math.max(1, prompt.length + Math.max(0, options.maxTokens)));
     const given = options.decoder;
@@ -177,7 +196,8 @@ export function* generateStaticStream(
         `generateStatic: options.decoder must be a StaticGPTDecoder of this model with maxLength >= ${maxLength}, ` +
           `got ${given.model === model ? `maxLength ${given.maxLength}` : "another model's"}`,
       );
-    const decoder = given ?? new StaticGPTDecoder(model, maxLength, { compiled: options.compiled });
+    made = given ? null : new StaticGPTDecoder(model, maxLength, { compiled: options.compiled });
+    const decoder = given ?? made!;
     const run = (fed: number[], fresh: boolean): Float32Array =>
       noGrad(() =>
         memoryScope(() => {
@@ -195,8 +215,34 @@ export function* generateStaticStream(
       }
     }
   } finally {
+    (made as StaticGPTDecoder | null)?.release(); // a decoder made here is freed here (a given one is the caller's)
     restoreMode();
   }
+}
+
+/**
+ * Whether the static generation serves `model`: its parameters read back synchronously (the CPU backends; a
+ * GPU's are read asynchronously, which the static generation does not do yet).
+ */
+export function staticCacheServes(model: GPT): boolean {
+  return model.parameters().every((p) => p.device.readSync !== undefined);
+}
+
+/**
+ * What the text-generation pipeline and `qkv generate` draw with: {@link generateStaticStream} (the static
+ * cache, its steps replayed) where the KV cache is on, `options.compiled` is not false and the static cache
+ * serves the model ({@link staticCacheServes}); else generateStream, the dynamic cache op by op. Both draw the
+ * same tokens from the same logits, bit for bit (test/compile/compiled-pipelines.test.ts).
+ */
+export function generateStreamCompiled(
+  model: GPT,
+  prompt: readonly number[],
+  options: GenerateOptions & { compiled?: boolean },
+): IterableIterator<GeneratedToken> {
+  const { compiled, ...rest } = options;
+  if (compiled !== false && (options.useCache ?? true) && staticCacheServes(model))
+    return generateStaticStream(model, prompt, rest);
+  return generateStream(model, prompt, rest);
 }
 
 /** Generate all at once over the static cache: the new ids, and the logits each was drawn from. */

@@ -1,7 +1,7 @@
 /**
  * The translation model's decoder over a static cache (issue 62, point 2), so that one capture (src/compile)
- * serves every step of a greedy or beam search. Storage is preallocated for `capacity` rows (the batch,
- * times the beam) and `maxLength` target positions:
+ * serves every step of a greedy or beam search with the same rows. Storage is preallocated for `capacity` rows
+ * (the batch, times the beam) and `maxLength` target positions:
  *
  * - per layer, self-attention keys and values (rows, h, maxLength, dK), zero where nothing was written; a step's
  *   key and value join them as cache + place·k, `place` (maxLength, 1) one-hot at the position (a GEMM with one
@@ -11,16 +11,25 @@
  * - the self-attention's key bias (rows, maxLength), built on the host at each step: 0 for the positions fed so
  *   far, −∞ after the new one and where a padding id was fed (the dynamic cache's target padding mask).
  *
- * The position enters as data (a row of the sinusoid table taken by an embedding kernel), never as a size, so
- * every step has the same shapes. A search's reorder (sentences that finish, beams that swap) is a second
- * captured step: every row-indexed storage gathered by an embedding kernel over the row ids (an input), then
- * copied back in place. Rows past the search's live ones are computed and ignored.
+ * The position enters as data (a row of the sinusoid table taken by an embedding kernel), never as a size. A
+ * step computes the first `computedRows(live)` rows of the storage (read in place): the live rows alone where
+ * there are four or fewer, else the next power of two (at most `capacity`), the rows past the live ones computed
+ * and ignored. Why not always `capacity`: the wasm GEMM takes another path (dot products of rows) at four rows
+ * or fewer, so the live rows' bits would depend on how many dead rows were computed with them; above four rows
+ * every kernel computes a row the same whatever the row count (the packed GEMM's tiles are zero-padded), so the
+ * dynamic cache's bits are kept. Why not exactly the live rows: one capture per row count, and a beam search's
+ * rows change at almost every step once hypotheses finish. So at most 4 + log2(capacity) captures, each
+ * replayed until the rows cross to another bucket, for at most twice the rows. A search's reorder (sentences
+ * that finish, beams that swap) is a second captured step, bucketed the same way: every row-indexed storage
+ * gathered by an embedding kernel over the row ids (an input), then copied back in place into its first rows.
  *
- * The dynamic cache (nn/kv-cache.ts) attends over t + 1 keys, this over maxLength with the rest at −∞: the same
- * softmax up to the kernel's rounding, so greedy decoding draws today's tokens (test/compile/static-seq2seq), and
- * a replayed step equals its eager run bit for bit.
+ * The dynamic cache (nn/kv-cache.ts) attends over t + 1 keys, this over maxLength with the rest at −∞: the
+ * attention kernels add nothing for a key at −∞ (an exp of 0, a weight of 0) and sum in the same order, so the
+ * steps give the dynamic cache's log-probabilities bit for bit on js and wasm (test/compile/static-seq2seq), and a
+ * replayed step equals its eager run bit for bit.
  */
 import { type Captured, compile, type CompiledStep } from '../compile/capture.ts';
+import { OwnedStorage } from '../compile/owned.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { activate } from '../nn/transformer.ts';
 import * as F from '../ops/index.ts';
@@ -62,6 +71,7 @@ export class StaticSeq2SeqStepper implements Stepper {
   private readonly compiledStep: CompiledStep | null;
   private readonly compiledReorder: CompiledStep | null;
   private readonly maskPadding: boolean;
+  private readonly storage: OwnedStorage;
 
   /**
    * `memory` (B, S, dModel) and `srcPadding` (B, S) of B sources (rows 0..B−1); `capacity` ≥ B rows (the
@@ -86,9 +96,11 @@ export class StaticSeq2SeqStepper implements Stepper {
     this.maskPadding = options.maskPadding ?? true;
     this.trace = options.trace ? [] : null;
     const device = K().device;
+    const storage = new OwnedStorage(device, this);
+    this.storage = storage;
     const zeros = (shape: number[]): Tensor => {
       const n = shape.reduce((x, y) => x * y, 1);
-      return Tensor.fromStorage(device, device.alloc('float32', n, { zero: true, persistent: true }), shape, 'float32');
+      return Tensor.fromStorage(device, storage.alloc('float32', n), shape, 'float32');
     };
     /** A (rows, ...) zero tensor whose first B rows are t's. */
     const rowsOf = (t: Tensor): Tensor => {
@@ -145,23 +157,26 @@ export class StaticSeq2SeqStepper implements Stepper {
     if (p >= S) throw new Error(`StaticSeq2SeqStepper.step: position ${p} exceeds the cache's maxLength ${S}`);
     const { padId } = this.model.config;
     const maskTarget = this.model.config.maskTargetPadding ?? true;
-    const ids = new Int32Array(this.capacity);
-    ids.set(last);
     const place = new Float32Array(S);
     place[p] = 1;
-    const bias = new Float32Array(this.capacity * S);
-    for (let r = 0; r < this.capacity; r++) {
+    // Rows past the live ones: the first live row's id, keys up to p seen (finite values, ignored).
+    const rows = computedRows(n, this.capacity);
+    const ids = new Int32Array(rows).fill(last[0]);
+    ids.set(last);
+    const bias = new Float32Array(rows * S);
+    for (let r = 0; r < rows; r++) {
       if (r < n && maskTarget && last[r] === padId) this.padded[r * S + p] = 1;
-      for (let s = 0; s < S; s++) if (s > p || this.padded[r * S + s]) bias[r * S + s] = Number.NEGATIVE_INFINITY;
+      for (let s = 0; s < S; s++)
+        if (s > p || (r < n && this.padded[r * S + s])) bias[r * S + s] = Number.NEGATIVE_INFINITY;
     }
     const V = this.vocabSize;
     const first = this.model.config.positionOffset ?? 0;
     const lp = memoryScope(() => {
       const inputs = [
-        new Tensor(ids, [this.capacity, 1], 'int32'),
+        new Tensor(ids, [rows, 1], 'int32'),
         new Tensor(Int32Array.of(first + p), [1], 'int32'),
         upload(place, [S, 1]),
-        upload(bias, [this.capacity, S]),
+        upload(bias, [rows, S]),
       ];
       const [logits, logp] = this.compiledStep
         ? this.compiledStep(...inputs)
@@ -183,43 +198,50 @@ export class StaticSeq2SeqStepper implements Stepper {
         throw new Error(`StaticSeq2SeqStepper.reorder: row ${r} is out of range for ${n} live rows`);
     this.live = rows.length;
     if (rows.every((r, i) => r === i)) return; // a prefix: nothing moves
-    // Rows past the live ones keep their own contents (unused).
-    const all = Int32Array.from({ length: this.capacity }, (_, i) => (i < rows.length ? rows[i] : i));
     const S = this.maxLength;
     const padded = new Uint8Array(this.padded.length);
-    all.forEach((r, i) => padded.set(this.padded.subarray(r * S, (r + 1) * S), i * S));
+    rows.forEach((r, i) => padded.set(this.padded.subarray(r * S, (r + 1) * S), i * S));
     this.padded = padded;
     memoryScope(() => {
-      const rowIds = new Tensor(all, [this.capacity], 'int32');
+      // Bucketed as the steps: rows past the new live ones copy row 0 (ignored).
+      const ids = new Int32Array(computedRows(rows.length, this.capacity));
+      ids.set(rows);
+      const rowIds = new Tensor(ids, [ids.length], 'int32');
       if (this.compiledReorder) this.compiledReorder(rowIds);
       else this.gather(rowIds);
     });
   }
 
-  /** Nothing to free by hand: the storage is long-lived and freed when collected. */
-  release(): void {}
+  /** Free the cache and the captures now (else once the stepper is collected); no step may follow. */
+  release(): void {
+    this.compiledStep?.clear();
+    this.compiledReorder?.clear();
+    this.storage.releaseAll();
+  }
 
   /** The step as a function of its inputs only (what is captured): logits and log-probabilities (rows, 1, V). */
   private forward(ids: Tensor, pos: Tensor, place: Tensor, bias: Tensor): Tensor[] {
     const m = this.model;
     const c = m.config;
+    const n = ids.shape[0];
     const e = (m.tgtEmbedding ?? m.embedding).forward(ids);
     let x = (c.scaleEmbedding ?? true) ? F.mul(e, Math.sqrt(c.dModel)) : e;
     x = m.positions.dropout.forward(F.add(x, F.embedding(pos, m.positions.pe)));
     const decoder = m.transformer.decoder;
     [...decoder.layers].forEach((layer, i) => {
-      const cache = this.layers[i];
+      const l = this.layers[i];
+      const [selfK, selfV, memoryK, memoryV] = [l.selfK, l.selfV, l.memoryK, l.memoryV].map((t) => firstRows(t, n));
       const sa = (y: Tensor): Tensor => {
         const { q, k, v } = layer.selfAttn.projectSelf(y);
-        writeInto(cache.selfK, F.add(cache.selfK, F.matmul(place, k)));
-        writeInto(cache.selfV, F.add(cache.selfV, F.matmul(place, v)));
-        const r = layer.selfAttn.attendProjected(q, cache.selfK, cache.selfV, { keyPaddingMask: bias });
+        writeInto(selfK, F.add(selfK, F.matmul(place, k)));
+        writeInto(selfV, F.add(selfV, F.matmul(place, v)));
+        const r = layer.selfAttn.attendProjected(q, selfK, selfV, { keyPaddingMask: bias });
         return layer.dropout1.forward(r.output);
       };
       const mha = (y: Tensor): Tensor => {
         const a = layer.multiheadAttn;
-        const r = a.attendProjected(a.projectQuery(y), cache.memoryK, cache.memoryV, {
-          keyPaddingMask: this.memoryBias,
+        const r = a.attendProjected(a.projectQuery(y), memoryK, memoryV, {
+          keyPaddingMask: firstRows(this.memoryBias, n),
         });
         return layer.dropout2.forward(r.output);
       };
@@ -242,16 +264,30 @@ export class StaticSeq2SeqStepper implements Stepper {
     return [logits, F.logSoftmax(logits, -1)];
   }
 
-  /** The reorder as a function of the row ids (rows) only: each row-indexed tensor ← its rows `rowIds`. */
+  /**
+   * The reorder as a function of the row ids only: the first rowIds.length rows of each row-indexed tensor ←
+   * its rows `rowIds`.
+   */
   private gather(rowIds: Tensor): Tensor[] {
     const moved: Tensor[] = [];
     for (const l of this.layers) moved.push(l.selfK, l.selfV, l.memoryK, l.memoryV);
     moved.push(this.memoryBias);
     // An embedding kernel is a row gather whose rows are data: (rows, rest) viewed as a table.
     const gathered = moved.map((t) => F.embedding(rowIds, t.reshape(this.capacity, -1)));
-    moved.forEach((t, i) => writeInto(t, gathered[i]));
+    moved.forEach((t, i) => writeInto(firstRows(t, rowIds.shape[0]), gathered[i]));
     return gathered.slice(0, 1);
   }
+}
+
+/** Rows a step computes for n live ones (see the file comment): n up to four, else the next power of two. */
+export function computedRows(n: number, capacity: number): number {
+  return n <= 4 ? n : Math.min(capacity, 2 ** Math.ceil(Math.log2(n)));
+}
+
+/** The first n rows of t (dim 0), in place: a tensor over t's own storage (which holds more). */
+function firstRows(t: Tensor, n: number): Tensor {
+  if (n === t.shape[0]) return t;
+  return Tensor.fromStorage(t.device, t.storage, [n, ...t.shape.slice(1)], t.dtype);
 }
 
 /** dst's storage ← src's (same size), through the current backend's device (so a capture records it). */

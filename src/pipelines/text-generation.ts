@@ -4,13 +4,8 @@
  * model was trained), the same sampling (temperature, top-k, top-p, seeded), the same KV cache,
  * the same text for the ids. `generate.stream` yields the continuation piece by piece.
  */
-import {
-  generateStream,
-  generateStreamAsync,
-  gptAsyncLm,
-  type GeneratedToken,
-  type GenerateOptions,
-} from '../decode/gpt.ts';
+import { generateStreamAsync, gptAsyncLm, type GeneratedToken, type GenerateOptions } from '../decode/gpt.ts';
+import { generateStreamCompiled } from '../decode/static-gpt.ts';
 import { pause } from '../decode/stepper.ts';
 import { hfNewTokens } from '../models/hf/lm-generation.ts';
 import { idsText, promptContext, promptIds, type GptTokenizer, type LoadedLm } from '../folder/gpt.ts';
@@ -60,6 +55,13 @@ export interface GenerationOptions {
   /** The KV cache (default true; false recomputes the context at every step, as --no-cache). */
   useCache?: boolean;
   /**
+   * With the KV cache, a static one whose steps are captured once and replayed (default true; docs/compiled.md):
+   * the same tokens from the same logits, bit for bit, as the dynamic cache op by op (false, as
+   * `qkv generate --no-compiled`). A model on a GPU, or one with sliding-window attention, uses the dynamic cache
+   * either way.
+   */
+  compiled?: boolean;
+  /**
    * Generate past the model's context (`blockSize` tokens, the prompt's included): when it is full,
    * the context is cut to its last half and generation goes on, as `qkv generate` does. Default
    * false: at most `blockSize + 1` minus the prompt's tokens (and its leading line separator), so the
@@ -90,6 +92,7 @@ const GENERATION_OPTIONS: OptionSpec = {
   stopStrings: 'strings',
   seed: 'nonNegativeInt',
   useCache: 'boolean',
+  compiled: 'boolean',
   beyondContext: 'boolean',
   onToken: 'function',
   onWarning: 'function',
@@ -145,8 +148,14 @@ export type ChatGenerated = [
  * CLI's ONNX Runtime), with the names its errors use and a hook the CLI writes the prompt from.
  */
 export interface GenerationEngine {
-  /** The generated tokens after `context` (the prompt's ids as the model is fed them). */
-  tokens(context: number[], options: GenerateOptions): Iterable<GeneratedToken> | AsyncIterable<GeneratedToken>;
+  /**
+   * The generated tokens after `context` (the prompt's ids as the model is fed them); `options.compiled` is the
+   * call's (qkv's engine: the static cache, replayed, unless false).
+   */
+  tokens(
+    context: number[],
+    options: GenerateOptions & { compiled: boolean },
+  ): Iterable<GeneratedToken> | AsyncIterable<GeneratedToken>;
   /** How errors name the prompt (`--prompt`) and what they start with ('' for the CLI). */
   names?: GenerationNames;
   /** Called once the prompt is checked, before the first step, with the prompt as its ids read back. */
@@ -269,9 +278,10 @@ async function* pieces(
         useCache: o.useCache ?? true,
       };
   const stops = new Set(options.stopIds ?? []);
+  const drawn = engine.tokens(context, { ...options, compiled: o.compiled ?? true });
   let n = 0;
   let before = shown; // the text of the ids before this token (a trailing U+FFFD, an unfinished character, cut)
-  for await (const t of engine.tokens(context, options)) {
+  for await (const t of drawn) {
     all.push(t.id);
     n++;
     const text = idsText(tokenizer, all, separatorId);
@@ -307,7 +317,9 @@ export function textGenerationPipeline(lm: LoadedLm, engine?: GenerationEngine):
   const onGpu = lm.model.parameters().some((p) => p.device.readSync === undefined);
   const draw: GenerationEngine = engine ?? {
     tokens: (context, o) =>
-      onGpu ? generateStreamAsync(gptAsyncLm(lm.model, o.useCache), context, o) : generateStream(lm.model, context, o),
+      onGpu
+        ? generateStreamAsync(gptAsyncLm(lm.model, o.useCache), context, o)
+        : generateStreamCompiled(lm.model, context, o),
   };
   const text = async (prompt: string | readonly ChatMessage[], options: GenerationOptions): Promise<string> => {
     let out = '';

@@ -59,6 +59,13 @@ export interface TranslationOptions {
    * or an event can abort it), then checks the signal. The call rejects with the signal's reason.
    */
   signal?: AbortSignal;
+  /**
+   * A qkv folder's searches over a static decoder cache whose steps are captured once and replayed (default true;
+   * docs/compiled.md): the same translations, and the same scores bit for bit, as the dynamic cache (false, as
+   * `qkv translate --no-compiled`). A model on a GPU, and Marian, NLLB / M2M100 folders (Hugging Face's search),
+   * decode with the dynamic cache either way.
+   */
+  compiled?: boolean;
 }
 
 /** The names {@link TranslationOptions} knows and the kind of value each takes. */
@@ -74,6 +81,7 @@ const TRANSLATION_OPTIONS: OptionSpec = {
   signal: 'signal',
   srcLang: 'languageCode',
   tgtLang: 'languageCode',
+  compiled: 'boolean',
 };
 
 /**
@@ -331,6 +339,7 @@ function pipelineOver(
       ...(options.maxLength !== undefined && { maxLen: options.maxLength }),
       ...(options.onProgress && { onProgress: options.onProgress }),
       ...(options.signal && { signal: options.signal }),
+      ...(options.compiled === false && { compiled: false }),
     });
     return one ? out[0] : out;
   };

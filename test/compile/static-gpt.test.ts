@@ -1,9 +1,11 @@
-// The static KV cache (src/decode/static-gpt.ts): greedy decoding over it draws today's tokens (the dynamic
-// cache's generate), and its captured steps replay the eager static steps bit for bit, for learned,
-// sinusoidal and rotary positions (GPT-2's and Llama's families share the GPT class).
+// The static KV cache (src/decode/static-gpt.ts): greedy decoding over it draws today's tokens from today's
+// logits bit for bit (the dynamic cache's generate), and its captured steps replay the eager static steps bit for
+// bit, for learned, sinusoidal and rotary positions and sliding windows (GPT-2's and Llama's families share the
+// GPT class).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
+import { bytesInUse } from '../../src/backend/wasm/memory.ts';
 import { generate } from '../../src/decode/gpt.ts';
 import { generateStatic, StaticGPTDecoder } from '../../src/decode/static-gpt.ts';
 import { GPT, GPT_TINY, type GPTConfig } from '../../src/models/gpt.ts';
@@ -31,6 +33,22 @@ const CONFIGS: [string, GPTConfig][] = [
       tiedHead: false,
     },
   ],
+  [
+    'sliding window of 4 in blocks 0 and 2 (Mistral-like), rotary',
+    {
+      ...GPT_TINY,
+      vocabSize: 97,
+      blockSize: 40,
+      nLayer: 3,
+      nHead: 4,
+      nKVHead: 2,
+      positions: 'rotary',
+      norm: 'rms',
+      mlp: 'swiglu',
+      slidingWindow: 4,
+      slidingLayers: [0, 2],
+    },
+  ],
 ];
 const PROMPT = [5, 17, 3, 88, 42];
 
@@ -54,8 +72,12 @@ for (const [name, config] of CONFIGS) {
     assert.ok(new Set(dynamic.ids).size >= 8, `a degenerate draw: ${dynamic.ids}`);
     assert.deepEqual(eager.ids, dynamic.ids);
     assert.deepEqual(replayed.ids, dynamic.ids);
-    // Replay and eager static steps: the same logits, bit for bit, at every step.
+    // Replayed, eager static and dynamic steps: the same logits, bit for bit, at every step.
     eager.logits.forEach((l, i) => assert.deepEqual(bits(replayed.logits[i]), bits(l), `step ${i}`));
+    dynamic.logits.forEach((l, i) => assert.deepEqual(bits(eager.logits[i]), bits(l), `step ${i}: static vs dynamic`));
+    // The cache holds the KV heads only (grouped-query attention).
+    const { nHead, nKVHead = nHead, nEmbd } = config;
+    assert.deepEqual(new StaticGPTDecoder(model, 8).layers[0].k.shape, [1, nKVHead, 8, nEmbd / nHead]);
   });
 }
 
@@ -85,9 +107,10 @@ test('the context cut (prompt + maxTokens > blockSize) refills the static cache 
   const replayed = generateStatic(model, [1, 2, 3, 4], options);
   assert.ok(new Set(dynamic.ids).size >= 5, `a degenerate draw: ${dynamic.ids}`);
   assert.deepEqual(replayed.ids, dynamic.ids);
+  dynamic.logits.forEach((l, i) => assert.deepEqual(bits(replayed.logits[i]), bits(l), `step ${i}`));
 });
 
-test('a batch of two rows: the replayed static steps equal the eager ones bit for bit; sliding windows refused', () => {
+test('a batch of two rows: the replayed static steps equal the eager ones bit for bit', () => {
   manualSeed(9);
   const model = wide({ ...GPT_TINY, vocabSize: 97, blockSize: 16 });
   const eager = new StaticGPTDecoder(model, 8, { batch: 2, compiled: false });
@@ -105,8 +128,6 @@ test('a batch of two rows: the replayed static steps equal the eager ones bit fo
       assert.deepEqual(bits(replayed.step(x).dataSync<Float32Array>()), a, `step ${s}`);
     }
   });
-  const windowed = new GPT({ ...GPT_TINY, vocabSize: 20, blockSize: 16, slidingWindow: 4 });
-  assert.throws(() => new StaticGPTDecoder(windowed, 8), /sliding-window attention is not supported/);
 });
 
 test('one capture serves every one-token step; the decoder refuses positions past maxLength', () => {
@@ -123,4 +144,20 @@ test('one capture serves every one-token step; the decoder refuses positions pas
     );
   });
   assert.throws(() => new StaticGPTDecoder(model, 17), /maxLength must be an integer in \[1, 16\], got 17/);
+});
+
+test('a generation frees the static cache and captures it made when it ends (wasm memory back where it was)', () => {
+  manualSeed(6);
+  const model = wide({ ...GPT_TINY, vocabSize: 97, blockSize: 32 });
+  const options = { maxTokens: 8, temperature: 0 };
+  generateStatic(model, PROMPT, options); // first use: whatever the kernels keep (scratch) is allocated here
+  const before = bytesInUse();
+  for (let i = 0; i < 3; i++) generateStatic(model, PROMPT, options);
+  assert.equal(bytesInUse(), before); // js: nothing in wasm memory; wasm: the caches and plans freed
+  const decoder = new StaticGPTDecoder(model, 16);
+  generateStatic(model, PROMPT, { ...options, decoder }); // a given decoder is the caller's: kept
+  assert.ok(bytesInUse() >= before);
+  const kept = [...decoder.captures!.values()];
+  decoder.release();
+  assert.throws(() => kept[0].replay([]), /this capture was released/);
 });

@@ -4,7 +4,8 @@
  */
 import { Command, type OptionValues } from '@commander-js/extra-typings';
 import { readFileSync } from 'node:fs';
-import { generateStream, generateStreamAsync } from '../../decode/gpt.ts';
+import { generateStreamAsync } from '../../decode/gpt.ts';
+import { generateStreamCompiled } from '../../decode/static-gpt.ts';
 import { textGenerationPipeline, type GenerationOptions } from '../../pipelines/text-generation.ts';
 import { int, nonNegativeInt, nonNegativeNumber, num, probability } from '../args.ts';
 import { loadLmDir, loadLmShape, UserError } from '../files.ts';
@@ -19,7 +20,11 @@ function flags() {
   const options = samplingOptions(
     modelOption(cmd).requiredOption('--prompt <text>', 'text to continue; - reads it from stdin'),
   );
-  return engineOption(adapterOption(dtypeOption(options)));
+  return engineOption(adapterOption(dtypeOption(options))).option(
+    '--no-compiled',
+    "decode with the dynamic KV cache op by op instead of the static cache's captured, replayed steps " +
+      '(the same tokens; docs/compiled.md)',
+  );
 }
 
 /** The flags of how tokens are drawn, `qkv generate`'s and `qkv chat`'s: the pipeline's generation options. */
@@ -83,7 +88,7 @@ export function generateCommand() {
  * `qkv generate`'s options; engine defaults to qkv when called from code, and `write` says where the text goes
  * (default: stdout).
  */
-export type GenerateArgs = Optional<FlagsOf<typeof flags>, 'engine'> & {
+export type GenerateArgs = Optional<FlagsOf<typeof flags>, 'engine' | 'compiled'> & {
   log: (line: string) => void;
   write?: (text: string) => void;
 };
@@ -103,7 +108,8 @@ export async function generateText(a: GenerateArgs): Promise<void> {
   // The pipeline users call (src/pipelines/), on ONNX Runtime's graph with --engine onnxruntime; it
   // writes the prompt as its ids read back once the prompt is checked.
   const generate = textGenerationPipeline(lm, {
-    tokens: (context, o) => (onnx ? generateStreamAsync(onnx, context, o) : generateStream(lm.model, context, o)),
+    tokens: (context, o) =>
+      onnx ? generateStreamAsync(onnx, context, o) : generateStreamCompiled(lm.model, context, o),
     names: { prompt: '--prompt', prefix: '' },
     onPrompt: (text) => {
       shown = text;
@@ -118,6 +124,7 @@ export async function generateText(a: GenerateArgs): Promise<void> {
   const temperature = a.temperature ?? (hf ? (hf.doSample ? hf.temperature : 0) : 0.8);
   await generate(prompt, {
     ...generationOptions(a, seed),
+    compiled: a.compiled,
     onWarning: (w) => a.log(`warning: ${w.message}`),
     onToken: (piece) => {
       n++;

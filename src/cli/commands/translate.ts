@@ -70,6 +70,11 @@ function flags() {
         'terminal) instead of reading all lines first and batching them by ' +
         'length',
     )
+    .option(
+      '--no-compiled',
+      "a qkv folder: decode with the dynamic KV cache op by op instead of the static cache's captured, replayed " +
+        'steps (the same output; docs/compiled.md)',
+    )
     .addHelpText('after', TRANSLATE_LINES_HELP);
 }
 
@@ -80,7 +85,7 @@ export function translateCommand() {
 }
 
 /** `qkv translate`'s options; engine defaults to qkv when called from code. */
-export type TranslateArgs = Optional<TranslateFlags, 'engine'> & { log: (line: string) => void };
+export type TranslateArgs = Optional<TranslateFlags, 'engine' | 'compiled'> & { log: (line: string) => void };
 
 export async function translate(o: TranslateArgs): Promise<void> {
   if (folderKindOfDir(o.model) === 't5') return translateT5(o);
