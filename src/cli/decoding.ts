@@ -73,7 +73,7 @@ export interface Common {
   /** --src-lang / --tgt-lang: a multilingual folder's (NLLB / M2M100) languages. */
   srcLang?: string;
   tgtLang?: string;
-  /** --no-compiled (translate): the dynamic decoder cache, op by op, instead of the static one replayed. */
+  /** --compiled (translate): the static decoder cache, its steps replayed, instead of the dynamic one op by op. */
   compiled?: boolean;
   log: (s: string) => void;
 }
@@ -85,7 +85,7 @@ export function translationOptions(o: Common): TranslationOptions {
     alpha: o.alpha,
     mbr: o.mbr,
     skipLong: o.skipLong,
-    ...(o.compiled === false && { compiled: false }),
+    ...(o.compiled === true && { compiled: true }),
     ...(o.srcLang !== undefined && { srcLang: o.srcLang }),
     ...(o.tgtLang !== undefined && { tgtLang: o.tgtLang }),
   };

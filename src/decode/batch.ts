@@ -39,8 +39,8 @@ export interface TranslateOptions {
    */
   signal?: AbortSignal;
   /**
-   * Decode over a static cache with captured, replayed steps (decode/static-seq2seq.ts; default true): the same
-   * tokens and scores bit for bit as the dynamic cache (false), which a model on a GPU always uses.
+   * Decode over a static cache with captured, replayed steps (decode/static-seq2seq.ts; default false): the same
+   * tokens and scores bit for bit as the dynamic cache, which a model on a GPU always uses.
    */
   compiled?: boolean;
 }
@@ -200,13 +200,13 @@ export async function translateIdsAsync(
 
 /**
  * What the searches take from the tokenizer and the options: the ids, the length limit, the signal, and the
- * static cache where the models read back synchronously (the CPU backends) and `o.compiled` is not false.
+ * static cache where the models read back synchronously (the CPU backends) and `o.compiled` is true.
  */
 function searchIds(model: Models, tok: BpeTokenizer, o: TranslateOptions) {
   return {
     bosId: tok.bosId,
     eosId: tok.eosId,
-    ...(o.compiled !== false && readsSync(model) && { staticCache: true }),
+    ...(o.compiled === true && readsSync(model) && { staticCache: true }),
     ...(o.maxLen !== undefined && { maxLen: o.maxLen }),
     ...(o.signal && { signal: o.signal }),
   };

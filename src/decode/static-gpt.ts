@@ -230,7 +230,7 @@ export function staticCacheServes(model: GPT): boolean {
 
 /**
  * What the text-generation pipeline and `qkv generate` draw with: {@link generateStaticStream} (the static
- * cache, its steps replayed) where the KV cache is on, `options.compiled` is not false and the static cache
+ * cache, its steps replayed) where the KV cache is on, `options.compiled` is true and the static cache
  * serves the model ({@link staticCacheServes}); else generateStream, the dynamic cache op by op. Both draw the
  * same tokens from the same logits, bit for bit (test/compile/compiled-pipelines.test.ts).
  */
@@ -240,7 +240,7 @@ export function generateStreamCompiled(
   options: GenerateOptions & { compiled?: boolean },
 ): IterableIterator<GeneratedToken> {
   const { compiled, ...rest } = options;
-  if (compiled !== false && (options.useCache ?? true) && staticCacheServes(model))
+  if (compiled === true && (options.useCache ?? true) && staticCacheServes(model))
     return generateStaticStream(model, prompt, rest);
   return generateStream(model, prompt, rest);
 }

@@ -55,10 +55,9 @@ export interface GenerationOptions {
   /** The KV cache (default true; false recomputes the context at every step, as --no-cache). */
   useCache?: boolean;
   /**
-   * With the KV cache, a static one whose steps are captured once and replayed (default true; docs/compiled.md):
-   * the same tokens from the same logits, bit for bit, as the dynamic cache op by op (false, as
-   * `qkv generate --no-compiled`). A model on a GPU, or one with sliding-window attention, uses the dynamic cache
-   * either way.
+   * With the KV cache, a static one whose steps are captured once and replayed (`qkv generate --compiled`;
+   * docs/compiled.md): the same tokens from the same logits, bit for bit, as the dynamic cache op by op. Default
+   * false: not faster yet (records/compiled, run 3). A model on a GPU uses the dynamic cache either way.
    */
   compiled?: boolean;
   /**
@@ -278,7 +277,7 @@ async function* pieces(
         useCache: o.useCache ?? true,
       };
   const stops = new Set(options.stopIds ?? []);
-  const drawn = engine.tokens(context, { ...options, compiled: o.compiled ?? true });
+  const drawn = engine.tokens(context, { ...options, compiled: o.compiled ?? false });
   let n = 0;
   let before = shown; // the text of the ids before this token (a trailing U+FFFD, an unfinished character, cut)
   for await (const t of drawn) {

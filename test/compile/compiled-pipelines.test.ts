@@ -1,8 +1,8 @@
 // What users run takes the compiled path (issue 62): pipeline('text-generation') and `qkv generate` on qkv's GPT,
 // GPT-2 and Llama-family folders (a sliding window included), pipeline('translation') and `qkv translate` on qkv's
-// seq2seq model, greedy, beam and sampling. With compiled on (the default) and off (`compiled: false`,
-// `--no-compiled`: the dynamic cache op by op) the outputs are the same: the texts and ids, and the logits and
-// scores bit for bit; and captureCounts shows the replays happen with it on and none with it off.
+// seq2seq model, greedy, beam and sampling. With compiled on (`compiled: true`, `--compiled`) and off (the
+// default: the dynamic cache op by op) the outputs are the same: the texts and ids, and the logits and scores bit
+// for bit; and captureCounts shows the replays happen with it on and none with it off or left out.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -56,9 +56,12 @@ for (const [name, folder, prompt] of LM_FOLDERS) {
         });
         return { ids, text, replays };
       };
-      const on = await run(undefined); // the default
+      const on = await run(true);
       const off = await run(false);
+      const dflt = await run(undefined); // the default: off
       assert.equal(off.replays, 0, `${how}: compiled: false replays nothing`);
+      assert.equal(dflt.replays, 0, `${how}: the default replays nothing`);
+      assert.deepEqual(dflt.ids, off.ids, how);
       assert.ok(on.replays >= on.ids.length - 2, `${how}: ${on.replays} replays for ${on.ids.length} tokens`);
       assert.ok(on.ids.length >= 4, `${how}: ${on.ids.length} tokens`);
       assert.deepEqual(on.ids, off.ids, how);
@@ -105,8 +108,8 @@ test('text-generation: streaming, a stop string and the context cut take the com
   );
 });
 
-test('qkv generate and --no-compiled: the same text; only the compiled one replays', async () => {
-  const run = async (compiled?: boolean) => {
+test('qkv generate and --compiled: the same text; only the compiled one replays', async () => {
+  const run = async (compiled?: true) => {
     let text = '';
     const replays = await replaysOf(() =>
       generateText({
@@ -125,7 +128,7 @@ test('qkv generate and --no-compiled: the same text; only the compiled one repla
     );
     return { text, replays };
   };
-  const [on, off] = [await run(), await run(false)];
+  const [on, off] = [await run(true), await run()];
   assert.ok(on.replays > 0);
   assert.equal(off.replays, 0);
   assert.equal(on.text, off.text);
@@ -145,15 +148,16 @@ test('translation on the shipped model: greedy and beam 4, compiled and not, the
       });
       return { out, replays };
     };
-    const on = await run({});
-    const off = await run({ compiled: false });
+    const on = await run({ compiled: true });
+    const off = await run({});
+    assert.equal((await run({ compiled: false })).replays, 0, `beam ${beam}`);
     assert.ok(on.replays > 0, `beam ${beam}`);
     assert.equal(off.replays, 0, `beam ${beam}`);
     assert.deepEqual(on.out, off.out, `beam ${beam}`);
     if (beam === 1) continue;
     // With a signal the searches pause before every step (decode/pausing.ts): the compiled path too, its static
     // cache sized for the beam.
-    const paused = await run({ signal: new AbortController().signal });
+    const paused = await run({ compiled: true, signal: new AbortController().signal });
     assert.ok(paused.replays > 0, `beam ${beam}, paused`);
     assert.deepEqual(paused.out, off.out, `beam ${beam}, paused`);
   }
@@ -176,18 +180,18 @@ test('translation on the shipped model: greedy and beam 4, compiled and not, the
   }
 });
 
-test('qkv translate and --no-compiled: the same lines', async () => {
+test('qkv translate and --compiled: the same lines', async () => {
   const dir = tempDir('qkv-compiled-');
   const input = join(dir, 'in.txt');
   writeFileSync(input, `${LINES.slice(0, 3).join('\n')}\n`);
-  const run = async (compiled?: boolean) => {
+  const run = async (compiled?: true) => {
     const output = join(dir, `out-${compiled}.txt`);
     const replays = await replaysOf(() =>
       translate({ model: EN_DE, input, output, beam: 4, ...(compiled !== undefined && { compiled }), log: () => {} }),
     );
     return { lines: readFileSync(output, 'utf8'), replays };
   };
-  const [on, off] = [await run(), await run(false)];
+  const [on, off] = [await run(true), await run()];
   assert.ok(on.replays > 0);
   assert.equal(off.replays, 0);
   assert.equal(on.lines, off.lines);

@@ -21,9 +21,9 @@ function flags() {
     modelOption(cmd).requiredOption('--prompt <text>', 'text to continue; - reads it from stdin'),
   );
   return engineOption(adapterOption(dtypeOption(options))).option(
-    '--no-compiled',
-    "decode with the dynamic KV cache op by op instead of the static cache's captured, replayed steps " +
-      '(the same tokens; docs/compiled.md)',
+    '--compiled',
+    "decode over a static KV cache with captured, replayed steps instead of the dynamic cache op by op " +
+      '(the same tokens; off by default: not faster yet, docs/compiled.md)',
   );
 }
 

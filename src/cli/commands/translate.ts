@@ -71,9 +71,9 @@ function flags() {
         'length',
     )
     .option(
-      '--no-compiled',
-      "a qkv folder: decode with the dynamic KV cache op by op instead of the static cache's captured, replayed " +
-        'steps (the same output; docs/compiled.md)',
+      '--compiled',
+      "a qkv folder: decode over a static KV cache with captured, replayed steps instead of the dynamic cache " +
+        'op by op (the same output; off by default: slower on the shipped models for now, docs/compiled.md)',
     )
     .addHelpText('after', TRANSLATE_LINES_HELP);
 }
