@@ -22,7 +22,7 @@ function flags() {
   );
   return engineOption(adapterOption(dtypeOption(options))).option(
     '--compiled',
-    "decode over a static KV cache with captured, replayed steps instead of the dynamic cache op by op " +
+    'decode over a static KV cache with captured, replayed steps instead of the dynamic cache op by op ' +
       '(the same tokens; off by default: not faster yet, docs/compiled.md)',
   );
 }

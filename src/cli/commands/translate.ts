@@ -72,7 +72,7 @@ function flags() {
     )
     .option(
       '--compiled',
-      "a qkv folder: decode over a static KV cache with captured, replayed steps instead of the dynamic cache " +
+      'a qkv folder: decode over a static KV cache with captured, replayed steps instead of the dynamic cache ' +
         'op by op (the same output; off by default: slower on the shipped models for now, docs/compiled.md)',
     )
     .addHelpText('after', TRANSLATE_LINES_HELP);
