@@ -3,11 +3,16 @@
  * with), its linear layers by Hugging Face module path (where LoRA goes, as PEFT names them), its weights under
  * Hugging Face's names (what a fine-tuned folder holds, so transformers opens it) and PEFT's task type.
  *
- * A new family (BERT-style encoders with a classification head, Llama-style decoders, T5) adds a case here: its
- * key map's sites and writer, and its task ('classify' brings its data class in train/finetune-data.ts).
+ * A Llama-family folder opens as kind 'hf-gpt2' (one GPT with switches) and is told apart here by its layout, so
+ * that its LoRA sites and saved names are LlamaForCausalLM's, not GPT2LMHeadModel's.
+ *
+ * A new family (BERT-style encoders with a classification head, T5) adds a case here: its key map's sites and
+ * writer, and its task ('classify' brings its data class in train/finetune-data.ts).
  */
 import type { GPT } from '../models/gpt.ts';
+import type { GPTConfig } from '../models/gpt-config.ts';
 import { gpt2HfStateDict, gpt2LinearSites } from '../models/hf/gpt2.ts';
+import { llamaHfStateDict, llamaLinearSites } from '../models/hf/llama.ts';
 import { marianHfStateDict, marianLinearSites } from '../models/hf/marian.ts';
 import type { LinearSite } from '../models/hf/peft.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
@@ -28,6 +33,16 @@ export type Tunable =
       hfStateDict(): Record<string, Tensor>;
     }
   | {
+      /** A Llama-family folder (model_type llama, qwen2, mistral): opened as kind 'hf-gpt2', GPT with switches. */
+      kind: 'hf-llama';
+      task: 'lm';
+      model: GPT;
+      opened: OpenedLm;
+      taskType: 'CAUSAL_LM';
+      sites(): LinearSite[];
+      hfStateDict(): Record<string, Tensor>;
+    }
+  | {
       kind: 'marian';
       /** Translation pairs. */
       task: 'seq2seq';
@@ -42,6 +57,17 @@ export type Tunable =
 export function tunable(opened: OpenedFolder): Tunable {
   if (opened.kind === 'hf-gpt2') {
     const model = opened.model;
+    const layout = decoderLayout(model.config);
+    if (layout === 'llama')
+      return {
+        kind: 'hf-llama',
+        task: 'lm',
+        model,
+        opened,
+        taskType: 'CAUSAL_LM',
+        sites: () => llamaLinearSites(model),
+        hfStateDict: () => llamaHfStateDict(model.stateDict(), model.config),
+      };
     return {
       kind: 'hf-gpt2',
       task: 'lm',
@@ -65,7 +91,23 @@ export function tunable(opened: OpenedFolder): Tunable {
     };
   }
   throw new Error(
-    `fine-tuning takes a Hugging Face folder (GPT-2, Marian); this is qkv's own ${opened.kind} folder: ` +
+    `fine-tuning takes a Hugging Face folder (GPT-2, Llama, Qwen2, Mistral, Marian); this is qkv's own ${opened.kind} folder: ` +
       `continue it with ${opened.kind === 'gpt' ? 'qkv train-lm' : 'qkv train --init-from'}`,
+  );
+}
+
+/**
+ * Which Hugging Face layout a decoder of kind 'hf-gpt2' has, from the switches its config.json set
+ * (models/hf/gpt2.ts, models/hf/llama.ts): GPT-2's (learned positions, LayerNorm, GELU MLP) or the Llama family's
+ * (rotary positions, RMSNorm, SwiGLU). A mix of the two is neither family's and is refused.
+ */
+function decoderLayout(c: GPTConfig): 'gpt2' | 'llama' {
+  const gpt2 = c.positions === 'learned' && (c.norm ?? 'layer') === 'layer' && (c.mlp ?? 'gelu') === 'gelu';
+  const llama = c.positions === 'rotary' && c.norm === 'rms' && c.mlp === 'swiglu';
+  if (gpt2) return 'gpt2';
+  if (llama) return 'llama';
+  throw new Error(
+    `fine-tuning: this decoder (positions ${c.positions}, norm ${c.norm ?? 'layer'}, mlp ${c.mlp ?? 'gelu'}) ` +
+      "is neither GPT-2's layout nor the Llama family's: qkv fine-tunes those two",
   );
 }

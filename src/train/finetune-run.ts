@@ -1,7 +1,8 @@
 /**
- * A fine-tuning run (`qkv finetune`): a Hugging Face folder (GPT-2, Marian) trained on the user's lines, fully or
- * with a LoRA adapter, by the training loop every qkv run uses (./loop.ts: evaluations, history.json, the state
- * committed atomically every `saveEvery` steps, --resume), validation loss as its metric. The run folder `out`:
+ * A fine-tuning run (`qkv finetune`): a Hugging Face folder (GPT-2, Llama-family, Marian) trained on the user's
+ * lines, fully or with a LoRA adapter, by the training loop every qkv run uses (./loop.ts: evaluations,
+ * history.json, the state committed atomically every `saveEvery` steps, --resume), validation loss as its metric.
+ * The run folder `out`:
  *
  *   full   a Hugging Face folder: the base's config and tokenizer files, model.safetensors under the family's
  *          Hugging Face names (the best validation loss so far), so qkv and transformers open it as they open the base;
@@ -36,13 +37,17 @@ export interface FineTuneLora {
   r: number;
   alpha: number;
   dropout: number;
-  /** Hugging Face module names (default: PEFT's for the family: GPT-2 ['c_attn'], Marian ['q_proj', 'v_proj']). */
+  /**
+   * Hugging Face module names (default: PEFT's for the family: GPT-2 ['c_attn'], Llama-family and Marian
+   * ['q_proj', 'v_proj']).
+   */
   targetModules?: string[] | string;
 }
 
 /** PEFT's default target_modules per model_type (peft/utils/constants.py, for LoRA). */
 export const PEFT_DEFAULT_TARGETS: Record<Tunable['kind'], string[]> = {
   'hf-gpt2': ['c_attn'],
+  'hf-llama': ['q_proj', 'v_proj'],
   marian: ['q_proj', 'v_proj'],
 };
 

@@ -122,6 +122,13 @@ export const REFERENCES: readonly Reference[] = [
     folder: 'test/fixtures/peft-qlora',
     files: ['gpt2-int8', 'gpt2-q4', 'llama-int8'].flatMap((c) => [`${c}/data.json`, `${c}/expected.safetensors`]),
   },
+  {
+    // Fine-tuning steps of the newer families: PEFT LoRA and full on the tiny Llama (tied) and Qwen2 (biases,
+    // untied) folders (float64, stored float32).
+    script: 'scripts/fixtures/make_finetune_families.py',
+    folder: 'test/fixtures/finetune',
+    files: ['llama', 'qwen2'].flatMap((c) => [`${c}/data.json`, `${c}/expected.safetensors`]),
+  },
 ];
 
 /**
