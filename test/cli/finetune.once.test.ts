@@ -25,6 +25,8 @@ import { multi30kLines, root } from '../helpers/cli.ts';
 const FIX = join(root, 'test/fixtures');
 const GPT2 = join(FIX, 'hf-gpt2-tiny');
 const MARIAN = join(FIX, 'marian-tiny');
+const LLAMA = join(FIX, 'hf-llama/llama-gqa-tied');
+const QWEN2 = join(FIX, 'hf-llama/qwen2-bias-untied');
 const work = tempDir('qkv-finetune-');
 const en = multi30kLines('train.en.gz').slice(0, 60);
 const de = multi30kLines('train.de.gz').slice(0, 60);
@@ -170,6 +172,70 @@ test('qkv finetune --lora --quantize q4 --recompute (GPT-2): QLoRA resumes exact
     b.some((v) => v !== 0),
     "c_fc's B trained (its gradient came through the quantized c_proj above it)",
   );
+});
+
+test("qkv finetune --lora (Llama): q_proj,v_proj on LlamaForCausalLM's paths; the adapter and its merge generate alike", async () => {
+  const out = join(work, 'llama-lora');
+  const args = lmArgs(['--lora', '--r', '4', '--lr', '1e-2'])(out);
+  args[2] = LLAMA;
+  const r = await qkv(args);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /hf-llama LoRA \(4 layers, r 4\)/);
+  const config = JSON.parse(read(out, 'adapter_config.json').toString());
+  assert.deepEqual(
+    [config.target_modules, config.task_type, config.fan_in_fan_out],
+    [['q_proj', 'v_proj'], 'CAUSAL_LM', false],
+  );
+  const keys = Object.keys(readSafetensors(new Uint8Array(read(out, 'adapter_model.safetensors'))).tensors).sort();
+  assert.deepEqual(
+    keys,
+    [0, 1].flatMap((i) =>
+      ['q_proj', 'v_proj'].flatMap((m) =>
+        ['A', 'B'].map((f) => `base_model.model.model.layers.${i}.self_attn.${m}.lora_${f}.weight`),
+      ),
+    ),
+  );
+  const merged = join(work, 'llama-merged');
+  const m = await qkv(['merge', '--model', LLAMA, '--adapter', out, '--out', merged]);
+  assert.equal(m.status, 0, m.stderr);
+  const ids = new Tensor(Int32Array.from([5, 17, 99, 3, 250, 41, 7, 8]), [1, 8], 'int32');
+  const unmerged = tunable({ kind: 'hf-gpt2', ...readHfGpt2Dir(LLAMA) });
+  assert.equal(applyAdapter(unmerged, readAdapterSync(dirSource(out)), false).pairs.length, 4);
+  const want = noGrad(() => unmerged.model.forward(ids));
+  assertClose(
+    noGrad(() => readHfGpt2Dir(merged).model.forward(ids)),
+    want,
+    'merged folder logits',
+    1e-5,
+    1e-5,
+  );
+  const base = noGrad(() => readHfGpt2Dir(LLAMA).model.forward(ids)).dataSync<Float32Array>();
+  assert.ok(
+    want.dataSync<Float32Array>().some((x, i) => Math.abs(x - base[i]) > 1e-4),
+    'the adapter changed the logits',
+  );
+  const viaAdapter = await pipeline('text-generation', LLAMA, { adapter: out });
+  const viaMerged = await pipeline('text-generation', merged);
+  assert.equal(await viaAdapter('A man', { maxNewTokens: 8 }), await viaMerged('A man', { maxNewTokens: 8 }));
+});
+
+test("qkv finetune (Qwen2, full, sharded base): one model.safetensors under Qwen2's names; it opens and generates", async () => {
+  const out = join(work, 'qwen2-full');
+  const args = lmArgs(['--lr', '1e-2'])(out);
+  args[2] = QWEN2;
+  const r = await qkv(args);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /hf-llama full/);
+  const names = Object.keys(readSafetensors(new Uint8Array(read(out, 'model.safetensors'))).tensors);
+  assert.ok(
+    names.includes('lm_head.weight') && names.includes('model.layers.1.self_attn.k_proj.bias'),
+    'untied, biased',
+  );
+  assert.ok(!names.some((n) => /in_proj|^h\.|wte/.test(n)), 'no qkv names');
+  const g = await qkv(['generate', '--model', out, '--prompt', 'A man', '--max-tokens', '6', '--temperature', '0']);
+  assert.equal(g.status, 0, g.stderr);
+  const tuned = await pipeline('text-generation', out);
+  assert.equal(typeof (await tuned('A man', { maxNewTokens: 4 })), 'string');
 });
 
 test('qkv finetune (Marian, full): a Hugging Face folder qkv translate opens; killed after step 3 and resumed, the same files', async () => {

@@ -223,3 +223,13 @@ test("a Llama-family folder takes PEFT's default targets (q_proj, v_proj) on its
     /target_modules \["c_attn"\] match none/,
   );
 });
+
+test("a decoder of neither GPT-2's layout nor the Llama family's is refused by name, not trained under wrong names", () => {
+  const opened = openFolderSync(dirSource(join(FIX, 'hf-gpt2-tiny')));
+  assert.equal(tunable(opened).kind, 'hf-gpt2');
+  const model = { config: { ...(opened.model as { config: object }).config, norm: 'rms' } };
+  assert.throws(
+    () => tunable({ ...opened, model } as unknown as typeof opened),
+    /positions learned, norm rms, mlp gelu\) is neither GPT-2's layout nor the Llama family's/,
+  );
+});
