@@ -9,7 +9,9 @@
  * A new family (BERT-style encoders with a classification head, T5) adds a case here: its key map's sites and
  * writer, and its task ('classify' brings its data class in train/finetune-data.ts).
  */
+import type { Encoder } from '../models/encoder.ts';
 import type { GPT } from '../models/gpt.ts';
+import { encoderHfStateDict, encoderLinearSites } from '../models/hf/bert.ts';
 import type { GPTConfig } from '../models/gpt-config.ts';
 import { gpt2HfStateDict, gpt2LinearSites } from '../models/hf/gpt2.ts';
 import { llamaHfStateDict, llamaLinearSites } from '../models/hf/llama.ts';
@@ -17,7 +19,7 @@ import { marianHfStateDict, marianLinearSites } from '../models/hf/marian.ts';
 import type { LinearSite } from '../models/hf/peft.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import type { Tensor } from '../tensor/tensor.ts';
-import type { OpenedFolder, OpenedLm, OpenedMarian } from './open.ts';
+import type { OpenedEncoder, OpenedFolder, OpenedLm, OpenedMarian } from './open.ts';
 
 /** An opened Hugging Face folder as fine-tuning sees it. */
 export type Tunable =
@@ -39,6 +41,17 @@ export type Tunable =
       model: GPT;
       opened: OpenedLm;
       taskType: 'CAUSAL_LM';
+      sites(): LinearSite[];
+      hfStateDict(): Record<string, Tensor>;
+    }
+  | {
+      /** A BERT, RoBERTa, XLM-R or DistilBERT *ForSequenceClassification folder (single-label). */
+      kind: 'hf-encoder';
+      /** `text<TAB>label`: cross-entropy of the head's logits against the label's id. */
+      task: 'classify';
+      model: Encoder;
+      opened: OpenedEncoder;
+      taskType: 'SEQ_CLS';
       sites(): LinearSite[];
       hfStateDict(): Record<string, Tensor>;
     }
@@ -90,8 +103,31 @@ export function tunable(opened: OpenedFolder): Tunable {
       hfStateDict: () => marianHfStateDict(model.stateDict(), model.config),
     };
   }
+  if (opened.kind === 'hf-encoder') {
+    const model = opened.model;
+    const { family, problemType } = opened.hf;
+    if (model.config.head.kind !== 'classification')
+      throw new Error(
+        `fine-tuning an encoder takes a *ForSequenceClassification folder (text<TAB>label); this ${family} folder's ` +
+          `head is ${model.config.head.kind === 'none' ? 'none (a bare model)' : model.config.head.kind}`,
+      );
+    if (problemType !== 'single_label_classification')
+      throw new Error(
+        `fine-tuning a classifier: problem_type ${problemType} is not supported (qkv trains single-label ` +
+          'classifiers, the cross-entropy of one label per text)',
+      );
+    return {
+      kind: 'hf-encoder',
+      task: 'classify',
+      model,
+      opened,
+      taskType: 'SEQ_CLS',
+      sites: () => encoderLinearSites(model, family),
+      hfStateDict: () => encoderHfStateDict(model.stateDict(), family, model.config),
+    };
+  }
   throw new Error(
-    `fine-tuning takes a Hugging Face folder (GPT-2, Llama, Qwen2, Mistral, Marian); this is qkv's own ${opened.kind} folder: ` +
+    `fine-tuning takes a Hugging Face folder (GPT-2, Llama, Qwen2, Mistral, Marian, BERT-style classifiers); this is qkv's own ${opened.kind} folder: ` +
       `continue it with ${opened.kind === 'gpt' ? 'qkv train-lm' : 'qkv train --init-from'}`,
   );
 }

@@ -200,6 +200,7 @@ test("qkv finetune --lora (Llama): q_proj,v_proj on LlamaForCausalLM's paths; th
   assert.equal(m.status, 0, m.stderr);
   const ids = new Tensor(Int32Array.from([5, 17, 99, 3, 250, 41, 7, 8]), [1, 8], 'int32');
   const unmerged = tunable({ kind: 'hf-gpt2', ...readHfGpt2Dir(LLAMA) });
+  assert.ok(unmerged.kind === 'hf-llama');
   assert.equal(applyAdapter(unmerged, readAdapterSync(dirSource(out)), false).pairs.length, 4);
   const want = noGrad(() => unmerged.model.forward(ids));
   assertClose(

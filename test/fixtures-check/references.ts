@@ -124,10 +124,10 @@ export const REFERENCES: readonly Reference[] = [
   },
   {
     // Fine-tuning steps of the newer families: PEFT LoRA and full on the tiny Llama (tied) and Qwen2 (biases,
-    // untied) folders (float64, stored float32).
+    // untied) folders and the BERT, DistilBERT and XLM-R classifiers (float64, stored float32).
     script: 'scripts/fixtures/make_finetune_families.py',
     folder: 'test/fixtures/finetune',
-    files: ['llama', 'qwen2'].flatMap((c) => [`${c}/data.json`, `${c}/expected.safetensors`]),
+    files: ['llama', 'qwen2', 'bert', 'distilbert', 'xlm-roberta'].flatMap((c) => [`${c}/data.json`, `${c}/expected.safetensors`]),
   },
 ];
 

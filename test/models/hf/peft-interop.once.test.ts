@@ -47,9 +47,16 @@ interface Case {
 type Family = 'gpt2' | 'marian' | 'llama' | 'qwen2';
 const BASE: Record<Family, string> = { gpt2: GPT2, marian: MARIAN, llama: LLAMA, qwen2: QWEN2 };
 
-function open(family: Family): Tunable {
-  if (family === 'marian') return tunable({ kind: 'marian', ...readMarianDir(MARIAN) });
-  return tunable({ kind: 'hf-gpt2', ...readHfGpt2Dir(BASE[family]) });
+/** The decoder and Marian cases of Tunable (what this file opens). */
+type Tuned = Extract<Tunable, { kind: 'hf-gpt2' | 'hf-llama' | 'marian' }>;
+
+function open(family: Family): Tuned {
+  const t =
+    family === 'marian'
+      ? tunable({ kind: 'marian', ...readMarianDir(MARIAN) })
+      : tunable({ kind: 'hf-gpt2', ...readHfGpt2Dir(BASE[family]) });
+  assert.ok(t.kind !== 'hf-encoder');
+  return t;
 }
 
 /** The script's family: the Llama-family folders all open with AutoModelForCausalLM. */
@@ -57,7 +64,7 @@ function pyFamily(f: Family): Family {
   return f === 'qwen2' ? 'llama' : f;
 }
 
-function logits(t: Tunable, c: Case): Tensor {
+function logits(t: Tuned, c: Case): Tensor {
   t.model.eval();
   return noGrad(() => {
     if (t.task === 'lm') return t.model.forward(new Tensor(Int32Array.from(c.ids!), [1, c.ids!.length], 'int32'));
@@ -71,7 +78,7 @@ test("PEFT loads qkv's adapters, transformers opens qkv's folders: the same logi
   const work = tempDir('qkv-peft-interop-');
   const cases: Case[] = [];
   const expected = new Map<string, Tensor>();
-  const inputs = (family: Family, t: Tunable) =>
+  const inputs = (family: Family, t: Tuned) =>
     family !== 'marian'
       ? { ids: IDS }
       : { src: SRC, dec: [t.kind === 'marian' ? t.opened.ids.decoderStartId : 0, ...DEC.slice(1)] };
