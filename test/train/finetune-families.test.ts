@@ -41,7 +41,8 @@ interface Steps {
 }
 interface Data {
   folder: string;
-  batches: { ids: number[][] }[] & { texts: LabelledText[] }[];
+  /** Token rows (a decoder) or labelled texts (a classifier). */
+  batches: { ids: number[][]; texts: LabelledText[] }[];
   optimizer: { lr: number; betas: [number, number]; eps: number; weightDecay: number; clipNorm: number };
   lora: Steps & { r: number; alpha: number; targets: string[] };
   full: Steps;
