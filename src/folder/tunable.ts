@@ -51,7 +51,12 @@ export type Tunable =
       task: 'classify';
       model: Encoder;
       opened: OpenedEncoder;
-      taskType: 'SEQ_CLS';
+      /**
+       * None: PEFT's SEQ_CLS would also train the head's projection in full (modules_to_save, which qkv does not
+       * write yet) and refuses an adapter without it; a LoRA run here adapts the encoder and the head's first layer,
+       * the projection onto the labels frozen, and PEFT loads it as a plain LoRA model.
+       */
+      taskType: null;
       sites(): LinearSite[];
       hfStateDict(): Record<string, Tensor>;
     }
@@ -121,7 +126,7 @@ export function tunable(opened: OpenedFolder): Tunable {
       task: 'classify',
       model,
       opened,
-      taskType: 'SEQ_CLS',
+      taskType: null,
       sites: () => encoderLinearSites(model, family),
       hfStateDict: () => encoderHfStateDict(model.stateDict(), family, model.config),
     };

@@ -31,6 +31,10 @@ const work = tempDir('qkv-finetune-');
 const en = multi30kLines('train.en.gz').slice(0, 60);
 const de = multi30kLines('train.de.gz').slice(0, 60);
 writeFileSync(join(work, 'lm.txt'), `${en.join('\n')}\n`);
+const LABELS = ['negative', 'positive', 'joy']; // test/fixtures/hf-encoders/bert-cls's id2label
+writeFileSync(join(work, 'labelled.tsv'), `${en.map((e, i) => `${e}\t${LABELS[i % 3]}`).join('\n')}\n`);
+// distilbert-cls has two labels.
+writeFileSync(join(work, 'labelled2.tsv'), `${en.map((e, i) => `${e}\t${LABELS[i % 2]}`).join('\n')}\n`);
 writeFileSync(join(work, 'pairs.tsv'), `${en.map((e, i) => `${e}\t${de[i]}`).join('\n')}\n`);
 
 interface Run {
@@ -237,6 +241,79 @@ test("qkv finetune (Qwen2, full, sharded base): one model.safetensors under Qwen
   assert.equal(g.status, 0, g.stderr);
   const tuned = await pipeline('text-generation', out);
   assert.equal(typeof (await tuned('A man', { maxNewTokens: 4 })), 'string');
+});
+
+const ENCODERS = join(FIX, 'hf-encoders');
+const clsArgs = (model: string, out: string, more: string[] = []) => [
+  'finetune',
+  '--model',
+  join(ENCODERS, model),
+  '--data',
+  join(work, 'labelled.tsv'),
+  '--out',
+  out,
+  '--max-steps',
+  '3',
+  '--batch-size',
+  '4',
+  '--lr',
+  '1e-2',
+  ...more,
+];
+
+test("qkv finetune (BERT classifier, full): a folder under BERT's names that the text-classification pipeline opens", async () => {
+  const out = join(work, 'bert-full');
+  const r = await qkv(clsArgs('bert-cls', out));
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /hf-encoder full: .* 54 labelled texts, 4 a batch/);
+  const names = (dir: string) =>
+    Object.keys(readSafetensors(new Uint8Array(read(dir, 'model.safetensors'))).tensors).sort();
+  assert.deepEqual(names(out), names(join(ENCODERS, 'bert-cls')), "the base's tensor names");
+  const tuned = await pipeline('text-classification', out);
+  const base = await pipeline('text-classification', join(ENCODERS, 'bert-cls'));
+  const a = (await tuned('A man rides a bike.', { topK: 3 })) as { label: string; score: number }[];
+  const b = (await base('A man rides a bike.', { topK: 3 })) as { label: string; score: number }[];
+  assert.deepEqual(a.map((x) => x.label).sort(), [...LABELS].sort());
+  assert.notDeepEqual(a, b, 'training moved the scores');
+});
+
+test('qkv finetune --lora (DistilBERT classifier): q_lin,v_lin by default; the adapter and its merge classify alike', async () => {
+  const out = join(work, 'distilbert-lora');
+  const r = await qkv(clsArgs('distilbert-cls', out, ['--lora', '--r', '4', '--data', join(work, 'labelled2.tsv')]));
+  assert.equal(r.status, 0, r.stderr);
+  const config = JSON.parse(read(out, 'adapter_config.json').toString());
+  assert.deepEqual([config.target_modules, config.task_type], [['q_lin', 'v_lin'], null]);
+  const merged = join(work, 'distilbert-merged');
+  const m = await qkv(['merge', '--model', join(ENCODERS, 'distilbert-cls'), '--adapter', out, '--out', merged]);
+  assert.equal(m.status, 0, m.stderr);
+  const text = 'Two dogs play in the snow.';
+  const viaAdapter = await pipeline('text-classification', join(ENCODERS, 'distilbert-cls'), { adapter: out });
+  const viaMerged = await pipeline('text-classification', merged);
+  const a = (await viaAdapter(text, { topK: 3 })) as { label: string; score: number }[];
+  const b = (await viaMerged(text, { topK: 3 })) as { label: string; score: number }[];
+  assert.equal(a.length, 2);
+  assert.deepEqual(
+    a.map((x) => x.label),
+    b.map((x) => x.label),
+  );
+  a.forEach((x, i) => assert.ok(Math.abs(x.score - b[i].score) < 1e-5, `${x.label}: ${x.score} vs ${b[i].score}`));
+});
+
+test('qkv finetune refuses the classifiers it cannot train, by name', async () => {
+  writeFileSync(join(work, 'bad-label.tsv'), 'A dog runs.\tsad\n'.repeat(10));
+  const cases: [string[], RegExp][] = [
+    [clsArgs('roberta-cls', join(work, 'bad-c0')), /problem_type multi_label_classification is not supported/],
+    [clsArgs('bert-mlm', join(work, 'bad-c1')), /takes a \*ForSequenceClassification folder .* head is masked-lm/],
+    [
+      [...clsArgs('bert-cls', join(work, 'bad-c2')), '--data', join(work, 'bad-label.tsv')],
+      /line 1: label "sad" is not one of the model's \(config.json id2label: "negative", "positive", "joy"\)/,
+    ],
+  ];
+  const runs = await Promise.all(cases.map(([args]) => qkv(args)));
+  runs.forEach((r, i) => {
+    assert.equal(r.status, 1, `${cases[i][0].join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, cases[i][1]);
+  });
 });
 
 test('qkv finetune (Marian, full): a Hugging Face folder qkv translate opens; killed after step 3 and resumed, the same files', async () => {

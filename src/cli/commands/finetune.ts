@@ -3,9 +3,8 @@
  * src/train/finetune-run.ts (a Hugging Face folder trained fully or with LoRA) and for merging a PEFT adapter into
  * its base as a plain folder.
  *
- * --data is, by the folder's task: text, one document per line (GPT-2, Llama-family); `source<TAB>target` pairs (Marian). A
- * classifier's `text<TAB>label` comes with the encoder families (its task in folder/tunable.ts, its data class in
- * train/finetune-data.ts).
+ * --data is, by the folder's task: text, one document per line (GPT-2, Llama-family); `source<TAB>target` pairs
+ * (Marian); `text<TAB>label`, the label by its config.json id2label name (a BERT-style classifier).
  */
 import { resolve } from 'node:path';
 import { Command } from '@commander-js/extra-typings';
@@ -25,10 +24,16 @@ import { progressBar } from '../progress.ts';
 function flags() {
   return new Command('finetune')
     .description(
-      'fine-tune a Hugging Face folder (GPT-2, Llama/Qwen2/Mistral, Marian) on your lines, fully or with a LoRA adapter (PEFT format)',
+      'fine-tune a Hugging Face folder (GPT-2, Llama/Qwen2/Mistral, Marian, BERT-style classifiers) on your lines, fully or with a LoRA adapter (PEFT format)',
     )
-    .requiredOption('--model <dir>', 'the base folder (model_type gpt2, llama, qwen2, mistral or marian)')
-    .requiredOption('--data <file>', "training lines, plain or .gz: text (decoders), 'source<TAB>target' (Marian)")
+    .requiredOption(
+      '--model <dir>',
+      'the base folder (gpt2, llama, qwen2, mistral, marian; a bert/distilbert/roberta/xlm-roberta classifier)',
+    )
+    .requiredOption(
+      '--data <file>',
+      "training lines, plain or .gz: text (decoders), 'source<TAB>target' (Marian), 'text<TAB>label' (classifiers)",
+    )
     .requiredOption('--out <dir>', 'run folder: the fine-tuned folder (or adapter), training state and history')
     .option('--val <file>', 'validation lines (default: the last 10% of --data)')
     .option('--resume', 'continue the run in --out from its last checkpoint', false)
@@ -48,7 +53,7 @@ function flags() {
     .option('--schedule <kind>', 'linear (decay to 0 at --max-steps) | constant', 'linear')
     .option('--weight-decay <x>', 'AdamW weight decay on matrices and tables', nonNegativeNumber('--weight-decay'), 0)
     .option('--clip <x>', 'clip the gradient norm (0: off)', nonNegativeNumber('--clip'), 1)
-    .option('--batch-size <n>', 'decoders: windows per step', int('--batch-size'), 8)
+    .option('--batch-size <n>', 'decoders: windows per step; classifiers: texts per step', int('--batch-size'), 8)
     .option('--seq-len <n>', 'decoders: tokens per window (default min(128, the context))', int('--seq-len'))
     .option('--max-tokens <n>', 'Marian: padded tokens per batch', int('--max-tokens'), 2048)
     .option('--label-smoothing <x>', 'Marian: label smoothing', rate('--label-smoothing'), 0)

@@ -379,9 +379,10 @@ function clsPath(n: Names, name: string): string {
 /**
  * *ForSequenceClassification's linear layers by their module paths, as PEFT matches target_modules against them
  * (PEFT's default for bert and roberta: query, value; for distilbert: q_lin, v_lin), on qkv's layers: q/k/v are
- * rows of the packed in_proj, the rest nn.Linear. The classifier's first layer (BERT's `bert.pooler.dense`,
- * RoBERTa's `classifier.dense`, DistilBERT's `pre_classifier`) is a site, as PEFT's name matching reaches it ('dense'
- * names it in BERT and RoBERTa); the projection onto the labels is not (PEFT leaves the output layer out).
+ * rows of the packed in_proj, the rest nn.Linear. The head's two layers are sites too (BERT's `bert.pooler.dense`
+ * and `classifier`, RoBERTa's `classifier.dense` and `classifier.out_proj`, DistilBERT's `pre_classifier` and
+ * `classifier`): PEFT's name matching reaches them ('dense' names the first in BERT and RoBERTa), and its
+ * all-linear takes them both in a model without a task type.
  */
 export function encoderLinearSites(
   model: Module & { readonly config: EncoderConfig },
@@ -421,6 +422,7 @@ export function encoderLinearSites(
     sites.push(linear(`${hf}.${f2}`, moduleAt<Linear>(model, `${own}.linear2`)));
   }
   sites.push(linear(clsPath(n, n.cls[0]), moduleAt<Linear>(model, 'classifierDense')));
+  sites.push(linear(clsPath(n, n.cls[1]), moduleAt<Linear>(model, 'classifierOut')));
   return sites;
 }
 

@@ -13,7 +13,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { noGrad } from '../../../src/autograd/grad-mode.ts';
 import { copyHfFiles, saveAdapterDir, saveHfWeights } from '../../../src/folder/node-hf.ts';
-import { readHfGpt2Dir, readMarianDir } from '../../../src/folder/node.ts';
+import { dirSource, readHfGpt2Dir, readMarianDir } from '../../../src/folder/node.ts';
+import { openFolderSync } from '../../../src/folder/open.ts';
 import { tunable, type Tunable } from '../../../src/folder/tunable.ts';
 import { readSafetensors } from '../../../src/io/safetensors.ts';
 import { attachLora, loraConfig, type PeftLoraConfig } from '../../../src/models/hf/peft.ts';
@@ -30,6 +31,7 @@ const GPT2 = join(FIX, 'hf-gpt2-tiny');
 const MARIAN = join(FIX, 'marian-tiny');
 const LLAMA = join(FIX, 'hf-llama/llama-gqa-tied');
 const QWEN2 = join(FIX, 'hf-llama/qwen2-bias-untied'); // sharded; q/k/v biases; untied head
+const CLASSIFIERS = ['bert', 'distilbert', 'xlm-roberta'] as const;
 const IDS = [5, 17, 99, 3, 250, 41, 7, 8, 300, 2];
 const SRC = [12, 40, 7, 88, 19, 0]; // ends with EOS (0)
 const DEC = [58100, 33, 5, 71, 9]; // replaced by the folder's start id below
@@ -44,31 +46,43 @@ interface Case {
   dec?: number[];
 }
 
-type Family = 'gpt2' | 'marian' | 'llama' | 'qwen2';
-const BASE: Record<Family, string> = { gpt2: GPT2, marian: MARIAN, llama: LLAMA, qwen2: QWEN2 };
+type Family = 'gpt2' | 'marian' | 'llama' | 'qwen2' | 'classifier' | (typeof CLASSIFIERS)[number];
+const BASE: Record<Family, string> = {
+  gpt2: GPT2,
+  marian: MARIAN,
+  llama: LLAMA,
+  qwen2: QWEN2,
+  classifier: '',
+  bert: join(FIX, 'hf-encoders/bert-cls'),
+  distilbert: join(FIX, 'hf-encoders/distilbert-cls'),
+  'xlm-roberta': join(FIX, 'hf-encoders/xlm-roberta-cls'),
+};
 
 /** The decoder and Marian cases of Tunable (what this file opens). */
-type Tuned = Extract<Tunable, { kind: 'hf-gpt2' | 'hf-llama' | 'marian' }>;
+type Tuned = Tunable;
 
 function open(family: Family): Tuned {
-  const t =
-    family === 'marian'
-      ? tunable({ kind: 'marian', ...readMarianDir(MARIAN) })
-      : tunable({ kind: 'hf-gpt2', ...readHfGpt2Dir(BASE[family]) });
-  assert.ok(t.kind !== 'hf-encoder');
-  return t;
+  if ((CLASSIFIERS as readonly string[]).includes(family)) return tunable(openFolderSync(dirSource(BASE[family])));
+  return family === 'marian'
+    ? tunable({ kind: 'marian', ...readMarianDir(MARIAN) })
+    : tunable({ kind: 'hf-gpt2', ...readHfGpt2Dir(BASE[family]) });
 }
 
-/** The script's family: the Llama-family folders all open with AutoModelForCausalLM. */
+/** The script's family: the Llama-family folders all open with AutoModelForCausalLM, the classifiers with
+ * AutoModelForSequenceClassification. */
 function pyFamily(f: Family): Family {
+  if ((CLASSIFIERS as readonly string[]).includes(f)) return 'classifier';
   return f === 'qwen2' ? 'llama' : f;
 }
 
 function logits(t: Tuned, c: Case): Tensor {
   t.model.eval();
   return noGrad(() => {
-    if (t.task === 'lm') return t.model.forward(new Tensor(Int32Array.from(c.ids!), [1, c.ids!.length], 'int32'));
+    const ids = () => new Tensor(Int32Array.from(c.ids!), [1, c.ids!.length], 'int32');
+    if (t.task === 'lm') return t.model.forward(ids());
+    if (t.task === 'classify') return t.model.classify(t.model.forward({ inputIds: ids() }).hidden);
     const src = new Tensor(Int32Array.from(c.src!), [1, c.src!.length], 'int32');
+    if (t.kind !== 'marian') throw new Error('not a Marian folder');
     return t.model.forward(src, new Tensor(Int32Array.from(c.dec!), [1, c.dec!.length], 'int32'));
   });
 }
@@ -87,6 +101,10 @@ test("PEFT loads qkv's adapters, transformers opens qkv's folders: the same logi
     ['gpt2-lora', 'gpt2', { targetModules: ['c_attn', 'c_proj', 'c_fc'], r: 4, loraAlpha: 8 }],
     ['llama-lora', 'llama', { targetModules: 'all-linear', r: 4, loraAlpha: 8 }],
     ['qwen2-lora', 'qwen2', { targetModules: ['k_proj', 'v_proj', 'up_proj'], r: 2, loraAlpha: 8 }],
+    // The classifiers' adapters as qkv finetune writes them (no task_type), the head's projection frozen.
+    ['bert-lora', 'bert', { targetModules: ['query', 'key', 'value', 'dense'], r: 4, loraAlpha: 8 }],
+    ['distilbert-lora', 'distilbert', { targetModules: 'all-linear', r: 2, loraAlpha: 8 }],
+    ['xlm-roberta-lora', 'xlm-roberta', { targetModules: ['query', 'value'], r: 4, loraAlpha: 16 }],
     [
       'marian-lora',
       'marian',
@@ -104,7 +122,7 @@ test("PEFT loads qkv's adapters, transformers opens qkv's folders: the same logi
     const t = open(family);
     manualSeed(7);
     // Random A and B (PEFT's init_lora_weights false), so every adapter changes the logits.
-    const a = attachLora(t.model, t.sites(), loraConfig({ ...over, initLoraWeights: false, taskType: null }));
+    const a = attachLora(t.model, t.sites(), loraConfig({ taskType: null, ...over, initLoraWeights: false }));
     const dir = join(work, name);
     saveAdapterDir(dir, a);
     const c: Case = { name, family: pyFamily(family), model: BASE[family], adapter: dir, ...inputs(family, t) };
@@ -112,7 +130,7 @@ test("PEFT loads qkv's adapters, transformers opens qkv's folders: the same logi
     expected.set(name, logits(t, c));
     expected.set(`${name}-base`, logits(open(family), c));
   }
-  for (const family of ['gpt2', 'marian', 'llama', 'qwen2'] as const) {
+  for (const family of ['gpt2', 'marian', 'llama', 'qwen2', ...CLASSIFIERS] as const) {
     const t = open(family);
     noGrad(() => {
       for (const [, p] of t.model.namedParameters())
