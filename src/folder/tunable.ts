@@ -132,7 +132,8 @@ export function tunable(opened: OpenedFolder): Tunable {
     };
   }
   throw new Error(
-    `fine-tuning takes a Hugging Face folder (GPT-2, Llama, Qwen2, Mistral, Marian, BERT-style classifiers); this is qkv's own ${opened.kind} folder: ` +
+    'fine-tuning takes a Hugging Face folder (GPT-2, Llama, Qwen2, Mistral, Marian, BERT-style classifiers); ' +
+      `this is qkv's own ${opened.kind} folder: ` +
       `continue it with ${opened.kind === 'gpt' ? 'qkv train-lm' : 'qkv train --init-from'}`,
   );
 }

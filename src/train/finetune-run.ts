@@ -84,7 +84,10 @@ export interface FineTuneRun {
   saveEvery: number;
   /** The recipe's fields given (the rest: FINETUNE_RECIPE). */
   recipe: Partial<FineTuneOptions>;
-  /** Language model: windows per batch (a classifier: texts per batch); tokens per window (default min(128, the context)). */
+  /**
+   * Language model: windows per batch (a classifier: texts per batch); tokens per window (default min(128, the
+   * context)).
+   */
   batchSize: number;
   seqLen?: number;
   /** Translation: padded tokens per batch. */

@@ -24,7 +24,8 @@ import { progressBar } from '../progress.ts';
 function flags() {
   return new Command('finetune')
     .description(
-      'fine-tune a Hugging Face folder (GPT-2, Llama/Qwen2/Mistral, Marian, BERT-style classifiers) on your lines, fully or with a LoRA adapter (PEFT format)',
+      'fine-tune a Hugging Face folder (GPT-2, Llama/Qwen2/Mistral, Marian, BERT-style classifiers) on your ' +
+        'lines, fully or with a LoRA adapter (PEFT format)',
     )
     .requiredOption(
       '--model <dir>',
