@@ -11,12 +11,12 @@
  */
 import type { Encoder } from '../models/encoder.ts';
 import type { GPT } from '../models/gpt.ts';
-import { encoderHfStateDict, encoderLinearSites } from '../models/hf/bert.ts';
+import { encoderHfStateDict, encoderLinearSites, encoderSavedModules } from '../models/hf/bert.ts';
 import type { GPTConfig } from '../models/gpt-config.ts';
 import { gpt2HfStateDict, gpt2LinearSites } from '../models/hf/gpt2.ts';
 import { llamaHfStateDict, llamaLinearSites } from '../models/hf/llama.ts';
 import { marianHfStateDict, marianLinearSites } from '../models/hf/marian.ts';
-import type { LinearSite } from '../models/hf/peft.ts';
+import type { LinearSite, SavedModule } from '../models/hf/peft.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import type { OpenedEncoder, OpenedFolder, OpenedLm, OpenedMarian } from './open.ts';
@@ -32,6 +32,8 @@ export type Tunable =
       /** PEFT's task_type of an adapter of this model. */
       taskType: 'CAUSAL_LM';
       sites(): LinearSite[];
+      /** The modules modules_to_save may train in full (a classifier's head; none elsewhere). */
+      saveable(): SavedModule[];
       hfStateDict(): Record<string, Tensor>;
     }
   | {
@@ -42,6 +44,8 @@ export type Tunable =
       opened: OpenedLm;
       taskType: 'CAUSAL_LM';
       sites(): LinearSite[];
+      /** The modules modules_to_save may train in full (a classifier's head; none elsewhere). */
+      saveable(): SavedModule[];
       hfStateDict(): Record<string, Tensor>;
     }
   | {
@@ -51,13 +55,11 @@ export type Tunable =
       task: 'classify';
       model: Encoder;
       opened: OpenedEncoder;
-      /**
-       * None: PEFT's SEQ_CLS would also train the head's projection in full (modules_to_save, which qkv does not
-       * write yet) and refuses an adapter without it; a LoRA run here adapts the encoder and the head's first layer,
-       * the projection onto the labels frozen, and PEFT loads it as a plain LoRA model.
-       */
-      taskType: null;
+      /** PEFT's SEQ_CLS: its modules_to_save trains the head ('classifier') in full beside the pairs. */
+      taskType: 'SEQ_CLS';
       sites(): LinearSite[];
+      /** The modules modules_to_save may train in full (a classifier's head; none elsewhere). */
+      saveable(): SavedModule[];
       hfStateDict(): Record<string, Tensor>;
     }
   | {
@@ -68,6 +70,8 @@ export type Tunable =
       opened: OpenedMarian;
       taskType: 'SEQ_2_SEQ_LM';
       sites(): LinearSite[];
+      /** The modules modules_to_save may train in full (a classifier's head; none elsewhere). */
+      saveable(): SavedModule[];
       hfStateDict(): Record<string, Tensor>;
     };
 
@@ -84,6 +88,7 @@ export function tunable(opened: OpenedFolder): Tunable {
         opened,
         taskType: 'CAUSAL_LM',
         sites: () => llamaLinearSites(model),
+        saveable: () => [],
         hfStateDict: () => llamaHfStateDict(model.stateDict(), model.config),
       };
     return {
@@ -93,6 +98,7 @@ export function tunable(opened: OpenedFolder): Tunable {
       opened,
       taskType: 'CAUSAL_LM',
       sites: () => gpt2LinearSites(model),
+      saveable: () => [],
       hfStateDict: () => gpt2HfStateDict(model.stateDict()),
     };
   }
@@ -105,6 +111,7 @@ export function tunable(opened: OpenedFolder): Tunable {
       opened,
       taskType: 'SEQ_2_SEQ_LM',
       sites: () => marianLinearSites(model, model.config),
+      saveable: () => [],
       hfStateDict: () => marianHfStateDict(model.stateDict(), model.config),
     };
   }
@@ -126,8 +133,9 @@ export function tunable(opened: OpenedFolder): Tunable {
       task: 'classify',
       model,
       opened,
-      taskType: null,
+      taskType: 'SEQ_CLS',
       sites: () => encoderLinearSites(model, family),
+      saveable: () => encoderSavedModules(model, family),
       hfStateDict: () => encoderHfStateDict(model.stateDict(), family, model.config),
     };
   }

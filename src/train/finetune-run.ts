@@ -195,11 +195,13 @@ export async function runFineTune(a: FineTuneRun): Promise<void> {
         loraDropout: a.lora.dropout,
         targetModules: a.lora.targetModules ?? peftDefaultTargets(t),
         taskType: t.taskType,
+        // PEFT's SEQ_CLS: the head trained in full beside the pairs (peft_model.py's classifier_module_names).
+        modulesToSave: t.task === 'classify' ? ['classifier', 'score'] : null,
         baseModelNameOrPath: a.model,
       });
     }
     manualSeed(a.recipe.seed ?? 1); // A's draw
-    attached = attachLora(model, t.sites(), config);
+    attached = attachLora(model, t.sites(), config, t.saveable());
   } else if (a.resume && existsSync(join(a.out, ADAPTER_FILES.config))) {
     throw new Error(`--resume: ${a.out} holds a LoRA run; pass --lora to continue it`);
   }

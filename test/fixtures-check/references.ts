@@ -127,7 +127,7 @@ export const REFERENCES: readonly Reference[] = [
     // untied) folders and the BERT, DistilBERT and XLM-R classifiers (float64, stored float32).
     script: 'scripts/fixtures/make_finetune_families.py',
     folder: 'test/fixtures/finetune',
-    files: ['llama', 'qwen2', 'bert', 'distilbert', 'xlm-roberta'].flatMap((c) => [
+    files: ['llama', 'qwen2', 'bert', 'distilbert', 'xlm-roberta', 'bert-seqcls', 'distilbert-seqcls'].flatMap((c) => [
       `${c}/data.json`,
       `${c}/expected.safetensors`,
     ]),

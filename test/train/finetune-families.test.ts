@@ -94,6 +94,12 @@ function pairTensors(a: AttachedLora, grad: boolean): Record<string, Tensor> {
       assert.ok(t, `${peftKey(site.path, f)}: no gradient`);
       out[peftKey(site.path, f)] = t;
     }
+  for (const m of a.saved)
+    for (const [name, p] of m.params) {
+      const t = grad ? p.grad : p;
+      assert.ok(t, `${m.path}.${name}: no gradient`);
+      out[`base_model.model.${m.path}.${name}`] = t;
+    }
   return out;
 }
 
@@ -364,3 +370,71 @@ for (const name of ['bert', 'distilbert', 'xlm-roberta']) {
     );
   });
 }
+
+for (const [name, saved] of [
+  ['bert-seqcls', ['classifier']],
+  ['distilbert-seqcls', ['pre_classifier', 'classifier']],
+] as const) {
+  test(`LoRA with PEFT's SEQ_CLS (${name}): modules_to_save trains ${saved.join(' and ')} in full; two steps give PEFT's`, () => {
+    const { data, expected } = fixture(name);
+    const t = openClassifier(data);
+    const config = loraConfig({
+      r: data.lora.r,
+      loraAlpha: data.lora.alpha,
+      targetModules: data.lora.targets,
+      initLoraWeights: false,
+      taskType: 'SEQ_CLS',
+      modulesToSave: ['classifier', 'score'],
+    });
+    const attached = attachLora(t.model, t.sites(), config, t.saveable());
+    // PEFT matches the names as suffixes of the path: 'classifier' takes DistilBERT's pre_classifier too.
+    assert.deepEqual(
+      attached.saved.map((m) => m.path),
+      saved,
+    );
+    const init: Record<string, Tensor> = {};
+    for (const [k, v] of Object.entries(expected)) if (k.startsWith('lora.init.')) init[k.slice(10)] = v;
+    loadLoraStateDict(attached, init, 'lora.init.*');
+    const batches = classBatches(t, data);
+    assertClose(
+      classLogits(t, batches[0]),
+      expected['lora.logits.init'],
+      'logits with the initial adapter',
+      1e-4,
+      1e-4,
+    );
+    const trainer = tuner(t, data);
+    const trainable = trainer.decayed.params.length + trainer.undecayed.params.length;
+    assert.equal(trainable, 2 * attached.pairs.length + 2 * saved.length, 'the pairs and the head train');
+    for (let s = 1; s <= 2; s++) {
+      checkStep(trainer.stepOn(batches[s - 1]), data.lora.steps[s - 1], s);
+      compareAll(pairTensors(attached, true), expected, `lora.step${s}.grad.`);
+      compareAll(pairTensors(attached, false), expected, `lora.step${s}.param.`);
+    }
+  });
+}
+
+test('modules_to_save is refused where it names no module qkv trains in full, or a module that holds a pair', () => {
+  const t = tunable(openFolderSync(dirSource(join(FIX, 'hf-llama/llama-gqa-tied'))));
+  assert.throws(
+    () =>
+      attachLora(
+        t.model,
+        t.sites(),
+        loraConfig({ targetModules: ['q_proj'], modulesToSave: ['lm_head'] }),
+        t.saveable(),
+      ),
+    /modules_to_save \["lm_head"\] match no module qkv trains in full \(this model offers none\)/,
+  );
+  const c = openClassifier({ folder: 'hf-encoders/xlm-roberta-cls' } as Data);
+  assert.throws(
+    () =>
+      attachLora(
+        c.model,
+        c.sites(),
+        loraConfig({ targetModules: ['dense'], modulesToSave: ['classifier'] }),
+        c.saveable(),
+      ),
+    /modules_to_save trains classifier in full and target_modules adapts classifier\.dense: choose one of the two/,
+  );
+});

@@ -36,7 +36,7 @@ import type { Module } from '../../nn/module.ts';
 import type { Activation } from '../../nn/transformer.ts';
 import { shapeToString } from '../../tensor/shape.ts';
 import { Tensor } from '../../tensor/tensor.ts';
-import type { LinearSite } from './peft.ts';
+import type { LinearSite, SavedModule } from './peft.ts';
 import type { EncoderConfig, EncoderHead, PoolActivation } from '../encoder.ts';
 import { fused, sameValues } from './tensors.ts';
 
@@ -424,6 +424,30 @@ export function encoderLinearSites(
   sites.push(linear(clsPath(n, n.cls[0]), moduleAt<Linear>(model, 'classifierDense')));
   sites.push(linear(clsPath(n, n.cls[1]), moduleAt<Linear>(model, 'classifierOut')));
   return sites;
+}
+
+/**
+ * The head's layers as modules_to_save may train them in full (PEFT's SEQ_CLS names 'classifier' and 'score'): BERT's
+ * `classifier` and `bert.pooler.dense`, RoBERTa's `classifier` (its dense and out_proj), DistilBERT's `classifier` and
+ * `pre_classifier`.
+ */
+export function encoderSavedModules(
+  model: Module & { readonly config: EncoderConfig },
+  family: EncoderFamily,
+): SavedModule[] {
+  const dense = moduleAt<Linear>(model, 'classifierDense');
+  const out = moduleAt<Linear>(model, 'classifierOut');
+  const params = (l: Linear, prefix = ''): [string, Tensor][] => [
+    [`${prefix}weight`, l.weight],
+    [`${prefix}bias`, l.bias!],
+  ];
+  if (family === 'roberta' || family === 'xlm-roberta')
+    return [{ path: 'classifier', params: [...params(dense, 'dense.'), ...params(out, 'out_proj.')] }];
+  const n = NAMES[family];
+  return [
+    { path: clsPath(n, n.cls[0]), params: params(dense) },
+    { path: clsPath(n, n.cls[1]), params: params(out) },
+  ];
 }
 
 /**
