@@ -277,12 +277,20 @@ test("qkv finetune (BERT classifier, full): a folder under BERT's names that the
   assert.notDeepEqual(a, b, 'training moved the scores');
 });
 
-test('qkv finetune --lora (DistilBERT classifier): q_lin,v_lin by default; the adapter and its merge classify alike', async () => {
+test('qkv finetune --lora (DistilBERT classifier): SEQ_CLS, q_lin,v_lin and the head; the adapter and its merge classify alike', async () => {
   const out = join(work, 'distilbert-lora');
   const r = await qkv(clsArgs('distilbert-cls', out, ['--lora', '--r', '4', '--data', join(work, 'labelled2.tsv')]));
   assert.equal(r.status, 0, r.stderr);
   const config = JSON.parse(read(out, 'adapter_config.json').toString());
-  assert.deepEqual([config.target_modules, config.task_type], [['q_lin', 'v_lin'], null]);
+  assert.deepEqual(
+    [config.target_modules, config.task_type, config.modules_to_save],
+    [['q_lin', 'v_lin'], 'SEQ_CLS', ['classifier', 'score']],
+  );
+  // PEFT's SEQ_CLS: the head (pre_classifier and classifier, both ending in 'classifier') saved beside the pairs.
+  const keys = Object.keys(readSafetensors(new Uint8Array(read(out, 'adapter_model.safetensors'))).tensors);
+  for (const k of ['classifier.weight', 'classifier.bias', 'pre_classifier.weight', 'pre_classifier.bias'])
+    assert.ok(keys.includes(`base_model.model.${k}`), `${k} in the adapter`);
+  assert.equal(keys.length, 4 + 2 * 2 * 2, 'the head and the q_lin, v_lin pairs of two layers');
   const merged = join(work, 'distilbert-merged');
   const m = await qkv(['merge', '--model', join(ENCODERS, 'distilbert-cls'), '--adapter', out, '--out', merged]);
   assert.equal(m.status, 0, m.stderr);

@@ -105,6 +105,21 @@ test("PEFT loads qkv's adapters, transformers opens qkv's folders: the same logi
     ['bert-lora', 'bert', { targetModules: ['query', 'key', 'value', 'dense'], r: 4, loraAlpha: 8 }],
     ['distilbert-lora', 'distilbert', { targetModules: 'all-linear', r: 2, loraAlpha: 8 }],
     ['xlm-roberta-lora', 'xlm-roberta', { targetModules: ['query', 'value'], r: 4, loraAlpha: 16 }],
+    // PEFT's SEQ_CLS: the head trained in full beside the pairs (modules_to_save), its weights in the adapter.
+    ...(['bert', 'distilbert', 'xlm-roberta'] as const).map(
+      (f) =>
+        [
+          `${f}-seqcls`,
+          f,
+          {
+            targetModules: f === 'distilbert' ? ['q_lin', 'v_lin'] : ['query', 'value'],
+            r: 4,
+            loraAlpha: 8,
+            taskType: 'SEQ_CLS',
+            modulesToSave: ['classifier', 'score'],
+          },
+        ] as [string, Family, Partial<PeftLoraConfig> & Pick<PeftLoraConfig, 'targetModules'>],
+    ),
     [
       'marian-lora',
       'marian',
@@ -122,7 +137,18 @@ test("PEFT loads qkv's adapters, transformers opens qkv's folders: the same logi
     const t = open(family);
     manualSeed(7);
     // Random A and B (PEFT's init_lora_weights false), so every adapter changes the logits.
-    const a = attachLora(t.model, t.sites(), loraConfig({ taskType: null, ...over, initLoraWeights: false }));
+    const a = attachLora(
+      t.model,
+      t.sites(),
+      loraConfig({ taskType: null, ...over, initLoraWeights: false }),
+      t.saveable(),
+    );
+    // The head's weights moved off the base's, as training moves them: PEFT must take them from the adapter.
+    noGrad(() => {
+      for (const m of a.saved)
+        for (const [, p] of m.params) p.write(p.dataSync<Float32Array>().map((x, i) => x + 0.1 * Math.cos(i)));
+    });
+    assert.equal(a.saved.length > 0, over.modulesToSave !== undefined, `${name}: the head is saved where asked`);
     const dir = join(work, name);
     saveAdapterDir(dir, a);
     const c: Case = { name, family: pyFamily(family), model: BASE[family], adapter: dir, ...inputs(family, t) };
