@@ -6,8 +6,8 @@
  * A Llama-family folder opens as kind 'hf-gpt2' (one GPT with switches) and is told apart here by its layout, so
  * that its LoRA sites and saved names are LlamaForCausalLM's, not GPT2LMHeadModel's.
  *
- * A new family (BERT-style encoders with a classification head, T5) adds a case here: its key map's sites and
- * writer, and its task ('classify' brings its data class in train/finetune-data.ts).
+ * A BERT-style *ForSequenceClassification folder is the 'classify' task (train/finetune-data.ts ClassData), its head
+ * offered to PEFT's modules_to_save. A new family (T5) adds a case here: its sites, its writer, its task.
  */
 import type { Encoder } from '../models/encoder.ts';
 import type { GPT } from '../models/gpt.ts';

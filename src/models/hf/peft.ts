@@ -15,8 +15,9 @@
  * ends with the name: 'classifier' takes DistilBERT's pre_classifier too), their tensors saved as
  * `base_model.model.<module path>.<parameter>`.
  *
- * Refused by name, not ignored: DoRA, bias training, modules_to_save on a module no family offers, layer replication, trainable tokens, target_parameters, and adapters on embeddings or on
- * the output projection (qkv ties it to the embedding).
+ * Refused by name, not ignored: DoRA, bias training, modules_to_save on a module no family offers, layer
+ * replication, trainable tokens, target_parameters, and adapters on embeddings or on the output projection (qkv ties
+ * it to the embedding).
  */
 import type { MultiheadAttention, InProjPart } from '../../nn/attention.ts';
 import type { Linear } from '../../nn/layers.ts';
@@ -350,8 +351,8 @@ function savedModules(
   const chosen = saveable.filter((m) => names.some((n) => m.path.endsWith(n)));
   if (chosen.length === 0)
     throw new Error(
-      `modules_to_save ${show(names)} match no module qkv trains in full (` +
-        `${saveable.length ? `this model offers ${saveable.map((m) => m.path).join(', ')}` : 'this model offers none'})`,
+      `modules_to_save ${show(names)} match no module qkv trains in full (this model offers ` +
+        `${saveable.length ? saveable.map((m) => m.path).join(', ') : 'none'})`,
     );
   for (const m of chosen) {
     const t = targets.find(({ site }) => site.path === m.path || site.path.startsWith(`${m.path}.`));
