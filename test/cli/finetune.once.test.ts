@@ -261,9 +261,10 @@ const clsArgs = (model: string, out: string, more: string[] = []) => [
   ...more,
 ];
 
-test("qkv finetune (BERT classifier, full): a folder under BERT's names that the text-classification pipeline opens", async () => {
-  const out = join(work, 'bert-full');
-  const r = await qkv(clsArgs('bert-cls', out));
+test("qkv finetune (BERT classifier, full): killed after step 3 and resumed, the same files; BERT's names; the pipeline opens it", async () => {
+  const steps = ['--max-steps', '4', '--save-every', '2', '--eval-every', '2'];
+  const out = await killAndResume((o) => clsArgs('bert-cls', o, steps), 3, ['model.safetensors', 'config.json']);
+  const r = await qkv(clsArgs('bert-cls', join(work, 'bert-full-log')));
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stderr, /hf-encoder full: .* 54 labelled texts, 4 a batch/);
   const names = (dir: string) =>
