@@ -86,7 +86,7 @@ export function applyAdapter(opened: OpenedFolder | Tunable, adapter: AdapterFil
   const t = 'task' in opened ? opened : tunable(opened);
   let attached: AttachedLora;
   try {
-    attached = attachLora(t.model, t.sites(), adapter.config);
+    attached = attachLora(t.model, t.sites(), adapter.config, t.saveable());
   } catch (e) {
     throw new FolderError(ADAPTER_FILES.config, `${ADAPTER_FILES.config}: ${(e as Error).message}`);
   }

@@ -179,16 +179,25 @@ export async function pipeline(
   const adapter = options.adapter === undefined ? null : await readAdapterFolder(options.adapter);
   const merge = (opened: OpenedFolder): void => {
     if (!adapter) return;
-    if (opened.kind !== 'hf-gpt2' && opened.kind !== 'marian')
-      throw new Error(`${where}: adapter takes a Hugging Face folder (GPT-2, Marian); this is qkv's ${opened.kind}`);
+    if (opened.kind !== 'hf-gpt2' && opened.kind !== 'marian' && opened.kind !== 'hf-encoder')
+      throw new Error(
+        `${where}: adapter takes a Hugging Face folder (GPT-2, Llama-family, Marian, a BERT-style classifier); ` +
+          `this is qkv's ${opened.kind}`,
+      );
     applyAdapter(opened, adapter, true);
   };
   // The dtype is applied where the folder is read (on the CPU: quantizing reads the weights), before the
   // models move to a GPU device.
   if (Object.hasOwn(ENCODER_TASKS, task)) {
     const t = task as EncoderTask;
-    if (adapter) throw new Error(`${where}: adapter takes a Hugging Face GPT-2 or Marian folder, not an encoder (yet)`);
-    const opened = await openEncoder(folder, t, ENCODER_TASKS[t], (o) => applyDType([o.model], options.dtype, where));
+    if (adapter && t !== 'text-classification')
+      throw new Error(
+        `${where}: adapter takes a classifier's folder among the encoders (text-classification), not ${t}`,
+      );
+    const opened = await openEncoder(folder, t, ENCODER_TASKS[t], (o) => {
+      merge(o);
+      applyDType([o.model], options.dtype, where);
+    });
     if (t === 'feature-extraction') return featureExtractionPipeline(opened);
     return t === 'fill-mask' ? fillMaskPipeline(opened) : textClassificationPipeline(opened);
   }

@@ -9,15 +9,20 @@
  *               (<|endoftext|>, GPT-2's document separator), cut in windows at offsets drawn from (seed, step);
  *               next-token cross-entropy, as `qkv train-lm` and transformers' run_clm.
  *
- * A classifier's `text<TAB>label` data comes with the encoder families (BERT-style heads): a third class here
- * with its batches and loss, and the FineTuner unchanged.
+ *   ClassData   labelled texts for a classifier (a BERT-style *ForSequenceClassification folder): `batchSize`
+ *               texts a step in a new order each epoch, padded to the longest (attention_mask 0 on padding); the
+ *               cross-entropy of the head's logits against the labels' ids, as transformers' Trainer computes a
+ *               single-label classifier's loss (the mean over the batch's texts).
  */
 import { epochOrder, makeBatch, planBatches, type Batch, type Pair, type SpecialIds } from '../data/batching.ts';
+import { noGrad } from '../autograd/grad-mode.ts';
+import type { Encoder } from '../models/encoder.ts';
 import type { GPT } from '../models/gpt.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
-import type { Module } from '../nn/module.ts';
+import { type Module, withEvalMode } from '../nn/module.ts';
 import * as F from '../ops/index.ts';
 import { Generator } from '../tensor/random.ts';
+import { memoryScope } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
 
 /** Where a task's data stands (JSON, saved in the training state). */
@@ -129,4 +134,108 @@ export class StreamData implements FineTuneData<StreamBatch> {
   describe(): string {
     return `${this.stream.length} tokens in windows of ${this.seqLen}, ${this.batchSize} a batch`;
   }
+}
+
+/** One labelled text: its ids (the tokenizer's, special tokens included) and its label's id. */
+export interface LabelledText {
+  ids: number[];
+  label: number;
+}
+
+/** A classifier's batch: ids and attention mask (B, T), labels (B). */
+export interface ClassBatch {
+  inputIds: Tensor;
+  attentionMask: Tensor;
+  labels: Tensor;
+}
+
+/** `texts` (indices into `all`) padded to the longest with `padId`, with the attention mask and the labels. */
+export function classBatch(all: readonly LabelledText[], texts: readonly number[], padId: number): ClassBatch {
+  const B = texts.length;
+  const T = Math.max(...texts.map((i) => all[i].ids.length));
+  const ids = new Int32Array(B * T).fill(padId);
+  const mask = new Int32Array(B * T);
+  texts.forEach((i, b) => {
+    ids.set(all[i].ids, b * T);
+    mask.fill(1, b * T, b * T + all[i].ids.length);
+  });
+  return {
+    inputIds: new Tensor(ids, [B, T], 'int32'),
+    attentionMask: new Tensor(mask, [B, T], 'int32'),
+    labels: new Tensor(
+      Int32Array.from(texts, (i) => all[i].label),
+      [B],
+      'int32',
+    ),
+  };
+}
+
+/** The head's logits (B, labels) of a batch. */
+function classLogits(model: Module, b: ClassBatch): Tensor {
+  const m = model as Encoder;
+  return m.classify(m.forward({ inputIds: b.inputIds, attentionMask: b.attentionMask }).hidden);
+}
+
+/** Labelled texts, `batchSize` a step. */
+export class ClassData implements FineTuneData<ClassBatch> {
+  constructor(
+    readonly texts: readonly LabelledText[],
+    readonly batchSize: number,
+    readonly padId: number,
+  ) {
+    if (texts.length === 0) throw new Error('ClassData: no training texts');
+    if (!Number.isInteger(batchSize) || batchSize < 1)
+      throw new Error(`ClassData: batchSize must be a positive integer, got ${batchSize}`);
+  }
+
+  /** Batches in an epoch (the last may be short). */
+  get batches(): number {
+    return Math.ceil(this.texts.length / this.batchSize);
+  }
+
+  start(seed: number): DataPosition {
+    return { seed, epoch: 0, batchInEpoch: 0 };
+  }
+
+  next(p: DataPosition): { batch: ClassBatch; next: DataPosition } {
+    let { epoch, batchInEpoch } = p;
+    if (batchInEpoch >= this.batches) {
+      epoch++;
+      batchInEpoch = 0;
+    }
+    const order = epochOrder(this.texts.length, p.seed, epoch);
+    const texts = order.slice(batchInEpoch * this.batchSize, (batchInEpoch + 1) * this.batchSize);
+    return {
+      batch: classBatch(this.texts, texts, this.padId),
+      next: { seed: p.seed, epoch, batchInEpoch: batchInEpoch + 1 },
+    };
+  }
+
+  loss(model: Module, b: ClassBatch): { loss: Tensor; tokens: number } {
+    return { loss: F.crossEntropy(classLogits(model, b), b.labels), tokens: b.labels.size };
+  }
+
+  describe(): string {
+    return `${this.texts.length} labelled texts, ${this.batchSize} a batch`;
+  }
+}
+
+/** The mean cross-entropy per text of `texts` (eval mode, no gradient), in batches of `batchSize`. */
+export function evaluateClassifier(
+  model: Module,
+  texts: readonly LabelledText[],
+  padId: number,
+  batchSize: number,
+): number {
+  let total = 0;
+  withEvalMode(model, () =>
+    noGrad(() => {
+      for (let s = 0; s < texts.length; s += batchSize) {
+        const idx = Array.from({ length: Math.min(batchSize, texts.length - s) }, (_, i) => s + i);
+        const b = classBatch(texts, idx, padId);
+        total += memoryScope(() => F.crossEntropy(classLogits(model, b), b.labels, { reduction: 'sum' }).item());
+      }
+    }),
+  );
+  return total / texts.length;
 }

@@ -1,7 +1,8 @@
 /**
- * A fine-tuning run (`qkv finetune`): a Hugging Face folder (GPT-2, Marian) trained on the user's lines, fully or
- * with a LoRA adapter, by the training loop every qkv run uses (./loop.ts: evaluations, history.json, the state
- * committed atomically every `saveEvery` steps, --resume), validation loss as its metric. The run folder `out`:
+ * A fine-tuning run (`qkv finetune`): a Hugging Face folder (GPT-2, Llama-family, Marian) trained on the user's
+ * lines, fully or with a LoRA adapter, by the training loop every qkv run uses (./loop.ts: evaluations,
+ * history.json, the state committed atomically every `saveEvery` steps, --resume), validation loss as its metric.
+ * The run folder `out`:
  *
  *   full   a Hugging Face folder: the base's config and tokenizer files, model.safetensors under the family's
  *          Hugging Face names (the best validation loss so far), so qkv and transformers open it as they open the base;
@@ -25,7 +26,14 @@ import { attachLora, loraConfig, parseLoraConfig, type AttachedLora, type PeftLo
 import { quantizeForLora } from '../nn/qlora.ts';
 import type { QuantDType } from '../ops/matmul.ts';
 import { manualSeed } from '../tensor/random.ts';
-import { type FineTuneData, PairData, StreamData } from './finetune-data.ts';
+import {
+  ClassData,
+  evaluateClassifier,
+  type FineTuneData,
+  type LabelledText,
+  PairData,
+  StreamData,
+} from './finetune-data.ts';
 import { FineTuner, type FineTuneOptions, type FineTuneStepResult } from './finetune.ts';
 import { evaluateLm, VAL_LOSS, type LmHistoryEntry } from './lm.ts';
 import { FRESH, resumeState, trainLoop, type ProgressBar } from './loop.ts';
@@ -36,13 +44,18 @@ export interface FineTuneLora {
   r: number;
   alpha: number;
   dropout: number;
-  /** Hugging Face module names (default: PEFT's for the family: GPT-2 ['c_attn'], Marian ['q_proj', 'v_proj']). */
+  /**
+   * Hugging Face module names (default: PEFT's for the family: GPT-2 ['c_attn'], Llama-family and Marian
+   * ['q_proj', 'v_proj']).
+   */
   targetModules?: string[] | string;
 }
 
 /** PEFT's default target_modules per model_type (peft/utils/constants.py, for LoRA). */
 export const PEFT_DEFAULT_TARGETS: Record<Tunable['kind'], string[]> = {
   'hf-gpt2': ['c_attn'],
+  'hf-llama': ['q_proj', 'v_proj'],
+  'hf-encoder': ['query', 'value'],
   marian: ['q_proj', 'v_proj'],
 };
 
@@ -58,7 +71,10 @@ export interface FineTuneRun {
   quantize?: QuantDType;
   /** Recompute each block's activations in the backward pass (language models: GPT.recompute). */
   recompute?: boolean;
-  /** Training and validation lines: text (a language model), `source<TAB>target` (a translation model). */
+  /**
+   * Training and validation lines: text (a language model), `source<TAB>target` (a translation model),
+   * `text<TAB>label` (a classifier).
+   */
   train: string[];
   val: string[];
   /** Where they came from, for history and messages. */
@@ -68,7 +84,10 @@ export interface FineTuneRun {
   saveEvery: number;
   /** The recipe's fields given (the rest: FINETUNE_RECIPE). */
   recipe: Partial<FineTuneOptions>;
-  /** Language model: windows per batch and tokens per window (default min(128, the context)). */
+  /**
+   * Language model: windows per batch (a classifier: texts per batch); tokens per window (default min(128, the
+   * context)).
+   */
   batchSize: number;
   seqLen?: number;
   /** Translation: padded tokens per batch. */
@@ -102,6 +121,37 @@ function fitting(pairs: Pair[], maxLen: number, name: string, log: (line: string
   if (kept.length < pairs.length)
     log(`${name}: left out ${pairs.length - kept.length} of ${pairs.length} pairs longer than ${maxLen} positions`);
   return kept;
+}
+
+/**
+ * Lines `text<TAB>label` as labelled texts: the label by its name in config.json's id2label (or its id, where the
+ * names are transformers' LABEL_i defaults), the text tokenized as the classifier reads it (special tokens added, cut
+ * to the model's length). An error names the line and the labels.
+ */
+function labelledOf(t: Extract<Tunable, { task: 'classify' }>, lines: string[], name: string): LabelledText[] {
+  const { labels } = t.opened.hf;
+  const byName = new Map(labels.map((l, i) => [l, i]));
+  return lines.map((line, i) => {
+    const tab = line.lastIndexOf('\t');
+    if (tab < 0) throw new Error(`${name} line ${i + 1}: expected 'text<TAB>label', got ${JSON.stringify(line)}`);
+    const label = line.slice(tab + 1).trim();
+    const id = byName.get(label);
+    if (id === undefined)
+      throw new Error(
+        `${name} line ${i + 1}: label ${JSON.stringify(label)} is not one of the model's (config.json id2label: ` +
+          `${labels.map((l) => JSON.stringify(l)).join(', ')})`,
+      );
+    return {
+      ids: t.opened.tokenizer.encodeInput(line.slice(0, tab), { maxLength: t.opened.maxTokens }).ids,
+      label: id,
+    };
+  });
+}
+
+/** PEFT's default target_modules for the folder's model_type (peft/utils/constants.py, LoRA). */
+export function peftDefaultTargets(t: Tunable): string[] {
+  if (t.kind === 'hf-encoder' && t.opened.hf.family === 'distilbert') return ['q_lin', 'v_lin'];
+  return PEFT_DEFAULT_TARGETS[t.kind];
 }
 
 /** Text lines as one stream of ids, each line followed by the separator (GPT-2: <|endoftext|>). */
@@ -143,13 +193,15 @@ export async function runFineTune(a: FineTuneRun): Promise<void> {
         r: a.lora.r,
         loraAlpha: a.lora.alpha,
         loraDropout: a.lora.dropout,
-        targetModules: a.lora.targetModules ?? PEFT_DEFAULT_TARGETS[t.kind],
+        targetModules: a.lora.targetModules ?? peftDefaultTargets(t),
         taskType: t.taskType,
+        // PEFT's SEQ_CLS: the head trained in full beside the pairs (peft_model.py's classifier_module_names).
+        modulesToSave: t.task === 'classify' ? ['classifier', 'score'] : null,
         baseModelNameOrPath: a.model,
       });
     }
     manualSeed(a.recipe.seed ?? 1); // A's draw
-    attached = attachLora(model, t.sites(), config);
+    attached = attachLora(model, t.sites(), config, t.saveable());
   } else if (a.resume && existsSync(join(a.out, ADAPTER_FILES.config))) {
     throw new Error(`--resume: ${a.out} holds a LoRA run; pass --lora to continue it`);
   }
@@ -162,6 +214,12 @@ export async function runFineTune(a: FineTuneRun): Promise<void> {
     const valPairs = fitting(pairsOf(t, a.val, 'validation'), t.model.config.maxLen, 'validation', a.log);
     data = new PairData(trainPairs, ids, a.maxTokens, a.labelSmoothing) as FineTuneData<unknown>;
     validate = () => evaluateSeq2Seq(t.model, valPairs, ids, a.maxTokens);
+  } else if (t.task === 'classify') {
+    const padId = t.model.config.padId;
+    const train = labelledOf(t, a.train, a.dataName);
+    const val = labelledOf(t, a.val, 'validation');
+    data = new ClassData(train, a.batchSize, padId) as FineTuneData<unknown>;
+    validate = () => evaluateClassifier(t.model, val, padId, a.batchSize);
   } else {
     const { blockSize } = t.model.config;
     const seqLen = a.seqLen ?? Math.min(128, blockSize);

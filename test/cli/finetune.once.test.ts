@@ -25,10 +25,16 @@ import { multi30kLines, root } from '../helpers/cli.ts';
 const FIX = join(root, 'test/fixtures');
 const GPT2 = join(FIX, 'hf-gpt2-tiny');
 const MARIAN = join(FIX, 'marian-tiny');
+const LLAMA = join(FIX, 'hf-llama/llama-gqa-tied');
+const QWEN2 = join(FIX, 'hf-llama/qwen2-bias-untied');
 const work = tempDir('qkv-finetune-');
 const en = multi30kLines('train.en.gz').slice(0, 60);
 const de = multi30kLines('train.de.gz').slice(0, 60);
 writeFileSync(join(work, 'lm.txt'), `${en.join('\n')}\n`);
+const LABELS = ['negative', 'positive', 'joy']; // test/fixtures/hf-encoders/bert-cls's id2label
+writeFileSync(join(work, 'labelled.tsv'), `${en.map((e, i) => `${e}\t${LABELS[i % 3]}`).join('\n')}\n`);
+// distilbert-cls has two labels.
+writeFileSync(join(work, 'labelled2.tsv'), `${en.map((e, i) => `${e}\t${LABELS[i % 2]}`).join('\n')}\n`);
 writeFileSync(join(work, 'pairs.tsv'), `${en.map((e, i) => `${e}\t${de[i]}`).join('\n')}\n`);
 
 interface Run {
@@ -170,6 +176,153 @@ test('qkv finetune --lora --quantize q4 --recompute (GPT-2): QLoRA resumes exact
     b.some((v) => v !== 0),
     "c_fc's B trained (its gradient came through the quantized c_proj above it)",
   );
+});
+
+test("qkv finetune --lora (Llama): q_proj,v_proj on LlamaForCausalLM's paths; the adapter and its merge generate alike", async () => {
+  const out = join(work, 'llama-lora');
+  const args = lmArgs(['--lora', '--r', '4', '--lr', '1e-2'])(out);
+  args[2] = LLAMA;
+  const r = await qkv(args);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /hf-llama LoRA \(4 layers, r 4\)/);
+  const config = JSON.parse(read(out, 'adapter_config.json').toString());
+  assert.deepEqual(
+    [config.target_modules, config.task_type, config.fan_in_fan_out],
+    [['q_proj', 'v_proj'], 'CAUSAL_LM', false],
+  );
+  const keys = Object.keys(readSafetensors(new Uint8Array(read(out, 'adapter_model.safetensors'))).tensors).sort();
+  assert.deepEqual(
+    keys,
+    [0, 1].flatMap((i) =>
+      ['q_proj', 'v_proj'].flatMap((m) =>
+        ['A', 'B'].map((f) => `base_model.model.model.layers.${i}.self_attn.${m}.lora_${f}.weight`),
+      ),
+    ),
+  );
+  const merged = join(work, 'llama-merged');
+  const m = await qkv(['merge', '--model', LLAMA, '--adapter', out, '--out', merged]);
+  assert.equal(m.status, 0, m.stderr);
+  const ids = new Tensor(Int32Array.from([5, 17, 99, 3, 250, 41, 7, 8]), [1, 8], 'int32');
+  const unmerged = tunable({ kind: 'hf-gpt2', ...readHfGpt2Dir(LLAMA) });
+  assert.ok(unmerged.kind === 'hf-llama');
+  assert.equal(applyAdapter(unmerged, readAdapterSync(dirSource(out)), false).pairs.length, 4);
+  const want = noGrad(() => unmerged.model.forward(ids));
+  assertClose(
+    noGrad(() => readHfGpt2Dir(merged).model.forward(ids)),
+    want,
+    'merged folder logits',
+    1e-5,
+    1e-5,
+  );
+  const base = noGrad(() => readHfGpt2Dir(LLAMA).model.forward(ids)).dataSync<Float32Array>();
+  assert.ok(
+    want.dataSync<Float32Array>().some((x, i) => Math.abs(x - base[i]) > 1e-4),
+    'the adapter changed the logits',
+  );
+  const viaAdapter = await pipeline('text-generation', LLAMA, { adapter: out });
+  const viaMerged = await pipeline('text-generation', merged);
+  assert.equal(await viaAdapter('A man', { maxNewTokens: 8 }), await viaMerged('A man', { maxNewTokens: 8 }));
+});
+
+test("qkv finetune (Qwen2, full, sharded base): one model.safetensors under Qwen2's names; it opens and generates", async () => {
+  const out = join(work, 'qwen2-full');
+  const args = lmArgs(['--lr', '1e-2'])(out);
+  args[2] = QWEN2;
+  const r = await qkv(args);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /hf-llama full/);
+  const names = Object.keys(readSafetensors(new Uint8Array(read(out, 'model.safetensors'))).tensors);
+  assert.ok(
+    names.includes('lm_head.weight') && names.includes('model.layers.1.self_attn.k_proj.bias'),
+    'untied, biased',
+  );
+  assert.ok(!names.some((n) => /in_proj|^h\.|wte/.test(n)), 'no qkv names');
+  const g = await qkv(['generate', '--model', out, '--prompt', 'A man', '--max-tokens', '6', '--temperature', '0']);
+  assert.equal(g.status, 0, g.stderr);
+  const tuned = await pipeline('text-generation', out);
+  assert.equal(typeof (await tuned('A man', { maxNewTokens: 4 })), 'string');
+});
+
+const ENCODERS = join(FIX, 'hf-encoders');
+const clsArgs = (model: string, out: string, more: string[] = []) => [
+  'finetune',
+  '--model',
+  join(ENCODERS, model),
+  '--data',
+  join(work, 'labelled.tsv'),
+  '--out',
+  out,
+  '--max-steps',
+  '3',
+  '--batch-size',
+  '4',
+  '--lr',
+  '1e-2',
+  ...more,
+];
+
+test("qkv finetune (BERT classifier, full): killed after step 3 and resumed, the same files; BERT's names; the pipeline opens it", async () => {
+  const steps = ['--max-steps', '4', '--save-every', '2', '--eval-every', '2'];
+  const out = await killAndResume((o) => clsArgs('bert-cls', o, steps), 3, ['model.safetensors', 'config.json']);
+  const r = await qkv(clsArgs('bert-cls', join(work, 'bert-full-log')));
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /hf-encoder full: .* 54 labelled texts, 4 a batch/);
+  const names = (dir: string) =>
+    Object.keys(readSafetensors(new Uint8Array(read(dir, 'model.safetensors'))).tensors).sort();
+  assert.deepEqual(names(out), names(join(ENCODERS, 'bert-cls')), "the base's tensor names");
+  const tuned = await pipeline('text-classification', out);
+  const base = await pipeline('text-classification', join(ENCODERS, 'bert-cls'));
+  const a = (await tuned('A man rides a bike.', { topK: 3 })) as { label: string; score: number }[];
+  const b = (await base('A man rides a bike.', { topK: 3 })) as { label: string; score: number }[];
+  assert.deepEqual(a.map((x) => x.label).sort(), [...LABELS].sort());
+  assert.notDeepEqual(a, b, 'training moved the scores');
+});
+
+test('qkv finetune --lora (DistilBERT classifier): SEQ_CLS, q_lin,v_lin and the head; the adapter and its merge classify alike', async () => {
+  const out = join(work, 'distilbert-lora');
+  const r = await qkv(clsArgs('distilbert-cls', out, ['--lora', '--r', '4', '--data', join(work, 'labelled2.tsv')]));
+  assert.equal(r.status, 0, r.stderr);
+  const config = JSON.parse(read(out, 'adapter_config.json').toString());
+  assert.deepEqual(
+    [config.target_modules, config.task_type, config.modules_to_save],
+    [['q_lin', 'v_lin'], 'SEQ_CLS', ['classifier', 'score']],
+  );
+  // PEFT's SEQ_CLS: the head (pre_classifier and classifier, both ending in 'classifier') saved beside the pairs.
+  const keys = Object.keys(readSafetensors(new Uint8Array(read(out, 'adapter_model.safetensors'))).tensors);
+  for (const k of ['classifier.weight', 'classifier.bias', 'pre_classifier.weight', 'pre_classifier.bias'])
+    assert.ok(keys.includes(`base_model.model.${k}`), `${k} in the adapter`);
+  assert.equal(keys.length, 4 + 2 * 2 * 2, 'the head and the q_lin, v_lin pairs of two layers');
+  const merged = join(work, 'distilbert-merged');
+  const m = await qkv(['merge', '--model', join(ENCODERS, 'distilbert-cls'), '--adapter', out, '--out', merged]);
+  assert.equal(m.status, 0, m.stderr);
+  const text = 'Two dogs play in the snow.';
+  const viaAdapter = await pipeline('text-classification', join(ENCODERS, 'distilbert-cls'), { adapter: out });
+  const viaMerged = await pipeline('text-classification', merged);
+  const a = (await viaAdapter(text, { topK: 3 })) as { label: string; score: number }[];
+  const b = (await viaMerged(text, { topK: 3 })) as { label: string; score: number }[];
+  assert.equal(a.length, 2);
+  assert.deepEqual(
+    a.map((x) => x.label),
+    b.map((x) => x.label),
+  );
+  a.forEach((x, i) => assert.ok(Math.abs(x.score - b[i].score) < 1e-5, `${x.label}: ${x.score} vs ${b[i].score}`));
+});
+
+test('qkv finetune refuses the classifiers it cannot train, by name', async () => {
+  writeFileSync(join(work, 'bad-label.tsv'), 'A dog runs.\tsad\n'.repeat(10));
+  const cases: [string[], RegExp][] = [
+    [clsArgs('roberta-cls', join(work, 'bad-c0')), /problem_type multi_label_classification is not supported/],
+    [clsArgs('bert-mlm', join(work, 'bad-c1')), /takes a \*ForSequenceClassification folder .* head is masked-lm/],
+    [
+      [...clsArgs('bert-cls', join(work, 'bad-c2')), '--data', join(work, 'bad-label.tsv')],
+      /line 1: label "sad" is not one of the model's \(config.json id2label: "negative", "positive", "joy"\)/,
+    ],
+  ];
+  const runs = await Promise.all(cases.map(([args]) => qkv(args)));
+  runs.forEach((r, i) => {
+    assert.equal(r.status, 1, `${cases[i][0].join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, cases[i][1]);
+  });
 });
 
 test('qkv finetune (Marian, full): a Hugging Face folder qkv translate opens; killed after step 3 and resumed, the same files', async () => {

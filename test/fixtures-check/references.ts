@@ -132,6 +132,16 @@ export const REFERENCES: readonly Reference[] = [
     folder: 'test/fixtures/peft-qlora',
     files: ['gpt2-int8', 'gpt2-q4', 'llama-int8'].flatMap((c) => [`${c}/data.json`, `${c}/expected.safetensors`]),
   },
+  {
+    // Fine-tuning steps of the newer families: PEFT LoRA and full on the tiny Llama (tied) and Qwen2 (biases,
+    // untied) folders and the BERT, DistilBERT and XLM-R classifiers (float64, stored float32).
+    script: 'scripts/fixtures/make_finetune_families.py',
+    folder: 'test/fixtures/finetune',
+    files: ['llama', 'qwen2', 'bert', 'distilbert', 'xlm-roberta', 'bert-seqcls', 'distilbert-seqcls'].flatMap((c) => [
+      `${c}/data.json`,
+      `${c}/expected.safetensors`,
+    ]),
+  },
 ];
 
 /**

@@ -40,14 +40,20 @@ function fixture(family: 'gpt2' | 'marian') {
   return { dir, data, expected };
 }
 
-function open(family: 'gpt2' | 'marian'): Tunable {
-  return family === 'gpt2'
-    ? tunable({ kind: 'hf-gpt2', ...readHfGpt2Dir(join(FIX, 'hf-gpt2-tiny')) })
-    : tunable({ kind: 'marian', ...readMarianDir(join(FIX, 'marian-tiny')) });
+/** The GPT-2 and Marian cases of Tunable (what this file's fixtures open). */
+type Tuned = Extract<Tunable, { kind: 'hf-gpt2' | 'marian' }>;
+
+function open(family: 'gpt2' | 'marian'): Tuned {
+  const t =
+    family === 'gpt2'
+      ? tunable({ kind: 'hf-gpt2', ...readHfGpt2Dir(join(FIX, 'hf-gpt2-tiny')) })
+      : tunable({ kind: 'marian', ...readMarianDir(join(FIX, 'marian-tiny')) });
+  assert.ok(t.kind === 'hf-gpt2' || t.kind === 'marian');
+  return t;
 }
 
 /** The family's task data and the fixture's batches as the FineTuner takes them. */
-function batchesOf(t: Tunable, data: Data): { task: FineTuneData<unknown>; batches: unknown[] } {
+function batchesOf(t: Tuned, data: Data): { task: FineTuneData<unknown>; batches: unknown[] } {
   if (t.kind === 'hf-gpt2') {
     const batches = data.batches.map((b) => {
       const ids = (b as { ids: number[][] }).ids;
@@ -70,7 +76,7 @@ function batchesOf(t: Tunable, data: Data): { task: FineTuneData<unknown>; batch
   return { task: new PairData(all, ids, 4096) as FineTuneData<unknown>, batches };
 }
 
-function logits(t: Tunable, batch: unknown): Tensor {
+function logits(t: Tuned, batch: unknown): Tensor {
   t.model.eval();
   return noGrad(() => {
     if (t.kind === 'hf-gpt2') return t.model.forward((batch as { x: Tensor }).x);

@@ -3,9 +3,8 @@
  * src/train/finetune-run.ts (a Hugging Face folder trained fully or with LoRA) and for merging a PEFT adapter into
  * its base as a plain folder.
  *
- * --data is, by the folder's task: text, one document per line (GPT-2); `source<TAB>target` pairs (Marian). A
- * classifier's `text<TAB>label` comes with the encoder families (its task in folder/tunable.ts, its data class in
- * train/finetune-data.ts).
+ * --data is, by the folder's task: text, one document per line (GPT-2, Llama-family); `source<TAB>target` pairs
+ * (Marian); `text<TAB>label`, the label by its config.json id2label name (a BERT-style classifier).
  */
 import { resolve } from 'node:path';
 import { Command } from '@commander-js/extra-typings';
@@ -25,10 +24,17 @@ import { progressBar } from '../progress.ts';
 function flags() {
   return new Command('finetune')
     .description(
-      'fine-tune a Hugging Face folder (GPT-2, Marian) on your lines, fully or with a LoRA adapter (PEFT format)',
+      'fine-tune a Hugging Face folder (GPT-2, Llama/Qwen2/Mistral, Marian, BERT-style classifiers) on your ' +
+        'lines, fully or with a LoRA adapter (PEFT format)',
     )
-    .requiredOption('--model <dir>', 'the base folder (model_type gpt2 or marian)')
-    .requiredOption('--data <file>', "training lines, plain or .gz: text (GPT-2), 'source<TAB>target' (Marian)")
+    .requiredOption(
+      '--model <dir>',
+      'the base folder (gpt2, llama, qwen2, mistral, marian; a bert/distilbert/roberta/xlm-roberta classifier)',
+    )
+    .requiredOption(
+      '--data <file>',
+      "training lines, plain or .gz: text (decoders), 'source<TAB>target' (Marian), 'text<TAB>label' (classifiers)",
+    )
     .requiredOption('--out <dir>', 'run folder: the fine-tuned folder (or adapter), training state and history')
     .option('--val <file>', 'validation lines (default: the last 10% of --data)')
     .option('--resume', 'continue the run in --out from its last checkpoint', false)
@@ -38,7 +44,7 @@ function flags() {
     .option('--lora-dropout <p>', "dropout on the adapters' input", rate('--lora-dropout'), 0)
     .option(
       '--target-modules <names>',
-      "comma-separated module names, or 'all-linear' (default PEFT's: GPT-2 c_attn, Marian q_proj,v_proj)",
+      "comma-separated module names, or 'all-linear' (default PEFT's: GPT-2 c_attn, Llama and Marian q_proj,v_proj)",
     )
     .option('--quantize <dtype>', 'QLoRA (with --lora): hold the frozen base in int8 or q4, the adapters float32')
     .option('--recompute', "GPT-2/Llama: recompute each block's activations in the backward pass (less memory)", false)
@@ -48,13 +54,13 @@ function flags() {
     .option('--schedule <kind>', 'linear (decay to 0 at --max-steps) | constant', 'linear')
     .option('--weight-decay <x>', 'AdamW weight decay on matrices and tables', nonNegativeNumber('--weight-decay'), 0)
     .option('--clip <x>', 'clip the gradient norm (0: off)', nonNegativeNumber('--clip'), 1)
-    .option('--batch-size <n>', 'GPT-2: windows per step', int('--batch-size'), 8)
-    .option('--seq-len <n>', 'GPT-2: tokens per window (default min(128, the context))', int('--seq-len'))
+    .option('--batch-size <n>', 'decoders: windows per step; classifiers: texts per step', int('--batch-size'), 8)
+    .option('--seq-len <n>', 'decoders: tokens per window (default min(128, the context))', int('--seq-len'))
     .option('--max-tokens <n>', 'Marian: padded tokens per batch', int('--max-tokens'), 2048)
     .option('--label-smoothing <x>', 'Marian: label smoothing', rate('--label-smoothing'), 0)
     .option('--eval-every <n>', 'validation loss every n steps', int('--eval-every'), 100)
     .option('--save-every <n>', 'training state every n steps', int('--save-every'), 100)
-    .option('--eval-tokens <n>', 'GPT-2: validation tokens scored at each evaluation', int('--eval-tokens'), 65536)
+    .option('--eval-tokens <n>', 'decoders: validation tokens scored at each evaluation', int('--eval-tokens'), 65536)
     .option('--seed <n>', 'random seed', int('--seed'), 1);
 }
 

@@ -30,9 +30,13 @@
  * tensors of heads other than the one built (another head's, the NSP head, the position_ids buffer) are left
  * unread, as transformers' AutoModel leaves them; any other tensor is refused, naming it.
  */
+import type { MultiheadAttention } from '../../nn/attention.ts';
+import type { Linear } from '../../nn/layers.ts';
+import type { Module } from '../../nn/module.ts';
 import type { Activation } from '../../nn/transformer.ts';
 import { shapeToString } from '../../tensor/shape.ts';
-import type { Tensor } from '../../tensor/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
+import type { LinearSite, SavedModule } from './peft.ts';
 import type { EncoderConfig, EncoderHead, PoolActivation } from '../encoder.ts';
 import { fused, sameValues } from './tensors.ts';
 
@@ -354,6 +358,138 @@ export function encoderStateDict(
   for (const name of byName.keys()) {
     if (used.has(name) || n.ignored.some((p) => name.startsWith(p))) continue;
     throw new Error(`unexpected tensor ${nameOf(name)} (not part of a ${family} model qkv reads)`);
+  }
+  return out;
+}
+
+// ---- Fine-tuning: the linear layers PEFT adapts, and the weights under Hugging Face's names ----------------------
+
+/** A submodule of `model` by its qkv path (`encoder.layers.0.self_attn`). */
+function moduleAt<M>(model: Module, path: string): M {
+  const m = model.namedModules().find(([n]) => n === path);
+  if (!m) throw new Error(`internal: no module '${path}' in the Encoder`);
+  return m[1] as M;
+}
+
+/** The Hugging Face path of a classifier's layer: BERT's first is the base model's pooler (`bert.pooler.dense`). */
+function clsPath(n: Names, name: string): string {
+  return name.startsWith('pooler.') ? `${n.prefix}${name}` : name;
+}
+
+/**
+ * *ForSequenceClassification's linear layers by their module paths, as PEFT matches target_modules against them
+ * (PEFT's default for bert and roberta: query, value; for distilbert: q_lin, v_lin), on qkv's layers: q/k/v are
+ * rows of the packed in_proj, the rest nn.Linear. The head's two layers are sites too (BERT's `bert.pooler.dense`
+ * and `classifier`, RoBERTa's `classifier.dense` and `classifier.out_proj`, DistilBERT's `pre_classifier` and
+ * `classifier`): PEFT's name matching reaches them ('dense' names the first in BERT and RoBERTa), and its
+ * all-linear takes them both in a model without a task type.
+ */
+export function encoderLinearSites(
+  model: Module & { readonly config: EncoderConfig },
+  family: EncoderFamily,
+): LinearSite[] {
+  const n = NAMES[family];
+  const c = model.config;
+  if (c.head.kind !== 'classification')
+    throw new Error(`internal: encoderLinearSites takes a classifier, this Encoder's head is '${c.head.kind}'`);
+  const [q, k, v, o, , f1, f2] = n.layer;
+  const linear = (path: string, l: Linear): LinearSite => ({
+    path,
+    layer: { linear: l },
+    inFeatures: l.inFeatures,
+    outFeatures: l.outFeatures,
+    conv1d: false,
+  });
+  const sites: LinearSite[] = [];
+  for (let i = 0; i < c.numLayers; i++) {
+    const hf = `${n.prefix}${n.layers}.${i}`;
+    const own = `encoder.layers.${i}`;
+    const attention = moduleAt<MultiheadAttention>(model, `${own}.self_attn`);
+    for (const [name, part] of [
+      [q, 'q'],
+      [k, 'k'],
+      [v, 'v'],
+    ] as const)
+      sites.push({
+        path: `${hf}.${name}`,
+        layer: { attention, part },
+        inFeatures: c.dModel,
+        outFeatures: c.dModel,
+        conv1d: false,
+      });
+    sites.push(linear(`${hf}.${o}`, moduleAt<Linear>(model, `${own}.self_attn.out_proj`)));
+    sites.push(linear(`${hf}.${f1}`, moduleAt<Linear>(model, `${own}.linear1`)));
+    sites.push(linear(`${hf}.${f2}`, moduleAt<Linear>(model, `${own}.linear2`)));
+  }
+  sites.push(linear(clsPath(n, n.cls[0]), moduleAt<Linear>(model, 'classifierDense')));
+  sites.push(linear(clsPath(n, n.cls[1]), moduleAt<Linear>(model, 'classifierOut')));
+  return sites;
+}
+
+/**
+ * The head's layers as modules_to_save may train them in full (PEFT's SEQ_CLS names 'classifier' and 'score'): BERT's
+ * `classifier` and `bert.pooler.dense`, RoBERTa's `classifier` (its dense and out_proj), DistilBERT's `classifier` and
+ * `pre_classifier`.
+ */
+export function encoderSavedModules(
+  model: Module & { readonly config: EncoderConfig },
+  family: EncoderFamily,
+): SavedModule[] {
+  const dense = moduleAt<Linear>(model, 'classifierDense');
+  const out = moduleAt<Linear>(model, 'classifierOut');
+  const params = (l: Linear, prefix = ''): [string, Tensor][] => [
+    [`${prefix}weight`, l.weight],
+    [`${prefix}bias`, l.bias!],
+  ];
+  if (family === 'roberta' || family === 'xlm-roberta')
+    return [{ path: 'classifier', params: [...params(dense, 'dense.'), ...params(out, 'out_proj.')] }];
+  const n = NAMES[family];
+  return [
+    { path: clsPath(n, n.cls[0]), params: params(dense) },
+    { path: clsPath(n, n.cls[1]), params: params(out) },
+  ];
+}
+
+/**
+ * A classifier Encoder's state dict (qkv's names: `model.stateDict()`, or any tensors by those names, such as
+ * gradients) under *ForSequenceClassification's names, as save_pretrained writes them: the base model's under its
+ * prefix (`bert.`, `roberta.`, `distilbert.`), q/k/v split out of the packed in_proj, the head's as the family names
+ * it. New tensors, not the given ones.
+ */
+export function encoderHfStateDict(
+  own: Record<string, Tensor>,
+  family: EncoderFamily,
+  config: EncoderConfig,
+): Record<string, Tensor> {
+  const n = NAMES[family];
+  const E = config.dModel;
+  const [q, k, v, o, n1, f1, f2, n2] = n.layer;
+  const map: Record<string, string> = {
+    'embeddings.word': `${n.prefix}embeddings.word_embeddings`,
+    'embeddings.position': `${n.prefix}embeddings.position_embeddings`,
+    'embeddings.tokenType': `${n.prefix}embeddings.token_type_embeddings`,
+    'embeddings.norm': `${n.prefix}embeddings.LayerNorm`,
+    classifierDense: clsPath(n, n.cls[0]),
+    classifierOut: clsPath(n, n.cls[1]),
+  };
+  const out: Record<string, Tensor> = {};
+  for (const [name, t] of Object.entries(own)) {
+    const m = /^(.+)\.(weight|bias)$/.exec(name);
+    const layer = /^encoder\.layers\.(\d+)\.(.+)$/.exec(m?.[1] ?? '');
+    const packed = /^encoder\.layers\.(\d+)\.self_attn\.in_proj_(weight|bias)$/.exec(name);
+    if (packed) {
+      const hf = `${n.prefix}${n.layers}.${packed[1]}`;
+      [q, k, v].forEach((part, j) => {
+        const width = t.ndim > 1 ? t.shape[1] : 1;
+        const data = t.dataSync<Float32Array>().slice(j * E * width, (j + 1) * E * width);
+        out[`${hf}.${part}.${packed[2]}`] = new Tensor(data, t.ndim > 1 ? [E, width] : [E], 'float32');
+      });
+    } else if (layer && m) {
+      const sub: Record<string, string> = { 'self_attn.out_proj': o, norm1: n1, linear1: f1, linear2: f2, norm2: n2 };
+      if (!Object.hasOwn(sub, layer[2])) throw new Error(`internal: '${name}' has no place in a ${family} checkpoint`);
+      out[`${n.prefix}${n.layers}.${layer[1]}.${sub[layer[2]]}.${m[2]}`] = t.clone();
+    } else if (m && Object.hasOwn(map, m[1])) out[`${map[m[1]]}.${m[2]}`] = t.clone();
+    else throw new Error(`internal: '${name}' has no place in a ${family} classifier checkpoint`);
   }
   return out;
 }

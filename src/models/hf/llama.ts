@@ -24,7 +24,7 @@
 import type { GPTConfig } from '../gpt-config.ts';
 import type { RopeScaling } from '../../nn/rotary.ts';
 import { shapeToString } from '../../tensor/shape.ts';
-import type { Tensor } from '../../tensor/tensor.ts';
+import { Tensor } from '../../tensor/tensor.ts';
 import type { MultiheadAttention } from '../../nn/attention.ts';
 import type { Linear } from '../../nn/layers.ts';
 import type { Module } from '../../nn/module.ts';
@@ -282,4 +282,45 @@ export function llamaLinearSites(model: Module & { readonly config: GPTConfig })
       sites.push(linear(`${p}.mlp.${m}_proj`, moduleAt<Linear>(model, `h.${i}.mlp.${m}_proj`)));
   }
   return sites;
+}
+
+/**
+ * A Llama-family GPT's state dict (qkv's names: `model.stateDict()`, or any tensors by those names, such as
+ * gradients) under LlamaForCausalLM's names, as save_pretrained writes them: the packed in_proj split back into
+ * q_proj, k_proj and v_proj (their biases too: Qwen2), lm_head only when untied. New tensors, not the given ones.
+ */
+export function llamaHfStateDict(own: Record<string, Tensor>, c: GPTConfig): Record<string, Tensor> {
+  const dK = c.headDim ?? c.nEmbd / c.nHead;
+  const q = c.nHead * dK;
+  const kv = (c.nKVHead ?? c.nHead) * dK;
+  const parts: [string, number, number][] = [
+    ['q_proj', 0, q],
+    ['k_proj', q, kv],
+    ['v_proj', q + kv, kv],
+  ];
+  const own2hf = Object.fromEntries(Object.entries(SAME).map(([hf, mine]) => [mine, hf]));
+  const out: Record<string, Tensor> = {};
+  for (const [name, t] of Object.entries(own)) {
+    if (name === 'wte.weight') out['model.embed_tokens.weight'] = t.clone();
+    else if (name === 'ln_f.weight') out['model.norm.weight'] = t.clone();
+    else if (name === 'lm_head.weight') out['lm_head.weight'] = t.clone();
+    else {
+      const packed = /^h\.(\d+)\.attn\.in_proj_(weight|bias)$/.exec(name);
+      const m = /^h\.(\d+)\.(.+)\.(weight|bias)$/.exec(name);
+      if (packed) {
+        const [, i, kind] = packed;
+        for (const [part, start, rows] of parts)
+          out[`model.layers.${i}.self_attn.${part}.${kind}`] = rowsOf(t, start, rows);
+      } else if (m && Object.hasOwn(own2hf, m[2])) out[`model.layers.${m[1]}.${own2hf[m[2]]}.${m[3]}`] = t.clone();
+      else throw new Error(`internal: '${name}' has no place in a Llama-family checkpoint`);
+    }
+  }
+  return out;
+}
+
+/** Rows [start, start + count) of a 1-D or 2-D tensor as a new float32 tensor. */
+function rowsOf(t: Tensor, start: number, count: number): Tensor {
+  const width = t.ndim > 1 ? t.shape[1] : 1;
+  const data = t.dataSync<Float32Array>().slice(start * width, (start + count) * width);
+  return new Tensor(data, t.ndim > 1 ? [count, width] : [count], 'float32');
 }

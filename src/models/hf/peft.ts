@@ -10,9 +10,14 @@
  * projection, which Hugging Face keeps as one Conv1D in GPT-2 and as three Linears in Marian). Everything else here
  * is the same for every family: a new family adds its list of sites.
  *
- * Refused by name, not ignored: DoRA, bias training, modules_to_save (a trained classification head: it comes with
- * the encoder families), layer replication, trainable tokens, target_parameters, and adapters on embeddings or on
- * the output projection (qkv ties it to the embedding).
+ * modules_to_save (PEFT's SEQ_CLS: a classifier's head trained in full beside the pairs) is read and written for the
+ * modules a family offers (`SavedModule`: a classifier's head layers), matched as PEFT matches them (the module path
+ * ends with the name: 'classifier' takes DistilBERT's pre_classifier too), their tensors saved as
+ * `base_model.model.<module path>.<parameter>`.
+ *
+ * Refused by name, not ignored: DoRA, bias training, modules_to_save on a module no family offers, layer
+ * replication, trainable tokens, target_parameters, and adapters on embeddings or on the output projection (qkv ties
+ * it to the embedding).
  */
 import type { MultiheadAttention, InProjPart } from '../../nn/attention.ts';
 import type { Linear } from '../../nn/layers.ts';
@@ -62,6 +67,8 @@ export interface PeftLoraConfig {
   layersToTransform: number[] | null;
   /** PEFT's task_type ('CAUSAL_LM', 'SEQ_2_SEQ_LM', ...), written back as read. */
   taskType: string | null;
+  /** Modules trained in full beside the pairs and saved with them (PEFT's modules_to_save; null: none). */
+  modulesToSave: string[] | null;
   /** The base model the adapter was trained on, as its author named it: a hint only (qkv never fetches it). */
   baseModelNameOrPath: string | null;
 }
@@ -79,6 +86,7 @@ export function loraConfig(over: Partial<PeftLoraConfig> & Pick<PeftLoraConfig, 
     initLoraWeights: true,
     layersToTransform: null,
     taskType: null,
+    modulesToSave: null,
     baseModelNameOrPath: null,
     ...over,
   };
@@ -91,11 +99,6 @@ const REFUSED: [key: string, ok: (v: unknown) => boolean, why: string][] = [
   ['use_dora', (v) => v === false || v == null, 'DoRA is not supported'],
   ['bias', (v) => v === 'none' || v == null, "only bias 'none' is supported (biases stay frozen)"],
   ['lora_bias', (v) => v === false || v == null, 'a bias on lora_B is not supported'],
-  [
-    'modules_to_save',
-    (v) => v == null || (Array.isArray(v) && v.length === 0),
-    'fully trained extra modules (a classification head) are not supported yet',
-  ],
   ['layer_replication', (v) => v == null, 'layer replication is not supported'],
   ['trainable_token_indices', (v) => v == null, 'trainable tokens are not supported'],
   ['target_parameters', (v) => v == null, 'adapters on parameters (target_parameters) are not supported'],
@@ -174,8 +177,16 @@ export function parseLoraConfig(json: unknown, file = 'adapter_config.json'): Pe
     initLoraWeights: init as boolean | 'gaussian',
     layersToTransform,
     taskType: str('task_type'),
+    modulesToSave: modulesToSaveOf(c.modules_to_save, file),
     baseModelNameOrPath: str('base_model_name_or_path'),
   };
+}
+
+/** modules_to_save: null, or a list of module names (an empty list is none). */
+function modulesToSaveOf(v: unknown, file: string): string[] | null {
+  if (v == null || (Array.isArray(v) && v.length === 0)) return null;
+  if (Array.isArray(v) && v.every((s) => typeof s === 'string' && s.length > 0)) return v as string[];
+  throw new Error(`${file}: modules_to_save must be a list of module names, got ${show(v)}`);
 }
 
 /**
@@ -208,7 +219,7 @@ export function loraConfigJson(c: PeftLoraConfig, fanInFanOut: boolean): Record<
     lora_ga_config: null,
     megatron_config: null,
     megatron_core: 'megatron.core',
-    modules_to_save: null,
+    modules_to_save: c.modulesToSave,
     monteclora_config: null,
     peft_type: 'LORA',
     peft_version: '0.21.0',
@@ -286,11 +297,21 @@ export function targetSites(
   });
 }
 
+/** A module a family lets modules_to_save train in full: its Hugging Face path and parameters by their names. */
+export interface SavedModule {
+  /** Its module path in the Hugging Face model (`classifier`, `classifier.dense`...): what modules_to_save matches. */
+  path: string;
+  /** Its parameters under their Hugging Face names within the module (`weight`, `out_proj.bias`). */
+  params: [name: string, tensor: Tensor][];
+}
+
 /** An adapter attached to a model: each adapted site's path and its LoRA pair. */
 export interface AttachedLora {
   config: PeftLoraConfig;
   /** The adapted sites in the family's order, each with its pair. */
   pairs: { site: LinearSite; lora: LoraLinear }[];
+  /** The modules modules_to_save trains in full (their weights the model's own, unfrozen). */
+  saved: SavedModule[];
   /** Whether the sites are Conv1D in Hugging Face (PEFT's fan_in_fan_out, written in the config). */
   fanInFanOut: boolean;
 }
@@ -299,15 +320,48 @@ export interface AttachedLora {
  * Attach new LoRA pairs to the sites `config` targets and freeze the rest of `model` (the base weights train no
  * more): PEFT's get_peft_model. The pairs start as `config.initLoraWeights` says.
  */
-export function attachLora(model: Module, sites: readonly LinearSite[], config: PeftLoraConfig): AttachedLora {
+export function attachLora(
+  model: Module,
+  sites: readonly LinearSite[],
+  config: PeftLoraConfig,
+  saveable: readonly SavedModule[] = [],
+): AttachedLora {
   const targets = targetSites(sites, config);
+  const saved = savedModules(saveable, config.modulesToSave, targets);
   freeze(model);
   const pairs = targets.map(({ site, options }) => {
     const l = site.layer;
     const lora = 'linear' in l ? l.linear.addLora(options) : l.attention.addInProjLora(l.part, options);
     return { site, lora };
   });
-  return { config, pairs, fanInFanOut: pairs.some((p) => p.site.conv1d) };
+  for (const m of saved) for (const [, p] of m.params) p.requiresGrad = true;
+  return { config, pairs, saved, fanInFanOut: pairs.some((p) => p.site.conv1d) };
+}
+
+/**
+ * The offered modules modules_to_save names, as PEFT matches them (the module path ends with the name). A list that
+ * matches none of them, or a module that also holds a LoRA pair, is refused by name.
+ */
+function savedModules(
+  saveable: readonly SavedModule[],
+  names: string[] | null,
+  targets: readonly { site: LinearSite }[],
+): SavedModule[] {
+  if (!names) return [];
+  const chosen = saveable.filter((m) => names.some((n) => m.path.endsWith(n)));
+  if (chosen.length === 0)
+    throw new Error(
+      `modules_to_save ${show(names)} match no module qkv trains in full (this model offers ` +
+        `${saveable.length ? saveable.map((m) => m.path).join(', ') : 'none'})`,
+    );
+  for (const m of chosen) {
+    const t = targets.find(({ site }) => site.path === m.path || site.path.startsWith(`${m.path}.`));
+    if (t)
+      throw new Error(
+        `modules_to_save trains ${m.path} in full and target_modules adapts ${t.site.path}: choose one of the two`,
+      );
+  }
+  return chosen;
 }
 
 /** PEFT's key of a site's A or B: `base_model.model.<path>.lora_A.weight`. */
@@ -322,6 +376,7 @@ export function loraStateDict(a: AttachedLora): Record<string, Tensor> {
     out[peftKey(site.path, 'A')] = lora.loraA.weight;
     out[peftKey(site.path, 'B')] = lora.loraB.weight;
   }
+  for (const m of a.saved) for (const [name, t] of m.params) out[`base_model.model.${m.path}.${name}`] = t;
   return out;
 }
 
@@ -337,6 +392,7 @@ export function loadLoraStateDict(a: AttachedLora, tensors: Record<string, Tenso
     wanted.set(peftKey(site.path, 'A'), lora.loraA.weight);
     wanted.set(peftKey(site.path, 'B'), lora.loraB.weight);
   }
+  for (const m of a.saved) for (const [name, t] of m.params) wanted.set(`base_model.model.${m.path}.${name}`, t);
   const byKey = new Map<string, Tensor>();
   for (const [k, t] of Object.entries(tensors)) {
     const key = canonicalKey(k, wanted);
