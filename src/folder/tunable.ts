@@ -21,59 +21,55 @@ import type { Seq2Seq } from '../models/seq2seq.ts';
 import type { Tensor } from '../tensor/tensor.ts';
 import type { OpenedEncoder, OpenedFolder, OpenedLm, OpenedMarian } from './open.ts';
 
+/** What every family gives fine-tuning: its LoRA sites, its full-training modules, its weights under HF's names. */
+interface TunableParts {
+  /** The linear layers by Hugging Face module path: where LoRA goes, as PEFT names them. */
+  sites(): LinearSite[];
+  /** The modules modules_to_save may train in full (a classifier's head; none elsewhere). */
+  saveable(): SavedModule[];
+  /** The weights under Hugging Face's names: what a fine-tuned folder holds. */
+  hfStateDict(): Record<string, Tensor>;
+}
+
 /** An opened Hugging Face folder as fine-tuning sees it. */
-export type Tunable =
-  | {
-      kind: 'hf-gpt2';
-      /** Next-token prediction on a text stream. */
-      task: 'lm';
-      model: GPT;
-      opened: OpenedLm;
-      /** PEFT's task_type of an adapter of this model. */
-      taskType: 'CAUSAL_LM';
-      sites(): LinearSite[];
-      /** The modules modules_to_save may train in full (a classifier's head; none elsewhere). */
-      saveable(): SavedModule[];
-      hfStateDict(): Record<string, Tensor>;
-    }
-  | {
-      /** A Llama-family folder (model_type llama, qwen2, mistral): opened as kind 'hf-gpt2', GPT with switches. */
-      kind: 'hf-llama';
-      task: 'lm';
-      model: GPT;
-      opened: OpenedLm;
-      taskType: 'CAUSAL_LM';
-      sites(): LinearSite[];
-      /** The modules modules_to_save may train in full (a classifier's head; none elsewhere). */
-      saveable(): SavedModule[];
-      hfStateDict(): Record<string, Tensor>;
-    }
-  | {
-      /** A BERT, RoBERTa, XLM-R or DistilBERT *ForSequenceClassification folder (single-label). */
-      kind: 'hf-encoder';
-      /** `text<TAB>label`: cross-entropy of the head's logits against the label's id. */
-      task: 'classify';
-      model: Encoder;
-      opened: OpenedEncoder;
-      /** PEFT's SEQ_CLS: its modules_to_save trains the head ('classifier') in full beside the pairs. */
-      taskType: 'SEQ_CLS';
-      sites(): LinearSite[];
-      /** The modules modules_to_save may train in full (a classifier's head; none elsewhere). */
-      saveable(): SavedModule[];
-      hfStateDict(): Record<string, Tensor>;
-    }
-  | {
-      kind: 'marian';
-      /** Translation pairs. */
-      task: 'seq2seq';
-      model: Seq2Seq;
-      opened: OpenedMarian;
-      taskType: 'SEQ_2_SEQ_LM';
-      sites(): LinearSite[];
-      /** The modules modules_to_save may train in full (a classifier's head; none elsewhere). */
-      saveable(): SavedModule[];
-      hfStateDict(): Record<string, Tensor>;
-    };
+export type Tunable = TunableParts &
+  (
+    | {
+        kind: 'hf-gpt2';
+        /** Next-token prediction on a text stream. */
+        task: 'lm';
+        model: GPT;
+        opened: OpenedLm;
+        /** PEFT's task_type of an adapter of this model. */
+        taskType: 'CAUSAL_LM';
+      }
+    | {
+        /** A Llama-family folder (model_type llama, qwen2, mistral): opened as kind 'hf-gpt2', GPT with switches. */
+        kind: 'hf-llama';
+        task: 'lm';
+        model: GPT;
+        opened: OpenedLm;
+        taskType: 'CAUSAL_LM';
+      }
+    | {
+        /** A BERT, RoBERTa, XLM-R or DistilBERT *ForSequenceClassification folder (single-label). */
+        kind: 'hf-encoder';
+        /** `text<TAB>label`: cross-entropy of the head's logits against the label's id. */
+        task: 'classify';
+        model: Encoder;
+        opened: OpenedEncoder;
+        /** PEFT's SEQ_CLS: its modules_to_save trains the head ('classifier') in full beside the pairs. */
+        taskType: 'SEQ_CLS';
+      }
+    | {
+        kind: 'marian';
+        /** Translation pairs. */
+        task: 'seq2seq';
+        model: Seq2Seq;
+        opened: OpenedMarian;
+        taskType: 'SEQ_2_SEQ_LM';
+      }
+  );
 
 /** The fine-tuning view of an opened folder; qkv's own kinds are refused (they train with qkv train / train-lm). */
 export function tunable(opened: OpenedFolder): Tunable {
