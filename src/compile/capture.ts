@@ -95,7 +95,12 @@ export interface CaptureStats {
  * Captures made and replays run since the process started, by every {@link capture} and {@link Captured.replay}
  * (compile's, the static caches' included): what tests read to see that a path was replayed, not run eagerly.
  */
-export const captureCounts = { captures: 0, replays: 0 };
+export const captureCounts: {
+  /** Captures made (each runs its step once, eagerly, recording it). */
+  captures: number;
+  /** Replays run. */
+  replays: number;
+} = { captures: 0, replays: 0 };
 
 const BYTES: Record<DType, number> = { float32: 4, int32: 4, bool: 1, uint8: 1, int8: 1, q4: 1, float16: 2 };
 
