@@ -93,7 +93,12 @@ export function withScalars<T>(patch: ScalarPatch, op: () => T): T {
         '(capture(step, inputs, { scalars }))',
     );
   const outer = scalarPatch;
-  scalarPatch = outer ? (what, args, v) => (outer(what, args, v), patch(what, args, v)) : patch;
+  scalarPatch = outer
+    ? (what, args, v) => {
+        outer(what, args, v);
+        patch(what, args, v);
+      }
+    : patch;
   try {
     return op();
   } finally {
