@@ -15,7 +15,11 @@
  * values (dataSync, item, data: the step would branch on, or hand back, values the replay cannot see), grad
  * mode on (autograd records), dropout in training mode (random bits drawn on the host), a view into a step's
  * own buffer. What the step reads from the host besides its inputs (sizes, positions, flags) is frozen at
- * capture: a step must be a function of its inputs' shapes and values only (docs/compiled.md).
+ * capture: a step must be a function of its inputs' shapes and values, and of the dynamic scalars it declares
+ * (withScalars: host numbers each replay passes anew, a KV cache's filled length) (docs/compiled.md).
+ *
+ * over 500 lines: the recorder, the plan and the replay share the private Ref, Slot and Call records; split, they
+ * would have to export them.
  */
 import { isGradEnabled } from '../autograd/grad-mode.ts';
 import { type Backend, getBackend, KERNEL_NAMES, type KernelName, withBackend } from '../backend/backend.ts';
@@ -138,7 +142,12 @@ export interface CaptureStats {
  * Captures made and replays run since the process started, by every {@link capture} and {@link Captured.replay}
  * (compile's, the static caches' included): what tests read to see that a path was replayed, not run eagerly.
  */
-export const captureCounts = { captures: 0, replays: 0 };
+export const captureCounts = {
+  /** Captures made. */
+  captures: 0,
+  /** Replays run. */
+  replays: 0,
+};
 
 const BYTES: Record<DType, number> = { float32: 4, int32: 4, bool: 1, uint8: 1, int8: 1, q4: 1, float16: 2 };
 
