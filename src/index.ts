@@ -46,6 +46,8 @@ export {
   Captured,
   type CaptureStats,
   type CompiledStep,
+  type ScalarPatch,
+  withScalars,
 } from './compile/capture.ts';
 export * as data from './data/index.ts';
 export * as train from './train/index.ts';

@@ -15,7 +15,11 @@
  * values (dataSync, item, data: the step would branch on, or hand back, values the replay cannot see), grad
  * mode on (autograd records), dropout in training mode (random bits drawn on the host), a view into a step's
  * own buffer. What the step reads from the host besides its inputs (sizes, positions, flags) is frozen at
- * capture: a step must be a function of its inputs' shapes and values only (docs/compiled.md).
+ * capture: a step must be a function of its inputs' shapes and values, and of the dynamic scalars it declares
+ * (withScalars: host numbers each replay passes anew, a KV cache's filled length) (docs/compiled.md).
+ *
+ * over 500 lines: the recorder, the plan and the replay share the private Ref, Slot and Call records; split, they
+ * would have to export them.
  */
 import { isGradEnabled } from '../autograd/grad-mode.ts';
 import { type Backend, getBackend, KERNEL_NAMES, type KernelName, withBackend } from '../backend/backend.ts';
@@ -61,6 +65,49 @@ interface Call {
   fn: (...args: unknown[]) => unknown;
   self: unknown;
   args: unknown[];
+  /** Where the call depends on the dynamic scalars: sets its arguments from a replay's values (withScalars). */
+  patch?: ScalarPatch;
+}
+
+/**
+ * Sets the arguments of a call recorded inside {@link withScalars} from a replay's dynamic scalars: `what` is
+ * the kernel's name (or `device` for a fill, write or copy), `args` the arguments the replay passes (numbers
+ * and the plain parameter objects the kernel got, storage already swapped in), changed in place.
+ */
+export type ScalarPatch = (what: string, args: unknown[], scalars: readonly number[]) => void;
+
+/** The patch of the innermost {@link withScalars} running inside a capture (null: none). */
+let scalarPatch: ScalarPatch | null = null;
+/** Dynamic scalars the running capture declared (null: no capture running). */
+let capturing: readonly number[] | null = null;
+
+/**
+ * Run `op`, whose kernel calls take sizes or offsets computed from host numbers that change from replay to
+ * replay (a KV cache's filled length): the dynamic scalars `capture(step, inputs, { scalars })` declares and
+ * every `replay(inputs, scalars)` passes anew. Outside a capture it only runs `op`. Inside one, every call
+ * `op` makes is recorded with `patch`, which a replay calls first with that replay's scalars to set the call's
+ * arguments (the attention's key length, a copy's offset). The storage `op` allocates must not depend on the
+ * scalars (a replay's buffers are planned once): size it for the largest value (docs/compiled.md).
+ */
+export function withScalars<T>(patch: ScalarPatch, op: () => T): T {
+  if (!capturing) return op();
+  if (capturing.length === 0)
+    throw new CaptureError(
+      'capture: the step runs calls that depend on dynamic scalars (withScalars), but the capture declares none ' +
+        '(capture(step, inputs, { scalars }))',
+    );
+  const outer = scalarPatch;
+  scalarPatch = outer
+    ? (what, args, v) => {
+        outer(what, args, v);
+        patch(what, args, v);
+      }
+    : patch;
+  try {
+    return op();
+  } finally {
+    scalarPatch = outer;
+  }
 }
 
 /** Where an input's storage is put at each replay: `container[key]`. */
@@ -121,6 +168,8 @@ export class Captured {
     slots: readonly Slot[],
     outputRefs: readonly { ref: unknown; shape: readonly number[]; dtype: DType }[],
     private readonly guards: readonly IdsGuard[],
+    /** How many dynamic scalars each replay takes. */
+    private readonly scalarCount = 0,
   ) {
     const device = backend.device;
     const storage = new OwnedStorage(device, this);
@@ -190,11 +239,17 @@ export class Captured {
   /**
    * Run the step again on `inputs` (the captured dtypes and shapes, on the captured backend's device): the
    * recorded calls with the inputs' storage swapped in. The outputs are the plan's buffers, the same tensors at
-   * every replay: read or copy them before the next replay of this capture overwrites them.
+   * every replay: read or copy them before the next replay of this capture overwrites them. `scalars`: the
+   * dynamic scalars' values for this replay, as many as the capture declared (see {@link withScalars}).
    */
-  replay(inputs: readonly Tensor[]): Tensor[] {
+  replay(inputs: readonly Tensor[], scalars: readonly number[] = []): Tensor[] {
     if (!this.storage) throw new Error('replay: this capture was released (its buffers are freed)');
     checkInputs(inputs, this.inputSpecs, this.backend);
+    if (!Array.isArray(scalars) || scalars.length !== this.scalarCount || !scalars.every(Number.isFinite))
+      throw new Error(
+        `replay: scalars must be ${this.scalarCount} finite numbers as captured, got ` +
+          `${Array.isArray(scalars) ? `[${scalars.join(', ')}]` : typeof scalars}`,
+      );
     for (const g of this.guards) {
       const t = inputs[g.input];
       const ids = t.device.readSync?.(t.storage, 'int32', t.size) as Int32Array | undefined;
@@ -207,7 +262,10 @@ export class Captured {
       }
     }
     for (const p of this.patches) p.container[p.key] = inputs[p.input].storage;
-    for (const c of this.calls) c.fn.apply(c.self, c.args);
+    for (const c of this.calls) {
+      c.patch?.(c.what, c.args, scalars);
+      c.fn.apply(c.self, c.args);
+    }
     captureCounts.replays++;
     return this.outputs.map((o) => o(inputs));
   }
@@ -261,10 +319,13 @@ let active = false;
  * Run `step(...inputs)` once eagerly on the current backend, recording its kernel calls and allocations: its
  * outputs now, and the {@link Captured} step that replays it. Throws a {@link CaptureError} naming what cannot
  * be captured (see the file comment). `step` returns a tensor or an array of tensors, synchronously.
+ * `options.scalars`: the dynamic scalars' values now, host numbers the step's {@link withScalars} calls depend
+ * on and each replay passes anew.
  */
 export function capture(
   step: (...inputs: Tensor[]) => Tensor | Tensor[],
   inputs: readonly Tensor[],
+  options: { scalars?: readonly number[] } = {},
 ): {
   /** The eager run's outputs. */
   outputs: Tensor[];
@@ -283,6 +344,9 @@ export function capture(
     return { dtype: t.dtype, shape: t.shape.slice() };
   });
   checkInputs(inputs, specs, real);
+  const scalars = options.scalars ?? [];
+  if (!Array.isArray(scalars) || !scalars.every(Number.isFinite))
+    throw new Error(`capture: options.scalars must be an array of finite numbers, got ${String(scalars)}`);
 
   const refs = new Map<unknown, Ref>();
   inputs.forEach((t, i) => {
@@ -335,7 +399,9 @@ export function capture(
     return v;
   };
   const record = (what: string, fn: unknown, self: unknown, args: unknown[]): void => {
-    calls.push({ what, fn: fn as Call['fn'], self, args: args.map((a) => arg(a)) });
+    const call: Call = { what, fn: fn as Call['fn'], self, args: args.map((a) => arg(a)) };
+    if (scalarPatch) call.patch = scalarPatch;
+    calls.push(call);
   };
 
   const dev = real.device;
@@ -409,6 +475,7 @@ export function capture(
   };
 
   active = true;
+  capturing = scalars.slice();
   const prevGuard = setHostReadGuard((what) => {
     throw new CaptureError(`capture: the step reads a tensor's values on the host (${what}); a replay cannot`);
   });
@@ -417,6 +484,8 @@ export function capture(
     result = withBackend(recorder as unknown as Backend, () => step(...inputs));
   } finally {
     active = false;
+    capturing = null;
+    scalarPatch = null;
     setHostReadGuard(prevGuard);
   }
   if (result instanceof Promise)
@@ -428,7 +497,7 @@ export function capture(
     if (ref && ref.slot >= 0) slots[ref.slot].last = Number.POSITIVE_INFINITY;
     return { ref: ref ?? t.storage, shape: t.shape.slice(), dtype: t.dtype };
   });
-  const captured = new Captured(real, specs, calls, slots, outputRefs, guards);
+  const captured = new Captured(real, specs, calls, slots, outputRefs, guards, scalars.length);
   captureCounts.captures++;
   return { outputs, captured };
 }
@@ -454,10 +523,12 @@ export interface CompiledStep {
  * `step` captured once per set of input dtypes and shapes (at most `maxCaptures`, default 8, the least recently
  * used dropped first, its buffers freed) and replayed afterwards. A replay's outputs are overwritten by the next
  * replay of the same capture (see {@link Captured.replay}); the capturing call's outputs are the eager run's own.
+ * `options.scalars`: read at every call, the dynamic scalars' values the call captures or replays with
+ * ({@link withScalars}).
  */
 export function compile(
   step: (...inputs: Tensor[]) => Tensor | Tensor[],
-  options: { maxCaptures?: number } = {},
+  options: { maxCaptures?: number; scalars?: () => readonly number[] } = {},
 ): CompiledStep {
   const max = options.maxCaptures ?? 8;
   if (!Number.isInteger(max) || max < 1) throw new Error(`compile: maxCaptures must be an integer >= 1, got ${max}`);
@@ -468,9 +539,9 @@ export function compile(
     if (hit) {
       captures.delete(key);
       captures.set(key, hit);
-      return hit.replay(inputs);
+      return hit.replay(inputs, options.scalars?.());
     }
-    const { outputs, captured } = capture(step, inputs);
+    const { outputs, captured } = capture(step, inputs, { scalars: options.scalars?.() });
     captures.set(key, captured);
     if (captures.size > max) {
       const oldest = captures.keys().next().value as string;

@@ -1,30 +1,28 @@
 /**
  * GPT decoding over a static KV cache (issue 62, point 2), so that one capture (src/compile) serves every step.
  * The cache is preallocated at the search's maximum length S: per block keys and values (B, hKV, S, headDim),
- * zero where nothing was written. A step of L new tokens at positions p..p+L−1 has the same shapes at every p:
- * the position enters as data, never as a size.
+ * zero where nothing was written. A step of L new tokens at positions p..p+L−1 has the same input shapes at
+ * every p; the position enters as data (`positions` (L) int32: the rows of the position table, learned or
+ * sinusoidal, or of the rotary tables, taken by an embedding kernel) and as one dynamic scalar, the filled
+ * length p + L (compile/capture.ts's withScalars: a replay takes it anew):
  *
- * - `positions` (L) int32: the rows of the position table (learned, sinusoidal) or of the rotary tables taken
- *   by an embedding kernel;
- * - `place` (S, L) float32, one-hot (place[s, l] = 1 where s = p + l): the new keys and values join the cache
- *   as cache + place·k, a GEMM with one nonzero term per row, so exact: rows outside p..p+L−1 gain ±0, the new
- *   rows (zero before) become k itself;
- * - `bias` (L, S) float32: 0 where key s ≤ p + l, −∞ after: the causal mask over the full length, so attention
- *   over all S keys weighs exactly the ones the dynamic cache would hold.
+ * - the new keys and values are copied into rows p..p+L−1 of the cache (a copyRows whose offset is the scalar's);
+ * - each block attends over keys [0, p + L) only: the filled rows of every (batch, KV head) copied into a
+ *   (B, hKV, p + L, headDim) prefix (a copyRows whose run length is the scalar's; none with one batch row and
+ *   one KV head, where the cache's first rows are that prefix), the attention's key length the scalar, causal
+ *   aligned to the end: the dynamic cache's own call on the same keys, so the logits are its bits (test/compile).
  *
- * The dynamic cache (models/gpt.ts's forwardCached) attends over p + L keys, this over S with the rest at −∞:
- * the attention kernels add nothing for a key at −∞ (an exp of 0, a weight of 0) and sum in
- * the same order, so the logits are the dynamic cache's bit for bit on js and wasm (test/compile), and a replay of
- * this step equals its eager run bit for bit. A sliding-window block (Mistral) takes one more bias per window
- * size, −∞ also for keys `window` or more positions before the query (the dynamic cache's windowBias).
+ * A sliding-window block (Mistral) attends over all S keys with an input bias (L, S): −∞ after each query's
+ * position and for keys `window` or more positions before it (the dynamic cache's windowBias); the attention
+ * kernels add nothing for a key at −∞ and sum in the same order, so these logits are the dynamic cache's too.
  */
 import { noGrad } from '../autograd/grad-mode.ts';
-import { type Captured, compile, type CompiledStep } from '../compile/capture.ts';
+import { type Captured, compile, type CompiledStep, withScalars } from '../compile/capture.ts';
 import { OwnedStorage } from '../compile/owned.ts';
 import type { GPT } from '../models/gpt.ts';
 import { enterEvalMode } from '../nn/module.ts';
 import * as F from '../ops/index.ts';
-import { K, upload } from '../ops/util.ts';
+import { K, st, upload } from '../ops/util.ts';
 import { memoryScope } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { type GeneratedToken, type GenerateOptions, generateStream, generation } from './gpt.ts';
@@ -45,6 +43,10 @@ export class StaticGPTDecoder {
   private readonly rope: { cos: Tensor; sin: Tensor } | null;
   /** The window sizes of the sliding-window blocks, each one more bias input of the step. */
   private readonly windows: number[];
+  /** The filled length after the running step (p + L): the step's dynamic scalar. */
+  private filled = 0;
+  /** Where a block's filled keys and values are copied for its attention (B, hKV, S, headDim); null: not needed. */
+  private readonly prefix: { k: Tensor['storage']; v: Tensor['storage'] } | null;
 
   /**
    * `maxLength`: the longest sequence a search feeds (≤ blockSize). `compiled` (default true): each step is
@@ -72,9 +74,14 @@ export class StaticGPTDecoder {
     this.storage = new OwnedStorage(device, this);
     const zeros = (): Tensor => Tensor.fromStorage(device, this.storage.alloc('float32', n), shape, 'float32');
     this.layers = blocks.map(() => ({ k: zeros(), v: zeros() }));
+    const unwindowed = blocks.some((b) => b.window === null);
+    this.prefix =
+      unwindowed && batch * a.numKVHeads > 1
+        ? { k: this.storage.alloc('float32', n), v: this.storage.alloc('float32', n) }
+        : null;
     this.rope = model.rope ? model.rope.tables(0, maxLength) : null;
     const step = (...inputs: Tensor[]): Tensor => this.forward(inputs);
-    this.compiled = (options.compiled ?? true) ? compile(step) : null;
+    this.compiled = (options.compiled ?? true) ? compile(step, { scalars: () => [this.filled] }) : null;
   }
 
   /** The captures held (one per step shape: the prefill's, the one-token step's), or null when not compiled. */
@@ -113,27 +120,29 @@ export class StaticGPTDecoder {
       [L],
       'int32',
     );
-    const place = new Float32Array(S * L);
-    const bias = new Float32Array(L * S);
-    for (let l = 0; l < L; l++) {
-      place[(p + l) * L + l] = 1;
-      bias.fill(Number.NEGATIVE_INFINITY, l * S + p + l + 1, (l + 1) * S);
-    }
-    // A window w: also −∞ for keys j ≤ i − w (query i = p + l), as the dynamic cache's windowBias.
+    // A window w: −∞ after each query's position (query i = p + l) and for keys j ≤ i − w, as the dynamic
+    // cache's windowBias over its p + L keys.
     const windowed = this.windows.map((w) => {
-      const b = bias.slice();
-      for (let l = 0; l < L; l++) b.fill(Number.NEGATIVE_INFINITY, l * S, l * S + Math.max(0, p + l - w + 1));
+      const b = new Float32Array(L * S);
+      for (let l = 0; l < L; l++) {
+        b.fill(Number.NEGATIVE_INFINITY, l * S + p + l + 1, (l + 1) * S);
+        b.fill(Number.NEGATIVE_INFINITY, l * S, l * S + Math.max(0, p + l - w + 1));
+      }
       return upload(b, [L, S]);
     });
-    const inputs = [ids, positions, upload(place, [S, L]), upload(bias, [L, S]), ...windowed];
+    const inputs = [ids, positions, ...windowed];
+    this.filled = p + L;
     const logits = this.compiled ? this.compiled(...inputs)[0] : this.forward(inputs);
     this.length += L;
     return logits;
   }
 
   /** The step as a function of its inputs only (what is captured): see the file comment. */
-  private forward([ids, positions, place, bias, ...windowed]: Tensor[]): Tensor {
+  private forward([ids, positions, ...windowed]: Tensor[]): Tensor {
     const m = this.model;
+    const [B, L] = ids.shape;
+    const S = this.maxLength;
+    const len = this.filled; // the dynamic scalar: keys [0, len) are filled once this step has written
     let x = m.wte.forward(ids);
     if (m.wpe) x = F.add(x, m.wpe.forward(positions));
     else if (m.pe) x = F.add(x, F.embedding(positions, m.pe));
@@ -149,20 +158,45 @@ export class StaticGPTDecoder {
         k = F.rotaryEmbedding(k, rope.cos, rope.sin);
       }
       const cache = this.layers[i];
-      writeInto(cache.k, F.add(cache.k, F.matmul(place, k)));
-      writeInto(cache.v, F.add(cache.v, F.matmul(place, v)));
-      const attnBias = block.window === null ? bias : windowed[this.windows.indexOf(block.window)];
-      const r = block.attn.attendProjected(q, cache.k, cache.v, { isCausal: false, attnBias });
+      const [, hKV, , D] = cache.k.shape;
+      // Rows p..p+L−1 of each (batch, KV head) ← the new keys and values (p = len − L, set at each replay).
+      const at = (what: string, args: unknown[], [n]: readonly number[]): void => {
+        if (what === 'copyRows') args[4] = (n - L) * D;
+      };
+      withScalars(at, () => {
+        for (const [t, c] of [
+          [k, cache.k],
+          [v, cache.v],
+        ] as const)
+          K(t, c).copyRows(st(t), 0, L * D, c.storage, (len - L) * D, S * D, B * hKV, L * D);
+      });
+      let r: { output: Tensor };
+      if (block.window === null) {
+        // Keys [0, len) of each (batch, KV head), contiguous: the dynamic cache's keys.
+        const filled = (c: Tensor, into: Tensor['storage'] | undefined): Tensor => {
+          if (!into) return Tensor.fromStorage(c.device, c.storage, [B, hKV, len, D], 'float32');
+          K(c).copyRows(c.storage, 0, S * D, into, 0, len * D, B * hKV, len * D);
+          return Tensor.fromStorage(c.device, into, [B, hKV, len, D], 'float32');
+        };
+        const runs = (what: string, args: unknown[], [n]: readonly number[]): void => {
+          if (what === 'copyRows') args[5] = args[7] = n * D;
+        };
+        const keys = withScalars(runs, () => filled(cache.k, this.prefix?.k));
+        const values = withScalars(runs, () => filled(cache.v, this.prefix?.v));
+        // The attention's key length (its other calls, the heads' permute and the output projection, keep theirs).
+        const keyLength = (what: string, args: unknown[], [n]: readonly number[]): void => {
+          if (what === 'attention') (args[6] as { s: number }).s = n;
+        };
+        r = withScalars(keyLength, () => block.attn.attendProjected(q, keys, values, { isCausal: L > 1 }));
+      } else {
+        const attnBias = windowed[this.windows.indexOf(block.window)];
+        r = block.attn.attendProjected(q, cache.k, cache.v, { isCausal: false, attnBias });
+      }
       x = F.add(x, block.residDropout.forward(r.output));
       x = F.add(x, block.mlp.forward(block.ln2.forward(x)));
     });
     return m.head(x);
   }
-}
-
-/** dst's storage ← src's (same size), through the current backend's device (so a capture records it). */
-function writeInto(dst: Tensor, src: Tensor): void {
-  K(dst, src).device.copy(src.storage, dst.storage, 'float32', dst.size);
 }
 
 /** Options of {@link generateStatic}: {@link GenerateOptions}, and whether steps are captured and replayed. */

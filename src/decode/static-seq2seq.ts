@@ -4,14 +4,17 @@
  * (the batch, times the beam) and `maxLength` target positions:
  *
  * - per layer, self-attention keys and values (rows, h, maxLength, dK), zero where nothing was written; a step's
- *   key and value join them as cache + place·k, `place` (maxLength, 1) one-hot at the position (a GEMM with one
- *   nonzero term per row: exact), as decode/static-gpt.ts;
+ *   key and value are copied into row p of each (row, head), the offset a dynamic scalar (below);
  * - per layer, the cross-attention keys and values of the memory (rows, h, S, dK) and the memory's padding bias
  *   (rows, S), computed once per source by the model's own initCache and copied in;
- * - the self-attention's key bias (rows, maxLength), built on the host at each step: 0 for the positions fed so
- *   far, −∞ after the new one and where a padding id was fed (the dynamic cache's target padding mask).
+ * - the self-attention's key bias, built on the host at each step over the p + 1 positions fed: 0, or −∞ where a
+ *   padding id was fed (the dynamic cache's target padding mask), packed as (rows, p + 1) at the start of a
+ *   (rows, maxLength) input.
  *
- * The position enters as data (a row of the sinusoid table taken by an embedding kernel), never as a size. A
+ * The position enters as data (a row of the sinusoid table taken by an embedding kernel) and as one dynamic
+ * scalar, the filled length p + 1 (compile/capture.ts's withScalars: each replay takes it anew): the write's
+ * offset, and the self-attention's keys, [0, p + 1) of each (row, head) copied into a contiguous prefix, its key
+ * length and bias stride. So a step attends over the keys fed so far, as the dynamic cache does. A
  * step computes the first `computedRows(live)` rows of the storage (read in place): the live rows alone where
  * there are four or fewer, else the next power of two (at most `capacity`), the rows past the live ones computed
  * and ignored. Why not always `capacity`: the wasm GEMM takes another path (dot products of rows) at four rows
@@ -23,17 +26,15 @@
  * that finish, beams that swap) is a second captured step, bucketed the same way: every row-indexed storage
  * gathered by an embedding kernel over the row ids (an input), then copied back in place into its first rows.
  *
- * The dynamic cache (nn/kv-cache.ts) attends over t + 1 keys, this over maxLength with the rest at −∞: the
- * attention kernels add nothing for a key at −∞ (an exp of 0, a weight of 0) and sum in the same order, so the
- * steps give the dynamic cache's log-probabilities bit for bit on js and wasm (test/compile/static-seq2seq), and a
- * replayed step equals its eager run bit for bit.
+ * Over the same t + 1 keys as the dynamic cache (nn/kv-cache.ts), the steps give its log-probabilities bit for bit
+ * on js and wasm (test/compile/static-seq2seq), and a replayed step equals its eager run bit for bit.
  */
-import { type Captured, compile, type CompiledStep } from '../compile/capture.ts';
+import { type Captured, compile, type CompiledStep, withScalars } from '../compile/capture.ts';
 import { OwnedStorage } from '../compile/owned.ts';
 import type { Seq2Seq } from '../models/seq2seq.ts';
 import { activate } from '../nn/transformer.ts';
 import * as F from '../ops/index.ts';
-import { K, upload } from '../ops/util.ts';
+import { K, st, upload } from '../ops/util.ts';
 import { memoryScope } from '../tensor/storage.ts';
 import { Tensor } from '../tensor/tensor.ts';
 import { checkedLogProbs, EnsembleStepper, type Stepper } from './stepper.ts';
@@ -72,6 +73,8 @@ export class StaticSeq2SeqStepper implements Stepper {
   private readonly compiledReorder: CompiledStep | null;
   private readonly maskPadding: boolean;
   private readonly storage: OwnedStorage;
+  /** Where a layer's filled self-attention keys and values are copied for its attention (rows, h, maxLength, dK). */
+  private readonly prefix: { k: Tensor['storage']; v: Tensor['storage'] };
 
   /**
    * `memory` (B, S, dModel) and `srcPadding` (B, S) of B sources (rows 0..B−1); `capacity` ≥ B rows (the
@@ -123,13 +126,14 @@ export class StaticSeq2SeqStepper implements Stepper {
     });
     this.layers = cache.layers;
     this.memoryBias = cache.memoryBias;
+    const selfSize = this.layers[0]?.selfK.size ?? 0;
+    this.prefix = { k: storage.alloc('float32', selfSize), v: storage.alloc('float32', selfSize) };
     this.padded = new Uint8Array(capacity * maxLength);
     this.live = B;
     const compiled = options.compiled ?? true;
-    const step = (ids: Tensor, pos: Tensor, place: Tensor, bias: Tensor): Tensor[] =>
-      this.forward(ids, pos, place, bias);
+    const step = (ids: Tensor, pos: Tensor, bias: Tensor): Tensor[] => this.forward(ids, pos, bias);
     const reorder = (rowIds: Tensor): Tensor[] => this.gather(rowIds);
-    this.compiledStep = compiled ? compile(step) : null;
+    this.compiledStep = compiled ? compile(step, { scalars: () => [this.length + 1] }) : null;
     this.compiledReorder = compiled ? compile(reorder) : null;
   }
 
@@ -157,17 +161,16 @@ export class StaticSeq2SeqStepper implements Stepper {
     if (p >= S) throw new Error(`StaticSeq2SeqStepper.step: position ${p} exceeds the cache's maxLength ${S}`);
     const { padId } = this.model.config;
     const maskTarget = this.model.config.maskTargetPadding ?? true;
-    const place = new Float32Array(S);
-    place[p] = 1;
     // Rows past the live ones: the first live row's id, keys up to p seen (finite values, ignored).
     const rows = computedRows(n, this.capacity);
     const ids = new Int32Array(rows).fill(last[0]);
     ids.set(last);
+    // (rows, p + 1) packed at the start of (rows, S): the keys fed so far, −∞ where a padding id was fed.
     const bias = new Float32Array(rows * S);
     for (let r = 0; r < rows; r++) {
       if (r < n && maskTarget && last[r] === padId) this.padded[r * S + p] = 1;
-      for (let s = 0; s < S; s++)
-        if (s > p || (r < n && this.padded[r * S + s])) bias[r * S + s] = Number.NEGATIVE_INFINITY;
+      if (r < n)
+        for (let s = 0; s <= p; s++) if (this.padded[r * S + s]) bias[r * (p + 1) + s] = Number.NEGATIVE_INFINITY;
     }
     const V = this.vocabSize;
     const first = this.model.config.positionOffset ?? 0;
@@ -175,12 +178,11 @@ export class StaticSeq2SeqStepper implements Stepper {
       const inputs = [
         new Tensor(ids, [rows, 1], 'int32'),
         new Tensor(Int32Array.of(first + p), [1], 'int32'),
-        upload(place, [S, 1]),
         upload(bias, [rows, S]),
       ];
       const [logits, logp] = this.compiledStep
         ? this.compiledStep(...inputs)
-        : this.forward(inputs[0], inputs[1], inputs[2], inputs[3]);
+        : this.forward(inputs[0], inputs[1], inputs[2]);
       if (this.trace) this.trace.push(logits.dataSync<Float32Array>().slice(0, n * V));
       return logp.dataSync<Float32Array>().slice(0, n * V);
     });
@@ -220,10 +222,14 @@ export class StaticSeq2SeqStepper implements Stepper {
   }
 
   /** The step as a function of its inputs only (what is captured): logits and log-probabilities (rows, 1, V). */
-  private forward(ids: Tensor, pos: Tensor, place: Tensor, bias: Tensor): Tensor[] {
+  private forward(ids: Tensor, pos: Tensor, bias: Tensor): Tensor[] {
     const m = this.model;
     const c = m.config;
     const n = ids.shape[0];
+    const S = this.maxLength;
+    const len = this.length + 1; // the dynamic scalar: keys [0, len) are filled once this step has written
+    // The bias's first n·len values: (n, len), the keys fed so far.
+    const selfBias = Tensor.fromStorage(bias.device, bias.storage, [n, len], 'float32');
     const e = (m.tgtEmbedding ?? m.embedding).forward(ids);
     let x = (c.scaleEmbedding ?? true) ? F.mul(e, Math.sqrt(c.dModel)) : e;
     x = m.positions.dropout.forward(F.add(x, F.embedding(pos, m.positions.pe)));
@@ -233,9 +239,39 @@ export class StaticSeq2SeqStepper implements Stepper {
       const [selfK, selfV, memoryK, memoryV] = [l.selfK, l.selfV, l.memoryK, l.memoryV].map((t) => firstRows(t, n));
       const sa = (y: Tensor): Tensor => {
         const { q, k, v } = layer.selfAttn.projectSelf(y);
-        writeInto(selfK, F.add(selfK, F.matmul(place, k)));
-        writeInto(selfV, F.add(selfV, F.matmul(place, v)));
-        const r = layer.selfAttn.attendProjected(q, selfK, selfV, { keyPaddingMask: bias });
+        const [, h, , d] = selfK.shape;
+        // Row p = len − 1 of each (row, head) ← the new key and value.
+        const at = (what: string, args: unknown[], [t]: readonly number[]): void => {
+          if (what === 'copyRows') args[4] = (t - 1) * d;
+        };
+        withScalars(at, () => {
+          for (const [x, cache] of [
+            [k, selfK],
+            [v, selfV],
+          ] as const)
+            K(x, cache).copyRows(st(x), 0, d, cache.storage, (len - 1) * d, S * d, n * h, d);
+        });
+        // Keys [0, len) of each (row, head), contiguous: the dynamic cache's keys.
+        const runs = (what: string, args: unknown[], [t]: readonly number[]): void => {
+          if (what === 'copyRows') args[5] = args[7] = t * d;
+        };
+        const filled = (cache: Tensor, into: Tensor['storage']): Tensor =>
+          withScalars(runs, () => {
+            K(cache).copyRows(cache.storage, 0, S * d, into, 0, len * d, n * h, len * d);
+            return Tensor.fromStorage(cache.device, into, [n, h, len, d], 'float32');
+          });
+        const keys = filled(selfK, this.prefix.k);
+        const values = filled(selfV, this.prefix.v);
+        // The attention's key length and the bias's row stride (its other calls keep theirs).
+        const keyLength = (what: string, args: unknown[], [t]: readonly number[]): void => {
+          if (what !== 'attention') return;
+          const p = args[6] as { s: number; bias: { strideB: number } };
+          p.s = t;
+          p.bias.strideB = t;
+        };
+        const r = withScalars(keyLength, () =>
+          layer.selfAttn.attendProjected(q, keys, values, { keyPaddingMask: selfBias }),
+        );
         return layer.dropout1.forward(r.output);
       };
       const mha = (y: Tensor): Tensor => {

@@ -2,13 +2,13 @@
 // bit (compared as Uint32 words, not with a tolerance); what cannot be captured fails the capture by name.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CaptureError, capture, compile } from '../../src/compile/capture.ts';
+import { CaptureError, capture, compile, withScalars } from '../../src/compile/capture.ts';
 import { enableGrad, noGrad } from '../../src/autograd/grad-mode.ts';
 import { getBackend } from '../../src/backend/backend.ts';
 import { Dropout, LayerNorm, Linear } from '../../src/nn/index.ts';
 import * as F from '../../src/ops/index.ts';
 import { manualSeed } from '../../src/tensor/random.ts';
-import { randn, Tensor } from '../../src/tensor/tensor.ts';
+import { randn, Tensor, zeros } from '../../src/tensor/tensor.ts';
 
 /** The float32 values of t as their bits (a copy; read asynchronously, so on every device). */
 const bits = async (t: Tensor): Promise<Uint32Array> => {
@@ -116,4 +116,73 @@ test('a replay refuses inputs of other shapes or dtypes, and ids out of range, n
         /index 10 at position 1 is out of range for 10/,
       );
   });
+});
+
+// A dynamic scalar: a long-lived cache of MAX keys and values, of which a step attends over the first n, n a
+// host number each replay passes anew (what the static KV cache's length is).
+const MAX = 9;
+const cacheK = randn(1, 2, MAX, 8);
+const cacheV = randn(1, 2, MAX, 8);
+/** Keys or values [0, n) of the cache, as the eager op gets them. */
+const firstN = (t: Tensor, n: number): Tensor => F.narrow(t, 2, 0, n);
+
+test('a dynamic scalar: each replay attends over the first n keys it is given, bit for bit the eager op on them', async () => {
+  const attendFirst = (q: Tensor): Tensor => {
+    const n = length;
+    // The prefix copies (one run of n·8 elements per head) and the attention's key length follow the scalar.
+    const runs = (what: string, args: unknown[], [m]: readonly number[]): void => {
+      if (what === 'copyRows') args[5] = args[7] = m * 8;
+    };
+    const prefix = (t: Tensor, into: Tensor): Tensor =>
+      withScalars(runs, () => {
+        getBackend().copyRows(t.storage, 0, MAX * 8, into.storage, 0, n * 8, 2, n * 8);
+        return Tensor.fromStorage(t.device, into.storage, [1, 2, n, 8], 'float32');
+      });
+    const k = prefix(cacheK, scratchK);
+    const v = prefix(cacheV, scratchV);
+    return withScalars(
+      (what, args, [m]) => {
+        if (what === 'attention') (args[6] as { s: number }).s = m;
+      },
+      () => F.scaledDotProductAttention(q, k, v),
+    );
+  };
+  const scratchK = zeros(1, 2, MAX, 8);
+  const scratchV = zeros(1, 2, MAX, 8);
+  let length = 3;
+  const q0 = randn(1, 2, 1, 8);
+  const { outputs, captured } = noGrad(() => capture(attendFirst, [q0], { scalars: [length] }));
+  const eager = (q: Tensor, n: number) =>
+    noGrad(() => F.scaledDotProductAttention(q, firstN(cacheK, n), firstN(cacheV, n)));
+  assert.deepEqual(await bits(outputs[0]), await bits(eager(q0, 3)));
+  for (const n of [1, 5, MAX, 2]) {
+    const q = randn(1, 2, 1, 8);
+    const [r] = noGrad(() => captured.replay([q], [n]));
+    assert.deepEqual(await bits(r), await bits(eager(q, n)), `n = ${n}`);
+  }
+  // compile reads the scalars at every call.
+  const fast = compile(attendFirst, { scalars: () => [length] });
+  for (const n of [4, 7, 1]) {
+    length = n;
+    const q = randn(1, 2, 1, 8);
+    const [r] = noGrad(() => fast(q));
+    assert.deepEqual(await bits(r), await bits(eager(q, n)), `compiled, n = ${n}`);
+  }
+  assert.equal(fast.captures.size, 1);
+  // A replay takes as many scalars as were declared; a capture declaring none refuses calls that depend on one.
+  assert.throws(() => captured.replay([q0]), /replay: scalars must be 1 finite numbers as captured, got \[\]/);
+  assert.throws(() => captured.replay([q0], [1, 2]), /scalars must be 1 finite numbers as captured, got \[1, 2\]/);
+  assert.throws(
+    () => noGrad(() => capture(attendFirst, [q0])),
+    (e: Error) =>
+      e instanceof CaptureError &&
+      /depend on dynamic scalars \(withScalars\), but the capture declares none/.test(e.message),
+  );
+  assert.throws(
+    () => noGrad(() => capture(attendFirst, [q0], { scalars: [Number.NaN] })),
+    /options\.scalars must be an array of finite numbers/,
+  );
+  // Outside a capture withScalars only runs its op.
+  length = 6;
+  assert.deepEqual(await bits(noGrad(() => attendFirst(q0))), await bits(eager(q0, 6)));
 });

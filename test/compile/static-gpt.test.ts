@@ -1,7 +1,8 @@
 // The static KV cache (src/decode/static-gpt.ts): greedy decoding over it draws today's tokens from today's
 // logits bit for bit (the dynamic cache's generate), and its captured steps replay the eager static steps bit for
-// bit, for learned, sinusoidal and rotary positions and sliding windows (GPT-2's and Llama's families share the
-// GPT class).
+// bit, for learned, sinusoidal and rotary positions, one or several KV heads and sliding windows (GPT-2's and
+// Llama's families share the GPT class). A replayed step attends over the filled keys only (the length a dynamic
+// scalar), so matching the dynamic cache's bits also checks that each replay was given the step's length.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { noGrad } from '../../src/autograd/grad-mode.ts';
@@ -32,6 +33,11 @@ const CONFIGS: [string, GPTConfig][] = [
       mlp: 'swiglu',
       tiedHead: false,
     },
+  ],
+  // One batch row and one KV head: the attention reads the cache's first rows in place (no prefix copy).
+  [
+    'rotary, one KV head (multi-query)',
+    { ...GPT_TINY, vocabSize: 97, blockSize: 40, nHead: 4, nKVHead: 1, positions: 'rotary', tiedHead: false },
   ],
   [
     'sliding window of 4 in blocks 0 and 2 (Mistral-like), rotary',
