@@ -65,9 +65,12 @@ const history = (dir: string) =>
   (JSON.parse(read(dir, 'history.json').toString()) as Record<string, unknown>[]).map(({ seconds: _, ...h }) => h);
 
 /** An uninterrupted run, and the same run killed after step `kill` and resumed: the same files. */
+let runs = 0;
 async function killAndResume(args: (out: string) => string[], kill: number, files: string[]): Promise<string> {
-  const ref = join(work, `ref-${kill}-${files[0]}`);
-  const crashed = join(work, `crashed-${kill}-${files[0]}`);
+  // A folder pair of its own per call: two cases may kill at the same step and write the same first file.
+  const id = `${++runs}-${kill}-${files[0]}`;
+  const ref = join(work, `ref-${id}`);
+  const crashed = join(work, `crashed-${id}`);
   const [a, b] = await Promise.all([qkv(args(ref)), qkv(args(crashed), { QKV_FAULT: `step:step=${kill}` })]);
   assert.equal(a.status, 0, a.stderr);
   assert.equal(b.signal, 'SIGKILL', `the faulted run was killed at step ${kill}: ${b.stderr}`);
