@@ -13,6 +13,7 @@ import { gptMaps, type GptAttention } from '../../../src/viz/gpt-attention.ts';
 import { field, h, nextFrame, onSubmit, select } from '../dom.ts';
 import { NO_MODEL, type ModelViewDeps, type ServedEntry } from '../model.ts';
 import type { GptInfo, LmInfo } from '../model-worker.ts';
+import { heldLine } from '../page-memory.ts';
 import { runner } from '../runner.ts';
 import { attentionPanel } from './attention-panel.ts';
 import { encoderPanel, type EncoderPanel } from './encoder.ts';
@@ -240,7 +241,8 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       `${c.vocabSize} (${c.tokenizer}), ` +
       `${c.parameters.toLocaleString('en')} parameters.` +
       (c.rotary ? ' Rotary positions.' : '') +
-      (kvSharing(c.nHead, c.nKVHead) ? ` ${kvSharing(c.nHead, c.nKVHead)}` : '');
+      (kvSharing(c.nHead, c.nKVHead) ? ` ${kvSharing(c.nHead, c.nKVHead)}` : '') +
+      (c.memory ? ` ${heldLine(c.memory)}` : '');
     info.classList.remove('error', 'warning');
     positions.clear();
     // GPT-2 ends a document with <|endoftext|>, not at a line end.
@@ -330,10 +332,26 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       if (!Number.isInteger(n) || n < 1)
         throw new Error(`max tokens must be a whole number >= 1, got '${maxTokens.value}'`);
       const t0 = performance.now();
-      const g = await runner.call('generate', {
-        prompt: prompt.value,
-        options: { maxTokens: n, temperature: t, topK: o.topK, topP: o.topP, seed: s, stopAtLineEnd: stopLine.checked },
-      });
+      delete root.dataset.firstToken;
+      const g = await runner.call(
+        'generate',
+        {
+          prompt: prompt.value,
+          options: {
+            maxTokens: n,
+            temperature: t,
+            topK: o.topK,
+            topP: o.topP,
+            seed: s,
+            stopAtLineEnd: stopLine.checked,
+          },
+        },
+        // Each token as the worker makes it: the first's time from the click, on the view (data-first-token, ms).
+        (line) => {
+          root.dataset.firstToken ??= (performance.now() - t0).toFixed(0);
+          timing.textContent = line;
+        },
+      );
       const ms = performance.now() - t0;
       promptOut.textContent = g.prompt;
       continuation.textContent = g.continuation;
