@@ -241,7 +241,7 @@ test('a folder the tab cannot hold, picked in q4: refused before any weight is r
     status,
     /this model has 8,030,261,248 parameters, 32121 MB in fp32 \(\d+ MB in q4, \d+ MB while loading\)/,
   );
-  assert.match(status, /more than the page can hold \(\d+ MB (with the wasm backend|this device reports)/);
+  assert.match(status, /more than the page can hold \(\d+ MB (with the wasm backend|on this device)/);
   assert.deepEqual(errors, []);
   await page.context().close();
   await bare.close();

@@ -85,7 +85,7 @@ export function memoryPlan(cfg: GPTConfig, dtype: PageDType, backend: string, pa
   const device = page.deviceMemoryGiB === null ? null : page.deviceMemoryGiB * 2 ** 30;
   if (device !== null && device < limit) {
     limit = device;
-    limitWhy = `this device reports ${page.deviceMemoryGiB} GiB of memory`;
+    limitWhy = `on this device, which reports ${page.deviceMemoryGiB} GiB of memory`;
   }
   const warning =
     device !== null && peak > device / 2 && peak <= limit
