@@ -76,7 +76,7 @@ export function planLoad(
 
 /** The weights' progress line: bytes read of the file's, and what the model will hold. */
 export function readingLine(file: string, done: number, total: number, plan: MemoryPlan | null): string {
-  return `reading ${file}: ${mb(done)} / ${mb(total)}` + (plan ? ` · ${memoryLine(plan)}` : '');
+  return `reading ${file}: ${mb(done)} / ${mb(total)}${plan ? ` · ${memoryLine(plan)}` : ''}`;
 }
 
 /**
