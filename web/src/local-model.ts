@@ -157,7 +157,8 @@ export async function loadLocalModel(
     'hf-gpt2',
     'hf-encoder',
   );
-  const memory = opened.kind === 'hf-encoder' ? undefined : holdAs(opened.model, plan, name, backend, progress);
+  // A Hugging Face decoder is held in the page's dtype; qkv's own GPTs (small) and encoders stay as read.
+  const memory = opened.kind === 'hf-gpt2' ? holdAs(opened.model, plan, name, backend, progress) : undefined;
   return {
     ...(opened.kind === 'hf-encoder' ? { encoder: opened } : { lm: lmOf(opened) }),
     name,
