@@ -13,7 +13,7 @@ import {
   mapsThumbPixels,
   type AttentionMaps,
 } from '../../../src/viz/attention-maps.ts';
-import { THUMB_FRAME } from '../../../src/viz/modelview.ts';
+import { modelViewRows, THUMB_FRAME } from '../../../src/viz/modelview.ts';
 import { field, h, select, setOptions } from '../dom.ts';
 import { figureBox, hideFigure, keyboardCells, showFigure, showFigureInPieces, updateFigure } from '../figures.ts';
 import { type Paced, paced } from '../paced.ts';
@@ -106,6 +106,8 @@ export function attentionPanel(
    * text. Choosing another layer or head only moves its selection frame, in place.
    */
   let modelViewOf: AttentionMaps | null = null;
+  /** Whether the model view's thumbnails are still being inserted, a layer row a piece. */
+  let modelRowsPending = false;
   /** The heatmap cell that has the keyboard (row, column), kept across redraws while it exists. */
   let focused: [number, number] | null = null;
 
@@ -191,7 +193,7 @@ export function attentionPanel(
         return svg;
       },
     };
-    if (modelViewOf === m) {
+    if (modelViewOf === m && !modelRowsPending) {
       updateFigure(figModel, entry);
       for (const g of figModel.querySelectorAll('.thumb')) {
         const on =
@@ -204,8 +206,12 @@ export function attentionPanel(
       return drawn;
     }
     stopThumbs();
-    showFigure(figModel, entry, mapsModelViewSvg(m, selected, undefined, false));
+    // The model view's frame and labels at once, its thumbnails a layer row a piece (paced.ts): 270 of them (a
+    // 30 × 9 model) parsed, styled and laid out in one task were a frame of well over 100 ms.
+    const { shell, rows } = modelViewRows(mapsModelViewSvg(m, selected, undefined, false));
+    showFigure(figModel, entry, shell);
     modelViewOf = m;
+    const svgEl = figModel.querySelector('.fig-svg svg');
     const seen = new IntersectionObserver(
       (entries) => {
         for (const e of entries) {
@@ -217,16 +223,32 @@ export function attentionPanel(
       { rootMargin: '200px 0px' },
     );
     thumbsSeen = seen;
-    for (const g of figModel.querySelectorAll('.thumb')) {
-      g.setAttribute('tabindex', '0');
-      g.setAttribute('role', 'button');
-      g.setAttribute(
-        'aria-label',
-        `layer ${Number(g.getAttribute('data-layer')) + 1}, head ${Number(g.getAttribute('data-head')) + 1}`,
-      );
-      seen.observe(g);
-    }
-    return drawn;
+    const addRow = (k: number) => {
+      if (!svgEl) return;
+      const before = svgEl.lastElementChild;
+      svgEl.insertAdjacentHTML('beforeend', rows[k]);
+      for (let g = before ? before.nextElementSibling : svgEl.firstElementChild; g; g = g.nextElementSibling) {
+        if (!g.classList.contains('thumb')) continue;
+        g.setAttribute('tabindex', '0');
+        g.setAttribute('role', 'button');
+        g.setAttribute(
+          'aria-label',
+          `layer ${Number(g.getAttribute('data-layer')) + 1}, head ${Number(g.getAttribute('data-head')) + 1}`,
+        );
+        seen.observe(g);
+      }
+    };
+    modelRowsPending = true;
+    const rowsJob = paced(
+      rows.length,
+      addRow,
+      () => {
+        modelRowsPending = false;
+      },
+      true,
+    );
+    thumbJobs.push(rowsJob);
+    return Promise.all([drawn, rowsJob.done]);
   };
 
   for (const control of [layer, head, allHeads]) control.addEventListener('change', () => void draw());

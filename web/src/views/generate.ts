@@ -363,9 +363,13 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
         (g.lineEnded ? ', ended the line' : '') +
         (g.cut ? `, cut to fit the context of ${lm!.blockSize} tokens` : '');
       showTokens(g);
-      // Drawn in pieces (paced.ts): the page keeps its frames while a long text's maps come in.
+      // Drawn in pieces (paced.ts), each view from a frame of its own: the page keeps its frames while a long
+      // text's maps (or a big model's heads) come in.
+      await nextFrame();
       await panel.show({ ...gptMaps(g), kvHeads: lm!.nKVHead });
+      await nextFrame();
       positions.show(lm!, g.tokens);
+      await nextFrame();
       await nextToken.show(g.ids.slice(0, g.promptLength));
       await neuron.show(lm!, g.ids, g.tokens);
       root.dataset.generated = String(Number(root.dataset.generated ?? 0) + 1);
