@@ -47,6 +47,17 @@ function paintThumb(m: AttentionMaps, g: SVGGElement): void {
   g.dataset.drawn = 'true';
 }
 
+/** The model view's thumbnails in one piece of its drawing, at most (a layer row at least). */
+const MODELVIEW_THUMBS_PER_PIECE = 32;
+
+/** The model view's layer rows (modelViewRows) joined in pieces of whole rows, MODELVIEW_THUMBS_PER_PIECE at most. */
+function rowPieces(rows: string[], heads: number): string[] {
+  const per = Math.max(1, Math.floor(MODELVIEW_THUMBS_PER_PIECE / Math.max(1, heads)));
+  const out: string[] = [];
+  for (let i = 0; i < rows.length; i += per) out.push(rows.slice(i, i + per).join(''));
+  return out;
+}
+
 /** A head's name in the selector: with grouped-query attention, the KV head its group shares. */
 function headLabel(i: number, heads: number, kvHeads: number | undefined): string {
   if (!kvHeads || kvHeads >= heads) return `head ${i + 1}`;
@@ -206,9 +217,10 @@ export function attentionPanel(
       return drawn;
     }
     stopThumbs();
-    // The model view's frame and labels at once, its thumbnails a layer row a piece (paced.ts): 270 of them (a
-    // 30 × 9 model) parsed, styled and laid out in one task were a frame of well over 100 ms.
+    // The model view's frame and labels, then its thumbnails a few layer rows a piece (paced.ts), the first piece
+    // at once: 270 of them (a 30 × 9 model) parsed, styled and laid out in one task were a frame of well over 100 ms.
     const { shell, rows } = modelViewRows(mapsModelViewSvg(m, selected, undefined, false));
+    const pieces = rowPieces(rows, mapsSize(m).heads);
     showFigure(figModel, entry, shell);
     modelViewOf = m;
     const svgEl = figModel.querySelector('.fig-svg svg');
@@ -223,10 +235,10 @@ export function attentionPanel(
       { rootMargin: '200px 0px' },
     );
     thumbsSeen = seen;
-    const addRow = (k: number) => {
+    const addRows = (k: number) => {
       if (!svgEl) return;
       const before = svgEl.lastElementChild;
-      svgEl.insertAdjacentHTML('beforeend', rows[k]);
+      svgEl.insertAdjacentHTML('beforeend', pieces[k]);
       for (let g = before ? before.nextElementSibling : svgEl.firstElementChild; g; g = g.nextElementSibling) {
         if (!g.classList.contains('thumb')) continue;
         g.setAttribute('tabindex', '0');
@@ -239,14 +251,9 @@ export function attentionPanel(
       }
     };
     modelRowsPending = true;
-    const rowsJob = paced(
-      rows.length,
-      addRow,
-      () => {
-        modelRowsPending = false;
-      },
-      true,
-    );
+    const rowsJob = paced(pieces.length, addRows, () => {
+      modelRowsPending = false;
+    });
     thumbJobs.push(rowsJob);
     return Promise.all([drawn, rowsJob.done]);
   };
