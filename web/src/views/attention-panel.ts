@@ -217,8 +217,7 @@ export function attentionPanel(
       return drawn;
     }
     stopThumbs();
-    // The model view's frame and labels, then its thumbnails a few layer rows a piece (paced.ts), the first piece
-    // at once: 270 of them (a 30 × 9 model) parsed, styled and laid out in one task were a frame of well over 100 ms.
+    // The model view's frame and labels, then its thumbnails a few layer rows a piece (paced.ts): 270 of them (a 30 × 9 model) parsed, styled and laid out in one task were a frame of well over 100 ms.
     const { shell, rows } = modelViewRows(mapsModelViewSvg(m, selected, undefined, false));
     const pieces = rowPieces(rows, mapsSize(m).heads);
     showFigure(figModel, entry, shell);
@@ -251,9 +250,15 @@ export function attentionPanel(
       }
     };
     modelRowsPending = true;
-    const rowsJob = paced(pieces.length, addRows, () => {
-      modelRowsPending = false;
-    });
+    // A small model's view whole at once, as drawn before; a big one's from the next frame on.
+    const rowsJob = paced(
+      pieces.length,
+      addRows,
+      () => {
+        modelRowsPending = false;
+      },
+      pieces.length > 1,
+    );
     thumbJobs.push(rowsJob);
     return Promise.all([drawn, rowsJob.done]);
   };

@@ -26,6 +26,9 @@ export interface GenerateView {
   use(entry: ServedEntry | null): Promise<void>;
 }
 
+/** The token chips the Generate view adds in one frame. */
+const TOKEN_CHIPS_PER_PIECE = 8;
+
 export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateView {
   // The served model's line is #model-info, unless a translation model is served (the Translate view owns #model-info).
   const ownsInfo = !deps.served.models.some((m) => m.kind === 'seq2seq');
@@ -295,22 +298,27 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     void droppedFiles(e.dataTransfer).then((files) => openFolder(files));
   });
 
-  const showTokens = (g: GptAttention) => {
-    const chips = (xs: string[], cls: string) => xs.map((x) => h('span', { class: cls, text: x }));
-    tokens.replaceChildren(
-      h(
-        'div',
-        {},
-        h('span', { class: 'label', text: `prompt (${g.promptLength}): ` }),
-        ...chips(g.tokens.slice(0, g.promptLength), 'chip'),
-      ),
-      h(
-        'div',
-        {},
-        h('span', { class: 'label', text: `generated (${g.ids.length - g.promptLength}): ` }),
-        ...chips(g.tokens.slice(g.promptLength), 'chip generated'),
-      ),
+  /**
+   * The prompt's and the generated tokens as chips, TOKEN_CHIPS_PER_PIECE a frame, the first at once: a
+   * big vocabulary's rare tokens (scripts, control bytes) are slow to shape, tens of ms for a few dozen.
+   */
+  const showTokens = async (g: GptAttention): Promise<void> => {
+    const prompt = h('div', {}, h('span', { class: 'label', text: `prompt (${g.promptLength}): ` }));
+    const generated = h(
+      'div',
+      {},
+      h('span', { class: 'label', text: `generated (${g.ids.length - g.promptLength}): ` }),
     );
+    tokens.replaceChildren(prompt, generated);
+    const n = g.tokens.length;
+    // A piece a frame: what costs is the browser's shaping of the text, after the script has run.
+    for (let at = 0; at < n; at += TOKEN_CHIPS_PER_PIECE) {
+      if (at > 0) await nextFrame();
+      for (let i = at; i < Math.min(n, at + TOKEN_CHIPS_PER_PIECE); i++)
+        (i < g.promptLength ? prompt : generated).append(
+          h('span', { class: i < g.promptLength ? 'chip' : 'chip generated', text: g.tokens[i] }),
+        );
+    }
   };
 
   onSubmit(form, {
@@ -362,7 +370,8 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
         `${deps.backend()?.name ?? ''} backend` +
         (g.lineEnded ? ', ended the line' : '') +
         (g.cut ? `, cut to fit the context of ${lm!.blockSize} tokens` : '');
-      showTokens(g);
+      await nextFrame();
+      await showTokens(g);
       // Drawn in pieces (paced.ts), each view from a frame of its own: the page keeps its frames while a long
       // text's maps (or a big model's heads) come in.
       await nextFrame();
@@ -371,6 +380,7 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       positions.show(lm!, g.tokens);
       await nextFrame();
       await nextToken.show(g.ids.slice(0, g.promptLength));
+      await nextFrame();
       await neuron.show(lm!, g.ids, g.tokens);
       root.dataset.generated = String(Number(root.dataset.generated ?? 0) + 1);
     },
