@@ -197,8 +197,9 @@ test('a SmolLM2-135M-shaped Llama in q4 on wasm: its memory and progress while i
 test('the SmolLM2-135M-shaped generation: no frame gap and no main-thread task over 100 ms, click to still', {
   skip: skipSmol,
   todo:
-    'on 2 shared cores at a load of 4.7 to 7.9 the longest gap was 54-88 ms in 4 runs of 6, 111 ms in one (the drawing ' +
-    'after the last token) and 205 ms in one (during generation); a quiet machine judges it',
+    'on 2 shared cores at a load of 4.7 to 7.9 the longest gap was 54-88 ms in 4 runs of 6, ' +
+    '111 ms in one (the drawing after the last token) and 205 ms in one (during generation); ' +
+    'a quiet machine judges it',
 }, () => {
   assert.ok(frames, 'the generation above ran to its end');
   const { run, tasks } = frames;
