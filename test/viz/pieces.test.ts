@@ -150,7 +150,7 @@ test('the model view without cells keeps every thumbnail and frame; thumbPixels 
   }
 });
 
-test("modelViewRows: a shell without layers, and rows (a label and thumbnails each) that rejoin to the picture", () => {
+test('modelViewRows: a shell without layers, and rows (a label and thumbnails each) that rejoin to the picture', () => {
   const maps = [0, 1, 2].map(() => [0, 1].map(() => matrix(5, 5)));
   for (const cells of [true, false]) {
     const svg = modelViewSvg({ maps, title: 'model', cells, selected: { layer: 2, head: 1 } });

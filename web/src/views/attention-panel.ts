@@ -217,7 +217,8 @@ export function attentionPanel(
       return drawn;
     }
     stopThumbs();
-    // The model view's frame and labels, then its thumbnails a few layer rows a piece (paced.ts): 270 of them (a 30 × 9 model) parsed, styled and laid out in one task were a frame of well over 100 ms.
+    // The model view's frame and labels, then its thumbnails a few layer rows a piece (paced.ts): 270 of them (a
+    // 30 × 9 model) parsed, styled and laid out in one task were a frame of well over 100 ms.
     const { shell, rows } = modelViewRows(mapsModelViewSvg(m, selected, undefined, false));
     const pieces = rowPieces(rows, mapsSize(m).heads);
     showFigure(figModel, entry, shell);
