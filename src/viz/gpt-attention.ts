@@ -115,6 +115,11 @@ export interface GenerateAttentionOptions {
   seed?: number;
   /** Stop after the line ends (the separator is generated), default true. */
   stopAtLineEnd?: boolean;
+  /**
+   * Called with each generated id as it comes and its index (0: the first), before the attention is computed
+   * (generateWithAttentionAsync only: the explorer's model worker reports the first token's time).
+   */
+  onToken?: (id: number, index: number) => void;
 }
 
 /** A generation and the causal self-attention of every layer and head over it. */
@@ -167,7 +172,10 @@ export async function generateWithAttentionAsync(
   const tokens = sync
     ? generateStream(lm.model, plan.fed, plan.options)
     : generateStreamAsync(gptAsyncLm(lm.model), plan.fed, plan.options);
-  for await (const t of tokens) generated.push(t.id);
+  for await (const t of tokens) {
+    generated.push(t.id);
+    options.onToken?.(t.id, generated.length - 1);
+  }
   const g = plan.result(generated);
   return { ...g, attention: await causalAttentionAsync(lm.model, g.ids) };
 }

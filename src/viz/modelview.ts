@@ -92,6 +92,27 @@ export function modelViewSvg(o: ModelViewOptions): string {
 }
 
 /**
+ * The model view's SVG (modelViewSvg's picture) cut for insertion in pieces: `shell`, the
+ * picture with its title and head labels but no layer, and `rows`, each layer's label and thumbnails, in order.
+ * Appended to the shell's <svg> one after another they make the picture as drawn whole: a page inserts
+ * them a piece a frame (web/src/views/attention-panel.ts).
+ */
+export function modelViewRows(svg: string): { shell: string; rows: string[] } {
+  const mark = '<text class="layer-label"';
+  const end = svg.lastIndexOf('</svg>');
+  const first = svg.indexOf(mark);
+  if (first < 0 || end < first) return { shell: svg, rows: [] };
+  const rows: string[] = [];
+  for (let at = first; at < end; ) {
+    const next = svg.indexOf(mark, at + mark.length);
+    const stop = next < 0 || next > end ? end : next;
+    rows.push(svg.slice(at, stop));
+    at = stop;
+  }
+  return { shell: svg.slice(0, first) + svg.slice(end), rows };
+}
+
+/**
  * The cells of thumbnail (layer, head) as an RGBA image of one pixel per cell (cols × rows), each the colour its
  * <rect> has in modelViewSvg: what a page paints, scaled to the frame, in place of the rects.
  */

@@ -149,7 +149,7 @@ test('open the PyTorch GPT-2 fixture folder with the picker; attention, next tok
   assert.match(r.status, /^opened hf-gpt2-tiny: 0\.2 MB in [\d.]+ s$/);
   assert.match(
     (await page.getByTestId('model-info').textContent()) ?? '',
-    /^Model hf-gpt2-tiny: Hugging Face GPT-2 from a local folder, 2 layers, 4 heads, nEmbd 32, context 32 tokens, vocabulary 317 \(byte-level BPE\), [\d,]+ parameters\.$/,
+    /^Model hf-gpt2-tiny: Hugging Face GPT-2 from a local folder, 2 layers, 4 heads, nEmbd 32, context 32 tokens, vocabulary 317 \(byte-level BPE\), [\d,]+ parameters\. Weights held in fp32: 0\.1 MB(; WebAssembly memory: [\d.]+ MB)?\.$/,
   );
   assert.match((await page.getByTestId('status').textContent()) ?? '', /^model: hf-gpt2-tiny · backend: /);
 

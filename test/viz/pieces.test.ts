@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { parseHex } from '../../src/viz/color.ts';
 import { HEATMAP_CELLS_PER_PIECE, heatmapPieces, heatmapSvg } from '../../src/viz/heatmap.ts';
 import { HEADVIEW_PAIRS_PER_PIECE, headViewPieces, headViewSvg } from '../../src/viz/headview.ts';
-import { modelViewSvg, thumbPixels } from '../../src/viz/modelview.ts';
+import { modelViewRows, modelViewSvg, thumbPixels } from '../../src/viz/modelview.ts';
 import { joinPieces } from '../../src/viz/svg.ts';
 
 let seed = 7;
@@ -147,5 +147,25 @@ test('the model view without cells keeps every thumbnail and frame; thumbPixels 
           assert.deepEqual([...px.data.subarray(4 * k, 4 * k + 4)], [...parseHex(f[1]), 255], `pixel ${k}`);
         });
       }
+  }
+});
+
+test('modelViewRows: a shell without layers, and rows (a label and thumbnails each) that rejoin to the picture', () => {
+  const maps = [0, 1, 2].map(() => [0, 1].map(() => matrix(5, 5)));
+  for (const cells of [true, false]) {
+    const svg = modelViewSvg({ maps, title: 'model', cells, selected: { layer: 2, head: 1 } });
+    const { shell, rows } = modelViewRows(svg);
+    assert.equal(rows.length, 3);
+    assert.ok(shell.endsWith('</svg>') && !shell.includes('layer-label') && !shell.includes('class="thumb'));
+    assert.equal((shell.match(/class="head-label"/g) ?? []).length, 2, 'the head labels in the shell');
+    rows.forEach((r, l) => {
+      assert.ok(r.startsWith('<text class="layer-label"'), `row ${l} starts with its label`);
+      assert.ok(r.includes(`>layer ${l + 1}</text>`));
+      assert.deepEqual(
+        [...r.matchAll(/<g class="thumb[^"]*" data-layer="(\d+)" data-head="(\d+)"/g)].map((m) => `${m[1]}/${m[2]}`),
+        [`${l}/0`, `${l}/1`],
+      );
+    });
+    assert.equal(shell.replace('</svg>', `${rows.join('')}</svg>`), svg);
   }
 });

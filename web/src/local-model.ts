@@ -18,46 +18,90 @@ import {
   type LoadedGpt,
   type OpenedEncoder,
 } from '../../src/folder/index.ts';
-import { gptParameterCount } from '../../src/models/gpt.ts';
-import { gptConfigFromHf } from '../../src/models/hf/gpt2.ts';
-import { decoderConfigFromHf, HF_DECODER_TYPES } from '../../src/models/hf/llama.ts';
+import { memoryAvailable, memory as wasmMemory } from '../../src/backend/wasm/memory.ts';
+import type { Module } from '../../src/nn/module.ts';
+import { applyDType, heldDType } from '../../src/pipelines/options.ts';
+import { storageLength } from '../../src/tensor/storage.ts';
+import {
+  checkPageLimit,
+  type HeldMemory,
+  mb,
+  memoryLine,
+  type MemoryPlan,
+  type PageDType,
+  type PageMemory,
+} from './page-memory.ts';
 
-/** What the page can hold: wasm32 memory is 4 GiB; keep room for activations, the KV cache and the page. */
-export const WASM_LIMIT_BYTES = 4 * 2 ** 30 - 256 * 2 ** 20;
-/** The js backend keeps each tensor in its own ArrayBuffer; past a few GB the tab runs out. */
-export const JS_LIMIT_BYTES = 3 * 2 ** 30;
+export { checkPageLimit, type HeldMemory, JS_LIMIT_BYTES, WASM_LIMIT_BYTES } from './page-memory.ts';
 
 /** The parts the views use: a Hugging Face folder's generation settings too (the page generates as the pipeline). */
 function lmOf({ model, tokenizer, separatorId, generation }: LoadedGpt): LoadedGpt {
   return { model, tokenizer, separatorId, ...(generation && { generation }) };
 }
 
-function mb(bytes: number): string {
-  return `${(bytes / 1e6).toFixed(bytes < 1e7 ? 1 : 0)} MB`;
+/** How the page loads a Hugging Face decoder: the dtype chosen (Weights), and what the browser told of its memory. */
+export interface PageLoad {
+  dtype: PageDType;
+  memory: PageMemory;
+}
+
+export const FP32_LOAD: PageLoad = { dtype: 'fp32', memory: { deviceMemoryGiB: null, jsHeapLimit: null } };
+
+/** Bytes of a model's state dict as held (each tensor by its dtype and storage). */
+export function heldBytes(model: Module): number {
+  return Object.values(model.stateDict()).reduce(
+    (n, t) =>
+      n +
+      storageLength(t.dtype, t.size) *
+        (t.dtype === 'float32' || t.dtype === 'int32' ? 4 : t.dtype === 'float16' ? 2 : 1),
+    0,
+  );
 }
 
 /**
- * A Hugging Face GPT-2 config.json whose fp32 weights the page cannot hold: refused (named `file`) before any weight is
- * read.
+ * A Hugging Face decoder's config.json checked against the tab (refused before any weight is read when it cannot
+ * hold it) and its plan said in a progress line.
  */
-export function checkPageLimit(config: unknown, backend: string, file: string = FILES.config): void {
-  // GPT-2's config.json, or a Llama, Qwen2 or Mistral one (the 'hf-gpt2' kind's other family).
-  const type = (config as { model_type?: unknown } | null)?.model_type;
-  const cfg = (HF_DECODER_TYPES as readonly unknown[]).includes(type)
-    ? decoderConfigFromHf(config)
-    : gptConfigFromHf(config);
-  const need = gptParameterCount(cfg) * 4;
-  const limit = backend === 'wasm' ? WASM_LIMIT_BYTES : JS_LIMIT_BYTES;
-  if (need > limit) {
-    throw new Error(
-      `${file}: this model has ` +
-        `${gptParameterCount(cfg).toLocaleString('en')} parameters, ` +
-        `${mb(need)} in fp32, more than the page can hold ` +
-        `(${mb(limit)} with the ${backend} ` +
-        `backend${backend === 'wasm' ? ': WebAssembly memory is 4 GiB at most' : ''}); ` +
-        'gpt2, distilgpt2, gpt2-medium and gpt2-large fit',
-    );
+export function planLoad(
+  config: unknown,
+  backend: string,
+  file: string,
+  load: PageLoad,
+  progress: (s: string) => void,
+): MemoryPlan {
+  const plan = checkPageLimit(config, backend, file, load.dtype, load.memory);
+  progress(`${memoryLine(plan)}; the page can hold ${mb(plan.limit)}${plan.warning ? `; ${plan.warning}` : ''}`);
+  return plan;
+}
+
+/** The weights' progress line: bytes read of the file's, and what the model will hold. */
+export function readingLine(file: string, done: number, total: number, plan: MemoryPlan | null): string {
+  return `reading ${file}: ${mb(done)} / ${mb(total)}${plan ? ` · ${memoryLine(plan)}` : ''}`;
+}
+
+/**
+ * A loaded decoder made to hold its weights in the plan's dtype (the pipelines' applyDType: quantized in place; no
+ * plan: as loaded), and what it holds then.
+ */
+export function holdAs(
+  model: Module,
+  plan: MemoryPlan | null,
+  where: string,
+  backend: string,
+  progress: (s: string) => void,
+): HeldMemory {
+  if (plan && plan.dtype !== 'fp32') {
+    progress(`quantizing ${where} to ${plan.dtype}…`);
+    applyDType([model], plan.dtype, where);
   }
+  const dtype = heldDType(model);
+  return {
+    dtype: dtype === 'int8' ? 'q8' : (dtype ?? 'fp32'),
+    weights: heldBytes(model),
+    fp32: 4 * model.numParameters(),
+    wasmBytes: backend === 'wasm' && memoryAvailable ? wasmMemory.buffer.byteLength : null,
+    warning: plan?.warning ?? null,
+  };
 }
 
 export interface LocalModel {
@@ -71,16 +115,20 @@ export interface LocalModel {
   /** Bytes of model.safetensors and the seconds it took to load. */
   bytes: number;
   seconds: number;
+  /** What a decoder holds (its dtype, its weights' bytes); undefined for an encoder. */
+  memory?: HeldMemory;
 }
 
 /**
  * Load a GPT or a BERT-family encoder from a folder's files; `backend` decides the size limit; `progress` gets status
- * lines.
+ * lines; a Hugging Face decoder is held in `load.dtype` (its plan said, and checked against the tab, before any
+ * weight is read).
  */
 export async function loadLocalModel(
   files: Iterable<File>,
   backend: string,
   progress: (s: string) => void,
+  load: PageLoad = FP32_LOAD,
 ): Promise<LocalModel> {
   const t0 = performance.now();
   const src = filesSource(files);
@@ -95,19 +143,22 @@ export async function loadLocalModel(
       );
     if (kind === 'm2m100' || kind === 't5')
       throw new Error(`${src.name(FILES.config)}: ${KIND_NAMES[kind]}: the explorer does not show this kind yet`);
-    if (kind === 'hf-gpt2') checkPageLimit(config, backend, src.name(FILES.config));
+    if (kind === 'hf-gpt2') plan = planLoad(config, backend, src.name(FILES.config), load, progress);
     else progress(`reading ${weights}`);
   };
+  let plan: MemoryPlan | null = null;
   const opened = ofKind(
     await openFolder(src, {
       ensemble: false,
       accept,
-      progress: (done, total) => progress(`reading ${weights}: ${mb(done)} / ${mb(total)}`),
+      progress: (done, total) => progress(readingLine(weights, done, total, plan)),
     }),
     'gpt',
     'hf-gpt2',
     'hf-encoder',
   );
+  // A Hugging Face decoder is held in the page's dtype; qkv's own GPTs (small) and encoders stay as read.
+  const memory = opened.kind === 'hf-gpt2' ? holdAs(opened.model, plan, name, backend, progress) : undefined;
   return {
     ...(opened.kind === 'hf-encoder' ? { encoder: opened } : { lm: lmOf(opened) }),
     name,
@@ -119,5 +170,6 @@ export async function loadLocalModel(
           : 'qkv GPT',
     bytes: (await src.range?.(FILES.weights))?.size ?? 0,
     seconds: (performance.now() - t0) / 1000,
+    ...(memory && { memory }),
   };
 }

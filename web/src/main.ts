@@ -23,6 +23,7 @@ import './style.css';
 import { BACKEND_PREFS, type BackendChoice, type BackendPref } from './backend.ts';
 import { byId, h } from './dom.ts';
 import { fetchServedModels, KIND_LABELS, viewOf, type ServedEntry } from './model.ts';
+import { PAGE_DTYPES, pageMemory, type PageDType } from './page-memory.ts';
 import { initExport } from './views/export.ts';
 import { initFlow } from './views/flow.ts';
 import { initGenerate, type GenerateView } from './views/generate.ts';
@@ -124,6 +125,29 @@ function backendSwitcher(pref: BackendPref): HTMLSelectElement {
     } finally {
       sel.disabled = false;
     }
+  });
+  return sel;
+}
+
+/**
+ * The Weights switch: the dtype a Hugging Face decoder (GPT-2, Llama, Qwen2, Mistral) is held in, fp32, q8 or q4
+ * (the pipelines' dtypes); a change reloads the page with ?dtype= (its models opened again in that dtype).
+ */
+function dtypeSwitcher(dtype: PageDType): HTMLSelectElement {
+  const sel = h('select', {
+    id: 'dtype-select',
+    'data-testid': 'dtype-select',
+    'aria-label': 'Weights',
+    title:
+      'what a Hugging Face decoder is held in: fp32, q8 (int8) or q4 (4.5 bits a weight); the page says what a ' +
+      'folder will take before it loads it',
+  });
+  for (const d of PAGE_DTYPES) sel.append(h('option', { value: d, text: d }));
+  sel.value = dtype;
+  sel.addEventListener('change', () => {
+    const url = new URL(location.href);
+    url.searchParams.set('dtype', sel.value);
+    location.assign(url);
   });
   return sel;
 }
@@ -265,15 +289,27 @@ async function start(): Promise<void> {
   const threads = threadsParam === null ? undefined : Number(threadsParam);
   if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1))
     throw new Error(`?threads=${threadsParam}: expected a whole number of threads >= 1`);
+  // ?dtype=fp32|q8|q4: what a Hugging Face decoder's weights are held in (the Weights switch; default fp32).
+  const dtypeParam = params.get('dtype');
+  if (dtypeParam !== null && !PAGE_DTYPES.includes(dtypeParam as PageDType))
+    throw new Error(`?dtype=${dtypeParam}: expected one of ${PAGE_DTYPES.join(', ')}`);
+  const dtype = (dtypeParam as PageDType | null) ?? 'fp32';
   runner.onThreads = renderStatus;
   // The models live in the model worker: it chooses the backend they run on.
   const [chosen, served] = await Promise.all([
-    runner.call('init', { pref, pageUrl: location.href, ...(threads !== undefined && { threads }) }),
+    runner.call('init', {
+      pref,
+      pageUrl: location.href,
+      ...(threads !== undefined && { threads }),
+      dtype,
+      memory: pageMemory(),
+    }),
     servedP,
   ]);
   setBackendChoice(chosen);
   byId('status').before(
     h('label', { class: 'backend-switcher' }, h('span', { text: 'Backend ' }), backendSwitcher(pref)),
+    h('label', { class: 'backend-switcher' }, h('span', { text: 'Weights ' }), dtypeSwitcher(dtype)),
   );
   const { models } = served;
   const askedModel = models.find((m) => m.id === params.get('model'));

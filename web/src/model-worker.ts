@@ -65,7 +65,8 @@ import { ByteLevelBpeTokenizer } from '../../src/text/bytelevel.ts';
 import { CharTokenizer } from '../../src/text/chars.ts';
 import { poolStats, setNumThreads } from '../../src/backend/wasm/threads.ts';
 import { chooseBackend, onGpu, openOnDevice, type BackendChoice, type BackendPref } from './backend.ts';
-import { loadLocalModel } from './local-model.ts';
+import { FP32_LOAD, loadLocalModel, type HeldMemory, type PageLoad } from './local-model.ts';
+import type { PageDType, PageMemory } from './page-memory.ts';
 import { trainHandlers, type TrainRequests } from './train-worker.ts';
 import { typedRows } from './typed-rows.ts';
 import { openServed, setPageBase, type ServedEntry } from './model.ts';
@@ -116,6 +117,8 @@ export interface GptInfo {
    * view starts from as the text-generation pipeline does; undefined for qkv's own folders.
    */
   generation?: HfLmGeneration;
+  /** What a Hugging Face decoder holds once loaded in the page's dtype (Weights); undefined for a qkv GPT. */
+  memory?: HeldMemory;
 }
 
 /** A BERT-family encoder as the Generate view describes it (it shows its attention and fill-mask instead). */
@@ -143,9 +146,13 @@ export type LmInfo = GptInfo | EncoderInfo;
 export interface Requests extends TrainRequests {
   /**
    * `pref`: the backend asked for (the page's switch or ?backend=); `threads`: the wasm backend's thread count
-   * (the page's ?threads=N; default: the cores, at most 8).
+   * (the page's ?threads=N; default: the cores, at most 8); `dtype`: what a Hugging Face decoder's weights are held
+   * in (the page's Weights, ?dtype=; default fp32); `memory`: what the page's browser told of its memory.
    */
-  init: { args: { pref: BackendPref; pageUrl: string; threads?: number }; value: BackendChoice };
+  init: {
+    args: { pref: BackendPref; pageUrl: string; threads?: number; dtype?: PageDType; memory?: PageMemory };
+    value: BackendChoice;
+  };
   openServed: { args: { view: 'translate' | 'generate'; entry: ServedEntry }; value: TranslationInfo | LmInfo };
   openLocal: {
     args: { files: File[] };
@@ -220,6 +227,8 @@ type Translation =
   | { kind: 't5'; opened: OpenedT5 };
 
 let backend: BackendChoice | null = null;
+/** How Hugging Face decoders are loaded: the page's dtype and memory (init). */
+let pageLoad: PageLoad = FP32_LOAD;
 let translation: Translation | null = null;
 let gpt: LoadedGpt | null = null;
 /** The Generate view's encoder, when the folder opened there is a BERT-family one (then `gpt` is null). */
@@ -230,7 +239,7 @@ let logits: Float32Array | null = null;
 let flowModel: { id: string; subject: FlowSubject } | null = null;
 let flowRun: (FlowRun & { text: FlowText }) | null = null;
 
-function gptInfo(lm: LoadedGpt): GptInfo {
+function gptInfo(lm: LoadedGpt, memory?: HeldMemory): GptInfo {
   const c = lm.model.config;
   return {
     nLayer: c.nLayer,
@@ -251,6 +260,7 @@ function gptInfo(lm: LoadedGpt): GptInfo {
         ? { positions: c.positions, headDim: c.headDim, nEmbd: c.nEmbd, nHead: c.nHead, rope: c.rope }
         : null,
     ...(lm.generation && { generation: lm.generation }),
+    ...(memory && { memory }),
   };
 }
 
@@ -297,7 +307,7 @@ const cpuName = () => backend?.cpu ?? 'js';
 
 /** A served folder opened through the page's URL source, its model on the worker's backend. */
 const openOnBackend = (entry: ServedEntry, progress: (s: string) => void) =>
-  openOnDevice(cpuName(), () => openServed(entry, cpuName(), progress));
+  openOnDevice(cpuName(), () => openServed(entry, cpuName(), progress, pageLoad));
 
 /** Make an opened translation folder the Translate view's model; what the view says of it. */
 function useTranslation(opened: OpenedSeq2Seq | OpenedMarian): TranslationInfo {
@@ -374,8 +384,9 @@ function needGpt(): LoadedGpt {
 
 const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: string) => void) => unknown } = {
   ...trainHandlers,
-  async init({ pref, pageUrl, threads }) {
+  async init({ pref, pageUrl, threads, dtype, memory }) {
     setPageBase(pageUrl);
+    pageLoad = { dtype: dtype ?? 'fp32', memory: memory ?? FP32_LOAD.memory };
     if (threads !== undefined) setNumThreads(threads);
     backend = await chooseBackend(pref);
     return backend;
@@ -429,14 +440,14 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
     };
     encoder = null;
     logits = null;
-    return gptInfo(gpt);
+    return gptInfo(gpt, opened.memory);
   },
   async openLocal({ files }, progress) {
     const r = await openOnDevice(cpuName(), async () => {
-      const local = await loadLocalModel(files, cpuName(), progress);
+      const local = await loadLocalModel(files, cpuName(), progress, pageLoad);
       return { ...local, model: local.encoder ? local.encoder.model : local.lm!.model };
     });
-    const info = r.encoder ? useEncoder(r.encoder) : gptInfo((gpt = r.lm!));
+    const info = r.encoder ? useEncoder(r.encoder) : gptInfo((gpt = r.lm!), r.memory);
     if (!r.encoder) encoder = null;
     logits = null;
     return { ...info, name: r.name, source: r.source, bytes: r.bytes, seconds: r.seconds };
@@ -489,8 +500,12 @@ const handlers: { [K in RequestName]: (a: Requests[K]['args'], progress: (s: str
     );
     return { result, unknown: unknownCharacters(tokenizer, result.source, result.srcIds) };
   },
-  async generate({ prompt, options }) {
-    const g = await generateWithAttentionAsync(needGpt(), prompt, options);
+  async generate({ prompt, options }, progress) {
+    // Each token as it comes (the page shows the first's time): "token 1 of 64".
+    const t0 = performance.now();
+    const onToken = (_id: number, i: number) =>
+      progress(`token ${i + 1} of ${options.maxTokens ?? 40} after ${(performance.now() - t0).toFixed(0)} ms`);
+    const g = await generateWithAttentionAsync(needGpt(), prompt, { ...options, onToken });
     return { ...g, attention: typedRows(g.attention, transfer) };
   },
   async nextToken({ ids }) {

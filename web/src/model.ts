@@ -14,7 +14,7 @@ import {
   type OpenedFolder,
 } from '../../src/folder/index.ts';
 import type { BackendChoice } from './backend.ts';
-import { checkPageLimit } from './local-model.ts';
+import { FP32_LOAD, holdAs, type HeldMemory, type PageLoad, planLoad, readingLine } from './local-model.ts';
 
 /** One served folder, as models.json lists it. kind null: the server could not read it (opening it says why). */
 export interface ServedEntry {
@@ -133,24 +133,27 @@ function servedSource(m: ServedEntry): FolderSource {
 
 /**
  * A served folder opened through the folder module: weights loaded, eval mode, the folder's own
- * model alone (its ensemble members are for qkv translate and eval). A Hugging Face GPT-2 too large
- * for the page is refused before any weight is read.
+ * model alone (its ensemble members are for qkv translate and eval). A Hugging Face decoder (GPT-2, Llama, Qwen2,
+ * Mistral) has its memory in `load.dtype` said, and is refused when the tab cannot hold it, before any weight is
+ * read; its weights' progress is bytes read of the file's; it is then held in that dtype (`memory`: what it holds).
  */
 export async function openServed(
   m: ServedEntry,
   backend: string,
   progress: (s: string) => void,
-): Promise<OpenedFolder> {
+  load: PageLoad = FP32_LOAD,
+): Promise<OpenedFolder & { memory?: HeldMemory }> {
   progress(`loading ${m.name}…`);
   const src = listedSource(m);
   const { kind, config } = await readKind(src);
   if (kind === 'hf-gpt2') {
-    checkPageLimit(config, backend, src.name(FILES.config));
-    return openFolder(servedSource(m), {
+    const plan = planLoad(config, backend, src.name(FILES.config), load, progress);
+    const opened = await openFolder(servedSource(m), {
       ensemble: false,
-      progress: (done, total) =>
-        progress(`reading ${m.name}/${FILES.weights}: ${(done / 1e6).toFixed(1)} / ${(total / 1e6).toFixed(1)} MB`),
+      progress: (done, total) => progress(readingLine(`${m.name}/${FILES.weights}`, done, total, plan)),
     });
+    if (opened.kind !== 'hf-gpt2') return opened;
+    return Object.assign(opened, { memory: holdAs(opened.model, plan, m.name, backend, progress) });
   }
   return openFolder(src, { ensemble: false });
 }

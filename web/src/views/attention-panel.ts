@@ -13,7 +13,7 @@ import {
   mapsThumbPixels,
   type AttentionMaps,
 } from '../../../src/viz/attention-maps.ts';
-import { THUMB_FRAME } from '../../../src/viz/modelview.ts';
+import { modelViewRows, THUMB_FRAME } from '../../../src/viz/modelview.ts';
 import { field, h, select, setOptions } from '../dom.ts';
 import { figureBox, hideFigure, keyboardCells, showFigure, showFigureInPieces, updateFigure } from '../figures.ts';
 import { type Paced, paced } from '../paced.ts';
@@ -45,6 +45,17 @@ function paintThumb(m: AttentionMaps, g: SVGGElement): void {
     img.style.imageRendering = 'pixelated';
   g.insertBefore(img, frame);
   g.dataset.drawn = 'true';
+}
+
+/** The model view's thumbnails in one piece of its drawing, at most (a layer row at least). */
+const MODELVIEW_THUMBS_PER_PIECE = 32;
+
+/** The model view's layer rows (modelViewRows) joined in pieces of whole rows, MODELVIEW_THUMBS_PER_PIECE at most. */
+function rowPieces(rows: string[], heads: number): string[] {
+  const per = Math.max(1, Math.floor(MODELVIEW_THUMBS_PER_PIECE / Math.max(1, heads)));
+  const out: string[] = [];
+  for (let i = 0; i < rows.length; i += per) out.push(rows.slice(i, i + per).join(''));
+  return out;
 }
 
 /** A head's name in the selector: with grouped-query attention, the KV head its group shares. */
@@ -106,6 +117,8 @@ export function attentionPanel(
    * text. Choosing another layer or head only moves its selection frame, in place.
    */
   let modelViewOf: AttentionMaps | null = null;
+  /** Whether the model view's thumbnails are still being inserted, a layer row a piece. */
+  let modelRowsPending = false;
   /** The heatmap cell that has the keyboard (row, column), kept across redraws while it exists. */
   let focused: [number, number] | null = null;
 
@@ -191,7 +204,7 @@ export function attentionPanel(
         return svg;
       },
     };
-    if (modelViewOf === m) {
+    if (modelViewOf === m && !modelRowsPending) {
       updateFigure(figModel, entry);
       for (const g of figModel.querySelectorAll('.thumb')) {
         const on =
@@ -204,8 +217,13 @@ export function attentionPanel(
       return drawn;
     }
     stopThumbs();
-    showFigure(figModel, entry, mapsModelViewSvg(m, selected, undefined, false));
+    // The model view's frame and labels, then its thumbnails a few layer rows a piece (paced.ts): 270 of them (a
+    // 30 × 9 model) parsed, styled and laid out in one task were a frame of well over 100 ms.
+    const { shell, rows } = modelViewRows(mapsModelViewSvg(m, selected, undefined, false));
+    const pieces = rowPieces(rows, mapsSize(m).heads);
+    showFigure(figModel, entry, shell);
     modelViewOf = m;
+    const svgEl = figModel.querySelector('.fig-svg svg');
     const seen = new IntersectionObserver(
       (entries) => {
         for (const e of entries) {
@@ -217,16 +235,33 @@ export function attentionPanel(
       { rootMargin: '200px 0px' },
     );
     thumbsSeen = seen;
-    for (const g of figModel.querySelectorAll('.thumb')) {
-      g.setAttribute('tabindex', '0');
-      g.setAttribute('role', 'button');
-      g.setAttribute(
-        'aria-label',
-        `layer ${Number(g.getAttribute('data-layer')) + 1}, head ${Number(g.getAttribute('data-head')) + 1}`,
-      );
-      seen.observe(g);
-    }
-    return drawn;
+    const addRows = (k: number) => {
+      if (!svgEl) return;
+      const before = svgEl.lastElementChild;
+      svgEl.insertAdjacentHTML('beforeend', pieces[k]);
+      for (let g = before ? before.nextElementSibling : svgEl.firstElementChild; g; g = g.nextElementSibling) {
+        if (!g.classList.contains('thumb')) continue;
+        g.setAttribute('tabindex', '0');
+        g.setAttribute('role', 'button');
+        g.setAttribute(
+          'aria-label',
+          `layer ${Number(g.getAttribute('data-layer')) + 1}, head ${Number(g.getAttribute('data-head')) + 1}`,
+        );
+        seen.observe(g);
+      }
+    };
+    modelRowsPending = true;
+    // A small model's view whole at once, as drawn before; a big one's from the next frame on.
+    const rowsJob = paced(
+      pieces.length,
+      addRows,
+      () => {
+        modelRowsPending = false;
+      },
+      pieces.length > 1,
+    );
+    thumbJobs.push(rowsJob);
+    return Promise.all([drawn, rowsJob.done]);
   };
 
   for (const control of [layer, head, allHeads]) control.addEventListener('change', () => void draw());

@@ -13,6 +13,7 @@ import { gptMaps, type GptAttention } from '../../../src/viz/gpt-attention.ts';
 import { field, h, nextFrame, onSubmit, select } from '../dom.ts';
 import { NO_MODEL, type ModelViewDeps, type ServedEntry } from '../model.ts';
 import type { GptInfo, LmInfo } from '../model-worker.ts';
+import { heldLine } from '../page-memory.ts';
 import { runner } from '../runner.ts';
 import { attentionPanel } from './attention-panel.ts';
 import { encoderPanel, type EncoderPanel } from './encoder.ts';
@@ -24,6 +25,9 @@ export interface GenerateView {
   /** Open this served GPT (null: none is served) and use it from now on. */
   use(entry: ServedEntry | null): Promise<void>;
 }
+
+/** The token chips the Generate view adds in one frame. */
+const TOKEN_CHIPS_PER_PIECE = 8;
 
 export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateView {
   // The served model's line is #model-info, unless a translation model is served (the Translate view owns #model-info).
@@ -240,7 +244,8 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       `${c.vocabSize} (${c.tokenizer}), ` +
       `${c.parameters.toLocaleString('en')} parameters.` +
       (c.rotary ? ' Rotary positions.' : '') +
-      (kvSharing(c.nHead, c.nKVHead) ? ` ${kvSharing(c.nHead, c.nKVHead)}` : '');
+      (kvSharing(c.nHead, c.nKVHead) ? ` ${kvSharing(c.nHead, c.nKVHead)}` : '') +
+      (c.memory ? ` ${heldLine(c.memory)}` : '');
     info.classList.remove('error', 'warning');
     positions.clear();
     // GPT-2 ends a document with <|endoftext|>, not at a line end.
@@ -293,22 +298,27 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
     void droppedFiles(e.dataTransfer).then((files) => openFolder(files));
   });
 
-  const showTokens = (g: GptAttention) => {
-    const chips = (xs: string[], cls: string) => xs.map((x) => h('span', { class: cls, text: x }));
-    tokens.replaceChildren(
-      h(
-        'div',
-        {},
-        h('span', { class: 'label', text: `prompt (${g.promptLength}): ` }),
-        ...chips(g.tokens.slice(0, g.promptLength), 'chip'),
-      ),
-      h(
-        'div',
-        {},
-        h('span', { class: 'label', text: `generated (${g.ids.length - g.promptLength}): ` }),
-        ...chips(g.tokens.slice(g.promptLength), 'chip generated'),
-      ),
+  /**
+   * The prompt's and the generated tokens as chips, TOKEN_CHIPS_PER_PIECE a frame, the first at once: a
+   * big vocabulary's rare tokens (scripts, control bytes) are slow to shape, tens of ms for a few dozen.
+   */
+  const showTokens = async (g: GptAttention): Promise<void> => {
+    const prompt = h('div', {}, h('span', { class: 'label', text: `prompt (${g.promptLength}): ` }));
+    const generated = h(
+      'div',
+      {},
+      h('span', { class: 'label', text: `generated (${g.ids.length - g.promptLength}): ` }),
     );
+    tokens.replaceChildren(prompt, generated);
+    const n = g.tokens.length;
+    // A piece a frame: what costs is the browser's shaping of the text, after the script has run.
+    for (let at = 0; at < n; at += TOKEN_CHIPS_PER_PIECE) {
+      if (at > 0) await nextFrame();
+      for (let i = at; i < Math.min(n, at + TOKEN_CHIPS_PER_PIECE); i++)
+        (i < g.promptLength ? prompt : generated).append(
+          h('span', { class: i < g.promptLength ? 'chip' : 'chip generated', text: g.tokens[i] }),
+        );
+    }
   };
 
   onSubmit(form, {
@@ -330,10 +340,26 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
       if (!Number.isInteger(n) || n < 1)
         throw new Error(`max tokens must be a whole number >= 1, got '${maxTokens.value}'`);
       const t0 = performance.now();
-      const g = await runner.call('generate', {
-        prompt: prompt.value,
-        options: { maxTokens: n, temperature: t, topK: o.topK, topP: o.topP, seed: s, stopAtLineEnd: stopLine.checked },
-      });
+      delete root.dataset.firstToken;
+      const g = await runner.call(
+        'generate',
+        {
+          prompt: prompt.value,
+          options: {
+            maxTokens: n,
+            temperature: t,
+            topK: o.topK,
+            topP: o.topP,
+            seed: s,
+            stopAtLineEnd: stopLine.checked,
+          },
+        },
+        // Each token as the worker makes it: the first's time from the click, on the view (data-first-token, ms).
+        (line) => {
+          root.dataset.firstToken ??= (performance.now() - t0).toFixed(0);
+          timing.textContent = line;
+        },
+      );
       const ms = performance.now() - t0;
       promptOut.textContent = g.prompt;
       continuation.textContent = g.continuation;
@@ -344,11 +370,17 @@ export function initGenerate(root: HTMLElement, deps: ModelViewDeps): GenerateVi
         `${deps.backend()?.name ?? ''} backend` +
         (g.lineEnded ? ', ended the line' : '') +
         (g.cut ? `, cut to fit the context of ${lm!.blockSize} tokens` : '');
-      showTokens(g);
-      // Drawn in pieces (paced.ts): the page keeps its frames while a long text's maps come in.
+      await nextFrame();
+      await showTokens(g);
+      // Drawn in pieces (paced.ts), each view from a frame of its own: the page keeps its frames while a long
+      // text's maps (or a big model's heads) come in.
+      await nextFrame();
       await panel.show({ ...gptMaps(g), kvHeads: lm!.nKVHead });
+      await nextFrame();
       positions.show(lm!, g.tokens);
+      await nextFrame();
       await nextToken.show(g.ids.slice(0, g.promptLength));
+      await nextFrame();
       await neuron.show(lm!, g.ids, g.tokens);
       root.dataset.generated = String(Number(root.dataset.generated ?? 0) + 1);
     },
